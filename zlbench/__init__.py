@@ -1,0 +1,3 @@
+"""zlbench: performance regression gate for FlagTree, driven by FlagGems benchmarks."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,5 @@
+import sys
+
+from zlbench.cli import main
+
+sys.exit(main())

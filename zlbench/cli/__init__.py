@@ -1,0 +1,57 @@
+"""Command line: reads argv and environment variables, calls the layers below,
+writes what they return. Imported by nothing else in zlbench.
+
+Each command lives in its own module exposing ``add_parser(subparsers)``; the
+parser sets ``func(args) -> int`` (the exit code).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from zlbench import __version__
+from zlbench.errors import ZlbenchError
+
+COMMANDS = (
+    "run",
+    "batch",
+    "inventory",
+    "summarize",
+    "merge",
+    "gate",
+    "report",
+    "compare",
+    "baseline",
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    import importlib
+
+    parser = argparse.ArgumentParser(
+        prog="zlbench",
+        description="Performance regression gate for FlagTree (FlagGems operator benchmarks).",
+    )
+    parser.add_argument("--version", action="version", version=f"zlbench {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for name in COMMANDS:
+        importlib.import_module(f"zlbench.cli.{name}_cmd").add_parser(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args) or 0)
+    except ZlbenchError as e:
+        print(f"zlbench {args.command}: error: {e}", file=sys.stderr)
+        return e.exit_code
+    except KeyboardInterrupt:
+        print(f"zlbench {args.command}: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

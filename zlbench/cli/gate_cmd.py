@@ -1,0 +1,13 @@
+"""`zlbench gate` (placeholder: being written; see DESIGN.md §8)."""
+
+from __future__ import annotations
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("gate", help="(not yet implemented)")
+    p.set_defaults(func=_run)
+
+
+def _run(args) -> int:
+    print("zlbench gate: not implemented yet")
+    return 2

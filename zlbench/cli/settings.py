@@ -1,0 +1,30 @@
+"""Every environment variable zlbench reads, in one place."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Settings:
+    flaggems_dir: str | None  # ZLBENCH_FLAGGEMS_DIR: the main FlagGems checkout
+    flaggems_vllm_dir: str | None  # ZLBENCH_FLAGGEMS_VLLM_DIR: the vllm FlagGems checkout
+    flagtree_dir: str | None  # ZLBENCH_FLAGTREE_DIR: FlagTree checkout (commit in reports)
+    cuda_visible_devices: str | None  # CUDA_VISIBLE_DEVICES
+    github_step_summary: str | None  # GITHUB_STEP_SUMMARY (gate appends report.md)
+    no_color: bool  # NO_COLOR set: never colour
+    force_color: bool  # FORCE_COLOR set: colour even without a tty
+
+    @classmethod
+    def from_env(cls, env: dict[str, str] | None = None) -> Settings:
+        env = os.environ if env is None else env
+        return cls(
+            flaggems_dir=env.get("ZLBENCH_FLAGGEMS_DIR") or None,
+            flaggems_vllm_dir=env.get("ZLBENCH_FLAGGEMS_VLLM_DIR") or None,
+            flagtree_dir=env.get("ZLBENCH_FLAGTREE_DIR") or None,
+            cuda_visible_devices=env.get("CUDA_VISIBLE_DEVICES"),
+            github_step_summary=env.get("GITHUB_STEP_SUMMARY") or None,
+            no_color="NO_COLOR" in env,
+            force_color=bool(env.get("FORCE_COLOR")),
+        )
