@@ -291,6 +291,130 @@ class BaselineManifest(_Model):
     summary: dict[str, Any] = Field(default_factory=dict)
 
 
+# --------------------------------------------------------------------------- worker plan
+
+
+class PlanEntry(_Model):
+    """One op for the plugins to run inside a (possibly shared) pytest process."""
+
+    repo: str = "main"
+    op: str  # the selector the user asked for
+    run_name: str
+    run_dir: str  # absolute
+    nodeids: list[str]  # pytest node ids of this op's benchmark test(s)
+    mode: Literal["record", "replay"] = "record"
+    replay_records: str | None = None  # dir holding <op>.json autotune records (replay)
+    shape_file: str | None = None  # absolute; None: upstream default
+    dtypes: list[str] = Field(default_factory=list)  # [] = the op's defaults
+
+
+class WorkerPlan(_Model):
+    """``plan.json`` handed by the runner to the plugins (``--zl-plan``).
+
+    The plugins print ``ZLBENCH_OP_BEGIN run_name=<n>`` / ``ZLBENCH_OP_END
+    run_name=<n> status=<S>`` around each entry so the runner can split the
+    stream into per-op run.log files and knows which op was in flight when the
+    process died.
+    """
+
+    schema_version: int = SCHEMA_VERSION
+    kind: Literal["plan"] = "plan"
+    timing: Literal["cudagraph", "kernel"] = "cudagraph"
+    level: str = "core"
+    seed: int = 0
+    ttgir: bool = True
+    entries: list[PlanEntry]
+
+
+# --------------------------------------------------------------------------- verdicts
+
+
+class Verdict(str, Enum):
+    PASS = "PASS"
+    REGRESSION = "REGRESSION"
+    IMPROVEMENT = "IMPROVEMENT"
+    FALLBACK = "FALLBACK"  # replay fallback marker, or a no-cudagraph marker the baseline lacked
+    FAILED = "FAILED"  # op failed, crashed or timed out
+    MISSING = "MISSING"  # a baseline row that was not measured
+    NEW = "NEW"  # a measured row that the baseline does not have
+    SKIPPED = "SKIPPED"  # dismissed / unsupported
+
+
+# Verdicts that fail the gate (exit 1).
+FAILING_VERDICTS = frozenset(
+    {Verdict.REGRESSION, Verdict.FALLBACK, Verdict.FAILED, Verdict.MISSING}
+)
+
+
+class RowVerdict(_Model):
+    key: RowKey
+    verdict: Verdict
+    baseline_speedup: float | None = None
+    current_speedup: float | None = None
+    ratio: float | None = None  # current / baseline speedup (the estimator's value)
+    threshold: float | None = None  # relative, e.g. 0.05
+    samples: list[float] = Field(default_factory=list)  # ratios incl. confirm re-measures
+    confirmed: bool | None = None  # regression confirmed by re-measurement
+    reason: str = ""
+
+
+class OpVerdict(_Model):
+    repo: str
+    run_name: str
+    op: str
+    verdict: Verdict
+    geomean_ratio: float | None = None
+    threshold: float | None = None
+    rows: int = 0
+    reason: str = ""
+    log_tail: list[str] = Field(default_factory=list)
+    reproduce: str | None = None  # exact zlbench command that re-measures it
+
+
+class EnvFinding(_Model):
+    field: str
+    baseline: str | None = None
+    current: str | None = None
+    mismatch: bool = True  # False: informational (e.g. compiler commit differs, expected)
+
+
+class GateVerdict(_Model):
+    """``verdict.json``: everything the reports are rendered from."""
+
+    schema_version: int = SCHEMA_VERSION
+    kind: Literal["verdict"] = "verdict"
+    verdict: Literal["PASS", "FAIL", "ERROR"]
+    exit_code: int
+    summary: str
+    baseline: str
+    baseline_dir: str
+    results_dir: str
+    generated: str
+    counts: dict[str, int] = Field(default_factory=dict)  # Verdict -> rows
+    ops: list[OpVerdict] = Field(default_factory=list)
+    rows: list[RowVerdict] = Field(default_factory=list)
+    environment: list[EnvFinding] = Field(default_factory=list)
+    allow_env_mismatch: bool = False
+    baseline_env: Environment = Field(default_factory=Environment)
+    current_env: Environment = Field(default_factory=Environment)
+    markers: list[Marker] = Field(default_factory=list)
+
+
+class RowOverride(_Model):
+    op: str
+    dtype: str | None = None
+    shape: str | None = None
+    threshold: float
+
+
+class ThresholdsFile(ThresholdDefaults):
+    """A thresholds yaml (``--thresholds``): defaults plus per-op / per-row overrides."""
+
+    schema_version: int = SCHEMA_VERSION
+    ops: dict[str, float] = Field(default_factory=dict)
+    rows: list[RowOverride] = Field(default_factory=list)
+
+
 # --------------------------------------------------------------------------- I/O helpers
 
 _M = TypeVar("_M", bound=BaseModel)
