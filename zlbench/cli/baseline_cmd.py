@@ -1,13 +1,134 @@
-"""`zlbench baseline` (placeholder: being written; see DESIGN.md §8)."""
+"""`zlbench baseline refresh | show | verify`: pinned record sets (DESIGN.md §3)."""
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
+from zlbench.cli.settings import Settings
+from zlbench.errors import ZlbenchError
+
+DEFAULT_SHAPES = Path(__file__).resolve().parents[2] / "ops" / "shapes_single.yaml"
+
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("baseline", help="(not yet implemented)")
-    p.set_defaults(func=_run)
+    p = sub.add_parser("baseline", help="refresh, show or verify a baseline dir")
+    bsub = p.add_subparsers(dest="baseline_command", metavar="ACTION", required=True)
+    _add_refresh(bsub)
+    show = bsub.add_parser("show", help="manifest and a per-op summary")
+    show.add_argument("dir", type=Path)
+    show.set_defaults(func=_show)
+    verify = bsub.add_parser("verify", help="schema, content hashes, records and rows of every op")
+    verify.add_argument("dir", type=Path)
+    verify.set_defaults(func=_verify)
 
 
-def _run(args) -> int:
-    print("zlbench baseline: not implemented yet")
-    return 2
+def _add_refresh(bsub) -> None:
+    from zlbench.cli.batch_cmd import add_selection_options
+
+    r = bsub.add_parser(
+        "refresh",
+        help="record pass + K replay passes -> a new immutable baseline dir",
+        description="Record an op set (fresh autotune), replay it K times to measure each "
+        "row's noise, and write the baseline dir with its manifest.",
+    )
+    r.add_argument("--out", type=Path, required=True, metavar="baselines/vN")
+    add_selection_options(r)
+    r.add_argument("--repeats", type=int, default=3, metavar="K", help="replay passes (default 3)")
+    r.add_argument("--flaggems-dir", action="append", default=[], metavar="[REPO=]PATH")
+    r.add_argument("--flagtree-dir", type=Path, default=None, metavar="D")
+    r.add_argument("--gpus", default=None, metavar="0,1")
+    r.add_argument("--shape-file", type=Path, default=DEFAULT_SHAPES, metavar="Y")
+    r.add_argument("--dtypes", nargs="+", default=["bfloat16"], metavar="D")
+    r.add_argument("--mode", choices=("cudagraph", "kernel"), default="cudagraph")
+    r.add_argument("--op-timeout", type=float, default=900.0, metavar="S")
+    r.add_argument("--per-process", type=int, default=None, metavar="N")
+    r.add_argument("--max-retries", type=int, default=2, metavar="N")
+    r.add_argument("--no-ttgir", action="store_true")
+    r.add_argument("--show-output", action="store_true")
+    r.add_argument("--keep-work", type=Path, default=None, metavar="DIR")
+    r.add_argument(
+        "--commit", action="store_true", help="commit the new dir on branch baseline/<name>"
+    )
+    r.set_defaults(func=_refresh, shard=None, replay_root=None, resume=False)
+
+
+def _refresh(args) -> int:
+    from zlbench.cli.batch_cmd import config_from_args
+    from zlbench.runner.refresh import RefreshConfig, commit_baseline, refresh
+
+    settings = Settings.from_env()
+    batch = config_from_args(args, settings)
+    flagtree = args.flagtree_dir or (Path(settings.flagtree_dir) if settings.flagtree_dir else None)
+    out = refresh(
+        RefreshConfig(
+            out=args.out,
+            batch=batch,
+            repeats=args.repeats,
+            flagtree_dir=flagtree,
+            keep_work=args.keep_work,
+            progress=sys.stdout,
+        )
+    )
+    m = out.manifest
+    print(f"baseline {m.name}: {len(m.ops)} ops, {m.summary.get('rows')} rows -> {out.out}")
+    for key, why in out.excluded.items():
+        print(f"  left out {key}: {why}")
+    if args.commit:
+        print(f"committed on branch {commit_baseline(out.out, m)}")
+    return 0
+
+
+def _load(path: Path):
+    from zlbench.gate.load import load_baseline
+
+    return load_baseline(path)
+
+
+def _show(args) -> int:
+    from zlbench.gate.baselines import summarize
+
+    b = _load(args.dir)
+    print(render_show(b.manifest, summarize(sorted(b.ops.items()))))
+    return 0
+
+
+def render_show(m, ops) -> str:
+    fg = ", ".join(f"{r}={v.get('commit')}" for r, v in sorted(m.flaggems.items()))
+    noise = m.summary.get("noise") or {}
+    lines = [
+        f"baseline {m.name} (created {m.created})",
+        f"  GPU        {m.gpu_model} x{m.gpu_count}, driver {m.driver}",
+        f"  torch      {m.torch} (CUDA {m.cuda})",
+        f"  compiler   {m.compiler_dist} {m.compiler_version} {m.compiler_commit or ''}".rstrip(),
+        f"  FlagGems   {fg}",
+        f"  zlbench    {m.zlbench_version} {m.zlbench_commit or ''}".rstrip(),
+        f"  timing     {m.timing}, level {m.level}, dtypes {','.join(m.dtypes)}",
+        f"  shapes     {m.shape_file} sha256 {str(m.shape_file_sha256)[:12]}",
+        f"  repeats    {m.repeats}; default threshold {m.thresholds.default:.1%}",
+    ]
+    if noise:
+        lines.append(
+            f"  row noise  p50 {noise['p50']:.2%}  p90 {noise['p90']:.2%}  max {noise['max']:.2%}"
+            f" over {noise['rows']} rows"
+        )
+    lines += ["", f"{'op':40} {'rows':>5} {'median speedup':>15} {'max noise':>10}"]
+    for o in ops:
+        sp = f"{o.median_speedup:.3f}" if o.median_speedup is not None else "-"
+        lines.append(f"{o.key:40} {o.rows:>5} {sp:>15} {o.max_noise:>10.2%}")
+    return "\n".join(lines)
+
+
+def _verify(args) -> int:
+    from zlbench.gate.baselines import verify
+    from zlbench.models import BaselineManifest, load_yaml_model
+
+    if not args.dir.is_dir():
+        raise ZlbenchError(f"{args.dir}: baseline dir not found")
+    manifest = load_yaml_model(args.dir / "manifest.yaml", BaselineManifest)
+    rep = verify(args.dir, manifest)
+    for problem in rep.problems:
+        print(f"FAIL {problem}")
+    state = "OK" if rep.ok else f"{len(rep.problems)} problem(s)"
+    print(f"baseline {manifest.name}: {rep.ops} ops, {rep.rows} rows: {state}")
+    return 0 if rep.ok else 1

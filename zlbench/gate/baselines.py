@@ -1,0 +1,202 @@
+"""Baseline sets: build one from a record pass plus K replay passes, summarize
+and verify one (pure: reads files, writes none; DESIGN.md §3).
+
+A baseline row's speedup is the median over the K replay passes (the gate
+measures in replay mode, so the baseline must too); its noise is the largest
+relative deviation of one pass from that median, the floor the gate's
+threshold may not go under.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import statistics
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from zlbench.errors import ZlbenchError
+from zlbench.models import (
+    BaselineManifest,
+    BaselineResult,
+    BaselineRow,
+    Row,
+    RunResult,
+    RunStatus,
+    load_json_model,
+)
+
+# Files of a baseline dir covered by the manifest's content hashes.
+HASHED_PATTERNS = ("*/*/result.json", "*/*/autotune_records/*.json")
+
+
+def aggregate_op(record: RunResult, replays: list[RunResult]) -> BaselineResult:
+    """One op's baseline result: rows of the replays, median speedup, noise.
+
+    A row must be measured (SUCCESS, with a speedup) in every replay pass to
+    enter the baseline; a row that is not is left out (and then reported as
+    NEW by a gate, never silently judged against a guess)."""
+    if not replays:
+        raise ZlbenchError(f"{record.run_name}: no replay pass to build a baseline from")
+    passes = [{_rkey(r): r for r in rep.rows} for rep in replays]
+    rows = []
+    for first in replays[0].rows:
+        k = _rkey(first)
+        samples = [p.get(k) for p in passes]
+        if any(s is None or s.status != "SUCCESS" or not s.speedup for s in samples):
+            continue
+        rows.append(_baseline_row(first, samples))  # type: ignore[arg-type]
+    counts: dict[str, int] = {}
+    for rep in replays:
+        for name, n in rep.marker_counts.items():
+            counts[name] = counts.get(name, 0) + n
+    return BaselineResult(
+        repo=record.repo,
+        run_name=record.run_name,
+        op=record.op,
+        timing=record.timing,
+        dtypes=replays[0].dtypes or record.dtypes,
+        rows=rows,
+        marker_counts=counts,
+        environment=replays[0].environment,
+    )
+
+
+def _rkey(row: Row) -> tuple[str, str, str, int]:
+    return (row.op, row.dtype, row.shape, row.occurrence)
+
+
+def _baseline_row(first: Row, samples: list[Row]) -> BaselineRow:
+    speedups = [float(s.speedup) for s in samples]  # type: ignore[arg-type]
+    med = statistics.median(speedups)
+    noise = max(abs(s / med - 1.0) for s in speedups) if med > 0 else 0.0
+    base_lat = statistics.median(float(s.latency_base_ms or 0.0) for s in samples)
+    lat = statistics.median(float(s.latency_ms or 0.0) for s in samples)
+    data = first.model_dump()
+    data.update(
+        speedup=med,
+        latency_base_ms=base_lat or None,
+        latency_ms=lat or None,
+        no_cudagraph=any(s.no_cudagraph for s in samples),
+        repeats=len(samples),
+        speedups=speedups,
+        noise=noise,
+    )
+    return BaselineRow.model_validate(data)
+
+
+def usable(record: RunResult | None, replays: list[RunResult | None]) -> str | None:
+    """Why an op cannot enter a baseline, or None when it can."""
+    if record is None:
+        return "record pass left no result.json"
+    if record.status is not RunStatus.PASS:
+        return f"record pass {record.status.value}"
+    for i, rep in enumerate(replays, start=1):
+        if rep is None:
+            return f"replay pass {i} left no result.json"
+        if rep.status is not RunStatus.PASS:
+            return f"replay pass {i} {rep.status.value}"
+        fallbacks = {k: v for k, v in rep.marker_counts.items() if "REPLAY_FALLBACK" in k}
+        if fallbacks:
+            return f"replay pass {i} fell back: {fallbacks}"
+    return None
+
+
+# --------------------------------------------------------------------------- hashes
+
+
+def sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def content_hashes(root: Path) -> dict[str, str]:
+    """sha256 of every hashed file of a baseline dir, by path relative to it."""
+    files = sorted({p for pat in HASHED_PATTERNS for p in root.glob(pat) if p.is_file()})
+    return {p.relative_to(root).as_posix(): sha256_file(p) for p in files}
+
+
+# --------------------------------------------------------------------------- verify / show
+
+
+@dataclass
+class VerifyReport:
+    problems: list[str] = field(default_factory=list)
+    ops: int = 0
+    rows: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+def verify(root: Path, manifest: BaselineManifest) -> VerifyReport:
+    """Schema, content hashes, every op with its records and rows."""
+    rep = VerifyReport()
+    actual = content_hashes(root)
+    for rel, digest in sorted(manifest.files.items()):
+        got = actual.get(rel)
+        if got is None:
+            rep.problems.append(f"{rel}: missing (listed in manifest.yaml)")
+        elif got != digest:
+            rep.problems.append(f"{rel}: content changed (sha256 {got[:12]} != {digest[:12]})")
+    for rel in sorted(set(actual) - set(manifest.files)):
+        rep.problems.append(f"{rel}: not listed in manifest.yaml")
+    for key in manifest.ops:
+        rep.ops += 1
+        _verify_op(root, key, rep)
+    if not manifest.ops:
+        rep.problems.append("manifest.yaml: field 'ops' is empty")
+    return rep
+
+
+def _verify_op(root: Path, key: str, rep: VerifyReport) -> None:
+    op_dir = root / key
+    try:
+        result = load_json_model(op_dir / "result.json", BaselineResult)
+    except ZlbenchError as e:
+        rep.problems.append(str(e))
+        return
+    rep.rows += len(result.rows)
+    if not result.rows:
+        rep.problems.append(f"{key}: no rows")
+    if not list((op_dir / "autotune_records").glob("*.json")):
+        rep.problems.append(f"{key}: no autotune records")
+
+
+@dataclass
+class OpSummary:
+    key: str
+    rows: int
+    median_speedup: float | None
+    max_noise: float
+
+
+def summarize(results: Iterable[tuple[str, BaselineResult]]) -> list[OpSummary]:
+    out = []
+    for key, res in results:
+        sp = [r.speedup for r in res.rows if r.speedup]
+        out.append(
+            OpSummary(
+                key=key,
+                rows=len(res.rows),
+                median_speedup=statistics.median(sp) if sp else None,
+                max_noise=max((r.noise for r in res.rows), default=0.0),
+            )
+        )
+    return out
+
+
+def noise_distribution(results: Iterable[BaselineResult]) -> dict[str, float]:
+    """Quantiles of per-row noise over a whole baseline (for the manifest summary)."""
+    noise = sorted(r.noise for res in results for r in res.rows)
+    if not noise:
+        return {}
+
+    def q(p: float) -> float:
+        return noise[min(len(noise) - 1, int(p * (len(noise) - 1) + 0.5))]
+
+    return {"rows": len(noise), "p50": q(0.5), "p90": q(0.9), "max": noise[-1]}

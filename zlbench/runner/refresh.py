@@ -1,0 +1,251 @@
+"""`zlbench baseline refresh`: record pass + K replay passes -> a new baseline dir.
+
+The new dir is built as ``.<name>.tmp-<pid>`` beside the target and renamed at
+the very end, so an interrupted or failed refresh leaves nothing that looks
+like a baseline; an existing target is never touched (baselines are immutable).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import shutil
+import socket
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TextIO
+
+from zlbench import __version__
+from zlbench.errors import ZlbenchError
+from zlbench.gate import baselines
+from zlbench.gitinfo import git_state
+from zlbench.models import (
+    BaselineManifest,
+    BaselineResult,
+    RunResult,
+    ThresholdDefaults,
+    dump_json_model,
+    dump_yaml_model,
+    load_json_model,
+)
+from zlbench.runner.batch import BatchConfig, BatchOutcome, run_batch
+
+WORK = "_work"  # inside the temp dir; removed before the rename
+
+
+@dataclass
+class RefreshConfig:
+    out: Path  # baselines/vN (must not exist)
+    batch: BatchConfig  # selection, FlagGems dirs, GPUs, timing, dtypes, shape file
+    repeats: int = 3
+    flagtree_dir: Path | None = None
+    thresholds: ThresholdDefaults = field(default_factory=ThresholdDefaults)
+    keep_work: Path | None = None  # move the record/replay batch dirs here instead of deleting
+    progress: TextIO | None = None
+    batch_runner: Callable[[BatchConfig], BatchOutcome] = run_batch
+
+
+@dataclass
+class RefreshOutcome:
+    out: Path
+    manifest: BaselineManifest
+    excluded: dict[str, str]  # "<repo>/<run_name>" -> why it is not in the baseline
+
+
+def refresh(cfg: RefreshConfig) -> RefreshOutcome:
+    out = Path(cfg.out)
+    if out.exists():
+        raise ZlbenchError(f"{out} already exists: baselines are immutable, pick the next version")
+    if cfg.repeats < 1:
+        raise ZlbenchError(f"--repeats must be at least 1 (got {cfg.repeats})")
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = out.parent / f".{out.name}.tmp-{os.getpid()}"
+    if tmp.exists():
+        shutil.rmtree(tmp)
+    tmp.mkdir()
+    started = _dt.datetime.now(_dt.timezone.utc)
+    try:
+        record, replays = _measure(cfg, tmp / WORK)
+        excluded = _assemble(cfg, tmp, record, replays)
+        manifest = _manifest(cfg, tmp, started, excluded)
+        if not manifest.ops:
+            raise ZlbenchError(
+                "no op could enter the baseline: "
+                + "; ".join(f"{k}: {v}" for k, v in excluded.items())
+            )
+        _finish_work(cfg, tmp / WORK)
+        dump_yaml_model(tmp / "manifest.yaml", manifest)
+        os.rename(tmp, out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return RefreshOutcome(out, manifest, excluded)
+
+
+def _say(cfg: RefreshConfig, text: str) -> None:
+    if cfg.progress is not None:
+        print(text, file=cfg.progress, flush=True)
+
+
+def _measure(cfg: RefreshConfig, work: Path) -> tuple[BatchOutcome, list[BatchOutcome]]:
+    _say(cfg, f"refresh: record pass -> {work / 'record'}")
+    record = cfg.batch_runner(replace(cfg.batch, out_dir=work / "record", replay_root=None))
+    if record.exit_code == 2:
+        raise ZlbenchError("record pass measured nothing")
+    replays = []
+    for i in range(1, cfg.repeats + 1):
+        _say(cfg, f"refresh: replay pass {i}/{cfg.repeats}")
+        rep = cfg.batch_runner(
+            replace(cfg.batch, out_dir=work / f"replay-{i}", replay_root=record.out_dir)
+        )
+        replays.append(rep)
+    return record, replays
+
+
+def _load(batch_dir: Path, key: str) -> RunResult | None:
+    path = batch_dir / key / "result.json"
+    if not path.is_file():
+        return None
+    try:
+        return load_json_model(path, RunResult)
+    except ZlbenchError:
+        return None
+
+
+def _assemble(
+    cfg: RefreshConfig, tmp: Path, record: BatchOutcome, replays: list[BatchOutcome]
+) -> dict[str, str]:
+    """Write <repo>/<run_name>/{result.json,autotune_records,ttgir} for every usable op."""
+    excluded: dict[str, str] = {}
+    for st in record.statuses:
+        key = f"{st.repo}/{st.run_name}"
+        rec = _load(record.out_dir, key)
+        reps = [_load(r.out_dir, key) for r in replays]
+        why = baselines.usable(rec, reps)
+        records_dir = record.out_dir / key / "autotune_records"
+        if why is None and not list(records_dir.glob("*.json")):
+            why = "record pass wrote no autotune records"
+        if why is None:
+            result = baselines.aggregate_op(rec, reps)  # type: ignore[arg-type]
+            if not result.rows:
+                why = "no row measured in every replay pass"
+        if why is not None:
+            excluded[key] = why
+            _say(cfg, f"refresh: leaving out {key}: {why}")
+            continue
+        dst = tmp / key
+        shutil.copytree(records_dir, dst / "autotune_records")
+        ttgir = replays[0].out_dir / key / "ttgir"
+        if ttgir.is_dir():
+            shutil.copytree(ttgir, dst / "ttgir")
+        dump_json_model(dst / "result.json", result)
+    return excluded
+
+
+def _manifest(
+    cfg: RefreshConfig, tmp: Path, started: _dt.datetime, excluded: dict[str, str]
+) -> BaselineManifest:
+    results = [load_json_model(p, BaselineResult) for p in sorted(tmp.glob("*/*/result.json"))]
+    ops = sorted(f"{r.repo}/{r.run_name}" for r in results)
+    env = results[0].environment if results else None
+    shape_file, shape_sha = _copy_shape_file(cfg, tmp)
+    flaggems = {}
+    for repo, d in sorted(cfg.batch.flaggems_dirs.items()):
+        commit, dirty = git_state(d)
+        pkg = next((r.environment.flaggems_package for r in results if r.repo == repo), None)
+        flaggems[repo] = {"package": pkg, "commit": commit, "dirty": dirty}
+    ft_commit, ft_dirty = git_state(cfg.flagtree_dir) if cfg.flagtree_dir else (None, None)
+    zl_commit, zl_dirty = git_state(Path(__file__).resolve().parents[2])
+    elapsed = (_dt.datetime.now(_dt.timezone.utc) - started).total_seconds()
+    return BaselineManifest(
+        name=Path(cfg.out).name,
+        created=started.isoformat(timespec="seconds"),
+        gpu_model=env.gpu_model if env else None,
+        gpu_count=len([g for g in cfg.batch.gpus if g != ""]) or (env.gpu_count if env else None),
+        driver=env.driver if env else None,
+        torch=env.torch if env else None,
+        cuda=env.cuda if env else None,
+        compiler_dist=env.triton_dist if env else None,
+        compiler_version=env.triton_version if env else None,
+        compiler_commit=_dirty(ft_commit, ft_dirty) or (env.flagtree_commit if env else None),
+        flaggems=flaggems,
+        zlbench_version=__version__,
+        zlbench_commit=_dirty(zl_commit, zl_dirty),
+        shape_file=shape_file,
+        shape_file_sha256=shape_sha,
+        dtypes=sorted({d for r in results for d in r.dtypes}),
+        timing=cfg.batch.timing,
+        level="core",
+        ops=ops,
+        repeats=cfg.repeats,
+        thresholds=cfg.thresholds,
+        files=baselines.content_hashes(tmp),
+        summary={
+            "rows": sum(len(r.rows) for r in results),
+            "noise": baselines.noise_distribution(results),
+            "excluded": excluded,
+            "refresh_wall_s": round(elapsed, 1),
+            "host": socket.gethostname(),
+        },
+    )
+
+
+def _dirty(commit: str | None, dirty: bool | None) -> str | None:
+    return f"{commit}-dirty" if commit and dirty else commit
+
+
+def _copy_shape_file(cfg: RefreshConfig, tmp: Path) -> tuple[str | None, str | None]:
+    """The shape file travels with the baseline (``shapes.yaml``): the gate measures
+    with exactly the shapes the baseline was measured with."""
+    if cfg.batch.shape_file is None:
+        return None, None
+    dst = tmp / "shapes.yaml"
+    shutil.copyfile(cfg.batch.shape_file, dst)
+    return "shapes.yaml", baselines.sha256_file(dst)
+
+
+def _finish_work(cfg: RefreshConfig, work: Path) -> None:
+    if cfg.keep_work is not None:
+        Path(cfg.keep_work).parent.mkdir(parents=True, exist_ok=True)
+        shutil.move(str(work), str(cfg.keep_work))
+    else:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def commit_baseline(out: Path, manifest: BaselineManifest) -> str:
+    """Create branch ``baseline/<name>`` and commit the new dir on it; returns the branch."""
+    import git  # gitpython
+
+    try:
+        repo = git.Repo(out, search_parent_directories=True)
+    except (git.InvalidGitRepositoryError, git.NoSuchPathError):
+        raise ZlbenchError(f"{out} is not inside a git repository (--commit)") from None
+    branch = f"baseline/{manifest.name}"
+    if branch in [h.name for h in repo.heads]:
+        raise ZlbenchError(f"branch {branch} already exists")
+    repo.git.checkout("-b", branch)
+    repo.git.add(str(Path(out).resolve()))
+    repo.index.commit(commit_message(manifest))
+    return branch
+
+
+def commit_message(m: BaselineManifest) -> str:
+    noise = m.summary.get("noise", {})
+    lines = [
+        f"Add baseline {m.name}: {len(m.ops)} ops, {m.summary.get('rows', 0)} rows",
+        "",
+        f"GPU: {m.gpu_model} x{m.gpu_count}, driver {m.driver}, torch {m.torch}",
+        f"Compiler: {m.compiler_dist} {m.compiler_version} "
+        f"({m.compiler_commit or 'commit unknown'})",
+        "FlagGems: " + ", ".join(f"{r} {v.get('commit')}" for r, v in sorted(m.flaggems.items())),
+        f"Timing: {m.timing}, dtypes {','.join(m.dtypes)}, {m.repeats} replay passes",
+    ]
+    if noise:
+        lines.append(
+            f"Row noise over the passes: p50 {noise['p50']:.2%}, p90 {noise['p90']:.2%}, "
+            f"max {noise['max']:.2%}"
+        )
+    if m.summary.get("excluded"):
+        lines.append(f"Left out: {', '.join(sorted(m.summary['excluded']))}")
+    return "\n".join(lines) + "\n"
