@@ -1,13 +1,222 @@
-"""`zlbench gate` (placeholder: being written; see DESIGN.md §8)."""
+"""`zlbench gate`: replay a baseline's op set, judge it, write the reports.
+
+Three layers (STYLE.md): argv -> :func:`_run` builds plain values -> the pure
+judge (``zlbench.gate``) and renderers (``zlbench.report``); this module writes
+what they return. Measuring goes through :func:`measure_batch` /
+:func:`make_remeasure`, small adapters over ``zlbench.runner.batch.run_batch``
+that tests replace with fakes.
+"""
 
 from __future__ import annotations
 
+import sys
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from zlbench.cli.settings import Settings
+from zlbench.errors import ZlbenchError
+from zlbench.gate.confirm import Remeasure
+from zlbench.gate.estimators import DEFAULT_ESTIMATOR, Estimator
+from zlbench.gate.load import BaselineSet, ResultsSet, load_baseline, load_results
+from zlbench.gate.plan import read_ops_file, select_ops
+from zlbench.gate.thresholds import load_thresholds
+from zlbench.gate.verdict import SUMMARY_SEP, GateOptions, run_gate
+from zlbench.models import GateVerdict, Row, RowKey, ThresholdsFile, atomic_write_text
+from zlbench.report.junit import render_junit
+from zlbench.report.markdown import render_markdown
+
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("gate", help="(not yet implemented)")
+    p = sub.add_parser(
+        "gate",
+        help="replay a baseline's ops, judge them, write junit.xml, report.md, verdict.json",
+    )
+    p.add_argument("--baseline", required=True, metavar="DIR", help="baseline dir (baselines/vN)")
+    sel = p.add_mutually_exclusive_group()
+    sel.add_argument("--ops", nargs="+", metavar="SPEC", help="judge only these baseline ops")
+    sel.add_argument("--ops-file", metavar="F", help="file of op specs, one a line")
+    p.add_argument("--shard", metavar="K/N", help="measure only shard K of N (1-based); no judging")
+    p.add_argument("--results", metavar="DIR", help="judge this results dir; measure nothing")
+    p.add_argument("--thresholds", metavar="Y", help="thresholds yaml (default: the manifest's)")
+    p.add_argument("--allow-env-mismatch", action="store_true", help="judge despite a mismatch")
+    p.add_argument(
+        "--confirm", type=int, metavar="N", help="re-measures of a flagged op (default: manifest)"
+    )
+    p.add_argument("--ops-dir", default="ops", metavar="D", help="inventories and dismiss list")
+    p.add_argument("--out", default="zlbench-gate", metavar="DIR", help="output dir")
     p.set_defaults(func=_run)
 
 
+# --------------------------------------------------------------------------- measuring
+
+
+@dataclass
+class MeasureRequest:
+    """What the gate asks the batch runner to measure (replay of ``baseline``)."""
+
+    baseline: BaselineSet
+    ops: set[str]  # op keys "<repo>/<run_name>"
+    out_dir: Path
+    shard: tuple[int, int] | None
+    ops_dir: Path
+    settings: Settings
+
+
+def _shape_file(baseline: BaselineSet) -> Path | None:
+    name = baseline.manifest.shape_file
+    if not name:
+        return None
+    for cand in (Path(name), baseline.path / name, baseline.path / Path(name).name):
+        if cand.is_file():
+            return cand
+    raise ZlbenchError(f"{baseline.path / 'manifest.yaml'}: field 'shape_file': {name} not found")
+
+
+def _gpus(settings: Settings) -> list[str]:
+    from zlbench.runner.shard import count_visible_gpus, parse_gpu_list
+
+    if settings.cuda_visible_devices:
+        return parse_gpu_list(settings.cuda_visible_devices)
+    n = count_visible_gpus()
+    return [str(i) for i in range(n)] or [""]
+
+
+def measure_batch(req: MeasureRequest) -> tuple[Path, int]:
+    """Replay ``req.ops`` against the baseline's records: (batch dir, batch exit code)."""
+    from zlbench.runner.batch import BatchConfig, run_batch
+
+    s, m = req.settings, req.baseline.manifest
+    dirs = {"main": s.flaggems_dir, "vllm": s.flaggems_vllm_dir}
+    config = BatchConfig(
+        out_dir=req.out_dir,
+        flaggems_dirs={k: Path(v) for k, v in dirs.items() if v},
+        ops_dir=req.ops_dir,
+        all_ops=True,
+        repos=sorted({k.split("/", 1)[0] for k in req.ops}),
+        restrict_to=set(req.ops),
+        gpus=_gpus(s),
+        shard=req.shard,
+        replay_root=req.baseline.path,
+        timing="kernel" if m.timing == "kernel" else "cudagraph",
+        dtypes=list(m.dtypes),
+        shape_file=_shape_file(req.baseline),
+        progress=sys.stderr,
+        argv=list(sys.argv),
+    )
+    outcome = run_batch(config)
+    return outcome.out_dir, outcome.exit_code
+
+
+def make_remeasure(req: MeasureRequest, confirm_root: Path) -> Remeasure:
+    """The confirm step's re-measure: ``times`` replay batches of the flagged ops,
+    into ``<out>/confirm/<i>/`` (kept, so ``zlbench report`` re-judges the same)."""
+
+    def remeasure(ops: list[str], times: int) -> list[Mapping[RowKey, Row]]:
+        passes = []
+        for i in range(1, times + 1):
+            sub = MeasureRequest(
+                req.baseline, set(ops), confirm_root / str(i), None, req.ops_dir, req.settings
+            )
+            batch_dir, _ = measure_batch(sub)
+            passes.append(load_results(batch_dir).rows())
+        return passes
+
+    return remeasure
+
+
+# --------------------------------------------------------------------------- judging
+
+
+def now_utc() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def write_reports(verdict: GateVerdict, out: Path, settings: Settings) -> str:
+    """junit.xml, report.md, verdict.json into ``out`` (each atomically); the markdown."""
+    markdown = render_markdown(verdict)
+    atomic_write_text(out / "junit.xml", render_junit(verdict))
+    atomic_write_text(out / "report.md", markdown)
+    atomic_write_text(out / "verdict.json", verdict.model_dump_json(indent=2) + "\n")
+    if settings.github_step_summary:
+        try:
+            with open(settings.github_step_summary, "a", encoding="utf-8") as f:
+                f.write(markdown + "\n")
+        except OSError as e:
+            print(f"zlbench: cannot append to GITHUB_STEP_SUMMARY: {e}", file=sys.stderr)
+    return markdown
+
+
+def judge_and_write(
+    baseline: BaselineSet,
+    results: ResultsSet,
+    th: ThresholdsFile,
+    opts: GateOptions,
+    out: Path,
+    settings: Settings,
+    remeasure: Remeasure | None = None,
+    command: str = "gate",
+) -> int:
+    verdict = run_gate(baseline, results, th, opts, remeasure)
+    write_reports(verdict, out, settings)
+    print(verdict.summary)
+    print(f"reports: {out / 'report.md'}, {out / 'junit.xml'}, {out / 'verdict.json'}")
+    if verdict.exit_code == 2:
+        why = verdict.summary.split(SUMMARY_SEP)[0].removeprefix("ERROR: ")
+        print(f"zlbench {command}: error: {why}", file=sys.stderr)
+    return verdict.exit_code
+
+
+def common_inputs(args) -> tuple[BaselineSet, ThresholdsFile, set[str] | None]:
+    baseline = load_baseline(args.baseline)
+    th = load_thresholds(args.thresholds, baseline.manifest.thresholds)
+    specs = args.ops or (read_ops_file(args.ops_file) if args.ops_file else None)
+    scope, unmatched = select_ops(baseline, specs)
+    if unmatched:
+        print(f"zlbench: not in the baseline, ignored: {', '.join(unmatched)}", file=sys.stderr)
+    return baseline, th, scope
+
+
+def estimator_of(th: ThresholdsFile) -> Estimator:
+    """The thresholds' estimator once the model carries one; else the gate default."""
+    return Estimator(getattr(th, "estimator", DEFAULT_ESTIMATOR))
+
+
 def _run(args) -> int:
-    print("zlbench gate: not implemented yet")
-    return 2
+    settings = Settings.from_env()
+    baseline, th, scope = common_inputs(args)
+    out = Path(args.out)
+    opts = GateOptions(
+        estimator=estimator_of(th),
+        scope=scope,
+        allow_env_mismatch=args.allow_env_mismatch,
+        baseline_label=args.baseline,
+        generated=now_utc(),
+    )
+    if args.results:
+        if args.shard or args.confirm:
+            raise ZlbenchError("--shard and --confirm measure on a GPU: not with --results")
+        opts.results_label = args.results
+        return judge_and_write(baseline, load_results(args.results), th, opts, out, settings)
+    from zlbench.runner.batch import claim_dir
+    from zlbench.runner.shard import parse_shard
+
+    shard = parse_shard(args.shard) if args.shard else None
+    claimed = claim_dir(out, resume=False)  # never mix two gate runs in one dir
+    if claimed != out:
+        print(f"zlbench gate: {out} is in use; writing to {claimed}", file=sys.stderr)
+    out = claimed
+    req = MeasureRequest(
+        baseline, scope or set(baseline.ops), out / "results", shard, Path(args.ops_dir), settings
+    )
+    batch_dir, code = measure_batch(req)
+    if shard is not None:
+        print(f"shard {args.shard} measured into {batch_dir}; merge the shards, then judge them")
+        print(f"with: zlbench gate --baseline {args.baseline} --results MERGED_DIR")
+        return 2 if code == 2 else 0
+    opts.results_label = str(batch_dir)
+    opts.confirm_times = th.confirm_repeats if args.confirm is None else args.confirm
+    results = load_results(batch_dir)
+    remeasure = make_remeasure(req, out / "confirm")
+    return judge_and_write(baseline, results, th, opts, out, settings, remeasure)

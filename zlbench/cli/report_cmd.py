@@ -1,13 +1,40 @@
-"""`zlbench report` (placeholder: being written; see DESIGN.md §8)."""
+"""`zlbench report RESULTS_DIR --baseline DIR`: re-judge a downloaded results dir
+(a gate output dir or a batch dir) offline and re-render every report."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
+from zlbench.cli.gate_cmd import common_inputs, estimator_of, judge_and_write, now_utc
+from zlbench.cli.settings import Settings
+from zlbench.gate.load import load_results
+from zlbench.gate.verdict import GateOptions
+
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("report", help="(not yet implemented)")
+    p = sub.add_parser("report", help="re-render junit.xml/report.md/verdict.json offline")
+    p.add_argument("results", metavar="RESULTS_DIR", help="gate output dir, batch dir or run dir")
+    p.add_argument("--baseline", required=True, metavar="DIR")
+    sel = p.add_mutually_exclusive_group()
+    sel.add_argument("--ops", nargs="+", metavar="SPEC")
+    sel.add_argument("--ops-file", metavar="F")
+    p.add_argument("--thresholds", metavar="Y")
+    p.add_argument("--allow-env-mismatch", action="store_true")
+    p.add_argument("--out", default="zlbench-report", metavar="DIR")
     p.set_defaults(func=_run)
 
 
 def _run(args) -> int:
-    print("zlbench report: not implemented yet")
-    return 2
+    baseline, th, scope = common_inputs(args)
+    opts = GateOptions(
+        estimator=estimator_of(th),
+        scope=scope,
+        allow_env_mismatch=args.allow_env_mismatch,
+        baseline_label=args.baseline,
+        results_label=args.results,
+        generated=now_utc(),
+    )
+    results = load_results(args.results)
+    return judge_and_write(
+        baseline, results, th, opts, Path(args.out), Settings.from_env(), command="report"
+    )

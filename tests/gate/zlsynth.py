@@ -1,0 +1,183 @@
+"""Synthetic baseline and results dirs for the gate and report tiers (built with the models)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from zlbench.models import (
+    OP_STATUS_FIELDS,
+    BaselineManifest,
+    BaselineResult,
+    BaselineRow,
+    Environment,
+    Marker,
+    OpStatus,
+    Row,
+    RunResult,
+    RunStatus,
+    ThresholdDefaults,
+    atomic_write_text,
+    count_markers,
+    dump_json_model,
+    dump_yaml_model,
+)
+
+GPU = "NVIDIA H200"
+FG_COMMIT = "ed2508bcb5a0c0ffee0000000000000000000000"
+SHAPES_SHA = "ab" * 32
+ENV = Environment(
+    gpu_model=GPU,
+    gpu_count=1,
+    driver="580.159",
+    torch="2.11.0+cu130",
+    triton_dist="flagtree",
+    triton_version="3.6.0",
+    flagtree_commit="1234567890abcdef",
+    flaggems_package="flag_gems",
+    flaggems_commit=FG_COMMIT,
+    mode="cudagraph",
+    level="core",
+)
+
+
+def brow(op, shape, speedup, *, dtype="bfloat16", noise=0.0, occ=0, lat=1.0, no_cg=False):
+    """A baseline row; FlagGems latency ``lat`` ms, torch latency speedup * lat."""
+    return BaselineRow(
+        op=op,
+        dtype=dtype,
+        shape=shape,
+        occurrence=occ,
+        latency_base_ms=speedup * lat,
+        latency_ms=lat,
+        speedup=speedup,
+        repeats=3,
+        speedups=[speedup] * 3,
+        noise=noise,
+        no_cudagraph=no_cg,
+    )
+
+
+def crow(op, shape, speedup, *, dtype="bfloat16", occ=0, lat=1.0, torch_lat=None, **kw):
+    """A current row; torch latency defaults to speedup * lat."""
+    if speedup is None:
+        base = lat = None
+    else:
+        base = speedup * lat if torch_lat is None else torch_lat
+    return Row(
+        op=op,
+        dtype=dtype,
+        shape=shape,
+        occurrence=occ,
+        latency_base_ms=base,
+        latency_ms=lat,
+        speedup=None if speedup is None else base / lat,
+        **kw,
+    )
+
+
+def write_baseline(root: Path, ops: dict[str, list[BaselineRow]], *, repo="main", **manifest):
+    """``ops``: run_name -> rows (op name = run_name unless the rows say otherwise)."""
+    root.mkdir(parents=True, exist_ok=True)
+    keys = []
+    for run_name, rows in ops.items():
+        res = BaselineResult(
+            repo=repo,
+            run_name=run_name,
+            op=run_name,
+            timing="cudagraph",
+            dtypes=["bfloat16"],
+            rows=rows,
+            environment=ENV,
+        )
+        dump_json_model(root / repo / run_name / "result.json", res)
+        keys.append(f"{repo}/{run_name}")
+    data = dict(
+        name="vtest",
+        created="2026-01-01T00:00:00Z",
+        gpu_model=GPU,
+        gpu_count=1,
+        driver="580.159",
+        torch="2.11.0+cu130",
+        compiler_dist="flagtree",
+        compiler_version="3.6.0",
+        compiler_commit="fedcba9876543210",
+        flaggems={repo: {"package": "flag_gems", "commit": FG_COMMIT, "dirty": False}},
+        shape_file_sha256=SHAPES_SHA,
+        dtypes=["bfloat16"],
+        timing="cudagraph",
+        ops=keys,
+        repeats=3,
+        thresholds=ThresholdDefaults(),
+    )
+    data.update(manifest)
+    dump_yaml_model(root / "manifest.yaml", BaselineManifest(**data))
+    return root
+
+
+def run_result(run_name, rows, *, repo="main", status=RunStatus.PASS, markers=(), env=ENV, **kw):
+    markers = list(markers)
+    return RunResult(
+        repo=repo,
+        run_name=run_name,
+        op=run_name,
+        status=status,
+        mode="replay",
+        timing=kw.pop("timing", "cudagraph"),
+        dtypes=["bfloat16"],
+        rows=rows,
+        markers=markers,
+        marker_counts=count_markers(markers),
+        environment=env,
+        shape_file_sha256=kw.pop("shape_file_sha256", SHAPES_SHA),
+        **kw,
+    )
+
+
+def write_results(root: Path, results: list[RunResult], statuses: list[OpStatus] = (), log=None):
+    """A batch dir: run dirs for ``results`` and an ops_status.csv for ``statuses``
+    plus every result without an explicit status."""
+    root.mkdir(parents=True, exist_ok=True)
+    given = {(s.repo, s.run_name) for s in statuses}
+    all_st = list(statuses)
+    for res in results:
+        d = root / res.repo / res.run_name
+        dump_json_model(d / "result.json", res)
+        if log is not None:
+            atomic_write_text(d / "run.log", log)
+        if (res.repo, res.run_name) not in given:
+            all_st.append(
+                OpStatus(
+                    repo=res.repo,
+                    op=res.op,
+                    run_name=res.run_name,
+                    status=res.status,
+                    rows=len(res.rows),
+                    run_dir=f"{res.repo}/{res.run_name}",
+                )
+            )
+    lines = [",".join(OP_STATUS_FIELDS)]
+    for s in all_st:
+        rec = s.model_dump(mode="json")
+        lines.append(",".join("" if rec[f] is None else str(rec[f]) for f in OP_STATUS_FIELDS))
+    atomic_write_text(root / "ops_status.csv", "\n".join(lines) + "\n")
+    return root
+
+
+def replay_marker(dtype=None, shape=None, kernel="k", reason="key_missing"):
+    return Marker(
+        kind="AUTOTUNE_REPLAY_FALLBACK",
+        reason=reason,
+        kernel=kernel,
+        dtype=dtype,
+        shape_detail=shape,
+    )
+
+
+def nocg_marker(dtype=None, shape=None):
+    return Marker(
+        kind="BENCHMARK_DIRECT_NO_CUDAGRAPH",
+        reason="capture failed",
+        phase="capture",
+        dtype=dtype,
+        shape_detail=shape,
+    )

@@ -1,0 +1,138 @@
+"""Environment checks: what the results were measured on vs the baseline manifest.
+
+Checked (a difference is a mismatch: exit 2 unless ``--allow-env-mismatch``):
+GPU model, FlagGems commit per repo, timing mode, shape-file sha256. A value the
+baseline records but the results do not is a mismatch too (it cannot be
+verified). Informational (reported, never a mismatch): the compiler (the
+distribution providing ``triton``, its version, the FlagTree commit: the thing
+under test), torch, driver, CUDA, GPU count, a dirty FlagGems tree.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from zlbench.gate.load import BaselineSet, ResultsSet
+from zlbench.models import EnvFinding, Environment, RunResult
+
+UNKNOWN = "(not recorded)"
+
+
+def _joined(values: Iterable[object]) -> str | None:
+    vals = sorted({str(v) for v in values if v is not None and v != ""})
+    return ", ".join(vals) if vals else None
+
+
+def _same_commit(a: str, b: str) -> bool:
+    a, b = a.strip().lower(), b.strip().lower()
+    n = min(len(a), len(b))
+    return n >= 7 and a[:n] == b[:n]
+
+
+def _finding(field: str, base: object, cur: str | None, checked: bool, commit=False) -> EnvFinding:
+    base_s = None if base is None else str(base)
+    if base_s is None:
+        differs = False
+    elif cur is None:
+        differs = True
+    elif commit:
+        differs = not _same_commit(base_s, cur)
+    else:
+        differs = base_s != cur
+    return EnvFinding(
+        field=field,
+        baseline=base_s,
+        current=cur if cur is not None else (UNKNOWN if base_s is not None else None),
+        mismatch=checked and differs,
+    )
+
+
+def measured_results(results: ResultsSet, scope: Iterable[str] | None) -> list[RunResult]:
+    keys = results.ops if scope is None else [k for k in results.ops if k in set(scope)]
+    return [results.ops[k].result for k in keys if results.ops[k].result is not None]
+
+
+def check_environment(baseline: BaselineSet, runs: list[RunResult]) -> list[EnvFinding]:
+    """One finding per compared field; ``mismatch`` marks the checked differences."""
+    m = baseline.manifest
+    envs = [r.environment for r in runs]
+    out = [
+        _finding("gpu_model", m.gpu_model, _joined(e.gpu_model for e in envs), True),
+        _finding("timing", m.timing, _joined(r.timing for r in runs), True),
+        _finding(
+            "shape_file_sha256",
+            m.shape_file_sha256,
+            _joined(r.shape_file_sha256 for r in runs),
+            True,
+        ),
+    ]
+    repos = sorted(set(m.flaggems) | {r.repo for r in runs})
+    for repo in repos:
+        of_repo = [r.environment for r in runs if r.repo == repo]
+        if not of_repo:
+            continue
+        base_commit = m.flaggems.get(repo, {}).get("commit")
+        cur = _joined(e.flaggems_commit for e in of_repo)
+        out.append(_finding(f"flaggems_commit[{repo}]", base_commit, cur, True, commit=True))
+        if any(e.flaggems_dirty for e in of_repo):
+            out.append(
+                EnvFinding(
+                    field=f"flaggems_dirty[{repo}]", baseline=None, current="dirty", mismatch=False
+                )
+            )
+    info = [
+        ("compiler_dist", m.compiler_dist, _joined(e.triton_dist for e in envs)),
+        ("compiler_version", m.compiler_version, _joined(e.triton_version for e in envs)),
+        ("compiler_commit", m.compiler_commit, _joined(e.flagtree_commit for e in envs)),
+        ("torch", m.torch, _joined(e.torch for e in envs)),
+        ("driver", m.driver, _joined(e.driver for e in envs)),
+        ("cuda", m.cuda, _joined(e.cuda for e in envs)),
+        ("gpu_count", m.gpu_count, _joined(e.gpu_count for e in envs)),
+    ]
+    out += [_finding(f, b, c, False) for f, b, c in info if b is not None or c is not None]
+    return out
+
+
+def mismatches(findings: list[EnvFinding]) -> list[EnvFinding]:
+    return [f for f in findings if f.mismatch]
+
+
+def describe_mismatch(f: EnvFinding) -> str:
+    return f"{f.field}: baseline {f.baseline!r}, results {f.current!r}"
+
+
+def baseline_environment(baseline: BaselineSet) -> Environment:
+    m = baseline.manifest
+    main = m.flaggems.get("main") or next(iter(m.flaggems.values()), {})
+    return Environment(
+        gpu_model=m.gpu_model,
+        gpu_count=m.gpu_count,
+        driver=m.driver,
+        cuda=m.cuda,
+        torch=m.torch,
+        triton_dist=m.compiler_dist,
+        triton_version=m.compiler_version,
+        flagtree_commit=m.compiler_commit,
+        flaggems_package=main.get("package"),
+        flaggems_commit=main.get("commit"),
+        mode=m.timing,
+        level=m.level,
+        zlbench_version=m.zlbench_version,
+        zlbench_commit=m.zlbench_commit,
+    )
+
+
+def current_environment(runs: list[RunResult]) -> Environment:
+    """The results' environment; a field that differs between runs lists every value."""
+    envs = [r.environment for r in runs]
+    data: dict[str, object] = {}
+    for name in Environment.model_fields:
+        values = [getattr(e, name) for e in envs if getattr(e, name) is not None]
+        if not values:
+            continue
+        distinct = list(dict.fromkeys(values))
+        if len(distinct) == 1 or not all(isinstance(v, str) for v in distinct):
+            data[name] = distinct[0]
+        else:
+            data[name] = ", ".join(str(v) for v in distinct)
+    return Environment.model_validate(data)

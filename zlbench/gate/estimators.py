@@ -1,0 +1,79 @@
+"""Estimators: the number a row is judged on (current vs baseline).
+
+All pure functions over rows. ``DEFAULT_ESTIMATOR`` is the one place where the
+gate's default is chosen (from the H200 A/A runs, see docs).
+
+* ``ratio``: current speedup / baseline speedup (speedup = torch latency /
+  FlagGems latency, so a uniformly slower machine cancels out).
+* ``torch_normalized``: baseline FlagGems latency / current FlagGems latency,
+  times the run's overall torch drift (geometric mean over all matched rows of
+  current / baseline torch latency). A single row's torch-side noise drops out;
+  a machine-wide slowdown still cancels.
+* median of repeats: when confirmation samples exist, a row is judged on the
+  median of the estimator over all of its samples (:func:`median`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from enum import Enum
+
+from zlbench.models import Row, RowKey
+
+
+class Estimator(str, Enum):
+    RATIO = "ratio"
+    TORCH_NORMALIZED = "torch_normalized"
+
+
+DEFAULT_ESTIMATOR = Estimator.RATIO
+
+
+def _positive(x: float | None) -> bool:
+    return x is not None and math.isfinite(x) and x > 0
+
+
+def plain_ratio(base: Row, cur: Row) -> float | None:
+    if not (_positive(base.speedup) and _positive(cur.speedup)):
+        return None
+    return cur.speedup / base.speedup
+
+
+def torch_drift(pairs: Iterable[tuple[Row, Row]]) -> float:
+    """Geometric mean of current / baseline torch latency over the pairs (1.0 if none)."""
+    logs = [
+        math.log(cur.latency_base_ms / base.latency_base_ms)
+        for base, cur in pairs
+        if _positive(base.latency_base_ms) and _positive(cur.latency_base_ms)
+    ]
+    return math.exp(sum(logs) / len(logs)) if logs else 1.0
+
+
+def normalized_ratio(base: Row, cur: Row, drift: float) -> float | None:
+    if not (_positive(base.latency_ms) and _positive(cur.latency_ms)):
+        return plain_ratio(base, cur)
+    return base.latency_ms / cur.latency_ms * drift
+
+
+def estimate(
+    estimator: Estimator | str, pairs: Mapping[RowKey, tuple[Row, Row]]
+) -> dict[RowKey, float | None]:
+    """The estimator's value for every (baseline, current) pair of one run."""
+    if Estimator(estimator) is Estimator.TORCH_NORMALIZED:
+        drift = torch_drift(pairs.values())
+        return {k: normalized_ratio(b, c, drift) for k, (b, c) in pairs.items()}
+    return {k: plain_ratio(b, c) for k, (b, c) in pairs.items()}
+
+
+def median(values: Iterable[float]) -> float:
+    xs = sorted(values)
+    if not xs:
+        raise ValueError("median of no values")
+    mid = len(xs) // 2
+    return xs[mid] if len(xs) % 2 else (xs[mid - 1] + xs[mid]) / 2
+
+
+def geomean(values: Iterable[float]) -> float | None:
+    xs = [x for x in values if _positive(x)]
+    return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else None

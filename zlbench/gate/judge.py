@@ -1,0 +1,290 @@
+"""Judging: the rows of a results set against the rows of a baseline set.
+
+Pure: takes the in-memory sets of :mod:`zlbench.gate.load`, returns verdict
+models. The unit is a row (``models.RowKey``); an op's verdict is the worst of
+its rows' verdicts, its own failure / fallback, and the geometric mean of its
+row ratios against the op-aggregate threshold (DESIGN.md §4).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from zlbench.gate.estimators import DEFAULT_ESTIMATOR, Estimator, estimate, geomean
+from zlbench.gate.load import BaselineSet, OpRun, ResultsSet, op_key
+from zlbench.gate.markers import row_fallbacks
+from zlbench.gate.thresholds import aggregate_threshold, improvement_threshold, row_threshold
+from zlbench.models import (
+    BaselineResult,
+    BaselineRow,
+    OpVerdict,
+    Row,
+    RowKey,
+    RowVerdict,
+    RunStatus,
+    ThresholdsFile,
+    Verdict,
+)
+
+FAILED_STATUSES = frozenset({RunStatus.FAIL, RunStatus.TIMEOUT, RunStatus.CRASH, RunStatus.ERROR})
+# ops_status.csv notes of ops a batch left out on purpose (zlbench.runner.batchrun).
+LEFT_OUT_NOTES = ("dismissed", "unconditional skip")
+JUDGED = frozenset({Verdict.PASS, Verdict.REGRESSION, Verdict.IMPROVEMENT})
+# Worst first: an op's verdict is the first of these that any of its rows (or the op) has.
+OP_ORDER = (
+    Verdict.FAILED,
+    Verdict.FALLBACK,
+    Verdict.MISSING,
+    Verdict.REGRESSION,
+    Verdict.IMPROVEMENT,
+    Verdict.PASS,
+    Verdict.NEW,
+    Verdict.SKIPPED,
+)
+
+
+@dataclass
+class JudgeConfig:
+    estimator: Estimator = DEFAULT_ESTIMATOR
+    scope: set[str] | None = None  # op keys "<repo>/<run_name>" to judge; None: all
+    dismissed: dict[str, str] = field(default_factory=dict)  # op key -> reason
+
+    def __post_init__(self) -> None:
+        self.estimator = Estimator(self.estimator)  # a plain string names one too
+
+
+@dataclass
+class OpCase:
+    """Everything judged about one op; :func:`op_verdict` turns it into an OpVerdict."""
+
+    repo: str
+    run_name: str
+    op: str  # selector
+    rows: list[RowVerdict] = field(default_factory=list)
+    failure: str = ""  # op failed / crashed / timed out
+    fallback: str = ""  # op-level marker that no single row carries
+    note: str = ""
+    new: bool = False  # not in the baseline
+    log_tail: list[str] = field(default_factory=list)
+    confirmed: bool | None = None
+
+    @property
+    def key(self) -> str:
+        return op_key(self.repo, self.run_name)
+
+
+@dataclass
+class Judgement:
+    cases: dict[str, OpCase]
+    measured_rows: int  # current rows with a speedup, in scope
+    overlap: int  # baseline ops in scope that the results hold
+    estimator: Estimator
+
+
+# --------------------------------------------------------------------------- rows
+
+
+def classify(ratio: float, regression: float, improvement: float) -> Verdict:
+    if ratio < 1.0 - regression:
+        return Verdict.REGRESSION
+    if ratio > 1.0 + improvement:
+        return Verdict.IMPROVEMENT
+    return Verdict.PASS
+
+
+def judge_row(
+    key: RowKey,
+    base: BaselineRow | None,
+    cur: Row | None,
+    ratio: float | None,
+    th: ThresholdsFile,
+    fallback: str = "",
+) -> RowVerdict:
+    """The verdict of one row (not for rows of a failed or unmeasured op)."""
+    cur_s = cur.speedup if cur else None
+    if base is None:
+        return RowVerdict(
+            key=key, verdict=Verdict.NEW, current_speedup=cur_s, reason="not in baseline"
+        )
+    v = RowVerdict(key=key, verdict=Verdict.PASS, baseline_speedup=base.speedup)
+    if cur is None:
+        return v.model_copy(update={"verdict": Verdict.MISSING, "reason": "row not measured"})
+    v.current_speedup = cur_s
+    if cur.status == "FAILED" or cur_s is None:
+        v.verdict, v.reason = Verdict.FAILED, cur.error or "no speedup measured"
+        return v
+    v.ratio = ratio
+    v.samples = [ratio] if ratio is not None else []
+    v.threshold = row_threshold(th, key, base.noise)
+    if fallback:
+        v.verdict, v.reason = Verdict.FALLBACK, fallback
+        return v
+    if ratio is None:
+        v.verdict, v.reason = Verdict.SKIPPED, "baseline row has no speedup"
+        return v
+    return rejudge(v, ratio, th, base.noise)
+
+
+def rejudge(v: RowVerdict, ratio: float, th: ThresholdsFile, noise: float) -> RowVerdict:
+    """Classify a judged row on ``ratio`` (also after confirmation)."""
+    t_reg = row_threshold(th, v.key, noise)
+    t_imp = improvement_threshold(th, v.key, noise)
+    verdict = classify(ratio, t_reg, t_imp)
+    t = t_imp if verdict is Verdict.IMPROVEMENT else t_reg
+    return v.model_copy(update={"verdict": verdict, "ratio": ratio, "threshold": t})
+
+
+# --------------------------------------------------------------------------- ops
+
+
+def _all_rows(keys: list[RowKey], verdict: Verdict, base: BaselineResult, reason: str):
+    by_key = {r.key(base.repo, base.run_name): r for r in base.rows}
+    return [
+        RowVerdict(key=k, verdict=verdict, baseline_speedup=by_key[k].speedup, reason=reason)
+        for k in keys
+    ]
+
+
+def _failure_text(run: OpRun) -> str:
+    parts = [f"op {run.status.value}"]
+    res, st = run.result, run.op_status
+    if st is not None and st.note:
+        parts.append(st.note)
+    if res is not None and res.error:
+        parts.append(res.error)
+    if res is not None and res.failing_shape:
+        parts.append(f"failing shape {res.failing_shape}")
+    return ": ".join(parts)
+
+
+def judge_op(
+    base: BaselineResult,
+    run: OpRun | None,
+    ratios: dict[RowKey, float | None],
+    th: ThresholdsFile,
+    dismissed: str | None = None,
+) -> OpCase:
+    case = OpCase(base.repo, base.run_name, base.op)
+    base_rows = {r.key(base.repo, base.run_name): r for r in base.rows}
+    keys = list(base_rows)
+    if dismissed is not None:
+        case.note = f"dismissed: {dismissed}"
+        case.rows = _all_rows(keys, Verdict.SKIPPED, base, case.note)
+        return case
+    if run is None or run.status is None:
+        case.note = "op not measured"
+        case.rows = _all_rows(keys, Verdict.MISSING, base, case.note)
+        return case
+    case.op, case.log_tail = run.op, run.log_tail
+    if run.status is RunStatus.SKIP and not run.rows():
+        # Left out on purpose (dismiss list, unconditional skip): SKIPPED. Skipped
+        # at run time although the baseline measured it: a missing measurement.
+        note = run.op_status.note if run.op_status else ""
+        if note.startswith(LEFT_OUT_NOTES) or not keys:
+            verdict, case.note = Verdict.SKIPPED, note or "op skipped"
+        else:
+            verdict = Verdict.MISSING
+            case.note = "op skipped (unsupported?) but the baseline measured it"
+        case.rows = _all_rows(keys, verdict, base, case.note)
+        return case
+    if run.status in FAILED_STATUSES:
+        case.failure = _failure_text(run)
+    cur_rows = run.rows()
+    fallbacks, case.fallback = row_fallbacks(run, base, cur_rows)
+    for k, b in base_rows.items():
+        cur = cur_rows.get(k)
+        if cur is None and case.failure:
+            case.rows.append(
+                _all_rows([k], Verdict.FAILED, base, f"not measured: {case.failure}")[0]
+            )
+        else:
+            case.rows.append(judge_row(k, b, cur, ratios.get(k), th, fallbacks.get(k, "")))
+    case.rows += [
+        judge_row(k, None, r, None, th) for k, r in cur_rows.items() if k not in base_rows
+    ]
+    return case
+
+
+def new_op(run: OpRun) -> OpCase:
+    case = OpCase(run.repo, run.run_name, run.op, new=True, log_tail=run.log_tail)
+    case.note = "op not in baseline" + (f" (status {run.status.value})" if run.status else "")
+    case.rows = [
+        RowVerdict(key=k, verdict=Verdict.NEW, current_speedup=r.speedup, reason="not in baseline")
+        for k, r in run.rows().items()
+    ]
+    return case
+
+
+def op_verdict(case: OpCase, th: ThresholdsFile) -> OpVerdict:
+    ratios = [r.ratio for r in case.rows if r.verdict in JUDGED and r.ratio is not None]
+    gm = geomean(ratios)
+    t = aggregate_threshold(th, case.rows[0].key.op if case.rows else case.op, case.run_name)
+    present = {r.verdict for r in case.rows}
+    reason = case.failure or case.fallback or case.note
+    if case.failure:
+        present.add(Verdict.FAILED)
+    if case.fallback:
+        present.add(Verdict.FALLBACK)
+    if gm is not None and gm < 1.0 - t:
+        present.add(Verdict.REGRESSION)
+        reason = reason or f"geomean ratio {gm:.3f} < {1.0 - t:.3f}"
+    if case.new:
+        present = {Verdict.NEW}
+    verdict = next((v for v in OP_ORDER if v in present), Verdict.PASS)
+    if not reason:
+        worst = [r for r in case.rows if r.verdict is verdict]
+        reason = (
+            f"{len(worst)} row(s) {verdict.value}" if worst and verdict is not Verdict.PASS else ""
+        )
+    return OpVerdict(
+        repo=case.repo,
+        run_name=case.run_name,
+        op=case.op,
+        verdict=verdict,
+        geomean_ratio=gm,
+        threshold=t,
+        rows=len(case.rows),
+        reason=reason,
+        log_tail=case.log_tail if verdict in (Verdict.FAILED, Verdict.FALLBACK) else [],
+    )
+
+
+# --------------------------------------------------------------------------- whole set
+
+
+def in_scope(key: str, config: JudgeConfig) -> bool:
+    return config.scope is None or key in config.scope
+
+
+def matched_pairs(
+    baseline: BaselineSet, rows: dict[RowKey, Row], keys: list[str]
+) -> dict[RowKey, tuple[Row, Row]]:
+    pairs: dict[RowKey, tuple[Row, Row]] = {}
+    for key in keys:
+        base = baseline.ops[key]
+        for b in base.rows:
+            k = b.key(base.repo, base.run_name)
+            if k in rows:
+                pairs[k] = (b, rows[k])
+    return pairs
+
+
+def judge(
+    baseline: BaselineSet,
+    results: ResultsSet,
+    th: ThresholdsFile,
+    config: JudgeConfig | None = None,
+) -> Judgement:
+    config = config or JudgeConfig()
+    base_keys = [k for k in baseline.ops if in_scope(k, config)]
+    run_keys = [k for k in results.ops if in_scope(k, config)]
+    current = {k: r for key in run_keys for k, r in results.ops[key].rows().items()}
+    ratios = estimate(config.estimator, matched_pairs(baseline, current, base_keys))
+    cases = {
+        k: judge_op(baseline.ops[k], results.ops.get(k), ratios, th, config.dismissed.get(k))
+        for k in base_keys
+    }
+    cases.update({k: new_op(results.ops[k]) for k in run_keys if k not in baseline.ops})
+    measured = sum(1 for r in current.values() if r.speedup is not None and r.status == "SUCCESS")
+    overlap = sum(1 for k in base_keys if k in results.ops)
+    return Judgement(cases, measured, overlap, config.estimator)

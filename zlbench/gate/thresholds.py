@@ -1,0 +1,97 @@
+"""Thresholds: which relative change a row may show before it is judged.
+
+Resolution for one row, most specific first: a per-row override matching op,
+dtype and shape; one matching op and dtype or op and shape; one matching the op
+only; the ``ops:`` map; the default. The result is then floored at
+``noise_multiplier`` times the baseline row's measured noise, so a row that
+the baseline itself saw move by 3 % is never judged at 2 %.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from zlbench.errors import ZlbenchError
+from zlbench.models import RowKey, ThresholdDefaults, ThresholdsFile, load_yaml_model
+
+
+def load_thresholds(path: str | Path | None, defaults: ThresholdDefaults) -> ThresholdsFile:
+    """The thresholds of a gate: the baseline manifest's defaults, with the
+    fields that a ``--thresholds`` yaml sets taking precedence."""
+    base = ThresholdsFile.model_validate(defaults.model_dump())
+    if path is None:
+        validate_thresholds(base, "baseline manifest 'thresholds'")
+        return base
+    loaded = load_yaml_model(path, ThresholdsFile)
+    merged = base.model_copy(update={k: getattr(loaded, k) for k in loaded.model_fields_set})
+    validate_thresholds(merged, str(path))
+    return merged
+
+
+def validate_thresholds(th: ThresholdsFile, where: str) -> None:
+    """Relative thresholds must lie in [0, 1); one line naming the field otherwise."""
+    checks: list[tuple[str, float | None]] = [
+        ("default", th.default),
+        ("improvement", th.improvement),
+        ("op_aggregate", th.op_aggregate),
+    ]
+    checks += [(f"ops.{op}", t) for op, t in th.ops.items()]
+    checks += [(f"rows.{i}.threshold", o.threshold) for i, o in enumerate(th.rows)]
+    for name, value in checks:
+        if value is not None and not 0.0 <= value < 1.0:
+            raise ZlbenchError(f"{where}: field '{name}': {value} is not in [0, 1)")
+    if th.noise_multiplier < 0:
+        raise ZlbenchError(f"{where}: field 'noise_multiplier': must be >= 0")
+    if th.confirm_repeats < 0:
+        raise ZlbenchError(f"{where}: field 'confirm_repeats': must be >= 0")
+
+
+def _op_matches(name: str, key_op: str, run_name: str) -> bool:
+    return name in (key_op, run_name)
+
+
+def configured_threshold(th: ThresholdsFile, key: RowKey) -> float:
+    """The threshold configured for a row, before the noise floor."""
+    best: tuple[int, float] | None = None
+    for o in th.rows:
+        if not _op_matches(o.op, key.op, key.run_name):
+            continue
+        if o.dtype is not None and o.dtype != key.dtype:
+            continue
+        if o.shape is not None and o.shape != key.shape:
+            continue
+        spec = (o.dtype is not None) + (o.shape is not None)
+        if best is None or spec >= best[0]:  # later entries win ties
+            best = (spec, o.threshold)
+    if best is not None:
+        return best[1]
+    return op_threshold(th, key.op, key.run_name)
+
+
+def op_threshold(th: ThresholdsFile, op: str, run_name: str) -> float:
+    for name in (op, run_name):
+        if name in th.ops:
+            return th.ops[name]
+    return th.default
+
+
+def noise_floor(th: ThresholdsFile, noise: float) -> float:
+    return th.noise_multiplier * max(noise, 0.0)
+
+
+def row_threshold(th: ThresholdsFile, key: RowKey, noise: float) -> float:
+    """Regression threshold of a row: configured, floored by the baseline noise."""
+    return max(configured_threshold(th, key), noise_floor(th, noise))
+
+
+def improvement_threshold(th: ThresholdsFile, key: RowKey, noise: float) -> float:
+    if th.improvement is None:
+        return row_threshold(th, key, noise)
+    return max(th.improvement, noise_floor(th, noise))
+
+
+def aggregate_threshold(th: ThresholdsFile, op: str, run_name: str) -> float:
+    """Threshold of the geometric mean of an op's row ratios."""
+    if th.op_aggregate is not None:
+        return th.op_aggregate
+    return op_threshold(th, op, run_name)

@@ -1,0 +1,164 @@
+"""The whole gate, pure: baseline + results + thresholds -> ``GateVerdict``.
+
+Exit codes (DESIGN.md §1): 0 pass; 1 a failing verdict (confirmed or
+unconfirmable regression, fallback marker, failed op, missing row); 2 could not
+judge (environment mismatch without ``allow_env_mismatch``, results of another
+op set, nothing measured).
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections import Counter
+from dataclasses import dataclass, field
+
+from zlbench.gate.confirm import Remeasure, apply_samples, confirm, flagged_ops
+from zlbench.gate.env import (
+    baseline_environment,
+    check_environment,
+    current_environment,
+    describe_mismatch,
+    measured_results,
+    mismatches,
+)
+from zlbench.gate.estimators import DEFAULT_ESTIMATOR, Estimator
+from zlbench.gate.judge import JudgeConfig, Judgement, in_scope, judge, op_verdict
+from zlbench.gate.load import BaselineSet, ResultsSet
+from zlbench.models import (
+    FAILING_VERDICTS,
+    GateVerdict,
+    OpVerdict,
+    ThresholdsFile,
+    Verdict,
+)
+
+SUMMARY_SEP = " — "  # between an ERROR's reason and the counts in GateVerdict.summary
+FLAGGEMS_DIR_VARS = {"main": "ZLBENCH_FLAGGEMS_DIR", "vllm": "ZLBENCH_FLAGGEMS_VLLM_DIR"}
+
+
+@dataclass
+class GateOptions:
+    estimator: Estimator = DEFAULT_ESTIMATOR
+    scope: set[str] | None = None  # op keys; None: every baseline op
+    dismissed: dict[str, str] = field(default_factory=dict)
+    allow_env_mismatch: bool = False
+    confirm_times: int = 0  # re-measures per flagged op (with a remeasure callable)
+    baseline_label: str = ""  # the baseline path as the user gave it (reproduce commands)
+    results_label: str = ""
+    generated: str = ""  # ISO timestamp, supplied by the caller
+
+
+def reproduce_command(op: OpVerdict, dtypes: list[str], timing: str, baseline: str) -> str:
+    """The exact ``zlbench run`` that re-measures an op of the gate in replay mode."""
+    var = FLAGGEMS_DIR_VARS.get(op.repo, FLAGGEMS_DIR_VARS["main"])
+    parts = [
+        "zlbench run --op",
+        shlex.quote(op.op),
+        "--repo",
+        shlex.quote(op.repo),
+        f'--flaggems-dir "${var}"',
+    ]
+    if dtypes:
+        parts += ["--dtypes", *(shlex.quote(d) for d in dtypes)]
+    parts += [
+        "--mode",
+        shlex.quote(timing),
+        "--replay-from",
+        shlex.quote(f"{baseline.rstrip('/')}/{op.repo}/{op.run_name}"),
+        "--out",
+        shlex.quote(f"repro/{op.run_name}"),
+    ]
+    return " ".join(parts)
+
+
+def _no_overlap_line(baseline: BaselineSet, results: ResultsSet, opts: GateOptions) -> str:
+    got = sorted(k for k in results.ops if in_scope(k, JudgeConfig(scope=opts.scope)))
+    want = sorted(k for k in baseline.ops if opts.scope is None or k in opts.scope)
+    shown = ", ".join(got[:5]) + (f" (+{len(got) - 5} more)" if len(got) > 5 else "")
+    return (
+        f"results dir {opts.results_label or results.path} holds another op set: "
+        f"none of its {len(got)} op(s) ({shown}) are among the baseline's {len(want)}"
+    )
+
+
+def _finish_ops(
+    j: Judgement, th: ThresholdsFile, timing: str, opts: GateOptions
+) -> list[OpVerdict]:
+    ops = []
+    for case in j.cases.values():
+        ov = op_verdict(case, th)
+        if ov.verdict in FAILING_VERDICTS:
+            bad = [r.key.dtype for r in case.rows if r.verdict in FAILING_VERDICTS]
+            dtypes = list(dict.fromkeys(bad))
+            ov.reproduce = reproduce_command(ov, dtypes, timing, opts.baseline_label)
+        ops.append(ov)
+    return sorted(ops, key=lambda o: (o.repo, o.run_name))
+
+
+def _summary(verdict: str, counts: Counter, ops: list[OpVerdict], why: str) -> str:
+    failing = sum(1 for o in ops if o.verdict in FAILING_VERDICTS)
+    shown = ", ".join(f"{counts[v.value]} {v.value.lower()}" for v in Verdict if counts[v.value])
+    head = f"{verdict}: {why}{SUMMARY_SEP}" if why else f"{verdict}: "
+    return (
+        f"{head}{len(ops)} ops ({failing} failing), {sum(counts.values())} rows: {shown or 'none'}"
+    )
+
+
+def run_gate(
+    baseline: BaselineSet,
+    results: ResultsSet,
+    th: ThresholdsFile,
+    opts: GateOptions,
+    remeasure: Remeasure | None = None,
+) -> GateVerdict:
+    """Judge ``results`` against ``baseline``; confirm flagged ops when samples exist
+    in the results (``confirm/``) or a ``remeasure`` callable is given."""
+    j = judge(baseline, results, th, JudgeConfig(opts.estimator, opts.scope, opts.dismissed))
+    runs = measured_results(results, opts.scope)
+    findings = check_environment(baseline, runs)
+    bad_env = mismatches(findings)
+    error = ""
+    if j.overlap == 0 and results.ops:
+        error = _no_overlap_line(baseline, results, opts)
+    elif j.measured_rows == 0:
+        error = f"nothing measured: results dir {opts.results_label or results.path} has no row"
+    elif bad_env and not opts.allow_env_mismatch:
+        error = "environment differs from the baseline: " + "; ".join(
+            describe_mismatch(f) for f in bad_env
+        )
+        error += " (--allow-env-mismatch judges anyway)"
+    if not error:
+        flagged = flagged_ops(j, th)
+        if results.confirm:
+            j = apply_samples(j, results.confirm, baseline, th, flagged)
+        elif remeasure is not None and opts.confirm_times > 0:
+            j = confirm(j, remeasure, opts.confirm_times, baseline, th)
+    ops = _finish_ops(j, th, baseline.manifest.timing, opts)
+    rows = [r for c in j.cases.values() for r in c.rows]
+    rows.sort(
+        key=lambda r: (r.key.repo, r.key.run_name, r.key.dtype, r.key.shape, r.key.occurrence)
+    )
+    counts = Counter(r.verdict.value for r in rows)
+    if error:
+        verdict, code = "ERROR", 2
+    elif any(o.verdict in FAILING_VERDICTS for o in ops):
+        verdict, code = "FAIL", 1
+    else:
+        verdict, code = "PASS", 0
+    return GateVerdict(
+        verdict=verdict,
+        exit_code=code,
+        summary=_summary(verdict, counts, ops, error),
+        baseline=baseline.manifest.name,
+        baseline_dir=opts.baseline_label or str(baseline.path),
+        results_dir=opts.results_label or str(results.path),
+        generated=opts.generated,
+        counts={v.value: counts[v.value] for v in Verdict if counts[v.value]},
+        ops=ops,
+        rows=rows,
+        environment=findings,
+        allow_env_mismatch=opts.allow_env_mismatch,
+        baseline_env=baseline_environment(baseline),
+        current_env=current_environment(runs),
+        markers=[m for r in runs for m in r.markers],
+    )
