@@ -1,13 +1,71 @@
-"""`zlbench run` (placeholder: being written; see DESIGN.md §8)."""
+"""`zlbench run`: one op in one pytest process (DESIGN.md §8).
+
+Exit: 0 the op passed (or was skipped), 1 it failed, crashed or timed out,
+2 bad input (one line on stderr).
+"""
 
 from __future__ import annotations
 
+import sys
+
+from zlbench.cli.settings import Settings
+from zlbench.models import REPOS
+from zlbench.runner.proc import TerminalSink
+from zlbench.runner.run import RunRequest, prepare, run_plan
+
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("run", help="(not yet implemented)")
+    p = sub.add_parser("run", help="run one FlagGems benchmark op (record or replay)")
+    p.add_argument("--op", required=True, help="op id (its pytest mark), or OP@test_file.py")
+    p.add_argument("--op-file", help="the benchmark file holding the op (when in several)")
+    p.add_argument("--repo", choices=REPOS, default="main", help="FlagGems repo label")
+    p.add_argument(
+        "--flaggems-dir",
+        help="FlagGems checkout (default: $ZLBENCH_FLAGGEMS_DIR, or _VLLM_DIR for --repo vllm)",
+    )
+    p.add_argument(
+        "--shape-file", help="shape yaml (default: ops/shapes_single.yaml if it has the op)"
+    )
+    p.add_argument("--dtypes", nargs="+", default=[], metavar="D", help="e.g. bfloat16")
+    p.add_argument("--mode", choices=("cudagraph", "kernel"), default="cudagraph")
+    p.add_argument("--replay-from", metavar="DIR", help="run, batch or baseline dir to replay")
+    p.add_argument("--out", metavar="DIR", help="run dir (default: runs/<op>; -2, -3... if taken)")
+    p.add_argument("--timeout", type=float, metavar="S", help="kill the op after S seconds")
     p.set_defaults(func=_run)
 
 
+def request_from_args(args, settings: Settings) -> RunRequest:
+    default_dir = settings.flaggems_vllm_dir if args.repo == "vllm" else settings.flaggems_dir
+    return RunRequest(
+        op=args.op,
+        op_file=args.op_file,
+        repo=args.repo,
+        flaggems_dir=args.flaggems_dir or default_dir,
+        shape_file=args.shape_file,
+        dtypes=args.dtypes,
+        timing=args.mode,
+        replay_from=args.replay_from,
+        out=args.out,
+        timeout_s=args.timeout,
+    )
+
+
 def _run(args) -> int:
-    print("zlbench run: not implemented yet")
-    return 2
+    settings = Settings.from_env()
+    plan, flaggems_dir = prepare(request_from_args(args, settings))
+    entry = plan.entries[0]
+    print(f"zlbench run: {entry.repo}/{entry.op} ({entry.mode}) -> {entry.run_dir}", flush=True)
+    color = None
+    if settings.no_color:
+        color = False
+    elif settings.force_color:
+        color = True
+    outcome = run_plan(plan, flaggems_dir, sink=TerminalSink(color=color), timeout_s=args.timeout)
+    st = outcome.status
+    note = f" ({st.note})" if st.note else ""
+    print(
+        f"zlbench run: {st.status.value} {st.rows} rows in {st.seconds:.1f} s{note}; "
+        f"run dir: {outcome.run_dir}",
+        file=sys.stderr if outcome.exit_code else sys.stdout,
+    )
+    return outcome.exit_code

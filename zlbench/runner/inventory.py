@@ -1,0 +1,233 @@
+"""Inventory of FlagGems benchmark tests: which test functions measure which op.
+
+Why: FlagGems names an operator by the first non-builtin pytest mark of its
+benchmark test (its conftest's ``opid``), not by the file name; one file may
+hold several ops and one op may appear in several files (``mm`` in
+``test_blas_perf.py`` and ``test_blas_perf_parallel.py``). The inventory is an
+AST scan (no import: collecting the real suite needs a GPU) of
+``benchmark/test_*.py`` and ``benchmark/test_*/`` subfolders, with the
+``op_name`` given to the Benchmark constructor, the Benchmark class (for the
+shape-file class-name fallback), unconditional skips, and an optional
+``pytest --collect-only`` verification (DESIGN.md §5.18).
+"""
+
+from __future__ import annotations
+
+import ast
+import csv
+import io
+import os
+import subprocess
+import sys
+from dataclasses import astuple, dataclass, fields, replace
+from pathlib import Path
+
+from zlbench.errors import ZlbenchError
+from zlbench.models import atomic_write_text
+from zlbench.runner import inventory_ast as _ast
+
+
+@dataclass(frozen=True)
+class InventoryRow:
+    """One (op, test node) pair. A row of ``ops/inventory_<repo>.csv``."""
+
+    repo: str  # main | vllm
+    op: str  # the op id: first non-builtin pytest mark (what `--op` / `--ops` select)
+    op_name: str  # literal op_name= passed to the Benchmark constructor ("" unknown)
+    bench_class: str  # Benchmark class constructed in the test ("" unknown)
+    file: str  # relative to the checkout, "/" separated: benchmark/test_add.py
+    function: str  # test function name
+    nodeid: str  # pytest node id (with "[id]" for ops given as pytest.param marks)
+    skip: str  # "" or the reason of an unconditional skip
+    collected: str  # "yes" | "no" | "" (not verified)
+
+    @property
+    def file_name(self) -> str:
+        """Base name of the file (what ``op@test_file.py`` names)."""
+        return self.file.rsplit("/", 1)[-1]
+
+
+INVENTORY_FIELDS = [f.name for f in fields(InventoryRow)]
+
+
+def inventory_path(ops_dir: str | os.PathLike, repo: str) -> Path:
+    """``<ops_dir>/inventory_<repo>.csv``."""
+    return Path(ops_dir) / f"inventory_{repo}.csv"
+
+
+def benchmark_files(flaggems_dir: str | os.PathLike) -> list[Path]:
+    """``benchmark/test_*.py`` and ``test_*.py`` under ``benchmark/test_*/`` folders."""
+    bench = Path(flaggems_dir) / "benchmark"
+    if not bench.is_dir():
+        raise ZlbenchError(f"{flaggems_dir}: not a FlagGems checkout (no benchmark/ folder)")
+    files = [p for p in bench.glob("test_*.py") if p.is_file()]
+    for sub in bench.glob("test_*"):
+        if sub.is_dir():
+            files += [p for p in sub.rglob("test_*.py") if p.is_file()]
+    return sorted(files)
+
+
+def scan_checkout(
+    flaggems_dir: str | os.PathLike, repo: str = "main", *, collected: list[str] | None = None
+) -> list[InventoryRow]:
+    """AST scan of ``<flaggems_dir>/benchmark``; rows sorted by (op, file, nodeid).
+
+    Test functions without any op mark are left out (nothing can select them).
+    A file that does not parse is a ZlbenchError naming it. ``collected``: the
+    node ids of a ``pytest --collect-only`` run, to fill the ``collected`` column.
+    """
+    root = Path(flaggems_dir)
+    rows: list[InventoryRow] = []
+    for path in benchmark_files(root):
+        rel = path.relative_to(root).as_posix()
+        try:
+            tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        except SyntaxError as e:
+            raise ZlbenchError(f"{rel}: cannot parse (line {e.lineno}): {e.msg}") from None
+        for t in _ast.scan_module(tree):
+            rows.append(
+                InventoryRow(
+                    repo=repo,
+                    op=t.op,
+                    op_name=t.op_name,
+                    bench_class=t.bench_class,
+                    file=rel,
+                    function=t.function,
+                    nodeid=f"{rel}::{t.function}{t.param_id and f'[{t.param_id}]'}",
+                    skip=t.skip,
+                    collected="",
+                )
+            )
+    if collected is not None:
+        rows = apply_collected(rows, collected)
+    return sorted(rows, key=lambda r: (r.op, r.file, r.nodeid))
+
+
+def class_bases(flaggems_dir: str | os.PathLike) -> dict[str, list[str]]:
+    """Class name -> base class names, for every class defined under benchmark/."""
+    bases: dict[str, list[str]] = {}
+    for path in sorted((Path(flaggems_dir) / "benchmark").rglob("*.py")):
+        try:
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+        except (SyntaxError, UnicodeDecodeError):
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ClassDef):
+                names = [_ast.dotted_tail(b) for b in node.bases]
+                bases.setdefault(node.name, [n for n in names if n])
+    return bases
+
+
+def class_chain(bases: dict[str, list[str]], name: str) -> list[str]:
+    """``name`` and its ancestors (as far as ``bases`` knows), depth first, nearest first."""
+    out: list[str] = []
+    stack = [name]
+    while stack:
+        cur = stack.pop(0)
+        if cur and cur not in out:
+            out.append(cur)
+            stack = bases.get(cur, []) + stack
+    return out
+
+
+def load_inventory(path: str | os.PathLike) -> list[InventoryRow]:
+    """Read an inventory CSV; a missing or malformed file is a ZlbenchError."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ZlbenchError(f"{path}: inventory not found (run `zlbench inventory`)") from None
+    reader = csv.DictReader(io.StringIO(text))
+    if reader.fieldnames != INVENTORY_FIELDS:
+        raise ZlbenchError(f"{path}: not an inventory (expected columns {INVENTORY_FIELDS})")
+    rows = []
+    for n, rec in enumerate(reader, start=2):
+        if None in rec or any(v is None for v in rec.values()):
+            raise ZlbenchError(f"{path}: line {n}: wrong number of columns")
+        rows.append(InventoryRow(**rec))
+    return rows
+
+
+def render_inventory(rows: list[InventoryRow]) -> str:
+    """CSV text (header + rows)."""
+    buf = io.StringIO()
+    writer = csv.writer(buf, lineterminator="\n")
+    writer.writerow(INVENTORY_FIELDS)
+    for row in rows:
+        writer.writerow(astuple(row))
+    return buf.getvalue()
+
+
+def write_inventory(path: str | os.PathLike, rows: list[InventoryRow]) -> None:
+    """Atomic write of :func:`render_inventory`."""
+    atomic_write_text(path, render_inventory(rows))
+
+
+def carry_collected(new: list[InventoryRow], old: list[InventoryRow]) -> list[InventoryRow]:
+    """Copy the ``collected`` column from an older inventory (same nodeid)."""
+    seen = {r.nodeid: r.collected for r in old}
+    return [replace(r, collected=seen.get(r.nodeid, r.collected)) for r in new]
+
+
+def apply_collected(rows: list[InventoryRow], collected: list[str]) -> list[InventoryRow]:
+    """Set ``collected`` yes/no from the node ids pytest collected.
+
+    ``rows`` must be in source order (see :func:`scan_checkout`). A row for a
+    whole function counts as collected when any of its parametrizations is.
+    Rows for ``pytest.param`` marks whose computed id is not what pytest
+    collected take pytest's ids, matched by position within the function, when
+    the counts agree.
+    """
+    ids = set(collected)
+    real_params: dict[str, list[str]] = {}
+    for nodeid in collected:
+        if "[" in nodeid:
+            real_params.setdefault(nodeid.split("[", 1)[0], []).append(nodeid)
+    ours: dict[str, list[int]] = {}
+    for i, r in enumerate(rows):
+        if "[" in r.nodeid:
+            ours.setdefault(r.nodeid.split("[", 1)[0], []).append(i)
+    out = list(rows)
+    for func, idxs in ours.items():
+        real = real_params.get(func, [])
+        if len(real) == len(idxs) and any(rows[i].nodeid not in ids for i in idxs):
+            for i, nodeid in zip(idxs, real, strict=True):
+                out[i] = replace(out[i], nodeid=nodeid)
+    for i, r in enumerate(out):
+        hit = r.nodeid in ids or r.nodeid in real_params
+        out[i] = replace(r, collected="yes" if hit else "no")
+    return out
+
+
+def collect_nodeids(
+    flaggems_dir: str | os.PathLike, *, env: dict[str, str] | None = None, timeout_s: float = 1800
+) -> list[str]:
+    """``pytest --collect-only -q`` over the benchmark files; the node ids it printed."""
+    root = Path(flaggems_dir)
+    files = [p.relative_to(root).as_posix() for p in benchmark_files(root)]
+    argv = [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider"]
+    argv += ["--continue-on-collection-errors", *files]
+    env = dict(os.environ if env is None else env)
+    src = root / "src"
+    if src.is_dir():
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(src), env.get("PYTHONPATH")]))
+    try:
+        proc = subprocess.run(
+            argv, cwd=root, env=env, capture_output=True, text=True, timeout=timeout_s
+        )
+    except subprocess.TimeoutExpired:
+        raise ZlbenchError(f"pytest --collect-only took over {timeout_s:g} s") from None
+    ids = [ln.strip() for ln in proc.stdout.splitlines() if "::" in ln and " " not in ln.strip()]
+    if not ids:
+        tail = (proc.stdout + proc.stderr).strip().splitlines()[-1:] or ["no output"]
+        raise ZlbenchError(
+            f"pytest --collect-only collected nothing (rc {proc.returncode}): {tail[0]}"
+        )
+    return ids
+
+
+def verify_collect(
+    flaggems_dir: str | os.PathLike, repo: str = "main", *, env: dict[str, str] | None = None
+) -> list[InventoryRow]:
+    """Scan, then run ``pytest --collect-only -q`` in the checkout to fill ``collected``."""
+    return scan_checkout(flaggems_dir, repo, collected=collect_nodeids(flaggems_dir, env=env))

@@ -1,0 +1,146 @@
+"""Split one pytest process's output into per-op ``run.log`` files.
+
+The plugins print ``ZLBENCH_OP_BEGIN run_name=<n>`` before an op's first test
+and ``ZLBENCH_OP_END run_name=<n> status=<S>`` after its last. Lines from a
+BEGIN to its END go to that op's ``run.log``; lines before the first BEGIN or
+between ops (collection, the pytest header, module teardown) go to the next op
+that begins; lines after the last END go to the op that ended last. Each line
+is written (ANSI stripped) and flushed as it comes, so a crash keeps it.
+
+Pure bookkeeping: no processes here. The markers may appear mid-line (with
+``-s`` pytest prints test output right after the file name), so they are
+searched, not matched.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TextIO
+
+from zlbench.models import PlanEntry
+from zlbench.runner.proc import strip_ansi
+
+BEGIN_RE = re.compile(r"ZLBENCH_OP_BEGIN run_name=(\S+)")
+END_RE = re.compile(r"ZLBENCH_OP_END run_name=(\S+) status=(\w+)")
+# Text of a device fault after which the process's CUDA context is unusable.
+DEVICE_FAULT_RE = re.compile(
+    r"illegal memory access|device-side assert triggered|misaligned address"
+    r"|unspecified launch failure|illegal instruction was encountered"
+    r"|uncorrectable ECC error",
+    re.IGNORECASE,
+)
+
+RUN_LOG = "run.log"
+
+
+@dataclass
+class OpTrack:
+    """One plan entry within one process."""
+
+    entry: PlanEntry
+    began: float | None = None
+    ended: float | None = None
+    end_status: str | None = None
+    fault: str | None = None  # first device-fault line seen while it was in flight
+    log: TextIO | None = field(default=None, repr=False)
+
+    @property
+    def run_dir(self) -> Path:
+        return Path(self.entry.run_dir)
+
+    def write(self, text: str) -> None:
+        if self.log is None:
+            self.log = open(self.run_dir / RUN_LOG, "a", encoding="utf-8")  # noqa: SIM115
+        self.log.write(text + "\n")
+        self.log.flush()
+
+    def close(self) -> None:
+        if self.log is not None:
+            self.log.close()
+            self.log = None
+
+    def seconds(self, now: float | None = None) -> float:
+        if self.began is None:
+            return 0.0
+        end = self.ended if self.ended is not None else (now or time.monotonic())
+        return round(end - self.began, 3)
+
+
+class OpLogSplitter:
+    """Routes the lines of one process to the run.log of the op they belong to."""
+
+    def __init__(self, entries: list[PlanEntry]):
+        self.ops = {e.run_name: OpTrack(e) for e in entries}
+        self.current: OpTrack | None = None
+        self.last_ended: OpTrack | None = None
+        self.pending: list[str] = []  # text not yet owned by an op
+        self.last_event = time.monotonic()  # process start, last BEGIN or last END
+
+    def feed(self, line: str) -> tuple[str, OpTrack] | None:
+        """Take one raw line; return ("begin"|"end", op) when it was a marker line."""
+        clean = strip_ansi(line)
+        begin = BEGIN_RE.search(clean)
+        if begin and begin.group(1) in self.ops:
+            return "begin", self._begin(self.ops[begin.group(1)], clean)
+        end = END_RE.search(clean)
+        if end and end.group(1) in self.ops:
+            return "end", self._end(self.ops[end.group(1)], end.group(2), clean)
+        self._text(clean)
+        return None
+
+    def feed_text(self, line: str) -> None:
+        """Take one raw line as plain text (marker lines are not interpreted)."""
+        self._text(strip_ansi(line))
+
+    def _text(self, clean: str) -> None:
+        if self.current is not None:
+            self.current.write(clean)
+            if self.current.fault is None and DEVICE_FAULT_RE.search(clean):
+                self.current.fault = clean.strip()[:300]
+        else:
+            self.pending.append(clean)
+
+    def _begin(self, op: OpTrack, clean: str) -> OpTrack:
+        if self.current is not None and self.current is not op:
+            # BEGIN without the previous END: the previous op's text stops here.
+            self.current.write("ZLBENCH_RUNNER no ZLBENCH_OP_END before the next op began")
+        self.flush_pending(op)
+        op.began = self.last_event = time.monotonic()
+        op.write(clean)
+        self.current = op
+        return op
+
+    def _end(self, op: OpTrack, status: str, clean: str) -> OpTrack:
+        op.write(clean)
+        op.end_status = status
+        op.ended = self.last_event = time.monotonic()
+        if op.began is None:
+            op.began = op.ended
+        if self.current is op:
+            self.current = None
+        self.last_ended = op
+        return op
+
+    def flush_pending(self, op: OpTrack) -> None:
+        for text in self.pending:
+            op.write(text)
+        self.pending.clear()
+
+    def in_flight(self) -> OpTrack | None:
+        return self.current
+
+    def not_started(self) -> list[OpTrack]:
+        return [t for t in self.ops.values() if t.began is None]
+
+    def finish(self) -> None:
+        """At process end: trailing text goes to the last op that ended."""
+        owner = self.current or self.last_ended
+        if owner is not None:
+            self.flush_pending(owner)
+
+    def close(self) -> None:
+        for t in self.ops.values():
+            t.close()

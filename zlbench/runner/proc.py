@@ -1,0 +1,248 @@
+"""A child process in its own process group, its output streamed line by line.
+
+Why: a benchmark process may spawn helpers (Triton compile workers, nvidia-smi
+probes); killing only the pytest process would leave them holding the GPU or
+the output pipe. Each child is started with ``start_new_session=True`` so its
+process group id is its pid, and a timeout or an interrupt kills the whole
+group: SIGTERM, a grace period, then SIGKILL (DESIGN.md §5.17).
+
+Output (stdout and stderr merged) is read by a thread and handed to the caller
+line by line; :meth:`GroupProcess.lines` also yields ``None`` on idle ticks so
+the caller can enforce deadlines that move while the child runs (the worker's
+per-op timeout starts at each op's BEGIN line).
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TextIO
+
+try:  # zlbench.parse owns the ANSI regex; keep a local copy until it exists.
+    from zlbench.parse import strip_ansi
+except ImportError:  # pragma: no cover - depends on another module's progress
+    _ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)")
+
+    def strip_ansi(text: str) -> str:
+        """Remove ANSI colour / cursor escape sequences."""
+        return _ANSI_RE.sub("", text)
+
+
+__all__ = [
+    "GroupProcess",
+    "ProcResult",
+    "Sink",
+    "TerminalSink",
+    "kill_group",
+    "run_streaming",
+    "strip_ansi",
+]
+
+# A sink receives each output line of the child, without its newline, ANSI kept.
+Sink = Callable[[str], None]
+
+_EOF = object()
+
+
+@dataclass(frozen=True)
+class ProcResult:
+    """How a streamed child ended."""
+
+    returncode: int  # negative: killed by that signal (subprocess convention)
+    timed_out: bool
+    seconds: float
+
+    @property
+    def signal(self) -> int | None:
+        return -self.returncode if self.returncode < 0 else None
+
+
+class TerminalSink:
+    """Writes lines to a stream; keeps colour only when ``color`` (default: a tty)."""
+
+    def __init__(self, stream: TextIO | None = None, color: bool | None = None):
+        self.stream = stream if stream is not None else sys.stdout
+        if color is None:
+            isatty = getattr(self.stream, "isatty", None)
+            color = bool(isatty and isatty())
+        self.color = color
+
+    def __call__(self, line: str) -> None:
+        text = line if self.color else strip_ansi(line)
+        self.stream.write(text + "\n")
+        self.stream.flush()
+
+
+def _live_members(pgid: int) -> bool | None:
+    """Whether a non-zombie process is in group ``pgid`` (Linux /proc); None: unknown."""
+    proc = Path("/proc")
+    if not proc.is_dir():
+        return None
+    for d in proc.iterdir():
+        if not d.name.isdigit():
+            continue
+        try:
+            fields = (d / "stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        # fields after "(comm)": state, ppid, pgrp, ...
+        if len(fields) > 2 and fields[2] == str(pgid) and fields[0] != "Z":
+            return True
+    return False
+
+
+def _group_alive(pgid: int) -> bool:
+    """A member of the group still runs (zombies waiting for their reaper do not count)."""
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # pragma: no cover - a member we cannot signal still exists
+        return True
+    live = _live_members(pgid)
+    return True if live is None else live
+
+
+def _signal_group(pgid: int, sig: int) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def kill_group(proc: subprocess.Popen, grace_s: float = 5.0) -> None:
+    """SIGTERM the process group led by ``proc``, wait up to ``grace_s``, then SIGKILL.
+
+    Reaps ``proc`` itself. Grandchildren in the same group are signalled too.
+    """
+    pgid = proc.pid
+    _signal_group(pgid, signal.SIGTERM)
+    deadline = time.monotonic() + grace_s
+    while time.monotonic() < deadline:
+        proc.poll()
+        if proc.returncode is not None and not _group_alive(pgid):
+            return
+        time.sleep(0.02)
+    _signal_group(pgid, signal.SIGKILL)
+    proc.wait()
+    # Members killed by SIGKILL vanish once reaped by their parents (init).
+    deadline = time.monotonic() + 2.0
+    while _group_alive(pgid) and time.monotonic() < deadline:
+        time.sleep(0.02)
+
+
+class GroupProcess:
+    """A child started in its own session, stdout+stderr merged and read by a thread."""
+
+    def __init__(
+        self,
+        argv: Sequence[str],
+        *,
+        cwd: str | os.PathLike | None = None,
+        env: dict[str, str] | None = None,
+    ):
+        self.argv = list(argv)
+        self.started = time.monotonic()
+        self.proc = subprocess.Popen(
+            self.argv,
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        self._queue: queue.Queue = queue.Queue()
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+        self.killed = False
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        try:
+            for raw in iter(self.proc.stdout.readline, b""):
+                self._queue.put(raw.decode("utf-8", errors="replace").rstrip("\r\n"))
+        finally:
+            self._queue.put(_EOF)
+
+    def lines(self, poll_s: float = 0.1) -> Iterator[str | None]:
+        """Output lines as they come; ``None`` after each idle ``poll_s``; ends at EOF.
+
+        EOF comes when every holder of the pipe exited. If the child itself has
+        exited but a stray grandchild keeps the pipe open, the group is killed
+        after a short wait so this never hangs.
+        """
+        exited_at: float | None = None
+        while True:
+            try:
+                item = self._queue.get(timeout=poll_s)
+            except queue.Empty:
+                if self.proc.poll() is not None:
+                    exited_at = exited_at or time.monotonic()
+                    if time.monotonic() - exited_at > 2.0:
+                        self.kill(grace_s=0.5)
+                yield None
+                continue
+            if item is _EOF:
+                return
+            yield item
+
+    def kill(self, grace_s: float = 5.0) -> None:
+        """Kill the whole process group (TERM, grace, KILL)."""
+        self.killed = True
+        kill_group(self.proc, grace_s)
+
+    def wait(self) -> int:
+        """Wait for the child; then kill whatever of its group is left."""
+        rc = self.proc.wait()
+        if _group_alive(self.proc.pid):
+            kill_group(self.proc, grace_s=1.0)
+        self._reader.join(timeout=5.0)
+        if self.proc.stdout is not None:
+            self.proc.stdout.close()
+        return rc
+
+
+def run_streaming(
+    argv: Sequence[str],
+    *,
+    cwd: str | os.PathLike | None = None,
+    env: dict[str, str] | None = None,
+    sink: Sink | None = None,
+    timeout_s: float | None = None,
+    grace_s: float = 5.0,
+) -> ProcResult:
+    """Run ``argv`` in its own process group, each output line to ``sink``.
+
+    On timeout the whole group is killed (``timed_out=True``); on
+    KeyboardInterrupt too, and the interrupt is re-raised.
+    """
+    child = GroupProcess(argv, cwd=cwd, env=env)
+    timed_out = False
+    try:
+        for line in child.lines():
+            if line is not None and sink is not None:
+                sink(line)
+            if timeout_s is not None and time.monotonic() - child.started > timeout_s:
+                if not timed_out:
+                    timed_out = True
+                    child.kill(grace_s)
+    except BaseException:
+        child.kill(grace_s)
+        child.wait()
+        raise
+    rc = child.wait()
+    return ProcResult(rc, timed_out, time.monotonic() - child.started)

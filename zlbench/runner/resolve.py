@@ -1,0 +1,105 @@
+"""Op selectors -> inventory rows -> pytest node ids.
+
+A selector is an op id (``softmax``) or an op id with the file that holds it
+(``mm@test_blas_perf.py``, DESIGN.md §5.17) when the op appears in several
+files. Unknown ops name their closest matches; ambiguous ones list the
+``op@file`` candidates. Both are ZlbenchError (one line, exit 2).
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass
+
+from zlbench.errors import ZlbenchError
+from zlbench.runner.inventory import InventoryRow
+
+
+@dataclass(frozen=True)
+class Selection:
+    """What one selector resolved to."""
+
+    selector: str  # as given: "op" or "op@test_file.py"
+    op: str
+    run_name: str  # selector with "@" -> "__at__"
+    rows: tuple[InventoryRow, ...]
+
+    @property
+    def nodeids(self) -> list[str]:
+        return [r.nodeid for r in self.rows]
+
+    @property
+    def skip(self) -> str:
+        """The unconditional-skip reason when every row of the op is skipped, else ""."""
+        return self.rows[0].skip if all(r.skip for r in self.rows) else ""
+
+
+def run_name_for(selector: str) -> str:
+    """Directory name of a selector: ``@`` becomes ``__at__``."""
+    return selector.replace("@", "__at__")
+
+
+def split_selector(selector: str) -> tuple[str, str | None]:
+    """``"op@file.py"`` -> ``("op", "file.py")``; ``"op"`` -> ``("op", None)``."""
+    op, sep, file = selector.strip().partition("@")
+    if not op or (sep and not file):
+        raise ZlbenchError(f"bad op selector {selector!r} (expected OP or OP@test_file.py)")
+    return op, (file if sep else None)
+
+
+def _file_matches(row: InventoryRow, file: str) -> bool:
+    """``file`` names a file by base name, path tail or path (``.py`` optional)."""
+    want = file if file.endswith(".py") else f"{file}.py"
+    return row.file == want or row.file.endswith("/" + want)
+
+
+def _unknown(op: str, ops: set[str]) -> ZlbenchError:
+    close = difflib.get_close_matches(op, sorted(ops), n=5, cutoff=0.6)
+    hint = f"; did you mean: {', '.join(close)}?" if close else ""
+    return ZlbenchError(f"unknown op {op!r}{hint}")
+
+
+def select(inventory: list[InventoryRow], selector: str, *, repo: str | None = None) -> Selection:
+    """Resolve one selector; unknown / ambiguous / bad file -> ZlbenchError.
+
+    ``repo``: only rows of that repo (None: the inventory must hold one repo's rows).
+    An op found in several files needs ``op@file``; several test functions of
+    one file with the same op mark are one op (all their node ids).
+    """
+    rows = [r for r in inventory if repo is None or r.repo == repo]
+    op, file = split_selector(selector)
+    mine = [r for r in rows if r.op == op]
+    if not mine:
+        where = f" in repo {repo!r}" if repo else ""
+        err = _unknown(op, {r.op for r in rows})
+        raise ZlbenchError(str(err).replace(f"{op!r}", f"{op!r}{where}", 1))
+    files = sorted({r.file for r in mine})
+    if file is not None:
+        mine = [r for r in mine if _file_matches(r, file)]
+        if not mine:
+            names = ", ".join(f.rsplit("/", 1)[-1] for f in files)
+            raise ZlbenchError(f"op {op!r} is not in {file!r}; it is in: {names}")
+        files = sorted({r.file for r in mine})
+    if len(files) > 1:
+        cands = ", ".join(f"{op}@{f.rsplit('/', 1)[-1]}" for f in files)
+        n = len(files)
+        raise ZlbenchError(f"op {op!r} is ambiguous, it is in {n} files: use one of {cands}")
+    return Selection(selector, op, run_name_for(selector), tuple(mine))
+
+
+def resolve(inventory: list[InventoryRow], selector: str, *, repo: str | None = None) -> list[str]:
+    """The pytest node ids of one selector (see :func:`select`)."""
+    return select(inventory, selector, repo=repo).nodeids
+
+
+def all_selectors(inventory: list[InventoryRow], *, repo: str | None = None) -> list[str]:
+    """One selector per op, sorted: ``op``, or ``op@file`` for each file of an op in several."""
+    files: dict[str, set[str]] = {}
+    for r in inventory:
+        if repo is None or r.repo == repo:
+            files.setdefault(r.op, set()).add(r.file_name)
+    out = []
+    for op in sorted(files):
+        names = sorted(files[op])
+        out += [op] if len(names) == 1 else [f"{op}@{n}" for n in names]
+    return out

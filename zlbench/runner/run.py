@@ -1,0 +1,188 @@
+"""One op in one pytest process: what ``zlbench run`` does below its CLI.
+
+Validates everything a user can get wrong before anything starts (FlagGems
+dir, op, shape file, replay records: each a one-line ZlbenchError), claims the
+output dir atomically (DESIGN.md §5.15), builds a one-entry WorkerPlan and
+hands it to :func:`zlbench.runner.worker.execute_plan`.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from zlbench.errors import ZlbenchError
+from zlbench.models import REPOS, OpStatus, PlanEntry, WorkerPlan
+from zlbench.runner.inventory import class_bases, class_chain, scan_checkout
+from zlbench.runner.proc import Sink
+from zlbench.runner.resolve import Selection, select
+from zlbench.runner.shapes_migrate import load_shapes
+from zlbench.runner.worker import execute_plan, exit_code_for
+
+DEFAULT_RUNS_DIR = "runs"
+SHIPPED_SINGLE = "shapes_single.yaml"
+
+
+def claim_dir(path: str | os.PathLike) -> Path:
+    """Create ``path`` with a bare mkdir; if taken, ``path-2``, ``path-3``, ...
+
+    Atomic: two claimers of one name never get the same dir. Parents are created.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    n = 1
+    while True:
+        cand = path if n == 1 else path.with_name(f"{path.name}-{n}")
+        try:
+            cand.mkdir()
+            return cand
+        except FileExistsError:
+            n += 1
+
+
+def check_flaggems_dir(path: str | os.PathLike | None, repo: str = "main") -> Path:
+    """The FlagGems checkout, or a ZlbenchError saying what is wrong with it."""
+    if not path:
+        var = "ZLBENCH_FLAGGEMS_VLLM_DIR" if repo == "vllm" else "ZLBENCH_FLAGGEMS_DIR"
+        raise ZlbenchError(f"no FlagGems checkout given: pass --flaggems-dir or set {var}")
+    p = Path(path)
+    if not p.is_dir():
+        raise ZlbenchError(f"FlagGems dir {p} does not exist")
+    if not (p / "benchmark").is_dir():
+        raise ZlbenchError(f"{p} is not a FlagGems checkout (no benchmark/ folder)")
+    return p.resolve()
+
+
+def shipped_ops_dir() -> Path | None:
+    """``ops/`` of the zlbench source tree, when zlbench runs from one."""
+    cand = Path(__file__).resolve().parents[2] / "ops"
+    return cand if cand.is_dir() else None
+
+
+def find_replay_records(replay_from: str | os.PathLike, repo: str, run_name: str) -> Path:
+    """The ``autotune_records`` dir for one op under a run, batch or baseline dir."""
+    root = Path(replay_from)
+    if not root.is_dir():
+        raise ZlbenchError(f"--replay-from {root}: no such directory")
+    tried = [root / "autotune_records", root / repo / run_name / "autotune_records"]
+    for cand in tried:
+        if cand.is_dir() and any(cand.glob("*.json")):
+            return cand.resolve()
+    where = ", ".join(str(t) for t in tried)
+    raise ZlbenchError(f"--replay-from {root}: no autotune records for {repo}/{run_name} ({where})")
+
+
+def shape_keys(sel: Selection, flaggems_dir: Path) -> list[str]:
+    """Keys of a shape file that would give this op its shapes, in upstream's order."""
+    keys = [sel.op] + [r.op_name for r in sel.rows if r.op_name]
+    classes = {r.bench_class for r in sel.rows if r.bench_class}
+    if classes:
+        bases = class_bases(flaggems_dir)
+        for cls in sorted(classes):
+            keys += class_chain(bases, cls)
+    return list(dict.fromkeys(keys))
+
+
+def choose_shape_file(
+    sel: Selection, shape_file: str | os.PathLike | None, flaggems_dir: Path
+) -> Path | None:
+    """The shape file of a run: the explicit one (it must have a key that applies
+    to the op: op id, op_name or a class of the Benchmark's MRO), else the shipped
+    ``ops/shapes_single.yaml`` when one of its keys applies, else None (upstream's).
+    """
+    keys = shape_keys(sel, flaggems_dir)
+    if shape_file is not None:
+        data = load_shapes(shape_file)
+        if not any(k in data for k in keys):
+            has = ", ".join(list(data)[:8]) + (", ..." if len(data) > 8 else "")
+            raise ZlbenchError(
+                f"{shape_file}: no entry for op {sel.op!r} (looked for {', '.join(keys)};"
+                f" the file has: {has or 'no keys'})"
+            )
+        return Path(shape_file).resolve()
+    ops_dir = shipped_ops_dir()
+    shipped = ops_dir / SHIPPED_SINGLE if ops_dir else None
+    if shipped is None or not shipped.is_file():
+        return None
+    return shipped if any(k in load_shapes(shipped) for k in keys) else None
+
+
+@dataclass
+class RunRequest:
+    """Everything ``zlbench run`` needs, already taken from argv / environment."""
+
+    op: str
+    flaggems_dir: str | None
+    repo: str = "main"
+    op_file: str | None = None
+    shape_file: str | None = None
+    dtypes: list[str] = field(default_factory=list)
+    timing: str = "cudagraph"
+    replay_from: str | None = None
+    out: str | None = None
+    timeout_s: float | None = None
+
+    @property
+    def selector(self) -> str:
+        return f"{self.op}@{self.op_file}" if self.op_file and "@" not in self.op else self.op
+
+
+def prepare(req: RunRequest) -> tuple[WorkerPlan, Path]:
+    """Validate the request, claim the run dir, build the one-entry plan.
+
+    Returns (plan, resolved FlagGems dir). Nothing is created on bad input.
+    """
+    if req.repo not in REPOS:
+        raise ZlbenchError(f"unknown repo {req.repo!r} (expected one of {', '.join(REPOS)})")
+    fg = check_flaggems_dir(req.flaggems_dir, req.repo)
+    sel = select(scan_checkout(fg, req.repo), req.selector)
+    shapes = choose_shape_file(sel, req.shape_file, fg)
+    records = None
+    if req.replay_from:
+        records = find_replay_records(req.replay_from, req.repo, sel.run_name)
+    run_dir = claim_dir(req.out or Path(DEFAULT_RUNS_DIR) / sel.run_name).resolve()
+    entry = PlanEntry(
+        repo=req.repo,
+        op=sel.selector,
+        run_name=sel.run_name,
+        run_dir=str(run_dir),
+        nodeids=sel.nodeids,
+        mode="replay" if records else "record",
+        replay_records=str(records) if records else None,
+        shape_file=str(shapes) if shapes else None,
+        dtypes=list(req.dtypes),
+    )
+    return WorkerPlan(timing=req.timing, entries=[entry]), fg
+
+
+@dataclass(frozen=True)
+class RunOutcome:
+    status: OpStatus
+    run_dir: Path
+
+    @property
+    def exit_code(self) -> int:
+        return exit_code_for(self.status.status)
+
+
+def run_plan(
+    plan: WorkerPlan,
+    flaggems_dir: str | os.PathLike,
+    *,
+    sink: Sink | None = None,
+    env: dict[str, str] | None = None,
+    timeout_s: float | None = None,
+    python: str | None = None,
+) -> RunOutcome:
+    """Execute a prepared one-entry plan in one process."""
+    (status,) = execute_plan(
+        plan,
+        flaggems_dir=flaggems_dir,
+        per_process=1,
+        op_timeout_s=timeout_s,
+        env=env,
+        sink=sink,
+        python=python,
+    )
+    return RunOutcome(status, Path(plan.entries[0].run_dir))
