@@ -1,0 +1,175 @@
+"""Validate the gate's inputs and emit the job matrix (the `setup` job of flagtree-gate.yml).
+
+Reads the inputs from environment variables only (the workflow maps `inputs.*` and
+`github.event.client_payload.*` into them through `env:`, never into the shell
+text), checks them, and writes step outputs:
+
+  shards           JSON list [1, ..., N]: the shard matrix (K is 1-based)
+  shard_count      N
+  runner_labels    JSON list of runner labels for the GPU jobs
+  baseline         baseline dir, relative to the zlbench checkout
+  ops_file         ops file relative to the zlbench checkout, or ""
+  flagtree_repository, flagtree_ref
+  flaggems_repository, flaggems_commit            (from the baseline manifest)
+  flaggems_vllm_repository, flaggems_vllm_commit  ("" when the baseline has no vllm ops)
+  zlbench_repository, zlbench_sha  (the checkout this job runs in: every job uses it)
+
+Any bad input fails this job with one message in the job summary (exit 2).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from gha import CiError, output, run_main, summary  # noqa: E402
+
+MAX_SHARDS = 64
+DEFAULT_LABELS = ["self-hosted", "linux", "x64", "gpu"]
+DEFAULT_FLAGTREE = "flagos-ai/FlagTree"
+DEFAULT_FLAGGEMS = "flagos-ai/FlagGems"
+DISPATCH_EVENTS = ("workflow_dispatch", "repository_dispatch")
+_REPO_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9_.-]+$")
+_REF_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_./-]*$")
+_LABEL_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]*$")
+
+
+def parse_shards(text: str) -> list[int]:
+    text = (text or "1").strip()
+    if not text.isdigit() or not 1 <= int(text) <= MAX_SHARDS:
+        raise CiError(f"shard count must be an integer from 1 to {MAX_SHARDS}, got {text!r}")
+    return list(range(1, int(text) + 1))
+
+
+def parse_labels(text: str) -> list[str]:
+    """A JSON list (`["self-hosted","gpu"]`) or a comma-separated list of labels."""
+    text = (text or "").strip()
+    if not text:
+        return list(DEFAULT_LABELS)
+    if text.startswith("["):
+        try:
+            labels = json.loads(text)
+        except json.JSONDecodeError:
+            raise CiError(f"runner labels are not a valid JSON list: {text!r}") from None
+    else:
+        labels = [x.strip() for x in text.split(",") if x.strip()]
+    if not labels or not all(isinstance(x, str) and _LABEL_RE.match(x) for x in labels):
+        raise CiError(f"runner labels must be non-empty plain names, got {text!r}")
+    return labels
+
+
+def check_repo(what: str, value: str) -> str:
+    if not _REPO_RE.match(value):
+        raise CiError(f"{what} must look like owner/name, got {value!r}")
+    return value
+
+
+def check_ref(what: str, value: str) -> str:
+    if not _REF_RE.match(value) or ".." in value:
+        raise CiError(f"{what} is not a valid git ref or SHA: {value!r}")
+    return value
+
+
+def check_relpath(root: Path, what: str, value: str, must_be_dir: bool) -> str:
+    p = Path(value)
+    if p.is_absolute() or ".." in p.parts:
+        raise CiError(f"{what} must be a path inside the zlbench checkout, got {value!r}")
+    full = root / p
+    if not (full.is_dir() if must_be_dir else full.is_file()):
+        raise CiError(f"{what} {value!r} does not exist in the zlbench checkout")
+    return p.as_posix()
+
+
+def manifest_commits(baseline: Path) -> dict[str, str]:
+    """repo label -> FlagGems commit recorded in the baseline manifest."""
+    from zlbench.errors import ZlbenchError
+    from zlbench.models import BaselineManifest, load_yaml_model
+
+    try:
+        manifest = load_yaml_model(baseline / "manifest.yaml", BaselineManifest)
+    except ZlbenchError as e:
+        raise CiError(f"baseline manifest unusable: {e}") from None
+    out = {}
+    for label, info in manifest.flaggems.items():
+        commit = str((info or {}).get("commit") or "")
+        if not re.fullmatch(r"[0-9a-f]{7,40}", commit):
+            raise CiError(f"baseline manifest has no FlagGems commit for repo {label!r}")
+        out[label] = commit
+    if "main" not in out:
+        raise CiError("baseline manifest records no FlagGems commit for repo 'main'")
+    return out
+
+
+def zlbench_sha(root: Path) -> str:
+    try:
+        out = subprocess.run(
+            ["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True, text=True
+        )
+    except OSError:
+        raise CiError("git is not installed") from None
+    if out.returncode != 0:
+        raise CiError(f"{root} is not a git checkout of zlbench")
+    return out.stdout.strip()
+
+
+def resolve(env: dict[str, str], root: Path) -> dict[str, str]:
+    """All outputs of the setup job, from the IN_* variables; raises CiError."""
+    dispatched = env.get("GITHUB_EVENT_NAME", "") in DISPATCH_EVENTS
+    g = lambda k: (env.get(k) or "").strip()  # noqa: E731
+    ft_repo = g("IN_FLAGTREE_REPOSITORY") or (
+        DEFAULT_FLAGTREE if dispatched else g("GITHUB_REPOSITORY")
+    )
+    ft_ref = g("IN_FLAGTREE_REF") or ("" if dispatched else g("GITHUB_SHA"))
+    if not ft_ref:
+        raise CiError("no FlagTree ref given (input flagtree_ref)")
+    if not g("IN_BASELINE"):
+        raise CiError("no baseline dir given (input baseline, e.g. baselines/v1)")
+    baseline = check_relpath(root, "baseline dir", g("IN_BASELINE"), must_be_dir=True)
+    ops_file = g("IN_OPS_FILE")
+    commits = manifest_commits(root / baseline)
+    vllm_repo = g("IN_FLAGGEMS_VLLM_REPOSITORY")
+    if "vllm" in commits and not vllm_repo:
+        raise CiError("the baseline has vllm ops: give the flaggems_vllm_repository input")
+    return {
+        "shards": json.dumps(parse_shards(g("IN_SHARDS"))),
+        "shard_count": str(len(parse_shards(g("IN_SHARDS")))),
+        "runner_labels": json.dumps(parse_labels(g("IN_RUNNER_LABELS"))),
+        "baseline": baseline,
+        "ops_file": check_relpath(root, "ops file", ops_file, False) if ops_file else "",
+        "flagtree_repository": check_repo("FlagTree repository", ft_repo),
+        "flagtree_ref": check_ref("FlagTree ref", ft_ref),
+        "flaggems_repository": check_repo(
+            "FlagGems repository", g("IN_FLAGGEMS_REPOSITORY") or DEFAULT_FLAGGEMS
+        ),
+        "flaggems_commit": commits["main"],
+        "flaggems_vllm_repository": check_repo("FlagGems vllm repository", vllm_repo)
+        if "vllm" in commits
+        else "",
+        "flaggems_vllm_commit": commits.get("vllm", ""),
+        "zlbench_repository": check_repo(
+            "zlbench repository", g("IN_ZLBENCH_REPOSITORY") or g("GITHUB_REPOSITORY")
+        ),
+        "zlbench_sha": zlbench_sha(root),
+    }
+
+
+def main() -> int:
+    outputs = resolve(dict(os.environ), Path.cwd())
+    for key, value in outputs.items():
+        output(key, value)
+    summary(
+        f"zlbench gate: FlagTree `{outputs['flagtree_repository']}@{outputs['flagtree_ref']}`"
+        f" against `{outputs['baseline']}`, {outputs['shard_count']} shard(s)",
+        "",
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    run_main(main)

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Merge the shard results and judge them offline: the judge job's core step.
+#
+# Usage: ci/judge.sh SHARD_LIST OUT_DIR
+#   SHARD_LIST  file from ci/collect_shards.py, one shard results dir per line
+# Env:   ZL_BASELINE  baseline dir          ZL_THRESHOLDS  optional thresholds yaml
+# Writes OUT_DIR/merged (zlbench merge) and OUT_DIR/gate (junit.xml, report.md,
+# verdict.json from `zlbench gate --results`), appends report.md to the job summary
+# and sets the step output `exit_code` (0 pass, 1 regression/marker/failed op,
+# 2 could not judge). Exits 0 whenever the gate ran, so the publishing steps run
+# normally; ci/verdict.sh ends the job with the gate's exit code. A failed merge
+# exits 2 here, at the step that found it.
+set -euo pipefail
+# shellcheck source=ci/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+list=${1:?usage: judge.sh SHARD_LIST OUT_DIR}
+out=${2:?usage: judge.sh SHARD_LIST OUT_DIR}
+baseline=${ZL_BASELINE:-}
+[[ -n "$baseline" && -d "$baseline" ]] || zl_fail 2 "baseline dir '$baseline' does not exist"
+[[ -s "$list" ]] || zl_fail 2 "no shard results listed in $list"
+mapfile -t shards <"$list"
+mkdir -p "$out"
+
+echo "+ zlbench merge ${shards[*]} --out $out/merged"
+env -u GITHUB_STEP_SUMMARY zlbench merge "${shards[@]}" --out "$out/merged" ||
+  zl_fail 2 "merging the ${#shards[@]} shard results failed (zlbench merge exit $?)"
+
+args=(gate --baseline "$baseline" --results "$out/merged" --out "$out/gate")
+if [[ -n "${ZL_THRESHOLDS:-}" ]]; then
+  args+=(--thresholds "$ZL_THRESHOLDS")
+fi
+echo "+ zlbench ${args[*]}"
+rc=0
+env -u GITHUB_STEP_SUMMARY zlbench "${args[@]}" || rc=$?
+zl_output exit_code "$rc"
+if [[ -f "$out/gate/report.md" ]]; then
+  zl_summary "$(cat "$out/gate/report.md")"
+fi
+echo "zlbench gate exit $rc"

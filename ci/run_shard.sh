@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# Measure one shard of the gate in replay mode and leave it ready for upload.
+#
+# Usage: ci/run_shard.sh OUT_DIR
+# Env:   ZL_BASELINE     baseline dir (e.g. baselines/v1)
+#        ZL_SHARD_INDEX  K, 1-based          ZL_SHARD_COUNT  N
+#        ZL_OPS_FILE     optional ops file (default: every op of the baseline)
+# Writes OUT_DIR/gate/ (`zlbench gate --shard K/N --out`) and OUT_DIR/shard.json
+# ({"shard": K, "count": N, "exit_code": rc}), which ci/collect_shards.py checks.
+# Exit 0 when the shard measured (gate exit 0 or 1: the judge job decides), else the
+# gate's exit code with one message in the job summary.
+set -euo pipefail
+# shellcheck source=ci/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+out=${1:?usage: run_shard.sh OUT_DIR}
+k=${ZL_SHARD_INDEX:-}
+n=${ZL_SHARD_COUNT:-}
+baseline=${ZL_BASELINE:-}
+if ! [[ "$k" =~ ^[0-9]+$ && "$n" =~ ^[0-9]+$ ]] || ((k < 1 || k > n)); then
+  zl_fail 2 "bad shard '$k/$n': K/N needs 1 <= K <= N"
+fi
+[[ -n "$baseline" && -d "$baseline" ]] || zl_fail 2 "baseline dir '$baseline' does not exist"
+args=(gate --baseline "$baseline" --shard "$k/$n" --out "$out/gate")
+if [[ -n "${ZL_OPS_FILE:-}" ]]; then
+  [[ -f "$ZL_OPS_FILE" ]] || zl_fail 2 "ops file '$ZL_OPS_FILE' does not exist"
+  args+=(--ops-file "$ZL_OPS_FILE")
+fi
+
+mkdir -p "$out"
+echo "+ zlbench ${args[*]}"
+rc=0
+env -u GITHUB_STEP_SUMMARY zlbench "${args[@]}" || rc=$?
+printf '{"shard": %d, "count": %d, "exit_code": %d}\n' "$k" "$n" "$rc" >"$out/shard.json"
+zl_output exit_code "$rc"
+if [[ -f "$out/gate/report.md" ]]; then
+  zl_summary "<details><summary>shard $k/$n report</summary>" "" "$(cat "$out/gate/report.md")" "" "</details>"
+fi
+case $rc in
+  0 | 1) echo "shard $k/$n measured (zlbench gate exit $rc); the judge job gives the verdict" ;;
+  *) zl_fail "$rc" "shard $k/$n could not measure (zlbench gate exit $rc); see this job's log" ;;
+esac
