@@ -1,13 +1,175 @@
-"""`zlbench batch` (placeholder: being written; see DESIGN.md §8)."""
+"""`zlbench batch`: screen many ops over the GPUs of this host (DESIGN.md §5.17, §6).
+
+Parses argv, builds a :class:`zlbench.runner.batch.BatchConfig` (environment
+variables come from :mod:`zlbench.cli.settings`) and calls ``run_batch``.
+"""
 
 from __future__ import annotations
 
+import sys
+import time
+from pathlib import Path
+
+from zlbench.cli.settings import Settings
+from zlbench.errors import ZlbenchError
+from zlbench.models import REPOS
+
+
+def add_selection_options(p, *, required: bool = True) -> None:
+    """--all / --ops / --ops-file / --repos / --ops-dir (shared with the gate)."""
+    g = p.add_mutually_exclusive_group(required=required)
+    g.add_argument("--all", action="store_true", help="every op of the inventories")
+    g.add_argument("--ops", nargs="+", metavar="SPEC", help="op, op@test_file.py, repo:op")
+    g.add_argument("--ops-file", type=Path, metavar="F", help="one SPEC a line, # comments")
+    p.add_argument(
+        "--repos",
+        nargs="+",
+        choices=REPOS,
+        default=None,
+        metavar="R",
+        help="repos to select from (default: main)",
+    )
+    p.add_argument(
+        "--ops-dir",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="dir of inventory_<repo>.csv and dismiss.txt (default: ./ops, "
+        "else the ops/ dir of this zlbench checkout)",
+    )
+
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("batch", help="(not yet implemented)")
+    p = sub.add_parser(
+        "batch", help="run many ops over the GPUs of this host", description=__doc__.splitlines()[0]
+    )
+    add_selection_options(p)
+    p.add_argument(
+        "--gpus",
+        default=None,
+        metavar="0,1",
+        help="GPU ids (default: CUDA_VISIBLE_DEVICES, else every visible GPU)",
+    )
+    p.add_argument("--shard", default=None, metavar="K/N", help="run only shard K of N (K from 1)")
+    p.add_argument(
+        "--replay-root",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="replay the records of a batch or baseline dir (default: record)",
+    )
+    p.add_argument(
+        "--resume", action="store_true", help="continue --out: keep complete ops, rerun the others"
+    )
+    p.add_argument(
+        "--op-timeout",
+        type=float,
+        default=900.0,
+        metavar="S",
+        help="per-op timeout in seconds (default 900; not retried)",
+    )
+    p.add_argument(
+        "--per-process",
+        type=int,
+        default=None,
+        metavar="N",
+        help="at most N ops per pytest process (default: no limit; 1 = isolated)",
+    )
+    p.add_argument(
+        "--flaggems-dir",
+        action="append",
+        default=[],
+        metavar="[REPO=]PATH",
+        help="FlagGems checkout (repeat as vllm=PATH; env ZLBENCH_FLAGGEMS_DIR, "
+        "ZLBENCH_FLAGGEMS_VLLM_DIR)",
+    )
+    p.add_argument("--shape-file", type=Path, default=None, metavar="Y")
+    p.add_argument("--dtypes", nargs="+", default=[], metavar="D")
+    p.add_argument(
+        "--mode",
+        choices=("cudagraph", "kernel"),
+        default="cudagraph",
+        help="timing method (default cudagraph)",
+    )
+    p.add_argument("--max-retries", type=int, default=2, metavar="N")
+    p.add_argument("--no-ttgir", action="store_true", help="do not dump TTGIR")
+    p.add_argument("--show-output", action="store_true", help="echo the pytest output")
+    p.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="batch dir (default runs/batch-<UTC time>)",
+    )
     p.set_defaults(func=_run)
 
 
+def default_ops_dir() -> Path:
+    """./ops when it holds an inventory, else the ops/ dir next to the zlbench package."""
+    local = Path("ops")
+    if any(local.glob("inventory_*.csv")):
+        return local
+    return Path(__file__).resolve().parents[2] / "ops"
+
+
+def flaggems_dirs(values: list[str], settings: Settings) -> dict[str, Path]:
+    dirs: dict[str, Path] = {}
+    if settings.flaggems_dir:
+        dirs["main"] = Path(settings.flaggems_dir)
+    if settings.flaggems_vllm_dir:
+        dirs["vllm"] = Path(settings.flaggems_vllm_dir)
+    for value in values:
+        repo, sep, path = value.partition("=")
+        if not sep:
+            repo, path = "main", value
+        if repo not in REPOS:
+            raise ZlbenchError(f"--flaggems-dir {value}: unknown repo {repo!r}")
+        dirs[repo] = Path(path)
+    return dirs
+
+
+def config_from_args(args, settings: Settings):
+    from zlbench.runner.batch import BatchConfig
+    from zlbench.runner.shard import default_gpus, parse_gpu_list, parse_shard
+
+    gpus = parse_gpu_list(args.gpus) if args.gpus else default_gpus(settings.cuda_visible_devices)
+    if args.per_process is not None and args.per_process < 1:
+        raise ZlbenchError(f"--per-process {args.per_process}: must be at least 1")
+    out = args.out or Path("runs") / time.strftime("batch-%Y%m%d-%H%M%S", time.gmtime())
+    return BatchConfig(
+        out_dir=out,
+        flaggems_dirs=flaggems_dirs(args.flaggems_dir, settings),
+        ops_dir=args.ops_dir or default_ops_dir(),
+        all_ops=args.all,
+        ops=list(args.ops or []),
+        ops_file=args.ops_file,
+        repos=list(args.repos or []),
+        gpus=gpus,
+        shard=parse_shard(args.shard) if args.shard else None,
+        replay_root=args.replay_root,
+        resume=args.resume,
+        op_timeout_s=args.op_timeout,
+        per_process=args.per_process,
+        timing=args.mode,
+        dtypes=list(args.dtypes),
+        shape_file=args.shape_file,
+        ttgir=not args.no_ttgir,
+        max_retries=args.max_retries,
+        progress=sys.stdout,
+        sink=_echo if args.show_output else None,
+        argv=list(sys.argv),
+    )
+
+
+def _echo(line: str) -> None:
+    sys.stdout.write(line + "\n")
+
+
 def _run(args) -> int:
-    print("zlbench batch: not implemented yet")
-    return 2
+    from zlbench.runner.batch import run_batch
+
+    outcome = run_batch(config_from_args(args, Settings.from_env()))
+    print(f"batch dir: {outcome.out_dir}")
+    if outcome.exit_code == 2:
+        print("zlbench batch: nothing was measured", file=sys.stderr)
+    return outcome.exit_code

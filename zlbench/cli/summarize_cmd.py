@@ -1,13 +1,21 @@
-"""`zlbench summarize` (placeholder: being written; see DESIGN.md §8)."""
+"""`zlbench summarize BATCH_DIR`: rebuild summary.csv from the batch's run dirs."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("summarize", help="(not yet implemented)")
+    p = sub.add_parser(
+        "summarize", help="rebuild summary.csv of a batch dir", description=__doc__.splitlines()[0]
+    )
+    p.add_argument("batch_dir", type=Path, metavar="BATCH_DIR")
     p.set_defaults(func=_run)
 
 
 def _run(args) -> int:
-    print("zlbench summarize: not implemented yet")
-    return 2
+    from zlbench.runner.status import SUMMARY, summarize
+
+    rows = summarize(args.batch_dir)
+    print(f"{args.batch_dir / SUMMARY}: {rows} row(s)")
+    return 0 if rows else 2
