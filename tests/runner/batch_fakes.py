@@ -1,0 +1,163 @@
+"""Test doubles for batch tests: an inventory writer and a scripted fake execute_plan.
+
+The fake follows execute_plan's contract (zlbench.runner.worker): it creates each
+entry's run dir, writes run.log (and result.json when the op ran), calls
+on_op_done per entry and returns one OpStatus per entry in plan order.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from pathlib import Path
+
+from zlbench.models import (
+    Environment,
+    OpStatus,
+    Row,
+    RunResult,
+    RunStatus,
+    WorkerPlan,
+    dump_json_model,
+)
+from zlbench.runner.inventory import InventoryRow, inventory_path, write_inventory
+
+UNSUPPORTED_LOG = (
+    "ValueError: Given dtype(s) 'torch.bfloat16'can't be supported by this op 'argmax'\n"
+)
+
+
+def make_inventory(ops_dir: Path, repo: str, ops: list[str], skip: dict[str, str] | None = None):
+    """inventory_<repo>.csv with one test per op; ``"op@file"`` puts op in that file too."""
+    skip = skip or {}
+    rows = []
+    for spec in ops:
+        op, _, file = spec.partition("@")
+        file = file or f"test_{op}.py"
+        rows.append(
+            InventoryRow(
+                repo=repo,
+                op=op,
+                op_name=op,
+                bench_class="Benchmark",
+                file=f"benchmark/{file}",
+                function=f"test_{op}",
+                nodeid=f"benchmark/{file}::test_{op}",
+                skip=skip.get(op, ""),
+                collected="",
+            )
+        )
+    ops_dir.mkdir(parents=True, exist_ok=True)
+    write_inventory(inventory_path(ops_dir, repo), rows)
+
+
+class FakeExecutor:
+    """Scripted outcomes per run_name, one per attempt (the last one repeats).
+
+    Outcomes: ``PASS`` / ``PASS:<rows>``, ``SKIP``, ``FAIL``, ``CRASH:<rc>``,
+    ``TIMEOUT``, ``UNSUPPORTED`` (FAIL whose log says the dtype is not supported),
+    ``NOROWS`` (PASS without rows). ``delay_s``: sleep per op (for kill tests).
+    """
+
+    def __init__(self, script=None, *, delay_s=0.0, gpu_model="NVIDIA H200", default="PASS:2"):
+        self.script = {k: list(v) for k, v in (script or {}).items()}
+        self.delay_s = delay_s
+        self.gpu_model = gpu_model
+        self.default = default
+        self.calls: list[dict] = []
+        self.lock = threading.Lock()
+
+    def _next(self, run_name: str) -> str:
+        with self.lock:
+            seq = self.script.get(run_name)
+            if not seq:
+                return self.default
+            return seq.pop(0) if len(seq) > 1 else seq[0]
+
+    def __call__(
+        self, plan: WorkerPlan, *, flaggems_dir, per_process, op_timeout_s, env, sink, on_op_done
+    ):
+        gpu = (env or {}).get("CUDA_VISIBLE_DEVICES", "")
+        with self.lock:
+            self.calls.append(
+                {
+                    "gpu": gpu,
+                    "entries": [
+                        (e.run_name, tuple(e.dtypes), e.mode, e.replay_records)
+                        for e in plan.entries
+                    ],
+                    "per_process": per_process,
+                    "op_timeout_s": op_timeout_s,
+                    "flaggems_dir": str(flaggems_dir),
+                    "timing": plan.timing,
+                }
+            )
+        out = []
+        for entry in plan.entries:
+            time.sleep(self.delay_s)
+            status, result = self._run_one(entry, self._next(entry.run_name), gpu)
+            on_op_done(entry, status, result)
+            out.append(status)
+        return out
+
+    def _run_one(self, entry, outcome: str, gpu: str):
+        run_dir = Path(entry.run_dir)
+        run_dir.mkdir(parents=True, exist_ok=True)
+        kind, _, arg = outcome.partition(":")
+        dtype = entry.dtypes[0] if entry.dtypes else "float16"
+        log = f"ZLBENCH fake {entry.run_name} dtypes={entry.dtypes}\n"
+        rc, status, rows = 0, RunStatus.PASS, []
+        if kind == "PASS":
+            rows = [
+                Row(
+                    op=entry.op,
+                    dtype=dtype,
+                    shape=f"[{i}]",
+                    speedup=1.0 + i / 10,
+                    latency_ms=1.0,
+                    latency_base_ms=1.0 + i / 10,
+                )
+                for i in range(int(arg or 2))
+            ]
+        elif kind == "NOROWS":
+            pass
+        elif kind == "SKIP":
+            status = RunStatus.SKIP
+        elif kind in ("FAIL", "UNSUPPORTED"):
+            rc, status = 1, RunStatus.FAIL
+            log += UNSUPPORTED_LOG if kind == "UNSUPPORTED" else "AssertionError: boom\n"
+        elif kind == "CRASH":
+            rc, status = int(arg or -11), RunStatus.CRASH
+        elif kind == "TIMEOUT":
+            rc, status = None, RunStatus.TIMEOUT
+        else:
+            raise ValueError(outcome)
+        (run_dir / "run.log").write_text(log)
+        result = None
+        if status in (RunStatus.PASS, RunStatus.SKIP, RunStatus.FAIL):
+            result = RunResult(
+                repo=entry.repo,
+                run_name=entry.run_name,
+                op=entry.op,
+                status=status,
+                mode=entry.mode,
+                timing="cudagraph",
+                dtypes=list(entry.dtypes),
+                rows=rows,
+                environment=Environment(gpu_model=self.gpu_model, flaggems_commit="abc"),
+            )
+            dump_json_model(run_dir / "result.json", result)
+        st = OpStatus(
+            repo=entry.repo,
+            op=entry.op,
+            run_name=entry.run_name,
+            status=status,
+            rc=rc,
+            attempts=1,
+            rows=len(rows),
+            seconds=0.5,
+            gpu=gpu,
+            run_dir=str(run_dir),
+            note="" if rc == 0 else f"fake {kind}",
+        )
+        return st, result

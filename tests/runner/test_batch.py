@@ -1,0 +1,273 @@
+"""run_batch with a scripted fake execute_plan: retry, dtype fallback, rescue, resume,
+.complete, dismissed/skipped ops, GPU dealing, exit codes."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+import pytest
+from batch_fakes import FakeExecutor, make_inventory
+
+from zlbench.errors import ZlbenchError
+from zlbench.models import RunStatus
+from zlbench.runner.batch import BatchConfig, run_batch
+from zlbench.runner.batchinfo import read_batch_info
+from zlbench.runner.shard import assign_gpus
+from zlbench.runner.status import read_ops_status
+
+OPS = ["abs", "add", "mul", "softmax", "mm@test_mm.py", "mm@test_mm_perf.py", "skipme"]
+
+
+@pytest.fixture
+def setup(tmp_path):
+    ops_dir = tmp_path / "ops"
+    make_inventory(ops_dir, "main", OPS, skip={"skipme": "needs two GPUs"})
+    fg = tmp_path / "fg"
+    fg.mkdir()
+
+    def config(executor, **kw) -> BatchConfig:
+        kw.setdefault("all_ops", not kw.get("ops"))
+        kw.setdefault("progress", io.StringIO())
+        kw.setdefault("out_dir", tmp_path / "out")
+        return BatchConfig(flaggems_dirs={"main": fg}, ops_dir=ops_dir, executor=executor, **kw)
+
+    return config
+
+
+def attempts_of(fake: FakeExecutor, run_name: str) -> list[tuple[str, ...]]:
+    return [dt for call in fake.calls for (name, dt, *_) in call["entries"] if name == run_name]
+
+
+def by_name(outcome):
+    return {s.run_name: s for s in outcome.statuses}
+
+
+def test_all_pass_on_two_gpus(setup):
+    fake = FakeExecutor()
+    cfg = setup(fake, gpus=["0", "1"], per_process=3, op_timeout_s=12.5)
+    out = run_batch(cfg)
+    assert out.exit_code == 0
+    st = by_name(out)
+    ran = ["abs", "add", "mm__at__test_mm.py", "mm__at__test_mm_perf.py", "mul", "softmax"]
+    assert sorted(n for n, s in st.items() if s.note != "unconditional skip: needs two GPUs") == ran
+    assert st["skipme"].status is RunStatus.SKIP and st["skipme"].run_dir == ""
+    assert out.counts["PASS"] == 6 and out.counts["SKIP"] == 1
+    assert out.summary_rows == 12
+    # GPU dealing follows the stable hash; every op ran once on its GPU
+    dealt = assign_gpus([f"main/{n}" for n in ran], ["0", "1"])
+    for call in fake.calls:
+        assert [f"main/{e[0]}" for e in call["entries"]] == dealt[call["gpu"]]
+        assert call["per_process"] == 3 and call["op_timeout_s"] == 12.5
+    for name in ran:
+        assert (out.out_dir / "main" / name / ".complete").is_file()
+        assert st[name].gpu in ("0", "1") and st[name].run_dir == f"main/{name}"
+    assert read_ops_status(out.out_dir / "ops_status.csv") == out.statuses
+    with open(out.out_dir / "summary.csv", newline="") as f:
+        assert len(list(csv.DictReader(f))) == 12
+    info = read_batch_info(out.out_dir)
+    assert info.mode == "record" and info.counts["PASS"] == 6 and info.rows == 12
+    assert info.skipped == ["main/skipme"] and info.environments["main"].gpu_model
+    lines = cfg.progress.getvalue().splitlines()
+    done = [ln for ln in lines if ln.startswith("[")]
+    assert len(done) == 6 and done[-1].startswith("[6/6] PASS")
+    assert "rows=2" in done[0] and "ETA" in done[0]
+    assert lines[-1].startswith("total       7   rows=12")
+
+
+def test_crash_is_retried_and_previous_attempt_kept(setup):
+    fake = FakeExecutor({"abs": ["CRASH:-11", "PASS"]})
+    out = run_batch(setup(fake, ops=["abs", "add"]))
+    st = by_name(out)["abs"]
+    assert (st.status, st.attempts) == (RunStatus.PASS, 2)
+    assert "CRASH rc=-11" in st.note and "retry PASS" in st.note
+    assert (out.out_dir / ".attempts" / "main" / "abs" / "1" / "run.log").is_file()
+    assert (out.out_dir / "main" / "abs" / ".complete").is_file()
+    assert out.exit_code == 0
+
+
+def test_same_rc_twice_stops_then_dtype_rescue(setup):
+    fake = FakeExecutor({"add": ["FAIL", "FAIL", "PASS:1"]})
+    cfg = setup(fake, ops=["add"], dtypes=["bfloat16"])
+    out = run_batch(cfg)
+    assert attempts_of(fake, "add") == [("bfloat16",), ("bfloat16",), ("float32",)]
+    st = by_name(out)["add"]
+    assert st.status is RunStatus.PASS and st.dtype_used == "float32" and st.attempts == 3
+    assert "rescue PASS [float32]" in st.note
+    assert "main/add -> rescue [float32] (nothing passed (same rc 1 twice))" in (
+        cfg.progress.getvalue()
+    )
+
+
+def test_unsupported_dtype_falls_back_to_op_defaults(setup):
+    fake = FakeExecutor({"softmax": ["UNSUPPORTED", "PASS:3"]})
+    cfg = setup(fake, ops=["softmax"], dtypes=["bfloat16"])
+    out = run_batch(cfg)
+    assert attempts_of(fake, "softmax") == [("bfloat16",), ()]
+    st = by_name(out)["softmax"]
+    assert (st.status, st.rows, st.dtype_used) == (RunStatus.PASS, 3, "float16")
+    assert st.note.startswith("FAIL rc=1 [bfloat16]; fallback PASS [(defaults)]")
+    assert "fallback [defaults] (dtype bfloat16 not supported by the op)" in cfg.progress.getvalue()
+
+
+def test_timeout_is_not_retried(setup):
+    fake = FakeExecutor({"mul": ["TIMEOUT"]})
+    out = run_batch(setup(fake, ops=["mul", "abs"]))
+    assert attempts_of(fake, "mul") == [()]
+    st = by_name(out)["mul"]
+    assert st.status is RunStatus.TIMEOUT and st.attempts == 1
+    assert not (out.out_dir / "main" / "mul" / ".complete").exists()
+    assert out.exit_code == 1
+
+
+def test_persistent_crash_retries_then_rescue_then_fails(setup):
+    fake = FakeExecutor({"abs": ["CRASH:-11"]})
+    out = run_batch(setup(fake, ops=["abs", "add"]))
+    assert attempts_of(fake, "abs") == [(), (), ("float32",)]
+    st = by_name(out)["abs"]
+    assert (st.status, st.rc, st.attempts) == (RunStatus.CRASH, -11, 3)
+    assert sorted(p.name for p in (out.out_dir / ".attempts/main/abs").iterdir()) == ["1", "2"]
+    assert out.exit_code == 1
+
+
+def test_resume_skips_complete_ops_and_reruns_failed(setup):
+    first = run_batch(setup(FakeExecutor({"abs": ["FAIL"], "mul": ["TIMEOUT"]}), max_retries=0))
+    assert first.exit_code == 1
+    fake = FakeExecutor()
+    again = run_batch(setup(fake, resume=True))
+    assert again.out_dir == first.out_dir
+    assert sorted(e[0] for c in fake.calls for e in c["entries"]) == ["abs", "mul"]
+    st = by_name(again)
+    assert all(s.status in (RunStatus.PASS, RunStatus.SKIP) for s in st.values())
+    assert st["add"] == by_name(first)["add"]  # kept as it was
+    assert (again.out_dir / ".attempts/main/abs/previous/run.log").is_file()
+    assert again.exit_code == 0 and again.summary_rows == 12
+    # resuming a finished batch runs nothing and measures nothing new, still exit 0
+    fake3 = FakeExecutor()
+    third = run_batch(setup(fake3, resume=True))
+    assert fake3.calls == [] and third.exit_code == 0 and third.summary_rows == 12
+
+
+def test_out_dir_is_claimed_not_reused(setup):
+    a = run_batch(setup(FakeExecutor(), ops=["abs"]))
+    b = run_batch(setup(FakeExecutor(), ops=["abs"]))
+    assert b.out_dir.name == a.out_dir.name + "-2"
+
+
+def test_nothing_measured_exits_2(setup):
+    out = run_batch(setup(FakeExecutor(default="NOROWS"), ops=["abs"]))
+    assert out.exit_code == 2 and out.summary_rows == 0
+
+
+def test_replay_mode_points_at_records(setup, tmp_path):
+    root = tmp_path / "baseline"
+    root.mkdir()
+    fake = FakeExecutor()
+    out = run_batch(setup(fake, ops=["mm@test_mm.py"], replay_root=root, timing="kernel"))
+    (name, _, mode, records) = fake.calls[0]["entries"][0]
+    assert (name, mode) == ("mm__at__test_mm.py", "replay")
+    assert records == str(root.resolve() / "main" / "mm__at__test_mm.py" / "autotune_records")
+    assert fake.calls[0]["timing"] == "kernel"
+    assert read_batch_info(out.out_dir).mode == "replay"
+
+
+def test_dismissed_ops_are_skip_rows_and_not_run(setup, tmp_path):
+    (tmp_path / "ops" / "dismiss.txt").write_text("add  # 2025-01-02 hangs at 4096\n")
+    fake = FakeExecutor()
+    out = run_batch(setup(fake))
+    assert "add" not in [e[0] for c in fake.calls for e in c["entries"]]
+    st = by_name(out)["add"]
+    assert st.status is RunStatus.SKIP and st.note == "dismissed 2025-01-02: hangs at 4096"
+    info = read_batch_info(out.out_dir)
+    assert [d.key for d in info.dismissed] == ["main/add"]
+
+
+def test_sharded_batches_cover_the_selection(setup, tmp_path):
+    seen = []
+    for k in (1, 2, 3):
+        fake = FakeExecutor()
+        run_batch(setup(fake, shard=(k, 3), out_dir=tmp_path / f"s{k}"))
+        seen += [e[0] for c in fake.calls for e in c["entries"]]
+    assert len(seen) == len(set(seen)) == 6
+
+
+def test_ops_status_is_complete_after_every_op(setup, tmp_path):
+    inner = FakeExecutor()
+    snapshots = []
+
+    def executor(plan, **kw):
+        def on_done(entry, status, result):
+            kw_done(entry, status, result)
+            snapshots.append(read_ops_status(tmp_path / "out" / "ops_status.csv"))
+
+        kw_done = kw.pop("on_op_done")
+        return inner(plan, on_op_done=on_done, **kw)
+
+    run_batch(setup(executor, ops=["abs", "add", "mul"]))
+    assert [len(s) for s in snapshots] == [1, 2, 3]
+
+
+@pytest.mark.parametrize(
+    "kw,text",
+    [
+        ({"ops": ["nosuch"]}, "unknown op 'nosuch'"),
+        ({"ops": ["mm"]}, "mm@test_mm.py"),
+        ({"ops": ["abs"], "repos": ["vllm"]}, "inventory_vllm.csv is missing"),
+        ({"ops": ["vllm:abs"]}, "inventory_vllm.csv is missing"),
+        ({"ops": ["abs"], "restrict_to": {"main/add"}}, "empty selection"),
+        ({"ops": ["skipme"]}, "1 skipped unconditionally"),
+        ({"ops": ["abs"], "shape_file": "/nonexistent.yaml"}, "shape file not found"),
+        ({"ops": ["abs"], "all_ops": True}, "exactly one of"),
+        ({"ops": ["abs", "add"], "shard": (3, 3)}, "shard 3/3 has no op"),
+    ],
+)
+def test_bad_input_is_one_line(setup, kw, text):
+    with pytest.raises(ZlbenchError) as e:
+        run_batch(setup(FakeExecutor(), **kw))
+    assert text in str(e.value) and "\n" not in str(e.value)
+
+
+def test_restrict_to_intersects(setup):
+    fake = FakeExecutor()
+    out = run_batch(setup(fake, restrict_to={"main/abs", "main/softmax", "main/gone"}))
+    assert sorted(s.run_name for s in out.statuses) == ["abs", "softmax"]
+    assert json.loads((out.out_dir / "batch.json").read_text())["selection"]["restricted"]
+
+
+def test_ctrl_c_reaches_every_worker(setup):
+    """SIGINT lands in the main thread; each worker thread's executor is interrupted
+    too (so the real execute_plan kills its pytest process group)."""
+    import os
+    import signal
+    import threading
+    import time
+
+    interrupted = []
+
+    def executor(plan, **kw):
+        try:
+            while True:
+                time.sleep(0.01)
+        except KeyboardInterrupt:
+            interrupted.append(threading.current_thread().name)
+            raise
+
+    timer = threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT))
+    timer.start()
+    with pytest.raises(KeyboardInterrupt):
+        run_batch(setup(executor, gpus=["0", "1"]))
+    timer.join()
+    assert sorted(interrupted) == ["gpu-0", "gpu-1"]
+
+
+def test_resume_refuses_a_different_measurement(setup):
+    first = run_batch(setup(FakeExecutor({"abs": ["FAIL"]}), ops=["abs"], dtypes=["bfloat16"]))
+    with pytest.raises(ZlbenchError, match=r"cannot resume .*dtypes=\['bfloat16'\], this run"):
+        run_batch(setup(FakeExecutor(), ops=["abs"], resume=True))
+    with pytest.raises(ZlbenchError, match="timing='cudagraph'"):
+        run_batch(
+            setup(FakeExecutor(), ops=["abs"], resume=True, dtypes=["bfloat16"], timing="kernel")
+        )
+    again = run_batch(setup(FakeExecutor(), ops=["abs"], resume=True, dtypes=["bfloat16"]))
+    assert again.out_dir == first.out_dir and again.exit_code == 0

@@ -1,0 +1,102 @@
+"""`zlbench batch` argv -> BatchConfig -> exit code; bad input is one line and exit 2."""
+
+from __future__ import annotations
+
+import pytest
+from batch_fakes import FakeExecutor, make_inventory
+
+from zlbench.cli import main
+from zlbench.runner import batchrun
+
+
+@pytest.fixture
+def cli(tmp_path, monkeypatch, capsys):
+    ops_dir = tmp_path / "ops"
+    make_inventory(ops_dir, "main", ["abs", "add", "mm@test_mm.py", "mm@test_bmm.py"])
+    (tmp_path / "fg").mkdir()
+    monkeypatch.setenv("ZLBENCH_FLAGGEMS_DIR", str(tmp_path / "fg"))
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    fakes = []
+
+    def fake_executor():
+        fakes.append(FakeExecutor({"add": ["TIMEOUT"]}))
+        return fakes[-1]
+
+    monkeypatch.setattr(batchrun, "default_executor", fake_executor)
+
+    def run(*argv):
+        rc = main(["batch", "--ops-dir", str(ops_dir), "--out", str(tmp_path / "out"), *argv])
+        out, err = capsys.readouterr()
+        return rc, out, err, fakes
+
+    return run
+
+
+def test_batch_ok(cli, monkeypatch):
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3,5")
+    rc, out, err, fakes = cli(
+        "--ops",
+        "abs",
+        "mm@test_mm.py",
+        "--per-process",
+        "1",
+        "--op-timeout",
+        "30",
+        "--dtypes",
+        "bfloat16",
+    )
+    assert rc == 0, err
+    assert sorted(c["gpu"] for c in fakes[0].calls) == ["3", "5"]  # one op per GPU
+    assert all(c["per_process"] == 1 and c["op_timeout_s"] == 30 for c in fakes[0].calls)
+    assert "[2/2] PASS" in out and "batch dir:" in out
+
+
+def test_batch_failed_op_exits_1(cli):
+    rc, out, err, fakes = cli("--all", "--gpus", "0")
+    assert rc == 1
+    assert "TIMEOUT main/add" in out
+    assert {c["gpu"] for c in fakes[0].calls} == {"0"}
+
+
+@pytest.mark.parametrize(
+    "argv,text",
+    [
+        (["--all", "--shard", "0/3"], "bad shard spec '0/3': K must be between 1 and 3"),
+        (["--all", "--shard", "4/3"], "bad shard spec '4/3': K must be between 1 and 3"),
+        (["--all", "--shard", "x"], "bad shard spec 'x'"),
+        (["--ops", "nosuch"], "unknown op 'nosuch'"),
+        (["--ops", "mm"], "ambiguous"),
+        (["--ops", "abs", "--repos", "vllm"], "inventory_vllm.csv is missing"),
+        (["--ops", "abs", "--per-process", "0"], "--per-process 0"),
+        (["--ops", "abs", "--gpus", ","], "bad GPU list"),
+        (["--ops", "abs", "--flaggems-dir", "x=y"], "unknown repo 'x'"),
+    ],
+)
+def test_bad_input_exits_2_with_one_line(cli, argv, text):
+    rc, out, err, fakes = cli(*argv)
+    assert rc == 2
+    assert err.startswith("zlbench batch: error: ") and err.count("\n") == 1
+    assert text in err
+    assert fakes == []
+
+
+def test_empty_ops_file(cli, tmp_path):
+    f = tmp_path / "ops.txt"
+    f.write_text("# nothing\n\n")
+    rc, _, err, _ = cli("--ops-file", str(f))
+    assert rc == 2 and "empty selection" in err
+
+
+def test_ops_file_with_comments(cli, tmp_path):
+    f = tmp_path / "ops.txt"
+    f.write_text("# core\nabs  # cheap\n\nmm@test_bmm.py\n")
+    rc, out, _, fakes = cli("--ops-file", str(f))
+    assert rc == 0
+    names = sorted(e[0] for c in fakes[0].calls for e in c["entries"])
+    assert names == ["abs", "mm__at__test_bmm.py"]
+
+
+def test_missing_flaggems_dir(cli, monkeypatch):
+    monkeypatch.delenv("ZLBENCH_FLAGGEMS_DIR")
+    rc, _, err, _ = cli("--ops", "abs")
+    assert rc == 2 and "no FlagGems checkout for repo 'main'" in err

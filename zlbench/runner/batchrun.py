@@ -1,0 +1,318 @@
+"""The stateful half of a batch: worker threads, attempts, ops_status.csv, progress.
+
+:func:`zlbench.runner.batch.run_batch` validates and plans; :class:`BatchRun`
+executes. One thread per GPU; everything shared (final statuses, the CSV, the
+progress stream) is behind one lock, and ops_status.csv is rewritten atomically
+each time an op becomes final, so a killed batch leaves a complete, valid file.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import socket
+import threading
+import time
+from pathlib import Path
+
+from zlbench import __version__
+from zlbench.errors import ZlbenchError
+from zlbench.models import OpStatus, RunResult, RunStatus, WorkerPlan
+from zlbench.runner import progress
+from zlbench.runner.batch import (
+    BatchConfig,
+    BatchOutcome,
+    OpTrack,
+    archive_run_dir,
+    deal,
+    default_executor,
+    exit_code,
+    final_status,
+    is_complete,
+    load_previous,
+    said_unsupported,
+    write_final_files,
+)
+from zlbench.runner.batchinfo import BatchInfo, DismissedOp, read_batch_info, write_batch_info
+from zlbench.runner.retry import Attempt, next_attempt
+from zlbench.runner.select import OpSelection, SelectedOp
+from zlbench.runner.status import COMPLETE, load_run, write_ops_status
+
+
+class BatchRun:
+    def __init__(self, config: BatchConfig, selection: OpSelection, out_dir: Path):
+        self.config = config
+        self.selection = selection
+        self.out = out_dir
+        self.executor = config.executor or default_executor()
+        self.lock = threading.Lock()
+        self.final: dict[str, OpStatus] = {}
+        self.done = 0
+        self.total = 0
+        self.t0 = time.monotonic()
+        self.errors: list[BaseException] = []
+        self.running: set[str] = set()  # names of worker threads not yet returned
+
+    # ------------------------------------------------------------------ setup
+
+    def run(self) -> BatchOutcome:
+        info = self._info()
+        if self.config.resume:
+            check_resumable(read_batch_info(self.out), info, self.out)
+        write_batch_info(self.out, info)
+        previous = load_previous(self.out) if self.config.resume else {}
+        self._add_left_out()
+        todo = self._resume(previous)
+        self.total = sum(len(v) for v in todo.values())
+        self._say(f"batch: {self.total} op(s) to run on {len(todo)} worker(s) -> {self.out}")
+        with self.lock:
+            write_ops_status(self.out, self.final.values())
+        self._run_workers(todo)
+        statuses = sorted(self.final.values(), key=lambda s: (s.repo, s.run_name))
+        rows, info = write_final_files(self.out, statuses, info)
+        write_batch_info(self.out, info)
+        wall = time.monotonic() - self.t0
+        self._say(progress.count_table(statuses, rows, wall))
+        code = exit_code(statuses, rows)
+        return BatchOutcome(self.out, statuses, info.counts, rows, code)
+
+    def _info(self) -> BatchInfo:
+        c = self.config
+        sel = self.selection
+        return BatchInfo(
+            created=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            argv=list(c.argv),
+            selection={
+                "all": c.all_ops,
+                "ops": list(c.ops),
+                "ops_file": str(c.ops_file) if c.ops_file else None,
+                "repos": list(c.repos),
+                "restricted": c.restrict_to is not None,
+            },
+            mode="replay" if c.replay_root else "record",
+            replay_root=str(c.replay_root) if c.replay_root else None,
+            timing=c.timing,
+            dtypes=list(c.dtypes),
+            shape_file=str(c.shape_file) if c.shape_file else None,
+            shape_file_sha256=_sha256(c.shape_file),
+            shard=f"{c.shard[0]}/{c.shard[1]}" if c.shard else None,
+            gpus=list(c.gpus),
+            per_process=c.per_process,
+            op_timeout_s=c.op_timeout_s,
+            max_retries=c.max_retries,
+            resume=c.resume,
+            flaggems_dirs={k: str(v) for k, v in c.flaggems_dirs.items()},
+            hostname=socket.gethostname(),
+            zlbench_version=__version__,
+            ops=[o.key for o in sel.ops],
+            dismissed=[
+                DismissedOp(key=o.key, date=e.date.isoformat(), reason=e.reason)
+                for o, e in sel.dismissed
+            ],
+            skipped=[o.key for o in sel.skipped],
+        )
+
+    def _add_left_out(self) -> None:
+        """Dismissed and unconditionally skipped ops: SKIP rows that never ran."""
+        for op, entry in self.selection.dismissed:
+            note = f"dismissed {entry.date.isoformat()}: {entry.reason}"
+            self.final[op.key] = self._skip_row(op, note)
+        for op in self.selection.skipped:
+            self.final[op.key] = self._skip_row(op, f"unconditional skip: {op.skip}")
+
+    @staticmethod
+    def _skip_row(op: SelectedOp, note: str) -> OpStatus:
+        return OpStatus(
+            repo=op.repo, op=op.op, run_name=op.run_name, status=RunStatus.SKIP, note=note
+        )
+
+    def _resume(self, previous: dict[str, OpStatus]) -> dict[str, list[OpTrack]]:
+        """Tracks per GPU; with --resume, complete ops are kept and not run again."""
+        todo: dict[str, list[OpTrack]] = {}
+        for gpu, ops in deal(self.selection, self.config.gpus).items():
+            tracks = []
+            for op in ops:
+                run_dir = self.out / op.repo / op.run_name
+                if self.config.resume and is_complete(run_dir):
+                    self.final[op.key] = previous.get(op.key) or self._from_result(op, run_dir)
+                    continue
+                archive_run_dir(self.out, run_dir, op.repo, op.run_name, "previous")
+                tracks.append(OpTrack(op, run_dir, gpu, tuple(self.config.dtypes)))
+            if tracks:
+                todo[gpu] = tracks
+        if self.config.resume and self.final:
+            self._say(f"resume: {len(self.final)} op(s) already complete or left out")
+        return todo
+
+    def _from_result(self, op: SelectedOp, run_dir: Path) -> OpStatus:
+        result = load_run(run_dir)
+        status = result.status if result is not None else RunStatus.PASS
+        rows = len(result.rows) if result is not None else 0
+        return OpStatus(
+            repo=op.repo,
+            op=op.op,
+            run_name=op.run_name,
+            status=status,
+            rows=rows,
+            run_dir=f"{op.repo}/{op.run_name}",
+            note="resumed (complete)",
+        )
+
+    # ------------------------------------------------------------------ workers
+
+    def _run_workers(self, todo: dict[str, list[OpTrack]]) -> None:
+        items = list(todo.items())
+        if len(items) == 1:  # in this thread: Ctrl-C reaches the worker directly
+            self._worker(*items[0])
+            return
+        threads = [
+            threading.Thread(target=self._guarded, args=item, name=f"gpu-{item[0]}", daemon=True)
+            for item in items
+        ]
+        self.running = {t.name for t in threads}
+        for t in threads:
+            t.start()
+        try:
+            for t in threads:
+                while t.is_alive():
+                    t.join(0.2)
+        except KeyboardInterrupt:
+            _interrupt(threads, self.running)  # each worker kills its pytest process group
+            raise
+        if self.errors:
+            raise self.errors[0]
+
+    def _guarded(self, gpu: str, tracks: list[OpTrack]) -> None:
+        try:
+            self._worker(gpu, tracks)
+        except BaseException as e:  # re-raised by the main thread
+            self.errors.append(e)
+        finally:
+            self.running.discard(threading.current_thread().name)
+
+    def _worker(self, gpu: str, tracks: list[OpTrack]) -> None:
+        pending = tracks
+        while pending:
+            for repo in dict.fromkeys(t.sel.repo for t in pending):
+                self._run_pass(gpu, [t for t in pending if t.sel.repo == repo])
+            pending = [t for t in pending if t.next is not None]
+            for t in pending:
+                label = f"{len(t.attempts)}"
+                archive_run_dir(self.out, t.run_dir, t.sel.repo, t.sel.run_name, label)
+                t.dtypes, t.kind, t.next = t.next.dtypes, t.next.kind, None
+
+    def _run_pass(self, gpu: str, tracks: list[OpTrack]) -> None:
+        c = self.config
+        by_name = {t.sel.run_name: t for t in tracks}
+        seen: set[str] = set()
+
+        def on_done(entry, status: OpStatus, result: RunResult | None) -> None:
+            seen.add(entry.run_name)
+            self._attempt_done(by_name[entry.run_name], status, result)
+
+        plan = WorkerPlan(timing=c.timing, ttgir=c.ttgir, entries=[t.entry(c) for t in tracks])
+        env = None
+        if gpu:
+            env = dict(c.env if c.env is not None else _environ())
+            env["CUDA_VISIBLE_DEVICES"] = gpu
+        statuses = self.executor(
+            plan,
+            flaggems_dir=c.flaggems_dirs[tracks[0].sel.repo],
+            per_process=c.per_process,
+            op_timeout_s=c.op_timeout_s,
+            env=env if env is not None else c.env,
+            sink=c.sink,
+            on_op_done=on_done,
+            **({"extra_pytest_args": list(c.extra_pytest_args)} if c.extra_pytest_args else {}),
+        )
+        for entry, status in zip(plan.entries, statuses, strict=False):
+            if entry.run_name not in seen:  # the executor did not call back
+                track = by_name[entry.run_name]
+                self._attempt_done(track, status, load_run(track.run_dir))
+
+    def _attempt_done(self, track: OpTrack, status: OpStatus, result: RunResult | None) -> None:
+        unsupported = status.status in (RunStatus.FAIL, RunStatus.CRASH) and said_unsupported(
+            track.run_dir, result
+        )
+        track.attempts.append(
+            Attempt(status.status, status.rc, track.dtypes, unsupported, track.kind)
+        )
+        track.seconds += status.seconds
+        track.next = next_attempt(track.attempts, self.config.max_retries)
+        if track.next is not None:
+            what = f"{track.next.kind} [{','.join(track.next.dtypes) or 'defaults'}]"
+            line = progress.retry_line(
+                track.sel.repo, track.sel.run_name, status, what, track.next.why
+            )
+            self._say(line)
+            return
+        final = final_status(track, status, result, self.out)
+        if final.status in (RunStatus.PASS, RunStatus.SKIP):
+            track.run_dir.mkdir(parents=True, exist_ok=True)
+            (track.run_dir / COMPLETE).write_text(final.status.value + "\n", encoding="utf-8")
+        with self.lock:
+            self.final[track.sel.key] = final
+            self.done += 1
+            write_ops_status(self.out, self.final.values())
+            elapsed = time.monotonic() - self.t0
+            self._say_locked(progress.done_line(final, self.done, self.total, elapsed))
+
+    # ------------------------------------------------------------------ output
+
+    def _say(self, line: str) -> None:
+        with self.lock:
+            self._say_locked(line)
+
+    def _say_locked(self, line: str) -> None:
+        if self.config.progress is not None:
+            self.config.progress.write(line + "\n")
+            self.config.progress.flush()
+
+
+RESUME_SAME = ("mode", "replay_root", "timing", "dtypes", "shape_file_sha256")
+
+
+def check_resumable(old: BatchInfo | None, new: BatchInfo, out: Path) -> None:
+    """--resume must measure the way the batch being resumed did."""
+    if old is None:
+        return
+    for name in RESUME_SAME:
+        a, b = getattr(old, name), getattr(new, name)
+        if a != b:
+            raise ZlbenchError(
+                f"cannot resume {out}: it was run with {name}={a!r}, this run asks {b!r}"
+            )
+
+
+def _interrupt(threads: list[threading.Thread], running: set[str], wait_s: float = 15.0) -> None:
+    """Raise KeyboardInterrupt inside the worker threads still running (Ctrl-C only
+    reaches the main thread) so execute_plan kills its child's process group; wait.
+
+    ``running`` (names of workers not yet returned) is kept by the workers
+    themselves: after an interrupted ``join`` Python 3.11 may report a live
+    thread as stopped."""
+    for t in threads:
+        if t.name in running and t.ident is not None:
+            ctypes.pythonapi.PyThreadState_SetAsyncExc(
+                ctypes.c_ulong(t.ident), ctypes.py_object(KeyboardInterrupt)
+            )
+    deadline = time.monotonic() + wait_s
+    while running and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
+def _environ() -> dict[str, str]:
+    return dict(os.environ)
+
+
+def _sha256(path) -> str | None:
+    if not path:
+        return None
+    try:
+        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+    except OSError:
+        return None
+
+
+__all__ = ["BatchRun"]

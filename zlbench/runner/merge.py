@@ -1,0 +1,183 @@
+"""``zlbench merge``: shard batch dirs -> one batch dir.
+
+Copies every shard's run dirs, unions ops_status.csv, rebuilds summary.csv and
+writes a batch.json naming the shards. Refused, with one line each: an op found
+in two shards with different content, shards measured differently (mode,
+timing, dtypes, shape file) or on different environments (GPU model, driver,
+torch, compiler, FlagGems commit...). The output is built in a temp dir next to
+``out`` and renamed at the end, so an interrupted merge leaves nothing behind.
+"""
+
+from __future__ import annotations
+
+import filecmp
+import shutil
+import tempfile
+from pathlib import Path
+
+from zlbench.errors import ZlbenchError
+from zlbench.models import Environment, OpStatus
+from zlbench.runner.batchinfo import BatchInfo, read_batch_info, write_batch_info
+from zlbench.runner.progress import count_statuses
+from zlbench.runner.status import (
+    OPS_STATUS,
+    load_run,
+    read_ops_status,
+    summary_records,
+    write_ops_status,
+    write_summary,
+)
+
+# batch.json fields that must agree between shards.
+SAME_CONFIG = ("mode", "timing", "level", "dtypes", "shape_file_sha256")
+# Environment fields that must agree (hostname, gpu_count may differ between runners).
+SAME_ENV = (
+    "gpu_model",
+    "driver",
+    "cuda",
+    "torch",
+    "triton_dist",
+    "triton_version",
+    "flagtree_commit",
+    "flaggems_package",
+    "flaggems_commit",
+    "mode",
+    "level",
+)
+_IGNORED_IN_STATUS = {"gpu", "seconds"}
+
+
+class _Shard:
+    def __init__(self, path: Path):
+        self.path = Path(path)
+        if not (self.path / OPS_STATUS).is_file():
+            raise ZlbenchError(f"{self.path}: not a batch dir (no {OPS_STATUS})")
+        self.statuses = read_ops_status(self.path / OPS_STATUS)
+        self.info = read_batch_info(self.path)
+
+
+def _check_config(shards: list[_Shard]) -> None:
+    with_info = [s for s in shards if s.info is not None]
+    for s in with_info[1:]:
+        ref = with_info[0]
+        for name in SAME_CONFIG:
+            a, b = getattr(ref.info, name), getattr(s.info, name)
+            if a != b:
+                raise ZlbenchError(
+                    f"cannot merge shards measured differently: {name} is {a!r} in "
+                    f"{ref.path} but {b!r} in {s.path}"
+                )
+
+
+def _check_environments(envs: dict[str, list[tuple[Path, Environment]]]) -> None:
+    for repo, seen in envs.items():
+        ref_path, ref = seen[0]
+        for path, env in seen[1:]:
+            for name in SAME_ENV:
+                a, b = getattr(ref, name), getattr(env, name)
+                if a is not None and b is not None and a != b:
+                    raise ZlbenchError(
+                        f"cannot merge results from different environments ({repo}): "
+                        f"{name} is {a!r} in {ref_path} but {b!r} in {path}"
+                    )
+
+
+def _same_run(a: Path, b: Path) -> bool:
+    for name in ("result.json", "run.log"):
+        fa, fb = a / name, b / name
+        if fa.exists() != fb.exists():
+            return False
+        if fa.exists() and not filecmp.cmp(fa, fb, shallow=False):
+            return False
+    return True
+
+
+def _status_view(st: OpStatus) -> dict:
+    return {k: v for k, v in st.model_dump().items() if k not in _IGNORED_IN_STATUS}
+
+
+def _collect(shards: list[_Shard]) -> dict[str, tuple[_Shard, OpStatus]]:
+    """Union of the shards' ops; the same op twice must be the same content."""
+    chosen: dict[str, tuple[_Shard, OpStatus]] = {}
+    for sh in shards:
+        for st in sh.statuses:
+            key = f"{st.repo}/{st.run_name}"
+            if key not in chosen:
+                chosen[key] = (sh, st)
+                continue
+            other, ost = chosen[key]
+            same = _status_view(ost) == _status_view(st)
+            if same and st.run_dir:
+                same = _same_run(other.path / ost.run_dir, sh.path / st.run_dir)
+            if not same:
+                raise ZlbenchError(
+                    f"op {key} is in both {other.path} and {sh.path} with different "
+                    "results: merge each op from one shard only"
+                )
+    return chosen
+
+
+def merge_batches(shard_dirs: list[Path], out: Path) -> tuple[Path, list[OpStatus], int]:
+    """Merge shard batch dirs into ``out`` (which must not exist yet).
+
+    Returns (out, statuses, summary rows)."""
+    out = Path(out)
+    if not shard_dirs:
+        raise ZlbenchError("nothing to merge: give at least one shard dir")
+    if out.exists():
+        raise ZlbenchError(f"{out} already exists: merge writes a new dir")
+    shards = [_Shard(p) for p in shard_dirs]
+    _check_config(shards)
+    chosen = _collect(shards)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    try:
+        statuses, rows = _build(shards, chosen, tmp)
+        tmp.rename(out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return out, statuses, rows
+
+
+def _build(
+    shards: list[_Shard], chosen: dict[str, tuple[_Shard, OpStatus]], tmp: Path
+) -> tuple[list[OpStatus], int]:
+    envs: dict[str, list[tuple[Path, Environment]]] = {}
+    records: list[dict] = []
+    statuses = []
+    for key in sorted(chosen):
+        sh, st = chosen[key]
+        statuses.append(st)
+        if not st.run_dir:
+            continue
+        src = sh.path / st.run_dir
+        if src.is_dir():
+            shutil.copytree(src, tmp / st.run_dir, symlinks=True)
+        result = load_run(src)
+        if result is None:
+            continue
+        records += summary_records(st.repo, st.run_name, result.rows)
+        if result.environment.model_dump(exclude_none=True):
+            envs.setdefault(st.repo, []).append((src, result.environment))
+    _check_environments(envs)
+    write_ops_status(tmp, statuses)
+    rows = write_summary(tmp, records)
+    write_batch_info(tmp, _merged_info(shards, statuses, rows, envs))
+    return statuses, rows
+
+
+def _merged_info(shards, statuses, rows, envs) -> BatchInfo:
+    base = next((s.info for s in shards if s.info is not None), None)
+    info = base.model_copy(deep=True) if base else BatchInfo(created="")
+    info.shard = None
+    info.ops = sorted({k for s in shards if s.info for k in s.info.ops})
+    info.skipped = sorted({k for s in shards if s.info for k in s.info.skipped})
+    dismissed = {d.key: d for s in shards if s.info for d in s.info.dismissed}
+    info.dismissed = [dismissed[k] for k in sorted(dismissed)]
+    info.gpus = sorted({g for s in shards if s.info for g in s.info.gpus})
+    info.counts = count_statuses(statuses)
+    info.rows = rows
+    info.environments = {repo: seen[0][1] for repo, seen in envs.items()}
+    info.merged_from = [str(s.path) for s in shards]
+    return info

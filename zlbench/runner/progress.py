@@ -1,0 +1,55 @@
+"""Progress lines of a batch and its final count table (strings only)."""
+
+from __future__ import annotations
+
+from zlbench.models import OpStatus, RunStatus
+
+
+def fmt_seconds(seconds: float) -> str:
+    """``75.2`` -> ``"1m15s"``; ``3725`` -> ``"1h02m05s"``; below a minute ``"12.3s"``."""
+    if seconds < 60:
+        return f"{seconds:.1f}s"
+    s = int(round(seconds))
+    h, rem = divmod(s, 3600)
+    m, sec = divmod(rem, 60)
+    return f"{h}h{m:02d}m{sec:02d}s" if h else f"{m}m{sec:02d}s"
+
+
+def eta(elapsed_s: float, done: int, total: int) -> float | None:
+    """Remaining seconds, from the mean wall time per finished op so far."""
+    if done <= 0 or done > total:
+        return None
+    return elapsed_s / done * (total - done)
+
+
+def done_line(st: OpStatus, done: int, total: int, elapsed_s: float) -> str:
+    """``[3/40] PASS    main/abs 12.3s rows=5 ETA 1m20s``."""
+    width = len(str(total))
+    rest = eta(elapsed_s, done, total)
+    tail = f" ETA {fmt_seconds(rest)}" if rest else ""
+    retry = f" attempts={st.attempts}" if st.attempts > 1 else ""
+    dtype = f" dtype={st.dtype_used}" if st.dtype_used else ""
+    return (
+        f"[{done:>{width}}/{total}] {st.status.value:<7} {st.repo}/{st.run_name} "
+        f"{st.seconds:.1f}s rows={st.rows}{dtype}{retry}{tail}"
+    )
+
+
+def retry_line(repo: str, run_name: str, status: OpStatus, what: str, why: str) -> str:
+    return f"        {status.status.value:<7} {repo}/{run_name} -> {what} ({why})"
+
+
+def count_table(statuses: list[OpStatus], rows: int, wall_s: float) -> str:
+    """Final table: one line per status that occurred, then the totals."""
+    counts = count_statuses(statuses)
+    lines = ["status    ops"]
+    lines += [f"{k:<8} {v:>4}" for k, v in counts.items() if v]
+    lines.append(f"{'total':<8} {len(statuses):>4}   rows={rows}   wall {fmt_seconds(wall_s)}")
+    return "\n".join(lines)
+
+
+def count_statuses(statuses: list[OpStatus]) -> dict[str, int]:
+    counts = {s.value: 0 for s in RunStatus}
+    for st in statuses:
+        counts[st.status.value] += 1
+    return counts

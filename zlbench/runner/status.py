@@ -1,0 +1,162 @@
+"""The batch files: ``ops_status.csv`` (one row per op) and ``summary.csv`` (one row
+per measured row), both written atomically so a killed batch leaves valid files.
+
+``summarize(batch_dir)`` rebuilds summary.csv from the run dirs alone (result.json,
+else run.log parsed by :mod:`zlbench.parse`), so it also works on old batch dirs.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Iterable
+from pathlib import Path
+
+from pydantic import ValidationError
+
+from zlbench.errors import ZlbenchError
+from zlbench.models import (
+    OP_STATUS_FIELDS,
+    SUMMARY_FIELDS,
+    OpStatus,
+    Row,
+    RunResult,
+    atomic_write_text,
+    load_json_model,
+)
+
+OPS_STATUS = "ops_status.csv"
+SUMMARY = "summary.csv"
+COMPLETE = ".complete"
+_OPTIONAL_INT = {"rc"}
+
+
+def _csv_text(fields: list[str], records: Iterable[dict]) -> str:
+    buf = io.StringIO()
+    writer = csv.DictWriter(buf, fieldnames=fields, lineterminator="\n")
+    writer.writeheader()
+    for rec in records:
+        writer.writerow({f: _cell(rec.get(f)) for f in fields})
+    return buf.getvalue()
+
+
+def _cell(value) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if hasattr(value, "value"):  # enums
+        return str(value.value)
+    return str(value)
+
+
+def sort_statuses(statuses: Iterable[OpStatus]) -> list[OpStatus]:
+    return sorted(statuses, key=lambda s: (s.repo, s.run_name))
+
+
+def ops_status_text(statuses: Iterable[OpStatus]) -> str:
+    recs = (s.model_dump() for s in sort_statuses(statuses))
+    return _csv_text(OP_STATUS_FIELDS, recs)
+
+
+def write_ops_status(batch_dir: Path, statuses: Iterable[OpStatus]) -> None:
+    atomic_write_text(Path(batch_dir) / OPS_STATUS, ops_status_text(statuses))
+
+
+def read_ops_status(path: Path) -> list[OpStatus]:
+    """Read and validate an ops_status.csv; a bad row is one ZlbenchError line."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise ZlbenchError(f"{path}: file not found") from None
+    reader = csv.DictReader(io.StringIO(text))
+    if reader.fieldnames is None or set(reader.fieldnames) != set(OP_STATUS_FIELDS):
+        raise ZlbenchError(f"{path}: not an ops_status.csv (columns {reader.fieldnames})")
+    out = []
+    for num, rec in enumerate(reader, start=2):
+        data = {k: (None if k in _OPTIONAL_INT and v == "" else v) for k, v in rec.items()}
+        try:
+            out.append(OpStatus.model_validate(data))
+        except ValidationError as e:
+            err = e.errors()[0]
+            raise ZlbenchError(f"{path}:{num}: {err['loc'][0]}: {err['msg']}") from None
+    return out
+
+
+def summary_records(repo: str, run_name: str, rows: Iterable[Row]) -> list[dict]:
+    recs = []
+    for row in rows:
+        rec = row.model_dump()
+        rec.update(repo=repo, run_name=run_name)
+        recs.append({f: rec.get(f) for f in SUMMARY_FIELDS})
+    return recs
+
+
+def write_summary(batch_dir: Path, records: Iterable[dict]) -> int:
+    recs = list(records)
+    atomic_write_text(Path(batch_dir) / SUMMARY, _csv_text(SUMMARY_FIELDS, recs))
+    return len(recs)
+
+
+def load_run(run_dir: Path) -> RunResult | None:
+    """result.json of a run dir; else a RunResult rebuilt from run.log; else None."""
+    run_dir = Path(run_dir)
+    result = run_dir / "result.json"
+    if result.is_file():
+        try:
+            return load_json_model(result, RunResult)
+        except ZlbenchError:
+            pass  # truncated or foreign: fall back to the log
+    log = run_dir / "run.log"
+    if log.is_file():
+        return _result_from_log(run_dir, log)
+    return None
+
+
+def _result_from_log(run_dir: Path, log: Path) -> RunResult | None:
+    from zlbench import parse  # lazy: only old dirs without result.json need it
+
+    text = log.read_text(encoding="utf-8", errors="replace")
+    rows = parse.parse_rows(text)
+    return RunResult(
+        repo=run_dir.parent.name,
+        run_name=run_dir.name,
+        op=run_dir.name.replace("__at__", "@"),
+        status="PASS" if rows else "FAIL",
+        mode="record",
+        timing="cudagraph",
+        rows=rows,
+    )
+
+
+def find_run_dirs(batch_dir: Path) -> list[Path]:
+    """``<batch>/<repo>/<run_name>/`` dirs holding a result.json or a run.log."""
+    batch_dir = Path(batch_dir)
+    found = []
+    for repo_dir in sorted(p for p in batch_dir.iterdir() if p.is_dir()):
+        if repo_dir.name.startswith("."):
+            continue
+        for run_dir in sorted(p for p in repo_dir.iterdir() if p.is_dir()):
+            if (run_dir / "result.json").is_file() or (run_dir / "run.log").is_file():
+                found.append(run_dir)
+    return found
+
+
+def summarize(batch_dir: Path) -> int:
+    """Rebuild ``<batch>/summary.csv`` from its run dirs; returns the number of rows."""
+    batch_dir = Path(batch_dir)
+    if not batch_dir.is_dir():
+        raise ZlbenchError(f"{batch_dir}: not a directory")
+    run_dirs = find_run_dirs(batch_dir)
+    if not run_dirs:
+        raise ZlbenchError(
+            f"{batch_dir}: no run dirs (<repo>/<run_name>/ with result.json "
+            "or run.log): not a batch dir?"
+        )
+    records: list[dict] = []
+    for run_dir in run_dirs:
+        result = load_run(run_dir)
+        if result is not None:
+            records += summary_records(run_dir.parent.name, run_dir.name, result.rows)
+    return write_summary(batch_dir, records)
