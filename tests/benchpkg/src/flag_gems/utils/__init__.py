@@ -1,0 +1,1 @@
+from flag_gems.utils.libentry import LibTuner, libtuner  # noqa: F401

@@ -1,0 +1,3 @@
+from flaggems_vllm.ops.scale import scale
+
+__all__ = ["scale"]

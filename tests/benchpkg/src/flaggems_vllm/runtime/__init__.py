@@ -1,0 +1,4 @@
+from fakegems_support import DEVICE, DeviceFn
+
+torch_device_fn = DeviceFn()
+device = DEVICE

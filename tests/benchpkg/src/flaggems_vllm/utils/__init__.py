@@ -1,0 +1,1 @@
+from flaggems_vllm.utils.libentry import LibTuner, libtuner  # noqa: F401

@@ -1,0 +1,83 @@
+"""Autotune record then replay against the real FlagGems suite on a GPU (marker ``gpu``).
+
+Drives ``zlbench run`` (bfloat16, core shapes, CUDA-graph timing) for softmax,
+sum, layer_norm and mm: the replay must show zero AUTOTUNE_REPLAY_FALLBACK, the
+mm records must include its LibTuner kernels, and the mm replay must not sweep
+(the autotune summary line reports ``bench_calls=0``: no config benchmarked).
+
+Needs ``ZLBENCH_FLAGGEMS_DIR`` (a FlagGems checkout). Set ``ZLBENCH_GPU_NUMBERS``
+to a file path to get the wall times (record vs replay per op) as JSON for docs/.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+pytestmark = [
+    pytest.mark.gpu,
+    pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU"),
+    pytest.mark.skipif(
+        not os.environ.get("ZLBENCH_FLAGGEMS_DIR"), reason="needs ZLBENCH_FLAGGEMS_DIR"
+    ),
+]
+
+OPS = ["softmax", "sum", "layer_norm", "mm"]
+NUMBERS: dict[str, dict[str, float]] = {}
+
+
+def zlbench_run(op: str, out: Path, replay_from: Path | None = None) -> tuple[float, str]:
+    cmd = [sys.executable, "-m", "zlbench", "run", "--op", op, "--dtypes", "bfloat16"]
+    cmd += ["--mode", "cudagraph", "--out", str(out)]
+    if replay_from is not None:
+        cmd += ["--replay-from", str(replay_from)]
+    t0 = time.perf_counter()
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
+    wall = time.perf_counter() - t0
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-4000:]
+    return wall, (out / "run.log").read_text(encoding="utf-8")
+
+
+def summary(log: str) -> dict[str, str]:
+    lines = re.findall(r"ZLBENCH_AUTOTUNE (run_name=.*)", log)
+    assert lines, "no autotune summary line in run.log"
+    return dict(part.split("=", 1) for part in lines[-1].split())
+
+
+@pytest.fixture(scope="module", autouse=True)
+def write_numbers():
+    yield
+    target = os.environ.get("ZLBENCH_GPU_NUMBERS")
+    if target and NUMBERS:
+        Path(target).write_text(json.dumps(NUMBERS, indent=2) + "\n")
+
+
+@pytest.mark.parametrize("op", OPS)
+def test_record_then_replay_pins_every_config(op, tmp_path):
+    rec_dir, rep_dir = tmp_path / "rec", tmp_path / "rep"
+    rec_wall, rec_log = zlbench_run(op, rec_dir)
+    records = json.loads(next((rec_dir / "autotune_records").glob("*.json")).read_text())
+    assert records, f"{op}: nothing recorded"
+    rep_wall, rep_log = zlbench_run(op, rep_dir, replay_from=rec_dir)
+    NUMBERS[op] = {"record_s": round(rec_wall, 1), "replay_s": round(rep_wall, 1)}
+
+    assert "AUTOTUNE_REPLAY_FALLBACK" not in rep_log
+    result = json.loads((rep_dir / "result.json").read_text())
+    assert not any(k.startswith("AUTOTUNE_REPLAY_FALLBACK") for k in result["marker_counts"])
+    assert result["rows"], f"{op}: replay measured no rows"
+    if op == "mm":
+        patched = re.search(r"ZLBENCH_AUTOTUNE_PATCHED (.*)", rec_log).group(1).split()
+        assert "flag_gems.utils.libentry.LibTuner" in patched
+        assert any(":mm" in kernel for kernel in records), sorted(records)
+        rep = summary(rep_log)
+        assert int(rep["pinned"]) > 0
+        assert rep["bench_calls"] == "0", "the mm replay swept configs"

@@ -1,0 +1,89 @@
+"""Run the real zlbench plugins in a subprocess pytest against the fake FlagGems.
+
+Used by test_autotune*.py / test_ttgir*.py: each run writes a plan for one op
+into ``tmp``, starts ``python -m pytest -p zlbench.plugins.loader --zl-plan ...``
+with ``TRITON_INTERPRET=1`` and the fake packages of ``tests/benchpkg/src`` on
+``PYTHONPATH``, and returns what it printed plus the run dir.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+BENCHPKG_SRC = Path(__file__).resolve().parents[1] / "benchpkg" / "src"
+
+
+@dataclass
+class Run:
+    rc: int
+    out: str
+    run_dir: Path
+
+    def lines(self, prefix: str) -> list[str]:
+        """Lines holding ``prefix``, from it on (pytest's progress dots may precede it)."""
+        return [ln[ln.index(prefix) :].strip() for ln in self.out.splitlines() if prefix in ln]
+
+    def markers(self) -> list[str]:
+        """Every replay-fallback marker line printed (one per line, progress dots cut off)."""
+        return re.findall(r"AUTOTUNE_REPLAY_FALLBACK reason=\S+ kernel=\S+", self.out)
+
+    def summary(self) -> dict[str, str]:
+        (line,) = self.lines("ZLBENCH_AUTOTUNE ")
+        return dict(part.split("=", 1) for part in line.split()[1:])
+
+    def records(self) -> dict:
+        path = self.run_dir / "autotune_records" / "op.json"
+        return json.loads(path.read_text())
+
+    def printed_json(self, name: str) -> dict:
+        (line,) = self.lines(name + "=")
+        return json.loads(line.split("=", 1)[1])
+
+
+def run_plugins(
+    tmp: Path,
+    test_file: str,
+    name: str,
+    mode: str = "record",
+    replay_from: Path | None = None,
+    db: Path | None = None,
+    extra_env: dict[str, str] | None = None,
+    extra_args: list[str] | None = None,
+) -> Run:
+    """Run every test of ``tmp/test_file`` as plan entry ``op`` into ``tmp/name``."""
+    run_dir = tmp / name
+    entry = {
+        "op": "op",
+        "run_name": "op",
+        "run_dir": str(run_dir),
+        "nodeids": [test_file],
+        "mode": mode,
+        "replay_records": str(replay_from / "autotune_records") if replay_from else None,
+    }
+    plan = tmp / f"plan-{name}.json"
+    plan.write_text(json.dumps({"timing": "kernel", "entries": [entry]}))
+    env = dict(os.environ)
+    env.update(
+        PYTHONPATH=os.pathsep.join([str(BENCHPKG_SRC), env.get("PYTHONPATH", "")]),
+        TRITON_INTERPRET="1",
+        FLAGGEMS_DB_URL=f"sqlite:///{db or tmp / 'tuning.db'}",
+        **(extra_env or {}),
+    )
+    env.pop("PYTEST_ADDOPTS", None)
+    cmd = [sys.executable, "-m", "pytest", "-s", "-q", "-p", "no:cacheprovider"]
+    cmd += ["-p", "zlbench.plugins.loader", "--zl-plan", str(plan), test_file]
+    proc = subprocess.run(
+        cmd + (extra_args or []),
+        cwd=tmp,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    return Run(proc.returncode, proc.stdout + proc.stderr, run_dir)

@@ -1,0 +1,263 @@
+"""In-process unit tests of the plugin logic (no pytest subprocess)."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from zlbench.models import Marker, MarkerKind, PlanEntry, RunStatus, WorkerPlan
+from zlbench.plugins import capture, devices, environment, faults, options, shapes, state
+from zlbench.plugins.timing import TimingSettings, graph_calls, measure, warm_calls
+from zlbench.plugins.timing_backends import CAPTURE_SYNC_ERROR, CpuBackend, capture_mode, summarize
+
+FOOTER = (
+    "\nCUDA kernel errors might be asynchronously reported at some other API call, so the "
+    "stacktrace below might be incorrect.\nFor debugging consider passing CUDA_LAUNCH_BLOCKING=1"
+    "\nCompile with `TORCH_USE_CUDA_DSA` to enable device-side assertions.\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "fault"),
+    [
+        ("CUDA error: device-side assert triggered" + FOOTER, True),
+        ("CUDA error: an illegal memory access was encountered" + FOOTER, True),
+        ("CUDA error: an illegal instruction was encountered", True),
+        ("CUDA error: misaligned address" + FOOTER, True),
+        ("CUDA out of memory. Tried to allocate 2.00 GiB", True),
+        ("CUDA error: unspecified launch failure" + FOOTER, True),
+        ("Triton Error [CUDA]: an illegal memory access was encountered", True),
+        (CAPTURE_SYNC_ERROR, False),  # footer mentions device-side assertions: not a fault
+        ("CUDA error: operation failed due to a previous error during capture" + FOOTER, False),
+        ("CUDA error: operation not permitted when stream is capturing", False),
+        ("Cannot call CUDAGeneratorImpl::current_seed during CUDA graph capture.", False),
+        ("RuntimeError: some unrelated failure", False),
+    ],
+)
+def test_device_fault_classification(text, fault):
+    assert faults.is_device_fault(text) is fault
+    assert faults.is_device_fault(RuntimeError(text)) is fault
+
+
+def test_oom_exception_type_is_a_fault():
+    OutOfMemoryError = type("OutOfMemoryError", (RuntimeError,), {})
+    assert faults.is_device_fault(OutOfMemoryError("no text"))
+
+
+def test_marker_reason_is_one_token_without_footer():
+    reason = faults.reason_text(RuntimeError(CAPTURE_SYNC_ERROR))
+    assert reason == "RuntimeError:CUDA_error:_operation_not_permitted_when_stream_is_capturing"
+
+
+@pytest.mark.parametrize(
+    ("env", "view", "expected"),
+    [
+        ({}, devices.DeviceView(True, False, "NVIDIA H200"), "nvidia"),
+        ({}, devices.DeviceView(True, False, None), "nvidia"),
+        ({"GEMS_VENDOR": "metax"}, devices.DeviceView(True, False, "NVIDIA H200"), None),
+        ({}, devices.DeviceView(False, False), None),
+        ({}, devices.DeviceView(True, True, "AMD Instinct MI300X"), None),
+        ({}, devices.DeviceView(True, False, "Some Other Accelerator"), None),
+    ],
+)
+def test_gems_vendor_value(env, view, expected):
+    assert devices.gems_vendor_value(env, view) == expected
+
+
+def test_warmup_and_graph_sizes_are_clamped():
+    assert warm_calls(100.0, 1000.0) == 5
+    assert warm_calls(100.0, 0.001) == 200
+    assert warm_calls(100.0, 2.0) == 50
+    assert graph_calls(100.0, 0.0) == 1000 and graph_calls(1.0, 5.0) == 1
+
+
+class _FakeBackend(CpuBackend):
+    """CPU backend whose capture raises a chosen error; counts calls of each phase."""
+
+    def __init__(self, capture_error=None):
+        self.capture_error = capture_error
+        self.plain_calls = 0
+
+    def capture(self, fn, n):
+        if self.capture_error is not None:
+            raise self.capture_error
+        return super().capture(fn, n)
+
+    def plain(self, fn, rep_ms, warmup_ms, **kw):
+        self.plain_calls += 1
+        return 42.0
+
+
+def test_measure_captures_and_summarizes(capsys):
+    calls = []
+    backend = _FakeBackend()
+    ms = measure(lambda: calls.append(1), backend, TimingSettings(1.0, 3), rep_ms=1.0)
+    assert ms >= 0 and backend.plain_calls == 0
+    assert len(calls) >= 1 + 1 + 5 + 1 + 3  # discard, estimate, warmup >= 5, capture, replays
+    assert "BENCHMARK_DIRECT" not in capsys.readouterr().out
+
+
+def test_measure_falls_back_with_marker_on_capture_error(capsys):
+    backend = _FakeBackend(RuntimeError(CAPTURE_SYNC_ERROR))
+    assert measure(lambda: None, backend, TimingSettings(1.0, 2), rep_ms=1.0) == 42.0
+    out = capsys.readouterr().out
+    assert "BENCHMARK_DIRECT_NO_CUDAGRAPH phase=capture reason=RuntimeError:CUDA_error:" in out
+
+
+def test_measure_reraises_device_faults():
+    backend = _FakeBackend(RuntimeError("CUDA error: an illegal memory access was encountered"))
+    with pytest.raises(RuntimeError, match="illegal memory access"):
+        measure(lambda: None, backend, TimingSettings(1.0, 2), rep_ms=1.0)
+    assert backend.plain_calls == 0
+
+
+def test_measure_does_not_hide_a_broken_function(capsys):
+    def broken():
+        raise ValueError("kernel does not compile")
+
+    with pytest.raises(ValueError):
+        measure(broken, _FakeBackend(), TimingSettings(1.0, 2), rep_ms=1.0)
+    assert "BENCHMARK_DIRECT" not in capsys.readouterr().out
+
+
+def test_cpu_capture_mode_rejects_host_syncs_like_a_real_capture():
+    x = torch.tensor([0.0, 1.0, 2.0])
+    with capture_mode():
+        assert torch.add(x, 1).shape == x.shape  # plain kernels are fine
+        with pytest.raises(RuntimeError, match="operation not permitted when stream is capturing"):
+            torch.nonzero(x)
+        with pytest.raises(RuntimeError, match="operation not permitted"):
+            x.sum().item()
+    assert torch.nonzero(x).numel() == 2  # and nothing leaks out of the mode
+
+
+def test_summarize_modes():
+    times = [3.0, 1.0, 2.0]
+    assert summarize(times, None, "median") == 2.0
+    assert summarize(times, None, "min") == 1.0 and summarize(times, None, "max") == 3.0
+    assert summarize(times, None, "mean") == 2.0 and summarize(times, None, "all") == times
+    assert summarize(times, [0.5, 0.0], "mean") == [2.0, 1.0]
+
+
+def _plan(*nodeids):
+    entries = [
+        PlanEntry(op=f"op{i}", run_name=f"op{i}", run_dir=f"/x/op{i}", nodeids=[n])
+        for i, n in enumerate(nodeids)
+    ]
+    return WorkerPlan(entries=entries)
+
+
+def test_group_items_follows_plan_order_and_drops_unplanned():
+    items = ["t.py::b[x]", "t.py::a", "t.py::b[y]", "t.py::c", "u.py::Cls::d"]
+    order = capture.group_items(items, [["t.py::b"], ["u.py"], ["t.py::a"]])
+    assert order == [(0, 0), (0, 2), (1, 4), (2, 1)]
+
+
+@pytest.mark.parametrize(
+    ("outcomes", "rows", "expected"),
+    [
+        (["passed"], 3, RunStatus.PASS),
+        (["failed"], 1, RunStatus.FAIL),
+        (["passed", "failed"], 2, RunStatus.FAIL),  # teardown error after a passed call
+        (["skipped"], 0, RunStatus.SKIP),
+        (["passed", "skipped"], 2, RunStatus.PASS),
+    ],
+)
+def test_entry_status(outcomes, rows, expected):
+    assert capture.entry_status(outcomes, rows) is expected
+
+
+def test_emit_marker_attaches_row_context(capsys, monkeypatch):
+    monkeypatch.setattr(state, "_ACTIVE", state.Session(plan=_plan("t.py::a")))
+    op = state.OpState(entry=state.active().plan.entries[0])
+    state.active().current = op
+    state.set_row_context("bfloat16", "[torch.Size([64])]")
+    state.emit_marker(Marker(kind=MarkerKind.REPLAY_FALLBACK, reason="key_missing", kernel="k"))
+    assert "AUTOTUNE_REPLAY_FALLBACK reason=key_missing kernel=k" in capsys.readouterr().out
+    assert (op.markers[0].dtype, op.markers[0].shape_detail) == ("bfloat16", "[torch.Size([64])]")
+
+
+def test_emit_marker_without_session_just_prints(capsys, monkeypatch):
+    monkeypatch.setattr(state, "_ACTIVE", None)
+    state.emit_marker(Marker(kind=MarkerKind.NO_CUDAGRAPH, phase="sync", reason="x"))
+    assert "BENCHMARK_DIRECT_NO_CUDAGRAPH phase=sync reason=x" in capsys.readouterr().out
+
+
+class Base:
+    def set_shapes(self, path=None): ...
+
+    def get_input_iter(self, dtype):
+        yield from self.shapes
+
+
+class Generic(Base):
+    pass
+
+
+class Pinned(Generic):
+    def set_shapes(self, path=None):
+        self.shapes = [(1,)]
+
+
+class PinnedChild(Pinned):
+    pass
+
+
+class Literal(Generic):
+    def get_input_iter(self, dtype):
+        literal = [(1,), (2,)]
+        for s in literal:
+            yield (s, dtype)
+
+
+def test_hardcoded_shape_detection():
+    assert shapes.hardcoded_set_shapes(Generic(), Base) is None
+    assert shapes.hardcoded_set_shapes(PinnedChild(), Base) is Pinned
+    assert shapes.hardcoded_input_iter(Generic()) is None
+    assert shapes.hardcoded_input_iter(Literal()) is Literal
+
+
+@pytest.mark.parametrize(
+    ("keys", "cls", "owner", "expected"),
+    [
+        (["op", "Generic"], PinnedChild, Pinned, "op"),  # op_name wins
+        (["PinnedChild", "Pinned"], PinnedChild, Pinned, "PinnedChild"),
+        (["Pinned"], PinnedChild, Pinned, "Pinned"),
+        (["Generic", "Base"], PinnedChild, Pinned, None),  # generic key: upstream meaning differs
+        ([], PinnedChild, Pinned, None),
+    ],
+)
+def test_specific_shape_entry(keys, cls, owner, expected):
+    config = {k: {"shapes": [[1]]} for k in keys}
+    found = shapes.specific_entry(config, "op", cls, owner)
+    assert (found[0] if found else None) == expected
+
+
+def test_option_names_round_trip():
+    seen = {}
+    options.add_options(lambda flag, **kw: seen.setdefault(flag, kw["dest"]))
+    assert seen["--zl-plan"] == "zl_plan" == options.dest("plan")
+    assert options.flag("warmup-ms") == "--zl-warmup-ms"
+    with pytest.raises(KeyError):
+        options.flag("nope")
+    other = {}
+    options.add_options(lambda flag, **kw: other.setdefault(flag, kw["dest"]), prefix="--x-")
+    assert set(other) == {f.replace("--zl-", "--x-") for f in seen}
+
+
+def test_nvidia_driver_from_proc_text():
+    text = (
+        "NVRM version: NVIDIA UNIX x86_64 Kernel Module  580.159  Tue Oct 1 2025\nGCC version: 12"
+    )
+    assert environment.nvidia_driver(text) == "580.159"
+    assert environment.nvidia_driver("nothing here") is None
+    open_module = (
+        "NVRM version: NVIDIA UNIX Open Kernel Module for x86_64  580.159.03  Release Build  "
+        "(dvs-builder@U22)  Thu Sep 25 2025"
+    )
+    assert environment.nvidia_driver(open_module) == "580.159.03"
+
+
+def test_triton_distribution_is_found():
+    dist, version, _ = environment.triton_distribution()
+    assert dist in ("triton", "flagtree") and version

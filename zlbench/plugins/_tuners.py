@@ -1,0 +1,341 @@
+"""The one adapter that patches triton's ``Autotuner`` and FlagGems' ``LibTuner``.
+
+Why: record/replay (``autotune``), the TTGIR dump (``ttgir``) and the sweep
+shards all need to see, for every tuned kernel launch, its tuning key, the
+config it ran and the configs it benchmarked; and replay must decide the config
+before the tuner does. Triton and FlagGems offer no hook for that, so this
+module wraps ``run`` (and counts ``_bench`` calls) in one place, behind an
+:func:`install` / :func:`uninstall` pair. Policy (what to record, what to pin,
+which marker to print) lives in the handler that :func:`install` receives.
+
+Two flavours of tuner:
+
+* plain ``triton.runtime.Autotuner``: its cache is a dict; a pinned config is
+  stored into it unconditionally and evicted with ``del``;
+* LibTuner-like (a subclass defining its own ``run`` and ``get_key``, found in
+  whichever of ``flag_gems`` / ``flaggems_vllm`` was imported): its cache is a
+  persistent sqlite table whose writes never overwrite an existing key, so a
+  pinned config is laid over the cache for the duration of the call instead.
+  Its ``ConfigCache`` has no ``__delitem__``: a bad config cannot be evicted.
+"""
+
+from __future__ import annotations
+
+import inspect
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import triton
+from triton.runtime.autotuner import Autotuner
+
+
+@dataclass
+class TunerCall:
+    """One ``run`` of a tuner, as the handler and the listeners see it."""
+
+    tuner: Any
+    kernel: str  # stable kernel id, see kernel_id()
+    libtuner: bool
+    key: tuple  # the tuner's cache key (computed for single-config kernels too)
+    single: bool = False  # one config: the tuner never consults its cache (§5.3)
+    config: Any = None  # the config that ran (after the call): best_config / configs[0]
+    timings: dict | None = None  # {config: timing} when this call benchmarked
+    pinned: bool = False  # a replayed config was injected and ran
+    ret: Any = None  # what the tuner's run returned (a compiled kernel on GPU)
+    failed: bool = False  # a pinned config failed to compile; the tuner re-tuned
+
+    def read_back(self) -> Any:
+        """§5.1: the config stored for ``key``, read back from the tuner's cache
+        (never a diff of cache keys: on a warm sqlite DB no key is added)."""
+        if self.single:
+            return self.tuner.configs[0]
+        try:
+            return self.tuner.cache[self.key]
+        except Exception:  # LibTuner bypass modes do not store: use what ran
+            return self.config
+
+
+class Handler(Protocol):
+    def pin(self, call: TunerCall) -> Any | None: ...
+    def configs_for(self, call: TunerCall) -> list | None: ...
+    def pin_failed(self, call: TunerCall, exc: BaseException, evicted: bool) -> None: ...
+    def after(self, call: TunerCall) -> None: ...
+
+
+class NullHandler:
+    """Pins nothing, records nothing: lets listeners run without record/replay."""
+
+    def pin(self, call: TunerCall) -> None:
+        return None
+
+    def configs_for(self, call: TunerCall) -> None:
+        return None
+
+    def pin_failed(self, call: TunerCall, exc: BaseException, evicted: bool) -> None:
+        return None
+
+    def after(self, call: TunerCall) -> None:
+        return None
+
+
+PACKAGES = ("flag_gems", "flaggems_vllm")
+_HANDLER: Handler | None = None
+_LISTENERS: list[Callable[[TunerCall], None]] = []
+_ORIGINALS: dict[tuple[type, str], Any] = {}
+_BENCH_CALLS = [0]
+_IDS: dict[int, str] = {}
+_ID_USERS: dict[str, int] = {}
+
+CONFIG_PARAMS = frozenset(inspect.signature(triton.Config.__init__).parameters) - {
+    "self",
+    "kwargs",
+    "pre_hook",
+}
+
+
+# --------------------------------------------------------------------------- pure helpers
+
+
+def kernel_id(tuner: Any) -> str:
+    """``<module>:<qualname>`` of the Python function under the tuner.
+
+    Stable across processes; a second distinct tuner over the same function
+    (rare) gets ``#2``, ``#3``... in order of first use.
+    """
+    known = _IDS.get(id(tuner))
+    if known is not None:
+        return known
+    fn = getattr(tuner, "base_fn", None) or tuner
+    while not inspect.isfunction(fn) and hasattr(fn, "fn"):
+        fn = fn.fn
+    base = f"{getattr(fn, '__module__', '?')}:{getattr(fn, '__qualname__', repr(fn))}"
+    n = _ID_USERS.get(base, 0) + 1
+    _ID_USERS[base] = n
+    kid = base if n == 1 else f"{base}#{n}"
+    _IDS[id(tuner)] = kid
+    return kid
+
+
+def tuning_key(tuner: Any, args: tuple, kwargs: dict, libtuner: bool) -> tuple:
+    """The key the tuner itself uses for its cache (computed the same way)."""
+    nargs = dict(zip(tuner.arg_names, args, strict=False))
+    named = {k: v for k, v in {**nargs, **kwargs}.items() if k in tuner.arg_names}
+    if libtuner:
+        return tuple(tuner.get_key(named))
+    key = [named[k] for k in tuner.keys if k in named]
+    key += [str(v.dtype) for v in named.values() if hasattr(v, "dtype")]
+    return tuple(key)
+
+
+def config_to_dict(config: Any) -> dict:
+    """``{"kwargs": {...}, "num_warps": 4, "num_ctas": 1, "num_stages": 3, ...}``."""
+    out: dict = {"kwargs": dict(config.kwargs)}
+    for k, v in config.all_kwargs().items():
+        if k not in config.kwargs:
+            out[k] = v
+    return out
+
+
+def config_from_dict(data: dict) -> Any:
+    opts = {k: v for k, v in data.items() if k in CONFIG_PARAMS}
+    return triton.Config(dict(data.get("kwargs", {})), **opts)
+
+
+def is_compile_error(exc: BaseException) -> bool:
+    """Errors raised by triton while building a variant (CompilationError,
+    OutOfResources, PTXASError, InterpreterError...); never device faults,
+    which torch/the driver raise as plain RuntimeError."""
+    return type(exc).__module__.split(".")[0] in ("triton", "flagtree")
+
+
+class PinnedCache:
+    """A cache view in which ``key`` maps to ``config``, over the tuner's own cache."""
+
+    def __init__(self, base: Any, key: tuple, config: Any):
+        self.base, self.key, self.config = base, key, config
+
+    def __contains__(self, k) -> bool:
+        return k == self.key or k in self.base
+
+    def __getitem__(self, k):
+        return self.config if k == self.key else self.base[k]
+
+    def __setitem__(self, k, v) -> None:
+        if k != self.key:
+            self.base[k] = v
+
+    def get(self, k, default=None):
+        return self[k] if k in self else default
+
+    def __getattr__(self, name):
+        return getattr(self.base, name)
+
+
+# --------------------------------------------------------------------------- the wrapped run
+
+
+def _run_counting(call: TunerCall, orig: Callable, args: tuple, kwargs: dict) -> Any:
+    before = _BENCH_CALLS[0]
+    subset = _HANDLER.configs_for(call) if _HANDLER is not None else None
+    saved_configs = call.tuner.configs
+    if subset is not None:
+        call.tuner.configs = subset
+    try:
+        ret = orig(call.tuner, *args, **kwargs)
+    finally:
+        call.tuner.configs = saved_configs
+    if _BENCH_CALLS[0] > before:
+        call.timings = dict(getattr(call.tuner, "configs_timings", None) or {})
+    return ret
+
+
+def _run_pinned(call: TunerCall, orig: Callable, pinned: Any, args: tuple, kwargs: dict) -> Any:
+    tuner = call.tuner
+    if type(tuner.cache) is dict:  # §5.2: inject unconditionally
+        tuner.cache[call.key] = pinned
+        return orig(tuner, *args, **kwargs)
+    saved = tuner.cache
+    tuner.cache = PinnedCache(saved, call.key, pinned)
+    try:
+        return orig(tuner, *args, **kwargs)
+    finally:
+        tuner.cache = saved
+
+
+def _evict(tuner: Any, key: tuple) -> bool:
+    """§5.5: drop a bad config from the tuner's cache; False where impossible."""
+    cache = tuner.cache
+    if not hasattr(type(cache), "__delitem__"):
+        return False
+    try:
+        del cache[key]
+    except KeyError:
+        pass
+    return True
+
+
+def _drive(tuner: Any, orig: Callable, libtuner: bool, args: tuple, kwargs: dict) -> Any:
+    handler = _HANDLER
+    single = len(tuner.configs) <= 1
+    key = tuning_key(tuner, args, kwargs, libtuner)
+    call = TunerCall(tuner, kernel_id(tuner), libtuner, key, single=single)
+    pinned = None if single else handler.pin(call)
+    if pinned is not None:
+        try:
+            call.ret = _run_pinned(call, orig, pinned, args, kwargs)
+            call.config, call.pinned = getattr(tuner, "best_config", pinned), True
+        except Exception as exc:
+            if not is_compile_error(exc):
+                raise
+            call.failed = True
+            handler.pin_failed(call, exc, _evict(tuner, key))
+            pinned = None
+    if pinned is None:
+        call.ret = _run_counting(call, orig, args, kwargs)
+        call.config = tuner.configs[0] if single else getattr(tuner, "best_config", None)
+    handler.after(call)
+    for listener in list(_LISTENERS):
+        listener(call)
+    return call.ret
+
+
+def _wrap_run(orig: Callable, libtuner: bool) -> Callable:
+    def run(self, *args, **kwargs):
+        if _HANDLER is None:
+            return orig(self, *args, **kwargs)
+        return _drive(self, orig, libtuner, args, kwargs)
+
+    run.__wrapped__ = orig
+    run._zl_patched = True
+    return run
+
+
+def _wrap_bench(orig: Callable) -> Callable:
+    def _bench(self, *args, **kwargs):
+        _BENCH_CALLS[0] += 1
+        return orig(self, *args, **kwargs)
+
+    _bench.__wrapped__ = orig
+    return _bench
+
+
+# --------------------------------------------------------------------------- install
+
+
+def _patch(cls: type, name: str, wrapper: Callable) -> None:
+    if (cls, name) in _ORIGINALS:
+        return
+    orig = cls.__dict__[name]
+    _ORIGINALS[(cls, name)] = orig
+    setattr(cls, name, wrapper(orig))
+
+
+def _subclasses(cls: type) -> list[type]:
+    out, todo = [], list(cls.__subclasses__())
+    while todo:
+        sub = todo.pop()
+        out.append(sub)
+        todo.extend(sub.__subclasses__())
+    return out
+
+
+def patch_packages(packages: list[str]) -> list[str]:
+    """§5.6: patch the LibTuner-like classes of the given (imported) packages.
+
+    Idempotent; returns ``module.QualName`` of every class patched so far.
+    """
+    for cls in _subclasses(Autotuner):
+        if cls.__module__.split(".")[0] not in packages or "run" not in cls.__dict__:
+            continue
+        libtuner = callable(getattr(cls, "get_key", None))
+        _patch(cls, "run", lambda orig, lt=libtuner: _wrap_run(orig, lt))
+    return patched_classes()
+
+
+def imported_packages() -> list[str]:
+    """Which of the FlagGems packages the process has imported (§5.6)."""
+    return [p for p in PACKAGES if p in sys.modules]
+
+
+def patched_classes() -> list[str]:
+    return sorted(f"{c.__module__}.{c.__qualname__}" for (c, n) in _ORIGINALS if n == "run")
+
+
+def install(handler: Handler | None = None) -> None:
+    """Route every Autotuner run through ``handler`` (LibTuners: see patch_packages).
+
+    Without a handler, keep the installed one (or a :class:`NullHandler`).
+    """
+    global _HANDLER
+    if handler is not None or _HANDLER is None:
+        _HANDLER = handler or NullHandler()
+    _patch(Autotuner, "run", lambda orig: _wrap_run(orig, False))
+    _patch(Autotuner, "_bench", _wrap_bench)
+
+
+def uninstall() -> None:
+    """Restore every patched method and forget the handler and listeners."""
+    global _HANDLER
+    for (cls, name), orig in list(_ORIGINALS.items()):
+        setattr(cls, name, orig)
+    _ORIGINALS.clear()
+    _LISTENERS.clear()
+    _HANDLER = None
+
+
+def add_listener(fn: Callable[[TunerCall], None]) -> None:
+    """Be told about every tuner run (after it ran), e.g. to dump its TTGIR."""
+    if fn not in _LISTENERS:
+        _LISTENERS.append(fn)
+
+
+def remove_listener(fn: Callable[[TunerCall], None]) -> None:
+    if fn in _LISTENERS:
+        _LISTENERS.remove(fn)
+
+
+def bench_calls() -> int:
+    """Configs benchmarked by any tuner in this process so far (a sweep detector)."""
+    return _BENCH_CALLS[0]

@@ -1,0 +1,291 @@
+"""Result capture: one ``<run_dir>/result.json`` per plan entry, from the benchmark objects.
+
+Why: upstream prints a dtype's table only after its last shape, and aborts a
+test at its first failing shape with ``pytest.fail`` (DESIGN.md §5.21), so
+parsing stdout loses every row measured before the failure and never names
+the failing shape. Here rows are taken from the ``BenchmarkMetrics`` objects
+as upstream creates them (see :mod:`zlbench.plugins.bench_adapter`), so a
+failing op keeps its measured rows and ``failing_shape`` names the row that
+failed.
+
+Several plan entries may share one process (startup costs ~14 s on a GPU
+host, DESIGN.md §6): items are grouped by entry, in plan order, and each entry
+is framed by ``ZLBENCH_OP_BEGIN run_name=<n>`` / ``ZLBENCH_OP_END run_name=<n>
+status=<S>`` lines, which the runner uses to split the output into per-op
+run.log files. ``result.json`` is written atomically and only once the
+entry's last test has finished, after the on_end callbacks of the other
+plugins: a process that dies mid-op leaves no result.json for that op.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sys
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from zlbench import parse
+from zlbench.models import (
+    MarkerKind,
+    RunResult,
+    RunStatus,
+    assign_occurrences,
+    atomic_write_text,
+    count_markers,
+    dump_json_model,
+)
+from zlbench.plugins import bench_adapter, environment, state
+from zlbench.plugins.state import entry_status
+
+# item.stash: index of the item's plan entry; whether it is the entry's last item.
+ENTRY_KEY = pytest.StashKey[int]()
+LAST_KEY = pytest.StashKey[bool]()
+DEVICE_POISONED_RC = 3
+
+
+# --------------------------------------------------------------------------- pure helpers
+
+
+def matches(nodeid: str, wanted: str) -> bool:
+    """An item belongs to a plan node id: equal, or a parametrization / child of it."""
+    return nodeid == wanted or nodeid.startswith(wanted + "[") or nodeid.startswith(wanted + "::")
+
+
+def group_items(nodeids: list[str], entries: list[list[str]]) -> list[tuple[int, int]]:
+    """(entry index, item index) pairs in plan order; unplanned items are left out."""
+    taken: set[int] = set()
+    order: list[tuple[int, int]] = []
+    for e, wanted_ids in enumerate(entries):
+        for wanted in wanted_ids:
+            for i, nodeid in enumerate(nodeids):
+                if i not in taken and matches(nodeid, wanted):
+                    taken.add(i)
+                    order.append((e, i))
+    return order
+
+
+def build_result(op: state.OpState, plan_timing: str, env: Any, now: float) -> RunResult:
+    rows = assign_occurrences(op.rows)
+    graphless = {(m.dtype, m.shape_detail) for m in op.markers if m.kind is MarkerKind.NO_CUDAGRAPH}
+    rows = [
+        r.model_copy(update={"no_cudagraph": True}) if (r.dtype, r.shape) in graphless else r
+        for r in rows
+    ]
+    entry = op.entry
+    status = entry_status(op.outcomes, len(rows), op.poisoned)
+    return RunResult(
+        repo=entry.repo,
+        run_name=entry.run_name,
+        op=entry.op,
+        test_nodeids=list(op.nodeids_done),
+        status=status,
+        mode=entry.mode,
+        timing=plan_timing,
+        dtypes=list(op.measured_dtypes) or list(entry.dtypes),
+        rows=rows,
+        markers=list(op.markers),
+        marker_counts=count_markers(op.markers),
+        failing_shape=op.failing_shape,
+        error=op.error if status is RunStatus.FAIL else None,
+        environment=env,
+        shape_file_sha256=_sha256(op.shape_file),
+        replay_from=entry.replay_records,
+        started=datetime.fromtimestamp(op.started, timezone.utc).isoformat(timespec="seconds"),
+        duration_s=round(now - op.started, 3),
+        bench_s=round(op.bench_s, 3),
+    )
+
+
+def _sha256(path: str | None) -> str | None:
+    if not path or not Path(path).is_file():
+        return None
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def _say(line: str) -> None:
+    sys.stdout.write("\n" + line + "\n")
+    sys.stdout.flush()
+
+
+# --------------------------------------------------------------------------- live rows
+
+
+def _current() -> state.OpState | None:
+    session = state.active()
+    return session.current if session is not None else None
+
+
+def on_dtype(bench: Any, dtype: Any) -> None:
+    op = _current()
+    if op is None:
+        return
+    name = parse.normalize_dtype(dtype)
+    if name not in op.measured_dtypes:
+        op.measured_dtypes.append(name)
+    op.live_bench = bench
+    state.set_row_context(name, None)
+
+
+def on_shape(bench: Any, detail: Any) -> None:
+    op = _current()
+    if op is not None:
+        state.set_row_context(op.dtype, parse.shape_text(detail))
+
+
+def on_metric(metric: Any) -> None:
+    op = _current()
+    if op is not None and op.live_bench is not None:
+        op.live.append((op.live_bench.op_name, op.dtype, metric))
+
+
+def collect_rows(op: state.OpState) -> None:
+    """Turn the live metric objects into rows; name the first failing shape."""
+    for op_name, dtype, metric in op.live:
+        if getattr(metric, "shape_detail", None) is None:
+            continue
+        row = parse.row_from_metrics(op_name, dtype or "", metric)
+        op.rows.append(row)
+        if row.status == "FAILED" and op.failing_shape is None:
+            op.failing_shape = row.shape
+            op.error = op.error or row.error
+    op.live.clear()
+
+
+# --------------------------------------------------------------------------- entry lifecycle
+
+
+class Capture:
+    """Per-process bookkeeping of the plan entries; registered as a plugin object."""
+
+    def __init__(self, config: pytest.Config, session: state.Session) -> None:
+        self.config = config
+        self.session = session
+        self.env: Any = None
+
+    def start(self, index: int) -> state.OpState:
+        entry = self.session.plan.entries[index]
+        op = state.OpState(entry=entry)
+        self.session.current = op
+        _say(f"ZLBENCH_OP_BEGIN run_name={entry.run_name}")
+        for cb in list(self.session.on_start):
+            cb(op)
+        return op
+
+    def finish(self, op: state.OpState) -> None:
+        collect_rows(op)
+        for cb in list(self.session.on_end):
+            cb(op)
+        result = build_result(op, self.session.plan.timing, self.environment(), time.time())
+        run_dir = Path(op.entry.run_dir)
+        run_dir.mkdir(parents=True, exist_ok=True)
+        if op.shape_file and Path(op.shape_file).is_file():
+            atomic_write_text(run_dir / "shapes.yaml", Path(op.shape_file).read_text("utf-8"))
+        dump_json_model(run_dir / "result.json", result)
+        self.session.finished.append(op)
+        self.session.current = None
+        _say(f"ZLBENCH_OP_END run_name={op.entry.run_name} status={result.status.value}")
+        if op.poisoned:
+            pytest.exit("zlbench: CUDA context poisoned by a device fault", DEVICE_POISONED_RC)
+
+    def environment(self) -> Any:
+        if self.env is None:
+            self.env = environment.probe(_flaggems_module(), _opt(self.config, "--mode"),
+                                         _opt(self.config, "--level"))  # fmt: skip
+        return self.env.model_copy()
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, config: pytest.Config, items: list) -> None:
+        entries = [e.nodeids for e in self.session.plan.entries]
+        order = group_items([it.nodeid for it in items], entries)
+        kept = [items[i] for _, i in order]
+        for n, (e, i) in enumerate(order):
+            items[i].stash[ENTRY_KEY] = e
+            items[i].stash[LAST_KEY] = n + 1 == len(order) or order[n + 1][0] != e
+        for e in sorted(set(range(len(entries))) - {e for e, _ in order}):
+            entry = self.session.plan.entries[e]
+            _say(f"zlbench: plan entry {entry.run_name} matched no collected test: {entry.nodeids}")
+        dropped = [it for it in items if ENTRY_KEY not in it.stash]
+        if dropped:
+            config.hook.pytest_deselected(items=dropped)
+        items[:] = kept
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_protocol(self, item: pytest.Item, nextitem: Any):
+        index = item.stash.get(ENTRY_KEY, None)
+        op = self.session.current
+        if index is not None and (op is None or op.entry is not self.session.plan.entries[index]):
+            op = self.start(index)
+        yield
+        if op is not None:
+            op.nodeids_done.append(item.nodeid)
+            if item.stash.get(LAST_KEY, False):
+                self.finish(op)
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_call(self, item: pytest.Item):
+        bench_adapter.install()
+        t0 = time.perf_counter()
+        yield
+        if self.session.current is not None:
+            self.session.current.bench_s += time.perf_counter() - t0
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        op = self.session.current
+        if op is None:
+            return
+        if report.when == "call" or report.outcome != "passed":
+            op.outcomes.append(report.outcome)
+        if report.outcome == "failed" and op.error is None:
+            crash = getattr(report.longrepr, "reprcrash", None)
+            text = crash.message if crash is not None else str(report.longrepr)
+            op.error = parse.one_line(text)[:2000]
+
+
+def _opt(config: pytest.Config, name: str) -> str | None:
+    try:
+        value = config.getoption(name)
+    except ValueError:
+        return None
+    return getattr(value, "value", value)
+
+
+def _flaggems_module() -> Any:
+    """The FlagGems package the benchmark module imported (flag_gems or flaggems_vllm)."""
+    for mod in bench_adapter.benchmark_modules():
+        fg = getattr(mod, "flag_gems", None)
+        if fg is not None and hasattr(fg, "__name__"):
+            return sys.modules.get(fg.__name__.split(".")[0], fg)
+    for name in ("flaggems_vllm", "flag_gems"):
+        if name in sys.modules:
+            return sys.modules[name]
+    return None
+
+
+# --------------------------------------------------------------------------- hooks
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    session = state.session_of(config)
+    hooks = bench_adapter.HOOKS
+    hooks.on_dtype.append(on_dtype)
+    hooks.on_shape.append(on_shape)
+    hooks.on_metric.append(on_metric)
+    if session is not None:
+        config.pluginmanager.register(Capture(config, session), "zlbench-capture")
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    bench_adapter.install()
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    hooks = bench_adapter.HOOKS
+    for lst, cb in ((hooks.on_dtype, on_dtype), (hooks.on_shape, on_shape),
+                    (hooks.on_metric, on_metric)):  # fmt: skip
+        if cb in lst:
+            lst.remove(cb)
+    bench_adapter.uninstall()

@@ -1,0 +1,60 @@
+"""``-p zlbench.plugins.loader``: registers every zlbench plugin and reads the plan.
+
+Why one entry point: the runner starts the FlagGems benchmark process as
+``python -m pytest -p zlbench.plugins.loader --zl-plan plan.json ...`` and must
+not need to know the plugin modules. The autotune and TTGIR plugins are
+registered when they are importable. The plan (``--zl-plan``, a
+``models.WorkerPlan``) becomes the shared session of :mod:`zlbench.plugins.state`
+before any other plugin's ``pytest_configure`` runs.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+
+import pytest
+
+from zlbench.errors import ZlbenchError
+from zlbench.models import WorkerPlan, load_json_model
+from zlbench.plugins import options, state
+
+CORE_PLUGINS = [
+    "zlbench.plugins.terminal",
+    "zlbench.plugins.devices",
+    "zlbench.plugins.seeds",
+    "zlbench.plugins.shapes",
+    "zlbench.plugins.timing",
+    "zlbench.plugins.capture",
+]
+OPTIONAL_PLUGINS = ["zlbench.plugins.autotune", "zlbench.plugins.ttgir"]
+
+
+def _importable(name: str) -> bool:
+    try:
+        return importlib.util.find_spec(name) is not None
+    except ImportError:
+        return False
+
+
+pytest_plugins = CORE_PLUGINS + [m for m in OPTIONAL_PLUGINS if _importable(m)]
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    options.add_options(parser.getgroup("zlbench").addoption)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_configure(config: pytest.Config) -> None:
+    path = options.get(config, "plan")
+    if not path:
+        return
+    try:
+        plan = load_json_model(path, WorkerPlan)
+    except ZlbenchError as e:
+        raise pytest.UsageError(f"zlbench: {e}") from None
+    state.start_session(config, plan)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_unconfigure(config: pytest.Config) -> None:
+    state.end_session(config)

@@ -1,0 +1,81 @@
+"""Command-line options of the zlbench plugins, built from one prefix.
+
+Why: the runner builds the pytest command line and the plugins parse it; both
+use :func:`add_options` / :func:`flag` with the same prefix so that the two can
+never disagree on an option name. Imports nothing from torch/triton/pytest.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+PREFIX = "--zl-"
+
+# name -> (kwargs for argparse-style addoption). Names are without the prefix.
+_OPTIONS: dict[str, dict[str, Any]] = {
+    "plan": dict(
+        default=None,
+        metavar="PLAN.json",
+        help="zlbench worker plan (models.WorkerPlan): the ops to run in this process",
+    ),
+    "timing": dict(
+        default="graph",
+        choices=["graph", "upstream"],
+        help="graph: replace upstream do_bench/do_bench_cudagraph by zlbench's "
+        "CUDA-graph timing (default); upstream: leave upstream timing alone",
+    ),
+    "timing-backend": dict(
+        default="auto",
+        choices=["auto", "cuda", "cpu"],
+        help="timing backend: cuda on a GPU, cpu for the CPU test tier (auto: cuda if available)",
+    ),
+    "warmup-ms": dict(
+        default=100.0,
+        type=float,
+        help="warmup budget before CUDA-graph capture, in ms (sized to 5-200 calls)",
+    ),
+    "replays": dict(
+        default=10,
+        type=int,
+        help="graph replays per measurement (the median is reported)",
+    ),
+    "device": dict(
+        default="auto",
+        choices=["auto", "cuda", "cpu"],
+        help="cuda: stop at start-up when no CUDA device is usable; auto: whatever is there",
+    ),
+    "color": dict(
+        default="auto",
+        choices=["auto", "yes", "no"],
+        help="colour in pytest's terminal output (auto: only on a terminal)",
+    ),
+    "verbose-header": dict(
+        action="store_true",
+        default=False,
+        help="keep pytest's session header (quiet by default under a plan)",
+    ),
+}
+
+
+def add_options(addoption: Callable[..., Any], prefix: str = PREFIX) -> None:
+    """Register every option through ``addoption`` (e.g. ``parser.getgroup(...).addoption``)."""
+    for name, kwargs in _OPTIONS.items():
+        addoption(prefix + name, dest=dest(name, prefix), **kwargs)
+
+
+def dest(name: str, prefix: str = PREFIX) -> str:
+    """The attribute name of option ``name`` on ``config.option``."""
+    return (prefix + name).lstrip("-").replace("-", "_")
+
+
+def flag(name: str, prefix: str = PREFIX) -> str:
+    """The command-line flag of option ``name`` (for building a pytest command)."""
+    if name not in _OPTIONS:
+        raise KeyError(f"unknown zlbench plugin option: {name}")
+    return prefix + name
+
+
+def get(config: Any, name: str, prefix: str = PREFIX) -> Any:
+    """Value of option ``name`` from a pytest config."""
+    return config.getoption(dest(name, prefix))
