@@ -29,7 +29,7 @@ for stage in "$@"; do
       ;;
     refresh)
       timed "${ZL[@]}" baseline refresh --out "$BASE" --ops-file "$OPS" --repeats "${REPEATS:-3}" \
-        --keep-work "$WORK/refresh-work" 2>&1 | tee "$WORK/refresh.log"
+        --op-timeout "${OP_TIMEOUT:-300}" --keep-work "$WORK/refresh-work" 2>&1 | tee "$WORK/refresh.log"
       ;;
     aa)
       for i in $(seq 1 "${AA_RUNS:-3}"); do

@@ -40,9 +40,21 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _term_as_interrupt(signum, frame):  # noqa: ARG001
+    raise KeyboardInterrupt
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    # A CI job cancelled or a `timeout` sends SIGTERM: unwind like Ctrl-C, so child
+    # process groups are killed and temp dirs (refresh, output claims) are removed.
+    import signal
+    import threading
+
+    restore = None
+    if threading.current_thread() is threading.main_thread():
+        restore = signal.signal(signal.SIGTERM, _term_as_interrupt)
     try:
         return int(args.func(args) or 0)
     except ZlbenchError as e:
@@ -51,6 +63,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"zlbench {args.command}: interrupted", file=sys.stderr)
         return 130
+    finally:
+        if restore is not None:
+            signal.signal(signal.SIGTERM, restore)
 
 
 if __name__ == "__main__":  # pragma: no cover
