@@ -279,7 +279,8 @@ class BaselineManifest(_Model):
     compiler_dist: str | None = None
     compiler_version: str | None = None
     compiler_commit: str | None = None
-    flaggems: dict[str, dict[str, Any]] = Field(default_factory=dict)  # repo -> {package, commit, dirty}
+    # repo -> {package, commit, dirty}
+    flaggems: dict[str, dict[str, Any]] = Field(default_factory=dict)
     zlbench_version: str | None = None
     zlbench_commit: str | None = None
     shape_file: str | None = None

@@ -46,7 +46,20 @@ def _add_refresh(bsub) -> None:
     r.add_argument("--max-retries", type=int, default=2, metavar="N")
     r.add_argument("--no-ttgir", action="store_true")
     r.add_argument("--show-output", action="store_true")
-    r.add_argument("--keep-work", type=Path, default=None, metavar="DIR")
+    r.add_argument(
+        "--keep-work",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="keep the record/replay batch dirs (logs) here",
+    )
+    r.add_argument(
+        "--from-work",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="measure nothing: build from the --keep-work dir of an earlier refresh",
+    )
     r.add_argument(
         "--commit", action="store_true", help="commit the new dir on branch baseline/<name>"
     )
@@ -67,6 +80,8 @@ def _refresh(args) -> int:
             repeats=args.repeats,
             flagtree_dir=flagtree,
             keep_work=args.keep_work,
+            from_work=args.from_work,
+            zlbench_commit=settings.zlbench_commit,
             progress=sys.stdout,
         )
     )

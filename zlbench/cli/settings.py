@@ -13,6 +13,7 @@ class Settings:
     flagtree_dir: str | None  # ZLBENCH_FLAGTREE_DIR: FlagTree checkout (commit in reports)
     cuda_visible_devices: str | None  # CUDA_VISIBLE_DEVICES
     github_step_summary: str | None  # GITHUB_STEP_SUMMARY (gate appends report.md)
+    zlbench_commit: str | None  # ZLBENCH_COMMIT: zlbench's commit where the checkout has no .git
     no_color: bool  # NO_COLOR set: never colour
     force_color: bool  # FORCE_COLOR set: colour even without a tty
 
@@ -25,6 +26,7 @@ class Settings:
             flagtree_dir=env.get("ZLBENCH_FLAGTREE_DIR") or None,
             cuda_visible_devices=env.get("CUDA_VISIBLE_DEVICES"),
             github_step_summary=env.get("GITHUB_STEP_SUMMARY") or None,
+            zlbench_commit=env.get("ZLBENCH_COMMIT") or None,
             no_color="NO_COLOR" in env,
             force_color=bool(env.get("FORCE_COLOR")),
         )

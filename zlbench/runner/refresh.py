@@ -8,9 +8,9 @@ like a baseline; an existing target is never touched (baselines are immutable).
 from __future__ import annotations
 
 import datetime as _dt
+import json
 import os
 import shutil
-import socket
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -30,6 +30,7 @@ from zlbench.models import (
     load_json_model,
 )
 from zlbench.runner.batch import BatchConfig, BatchOutcome, run_batch
+from zlbench.runner.status import OPS_STATUS, read_ops_status
 
 WORK = "_work"  # inside the temp dir; removed before the rename
 
@@ -42,6 +43,10 @@ class RefreshConfig:
     flagtree_dir: Path | None = None
     thresholds: ThresholdDefaults = field(default_factory=ThresholdDefaults)
     keep_work: Path | None = None  # move the record/replay batch dirs here instead of deleting
+    # Build from the batch dirs of an earlier refresh (its --keep-work dir: record/,
+    # replay-1/...) instead of measuring: re-assembles a baseline without a GPU.
+    from_work: Path | None = None
+    zlbench_commit: str | None = None  # when this checkout has no .git (device copies, CI)
     progress: TextIO | None = None
     batch_runner: Callable[[BatchConfig], BatchOutcome] = run_batch
 
@@ -65,16 +70,22 @@ def refresh(cfg: RefreshConfig) -> RefreshOutcome:
         shutil.rmtree(tmp)
     tmp.mkdir()
     started = _dt.datetime.now(_dt.timezone.utc)
+    finished = None
     try:
-        record, replays = _measure(cfg, tmp / WORK)
+        if cfg.from_work is not None:
+            record, replays = _from_work(Path(cfg.from_work), cfg.repeats)
+            started, finished = _work_span(record, replays)
+        else:
+            record, replays = _measure(cfg, tmp / WORK)
         excluded = _assemble(cfg, tmp, record, replays)
-        manifest = _manifest(cfg, tmp, started, excluded)
+        manifest = _manifest(cfg, tmp, started, finished, excluded)
         if not manifest.ops:
             raise ZlbenchError(
                 "no op could enter the baseline: "
                 + "; ".join(f"{k}: {v}" for k, v in excluded.items())
             )
-        _finish_work(cfg, tmp / WORK)
+        if cfg.from_work is None:
+            _finish_work(cfg, tmp / WORK)
         dump_yaml_model(tmp / "manifest.yaml", manifest)
         os.rename(tmp, out)
     except BaseException:
@@ -103,6 +114,17 @@ def _measure(cfg: RefreshConfig, work: Path) -> tuple[BatchOutcome, list[BatchOu
     return record, replays
 
 
+def _from_work(work: Path, repeats: int) -> tuple[BatchOutcome, list[BatchOutcome]]:
+    def outcome(d: Path) -> BatchOutcome:
+        if not (d / OPS_STATUS).is_file():
+            raise ZlbenchError(f"{d}: not a batch dir of a refresh (no {OPS_STATUS})")
+        statuses = read_ops_status(d / OPS_STATUS)
+        return BatchOutcome(out_dir=d, statuses=statuses, counts={}, summary_rows=0, exit_code=0)
+
+    replays = [outcome(work / f"replay-{i}") for i in range(1, repeats + 1)]
+    return outcome(work / "record"), replays
+
+
 def _load(batch_dir: Path, key: str) -> RunResult | None:
     path = batch_dir / key / "result.json"
     if not path.is_file():
@@ -124,8 +146,6 @@ def _assemble(
         reps = [_load(r.out_dir, key) for r in replays]
         why = baselines.usable(rec, reps)
         records_dir = record.out_dir / key / "autotune_records"
-        if why is None and not list(records_dir.glob("*.json")):
-            why = "record pass wrote no autotune records"
         if why is None:
             result = baselines.aggregate_op(rec, reps)  # type: ignore[arg-type]
             if not result.rows:
@@ -135,7 +155,7 @@ def _assemble(
             _say(cfg, f"refresh: leaving out {key}: {why}")
             continue
         dst = tmp / key
-        shutil.copytree(records_dir, dst / "autotune_records")
+        _copy_records(records_dir, dst / "autotune_records", st.run_name)
         ttgir = replays[0].out_dir / key / "ttgir"
         if ttgir.is_dir():
             shutil.copytree(ttgir, dst / "ttgir")
@@ -143,8 +163,39 @@ def _assemble(
     return excluded
 
 
+def _copy_records(src: Path, dst: Path, run_name: str) -> None:
+    """The op's records; an op whose record pass tuned no kernel (plain pointwise
+    kernels) gets an empty record, so "recorded, nothing to pin" is explicit and
+    any tuned kernel showing up in a replay is a key_missing fallback."""
+    if src.is_dir() and list(src.glob("*.json")):
+        shutil.copytree(src, dst)
+    else:
+        dst.mkdir(parents=True)
+        (dst / f"{run_name}.json").write_text("{}\n", encoding="utf-8")
+
+
+def _work_span(
+    record: BatchOutcome, replays: list[BatchOutcome]
+) -> tuple[_dt.datetime, _dt.datetime | None]:
+    """When the reused batches ran (their batch.json), for the manifest."""
+
+    def stamp(d: Path, key: str) -> _dt.datetime | None:
+        try:
+            raw = json.loads((d / "batch.json").read_text(encoding="utf-8"))[key]
+            return _dt.datetime.fromisoformat(raw.replace("Z", "+00:00"))
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+
+    start = stamp(record.out_dir, "created") or _dt.datetime.now(_dt.timezone.utc)
+    return start, stamp(replays[-1].out_dir, "finished")
+
+
 def _manifest(
-    cfg: RefreshConfig, tmp: Path, started: _dt.datetime, excluded: dict[str, str]
+    cfg: RefreshConfig,
+    tmp: Path,
+    started: _dt.datetime,
+    finished: _dt.datetime | None,
+    excluded: dict[str, str],
 ) -> BaselineManifest:
     results = [load_json_model(p, BaselineResult) for p in sorted(tmp.glob("*/*/result.json"))]
     ops = sorted(f"{r.repo}/{r.run_name}" for r in results)
@@ -157,7 +208,9 @@ def _manifest(
         flaggems[repo] = {"package": pkg, "commit": commit, "dirty": dirty}
     ft_commit, ft_dirty = git_state(cfg.flagtree_dir) if cfg.flagtree_dir else (None, None)
     zl_commit, zl_dirty = git_state(Path(__file__).resolve().parents[2])
-    elapsed = (_dt.datetime.now(_dt.timezone.utc) - started).total_seconds()
+    if cfg.zlbench_commit:
+        zl_commit, zl_dirty = cfg.zlbench_commit, False
+    elapsed = ((finished or _dt.datetime.now(_dt.timezone.utc)) - started).total_seconds()
     return BaselineManifest(
         name=Path(cfg.out).name,
         created=started.isoformat(timespec="seconds"),
@@ -174,7 +227,9 @@ def _manifest(
         zlbench_commit=_dirty(zl_commit, zl_dirty),
         shape_file=shape_file,
         shape_file_sha256=shape_sha,
-        dtypes=sorted({d for r in results for d in r.dtypes}),
+        # What was asked for; an op that rejects it falls back to its own dtypes
+        # (its result.json says which), in the gate exactly as here.
+        dtypes=list(cfg.batch.dtypes) or sorted({d for r in results for d in r.dtypes}),
         timing=cfg.batch.timing,
         level="core",
         ops=ops,
@@ -186,7 +241,7 @@ def _manifest(
             "noise": baselines.noise_distribution(results),
             "excluded": excluded,
             "refresh_wall_s": round(elapsed, 1),
-            "host": socket.gethostname(),
+            "host": env.hostname if env else None,
         },
     )
 
