@@ -25,7 +25,7 @@ for stage in "$@"; do
         --replay-from "$WORK/smoke-record" --out "$WORK/smoke-replay" || exit 1
       ;;
     gputests)
-      timed python3 -m pytest -q -m gpu tests/gpu -p no:cacheprovider 2>&1 | tee "$WORK/gputests.log"
+      ZLBENCH_GPU_NUMBERS="$WORK/gpu_numbers.json" timed python3 -m pytest -q -m gpu tests/gpu -k "${GPU_K:-not nothing}" 2>&1 | tee "$WORK/gputests.log"
       ;;
     refresh)
       timed "${ZL[@]}" baseline refresh --out "$BASE" --ops-file "$OPS" --repeats "${REPEATS:-3}" \
