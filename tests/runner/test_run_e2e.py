@@ -61,3 +61,19 @@ def test_record_then_replay(suite, tmp_path, capsys):
     log = (rep_dir / "run.log").read_text()
     assert "ZLBENCH_OP_BEGIN run_name=softmax" in log and "ZLBENCH_OP_END" in log
     assert "AUTOTUNE_REPLAY_FALLBACK" not in log and "\x1b[" not in log
+
+
+def test_op_without_tuned_kernels_records_empty_and_replays(suite, tmp_path, capsys):
+    """FlagGems softmax/sum tune nothing (seen on the H200): their record must still be
+    replayable, with an explicit empty record rather than no record at all."""
+    shapes = str(suite / "benchmark" / "core_shapes.yaml")
+    common = ["--op", "nonzero", "--flaggems-dir", str(suite), "--mode", "kernel"]
+    common += ["--shape-file", shapes]
+    rc, out = _run(capsys, *common)
+    assert rc == 0, out
+    rec_dir = tmp_path / "runs" / "nonzero"
+    assert (rec_dir / "autotune_records" / "nonzero.json").read_text().strip() == "{}"
+    rc, out = _run(capsys, *common, "--replay-from", str(rec_dir))
+    assert rc == 0, out
+    rep = load_json_model(tmp_path / "runs" / "nonzero-2" / "result.json", RunResult)
+    assert rep.mode == "replay" and rep.rows

@@ -183,6 +183,11 @@ class AutotuneHandler:
         if book is None:
             return
         book.bench_calls = _tuners.bench_calls() - book.bench_at_start
+        if book.entry.mode == "record" and not records_path(book.entry).exists():
+            # An op that tuned nothing still gets its (empty) record: "recorded,
+            # nothing to pin", so it can be replayed and any tuned kernel that
+            # shows up in the replay is a key_missing fallback.
+            book.dirty = True
         self.flush(book)
         print(summary_line(book), flush=True)
 
