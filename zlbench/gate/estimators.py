@@ -27,7 +27,7 @@ class Estimator(str, Enum):
     TORCH_NORMALIZED = "torch_normalized"
 
 
-DEFAULT_ESTIMATOR = Estimator.RATIO
+DEFAULT_ESTIMATOR = Estimator.TORCH_NORMALIZED  # docs/judging.md: chosen from H200 A/A runs
 
 
 def _positive(x: float | None) -> bool:

@@ -29,7 +29,7 @@ from zlbench.models import (
     dump_yaml_model,
     load_json_model,
 )
-from zlbench.runner.batch import BatchConfig, BatchOutcome, run_batch
+from zlbench.runner.batch import BatchConfig, BatchOutcome, plan_selection, run_batch
 from zlbench.runner.status import OPS_STATUS, read_ops_status
 
 WORK = "_work"  # inside the temp dir; removed before the rename
@@ -73,7 +73,7 @@ def refresh(cfg: RefreshConfig) -> RefreshOutcome:
     finished = None
     try:
         if cfg.from_work is not None:
-            record, replays = _from_work(Path(cfg.from_work), cfg.repeats)
+            record, replays = _from_work(Path(cfg.from_work), cfg.repeats, cfg.batch)
             started, finished = _work_span(record, replays)
         else:
             record, replays = _measure(cfg, tmp / WORK)
@@ -114,11 +114,18 @@ def _measure(cfg: RefreshConfig, work: Path) -> tuple[BatchOutcome, list[BatchOu
     return record, replays
 
 
-def _from_work(work: Path, repeats: int) -> tuple[BatchOutcome, list[BatchOutcome]]:
+def _from_work(
+    work: Path, repeats: int, batch: BatchConfig
+) -> tuple[BatchOutcome, list[BatchOutcome]]:
+    """The batches of an earlier refresh, cut to today's selection (dismiss list)."""
+    wanted = {op.key for op in plan_selection(batch).ops}
+
     def outcome(d: Path) -> BatchOutcome:
         if not (d / OPS_STATUS).is_file():
             raise ZlbenchError(f"{d}: not a batch dir of a refresh (no {OPS_STATUS})")
-        statuses = read_ops_status(d / OPS_STATUS)
+        statuses = [
+            s for s in read_ops_status(d / OPS_STATUS) if f"{s.repo}/{s.run_name}" in wanted
+        ]
         return BatchOutcome(out_dir=d, statuses=statuses, counts={}, summary_rows=0, exit_code=0)
 
     replays = [outcome(work / f"replay-{i}") for i in range(1, repeats + 1)]
