@@ -1,0 +1,134 @@
+"""Baseline sets: aggregation of replay passes, verify, show, --commit (issue 5)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from zlbench.cli import main
+from zlbench.gate.baselines import aggregate_op, usable
+from zlbench.models import (
+    BaselineManifest,
+    Row,
+    RunResult,
+    RunStatus,
+    load_yaml_model,
+)
+from zlbench.runner.refresh import commit_baseline, commit_message
+
+SHIPPED = Path(__file__).resolve().parents[2] / "baselines" / "v1"
+
+
+def _run(speedups: dict[str, float], status=RunStatus.PASS, markers=None) -> RunResult:
+    rows = [
+        Row(op="add", dtype="bfloat16", shape=s, latency_base_ms=1.0, latency_ms=1 / sp, speedup=sp)
+        for s, sp in speedups.items()
+    ]
+    return RunResult(
+        repo="main",
+        run_name="add",
+        op="add",
+        status=status,
+        mode="replay",
+        timing="cudagraph",
+        rows=rows,
+        marker_counts=markers or {},
+    )
+
+
+def test_aggregate_takes_the_median_and_the_largest_deviation():
+    record = _run({"[1]": 1.0})
+    reps = [_run({"[1]": 1.00, "[2]": 2.0}), _run({"[1]": 1.10, "[2]": 2.0}), _run({"[1]": 0.95})]
+    res = aggregate_op(record, reps)
+    # [2] was not measured by the third pass: it cannot enter the baseline
+    assert [r.shape for r in res.rows] == ["[1]"]
+    row = res.rows[0]
+    assert row.speedup == pytest.approx(1.0) and row.repeats == 3
+    assert row.speedups == [1.0, 1.1, 0.95]
+    assert row.noise == pytest.approx(0.10)
+
+
+@pytest.mark.parametrize(
+    "record, replays, why",
+    [
+        (None, [], "record pass left no result.json"),
+        (_run({}, RunStatus.FAIL), [], "record pass FAIL"),
+        (_run({}), [None], "replay pass 1 left no result.json"),
+        (_run({}), [_run({}), _run({}, RunStatus.CRASH)], "replay pass 2 CRASH"),
+        (
+            _run({}),
+            [_run({}, markers={"AUTOTUNE_REPLAY_FALLBACK key_missing": 1})],
+            "replay pass 1 fell back",
+        ),
+    ],
+)
+def test_unusable_ops_say_why(record, replays, why):
+    assert why in usable(record, replays)
+
+
+def test_usable_op():
+    assert usable(_run({}), [_run({}), _run({})]) is None
+
+
+@pytest.fixture
+def copy_v1(tmp_path) -> Path:
+    dst = tmp_path / "v1"
+    shutil.copytree(SHIPPED, dst)
+    return dst
+
+
+def test_shipped_v1_verifies_and_shows(copy_v1, capsys):
+    assert main(["baseline", "verify", str(copy_v1)]) == 0
+    assert main(["baseline", "show", str(copy_v1)]) == 0
+    out = capsys.readouterr().out
+    assert "NVIDIA H200" in out and "main/mm__at__test_mm.py" in out and "row noise" in out
+
+
+def test_verify_catches_a_deleted_record_file(copy_v1, capsys):
+    rec = next((copy_v1 / "main" / "mm__at__test_mm.py" / "autotune_records").glob("*.json"))
+    rec.unlink()
+    assert main(["baseline", "verify", str(copy_v1)]) == 1
+    out = capsys.readouterr().out
+    assert f"FAIL main/mm__at__test_mm.py/autotune_records/{rec.name}: missing" in out
+    assert "main/mm__at__test_mm.py: no autotune records" in out
+
+
+def test_verify_catches_an_edited_row(copy_v1, capsys):
+    path = copy_v1 / "main" / "softmax" / "result.json"
+    data = json.loads(path.read_text())
+    data["rows"][0]["speedup"] *= 1.5
+    path.write_text(json.dumps(data, indent=2) + "\n")
+    assert main(["baseline", "verify", str(copy_v1)]) == 1
+    assert "main/softmax/result.json: content changed" in capsys.readouterr().out
+
+
+def test_verify_reports_a_broken_manifest_in_one_line(copy_v1, capsys):
+    (copy_v1 / "manifest.yaml").write_text("name: v1\ncreated: [unclosed\n")
+    assert main(["baseline", "verify", str(copy_v1)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "manifest.yaml: not valid YAML" in err and "\n" not in err
+
+
+def test_commit_creates_a_branch_with_a_summary(tmp_path):
+    git = pytest.importorskip("git")
+    repo = git.Repo.init(tmp_path / "repo")
+    with repo.config_writer() as cw:
+        cw.set_value("user", "name", "t")
+        cw.set_value("user", "email", "t@example.com")
+    (tmp_path / "repo" / "README").write_text("x\n")
+    repo.index.add(["README"])
+    repo.index.commit("init")
+    out = tmp_path / "repo" / "baselines" / "v1"
+    shutil.copytree(SHIPPED, out)
+    manifest = load_yaml_model(out / "manifest.yaml", BaselineManifest)
+
+    assert commit_baseline(out, manifest) == "baseline/v1"
+    assert repo.active_branch.name == "baseline/v1"
+    msg = repo.head.commit.message
+    assert msg == commit_message(manifest)
+    assert msg.startswith("Add baseline v1: 34 ops, 49 rows") and "NVIDIA H200" in msg
+    assert "baselines/v1/manifest.yaml" in repo.git.show("--name-only", "HEAD")
+    assert not repo.is_dirty(untracked_files=True)
