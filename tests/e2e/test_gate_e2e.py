@@ -23,8 +23,12 @@ from zlbench.runner.inventory import inventory_path, scan_checkout, write_invent
 BENCHPKG = Path(__file__).resolve().parents[1] / "benchpkg"
 OPS = ["add", "softmax", "mm"]
 # Interpreted kernels on a shared 2-core CPU are noisy: the e2e judges with a wide
-# threshold and a 4x injected slowdown; the real thresholds come from H200 A/A runs.
-THRESHOLDS = "default: 0.5\nnoise_multiplier: 1.0\nconfirm_repeats: 1\n"
+# threshold (flag below 0.25x) and a 16x injected slowdown (A/A ratios here: 0.87-1.16,
+# slowed: 0.04-0.08); the real thresholds come from the H200 A/A runs.
+# The plain ratio, not the default torch-normalized estimator: on CPU the torch ops'
+# latencies swing by tens of % between runs, so the run-wide torch drift means
+# nothing there, while the paired per-row speedup cancels the machine's load.
+THRESHOLDS = "estimator: ratio\ndefault: 0.75\nnoise_multiplier: 1.0\nconfirm_repeats: 1\n"
 FAST = "--iter 1 --zl-replays 2 --zl-warmup-ms 1"
 
 pytestmark = pytest.mark.slow
@@ -52,6 +56,7 @@ def world(tmp_path_factory):
 
 def _env(mp: pytest.MonkeyPatch, fg: Path) -> None:
     mp.setenv("TRITON_INTERPRET", "1")
+    mp.setenv("OMP_NUM_THREADS", "1")  # torch's CPU ops: less jitter from thread contention
     mp.setenv("PYTEST_ADDOPTS", FAST)
     mp.setenv("ZLBENCH_FLAGGEMS_DIR", str(fg))
     mp.delenv("GEMS_VENDOR", raising=False)
@@ -94,9 +99,11 @@ def test_gate_replay_passes(world, monkeypatch):
 
 
 def test_gate_slowed_build_fails_naming_the_op(world, monkeypatch):
-    assert _gate(world, "gate-slow", monkeypatch, ZLBENCH_FAKE_SLOWDOWN="4") == 1
+    assert _gate(world, "gate-slow", monkeypatch, ZLBENCH_FAKE_SLOWDOWN="16") == 1
     suites = ET.parse(world / "gate-slow" / "junit.xml").getroot()
-    failed = {tc.get("classname") for tc in suites.iter("testcase") if tc.find("failure") is not None}
+    failed = {
+        tc.get("classname") for tc in suites.iter("testcase") if tc.find("failure") is not None
+    }
     assert failed & {f"main.{op}" for op in OPS}, failed
     report = (world / "gate-slow" / "report.md").read_text()
     assert "REGRESSION" in report and "--replay-from" in report

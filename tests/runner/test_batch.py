@@ -11,11 +11,10 @@ import pytest
 from batch_fakes import FakeExecutor, make_inventory
 
 from zlbench.errors import ZlbenchError
-from zlbench.models import RunStatus
+from zlbench.models import RunStatus, read_ops_status
 from zlbench.runner.batch import BatchConfig, run_batch
 from zlbench.runner.batchinfo import read_batch_info
 from zlbench.runner.shard import assign_gpus
-from zlbench.runner.status import read_ops_status
 
 OPS = ["abs", "add", "mul", "softmax", "mm@test_mm.py", "mm@test_mm_perf.py", "skipme"]
 

@@ -11,10 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from zlbench.models import RunStatus
+from zlbench.models import RunStatus, read_ops_status
 from zlbench.runner.batch import BatchConfig, run_batch
 from zlbench.runner.inventory import inventory_path, scan_checkout, write_inventory
-from zlbench.runner.status import read_ops_status
 
 BENCHPKG = Path(__file__).resolve().parents[1] / "benchpkg"
 FAST = ["--iter", "1", "--zl-replays", "2", "--zl-warmup-ms", "1"]

@@ -12,8 +12,7 @@ from pathlib import Path
 
 from batch_fakes import make_inventory
 
-from zlbench.models import RunStatus
-from zlbench.runner.status import read_ops_status
+from zlbench.models import RunStatus, read_ops_status
 
 HERE = Path(__file__).parent
 

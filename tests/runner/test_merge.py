@@ -11,10 +11,10 @@ from batch_fakes import FakeExecutor, make_inventory
 
 from zlbench.cli import main
 from zlbench.errors import ZlbenchError
+from zlbench.models import read_ops_status
 from zlbench.runner.batch import BatchConfig, run_batch
 from zlbench.runner.batchinfo import read_batch_info
 from zlbench.runner.merge import merge_batches
-from zlbench.runner.status import read_ops_status
 
 OPS = [f"op{i}" for i in range(10)] + ["gone", "skipme"]
 

@@ -16,12 +16,12 @@ from zlbench.models import (
     RunResult,
     RunStatus,
     dump_json_model,
+    read_ops_status,
 )
 from zlbench.runner import progress
 from zlbench.runner.status import (
     find_run_dirs,
     load_run,
-    read_ops_status,
     summarize,
     write_ops_status,
 )

@@ -24,7 +24,7 @@ def add_parser(sub) -> None:
 
 
 def _add_refresh(bsub) -> None:
-    from zlbench.cli.batch_cmd import add_selection_options
+    from zlbench.cli.batch_cmd import add_selection_options, add_sweep_option
 
     r = bsub.add_parser(
         "refresh",
@@ -38,6 +38,7 @@ def _add_refresh(bsub) -> None:
     r.add_argument("--flaggems-dir", action="append", default=[], metavar="[REPO=]PATH")
     r.add_argument("--flagtree-dir", type=Path, default=None, metavar="D")
     r.add_argument("--gpus", default=None, metavar="0,1")
+    add_sweep_option(r)
     r.add_argument("--shape-file", type=Path, default=DEFAULT_SHAPES, metavar="Y")
     r.add_argument("--dtypes", nargs="+", default=["bfloat16"], metavar="D")
     r.add_argument("--mode", choices=("cudagraph", "kernel"), default="cudagraph")

@@ -39,6 +39,30 @@ def add_selection_options(p, *, required: bool = True) -> None:
     )
 
 
+def add_sweep_option(p) -> None:
+    """--sweep-gpus (shared with `baseline refresh`)."""
+    p.add_argument(
+        "--sweep-gpus",
+        default=None,
+        metavar="0,1",
+        help="record mode: split each op's autotune sweep over these GPUs, ops one at a "
+        "time, each measured in one process on the first (docs/autotune.md)",
+    )
+
+
+def sweep_gpus_from_args(args, settings: Settings) -> list[str]:
+    """--sweep-gpus checked (record mode only, inside CUDA_VISIBLE_DEVICES); [] when absent."""
+    from zlbench.runner.shard import parse_gpu_list
+    from zlbench.runner.sweep_run import check_sweep_gpus
+
+    text = getattr(args, "sweep_gpus", None)
+    if text is None:
+        return []
+    if getattr(args, "replay_root", None) is not None:
+        raise ZlbenchError("--sweep-gpus records configs; it cannot be combined with --replay-root")
+    return check_sweep_gpus(parse_gpu_list(text), settings.cuda_visible_devices)
+
+
 def add_parser(sub) -> None:
     p = sub.add_parser(
         "batch", help="run many ops over the GPUs of this host", description=__doc__.splitlines()[0]
@@ -51,6 +75,7 @@ def add_parser(sub) -> None:
         help="GPU ids (default: CUDA_VISIBLE_DEVICES, else every visible GPU)",
     )
     p.add_argument("--shard", default=None, metavar="K/N", help="run only shard K of N (K from 1)")
+    add_sweep_option(p)
     p.add_argument(
         "--replay-root",
         type=Path,
@@ -158,6 +183,7 @@ def config_from_args(args, settings: Settings):
         progress=sys.stdout,
         sink=_echo if args.show_output else None,
         argv=list(sys.argv),
+        sweep_gpus=sweep_gpus_from_args(args, settings),
     )
 
 

@@ -18,7 +18,7 @@ from pathlib import Path
 from zlbench.cli.settings import Settings
 from zlbench.errors import ZlbenchError
 from zlbench.gate.confirm import Remeasure
-from zlbench.gate.estimators import DEFAULT_ESTIMATOR, Estimator
+from zlbench.gate.estimators import Estimator
 from zlbench.gate.load import BaselineSet, ResultsSet, load_baseline, load_results
 from zlbench.gate.plan import read_ops_file, select_ops
 from zlbench.gate.thresholds import load_thresholds
@@ -179,21 +179,26 @@ def common_inputs(args) -> tuple[BaselineSet, ThresholdsFile, set[str] | None]:
 
 
 def estimator_of(th: ThresholdsFile) -> Estimator:
-    """The thresholds' estimator once the model carries one; else the gate default."""
-    return Estimator(getattr(th, "estimator", DEFAULT_ESTIMATOR))
+    """The estimator in force: the thresholds' (the manifest's unless --thresholds)."""
+    return Estimator(th.estimator)
 
 
-def _run(args) -> int:
-    settings = Settings.from_env()
-    baseline, th, scope = common_inputs(args)
-    out = Path(args.out)
-    opts = GateOptions(
+def gate_options(args, th: ThresholdsFile, scope: set[str] | None) -> GateOptions:
+    """The judge's options from the flags that ``gate`` and ``report`` share."""
+    return GateOptions(
         estimator=estimator_of(th),
         scope=scope,
         allow_env_mismatch=args.allow_env_mismatch,
         baseline_label=args.baseline,
         generated=now_utc(),
     )
+
+
+def _run(args) -> int:
+    settings = Settings.from_env()
+    baseline, th, scope = common_inputs(args)
+    out = Path(args.out)
+    opts = gate_options(args, th, scope)
     if args.results:
         if args.shard or args.confirm:
             raise ZlbenchError("--shard and --confirm measure on a GPU: not with --results")

@@ -5,10 +5,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from zlbench.cli.gate_cmd import common_inputs, estimator_of, judge_and_write, now_utc
+from zlbench.cli.gate_cmd import common_inputs, gate_options, judge_and_write
 from zlbench.cli.settings import Settings
 from zlbench.gate.load import load_results
-from zlbench.gate.verdict import GateOptions
 
 
 def add_parser(sub) -> None:
@@ -26,14 +25,8 @@ def add_parser(sub) -> None:
 
 def _run(args) -> int:
     baseline, th, scope = common_inputs(args)
-    opts = GateOptions(
-        estimator=estimator_of(th),
-        scope=scope,
-        allow_env_mismatch=args.allow_env_mismatch,
-        baseline_label=args.baseline,
-        results_label=args.results,
-        generated=now_utc(),
-    )
+    opts = gate_options(args, th, scope)
+    opts.results_label = args.results
     results = load_results(args.results)
     return judge_and_write(
         baseline, results, th, opts, Path(args.out), Settings.from_env(), command="report"

@@ -12,6 +12,8 @@ from zlbench.cli.settings import Settings
 from zlbench.models import REPOS
 from zlbench.runner.proc import TerminalSink
 from zlbench.runner.run import RunRequest, prepare, run_plan
+from zlbench.runner.shard import parse_gpu_list
+from zlbench.runner.sweep_run import check_sweep_gpus
 
 
 def add_parser(sub) -> None:
@@ -31,6 +33,12 @@ def add_parser(sub) -> None:
     p.add_argument("--replay-from", metavar="DIR", help="run, batch or baseline dir to replay")
     p.add_argument("--out", metavar="DIR", help="run dir (default: runs/<op>; -2, -3... if taken)")
     p.add_argument("--timeout", type=float, metavar="S", help="kill the op after S seconds")
+    p.add_argument(
+        "--sweep-gpus",
+        metavar="0,1",
+        help="record mode: split each kernel's autotune sweep over these GPUs (one child "
+        "each), merge, then measure in one process on the first (docs/autotune.md)",
+    )
     p.set_defaults(func=_run)
 
 
@@ -47,20 +55,40 @@ def request_from_args(args, settings: Settings) -> RunRequest:
         replay_from=args.replay_from,
         out=args.out,
         timeout_s=args.timeout,
+        sweep_gpus=sweep_gpus(args.sweep_gpus, settings),
     )
+
+
+def sweep_gpus(text: str | None, settings: Settings) -> list[str]:
+    """``--sweep-gpus`` checked against the inherited CUDA_VISIBLE_DEVICES ([] when absent)."""
+    if text is None:
+        return []
+    return check_sweep_gpus(parse_gpu_list(text), settings.cuda_visible_devices)
 
 
 def _run(args) -> int:
     settings = Settings.from_env()
-    plan, flaggems_dir = prepare(request_from_args(args, settings))
+    req = request_from_args(args, settings)
+    plan, flaggems_dir = prepare(req)
     entry = plan.entries[0]
-    print(f"zlbench run: {entry.repo}/{entry.op} ({entry.mode}) -> {entry.run_dir}", flush=True)
+    how = (
+        f"{entry.mode}, sweep over GPUs {','.join(req.sweep_gpus)}"
+        if req.sweep_gpus
+        else entry.mode
+    )
+    print(f"zlbench run: {entry.repo}/{entry.op} ({how}) -> {entry.run_dir}", flush=True)
     color = None
     if settings.no_color:
         color = False
     elif settings.force_color:
         color = True
-    outcome = run_plan(plan, flaggems_dir, sink=TerminalSink(color=color), timeout_s=args.timeout)
+    outcome = run_plan(
+        plan,
+        flaggems_dir,
+        sink=TerminalSink(color=color),
+        timeout_s=args.timeout,
+        sweep_gpus=req.sweep_gpus,
+    )
     st = outcome.status
     note = f" ({st.note})" if st.note else ""
     print(

@@ -1,12 +1,13 @@
 """Estimators: the number a row is judged on (current vs baseline).
 
-All pure functions over rows. ``DEFAULT_ESTIMATOR`` is the one place where the
-gate's default is chosen (from the H200 A/A runs, see docs).
+All pure functions over rows. The estimator in force comes from the thresholds
+(``ThresholdDefaults.estimator`` in models.py is the one default, chosen from the
+H200 A/A runs: docs/judging.md).
 
 * ``ratio``: current speedup / baseline speedup (speedup = torch latency /
   FlagGems latency, so a uniformly slower machine cancels out).
 * ``torch_normalized``: baseline FlagGems latency / current FlagGems latency,
-  times the run's overall torch drift (geometric mean over all matched rows of
+  times the run's overall torch drift (median over all matched rows of
   current / baseline torch latency). A single row's torch-side noise drops out;
   a machine-wide slowdown still cancels.
 * median of repeats: when confirmation samples exist, a row is judged on the
@@ -27,9 +28,6 @@ class Estimator(str, Enum):
     TORCH_NORMALIZED = "torch_normalized"
 
 
-DEFAULT_ESTIMATOR = Estimator.TORCH_NORMALIZED  # docs/judging.md: chosen from H200 A/A runs
-
-
 def _positive(x: float | None) -> bool:
     return x is not None and math.isfinite(x) and x > 0
 
@@ -41,13 +39,16 @@ def plain_ratio(base: Row, cur: Row) -> float | None:
 
 
 def torch_drift(pairs: Iterable[tuple[Row, Row]]) -> float:
-    """Geometric mean of current / baseline torch latency over the pairs (1.0 if none)."""
-    logs = [
-        math.log(cur.latency_base_ms / base.latency_base_ms)
+    """Median over the pairs of current / baseline torch latency (1.0 if none).
+
+    The median, not a mean: one torch row that jumped (a host hiccup, a clock
+    change in the middle of one measurement) must not move every other row."""
+    drifts = [
+        cur.latency_base_ms / base.latency_base_ms
         for base, cur in pairs
         if _positive(base.latency_base_ms) and _positive(cur.latency_base_ms)
     ]
-    return math.exp(sum(logs) / len(logs)) if logs else 1.0
+    return median(drifts) if drifts else 1.0
 
 
 def normalized_ratio(base: Row, cur: Row, drift: float) -> float | None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from zlbench.gate.estimators import DEFAULT_ESTIMATOR, Estimator, estimate, geomean
+from zlbench.gate.estimators import Estimator, estimate, geomean
 from zlbench.gate.load import BaselineSet, OpRun, ResultsSet, op_key
 from zlbench.gate.markers import row_fallbacks
 from zlbench.gate.thresholds import aggregate_threshold, improvement_threshold, row_threshold
@@ -45,12 +45,13 @@ OP_ORDER = (
 
 @dataclass
 class JudgeConfig:
-    estimator: Estimator = DEFAULT_ESTIMATOR
+    estimator: Estimator | None = None  # None: the thresholds' estimator
     scope: set[str] | None = None  # op keys "<repo>/<run_name>" to judge; None: all
     dismissed: dict[str, str] = field(default_factory=dict)  # op key -> reason
 
     def __post_init__(self) -> None:
-        self.estimator = Estimator(self.estimator)  # a plain string names one too
+        if self.estimator is not None:  # a plain string names one too
+            self.estimator = Estimator(self.estimator)
 
 
 @dataclass
@@ -279,7 +280,8 @@ def judge(
     base_keys = [k for k in baseline.ops if in_scope(k, config)]
     run_keys = [k for k in results.ops if in_scope(k, config)]
     current = {k: r for key in run_keys for k, r in results.ops[key].rows().items()}
-    ratios = estimate(config.estimator, matched_pairs(baseline, current, base_keys))
+    estimator = Estimator(config.estimator or th.estimator)
+    ratios = estimate(estimator, matched_pairs(baseline, current, base_keys))
     cases = {
         k: judge_op(baseline.ops[k], results.ops.get(k), ratios, th, config.dismissed.get(k))
         for k in base_keys
@@ -287,4 +289,4 @@ def judge(
     cases.update({k: new_op(results.ops[k]) for k in run_keys if k not in baseline.ops})
     measured = sum(1 for r in current.values() if r.speedup is not None and r.status == "SUCCESS")
     overlap = sum(1 for k in base_keys if k in results.ops)
-    return Judgement(cases, measured, overlap, config.estimator)
+    return Judgement(cases, measured, overlap, estimator)

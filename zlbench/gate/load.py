@@ -9,16 +9,12 @@ with the input is one :class:`ZlbenchError` line naming the file.
 
 from __future__ import annotations
 
-import csv
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pydantic import ValidationError
-
 from zlbench.errors import ZlbenchError
 from zlbench.models import (
-    OP_STATUS_FIELDS,
     BaselineManifest,
     BaselineResult,
     OpStatus,
@@ -28,6 +24,7 @@ from zlbench.models import (
     RunStatus,
     load_json_model,
     load_yaml_model,
+    read_ops_status,
 )
 
 LOG_TAIL_LINES = 20
@@ -130,7 +127,8 @@ def log_tail(path: Path, lines: int = LOG_TAIL_LINES) -> list[str]:
 
 
 def _load_batch_dir(path: Path) -> dict[str, OpRun]:
-    statuses = read_ops_status(path / "ops_status.csv")
+    status_file = path / "ops_status.csv"
+    statuses = read_ops_status(status_file) if status_file.is_file() else []
     runs: dict[str, OpRun] = {}
     for st in statuses:
         run_dir = path / (st.run_dir or f"{st.repo}/{st.run_name}")
@@ -146,26 +144,6 @@ def _load_batch_dir(path: Path) -> dict[str, OpRun]:
             "<repo>/<run_name>/result.json)"
         )
     return runs
-
-
-def read_ops_status(path: Path) -> list[OpStatus]:
-    if not path.is_file():
-        return []
-    try:
-        with path.open(newline="", encoding="utf-8") as f:
-            records = list(csv.DictReader(f))
-    except (OSError, csv.Error) as e:
-        raise ZlbenchError(f"{path}: cannot read: {e}") from None
-    out = []
-    for n, rec in enumerate(records, start=2):
-        data = {k: v for k, v in rec.items() if k in OP_STATUS_FIELDS and v not in ("", None)}
-        try:
-            out.append(OpStatus.model_validate(data))
-        except ValidationError as e:
-            err = e.errors()[0]
-            loc = ".".join(str(p) for p in err.get("loc", ()))
-            raise ZlbenchError(f"{path}: line {n}: field '{loc}': {err.get('msg')}") from None
-    return out
 
 
 # --------------------------------------------------------------------------- baseline

@@ -21,7 +21,7 @@ from zlbench.gate.env import (
     measured_results,
     mismatches,
 )
-from zlbench.gate.estimators import DEFAULT_ESTIMATOR, Estimator
+from zlbench.gate.estimators import Estimator
 from zlbench.gate.judge import JudgeConfig, Judgement, in_scope, judge, op_verdict
 from zlbench.gate.load import BaselineSet, ResultsSet
 from zlbench.models import (
@@ -38,7 +38,7 @@ FLAGGEMS_DIR_VARS = {"main": "ZLBENCH_FLAGGEMS_DIR", "vllm": "ZLBENCH_FLAGGEMS_V
 
 @dataclass
 class GateOptions:
-    estimator: Estimator = DEFAULT_ESTIMATOR
+    estimator: Estimator | None = None  # None: the thresholds' estimator
     scope: set[str] | None = None  # op keys; None: every baseline op
     dismissed: dict[str, str] = field(default_factory=dict)
     allow_env_mismatch: bool = False

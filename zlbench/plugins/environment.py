@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
+from zlbench.gitinfo import git_state
 from zlbench.models import Environment
 
 _DRIVER_FILE = Path("/proc/driver/nvidia/version")
@@ -59,17 +60,6 @@ def dist_version(import_name: str, module: ModuleType | None = None) -> str | No
         except md.PackageNotFoundError:
             continue
     return getattr(module, "__version__", None) if module is not None else None
-
-
-def git_state(path: str | Path) -> tuple[str | None, bool | None]:
-    """(HEAD commit, dirty) of the git checkout holding ``path``, else (None, None)."""
-    try:
-        import git
-
-        repo = git.Repo(Path(path), search_parent_directories=True)
-        return repo.head.commit.hexsha, repo.is_dirty(untracked_files=False)
-    except Exception:  # noqa: BLE001 - not a checkout, no git binary, ...
-        return None, None
 
 
 def nvidia_driver(text: str | None = None) -> str | None:

@@ -24,9 +24,8 @@ from pathlib import Path
 from typing import Literal, TextIO
 
 from zlbench.errors import ZlbenchError
-from zlbench.models import OpStatus, PlanEntry, RunResult, RunStatus
+from zlbench.models import BatchInfo, OpStatus, PlanEntry, RunResult, RunStatus, read_ops_status
 from zlbench.runner import progress
-from zlbench.runner.batchinfo import BatchInfo
 from zlbench.runner.retry import UNSUPPORTED_DTYPE_TEXT, Attempt, NextAttempt, describe
 from zlbench.runner.select import OpSelection, SelectedOp, select_ops
 from zlbench.runner.shard import assign_gpus, shard
@@ -34,7 +33,6 @@ from zlbench.runner.status import (
     COMPLETE,
     OPS_STATUS,
     load_run,
-    read_ops_status,
     summary_records,
     write_summary,
 )
@@ -61,7 +59,10 @@ class BatchConfig:
     pytest process (None = no limit, 1 = one op per process). ``out_dir`` is
     claimed as is when absent or empty, else ``-2``, ``-3``... (unless ``resume``,
     which continues the batch in ``out_dir``). ``env``: base environment of the
-    workers (None = this process's).
+    workers (None = this process's). ``sweep_gpus``: record mode only (ignored when
+    replaying, so a refresh's replay passes spread over ``gpus`` as usual): each op's
+    autotune sweep is split over these GPUs, ops one after the other, each measured
+    on the first of them (:mod:`zlbench.runner.sweep_run`); ``gpus`` is then unused.
     """
 
     out_dir: Path
@@ -90,6 +91,7 @@ class BatchConfig:
     extra_pytest_args: list[str] = field(default_factory=list)  # appended to each pytest argv
     argv: list[str] = field(default_factory=list)  # recorded in batch.json
     executor: Executor | None = None  # default: zlbench.runner.worker.execute_plan
+    sweep_gpus: list[str] = field(default_factory=list)  # multi-GPU sweep (record mode)
 
 
 @dataclass
@@ -121,6 +123,10 @@ def run_batch(config: BatchConfig) -> BatchOutcome:
         raise ZlbenchError(f"replay root not found: {config.replay_root}")
     if not config.gpus:
         raise ZlbenchError("no GPU to run on (empty GPU list)")
+    if config.sweep_gpus and config.replay_root is None:
+        from zlbench.runner.sweep_run import sweep_batch_config
+
+        config = sweep_batch_config(config)
     out_dir = claim_dir(Path(config.out_dir), config.resume)
     from zlbench.runner.batchrun import BatchRun  # the stateful part
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from zlbench import __version__
 from zlbench.errors import ZlbenchError
-from zlbench.models import OpStatus, RunResult, RunStatus, WorkerPlan
+from zlbench.models import BatchInfo, DismissedOp, OpStatus, RunResult, RunStatus, WorkerPlan
 from zlbench.runner import progress
 from zlbench.runner.batch import (
     BatchConfig,
@@ -34,7 +34,7 @@ from zlbench.runner.batch import (
     said_unsupported,
     write_final_files,
 )
-from zlbench.runner.batchinfo import BatchInfo, DismissedOp, read_batch_info, write_batch_info
+from zlbench.runner.batchinfo import read_batch_info, write_batch_info
 from zlbench.runner.retry import Attempt, next_attempt
 from zlbench.runner.select import OpSelection, SelectedOp
 from zlbench.runner.status import COMPLETE, load_run, write_ops_status

@@ -16,13 +16,12 @@ import tempfile
 from pathlib import Path
 
 from zlbench.errors import ZlbenchError
-from zlbench.models import Environment, OpStatus
-from zlbench.runner.batchinfo import BatchInfo, read_batch_info, write_batch_info
+from zlbench.models import BatchInfo, Environment, OpStatus, read_ops_status
+from zlbench.runner.batchinfo import read_batch_info, write_batch_info
 from zlbench.runner.progress import count_statuses
 from zlbench.runner.status import (
     OPS_STATUS,
     load_run,
-    read_ops_status,
     summary_records,
     write_ops_status,
     write_summary,

@@ -28,9 +28,10 @@ from zlbench.models import (
     dump_json_model,
     dump_yaml_model,
     load_json_model,
+    read_ops_status,
 )
 from zlbench.runner.batch import BatchConfig, BatchOutcome, plan_selection, run_batch
-from zlbench.runner.status import OPS_STATUS, read_ops_status
+from zlbench.runner.status import OPS_STATUS
 
 WORK = "_work"  # inside the temp dir; removed before the rename
 

@@ -122,6 +122,7 @@ class RunRequest:
     replay_from: str | None = None
     out: str | None = None
     timeout_s: float | None = None
+    sweep_gpus: list[str] = field(default_factory=list)  # record via a multi-GPU sweep
 
     @property
     def selector(self) -> str:
@@ -135,6 +136,8 @@ def prepare(req: RunRequest) -> tuple[WorkerPlan, Path]:
     """
     if req.repo not in REPOS:
         raise ZlbenchError(f"unknown repo {req.repo!r} (expected one of {', '.join(REPOS)})")
+    if req.sweep_gpus and req.replay_from:
+        raise ZlbenchError("--sweep-gpus records configs; it cannot be combined with --replay-from")
     fg = check_flaggems_dir(req.flaggems_dir, req.repo)
     sel = select(scan_checkout(fg, req.repo), req.selector)
     shapes = choose_shape_file(sel, req.shape_file, fg)
@@ -174,8 +177,26 @@ def run_plan(
     env: dict[str, str] | None = None,
     timeout_s: float | None = None,
     python: str | None = None,
+    sweep_gpus: list[str] | None = None,
 ) -> RunOutcome:
-    """Execute a prepared one-entry plan in one process."""
+    """Execute a prepared one-entry plan in one process.
+
+    ``sweep_gpus``: record through a multi-GPU sweep (:mod:`zlbench.runner.sweep_run`),
+    then measure in one process on the first of them.
+    """
+    if sweep_gpus:
+        from zlbench.runner.sweep_run import SweepExecutor, SweepSpec
+
+        sweep = SweepExecutor(SweepSpec(list(sweep_gpus), say=sink))
+        (status,) = sweep(
+            plan,
+            flaggems_dir=flaggems_dir,
+            op_timeout_s=timeout_s,
+            env=env,
+            sink=sink,
+            python=python,
+        )
+        return RunOutcome(status, Path(plan.entries[0].run_dir))
     (status,) = execute_plan(
         plan,
         flaggems_dir=flaggems_dir,

@@ -12,8 +12,6 @@ import io
 from collections.abc import Iterable
 from pathlib import Path
 
-from pydantic import ValidationError
-
 from zlbench.errors import ZlbenchError
 from zlbench.models import (
     OP_STATUS_FIELDS,
@@ -25,10 +23,11 @@ from zlbench.models import (
     load_json_model,
 )
 
+# Re-exported: the runner modules read ops_status.csv through this module.
+
 OPS_STATUS = "ops_status.csv"
 SUMMARY = "summary.csv"
 COMPLETE = ".complete"
-_OPTIONAL_INT = {"rc"}
 
 
 def _csv_text(fields: list[str], records: Iterable[dict]) -> str:
@@ -61,27 +60,6 @@ def ops_status_text(statuses: Iterable[OpStatus]) -> str:
 
 def write_ops_status(batch_dir: Path, statuses: Iterable[OpStatus]) -> None:
     atomic_write_text(Path(batch_dir) / OPS_STATUS, ops_status_text(statuses))
-
-
-def read_ops_status(path: Path) -> list[OpStatus]:
-    """Read and validate an ops_status.csv; a bad row is one ZlbenchError line."""
-    path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ZlbenchError(f"{path}: file not found") from None
-    reader = csv.DictReader(io.StringIO(text))
-    if reader.fieldnames is None or set(reader.fieldnames) != set(OP_STATUS_FIELDS):
-        raise ZlbenchError(f"{path}: not an ops_status.csv (columns {reader.fieldnames})")
-    out = []
-    for num, rec in enumerate(reader, start=2):
-        data = {k: (None if k in _OPTIONAL_INT and v == "" else v) for k, v in rec.items()}
-        try:
-            out.append(OpStatus.model_validate(data))
-        except ValidationError as e:
-            err = e.errors()[0]
-            raise ZlbenchError(f"{path}:{num}: {err['loc'][0]}: {err['msg']}") from None
-    return out
 
 
 def summary_records(repo: str, run_name: str, rows: Iterable[Row]) -> list[dict]:
