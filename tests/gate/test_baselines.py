@@ -132,3 +132,36 @@ def test_commit_creates_a_branch_with_a_summary(tmp_path):
     assert msg.startswith("Add baseline v1: 34 ops, 49 rows") and "NVIDIA H200" in msg
     assert "baselines/v1/manifest.yaml" in repo.git.show("--name-only", "HEAD")
     assert not repo.is_dirty(untracked_files=True)
+
+
+def test_reproduce_command_of_a_regression_is_a_runnable_zlbench_run(tmp_path, monkeypatch):
+    """A slowed copy of the shipped H200 results: the regressed op's reproduce command
+    parses with the real CLI and replays with the baseline's records and shapes."""
+    import shlex
+
+    from zlbench.cli import build_parser
+    from zlbench.models import GateVerdict, load_json_model
+
+    root = SHIPPED.parents[1]
+    results = tmp_path / "results"
+    shutil.copytree(root / "examples" / "h200-gate-v1", results)
+    path = results / "main" / "softmax" / "result.json"
+    data = json.loads(path.read_text())
+    for row in data["rows"]:  # FlagGems side 20 % slower
+        row["latency_ms"] *= 1.2
+        row["speedup"] /= 1.2
+    path.write_text(json.dumps(data))
+    monkeypatch.chdir(root)
+    monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
+    out = tmp_path / "gate"
+    rc = main(["gate", "--baseline", "baselines/v1", "--results", str(results), "--out", str(out)])
+    assert rc == 1
+    v = load_json_model(out / "verdict.json", GateVerdict)
+    (op,) = [o for o in v.ops if o.verdict.value == "REGRESSION"]
+    assert op.run_name == "softmax"
+    argv = shlex.split(op.reproduce)
+    assert argv[:2] == ["zlbench", "run"]
+    args = build_parser().parse_args(argv[1:])
+    assert args.op == "softmax" and args.dtypes == ["bfloat16"] and args.mode == "cudagraph"
+    assert str(args.replay_from) == "baselines/v1/main/softmax"
+    assert str(args.shape_file) == "baselines/v1/shapes.yaml"

@@ -26,6 +26,7 @@ from zlbench.gate.judge import JudgeConfig, Judgement, in_scope, judge, op_verdi
 from zlbench.gate.load import BaselineSet, ResultsSet
 from zlbench.models import (
     FAILING_VERDICTS,
+    BaselineManifest,
     GateVerdict,
     OpVerdict,
     ThresholdsFile,
@@ -48,8 +49,11 @@ class GateOptions:
     generated: str = ""  # ISO timestamp, supplied by the caller
 
 
-def reproduce_command(op: OpVerdict, dtypes: list[str], timing: str, baseline: str) -> str:
-    """The exact ``zlbench run`` that re-measures an op of the gate in replay mode."""
+def reproduce_command(
+    op: OpVerdict, dtypes: list[str], timing: str, baseline: str, shape_file: str | None = None
+) -> str:
+    """The exact ``zlbench run`` that re-measures an op of the gate in replay mode,
+    with the baseline's records and the baseline's shape file."""
     var = FLAGGEMS_DIR_VARS.get(op.repo, FLAGGEMS_DIR_VARS["main"])
     parts = [
         "zlbench run --op",
@@ -60,6 +64,8 @@ def reproduce_command(op: OpVerdict, dtypes: list[str], timing: str, baseline: s
     ]
     if dtypes:
         parts += ["--dtypes", *(shlex.quote(d) for d in dtypes)]
+    if shape_file:
+        parts += ["--shape-file", shlex.quote(f"{baseline.rstrip('/')}/{shape_file}")]
     parts += [
         "--mode",
         shlex.quote(timing),
@@ -82,7 +88,7 @@ def _no_overlap_line(baseline: BaselineSet, results: ResultsSet, opts: GateOptio
 
 
 def _finish_ops(
-    j: Judgement, th: ThresholdsFile, timing: str, opts: GateOptions
+    j: Judgement, th: ThresholdsFile, manifest: BaselineManifest, opts: GateOptions
 ) -> list[OpVerdict]:
     ops = []
     for case in j.cases.values():
@@ -90,7 +96,9 @@ def _finish_ops(
         if ov.verdict in FAILING_VERDICTS:
             bad = [r.key.dtype for r in case.rows if r.verdict in FAILING_VERDICTS]
             dtypes = list(dict.fromkeys(bad))
-            ov.reproduce = reproduce_command(ov, dtypes, timing, opts.baseline_label)
+            ov.reproduce = reproduce_command(
+                ov, dtypes, manifest.timing, opts.baseline_label, manifest.shape_file
+            )
         ops.append(ov)
     return sorted(ops, key=lambda o: (o.repo, o.run_name))
 
@@ -133,7 +141,7 @@ def run_gate(
             j = apply_samples(j, results.confirm, baseline, th, flagged)
         elif remeasure is not None and opts.confirm_times > 0:
             j = confirm(j, remeasure, opts.confirm_times, baseline, th)
-    ops = _finish_ops(j, th, baseline.manifest.timing, opts)
+    ops = _finish_ops(j, th, baseline.manifest, opts)
     rows = [r for c in j.cases.values() for r in c.rows]
     rows.sort(
         key=lambda r: (r.key.repo, r.key.run_name, r.key.dtype, r.key.shape, r.key.occurrence)
