@@ -441,7 +441,7 @@ def test_missing_record_json(tmp_path):
 
 
 class FakeSize(tuple):
-    """What torch.Size looks like to parse.py: a tuple subclass with its own repr."""
+    """What torch.Size looks like to zlbench.parse: a tuple subclass with its own repr."""
 
     def __repr__(self):
         return f"torch.Size([{', '.join(str(d) for d in self)}])"

@@ -44,7 +44,12 @@ def add_parser(sub) -> None:
     p.add_argument(
         "--confirm", type=int, metavar="N", help="re-measures of a flagged op (default: manifest)"
     )
-    p.add_argument("--ops-dir", default="ops", metavar="D", help="inventories and dismiss list")
+    p.add_argument(
+        "--ops-dir",
+        default=None,
+        metavar="D",
+        help="inventories and dismiss list (default: ./ops, else this zlbench checkout's ops/)",
+    )
     p.add_argument("--out", default="zlbench-gate", metavar="DIR", help="output dir")
     p.set_defaults(func=_run)
 
@@ -178,6 +183,12 @@ def common_inputs(args) -> tuple[BaselineSet, ThresholdsFile, set[str] | None]:
     return baseline, th, scope
 
 
+def _ops_dir(args) -> Path:
+    from zlbench.cli.batch_cmd import default_ops_dir
+
+    return Path(args.ops_dir) if args.ops_dir else default_ops_dir()
+
+
 def estimator_of(th: ThresholdsFile) -> Estimator:
     """The estimator in force: the thresholds' (the manifest's unless --thresholds)."""
     return Estimator(th.estimator)
@@ -213,7 +224,7 @@ def _run(args) -> int:
         print(f"zlbench gate: {out} is in use; writing to {claimed}", file=sys.stderr)
     out = claimed
     req = MeasureRequest(
-        baseline, scope or set(baseline.ops), out / "results", shard, Path(args.ops_dir), settings
+        baseline, scope or set(baseline.ops), out / "results", shard, _ops_dir(args), settings
     )
     batch_dir, code = measure_batch(req)
     if shard is not None:

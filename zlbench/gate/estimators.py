@@ -1,7 +1,7 @@
 """Estimators: the number a row is judged on (current vs baseline).
 
 All pure functions over rows. The estimator in force comes from the thresholds
-(``ThresholdDefaults.estimator`` in models.py is the one default, chosen from the
+(``ThresholdDefaults.estimator`` in zlbench/models/baseline.py is the one default, chosen from the
 H200 A/A runs: docs/judging.md).
 
 * ``ratio``: current speedup / baseline speedup (speedup = torch latency /

@@ -116,7 +116,9 @@ def run_batch(config: BatchConfig) -> BatchOutcome:
     for repo in {op.repo for op in selection.ops}:
         d = config.flaggems_dirs.get(repo)
         if d is None or not Path(d).is_dir():
-            raise ZlbenchError(f"no FlagGems checkout for repo {repo!r}: {d or 'not given'}")
+            var = "ZLBENCH_FLAGGEMS_VLLM_DIR" if repo == "vllm" else "ZLBENCH_FLAGGEMS_DIR"
+            hint = f"{d} is not a directory" if d else f"not given (--flaggems-dir or ${var})"
+            raise ZlbenchError(f"no FlagGems checkout for repo {repo!r}: {hint}")
     if config.shape_file is not None and not Path(config.shape_file).is_file():
         raise ZlbenchError(f"shape file not found: {config.shape_file}")
     if config.replay_root is not None and not Path(config.replay_root).is_dir():

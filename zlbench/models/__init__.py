@@ -1,0 +1,107 @@
+"""Pydantic models of everything zlbench writes to disk.
+
+This package is the contract between the parts (DESIGN.md §2, §3): plugins and
+runner write these files, gate/report/cli read them. Every top-level file model
+carries ``schema_version``; reading an unknown version is a clear error.
+
+Import from ``zlbench.models`` itself; the split into modules is internal:
+``base`` (base class, loaders, atomic writers), ``run`` (markers, rows,
+environment, ``result.json``, worker plan), ``batch`` (``ops_status.csv``,
+``batch.json``), ``baseline`` (baseline sets, thresholds) and ``verdict``
+(``verdict.json``). Each imports only the ones before it in that list.
+
+Imports nothing from zlbench but :mod:`zlbench.errors`.
+"""
+
+from __future__ import annotations
+
+# Not used here: tests patch ``zlbench.models.os`` (the os module the writers call).
+import os  # noqa: F401
+
+from zlbench.models.base import (
+    REPO_PACKAGES,
+    REPOS,
+    SCHEMA_VERSION,
+    atomic_write_text,
+    dump_json_model,
+    dump_yaml_model,
+    load_json_model,
+    load_yaml_model,
+)
+from zlbench.models.baseline import (
+    BaselineManifest,
+    BaselineResult,
+    BaselineRow,
+    RowOverride,
+    ThresholdDefaults,
+    ThresholdsFile,
+)
+from zlbench.models.batch import (
+    OP_STATUS_FIELDS,
+    SUMMARY_FIELDS,
+    BatchInfo,
+    DismissedOp,
+    OpStatus,
+    read_ops_status,
+)
+from zlbench.models.run import (
+    Environment,
+    Marker,
+    MarkerKind,
+    PlanEntry,
+    Row,
+    RowKey,
+    RunResult,
+    RunStatus,
+    WorkerPlan,
+    assign_occurrences,
+    count_markers,
+)
+from zlbench.models.verdict import (
+    FAILING_VERDICTS,
+    EnvFinding,
+    GateVerdict,
+    OpVerdict,
+    RowVerdict,
+    Verdict,
+)
+
+__all__ = [
+    "FAILING_VERDICTS",
+    "OP_STATUS_FIELDS",
+    "REPOS",
+    "REPO_PACKAGES",
+    "SCHEMA_VERSION",
+    "SUMMARY_FIELDS",
+    "BaselineManifest",
+    "BaselineResult",
+    "BaselineRow",
+    "BatchInfo",
+    "DismissedOp",
+    "EnvFinding",
+    "Environment",
+    "GateVerdict",
+    "Marker",
+    "MarkerKind",
+    "OpStatus",
+    "OpVerdict",
+    "PlanEntry",
+    "Row",
+    "RowKey",
+    "RowOverride",
+    "RowVerdict",
+    "RunResult",
+    "RunStatus",
+    "ThresholdDefaults",
+    "ThresholdsFile",
+    "Verdict",
+    "WorkerPlan",
+    "assign_occurrences",
+    "atomic_write_text",
+    "count_markers",
+    "dump_json_model",
+    "dump_yaml_model",
+    "load_json_model",
+    "load_yaml_model",
+    "read_ops_status",
+]

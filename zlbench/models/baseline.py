@@ -1,0 +1,94 @@
+"""Models of a baseline set (``baselines/vN/``) and of the gate's thresholds.
+
+A baseline row is a run row plus its measured noise; the thresholds a manifest
+records are the defaults a ``--thresholds`` file overrides.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field
+
+from zlbench.models.base import SCHEMA_VERSION, _Model
+from zlbench.models.run import Environment, Row
+
+
+class BaselineRow(Row):
+    """A baseline row: the median of K replay passes, plus its measured noise."""
+
+    repeats: int = 1
+    speedups: list[float] = Field(default_factory=list)  # one per repeat
+    noise: float = 0.0  # max |s_i / median - 1| over the repeats
+
+
+class BaselineResult(_Model):
+    """``baselines/vN/<repo>/<run_name>/result.json``."""
+
+    schema_version: int = SCHEMA_VERSION
+    kind: Literal["baseline"] = "baseline"
+    repo: str
+    run_name: str
+    op: str
+    timing: str
+    dtypes: list[str] = Field(default_factory=list)
+    rows: list[BaselineRow] = Field(default_factory=list)
+    marker_counts: dict[str, int] = Field(default_factory=dict)
+    environment: Environment = Field(default_factory=Environment)
+
+
+class ThresholdDefaults(_Model):
+    # Statistic per row (docs/judging.md): "ratio" = current / baseline speedup;
+    # "torch_normalized" = baseline / current FlagGems latency times the run's overall
+    # torch-latency drift (per-row torch noise drops out). Chosen from H200 A/A runs.
+    estimator: Literal["ratio", "torch_normalized"] = "torch_normalized"
+    default: float = 0.05  # fail when ratio < 1 - default (after floor)
+    noise_multiplier: float = 2.0  # floor = noise_multiplier * baseline row noise
+    improvement: float | None = None  # None: same as the regression threshold
+    op_aggregate: float | None = None  # geomean threshold for the op; None: = default
+    confirm_repeats: int = 2
+
+
+class BaselineManifest(_Model):
+    """``baselines/vN/manifest.yaml``."""
+
+    schema_version: int = SCHEMA_VERSION
+    name: str
+    created: str
+    gpu_model: str | None = None
+    gpu_count: int | None = None
+    driver: str | None = None
+    torch: str | None = None
+    cuda: str | None = None
+    compiler_dist: str | None = None
+    compiler_version: str | None = None
+    compiler_commit: str | None = None
+    # repo -> {package, commit, dirty}
+    flaggems: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    zlbench_version: str | None = None
+    zlbench_commit: str | None = None
+    shape_file: str | None = None
+    shape_file_sha256: str | None = None
+    dtypes: list[str] = Field(default_factory=list)
+    timing: str = "cudagraph"
+    level: str = "core"
+    ops: list[str] = Field(default_factory=list)  # "<repo>/<run_name>"
+    repeats: int = 1
+    thresholds: ThresholdDefaults = Field(default_factory=ThresholdDefaults)
+    files: dict[str, str] = Field(default_factory=dict)  # relpath -> sha256
+    summary: dict[str, Any] = Field(default_factory=dict)
+
+
+class RowOverride(_Model):
+    op: str
+    dtype: str | None = None
+    shape: str | None = None
+    threshold: float
+
+
+class ThresholdsFile(ThresholdDefaults):
+    """A thresholds yaml (``--thresholds``): defaults plus per-op / per-row overrides."""
+
+    schema_version: int = SCHEMA_VERSION
+    ops: dict[str, float] = Field(default_factory=dict)
+    rows: list[RowOverride] = Field(default_factory=list)

@@ -1,0 +1,130 @@
+"""Models of a batch dir: ``ops_status.csv`` (and its one reader), the summary
+columns and ``batch.json``.
+
+Written by the runner and ``zlbench merge``, read by the gate; built on
+:mod:`zlbench.models.run`.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import os
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import Field, ValidationError
+
+from zlbench.errors import ZlbenchError
+from zlbench.models.base import SCHEMA_VERSION, _Model, _read_text
+from zlbench.models.run import Environment, RunStatus
+
+
+class OpStatus(_Model):
+    """One row of ``ops_status.csv``."""
+
+    repo: str
+    op: str
+    run_name: str
+    status: RunStatus
+    rc: int | None = None
+    attempts: int = 0
+    dtype_used: str = ""
+    rows: int = 0
+    seconds: float = 0.0
+    gpu: str = ""
+    run_dir: str = ""  # relative to the batch dir
+    note: str = ""
+
+
+OP_STATUS_FIELDS = list(OpStatus.model_fields)
+
+SUMMARY_FIELDS = [
+    "repo",
+    "run_name",
+    "op",
+    "dtype",
+    "shape",
+    "occurrence",
+    "status",
+    "latency_base_ms",
+    "latency_ms",
+    "speedup",
+    "no_cudagraph",
+]
+
+# Columns an ops_status.csv must have; the others may be absent (their defaults apply).
+_OP_STATUS_REQUIRED = {name for name, f in OpStatus.model_fields.items() if f.is_required()}
+
+
+def read_ops_status(path: str | os.PathLike) -> list[OpStatus]:
+    """Read and validate ``ops_status.csv``.
+
+    Empty cells take the field's default and unknown columns are ignored. A missing
+    or unreadable file, a header without the required columns or a bad row is one
+    ZlbenchError line: ``<file>:<line>: <field>: <problem>``."""
+    path = Path(path)
+    text = _read_text(path)
+    reader = csv.DictReader(io.StringIO(text))
+    try:
+        header = reader.fieldnames
+        if header is None or not _OP_STATUS_REQUIRED <= set(header):
+            raise ZlbenchError(f"{path}: not an ops_status.csv (columns {header})")
+        return [_op_status(path, reader.line_num, rec) for rec in reader]
+    except csv.Error as e:
+        raise ZlbenchError(f"{path}:{reader.line_num}: not valid CSV: {e}") from None
+
+
+def _op_status(path: Path, line: int, rec: dict[str | None, Any]) -> OpStatus:
+    data = {k: v for k, v in rec.items() if k in OpStatus.model_fields and v not in ("", None)}
+    try:
+        return OpStatus.model_validate(data)
+    except ValidationError as e:
+        err = e.errors()[0]
+        field = ".".join(str(p) for p in err.get("loc", ())) or "(row)"
+        raise ZlbenchError(f"{path}:{line}: {field}: {err.get('msg')}") from None
+
+
+class DismissedOp(_Model):
+    """An op left out of a batch by the dismiss list (``batch.json``)."""
+
+    key: str  # <repo>/<run_name>
+    date: str
+    reason: str
+
+
+class BatchInfo(_Model):
+    """``<batch>/batch.json``: what a batch was asked to do, and on what it ran.
+
+    Written at the start of a batch and rewritten at its end (counts, environment);
+    ``zlbench merge`` uses it to refuse mixing shards measured differently."""
+
+    schema_version: int = SCHEMA_VERSION
+    kind: Literal["batch"] = "batch"
+    created: str  # ISO 8601 UTC
+    finished: str | None = None
+    argv: list[str] = Field(default_factory=list)  # CLI argv when run from the CLI
+    selection: dict[str, object] = Field(default_factory=dict)  # all/ops/ops_file/repos
+    mode: Literal["record", "replay"] = "record"
+    replay_root: str | None = None
+    timing: str = "cudagraph"
+    level: str = "core"
+    dtypes: list[str] = Field(default_factory=list)
+    shape_file: str | None = None
+    shape_file_sha256: str | None = None
+    shard: str | None = None  # "K/N"
+    gpus: list[str] = Field(default_factory=list)
+    per_process: int | None = None
+    op_timeout_s: float | None = None
+    max_retries: int = 2
+    resume: bool = False
+    flaggems_dirs: dict[str, str] = Field(default_factory=dict)
+    hostname: str | None = None
+    zlbench_version: str | None = None
+    ops: list[str] = Field(default_factory=list)  # keys measured: <repo>/<run_name>
+    dismissed: list[DismissedOp] = Field(default_factory=list)
+    skipped: list[str] = Field(default_factory=list)  # unconditional skips (keys)
+    counts: dict[str, int] = Field(default_factory=dict)  # RunStatus -> ops
+    rows: int = 0
+    environments: dict[str, Environment] = Field(default_factory=dict)  # repo -> env
+    merged_from: list[str] = Field(default_factory=list)  # shard dirs (zlbench merge)
