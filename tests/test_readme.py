@@ -48,6 +48,9 @@ def test_main_job_judges_the_shipped_h200_results(tmp_path, monkeypatch, capsys)
     )
     assert rc == 0, capsys.readouterr()
     v = load_json_model(tmp_path / "gate" / "verdict.json", GateVerdict)
-    assert v.verdict == "PASS" and v.counts["PASS"] == 49
+    assert v.verdict == "PASS" and v.counts == {"PASS": 49, "SKIPPED": 1}
+    # index_add was measured in that run and dismissed afterwards (ops/dismiss.txt)
+    (skipped,) = [r for r in v.rows if r.verdict.value == "SKIPPED"]
+    assert skipped.key.op == "index_add" and "dismissed" in skipped.reason
     assert v.baseline_env.gpu_model == "NVIDIA H200" == v.current_env.gpu_model
     assert main(["baseline", "verify", "baselines/v1"]) == 0

@@ -245,6 +245,16 @@ def test_new_op_is_new_and_scope_narrows(tmp_path):
     assert set(j2.cases) == {"main/x"}
 
 
+def test_measured_op_dismissed_since_is_skipped_not_new(tmp_path):
+    base = {"x": [brow("x", S, 2.0)]}
+    cur = [run_result("x", [crow("x", S, 2.0)]), run_result("z", [crow("z", S, 1.0)])]
+    j, th = _judge(tmp_path, base, cur, dismissed={"main/z": "not capturable (2026-11-29)"})
+    case = j.cases["main/z"]
+    assert op_verdict(case, th).verdict is Verdict.SKIPPED
+    assert [r.verdict for r in case.rows] == [Verdict.SKIPPED]
+    assert "not capturable" in case.rows[0].reason
+
+
 def test_occurrences_are_distinct_rows(tmp_path):
     base = {"x": [brow("x", S, 2.0, occ=0), brow("x", S, 4.0, occ=1)]}
     cur = [run_result("x", [crow("x", S, 2.0, occ=0), crow("x", S, 3.0, occ=1)])]

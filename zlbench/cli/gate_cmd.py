@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -153,6 +153,20 @@ def write_reports(verdict: GateVerdict, out: Path, settings: Settings) -> str:
     return markdown
 
 
+def dismissed_ops(ops_dir: Path, keys: Iterable[str]) -> dict[str, str]:
+    """``<repo>/<run_name>`` -> reason, for the ops that the dismiss list names."""
+    from zlbench.runner.dismiss import find_dismissal, load_dismiss
+
+    entries = load_dismiss(Path(ops_dir) / "dismiss.txt")
+    out = {}
+    for key in keys:
+        repo, run_name = key.split("/", 1)
+        entry = find_dismissal(entries, repo, run_name.replace("__at__", "@"))
+        if entry is not None:
+            out[key] = f"{entry.reason} ({entry.date})"
+    return out
+
+
 def judge_and_write(
     baseline: BaselineSet,
     results: ResultsSet,
@@ -162,7 +176,12 @@ def judge_and_write(
     settings: Settings,
     remeasure: Remeasure | None = None,
     command: str = "gate",
+    ops_dir: Path | None = None,
 ) -> int:
+    if not opts.dismissed:
+        from zlbench.cli.batch_cmd import default_ops_dir
+
+        opts.dismissed = dismissed_ops(ops_dir or default_ops_dir(), {*baseline.ops, *results.ops})
     verdict = run_gate(baseline, results, th, opts, remeasure)
     write_reports(verdict, out, settings)
     print(verdict.summary)
@@ -214,7 +233,8 @@ def _run(args) -> int:
         if args.shard or args.confirm:
             raise ZlbenchError("--shard and --confirm measure on a GPU: not with --results")
         opts.results_label = args.results
-        return judge_and_write(baseline, load_results(args.results), th, opts, out, settings)
+        results = load_results(args.results)
+        return judge_and_write(baseline, results, th, opts, out, settings, ops_dir=_ops_dir(args))
     from zlbench.runner.batch import claim_dir
     from zlbench.runner.shard import parse_shard
 
@@ -235,4 +255,6 @@ def _run(args) -> int:
     opts.confirm_times = th.confirm_repeats if args.confirm is None else args.confirm
     results = load_results(batch_dir)
     remeasure = make_remeasure(req, out / "confirm")
-    return judge_and_write(baseline, results, th, opts, out, settings, remeasure)
+    return judge_and_write(
+        baseline, results, th, opts, out, settings, remeasure, ops_dir=_ops_dir(args)
+    )

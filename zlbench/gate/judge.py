@@ -206,11 +206,21 @@ def judge_op(
     return case
 
 
-def new_op(run: OpRun) -> OpCase:
-    case = OpCase(run.repo, run.run_name, run.op, new=True, log_tail=run.log_tail)
-    case.note = "op not in baseline" + (f" (status {run.status.value})" if run.status else "")
+def new_op(run: OpRun, dismissed: str | None = None) -> OpCase:
+    """An op the baseline does not have: NEW, or SKIPPED when the dismiss list names it
+    (measured before it was dismissed, e.g. an old artifact)."""
+    case = OpCase(run.repo, run.run_name, run.op, new=dismissed is None, log_tail=run.log_tail)
+    if dismissed is not None:
+        verdict, reason = Verdict.SKIPPED, f"dismissed: {dismissed}"
+    else:
+        verdict, reason = Verdict.NEW, "not in baseline"
+    case.note = (
+        reason
+        if dismissed
+        else "op not in baseline" + (f" (status {run.status.value})" if run.status else "")
+    )
     case.rows = [
-        RowVerdict(key=k, verdict=Verdict.NEW, current_speedup=r.speedup, reason="not in baseline")
+        RowVerdict(key=k, verdict=verdict, current_speedup=r.speedup, reason=reason)
         for k, r in run.rows().items()
     ]
     return case
@@ -286,7 +296,13 @@ def judge(
         k: judge_op(baseline.ops[k], results.ops.get(k), ratios, th, config.dismissed.get(k))
         for k in base_keys
     }
-    cases.update({k: new_op(results.ops[k]) for k in run_keys if k not in baseline.ops})
+    cases.update(
+        {
+            k: new_op(results.ops[k], config.dismissed.get(k))
+            for k in run_keys
+            if k not in baseline.ops
+        }
+    )
     measured = sum(1 for r in current.values() if r.speedup is not None and r.status == "SUCCESS")
     overlap = sum(1 for k in base_keys if k in results.ops)
     return Judgement(cases, measured, overlap, estimator)
