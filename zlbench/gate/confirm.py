@@ -50,7 +50,9 @@ def apply_samples(
     if not passes or not ops:
         return j
     keys = [k for k in ops if k in baseline.ops and k in j.cases]
-    pass_ratios = [estimate(j.estimator, matched_pairs(baseline, dict(p), keys)) for p in passes]
+    pass_ratios = [
+        estimate(j.estimator, matched_pairs(baseline, dict(p), keys), j.drift) for p in passes
+    ]
     noise = {
         b.key(base.repo, base.run_name): b.noise
         for k in keys
@@ -67,7 +69,7 @@ def apply_samples(
                 v = _confirm_row(v, extra, th, noise.get(v.key, 0.0))
             rows.append(v)
         cases[key] = _with_rows(case, rows, th)
-    return Judgement(cases, j.measured_rows, j.overlap, j.estimator)
+    return Judgement(cases, j.measured_rows, j.overlap, j.estimator, j.drift)
 
 
 def _with_rows(case: OpCase, rows: list[RowVerdict], th: ThresholdsFile) -> OpCase:

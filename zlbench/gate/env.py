@@ -16,17 +16,28 @@ from zlbench.gate.load import BaselineSet, ResultsSet
 from zlbench.models import EnvFinding, Environment, RunResult
 
 UNKNOWN = "(not recorded)"
+SEP = ", "
 
 
 def _joined(values: Iterable[object]) -> str | None:
-    vals = sorted({str(v) for v in values if v is not None and v != ""})
-    return ", ".join(vals) if vals else None
+    """The distinct values of the runs, joined; a run that did not record the value
+    shows as UNKNOWN beside the others (a partial record is not a match)."""
+    values = list(values)
+    vals = sorted({str(v) for v in values if v not in (None, "")})
+    if vals and any(v in (None, "") for v in values):
+        vals.append(UNKNOWN)
+    return SEP.join(vals) if vals else None
 
 
 def _same_commit(a: str, b: str) -> bool:
-    a, b = a.strip().lower(), b.strip().lower()
-    n = min(len(a), len(b))
-    return n >= 7 and a[:n] == b[:n]
+    """``b`` may hold several runs' commits: every one must be ``a``'s commit."""
+
+    def one(x: str, y: str) -> bool:
+        x, y = x.strip().lower(), y.strip().lower()
+        n = min(len(x), len(y))
+        return n >= 7 and x[:n] == y[:n]
+
+    return all(one(a, part) for part in b.split(SEP))
 
 
 def _finding(field: str, base: object, cur: str | None, checked: bool, commit=False) -> EnvFinding:

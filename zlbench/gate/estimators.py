@@ -58,11 +58,19 @@ def normalized_ratio(base: Row, cur: Row, drift: float) -> float | None:
 
 
 def estimate(
-    estimator: Estimator | str, pairs: Mapping[RowKey, tuple[Row, Row]]
+    estimator: Estimator | str,
+    pairs: Mapping[RowKey, tuple[Row, Row]],
+    drift: float | None = None,
 ) -> dict[RowKey, float | None]:
-    """The estimator's value for every (baseline, current) pair of one run."""
+    """The estimator's value for every (baseline, current) pair of one run.
+
+    ``drift``: the machine's torch drift to use instead of the one of ``pairs``.
+    A confirmation pass re-measures only the flagged ops: a median over those few
+    rows is just their own torch noise, so it is judged with the drift of the full
+    run it confirms (measured minutes earlier on the same machine)."""
     if Estimator(estimator) is Estimator.TORCH_NORMALIZED:
-        drift = torch_drift(pairs.values())
+        if drift is None:
+            drift = torch_drift(pairs.values())
         return {k: normalized_ratio(b, c, drift) for k, (b, c) in pairs.items()}
     return {k: plain_ratio(b, c) for k, (b, c) in pairs.items()}
 

@@ -8,9 +8,10 @@ row ratios against the op-aggregate threshold (DESIGN.md §4).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
-from zlbench.gate.estimators import Estimator, estimate, geomean
+from zlbench.gate.estimators import Estimator, estimate, geomean, torch_drift
 from zlbench.gate.load import BaselineSet, OpRun, ResultsSet, op_key
 from zlbench.gate.markers import row_fallbacks
 from zlbench.gate.thresholds import aggregate_threshold, improvement_threshold, row_threshold
@@ -80,6 +81,7 @@ class Judgement:
     measured_rows: int  # current rows with a speedup, in scope
     overlap: int  # baseline ops in scope that the results hold
     estimator: Estimator
+    drift: float | None = None  # the run's torch drift (torch_normalized), reused to confirm
 
 
 # --------------------------------------------------------------------------- rows
@@ -121,7 +123,11 @@ def judge_row(
         v.verdict, v.reason = Verdict.FALLBACK, fallback
         return v
     if ratio is None:
-        v.verdict, v.reason = Verdict.SKIPPED, "baseline row has no speedup"
+        if base.speedup is not None and math.isfinite(base.speedup) and base.speedup > 0:
+            # measured, but not a usable number (<= 0, inf, nan): never a pass
+            v.verdict, v.reason = Verdict.FAILED, f"current speedup not usable ({cur_s})"
+        else:
+            v.verdict, v.reason = Verdict.SKIPPED, "baseline row has no speedup"
         return v
     return rejudge(v, ratio, th, base.noise)
 
@@ -230,13 +236,19 @@ def op_verdict(case: OpCase, th: ThresholdsFile) -> OpVerdict:
     ratios = [r.ratio for r in case.rows if r.verdict in JUDGED and r.ratio is not None]
     gm = geomean(ratios)
     t = aggregate_threshold(th, case.rows[0].key.op if case.rows else case.op, case.run_name)
+    if len(ratios) < 2:
+        # the geomean of one row is that row: judging it again with the op's
+        # threshold would bypass the row's noise floor and per-row override
+        gm_judged = None
+    else:
+        gm_judged = gm
     present = {r.verdict for r in case.rows}
     reason = case.failure or case.fallback or case.note
     if case.failure:
         present.add(Verdict.FAILED)
     if case.fallback:
         present.add(Verdict.FALLBACK)
-    if gm is not None and gm < 1.0 - t:
+    if gm_judged is not None and gm_judged < 1.0 - t:
         present.add(Verdict.REGRESSION)
         reason = reason or f"geomean ratio {gm:.3f} < {1.0 - t:.3f}"
     if case.new:
@@ -291,7 +303,9 @@ def judge(
     run_keys = [k for k in results.ops if in_scope(k, config)]
     current = {k: r for key in run_keys for k, r in results.ops[key].rows().items()}
     estimator = Estimator(config.estimator or th.estimator)
-    ratios = estimate(estimator, matched_pairs(baseline, current, base_keys))
+    pairs = matched_pairs(baseline, current, base_keys)
+    drift = torch_drift(pairs.values()) if estimator is Estimator.TORCH_NORMALIZED else None
+    ratios = estimate(estimator, pairs, drift)
     cases = {
         k: judge_op(baseline.ops[k], results.ops.get(k), ratios, th, config.dismissed.get(k))
         for k in base_keys
@@ -305,4 +319,4 @@ def judge(
     )
     measured = sum(1 for r in current.values() if r.speedup is not None and r.status == "SUCCESS")
     overlap = sum(1 for k in base_keys if k in results.ops)
-    return Judgement(cases, measured, overlap, estimator)
+    return Judgement(cases, measured, overlap, estimator, drift)

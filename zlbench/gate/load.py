@@ -17,6 +17,7 @@ from zlbench.errors import ZlbenchError
 from zlbench.models import (
     BaselineManifest,
     BaselineResult,
+    MarkerKind,
     OpStatus,
     Row,
     RowKey,
@@ -70,6 +71,19 @@ class ResultsSet:
             out.update(run.rows())
         return out
 
+    def sample_rows(self) -> dict[RowKey, Row]:
+        """Rows fit to confirm a first measurement with: of ops that PASSed and whose
+        configs stayed pinned (a pass that failed or fell back proves nothing)."""
+        out: dict[RowKey, Row] = {}
+        for run in self.ops.values():
+            res = run.result
+            if run.status is not RunStatus.PASS or res is None:
+                continue
+            if any(k.startswith(MarkerKind.REPLAY_FALLBACK.value) for k in res.marker_counts):
+                continue
+            out.update(run.rows())
+        return out
+
 
 @dataclass
 class BaselineSet:
@@ -91,7 +105,7 @@ def load_results(path: str | Path) -> ResultsSet:
         inner = load_results(path / "results")
         confirm_root = path / "confirm"
         passes = sorted(confirm_root.iterdir(), key=_pass_order) if confirm_root.is_dir() else []
-        inner.confirm = [load_results(p).rows() for p in passes if p.is_dir()]
+        inner.confirm = [load_results(p).sample_rows() for p in passes if p.is_dir()]
         inner.path = path
         return inner
     return ResultsSet(path, _load_batch_dir(path))
