@@ -222,3 +222,63 @@ def test_flaggems_vllm_libtuner_is_patched_when_it_is_the_one_imported(tmp_path)
     assert rep.rc == 0, rep.out
     assert rep.markers() == []
     assert rep.summary()["pinned"] == "1" and rep.summary()["bench_calls"] == "0"
+
+
+BYPASS_TESTS = textwrap.dedent(
+    """
+    import importlib, json
+    import torch
+    import flag_gems
+
+    mm_mod = importlib.import_module("flag_gems.ops.mm")
+    tuner = mm_mod.mm_kernel
+    own_cache, own_pick = tuner.cache, tuner._pick
+
+    def pick_from_own_cache(args, kwargs):
+        # a tuner that re-resolves its cache table inside run(): the injected
+        # view is never consulted, so the pin is silently bypassed
+        tuner.cache = own_cache
+        return own_pick(args, kwargs)
+
+    tuner._pick = pick_from_own_cache
+
+    def test_mm():
+        a, b = torch.randn(40, 48), torch.randn(48, 24)
+        torch.testing.assert_close(flag_gems.ops.mm(a, b), a @ b, atol=1e-3, rtol=1e-3)
+        print("MM_CONFIGS=" + json.dumps(tuner.best_config.all_kwargs(), sort_keys=True))
+        print(f"MM_BENCH_CALLS={tuner.bench_calls}")
+    """
+)
+
+
+def _bypassed_replay(tmp: Path, name: str, source: Path, db: Path | None = None):
+    (tmp / "test_bypass.py").write_text(BYPASS_TESTS)
+    run = run_plugins(tmp, "test_bypass.py", name, "replay", replay_from=source, db=db)
+    assert run.rc == 0, run.out
+    assert run.markers() == [f"AUTOTUNE_REPLAY_FALLBACK reason=pin_ignored kernel={MM}"]
+    result = json.loads((run.run_dir / "result.json").read_text())
+    assert result["marker_counts"] == {"AUTOTUNE_REPLAY_FALLBACK pin_ignored": 1}
+    return run
+
+
+def test_a_bypassed_pin_that_sweeps_is_a_fallback_not_a_pinned_replay(recorded):
+    """The record is right, but the tuner benchmarks anyway (cold DB): the sweep is
+    shown in the summary and marked, never counted as pinned. A normal replay of
+    the same records has no marker and mm_bench_calls=0 (test above)."""
+    tmp, rec = recorded
+    run = _bypassed_replay(tmp, "rep-bypass-cold", rec.run_dir, db=tmp / "cold.db")
+    assert mm_bench_calls(run) == 3
+    summary = run.summary()
+    assert (summary["pinned"], summary["tuned"], summary["bench_calls"]) == ("0", "1", "3")
+
+
+def test_a_bypassed_pin_that_runs_the_warm_db_config_is_a_fallback(recorded):
+    """No sweep, but the warm sqlite DB's config ran instead of the pinned one."""
+    tmp, rec = recorded
+    source = _edited_records(tmp, rec, "edited-bypass")  # 40x24x48 pinned != warm DB
+    run = _bypassed_replay(tmp, "rep-bypass-warm", source)
+    assert mm_bench_calls(run) == 0
+    # the warm DB's (recorded) config ran, not the pinned one
+    assert run.printed_json("MM_CONFIGS") == rec.printed_json("MM_CONFIGS")["40,24,48"]
+    summary = run.summary()
+    assert (summary["pinned"], summary["tuned"], summary["bench_calls"]) == ("0", "0", "0")

@@ -128,3 +128,22 @@ def test_sweep_shard_restricts_only_multi_config_kernels():
     call.single = True
     assert handler.configs_for(call) is None
     assert autotune.AutotuneHandler().configs_for(call) is None
+
+
+def test_same_config_accepts_the_pin_or_a_kwargs_equal_copy_only():
+    pinned = triton.Config({"B": 16}, num_warps=2)
+    assert _tuners.same_config(pinned, pinned)
+    assert _tuners.same_config(triton.Config({"B": 16}, num_warps=2), pinned)  # hook re-attached
+    assert not _tuners.same_config(triton.Config({"B": 16}, num_warps=4), pinned)
+    assert not _tuners.same_config(triton.Config({"B": 32}, num_warps=2), pinned)
+
+
+def test_an_ignored_pin_is_uncounted_and_marked_once_per_key(tmp_path, capsys):
+    handler = autotune.AutotuneHandler()
+    book = autotune.OpBook(entry=_entry(tmp_path, None), pinned=2)
+    call = SimpleNamespace(kernel="m:k", key=(8,), single=False, pinned=False, pin_ignored=True)
+    handler._after_replay(book, call)
+    handler._after_replay(book, call)
+    lines = capsys.readouterr().out.splitlines()
+    assert lines == ["AUTOTUNE_REPLAY_FALLBACK reason=pin_ignored kernel=m:k"]
+    assert book.pinned == 0

@@ -17,6 +17,9 @@ Two flavours of tuner:
   persistent sqlite table whose writes never overwrite an existing key, so a
   pinned config is laid over the cache for the duration of the call instead.
   Its ``ConfigCache`` has no ``__delitem__``: a bad config cannot be evicted.
+
+Either way, a pinned call that still benchmarked configs, or ran a config other
+than the pinned one, is reported as ``pin_ignored`` (never as pinned).
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ class TunerCall:
     config: Any = None  # the config that ran (after the call): best_config / configs[0]
     timings: dict | None = None  # {config: timing} when this call benchmarked
     pinned: bool = False  # a replayed config was injected and ran
+    pin_ignored: bool = False  # a config was injected, but the tuner swept or ran another
     ret: Any = None  # what the tuner's run returned (a compiled kernel on GPU)
     failed: bool = False  # a pinned config failed to compile; the tuner re-tuned
 
@@ -204,6 +208,35 @@ def _run_pinned(call: TunerCall, orig: Callable, pinned: Any, args: tuple, kwarg
         tuner.cache = saved
 
 
+def same_config(ran: Any, pinned: Any) -> bool:
+    """Whether the config a tuner ran is the pinned one (LibTuner may swap in its
+    own config object with equal ``all_kwargs()`` to re-attach a pre_hook)."""
+    if ran is None or ran is pinned:
+        return True  # a tuner without best_config: only the bench count can tell
+    try:
+        return ran.all_kwargs() == pinned.all_kwargs()
+    except AttributeError:
+        return False
+
+
+def _settle_pin(call: TunerCall, pinned: Any, benched: int) -> None:
+    """Decide, after a pinned call returned, whether the pin was honoured.
+
+    A tuner that reads its cache through a path the injection does not cover
+    (e.g. it re-resolves ``self.cache`` inside ``run``) ignores the pin silently:
+    it benchmarks configs (a sweep) or runs the config its own cache holds. Such
+    a call is not pinned (``pin_ignored``); the handler marks it a fallback.
+    """
+    ran = getattr(call.tuner, "best_config", None)
+    call.config = ran if ran is not None else pinned
+    if benched == 0 and same_config(ran, pinned):
+        call.pinned = True
+        return
+    call.pin_ignored = True
+    if benched:
+        call.timings = dict(getattr(call.tuner, "configs_timings", None) or {})
+
+
 def _evict(tuner: Any, key: tuple) -> bool:
     """§5.5: drop a bad config from the tuner's cache; False where impossible."""
     cache = tuner.cache
@@ -223,15 +256,17 @@ def _drive(tuner: Any, orig: Callable, libtuner: bool, args: tuple, kwargs: dict
     call = TunerCall(tuner, kernel_id(tuner), libtuner, key, single=single)
     pinned = None if single else handler.pin(call)
     if pinned is not None:
+        before = _BENCH_CALLS[0]
         try:
             call.ret = _run_pinned(call, orig, pinned, args, kwargs)
-            call.config, call.pinned = getattr(tuner, "best_config", pinned), True
         except Exception as exc:
             if not is_compile_error(exc):
                 raise
             call.failed = True
             handler.pin_failed(call, exc, _evict(tuner, key))
             pinned = None
+        else:
+            _settle_pin(call, pinned, _BENCH_CALLS[0] - before)
     if pinned is None:
         call.ret = _run_counting(call, orig, args, kwargs)
         call.config = tuner.configs[0] if single else getattr(tuner, "best_config", None)

@@ -19,8 +19,10 @@ Rules kept from the old scripts (each has a test):
 5. replay fallbacks print a marker (once per op, kernel and key):
    ``AUTOTUNE_REPLAY_FALLBACK reason=key_missing kernel=<id>`` (the tuner then
    tunes normally), ``reason=compile_<Exc>`` (the bad config was evicted and the
-   tuner re-tuned) or ``reason=compile_<Exc>_no_evict`` (the tuner's cache, e.g.
-   FlagGems' sqlite ConfigCache, has no ``__delitem__``);
+   tuner re-tuned), ``reason=compile_<Exc>_no_evict`` (the tuner's cache, e.g.
+   FlagGems' sqlite ConfigCache, has no ``__delitem__``) or ``reason=pin_ignored``
+   (a config was pinned but the tuner benchmarked configs during that call, or
+   ran another config: it read its cache around the injection);
 6. LibTuner is patched after collection, for whichever of ``flag_gems`` /
    ``flaggems_vllm`` the tests imported (re-checked when each op starts);
 7. records are written as soon as they change, at op end and at exit, so a
@@ -262,15 +264,19 @@ class AutotuneHandler:
             self._after_record(book, call)
 
     def _after_replay(self, book: OpBook, call) -> None:
-        if call.single or call.pinned:
+        if call.pin_ignored:
+            book.pinned -= 1  # pin() counted it; the tuner did not use it
+        elif call.single or call.pinned:
             return
         skey = self._skey(call.key)
         if (call.kernel, skey) in book.reported:
             return
         book.reported.add((call.kernel, skey))
-        if not keeps_record(call.libtuner, call.config):
-            return  # record mode would have dropped it too (§5.4)
-        _emit("key_missing", call.kernel)
+        if call.pin_ignored:
+            _emit("pin_ignored", call.kernel)
+        elif keeps_record(call.libtuner, call.config):
+            _emit("key_missing", call.kernel)
+        # else: record mode would have dropped it too (§5.4)
 
     def _after_record(self, book: OpBook, call) -> None:
         from zlbench.plugins import _tuners
