@@ -1,4 +1,4 @@
-"""Check that every shard of a gate run left its artifact; list their results dirs.
+"""Check that every shard of a gate run left its artifact; list their gate dirs.
 
 Usage: python ci/collect_shards.py SHARDS_ROOT --count N --list-out FILE
 
@@ -12,8 +12,9 @@ Each folder is what ci/run_shard.sh wrote: ``shard.json`` ({"shard": K,
 Every shard must be there, must say it is shard K of N, and must have measured
 (exit code 0 or 1). Anything else fails with one line naming every bad shard and
 exit 2: the judge never passes with a shard missing. On success FILE gets one
-results dir per line, in shard order (``gate/results`` when the gate wrote one,
-else ``gate``), ready for ``zlbench merge``.
+gate dir per line, in shard order (``gate``, holding ``results/`` and, when the
+shard confirmed a regression, ``confirm/<i>/``), ready for ``zlbench merge``,
+which merges them into one gate-shaped dir for ``zlbench gate --results``.
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ def _shard_dir(root: Path, k: int, n: int) -> Path:
 
 
 def _check_one(root: Path, k: int, n: int) -> tuple[Path | None, str | None]:
-    """(results dir, None) for a good shard, else (None, problem)."""
+    """(gate dir, None) for a good shard, else (None, problem)."""
     d = _shard_dir(root, k, n)
     if not d.is_dir():
         return None, f"{k}/{n} missing (no artifact {artifact_name(k, n)})"
@@ -60,14 +61,13 @@ def _check_one(root: Path, k: int, n: int) -> tuple[Path | None, str | None]:
     if rc not in (0, 1):
         return None, f"{k}/{n} could not measure (zlbench gate exit {rc})"
     gate = d / "gate"
-    if not gate.is_dir():
+    if not (gate / "results").is_dir():
         return None, f"{k}/{n} has no gate/ results"
-    results = gate / "results"
-    return (results if results.is_dir() else gate), None
+    return gate, None
 
 
 def collect(root: Path, n: int) -> list[Path]:
-    """Results dirs of shards 1..n; CiError naming every bad or stray shard."""
+    """Gate dirs of shards 1..n; CiError naming every bad or stray shard."""
     if n < 1:
         raise CiError(f"shard count must be at least 1, got {n}")
     problems, dirs = [], []

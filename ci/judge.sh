@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
-# Merge the shard results and judge them offline: the judge job's core step.
+# Merge the shards' gate dirs and judge them offline: the judge job's core step.
 #
 # Usage: ci/judge.sh SHARD_LIST OUT_DIR
-#   SHARD_LIST  file from ci/collect_shards.py, one shard results dir per line
+#   SHARD_LIST  file from ci/collect_shards.py, one shard gate dir per line
 # Env:   ZL_BASELINE  baseline dir          ZL_THRESHOLDS  optional thresholds yaml
-# Writes OUT_DIR/merged (zlbench merge) and OUT_DIR/gate (junit.xml, report.md,
+#        ZL_OPS_FILE  optional ops file: the op set the shards measured (ci/run_shard.sh);
+#                     the judge judges the same set, else every other op is MISSING
+# Writes OUT_DIR/merged (zlbench merge: results/ and the shards' confirm/<i>/, the
+# re-measures of the ops each shard flagged) and OUT_DIR/gate (junit.xml, report.md,
 # verdict.json from `zlbench gate --results`), appends report.md to the job summary
 # and sets the step output `exit_code` (0 pass, 1 regression/marker/failed op,
 # 2 could not judge). Exits 0 whenever the gate ran, so the publishing steps run
@@ -19,6 +22,9 @@ out=${2:?usage: judge.sh SHARD_LIST OUT_DIR}
 baseline=${ZL_BASELINE:-}
 [[ -n "$baseline" && -d "$baseline" ]] || zl_fail 2 "baseline dir '$baseline' does not exist"
 [[ -s "$list" ]] || zl_fail 2 "no shard results listed in $list"
+if [[ -n "${ZL_OPS_FILE:-}" && ! -f "$ZL_OPS_FILE" ]]; then
+  zl_fail 2 "ops file '$ZL_OPS_FILE' does not exist"
+fi
 mapfile -t shards <"$list"
 mkdir -p "$out"
 
@@ -29,6 +35,9 @@ env -u GITHUB_STEP_SUMMARY zlbench merge "${shards[@]}" --out "$out/merged" ||
 args=(gate --baseline "$baseline" --results "$out/merged" --out "$out/gate")
 if [[ -n "${ZL_THRESHOLDS:-}" ]]; then
   args+=(--thresholds "$ZL_THRESHOLDS")
+fi
+if [[ -n "${ZL_OPS_FILE:-}" ]]; then
+  args+=(--ops-file "$ZL_OPS_FILE")
 fi
 echo "+ zlbench ${args[*]}"
 rc=0

@@ -5,10 +5,14 @@
 # Env:   ZL_BASELINE     baseline dir (e.g. baselines/v1)
 #        ZL_SHARD_INDEX  K, 1-based          ZL_SHARD_COUNT  N
 #        ZL_OPS_FILE     optional ops file (default: every op of the baseline)
-# Writes OUT_DIR/gate/ (`zlbench gate --shard K/N --out`) and OUT_DIR/shard.json
-# ({"shard": K, "count": N, "exit_code": rc}), which ci/collect_shards.py checks.
-# Exit 0 when the shard measured (gate exit 0 or 1: the judge job decides), else the
-# gate's exit code with one message in the job summary.
+#        ZL_THRESHOLDS   optional thresholds yaml (default: the manifest's); give the judge
+#                        (ci/judge.sh) the same, so a shard confirms what the judge flags
+# Writes OUT_DIR/gate/ (`zlbench gate --shard K/N --out`: results/, confirm/<i>/ with
+# the re-measures of the ops this shard flagged, and this shard's own reports) and
+# OUT_DIR/shard.json ({"shard": K, "count": N, "exit_code": rc}), which
+# ci/collect_shards.py checks. Exit 0 when the shard measured or had no op to measure
+# (more shards than ops): gate exit 0 (or 1), the judge job gives the verdict; else
+# the gate's exit code with one message in the job summary.
 set -euo pipefail
 # shellcheck source=ci/lib.sh
 source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
@@ -25,6 +29,9 @@ args=(gate --baseline "$baseline" --shard "$k/$n" --out "$out/gate")
 if [[ -n "${ZL_OPS_FILE:-}" ]]; then
   [[ -f "$ZL_OPS_FILE" ]] || zl_fail 2 "ops file '$ZL_OPS_FILE' does not exist"
   args+=(--ops-file "$ZL_OPS_FILE")
+fi
+if [[ -n "${ZL_THRESHOLDS:-}" ]]; then
+  args+=(--thresholds "$ZL_THRESHOLDS")
 fi
 
 mkdir -p "$out"

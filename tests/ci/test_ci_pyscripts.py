@@ -133,9 +133,9 @@ def test_setup_script_writes_outputs_or_fails_clearly(sandbox, setup_root):
 # --------------------------------------------------------------------------- collect_shards.py
 
 
-def make_shard(root: Path, k: int, n: int, rc: int = 0, results: bool = True) -> Path:
+def make_shard(root: Path, k: int, n: int, rc: int = 0) -> Path:
     d = root / f"zlbench-shard-{k}-of-{n}"
-    (d / "gate" / ("results" if results else "")).mkdir(parents=True, exist_ok=True)
+    (d / "gate" / "results").mkdir(parents=True, exist_ok=True)
     (d / "shard.json").write_text(json.dumps({"shard": k, "count": n, "exit_code": rc}))
     return d
 
@@ -143,13 +143,10 @@ def make_shard(root: Path, k: int, n: int, rc: int = 0, results: bool = True) ->
 def test_collect_all_shards_in_order(ci_module, tmp_path):
     collect = ci_module("collect_shards")
     for k in (3, 1, 2):
-        make_shard(tmp_path, k, 3, rc=1 if k == 2 else 0, results=k != 3)
+        make_shard(tmp_path, k, 3, rc=1 if k == 2 else 0)
     dirs = collect.collect(tmp_path, 3)
-    assert dirs == [
-        tmp_path / "zlbench-shard-1-of-3" / "gate" / "results",
-        tmp_path / "zlbench-shard-2-of-3" / "gate" / "results",
-        tmp_path / "zlbench-shard-3-of-3" / "gate",
-    ]
+    # the gate dirs themselves: `zlbench merge` carries their confirm/<i>/ passes too
+    assert dirs == [tmp_path / f"zlbench-shard-{k}-of-3" / "gate" for k in (1, 2, 3)]
 
 
 def test_collect_single_shard_extracted_in_place(ci_module, tmp_path):
@@ -157,7 +154,7 @@ def test_collect_single_shard_extracted_in_place(ci_module, tmp_path):
     collect = ci_module("collect_shards")
     (tmp_path / "gate" / "results").mkdir(parents=True)
     (tmp_path / "shard.json").write_text(json.dumps({"shard": 1, "count": 1, "exit_code": 0}))
-    assert collect.collect(tmp_path, 1) == [tmp_path / "gate" / "results"]
+    assert collect.collect(tmp_path, 1) == [tmp_path / "gate"]
     with pytest.raises(collect.CiError, match="2/2 missing"):
         collect.collect(tmp_path, 2)
 
@@ -174,6 +171,7 @@ def test_collect_names_with_artifact_name_the_workflow_uses(ci_module):
         ("could-not-measure", "2/3 could not measure"),
         ("wrong-id", "2/3 artifact says it is shard 1/3"),
         ("no-gate", "2/3 has no gate/ results"),
+        ("no-results", "2/3 has no gate/ results"),
         ("stray", "stray artifact zlbench-shard-1-of-4"),
     ],
 )
@@ -196,6 +194,8 @@ def test_collect_refuses_incomplete_shards(ci_module, tmp_path, damage, match):
         import shutil
 
         shutil.rmtree(bad / "gate")
+    elif damage == "no-results":
+        (bad / "gate" / "results").rmdir()
     elif damage == "stray":
         make_shard(tmp_path, 1, 4)
     with pytest.raises(collect.CiError, match=match):

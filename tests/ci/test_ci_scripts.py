@@ -73,6 +73,13 @@ def test_run_shard_with_ops_file(sandbox, shard_env):
     assert sandbox.calls("zlbench")[0]["argv"][-2:] == ["--ops-file", "ops.txt"]
 
 
+def test_run_shard_with_the_judges_thresholds(sandbox, shard_env):
+    """A shard flags (and confirms) with the thresholds the judge will use."""
+    proc = sandbox.run("run_shard.sh", "out", ZL_THRESHOLDS="th.yaml", **shard_env)
+    assert proc.returncode == 0, proc.stderr
+    assert sandbox.calls("zlbench")[0]["argv"][-2:] == ["--thresholds", "th.yaml"]
+
+
 def test_run_shard_regression_is_left_to_the_judge(sandbox, shard_env):
     proc = sandbox.run("run_shard.sh", "out", FAKE_GATE_RC="1", **shard_env)
     assert proc.returncode == 0, proc.stderr
@@ -114,7 +121,7 @@ def test_run_shard_missing_inputs(sandbox, shard_env, missing):
 def judge_env(sandbox):
     sandbox.fake("zlbench")
     (sandbox.tmp / "bl").mkdir()
-    (sandbox.tmp / "list.txt").write_text("s1/gate/results\ns2/gate\n")
+    (sandbox.tmp / "list.txt").write_text("s1/gate\ns2/gate\n")
     return {"ZL_BASELINE": "bl"}
 
 
@@ -123,7 +130,7 @@ def test_judge_merges_then_judges_offline(sandbox, judge_env, rc):
     proc = sandbox.run("judge.sh", "list.txt", "out", FAKE_GATE_RC=rc, **judge_env)
     assert proc.returncode == 0, proc.stderr  # ci/verdict.sh ends the job later
     merge, gate = sandbox.calls("zlbench")
-    assert merge["argv"] == ["merge", "s1/gate/results", "s2/gate", "--out", "out/merged"]
+    assert merge["argv"] == ["merge", "s1/gate", "s2/gate", "--out", "out/merged"]
     assert gate["argv"] == [
         "gate",
         "--baseline",
@@ -136,6 +143,25 @@ def test_judge_merges_then_judges_offline(sandbox, judge_env, rc):
     assert not gate["summary_visible"]
     assert sandbox.outputs()["exit_code"] == rc
     assert sandbox.summary_text().count("FAKE REPORT") == 1
+
+
+def test_judge_judges_the_op_set_the_shards_measured(sandbox, judge_env):
+    """ci/run_shard.sh measures ZL_OPS_FILE's ops only: the judge must judge that
+    set too, or every other baseline op would be MISSING."""
+    (sandbox.tmp / "ops.txt").write_text("add\n")
+    proc = sandbox.run("judge.sh", "list.txt", "out", ZL_OPS_FILE="ops.txt", **judge_env)
+    assert proc.returncode == 0, proc.stderr
+    merge, gate = sandbox.calls("zlbench")
+    assert merge["argv"][0] == "merge"
+    assert gate["argv"][:5] == ["gate", "--baseline", "bl", "--results", "out/merged"]
+    assert gate["argv"][-2:] == ["--ops-file", "ops.txt"]
+
+
+def test_judge_with_a_missing_ops_file_fails_before_merging(sandbox, judge_env):
+    proc = sandbox.run("judge.sh", "list.txt", "out", ZL_OPS_FILE="nope.txt", **judge_env)
+    assert proc.returncode == 2
+    assert "ops file 'nope.txt' does not exist" in sandbox.summary_text()
+    assert sandbox.calls("zlbench") == []
 
 
 def test_judge_merge_failure_fails_at_that_step(sandbox, judge_env):

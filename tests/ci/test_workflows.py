@@ -213,6 +213,18 @@ def test_judge_runs_gate_results_offline_and_ends_with_its_code(gate):
     assert last["env"]["ZL_GATE_EXIT"] == "${{ steps.judge.outputs.exit_code }}"
 
 
+def test_judge_judges_the_op_set_and_baseline_the_shards_measured(gate):
+    """The shards measure ZL_OPS_FILE's ops against ZL_BASELINE; the judge gets the
+    same two values, else every baseline op outside the ops file would be MISSING."""
+    measure = step_named(gate["jobs"]["shard"], "ci/run_shard.sh")
+    judge = step_named(gate["jobs"]["judge"], "ci/judge.sh")
+    for var in ("ZL_BASELINE", "ZL_OPS_FILE"):
+        assert judge["env"][var] == measure["env"][var], var
+    assert measure["env"]["ZL_OPS_FILE"] == "${{ needs.setup.outputs.ops_file }}"
+    judge_sh = (REPO / "ci" / "judge.sh").read_text()
+    assert 'args+=(--ops-file "$ZL_OPS_FILE")' in judge_sh
+
+
 def test_judge_publishes_artifact_comment_and_junit(gate):
     judge = gate["jobs"]["judge"]
     uses = [s.get("uses", "").split("@")[0] for s in judge["steps"]]

@@ -15,6 +15,11 @@ no confirm step: a row regresses only below a ratio of 0.1. Improvements cannot 
 kept out the same way (the improvement threshold is below 1.0), so IMPROVEMENT counts
 as PASS when the two sides are compared: both pass, and a sharding bug shows up as
 missing, new, failed or duplicated rows and testcases, never as a faster row.
+
+A second run goes through the same scripts with a 16x slowed build, an ops file of
+two ops and one confirm pass: each shard flags its op and re-measures it into its
+``confirm/1/``, ``zlbench merge`` carries those passes, and the judge (given the same
+ops file) fails on confirmed regressions, every row judged on two samples.
 """
 
 from __future__ import annotations
@@ -43,6 +48,12 @@ THRESHOLDS = (
     "estimator: ratio\ndefault: 0.9\nimprovement: 0.99\nnoise_multiplier: 0.0\nconfirm_repeats: 0\n"
 )
 FAST = "--iter 1 --zl-replays 2 --zl-warmup-ms 1"
+# The slowed run: 16x slower kernels give ratios of 0.04-0.08 here, flagged below 0.25.
+SLOW_OPS = ["add", "softmax"]  # two shards: one op each
+SLOW_THRESHOLDS = (
+    "estimator: ratio\ndefault: 0.75\nimprovement: 0.99\nnoise_multiplier: 0.0\n"
+    "confirm_repeats: 1\n"
+)
 
 pytestmark = pytest.mark.slow
 
@@ -118,47 +129,63 @@ def screen(tmp_path_factory) -> Screen:
     return s
 
 
-@pytest.fixture(scope="module")
-def sharded(screen: Screen) -> dict:
-    """Shard matrix, artifact check, merge + judge, verdict step: as the workflow."""
-    artifacts = screen.root / "shards"
-    for k in range(1, SHARDS + 1):
+def run_workflow(screen: Screen, name: str, shards: int, **env: str) -> dict:
+    """Shard matrix, artifact check, merge + judge, verdict step: as the workflow.
+    ``env``: the ZL_* inputs (and build variables) of both the shards and the judge."""
+    artifacts = screen.root / f"{name}-shards"
+    for k in range(1, shards + 1):
         _ok(
             screen.ci(
                 "run_shard.sh",
-                str(artifacts / f"zlbench-shard-{k}-of-{SHARDS}"),
+                str(artifacts / f"zlbench-shard-{k}-of-{shards}"),
                 ZL_BASELINE=str(screen.baseline),
                 ZL_SHARD_INDEX=str(k),
-                ZL_SHARD_COUNT=str(SHARDS),
+                ZL_SHARD_COUNT=str(shards),
+                **env,
             )
         )
-    listing = screen.root / "shards.txt"
+    listing = screen.root / f"{name}-shards.txt"
     _ok(
         screen.ci(
-            "collect_shards.py", str(artifacts), "--count", str(SHARDS), "--list-out", str(listing)
+            "collect_shards.py", str(artifacts), "--count", str(shards), "--list-out", str(listing)
         )
     )
     screen.outputs.write_text("")
-    judged = screen.root / "judged"
-    _ok(
-        screen.ci(
-            "judge.sh",
-            str(listing),
-            str(judged),
-            ZL_BASELINE=str(screen.baseline),
-            ZL_THRESHOLDS=str(screen.thresholds),
-        )
-    )
+    judged = screen.root / name
+    _ok(screen.ci("judge.sh", str(listing), str(judged), ZL_BASELINE=str(screen.baseline), **env))
     outputs = dict(
         line.split("=", 1) for line in screen.outputs.read_text().splitlines() if "=" in line
     )
     verdict_step = screen.ci("verdict.sh", ZL_GATE_EXIT=outputs["exit_code"])
     return {
         "shard_dirs": listing.read_text().splitlines(),
+        "merged": judged / "merged",
         "gate": judged / "gate",
         "exit_code": int(outputs["exit_code"]),
         "verdict_step_rc": verdict_step.returncode,
     }
+
+
+@pytest.fixture(scope="module")
+def sharded(screen: Screen) -> dict:
+    return run_workflow(screen, "judged", SHARDS, ZL_THRESHOLDS=str(screen.thresholds))
+
+
+@pytest.fixture(scope="module")
+def slowed(screen: Screen) -> dict:
+    """The workflow over SLOW_OPS (an ops file) with a 16x slower build, 2 shards."""
+    ops_file = screen.root / "slow_ops.txt"
+    ops_file.write_text("".join(f"{op}\n" for op in SLOW_OPS))
+    thresholds = screen.root / "slow_thresholds.yaml"
+    thresholds.write_text(SLOW_THRESHOLDS)
+    return run_workflow(
+        screen,
+        "slowed",
+        2,
+        ZL_OPS_FILE=str(ops_file),
+        ZL_THRESHOLDS=str(thresholds),
+        ZLBENCH_FAKE_SLOWDOWN="16",
+    )
 
 
 @pytest.fixture(scope="module")
@@ -197,20 +224,24 @@ def _counts(v: GateVerdict) -> Counter:
     return Counter(_kind(r.verdict) for r in v.rows)
 
 
-def test_every_shard_measured_its_own_ops(screen, sharded):
+def test_every_shard_measured_its_own_ops(sharded):
     dirs = [Path(d) for d in sharded["shard_dirs"]]
-    assert [d.parent.parent.name for d in dirs] == [
+    assert [d.parent.name for d in dirs] == [
         f"zlbench-shard-{k}-of-{SHARDS}" for k in range(1, SHARDS + 1)
     ]
     measured = []
     for d in dirs:
-        assert d.name == "results"  # the batch dir that `gate --shard --out` wrote
-        ops = {st.run_name for st in read_ops_status(d / "ops_status.csv")}
+        assert d.name == "gate"  # the --out dir of `gate --shard`, handed to `zlbench merge`
+        ops = {st.run_name for st in read_ops_status(d / "results" / "ops_status.csv")}
         assert ops, f"{d} measured nothing"
         measured.append(ops)
+        # the shard judged its own slice (to find what to confirm), and only that slice
+        v = load_json_model(d / "verdict.json", GateVerdict)
+        assert {o.run_name for o in v.ops} == ops and not v.counts.get("MISSING"), v.summary
+        assert not (d / "confirm").exists()  # confirm_repeats: 0
     assert sorted(op for ops in measured for op in ops) == sorted(OPS)  # a partition
-    merged = read_ops_status(screen.root / "judged" / "merged" / "ops_status.csv")
-    assert sorted(st.run_name for st in merged) == sorted(OPS)
+    merged_ops = read_ops_status(sharded["merged"] / "results" / "ops_status.csv")
+    assert sorted(st.run_name for st in merged_ops) == sorted(OPS)
 
 
 def test_same_verdict_and_exit_code(sharded, unsharded):
@@ -238,3 +269,26 @@ def test_same_row_and_op_verdicts(sharded, unsharded):
     ops = {(o.repo, o.run_name): _kind(o.verdict) for o in b.ops}
     assert {(o.repo, o.run_name): _kind(o.verdict) for o in a.ops} == ops
     assert sorted(run for _, run in ops) == sorted(OPS)
+
+
+def test_a_shard_confirms_its_regression_and_the_judge_uses_the_samples(slowed):
+    for d in map(Path, slowed["shard_dirs"]):
+        [op] = [st.run_name for st in read_ops_status(d / "results" / "ops_status.csv")]
+        # flagged in the shard's own slice, re-measured there (ops_file scope: no MISSING)
+        confirm = read_ops_status(d / "confirm" / "1" / "ops_status.csv")
+        assert [st.run_name for st in confirm] == [op], d
+        assert not (d / "confirm" / "2").exists()  # confirm_repeats: 1
+    merged = read_ops_status(slowed["merged"] / "confirm" / "1" / "ops_status.csv")
+    assert sorted(st.run_name for st in merged) == sorted(SLOW_OPS)
+    v = load_json_model(slowed["gate"] / "verdict.json", GateVerdict)
+    assert (v.verdict, v.exit_code) == ("FAIL", 1), v.summary
+    assert slowed["exit_code"] == slowed["verdict_step_rc"] == 1
+    # judged over the ops file only: the baseline's other ops are not MISSING
+    assert sorted(o.run_name for o in v.ops) == sorted(SLOW_OPS)
+    assert not v.counts.get("MISSING"), v.summary
+    regressed = [r for r in v.rows if r.verdict is Verdict.REGRESSION]
+    assert {r.key.run_name for r in regressed} == set(SLOW_OPS), v.summary
+    # on the samples the shards confirmed: the first measurement and the re-measure
+    assert all(r.confirmed is True and len(r.samples) == 2 for r in regressed), regressed
+    failed = {o.run_name for o in v.ops if o.verdict is Verdict.REGRESSION}
+    assert failed == set(SLOW_OPS)

@@ -274,13 +274,17 @@ def test_measuring_never_reuses_a_used_out_dir(tmp_path, bl, monkeypatch, capsys
     assert (tmp_path / "o-2" / "verdict.json").is_file()
 
 
-def test_shard_measures_and_does_not_judge(tmp_path, bl, monkeypatch, capsys):
-    fake = FakeBatch([slowed()])
+def test_shard_measures_confirms_and_leaves_the_verdict_to_the_judge(
+    tmp_path, bl, monkeypatch, capsys
+):
+    fake = FakeBatch([slowed(), slowed(), slowed()])
     monkeypatch.setattr(gate_cmd, "measure_batch", fake)
     out = tmp_path / "o"
     assert main(["gate", "--baseline", str(bl), "--shard", "2/3", "--out", str(out)]) == 0
-    assert fake.requests[0].shard == (2, 3)
-    assert not (out / "verdict.json").exists()
+    first, *confirms = fake.requests
+    assert first.shard == (2, 3) and [c.shard for c in confirms] == [None, None]
+    assert [c.out_dir for c in confirms] == [out / "confirm" / "1", out / "confirm" / "2"]
+    assert (out / "verdict.json").is_file()  # this shard's slice; the judge gives the verdict
     assert "shard 2/3" in capsys.readouterr().out
 
 

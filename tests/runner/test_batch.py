@@ -12,9 +12,9 @@ from batch_fakes import FakeExecutor, make_inventory
 
 from zlbench.errors import ZlbenchError
 from zlbench.models import RunStatus, read_ops_status
-from zlbench.runner.batch import BatchConfig, run_batch
+from zlbench.runner.batch import BatchConfig, EmptyShardError, plan_selection, run_batch
 from zlbench.runner.batchinfo import read_batch_info
-from zlbench.runner.shard import assign_gpus
+from zlbench.runner.shard import assign_gpus, shard
 
 OPS = ["abs", "add", "mul", "softmax", "mm@test_mm.py", "mm@test_mm_perf.py", "skipme"]
 
@@ -270,3 +270,74 @@ def test_resume_refuses_a_different_measurement(setup):
         )
     again = run_batch(setup(FakeExecutor(), ops=["abs"], resume=True, dtypes=["bfloat16"]))
     assert again.out_dir == first.out_dir and again.exit_code == 0
+
+
+# --------------------------------------------------------------------------- plan_selection
+
+
+@pytest.fixture
+def few_runnable(tmp_path):
+    """Two runnable ops, four dismissed, two skipped unconditionally."""
+    ops_dir = tmp_path / "ops"
+    ops = ["abs", "add", "d1", "d2", "d3", "d4", "s1", "s2"]
+    make_inventory(ops_dir, "main", ops, skip={"s1": "no", "s2": "no"})
+    (ops_dir / "dismiss.txt").write_text(
+        "".join(f"{d}  # 2025-01-02 broken\n" for d in ("d1", "d2", "d3", "d4"))
+    )
+
+    def plan(k, n):
+        return plan_selection(
+            BatchConfig(
+                out_dir=tmp_path / "o",
+                flaggems_dirs={},
+                ops_dir=ops_dir,
+                all_ops=True,
+                shard=(k, n),
+            )
+        )
+
+    return plan
+
+
+@pytest.mark.parametrize("n", [1, 2])
+def test_every_shard_gets_a_runnable_op_and_left_out_ops_once(few_runnable, n):
+    """Runnable ops are sharded on their own: with 6 left-out ops among 8, dealing them
+    all together could give a shard nothing but dismissed/skipped ops."""
+    plans = [few_runnable(k, n) for k in range(1, n + 1)]
+    assert all(p.ops for p in plans)
+    assert sorted(o.run_name for p in plans for o in p.ops) == ["abs", "add"]
+    dismissed = sorted(o.run_name for p in plans for o, _ in p.dismissed)
+    assert dismissed == ["d1", "d2", "d3", "d4"]  # each in exactly one shard
+    assert sorted(o.run_name for p in plans for o in p.skipped) == ["s1", "s2"]
+    runnable = sorted(f"main/{op}" for op in ("abs", "add"))
+    assert [sorted(o.key for o in p.ops) for p in plans] == [
+        sorted(shard(runnable, k, n)) for k in range(1, n + 1)
+    ]
+
+
+def test_shards_beyond_the_runnable_ops_are_empty(few_runnable):
+    """N = 4 > 2 runnable ops: shards 1-2 measure and carry every left-out op (SKIP
+    rows there); shards 3-4 have no op at all, an EmptyShardError (a ZlbenchError)."""
+    plans = [few_runnable(k, 4) for k in (1, 2)]
+    assert [len(p.ops) for p in plans] == [1, 1]
+    assert sum(len(p.dismissed) + len(p.skipped) for p in plans) == 6
+    for k in (3, 4):
+        with pytest.raises(EmptyShardError, match=f"shard {k}/4 has no op to run .2 runnable"):
+            few_runnable(k, 4)
+    assert issubclass(EmptyShardError, ZlbenchError)
+
+
+def test_left_out_ops_of_a_shard_are_skip_rows(setup, tmp_path):
+    (tmp_path / "ops" / "dismiss.txt").write_text("add  # 2025-01-02 hangs at 4096\n")
+    statuses = []
+    for k in (1, 2, 3):
+        out = run_batch(setup(FakeExecutor(), shard=(k, 3), out_dir=tmp_path / f"s{k}"))
+        assert [s for s in out.statuses if s.status is RunStatus.PASS], k
+        statuses += out.statuses
+    names = sorted(s.run_name for s in statuses)
+    assert names == sorted({s.run_name for s in statuses})  # no op in two shards
+    skips = {s.run_name: s.note for s in statuses if s.status is RunStatus.SKIP}
+    assert skips == {
+        "add": "dismissed 2025-01-02: hangs at 4096",
+        "skipme": "unconditional skip: needs two GPUs",
+    }

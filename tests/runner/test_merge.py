@@ -11,10 +11,11 @@ from batch_fakes import FakeExecutor, make_inventory
 
 from zlbench.cli import main
 from zlbench.errors import ZlbenchError
+from zlbench.gate.load import load_results
 from zlbench.models import read_ops_status
 from zlbench.runner.batch import BatchConfig, run_batch
 from zlbench.runner.batchinfo import read_batch_info
-from zlbench.runner.merge import merge_batches
+from zlbench.runner.merge import is_gate_dir, merge_batches, merge_dirs
 
 OPS = [f"op{i}" for i in range(10)] + ["gone", "skipme"]
 
@@ -119,3 +120,85 @@ def test_merge_and_summarize_cli(make, tmp_path, capsys):
     assert main(["summarize", str(tmp_path / "m")]) == 0
     assert "19 row(s)" in capsys.readouterr().out
     assert json.loads((tmp_path / "m" / "batch.json").read_text())["kind"] == "batch"
+
+
+def test_shards_that_replayed_different_records_are_refused(make, tmp_path):
+    for r in ("r1", "r2"):
+        (tmp_path / r).mkdir()
+    a = make("a", shard=(1, 2), replay_root=tmp_path / "r1")
+    b = make("b", shard=(2, 2), replay_root=tmp_path / "r2")
+    with pytest.raises(ZlbenchError) as e:
+        merge_batches([a, b], tmp_path / "m")
+    msg = str(e.value)
+    assert msg.startswith("cannot merge shards that replayed different records: replay_root is")
+    assert str(tmp_path / "r1") in msg and str(tmp_path / "r2") in msg and "\n" not in msg
+    assert not (tmp_path / "m").exists()
+    c = make("c", shard=(2, 2), replay_root=tmp_path / "r1")
+    assert len(merge_batches([a, c], tmp_path / "m")[1]) == 12
+
+
+# --------------------------------------------------------------------------- gate dirs
+
+
+@pytest.fixture
+def gate_dirs(make):
+    """Two shard gate dirs: g1 confirmed op1 twice (op2 once), g2 confirmed op5 once."""
+    g1, g2 = make("g1/results", shard=(1, 2)).parent, make("g2/results", shard=(2, 2)).parent
+    one, two, five = ({f"main/{op}"} for op in ("op1", "op2", "op5"))
+    make("g1/confirm/1", restrict_to=one | two)
+    make("g1/confirm/2", restrict_to=one)
+    make("g2/confirm/1", restrict_to=five)
+    return g1, g2
+
+
+def _keys(batch_dir):
+    return sorted(f"{s.repo}/{s.run_name}" for s in read_ops_status(batch_dir / "ops_status.csv"))
+
+
+def test_gate_dirs_merge_into_a_gate_dir_with_the_confirm_passes(make, gate_dirs, tmp_path):
+    g1, g2 = gate_dirs
+    m = merge_dirs([g1, g2], tmp_path / "m")
+    assert m.gate and m.passes == ["1", "2"] and m.out == tmp_path / "m"
+    assert sorted(p.name for p in m.out.iterdir()) == ["confirm", "results"]
+    whole = make("whole")
+    assert _view(m.out / "results" / "ops_status.csv") == _view(whole / "ops_status.csv")
+    assert _keys(m.out / "confirm" / "1") == ["main/op1", "main/op2", "main/op5"]
+    assert _keys(m.out / "confirm" / "2") == ["main/op1"]  # g2 had one pass only
+    # what the judge reads: the shards' results and, pass by pass, their samples
+    merged, a, b = load_results(m.out), load_results(g1), load_results(g2)
+    assert merged.rows() == {**a.rows(), **b.rows()}
+    assert len(merged.confirm) == 2
+    assert merged.confirm[0] == {**a.confirm[0], **b.confirm[0]}
+    assert merged.confirm[1] == a.confirm[1]
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".m.")]
+
+
+def test_gate_dirs_without_confirm_passes(make, tmp_path):
+    g1, g2 = make("g1/results", shard=(1, 2)).parent, make("g2/results", shard=(2, 2)).parent
+    m = merge_dirs([g1, g2], tmp_path / "m")
+    assert m.gate and m.passes == [] and not (m.out / "confirm").exists()
+    assert len(_keys(m.out / "results")) == 12
+
+
+def test_gate_dir_merge_failing_in_a_pass_leaves_nothing(make, gate_dirs, tmp_path):
+    g1, g2 = gate_dirs
+    bad = g2 / "confirm" / "1" / "ops_status.csv"
+    bad.unlink()
+    with pytest.raises(ZlbenchError, match="not a batch dir"):
+        merge_dirs([g1, g2], tmp_path / "m")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["g1", "g2", "ops"]
+
+
+def test_gate_dirs_and_batch_dirs_do_not_mix(make, gate_dirs, tmp_path):
+    plain = make("plain", shard=(2, 2))
+    with pytest.raises(ZlbenchError, match="cannot merge gate dirs with batch dirs: .*plain"):
+        merge_dirs([gate_dirs[0], plain], tmp_path / "m")
+    assert not is_gate_dir(plain) and is_gate_dir(gate_dirs[0])
+    batch = merge_dirs([make("a", shard=(1, 2)), plain], tmp_path / "m")  # batch dirs as before
+    assert not batch.gate and (batch.out / "ops_status.csv").is_file()
+
+
+def test_merge_cli_with_gate_dirs(gate_dirs, tmp_path, capsys):
+    assert main(["merge", *map(str, gate_dirs), "--out", str(tmp_path / "m")]) == 0
+    out = capsys.readouterr().out
+    assert "12 op(s) from 2 shard(s), 19 row(s)" in out and "2 confirm pass(es)" in out

@@ -37,7 +37,12 @@ def add_parser(sub) -> None:
     sel = p.add_mutually_exclusive_group()
     sel.add_argument("--ops", nargs="+", metavar="SPEC", help="judge only these baseline ops")
     sel.add_argument("--ops-file", metavar="F", help="file of op specs, one a line")
-    p.add_argument("--shard", metavar="K/N", help="measure only shard K of N (1-based); no judging")
+    p.add_argument(
+        "--shard",
+        metavar="K/N",
+        help="measure shard K of N (1-based) and confirm its flagged ops; the verdict comes "
+        "from `zlbench merge` of the shards' --out dirs + `gate --results`",
+    )
     p.add_argument("--results", metavar="DIR", help="judge this results dir; measure nothing")
     p.add_argument("--thresholds", metavar="Y", help="thresholds yaml (default: the manifest's)")
     p.add_argument("--allow-env-mismatch", action="store_true", help="judge despite a mismatch")
@@ -246,11 +251,9 @@ def _run(args) -> int:
     req = MeasureRequest(
         baseline, scope or set(baseline.ops), out / "results", shard, _ops_dir(args), settings
     )
-    batch_dir, code = measure_batch(req)
     if shard is not None:
-        print(f"shard {args.shard} measured into {batch_dir}; merge the shards, then judge them")
-        print(f"with: zlbench gate --baseline {args.baseline} --results MERGED_DIR")
-        return 2 if code == 2 else 0
+        return run_shard(args, baseline, th, opts, req, settings)
+    batch_dir, code = measure_batch(req)
     opts.results_label = str(batch_dir)
     opts.confirm_times = th.confirm_repeats if args.confirm is None else args.confirm
     results = load_results(batch_dir)
@@ -258,3 +261,57 @@ def _run(args) -> int:
     return judge_and_write(
         baseline, results, th, opts, out, settings, remeasure, ops_dir=_ops_dir(args)
     )
+
+
+# --------------------------------------------------------------------------- one shard
+
+
+def shard_scope(batch_dir: Path, results: ResultsSet, scope: set[str] | None) -> set[str]:
+    """The ops of a shard's batch: its ops_status.csv rows and batch.json's ops
+    (dismissed and skipped included), within ``scope`` when one is given."""
+    from zlbench.runner.batchinfo import read_batch_info
+
+    keys = set(results.ops)
+    info = read_batch_info(batch_dir)
+    if info is not None:
+        keys |= {*info.ops, *info.skipped, *(d.key for d in info.dismissed)}
+    return keys & scope if scope is not None else keys
+
+
+def run_shard(args, baseline, th, opts: GateOptions, req: MeasureRequest, settings) -> int:
+    """``gate --shard K/N``: measure the shard, judge its slice only to find flagged
+    ops, re-measure those into ``<out>/confirm/<i>/`` (as the unsharded gate does)
+    and write the slice's reports. The verdict belongs to the judge that merges the
+    shards' gate dirs (``zlbench merge``) and runs ``gate --results``: exit 0 once
+    measured, 2 when nothing was measured. A shard with no op to run (more shards
+    than runnable ops) exits 0 with a note and an empty ``results/``."""
+    from zlbench.runner.batch import EmptyShardError
+    from zlbench.runner.status import write_ops_status
+
+    out, label = req.out_dir.parent, f"{req.shard[0]}/{req.shard[1]}"
+    try:
+        batch_dir, code = measure_batch(req)
+    except EmptyShardError as e:
+        write_ops_status(req.out_dir, [])  # a valid, empty batch dir for `zlbench merge`
+        print(f"shard {label}: nothing to measure, exit 0 ({e})")
+        return 0
+    results = load_results(batch_dir)
+    opts.scope = shard_scope(batch_dir, results, opts.scope)
+    opts.results_label = str(batch_dir)
+    opts.confirm_times = th.confirm_repeats if args.confirm is None else args.confirm
+    remeasure = make_remeasure(req, out / "confirm")
+    judge_and_write(
+        baseline,
+        results,
+        th,
+        opts,
+        out,
+        settings,
+        remeasure,
+        command=f"gate --shard {label}",
+        ops_dir=_ops_dir(args),
+    )
+    print(f"shard {label}: the verdict above covers this shard only (the judge gives the verdict):")
+    print("zlbench merge SHARD_GATE_DIRS... --out MERGED, then")
+    print(f"zlbench gate --baseline {args.baseline} --results MERGED")
+    return 2 if code == 2 else 0

@@ -1,4 +1,10 @@
-"""`zlbench merge SHARD_DIR... --out DIR`: combine shard batch dirs into one."""
+"""`zlbench merge SHARD_DIR... --out DIR`: combine shard batch dirs (or gate dirs) into one.
+
+Batch dirs (``zlbench batch --shard``) merge into one batch dir. Gate dirs
+(``zlbench gate --shard K/N --out DIR``: ``results/`` and ``confirm/<i>/``) merge
+into one gate-shaped dir, ``DIR/results/`` and ``DIR/confirm/<i>/``, that
+``zlbench gate --results DIR`` judges with the shards' confirmation samples.
+"""
 
 from __future__ import annotations
 
@@ -7,21 +13,24 @@ from pathlib import Path
 
 def add_parser(sub) -> None:
     p = sub.add_parser(
-        "merge", help="combine shard batch dirs into one", description=__doc__.splitlines()[0]
+        "merge",
+        help="combine shard batch dirs (or shard gate dirs) into one",
+        description=__doc__.splitlines()[0],
     )
     p.add_argument("shard_dirs", nargs="+", type=Path, metavar="SHARD_DIR")
-    p.add_argument("--out", type=Path, required=True, metavar="DIR", help="new merged batch dir")
+    p.add_argument("--out", type=Path, required=True, metavar="DIR", help="new merged dir")
     p.set_defaults(func=_run)
 
 
 def _run(args) -> int:
-    from zlbench.runner.merge import merge_batches
+    from zlbench.runner.merge import merge_dirs
     from zlbench.runner.progress import count_statuses
 
-    out, statuses, rows = merge_batches(args.shard_dirs, args.out)
-    counts = ", ".join(f"{k} {v}" for k, v in count_statuses(statuses).items() if v)
+    m = merge_dirs(args.shard_dirs, args.out)
+    counts = ", ".join(f"{k} {v}" for k, v in count_statuses(m.statuses).items() if v)
+    passes = f"; {len(m.passes)} confirm pass(es)" if m.gate else ""
     print(
-        f"{out}: {len(statuses)} op(s) from {len(args.shard_dirs)} shard(s), "
-        f"{rows} row(s) ({counts})"
+        f"{m.out}: {len(m.statuses)} op(s) from {len(args.shard_dirs)} shard(s), "
+        f"{m.rows} row(s) ({counts}){passes}"
     )
     return 0

@@ -135,8 +135,19 @@ def run_batch(config: BatchConfig) -> BatchOutcome:
     return BatchRun(config, selection, out_dir).run()
 
 
+class EmptyShardError(ZlbenchError):
+    """``--shard K/N`` left this shard no op at all (fewer runnable ops than shards)."""
+
+
 def plan_selection(config: BatchConfig) -> OpSelection:
-    """The selection of this batch, already cut down to its shard."""
+    """The selection of this batch, already cut down to its shard.
+
+    Runnable ops are sharded on their own (stable hash, every op in exactly one
+    shard), so every shard K <= min(N, runnable ops) measures at least one op.
+    Dismissed and unconditionally skipped ops are dealt separately, over those
+    shards only: each lands in exactly one of them (a SKIP row there), never in a
+    shard with nothing to measure. A shard K greater than the number of runnable
+    ops is empty: :class:`EmptyShardError`."""
     sel = select_ops(
         Path(config.ops_dir),
         all_ops=config.all_ops,
@@ -149,13 +160,18 @@ def plan_selection(config: BatchConfig) -> OpSelection:
     if config.shard is None:
         return sel
     k, n = config.shard
-    keys = [o.key for o in sel.ops] + [o.key for o, _ in sel.dismissed]
-    mine = set(shard(keys + [o.key for o in sel.skipped], k, n))
+    mine = set(shard([o.key for o in sel.ops], k, n))
+    if not mine:
+        raise EmptyShardError(
+            f"empty selection: shard {k}/{n} has no op to run "
+            f"({len(sel.ops)} runnable op(s) for {n} shards)"
+        )
+    busy = min(n, len(sel.ops))  # shards 1..busy each have a runnable op
+    left_out = [o.key for o, _ in sel.dismissed] + [o.key for o in sel.skipped]
+    mine |= set(shard(left_out, k, busy))
     sel.ops = [o for o in sel.ops if o.key in mine]
     sel.dismissed = [(o, e) for o, e in sel.dismissed if o.key in mine]
     sel.skipped = [o for o in sel.skipped if o.key in mine]
-    if not sel.ops:
-        raise ZlbenchError(f"empty selection: shard {k}/{n} has no op to run")
     return sel
 
 
@@ -319,6 +335,7 @@ def deal(selection: OpSelection, gpus: list[str]) -> dict[str, list[SelectedOp]]
 __all__ = [
     "BatchConfig",
     "BatchOutcome",
+    "EmptyShardError",
     "OpTrack",
     "claim_dir",
     "plan_selection",
