@@ -125,3 +125,22 @@ def test_baseline_marker_counts_are_per_pass_not_summed():
 
     res = aggregate_op(rep(), [rep(), rep(), rep()])
     assert res.marker_counts == {"BENCHMARK_DIRECT_NO_CUDAGRAPH capture": 1}
+
+
+def test_merged_shards_from_two_machines_each_use_their_own_drift(tmp_path):
+    """Shard A ran on a machine 10 % slower across the board (torch and FlagGems);
+    shard B on a normal one. One run-wide median drift (1.0, from B's majority)
+    would call every op of A a 9 % regression."""
+    slow_host = ENV.model_copy(update={"hostname": "runner-a"})
+    fast_host = ENV.model_copy(update={"hostname": "runner-b"})
+    ops_a, ops_b = ["a1", "a2", "a3"], ["b1", "b2", "b3", "b4"]
+    base_ops = {op: [brow(op, S, 2.0)] for op in ops_a + ops_b}
+    results = [
+        run_result(op, [crow(op, S, 2.0, lat=1.1, torch_lat=2.2)], env=slow_host) for op in ops_a
+    ]
+    results += [run_result(op, [crow(op, S, 2.0)], env=fast_host) for op in ops_b]
+    b, r, th = _setup(tmp_path, base_ops, results)
+    j = judge(b, r, th)
+    verdicts = {k: op_verdict(c, th).verdict for k, c in j.cases.items()}
+    assert set(verdicts.values()) == {Verdict.PASS}, verdicts
+    assert j.drift["main/a1"] == pytest.approx(1.1) and j.drift["main/b1"] == pytest.approx(1.0)

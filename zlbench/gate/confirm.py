@@ -50,9 +50,11 @@ def apply_samples(
     if not passes or not ops:
         return j
     keys = [k for k in ops if k in baseline.ops and k in j.cases]
-    pass_ratios = [
-        estimate(j.estimator, matched_pairs(baseline, dict(p), keys), j.drift) for p in passes
-    ]
+    pass_ratios: list[dict[RowKey, float | None]] = [{} for _ in passes]
+    for key in keys:  # each op with the drift of the machine that measured it
+        for ratios, p in zip(pass_ratios, passes, strict=True):
+            pairs = matched_pairs(baseline, dict(p), [key])
+            ratios.update(estimate(j.estimator, pairs, j.drift.get(key)))
     noise = {
         b.key(base.repo, base.run_name): b.noise
         for k in keys

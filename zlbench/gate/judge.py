@@ -81,7 +81,9 @@ class Judgement:
     measured_rows: int  # current rows with a speedup, in scope
     overlap: int  # baseline ops in scope that the results hold
     estimator: Estimator
-    drift: float | None = None  # the run's torch drift (torch_normalized), reused to confirm
+    # op key -> the torch drift its rows were judged with (torch_normalized), reused
+    # to confirm it: the drift of the machine that measured it
+    drift: dict[str, float] = field(default_factory=dict)
 
 
 # --------------------------------------------------------------------------- rows
@@ -292,6 +294,17 @@ def matched_pairs(
     return pairs
 
 
+def _by_host(results: ResultsSet, keys: list[str]) -> dict[str | None, list[str]]:
+    """Op keys grouped by the host that measured them: merged shards ran on
+    different machines, and each machine's torch drift is its own."""
+    groups: dict[str | None, list[str]] = {}
+    for key in keys:
+        run = results.ops.get(key)
+        env = run.result.environment if run is not None and run.result is not None else None
+        groups.setdefault(env.hostname if env else None, []).append(key)
+    return groups
+
+
 def judge(
     baseline: BaselineSet,
     results: ResultsSet,
@@ -303,9 +316,13 @@ def judge(
     run_keys = [k for k in results.ops if in_scope(k, config)]
     current = {k: r for key in run_keys for k, r in results.ops[key].rows().items()}
     estimator = Estimator(config.estimator or th.estimator)
-    pairs = matched_pairs(baseline, current, base_keys)
-    drift = torch_drift(pairs.values()) if estimator is Estimator.TORCH_NORMALIZED else None
-    ratios = estimate(estimator, pairs, drift)
+    ratios: dict[RowKey, float | None] = {}
+    drift: dict[str, float] = {}
+    for keys in _by_host(results, base_keys).values():
+        pairs = matched_pairs(baseline, current, keys)
+        d = torch_drift(pairs.values()) if estimator is Estimator.TORCH_NORMALIZED else None
+        ratios.update(estimate(estimator, pairs, d))
+        drift.update({k: d for k in keys if d is not None})
     cases = {
         k: judge_op(baseline.ops[k], results.ops.get(k), ratios, th, config.dismissed.get(k))
         for k in base_keys
