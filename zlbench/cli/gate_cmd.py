@@ -130,7 +130,7 @@ def make_remeasure(req: MeasureRequest, confirm_root: Path) -> Remeasure:
                 req.baseline, set(ops), confirm_root / str(i), None, req.ops_dir, req.settings
             )
             batch_dir, _ = measure_batch(sub)
-            passes.append(load_results(batch_dir).rows())
+            passes.append(load_results(batch_dir).sample_rows())
         return passes
 
     return remeasure
