@@ -24,7 +24,7 @@ def add_parser(sub) -> None:
 
 
 def _add_refresh(bsub) -> None:
-    from zlbench.cli.batch_cmd import add_selection_options, add_sweep_option
+    from zlbench.cli.batch_cmd import add_measure_options, add_selection_options
 
     r = bsub.add_parser(
         "refresh",
@@ -35,18 +35,8 @@ def _add_refresh(bsub) -> None:
     r.add_argument("--out", type=Path, required=True, metavar="baselines/vN")
     add_selection_options(r)
     r.add_argument("--repeats", type=int, default=3, metavar="K", help="replay passes (default 3)")
-    r.add_argument("--flaggems-dir", action="append", default=[], metavar="[REPO=]PATH")
+    add_measure_options(r, shape_file=DEFAULT_SHAPES, dtypes=["bfloat16"])
     r.add_argument("--flagtree-dir", type=Path, default=None, metavar="D")
-    r.add_argument("--gpus", default=None, metavar="0,1")
-    add_sweep_option(r)
-    r.add_argument("--shape-file", type=Path, default=DEFAULT_SHAPES, metavar="Y")
-    r.add_argument("--dtypes", nargs="+", default=["bfloat16"], metavar="D")
-    r.add_argument("--mode", choices=("cudagraph", "kernel"), default="cudagraph")
-    r.add_argument("--op-timeout", type=float, default=900.0, metavar="S")
-    r.add_argument("--per-process", type=int, default=None, metavar="N")
-    r.add_argument("--max-retries", type=int, default=2, metavar="N")
-    r.add_argument("--no-ttgir", action="store_true")
-    r.add_argument("--show-output", action="store_true")
     r.add_argument(
         "--keep-work",
         type=Path,

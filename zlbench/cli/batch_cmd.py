@@ -63,29 +63,17 @@ def sweep_gpus_from_args(args, settings: Settings) -> list[str]:
     return check_sweep_gpus(parse_gpu_list(text), settings.cuda_visible_devices)
 
 
-def add_parser(sub) -> None:
-    p = sub.add_parser(
-        "batch", help="run many ops over the GPUs of this host", description=__doc__.splitlines()[0]
-    )
-    add_selection_options(p)
+def add_measure_options(p, *, shape_file: Path | None = None, dtypes: list[str] = ()) -> None:
+    """How ops are measured: GPUs, sweep, timeouts, FlagGems dirs, shapes, dtypes,
+    timing. Shared by ``batch`` and ``baseline refresh`` (both feed
+    :func:`config_from_args`), so the two can never disagree."""
     p.add_argument(
         "--gpus",
         default=None,
         metavar="0,1",
         help="GPU ids (default: CUDA_VISIBLE_DEVICES, else every visible GPU)",
     )
-    p.add_argument("--shard", default=None, metavar="K/N", help="run only shard K of N (K from 1)")
     add_sweep_option(p)
-    p.add_argument(
-        "--replay-root",
-        type=Path,
-        default=None,
-        metavar="DIR",
-        help="replay the records of a batch or baseline dir (default: record)",
-    )
-    p.add_argument(
-        "--resume", action="store_true", help="continue --out: keep complete ops, rerun the others"
-    )
     p.add_argument(
         "--op-timeout",
         type=float,
@@ -108,8 +96,8 @@ def add_parser(sub) -> None:
         help="FlagGems checkout (repeat as vllm=PATH; env ZLBENCH_FLAGGEMS_DIR, "
         "ZLBENCH_FLAGGEMS_VLLM_DIR)",
     )
-    p.add_argument("--shape-file", type=Path, default=None, metavar="Y")
-    p.add_argument("--dtypes", nargs="+", default=[], metavar="D")
+    p.add_argument("--shape-file", type=Path, default=shape_file, metavar="Y")
+    p.add_argument("--dtypes", nargs="+", default=list(dtypes), metavar="D")
     p.add_argument(
         "--mode",
         choices=("cudagraph", "kernel"),
@@ -119,6 +107,25 @@ def add_parser(sub) -> None:
     p.add_argument("--max-retries", type=int, default=2, metavar="N")
     p.add_argument("--no-ttgir", action="store_true", help="do not dump TTGIR")
     p.add_argument("--show-output", action="store_true", help="echo the pytest output")
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser(
+        "batch", help="run many ops over the GPUs of this host", description=__doc__.splitlines()[0]
+    )
+    add_selection_options(p)
+    add_measure_options(p)
+    p.add_argument("--shard", default=None, metavar="K/N", help="run only shard K of N (K from 1)")
+    p.add_argument(
+        "--replay-root",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="replay the records of a batch or baseline dir (default: record)",
+    )
+    p.add_argument(
+        "--resume", action="store_true", help="continue --out: keep complete ops, rerun the others"
+    )
     p.add_argument(
         "--out",
         type=Path,
