@@ -18,7 +18,6 @@ from pathlib import Path
 from zlbench.cli.settings import Settings
 from zlbench.errors import ZlbenchError
 from zlbench.gate.confirm import Remeasure
-from zlbench.gate.estimators import Estimator
 from zlbench.gate.load import BaselineSet, ResultsSet, load_baseline, load_results
 from zlbench.gate.plan import read_ops_file, select_ops
 from zlbench.gate.thresholds import load_thresholds
@@ -213,15 +212,9 @@ def _ops_dir(args) -> Path:
     return Path(args.ops_dir) if args.ops_dir else default_ops_dir()
 
 
-def estimator_of(th: ThresholdsFile) -> Estimator:
-    """The estimator in force: the thresholds' (the manifest's unless --thresholds)."""
-    return Estimator(th.estimator)
-
-
-def gate_options(args, th: ThresholdsFile, scope: set[str] | None) -> GateOptions:
+def gate_options(args, scope: set[str] | None) -> GateOptions:
     """The judge's options from the flags that ``gate`` and ``report`` share."""
     return GateOptions(
-        estimator=estimator_of(th),
         scope=scope,
         allow_env_mismatch=args.allow_env_mismatch,
         baseline_label=args.baseline,
@@ -233,7 +226,7 @@ def _run(args) -> int:
     settings = Settings.from_env()
     baseline, th, scope = common_inputs(args)
     out = Path(args.out)
-    opts = gate_options(args, th, scope)
+    opts = gate_options(args, scope)
     if args.results:
         if args.shard or args.confirm:
             raise ZlbenchError("--shard and --confirm measure on a GPU: not with --results")

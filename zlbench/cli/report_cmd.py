@@ -25,7 +25,7 @@ def add_parser(sub) -> None:
 
 def _run(args) -> int:
     baseline, th, scope = common_inputs(args)
-    opts = gate_options(args, th, scope)
+    opts = gate_options(args, scope)
     opts.results_label = args.results
     results = load_results(args.results)
     return judge_and_write(
