@@ -169,6 +169,15 @@ def test_missing_file(tmp_path, load):
     assert _one_line_error(load, path, RunResult) == f"{path}: file not found"
 
 
+def test_read_text_names_what_is_missing_and_refuses_non_utf8(tmp_path):
+    path = tmp_path / "ops.txt"
+    assert _one_line_error(models.read_text, path, "ops file not found") == (
+        f"{path}: ops file not found"
+    )
+    path.write_bytes(b"abs\n\xff\xfe\n")
+    assert _one_line_error(models.read_text, path).startswith(f"{path}: cannot read: not UTF-8")
+
+
 def test_truncated_json(tmp_path):
     path = tmp_path / "r.json"
     dump_json_model(path, _run_result())

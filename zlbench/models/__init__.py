@@ -27,6 +27,8 @@ from zlbench.models.base import (
     dump_yaml_model,
     load_json_model,
     load_yaml_model,
+    parse_yaml,
+    read_text,
 )
 from zlbench.models.baseline import (
     BaselineManifest,
@@ -103,5 +105,7 @@ __all__ = [
     "dump_yaml_model",
     "load_json_model",
     "load_yaml_model",
+    "parse_yaml",
+    "read_text",
     "read_ops_status",
 ]

@@ -51,20 +51,34 @@ def _check_version(path: Path, data: Any) -> None:
             )
 
 
-def _read_text(path: Path) -> str:
-    """A file's text; a missing or unreadable file is one ZlbenchError line."""
+def read_text(path: str | os.PathLike, missing: str = "file not found") -> str:
+    """A file's text; a missing (``<path>: <missing>``), unreadable or non-UTF-8 file
+    is one ZlbenchError line."""
+    path = Path(path)
     try:
         return path.read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise ZlbenchError(f"{path}: file not found") from None
+        raise ZlbenchError(f"{path}: {missing}") from None
     except OSError as e:
         raise ZlbenchError(f"{path}: cannot read: {e.strerror}") from None
+    except UnicodeDecodeError as e:
+        raise ZlbenchError(f"{path}: cannot read: not UTF-8 text ({e.reason})") from None
+
+
+def parse_yaml(text: str, path: str | os.PathLike) -> Any:
+    """``yaml.safe_load``; a syntax error is one ZlbenchError line naming the line."""
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark else ""
+        raise ZlbenchError(f"{path}: not valid YAML{where}") from None
 
 
 def load_json_model(path: str | os.PathLike, model: type[_M]) -> _M:
     """Read and validate a JSON file; any problem is one ZlbenchError line."""
     path = Path(path)
-    text = _read_text(path)
+    text = read_text(path)
     try:
         data = json.loads(text)
     except json.JSONDecodeError as e:
@@ -78,13 +92,7 @@ def load_json_model(path: str | os.PathLike, model: type[_M]) -> _M:
 
 def load_yaml_model(path: str | os.PathLike, model: type[_M]) -> _M:
     path = Path(path)
-    text = _read_text(path)
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f" at line {mark.line + 1}" if mark else ""
-        raise ZlbenchError(f"{path}: not valid YAML{where}") from None
+    data = parse_yaml(read_text(path), path)
     if data is None:
         data = {}
     _check_version(path, data)

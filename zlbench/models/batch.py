@@ -16,7 +16,7 @@ from typing import Any, Literal
 from pydantic import Field, ValidationError
 
 from zlbench.errors import ZlbenchError
-from zlbench.models.base import SCHEMA_VERSION, _Model, _read_text
+from zlbench.models.base import SCHEMA_VERSION, _Model, read_text
 from zlbench.models.run import Environment, RunStatus
 
 
@@ -64,7 +64,7 @@ def read_ops_status(path: str | os.PathLike) -> list[OpStatus]:
     or unreadable file, a header without the required columns or a bad row is one
     ZlbenchError line: ``<file>:<line>: <field>: <problem>``."""
     path = Path(path)
-    text = _read_text(path)
+    text = read_text(path)
     reader = csv.DictReader(io.StringIO(text))
     try:
         header = reader.fieldnames

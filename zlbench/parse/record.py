@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from zlbench.errors import ZlbenchError
-from zlbench.models import Row, assign_occurrences
+from zlbench.models import Row, assign_occurrences, read_text
 from zlbench.parse.text import normalize_dtype, one_line, shape_text, shape_text_from_json
 
 
@@ -86,11 +86,4 @@ def parse_record_json(text: str, source: str = "<record json>") -> list[Row]:
 
 def load_record_json(path: str | os.PathLike) -> list[Row]:
     """Rows of a ``--record json`` file."""
-    path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ZlbenchError(f"{path}: file not found") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise ZlbenchError(f"{path}: cannot read: {e}") from None
-    return parse_record_json(text, str(path))
+    return parse_record_json(read_text(path), str(Path(path)))

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from zlbench.errors import ZlbenchError
+from zlbench.models import read_text
 
 _SPEC_RE = re.compile(r"^(?:(?P<repo>[A-Za-z0-9_.-]+):)?(?P<op>[A-Za-z0-9_.]+(?:@[\w./-]+)?)$")
 _TAIL_RE = re.compile(r"^(?P<date>\S+)\s+(?P<reason>\S.*)$")
@@ -79,13 +80,9 @@ def _parse_line(line: str, num: int, source: str) -> DismissEntry:
 
 def load_dismiss(path: Path) -> list[DismissEntry]:
     """Read a dismiss file; a missing file means nothing is dismissed."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
+    if not path.exists():
         return []
-    except OSError as e:
-        raise ZlbenchError(f"{path}: cannot read: {e.strerror}") from None
-    return parse_dismiss(text, source=str(path))
+    return parse_dismiss(read_text(path), source=str(path))
 
 
 def find_dismissal(entries: list[DismissEntry], repo: str, op: str) -> DismissEntry | None:

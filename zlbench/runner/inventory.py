@@ -23,7 +23,7 @@ from dataclasses import astuple, dataclass, fields, replace
 from pathlib import Path
 
 from zlbench.errors import ZlbenchError
-from zlbench.models import atomic_write_text
+from zlbench.models import atomic_write_text, read_text
 from zlbench.runner import inventory_ast as _ast
 
 
@@ -133,10 +133,7 @@ def class_chain(bases: dict[str, list[str]], name: str) -> list[str]:
 def load_inventory(path: str | os.PathLike) -> list[InventoryRow]:
     """Read an inventory CSV; a missing or malformed file is a ZlbenchError."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ZlbenchError(f"{path}: inventory not found (run `zlbench inventory`)") from None
+    text = read_text(path, missing="inventory not found (run `zlbench inventory`)")
     reader = csv.DictReader(io.StringIO(text))
     if reader.fieldnames != INVENTORY_FIELDS:
         raise ZlbenchError(f"{path}: not an inventory (expected columns {INVENTORY_FIELDS})")

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from zlbench.errors import ZlbenchError
-from zlbench.models import REPOS
+from zlbench.models import REPOS, read_text
 from zlbench.runner.dismiss import DismissEntry, find_dismissal, load_dismiss
 from zlbench.runner.inventory import InventoryRow, inventory_path, load_inventory
 from zlbench.runner.resolve import all_selectors, select, split_selector
@@ -69,12 +69,7 @@ def parse_spec(spec: str) -> tuple[str | None, str]:
 
 def read_ops_file(path: Path) -> list[str]:
     """SPECs of an ops file: one a line, ``#`` starts a comment, blank lines ignored."""
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise ZlbenchError(f"{path}: ops file not found") from None
-    except OSError as e:
-        raise ZlbenchError(f"{path}: cannot read: {e.strerror}") from None
+    text = read_text(path, missing="ops file not found")
     specs = [line.split("#", 1)[0].strip() for line in text.splitlines()]
     return [s for s in specs if s]
 

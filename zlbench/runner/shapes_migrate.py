@@ -16,6 +16,7 @@ from typing import Any
 import yaml
 
 from zlbench.errors import ZlbenchError
+from zlbench.models import parse_yaml, read_text
 
 
 class _NoAliasDumper(yaml.SafeDumper):
@@ -28,16 +29,7 @@ class _NoAliasDumper(yaml.SafeDumper):
 def load_shapes(path: str | os.PathLike) -> dict[str, Any]:
     """A shape yaml as a dict; unreadable or not a mapping -> ZlbenchError."""
     path = Path(path)
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ZlbenchError(f"{path}: shape file not found") from None
-    except OSError as e:
-        raise ZlbenchError(f"{path}: cannot read: {e.strerror}") from None
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f" at line {mark.line + 1}" if mark else ""
-        raise ZlbenchError(f"{path}: not valid YAML{where}") from None
+    data = parse_yaml(read_text(path, missing="shape file not found"), path)
     if data is None:
         return {}
     if not isinstance(data, dict):
