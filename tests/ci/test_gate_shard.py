@@ -14,12 +14,13 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "gate"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "runner"))
+from batch_fakes import make_inventory  # noqa: E402
 from zlsynth import brow, crow, run_result, write_baseline, write_results  # noqa: E402
 
 from zlbench.cli import gate_cmd, main  # noqa: E402
 from zlbench.models import GateVerdict, Verdict, load_json_model, read_ops_status  # noqa: E402
 from zlbench.runner.batch import BatchConfig, plan_selection  # noqa: E402
-from zlbench.runner.inventory import InventoryRow, inventory_path, write_inventory  # noqa: E402
 
 S = "[1024]"
 OPS = ["add", "mm", "mul"]
@@ -57,21 +58,7 @@ class FakeMeasure:
 @pytest.fixture
 def world(tmp_path, monkeypatch):
     monkeypatch.delenv("GITHUB_STEP_SUMMARY", raising=False)
-    rows = [
-        InventoryRow(
-            repo="main",
-            op=op,
-            op_name=op,
-            bench_class="Benchmark",
-            file=f"benchmark/test_{op}.py",
-            function=f"test_{op}",
-            nodeid=f"benchmark/test_{op}.py::test_{op}",
-            skip="",
-            collected="",
-        )
-        for op in OPS
-    ]
-    write_inventory(inventory_path(tmp_path / "ops", "main"), rows)
+    make_inventory(tmp_path / "ops", "main", OPS)
     write_baseline(tmp_path / "bl", {op: [brow(op, S, 1.0)] for op in OPS})  # confirm_repeats 2
     return tmp_path
 
