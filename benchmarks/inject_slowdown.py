@@ -31,6 +31,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+from zlbench.gate.load import load_baseline, load_results
+from zlbench.models import GateVerdict, load_json_model
+
 # op -> file under src/flag_gems/ops whose `def <op>(` is the op's Python entry
 ENTRY_FILES = {
     "softmax": "softmax.py",
@@ -87,16 +90,18 @@ def cycles_per_us() -> float:
     return statistics.median(rates)
 
 
-def rows_of(run_dir: Path) -> dict[tuple, dict]:
-    data = json.loads((run_dir / "result.json").read_text())
-    return {(r["op"], r["dtype"], r["shape"], r["occurrence"]): r for r in data["rows"]}
+def latency_ratio(base_rows: dict, cur_rows: dict, op: str) -> float | None:
+    """Median current / baseline FlagGems latency over the op's rows."""
+    ratios = [
+        cur_rows[k].latency_ms / b.latency_ms
+        for k, b in base_rows.items()
+        if k.run_name == op and k in cur_rows and cur_rows[k].latency_ms and b.latency_ms
+    ]
+    return statistics.median(ratios) if ratios else None
 
 
-def first_pass_result(out: Path, run_name: str) -> Path | None:
-    for p in sorted(out.rglob(f"main/{run_name}/result.json")):
-        if "confirm" not in p.parts:
-            return p.parent
-    return None
+def fmt(x: float | None) -> str:
+    return "-" if x is None else f"{x:.4f}"
 
 
 def parse_scenario(text: str) -> dict[str, float]:
@@ -129,10 +134,13 @@ def main() -> int:
 
     rate = cycles_per_us()
     print(f"clock seen by torch.cuda._sleep: {rate:.0f} cycles/us", flush=True)
-    base_lat = {}
-    for op in targets:
-        rows = rows_of(args.baseline / "main" / op)
-        base_lat[op] = statistics.median(r["latency_ms"] for r in rows.values()) * 1000.0
+    base = load_baseline(args.baseline)
+    base_rows = {r.key(res.repo, res.run_name): r for res in base.ops.values() for r in res.rows}
+    base_lat = {
+        op: statistics.median(r.latency_ms for k, r in base_rows.items() if k.run_name == op)
+        * 1000.0
+        for op in targets
+    }
 
     report = {"cycles_per_us": rate, "scenarios": []}
     print(
@@ -164,30 +172,23 @@ def main() -> int:
             str(out),
         ]
         rc = subprocess.run(cmd, env=env).returncode
-        verdict = json.loads((out / "verdict.json").read_text())
-        by_op = {o["run_name"]: o for o in verdict["ops"]}
+        verdict = load_json_model(out / "verdict.json", GateVerdict)
+        by_op = {o.run_name: o for o in verdict.ops}
+        cur_rows = load_results(out / "results").rows()  # the first pass, not confirm/
         entry = {"slowdowns": scen, "cycles": cycles, "exit_code": rc, "ops": {}}
         for op in ops:
-            cur_dir = first_pass_result(out, op)
-            lat_ratio = None
-            if cur_dir is not None:
-                base_rows, cur_rows = rows_of(args.baseline / "main" / op), rows_of(cur_dir)
-                ratios = [
-                    cur_rows[k]["latency_ms"] / b["latency_ms"]
-                    for k, b in base_rows.items()
-                    if k in cur_rows
-                ]
-                lat_ratio = statistics.median(ratios) if ratios else None
-            ov = by_op.get(op, {})
+            lat_ratio = latency_ratio(base_rows, cur_rows, op)
+            ov = by_op.get(op)
+            gate_ratio = ov.geomean_ratio if ov else None
+            verdict_name = ov.verdict.value if ov else None
             entry["ops"][op] = {
                 "latency_ratio": lat_ratio,
-                "gate_ratio": ov.get("geomean_ratio"),
-                "verdict": ov.get("verdict"),
+                "gate_ratio": gate_ratio,
+                "verdict": verdict_name,
             }
-            fmt = lambda x: "-" if x is None else f"{x:.4f}"  # noqa: E731
             print(
                 f"| {i} | {op} | {scen.get(op, 0.0):.0%} | {cycles.get(op, 0)} | "
-                f"{fmt(lat_ratio)} | {fmt(ov.get('geomean_ratio'))} | {ov.get('verdict')} "
+                f"{fmt(lat_ratio)} | {fmt(gate_ratio)} | {verdict_name} "
                 f"| {rc} |",
                 flush=True,
             )
