@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import textwrap
 
 import pytest
@@ -55,43 +52,6 @@ def test_merge_of_agreeing_shards_has_full_trust():
     shard = {"k": {"[1]": {"config": _cfg(16), "ms": 1.0}}}
     merged, stats = sweep.merge_shards([shard, json.loads(json.dumps(shard))])
     assert merged == {"k": {"[1]": _cfg(16)}} and stats.differing == 0
-
-
-def test_children_get_devices_from_the_inherited_visible_list():
-    assert sweep.child_devices(2, None) == ["0", "1"]
-    assert sweep.child_devices(2, "3, 5,7") == ["3", "5"]
-    with pytest.raises(ZlbenchError, match="only 1 visible"):
-        sweep.child_devices(2, "4")
-
-
-def test_children_are_killed_when_the_parent_is_interrupted(monkeypatch):
-    started: list[subprocess.Popen] = []
-    real_popen = subprocess.Popen
-
-    def popen(*args, **kwargs):
-        started.append(real_popen(*args, **kwargs))
-        return started[-1]
-
-    def interrupt():
-        raise KeyboardInterrupt
-
-    monkeypatch.setattr(sweep.subprocess, "Popen", popen)
-    monkeypatch.setattr(sweep, "_pause", interrupt)
-    # each child starts a grandchild in its group: killing the group must reach it too
-    code = "import subprocess, time; subprocess.Popen(['sleep', '60']); time.sleep(60)"
-    cmds = [[sys.executable, "-c", code]] * 2
-    with pytest.raises(KeyboardInterrupt):
-        sweep.run_children(cmds, [dict(os.environ)] * 2, grace_s=2)
-    assert len(started) == 2
-    for proc in started:
-        assert proc.wait(timeout=5) is not None
-        with pytest.raises(ProcessLookupError):
-            os.killpg(proc.pid, 0)
-
-
-def test_children_exit_codes_are_returned():
-    cmds = [[sys.executable, "-c", f"raise SystemExit({rc})"] for rc in (0, 3)]
-    assert sweep.run_children(cmds, [dict(os.environ)] * 2) == [0, 3]
 
 
 SOFTMAX_TESTS = textwrap.dedent(

@@ -17,19 +17,13 @@ kernel with fewer than ``2 * n`` configs is not split (each shard would have a
 single config and nothing to time): every shard sweeps all of it, so for those
 keys a differing winner is pure cross-GPU noise.
 
-Children get ``CUDA_VISIBLE_DEVICES`` set to one entry of the inherited value
-(so an outer restriction is respected), run in their own process group, and
-are all killed (TERM, then KILL) when the parent is interrupted.
-
-This module imports neither torch nor triton; the merge logic is pure.
+The children themselves are started and killed by
+:mod:`zlbench.runner.sweep_children`. This module imports neither torch nor
+triton; the shard and merge logic is pure.
 """
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
-import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -105,61 +99,3 @@ def merge_shards(
             stats.differing += differs
             stats.close += close
     return merged, stats
-
-
-def child_devices(n: int, inherited: str | None) -> list[str]:
-    """The CUDA_VISIBLE_DEVICES value of each of ``n`` children.
-
-    An inherited value is respected: children get its entries, in order.
-    """
-    if inherited is not None and inherited.strip() != "":
-        visible = [d.strip() for d in inherited.split(",") if d.strip()]
-    else:
-        visible = [str(i) for i in range(n)]
-    if len(visible) < n:
-        raise ZlbenchError(
-            f"sweep over {n} GPUs, but only {len(visible)} visible ({','.join(visible)})"
-        )
-    return visible[:n]
-
-
-def _kill_group(proc: subprocess.Popen, grace_s: float) -> None:
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        if proc.poll() is not None:
-            return
-        try:
-            os.killpg(proc.pid, sig)
-        except ProcessLookupError:
-            return
-        try:
-            proc.wait(timeout=grace_s)
-        except subprocess.TimeoutExpired:
-            continue
-
-
-def _pause() -> None:
-    time.sleep(0.05)
-
-
-def run_children(
-    commands: Sequence[Sequence[str]],
-    envs: Sequence[dict[str, str]],
-    cwd: str | None = None,
-    grace_s: float = 5.0,
-) -> list[int]:
-    """Start one child per command (own process group), wait for all, return rcs.
-
-    On any exception in the parent (KeyboardInterrupt included) every child's
-    group is killed before the exception propagates.
-    """
-    procs: list[subprocess.Popen] = []
-    try:
-        for cmd, env in zip(commands, envs, strict=True):
-            procs.append(subprocess.Popen(list(cmd), env=env, cwd=cwd, start_new_session=True))
-        while any(p.poll() is None for p in procs):
-            _pause()
-        return [p.returncode for p in procs]
-    except BaseException:
-        for p in procs:
-            _kill_group(p, grace_s)
-        raise
