@@ -16,11 +16,10 @@ import pytest
 from zlbench.cli import main
 from zlbench.errors import ZlbenchError
 from zlbench.models import MarkerKind, RunResult, load_json_model
-from zlbench.plugins.autotune import records_file
 from zlbench.runner import sweep_children
 from zlbench.runner.proc import _group_alive as group_alive
 from zlbench.runner.sweep_children import Child, run_group
-from zlbench.runner.sweep_run import check_sweep_gpus, merge_children, records_name
+from zlbench.runner.sweep_run import check_sweep_gpus, merge_children
 
 BENCHPKG = Path(__file__).resolve().parents[1] / "benchpkg"
 
@@ -114,11 +113,6 @@ def test_sweep_gpus_must_be_inside_inherited_visible_devices(capsys, monkeypatch
     assert check_sweep_gpus(["7"], None) == ["7"]
     with pytest.raises(ZlbenchError, match="duplicate"):
         check_sweep_gpus(["1", "1"], None)
-
-
-def test_records_name_follows_the_plugin_rule():
-    for op in ("mm", "mm@test_blas.py", "a/b"):
-        assert records_name(op) == records_file(".", op).name
 
 
 def _cfg(b: int) -> dict:

@@ -58,6 +58,7 @@ from zlbench.models.run import (
     WorkerPlan,
     assign_occurrences,
     count_markers,
+    records_file_name,
 )
 from zlbench.models.verdict import (
     FAILING_VERDICTS,
@@ -108,4 +109,5 @@ __all__ = [
     "parse_yaml",
     "read_text",
     "read_ops_status",
+    "records_file_name",
 ]

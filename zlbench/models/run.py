@@ -176,6 +176,11 @@ def count_markers(markers: list[Marker]) -> dict[str, int]:
 # --------------------------------------------------------------------------- worker plan
 
 
+def records_file_name(op: str) -> str:
+    """File name of an op's autotune records (``autotune_records/<this>``): path-safe."""
+    return op.replace("/", "_").replace("@", "__at__") + ".json"
+
+
 class PlanEntry(_Model):
     """One op for the plugins to run inside a (possibly shared) pytest process."""
 

@@ -52,7 +52,13 @@ from typing import Any
 
 import pytest
 
-from zlbench.models import Marker, MarkerKind, PlanEntry, atomic_write_text
+from zlbench.models import (
+    Marker,
+    MarkerKind,
+    PlanEntry,
+    atomic_write_text,
+    records_file_name,
+)
 from zlbench.plugins import state
 from zlbench.plugins import sweep as sweep_mod
 
@@ -74,8 +80,7 @@ def serialize_key(key: tuple) -> str:
 
 
 def records_file(directory: str | Path, op: str) -> Path:
-    safe = op.replace("/", "_").replace("@", "__at__")
-    return Path(directory) / f"{safe}.json"
+    return Path(directory) / records_file_name(op)
 
 
 def records_path(entry: PlanEntry) -> Path:

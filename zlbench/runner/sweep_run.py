@@ -50,6 +50,7 @@ from zlbench.models import (
     WorkerPlan,
     atomic_write_text,
     dump_json_model,
+    records_file_name,
 )
 from zlbench.plugins import sweep as sweep_mod
 from zlbench.runner.oplog import RUN_LOG
@@ -80,11 +81,6 @@ def check_sweep_gpus(gpus: Sequence[str], inherited: str | None) -> list[str]:
                 f"CUDA_VISIBLE_DEVICES={inherited}"
             )
     return gpus
-
-
-def records_name(op: str) -> str:
-    """File name of an op's records (same rule as ``plugins.autotune.records_file``)."""
-    return op.replace("/", "_").replace("@", "__at__") + ".json"
 
 
 @dataclass
@@ -181,7 +177,7 @@ def merge_children(
 
 
 def _merge(op: _Op, children: Sequence[Child], close_rel: float) -> sweep_mod.SweepStats:
-    name = records_name(op.entry.op)
+    name = records_file_name(op.entry.op)
     records = []
     for c in children:
         rec_dir = op.sweep_dir / f"shard-{c.shard}" / "autotune_records"
