@@ -2,15 +2,13 @@
 
 Why one entry point: the runner starts the FlagGems benchmark process as
 ``python -m pytest -p zlbench.plugins.loader --zl-plan plan.json ...`` and must
-not need to know the plugin modules. The autotune and TTGIR plugins are
-registered when they are importable. The plan (``--zl-plan``, a
+not need to know the plugin modules. Every plugin imports triton and torch only
+when it needs them, so all of them are always registered. The plan (``--zl-plan``, a
 ``models.WorkerPlan``) becomes the shared session of :mod:`zlbench.plugins.state`
 before any other plugin's ``pytest_configure`` runs.
 """
 
 from __future__ import annotations
-
-import importlib.util
 
 import pytest
 
@@ -18,25 +16,16 @@ from zlbench.errors import ZlbenchError
 from zlbench.models import WorkerPlan, load_json_model
 from zlbench.plugins import options, state
 
-CORE_PLUGINS = [
+pytest_plugins = [
     "zlbench.plugins.terminal",
     "zlbench.plugins.devices",
     "zlbench.plugins.seeds",
     "zlbench.plugins.shapes",
     "zlbench.plugins.timing",
     "zlbench.plugins.capture",
+    "zlbench.plugins.autotune",
+    "zlbench.plugins.ttgir",
 ]
-OPTIONAL_PLUGINS = ["zlbench.plugins.autotune", "zlbench.plugins.ttgir"]
-
-
-def _importable(name: str) -> bool:
-    try:
-        return importlib.util.find_spec(name) is not None
-    except ImportError:
-        return False
-
-
-pytest_plugins = CORE_PLUGINS + [m for m in OPTIONAL_PLUGINS if _importable(m)]
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
