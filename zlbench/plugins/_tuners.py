@@ -48,7 +48,6 @@ class TunerCall:
     pinned: bool = False  # a replayed config was injected and ran
     pin_ignored: bool = False  # a config was injected, but the tuner swept or ran another
     ret: Any = None  # what the tuner's run returned (a compiled kernel on GPU)
-    failed: bool = False  # a pinned config failed to compile; the tuner re-tuned
 
     def read_back(self) -> Any:
         """§5.1: the config stored for ``key``, read back from the tuner's cache
@@ -262,7 +261,6 @@ def _drive(tuner: Any, orig: Callable, libtuner: bool, args: tuple, kwargs: dict
         except Exception as exc:
             if not is_compile_error(exc):
                 raise
-            call.failed = True
             handler.pin_failed(call, exc, _evict(tuner, key))
             pinned = None
         else:

@@ -39,12 +39,12 @@ from zlbench.models import (
     dump_json_model,
 )
 from zlbench.plugins import bench_adapter, environment, state
+from zlbench.plugins.devices import POISONED_EXIT_CODE
 from zlbench.plugins.state import entry_status
 
 # item.stash: index of the item's plan entry; whether it is the entry's last item.
 ENTRY_KEY = pytest.StashKey[int]()
 LAST_KEY = pytest.StashKey[bool]()
-DEVICE_POISONED_RC = 3
 
 
 # --------------------------------------------------------------------------- pure helpers
@@ -189,7 +189,7 @@ class Capture:
         self.session.current = None
         _say(f"ZLBENCH_OP_END run_name={op.entry.run_name} status={result.status.value}")
         if op.poisoned:
-            pytest.exit("zlbench: CUDA context poisoned by a device fault", DEVICE_POISONED_RC)
+            pytest.exit("zlbench: CUDA context poisoned by a device fault", POISONED_EXIT_CODE)
 
     def environment(self) -> Any:
         if self.env is None:

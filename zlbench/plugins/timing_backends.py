@@ -36,8 +36,6 @@ _SYNC_OPS = ("_local_scalar_dense", "nonzero", "masked_select", "_unique2", "uni
 
 
 class Backend(Protocol):
-    name: str
-
     def synchronize(self) -> None: ...
 
     def time_eager(self, fn: Fn, n: int) -> float:
@@ -55,8 +53,6 @@ class Backend(Protocol):
 
 class CpuBackend:
     """perf_counter timing and an emulated capture (see module docstring)."""
-
-    name = "cpu"
 
     def synchronize(self) -> None:
         return None
@@ -89,14 +85,6 @@ class CpuBackend:
         return summarize(times, kw.get("quantiles"), kw.get("return_mode", "mean"))
 
 
-_CAPTURING = False
-
-
-def cpu_capturing() -> bool:
-    """True while the CPU backend emulates a capture."""
-    return _CAPTURING
-
-
 @contextlib.contextmanager
 def capture_mode() -> Iterator[None]:
     """Host-synchronising torch ops raise the CUDA capture error while inside."""
@@ -108,19 +96,12 @@ def capture_mode() -> Iterator[None]:
                 raise RuntimeError(CAPTURE_SYNC_ERROR)
             return func(*args, **(kwargs or {}))
 
-    global _CAPTURING
-    _CAPTURING = True
-    try:
-        with _NoSync():
-            yield
-    finally:
-        _CAPTURING = False
+    with _NoSync():
+        yield
 
 
 class CudaBackend:
     """CUDA events, CUDA graphs, triton's do_bench as the fallback."""
-
-    name = "cuda"
 
     def __init__(self, plain_do_bench: Callable[..., Any]) -> None:
         import torch
