@@ -83,18 +83,10 @@ def _shape_file(baseline: BaselineSet) -> Path | None:
     raise ZlbenchError(f"{baseline.path / 'manifest.yaml'}: field 'shape_file': {name} not found")
 
 
-def _gpus(settings: Settings) -> list[str]:
-    from zlbench.runner.shard import count_visible_gpus, parse_gpu_list
-
-    if settings.cuda_visible_devices:
-        return parse_gpu_list(settings.cuda_visible_devices)
-    n = count_visible_gpus()
-    return [str(i) for i in range(n)] or [""]
-
-
 def measure_batch(req: MeasureRequest) -> tuple[Path, int]:
     """Replay ``req.ops`` against the baseline's records: (batch dir, batch exit code)."""
     from zlbench.runner.batch import BatchConfig, run_batch
+    from zlbench.runner.shard import default_gpus
 
     s, m = req.settings, req.baseline.manifest
     dirs = {"main": s.flaggems_dir, "vllm": s.flaggems_vllm_dir}
@@ -105,7 +97,7 @@ def measure_batch(req: MeasureRequest) -> tuple[Path, int]:
         all_ops=True,
         repos=sorted({k.split("/", 1)[0] for k in req.ops}),
         restrict_to=set(req.ops),
-        gpus=_gpus(s),
+        gpus=default_gpus(s.cuda_visible_devices),
         shard=req.shard,
         replay_root=req.baseline.path,
         timing="kernel" if m.timing == "kernel" else "cudagraph",
