@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from zlbench.cli import main
+from zlbench.errors import ZlbenchError
 from zlbench.models import RunStatus
 from zlbench.runner.inventory import load_inventory
 from zlbench.runner.run import RunRequest, claim_dir, prepare, run_plan
@@ -117,6 +118,26 @@ def test_claim_dir_sequential_and_racing(tmp_path):
         for t in threads:
             t.join()
         assert sorted(got) == [f"r{i}", f"r{i}-2"]
+
+
+def test_claim_dir_gives_up_after_999_names(tmp_path):
+    for i in range(1, 1000):
+        (tmp_path / ("run" if i == 1 else f"run-{i}")).mkdir()
+    with pytest.raises(ZlbenchError, match="cannot claim an output dir"):
+        claim_dir(tmp_path / "run")
+
+
+def test_batch_claim_dir_reuses_empty_or_resumed_dir(tmp_path):
+    from zlbench.runner.batch import claim_dir as batch_claim_dir
+
+    path = tmp_path / "b"
+    assert batch_claim_dir(path, resume=False) == path  # absent: created
+    assert batch_claim_dir(path, resume=False) == path  # empty: reused
+    (path / "x").write_text("")
+    assert batch_claim_dir(path, resume=True) == path  # resumed: kept
+    assert batch_claim_dir(path, resume=False).name == "b-2"  # taken: next name
+    (tmp_path / "f").write_text("")
+    assert batch_claim_dir(tmp_path / "f", resume=True).name == "f-2"  # a file is no dir
 
 
 def test_prepare_replay_run_and_batch_layouts(checkout, tmp_path):

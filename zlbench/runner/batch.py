@@ -27,6 +27,7 @@ from zlbench.errors import ZlbenchError
 from zlbench.models import BatchInfo, OpStatus, PlanEntry, RunResult, RunStatus, read_ops_status
 from zlbench.runner import progress
 from zlbench.runner.retry import UNSUPPORTED_DTYPE_TEXT, Attempt, NextAttempt, describe
+from zlbench.runner.run import claim_dir as _claim_new_dir
 from zlbench.runner.select import OpSelection, SelectedOp, select_ops
 from zlbench.runner.shard import assign_gpus, shard
 from zlbench.runner.status import (
@@ -178,19 +179,12 @@ def plan_selection(config: BatchConfig) -> OpSelection:
 def claim_dir(path: Path, resume: bool) -> Path:
     """The batch dir: ``path`` itself when absent, empty or resumed; else ``path-2``...
 
-    Claimed with a bare mkdir, so two batches never share a dir (DESIGN.md §5.15)."""
-    if resume and path.is_dir():
+    Claimed by :func:`zlbench.runner.run.claim_dir` (a bare mkdir), so two
+    batches never share a dir (DESIGN.md §5.15)."""
+    path = Path(path)
+    if path.is_dir() and (resume or not any(path.iterdir())):
         return path
-    path.parent.mkdir(parents=True, exist_ok=True)
-    for i in range(1, 1000):
-        cand = path if i == 1 else path.with_name(f"{path.name}-{i}")
-        try:
-            cand.mkdir()
-            return cand
-        except FileExistsError:
-            if i == 1 and cand.is_dir() and not any(cand.iterdir()):
-                return cand
-    raise ZlbenchError(f"cannot claim an output dir next to {path}")
+    return _claim_new_dir(path)
 
 
 @dataclass

@@ -27,18 +27,19 @@ SHIPPED_SINGLE = "shapes_single.yaml"
 def claim_dir(path: str | os.PathLike) -> Path:
     """Create ``path`` with a bare mkdir; if taken, ``path-2``, ``path-3``, ...
 
-    Atomic: two claimers of one name never get the same dir. Parents are created.
+    Atomic: two claimers of one name never get the same dir (DESIGN.md §5.15).
+    Parents are created. Gives up with a ZlbenchError after 999 names.
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    n = 1
-    while True:
+    for n in range(1, 1000):
         cand = path if n == 1 else path.with_name(f"{path.name}-{n}")
         try:
             cand.mkdir()
             return cand
         except FileExistsError:
-            n += 1
+            continue
+    raise ZlbenchError(f"cannot claim an output dir next to {path}")
 
 
 def check_flaggems_dir(path: str | os.PathLike | None, repo: str = "main") -> Path:
