@@ -75,9 +75,12 @@ def test_stable_across_processes():
 
 
 def test_stable_hash_is_sha256_based():
-    # Pinned value: changing the hash would reshuffle every shard in CI.
-    assert stable_hash("main/abs") == stable_hash("main/abs")
-    assert stable_hash("main/abs", "shard:") != stable_hash("main/abs", "gpu:")
+    # Pinned values: changing the hash or a salt would reshuffle every shard in CI.
+    assert stable_hash("main/abs") == 0x2CD9C37470CB03C4
+    assert stable_hash("main/abs", "shard:") == 0x78F03AEF863BDD01
+    assert stable_hash("main/abs", "gpu:") == 0xD6DB16D8F273D577
+    assert shard(OPS, 1, 3)[:3] == ["main/op_40", "vllm/v_4", "main/op_35"]
+    assert assign_gpus(OPS, ["0", "1"])["0"][:3] == ["main/op_25", "main/op_29", "main/op_26"]
     assert stable_hash("") == 0xE3B0C44298FC1C14
 
 
