@@ -134,8 +134,9 @@ def now_utc() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
-def write_reports(verdict: GateVerdict, out: Path, settings: Settings) -> str:
-    """junit.xml, report.md, verdict.json into ``out`` (each atomically); the markdown."""
+def write_reports(verdict: GateVerdict, out: Path, settings: Settings) -> None:
+    """junit.xml, report.md, verdict.json into ``out`` (each atomically); report.md is
+    also appended to GITHUB_STEP_SUMMARY when that is set."""
     markdown = render_markdown(verdict)
     atomic_write_text(out / "junit.xml", render_junit(verdict))
     atomic_write_text(out / "report.md", markdown)
@@ -146,7 +147,6 @@ def write_reports(verdict: GateVerdict, out: Path, settings: Settings) -> str:
                 f.write(markdown + "\n")
         except OSError as e:
             print(f"zlbench: cannot append to GITHUB_STEP_SUMMARY: {e}", file=sys.stderr)
-    return markdown
 
 
 def dismissed_ops(ops_dir: Path, keys: Iterable[str]) -> dict[str, str]:
@@ -170,14 +170,13 @@ def judge_and_write(
     opts: GateOptions,
     out: Path,
     settings: Settings,
+    ops_dir: Path,
     remeasure: Remeasure | None = None,
     command: str = "gate",
-    ops_dir: Path | None = None,
 ) -> int:
-    if not opts.dismissed:
-        from zlbench.cli.batch_cmd import default_ops_dir
-
-        opts.dismissed = dismissed_ops(ops_dir or default_ops_dir(), {*baseline.ops, *results.ops})
+    """Judge ``results`` against ``baseline`` (the ops that ``ops_dir``'s dismiss list
+    names are dismissed), write the reports into ``out``; the verdict's exit code."""
+    opts.dismissed = dismissed_ops(ops_dir, {*baseline.ops, *results.ops})
     verdict = run_gate(baseline, results, th, opts, remeasure)
     write_reports(verdict, out, settings)
     print(verdict.summary)
@@ -219,12 +218,13 @@ def _run(args) -> int:
     baseline, th, scope = common_inputs(args)
     out = Path(args.out)
     opts = gate_options(args, scope)
+    ops_dir = _ops_dir(args)
     if args.results:
         if args.shard or args.confirm:
             raise ZlbenchError("--shard and --confirm measure on a GPU: not with --results")
         opts.results_label = args.results
         results = load_results(args.results)
-        return judge_and_write(baseline, results, th, opts, out, settings, ops_dir=_ops_dir(args))
+        return judge_and_write(baseline, results, th, opts, out, settings, ops_dir)
     from zlbench.runner.batch import claim_dir
     from zlbench.runner.shard import parse_shard
 
@@ -234,18 +234,16 @@ def _run(args) -> int:
         print(f"zlbench gate: {out} is in use; writing to {claimed}", file=sys.stderr)
     out = claimed
     req = MeasureRequest(
-        baseline, scope or set(baseline.ops), out / "results", shard, _ops_dir(args), settings
+        baseline, scope or set(baseline.ops), out / "results", shard, ops_dir, settings
     )
+    opts.confirm_times = th.confirm_repeats if args.confirm is None else args.confirm
     if shard is not None:
         return run_shard(args, baseline, th, opts, req, settings)
     batch_dir, code = measure_batch(req)
     opts.results_label = str(batch_dir)
-    opts.confirm_times = th.confirm_repeats if args.confirm is None else args.confirm
     results = load_results(batch_dir)
     remeasure = make_remeasure(req, out / "confirm")
-    return judge_and_write(
-        baseline, results, th, opts, out, settings, remeasure, ops_dir=_ops_dir(args)
-    )
+    return judge_and_write(baseline, results, th, opts, out, settings, ops_dir, remeasure)
 
 
 # --------------------------------------------------------------------------- one shard
@@ -283,7 +281,6 @@ def run_shard(args, baseline, th, opts: GateOptions, req: MeasureRequest, settin
     results = load_results(batch_dir)
     opts.scope = shard_scope(batch_dir, results, opts.scope)
     opts.results_label = str(batch_dir)
-    opts.confirm_times = th.confirm_repeats if args.confirm is None else args.confirm
     remeasure = make_remeasure(req, out / "confirm")
     judge_and_write(
         baseline,
@@ -292,9 +289,9 @@ def run_shard(args, baseline, th, opts: GateOptions, req: MeasureRequest, settin
         opts,
         out,
         settings,
+        req.ops_dir,
         remeasure,
         command=f"gate --shard {label}",
-        ops_dir=_ops_dir(args),
     )
     print(f"shard {label}: the verdict above covers this shard only (the judge gives the verdict):")
     print("zlbench merge SHARD_GATE_DIRS... --out MERGED, then")

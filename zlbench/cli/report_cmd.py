@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from zlbench.cli.batch_cmd import default_ops_dir
 from zlbench.cli.gate_cmd import common_inputs, gate_options, judge_and_write
 from zlbench.cli.settings import Settings
 from zlbench.gate.load import load_results
@@ -29,5 +30,12 @@ def _run(args) -> int:
     opts.results_label = args.results
     results = load_results(args.results)
     return judge_and_write(
-        baseline, results, th, opts, Path(args.out), Settings.from_env(), command="report"
+        baseline,
+        results,
+        th,
+        opts,
+        Path(args.out),
+        Settings.from_env(),
+        default_ops_dir(),
+        command="report",
     )
