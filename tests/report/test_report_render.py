@@ -10,8 +10,10 @@ from pathlib import Path
 import pytest
 import xmlschema
 from scenario import build
+from zlsynth import crow
 
 from zlbench.models import FAILING_VERDICTS, GateVerdict, RowKey, RowVerdict, Verdict
+from zlbench.report.compare import render_compare
 from zlbench.report.junit import render_junit
 from zlbench.report.markdown import GITHUB_COMMENT_LIMIT, MARKER, render_markdown
 
@@ -207,3 +209,18 @@ def test_small_report_is_not_truncated(verdict):
 @pytest.mark.parametrize("limit", [4_000, 8_000, 20_000])
 def test_any_limit_is_respected(verdict, limit):
     assert len(render_markdown(huge(verdict, 500), limit=limit)) <= limit
+
+
+# --------------------------------------------------------------------------- compare
+
+
+def test_compare_with_an_inf_speedup_shows_no_ratio_instead_of_crashing():
+    def key(shape):
+        return RowKey(repo="main", run_name="add", op="add", dtype="bfloat16", shape=shape)
+
+    a = {key("[8]"): crow("add", "[8]", float("inf")), key("[16]"): crow("add", "[16]", 1.0)}
+    b = {key("[8]"): crow("add", "[8]", 2.0), key("[16]"): crow("add", "[16]", 1.1)}
+    out = render_compare(a, b)
+    assert "| main/add | bfloat16 | [8] | inf | 2.000 | n/a |" in out
+    assert "| main/add | bfloat16 | [16] | 1.000 | 1.100 | 1.1000 |" in out
+    assert "matched rows: 2 · geomean B/A: 1.1000 (+10.00%)" in out

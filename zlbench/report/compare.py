@@ -6,16 +6,10 @@ the ratio is B's speedup over A's; the geometric mean covers the matched rows.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 
+from zlbench.gate.estimators import geomean, plain_ratio
 from zlbench.models import Row, RowKey
-
-
-def _ratio(a: Row, b: Row) -> float | None:
-    if a.speedup and b.speedup and a.speedup > 0 and b.speedup > 0:
-        return b.speedup / a.speedup
-    return None
 
 
 def _num(x: float | None, spec: str = ".3f") -> str:
@@ -53,7 +47,7 @@ def render_compare(
     ratios = []
     for k in both:
         ra, rb = a[k], b[k]
-        ratio = _ratio(ra, rb)
+        ratio = plain_ratio(ra, rb)
         if ratio is not None:
             ratios.append(ratio)
         occ = f" #{k.occurrence}" if k.occurrence else ""
@@ -62,7 +56,7 @@ def render_compare(
             f"| {_num(ra.speedup)} | {_num(rb.speedup)} | {_num(ratio, '.4f')} "
             f"| {_num(ra.latency_ms, '.4f')} | {_num(rb.latency_ms, '.4f')} |"
         )
-    gm = math.exp(sum(map(math.log, ratios)) / len(ratios)) if ratios else None
+    gm = geomean(ratios)
     lines += [
         "",
         f"matched rows: {len(both)} · geomean B/A: {_num(gm, '.4f')}"
