@@ -152,8 +152,9 @@ def write_reports(verdict: GateVerdict, out: Path, settings: Settings) -> None:
 def dismissed_ops(ops_dir: Path, keys: Iterable[str]) -> dict[str, str]:
     """``<repo>/<run_name>`` -> reason, for the ops that the dismiss list names."""
     from zlbench.runner.dismiss import find_dismissal, load_dismiss
+    from zlbench.runner.select import DISMISS_FILE
 
-    entries = load_dismiss(Path(ops_dir) / "dismiss.txt")
+    entries = load_dismiss(Path(ops_dir) / DISMISS_FILE)
     out = {}
     for key in keys:
         repo, run_name = key.split("/", 1)
