@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import os
 import queue
-import re
 import signal
 import subprocess
 import sys
@@ -27,15 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
-try:  # zlbench.parse owns the ANSI regex; keep a local copy until it exists.
-    from zlbench.parse import strip_ansi
-except ImportError:  # pragma: no cover - depends on another module's progress
-    _ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)")
-
-    def strip_ansi(text: str) -> str:
-        """Remove ANSI colour / cursor escape sequences."""
-        return _ANSI_RE.sub("", text)
-
+from zlbench.parse import strip_ansi
 
 __all__ = [
     "GroupProcess",
@@ -164,7 +155,6 @@ class GroupProcess:
         self._queue: queue.Queue = queue.Queue()
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
-        self.killed = False
 
     @property
     def pid(self) -> int:
@@ -202,7 +192,6 @@ class GroupProcess:
 
     def kill(self, grace_s: float = 5.0) -> None:
         """Kill the whole process group (TERM, grace, KILL)."""
-        self.killed = True
         kill_group(self.proc, grace_s)
 
     def wait(self) -> int:
