@@ -145,11 +145,7 @@ def default_ops_dir() -> Path:
 
 
 def flaggems_dirs(values: list[str], settings: Settings) -> dict[str, Path]:
-    dirs: dict[str, Path] = {}
-    if settings.flaggems_dir:
-        dirs["main"] = Path(settings.flaggems_dir)
-    if settings.flaggems_vllm_dir:
-        dirs["vllm"] = Path(settings.flaggems_vllm_dir)
+    dirs = {repo: Path(path) for repo, path in settings.flaggems_dirs.items()}
     for value in values:
         repo, sep, path = value.partition("=")
         if not sep:

@@ -89,10 +89,9 @@ def measure_batch(req: MeasureRequest) -> tuple[Path, int]:
     from zlbench.runner.shard import default_gpus
 
     s, m = req.settings, req.baseline.manifest
-    dirs = {"main": s.flaggems_dir, "vllm": s.flaggems_vllm_dir}
     config = BatchConfig(
         out_dir=req.out_dir,
-        flaggems_dirs={k: Path(v) for k, v in dirs.items() if v},
+        flaggems_dirs={k: Path(v) for k, v in s.flaggems_dirs.items()},
         ops_dir=req.ops_dir,
         all_ops=True,
         repos=sorted({k.split("/", 1)[0] for k in req.ops}),

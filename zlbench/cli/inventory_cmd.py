@@ -53,8 +53,7 @@ def parse_repos(specs: list[str], settings: Settings) -> dict[str, str]:
             raise ZlbenchError(f"--repo {spec!r}: expected LABEL=PATH with LABEL in {REPOS}")
         repos[label] = path
     if not specs:
-        defaults = {"main": settings.flaggems_dir, "vllm": settings.flaggems_vllm_dir}
-        repos = {k: v for k, v in defaults.items() if v}
+        repos = dict(settings.flaggems_dirs)
     if not repos:
         raise ZlbenchError(
             "no FlagGems checkout: pass --repo main=PATH or set ZLBENCH_FLAGGEMS_DIR"

@@ -43,12 +43,11 @@ def add_parser(sub) -> None:
 
 
 def request_from_args(args, settings: Settings) -> RunRequest:
-    default_dir = settings.flaggems_vllm_dir if args.repo == "vllm" else settings.flaggems_dir
     return RunRequest(
         op=args.op,
         op_file=args.op_file,
         repo=args.repo,
-        flaggems_dir=args.flaggems_dir or default_dir,
+        flaggems_dir=args.flaggems_dir or settings.flaggems_dirs.get(args.repo),
         shape_file=args.shape_file,
         dtypes=args.dtypes,
         timing=args.mode,

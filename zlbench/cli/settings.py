@@ -17,6 +17,12 @@ class Settings:
     no_color: bool  # NO_COLOR set: never colour
     force_color: bool  # FORCE_COLOR set: colour even without a tty
 
+    @property
+    def flaggems_dirs(self) -> dict[str, str]:
+        """The FlagGems checkouts the environment names: ``{repo: path}``, set ones only."""
+        dirs = {"main": self.flaggems_dir, "vllm": self.flaggems_vllm_dir}
+        return {repo: path for repo, path in dirs.items() if path}
+
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> Settings:
         env = os.environ if env is None else env
