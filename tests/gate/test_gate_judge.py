@@ -22,10 +22,10 @@ S = "[1024, 1024]"
 
 
 def _judge(tmp_path, base_ops, results, statuses=(), **config):
-    config.setdefault("estimator", "ratio")  # the synthetic rows are built from speedups
     b = load_baseline(write_baseline(tmp_path / "bl", base_ops))
     r = load_results(write_results(tmp_path / "res", results, list(statuses)))
     th = load_thresholds(None, b.manifest.thresholds)
+    th.estimator = config.pop("estimator", "ratio")  # the synthetic rows are built from speedups
     return judge(b, r, th, JudgeConfig(**config)), th
 
 

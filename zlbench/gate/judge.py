@@ -46,13 +46,8 @@ OP_ORDER = (
 
 @dataclass
 class JudgeConfig:
-    estimator: Estimator | None = None  # None: the thresholds' estimator
     scope: set[str] | None = None  # op keys "<repo>/<run_name>" to judge; None: all
     dismissed: dict[str, str] = field(default_factory=dict)  # op key -> reason
-
-    def __post_init__(self) -> None:
-        if self.estimator is not None:  # a plain string names one too
-            self.estimator = Estimator(self.estimator)
 
 
 @dataclass
@@ -315,7 +310,7 @@ def judge(
     base_keys = [k for k in baseline.ops if in_scope(k, config)]
     run_keys = [k for k in results.ops if in_scope(k, config)]
     current = {k: r for key in run_keys for k, r in results.ops[key].rows().items()}
-    estimator = Estimator(config.estimator or th.estimator)
+    estimator = Estimator(th.estimator)
     ratios: dict[RowKey, float | None] = {}
     drift: dict[str, float] = {}
     for keys in _by_host(results, base_keys).values():

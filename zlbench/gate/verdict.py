@@ -21,7 +21,6 @@ from zlbench.gate.env import (
     measured_results,
     mismatches,
 )
-from zlbench.gate.estimators import Estimator
 from zlbench.gate.judge import JudgeConfig, Judgement, in_scope, judge, op_verdict
 from zlbench.gate.load import BaselineSet, ResultsSet
 from zlbench.models import (
@@ -39,7 +38,6 @@ FLAGGEMS_DIR_VARS = {"main": "ZLBENCH_FLAGGEMS_DIR", "vllm": "ZLBENCH_FLAGGEMS_V
 
 @dataclass
 class GateOptions:
-    estimator: Estimator | None = None  # None: the thresholds' estimator
     scope: set[str] | None = None  # op keys; None: every baseline op
     dismissed: dict[str, str] = field(default_factory=dict)
     allow_env_mismatch: bool = False
@@ -121,7 +119,7 @@ def run_gate(
 ) -> GateVerdict:
     """Judge ``results`` against ``baseline``; confirm flagged ops when samples exist
     in the results (``confirm/``) or a ``remeasure`` callable is given."""
-    j = judge(baseline, results, th, JudgeConfig(opts.estimator, opts.scope, opts.dismissed))
+    j = judge(baseline, results, th, JudgeConfig(opts.scope, opts.dismissed))
     runs = measured_results(results, opts.scope)
     findings = check_environment(baseline, runs)
     bad_env = mismatches(findings)
