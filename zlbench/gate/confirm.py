@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import replace
 
 from zlbench.gate.estimators import estimate, median
-from zlbench.gate.judge import JUDGED, Judgement, OpCase, matched_pairs, op_verdict, rejudge
+from zlbench.gate.judge import JUDGED, Judgement, matched_pairs, op_verdict, rejudge
 from zlbench.gate.load import BaselineSet
 from zlbench.models import Row, RowKey, RowVerdict, ThresholdsFile, Verdict
 
@@ -70,14 +70,8 @@ def apply_samples(
             if v.verdict in JUDGED and v.ratio is not None and extra:
                 v = _confirm_row(v, extra, th, noise.get(v.key, 0.0))
             rows.append(v)
-        cases[key] = _with_rows(case, rows, th)
+        cases[key] = replace(case, rows=rows)
     return Judgement(cases, j.measured_rows, j.overlap, j.estimator, j.drift)
-
-
-def _with_rows(case: OpCase, rows: list[RowVerdict], th: ThresholdsFile) -> OpCase:
-    new = replace(case, rows=rows)
-    new.confirmed = op_verdict(new, th).verdict is Verdict.REGRESSION
-    return new
 
 
 def confirm(

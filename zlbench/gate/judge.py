@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass, field
 
 from zlbench.gate.estimators import Estimator, estimate, geomean, torch_drift
-from zlbench.gate.load import BaselineSet, OpRun, ResultsSet, op_key
+from zlbench.gate.load import BaselineSet, OpRun, ResultsSet
 from zlbench.gate.markers import row_fallbacks
 from zlbench.gate.thresholds import aggregate_threshold, improvement_threshold, row_threshold
 from zlbench.models import (
@@ -63,11 +63,6 @@ class OpCase:
     note: str = ""
     new: bool = False  # not in the baseline
     log_tail: list[str] = field(default_factory=list)
-    confirmed: bool | None = None
-
-    @property
-    def key(self) -> str:
-        return op_key(self.repo, self.run_name)
 
 
 @dataclass
