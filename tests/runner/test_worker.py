@@ -81,6 +81,23 @@ def test_all_pass_in_one_process(tmp_path, checkout, fake_python):
     assert all((Path(e.run_dir) / "plan.json").exists() for e in plan.entries)
 
 
+def test_result_json_read_once_per_ended_op(tmp_path, checkout, fake_python, monkeypatch):
+    from zlbench.runner import worker
+
+    reads: list[str] = []
+    real = worker._read_result
+
+    def counting(run_dir):
+        reads.append(Path(run_dir).name)
+        return real(run_dir)
+
+    monkeypatch.setattr(worker, "_read_result", counting)
+    plan = _plan(tmp_path, ["ok", "fail", "skip"])
+    statuses, _ = _run(plan, checkout, fake_python)
+    assert [s.status for s in statuses] == [RunStatus.PASS, RunStatus.FAIL, RunStatus.SKIP]
+    assert reads == ["0_ok", "1_fail", "2_skip"]
+
+
 def test_per_process_one(tmp_path, checkout, fake_python):
     plan = _plan(tmp_path, ["ok", "ok", "ok"])
     statuses, _ = _run(plan, checkout, fake_python, per_process=1)

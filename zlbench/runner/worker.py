@@ -161,10 +161,19 @@ def _read_result(run_dir: Path) -> tuple[RunResult | None, str]:
         return None, f"unreadable result.json: {e}"
 
 
-def _decide(ctx: _Ctx, track: OpTrack, status: RunStatus, note: str, rc: int | None) -> None:
-    """Record the final status of one op and tell the caller."""
+def _decide(
+    ctx: _Ctx,
+    track: OpTrack,
+    status: RunStatus,
+    note: str,
+    rc: int | None,
+    read: tuple[RunResult | None, str] | None = None,
+) -> None:
+    """Record the final status of one op and tell the caller.
+
+    ``read`` is what :func:`_read_result` already gave for this op, if called."""
     entry = track.entry
-    result, problem = _read_result(track.run_dir)
+    result, problem = read if read is not None else _read_result(track.run_dir)
     if problem:
         note = f"{note}; {problem}" if note else problem
     dtypes = result.dtypes if result and result.dtypes else entry.dtypes
@@ -195,18 +204,19 @@ def _decide_ended(ctx: _Ctx, track: OpTrack) -> bool:
 
     Returns True when the op hit a device fault (the process must be replaced).
     """
-    result, _ = _read_result(track.run_dir)
+    read = _read_result(track.run_dir)
+    result = read[0]
     try:
         status = result.status if result else RunStatus(track.end_status or "")
         note = "" if result else "no result.json; status from the END line"
     except ValueError:
         status, note = RunStatus.FAIL, f"unknown END status {track.end_status!r}"
     if track.fault and status is not RunStatus.PASS:
-        _decide(ctx, track, RunStatus.CRASH, f"device fault: {track.fault}", None)
+        _decide(ctx, track, RunStatus.CRASH, f"device fault: {track.fault}", None, read)
         return True
     if status is RunStatus.ERROR and not note:
         note = (result.error or "") if result else ""
-    _decide(ctx, track, status, note, exit_code_for(status))
+    _decide(ctx, track, status, note, exit_code_for(status), read)
     return False
 
 
