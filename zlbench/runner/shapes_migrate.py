@@ -19,7 +19,7 @@ from zlbench.errors import ZlbenchError
 from zlbench.models import parse_yaml, read_text
 
 
-class _NoAliasDumper(yaml.SafeDumper):
+class NoAliasDumper(yaml.SafeDumper):
     """Writes shared values in full (upstream uses YAML anchors)."""
 
     def ignore_aliases(self, data: Any) -> bool:
@@ -58,5 +58,5 @@ def leading_comments(text: str) -> str:
 
 
 def render_shapes(data: dict[str, Any], header: str = "") -> str:
-    body = yaml.dump(data, Dumper=_NoAliasDumper, sort_keys=False, default_flow_style=None)
+    body = yaml.dump(data, Dumper=NoAliasDumper, sort_keys=False, default_flow_style=None)
     return header + body

@@ -22,6 +22,8 @@ from typing import Any
 
 import yaml
 
+from zlbench.runner.shapes_migrate import NoAliasDumper
+
 HEADER = """\
 # zlbench shape set "{name}", derived from upstream FlagGems benchmark/core_shapes.yaml
 # ({source}) by zlbench.runner.shapesets: every upstream key is kept (op names and
@@ -71,15 +73,10 @@ def derive(upstream: dict[str, Any], kind: str) -> dict[str, Any]:
     return out
 
 
-class _NoAliasDumper(yaml.SafeDumper):
-    def ignore_aliases(self, data: Any) -> bool:
-        return True
-
-
 def render(derived: dict[str, Any], kind: str, source: str) -> str:
     what = "one shape" if kind == "single" else "up to three shapes (small, 1/3, 2/3 by size)"
     body = yaml.dump(
-        derived, Dumper=_NoAliasDumper, sort_keys=False, default_flow_style=None, width=100
+        derived, Dumper=NoAliasDumper, sort_keys=False, default_flow_style=None, width=100
     )
     return HEADER.format(name=kind, source=source, what=what) + "\n" + body
 
