@@ -50,16 +50,14 @@ def add_sweep_option(p) -> None:
     )
 
 
-def sweep_gpus_from_args(args, settings: Settings) -> list[str]:
-    """--sweep-gpus checked (record mode only, inside CUDA_VISIBLE_DEVICES); [] when absent."""
+def parse_sweep_gpus(text: str | None, settings: Settings) -> list[str]:
+    """``--sweep-gpus`` checked against the inherited CUDA_VISIBLE_DEVICES; [] when
+    absent. Shared by ``batch``, ``baseline refresh`` and ``run``."""
     from zlbench.runner.shard import parse_gpu_list
     from zlbench.runner.sweep_run import check_sweep_gpus
 
-    text = getattr(args, "sweep_gpus", None)
     if text is None:
         return []
-    if getattr(args, "replay_root", None) is not None:
-        raise ZlbenchError("--sweep-gpus records configs; it cannot be combined with --replay-root")
     return check_sweep_gpus(parse_gpu_list(text), settings.cuda_visible_devices)
 
 
@@ -160,6 +158,8 @@ def config_from_args(args, settings: Settings):
     from zlbench.runner.batch import BatchConfig
     from zlbench.runner.shard import default_gpus, parse_gpu_list, parse_shard
 
+    if args.sweep_gpus is not None and args.replay_root is not None:
+        raise ZlbenchError("--sweep-gpus records configs; it cannot be combined with --replay-root")
     gpus = parse_gpu_list(args.gpus) if args.gpus else default_gpus(settings.cuda_visible_devices)
     if args.per_process is not None and args.per_process < 1:
         raise ZlbenchError(f"--per-process {args.per_process}: must be at least 1")
@@ -186,7 +186,7 @@ def config_from_args(args, settings: Settings):
         progress=sys.stdout,
         sink=_echo if args.show_output else None,
         argv=list(sys.argv),
-        sweep_gpus=sweep_gpus_from_args(args, settings),
+        sweep_gpus=parse_sweep_gpus(args.sweep_gpus, settings),
     )
 
 

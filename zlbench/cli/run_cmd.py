@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import sys
 
+from zlbench.cli.batch_cmd import parse_sweep_gpus
 from zlbench.cli.settings import Settings
 from zlbench.models import REPOS
 from zlbench.runner.proc import TerminalSink
 from zlbench.runner.run import RunRequest, prepare, run_plan
-from zlbench.runner.shard import parse_gpu_list
-from zlbench.runner.sweep_run import check_sweep_gpus
 
 
 def add_parser(sub) -> None:
@@ -54,15 +53,8 @@ def request_from_args(args, settings: Settings) -> RunRequest:
         replay_from=args.replay_from,
         out=args.out,
         timeout_s=args.timeout,
-        sweep_gpus=sweep_gpus(args.sweep_gpus, settings),
+        sweep_gpus=parse_sweep_gpus(args.sweep_gpus, settings),
     )
-
-
-def sweep_gpus(text: str | None, settings: Settings) -> list[str]:
-    """``--sweep-gpus`` checked against the inherited CUDA_VISIBLE_DEVICES ([] when absent)."""
-    if text is None:
-        return []
-    return check_sweep_gpus(parse_gpu_list(text), settings.cuda_visible_devices)
 
 
 def _run(args) -> int:
