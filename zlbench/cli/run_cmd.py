@@ -77,7 +77,7 @@ def _run(args) -> int:
         plan,
         flaggems_dir,
         sink=TerminalSink(color=color),
-        timeout_s=args.timeout,
+        timeout_s=req.timeout_s,
         sweep_gpus=req.sweep_gpus,
     )
     st = outcome.status
