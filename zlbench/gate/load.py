@@ -29,6 +29,8 @@ from zlbench.models import (
 )
 
 LOG_TAIL_LINES = 20
+RESULTS_DIR = "results"  # a gate dir's measured batch
+CONFIRM_DIR = "confirm"  # a gate dir's confirmation passes, confirm/<i>/
 
 
 def op_key(repo: str, run_name: str) -> str:
@@ -101,18 +103,24 @@ def load_results(path: str | Path) -> ResultsSet:
         raise ZlbenchError(f"{path}: results dir not found")
     if (path / "result.json").is_file():
         return ResultsSet(path, _ops_of([_load_run_dir(path)]))
-    if (path / "results").is_dir():
-        inner = load_results(path / "results")
-        confirm_root = path / "confirm"
-        passes = sorted(confirm_root.iterdir(), key=_pass_order) if confirm_root.is_dir() else []
+    if (path / RESULTS_DIR).is_dir():
+        inner = load_results(path / RESULTS_DIR)
+        confirm_root = path / CONFIRM_DIR
+        passes = (
+            sorted(confirm_root.iterdir(), key=lambda p: pass_order(p.name))
+            if confirm_root.is_dir()
+            else []
+        )
         inner.confirm = [load_results(p).sample_rows() for p in passes if p.is_dir()]
         inner.path = path
         return inner
     return ResultsSet(path, _load_batch_dir(path))
 
 
-def _pass_order(p: Path) -> tuple[int, str]:
-    return (int(p.name), "") if p.name.isdigit() else (1 << 30, p.name)
+def pass_order(name: str) -> tuple[int, str]:
+    """The order of a gate dir's ``confirm/<name>/`` passes: numbered ones by number,
+    then any others by name."""
+    return (int(name), "") if name.isdigit() else (1 << 30, name)
 
 
 def _ops_of(runs: Iterable[OpRun]) -> dict[str, OpRun]:

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from zlbench.errors import ZlbenchError
+from zlbench.gate.load import CONFIRM_DIR, RESULTS_DIR, pass_order
 from zlbench.models import BatchInfo, Environment, OpStatus, read_ops_status
 from zlbench.runner.batchinfo import read_batch_info, write_batch_info
 from zlbench.runner.progress import count_statuses
@@ -39,8 +40,6 @@ from zlbench.runner.status import (
 
 # batch.json fields that must agree between shards.
 SAME_CONFIG = ("mode", "replay_root", "timing", "level", "dtypes", "shape_file_sha256")
-RESULTS_DIR = "results"  # a gate dir's measured batch
-CONFIRM_DIR = "confirm"  # a gate dir's confirmation passes, confirm/<i>/
 # Environment fields that must agree (hostname, gpu_count may differ between runners).
 SAME_ENV = (
     "gpu_model",
@@ -219,11 +218,6 @@ def is_gate_dir(path: Path) -> bool:
     return (path / RESULTS_DIR).is_dir() and not (path / OPS_STATUS).is_file()
 
 
-def _pass_order(name: str) -> tuple[int, str]:
-    """The order :func:`zlbench.gate.load.load_results` reads ``confirm/`` passes in."""
-    return (int(name), "") if name.isdigit() else (1 << 30, name)
-
-
 def _confirm_passes(gate_dirs: list[Path]) -> dict[str, list[Path]]:
     """Pass name -> the shards' ``confirm/<name>/`` dirs that exist, in shard order."""
     passes: dict[str, list[Path]] = {}
@@ -233,7 +227,7 @@ def _confirm_passes(gate_dirs: list[Path]) -> dict[str, list[Path]]:
             for p in root.iterdir():
                 if p.is_dir():
                     passes.setdefault(p.name, []).append(p)
-    return {name: passes[name] for name in sorted(passes, key=_pass_order)}
+    return {name: passes[name] for name in sorted(passes, key=pass_order)}
 
 
 def merge_gate_dirs(gate_dirs: list[Path], out: Path) -> MergeOutcome:
