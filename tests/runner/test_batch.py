@@ -341,3 +341,15 @@ def test_left_out_ops_of_a_shard_are_skip_rows(setup, tmp_path):
         "add": "dismissed 2025-01-02: hangs at 4096",
         "skipme": "unconditional skip: needs two GPUs",
     }
+
+
+def test_batch_json_records_the_shape_file_sha256(setup, tmp_path):
+    import hashlib
+
+    shapes = tmp_path / "shapes.yaml"
+    shapes.write_text("abs:\n  shapes:\n  - [4, 8]\n")
+    out = run_batch(setup(FakeExecutor(), ops=["abs"], shape_file=str(shapes)))
+    want = hashlib.sha256(shapes.read_bytes()).hexdigest()
+    assert read_batch_info(out.out_dir).shape_file_sha256 == want
+    plain = run_batch(setup(FakeExecutor(), ops=["abs"], out_dir=tmp_path / "plain"))
+    assert read_batch_info(plain.out_dir).shape_file_sha256 is None

@@ -9,7 +9,6 @@ each time an op becomes final, so a killed batch leaves a complete, valid file.
 from __future__ import annotations
 
 import ctypes
-import hashlib
 import os
 import socket
 import threading
@@ -18,6 +17,7 @@ from pathlib import Path
 
 from zlbench import __version__
 from zlbench.errors import ZlbenchError
+from zlbench.gate.baselines import sha256_file
 from zlbench.models import BatchInfo, DismissedOp, OpStatus, RunResult, RunStatus, WorkerPlan
 from zlbench.runner import progress
 from zlbench.runner.batch import (
@@ -310,7 +310,7 @@ def _sha256(path) -> str | None:
     if not path:
         return None
     try:
-        return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+        return sha256_file(Path(path))
     except OSError:
         return None
 
