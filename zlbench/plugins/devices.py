@@ -16,6 +16,7 @@ the remaining ops in a fresh process instead of recording false failures.
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 from collections.abc import Mapping
@@ -49,7 +50,9 @@ def gems_vendor_value(environ: Mapping[str, str], view: DeviceView) -> str | Non
     return "nvidia"
 
 
+@functools.cache
 def probe_device() -> DeviceView:
+    """Torch's view of the device; cached, so the load and configure hooks probe once."""
     try:
         import torch
     except ImportError:
