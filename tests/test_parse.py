@@ -12,7 +12,7 @@ from types import SimpleNamespace
 import pytest
 
 from zlbench.errors import ZlbenchError
-from zlbench.models import Marker, MarkerKind, count_markers
+from zlbench.models import Marker, MarkerKind, count_markers, counts_of_kind
 from zlbench.parse import (
     find_markers,
     load_record_json,
@@ -346,6 +346,19 @@ def test_marker_counts(kind):
         f"{kind.value} {c.reason}": 1,
     }
     assert parse_log(text).marker_counts == count_markers(found)
+
+
+def test_counts_of_kind_splits_marker_counts_by_kind():
+    markers = [m for kind in MarkerKind for m in MARKERS[kind]]
+    counts = count_markers(markers + markers[:1])
+    for kind in MarkerKind:
+        want = count_markers([m for m in markers + markers[:1] if m.kind is kind])
+        assert want and counts_of_kind(counts, kind) == want
+        # the forms gate code used before: a prefix test and a substring test
+        short = kind.value.split("_", 1)[1]
+        assert counts_of_kind(counts, kind) == {k: n for k, n in counts.items() if short in k}
+        assert set(counts_of_kind(counts, kind)) == {k for k in counts if k.startswith(kind.value)}
+    assert counts_of_kind({}, MarkerKind.REPLAY_FALLBACK) == {}
 
 
 def test_two_markers_on_one_line():

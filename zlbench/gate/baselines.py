@@ -20,9 +20,11 @@ from zlbench.models import (
     BaselineManifest,
     BaselineResult,
     BaselineRow,
+    MarkerKind,
     Row,
     RunResult,
     RunStatus,
+    counts_of_kind,
     load_json_model,
 )
 
@@ -97,7 +99,7 @@ def usable(record: RunResult | None, replays: list[RunResult | None]) -> str | N
             return f"replay pass {i} left no result.json"
         if rep.status is not RunStatus.PASS:
             return f"replay pass {i} {rep.status.value}"
-        fallbacks = {k: v for k, v in rep.marker_counts.items() if "REPLAY_FALLBACK" in k}
+        fallbacks = counts_of_kind(rep.marker_counts, MarkerKind.REPLAY_FALLBACK)
         if fallbacks:
             return f"replay pass {i} fell back: {fallbacks}"
     return None

@@ -23,6 +23,7 @@ from zlbench.models import (
     RowKey,
     RunResult,
     RunStatus,
+    counts_of_kind,
     load_json_model,
     load_yaml_model,
     read_ops_status,
@@ -81,7 +82,7 @@ class ResultsSet:
             res = run.result
             if run.status is not RunStatus.PASS or res is None:
                 continue
-            if any(k.startswith(MarkerKind.REPLAY_FALLBACK.value) for k in res.marker_counts):
+            if counts_of_kind(res.marker_counts, MarkerKind.REPLAY_FALLBACK):
                 continue
             out.update(run.rows())
         return out

@@ -11,11 +11,11 @@
 from __future__ import annotations
 
 from zlbench.gate.load import OpRun
-from zlbench.models import BaselineResult, Marker, MarkerKind, Row, RowKey
+from zlbench.models import BaselineResult, Marker, MarkerKind, Row, RowKey, counts_of_kind
 
 
 def _kind_count(counts: dict[str, int], kind: MarkerKind) -> int:
-    return sum(n for k, n in counts.items() if k.split(" ", 1)[0] == kind.value)
+    return sum(counts_of_kind(counts, kind).values())
 
 
 def _split(markers: list[Marker], counts: dict[str, int], kind: MarkerKind):

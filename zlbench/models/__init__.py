@@ -58,6 +58,7 @@ from zlbench.models.run import (
     WorkerPlan,
     assign_occurrences,
     count_markers,
+    counts_of_kind,
     records_file_name,
 )
 from zlbench.models.verdict import (
@@ -102,6 +103,7 @@ __all__ = [
     "assign_occurrences",
     "atomic_write_text",
     "count_markers",
+    "counts_of_kind",
     "dump_json_model",
     "dump_yaml_model",
     "load_json_model",

@@ -166,11 +166,17 @@ class RunResult(_Model):
 
 
 def count_markers(markers: list[Marker]) -> dict[str, int]:
+    """``RunResult.marker_counts``: ``"<KIND> <reason>"`` -> number of markers."""
     counts: dict[str, int] = {}
     for m in markers:
         k = f"{m.kind.value} {m.reason}"
         counts[k] = counts.get(k, 0) + 1
     return counts
+
+
+def counts_of_kind(counts: dict[str, int], kind: MarkerKind) -> dict[str, int]:
+    """The entries of ``counts`` (keys as :func:`count_markers` builds them) of one kind."""
+    return {k: n for k, n in counts.items() if k.split(" ", 1)[0] == kind.value}
 
 
 # --------------------------------------------------------------------------- worker plan
