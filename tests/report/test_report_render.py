@@ -12,7 +12,14 @@ import xmlschema
 from scenario import build
 from zlsynth import crow
 
-from zlbench.models import FAILING_VERDICTS, GateVerdict, RowKey, RowVerdict, Verdict
+from zlbench.models import (
+    FAILING_VERDICTS,
+    GateVerdict,
+    OpVerdict,
+    RowKey,
+    RowVerdict,
+    Verdict,
+)
 from zlbench.report.compare import render_compare
 from zlbench.report.junit import render_junit
 from zlbench.report.markdown import GITHUB_COMMENT_LIMIT, MARKER, render_markdown
@@ -209,6 +216,34 @@ def test_small_report_is_not_truncated(verdict):
 @pytest.mark.parametrize("limit", [4_000, 8_000, 20_000])
 def test_any_limit_is_respected(verdict, limit):
     assert len(render_markdown(huge(verdict, 500), limit=limit)) <= limit
+
+
+def test_truncated_aggregate_regressions_show_the_full_count_and_a_note(verdict):
+    v = verdict.model_copy(deep=True)
+    n = 300
+    v.ops += [
+        OpVerdict(
+            repo="main",
+            run_name=f"agg{i:03d}_{'x' * 40}",
+            op=f"agg{i:03d}",
+            verdict=Verdict.REGRESSION,
+            geomean_ratio=0.9,
+            threshold=0.05,
+            rows=2,
+            reason="geomean ratio 0.900 < 0.950",
+        )
+        for i in range(n)
+    ]
+    full = render_markdown(v)
+    assert f"### Op aggregate regressions ({n})" in full
+    assert "more op aggregate regressions" not in full
+    md = render_markdown(v, limit=8_000)
+    assert len(md) <= 8_000
+    head = next(t for t in _tables(md) if t[0].startswith("| op | geomean ratio |"))
+    shown = len(head) - 2
+    assert 0 <= shown < n
+    assert f"### Op aggregate regressions ({n})" in md
+    assert f"_… {n - shown} more op aggregate regressions not shown" in md
 
 
 # --------------------------------------------------------------------------- compare

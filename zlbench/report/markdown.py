@@ -94,6 +94,19 @@ def _reason_rows(rows: list[RowVerdict], cap: int | None) -> Section:
     return Section(out, len(rows))
 
 
+def _aggregate_rows(ops: list[OpVerdict], cap: int | None) -> Section:
+    out = [
+        [
+            cell(f"{o.repo}/{o.run_name}"),
+            fmt_num(o.geomean_ratio),
+            fmt_pct(o.threshold),
+            cell(o.reason),
+        ]
+        for o in _cap(ops, cap)
+    ]
+    return Section(out, len(ops))
+
+
 def _ops_section(ops: list[OpVerdict], cap: int | None) -> Section:
     shown = _cap(ops, cap)
     log_cap = 20 if cap is None else max(0, min(20, cap))
@@ -134,16 +147,7 @@ def context(v: GateVerdict, cap: int | None) -> dict:
         "counts_table": _counts_table(v),
         "env_mismatch": [f for f in v.environment if f.mismatch],
         "regressions": _change_rows(regressions, cap),
-        "aggregate": _cap(agg, cap),
-        "aggregate_rows": [
-            [
-                cell(f"{o.repo}/{o.run_name}"),
-                fmt_num(o.geomean_ratio),
-                fmt_pct(o.threshold),
-                cell(o.reason),
-            ]
-            for o in _cap(agg, cap)
-        ],
+        "aggregate": _aggregate_rows(agg, cap),
         "env_rows": [_env_row(f) for f in v.environment],
         "improvements": _change_rows(improvements, cap),
         "fallbacks": _reason_rows(by(Verdict.FALLBACK), cap),
@@ -153,10 +157,7 @@ def context(v: GateVerdict, cap: int | None) -> dict:
         "new_count": len(by(Verdict.NEW)),
         "skipped_count": len(by(Verdict.SKIPPED)),
         "reproduce": _reproduce(v, regressions + by(Verdict.FALLBACK), cap),
-        "cell": cell,
         "table": table,
-        "fmt_num": fmt_num,
-        "fmt_pct": fmt_pct,
     }
 
 
