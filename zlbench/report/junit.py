@@ -79,14 +79,15 @@ def _properties(v: GateVerdict) -> dict[str, str]:
 def render_junit(v: GateVerdict) -> str:
     repos = sorted({r.key.repo for r in v.rows} | {o.repo for o in v.ops})
     props = _properties(v)
+    # ops with a failing row: that row's testcase already fails, the op gets none
+    failing_rows = {(r.key.repo, r.key.run_name) for r in v.rows if r.verdict in FAILING_VERDICTS}
     suites = []
     for repo in repos:
         cases = [_row_case(r) for r in v.rows if r.key.repo == repo]
         for op in v.ops:
             if op.repo != repo or op.verdict not in FAILING_VERDICTS:
                 continue
-            mine = [r for r in v.rows if (r.key.repo, r.key.run_name) == (repo, op.run_name)]
-            if not any(r.verdict in FAILING_VERDICTS for r in mine):
+            if (repo, op.run_name) not in failing_rows:
                 cases.append(_op_case(op))
         suites.append(TestSuite(repo, cases, properties=props))
     if v.verdict == "ERROR" or not suites:
