@@ -4,6 +4,7 @@ kernel, and the plugin under TRITON_INTERPRET=1 (index written, no IR files)."""
 from __future__ import annotations
 
 import textwrap
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -86,6 +87,35 @@ def test_dumper_writes_the_ir_of_the_variant_used(session, tmp_path, monkeypatch
         ("BLOCK32_w1_s3", "loser", ""),
     ]
     assert "variant" in (root / "naming.md").read_text()
+
+
+def test_naming_legend_is_written_once_per_op(session, tmp_path, monkeypatch):
+    writes: list[str] = []
+    real = ttgir.atomic_write_text
+
+    def counting(path, text):
+        writes.append(Path(path).name)
+        real(path, text)
+
+    monkeypatch.setattr(ttgir, "atomic_write_text", counting)
+    monkeypatch.setenv("TRITON_INTERPRET", "1")  # no IR files: only index.tsv and naming.md
+    configs = [triton.Config({"BLOCK": b}, num_warps=1) for b in (16, 32)]
+    dumper = ttgir.TtgirDumper()
+    for config in configs:
+        dumper(SimpleNamespace(kernel="pkg.ops:k", key=(8,), config=config, ret=None,
+                               timings={config: [1.0]}, single=False, pinned=False))  # fmt: skip
+    dumper.on_end(session.current)
+    assert writes == ["naming.md", "index.tsv", "index.tsv", "index.tsv"]
+    root = tmp_path / "run" / "ttgir"
+    assert (root / "naming.md").read_text() == ttgir.NAMING_MD
+    assert len((root / "index.tsv").read_text().splitlines()) == 3
+
+
+def test_op_that_tuned_nothing_gets_index_and_legend(session, tmp_path):
+    ttgir.TtgirDumper().on_end(session.current)
+    root = tmp_path / "run" / "ttgir"
+    assert (root / "index.tsv").read_text() == ttgir.render_index([])
+    assert (root / "naming.md").read_text() == ttgir.NAMING_MD
 
 
 SOFTMAX_TESTS = textwrap.dedent(

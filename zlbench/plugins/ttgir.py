@@ -193,7 +193,6 @@ class OpDump:
 
     def write_index(self) -> None:
         atomic_write_text(self.root / "index.tsv", render_index(self.rows))
-        atomic_write_text(self.root / "naming.md", NAMING_MD)
 
 
 def _role(call: Any) -> str:
@@ -214,6 +213,7 @@ class TtgirDumper:
         if dump is None:
             root = Path(op.entry.run_dir) / "ttgir"
             dump = self.dumps[op.entry.run_name] = OpDump(root=root)
+            atomic_write_text(root / "naming.md", NAMING_MD)  # constant: written once per op
         return dump
 
     def __call__(self, call: Any) -> None:
@@ -231,12 +231,13 @@ class TtgirDumper:
         dump = self.dump_for(op)
         from zlbench.plugins.autotune import serialize_key
 
-        slug = dump.slug(op.dtype, op.shape, serialize_key(call.key))
+        key_text = serialize_key(call.key)
+        slug = dump.slug(op.dtype, op.shape, key_text)
         variant = config_variant(call.config)
         ident = (slug, call.kernel, variant)
         if ident in dump.seen and not call.timings:
             return
-        base = {"shape": op.shape or serialize_key(call.key), "dtype": op.dtype or "",
+        base = {"shape": op.shape or key_text, "dtype": op.dtype or "",
                 "kernel": call.kernel}  # fmt: skip
         if ident not in dump.seen:
             dump.seen.add(ident)
