@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from zlbench.gate.load import BaselineSet, ResultsSet
+from zlbench.gate.load import BaselineSet, ResultsSet, in_scope
 from zlbench.models import EnvFinding, Environment, RunResult
 
 UNKNOWN = "(not recorded)"
@@ -59,7 +59,8 @@ def _finding(field: str, base: object, cur: str | None, checked: bool, commit=Fa
 
 
 def measured_results(results: ResultsSet, scope: Iterable[str] | None) -> list[RunResult]:
-    keys = results.ops if scope is None else [k for k in results.ops if k in set(scope)]
+    scope = None if scope is None else set(scope)
+    keys = [k for k in results.ops if in_scope(k, scope)]
     return [results.ops[k].result for k in keys if results.ops[k].result is not None]
 
 

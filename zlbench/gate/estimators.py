@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 from enum import Enum
+from statistics import median
 
 from zlbench.models import Row, RowKey
 
@@ -28,12 +29,13 @@ class Estimator(str, Enum):
     TORCH_NORMALIZED = "torch_normalized"
 
 
-def _positive(x: float | None) -> bool:
+def positive(x: float | None) -> bool:
+    """A usable measurement: a finite number above zero."""
     return x is not None and math.isfinite(x) and x > 0
 
 
 def plain_ratio(base: Row, cur: Row) -> float | None:
-    if not (_positive(base.speedup) and _positive(cur.speedup)):
+    if not (positive(base.speedup) and positive(cur.speedup)):
         return None
     return cur.speedup / base.speedup
 
@@ -46,13 +48,13 @@ def torch_drift(pairs: Iterable[tuple[Row, Row]]) -> float:
     drifts = [
         cur.latency_base_ms / base.latency_base_ms
         for base, cur in pairs
-        if _positive(base.latency_base_ms) and _positive(cur.latency_base_ms)
+        if positive(base.latency_base_ms) and positive(cur.latency_base_ms)
     ]
     return median(drifts) if drifts else 1.0
 
 
 def normalized_ratio(base: Row, cur: Row, drift: float) -> float | None:
-    if not (_positive(base.latency_ms) and _positive(cur.latency_ms)):
+    if not (positive(base.latency_ms) and positive(cur.latency_ms)):
         return plain_ratio(base, cur)
     return base.latency_ms / cur.latency_ms * drift
 
@@ -75,14 +77,6 @@ def estimate(
     return {k: plain_ratio(b, c) for k, (b, c) in pairs.items()}
 
 
-def median(values: Iterable[float]) -> float:
-    xs = sorted(values)
-    if not xs:
-        raise ValueError("median of no values")
-    mid = len(xs) // 2
-    return xs[mid] if len(xs) % 2 else (xs[mid - 1] + xs[mid]) / 2
-
-
 def geomean(values: Iterable[float]) -> float | None:
-    xs = [x for x in values if _positive(x)]
+    xs = [x for x in values if positive(x)]
     return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else None

@@ -8,11 +8,10 @@ row ratios against the op-aggregate threshold (DESIGN.md §4).
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, field
 
-from zlbench.gate.estimators import Estimator, estimate, geomean, torch_drift
-from zlbench.gate.load import BaselineSet, OpRun, ResultsSet
+from zlbench.gate.estimators import Estimator, estimate, geomean, positive, torch_drift
+from zlbench.gate.load import BaselineSet, OpRun, ResultsSet, in_scope
 from zlbench.gate.markers import row_fallbacks
 from zlbench.gate.thresholds import aggregate_threshold, improvement_threshold, row_threshold
 from zlbench.models import (
@@ -115,7 +114,7 @@ def judge_row(
         v.verdict, v.reason = Verdict.FALLBACK, fallback
         return v
     if ratio is None:
-        if base.speedup is not None and math.isfinite(base.speedup) and base.speedup > 0:
+        if positive(base.speedup):
             # measured, but not a usable number (<= 0, inf, nan): never a pass
             v.verdict, v.reason = Verdict.FAILED, f"current speedup not usable ({cur_s})"
         else:
@@ -267,10 +266,6 @@ def op_verdict(case: OpCase, th: ThresholdsFile) -> OpVerdict:
 # --------------------------------------------------------------------------- whole set
 
 
-def in_scope(key: str, config: JudgeConfig) -> bool:
-    return config.scope is None or key in config.scope
-
-
 def matched_pairs(
     baseline: BaselineSet, rows: dict[RowKey, Row], keys: list[str]
 ) -> dict[RowKey, tuple[Row, Row]]:
@@ -302,8 +297,8 @@ def judge(
     config: JudgeConfig | None = None,
 ) -> Judgement:
     config = config or JudgeConfig()
-    base_keys = [k for k in baseline.ops if in_scope(k, config)]
-    run_keys = [k for k in results.ops if in_scope(k, config)]
+    base_keys = [k for k in baseline.ops if in_scope(k, config.scope)]
+    run_keys = [k for k in results.ops if in_scope(k, config.scope)]
     current = {k: r for key in run_keys for k, r in results.ops[key].rows().items()}
     estimator = Estimator(th.estimator)
     ratios: dict[RowKey, float | None] = {}

@@ -9,7 +9,7 @@ with the input is one :class:`ZlbenchError` line naming the file.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -37,6 +37,11 @@ CONFIRM_DIR = "confirm"  # a gate dir's confirmation passes, confirm/<i>/
 def op_key(repo: str, run_name: str) -> str:
     """The identity of an op across results and baselines: ``<repo>/<run_name>``."""
     return f"{repo}/{run_name}"
+
+
+def in_scope(key: str, scope: Collection[str] | None) -> bool:
+    """Whether op ``key`` is among the op keys of ``scope`` (None: every op)."""
+    return scope is None or key in scope
 
 
 @dataclass

@@ -26,10 +26,6 @@ def _split(markers: list[Marker], counts: dict[str, int], kind: MarkerKind):
     return named, unnamed
 
 
-def _describe(m: Marker) -> str:
-    return m.line()
-
-
 def row_fallbacks(
     run: OpRun, base: BaselineResult, rows: dict[RowKey, Row]
 ) -> tuple[dict[RowKey, str], str]:
@@ -43,14 +39,14 @@ def row_fallbacks(
     for m in named:
         for k in rows:
             if (k.dtype, k.shape) == (m.dtype, m.shape_detail):
-                out.setdefault(k, _describe(m))
+                out.setdefault(k, m.line())
     if unnamed:
         op_reason = f"{unnamed} {MarkerKind.REPLAY_FALLBACK.value} marker(s) in the op"
         for k in rows:
             out.setdefault(k, op_reason)
     base_rows = {r.key(base.repo, base.run_name): r for r in base.rows}
     named_cg, unnamed_cg = _split(res.markers, res.marker_counts, MarkerKind.NO_CUDAGRAPH)
-    cg_reason = {(m.dtype, m.shape_detail): _describe(m) for m in named_cg}
+    cg_reason = {(m.dtype, m.shape_detail): m.line() for m in named_cg}
     for k, r in rows.items():
         reason = cg_reason.get((k.dtype, k.shape))
         if reason is None and r.no_cudagraph:

@@ -21,8 +21,8 @@ from zlbench.gate.env import (
     measured_results,
     mismatches,
 )
-from zlbench.gate.judge import JudgeConfig, Judgement, in_scope, judge, op_verdict
-from zlbench.gate.load import BaselineSet, ResultsSet
+from zlbench.gate.judge import JudgeConfig, Judgement, judge, op_verdict
+from zlbench.gate.load import BaselineSet, ResultsSet, in_scope
 from zlbench.models import (
     FAILING_VERDICTS,
     BaselineManifest,
@@ -76,8 +76,8 @@ def reproduce_command(
 
 
 def _no_overlap_line(baseline: BaselineSet, results: ResultsSet, opts: GateOptions) -> str:
-    got = sorted(k for k in results.ops if in_scope(k, JudgeConfig(scope=opts.scope)))
-    want = sorted(k for k in baseline.ops if opts.scope is None or k in opts.scope)
+    got = sorted(k for k in results.ops if in_scope(k, opts.scope))
+    want = sorted(k for k in baseline.ops if in_scope(k, opts.scope))
     shown = ", ".join(got[:5]) + (f" (+{len(got) - 5} more)" if len(got) > 5 else "")
     return (
         f"results dir {opts.results_label or results.path} holds another op set: "
