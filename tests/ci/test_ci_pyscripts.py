@@ -286,6 +286,8 @@ def test_upstream_triton_shadowing_flagtree_fails(sandbox):
     fake_dist(sandbox.tmp / "venv", "triton", "3.6.0")
     proc = check_in(sandbox, sandbox.tmp / "venv", sandbox.tmp / "system")
     assert proc.returncode == 2
+    summary = sandbox.summary_text()
+    assert "resolves to distribution triton" in summary and "not flagtree" in summary
 
 
 # --------------------------------------------------------------------------- pr_comment.py

@@ -115,6 +115,9 @@ def test_gate_that_measured_nothing_exits_2(world, monkeypatch, tmp_path):
     for op in OPS:  # every benchmark module dies at import: nothing can be measured
         (broken / "benchmark" / f"test_{op}.py").write_text("raise ImportError('broken')\n")
     assert _gate(world, "gate-nothing", monkeypatch, fg=broken) == 2
+    v = load_json_model(world / "gate-nothing" / "verdict.json", GateVerdict)
+    assert v.verdict == "ERROR" and v.exit_code == 2
+    assert v.summary.startswith("ERROR: nothing measured: results dir "), v.summary
 
 
 def test_interrupted_refresh_leaves_nothing(world, monkeypatch):
