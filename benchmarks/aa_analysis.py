@@ -19,8 +19,8 @@ from pathlib import Path
 
 from zlbench.gate.estimators import Estimator, estimate
 from zlbench.gate.load import load_baseline, load_results
-from zlbench.gate.thresholds import row_threshold
-from zlbench.models import FAILING_VERDICTS, GateVerdict, ThresholdsFile, load_json_model
+from zlbench.gate.thresholds import load_thresholds, row_threshold
+from zlbench.models import FAILING_VERDICTS, GateVerdict, load_json_model
 
 SLOWDOWNS = [0.01, 0.02, 0.03, 0.04, 0.05, 0.06, 0.08, 0.10, 0.15, 0.20]
 
@@ -44,7 +44,7 @@ def main() -> None:
     args = ap.parse_args()
 
     base = load_baseline(args.baseline)
-    th = ThresholdsFile.model_validate(base.manifest.thresholds.model_dump())
+    th = load_thresholds(None, base.manifest.thresholds)
     base_rows = {
         r.key(res.repo, res.run_name): r
         for key, res in base.ops.items()

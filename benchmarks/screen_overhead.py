@@ -26,13 +26,12 @@ def stamp(raw: str) -> dt.datetime:
 def batch_numbers(batch: Path) -> dict:
     info = json.loads((batch / "batch.json").read_text())
     wall = (stamp(info["finished"]) - stamp(info["created"])).total_seconds()
-    bench = inside = 0.0
+    bench = 0.0
     ops = 0
     for result in sorted(batch.glob("*/*/result.json")):
         r = json.loads(result.read_text())
         ops += 1
         bench += r.get("bench_s") or 0.0
-        inside += r.get("duration_s") or 0.0
     return {
         "batch": str(batch),
         "mode": info.get("mode"),

@@ -136,9 +136,10 @@ def resolve(env: dict[str, str], root: Path) -> dict[str, str]:
     vllm_repo = g("IN_FLAGGEMS_VLLM_REPOSITORY")
     if "vllm" in commits and not vllm_repo:
         raise CiError("the baseline has vllm ops: give the flaggems_vllm_repository input")
+    shards = parse_shards(g("IN_SHARDS"))
     return {
-        "shards": json.dumps(parse_shards(g("IN_SHARDS"))),
-        "shard_count": str(len(parse_shards(g("IN_SHARDS")))),
+        "shards": json.dumps(shards),
+        "shard_count": str(len(shards)),
         "runner_labels": json.dumps(parse_labels(g("IN_RUNNER_LABELS"))),
         "baseline": baseline,
         "ops_file": check_relpath(root, "ops file", ops_file, False) if ops_file else "",
