@@ -188,10 +188,11 @@ def test_ops_outside_the_baseline_exit_2(tmp_path, bl, capsys):
     assert rc == 2 and "none of the requested ops" in one_error_line(capsys)
 
 
-def test_results_with_shard_or_confirm_is_refused(tmp_path, bl, capsys):
+@pytest.mark.parametrize("flag", [("--confirm", "2"), ("--shard", "1/2")])
+def test_results_with_shard_or_confirm_is_refused(tmp_path, bl, capsys, flag):
     rdir = write_results(tmp_path / "r", good_results())
-    assert gate(tmp_path, bl, rdir, "--confirm", "2")[0] == 2
-    assert "--results" in one_error_line(capsys)
+    assert gate(tmp_path, bl, rdir, *flag)[0] == 2
+    assert "not with --results" in one_error_line(capsys)
 
 
 def test_step_summary_is_appended(tmp_path, bl, monkeypatch):

@@ -13,7 +13,7 @@ from zlsynth import (
     write_results,
 )
 
-from zlbench.gate.judge import JudgeConfig, judge, op_verdict
+from zlbench.gate.judge import OP_ORDER, JudgeConfig, judge, op_verdict
 from zlbench.gate.load import load_baseline, load_results
 from zlbench.gate.thresholds import load_thresholds
 from zlbench.models import FAILING_VERDICTS, OpStatus, RunStatus, Verdict
@@ -91,6 +91,7 @@ def test_every_verdict_has_a_case(tmp_path, verdict):
     assert row.verdict is verdict, row
     ov = op_verdict(j.cases["main/x"], th)
     # An op is never better than its worst row; a failing row fails the op.
+    assert OP_ORDER.index(ov.verdict) <= OP_ORDER.index(verdict), ov
     if verdict in FAILING_VERDICTS:
         assert ov.verdict in FAILING_VERDICTS
     if verdict is Verdict.SKIPPED:
