@@ -252,9 +252,9 @@ def test_atomic_write_failure_leaves_old_file_and_no_temp(tmp_path, monkeypatch,
         raise OSError("disk full")
 
     if fail_in == "write":
-        monkeypatch.setattr(models.os, "fdopen", lambda fd, *a, **k: _FailingFile(fd))
+        monkeypatch.setattr(os, "fdopen", lambda fd, *a, **k: _FailingFile(fd))
     else:
-        monkeypatch.setattr(models.os, fail_in, boom)
+        monkeypatch.setattr(os, fail_in, boom)
     with pytest.raises(OSError):
         atomic_write_text(path, "new content\n" * 1000)
     monkeypatch.undo()
@@ -266,7 +266,7 @@ def test_atomic_write_failure_leaves_no_new_file(tmp_path, monkeypatch):
     def boom(*a, **k):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(models.os, "replace", boom)
+    monkeypatch.setattr(os, "replace", boom)
     with pytest.raises(KeyboardInterrupt):
         dump_json_model(tmp_path / "result.json", _run_result())
     monkeypatch.undo()

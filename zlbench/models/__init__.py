@@ -15,9 +15,6 @@ Imports nothing from zlbench but :mod:`zlbench.errors`.
 
 from __future__ import annotations
 
-# Not used here: tests patch ``zlbench.models.os`` (the os module the writers call).
-import os  # noqa: F401
-
 from zlbench.models.base import (
     REPO_PACKAGES,
     REPOS,
