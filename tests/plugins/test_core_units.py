@@ -154,17 +154,21 @@ def test_group_items_follows_plan_order_and_drops_unplanned():
 
 
 @pytest.mark.parametrize(
-    ("outcomes", "rows", "expected"),
+    ("outcomes", "rows", "poisoned", "expected"),
     [
-        (["passed"], 3, RunStatus.PASS),
-        (["failed"], 1, RunStatus.FAIL),
-        (["passed", "failed"], 2, RunStatus.FAIL),  # teardown error after a passed call
-        (["skipped"], 0, RunStatus.SKIP),
-        (["passed", "skipped"], 2, RunStatus.PASS),
+        (["passed"], 3, False, RunStatus.PASS),
+        (["failed"], 1, False, RunStatus.FAIL),
+        (["passed", "failed"], 2, False, RunStatus.FAIL),  # teardown error after a passed call
+        (["skipped"], 0, False, RunStatus.SKIP),
+        (["passed", "skipped"], 2, False, RunStatus.PASS),
+        (["passed"], 3, True, RunStatus.FAIL),  # device fault seen after a passing op
+        (["skipped"], 0, True, RunStatus.FAIL),
     ],
 )
-def test_entry_status(outcomes, rows, expected):
-    assert capture.entry_status(outcomes, rows) is expected
+def test_entry_status(outcomes, rows, poisoned, expected):
+    if not poisoned:
+        assert capture.entry_status(outcomes, rows) is expected
+    assert capture.entry_status(outcomes, rows, poisoned) is expected
 
 
 def test_emit_marker_attaches_row_context(capsys, monkeypatch):
