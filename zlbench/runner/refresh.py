@@ -8,7 +8,6 @@ like a baseline; an existing target is never touched (baselines are immutable).
 from __future__ import annotations
 
 import datetime as _dt
-import json
 import os
 import shutil
 from collections.abc import Callable
@@ -31,6 +30,7 @@ from zlbench.models import (
     read_ops_status,
 )
 from zlbench.runner.batch import BatchConfig, BatchOutcome, plan_selection, run_batch
+from zlbench.runner.batchinfo import read_batch_info
 from zlbench.runner.status import OPS_STATUS
 
 WORK = "_work"  # inside the temp dir; removed before the rename
@@ -78,8 +78,8 @@ def refresh(cfg: RefreshConfig) -> RefreshOutcome:
             started, finished = _work_span(record, replays)
         else:
             record, replays = _measure(cfg, tmp / WORK)
-        excluded = _assemble(cfg, tmp, record, replays)
-        manifest = _manifest(cfg, tmp, started, finished, excluded)
+        excluded, results = _assemble(cfg, tmp, record, replays)
+        manifest = _manifest(cfg, tmp, results, started, finished, excluded)
         if not manifest.ops:
             raise ZlbenchError(
                 "no op could enter the baseline: "
@@ -145,9 +145,12 @@ def _load(batch_dir: Path, key: str) -> RunResult | None:
 
 def _assemble(
     cfg: RefreshConfig, tmp: Path, record: BatchOutcome, replays: list[BatchOutcome]
-) -> dict[str, str]:
-    """Write <repo>/<run_name>/{result.json,autotune_records,ttgir} for every usable op."""
+) -> tuple[dict[str, str], list[BaselineResult]]:
+    """Write <repo>/<run_name>/{result.json,autotune_records,ttgir} for every usable op.
+
+    Returns the ops left out (key -> why) and the results written, in path order."""
     excluded: dict[str, str] = {}
+    written: dict[tuple[str, str], BaselineResult] = {}
     for st in record.statuses:
         key = f"{st.repo}/{st.run_name}"
         rec = _load(record.out_dir, key)
@@ -168,7 +171,8 @@ def _assemble(
         if ttgir.is_dir():
             shutil.copytree(ttgir, dst / "ttgir")
         dump_json_model(dst / "result.json", result)
-    return excluded
+        written[(st.repo, st.run_name)] = result
+    return excluded, [written[k] for k in sorted(written)]
 
 
 def _copy_records(src: Path, dst: Path, run_name: str) -> None:
@@ -189,9 +193,15 @@ def _work_span(
 
     def stamp(d: Path, key: str) -> _dt.datetime | None:
         try:
-            raw = json.loads((d / "batch.json").read_text(encoding="utf-8"))[key]
+            info = read_batch_info(d)
+        except (OSError, ZlbenchError):
+            return None
+        raw = getattr(info, key, None) if info is not None else None
+        if not raw:
+            return None
+        try:
             return _dt.datetime.fromisoformat(raw.replace("Z", "+00:00"))
-        except (OSError, ValueError, KeyError, TypeError):
+        except ValueError:
             return None
 
     start = stamp(record.out_dir, "created") or _dt.datetime.now(_dt.timezone.utc)
@@ -201,11 +211,12 @@ def _work_span(
 def _manifest(
     cfg: RefreshConfig,
     tmp: Path,
+    results: list[BaselineResult],
     started: _dt.datetime,
     finished: _dt.datetime | None,
     excluded: dict[str, str],
 ) -> BaselineManifest:
-    results = [load_json_model(p, BaselineResult) for p in sorted(tmp.glob("*/*/result.json"))]
+    """The manifest of the baseline in ``tmp``; ``results``: what :func:`_assemble` wrote."""
     ops = sorted(f"{r.repo}/{r.run_name}" for r in results)
     env = results[0].environment if results else None
     shape_file, shape_sha = _copy_shape_file(cfg, tmp)
