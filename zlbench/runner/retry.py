@@ -43,7 +43,9 @@ def _rc(a: Attempt) -> int | None:
 
 
 def next_attempt(attempts: list[Attempt], max_retries: int = 2) -> NextAttempt | None:
-    """What to run next for an op, given its attempts so far; None: it is finished."""
+    """What to run next for an op, given its attempts so far; None: it is finished.
+
+    Only the last attempt can have passed: a PASS or SKIP ends the op."""
     if not attempts:
         raise ValueError("next_attempt needs at least one attempt")
     last = attempts[-1]
@@ -59,8 +61,6 @@ def next_attempt(attempts: list[Attempt], max_retries: int = 2) -> NextAttempt |
         stop = f"{len(same)} attempts"
     else:
         return NextAttempt(last.dtypes, "retry", f"{last.status.value} rc={_rc(last)}")
-    if any(a.status in (RunStatus.PASS, RunStatus.SKIP) for a in attempts):
-        return None  # pragma: no cover - a passed attempt is never followed by another
     flat = {d for a in attempts for d in a.dtypes}
     for dtype in RESCUE_DTYPES:
         if dtype not in flat:
