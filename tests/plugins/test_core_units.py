@@ -265,3 +265,15 @@ def test_nvidia_driver_from_proc_text():
 def test_triton_distribution_is_found():
     dist, version, _ = environment.triton_distribution()
     assert dist in ("triton", "flagtree") and version
+
+
+def test_current_op_and_say(capsys, monkeypatch):
+    monkeypatch.setattr(state, "_ACTIVE", None)
+    assert state.current_op() is None
+    session = state.Session(plan=_plan("t.py::a"))
+    monkeypatch.setattr(state, "_ACTIVE", session)
+    assert state.current_op() is None  # between entries
+    session.current = state.OpState(entry=session.plan.entries[0])
+    assert state.current_op() is session.current
+    state.say("ZLBENCH_OP_BEGIN run_name=op0")
+    assert capsys.readouterr().out == "\nZLBENCH_OP_BEGIN run_name=op0\n"

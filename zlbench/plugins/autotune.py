@@ -158,8 +158,7 @@ class AutotuneHandler:
     # ---- op lifecycle
 
     def book(self) -> OpBook | None:
-        session = state.active()
-        op = session.current if session is not None else None
+        op = state.current_op()
         if op is None:
             return None
         book = self.books.get(op.entry.run_name)

@@ -106,21 +106,11 @@ def _sha256(path: str | None) -> str | None:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
-def _say(line: str) -> None:
-    sys.stdout.write("\n" + line + "\n")
-    sys.stdout.flush()
-
-
 # --------------------------------------------------------------------------- live rows
 
 
-def _current() -> state.OpState | None:
-    session = state.active()
-    return session.current if session is not None else None
-
-
 def on_dtype(bench: Any, dtype: Any) -> None:
-    op = _current()
+    op = state.current_op()
     if op is None:
         return
     name = parse.normalize_dtype(dtype)
@@ -131,13 +121,13 @@ def on_dtype(bench: Any, dtype: Any) -> None:
 
 
 def on_shape(bench: Any, detail: Any) -> None:
-    op = _current()
+    op = state.current_op()
     if op is not None:
         state.set_row_context(op.dtype, parse.shape_text(detail))
 
 
 def on_metric(metric: Any) -> None:
-    op = _current()
+    op = state.current_op()
     if op is not None and op.live_bench is not None:
         op.live.append((op.live_bench.op_name, op.dtype, metric))
 
@@ -170,7 +160,7 @@ class Capture:
         entry = self.session.plan.entries[index]
         op = state.OpState(entry=entry)
         self.session.current = op
-        _say(f"ZLBENCH_OP_BEGIN run_name={entry.run_name}")
+        state.say(f"ZLBENCH_OP_BEGIN run_name={entry.run_name}")
         for cb in list(self.session.on_start):
             cb(op)
         return op
@@ -187,7 +177,7 @@ class Capture:
         dump_json_model(run_dir / "result.json", result)
         self.session.finished.append(op)
         self.session.current = None
-        _say(f"ZLBENCH_OP_END run_name={op.entry.run_name} status={result.status.value}")
+        state.say(f"ZLBENCH_OP_END run_name={op.entry.run_name} status={result.status.value}")
         if op.poisoned:
             pytest.exit("zlbench: CUDA context poisoned by a device fault", POISONED_EXIT_CODE)
 
@@ -207,7 +197,9 @@ class Capture:
             items[i].stash[LAST_KEY] = n + 1 == len(order) or order[n + 1][0] != e
         for e in sorted(set(range(len(entries))) - {e for e, _ in order}):
             entry = self.session.plan.entries[e]
-            _say(f"zlbench: plan entry {entry.run_name} matched no collected test: {entry.nodeids}")
+            state.say(
+                f"zlbench: plan entry {entry.run_name} matched no collected test: {entry.nodeids}"
+            )
         dropped = [it for it in items if ENTRY_KEY not in it.stash]
         if dropped:
             config.hook.pytest_deselected(items=dropped)

@@ -21,7 +21,6 @@ upstream one for that op; the plan entry's dtypes replace ``--dtypes``.
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from types import CodeType, ModuleType
 from typing import Any
@@ -108,9 +107,8 @@ def _file_shapes_iter(bench: Any):
     return get_input_iter
 
 
-def shape_file_in_effect(mod: ModuleType) -> str | None:
-    session = state.active()
-    op = session.current if session is not None else None
+def shape_file_in_effect() -> str | None:
+    op = state.current_op()
     if op is not None and op.entry.shape_file:
         return op.entry.shape_file
     return _CLI_SHAPE_FILE.get("path")
@@ -122,13 +120,13 @@ def before_config(bench: Any, mod: ModuleType) -> None:
     if cfg is None or not hasattr(cfg, "shape_file"):
         return
     _CLI_SHAPE_FILE.setdefault("path", cfg.shape_file)
-    cfg.shape_file = shape_file_in_effect(mod) or cfg.shape_file
+    cfg.shape_file = shape_file_in_effect() or cfg.shape_file
 
 
 def after_config(bench: Any, mod: ModuleType) -> None:
-    path = shape_file_in_effect(mod)
+    path = shape_file_in_effect()
     _apply_entry_dtypes(bench)
-    op = state.active().current if state.active() is not None else None
+    op = state.current_op()
     if op is not None:
         op.shape_file = path
     if not path or not Path(path).is_file():
@@ -142,25 +140,19 @@ def after_config(bench: Any, mod: ModuleType) -> None:
         bench.shape_desc = desc
     if what == "get_input_iter()":
         if not callable(getattr(bench, "input_fn", None)):
-            _say(f"zlbench: cannot inject shapes into {bench.op_name}: {what} hard-codes them")
+            state.say(f"zlbench: cannot inject shapes into {bench.op_name}: {what} hard-codes them")
             return
         bench.get_input_iter = _file_shapes_iter(bench)
-    _say(f"zlbench: {bench.op_name}: {len(shapes)} shapes from key '{key}' replace {what}")
+    state.say(f"zlbench: {bench.op_name}: {len(shapes)} shapes from key '{key}' replace {what}")
 
 
 def _apply_entry_dtypes(bench: Any) -> None:
-    session = state.active()
-    op = session.current if session is not None else None
+    op = state.current_op()
     if op is None or not op.entry.dtypes:
         return
     import torch
 
     bench.set_dtypes([getattr(torch, d) for d in op.entry.dtypes])
-
-
-def _say(line: str) -> None:
-    sys.stdout.write("\n" + line + "\n")
-    sys.stdout.flush()
 
 
 def pytest_configure(config: pytest.Config) -> None:

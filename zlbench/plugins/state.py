@@ -74,6 +74,17 @@ def active() -> Session | None:
     return _ACTIVE
 
 
+def current_op() -> OpState | None:
+    """The plan entry being run now, or None (no active session, or between entries)."""
+    return _ACTIVE.current if _ACTIVE is not None else None
+
+
+def say(line: str) -> None:
+    """Print one line of zlbench output on its own line (flushed)."""
+    sys.stdout.write("\n" + line + "\n")
+    sys.stdout.flush()
+
+
 def start_session(config: pytest.Config, plan: WorkerPlan) -> Session:
     """Create the session for this pytest run and make it the active one."""
     global _ACTIVE
@@ -131,7 +142,7 @@ def emit_marker(marker: Marker) -> None:
     dtype/shape_detail are filled from the current row when the marker lacks them.
     Works without an active session: the line is just printed.
     """
-    op = _ACTIVE.current if _ACTIVE is not None else None
+    op = current_op()
     if op is not None:
         update = {}
         if marker.dtype is None and op.dtype is not None:
@@ -147,7 +158,7 @@ def emit_marker(marker: Marker) -> None:
 
 def set_row_context(dtype: str | None, shape: str | None) -> None:
     """Record which row is being measured (called by the capture plugin)."""
-    op = _ACTIVE.current if _ACTIVE is not None else None
+    op = current_op()
     if op is not None:
         op.dtype = dtype
         op.shape = shape

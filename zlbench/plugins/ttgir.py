@@ -217,9 +217,8 @@ class TtgirDumper:
         return dump
 
     def __call__(self, call: Any) -> None:
-        session = state.active()
-        op = session.current if session is not None else None
-        if op is None or call.config is None or not session.plan.ttgir:
+        op = state.current_op()
+        if op is None or call.config is None or not state.active().plan.ttgir:
             return
         fast = (op.entry.run_name, op.dtype, op.shape, call.kernel, call.key, call.pinned)
         try:
