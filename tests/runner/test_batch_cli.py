@@ -48,6 +48,9 @@ def test_batch_ok(cli, monkeypatch):
     assert rc == 0, err
     assert sorted(c["gpu"] for c in fakes[0].calls) == ["3", "5"]  # one op per GPU
     assert all(c["per_process"] == 1 and c["op_timeout_s"] == 30 for c in fakes[0].calls)
+    entries = [e for c in fakes[0].calls for e in c["entries"]]
+    assert sorted(name for name, *_ in entries) == ["abs", "mm__at__test_mm.py"]
+    assert all(dtypes == ("bfloat16",) for _, dtypes, *_ in entries)  # --dtypes reached the plan
     assert "[2/2] PASS" in out and "batch dir:" in out
 
 
