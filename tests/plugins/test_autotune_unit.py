@@ -147,3 +147,10 @@ def test_an_ignored_pin_is_uncounted_and_marked_once_per_key(tmp_path, capsys):
     lines = capsys.readouterr().out.splitlines()
     assert lines == ["AUTOTUNE_REPLAY_FALLBACK reason=pin_ignored kernel=m:k"]
     assert book.pinned == 0
+
+
+@pytest.mark.parametrize(
+    ("timing", "ms"), [([1.5, 1.0, 2.0], 1.5), ((0.25,), 0.25), (0.75, 0.75), (None, None)]
+)
+def test_first_timing(timing, ms):
+    assert _tuners.first_timing(timing) == ms

@@ -141,6 +141,11 @@ def config_to_dict(config: Any) -> dict:
     return out
 
 
+def first_timing(timing: Any) -> Any:
+    """The ms value of one config's timing (the first entry when it is a list of quantiles)."""
+    return timing[0] if isinstance(timing, (list, tuple)) and timing else timing
+
+
 def config_from_dict(data: dict) -> Any:
     opts = {k: v for k, v in data.items() if k in CONFIG_PARAMS}
     return triton.Config(dict(data.get("kwargs", {})), **opts)

@@ -294,8 +294,7 @@ class AutotuneHandler:
             return
         data = _tuners.config_to_dict(config)
         if self.shard is not None and call.timings is not None:
-            timing = call.timings.get(call.config)
-            ms = timing[0] if isinstance(timing, (list, tuple)) else timing
+            ms = _tuners.first_timing(call.timings.get(call.config))
             book.sweep.setdefault(call.kernel, {})[skey] = {"config": data, "ms": ms}
             book.dirty = True
         if data != known:

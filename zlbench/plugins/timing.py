@@ -133,21 +133,37 @@ def install(backend_name: str, settings: TimingSettings) -> None:
     orig = _Installed(testing, testing.do_bench, testing.do_bench_cudagraph)
     backend = _make_backend(backend_name, orig.do_bench)
 
-    def do_bench(fn, warmup=25, rep=100, grad_to_none=None, quantiles=None, return_mode="mean"):
-        if not _called_from_benchmark(sys._getframe(1)):
-            return orig.do_bench(fn, warmup, rep, grad_to_none, quantiles, return_mode)
+    def timed(caller, upstream, fn, *before_rep, rep, grad_to_none, quantiles, return_mode):
+        """Measure calls made by a benchmark; hand any other caller to ``upstream``."""
+        if not _called_from_benchmark(caller):
+            return upstream(fn, *before_rep, rep, grad_to_none, quantiles, return_mode)
         return measure(
             fn, backend, settings, rep_ms=rep, grad_to_none=grad_to_none,
             quantiles=quantiles, return_mode=return_mode,
         )  # fmt: skip
 
+    def do_bench(fn, warmup=25, rep=100, grad_to_none=None, quantiles=None, return_mode="mean"):
+        return timed(
+            sys._getframe(1),
+            orig.do_bench,
+            fn,
+            warmup,
+            rep=rep,
+            grad_to_none=grad_to_none,
+            quantiles=quantiles,
+            return_mode=return_mode,
+        )
+
     def do_bench_cudagraph(fn, rep=20, grad_to_none=None, quantiles=None, return_mode="mean"):
-        if not _called_from_benchmark(sys._getframe(1)):
-            return orig.do_bench_cudagraph(fn, rep, grad_to_none, quantiles, return_mode)
-        return measure(
-            fn, backend, settings, rep_ms=rep, grad_to_none=grad_to_none,
-            quantiles=quantiles, return_mode=return_mode,
-        )  # fmt: skip
+        return timed(
+            sys._getframe(1),
+            orig.do_bench_cudagraph,
+            fn,
+            rep=rep,
+            grad_to_none=grad_to_none,
+            quantiles=quantiles,
+            return_mode=return_mode,
+        )
 
     testing.do_bench = do_bench
     testing.do_bench_cudagraph = do_bench_cudagraph

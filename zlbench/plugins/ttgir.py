@@ -124,7 +124,9 @@ def render_index(rows: list[dict]) -> str:
 
 
 def _ms(timing: Any) -> float | None:
-    value = timing[0] if isinstance(timing, (list, tuple)) and timing else timing
+    from zlbench.plugins._tuners import first_timing
+
+    value = first_timing(timing)
     try:
         return round(float(value), 6)
     except (TypeError, ValueError):
