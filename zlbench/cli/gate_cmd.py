@@ -18,7 +18,14 @@ from pathlib import Path
 from zlbench.cli.settings import Settings
 from zlbench.errors import ZlbenchError
 from zlbench.gate.confirm import Remeasure
-from zlbench.gate.load import BaselineSet, ResultsSet, load_baseline, load_results
+from zlbench.gate.load import (
+    CONFIRM_DIR,
+    RESULTS_DIR,
+    BaselineSet,
+    ResultsSet,
+    load_baseline,
+    load_results,
+)
 from zlbench.gate.plan import read_ops_file, select_ops
 from zlbench.gate.thresholds import load_thresholds
 from zlbench.gate.verdict import SUMMARY_SEP, GateOptions, run_gate
@@ -234,7 +241,7 @@ def _run(args) -> int:
         print(f"zlbench gate: {out} is in use; writing to {claimed}", file=sys.stderr)
     out = claimed
     req = MeasureRequest(
-        baseline, scope or set(baseline.ops), out / "results", shard, ops_dir, settings
+        baseline, scope or set(baseline.ops), out / RESULTS_DIR, shard, ops_dir, settings
     )
     opts.confirm_times = th.confirm_repeats if args.confirm is None else args.confirm
     if shard is not None:
@@ -242,7 +249,7 @@ def _run(args) -> int:
     batch_dir, code = measure_batch(req)
     opts.results_label = str(batch_dir)
     results = load_results(batch_dir)
-    remeasure = make_remeasure(req, out / "confirm")
+    remeasure = make_remeasure(req, out / CONFIRM_DIR)
     return judge_and_write(baseline, results, th, opts, out, settings, ops_dir, remeasure)
 
 
@@ -281,7 +288,7 @@ def run_shard(args, baseline, th, opts: GateOptions, req: MeasureRequest, settin
     results = load_results(batch_dir)
     opts.scope = shard_scope(batch_dir, results, opts.scope)
     opts.results_label = str(batch_dir)
-    remeasure = make_remeasure(req, out / "confirm")
+    remeasure = make_remeasure(req, out / CONFIRM_DIR)
     judge_and_write(
         baseline,
         results,

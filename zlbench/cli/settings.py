@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
+from zlbench.models import FLAGGEMS_DIR_VARS
+
 
 @dataclass(frozen=True)
 class Settings:
@@ -27,8 +29,8 @@ class Settings:
     def from_env(cls, env: dict[str, str] | None = None) -> Settings:
         env = os.environ if env is None else env
         return cls(
-            flaggems_dir=env.get("ZLBENCH_FLAGGEMS_DIR") or None,
-            flaggems_vllm_dir=env.get("ZLBENCH_FLAGGEMS_VLLM_DIR") or None,
+            flaggems_dir=env.get(FLAGGEMS_DIR_VARS["main"]) or None,
+            flaggems_vllm_dir=env.get(FLAGGEMS_DIR_VARS["vllm"]) or None,
             flagtree_dir=env.get("ZLBENCH_FLAGTREE_DIR") or None,
             cuda_visible_devices=env.get("CUDA_VISIBLE_DEVICES"),
             github_step_summary=env.get("GITHUB_STEP_SUMMARY") or None,

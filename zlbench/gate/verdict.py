@@ -25,6 +25,7 @@ from zlbench.gate.judge import JudgeConfig, Judgement, judge, op_verdict
 from zlbench.gate.load import BaselineSet, ResultsSet, in_scope
 from zlbench.models import (
     FAILING_VERDICTS,
+    FLAGGEMS_DIR_VARS,
     BaselineManifest,
     GateVerdict,
     OpVerdict,
@@ -33,7 +34,6 @@ from zlbench.models import (
 )
 
 SUMMARY_SEP = " — "  # between an ERROR's reason and the counts in GateVerdict.summary
-FLAGGEMS_DIR_VARS = {"main": "ZLBENCH_FLAGGEMS_DIR", "vllm": "ZLBENCH_FLAGGEMS_VLLM_DIR"}
 
 
 @dataclass

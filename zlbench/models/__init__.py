@@ -16,6 +16,7 @@ Imports nothing from zlbench but :mod:`zlbench.errors`.
 from __future__ import annotations
 
 from zlbench.models.base import (
+    FLAGGEMS_DIR_VARS,
     REPO_PACKAGES,
     REPOS,
     SCHEMA_VERSION,
@@ -68,6 +69,7 @@ from zlbench.models.verdict import (
 )
 
 __all__ = [
+    "FLAGGEMS_DIR_VARS",
     "FAILING_VERDICTS",
     "OP_STATUS_FIELDS",
     "REPOS",

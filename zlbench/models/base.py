@@ -25,6 +25,8 @@ SCHEMA_VERSION = 1
 REPOS = ("main", "vllm")
 # Python package that each repo label imports.
 REPO_PACKAGES = {"main": "flag_gems", "vllm": "flaggems_vllm"}
+# Environment variable that names each repo's FlagGems checkout.
+FLAGGEMS_DIR_VARS = {"main": "ZLBENCH_FLAGGEMS_DIR", "vllm": "ZLBENCH_FLAGGEMS_VLLM_DIR"}
 
 
 class _Model(BaseModel):

@@ -24,7 +24,15 @@ from pathlib import Path
 from typing import Literal, TextIO
 
 from zlbench.errors import ZlbenchError
-from zlbench.models import BatchInfo, OpStatus, PlanEntry, RunResult, RunStatus, read_ops_status
+from zlbench.models import (
+    FLAGGEMS_DIR_VARS,
+    BatchInfo,
+    OpStatus,
+    PlanEntry,
+    RunResult,
+    RunStatus,
+    read_ops_status,
+)
 from zlbench.runner import progress
 from zlbench.runner.retry import UNSUPPORTED_DTYPE_TEXT, Attempt, NextAttempt, describe
 from zlbench.runner.run import claim_dir as _claim_new_dir
@@ -117,7 +125,7 @@ def run_batch(config: BatchConfig) -> BatchOutcome:
     for repo in {op.repo for op in selection.ops}:
         d = config.flaggems_dirs.get(repo)
         if d is None or not Path(d).is_dir():
-            var = "ZLBENCH_FLAGGEMS_VLLM_DIR" if repo == "vllm" else "ZLBENCH_FLAGGEMS_DIR"
+            var = FLAGGEMS_DIR_VARS.get(repo, FLAGGEMS_DIR_VARS["main"])
             hint = f"{d} is not a directory" if d else f"not given (--flaggems-dir or ${var})"
             raise ZlbenchError(f"no FlagGems checkout for repo {repo!r}: {hint}")
     if config.shape_file is not None and not Path(config.shape_file).is_file():

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from zlbench.errors import ZlbenchError
-from zlbench.models import REPOS, OpStatus, PlanEntry, WorkerPlan
+from zlbench.models import FLAGGEMS_DIR_VARS, REPOS, OpStatus, PlanEntry, WorkerPlan
 from zlbench.runner.inventory import class_bases, class_chain, scan_checkout
 from zlbench.runner.proc import Sink
 from zlbench.runner.resolve import Selection, select
@@ -45,7 +45,7 @@ def claim_dir(path: str | os.PathLike) -> Path:
 def check_flaggems_dir(path: str | os.PathLike | None, repo: str = "main") -> Path:
     """The FlagGems checkout, or a ZlbenchError saying what is wrong with it."""
     if not path:
-        var = "ZLBENCH_FLAGGEMS_VLLM_DIR" if repo == "vllm" else "ZLBENCH_FLAGGEMS_DIR"
+        var = FLAGGEMS_DIR_VARS.get(repo, FLAGGEMS_DIR_VARS["main"])
         raise ZlbenchError(f"no FlagGems checkout given: pass --flaggems-dir or set {var}")
     p = Path(path)
     if not p.is_dir():
