@@ -5,7 +5,8 @@ runner write these files, gate/report/cli read them. Every top-level file model
 carries ``schema_version``; reading an unknown version is a clear error.
 
 Import from ``zlbench.models`` itself; the split into modules is internal:
-``base`` (base class, loaders, atomic writers), ``run`` (markers, rows,
+``base`` (base class, loaders, atomic writers), ``codegen``
+(codegen records of compiled kernels), ``run`` (markers, rows,
 environment, ``result.json``, worker plan), ``batch`` (``ops_status.csv``,
 ``batch.json``), ``baseline`` (baseline sets, thresholds) and ``verdict``
 (``verdict.json``). Each imports only the ones before it in that list.
@@ -44,6 +45,29 @@ from zlbench.models.batch import (
     OpStatus,
     read_ops_status,
 )
+from zlbench.models.codegen import (
+    CODEGEN_BLOBS,
+    CODEGEN_DIR,
+    CODEGEN_INDEX,
+    STAGES,
+    TEXT_STAGES,
+    AttrValue,
+    CodegenIndex,
+    CompileRecord,
+    CompileRequest,
+    CompileResult,
+    CompilerIdentity,
+    ConstValue,
+    KernelConfig,
+    KernelSource,
+    KernelUse,
+    StageDigest,
+    Target,
+    blob_digest,
+    codegen_dir,
+    load_codegen_index,
+    read_blob,
+)
 from zlbench.models.run import (
     Environment,
     Marker,
@@ -69,6 +93,27 @@ from zlbench.models.verdict import (
 )
 
 __all__ = [
+    "CODEGEN_BLOBS",
+    "CODEGEN_DIR",
+    "CODEGEN_INDEX",
+    "STAGES",
+    "TEXT_STAGES",
+    "AttrValue",
+    "CodegenIndex",
+    "CompilerIdentity",
+    "CompileRecord",
+    "CompileRequest",
+    "CompileResult",
+    "ConstValue",
+    "KernelConfig",
+    "KernelSource",
+    "KernelUse",
+    "StageDigest",
+    "Target",
+    "blob_digest",
+    "codegen_dir",
+    "load_codegen_index",
+    "read_blob",
     "FLAGGEMS_DIR_VARS",
     "FAILING_VERDICTS",
     "OP_STATUS_FIELDS",

@@ -1,0 +1,224 @@
+"""Models of the codegen records: every Triton compilation of a measured run, what
+was asked for and what came out (docs/codegen.md).
+
+Layout of one run dir (the same under a baseline, and for a rebuild's output)::
+
+    <run_dir>/codegen/index.json          CodegenIndex
+    <run_dir>/codegen/blobs/<sha256>.gz   one normalised stage text (or cubin), gzip
+
+A blob is named by the sha256 of its *uncompressed, normalised* bytes, so equal
+IR is stored once and two digests compare without opening a blob. Blobs are
+gzip with mtime 0 (the same bytes always compress to the same file).
+
+A :class:`CompileRequest` holds everything needed to rebuild a kernel without
+launching it; :meth:`CompileRequest.key` is its stable id. Triton's own keys of
+constexprs and specialisation attributes are tuples (argument paths), so they are
+stored as lists of ``path``/value entries.
+
+Imports only :mod:`zlbench.models.base`.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, JsonValue
+
+from zlbench.errors import ZlbenchError
+from zlbench.models.base import SCHEMA_VERSION, _Model, load_json_model
+
+CODEGEN_DIR = "codegen"
+CODEGEN_INDEX = "index.json"
+CODEGEN_BLOBS = "blobs"
+# The stages kept, in compile order. "cubin" is binary; the others are text.
+STAGES = ("ttir", "ttgir", "llir", "ptx", "cubin")
+TEXT_STAGES = STAGES[:-1]
+
+Stage = Literal["ttir", "ttgir", "llir", "ptx", "cubin"]
+
+
+# --------------------------------------------------------------------------- request
+
+
+class Target(_Model):
+    """The GPU the kernel was compiled for (triton's ``GPUTarget``)."""
+
+    backend: str  # "cuda" | "hip"
+    arch: int | str  # 90 for sm_90; "gfx942" on hip
+    warp_size: int  # 32 on cuda
+
+
+class KernelSource(_Model):
+    """Where the ``@triton.jit`` function comes from."""
+
+    name: str  # fn.__name__, e.g. "add_kernel"
+    module: str  # fn.__module__, e.g. "flag_gems.ops.add" or a generated module
+    qualname: str  # fn.__qualname__ inside that module
+    # Its file, POSIX and relative to the root it was found under (the FlagGems
+    # checkout, site-packages, the code-cache dir...), None when unknown.
+    path: str | None = None
+    root: str | None = None  # label of that root: "flaggems", "site", "cache", "cwd"
+    source_sha256: str  # sha256 of the function's own source text (fn.src)
+    file_sha256: str | None = None  # sha256 of the whole file (helpers included)
+    # The whole module text, kept for kernels generated at run time (FlagGems'
+    # pointwise_dynamic writes them to a code-cache dir): rebuilt from this text.
+    generated_source: str | None = None
+
+
+class ConstValue(_Model):
+    """One constexpr argument value, JSON-safe.
+
+    kind: "none" | "bool" | "int" | "float" | "str" | "dtype" (value: triton dtype
+    name, e.g. "fp16") | "jit" (value: "module:qualname" of a JIT function passed as
+    constexpr) | "repr" (anything else: its repr; not rebuildable).
+    """
+
+    path: list[int]  # triton's key: the argument index path, e.g. [3]
+    kind: Literal["none", "bool", "int", "float", "str", "dtype", "jit", "repr"]
+    value: JsonValue = None
+
+
+class AttrValue(_Model):
+    """Specialisation attributes of one argument, e.g. ``[["tt.divisibility", 16]]``."""
+
+    path: list[int]
+    attrs: list[list[JsonValue]]
+
+
+class KernelConfig(_Model):
+    """The launch config as resolved at compile time (for reports; always set)."""
+
+    num_warps: int
+    num_stages: int
+    num_ctas: int = 1
+    maxnreg: int | None = None
+
+
+class CompileRequest(_Model):
+    """Everything needed to rebuild one kernel without launching it."""
+
+    kernel: KernelSource
+    signature: dict[str, str]  # arg name -> triton type: "*fp32", "i32", "constexpr"...
+    constexprs: list[ConstValue] = Field(default_factory=list)
+    attrs: list[AttrValue] = Field(default_factory=list)
+    config: KernelConfig
+    # Options passed to triton.compile on rebuild: only those that differ from the
+    # recording compiler's defaults (so a compiler whose default changed shows
+    # it), JSON-safe, machine paths removed. num_warps etc. are included when
+    # they differ from the default.
+    options: dict[str, JsonValue] = Field(default_factory=dict)
+    target: Target
+
+    def key(self) -> str:
+        """Stable id: sha256 of the request's canonical JSON (first 16 hex)."""
+        text = json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(text.encode("utf-8")).hexdigest()[:16]
+
+
+# --------------------------------------------------------------------------- result
+
+
+class StageDigest(_Model):
+    """One stage's output: normalised bytes' sha256 and where the blob is."""
+
+    sha256: str  # of the normalised, uncompressed bytes (raw bytes for cubin)
+    size: int  # uncompressed bytes
+    compressed_size: int  # bytes of the .gz blob
+    blob: str  # path relative to the codegen dir: "blobs/<sha256>.gz"
+
+
+class CompilerIdentity(_Model):
+    """Which compiler produced a result."""
+
+    distribution: str  # "triton" | "flagtree" | ...
+    version: str  # triton.__version__
+    commit: str | None = None  # git commit when known
+
+
+class CompileResult(_Model):
+    """What came out of one compilation."""
+
+    stages: dict[str, StageDigest] = Field(default_factory=dict)  # keys: STAGES
+    cubin_sha256: str | None = None  # sha256 of the raw cubin
+    n_regs: int | None = None
+    n_spills: int | None = None
+    shared: int | None = None  # bytes of static shared memory
+    sass_instructions: int | None = None  # None when no disassembler was found
+    # Seconds per stage ("ir_initialization", "ttir", "ttgir", ..., "store_results").
+    times: dict[str, float] = Field(default_factory=dict)
+    cache_hit: bool = False  # triton's cache served it: times are not compile times
+    compiler: CompilerIdentity
+
+
+class KernelUse(_Model):
+    """One run (and row, when known) that launched a kernel."""
+
+    run_name: str
+    op: str
+    # The row in flight when the kernel was compiled, None when none was.
+    dtype: str | None = None
+    shape: str | None = None
+    occurrence: int = 0
+
+
+class CompileRecord(_Model):
+    """One compilation: request, result (or error) and who launched it."""
+
+    id: str  # request.key()
+    request: CompileRequest
+    result: CompileResult | None = None
+    error: str | None = None  # "compile failed: <ExcType>: <first line>" on rebuild
+    used_by: list[KernelUse] = Field(default_factory=list)
+
+
+class CodegenIndex(_Model):
+    """``<run_dir>/codegen/index.json``: every compilation of a run, by id.
+
+    Also the input (results ignored) and output format of the rebuild worker.
+    """
+
+    schema_version: int = SCHEMA_VERSION
+    compiler: CompilerIdentity | None = None  # who compiled the results here
+    records: list[CompileRecord] = Field(default_factory=list)
+
+    def by_id(self) -> dict[str, CompileRecord]:
+        return {r.id: r for r in self.records}
+
+
+# --------------------------------------------------------------------------- I/O
+
+
+def codegen_dir(run_dir: str | os.PathLike) -> Path:
+    return Path(run_dir) / CODEGEN_DIR
+
+
+def load_codegen_index(run_dir: str | os.PathLike) -> CodegenIndex | None:
+    """A run dir's codegen index; None when the run recorded none (older runs)."""
+    path = codegen_dir(run_dir) / CODEGEN_INDEX
+    if not path.exists():
+        return None
+    return load_json_model(path, CodegenIndex)
+
+
+def blob_digest(data: bytes) -> tuple[str, bytes]:
+    """(sha256 of ``data``, deterministic gzip of it)."""
+    return hashlib.sha256(data).hexdigest(), gzip.compress(data, compresslevel=9, mtime=0)
+
+
+def read_blob(cg_dir: str | os.PathLike, digest: StageDigest) -> bytes:
+    """A stage's uncompressed bytes; a missing or corrupt blob is one ZlbenchError."""
+    path = Path(cg_dir) / digest.blob
+    try:
+        data = gzip.decompress(path.read_bytes())
+    except FileNotFoundError:
+        raise ZlbenchError(f"{path}: codegen blob missing") from None
+    except (OSError, EOFError, gzip.BadGzipFile) as e:
+        raise ZlbenchError(f"{path}: codegen blob corrupt: {e}") from None
+    if hashlib.sha256(data).hexdigest() != digest.sha256:
+        raise ZlbenchError(f"{path}: codegen blob corrupt: sha256 mismatch")
+    return data
