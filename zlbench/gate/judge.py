@@ -3,7 +3,11 @@
 Pure: takes the in-memory sets of :mod:`zlbench.gate.load`, returns verdict
 models. The unit is a row (``models.RowKey``); an op's verdict is the worst of
 its rows' verdicts, its own failure / fallback, and the geometric mean of its
-row ratios against the op-aggregate threshold (DESIGN.md §4).
+row ratios against the op-aggregate threshold (docs/judging.md).
+
+Besides the judged ``ratio``, every row verdict carries the numbers a reader
+checks it against: FlagGems and torch latencies in µs, the uncorrected kernel
+time change and the judged change (``1 / ratio - 1``, + = slower).
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ from zlbench.models import (
 )
 
 FAILED_STATUSES = frozenset({RunStatus.FAIL, RunStatus.TIMEOUT, RunStatus.CRASH, RunStatus.ERROR})
-# ops_status.csv notes of ops a batch left out on purpose (zlbench.runner.batchrun).
+# ops_status.csv notes of ops a batch left out on purpose (zlbench.runner.batch.workers).
 LEFT_OUT_NOTES = ("dismissed", "unconditional skip")
 JUDGED = frozenset({Verdict.PASS, Verdict.REGRESSION, Verdict.IMPROVEMENT})
 # Worst first: an op's verdict is the first of these that any of its rows (or the op) has.
@@ -62,6 +66,17 @@ class OpCase:
     note: str = ""
     new: bool = False  # not in the baseline
     log_tail: list[str] = field(default_factory=list)
+    duration_s: float | None = None
+
+
+@dataclass
+class HostSpeed:
+    """One host's torch latencies vs the baseline's: the machine-speed correction."""
+
+    host: str | None
+    drift: float  # median current / baseline torch latency
+    rows: int  # matched rows the median is over
+    applied: bool  # the estimator divides it out (torch_normalized)
 
 
 @dataclass
@@ -73,6 +88,7 @@ class Judgement:
     # op key -> the torch drift its rows were judged with (torch_normalized), reused
     # to confirm it: the drift of the machine that measured it
     drift: dict[str, float] = field(default_factory=dict)
+    hosts: list[HostSpeed] = field(default_factory=list)
 
 
 # --------------------------------------------------------------------------- rows
@@ -86,6 +102,39 @@ def classify(ratio: float, regression: float, improvement: float) -> Verdict:
     return Verdict.PASS
 
 
+def us(ms: float | None) -> float | None:
+    return None if ms is None else ms * 1000.0
+
+
+def change(new: float | None, old: float | None) -> float | None:
+    """``new / old - 1`` (+ = more time), None unless both are usable."""
+    return new / old - 1.0 if positive(new) and positive(old) else None
+
+
+def inverse_change(ratio: float | None) -> float | None:
+    """The time change of a speed ratio: ``1 / ratio - 1``."""
+    return 1.0 / ratio - 1.0 if positive(ratio) else None
+
+
+def with_latencies(v: RowVerdict, base: Row | None, cur: Row | None) -> RowVerdict:
+    """``v`` with the rows' latencies in µs and the uncorrected kernel time change."""
+    if base is not None:
+        v.baseline_us, v.baseline_torch_us = us(base.latency_ms), us(base.latency_base_ms)
+    if cur is not None:
+        v.current_us, v.current_torch_us = us(cur.latency_ms), us(cur.latency_base_ms)
+    v.kernel_change = change(v.current_us, v.baseline_us)
+    return v
+
+
+def unusable_latency(cur: Row) -> str:
+    """Why ``cur``'s latencies are no measurement ("" when both are positive and finite):
+    such a row is FAILED whatever its speedup says."""
+    for name, x in (("FlagGems", cur.latency_ms), ("torch", cur.latency_base_ms)):
+        if not positive(x):
+            return f"current {name} latency not usable ({x})"
+    return ""
+
+
 def judge_row(
     key: RowKey,
     base: BaselineRow | None,
@@ -97,15 +146,21 @@ def judge_row(
     """The verdict of one row (not for rows of a failed or unmeasured op)."""
     cur_s = cur.speedup if cur else None
     if base is None:
-        return RowVerdict(
+        v = RowVerdict(
             key=key, verdict=Verdict.NEW, current_speedup=cur_s, reason="not in baseline"
         )
-    v = RowVerdict(key=key, verdict=Verdict.PASS, baseline_speedup=base.speedup)
+        return with_latencies(v, None, cur)
+    v = with_latencies(
+        RowVerdict(key=key, verdict=Verdict.PASS, baseline_speedup=base.speedup), base, cur
+    )
     if cur is None:
         return v.model_copy(update={"verdict": Verdict.MISSING, "reason": "row not measured"})
     v.current_speedup = cur_s
     if cur.status == "FAILED" or cur_s is None:
         v.verdict, v.reason = Verdict.FAILED, cur.error or "no speedup measured"
+        return v
+    if bad := unusable_latency(cur):
+        v.verdict, v.reason = Verdict.FAILED, bad
         return v
     v.ratio = ratio
     v.samples = [ratio] if ratio is not None else []
@@ -128,8 +183,12 @@ def rejudge(v: RowVerdict, ratio: float, th: ThresholdsFile, noise: float) -> Ro
     t_reg = row_threshold(th, v.key, noise)
     t_imp = improvement_threshold(th, v.key, noise)
     verdict = classify(ratio, t_reg, t_imp)
-    t = t_imp if verdict is Verdict.IMPROVEMENT else t_reg
-    return v.model_copy(update={"verdict": verdict, "ratio": ratio, "threshold": t})
+    if verdict is Verdict.IMPROVEMENT:
+        t, limit = t_imp, 1.0 / (1.0 + t_imp) - 1.0
+    else:
+        t, limit = t_reg, 1.0 / (1.0 - t_reg) - 1.0
+    update = {"verdict": verdict, "ratio": ratio, "threshold": t, "limit": limit}
+    return v.model_copy(update=update | {"judged_change": inverse_change(ratio)})
 
 
 # --------------------------------------------------------------------------- ops
@@ -138,7 +197,11 @@ def rejudge(v: RowVerdict, ratio: float, th: ThresholdsFile, noise: float) -> Ro
 def _all_rows(keys: list[RowKey], verdict: Verdict, base: BaselineResult, reason: str):
     by_key = {r.key(base.repo, base.run_name): r for r in base.rows}
     return [
-        RowVerdict(key=k, verdict=verdict, baseline_speedup=by_key[k].speedup, reason=reason)
+        with_latencies(
+            RowVerdict(key=k, verdict=verdict, baseline_speedup=by_key[k].speedup, reason=reason),
+            by_key[k],
+            None,
+        )
         for k in keys
     ]
 
@@ -173,7 +236,7 @@ def judge_op(
         case.note = "op not measured"
         case.rows = _all_rows(keys, Verdict.MISSING, base, case.note)
         return case
-    case.op, case.log_tail = run.op, run.log_tail
+    case.op, case.log_tail, case.duration_s = run.op, run.log_tail, run_seconds(run)
     if run.status is RunStatus.SKIP and not run.rows():
         # Left out on purpose (dismiss list, unconditional skip): SKIPPED. Skipped
         # at run time although the baseline measured it: a missing measurement.
@@ -203,10 +266,20 @@ def judge_op(
     return case
 
 
+def run_seconds(run: OpRun) -> float | None:
+    """The op's wall time: result.json's ``duration_s``, else ops_status.csv's seconds."""
+    if run.result is not None and run.result.duration_s is not None:
+        return run.result.duration_s
+    if run.op_status is not None and run.op_status.seconds > 0:
+        return run.op_status.seconds
+    return None
+
+
 def new_op(run: OpRun, dismissed: str | None = None) -> OpCase:
     """An op the baseline does not have: NEW, or SKIPPED when the dismiss list names it
     (measured before it was dismissed, e.g. an old artifact)."""
     case = OpCase(run.repo, run.run_name, run.op, new=dismissed is None, log_tail=run.log_tail)
+    case.duration_s = run_seconds(run)
     if dismissed is not None:
         verdict, reason = Verdict.SKIPPED, f"dismissed: {dismissed}"
     else:
@@ -217,7 +290,9 @@ def new_op(run: OpRun, dismissed: str | None = None) -> OpCase:
         else "op not in baseline" + (f" (status {run.status.value})" if run.status else "")
     )
     case.rows = [
-        RowVerdict(key=k, verdict=verdict, current_speedup=r.speedup, reason=reason)
+        with_latencies(
+            RowVerdict(key=k, verdict=verdict, current_speedup=r.speedup, reason=reason), None, r
+        )
         for k, r in run.rows().items()
     ]
     return case
@@ -256,9 +331,11 @@ def op_verdict(case: OpCase, th: ThresholdsFile) -> OpVerdict:
         op=case.op,
         verdict=verdict,
         geomean_ratio=gm,
+        judged_change=inverse_change(gm),
         threshold=t,
         rows=len(case.rows),
         reason=reason,
+        duration_s=case.duration_s,
         log_tail=case.log_tail if verdict in (Verdict.FAILED, Verdict.FALLBACK) else [],
     )
 
@@ -303,11 +380,14 @@ def judge(
     estimator = Estimator(th.estimator)
     ratios: dict[RowKey, float | None] = {}
     drift: dict[str, float] = {}
-    for keys in _by_host(results, base_keys).values():
+    hosts: list[HostSpeed] = []
+    applied = estimator is Estimator.TORCH_NORMALIZED
+    for host, keys in _by_host(results, base_keys).items():
         pairs = matched_pairs(baseline, current, keys)
-        d = torch_drift(pairs.values()) if estimator is Estimator.TORCH_NORMALIZED else None
-        ratios.update(estimate(estimator, pairs, d))
-        drift.update({k: d for k in keys if d is not None})
+        d = torch_drift(pairs.values())
+        hosts.append(HostSpeed(host, d, len(pairs), applied))
+        ratios.update(estimate(estimator, pairs, d if applied else None))
+        drift.update({k: d for k in keys if applied})
     cases = {
         k: judge_op(baseline.ops[k], results.ops.get(k), ratios, th, config.dismissed.get(k))
         for k in base_keys
@@ -321,4 +401,4 @@ def judge(
     )
     measured = sum(1 for r in current.values() if r.speedup is not None and r.status == "SUCCESS")
     overlap = sum(1 for k in base_keys if k in results.ops)
-    return Judgement(cases, measured, overlap, estimator, drift)
+    return Judgement(cases, measured, overlap, estimator, drift, hosts)

@@ -1,6 +1,6 @@
 """The whole gate, pure: baseline + results + thresholds -> ``GateVerdict``.
 
-Exit codes (DESIGN.md §1): 0 pass; 1 a failing verdict (confirmed or
+Exit codes (docs/judging.md): 0 pass; 1 a failing verdict (confirmed or
 unconfirmable regression, fallback marker, failed op, missing row); 2 could not
 judge (environment mismatch without ``allow_env_mismatch``, results of another
 op set, nothing measured).
@@ -28,6 +28,7 @@ from zlbench.models import (
     FLAGGEMS_DIR_VARS,
     BaselineManifest,
     GateVerdict,
+    MachineSpeed,
     OpVerdict,
     ThresholdsFile,
     Verdict,
@@ -45,6 +46,7 @@ class GateOptions:
     baseline_label: str = ""  # the baseline path as the user gave it (reproduce commands)
     results_label: str = ""
     generated: str = ""  # ISO timestamp, supplied by the caller
+    thresholds_label: str = ""  # the --thresholds file as given; "" = the manifest's
 
 
 def reproduce_command(
@@ -73,6 +75,28 @@ def reproduce_command(
         shlex.quote(f"repro/{op.run_name}"),
     ]
     return " ".join(parts)
+
+
+def reproduce_template(timing: str, baseline: str, shape_file: str | None = None) -> str:
+    """:func:`reproduce_command` with placeholders (``$OP $REPO $RUN $DTYPES``) that the
+    reports fill from a per-op table, and ``$FLAGGEMS_DIR`` for the repo's checkout."""
+    root = baseline.rstrip("/")
+    parts = ['zlbench run --op "$OP" --repo "$REPO" --flaggems-dir "$FLAGGEMS_DIR"']
+    parts.append("--dtypes $DTYPES")
+    if shape_file:
+        parts.append("--shape-file " + shlex.quote(f"{root}/{shape_file}"))
+    parts += ["--mode", shlex.quote(timing), "--replay-from", f'"{root}/$REPO/$RUN"']
+    parts.append('--out "repro/$RUN"')
+    return " ".join(parts)
+
+
+def machine_speed(j: Judgement) -> list[MachineSpeed]:
+    """The judgement's machine-speed correction, one entry per host that measured rows."""
+    return [
+        MachineSpeed(host=h.host, torch_change=h.drift - 1.0, rows=h.rows, applied=h.applied)
+        for h in j.hosts
+        if h.rows
+    ]
 
 
 def _no_overlap_line(baseline: BaselineSet, results: ResultsSet, opts: GateOptions) -> str:
@@ -120,6 +144,7 @@ def run_gate(
     """Judge ``results`` against ``baseline``; confirm flagged ops when samples exist
     in the results (``confirm/``) or a ``remeasure`` callable is given."""
     j = judge(baseline, results, th, JudgeConfig(opts.scope, opts.dismissed))
+    speed = machine_speed(j)
     runs = measured_results(results, opts.scope)
     findings = check_environment(baseline, runs)
     bad_env = mismatches(findings)
@@ -167,4 +192,13 @@ def run_gate(
         baseline_env=baseline_environment(baseline),
         current_env=current_environment(runs),
         markers=[m for r in runs for m in r.markers],
+        estimator=j.estimator.value,
+        machine_speed=speed,
+        thresholds=th,
+        thresholds_source=opts.thresholds_label or "baseline manifest",
+        reproduce_template=reproduce_template(
+            baseline.manifest.timing,
+            opts.baseline_label or str(baseline.path),
+            baseline.manifest.shape_file,
+        ),
     )

@@ -1,6 +1,7 @@
 """Models of the gate's verdict (``verdict.json``), which the reports render.
 
-Built on :mod:`zlbench.models.run` (row keys, markers, environments).
+Built on :mod:`zlbench.models.run` (row keys, markers, environments) and
+:mod:`zlbench.models.baseline` (the thresholds in force).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from typing import Literal
 from pydantic import Field
 
 from zlbench.models.base import SCHEMA_VERSION, _Model
+from zlbench.models.baseline import ThresholdsFile
 from zlbench.models.run import Environment, Marker, RowKey
 
 
@@ -32,14 +34,35 @@ FAILING_VERDICTS = frozenset(
 
 
 class RowVerdict(_Model):
+    """One row's verdict. Changes are relative, ``+0.05`` = 5 % more kernel time
+    (slower); the same sign in every report (docs/reports.md)."""
+
     key: RowKey
     verdict: Verdict
     baseline_speedup: float | None = None
     current_speedup: float | None = None
-    ratio: float | None = None  # current / baseline speedup (the estimator's value)
-    threshold: float | None = None  # relative, e.g. 0.05
-    samples: list[float] = Field(default_factory=list)  # ratios incl. confirm re-measures
-    confirmed: bool | None = None  # regression confirmed by re-measurement
+    baseline_us: float | None = Field(None, description="FlagGems kernel latency, baseline, µs")
+    current_us: float | None = Field(None, description="FlagGems kernel latency, current, µs")
+    baseline_torch_us: float | None = Field(None, description="torch latency, baseline, µs")
+    current_torch_us: float | None = Field(None, description="torch latency, current, µs")
+    kernel_change: float | None = Field(
+        None, description="current_us / baseline_us - 1, uncorrected (+ = slower)"
+    )
+    ratio: float | None = Field(
+        None,
+        description="the judged statistic (GateVerdict.estimator): FlagGems speed vs the "
+        "baseline after the machine-speed correction, < 1 slower; median over samples "
+        "when confirmed",
+    )
+    judged_change: float | None = Field(
+        None, description="1 / ratio - 1: kernel time change after the correction (+ = slower)"
+    )
+    threshold: float | None = Field(None, description="relative, e.g. 0.05: fails if ratio < 1 - t")
+    limit: float | None = Field(
+        None, description="judged_change at the threshold: 1/(1-t)-1 (1/(1+t)-1 for IMPROVEMENT)"
+    )
+    samples: list[float] = Field(default_factory=list, description="ratios incl. re-measures")
+    confirmed: bool | None = Field(None, description="regression confirmed by re-measurement")
     reason: str = ""
 
 
@@ -48,12 +71,24 @@ class OpVerdict(_Model):
     run_name: str
     op: str
     verdict: Verdict
-    geomean_ratio: float | None = None
+    geomean_ratio: float | None = Field(None, description="geomean of the rows' judged ratios")
+    judged_change: float | None = Field(None, description="1 / geomean_ratio - 1 (+ = slower)")
     threshold: float | None = None
     rows: int = 0
     reason: str = ""
+    duration_s: float | None = Field(None, description="wall time of the op's run (result.json)")
     log_tail: list[str] = Field(default_factory=list)
     reproduce: str | None = None  # exact zlbench command that re-measures it
+
+
+class MachineSpeed(_Model):
+    """The machine-speed correction of one host: how its torch latencies compared
+    with the baseline's (median over its matched rows)."""
+
+    host: str | None = None
+    torch_change: float = Field(description="median current / baseline torch latency - 1")
+    rows: int = Field(0, description="matched rows the median is over")
+    applied: bool = Field(description="True: the estimator divides it out of every row")
 
 
 class EnvFinding(_Model):
@@ -83,3 +118,10 @@ class GateVerdict(_Model):
     baseline_env: Environment = Field(default_factory=Environment)
     current_env: Environment = Field(default_factory=Environment)
     markers: list[Marker] = Field(default_factory=list)
+    estimator: str = Field("", description="the judged statistic: ratio | torch_normalized")
+    machine_speed: list[MachineSpeed] = Field(default_factory=list)
+    thresholds: ThresholdsFile | None = Field(None, description="the thresholds in force")
+    thresholds_source: str = Field("", description="where they came from (file or manifest)")
+    reproduce_template: str = Field(
+        "", description="zlbench run with $OP $REPO $RUN $DTYPES $FLAGGEMS_DIR to fill per op"
+    )
