@@ -1,0 +1,181 @@
+"""Compare a baseline compilation with its rebuild (pure: no triton, no files).
+
+A kernel's class is decided by the first stage, in compile order
+(``models.codegen.STAGES``: ttir → ttgir → llir → ptx → cubin), whose normalised
+output differs; stage outputs are compared by their sha256, so no blob is opened
+to classify. A stage that only one side has counts as different (skipping a
+kernel is allowed only on proof), and a pair with no stage to compare is never
+called identical.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+
+from zlbench.models.codegen import STAGES, CompileRecord, CompileRequest, CompileResult
+from zlbench.models.codegen_screen import (
+    RESOURCES,
+    CodegenClass,
+    KernelScreen,
+    Resources,
+)
+from zlbench.models.run import RowKey
+
+_CLASS_OF_STAGE = {
+    "ttir": CodegenClass.TTGIR,
+    "ttgir": CodegenClass.TTGIR,
+    "llir": CodegenClass.LLIR_PTX,
+    "ptx": CodegenClass.LLIR_PTX,
+    "cubin": CodegenClass.SASS,
+}
+DIFF_LINE_LIMIT = 20000  # lines of one diff file; the rest is cut with a note
+
+
+def stage_digests(result: CompileResult) -> dict[str, str]:
+    """stage -> sha256 of its output; the cubin from ``cubin_sha256`` when no blob."""
+    out = {name: d.sha256 for name, d in result.stages.items()}
+    if "cubin" not in out and result.cubin_sha256:
+        out["cubin"] = result.cubin_sha256
+    return out
+
+
+def first_differing_stage(base: CompileResult, cur: CompileResult) -> str | None:
+    """The first stage whose output differs; None when every stage is the same.
+
+    Raises ValueError when the two results have no stage in common at all."""
+    a, b = stage_digests(base), stage_digests(cur)
+    if not set(a) & set(b):
+        raise ValueError("no stage output to compare")
+    for stage in STAGES:
+        if stage in a or stage in b:
+            if a.get(stage) != b.get(stage):
+                return stage
+    return None
+
+
+def resources(result: CompileResult | None) -> Resources | None:
+    """A result's resource figures; compile time only when it really compiled."""
+    if result is None:
+        return None
+    compile_s = None if result.cache_hit or not result.times else sum(result.times.values())
+    return Resources(
+        n_regs=result.n_regs,
+        n_spills=result.n_spills,
+        shared=result.shared,
+        sass_instructions=result.sass_instructions,
+        compile_s=compile_s,
+    )
+
+
+def resource_deltas(base: Resources, cur: Resources | None) -> dict[str, float]:
+    """current - baseline for every figure both sides know."""
+    if cur is None:
+        return {}
+    out: dict[str, float] = {}
+    for name in RESOURCES:
+        a, b = getattr(base, name), getattr(cur, name)
+        if a is not None and b is not None:
+            out[name] = round(b - a, 6) if isinstance(a, float) or isinstance(b, float) else b - a
+    return out
+
+
+def config_text(request: CompileRequest) -> str:
+    """``BLOCK=256 num_warps=4 num_stages=3``: constexprs, then the launch config."""
+    names = list(request.signature)
+    parts = []
+    for c in request.constexprs:
+        idx = c.path[0] if c.path else None
+        name = names[idx] if idx is not None and idx < len(names) else str(c.path)
+        parts.append(f"{name}={c.value}")
+    cfg = request.config
+    parts += [f"num_warps={cfg.num_warps}", f"num_stages={cfg.num_stages}"]
+    if cfg.num_ctas != 1:
+        parts.append(f"num_ctas={cfg.num_ctas}")
+    if cfg.maxnreg is not None:
+        parts.append(f"maxnreg={cfg.maxnreg}")
+    return " ".join(parts)
+
+
+def classify(
+    base: CompileRecord, cur: CompileRecord | None
+) -> tuple[CodegenClass, str | None, str | None]:
+    """(class, first differing stage, why) of one baseline kernel and its rebuild."""
+    if base.result is None:
+        return CodegenClass.MISSING, None, "the baseline record has no compile result"
+    if cur is None:
+        return CodegenClass.MISSING, None, "no rebuild result"
+    if cur.result is None:
+        return CodegenClass.FAILED, None, cur.error or "compile failed"
+    try:
+        stage = first_differing_stage(base.result, cur.result)
+    except ValueError as e:
+        return CodegenClass.MISSING, None, str(e)
+    if stage is None:
+        return CodegenClass.IDENTICAL, None, None
+    return _CLASS_OF_STAGE[stage], stage, None
+
+
+def screen_kernel(
+    base: CompileRecord,
+    cur: CompileRecord | None,
+    ops: Iterable[str] = (),
+    rows: Iterable[RowKey] = (),
+    diff_file: str | None = None,
+) -> KernelScreen:
+    """The screen's entry for one kernel. ``diff_file`` is kept only for a changed one."""
+    status, stage, why = classify(base, cur)
+    base_res = resources(base.result) or Resources()
+    cur_res = resources(cur.result) if cur is not None else None
+    return KernelScreen(
+        kernel_id=base.id,
+        name=base.request.kernel.name,
+        config=config_text(base.request),
+        status=status,
+        first_stage=stage,
+        baseline=base_res,
+        current=cur_res,
+        deltas=resource_deltas(base_res, cur_res),
+        diff_file=diff_file if stage is not None else None,
+        error=why,
+        ops=sorted(ops),
+        rows=sorted(rows, key=lambda r: (r.repo, r.run_name, r.op, r.dtype, r.shape, r.occurrence)),
+    )
+
+
+def count_classes(kernels: list[KernelScreen]) -> dict[str, int]:
+    """CodegenClass value -> kernels, every class present (zeros included)."""
+    counts = {c.value: 0 for c in CodegenClass}
+    for k in kernels:
+        counts[k.status.value] += 1
+    return counts
+
+
+def stage_diff(kernel_id: str, stage: str, base: bytes, cur: bytes) -> str:
+    """Unified diff of one stage's two outputs. A binary stage (the cubin) gets a
+    header naming both digests and sizes; pass its SASS text to get a real diff."""
+    a, b = _lines(base), _lines(cur)
+    if a is None or b is None:
+        return (
+            f"# {kernel_id} {stage}: binary outputs differ "
+            f"(baseline {len(base)} bytes, current {len(cur)} bytes)\n"
+        )
+    lines = list(
+        difflib.unified_diff(
+            a, b, f"baseline/{kernel_id}.{stage}", f"current/{kernel_id}.{stage}", n=3
+        )
+    )
+    if len(lines) > DIFF_LINE_LIMIT:
+        cut = len(lines) - DIFF_LINE_LIMIT
+        lines = lines[:DIFF_LINE_LIMIT] + [f"# ... {cut} more diff lines cut\n"]
+    return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
+
+
+def _lines(data: bytes) -> list[str] | None:
+    """Text lines of a stage output; None for binary data."""
+    if b"\0" in data:
+        return None
+    try:
+        return data.decode("utf-8").splitlines(keepends=True)
+    except UnicodeDecodeError:
+        return None

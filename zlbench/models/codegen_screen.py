@@ -1,0 +1,112 @@
+"""Model of the codegen screen's result (``<out>/codegen.json``, docs/codegen.md).
+
+The screen rebuilds every compile request a baseline recorded
+(:mod:`zlbench.models.codegen`) with the compiler under test and classifies each
+kernel by the first pipeline stage whose output differs. This module holds only
+the vocabulary and the file model; the comparison is :mod:`zlbench.codegen.diff`.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Literal
+
+from pydantic import Field
+
+from zlbench.models.base import SCHEMA_VERSION, _Model
+from zlbench.models.run import RowKey
+
+
+class CodegenClass(str, Enum):
+    """What the compiler under test did to one baseline kernel."""
+
+    IDENTICAL = "identical"  # every stage's output the same as the baseline's
+    TTGIR = "ttgir_changed"  # TTGIR (or TTIR before it) differs
+    LLIR_PTX = "llir_ptx_changed"  # TTGIR the same; LLIR or PTX differs
+    SASS = "sass_changed"  # every IR the same; only the cubin / SASS differs
+    FAILED = "compile_failed"  # the baseline compiled it; the compiler under test did not
+    MISSING = "missing"  # a baseline kernel the screen has no rebuild result for
+
+
+# Classes of a kernel whose device code may differ from the baseline's.
+CHANGED_CLASSES = frozenset({CodegenClass.TTGIR, CodegenClass.LLIR_PTX, CodegenClass.SASS})
+# Classes that prove nothing about the kernel's speed (it must be timed).
+UNPROVEN_CLASSES = CHANGED_CLASSES | {CodegenClass.FAILED, CodegenClass.MISSING}
+
+CLASS_LABELS = {
+    CodegenClass.IDENTICAL: "identical",
+    CodegenClass.TTGIR: "TTGIR changed",
+    CodegenClass.LLIR_PTX: "only LLIR/PTX changed",
+    CodegenClass.SASS: "only SASS/cubin changed",
+    CodegenClass.FAILED: "compile failed",
+    CodegenClass.MISSING: "missing",
+}
+
+# Resource figures compared per kernel, in report order.
+RESOURCES = ("n_regs", "n_spills", "shared", "sass_instructions", "compile_s")
+
+
+class Resources(_Model):
+    """What one build of a kernel used; None where the record does not say."""
+
+    n_regs: int | None = None
+    n_spills: int | None = None
+    shared: int | None = None  # bytes of shared memory
+    sass_instructions: int | None = None
+    compile_s: float | None = None  # wall time of the whole compile
+
+
+class KernelScreen(_Model):
+    """One baseline kernel (one compile request) and what the screen found."""
+
+    kernel_id: str  # the compile request's id
+    name: str  # the Triton function name
+    config: str = ""  # e.g. "BLOCK=256 num_warps=4 num_stages=3"
+    status: CodegenClass
+    first_stage: str | None = None  # first of models.codegen.STAGES that differs
+    baseline: Resources = Field(default_factory=Resources)
+    current: Resources | None = None  # None: no successful rebuild
+    deltas: dict[str, float] = Field(default_factory=dict)  # RESOURCES: current - baseline
+    diff_file: str | None = None  # relative to the screen's out dir: diffs/<id>.diff
+    error: str | None = None  # compile failure (first lines) or why missing
+    ops: list[str] = Field(default_factory=list)  # "<repo>/<run_name>" that launched it
+    rows: list[RowKey] = Field(default_factory=list)  # baseline rows that launched it
+
+
+class KernelNote(_Model):
+    """The codegen explanation of one kernel a judged row launched (for the reports)."""
+
+    kernel_id: str
+    name: str
+    config: str = ""
+    status: CodegenClass
+    first_stage: str | None = None
+    deltas: dict[str, float] = Field(default_factory=dict)
+    diff_file: str | None = None  # relative to the report's dir
+    error: str | None = None
+
+
+class CodegenScreen(_Model):
+    """``<out>/codegen.json``: the codegen screen of one baseline."""
+
+    schema_version: int = SCHEMA_VERSION
+    kind: Literal["codegen_screen"] = "codegen_screen"
+    baseline_dir: str
+    compiler: str | None = None  # version of the triton that rebuilt the kernels
+    python: str | None = None  # interpreter that ran the rebuild workers
+    generated: str = ""  # ISO 8601 UTC
+    wall_s: float | None = None
+    jobs: int = 1
+    counts: dict[str, int] = Field(default_factory=dict)  # CodegenClass value -> kernels
+    kernels: list[KernelScreen] = Field(default_factory=list)
+    # Baseline ops with rows but no codegen records: their speed is unproven.
+    ops_without_records: list[str] = Field(default_factory=list)
+
+    def by_id(self) -> dict[str, KernelScreen]:
+        return {k.kernel_id: k for k in self.kernels}
+
+    def changed(self) -> list[KernelScreen]:
+        return [k for k in self.kernels if k.status in CHANGED_CLASSES]
+
+    def failed(self) -> list[KernelScreen]:
+        return [k for k in self.kernels if k.status is CodegenClass.FAILED]
