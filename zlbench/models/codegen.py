@@ -4,7 +4,7 @@ was asked for and what came out (docs/codegen.md).
 Layout of one run dir (the same under a baseline, and for a rebuild's output)::
 
     <run_dir>/codegen/index.json          CodegenIndex
-    <run_dir>/codegen/blobs/<sha256>.gz   one normalised stage text (or cubin), gzip
+    <run_dir>/codegen/blobs/<sha256>.gz   one normalised stage text, gzip
 
 A blob is named by the sha256 of its *uncompressed, normalised* bytes, so equal
 IR is stored once and two digests compare without opening a blob. Blobs are
@@ -35,11 +35,11 @@ from zlbench.models.base import SCHEMA_VERSION, _Model, load_json_model
 CODEGEN_DIR = "codegen"
 CODEGEN_INDEX = "index.json"
 CODEGEN_BLOBS = "blobs"
-# The stages kept, in compile order. "cubin" is binary; the others are text.
-STAGES = ("ttir", "ttgir", "llir", "ptx", "cubin")
-TEXT_STAGES = STAGES[:-1]
-
-Stage = Literal["ttir", "ttgir", "llir", "ptx", "cubin"]
+# The stages kept, in compile order, all normalised text. "sass" is the cubin's
+# disassembly (cuobjdump -sass): the cubin itself embeds line info with source
+# paths, so only its disassembly compares across machines.
+STAGES = ("ttir", "ttgir", "llir", "ptx", "sass")
+TEXT_STAGES = STAGES
 
 
 # --------------------------------------------------------------------------- request
@@ -126,7 +126,7 @@ class CompileRequest(_Model):
 class StageDigest(_Model):
     """One stage's output: normalised bytes' sha256 and where the blob is."""
 
-    sha256: str  # of the normalised, uncompressed bytes (raw bytes for cubin)
+    sha256: str  # of the normalised, uncompressed bytes
     size: int  # uncompressed bytes
     compressed_size: int  # bytes of the .gz blob
     blob: str  # path relative to the codegen dir: "blobs/<sha256>.gz"
@@ -143,12 +143,19 @@ class CompilerIdentity(_Model):
 class CompileResult(_Model):
     """What came out of one compilation."""
 
-    stages: dict[str, StageDigest] = Field(default_factory=dict)  # keys: STAGES
-    cubin_sha256: str | None = None  # sha256 of the raw cubin
+    # Keys: STAGES; a stage is missing when it was not produced ("sass" without a
+    # disassembler).
+    stages: dict[str, StageDigest] = Field(default_factory=dict)
+    # sha256 and size of the raw cubin (no blob). Machine-dependent: the cubin's
+    # line info names source paths; compare stages["sass"] instead.
+    cubin_sha256: str | None = None
+    cubin_size: int | None = None
+    # From the cubin (cuobjdump -res-usage: REG, LOCAL/4 as triton's driver
+    # reports n_spills); None without a disassembler.
     n_regs: int | None = None
     n_spills: int | None = None
-    shared: int | None = None  # bytes of static shared memory
-    sass_instructions: int | None = None  # None when no disassembler was found
+    shared: int | None = None  # bytes of shared memory (triton's metadata)
+    sass_instructions: int | None = None  # SASS instructions but NOPs; None: no disassembler
     # Seconds per stage ("ir_initialization", "ttir", "ttgir", ..., "store_results").
     times: dict[str, float] = Field(default_factory=dict)
     cache_hit: bool = False  # triton's cache served it: times are not compile times
