@@ -27,7 +27,7 @@ EXPECTED = {
     "ttgir": CodegenClass.TTGIR,
     "llir": CodegenClass.LLIR_PTX,
     "ptx": CodegenClass.LLIR_PTX,
-    "cubin": CodegenClass.SASS,
+    "sass": CodegenClass.SASS,
 }
 
 
@@ -55,7 +55,7 @@ def test_a_stage_changed_alone_is_found_in_pipeline_order(stage):
 
 
 def test_earliest_of_several_differing_stages_wins():
-    cur = record(REQ, stage_texts(ptx="p\n", llir="l\n", cubin="c"))
+    cur = record(REQ, stage_texts(ptx="p\n", llir="l\n", sass="c\n"))
     assert first_differing_stage(BASE.result, cur.result) == "llir"
 
 
@@ -66,10 +66,22 @@ def test_stage_only_one_side_has_counts_as_changed():
     assert classify(BASE, cur)[:2] == (CodegenClass.TTGIR, "ttir")
 
 
-def test_cubin_digest_without_a_blob_is_compared():
-    a = record(REQ, {"ttgir": b"same\n"}, cubin_sha256="a" * 64)
-    b = record(REQ, {"ttgir": b"same\n"}, cubin_sha256="b" * 64)
-    assert classify(a, b)[:2] == (CodegenClass.SASS, "cubin")
+def test_cubin_digest_stands_in_for_sass_only_when_neither_side_has_sass():
+    a = record(REQ, {"ptx": b"same\n"}, cubin_sha256="a" * 64)
+    b = record(REQ, {"ptx": b"same\n"}, cubin_sha256="b" * 64)
+    same = record(REQ, {"ptx": b"same\n"}, cubin_sha256="a" * 64)
+    assert classify(a, b)[:2] == (CodegenClass.SASS, "sass")
+    assert classify(a, same)[0] is CodegenClass.IDENTICAL
+    # With SASS on both sides the (machine-dependent) cubin digest is ignored.
+    c = record(REQ, stage_texts(), cubin_sha256="c" * 64)
+    d = record(REQ, stage_texts(), cubin_sha256="d" * 64)
+    assert classify(c, d)[0] is CodegenClass.IDENTICAL
+
+
+def test_identical_ptx_without_sass_on_one_side_is_not_proof():
+    texts = stage_texts()
+    del texts["sass"]
+    assert classify(BASE, record(REQ, texts))[:2] == (CodegenClass.SASS, "sass")
 
 
 def test_no_common_stage_is_never_identical():
@@ -139,7 +151,7 @@ def test_screen_kernel_keeps_diff_file_only_when_changed():
 def test_count_classes_lists_every_class():
     ks = [
         screen_kernel(BASE, record(REQ, stage_texts())),
-        screen_kernel(BASE, record(REQ, _changed_from("cubin"))),
+        screen_kernel(BASE, record(REQ, _changed_from("sass"))),
         screen_kernel(BASE, None),
     ]
     counts = count_classes(ks)
@@ -162,8 +174,8 @@ def test_stage_diff_is_a_unified_diff_of_the_stage():
 
 
 def test_stage_diff_of_binary_names_sizes():
-    text = stage_diff("abc", "cubin", b"\x7fELF\0ab", b"\x7fELF\0abc")
-    assert text == "# abc cubin: binary outputs differ (baseline 7 bytes, current 8 bytes)\n"
+    text = stage_diff("abc", "sass", b"\x7fELF\0ab", b"\x7fELF\0abc")
+    assert text == "# abc sass: binary outputs differ (baseline 7 bytes, current 8 bytes)\n"
 
 
 def test_stage_diff_is_cut_at_the_limit(monkeypatch):

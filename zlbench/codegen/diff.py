@@ -1,11 +1,13 @@
 """Compare a baseline compilation with its rebuild (pure: no triton, no files).
 
 A kernel's class is decided by the first stage, in compile order
-(``models.codegen.STAGES``: ttir → ttgir → llir → ptx → cubin), whose normalised
+(``models.codegen.STAGES``: ttir → ttgir → llir → ptx → sass), whose normalised
 output differs; stage outputs are compared by their sha256, so no blob is opened
 to classify. A stage that only one side has counts as different (skipping a
 kernel is allowed only on proof), and a pair with no stage to compare is never
-called identical.
+called identical. Where neither side has SASS (no disassembler), the raw cubins'
+digests stand in for it: equal cubins prove equal SASS, and unequal ones may
+differ only in embedded source paths, so they count as a SASS change.
 """
 
 from __future__ import annotations
@@ -27,24 +29,26 @@ _CLASS_OF_STAGE = {
     "ttgir": CodegenClass.TTGIR,
     "llir": CodegenClass.LLIR_PTX,
     "ptx": CodegenClass.LLIR_PTX,
-    "cubin": CodegenClass.SASS,
+    "sass": CodegenClass.SASS,
 }
 DIFF_LINE_LIMIT = 20000  # lines of one diff file; the rest is cut with a note
 
 
-def stage_digests(result: CompileResult) -> dict[str, str]:
-    """stage -> sha256 of its output; the cubin from ``cubin_sha256`` when no blob."""
-    out = {name: d.sha256 for name, d in result.stages.items()}
-    if "cubin" not in out and result.cubin_sha256:
-        out["cubin"] = result.cubin_sha256
-    return out
+def stage_digests(base: CompileResult, cur: CompileResult) -> tuple[dict, dict]:
+    """stage -> sha256 of each side's outputs; the raw cubins' digests as "sass"
+    when neither side has SASS."""
+    a = {name: d.sha256 for name, d in base.stages.items()}
+    b = {name: d.sha256 for name, d in cur.stages.items()}
+    if "sass" not in a and "sass" not in b and base.cubin_sha256 and cur.cubin_sha256:
+        a["sass"], b["sass"] = base.cubin_sha256, cur.cubin_sha256
+    return a, b
 
 
 def first_differing_stage(base: CompileResult, cur: CompileResult) -> str | None:
     """The first stage whose output differs; None when every stage is the same.
 
     Raises ValueError when the two results have no stage in common at all."""
-    a, b = stage_digests(base), stage_digests(cur)
+    a, b = stage_digests(base, cur)
     if not set(a) & set(b):
         raise ValueError("no stage output to compare")
     for stage in STAGES:
@@ -152,8 +156,8 @@ def count_classes(kernels: list[KernelScreen]) -> dict[str, int]:
 
 
 def stage_diff(kernel_id: str, stage: str, base: bytes, cur: bytes) -> str:
-    """Unified diff of one stage's two outputs. A binary stage (the cubin) gets a
-    header naming both digests and sizes; pass its SASS text to get a real diff."""
+    """Unified diff of one stage's two outputs; binary data (a cubin standing in
+    for SASS) gets a one-line header naming both sizes."""
     a, b = _lines(base), _lines(cur)
     if a is None or b is None:
         return (

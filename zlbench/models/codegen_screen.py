@@ -23,7 +23,7 @@ class CodegenClass(str, Enum):
     IDENTICAL = "identical"  # every stage's output the same as the baseline's
     TTGIR = "ttgir_changed"  # TTGIR (or TTIR before it) differs
     LLIR_PTX = "llir_ptx_changed"  # TTGIR the same; LLIR or PTX differs
-    SASS = "sass_changed"  # every IR the same; only the cubin / SASS differs
+    SASS = "sass_changed"  # every IR the same; only the SASS (ptxas' output) differs
     FAILED = "compile_failed"  # the baseline compiled it; the compiler under test did not
     MISSING = "missing"  # a baseline kernel the screen has no rebuild result for
 
@@ -37,7 +37,7 @@ CLASS_LABELS = {
     CodegenClass.IDENTICAL: "identical",
     CodegenClass.TTGIR: "TTGIR changed",
     CodegenClass.LLIR_PTX: "only LLIR/PTX changed",
-    CodegenClass.SASS: "only SASS/cubin changed",
+    CodegenClass.SASS: "only SASS changed",
     CodegenClass.FAILED: "compile failed",
     CodegenClass.MISSING: "missing",
 }
