@@ -65,9 +65,16 @@ class KernelSource(_Model):
     root: str | None = None  # label of that root: "flaggems", "site", "cache", "cwd"
     source_sha256: str  # sha256 of the function's own source text (fn.src)
     file_sha256: str | None = None  # sha256 of the whole file (helpers included)
-    # The whole module text, kept for kernels generated at run time (FlagGems'
-    # pointwise_dynamic writes them to a code-cache dir): rebuilt from this text.
+    # triton's JITFunction.cache_key: the source and every JIT function it calls.
+    cache_key: str | None = None
+    # The whole module text, kept for every kernel that `import module` +
+    # qualname does not find again (FlagGems' pointwise_dynamic writes generated
+    # modules to a code-cache dir and never registers them): rebuilt from it.
     generated_source: str | None = None
+    # Generated kernels only: globals the generator injected into the module
+    # (JIT functions defined elsewhere), name -> "module:qualname". On rebuild the
+    # globals of each named module are merged in, then these names are bound.
+    generated_globals: dict[str, str] = Field(default_factory=dict)
 
 
 class ConstValue(_Model):
@@ -103,7 +110,8 @@ class CompileRequest(_Model):
     """Everything needed to rebuild one kernel without launching it."""
 
     kernel: KernelSource
-    signature: dict[str, str]  # arg name -> triton type: "*fp32", "i32", "constexpr"...
+    # arg name -> triton type: "*fp32", "i32", "constexpr"...; a list for a tuple arg.
+    signature: dict[str, JsonValue]
     constexprs: list[ConstValue] = Field(default_factory=list)
     attrs: list[AttrValue] = Field(default_factory=list)
     config: KernelConfig
@@ -180,6 +188,9 @@ class CompileRecord(_Model):
     request: CompileRequest
     result: CompileResult | None = None
     error: str | None = None  # "compile failed: <ExcType>: <first line>" on rebuild
+    # Rebuild remarks that do not stop it, e.g. "source changed: ..." when the
+    # kernel's source found at rebuild is not the recorded one.
+    notes: list[str] = Field(default_factory=list)
     used_by: list[KernelUse] = Field(default_factory=list)
 
 
