@@ -6,7 +6,7 @@ import pytest
 
 from zlbench.errors import ZlbenchError
 from zlbench.models import OP_STATUS_FIELDS, OpStatus, RunStatus, read_ops_status
-from zlbench.runner.status import write_ops_status
+from zlbench.runner.batch.status import write_ops_status
 
 
 def test_reads_back_what_the_runner_writes(tmp_path):

@@ -20,7 +20,8 @@ from zlsynth import brow, crow, run_result, write_baseline, write_results  # noq
 
 from zlbench.cli import gate_cmd, main  # noqa: E402
 from zlbench.models import GateVerdict, Verdict, load_json_model, read_ops_status  # noqa: E402
-from zlbench.runner.batch import BatchConfig, plan_selection  # noqa: E402
+from zlbench.runner.batch.config import BatchConfig  # noqa: E402
+from zlbench.runner.batch.plan import plan_selection  # noqa: E402
 
 S = "[1024]"
 OPS = ["add", "mm", "mul"]
@@ -64,7 +65,7 @@ def world(tmp_path, monkeypatch):
 
 
 def shard_of(op: str, n: int) -> int:
-    from zlbench.runner.shard import shard
+    from zlbench.runner.batch.shard import shard
 
     keys = [f"main/{o}" for o in OPS]
     return next(k for k in range(1, n + 1) if f"main/{op}" in shard(keys, k, n))

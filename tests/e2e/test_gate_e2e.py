@@ -18,7 +18,7 @@ import pytest
 
 from zlbench.cli import main
 from zlbench.models import BaselineManifest, GateVerdict, load_json_model, load_yaml_model
-from zlbench.runner.inventory import inventory_path, scan_checkout, write_inventory
+from zlbench.runner.catalog.inventory import inventory_path, scan_checkout, write_inventory
 
 BENCHPKG = Path(__file__).resolve().parents[1] / "benchpkg"
 OPS = ["add", "softmax", "mm"]

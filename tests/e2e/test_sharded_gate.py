@@ -35,7 +35,7 @@ from pathlib import Path
 import pytest
 
 from zlbench.models import GateVerdict, RowKey, Verdict, load_json_model, read_ops_status
-from zlbench.runner.inventory import inventory_path, scan_checkout, write_inventory
+from zlbench.runner.catalog.inventory import inventory_path, scan_checkout, write_inventory
 
 REPO = Path(__file__).resolve().parents[2]
 CI = REPO / "ci"

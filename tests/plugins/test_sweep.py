@@ -12,10 +12,10 @@ from zlbench.plugins import sweep
 
 
 def test_parse_shard():
-    assert sweep.parse_shard("1/4") == (1, 4)
+    assert sweep.parse_sweep_shard("1/4") == (1, 4)
     for bad in ("4/4", "x/2", "1", "-1/2", "0/0"):
         with pytest.raises(ZlbenchError):
-            sweep.parse_shard(bad)
+            sweep.parse_sweep_shard(bad)
 
 
 def test_round_robin_shards_cover_every_config_once():

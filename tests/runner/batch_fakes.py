@@ -1,6 +1,6 @@
 """Test doubles for batch tests: an inventory writer and a scripted fake execute_plan.
 
-The fake follows execute_plan's contract (zlbench.runner.worker): it creates each
+The fake follows execute_plan's contract (zlbench.runner.execute.worker): it creates each
 entry's run dir, writes run.log (and result.json when the op ran), calls
 on_op_done per entry and returns one OpStatus per entry in plan order.
 """
@@ -20,7 +20,7 @@ from zlbench.models import (
     WorkerPlan,
     dump_json_model,
 )
-from zlbench.runner.inventory import InventoryRow, inventory_path, write_inventory
+from zlbench.runner.catalog.inventory import InventoryRow, inventory_path, write_inventory
 
 UNSUPPORTED_LOG = (
     "ValueError: Given dtype(s) 'torch.bfloat16'can't be supported by this op 'argmax'\n"

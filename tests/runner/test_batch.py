@@ -12,9 +12,11 @@ from batch_fakes import FakeExecutor, make_inventory
 
 from zlbench.errors import ZlbenchError
 from zlbench.models import RunStatus, read_ops_status
-from zlbench.runner.batch import BatchConfig, EmptyShardError, plan_selection, run_batch
-from zlbench.runner.batchinfo import read_batch_info
-from zlbench.runner.shard import assign_gpus, shard
+from zlbench.runner.batch.config import BatchConfig
+from zlbench.runner.batch.info import read_batch_info
+from zlbench.runner.batch.plan import EmptyShardError, plan_selection
+from zlbench.runner.batch.run import run_batch
+from zlbench.runner.batch.shard import assign_gpus, shard
 
 OPS = ["abs", "add", "mul", "softmax", "mm@test_mm.py", "mm@test_mm_perf.py", "skipme"]
 

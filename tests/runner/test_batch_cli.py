@@ -6,7 +6,7 @@ import pytest
 from batch_fakes import FakeExecutor, make_inventory
 
 from zlbench.cli import main
-from zlbench.runner import batchrun
+from zlbench.runner.batch import workers as batchrun
 
 
 @pytest.fixture

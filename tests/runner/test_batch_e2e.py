@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 
 from zlbench.models import RunStatus, read_ops_status
-from zlbench.runner.batch import BatchConfig, run_batch
-from zlbench.runner.inventory import inventory_path, scan_checkout, write_inventory
+from zlbench.runner.batch.config import BatchConfig
+from zlbench.runner.batch.run import run_batch
+from zlbench.runner.catalog.inventory import inventory_path, scan_checkout, write_inventory
 
 BENCHPKG = Path(__file__).resolve().parents[1] / "benchpkg"
 FAST = ["--iter", "1", "--zl-replays", "2", "--zl-warmup-ms", "1"]

@@ -22,7 +22,8 @@ SCRIPT = textwrap.dedent(
     from pathlib import Path
     sys.path.insert(0, sys.argv[1])
     from batch_fakes import FakeExecutor
-    from zlbench.runner.batch import BatchConfig, run_batch
+    from zlbench.runner.batch.config import BatchConfig
+    from zlbench.runner.batch.run import run_batch
 
     tmp = Path(sys.argv[2])
     run_batch(BatchConfig(

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from zlbench.errors import ZlbenchError
-from zlbench.runner.dismiss import find_dismissal, load_dismiss, parse_dismiss
+from zlbench.runner.catalog.dismiss import find_dismissal, load_dismiss, parse_dismiss
 
 GOOD = """\
 # header comment

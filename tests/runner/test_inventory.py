@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from zlbench.errors import ZlbenchError
-from zlbench.runner.inventory import (
+from zlbench.runner.catalog.inventory import (
     InventoryRow,
     apply_collected,
     carry_collected,
@@ -18,8 +18,8 @@ from zlbench.runner.inventory import (
     scan_checkout,
     write_inventory,
 )
-from zlbench.runner.resolve import all_selectors, resolve, run_name_for, select
-from zlbench.runner.shapes_migrate import migrate_shapes
+from zlbench.runner.catalog.resolve import all_selectors, resolve, run_name_for, select
+from zlbench.runner.catalog.shapes_migrate import migrate_shapes
 
 FILES = {
     "base.py": """

@@ -5,8 +5,8 @@ from __future__ import annotations
 import datetime as dt
 
 from zlbench.models import BatchInfo
-from zlbench.runner.batch import BatchOutcome
-from zlbench.runner.batchinfo import write_batch_info
+from zlbench.runner.batch.config import BatchOutcome
+from zlbench.runner.batch.info import write_batch_info
 from zlbench.runner.refresh import _work_span
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from zlbench.models import RunStatus
-from zlbench.runner.retry import RESCUE_DTYPES, Attempt, describe, next_attempt
+from zlbench.runner.batch.retry import RESCUE_DTYPES, Attempt, describe, next_attempt
 
 BF16 = ("bfloat16",)
 P, F, S, T, C, E = (

@@ -13,8 +13,9 @@ import pytest
 from zlbench.cli import main
 from zlbench.errors import ZlbenchError
 from zlbench.models import RunStatus
-from zlbench.runner.inventory import load_inventory
-from zlbench.runner.run import RunRequest, claim_dir, prepare, run_plan
+from zlbench.runner.catalog.inventory import load_inventory
+from zlbench.runner.claim import claim_new_dir
+from zlbench.runner.execute.run import RunRequest, prepare, run_plan
 
 FAKE = Path(__file__).with_name("fake_pytest.py")
 
@@ -100,17 +101,17 @@ def test_nothing_claimed_on_bad_input(capsys, checkout, tmp_path):
     assert not out.exists()
 
 
-def test_claim_dir_sequential_and_racing(tmp_path):
-    assert claim_dir(tmp_path / "a" / "run").name == "run"
-    assert claim_dir(tmp_path / "a" / "run").name == "run-2"
-    assert claim_dir(tmp_path / "a" / "run").name == "run-3"
+def test_claim_new_dir_sequential_and_racing(tmp_path):
+    assert claim_new_dir(tmp_path / "a" / "run").name == "run"
+    assert claim_new_dir(tmp_path / "a" / "run").name == "run-2"
+    assert claim_new_dir(tmp_path / "a" / "run").name == "run-3"
     for i in range(20):
         barrier = threading.Barrier(2)
         got: list[str] = []
 
         def claim(i=i, barrier=barrier, got=got):
             barrier.wait()
-            got.append(claim_dir(tmp_path / "race" / f"r{i}").name)
+            got.append(claim_new_dir(tmp_path / "race" / f"r{i}").name)
 
         threads = [threading.Thread(target=claim) for _ in range(2)]
         for t in threads:
@@ -120,24 +121,24 @@ def test_claim_dir_sequential_and_racing(tmp_path):
         assert sorted(got) == [f"r{i}", f"r{i}-2"]
 
 
-def test_claim_dir_gives_up_after_999_names(tmp_path):
+def test_claim_new_dir_gives_up_after_999_names(tmp_path):
     for i in range(1, 1000):
         (tmp_path / ("run" if i == 1 else f"run-{i}")).mkdir()
     with pytest.raises(ZlbenchError, match="cannot claim an output dir"):
-        claim_dir(tmp_path / "run")
+        claim_new_dir(tmp_path / "run")
 
 
-def test_batch_claim_dir_reuses_empty_or_resumed_dir(tmp_path):
-    from zlbench.runner.batch import claim_dir as batch_claim_dir
+def test_claim_batch_dir_reuses_empty_or_resumed_dir(tmp_path):
+    from zlbench.runner.claim import claim_batch_dir
 
     path = tmp_path / "b"
-    assert batch_claim_dir(path, resume=False) == path  # absent: created
-    assert batch_claim_dir(path, resume=False) == path  # empty: reused
+    assert claim_batch_dir(path, resume=False) == path  # absent: created
+    assert claim_batch_dir(path, resume=False) == path  # empty: reused
     (path / "x").write_text("")
-    assert batch_claim_dir(path, resume=True) == path  # resumed: kept
-    assert batch_claim_dir(path, resume=False).name == "b-2"  # taken: next name
+    assert claim_batch_dir(path, resume=True) == path  # resumed: kept
+    assert claim_batch_dir(path, resume=False).name == "b-2"  # taken: next name
     (tmp_path / "f").write_text("")
-    assert batch_claim_dir(tmp_path / "f", resume=True).name == "f-2"  # a file is no dir
+    assert claim_batch_dir(tmp_path / "f", resume=True).name == "f-2"  # a file is no dir
 
 
 def test_prepare_replay_run_and_batch_layouts(checkout, tmp_path):
@@ -213,7 +214,7 @@ def test_inventory_command_and_migrate(capsys, checkout, tmp_path):
 
 
 def test_default_shape_file_is_the_shipped_set_when_it_applies(checkout, tmp_path, monkeypatch):
-    import zlbench.runner.run as run_mod
+    import zlbench.runner.execute.run as run_mod
 
     ops = tmp_path / "shipped_ops"
     ops.mkdir()

@@ -8,7 +8,7 @@ import pytest
 from batch_fakes import make_inventory
 
 from zlbench.errors import ZlbenchError
-from zlbench.runner.select import parse_spec, read_ops_file, select_ops
+from zlbench.runner.catalog.select import parse_spec, read_ops_file, select_ops
 
 OPS_DIR = Path(__file__).resolve().parents[2] / "ops"
 

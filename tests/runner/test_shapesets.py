@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from zlbench.runner.shapesets import derive, derive_file, pick_indices
+from zlbench.runner.catalog.shapesets import derive, derive_file, pick_indices
 
 OPS_DIR = Path(__file__).resolve().parents[2] / "ops"
 UPSTREAM = """

@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from zlbench.errors import ZlbenchError
-from zlbench.runner.shard import (
+from zlbench.runner.batch.shard import (
     assign_gpus,
     default_gpus,
     parse_gpu_list,
@@ -50,7 +50,7 @@ def test_duplicates_in_input_count_once():
 
 _CHILD = """
 import json, sys
-from zlbench.runner.shard import shard, assign_gpus
+from zlbench.runner.batch.shard import shard, assign_gpus
 ops = json.loads(sys.argv[1])
 print(json.dumps({"s": [shard(ops, k, 3) for k in (1, 2, 3)], "g": assign_gpus(ops, ["0", "1"])}))
 """

@@ -18,8 +18,8 @@ from zlbench.models import (
     dump_json_model,
     read_ops_status,
 )
-from zlbench.runner import progress
-from zlbench.runner.status import (
+from zlbench.runner.batch import progress
+from zlbench.runner.batch.status import (
     find_run_dirs,
     load_run,
     summarize,

@@ -14,8 +14,9 @@ from batch_fakes import FakeExecutor, make_inventory
 
 from zlbench.cli import main
 from zlbench.models import RunResult, RunStatus, load_json_model, read_ops_status
-from zlbench.runner import sweep_run
-from zlbench.runner.batch import BatchConfig, run_batch
+from zlbench.runner.batch.config import BatchConfig
+from zlbench.runner.batch.run import run_batch
+from zlbench.runner.sweep import run as sweep_run
 
 # Stand-in for `python -m pytest` in a sweep child: shard k of n writes its record,
 # its shard winner (shard 0 is the fastest) and result.json; op "bad" fails on shard 1.

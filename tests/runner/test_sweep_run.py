@@ -16,10 +16,10 @@ import pytest
 from zlbench.cli import main
 from zlbench.errors import ZlbenchError
 from zlbench.models import MarkerKind, RunResult, load_json_model
-from zlbench.runner import sweep_children
-from zlbench.runner.proc import _group_alive as group_alive
-from zlbench.runner.sweep_children import Child, run_group
-from zlbench.runner.sweep_run import check_sweep_gpus, merge_children
+from zlbench.runner.execute.proc import _group_alive as group_alive
+from zlbench.runner.sweep import children as sweep_children
+from zlbench.runner.sweep.children import Child, run_group
+from zlbench.runner.sweep.run import check_sweep_gpus, merge_children
 
 BENCHPKG = Path(__file__).resolve().parents[1] / "benchpkg"
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from zlbench.models import PlanEntry, RunStatus, WorkerPlan
-from zlbench.runner.worker import build_pytest_argv, execute_plan
+from zlbench.runner.execute.worker import build_pytest_argv, execute_plan
 
 FAKE = Path(__file__).with_name("fake_pytest.py")
 
@@ -82,7 +82,7 @@ def test_all_pass_in_one_process(tmp_path, checkout, fake_python):
 
 
 def test_result_json_read_once_per_ended_op(tmp_path, checkout, fake_python, monkeypatch):
-    from zlbench.runner import worker
+    from zlbench.runner.execute import worker
 
     reads: list[str] = []
     real = worker._read_result

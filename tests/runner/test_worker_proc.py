@@ -1,4 +1,4 @@
-"""Process-group handling of zlbench.runner.proc."""
+"""Process-group handling of zlbench.runner.execute.proc."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import io
 import sys
 import time
 
-from zlbench.runner.proc import TerminalSink, run_streaming
+from zlbench.runner.execute.proc import TerminalSink, run_streaming
 
 
 def _gone(pid: int) -> bool:

@@ -1,6 +1,6 @@
 """`zlbench batch`: screen many ops over the GPUs of this host (DESIGN.md §5.17, §6).
 
-Parses argv, builds a :class:`zlbench.runner.batch.BatchConfig` (environment
+Parses argv, builds a :class:`zlbench.runner.batch.config.BatchConfig` (environment
 variables come from :mod:`zlbench.cli.settings`) and calls ``run_batch``.
 """
 
@@ -53,8 +53,8 @@ def add_sweep_option(p) -> None:
 def parse_sweep_gpus(text: str | None, settings: Settings) -> list[str]:
     """``--sweep-gpus`` checked against the inherited CUDA_VISIBLE_DEVICES; [] when
     absent. Shared by ``batch``, ``baseline refresh`` and ``run``."""
-    from zlbench.runner.shard import parse_gpu_list
-    from zlbench.runner.sweep_run import check_sweep_gpus
+    from zlbench.runner.batch.shard import parse_gpu_list
+    from zlbench.runner.sweep.run import check_sweep_gpus
 
     if text is None:
         return []
@@ -155,8 +155,8 @@ def flaggems_dirs(values: list[str], settings: Settings) -> dict[str, Path]:
 
 
 def config_from_args(args, settings: Settings):
-    from zlbench.runner.batch import BatchConfig
-    from zlbench.runner.shard import default_gpus, parse_gpu_list, parse_shard
+    from zlbench.runner.batch.config import BatchConfig
+    from zlbench.runner.batch.shard import default_gpus, parse_gpu_list, parse_shard
 
     if args.sweep_gpus is not None and args.replay_root is not None:
         raise ZlbenchError("--sweep-gpus records configs; it cannot be combined with --replay-root")
@@ -195,7 +195,7 @@ def _echo(line: str) -> None:
 
 
 def _run(args) -> int:
-    from zlbench.runner.batch import run_batch
+    from zlbench.runner.batch.run import run_batch
 
     outcome = run_batch(config_from_args(args, Settings.from_env()))
     print(f"batch dir: {outcome.out_dir}")

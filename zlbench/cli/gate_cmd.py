@@ -3,7 +3,7 @@
 Three layers (STYLE.md): argv -> :func:`_run` builds plain values -> the pure
 judge (``zlbench.gate``) and renderers (``zlbench.report``); this module writes
 what they return. Measuring goes through :func:`measure_batch` /
-:func:`make_remeasure`, small adapters over ``zlbench.runner.batch.run_batch``
+:func:`make_remeasure`, small adapters over ``zlbench.runner.batch.run.run_batch``
 that tests replace with fakes.
 """
 
@@ -26,7 +26,7 @@ from zlbench.gate.load import (
     load_baseline,
     load_results,
 )
-from zlbench.gate.plan import read_ops_file, select_ops
+from zlbench.gate.plan import baseline_scope, read_ops_file
 from zlbench.gate.thresholds import load_thresholds
 from zlbench.gate.verdict import SUMMARY_SEP, GateOptions, run_gate
 from zlbench.models import GateVerdict, Row, RowKey, ThresholdsFile, atomic_write_text
@@ -92,8 +92,9 @@ def _shape_file(baseline: BaselineSet) -> Path | None:
 
 def measure_batch(req: MeasureRequest) -> tuple[Path, int]:
     """Replay ``req.ops`` against the baseline's records: (batch dir, batch exit code)."""
-    from zlbench.runner.batch import BatchConfig, run_batch
-    from zlbench.runner.shard import default_gpus
+    from zlbench.runner.batch.config import BatchConfig
+    from zlbench.runner.batch.run import run_batch
+    from zlbench.runner.batch.shard import default_gpus
 
     s, m = req.settings, req.baseline.manifest
     config = BatchConfig(
@@ -157,8 +158,8 @@ def write_reports(verdict: GateVerdict, out: Path, settings: Settings) -> None:
 
 def dismissed_ops(ops_dir: Path, keys: Iterable[str]) -> dict[str, str]:
     """``<repo>/<run_name>`` -> reason, for the ops that the dismiss list names."""
-    from zlbench.runner.dismiss import find_dismissal, load_dismiss
-    from zlbench.runner.select import DISMISS_FILE
+    from zlbench.runner.catalog.dismiss import find_dismissal, load_dismiss
+    from zlbench.runner.catalog.select import DISMISS_FILE
 
     entries = load_dismiss(Path(ops_dir) / DISMISS_FILE)
     out = {}
@@ -198,7 +199,7 @@ def common_inputs(args) -> tuple[BaselineSet, ThresholdsFile, set[str] | None]:
     baseline = load_baseline(args.baseline)
     th = load_thresholds(args.thresholds, baseline.manifest.thresholds)
     specs = args.ops or (read_ops_file(args.ops_file) if args.ops_file else None)
-    scope, unmatched = select_ops(baseline, specs)
+    scope, unmatched = baseline_scope(baseline, specs)
     if unmatched:
         print(f"zlbench: not in the baseline, ignored: {', '.join(unmatched)}", file=sys.stderr)
     return baseline, th, scope
@@ -232,11 +233,11 @@ def _run(args) -> int:
         opts.results_label = args.results
         results = load_results(args.results)
         return judge_and_write(baseline, results, th, opts, out, settings, ops_dir)
-    from zlbench.runner.batch import claim_dir
-    from zlbench.runner.shard import parse_shard
+    from zlbench.runner.batch.shard import parse_shard
+    from zlbench.runner.claim import claim_batch_dir
 
     shard = parse_shard(args.shard) if args.shard else None
-    claimed = claim_dir(out, resume=False)  # never mix two gate runs in one dir
+    claimed = claim_batch_dir(out, resume=False)  # never mix two gate runs in one dir
     if claimed != out:
         print(f"zlbench gate: {out} is in use; writing to {claimed}", file=sys.stderr)
     out = claimed
@@ -259,7 +260,7 @@ def _run(args) -> int:
 def shard_scope(batch_dir: Path, results: ResultsSet, scope: set[str] | None) -> set[str]:
     """The ops of a shard's batch: its ops_status.csv rows and batch.json's ops
     (dismissed and skipped included), within ``scope`` when one is given."""
-    from zlbench.runner.batchinfo import read_batch_info
+    from zlbench.runner.batch.info import read_batch_info
 
     keys = set(results.ops)
     info = read_batch_info(batch_dir)
@@ -275,8 +276,8 @@ def run_shard(args, baseline, th, opts: GateOptions, req: MeasureRequest, settin
     shards' gate dirs (``zlbench merge``) and runs ``gate --results``: exit 0 once
     measured, 2 when nothing was measured. A shard with no op to run (more shards
     than runnable ops) exits 0 with a note and an empty ``results/``."""
-    from zlbench.runner.batch import EmptyShardError
-    from zlbench.runner.status import write_ops_status
+    from zlbench.runner.batch.plan import EmptyShardError
+    from zlbench.runner.batch.status import write_ops_status
 
     out, label = req.out_dir.parent, f"{req.shard[0]}/{req.shard[1]}"
     try:

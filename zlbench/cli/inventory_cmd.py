@@ -11,7 +11,7 @@ from pathlib import Path
 from zlbench.cli.settings import Settings
 from zlbench.errors import ZlbenchError
 from zlbench.models import REPOS, atomic_write_text
-from zlbench.runner.inventory import (
+from zlbench.runner.catalog.inventory import (
     carry_collected,
     inventory_path,
     load_inventory,
@@ -19,13 +19,13 @@ from zlbench.runner.inventory import (
     verify_collect,
     write_inventory,
 )
-from zlbench.runner.run import check_flaggems_dir
-from zlbench.runner.shapes_migrate import (
+from zlbench.runner.catalog.shapes_migrate import (
     leading_comments,
     load_shapes,
     migrate_shapes,
     render_shapes,
 )
+from zlbench.runner.execute.run import check_flaggems_dir
 
 
 def add_parser(sub) -> None:

@@ -11,8 +11,8 @@ import sys
 from zlbench.cli.batch_cmd import parse_sweep_gpus
 from zlbench.cli.settings import Settings
 from zlbench.models import REPOS
-from zlbench.runner.proc import TerminalSink
-from zlbench.runner.run import RunRequest, prepare, run_plan
+from zlbench.runner.execute.proc import TerminalSink
+from zlbench.runner.execute.run import RunRequest, prepare, run_plan
 
 
 def add_parser(sub) -> None:

@@ -14,7 +14,7 @@ def add_parser(sub) -> None:
 
 
 def _run(args) -> int:
-    from zlbench.runner.status import SUMMARY, summarize
+    from zlbench.runner.batch.status import SUMMARY, summarize
 
     rows = summarize(args.batch_dir)
     print(f"{args.batch_dir / SUMMARY}: {rows} row(s)")

@@ -18,7 +18,9 @@ def read_ops_file(path: str | Path) -> list[str]:
     return [s for line in text.splitlines() if (s := line.split("#", 1)[0].strip())]
 
 
-def select_ops(baseline: BaselineSet, specs: list[str] | None) -> tuple[set[str] | None, list[str]]:
+def baseline_scope(
+    baseline: BaselineSet, specs: list[str] | None
+) -> tuple[set[str] | None, list[str]]:
     """(op keys to judge or None for all, the specs that matched no baseline op).
 
     A spec matches an op by ``<repo>/<run_name>``, by run name, or by its selector."""

@@ -327,7 +327,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     spec = config.getoption("--zl-sweep-shard", None)
-    shard = sweep_mod.parse_shard(spec) if spec else None
+    shard = sweep_mod.parse_sweep_shard(spec) if spec else None
     handler = AutotuneHandler(shard=shard, sweep_out=config.getoption("--zl-sweep-out", None))
     config.stash[HANDLER_KEY] = handler
     state.subscribe(on_start=handler.on_start, on_end=handler.on_end)

@@ -18,7 +18,7 @@ single config and nothing to time): every shard sweeps all of it, so for those
 keys a differing winner is pure cross-GPU noise.
 
 The children themselves are started and killed by
-:mod:`zlbench.runner.sweep_children`. This module imports neither torch nor
+:mod:`zlbench.runner.sweep.children`. This module imports neither torch nor
 triton; the shard and merge logic is pure.
 """
 
@@ -33,7 +33,7 @@ from zlbench.errors import ZlbenchError
 ShardResult = dict[str, dict[str, dict]]
 
 
-def parse_shard(spec: str) -> tuple[int, int]:
+def parse_sweep_shard(spec: str) -> tuple[int, int]:
     """``"K/N"`` (0-based K) → (K, N)."""
     try:
         k_text, n_text = spec.split("/")

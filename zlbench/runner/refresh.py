@@ -29,9 +29,11 @@ from zlbench.models import (
     load_json_model,
     read_ops_status,
 )
-from zlbench.runner.batch import BatchConfig, BatchOutcome, plan_selection, run_batch
-from zlbench.runner.batchinfo import read_batch_info
-from zlbench.runner.status import OPS_STATUS
+from zlbench.runner.batch.config import BatchConfig, BatchOutcome
+from zlbench.runner.batch.info import read_batch_info
+from zlbench.runner.batch.plan import plan_selection
+from zlbench.runner.batch.run import run_batch
+from zlbench.runner.batch.status import OPS_STATUS
 
 WORK = "_work"  # inside the temp dir; removed before the rename
 

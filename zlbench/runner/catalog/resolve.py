@@ -12,7 +12,7 @@ import difflib
 from dataclasses import dataclass
 
 from zlbench.errors import ZlbenchError
-from zlbench.runner.inventory import InventoryRow
+from zlbench.runner.catalog.inventory import InventoryRow
 
 
 @dataclass(frozen=True)

@@ -21,9 +21,9 @@ from pathlib import Path
 
 from zlbench.errors import ZlbenchError
 from zlbench.models import REPOS, read_text
-from zlbench.runner.dismiss import DismissEntry, find_dismissal, load_dismiss
-from zlbench.runner.inventory import InventoryRow, inventory_path, load_inventory
-from zlbench.runner.resolve import all_selectors, select, split_selector
+from zlbench.runner.catalog.dismiss import DismissEntry, find_dismissal, load_dismiss
+from zlbench.runner.catalog.inventory import InventoryRow, inventory_path, load_inventory
+from zlbench.runner.catalog.resolve import all_selectors, select, split_selector
 
 DISMISS_FILE = "dismiss.txt"
 

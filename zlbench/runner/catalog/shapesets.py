@@ -22,11 +22,11 @@ from typing import Any
 
 import yaml
 
-from zlbench.runner.shapes_migrate import NoAliasDumper
+from zlbench.runner.catalog.shapes_migrate import NoAliasDumper
 
 HEADER = """\
 # zlbench shape set "{name}", derived from upstream FlagGems benchmark/core_shapes.yaml
-# ({source}) by zlbench.runner.shapesets: every upstream key is kept (op names and
+# ({source}) by zlbench.runner.catalog.shapesets: every upstream key is kept (op names and
 # Benchmark class names: upstream falls back op_name -> MRO class name -> defaults),
 # each with {what}. Curated edits are fine; `zlbench inventory --migrate-shapes`
 # keeps them and adds new upstream keys.

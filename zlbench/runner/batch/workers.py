@@ -1,6 +1,6 @@
 """The stateful half of a batch: worker threads, attempts, ops_status.csv, progress.
 
-:func:`zlbench.runner.batch.run_batch` validates and plans; :class:`BatchRun`
+:func:`zlbench.runner.batch.run.run_batch` validates and plans; :class:`BatchRun`
 executes. One thread per GPU; everything shared (final statuses, the CSV, the
 progress stream) is behind one lock, and ops_status.csv is rewritten atomically
 each time an op becomes final, so a killed batch leaves a complete, valid file.
@@ -19,14 +19,10 @@ from zlbench import __version__
 from zlbench.errors import ZlbenchError
 from zlbench.gate.baselines import sha256_file
 from zlbench.models import BatchInfo, DismissedOp, OpStatus, RunResult, RunStatus, WorkerPlan
-from zlbench.runner import progress
-from zlbench.runner.batch import (
-    BatchConfig,
-    BatchOutcome,
-    OpTrack,
+from zlbench.runner.batch import progress
+from zlbench.runner.batch.attempts import (
+    OpAttempts,
     archive_run_dir,
-    deal,
-    default_executor,
     exit_code,
     final_status,
     is_complete,
@@ -34,10 +30,12 @@ from zlbench.runner.batch import (
     said_unsupported,
     write_final_files,
 )
-from zlbench.runner.batchinfo import read_batch_info, write_batch_info
-from zlbench.runner.retry import Attempt, next_attempt
-from zlbench.runner.select import OpSelection, SelectedOp
-from zlbench.runner.status import COMPLETE, load_run, write_ops_status
+from zlbench.runner.batch.config import BatchConfig, BatchOutcome, default_executor
+from zlbench.runner.batch.info import read_batch_info, write_batch_info
+from zlbench.runner.batch.plan import deal
+from zlbench.runner.batch.retry import Attempt, next_attempt
+from zlbench.runner.batch.status import COMPLETE, load_run, write_ops_status
+from zlbench.runner.catalog.select import OpSelection, SelectedOp
 
 
 class BatchRun:
@@ -127,9 +125,9 @@ class BatchRun:
             repo=op.repo, op=op.op, run_name=op.run_name, status=RunStatus.SKIP, note=note
         )
 
-    def _resume(self, previous: dict[str, OpStatus]) -> dict[str, list[OpTrack]]:
+    def _resume(self, previous: dict[str, OpStatus]) -> dict[str, list[OpAttempts]]:
         """Tracks per GPU; with --resume, complete ops are kept and not run again."""
-        todo: dict[str, list[OpTrack]] = {}
+        todo: dict[str, list[OpAttempts]] = {}
         for gpu, ops in deal(self.selection, self.config.gpus).items():
             tracks = []
             for op in ops:
@@ -138,7 +136,7 @@ class BatchRun:
                     self.final[op.key] = previous.get(op.key) or self._from_result(op, run_dir)
                     continue
                 archive_run_dir(self.out, run_dir, op.repo, op.run_name, "previous")
-                tracks.append(OpTrack(op, run_dir, gpu, tuple(self.config.dtypes)))
+                tracks.append(OpAttempts(op, run_dir, gpu, tuple(self.config.dtypes)))
             if tracks:
                 todo[gpu] = tracks
         if self.config.resume and self.final:
@@ -161,7 +159,7 @@ class BatchRun:
 
     # ------------------------------------------------------------------ workers
 
-    def _run_workers(self, todo: dict[str, list[OpTrack]]) -> None:
+    def _run_workers(self, todo: dict[str, list[OpAttempts]]) -> None:
         items = list(todo.items())
         if len(items) == 1:  # in this thread: Ctrl-C reaches the worker directly
             self._worker(*items[0])
@@ -183,7 +181,7 @@ class BatchRun:
         if self.errors:
             raise self.errors[0]
 
-    def _guarded(self, gpu: str, tracks: list[OpTrack]) -> None:
+    def _guarded(self, gpu: str, tracks: list[OpAttempts]) -> None:
         try:
             self._worker(gpu, tracks)
         except BaseException as e:  # re-raised by the main thread
@@ -191,7 +189,7 @@ class BatchRun:
         finally:
             self.running.discard(threading.current_thread().name)
 
-    def _worker(self, gpu: str, tracks: list[OpTrack]) -> None:
+    def _worker(self, gpu: str, tracks: list[OpAttempts]) -> None:
         pending = tracks
         while pending:
             for repo in dict.fromkeys(t.sel.repo for t in pending):
@@ -202,7 +200,7 @@ class BatchRun:
                 archive_run_dir(self.out, t.run_dir, t.sel.repo, t.sel.run_name, label)
                 t.dtypes, t.kind, t.next = t.next.dtypes, t.next.kind, None
 
-    def _run_pass(self, gpu: str, tracks: list[OpTrack]) -> None:
+    def _run_pass(self, gpu: str, tracks: list[OpAttempts]) -> None:
         c = self.config
         by_name = {t.sel.run_name: t for t in tracks}
         seen: set[str] = set()
@@ -231,7 +229,7 @@ class BatchRun:
                 track = by_name[entry.run_name]
                 self._attempt_done(track, status, load_run(track.run_dir))
 
-    def _attempt_done(self, track: OpTrack, status: OpStatus, result: RunResult | None) -> None:
+    def _attempt_done(self, track: OpAttempts, status: OpStatus, result: RunResult | None) -> None:
         unsupported = status.status in (RunStatus.FAIL, RunStatus.CRASH) and said_unsupported(
             track.run_dir, result
         )

@@ -28,9 +28,9 @@ from pathlib import Path
 from zlbench.errors import ZlbenchError
 from zlbench.gate.load import CONFIRM_DIR, RESULTS_DIR, pass_order
 from zlbench.models import BatchInfo, Environment, OpStatus, read_ops_status
-from zlbench.runner.batchinfo import read_batch_info, write_batch_info
-from zlbench.runner.progress import count_statuses
-from zlbench.runner.status import (
+from zlbench.runner.batch.info import read_batch_info, write_batch_info
+from zlbench.runner.batch.progress import count_statuses
+from zlbench.runner.batch.status import (
     OPS_STATUS,
     load_run,
     summary_records,

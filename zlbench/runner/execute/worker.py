@@ -39,8 +39,8 @@ from zlbench.models import (
     dump_json_model,
     load_json_model,
 )
-from zlbench.runner.oplog import RUN_LOG, OpLogSplitter, OpTrack
-from zlbench.runner.proc import GroupProcess, Sink
+from zlbench.runner.execute.oplog import RUN_LOG, LoggedOp, OpLogSplitter
+from zlbench.runner.execute.proc import GroupProcess, Sink
 
 __all__ = [
     "OpDone",
@@ -163,7 +163,7 @@ def _read_result(run_dir: Path) -> tuple[RunResult | None, str]:
 
 def _decide(
     ctx: _Ctx,
-    track: OpTrack,
+    track: LoggedOp,
     status: RunStatus,
     note: str,
     rc: int | None,
@@ -199,7 +199,7 @@ def _decide(
         ctx.on_op_done(entry, op_status, result)
 
 
-def _decide_ended(ctx: _Ctx, track: OpTrack) -> bool:
+def _decide_ended(ctx: _Ctx, track: LoggedOp) -> bool:
     """An op whose END line came: status from result.json, else from END.
 
     Returns True when the op hit a device fault (the process must be replaced).

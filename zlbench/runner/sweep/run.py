@@ -5,11 +5,11 @@ their record pass) records one op like this:
 
 1. one child pytest process per listed GPU, all at once, each with
    ``CUDA_VISIBLE_DEVICES`` set to its GPU, its own temp ``TRITON_CACHE_DIR``
-   and FlagGems tuning DB (:func:`zlbench.runner.worker.process_env`), run
+   and FlagGems tuning DB (:func:`zlbench.runner.execute.worker.process_env`), run
    dir ``<run_dir>/sweep/shard-k/`` and ``--zl-sweep-shard k/N
    --zl-sweep-out <run_dir>/sweep/shard-k.json``; output in
    ``sweep/shard-k.log``; children killed on interrupt
-   (:mod:`zlbench.runner.sweep_children`);
+   (:mod:`zlbench.runner.sweep.children`);
 2. the shard outputs are merged (:func:`zlbench.plugins.sweep.merge_shards`,
    per key the fastest shard winner) over the union of the children's own
    records (single-config kernels, which are never timed) into
@@ -53,11 +53,11 @@ from zlbench.models import (
     records_file_name,
 )
 from zlbench.plugins import sweep as sweep_mod
-from zlbench.runner.oplog import RUN_LOG
-from zlbench.runner.proc import Sink
-from zlbench.runner.status import load_run
-from zlbench.runner.sweep_children import Child, run_group
-from zlbench.runner.worker import build_pytest_argv, execute_plan, process_env
+from zlbench.runner.batch.status import load_run
+from zlbench.runner.execute.oplog import RUN_LOG
+from zlbench.runner.execute.proc import Sink
+from zlbench.runner.execute.worker import build_pytest_argv, execute_plan, process_env
+from zlbench.runner.sweep.children import Child, run_group
 
 SWEEP_DIR = "sweep"
 TRUST = "trust.json"

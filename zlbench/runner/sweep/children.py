@@ -1,13 +1,13 @@
 """Sweep children: N pytest processes at once, each in its own process group.
 
-Why a module of its own: :func:`zlbench.runner.worker.execute_plan` runs one
+Why a module of its own: :func:`zlbench.runner.execute.worker.execute_plan` runs one
 process at a time and must be driven from one thread to be interruptible; a
 sweep needs its N children running together and all of them killed when the
 parent is interrupted (DESIGN.md §5.16). Each child is a
-:class:`zlbench.runner.proc.GroupProcess` (own session, so Ctrl-C in the
+:class:`zlbench.runner.execute.proc.GroupProcess` (own session, so Ctrl-C in the
 terminal never reaches it directly); on any exception in the parent,
 KeyboardInterrupt included, every child's group is killed (TERM, grace, KILL:
-:func:`zlbench.runner.proc.kill_group`) before the exception propagates.
+:func:`zlbench.runner.execute.proc.kill_group`) before the exception propagates.
 
 Output of child ``k`` goes, ANSI stripped, to its own log file and, prefixed
 with ``[sweep k/n gpu=G]``, to the sink.
@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from zlbench.runner.proc import GroupProcess, Sink, strip_ansi
+from zlbench.runner.execute.proc import GroupProcess, Sink, strip_ansi
 
 
 @dataclass

@@ -24,7 +24,7 @@ from pathlib import Path
 
 from zlbench.errors import ZlbenchError
 from zlbench.models import atomic_write_text, read_text
-from zlbench.runner import inventory_ast as _ast
+from zlbench.runner.catalog import inventory_ast as _ast
 
 
 @dataclass(frozen=True)

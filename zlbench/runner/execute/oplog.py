@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TextIO
 
 from zlbench.models import PlanEntry
-from zlbench.runner.proc import strip_ansi
+from zlbench.runner.execute.proc import strip_ansi
 
 BEGIN_RE = re.compile(r"ZLBENCH_OP_BEGIN run_name=(\S+)")
 END_RE = re.compile(r"ZLBENCH_OP_END run_name=(\S+) status=(\w+)")
@@ -37,7 +37,7 @@ RUN_LOG = "run.log"
 
 
 @dataclass
-class OpTrack:
+class LoggedOp:
     """One plan entry within one process."""
 
     entry: PlanEntry
@@ -73,13 +73,13 @@ class OpLogSplitter:
     """Routes the lines of one process to the run.log of the op they belong to."""
 
     def __init__(self, entries: list[PlanEntry]):
-        self.ops = {e.run_name: OpTrack(e) for e in entries}
-        self.current: OpTrack | None = None
-        self.last_ended: OpTrack | None = None
+        self.ops = {e.run_name: LoggedOp(e) for e in entries}
+        self.current: LoggedOp | None = None
+        self.last_ended: LoggedOp | None = None
         self.pending: list[str] = []  # text not yet owned by an op
         self.last_event = time.monotonic()  # process start, last BEGIN or last END
 
-    def feed(self, line: str) -> tuple[str, OpTrack] | None:
+    def feed(self, line: str) -> tuple[str, LoggedOp] | None:
         """Take one raw line; return ("begin"|"end", op) when it was a marker line."""
         clean = strip_ansi(line)
         begin = BEGIN_RE.search(clean)
@@ -103,7 +103,7 @@ class OpLogSplitter:
         else:
             self.pending.append(clean)
 
-    def _begin(self, op: OpTrack, clean: str) -> OpTrack:
+    def _begin(self, op: LoggedOp, clean: str) -> LoggedOp:
         if self.current is not None and self.current is not op:
             # BEGIN without the previous END: the previous op's text stops here.
             self.current.write("ZLBENCH_RUNNER no ZLBENCH_OP_END before the next op began")
@@ -113,7 +113,7 @@ class OpLogSplitter:
         self.current = op
         return op
 
-    def _end(self, op: OpTrack, status: str, clean: str) -> OpTrack:
+    def _end(self, op: LoggedOp, status: str, clean: str) -> LoggedOp:
         op.write(clean)
         op.end_status = status
         op.ended = self.last_event = time.monotonic()
@@ -124,15 +124,15 @@ class OpLogSplitter:
         self.last_ended = op
         return op
 
-    def flush_pending(self, op: OpTrack) -> None:
+    def flush_pending(self, op: LoggedOp) -> None:
         for text in self.pending:
             op.write(text)
         self.pending.clear()
 
-    def in_flight(self) -> OpTrack | None:
+    def in_flight(self) -> LoggedOp | None:
         return self.current
 
-    def not_started(self) -> list[OpTrack]:
+    def not_started(self) -> list[LoggedOp]:
         return [t for t in self.ops.values() if t.began is None]
 
     def finish(self) -> None:

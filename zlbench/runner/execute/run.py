@@ -3,7 +3,7 @@
 Validates everything a user can get wrong before anything starts (FlagGems
 dir, op, shape file, replay records: each a one-line ZlbenchError), claims the
 output dir atomically (DESIGN.md §5.15), builds a one-entry WorkerPlan and
-hands it to :func:`zlbench.runner.worker.execute_plan`.
+hands it to :func:`zlbench.runner.execute.worker.execute_plan`.
 """
 
 from __future__ import annotations
@@ -14,32 +14,15 @@ from pathlib import Path
 
 from zlbench.errors import ZlbenchError
 from zlbench.models import FLAGGEMS_DIR_VARS, REPOS, OpStatus, PlanEntry, WorkerPlan
-from zlbench.runner.inventory import class_bases, class_chain, scan_checkout
-from zlbench.runner.proc import Sink
-from zlbench.runner.resolve import Selection, select
-from zlbench.runner.shapes_migrate import load_shapes
-from zlbench.runner.worker import execute_plan, exit_code_for
+from zlbench.runner.catalog.inventory import class_bases, class_chain, scan_checkout
+from zlbench.runner.catalog.resolve import Selection, select
+from zlbench.runner.catalog.shapes_migrate import load_shapes
+from zlbench.runner.claim import claim_new_dir
+from zlbench.runner.execute.proc import Sink
+from zlbench.runner.execute.worker import execute_plan, exit_code_for
 
 DEFAULT_RUNS_DIR = "runs"
 SHIPPED_SINGLE = "shapes_single.yaml"
-
-
-def claim_dir(path: str | os.PathLike) -> Path:
-    """Create ``path`` with a bare mkdir; if taken, ``path-2``, ``path-3``, ...
-
-    Atomic: two claimers of one name never get the same dir (DESIGN.md §5.15).
-    Parents are created. Gives up with a ZlbenchError after 999 names.
-    """
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    for n in range(1, 1000):
-        cand = path if n == 1 else path.with_name(f"{path.name}-{n}")
-        try:
-            cand.mkdir()
-            return cand
-        except FileExistsError:
-            continue
-    raise ZlbenchError(f"cannot claim an output dir next to {path}")
 
 
 def check_flaggems_dir(path: str | os.PathLike | None, repo: str = "main") -> Path:
@@ -145,7 +128,7 @@ def prepare(req: RunRequest) -> tuple[WorkerPlan, Path]:
     records = None
     if req.replay_from:
         records = find_replay_records(req.replay_from, req.repo, sel.run_name)
-    run_dir = claim_dir(req.out or Path(DEFAULT_RUNS_DIR) / sel.run_name).resolve()
+    run_dir = claim_new_dir(req.out or Path(DEFAULT_RUNS_DIR) / sel.run_name).resolve()
     entry = PlanEntry(
         repo=req.repo,
         op=sel.selector,
@@ -182,11 +165,11 @@ def run_plan(
 ) -> RunOutcome:
     """Execute a prepared one-entry plan in one process.
 
-    ``sweep_gpus``: record through a multi-GPU sweep (:mod:`zlbench.runner.sweep_run`),
+    ``sweep_gpus``: record through a multi-GPU sweep (:mod:`zlbench.runner.sweep.run`),
     then measure in one process on the first of them.
     """
     if sweep_gpus:
-        from zlbench.runner.sweep_run import SweepExecutor, SweepSpec
+        from zlbench.runner.sweep.run import SweepExecutor, SweepSpec
 
         sweep = SweepExecutor(SweepSpec(list(sweep_gpus), say=sink))
         (status,) = sweep(

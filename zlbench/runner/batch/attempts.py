@@ -1,0 +1,153 @@
+"""One op across its attempts (:class:`OpAttempts`) and the files a batch writes
+from them: the archived attempt dirs, the op's final ops_status.csv row,
+summary.csv and batch.json."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from zlbench.models import BatchInfo, OpStatus, PlanEntry, RunResult, RunStatus, read_ops_status
+from zlbench.runner.batch import progress
+from zlbench.runner.batch.config import ATTEMPTS_DIR, BatchConfig
+from zlbench.runner.batch.retry import UNSUPPORTED_DTYPE_TEXT, Attempt, NextAttempt, describe
+from zlbench.runner.batch.status import (
+    COMPLETE,
+    OPS_STATUS,
+    load_run,
+    summary_records,
+    write_summary,
+)
+from zlbench.runner.catalog.select import SelectedOp
+
+
+@dataclass
+class OpAttempts:
+    """One op across its attempts."""
+
+    sel: SelectedOp
+    run_dir: Path
+    gpu: str
+    dtypes: tuple[str, ...]
+    kind: str = "first"
+    attempts: list[Attempt] = field(default_factory=list)
+    seconds: float = 0.0
+    next: NextAttempt | None = None
+
+    def entry(self, config: BatchConfig) -> PlanEntry:
+        replay = config.replay_root
+        records = (
+            replay / self.sel.repo / self.sel.run_name / "autotune_records" if replay else None
+        )
+        return PlanEntry(
+            repo=self.sel.repo,
+            op=self.sel.op,
+            run_name=self.sel.run_name,
+            run_dir=str(self.run_dir.resolve()),
+            nodeids=list(self.sel.nodeids),
+            mode="replay" if replay else "record",
+            replay_records=str(Path(records).resolve()) if records else None,
+            shape_file=str(Path(config.shape_file).resolve()) if config.shape_file else None,
+            dtypes=list(self.dtypes),
+        )
+
+
+def archive_run_dir(out_dir: Path, run_dir: Path, repo: str, run_name: str, label: str) -> None:
+    """Move a run dir aside to ``<batch>/.attempts/<repo>/<run_name>/<label>[-i]``."""
+    if not run_dir.exists():
+        return
+    base = out_dir / ATTEMPTS_DIR / repo / run_name
+    base.mkdir(parents=True, exist_ok=True)
+    dest, i = base / label, 2
+    while dest.exists():
+        dest, i = base / f"{label}-{i}", i + 1
+    shutil.move(str(run_dir), str(dest))
+
+
+def said_unsupported(run_dir: Path, result: RunResult | None) -> bool:
+    """The op's log or error says the asked dtype "can't be supported by this op"."""
+    if result is not None and result.error and UNSUPPORTED_DTYPE_TEXT in result.error:
+        return True
+    log = run_dir / "run.log"
+    try:
+        return UNSUPPORTED_DTYPE_TEXT in log.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return False
+
+
+def measured_dtypes(result: RunResult | None, asked: tuple[str, ...]) -> str:
+    if result is not None and result.rows:
+        return ",".join(dict.fromkeys(r.dtype for r in result.rows))
+    return ",".join(asked)
+
+
+def final_status(
+    track: OpAttempts, last: OpStatus, result: RunResult | None, out: Path
+) -> OpStatus:
+    """The op's ops_status.csv row after its last attempt."""
+    rows = len(result.rows) if result is not None else last.rows
+    note = last.note if len(track.attempts) == 1 else describe(track.attempts)
+    if len(track.attempts) > 1 and last.note:
+        note = f"{note}; {last.note}"
+    return OpStatus(
+        repo=track.sel.repo,
+        op=track.sel.op,
+        run_name=track.sel.run_name,
+        status=last.status,
+        rc=last.rc,
+        attempts=len(track.attempts),
+        dtype_used=measured_dtypes(result, track.dtypes),
+        rows=rows,
+        seconds=round(track.seconds, 3),
+        gpu=track.gpu,
+        run_dir=os.path.relpath(track.run_dir, out),
+        note=note,
+    )
+
+
+def exit_code(statuses: list[OpStatus], rows: int) -> int:
+    if rows == 0:
+        return 2
+    bad = {RunStatus.FAIL, RunStatus.TIMEOUT, RunStatus.CRASH, RunStatus.ERROR}
+    return 1 if any(s.status in bad for s in statuses) else 0
+
+
+def load_previous(out_dir: Path) -> dict[str, OpStatus]:
+    """ops_status.csv of a batch being resumed, by key (empty when there is none)."""
+    path = out_dir / OPS_STATUS
+    if not path.is_file():
+        return {}
+    return {f"{s.repo}/{s.run_name}": s for s in read_ops_status(path)}
+
+
+def is_complete(run_dir: Path) -> bool:
+    return (run_dir / COMPLETE).is_file()
+
+
+def write_final_files(
+    out_dir: Path, statuses: list[OpStatus], info: BatchInfo
+) -> tuple[int, BatchInfo]:
+    """summary.csv from the run dirs of ``statuses``; batch.json with counts."""
+    records: list[dict] = []
+    for st in sorted(statuses, key=lambda s: (s.repo, s.run_name)):
+        if not st.run_dir:
+            continue
+        result = load_run(out_dir / st.run_dir)
+        if result is None:
+            continue
+        records += summary_records(st.repo, st.run_name, result.rows)
+        env = result.environment
+        if st.repo not in info.environments and env.model_dump(exclude_none=True):
+            info.environments[st.repo] = env
+    n = write_summary(out_dir, records)
+    info.rows = n
+    info.counts = progress.count_statuses(statuses)
+    info.finished = _now()
+    return n, info
+
+
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())

@@ -1,0 +1,88 @@
+"""What a batch is asked to do (:class:`BatchConfig`) and what it did (:class:`BatchOutcome`).
+
+Plain values only; :func:`zlbench.runner.batch.run.run_batch` takes the one and
+returns the other.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal, TextIO
+
+from zlbench.models import OpStatus
+
+ATTEMPTS_DIR = ".attempts"
+# execute_plan's signature (zlbench.runner.execute.worker); injectable for tests.
+Executor = Callable[..., list[OpStatus]]
+
+
+@dataclass
+class BatchConfig:
+    """What a batch is asked to do. Plain values only: the CLI resolves env vars.
+
+    Selection (see :mod:`zlbench.runner.catalog.select`): exactly one of ``all_ops``,
+    ``ops`` or ``ops_file``. A SPEC is ``op``, ``repo:op`` or ``op@test_file.py``.
+    ``repos`` defaults to ``["main"]``. ``restrict_to``: ``"<repo>/<run_name>"``
+    keys (e.g. the baseline's op set) the selection is intersected with.
+
+    Measuring: ``replay_root`` None means record mode; otherwise replay, records at
+    ``<replay_root>/<repo>/<run_name>/autotune_records/`` (a batch or baseline dir).
+    ``gpus``: values for CUDA_VISIBLE_DEVICES, one worker each; ``""`` leaves the
+    variable alone (the CLI defaults the list from CUDA_VISIBLE_DEVICES or all
+    visible GPUs). ``shard``: ``(K, N)``, K 1-based. ``per_process``: max ops per
+    pytest process (None = no limit, 1 = one op per process). ``out_dir`` is
+    claimed as is when absent or empty, else ``-2``, ``-3``... (unless ``resume``,
+    which continues the batch in ``out_dir``). ``env``: base environment of the
+    workers (None = this process's). ``sweep_gpus``: record mode only (ignored when
+    replaying, so a refresh's replay passes spread over ``gpus`` as usual): each op's
+    autotune sweep is split over these GPUs, ops one after the other, each measured
+    on the first of them (:mod:`zlbench.runner.sweep.run`); ``gpus`` is then unused.
+    """
+
+    out_dir: Path
+    flaggems_dirs: dict[str, Path]  # repo label -> FlagGems checkout
+    ops_dir: Path  # holds inventory_<repo>.csv and dismiss.txt
+    all_ops: bool = False
+    ops: list[str] = field(default_factory=list)
+    ops_file: Path | None = None
+    repos: list[str] = field(default_factory=list)
+    restrict_to: set[str] | None = None
+    dismiss_file: Path | None = None  # default <ops_dir>/dismiss.txt
+    gpus: list[str] = field(default_factory=lambda: [""])
+    shard: tuple[int, int] | None = None
+    replay_root: Path | None = None
+    resume: bool = False
+    op_timeout_s: float | None = 900.0
+    per_process: int | None = None
+    timing: Literal["cudagraph", "kernel"] = "cudagraph"
+    dtypes: list[str] = field(default_factory=list)  # [] = the op's defaults
+    shape_file: Path | None = None
+    ttgir: bool = True
+    max_retries: int = 2  # extra attempts after rc 1 / CRASH (DESIGN §5.17)
+    env: dict[str, str] | None = None
+    progress: TextIO | None = None  # progress lines (None: silent)
+    sink: Callable[[str], None] | None = None  # raw pytest output lines (None: dropped)
+    extra_pytest_args: list[str] = field(default_factory=list)  # appended to each pytest argv
+    argv: list[str] = field(default_factory=list)  # recorded in batch.json
+    executor: Executor | None = None  # default: zlbench.runner.execute.worker.execute_plan
+    sweep_gpus: list[str] = field(default_factory=list)  # multi-GPU sweep (record mode)
+
+
+@dataclass
+class BatchOutcome:
+    """What a batch did. ``exit_code``: 0 all PASS/SKIP, 1 any FAIL/TIMEOUT/CRASH/ERROR,
+    2 nothing measured. ``statuses`` is also ``<out_dir>/ops_status.csv``."""
+
+    out_dir: Path
+    statuses: list[OpStatus]
+    counts: dict[str, int]  # RunStatus value -> ops
+    summary_rows: int  # rows written to summary.csv
+    exit_code: int
+
+
+def default_executor() -> Executor:
+    from zlbench.runner.execute.worker import execute_plan
+
+    return execute_plan

@@ -1,0 +1,56 @@
+"""Which ops a batch runs: the selection cut to its shard, and dealt over the GPUs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from zlbench.errors import ZlbenchError
+from zlbench.runner.batch.config import BatchConfig
+from zlbench.runner.batch.shard import assign_gpus, shard
+from zlbench.runner.catalog.select import OpSelection, SelectedOp, select_ops
+
+
+class EmptyShardError(ZlbenchError):
+    """``--shard K/N`` left this shard no op at all (fewer runnable ops than shards)."""
+
+
+def plan_selection(config: BatchConfig) -> OpSelection:
+    """The selection of this batch, already cut down to its shard.
+
+    Runnable ops are sharded on their own (stable hash, every op in exactly one
+    shard), so every shard K <= min(N, runnable ops) measures at least one op.
+    Dismissed and unconditionally skipped ops are dealt separately, over those
+    shards only: each lands in exactly one of them (a SKIP row there), never in a
+    shard with nothing to measure. A shard K greater than the number of runnable
+    ops is empty: :class:`EmptyShardError`."""
+    sel = select_ops(
+        Path(config.ops_dir),
+        all_ops=config.all_ops,
+        specs=config.ops,
+        ops_file=config.ops_file,
+        repos=config.repos,
+        restrict_to=config.restrict_to,
+        dismiss_file=config.dismiss_file,
+    )
+    if config.shard is None:
+        return sel
+    k, n = config.shard
+    mine = set(shard([o.key for o in sel.ops], k, n))
+    if not mine:
+        raise EmptyShardError(
+            f"empty selection: shard {k}/{n} has no op to run "
+            f"({len(sel.ops)} runnable op(s) for {n} shards)"
+        )
+    busy = min(n, len(sel.ops))  # shards 1..busy each have a runnable op
+    left_out = [o.key for o, _ in sel.dismissed] + [o.key for o in sel.skipped]
+    mine |= set(shard(left_out, k, busy))
+    sel.ops = [o for o in sel.ops if o.key in mine]
+    sel.dismissed = [(o, e) for o, e in sel.dismissed if o.key in mine]
+    sel.skipped = [o for o in sel.skipped if o.key in mine]
+    return sel
+
+
+def deal(selection: OpSelection, gpus: list[str]) -> dict[str, list[SelectedOp]]:
+    by_key = {o.key: o for o in selection.ops}
+    dealt = assign_gpus(by_key, gpus)
+    return {gpu: [by_key[k] for k in keys] for gpu, keys in dealt.items()}

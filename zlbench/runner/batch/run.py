@@ -1,0 +1,49 @@
+"""`run_batch(BatchConfig) -> BatchOutcome`: the Python API behind `zlbench batch`;
+the gate and the baseline refresh call it without argv.
+
+Flow: select (:mod:`zlbench.runner.catalog.select`) -> shard (:mod:`.shard`) -> deal
+ops over GPUs by stable hash -> one worker thread per GPU hands its ops to ``execute_plan`` (one
+pytest process for many ops, a fresh one after a crash or timeout) -> each
+finished attempt goes through the retry rules (:mod:`.retry`); ops needing
+another attempt run in the next pass of the same worker, their previous run dir
+moved to ``<batch>/.attempts/<repo>/<run_name>/<n>/``. ``ops_status.csv`` is
+rewritten atomically each time an op is final, ``<run_dir>/.complete`` marks
+PASS/SKIP only, and ``--resume`` keeps complete ops and reruns the rest.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from zlbench.errors import ZlbenchError
+from zlbench.models import FLAGGEMS_DIR_VARS
+from zlbench.runner.batch.config import BatchConfig, BatchOutcome
+from zlbench.runner.batch.plan import plan_selection
+from zlbench.runner.batch.workers import BatchRun
+from zlbench.runner.claim import claim_batch_dir
+from zlbench.runner.sweep.run import sweep_batch_config
+
+
+def run_batch(config: BatchConfig) -> BatchOutcome:
+    """Select, shard, run every op (retry, dtype fallback, rescue), write
+    ops_status.csv as ops finish, summary.csv and batch.json at the end.
+
+    Raises ZlbenchError for bad input (unknown/ambiguous op, missing inventory,
+    empty selection, bad shard, missing FlagGems dir)."""
+    selection = plan_selection(config)
+    for repo in {op.repo for op in selection.ops}:
+        d = config.flaggems_dirs.get(repo)
+        if d is None or not Path(d).is_dir():
+            var = FLAGGEMS_DIR_VARS.get(repo, FLAGGEMS_DIR_VARS["main"])
+            hint = f"{d} is not a directory" if d else f"not given (--flaggems-dir or ${var})"
+            raise ZlbenchError(f"no FlagGems checkout for repo {repo!r}: {hint}")
+    if config.shape_file is not None and not Path(config.shape_file).is_file():
+        raise ZlbenchError(f"shape file not found: {config.shape_file}")
+    if config.replay_root is not None and not Path(config.replay_root).is_dir():
+        raise ZlbenchError(f"replay root not found: {config.replay_root}")
+    if not config.gpus:
+        raise ZlbenchError("no GPU to run on (empty GPU list)")
+    if config.sweep_gpus and config.replay_root is None:
+        config = sweep_batch_config(config)
+    out_dir = claim_batch_dir(Path(config.out_dir), config.resume)
+    return BatchRun(config, selection, out_dir).run()

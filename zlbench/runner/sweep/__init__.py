@@ -1,0 +1,1 @@
+"""One op's autotune sweep split over several GPUs: the child processes and their merge."""
