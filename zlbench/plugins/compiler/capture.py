@@ -1,0 +1,330 @@
+"""Turn one triton compilation into a :class:`~zlbench.models.CompileRecord`.
+
+Used by the recording plugin (from triton's compilation listener: ``src``,
+``metadata``, ``metadata_group``, ``times``) and by the rebuild worker (from the
+``CompiledKernel`` that ``triton.compile`` returns), so both write the same
+stages, normalised the same way (:mod:`.normalise`), into the same kind of
+content-addressed :class:`BlobStore`.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import importlib
+import inspect
+import os
+import re
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from zlbench.models import (
+    CODEGEN_BLOBS,
+    TEXT_STAGES,
+    AttrValue,
+    CompileRecord,
+    CompileRequest,
+    CompileResult,
+    CompilerIdentity,
+    ConstValue,
+    KernelConfig,
+    KernelSource,
+    StageDigest,
+    Target,
+    atomic_write_text,
+    blob_digest,
+)
+from zlbench.plugins.compiler import normalise as norm
+from zlbench.plugins.compiler import sass as sass_mod
+
+_NUM_WARPS = re.compile(r'"ttg\.num-warps" = (\d+) : i32')
+
+
+# --------------------------------------------------------------------------- blobs
+
+
+@dataclass
+class BlobStore:
+    """Compressed normalised stage texts by sha256, kept in memory until written."""
+
+    blobs: dict[str, bytes] = field(default_factory=dict)
+
+    def add(self, text: str) -> StageDigest:
+        data = text.encode("utf-8")
+        sha, gz = blob_digest(data)
+        self.blobs.setdefault(sha, gz)
+        return StageDigest(
+            sha256=sha, size=len(data), compressed_size=len(gz), blob=f"{CODEGEN_BLOBS}/{sha}.gz"
+        )
+
+    def write(self, cg_dir: Path, shas: set[str] | None = None) -> None:
+        """Write the blobs (all, or ``shas``) not yet in ``cg_dir/blobs`` (atomic each)."""
+        folder = Path(cg_dir) / CODEGEN_BLOBS
+        folder.mkdir(parents=True, exist_ok=True)
+        for sha in sorted(self.blobs if shas is None else shas):
+            path = folder / f"{sha}.gz"
+            if not path.exists():
+                _atomic_write_bytes(path, self.blobs[sha])
+
+
+def _atomic_write_bytes(path: Path, data: bytes) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
+
+
+# --------------------------------------------------------------------------- identity
+
+
+@functools.lru_cache(maxsize=1)
+def compiler_identity() -> CompilerIdentity:
+    import triton
+
+    from zlbench.plugins.environment import triton_distribution
+
+    dist, version, commit = triton_distribution()
+    return CompilerIdentity(
+        distribution=dist or "triton", version=version or triton.__version__, commit=commit
+    )
+
+
+def machine_roots() -> list[str]:
+    """Directories whose absolute paths must not reach a blob (see normalise)."""
+    roots = [os.getcwd(), str(Path.home())]
+    roots += [p for p in sys.path if p and os.path.isabs(p) and os.path.isdir(p)]
+    return [r for r in roots if len(r.rstrip("/")) > 4]
+
+
+# --------------------------------------------------------------------------- request
+
+
+def encode_const(path: tuple, v: Any) -> ConstValue:
+    """A constexpr value as JSON (kinds: see :class:`~zlbench.models.ConstValue`)."""
+    from triton.language import constexpr, dtype
+    from triton.runtime.jit import JITCallable
+
+    if isinstance(v, constexpr):
+        v = v.value
+    p = list(path)
+    if v is None:
+        return ConstValue(path=p, kind="none")
+    if isinstance(v, bool):
+        return ConstValue(path=p, kind="bool", value=v)
+    if isinstance(v, int):
+        return ConstValue(path=p, kind="int", value=v)
+    if isinstance(v, float):
+        return ConstValue(path=p, kind="float", value=repr(v))
+    if isinstance(v, str):
+        return ConstValue(path=p, kind="str", value=v)
+    if isinstance(v, dtype):
+        return ConstValue(path=p, kind="dtype", value=str(v))
+    if isinstance(v, JITCallable):
+        return ConstValue(path=p, kind="jit", value=_qualified(v))
+    return ConstValue(path=p, kind="repr", value=repr(v))
+
+
+def _qualified(jit_fn: Any) -> str:
+    fn = jit_fn.fn
+    return f"{fn.__module__}:{fn.__qualname__}"
+
+
+def resolve(module: str, qualname: str) -> Any:
+    """The JITFunction ``module:qualname`` names (unwrapping autotuners, LibEntry...)."""
+    from triton.runtime.jit import JITCallable
+
+    obj: Any = importlib.import_module(module)
+    for part in qualname.split("."):
+        obj = getattr(obj, part)
+    for _ in range(8):
+        if isinstance(obj, JITCallable):
+            return obj
+        obj = getattr(obj, "fn", None)
+    raise LookupError(f"{module}:{qualname} is not a triton JIT function")
+
+
+def _findable(jit_fn: Any) -> bool:
+    fn = jit_fn.fn
+    if fn.__module__ in ("__main__", None) or fn.__module__ not in sys.modules:
+        return False
+    try:
+        return resolve(fn.__module__, fn.__qualname__) is jit_fn
+    except Exception:  # noqa: BLE001 - any failure: not findable by import
+        return False
+
+
+def _relative(file: str | None) -> str | None:
+    if not file:
+        return None
+    best = None
+    for entry in sys.path:
+        base = os.path.abspath(entry or os.getcwd())
+        if file.startswith(base.rstrip("/") + "/") and (best is None or len(base) > len(best)):
+            best = base
+    return os.path.relpath(file, best) if best else os.path.basename(file)
+
+
+def _sha(data: bytes | str) -> str:
+    return hashlib.sha256(data.encode("utf-8") if isinstance(data, str) else data).hexdigest()
+
+
+def _generated_globals(jit_fn: Any) -> dict[str, str]:
+    from triton.runtime.jit import JITCallable
+
+    own = jit_fn.fn.__module__
+    out = {}
+    for name, val in jit_fn.fn.__globals__.items():
+        if isinstance(val, JITCallable) and val.fn.__module__ != own and _findable(val):
+            out[name] = _qualified(val)
+    return dict(sorted(out.items()))
+
+
+def kernel_source(jit_fn: Any) -> KernelSource:
+    fn = jit_fn.fn
+    file = inspect.getsourcefile(fn)
+    text = Path(file).read_bytes() if file and os.path.isfile(file) else None
+    generated = not _findable(jit_fn)
+    return KernelSource(
+        name=fn.__name__,
+        module=fn.__module__,
+        qualname=fn.__qualname__,
+        path=_relative(file),
+        root="sys.path" if file and not generated else None,
+        source_sha256=_sha(jit_fn.src),
+        file_sha256=_sha(text) if text is not None else None,
+        cache_key=jit_fn.cache_key,
+        generated_source=text.decode("utf-8") if generated and text is not None else None,
+        generated_globals=_generated_globals(jit_fn) if generated else {},
+    )
+
+
+def _json(v: Any) -> Any:
+    if isinstance(v, (tuple, list)):
+        return [_json(x) for x in v]
+    if v is None or isinstance(v, (bool, int, float, str)):
+        return v
+    return str(v)
+
+
+@functools.lru_cache(maxsize=8)
+def _default_options(backend: str, arch: Any, warp_size: int) -> dict:
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler.compiler import make_backend
+
+    opts = make_backend(GPUTarget(backend, arch, warp_size)).parse_options({})
+    return {k: _json(v) for k, v in opts.__dict__.items()}
+
+
+def _ttgir_num_warps(files: dict[str, str]) -> int | None:
+    if "ttgir" not in files:
+        return None
+    with open(files["ttgir"], encoding="utf-8") as f:
+        m = _NUM_WARPS.search(f.read(4096))
+    return int(m.group(1)) if m else None
+
+
+def request_from(src: Any, metadata: dict, files: dict[str, str]) -> CompileRequest:
+    """The request of one compilation: ``src`` is the ASTSource, ``metadata`` triton's,
+    ``files`` the stage files (:func:`stage_files`)."""
+    t = metadata["target"]
+    target = Target(backend=t.backend, arch=t.arch, warp_size=t.warp_size)
+    defaults = _default_options(t.backend, t.arch, t.warp_size)
+    given = {k: _json(metadata.get(k)) for k in defaults}
+    warps = _ttgir_num_warps(files)
+    if warps is not None:  # warp specialisation rewrites metadata["num_warps"]; not the IR
+        given["num_warps"] = warps
+    config = KernelConfig(
+        num_warps=given["num_warps"],
+        num_stages=given["num_stages"],
+        num_ctas=given.get("num_ctas", 1),
+        maxnreg=given.get("maxnreg"),
+    )
+    return CompileRequest(
+        kernel=kernel_source(src.fn),
+        signature={k: _json(v) for k, v in src.signature.items()},
+        constexprs=[encode_const(p, v) for p, v in sorted(src.constants.items())],
+        attrs=[AttrValue(path=list(p), attrs=_json(a)) for p, a in sorted(src.attrs.items())],
+        config=config,
+        options={k: v for k, v in given.items() if v != defaults[k]},
+        target=target,
+    )
+
+
+# --------------------------------------------------------------------------- result
+
+
+def stage_files(metadata_group: dict[str, str]) -> dict[str, str]:
+    """``{ext: path}`` of the files triton wrote for one compilation."""
+    return {Path(p).suffix[1:]: p for p in metadata_group.values()}
+
+
+def times_from(times: Any) -> dict[str, float]:
+    """triton's CompileTimes (microseconds) as seconds per stage."""
+    if times is None:
+        return {}
+    out = {"ir_initialization": times.ir_initialization / 1e6}
+    out.update({name: us / 1e6 for name, us in times.lowering_stages})
+    out["store_results"] = times.store_results / 1e6
+    return out
+
+
+def result_from(
+    metadata: dict,
+    files: dict[str, str],
+    times: Any,
+    cache_hit: bool,
+    store: BlobStore,
+    roots: list[str],
+) -> CompileResult:
+    """What one compilation produced, its stages normalised into ``store``."""
+    stages = {}
+    for stage in TEXT_STAGES[:-1]:
+        if stage in files:
+            text = Path(files[stage]).read_text(encoding="utf-8")
+            stages[stage] = store.add(norm.normalise(stage, text, roots))
+    extra: dict[str, Any] = {}
+    cubin = files.get("cubin")
+    if cubin:
+        data = Path(cubin).read_bytes()
+        extra.update(cubin_sha256=_sha(data), cubin_size=len(data))
+        dis = sass_mod.disassemble(cubin)
+        extra.update(n_regs=dis.n_regs, n_spills=dis.n_spills)
+        if dis.sass is not None:
+            text = norm.normalise("sass", dis.sass, roots)
+            stages["sass"] = store.add(text)
+            extra["sass_instructions"] = norm.sass_instruction_count(text)
+    return CompileResult(
+        stages=stages,
+        shared=metadata.get("shared"),
+        times=times_from(times),
+        cache_hit=cache_hit,
+        compiler=compiler_identity(),
+        **extra,
+    )
+
+
+def record_from(
+    src: Any,
+    metadata: dict,
+    metadata_group: dict[str, str],
+    times: Any,
+    cache_hit: bool,
+    store: BlobStore,
+    roots: list[str],
+) -> CompileRecord:
+    """The record of one compilation (no users yet)."""
+    files = stage_files(metadata_group)
+    request = request_from(src, metadata, files)
+    result = result_from(metadata, files, times, cache_hit, store, roots)
+    return CompileRecord(id=request.key(), request=request, result=result)
+
+
+def index_text(index: Any) -> str:
+    return index.model_dump_json(indent=1) + "\n"
+
+
+def write_index(cg_dir: Path, index: Any) -> None:
+    from zlbench.models import CODEGEN_INDEX
+
+    atomic_write_text(Path(cg_dir) / CODEGEN_INDEX, index_text(index))

@@ -1,0 +1,218 @@
+"""Rebuild recorded compile requests with the triton importable here (docs/codegen.md,
+"Rebuilding").
+
+Each :class:`~zlbench.models.CompileRequest` is compiled with
+``triton.compile(ASTSource(...), target=GPUTarget(...), options=...)`` under the
+stand-in driver (:mod:`.standin`) for the recorded target: nothing is launched and
+no GPU is needed. The results are captured through triton's compilation listener
+and normalised exactly as the recording plugin does, so the same compiler gives
+the same digests. A kernel that cannot be loaded or compiled gets ``error``
+(``compile failed: <ExcType>: <first line>`` or ``load failed: ...``) and no result.
+
+Entry point (one process; run several on shards for parallelism)::
+
+    python -m zlbench.plugins.compiler.rebuild INDEX_JSON OUT_DIR [--shard K/N]
+
+writes ``OUT_DIR/index.json`` (a CodegenIndex: the input records in input order,
+``used_by`` kept, ``result``/``error``/``notes`` from this rebuild) and
+``OUT_DIR/blobs/``. Exit 0 even when kernels fail (their ``error`` says so); exit
+2 with one line on stderr when the input is unusable.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import importlib.util
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from zlbench.errors import ZlbenchError
+from zlbench.models import CodegenIndex, CompileRecord, CompileRequest, load_json_model
+from zlbench.plugins.compiler import capture
+from zlbench.plugins.compiler import standin as standin_mod
+
+
+def _tuples(v: Any) -> Any:
+    return tuple(_tuples(x) for x in v) if isinstance(v, list) else v
+
+
+def decode_const(kind: str, value: Any) -> Any:
+    import triton.language as tl
+
+    if kind == "none":
+        return None
+    if kind == "float":
+        return float(value)
+    if kind == "dtype":
+        return tl.dtype(value)
+    if kind == "jit":
+        module, qualname = value.split(":", 1)
+        return capture.resolve(module, qualname)
+    if kind == "repr":
+        raise ValueError(f"constexpr {value} was recorded as repr only")
+    return value
+
+
+class Loader:
+    """Finds each request's JIT function: by import, or from its generated source."""
+
+    def __init__(self, workdir: Path):
+        self.workdir = workdir
+        self.generated: dict[tuple[str, str], Any] = {}
+
+    def function(self, req: CompileRequest) -> Any:
+        k = req.kernel
+        if k.generated_source is None:
+            return capture.resolve(k.module, k.qualname)
+        sha = hashlib.sha256(k.generated_source.encode("utf-8")).hexdigest()
+        mod = self.generated.get((k.module, sha))
+        if mod is None:
+            mod = self.generated[(k.module, sha)] = self._load_generated(req, sha)
+        obj: Any = mod
+        for part in k.qualname.split("."):
+            obj = getattr(obj, part)
+        return obj
+
+    def _load_generated(self, req: CompileRequest, sha: str) -> Any:
+        k = req.kernel
+        folder = self.workdir / sha[:16]
+        folder.mkdir(parents=True, exist_ok=True)
+        path = folder / os.path.basename(k.path or f"{k.module}.py")
+        path.write_text(k.generated_source or "", encoding="utf-8")
+        spec = importlib.util.spec_from_file_location(k.module, path)
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        homes = {q.split(":", 1)[0] for q in k.generated_globals.values()}
+        for home in sorted(homes):  # as FlagGems does: the generator's globals merged in
+            src = importlib.import_module(home).__dict__
+            mod.__dict__.update({n: v for n, v in src.items() if not n.startswith("__")})
+        for name, qual in k.generated_globals.items():
+            mod.__dict__[name] = capture.resolve(*qual.split(":", 1))
+        return mod
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0] if text else ''}".rstrip(": ")
+
+
+def _notes(req: CompileRequest, fn: Any) -> list[str]:
+    notes = []
+    if capture._sha(fn.src) != req.kernel.source_sha256:
+        notes.append(f"source changed: {req.kernel.module}:{req.kernel.qualname} differs here")
+    elif req.kernel.cache_key and fn.cache_key != req.kernel.cache_key:
+        notes.append("dependencies changed: a JIT function it calls differs here")
+    return notes
+
+
+def compile_request(req: CompileRequest, fn: Any) -> dict:
+    """Compile one request; returns the listener's keyword arguments."""
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler.compiler import ASTSource
+
+    t = req.target
+    constexprs = {tuple(c.path): decode_const(c.kind, c.value) for c in req.constexprs}
+    attrs = {tuple(a.path): a.attrs for a in req.attrs}
+    signature = {k: _tuples(v) for k, v in req.signature.items()}
+    src = ASTSource(fn, signature, constexprs, attrs)
+    options = {k: _tuples(v) for k, v in req.options.items()}
+    seen: dict = {}
+    previous = triton.knobs.compilation.listener
+    triton.knobs.compilation.listener = lambda **kw: seen.update(kw)
+    try:
+        triton.compile(src, target=GPUTarget(t.backend, t.arch, t.warp_size), options=options)
+    finally:
+        triton.knobs.compilation.listener = previous
+    return seen
+
+
+def rebuild_one(
+    rec: CompileRecord, loader: Loader, store: capture.BlobStore, roots
+) -> CompileRecord:
+    out = CompileRecord(id=rec.id, request=rec.request, used_by=rec.used_by)
+    try:
+        fn = loader.function(rec.request)
+    except Exception as e:  # noqa: BLE001 - any failure to load is this kernel's error
+        out.error = f"load failed: {_first_line(e)}"
+        return out
+    out.notes = _notes(rec.request, fn)
+    try:
+        kw = compile_request(rec.request, fn)
+    except Exception as e:  # noqa: BLE001 - any compile failure is this kernel's error
+        out.error = f"compile failed: {_first_line(e)}"
+        return out
+    files = capture.stage_files(kw["metadata_group"])
+    out.result = capture.result_from(kw["metadata"], files, kw["times"], False, store, roots)
+    return out
+
+
+def select(records: list[CompileRecord], shard: tuple[int, int] | None) -> list[CompileRecord]:
+    if shard is None:
+        return records
+    k, n = shard
+    return [r for i, r in enumerate(records) if i % n == k]
+
+
+def rebuild_index(
+    index: CodegenIndex, out_dir: Path, shard: tuple[int, int] | None = None
+) -> CodegenIndex:
+    """Rebuild (a shard of) ``index``'s requests; write and return the new index."""
+    import triton
+
+    todo = select(index.records, shard)
+    store, roots, done = capture.BlobStore(), capture.machine_roots(), []
+    with tempfile.TemporaryDirectory(prefix="zl-rebuild-") as tmp:
+        triton.knobs.cache.dir = str(Path(tmp) / "triton-cache")
+        loader = Loader(Path(tmp) / "generated")
+        roots = [*roots, tmp]
+        for rec in todo:
+            with standin_mod.standin(_target_spec(rec.request)):
+                done.append(rebuild_one(rec, loader, store, roots))
+    out = CodegenIndex(compiler=capture.compiler_identity(), records=done)
+    store.write(Path(out_dir))
+    capture.write_index(Path(out_dir), out)
+    return out
+
+
+def _target_spec(req: CompileRequest) -> str:
+    t = req.target
+    return f"{t.backend}:{t.arch}:{t.warp_size}"
+
+
+def _parse_shard(text: str) -> tuple[int, int]:
+    try:
+        k, n = (int(x) for x in text.split("/"))
+    except ValueError:
+        raise ZlbenchError(f"--shard {text!r}: expected K/N, e.g. 0/4") from None
+    if not 0 <= k < n:
+        raise ZlbenchError(f"--shard {text!r}: need 0 <= K < N")
+    return k, n
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m zlbench.plugins.compiler.rebuild")
+    p.add_argument("index", help="a codegen index.json (CodegenIndex)")
+    p.add_argument("out_dir", help="where to write index.json and blobs/")
+    p.add_argument(
+        "--shard", default=None, metavar="K/N", help="rebuild records i with i %% N == K"
+    )
+    args = p.parse_args(argv)
+    try:
+        shard = _parse_shard(args.shard) if args.shard else None
+        index = load_json_model(args.index, CodegenIndex)
+        out = rebuild_index(index, Path(args.out_dir), shard)
+    except ZlbenchError as e:
+        print(f"zlbench: {e}", file=sys.stderr)
+        return 2
+    failed = sum(1 for r in out.records if r.error)
+    print(f"ZLBENCH_CODEGEN_REBUILD kernels={len(out.records)} failed={failed} out={args.out_dir}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
