@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from zlbench.gate.baselines import content_hashes
 from zlbench.models import (
     OP_STATUS_FIELDS,
     BaselineManifest,
@@ -111,6 +112,8 @@ def write_baseline(root: Path, ops: dict[str, list[BaselineRow]], *, repo="main"
         thresholds=ThresholdDefaults(estimator="ratio"),
     )
     data.update(manifest)
+    # what `baseline refresh` records: the gate refuses a baseline without its hashes
+    data.setdefault("files", content_hashes(root))
     dump_yaml_model(root / "manifest.yaml", BaselineManifest(**data))
     return root
 

@@ -5,18 +5,26 @@ A baseline row's speedup is the median over the K replay passes (the gate
 measures in replay mode, so the baseline must too); its noise is the largest
 relative deviation of one pass from that median, the floor the gate's
 threshold may not go under.
+
+A baseline is judged with only when it matches its manifest (:func:`integrity_problems`:
+the content hashes and the shape file's), and a gate never writes into one
+(:func:`check_out_outside_baseline`); docs/ci.md "What the judge trusts".
 """
 
 from __future__ import annotations
 
 import hashlib
+import math
+import os
 import statistics
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from zlbench.errors import ZlbenchError
+from zlbench.gate.conflicts import check_unique_rows
 from zlbench.models import (
+    MAX_NOISE,
     BaselineManifest,
     BaselineResult,
     BaselineRow,
@@ -26,6 +34,7 @@ from zlbench.models import (
     RunStatus,
     counts_of_kind,
     load_json_model,
+    resolve_inside,
 )
 
 # Files of a baseline dir covered by the manifest's content hashes.
@@ -37,7 +46,8 @@ def aggregate_op(record: RunResult, replays: list[RunResult]) -> BaselineResult:
 
     A row must be measured (SUCCESS, with a speedup) in every replay pass to
     enter the baseline; a row that is not is left out (and then reported as
-    NEW by a gate, never silently judged against a guess)."""
+    NEW by a gate, never silently judged against a guess); so is a row whose passes
+    scatter by MAX_NOISE or more (a gate could never fail it)."""
     if not replays:
         raise ZlbenchError(f"{record.run_name}: no replay pass to build a baseline from")
     passes = [{_rkey(r): r for r in rep.rows} for rep in replays]
@@ -45,9 +55,11 @@ def aggregate_op(record: RunResult, replays: list[RunResult]) -> BaselineResult:
     for first in replays[0].rows:
         k = _rkey(first)
         samples = [p.get(k) for p in passes]
-        if any(s is None or s.status != "SUCCESS" or not s.speedup for s in samples):
+        if any(s is None or s.status != "SUCCESS" or not _usable(s.speedup) for s in samples):
             continue
-        rows.append(_baseline_row(first, samples))  # type: ignore[arg-type]
+        row = _baseline_row(first, samples)  # type: ignore[arg-type]
+        if row is not None:
+            rows.append(row)
     # per pass, not summed over the passes: the gate compares one run with it
     counts: dict[str, int] = {}
     for rep in replays:
@@ -69,10 +81,16 @@ def _rkey(row: Row) -> tuple[str, str, str, int]:
     return (row.op, row.dtype, row.shape, row.occurrence)
 
 
-def _baseline_row(first: Row, samples: list[Row]) -> BaselineRow:
+def _usable(speedup: float | None) -> bool:
+    return speedup is not None and math.isfinite(speedup) and speedup > 0
+
+
+def _baseline_row(first: Row, samples: list[Row]) -> BaselineRow | None:
     speedups = [float(s.speedup) for s in samples]  # type: ignore[arg-type]
     med = statistics.median(speedups)
-    noise = max(abs(s / med - 1.0) for s in speedups) if med > 0 else 0.0
+    noise = max(abs(s / med - 1.0) for s in speedups)
+    if not noise < MAX_NOISE:
+        return None
     base_lat = statistics.median(float(s.latency_base_ms or 0.0) for s in samples)
     lat = statistics.median(float(s.latency_ms or 0.0) for s in samples)
     data = first.model_dump()
@@ -137,17 +155,8 @@ class VerifyReport:
 
 
 def verify(root: Path, manifest: BaselineManifest) -> VerifyReport:
-    """Schema, content hashes, every op with its records and rows."""
-    rep = VerifyReport()
-    actual = content_hashes(root)
-    for rel, digest in sorted(manifest.files.items()):
-        got = actual.get(rel)
-        if got is None:
-            rep.problems.append(f"{rel}: missing (listed in manifest.yaml)")
-        elif got != digest:
-            rep.problems.append(f"{rel}: content changed (sha256 {got[:12]} != {digest[:12]})")
-    for rel in sorted(set(actual) - set(manifest.files)):
-        rep.problems.append(f"{rel}: not listed in manifest.yaml")
+    """Schema, content hashes, shape file, every op with its records and rows."""
+    rep = VerifyReport(problems=integrity_problems(root, manifest))
     for key in manifest.ops:
         rep.ops += 1
         _verify_op(root, key, rep)
@@ -156,10 +165,81 @@ def verify(root: Path, manifest: BaselineManifest) -> VerifyReport:
     return rep
 
 
-def _verify_op(root: Path, key: str, rep: VerifyReport) -> None:
-    op_dir = root / key
+def integrity_problems(root: Path, manifest: BaselineManifest) -> list[str]:
+    """How the files of baseline ``root`` differ from what its manifest recorded: a
+    hashed file missing, changed, unlisted or linked out of ``root``; the shape file
+    missing or changed. Empty when the baseline is as it was recorded."""
+    if manifest.files:
+        problems = _hash_problems(root, manifest.files)
+    else:
+        problems = ["manifest.yaml: records no content hashes (field 'files'); rebuild it"]
+    return problems + _shape_file_problems(root, manifest)
+
+
+def _hash_problems(root: Path, recorded: dict[str, str]) -> list[str]:
+    problems = []
+    actual = content_hashes(root)
+    for rel, digest in sorted(recorded.items()):
+        got = actual.get(rel)
+        if got is None:
+            problems.append(f"{rel}: missing (listed in manifest.yaml)")
+        elif got != digest:
+            problems.append(f"{rel}: content changed (sha256 {got[:12]} != {digest[:12]})")
+    for rel in sorted(actual):
+        if rel not in recorded:
+            problems.append(f"{rel}: not listed in manifest.yaml")
+        try:
+            resolve_inside(root, rel, rel)
+        except ZlbenchError as e:
+            problems.append(str(e))
+    return problems
+
+
+def _shape_file_problems(root: Path, m: BaselineManifest) -> list[str]:
+    if not m.shape_file:
+        return []
     try:
+        path = resolve_inside(root, m.shape_file, "manifest.yaml: field 'shape_file'")
+    except ZlbenchError as e:
+        return [str(e)]
+    if not path.is_file():
+        return [f"{m.shape_file}: missing (manifest.yaml field 'shape_file')"]
+    if not m.shape_file_sha256:
+        return ["manifest.yaml: field 'shape_file_sha256' is empty; rebuild the baseline"]
+    got, want = sha256_file(path), m.shape_file_sha256
+    if got != want:
+        return [f"{m.shape_file}: content changed (sha256 {got[:12]} != {want[:12]})"]
+    return []
+
+
+def check_intact(root: Path, manifest: BaselineManifest) -> None:
+    """Refuse a baseline that does not match its manifest: one ZlbenchError line."""
+    problems = integrity_problems(root, manifest)
+    if problems:
+        more = f" (+{len(problems) - 1} more)" if len(problems) > 1 else ""
+        raise ZlbenchError(
+            f"{root}: refusing a baseline that does not match its manifest: {problems[0]}"
+            f"{more}; `zlbench baseline verify {root}` lists every difference"
+        )
+
+
+def check_out_outside_baseline(out: str | os.PathLike, baseline_root: str | os.PathLike) -> None:
+    """Refuse an output dir that is, or lies inside, the baseline dir (symlinks
+    followed; ``out`` need not exist yet): a gate never writes into its baseline."""
+    real_out = os.path.realpath(out)
+    real_base = os.path.realpath(baseline_root)
+    if os.path.commonpath([real_out, real_base]) == real_base:
+        raise ZlbenchError(
+            f"--out {out} is inside the baseline {baseline_root}: "
+            "a baseline is never written to; choose another output dir"
+        )
+
+
+def _verify_op(root: Path, key: str, rep: VerifyReport) -> None:
+    try:
+        op_dir = resolve_inside(root, key, "manifest.yaml: field 'ops'")
         result = load_json_model(op_dir / "result.json", BaselineResult)
+        check_unique_rows(op_dir / "result.json", result.rows)
     except ZlbenchError as e:
         rep.problems.append(str(e))
         return

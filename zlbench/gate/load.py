@@ -9,11 +9,14 @@ with the input is one :class:`ZlbenchError` line naming the file.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from zlbench.errors import ZlbenchError
+from zlbench.gate.baselines import check_intact
+from zlbench.gate.conflicts import check_same_op, check_unique_rows, worse_status
 from zlbench.models import (
     BaselineManifest,
     BaselineResult,
@@ -27,6 +30,7 @@ from zlbench.models import (
     load_json_model,
     load_yaml_model,
     read_ops_status,
+    resolve_inside,
 )
 
 LOG_TAIL_LINES = 20
@@ -104,23 +108,30 @@ class BaselineSet:
 
 
 def load_results(path: str | Path) -> ResultsSet:
+    """Every op of a results dir. Paths found in it (run_dir, links) must stay inside
+    it, and conflicting records of one op or row are refused or judged by the
+    stricter (:mod:`zlbench.gate.conflicts`)."""
     path = Path(path)
     if not path.is_dir():
         raise ZlbenchError(f"{path}: results dir not found")
     if (path / "result.json").is_file():
         return ResultsSet(path, _ops_of([_load_run_dir(path)]))
     if (path / RESULTS_DIR).is_dir():
-        inner = load_results(path / RESULTS_DIR)
-        confirm_root = path / CONFIRM_DIR
-        passes = (
-            sorted(confirm_root.iterdir(), key=lambda p: pass_order(p.name))
-            if confirm_root.is_dir()
-            else []
-        )
-        inner.confirm = [load_results(p).sample_rows() for p in passes if p.is_dir()]
+        inner = load_results(resolve_inside(path, RESULTS_DIR))
+        inner.confirm = [load_results(p).sample_rows() for p in _confirm_passes(path)]
         inner.path = path
         return inner
     return ResultsSet(path, _load_batch_dir(path))
+
+
+def _confirm_passes(gate_dir: Path) -> list[Path]:
+    """The ``confirm/<k>/`` dirs of a gate dir in pass order, each inside it."""
+    root = resolve_inside(gate_dir, CONFIRM_DIR)
+    if not root.is_dir():
+        return []
+    names = sorted((p.name for p in root.iterdir()), key=pass_order)
+    passes = [resolve_inside(gate_dir, f"{CONFIRM_DIR}/{n}") for n in names]
+    return [p for p in passes if p.is_dir()]
 
 
 def pass_order(name: str) -> tuple[int, str]:
@@ -134,16 +145,21 @@ def _ops_of(runs: Iterable[OpRun]) -> dict[str, OpRun]:
 
 
 def _load_run_dir(run_dir: Path, status: OpStatus | None = None) -> OpRun:
+    """One op's run dir (already known to lie inside its results dir); its
+    ops_status.csv row when it has one, which must be of the same op."""
+    result_file = resolve_inside(run_dir, "result.json")
     result = None
-    if (run_dir / "result.json").is_file():
-        result = load_json_model(run_dir / "result.json", RunResult)
+    if result_file.is_file():
+        result = load_json_model(result_file, RunResult)
+        check_unique_rows(result_file, result.rows)
+        if status is not None:
+            check_same_op(result_file, result, status.repo, status.run_name)
     if result is None and status is None:
         raise ZlbenchError(f"{run_dir}: neither result.json nor an ops_status.csv entry")
-    repo = status.repo if status else result.repo
-    run_name = status.run_name if status else result.run_name
-    op = status.op if status else result.op
-    st = status.status if status else result.status
-    return OpRun(repo, run_name, op, st, result, status, log_tail(run_dir / "run.log"))
+    src = status or result
+    st = worse_status(status.status if status else None, result.status if result else None)
+    log = log_tail(resolve_inside(run_dir, "run.log"))
+    return OpRun(src.repo, src.run_name, src.op, st, result, status, log)
 
 
 def log_tail(path: Path, lines: int = LOG_TAIL_LINES) -> list[str]:
@@ -158,15 +174,25 @@ def _load_batch_dir(path: Path) -> dict[str, OpRun]:
     status_file = path / "ops_status.csv"
     statuses = read_ops_status(status_file) if status_file.is_file() else []
     runs: dict[str, OpRun] = {}
+    files: dict[str, str] = {}  # real path of each result.json read -> its op
     for st in statuses:
-        run_dir = path / (st.run_dir or f"{st.repo}/{st.run_name}")
-        runs[op_key(st.repo, st.run_name)] = _load_run_dir(run_dir, st)
+        rel = st.run_dir or f"{st.repo}/{st.run_name}"
+        run = _load_run_dir(resolve_inside(path, rel, f"{status_file}: run_dir"), st)
+        runs[run.key] = run
+        files[os.path.realpath(path / rel / "result.json")] = run.key
     for result_file in sorted(path.glob("*/*/result.json")):
-        key = op_key(result_file.parent.parent.name, result_file.parent.name)
-        if key not in runs:
-            run = _load_run_dir(result_file.parent)
-            runs[run.key] = run
-    if not runs and not (path / "ops_status.csv").is_file():
+        rel = result_file.parent.relative_to(path).as_posix()
+        run_dir = resolve_inside(path, rel, str(result_file))
+        if os.path.realpath(result_file) in files:
+            continue
+        run = _load_run_dir(run_dir)
+        check_same_op(result_file, run.result, *rel.split("/"))  # type: ignore[arg-type]
+        if run.key in runs:
+            raise ZlbenchError(
+                f"{result_file}: a second record of op {run.key}; which one to judge is not known"
+            )
+        runs[run.key] = run
+    if not runs and not status_file.is_file():
         raise ZlbenchError(
             f"{path}: not a results dir (no result.json, ops_status.csv or "
             "<repo>/<run_name>/result.json)"
@@ -178,26 +204,54 @@ def _load_batch_dir(path: Path) -> dict[str, OpRun]:
 
 
 def load_baseline(path: str | Path) -> BaselineSet:
+    """A baseline dir, refused unless it matches its manifest (content hashes, shape
+    file: :func:`zlbench.gate.baselines.check_intact`) and holds sane rows."""
     path = Path(path)
     if not path.is_dir():
         raise ZlbenchError(f"{path}: baseline dir not found")
     manifest = load_yaml_model(path / "manifest.yaml", BaselineManifest)
+    check_intact(path, manifest)
     keys = manifest.ops or sorted(
         op_key(p.parent.parent.name, p.parent.name) for p in path.glob("*/*/result.json")
     )
-    ops: dict[str, BaselineResult] = {}
-    for key in keys:
-        if key.count("/") != 1:
-            raise ZlbenchError(
-                f"{path / 'manifest.yaml'}: field 'ops': entry {key!r} is not <repo>/<run_name>"
-            )
-        result_file = path / key / "result.json"
-        if not result_file.is_file():
-            raise ZlbenchError(
-                f"{result_file}: missing (the manifest lists op {key}); "
-                "run `zlbench baseline verify` on the baseline"
-            )
-        ops[key] = load_json_model(result_file, BaselineResult)
+    ops = {key: _load_baseline_op(path, key) for key in keys}
     if not ops:
         raise ZlbenchError(f"{path}: baseline holds no ops")
     return BaselineSet(path, manifest, ops)
+
+
+def _load_baseline_op(path: Path, key: str) -> BaselineResult:
+    where = f"{path / 'manifest.yaml'}: field 'ops': entry {key!r}"
+    if key.count("/") != 1:
+        raise ZlbenchError(f"{where} is not <repo>/<run_name>")
+    result_file = resolve_inside(path, key, where) / "result.json"
+    if not result_file.is_file():
+        raise ZlbenchError(
+            f"{result_file}: missing (the manifest lists op {key}); "
+            "run `zlbench baseline verify` on the baseline"
+        )
+    result = load_json_model(result_file, BaselineResult)
+    check_unique_rows(result_file, result.rows)
+    check_same_op(result_file, result, *key.split("/"))  # type: ignore[arg-type]
+    return result
+
+
+def baseline_shape_file(baseline: BaselineSet) -> Path | None:
+    """The shape file a gate measures with: the manifest's ``shape_file``, inside the
+    baseline (checked by :func:`load_baseline`), or None (upstream shapes)."""
+    name = baseline.manifest.shape_file
+    if not name:
+        return None
+    return resolve_inside(baseline.path, name, f"{baseline.path / 'manifest.yaml'}: shape_file")
+
+
+def report_label(path: str | os.PathLike) -> str:
+    """How a reports names a dir given on the command line, never as an absolute path
+    of the machine: relative to the working dir when inside it, else ``…/<parent>/<name>``."""
+    p = Path(path)
+    if not p.is_absolute():
+        return p.as_posix()
+    try:
+        return p.resolve().relative_to(Path.cwd().resolve()).as_posix()
+    except ValueError:
+        return "/".join(["…", *p.parts[-2:]])

@@ -9,7 +9,8 @@ Import from ``zlbench.models`` itself; the split into modules is internal:
 (codegen records of compiled kernels), ``run`` (markers, rows,
 environment, ``result.json``, worker plan), ``batch`` (``ops_status.csv``,
 ``batch.json``), ``baseline`` (baseline sets, thresholds) and ``verdict``
-(``verdict.json``). Each imports only the ones before it in that list.
+(``verdict.json``). Each imports only the ones before it in that list;
+``paths`` (paths read from artifacts, kept inside their root) imports none.
 
 Imports nothing from zlbench but :mod:`zlbench.errors`.
 """
@@ -30,6 +31,7 @@ from zlbench.models.base import (
     read_text,
 )
 from zlbench.models.baseline import (
+    MAX_NOISE,
     BaselineManifest,
     BaselineResult,
     BaselineRow,
@@ -68,6 +70,7 @@ from zlbench.models.codegen import (
     load_codegen_index,
     read_blob,
 )
+from zlbench.models.paths import resolve_inside
 from zlbench.models.run import (
     Environment,
     Marker,
@@ -117,6 +120,7 @@ __all__ = [
     "read_blob",
     "FLAGGEMS_DIR_VARS",
     "FAILING_VERDICTS",
+    "MAX_NOISE",
     "OP_STATUS_FIELDS",
     "REPOS",
     "REPO_PACKAGES",
@@ -158,4 +162,5 @@ __all__ = [
     "read_text",
     "read_ops_status",
     "records_file_name",
+    "resolve_inside",
 ]

@@ -46,6 +46,12 @@ def _short_error(path: Path, err: ValidationError) -> str:
 def _check_version(path: Path, data: Any) -> None:
     if isinstance(data, dict) and "schema_version" in data:
         v = data["schema_version"]
+        if isinstance(v, bool) or not isinstance(v, int):
+            # "1" (a string), 1.0, true: not a version number, whatever it compares equal to
+            raise ZlbenchError(
+                f"{path}: field 'schema_version': {v!r} is not an integer "
+                f"(write schema_version: {SCHEMA_VERSION})"
+            )
         if v != SCHEMA_VERSION:
             raise ZlbenchError(
                 f"{path}: schema_version {v} is not supported "

@@ -6,12 +6,17 @@ records are the defaults a ``--thresholds`` file overrides.
 
 from __future__ import annotations
 
+import math
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from zlbench.models.base import SCHEMA_VERSION, _Model
 from zlbench.models.run import Environment, Row
+
+# A row's noise is a fraction of its median: one pass 100 % off the median is not a
+# measurement, and with the default noise_multiplier a row past 0.5 could never fail.
+MAX_NOISE = 1.0
 
 
 class BaselineRow(Row):
@@ -19,7 +24,21 @@ class BaselineRow(Row):
 
     repeats: int = 1
     speedups: list[float] = Field(default_factory=list)  # one per repeat
-    noise: float = 0.0  # max |s_i / median - 1| over the repeats
+    noise: float = 0.0  # max |s_i / median - 1| over the repeats, in [0, MAX_NOISE)
+
+    @field_validator("noise")
+    @classmethod
+    def _sane_noise(cls, v: float) -> float:
+        if not (math.isfinite(v) and 0.0 <= v < MAX_NOISE):
+            raise ValueError(f"noise {v} is not a fraction in [0, {MAX_NOISE})")
+        return v
+
+    @field_validator("speedups")
+    @classmethod
+    def _usable_speedups(cls, v: list[float]) -> list[float]:
+        if not all(math.isfinite(s) and s > 0 for s in v):
+            raise ValueError(f"speedups {v} hold a value that is not a positive finite number")
+        return v
 
 
 class BaselineResult(_Model):

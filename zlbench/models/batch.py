@@ -17,6 +17,7 @@ from pydantic import Field, ValidationError
 
 from zlbench.errors import ZlbenchError
 from zlbench.models.base import SCHEMA_VERSION, _Model, read_text
+from zlbench.models.paths import resolve_inside
 from zlbench.models.run import Environment, RunStatus
 
 
@@ -61,8 +62,10 @@ def read_ops_status(path: str | os.PathLike) -> list[OpStatus]:
     """Read and validate ``ops_status.csv``.
 
     Empty cells take the field's default and unknown columns are ignored. A missing
-    or unreadable file, a header without the required columns or a bad row is one
-    ZlbenchError line: ``<file>:<line>: <field>: <problem>``."""
+    or unreadable file, a header without the required columns, a bad row, an op
+    listed twice or a ``run_dir`` that leads out of the file's dir (absolute, ``..``,
+    a symlink out: :func:`~zlbench.models.paths.resolve_inside`) is one ZlbenchError
+    line: ``<file>:<line>: <field>: <problem>``."""
     path = Path(path)
     text = read_text(path)
     reader = csv.DictReader(io.StringIO(text))
@@ -70,9 +73,28 @@ def read_ops_status(path: str | os.PathLike) -> list[OpStatus]:
         header = reader.fieldnames
         if header is None or not _OP_STATUS_REQUIRED <= set(header):
             raise ZlbenchError(f"{path}: not an ops_status.csv (columns {header})")
-        return [_op_status(path, reader.line_num, rec) for rec in reader]
+        out: list[OpStatus] = []
+        lines: dict[tuple[str, str], int] = {}
+        for rec in reader:
+            st = _op_status(path, reader.line_num, rec)
+            _check_once(path, reader.line_num, st, lines)
+            if st.run_dir:
+                resolve_inside(path.parent, st.run_dir, f"{path}:{reader.line_num}: run_dir")
+            out.append(st)
+        return out
     except csv.Error as e:
         raise ZlbenchError(f"{path}:{reader.line_num}: not valid CSV: {e}") from None
+
+
+def _check_once(path: Path, line: int, st: OpStatus, lines: dict[tuple[str, str], int]) -> None:
+    """One row per op: a second one, agreeing or not, is an error (never last-wins)."""
+    key = (st.repo, st.run_name)
+    if key in lines:
+        raise ZlbenchError(
+            f"{path}:{line}: op {st.repo}/{st.run_name} is listed twice (also on line "
+            f"{lines[key]}); which record to judge is not known"
+        )
+    lines[key] = line
 
 
 def _op_status(path: Path, line: int, rec: dict[str | None, Any]) -> OpStatus:
