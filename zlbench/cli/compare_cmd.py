@@ -1,22 +1,54 @@
-"""`zlbench compare A B`: A/B table of two run or batch dirs (record A, replay B, compare)."""
+"""`zlbench compare A B`: judge B against A as the gate does (record A, replay B, compare).
+
+A and B are each a run dir, a batch dir, a gate output dir or a baseline dir.
+Exit 0: nothing regressed; 1: a row regressed or failed; 2: bad input or no
+row in common.
+"""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from zlbench.errors import ZlbenchError
-from zlbench.gate.load import load_results
-from zlbench.report.compare import render_compare
+from zlbench.gate.load import load_baseline, load_results
+from zlbench.gate.thresholds import load_thresholds
+from zlbench.models import Row, RowKey, ThresholdDefaults
+from zlbench.report.compare import compare, render_compare
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("compare", help="A/B table of two run or batch dirs")
-    p.add_argument("a", metavar="A", help="run dir, batch dir or gate output dir")
-    p.add_argument("b", metavar="B", help="run dir, batch dir or gate output dir")
+    p = sub.add_parser(
+        "compare",
+        help="judge B against A with the gate's estimator and thresholds (exit 0/1/2)",
+        description=__doc__.splitlines()[0],
+    )
+    p.add_argument("a", metavar="A", help="run, batch, gate output or baseline dir (the reference)")
+    p.add_argument("b", metavar="B", help="run, batch, gate output or baseline dir (judged)")
+    p.add_argument(
+        "--thresholds",
+        metavar="Y",
+        help="thresholds yaml (default: A's manifest when A is a baseline, else zlbench's)",
+    )
     p.set_defaults(func=_run)
 
 
+def load_side(path: str) -> tuple[dict[RowKey, Row], ThresholdDefaults | None]:
+    """A dir's rows, and its thresholds when it is a baseline dir."""
+    if (Path(path) / "manifest.yaml").is_file():
+        b = load_baseline(path)
+        rows = {r.key(res.repo, res.run_name): r for res in b.ops.values() for r in res.rows}
+        return rows, b.manifest.thresholds
+    return load_results(path).rows(), None
+
+
 def _run(args) -> int:
-    a, b = load_results(args.a).rows(), load_results(args.b).rows()
+    a, th_a = load_side(args.a)
+    b, _ = load_side(args.b)
     if not a or not b:
         raise ZlbenchError(f"nothing to compare: {args.a if not a else args.b} has no rows")
-    print(render_compare(a, b, args.a, args.b), end="")
-    return 0
+    th = load_thresholds(args.thresholds, th_a or ThresholdDefaults())
+    c = compare(a, b, th)
+    if not c.rows:
+        raise ZlbenchError(f"nothing to compare: {args.a} and {args.b} have no row in common")
+    print(render_compare(c, args.a, args.b), end="")
+    return c.exit_code

@@ -1,23 +1,46 @@
-"""``zlbench compare A B``: an A/B table of two run or batch dirs.
+"""``zlbench compare A B``: judge B against A the way the gate does, and show it.
 
-Rows are matched by their key (repo, run name, op, dtype, shape, occurrence);
-the ratio is B's speedup over A's; the geometric mean covers the matched rows.
+Rows are matched by their key (repo, run name, op, dtype, shape, occurrence),
+or without the run name when the two sides name the same op's runs differently.
+Each pair is judged with the gate's own code (:func:`zlbench.gate.judge.judge_row`,
+the estimator and thresholds in force, A's row noise when A is a baseline), and
+shown with the report's columns and words (:mod:`zlbench.report.facts`).
+Exit code as the gate's: 0 nothing regressed, 1 a row regressed or failed.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 
-from zlbench.gate.estimators import geomean, plain_ratio
-from zlbench.models import Row, RowKey
+from zlbench.gate.estimators import Estimator, estimate, torch_drift
+from zlbench.gate.judge import judge_row
+from zlbench.models import (
+    FAILING_VERDICTS,
+    BaselineRow,
+    MachineSpeed,
+    Row,
+    RowKey,
+    RowVerdict,
+    ThresholdsFile,
+    Verdict,
+)
+from zlbench.report.escape import log_line, md_code, md_text
+from zlbench.report.facts import geomean_changes, pct, speed_words, us_pair
+from zlbench.report.sections import table
 
 
-def _num(x: float | None, spec: str = ".3f") -> str:
-    return "n/a" if x is None else format(x, spec)
+@dataclass
+class Comparison:
+    rows: list[RowVerdict]
+    estimator: str
+    speed: MachineSpeed
+    only_a: int
+    only_b: int
 
-
-def _cell(s: str) -> str:
-    return s.replace("|", "\\|").replace("\n", " ")
+    @property
+    def exit_code(self) -> int:
+        return 1 if any(r.verdict in FAILING_VERDICTS for r in self.rows) else 0
 
 
 def align(
@@ -31,38 +54,60 @@ def align(
     return strip(a), strip(b)
 
 
-def render_compare(
-    a: Mapping[RowKey, Row], b: Mapping[RowKey, Row], label_a: str = "A", label_b: str = "B"
-) -> str:
-    """Markdown A/B table (rows of A in order, then the count of unmatched rows)."""
+def _as_baseline(row: Row) -> BaselineRow:
+    return row if isinstance(row, BaselineRow) else BaselineRow(**row.model_dump())
+
+
+def compare(a: Mapping[RowKey, Row], b: Mapping[RowKey, Row], th: ThresholdsFile) -> Comparison:
+    """Judge every row of B that A has, as the gate judges a results row against a
+    baseline row (one machine-speed correction over all the pairs)."""
     a, b = align(a, b)
-    both = [k for k in a if k in b]
+    pairs = {k: (a[k], b[k]) for k in a if k in b}
+    estimator = Estimator(th.estimator)
+    drift = torch_drift(pairs.values())
+    applied = estimator is Estimator.TORCH_NORMALIZED
+    ratios = estimate(estimator, pairs, drift if applied else None)
+    rows = [judge_row(k, _as_baseline(ra), rb, ratios.get(k), th) for k, (ra, rb) in pairs.items()]
+    speed = MachineSpeed(torch_change=drift - 1.0, rows=len(pairs), applied=applied)
+    return Comparison(rows, estimator.value, speed, len(a) - len(pairs), len(b) - len(pairs))
+
+
+def _cells(r: RowVerdict) -> list[str]:
+    occ = f" #{r.key.occurrence}" if r.key.occurrence else ""
+    return [
+        md_code(f"{r.key.repo}/{r.key.op}"),
+        md_code(r.key.dtype),
+        md_code(r.key.shape + occ),
+        us_pair(r.baseline_us, r.current_us),
+        pct(r.kernel_change),
+        us_pair(r.baseline_torch_us, r.current_torch_us),
+        pct(r.judged_change),
+        pct(r.limit),
+        r.verdict.value + (f": {md_text(r.reason, 80)}" if r.verdict is Verdict.FAILED else ""),
+    ]
+
+
+def render_compare(c: Comparison, label_a: str = "A", label_b: str = "B") -> str:
+    """Markdown: the judged table (A's row order), the geomean and the correction."""
+    header = ["op", "dtype", "shape", "FlagGems µs", "kernel time", "torch µs"]
+    header += ["judged change", "limit", "verdict"]
+    judged, kernel, n = geomean_changes(c.rows)
+    how = "corrected" if c.speed.applied else f"each row by its own torch latency ({c.estimator})"
     lines = [
-        f"A: {label_a}",
-        f"B: {label_b}",
+        f"A (baseline side): {md_code(label_a, 200, table=False)}",
+        f"B (judged side): {md_code(label_b, 200, table=False)}",
         "",
-        "| op | dtype | shape | A speedup | B speedup | B/A | A ms | B ms |",
-        "|---|---|---|---:|---:|---:|---:|---:|",
-    ]
-    ratios = []
-    for k in both:
-        ra, rb = a[k], b[k]
-        ratio = plain_ratio(ra, rb)
-        if ratio is not None:
-            ratios.append(ratio)
-        occ = f" #{k.occurrence}" if k.occurrence else ""
-        lines.append(
-            f"| {_cell(k.repo + '/' + k.op)} | {k.dtype} | {_cell(k.shape)}{occ} "
-            f"| {_num(ra.speedup)} | {_num(rb.speedup)} | {_num(ratio, '.4f')} "
-            f"| {_num(ra.latency_ms, '.4f')} | {_num(rb.latency_ms, '.4f')} |"
-        )
-    gm = geomean(ratios)
-    lines += [
+        table(header, "llllrlrrl", [_cells(r) for r in c.rows]),
         "",
-        f"matched rows: {len(both)} · geomean B/A: {_num(gm, '.4f')}"
-        + (f" ({(gm - 1) * 100:+.2f}%)" if gm is not None else ""),
+        f"matched rows: {len(c.rows)} · geomean judged change B vs A over {n} rows: "
+        f"{pct(judged, 2)} (kernel time {pct(kernel, 2)}; + = slower)",
+        f"machine-speed correction: B measured {speed_words(c.speed)}".replace(
+            "than the baseline host", "than A"
+        ).replace("at the baseline host's speed", "at A's speed")
+        + f"; {how}",
     ]
-    only_a, only_b = len(a) - len(both), sum(1 for k in b if k not in a)
-    if only_a or only_b:
-        lines.append(f"only in A: {only_a} rows · only in B: {only_b} rows")
-    return "\n".join(lines) + "\n"
+    if c.only_a or c.only_b:
+        lines.append(f"only in A: {c.only_a} rows · only in B: {c.only_b} rows")
+    failing = sum(1 for r in c.rows if r.verdict in FAILING_VERDICTS)
+    lines.append(f"verdict: {'FAIL' if failing else 'PASS'} ({failing} failing rows)")
+    return log_line("\n".join(lines)) + "\n"

@@ -1,73 +1,96 @@
-"""JUnit XML of a gate verdict, through ``junit-xml``.
+"""JUnit XML of a gate verdict, for the CI's test-report views.
 
-One testsuite per repo, one testcase per row (classname ``<repo>.<op>``, name
-from dtype and shape). Failing verdicts are failures (an op that failed or
-crashed: errors); dismissed / unsupported rows are skipped. A gate that fails
-always shows at least one failing testcase: an op whose failure no row carries
-(a geomean regression, a marker naming no row, a crash before any row) gets an
-op-level testcase, and an ERROR verdict gets a ``zlbench.gate`` error testcase.
+One testsuite per repo, one testcase per row: classname ``<repo>.<run_name>``
+(dots in the run name become ``_``; the run name carries the benchmark file, so
+one op from two benchmark files never collides), name ``<op> <dtype> <shape>``.
+Failing verdicts are failures (an op that failed or crashed: errors) whose
+``message`` is one line and whose body holds the numbers (GitLab shows only
+bodies); dismissed / unsupported rows are skipped. An op whose failure no row
+carries gets an op-level testcase, and an ERROR verdict a ``zlbench.gate`` error
+testcase, so a failing gate always shows a failing testcase.
+
+Times: an op's run duration (``OpVerdict.duration_s``, or ``durations``) split
+evenly over its testcases. Only the elements and attributes that the Jenkins
+JUnit plugin, GitLab and the common GitHub test-report actions all read are
+written (docs/reports.md); every artifact string goes through
+:func:`zlbench.report.escape.xml_text`.
 """
 
 from __future__ import annotations
 
-from junit_xml import TestCase, TestSuite, to_xml_report_string
+import xml.etree.ElementTree as ET
+from collections.abc import Mapping
 
 from zlbench.models import FAILING_VERDICTS, GateVerdict, OpVerdict, RowVerdict, Verdict
+from zlbench.report.escape import xml_text
+from zlbench.report.facts import machine_speed_line, pct, row_numbers
 
 
-def _num(x: float | None, fmt: str = "{:.3f}") -> str:
-    return "n/a" if x is None else fmt.format(x)
-
-
-def row_message(r: RowVerdict) -> str:
-    parts = [
-        r.verdict.value,
-        f"baseline speedup {_num(r.baseline_speedup)}",
-        f"current speedup {_num(r.current_speedup)}",
-        f"ratio {_num(r.ratio, '{:.4f}')}",
-        f"threshold {_num(r.threshold, '{:.1%}')}",
-    ]
-    if r.confirmed is not None:
-        parts.append("confirmed" if r.confirmed else "not confirmed")
-    if r.reason:
-        parts.append(r.reason)
-    return "; ".join(parts)
+def classname(repo: str, run_name: str) -> str:
+    return xml_text(f"{repo}.{run_name.replace('.', '_')}")
 
 
 def case_name(r: RowVerdict) -> str:
     occ = f" #{r.key.occurrence}" if r.key.occurrence else ""
-    return f"{r.key.dtype} {r.key.shape}{occ}"
+    return xml_text(f"{r.key.op} {r.key.dtype} {r.key.shape}{occ}")
 
 
-def _row_case(r: RowVerdict) -> TestCase:
-    tc = TestCase(case_name(r), classname=f"{r.key.repo}.{r.key.op}")
-    msg = row_message(r)
-    if r.verdict is Verdict.FAILED:
-        tc.add_error_info(message=msg, error_type=r.verdict.value)
-    elif r.verdict in FAILING_VERDICTS:
-        tc.add_failure_info(message=msg, failure_type=r.verdict.value)
-    elif r.verdict is Verdict.SKIPPED:
-        tc.add_skipped_info(message=r.reason or "skipped")
+def row_message(r: RowVerdict) -> str:
+    """One line: the verdict and the judged change against its limit, or the reason."""
+    if r.judged_change is not None:
+        msg = f"{r.verdict.value}: judged change {pct(r.judged_change)} (limit {pct(r.limit)})"
     else:
-        tc.stdout = msg
+        msg = r.verdict.value
+    return xml_text(f"{msg}; {r.reason}" if r.reason else msg)
+
+
+def _outcome(tc: ET.Element, tag: str, kind: str, message: str, body: str) -> None:
+    el = ET.SubElement(tc, tag, {"message": message, "type": kind})
+    el.text = body
+
+
+def _time(tc: ET.Element, seconds: float | None) -> None:
+    if seconds is not None and seconds >= 0:
+        tc.set("time", f"{seconds:.3f}")
+
+
+def row_case(r: RowVerdict, seconds: float | None, context: str) -> ET.Element:
+    tc = ET.Element(
+        "testcase", {"name": case_name(r), "classname": classname(r.key.repo, r.key.run_name)}
+    )
+    _time(tc, seconds)
+    body = xml_text("\n".join(x for x in (row_numbers(r), r.reason, context) if x))
+    if r.verdict is Verdict.FAILED:
+        _outcome(tc, "error", r.verdict.value, row_message(r), body)
+    elif r.verdict in FAILING_VERDICTS:
+        _outcome(tc, "failure", r.verdict.value, row_message(r), body)
+    elif r.verdict is Verdict.SKIPPED:
+        ET.SubElement(tc, "skipped", {"message": xml_text(r.reason or "skipped")})
+    else:
+        ET.SubElement(tc, "system-out").text = body
     return tc
 
 
-def _op_case(op: OpVerdict) -> TestCase:
-    tc = TestCase("op", classname=f"{op.repo}.{op.run_name}")
+def op_case(op: OpVerdict, seconds: float | None) -> ET.Element:
+    tc = ET.Element("testcase", {"name": "op", "classname": classname(op.repo, op.run_name)})
+    _time(tc, seconds)
     msg = f"{op.verdict.value}: {op.reason}".rstrip(": ")
-    if op.geomean_ratio is not None:
-        msg += f"; geomean ratio {op.geomean_ratio:.4f}, threshold {_num(op.threshold, '{:.1%}')}"
-    output = "\n".join(op.log_tail) or None
-    if op.verdict is Verdict.FAILED:
-        tc.add_error_info(message=msg, output=output, error_type=op.verdict.value)
-    else:
-        tc.add_failure_info(message=msg, output=output, failure_type=op.verdict.value)
+    if op.judged_change is not None:
+        msg += f"; judged change (geomean) {pct(op.judged_change)}, threshold {pct(op.threshold)}"
+    body = "\n".join([msg, *(op.log_tail or [])])
+    tag = "error" if op.verdict is Verdict.FAILED else "failure"
+    _outcome(
+        tc, tag, op.verdict.value, xml_text(msg.splitlines()[0] if msg else ""), xml_text(body)
+    )
     return tc
 
 
 def _properties(v: GateVerdict) -> dict[str, str]:
-    props = {"zlbench.verdict": v.verdict, "zlbench.baseline": v.baseline}
+    props = {
+        "zlbench.verdict": v.verdict,
+        "zlbench.baseline": v.baseline,
+        "zlbench.estimator": v.estimator,
+    }
     for f in v.environment:
         props[f"baseline.{f.field}"] = f.baseline or ""
         props[f"current.{f.field}"] = f.current or ""
@@ -76,23 +99,75 @@ def _properties(v: GateVerdict) -> dict[str, str]:
     return props
 
 
-def render_junit(v: GateVerdict) -> str:
-    repos = sorted({r.key.repo for r in v.rows} | {o.repo for o in v.ops})
-    props = _properties(v)
-    # ops with a failing row: that row's testcase already fails, the op gets none
+def _suite(name: str, cases: list[ET.Element], v: GateVerdict) -> ET.Element:
+    kinds = [child.tag for tc in cases for child in tc]
+    total = sum(float(tc.get("time", 0)) for tc in cases)
+    suite = ET.Element(
+        "testsuite",
+        {
+            "name": xml_text(name),
+            "tests": str(len(cases)),
+            "failures": str(kinds.count("failure")),
+            "errors": str(kinds.count("error")),
+            "skipped": str(kinds.count("skipped")),
+            "time": f"{total:.3f}",
+        },
+    )
+    if v.generated:
+        suite.set("timestamp", xml_text(v.generated))
+    props = ET.SubElement(suite, "properties")
+    for k, val in _properties(v).items():
+        ET.SubElement(props, "property", {"name": xml_text(k), "value": xml_text(val)})
+    suite.extend(cases)
+    return suite
+
+
+def _op_seconds(v: GateVerdict, durations: Mapping[str, float]) -> dict[tuple[str, str], float]:
+    out = {}
+    for o in v.ops:
+        s = durations.get(f"{o.repo}/{o.run_name}", o.duration_s)
+        if s is not None:
+            out[(o.repo, o.run_name)] = s
+    return out
+
+
+def repo_cases(v: GateVerdict, repo: str, durations: Mapping[str, float]) -> list[ET.Element]:
+    seconds = _op_seconds(v, durations)
     failing_rows = {(r.key.repo, r.key.run_name) for r in v.rows if r.verdict in FAILING_VERDICTS}
-    suites = []
-    for repo in repos:
-        cases = [_row_case(r) for r in v.rows if r.key.repo == repo]
-        for op in v.ops:
-            if op.repo != repo or op.verdict not in FAILING_VERDICTS:
-                continue
-            if (repo, op.run_name) not in failing_rows:
-                cases.append(_op_case(op))
-        suites.append(TestSuite(repo, cases, properties=props))
+    per_op: dict[tuple[str, str], int] = {}
+    for r in v.rows:
+        per_op[(r.key.repo, r.key.run_name)] = per_op.get((r.key.repo, r.key.run_name), 0) + 1
+    ops = [o for o in v.ops if o.repo == repo and o.verdict in FAILING_VERDICTS]
+    extra = [o for o in ops if (o.repo, o.run_name) not in failing_rows]
+    for o in extra:
+        per_op[(o.repo, o.run_name)] = per_op.get((o.repo, o.run_name), 0) + 1
+    context = machine_speed_line(v)
+
+    def share(k: tuple[str, str]) -> float | None:
+        return seconds[k] / per_op[k] if k in seconds else None
+
+    cases = [
+        row_case(r, share((r.key.repo, r.key.run_name)), context)
+        for r in v.rows
+        if r.key.repo == repo
+    ]
+    return cases + [op_case(o, share((o.repo, o.run_name))) for o in extra]
+
+
+def render_junit(v: GateVerdict, durations: Mapping[str, float] | None = None) -> str:
+    """``junit.xml``; ``durations`` (op key -> seconds) overrides the verdict's."""
+    durations = durations or {}
+    repos = sorted({r.key.repo for r in v.rows} | {o.repo for o in v.ops})
+    suites = [_suite(repo, repo_cases(v, repo, durations), v) for repo in repos]
     if v.verdict == "ERROR" or not suites:
-        tc = TestCase("gate", classname="zlbench.gate")
+        tc = ET.Element("testcase", {"name": "gate", "classname": "zlbench.gate"})
         if v.verdict == "ERROR":
-            tc.add_error_info(message=v.summary, error_type="ERROR")
-        suites.append(TestSuite("zlbench", [tc], properties=props))
-    return to_xml_report_string(suites, prettyprint=True, encoding="utf-8")
+            _outcome(tc, "error", "ERROR", xml_text(v.summary.splitlines()[0]), xml_text(v.summary))
+        suites.append(_suite("zlbench", [tc], v))
+    root = ET.Element("testsuites", {"name": "zlbench gate"})
+    for attr in ("tests", "failures", "errors"):
+        root.set(attr, str(sum(int(s.get(attr, 0)) for s in suites)))
+    root.set("time", f"{sum(float(s.get('time', 0)) for s in suites):.3f}")
+    root.extend(suites)
+    ET.indent(root, "\t")
+    return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"

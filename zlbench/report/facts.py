@@ -1,0 +1,171 @@
+"""The numbers every report shows, computed and worded once (markdown, HTML, JUnit,
+``compare``), so that they agree: one sign (+ = more kernel time, slower), one
+name per number (docs/reports.md).
+
+* **FlagGems µs**: the kernel latency, baseline → current;
+* **kernel time**: ``current / baseline - 1``, uncorrected;
+* **judged change**: ``1 / ratio - 1``, the kernel time change after the
+  machine-speed correction: the number the gate judges;
+* **limit**: the judged change at the row's threshold (``1 / (1 - t) - 1``).
+
+Pure: plain text without any artifact string (callers escape those).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from zlbench.gate.estimators import geomean
+from zlbench.models import (
+    GateVerdict,
+    MachineSpeed,
+    RowVerdict,
+    ThresholdDefaults,
+    ThresholdsFile,
+    Verdict,
+)
+
+# A row is "near its threshold" when its judged change uses this share of its limit.
+NEAR = 0.6
+JUDGED = (Verdict.PASS, Verdict.REGRESSION, Verdict.IMPROVEMENT)
+
+
+@dataclass
+class ReportExtras:
+    """What the gate workflow may add to the reports; every field optional."""
+
+    artifact_url: str = ""  # where the full report is (the run's artifacts page)
+    codegen: tuple[int, int] | None = None  # (kernels whose code changed, kernels compared)
+    explanations: Mapping[str, str] = field(default_factory=dict)  # op key -> one line
+    ir_diffs: Mapping[str, str] = field(default_factory=dict)  # op key -> diff text (HTML)
+    durations: Mapping[str, float] = field(default_factory=dict)  # op key -> s (JUnit)
+
+
+def pct(x: float | None, digits: int = 1) -> str:
+    """A signed relative change: ``+20.0 %``."""
+    return "n/a" if x is None else f"{x * 100:+.{digits}f} %"
+
+
+def fmt_us(x: float | None) -> str:
+    if x is None:
+        return "n/a"
+    return f"{x:.2f}" if abs(x) < 10 else f"{x:.1f}"
+
+
+def limit_of(threshold: float | None) -> float | None:
+    """The judged change at a (regression) threshold: ``1 / (1 - t) - 1``."""
+    return None if threshold is None or threshold >= 1 else 1.0 / (1.0 - threshold) - 1.0
+
+
+def us_pair(a: float | None, b: float | None) -> str:
+    """``baseline → current`` in µs (one side alone for new or missing rows)."""
+    if a is None and b is None:
+        return "n/a"
+    return f"{fmt_us(a)} → {fmt_us(b)}"
+
+
+def confirmed_text(r: RowVerdict) -> str:
+    n = len(r.samples)
+    if r.confirmed is True:
+        return f"yes (median of {n})"
+    if r.confirmed is False:
+        return f"no (median of {n})"
+    return "not re-measured" if r.verdict is Verdict.REGRESSION else ""
+
+
+def row_numbers(r: RowVerdict) -> str:
+    """One line of a row's numbers, the same words in every medium."""
+    parts = [
+        f"FlagGems {us_pair(r.baseline_us, r.current_us)} µs (kernel time {pct(r.kernel_change)})",
+        f"torch {us_pair(r.baseline_torch_us, r.current_torch_us)} µs",
+    ]
+    if r.judged_change is not None:
+        parts.append(f"judged change {pct(r.judged_change)} (limit {pct(r.limit)})")
+    if c := confirmed_text(r):
+        parts.append(f"confirmed: {c}")
+    return "; ".join(parts)
+
+
+def speed_words(m: MachineSpeed) -> str:
+    d = m.torch_change
+    if abs(d) < 0.0005:
+        return "torch at the baseline host's speed"
+    return f"torch {abs(d) * 100:.1f} % {'slower' if d > 0 else 'faster'} than the baseline host"
+
+
+def machine_speed_line(v: GateVerdict, host: str = "") -> str:
+    """The run's machine-speed correction, stated once; ``host``: how to show a host
+    name (the caller escapes it), "" to leave names out when there is one host."""
+    ms = v.machine_speed
+    if not ms:
+        return ""
+    if len(ms) == 1:
+        said = f"this runner measured {speed_words(ms[0])} (median over {ms[0].rows} rows)"
+    else:
+        said = "; ".join(f"{host or 'runner'} {i + 1}: {speed_words(m)}" for i, m in enumerate(ms))
+    if all(m.applied for m in ms):
+        return f"Machine-speed correction: {said}; every judged change is corrected by it."
+    return (
+        f"Machine-speed correction: {said}; each row is corrected by its own torch "
+        f"latency (estimator `{v.estimator}`)."
+    )
+
+
+def nondefault_thresholds(th: ThresholdsFile | None) -> list[str]:
+    """``field: value (default …)`` for each setting that differs from zlbench's defaults,
+    then one line per op and per row override."""
+    if th is None:
+        return []
+    base = ThresholdDefaults()
+    out = [
+        f"{name}: {getattr(th, name)} (default {getattr(base, name)})"
+        for name in ThresholdDefaults.model_fields
+        if getattr(th, name) != getattr(base, name)
+    ]
+    out += [f"ops.{op}: {t}" for op, t in th.ops.items()]
+    for o in th.rows:
+        where = " ".join(x for x in (o.op, o.dtype, o.shape) if x)
+        out.append(f"rows: {where}: {o.threshold}")
+    return out
+
+
+def judged_rows(rows: Iterable[RowVerdict]) -> list[RowVerdict]:
+    return [r for r in rows if r.verdict in JUDGED and r.judged_change is not None]
+
+
+def geomean_changes(rows: Iterable[RowVerdict]) -> tuple[float | None, float | None, int]:
+    """(judged change, kernel time change, rows) as geometric means over judged rows."""
+    rs = judged_rows(rows)
+    gm = geomean(1.0 + r.judged_change for r in rs)
+    gk = geomean(1.0 + r.kernel_change for r in rs if r.kernel_change is not None)
+    return (None if gm is None else gm - 1.0), (None if gk is None else gk - 1.0), len(rs)
+
+
+def largest_moves(rows: Iterable[RowVerdict], n: int = 3) -> list[RowVerdict]:
+    """The ``n`` rows that moved most toward slower, then the ``n`` toward faster."""
+    rs = sorted(judged_rows(rows), key=lambda r: -r.judged_change)
+    slower = [r for r in rs if r.judged_change > 0][:n]
+    faster = [r for r in reversed(rs) if r.judged_change < 0][:n]
+    return slower + faster
+
+
+def near_threshold(rows: Iterable[RowVerdict]) -> list[RowVerdict]:
+    """Passing rows whose judged change uses at least NEAR of their limit."""
+    return sorted(
+        (
+            r
+            for r in judged_rows(rows)
+            if r.verdict is Verdict.PASS and r.limit and r.judged_change >= NEAR * r.limit
+        ),
+        key=lambda r: -r.judged_change,
+    )
+
+
+def unconfirmed(rows: Iterable[RowVerdict]) -> list[RowVerdict]:
+    """Rows flagged as regressed that re-measurement did not confirm."""
+    return [r for r in rows if r.confirmed is False]
+
+
+def worst_first(rows: Iterable[RowVerdict]) -> list[RowVerdict]:
+    return sorted(rows, key=lambda r: -(r.judged_change if r.judged_change is not None else 0))

@@ -1,0 +1,119 @@
+"""Self-contained HTML report of a gate verdict (``report.html``).
+
+One file, no network: inline CSS and JS, a strict Content-Security-Policy (no
+remote resource can load), an SVG chart of the judged change per op drawn here,
+sortable tables of ops and rows, the failing ops' log tails and, when the
+codegen screen supplies them, the IR diffs. Every artifact string is escaped by
+jinja2's autoescape; numbers and words come from :mod:`zlbench.report.facts`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import jinja2
+
+from zlbench.models import FAILING_VERDICTS, GateVerdict, OpVerdict
+from zlbench.report.escape import clean
+from zlbench.report.facts import (
+    ReportExtras,
+    confirmed_text,
+    fmt_us,
+    geomean_changes,
+    limit_of,
+    machine_speed_line,
+    nondefault_thresholds,
+    pct,
+)
+
+BAR_H, LABEL_W, CHART_W = 18, 220, 520
+
+
+@dataclass
+class Bar:
+    label: str
+    verdict: str
+    value: float  # judged change
+    y: int
+    x: float
+    width: float
+    text_x: float
+
+
+def bars(ops: list[OpVerdict]) -> tuple[list[Bar], float]:
+    """Horizontal bars around a zero line, scaled to the largest change (>= 5 %)."""
+    shown = sorted((o for o in ops if o.judged_change is not None), key=lambda o: -o.judged_change)
+    scale = max([0.05, *(abs(o.judged_change) for o in shown)])
+    half = CHART_W / 2
+    out = []
+    for i, o in enumerate(shown):
+        w = abs(o.judged_change) / scale * (half - 50)
+        x = half if o.judged_change >= 0 else half - w
+        tx = x + w + 4 if o.judged_change >= 0 else x - 4
+        label = f"{o.repo}/{o.run_name}"
+        out.append(Bar(label, o.verdict.value, o.judged_change, i * BAR_H, x, w, tx))
+    return out, scale
+
+
+def _env() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.PackageLoader("zlbench.report", "templates"),
+        autoescape=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        undefined=jinja2.StrictUndefined,
+    )
+    env.filters["pct"] = pct
+    env.filters["limit"] = limit_of
+    env.filters["us"] = fmt_us
+    env.filters["clean"] = clean
+    env.filters["num"] = lambda x: "" if x is None else f"{x:.6g}"
+    return env
+
+
+def diff_lines(text: str) -> list[tuple[str, str]]:
+    """(css class, line) of a unified diff."""
+    out = []
+    for line in clean(text).splitlines():
+        kind = "add" if line.startswith("+") else "del" if line.startswith("-") else ""
+        out.append((kind, line))
+    return out
+
+
+def worst_first_ops(ops: list[OpVerdict]) -> list[OpVerdict]:
+    """Failing ops first, then by judged change, largest first."""
+    failing = {x for x in FAILING_VERDICTS}
+    return sorted(
+        ops,
+        key=lambda o: (o.verdict not in failing, -(o.judged_change or 0.0), o.repo, o.run_name),
+    )
+
+
+def render_html(v: GateVerdict, extras: ReportExtras | None = None) -> str:
+    extras = extras or ReportExtras()
+    judged, kernel, n = geomean_changes(v.rows)
+    chart, scale = bars(v.ops)
+    return (
+        _env()
+        .get_template("report.html.j2")
+        .render(
+            v=v,
+            judged=judged,
+            kernel=kernel,
+            judged_rows=n,
+            speed=machine_speed_line(v),
+            chart=chart,
+            chart_h=max(1, len(chart)) * BAR_H,
+            chart_w=CHART_W,
+            label_w=LABEL_W,
+            scale=scale,
+            failing={x.value for x in FAILING_VERDICTS},
+            confirmed=confirmed_text,
+            thresholds=nondefault_thresholds(v.thresholds),
+            codegen=extras.codegen,
+            explanations=dict(extras.explanations),
+            ir_diffs={k: diff_lines(t) for k, t in extras.ir_diffs.items()},
+            logs=[o for o in v.ops if o.log_tail],
+            ops=worst_first_ops(v.ops),
+        )
+    )
