@@ -116,3 +116,64 @@ def test_bad_thresholds_file_names_file_and_field(tmp_path, text, field):
         load_thresholds(f, ThresholdDefaults())
     msg = str(e.value)
     assert "thr.yaml" in msg and field in msg and "\n" not in msg
+
+
+@pytest.mark.parametrize(
+    ("text", "field"),
+    [
+        # each of these let every regression pass (issue 16)
+        ("noise_multiplier: .inf\n", "noise_multiplier"),
+        ("noise_multiplier: .nan\n", "noise_multiplier"),
+        ("noise_multiplier: 1000\n", "noise_multiplier"),
+        ("noise_multiplier: -1\n", "noise_multiplier"),
+        ("default: .nan\n", "default"),
+        ("default: .inf\n", "default"),
+        ("default: -0.05\n", "default"),
+        ("improvement: .nan\n", "improvement"),
+        ("op_aggregate: -.inf\n", "op_aggregate"),
+        ("ops: {mm: .nan}\n", "ops.mm"),
+        ("rows: [{op: mm, threshold: .nan}]\n", "rows.0.threshold"),
+        ("confirm_repeats: -1\n", "confirm_repeats"),
+        ('schema_version: "1"\n', "schema_version"),
+    ],
+)
+def test_thresholds_must_be_finite_and_in_range(tmp_path, text, field):
+    f = tmp_path / "thr.yaml"
+    f.write_text(text)
+    with pytest.raises(ZlbenchError) as e:
+        load_thresholds(f, ThresholdDefaults())
+    msg = str(e.value)
+    assert "thr.yaml" in msg and f"'{field}'" in msg and "\n" not in msg
+
+
+def test_manifest_thresholds_out_of_range_are_refused_too():
+    with pytest.raises(ZlbenchError, match="baseline manifest 'thresholds'.*noise_multiplier"):
+        load_thresholds(None, ThresholdDefaults(noise_multiplier=float("inf")))
+
+
+@pytest.mark.parametrize("value", [0.0, 2.0, 10.0])
+def test_noise_multiplier_in_range_is_kept(tmp_path, value):
+    f = tmp_path / "thr.yaml"
+    f.write_text(f"noise_multiplier: {value}\n")
+    assert load_thresholds(f, ThresholdDefaults()).noise_multiplier == value
+
+
+@pytest.mark.parametrize("flag", ["--thresholds", None])
+def test_gate_with_an_infinite_noise_multiplier_exits_2(tmp_path, capsys, flag):
+    from zlsynth import brow, crow, run_result, write_baseline, write_results
+
+    from zlbench.cli import main
+
+    s = "[1024]"
+    kw = {} if flag else {"thresholds": ThresholdDefaults(noise_multiplier=float("inf"))}
+    bl = write_baseline(tmp_path / "bl", {"add": [brow("add", s, 1.0, noise=0.01)]}, **kw)
+    r = write_results(tmp_path / "r", [run_result("add", [crow("add", s, 0.5)])])
+    (tmp_path / "thr.yaml").write_text("noise_multiplier: .inf\n")
+    extra = [flag, str(tmp_path / "thr.yaml")] if flag else []
+    rc = main(
+        ["gate", "--baseline", str(bl), "--results", str(r), "--out", str(tmp_path / "o")] + extra
+    )
+    assert rc == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "noise_multiplier" in err[0]
+    assert not (tmp_path / "o" / "verdict.json").exists()

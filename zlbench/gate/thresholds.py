@@ -28,8 +28,15 @@ def load_thresholds(path: str | Path | None, defaults: ThresholdDefaults) -> Thr
     return merged
 
 
+# A floor of 10x the baseline's noise already makes a 1 % noise row a 10 % threshold;
+# far larger (or .inf / .nan) would let every regression pass.
+MAX_NOISE_MULTIPLIER = 10.0
+
+
 def validate_thresholds(th: ThresholdsFile, where: str) -> None:
-    """Relative thresholds must lie in [0, 1); one line naming the field otherwise."""
+    """Relative thresholds must lie in [0, 1) and the noise multiplier in [0, 10],
+    finite (a NaN compares false with everything, so it is caught here too); one line
+    naming the field otherwise."""
     checks: list[tuple[str, float | None]] = [
         ("default", th.default),
         ("improvement", th.improvement),
@@ -40,8 +47,11 @@ def validate_thresholds(th: ThresholdsFile, where: str) -> None:
     for name, value in checks:
         if value is not None and not 0.0 <= value < 1.0:
             raise ZlbenchError(f"{where}: field '{name}': {value} is not in [0, 1)")
-    if th.noise_multiplier < 0:
-        raise ZlbenchError(f"{where}: field 'noise_multiplier': must be >= 0")
+    if not 0.0 <= th.noise_multiplier <= MAX_NOISE_MULTIPLIER:
+        raise ZlbenchError(
+            f"{where}: field 'noise_multiplier': {th.noise_multiplier} is not in "
+            f"[0, {MAX_NOISE_MULTIPLIER:g}]"
+        )
     if th.confirm_repeats < 0:
         raise ZlbenchError(f"{where}: field 'confirm_repeats': must be >= 0")
 
