@@ -52,6 +52,18 @@ def test_aggregate_takes_the_median_and_the_largest_deviation():
 
 
 @pytest.mark.parametrize(
+    "third, kept",
+    [(1.5, False), (float("inf"), False), (float("nan"), False), (1.45, True)],
+)
+def test_aggregate_leaves_out_a_row_too_noisy_to_judge(third, kept):
+    # median 1.0; a pass at 1.5 is 50 % off it: no threshold could judge that row
+    reps = [_run({"[1]": 1.0, "[2]": 2.0}), _run({"[1]": 1.0, "[2]": 2.0}), _run({"[1]": third})]
+    reps[2].rows.append(_run({"[2]": 2.0}).rows[0])
+    res = aggregate_op(_run({"[1]": 1.0}), reps)
+    assert [r.shape for r in res.rows] == (["[1]", "[2]"] if kept else ["[2]"])
+
+
+@pytest.mark.parametrize(
     "record, replays, why",
     [
         (None, [], "record pass left no result.json"),

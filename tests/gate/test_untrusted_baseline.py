@@ -77,7 +77,7 @@ def test_gate_refuses_a_baseline_row_edited_after_recording(tmp_path, v1, capsys
     assert not (out / "verdict.json").exists()
 
 
-@pytest.mark.parametrize("noise", [10.0, 1.0, -0.1, float("inf"), float("nan")])
+@pytest.mark.parametrize("noise", [10.0, 0.5, -0.1, float("inf"), float("nan")])
 def test_gate_refuses_an_insane_noise_even_with_hashes_recorded(tmp_path, v1, capsys, noise):
     edit_result(v1, "softmax", noise=noise)
     rehash(v1)
@@ -145,13 +145,13 @@ def test_a_modified_baseline_is_refused_by_every_reader(v1):
 # --------------------------------------------------------------------------- noise model
 
 
-@pytest.mark.parametrize("noise", [float("inf"), float("nan"), -0.01, 1.0, 10.0])
+@pytest.mark.parametrize("noise", [float("inf"), float("nan"), -0.01, 0.5, 10.0])
 def test_baseline_row_noise_must_be_a_sane_fraction(noise):
     with pytest.raises(ValueError, match="noise"):
         BaselineRow(op="x", dtype="bfloat16", shape="[1]", speedup=1.0, noise=noise)
 
 
-@pytest.mark.parametrize("noise", [0.0, 0.0139, 0.99])
+@pytest.mark.parametrize("noise", [0.0, 0.0139, 0.49])
 def test_baseline_row_noise_in_range_is_kept(noise):
     assert BaselineRow(op="x", dtype="f", shape="[1]", speedup=1.0, noise=noise).noise == noise
 
