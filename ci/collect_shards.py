@@ -9,9 +9,11 @@ Each folder is what ci/run_shard.sh wrote: ``shard.json`` ({"shard": K,
 "count": N, "exit_code": rc}) and ``gate/``, the ``--out`` dir of
 ``zlbench gate --shard K/N``.
 
-Every shard must be there, must say it is shard K of N, and must have measured
-(exit code 0 or 1). Anything else fails with one line naming every bad shard and
-exit 2: the judge never passes with a shard missing. On success FILE gets one
+Every shard must be there, must say it is shard K of N, must have measured
+(exit code 0 or 1), and its folder, shard.json and gate/results/ must lie inside
+SHARDS_ROOT (no symlink out: an artifact is written by the PR's compiler's job).
+Anything else fails with one line naming every bad shard and exit 2: the judge
+never passes with a shard missing. On success FILE gets one
 gate dir per line, in shard order (``gate``, holding ``results/`` and, when the
 shard confirmed a regression, ``confirm/<i>/``), ready for ``zlbench merge``,
 which merges them into one gate-shaped dir for ``zlbench gate --results``.
@@ -46,11 +48,29 @@ def _shard_dir(root: Path, k: int, n: int) -> Path:
     return root / artifact_name(k, n)
 
 
+def _links_out(root: Path, d: Path) -> str | None:
+    """What of shard dir ``d`` leads out of ``root`` through a symlink, or None."""
+    from zlbench.errors import ZlbenchError
+    from zlbench.models import resolve_inside
+
+    rel = d.relative_to(root).as_posix() if d != root else ""
+    for part in ("", "shard.json", "gate", "gate/results"):
+        path = f"{rel}/{part}".strip("/")
+        try:
+            resolve_inside(root, path)
+        except ZlbenchError:
+            return path or "."
+    return None
+
+
 def _check_one(root: Path, k: int, n: int) -> tuple[Path | None, str | None]:
     """(gate dir, None) for a good shard, else (None, problem)."""
     d = _shard_dir(root, k, n)
     if not d.is_dir():
         return None, f"{k}/{n} missing (no artifact {artifact_name(k, n)})"
+    out = _links_out(root, d)
+    if out is not None:
+        return None, f"{k}/{n} has {out} linked outside {root}"
     try:
         info = json.loads((d / "shard.json").read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError):

@@ -77,13 +77,31 @@ def check_ref(what: str, value: str) -> str:
 
 
 def check_relpath(root: Path, what: str, value: str, must_be_dir: bool) -> str:
-    p = Path(value)
-    if p.is_absolute() or ".." in p.parts:
-        raise CiError(f"{what} must be a path inside the zlbench checkout, got {value!r}")
-    full = root / p
+    """``value`` as a relative path inside the checkout (no absolute path, no ``..``,
+    no symlink out: zlbench.models.resolve_inside) that exists."""
+    from zlbench.errors import ZlbenchError
+    from zlbench.models import resolve_inside
+
+    try:
+        full = resolve_inside(root, value, what)
+    except ZlbenchError:
+        raise CiError(f"{what} must be a path inside the zlbench checkout, got {value!r}") from None
     if not (full.is_dir() if must_be_dir else full.is_file()):
         raise CiError(f"{what} {value!r} does not exist in the zlbench checkout")
-    return p.as_posix()
+    return Path(value).as_posix()
+
+
+def check_baseline_intact(baseline: Path) -> None:
+    """The baseline matches its manifest (content hashes, shape file): refused here,
+    before any GPU job, as every `zlbench gate` would refuse it."""
+    from zlbench.errors import ZlbenchError
+    from zlbench.gate.baselines import check_intact
+    from zlbench.models import BaselineManifest, load_yaml_model
+
+    try:
+        check_intact(baseline, load_yaml_model(baseline / "manifest.yaml", BaselineManifest))
+    except ZlbenchError as e:
+        raise CiError(str(e)) from None
 
 
 def manifest_commits(baseline: Path) -> dict[str, str]:
@@ -136,6 +154,7 @@ def resolve(env: dict[str, str], root: Path) -> dict[str, str]:
     vllm_repo = g("IN_FLAGGEMS_VLLM_REPOSITORY")
     if "vllm" in commits and not vllm_repo:
         raise CiError("the baseline has vllm ops: give the flaggems_vllm_repository input")
+    check_baseline_intact(root / baseline)
     shards = parse_shards(g("IN_SHARDS"))
     return {
         "shards": json.dumps(shards),

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from zlbench.gate.baselines import content_hashes
 from zlbench.models import BaselineManifest, dump_yaml_model
 
 # --------------------------------------------------------------------------- gate_setup.py
@@ -21,10 +22,14 @@ from zlbench.models import BaselineManifest, dump_yaml_model
 @pytest.fixture
 def setup_root(tmp_path: Path) -> Path:
     """A zlbench checkout (git) with baselines/v1 and an ops file."""
+    op = tmp_path / "baselines" / "v1" / "main" / "add"
+    op.mkdir(parents=True)
+    (op / "result.json").write_text("{}\n")
     manifest = BaselineManifest(
         name="v1",
         created="2026-01-01T00:00:00Z",
         flaggems={"main": {"package": "flag_gems", "commit": "a" * 40}},
+        files=content_hashes(tmp_path / "baselines" / "v1"),
     )
     dump_yaml_model(tmp_path / "baselines" / "v1" / "manifest.yaml", manifest)
     (tmp_path / "ops").mkdir()
@@ -120,6 +125,24 @@ def test_setup_checks_the_manifest(ci_module, setup_root, flaggems, match):
         setup.resolve(CALLED, setup_root)
 
 
+def test_setup_refuses_a_baseline_that_does_not_match_its_manifest(ci_module, setup_root):
+    setup = ci_module("gate_setup")
+    (setup_root / "baselines" / "v1" / "main" / "add" / "result.json").write_text("{ }\n")
+    with pytest.raises(setup.CiError, match="main/add/result.json: content changed"):
+        setup.resolve(CALLED, setup_root)
+
+
+def test_setup_refuses_a_baseline_linked_out_of_the_checkout(ci_module, setup_root, tmp_path):
+    setup = ci_module("gate_setup")
+    (setup_root / "baselines" / "v2").symlink_to(setup_root / "baselines" / "v1")
+    assert setup.resolve({**CALLED, "IN_BASELINE": "baselines/v2"}, setup_root)["baseline"]
+    outside = tmp_path.parent / f"{tmp_path.name}-outside"
+    outside.mkdir()
+    (setup_root / "baselines" / "v3").symlink_to(outside)
+    with pytest.raises(setup.CiError, match="must be a path inside the zlbench checkout"):
+        setup.resolve({**CALLED, "IN_BASELINE": "baselines/v3"}, setup_root)
+
+
 def test_setup_script_writes_outputs_or_fails_clearly(sandbox, setup_root):
     proc = sandbox.run("gate_setup.py", cwd=setup_root, **CALLED, IN_SHARDS="2")
     assert proc.returncode == 0, proc.stdout + proc.stderr
@@ -200,6 +223,25 @@ def test_collect_refuses_incomplete_shards(ci_module, tmp_path, damage, match):
         make_shard(tmp_path, 1, 4)
     with pytest.raises(collect.CiError, match=match):
         collect.collect(tmp_path, 3)
+
+
+@pytest.mark.parametrize("part", ["gate", "gate/results", "shard.json", "."])
+def test_collect_refuses_a_shard_linked_out_of_the_artifacts(ci_module, tmp_path, part):
+    import shutil
+
+    collect = ci_module("collect_shards")
+    root = tmp_path / "shards"
+    for k in (1, 2):
+        make_shard(root, k, 2)
+    elsewhere = make_shard(tmp_path / "elsewhere", 2, 2)
+    target = root / "zlbench-shard-2-of-2" / part
+    if target.is_dir():
+        shutil.rmtree(target)
+    else:
+        target.unlink()
+    target.symlink_to(elsewhere / part)
+    with pytest.raises(collect.CiError, match=r"2/2 has .* linked outside"):
+        collect.collect(root, 2)
 
 
 def test_collect_script_fails_the_step_when_a_shard_is_missing(sandbox):
