@@ -23,6 +23,8 @@ COMMANDS = (
     "report",
     "compare",
     "baseline",
+    "codegen",
+    "explain",
 )
 
 

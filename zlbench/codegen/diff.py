@@ -142,6 +142,7 @@ def screen_kernel(
         deltas=resource_deltas(base_res, cur_res),
         diff_file=diff_file if stage is not None else None,
         error=why,
+        notes=list(cur.notes) if cur is not None else [],
         ops=sorted(ops),
         rows=sorted(rows, key=lambda r: (r.repo, r.run_name, r.op, r.dtype, r.shape, r.occurrence)),
     )

@@ -69,6 +69,7 @@ class KernelScreen(_Model):
     deltas: dict[str, float] = Field(default_factory=dict)  # RESOURCES: current - baseline
     diff_file: str | None = None  # relative to the screen's out dir: diffs/<id>.diff
     error: str | None = None  # compile failure (first lines) or why missing
+    notes: list[str] = Field(default_factory=list)  # the rebuild's remarks ("source changed")
     ops: list[str] = Field(default_factory=list)  # "<repo>/<run_name>" that launched it
     rows: list[RowKey] = Field(default_factory=list)  # baseline rows that launched it
 

@@ -1,0 +1,53 @@
+"""A stand-in for the rebuild worker in the screen's orchestration tests (no triton).
+
+``python -m fakeworker IN.json OUT_DIR``: for each requested kernel, looks up what
+to "compile" in the JSON file named by ``FAKE_CODEGEN_PLAN``: kernel name ->
+``{"texts": {stage: text}, "figures": {...}}``, ``"fail"`` (a compile error),
+``"crash"`` (the process dies: SIGSEGV) or ``"skip"`` (no result written). A
+dict with ``"crash_unless_alone": true`` dies unless the chunk holds only it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+from pathlib import Path
+
+from cgsynth import result, write_index
+
+from zlbench.models.codegen import CodegenIndex, CompileRecord
+
+
+def rebuild(rec: CompileRecord, how, alone: bool) -> CompileRecord | None:
+    lonely = isinstance(how, dict) and how.get("crash_unless_alone")
+    if how == "crash" or (lonely and not alone):
+        os.kill(os.getpid(), signal.SIGSEGV)
+    if how == "skip":
+        return None
+    if how == "fail" or how is None:
+        return CompileRecord(id=rec.id, request=rec.request, error="compile failed: Boom: no")
+    texts = {k: v.encode() for k, v in how["texts"].items()}
+    return rec.model_copy(update={"result": result(texts, **how.get("figures", {}))})
+
+
+def main(argv: list[str]) -> int:
+    plan = json.loads(Path(os.environ["FAKE_CODEGEN_PLAN"]).read_text())
+    index = CodegenIndex.model_validate_json(Path(argv[0]).read_text())
+    out, blobs = [], []
+    for rec in index.records:
+        how = plan.get(rec.request.kernel.name)
+        got = rebuild(rec, how, alone=len(index.records) == 1)
+        if got is None:
+            continue
+        out.append(got)
+        if isinstance(how, dict):
+            blobs.append({k: v.encode() for k, v in how["texts"].items()})
+    write_index(Path(argv[1]) / "codegen", out, blobs)
+    print(f"fakeworker: {len(out)} rebuilt", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,136 @@
+"""zlbench.codegen.select: which ops the gate must time; row explanations."""
+
+from __future__ import annotations
+
+from zlbench.codegen.select import kernel_note, ops_to_time, row_notes
+from zlbench.models import BaselineResult, BaselineRow, RowKey
+from zlbench.models.codegen_screen import CodegenClass, CodegenScreen, KernelScreen
+from zlbench.report.codegen import note_text, row_explanation
+
+SHAPE = "[torch.Size([64])]"
+
+
+def _rows(run_name: str, n: int) -> list[RowKey]:
+    return [RowKey(repo="main", run_name=run_name, op=run_name, dtype="float16", shape=SHAPE,
+                   occurrence=i) for i in range(n)]  # fmt: skip
+
+
+def _result(run_name: str, n: int = 1, op: str | None = None) -> BaselineResult:
+    rows = [BaselineRow(op=run_name, dtype="float16", shape=SHAPE, occurrence=i) for i in range(n)]
+    return BaselineResult(
+        repo="main", run_name=run_name, op=op or run_name, timing="cudagraph", rows=rows
+    )
+
+
+def _kernel(name: str, status: CodegenClass, rows: list[RowKey], **kw) -> KernelScreen:
+    ops = sorted({f"{r.repo}/{r.run_name}" for r in rows})
+    return KernelScreen(kernel_id=f"id-{name}", name=name, status=status, ops=ops, rows=rows, **kw)
+
+
+def _screen(*kernels: KernelScreen, without: tuple[str, ...] = ()) -> CodegenScreen:
+    return CodegenScreen(baseline_dir="b", kernels=list(kernels), ops_without_records=list(without))
+
+
+BASE = {
+    "main/add": _result("add", 2),
+    "main/mm": _result("mm", 1),
+    "main/sum": _result("sum", 1),
+}
+
+
+def test_op_with_all_kernels_identical_and_rows_covered_is_skipped():
+    s = _screen(
+        _kernel("add_k", CodegenClass.IDENTICAL, _rows("add", 2)),
+        _kernel("mm_k", CodegenClass.IDENTICAL, _rows("mm", 1)),
+        _kernel("sum_k", CodegenClass.IDENTICAL, _rows("sum", 1)),
+    )
+    plan = ops_to_time(s, BASE)
+    assert plan.time == {}
+    assert set(plan.skip) == set(BASE)
+    assert plan.skip["main/add"] == "all 1 kernel(s) identical; all 2 row(s) covered"
+
+
+def test_every_unproven_class_makes_the_op_timed():
+    for status in CodegenClass:
+        if status is CodegenClass.IDENTICAL:
+            continue
+        s = _screen(
+            _kernel("add_k", status, _rows("add", 2)),
+            _kernel("mm_k", CodegenClass.IDENTICAL, _rows("mm", 1)),
+            _kernel("sum_k", CodegenClass.IDENTICAL, _rows("sum", 1)),
+        )
+        plan = ops_to_time(s, BASE)
+        assert plan.timed_ops() == {"main/add"}, status
+        assert plan.time["main/add"].startswith("kernel(s) add_k (")
+
+
+def test_shared_kernel_change_times_every_op_that_launched_it():
+    shared = _kernel("helper", CodegenClass.SASS, _rows("add", 2) + _rows("sum", 1))
+    s = _screen(shared, _kernel("mm_k", CodegenClass.IDENTICAL, _rows("mm", 1)))
+    assert ops_to_time(s, BASE).timed_ops() == {"main/add", "main/sum"}
+
+
+def test_row_no_record_names_is_timed():
+    s = _screen(
+        _kernel("add_k", CodegenClass.IDENTICAL, _rows("add", 1)),  # row #1 unknown
+        _kernel("mm_k", CodegenClass.IDENTICAL, _rows("mm", 1)),
+        _kernel("sum_k", CodegenClass.IDENTICAL, _rows("sum", 1)),
+    )
+    plan = ops_to_time(s, BASE)
+    assert plan.time == {"main/add": "1 row(s) whose kernels the records do not name"}
+
+
+def test_op_without_records_or_kernels_is_timed():
+    s = _screen(_kernel("mm_k", CodegenClass.IDENTICAL, _rows("mm", 1)), without=("main/add",))
+    plan = ops_to_time(s, BASE)
+    assert plan.time == {
+        "main/add": "no codegen records in the baseline",
+        "main/sum": "no kernel of this op in the codegen screen",
+    }
+    assert set(plan.skip) == {"main/mm"}
+
+
+def test_sentinels_are_always_timed_by_any_spec_form():
+    s = _screen(
+        _kernel("add_k", CodegenClass.IDENTICAL, _rows("add", 2)),
+        _kernel("mm_k", CodegenClass.IDENTICAL, _rows("mm__at__test_mm.py", 1)),
+        _kernel("sum_k", CodegenClass.IDENTICAL, _rows("sum", 1)),
+    )
+    base = dict(BASE)
+    base["main/mm__at__test_mm.py"] = _result("mm__at__test_mm.py", 1, op="mm@test_mm.py")
+    del base["main/mm"]
+    plan = ops_to_time(s, base, sentinels=["add", "mm@test_mm.py"])
+    assert plan.time == {"main/add": "sentinel op", "main/mm__at__test_mm.py": "sentinel op"}
+    assert set(plan.skip) == {"main/sum"}
+
+
+def test_row_notes_put_changed_kernels_first_and_prefix_diffs():
+    rows = _rows("add", 2)
+    changed = _kernel(
+        "b_kernel", CodegenClass.TTGIR, rows[:1], first_stage="ttgir", config="BLOCK=64",
+        deltas={"n_regs": 8.0, "compile_s": 0.1}, diff_file="diffs/id-b.diff",
+    )  # fmt: skip
+    same = _kernel("a_kernel", CodegenClass.IDENTICAL, rows)
+    notes = row_notes(rows, _screen(same, changed), diff_prefix="codegen/")
+    assert [n.name for n in notes[rows[0]]] == ["b_kernel", "a_kernel"]
+    assert [n.name for n in notes[rows[1]]] == ["a_kernel"]
+    assert notes[rows[0]][0].diff_file == "codegen/diffs/id-b.diff"
+    assert row_notes(_rows("zzz", 1), _screen(same))[_rows("zzz", 1)[0]] == []
+
+
+def test_row_explanation_text():
+    rows = _rows("add", 1)
+    k = _kernel(
+        "b_kernel", CodegenClass.TTGIR, rows, first_stage="ttgir", config="BLOCK=64",
+        deltas={"n_regs": 8.0, "n_spills": 0.0, "compile_s": 0.1}, diff_file="diffs/x.diff",
+    )  # fmt: skip
+    note = kernel_note(k, "codegen/")
+    assert note_text(note) == (
+        "b_kernel [BLOCK=64]: TTGIR changed (first stage ttgir); regs +8; diff codegen/diffs/x.diff"
+    )
+    assert row_explanation([note]).startswith("codegen: b_kernel [BLOCK=64]: TTGIR changed")
+    same = kernel_note(_kernel("a", CodegenClass.IDENTICAL, rows))
+    assert row_explanation([same, same]) == "codegen: all 2 kernel(s) identical to the baseline's"
+    assert row_explanation([]) == "codegen: kernels unknown (no record names this row)"
+    failed = kernel_note(_kernel("f", CodegenClass.FAILED, rows, error="compile failed: X"))
+    assert note_text(failed) == "f: compile failed; compile failed: X"

@@ -1,0 +1,59 @@
+"""`zlbench codegen --baseline B`: rebuild every kernel the baseline recorded with
+the compiler importable here, classify each, write codegen.{json,md} and diffs/
+(docs/codegen.md). Exit 1 when a kernel the baseline compiled fails to compile."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from pathlib import Path
+
+from zlbench.cli.settings import Settings
+from zlbench.codegen.screen import ScreenOptions, run_screen
+from zlbench.errors import ZlbenchError
+from zlbench.report.codegen import headline
+from zlbench.report.escape import log_line
+
+
+def add_parser(sub) -> None:
+    p = sub.add_parser("codegen", help="rebuild a baseline's kernels and diff the generated code")
+    p.add_argument("--baseline", required=True, metavar="B", help="baseline (or batch) dir")
+    p.add_argument("--jobs", type=int, default=1, metavar="N", help="parallel rebuild processes")
+    p.add_argument("--out", default="zlbench-codegen", metavar="DIR")
+    p.add_argument(
+        "--python",
+        metavar="PY",
+        help="interpreter whose triton rebuilds the kernels (default: this one)",
+    )
+    p.set_defaults(func=_run)
+
+
+def _run(args) -> int:
+    if args.jobs < 1:
+        raise ZlbenchError(f"--jobs must be at least 1 (got {args.jobs})")
+    opts = ScreenOptions(
+        baseline=Path(args.baseline),
+        out=Path(args.out),
+        jobs=args.jobs,
+        python=_interpreter(args.python),
+        worker_args=_flaggems_args(Settings.from_env()),
+    )
+    screen = run_screen(opts, say=lambda s: print(s, file=sys.stderr, flush=True))
+    print(f"zlbench codegen: {headline(screen)}; wrote {opts.out}/codegen.md")
+    for k in screen.failed():
+        print(log_line(f"FAILED {k.name} [{k.config}]: {k.error}"), file=sys.stderr)
+    return 1 if screen.failed() else 0
+
+
+def _interpreter(python: str | None) -> str:
+    if python is None:
+        return sys.executable
+    found = shutil.which(python)
+    if found is None:
+        raise ZlbenchError(f"--python {python}: no such interpreter")
+    return found
+
+
+def _flaggems_args(settings: Settings) -> list[str]:
+    """Where the worker finds FlagGems sources not recorded in full."""
+    return [a for repo, d in settings.flaggems_dirs.items() for a in ("--flaggems", f"{repo}={d}")]

@@ -1,0 +1,32 @@
+"""Split a screen's kernels into chunks of about equal compile time (pure)."""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Mapping
+
+DEFAULT_COMPILE_S = 1.0  # estimate for a kernel whose baseline compile time is unknown
+
+
+def split(estimates: Mapping[str, float | None], n_chunks: int) -> list[list[str]]:
+    """Ids dealt into at most ``n_chunks`` non-empty chunks, longest first onto the
+    lightest chunk (so one slow kernel does not leave the other workers idle).
+    Deterministic: ties are broken by id."""
+    if n_chunks < 1:
+        raise ValueError("n_chunks must be >= 1")
+    cost = {k: (v if v is not None and v > 0 else DEFAULT_COMPILE_S) for k, v in estimates.items()}
+    order = sorted(cost, key=lambda k: (-cost[k], k))
+    n = min(n_chunks, len(order))
+    heap = [(0.0, i) for i in range(n)]
+    chunks: list[list[str]] = [[] for _ in range(n)]
+    for kid in order:
+        load, i = heapq.heappop(heap)
+        chunks[i].append(kid)
+        heapq.heappush(heap, (load + cost[kid], i))
+    return chunks
+
+
+def n_chunks(kernels: int, jobs: int, per_job: int = 2) -> int:
+    """How many chunks: ``per_job`` per worker slot (finer progress, better balance),
+    never more than there are kernels."""
+    return max(1, min(kernels, jobs * per_job))

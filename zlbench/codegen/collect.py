@@ -1,0 +1,88 @@
+"""Every compile record of a baseline (or batch) dir, deduplicated by request id.
+
+Reads ``<dir>/<repo>/<run_name>/codegen/index.json`` (``models.codegen``); writes
+nothing and never imports triton. A kernel used by several ops is one entry whose
+uses are merged; a record's blobs are read from the codegen dir it came from.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from zlbench.errors import ZlbenchError
+from zlbench.models.codegen import (
+    CODEGEN_DIR,
+    CODEGEN_INDEX,
+    CompileRecord,
+    load_codegen_index,
+)
+from zlbench.models.run import RowKey
+
+
+@dataclass
+class BaselineKernels:
+    root: Path
+    records: dict[str, CompileRecord] = field(default_factory=dict)  # id -> first record
+    blob_dirs: dict[str, Path] = field(default_factory=dict)  # id -> its codegen dir
+    ops: dict[str, set[str]] = field(default_factory=dict)  # id -> "<repo>/<run_name>"
+    rows: dict[str, set[RowKey]] = field(default_factory=dict)  # id -> rows that launched it
+    op_kernels: dict[str, set[str]] = field(default_factory=dict)  # op key -> ids
+    ops_without_records: list[str] = field(default_factory=list)  # ops with result.json only
+
+
+def run_dirs(root: Path) -> list[Path]:
+    """The ``<repo>/<run_name>`` dirs under ``root`` holding a result or a codegen index."""
+    found = {p.parent for p in root.glob("*/*/result.json")}
+    found |= {p.parent.parent for p in root.glob(f"*/*/{CODEGEN_DIR}/{CODEGEN_INDEX}")}
+    return sorted(found)
+
+
+def collect(root: str | Path) -> BaselineKernels:
+    """All records under ``root``. No record at all is a ZlbenchError (exit 2)."""
+    root = Path(root)
+    if not root.is_dir():
+        raise ZlbenchError(f"{root}: baseline dir not found")
+    out = BaselineKernels(root)
+    for run_dir in run_dirs(root):
+        key = f"{run_dir.parent.name}/{run_dir.name}"
+        index = load_codegen_index(run_dir)
+        if index is None:
+            out.ops_without_records.append(key)
+            continue
+        out.op_kernels[key] = set()
+        for rec in index.records:
+            _add(out, key, run_dir / CODEGEN_DIR, rec)
+    if not out.records:
+        raise ZlbenchError(
+            f"{root}: no codegen records (<repo>/<run_name>/{CODEGEN_DIR}/{CODEGEN_INDEX}); "
+            "a baseline recorded before codegen recording cannot be screened: refresh it"
+        )
+    return out
+
+
+def _add(out: BaselineKernels, key: str, cg_dir: Path, rec: CompileRecord) -> None:
+    if rec.id != rec.request.key():
+        raise ZlbenchError(
+            f"{cg_dir / CODEGEN_INDEX}: record {rec.id} does not match its request "
+            f"(key {rec.request.key()}): corrupted"
+        )
+    if rec.id not in out.records:
+        out.records[rec.id] = rec
+        out.blob_dirs[rec.id] = cg_dir
+    out.ops.setdefault(rec.id, set()).add(key)
+    out.op_kernels[key].add(rec.id)
+    repo = key.split("/", 1)[0]
+    rows = out.rows.setdefault(rec.id, set())
+    for use in rec.used_by:
+        if use.dtype is not None and use.shape is not None:
+            rows.add(
+                RowKey(
+                    repo=repo,
+                    run_name=use.run_name,
+                    op=use.op,
+                    dtype=use.dtype,
+                    shape=use.shape,
+                    occurrence=use.occurrence,
+                )
+            )

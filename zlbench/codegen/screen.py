@@ -1,0 +1,169 @@
+"""Run the codegen screen: rebuild a baseline's kernels in parallel worker
+processes with the compiler under test, classify them, write the output.
+
+Never imports triton: the workers (the compiler side's rebuild worker, run as
+``python -m``) do, in the interpreter given (default: this one). Output
+(docs/codegen.md)::
+
+    <out>/codegen.json          models.codegen_screen.CodegenScreen
+    <out>/codegen.md            markdown section (report.codegen)
+    <out>/diffs/<kernel>.diff   unified diff of the first differing stage
+
+Every file is written atomically, and ``diffs/`` is replaced as a whole, so an
+interrupted screen never leaves a half-written or mixed output.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+from zlbench.codegen import worker_pool
+from zlbench.codegen.chunks import n_chunks, split
+from zlbench.codegen.collect import BaselineKernels, collect
+from zlbench.codegen.diff import count_classes, resources, screen_kernel, stage_diff
+from zlbench.models.base import atomic_write_text, dump_json_model
+from zlbench.models.codegen import CompileRecord, StageDigest, read_blob
+from zlbench.models.codegen_screen import CHANGED_CLASSES, CodegenClass, CodegenScreen, KernelScreen
+from zlbench.report.codegen import render_codegen
+
+SCREEN_JSON = "codegen.json"
+SCREEN_MD = "codegen.md"
+DIFFS_DIR = "diffs"
+
+
+@dataclass
+class ScreenOptions:
+    baseline: Path
+    out: Path
+    jobs: int = 1
+    python: str = field(default_factory=lambda: sys.executable)
+    env: dict[str, str] = field(default_factory=dict)  # extra environment for the workers
+    worker_args: list[str] = field(default_factory=list)  # extra worker arguments
+    # run as `python -m` (read at construction: tests point it at a stand-in)
+    worker_module: str = field(default_factory=lambda: worker_pool.WORKER_MODULE)
+    chunks_per_job: int = 2
+
+
+def run_screen(opts: ScreenOptions, say: Callable[[str], None] = lambda s: None) -> CodegenScreen:
+    """Screen every kernel of ``opts.baseline``; write and return the result."""
+    started = time.monotonic()
+    base = collect(opts.baseline)
+    ids = sorted(base.records)
+    estimates = {i: _compile_s(base.records[i]) for i in ids}
+    chunks = split(estimates, n_chunks(len(ids), opts.jobs, opts.chunks_per_job))
+    opts.out.mkdir(parents=True, exist_ok=True)
+    staged = Path(tempfile.mkdtemp(dir=opts.out, prefix=f".{DIFFS_DIR}."))
+    try:
+        with tempfile.TemporaryDirectory(prefix="zlbench-codegen-") as tmp:
+            progress = _Progress(say, len(ids), started, lambda i, r: _screen_one(base, i, r))
+            rebuilt, dirs = worker_pool.rebuild_all(base, chunks, opts, Path(tmp), progress)
+            kernels = [_screen_one(base, i, rebuilt.get(i)) for i in ids]
+            _write_diffs(base, kernels, rebuilt, dirs, staged)
+        screen = CodegenScreen(
+            baseline_dir=str(opts.baseline),
+            compiler=worker_pool.compiler_version(rebuilt),
+            python=opts.python,
+            generated=datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            wall_s=round(time.monotonic() - started, 2),
+            jobs=opts.jobs,
+            counts=count_classes(kernels),
+            kernels=kernels,
+            ops_without_records=sorted(base.ops_without_records),
+        )
+        _publish(opts.out, screen, staged)
+    finally:
+        shutil.rmtree(staged, ignore_errors=True)
+    return screen
+
+
+def _compile_s(rec: CompileRecord) -> float | None:
+    res = resources(rec.result)
+    return res.compile_s if res else None
+
+
+def _screen_one(base: BaselineKernels, kid: str, cur: CompileRecord | None) -> KernelScreen:
+    return screen_kernel(
+        base.records[kid],
+        cur,
+        base.ops.get(kid, ()),
+        base.rows.get(kid, ()),
+        diff_file=f"{DIFFS_DIR}/{kid}.diff",
+    )
+
+
+def _write_diffs(
+    base: BaselineKernels,
+    kernels: list[KernelScreen],
+    rebuilt: dict[str, CompileRecord],
+    dirs: dict[str, Path],
+    into: Path,
+) -> None:
+    """Write ``<kernel>.diff`` of every changed kernel into ``into``."""
+    for k in kernels:
+        if k.status not in CHANGED_CLASSES or k.first_stage is None:
+            continue
+        a = _stage_bytes(base.blob_dirs[k.kernel_id], base.records[k.kernel_id], k.first_stage)
+        b = _stage_bytes(dirs[k.kernel_id], rebuilt[k.kernel_id], k.first_stage)
+        text = _header(k) + stage_diff(k.kernel_id, k.first_stage, a, b)
+        (into / f"{k.kernel_id}.diff").write_text(text, encoding="utf-8")
+
+
+def _stage_bytes(cg_dir: Path, rec: CompileRecord, stage: str) -> bytes:
+    """A stage's text; empty when the record has none (the other side's is the diff),
+    the cubin digest's line when only that stands in for SASS."""
+    digest: StageDigest | None = rec.result.stages.get(stage) if rec.result else None
+    if digest is not None:
+        return read_blob(cg_dir, digest)
+    if stage == "sass" and rec.result and rec.result.cubin_sha256:
+        return f"(no SASS recorded) cubin sha256 {rec.result.cubin_sha256}\n".encode()
+    return b""
+
+
+def _header(k: KernelScreen) -> str:
+    ops = ", ".join(k.ops) or "-"
+    return (
+        f"# kernel {k.name} [{k.kernel_id}] {k.config}\n"
+        f"# {k.status.value}: first differing stage {k.first_stage}; ops: {ops}\n"
+    )
+
+
+def _publish(out: Path, screen: CodegenScreen, staged: Path) -> None:
+    """Swap ``staged`` in as ``diffs/`` (an old one removed), then write the json and
+    the markdown (each atomically)."""
+    final, old = out / DIFFS_DIR, out / f".{DIFFS_DIR}.old"
+    shutil.rmtree(old, ignore_errors=True)
+    if final.exists():
+        os.replace(final, old)
+    os.replace(staged, final)
+    shutil.rmtree(old, ignore_errors=True)
+    dump_json_model(out / SCREEN_JSON, screen)
+    atomic_write_text(out / SCREEN_MD, render_codegen(screen))
+
+
+class _Progress:
+    """One stderr line per finished chunk: kernels done, changed, failed, ETA."""
+
+    def __init__(self, say, total: int, started: float, classify):
+        self.say, self.total, self.started, self.classify = say, total, started, classify
+        self.done = self.changed = self.failed = self.chunks = 0
+
+    def __call__(self, n_chunks: int, ids: list[str], got: dict[str, CompileRecord]) -> None:
+        kernels = [self.classify(i, got.get(i)) for i in ids]
+        self.chunks += 1
+        self.done += len(kernels)
+        self.changed += sum(k.status in CHANGED_CLASSES for k in kernels)
+        self.failed += sum(k.status is CodegenClass.FAILED for k in kernels)
+        elapsed = time.monotonic() - self.started
+        eta = elapsed / self.done * (self.total - self.done) if self.done else 0.0
+        self.say(
+            f"codegen: chunk {self.chunks}/{n_chunks}: {self.done}/{self.total} kernels, "
+            f"{self.changed} changed, {self.failed} failed; {elapsed:.0f} s, ETA {eta:.0f} s"
+        )

@@ -1,0 +1,142 @@
+"""What the codegen screen tells the gate (pure: no triton, no files).
+
+:func:`ops_to_time`: which baseline ops must be timed. An op may be skipped only
+on proof: it has codegen records, every baseline row of it is named by some
+record as a row that launched a kernel, and every kernel it launched rebuilt
+identical. Sentinel ops (``ops/sentinels.txt``) are always timed: launcher and
+runtime changes move speed without changing a kernel.
+
+:func:`row_notes`: the codegen explanation of every judged row (which kernels it
+launched, their class, first differing stage, resource deltas, diff file).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable, Mapping
+from dataclasses import dataclass, field
+
+from zlbench.models.baseline import BaselineResult
+from zlbench.models.codegen_screen import (
+    CLASS_LABELS,
+    CodegenClass,
+    CodegenScreen,
+    KernelNote,
+    KernelScreen,
+)
+from zlbench.models.run import RowKey
+
+
+@dataclass
+class TimingPlan:
+    """Every baseline op, either to time (with why) or skipped (with the proof)."""
+
+    time: dict[str, str] = field(default_factory=dict)  # op key -> why it is timed
+    skip: dict[str, str] = field(default_factory=dict)  # op key -> proof it is unchanged
+
+    def timed_ops(self) -> set[str]:
+        return set(self.time)
+
+
+def matches_spec(spec: str, key: str, result: BaselineResult) -> bool:
+    """An op spec (``gate --ops`` syntax) names this op: by key, run name or selector."""
+    return spec in (key, result.run_name, result.op) or spec.replace("@", "__at__") == (
+        result.run_name
+    )
+
+
+def ops_to_time(
+    screen: CodegenScreen,
+    baseline_ops: Mapping[str, BaselineResult],
+    sentinels: Collection[str] = (),
+) -> TimingPlan:
+    """Split the baseline's ops (``<repo>/<run_name>`` -> result) into timed and skipped."""
+    kernels_of = _kernels_by_op(screen)
+    rows_known = {row for k in screen.kernels for row in k.rows}
+    no_records = set(screen.ops_without_records)
+    plan = TimingPlan()
+    for key, result in sorted(baseline_ops.items()):
+        why = _why_time(key, result, kernels_of.get(key, []), rows_known, no_records, sentinels)
+        if why:
+            plan.time[key] = why
+        else:
+            n = len(kernels_of[key])
+            plan.skip[key] = f"all {n} kernel(s) identical; all {len(result.rows)} row(s) covered"
+    return plan
+
+
+def _kernels_by_op(screen: CodegenScreen) -> dict[str, list[KernelScreen]]:
+    out: dict[str, list[KernelScreen]] = {}
+    for k in screen.kernels:
+        for op in k.ops:
+            out.setdefault(op, []).append(k)
+    return out
+
+
+def _why_time(
+    key: str,
+    result: BaselineResult,
+    kernels: list[KernelScreen],
+    rows_known: set[RowKey],
+    no_records: set[str],
+    sentinels: Collection[str],
+) -> str | None:
+    """Why op ``key`` must be timed; None when the screen proves it unchanged."""
+    if any(matches_spec(s, key, result) for s in sentinels):
+        return "sentinel op"
+    if key in no_records:
+        return "no codegen records in the baseline"
+    if not kernels:
+        return "no kernel of this op in the codegen screen"
+    unproven = [k for k in kernels if k.status is not CodegenClass.IDENTICAL]
+    if unproven:
+        return "kernel(s) " + ", ".join(_short(k) for k in unproven[:5]) + _more(unproven, 5)
+    unknown = [r for r in result.rows if r.key(result.repo, result.run_name) not in rows_known]
+    if unknown:
+        return f"{len(unknown)} row(s) whose kernels the records do not name"
+    return None
+
+
+def _short(k: KernelScreen) -> str:
+    return f"{k.name} ({CLASS_LABELS[k.status]})"
+
+
+def _more(items: list, shown: int) -> str:
+    return f" and {len(items) - shown} more" if len(items) > shown else ""
+
+
+# --------------------------------------------------------------------------- row notes
+
+
+def kernel_note(k: KernelScreen, diff_prefix: str = "") -> KernelNote:
+    """One kernel's explanation; ``diff_prefix`` makes its diff path relative to
+    where the reader is (e.g. ``codegen/`` in a gate output dir)."""
+    return KernelNote(
+        kernel_id=k.kernel_id,
+        name=k.name,
+        config=k.config,
+        status=k.status,
+        first_stage=k.first_stage,
+        deltas=k.deltas,
+        diff_file=diff_prefix + k.diff_file if k.diff_file else None,
+        error=k.error,
+    )
+
+
+def row_notes(
+    rows: Iterable[RowKey], screen: CodegenScreen, diff_prefix: str = ""
+) -> dict[RowKey, list[KernelNote]]:
+    """For every row: the kernels the baseline records say it launched (changed
+    ones first). A row no record names maps to an empty list (kernels unknown)."""
+    launched: dict[RowKey, list[KernelScreen]] = {}
+    for k in screen.kernels:
+        for row in k.rows:
+            launched.setdefault(row, []).append(k)
+    out = {}
+    for row in rows:
+        found = sorted(launched.get(row, []), key=_note_order)
+        out[row] = [kernel_note(k, diff_prefix) for k in found]
+    return out
+
+
+def _note_order(k: KernelScreen) -> tuple[int, str, str]:
+    return (k.status is CodegenClass.IDENTICAL, k.name, k.kernel_id)
