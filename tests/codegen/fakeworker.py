@@ -1,6 +1,7 @@
 """A stand-in for the rebuild worker in the screen's orchestration tests (no triton).
 
-``python -m fakeworker IN.json OUT_DIR``: for each requested kernel, looks up what
+``python -m fakeworker IN.json OUT_DIR`` (writes OUT_DIR/{index.json,blobs/}, as
+the real worker does): for each requested kernel, looks up what
 to "compile" in the JSON file named by ``FAKE_CODEGEN_PLAN``: kernel name ->
 ``{"texts": {stage: text}, "figures": {...}}``, ``"fail"`` (a compile error),
 ``"crash"`` (the process dies: SIGSEGV) or ``"skip"`` (no result written). A
@@ -44,7 +45,7 @@ def main(argv: list[str]) -> int:
         out.append(got)
         if isinstance(how, dict):
             blobs.append({k: v.encode() for k, v in how["texts"].items()})
-    write_index(Path(argv[1]) / "codegen", out, blobs)
+    write_index(Path(argv[1]), out, blobs)
     print(f"fakeworker: {len(out)} rebuilt", file=sys.stderr)
     return 0
 

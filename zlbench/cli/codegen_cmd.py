@@ -36,7 +36,7 @@ def _run(args) -> int:
         out=Path(args.out),
         jobs=args.jobs,
         python=_interpreter(args.python),
-        worker_args=_flaggems_args(Settings.from_env()),
+        pythonpath=flaggems_sources(Settings.from_env()),
     )
     screen = run_screen(opts, say=lambda s: print(s, file=sys.stderr, flush=True))
     print(f"zlbench codegen: {headline(screen)}; wrote {opts.out}/codegen.md")
@@ -54,6 +54,8 @@ def _interpreter(python: str | None) -> str:
     return found
 
 
-def _flaggems_args(settings: Settings) -> list[str]:
-    """Where the worker finds FlagGems sources not recorded in full."""
-    return [a for repo, d in settings.flaggems_dirs.items() for a in ("--flaggems", f"{repo}={d}")]
+def flaggems_sources(settings: Settings) -> list[str]:
+    """``<checkout>/src`` of every FlagGems checkout the environment names: the workers
+    import the recorded kernels' modules from there (an installed flag_gems works too)."""
+    dirs = (Path(d) / "src" for d in settings.flaggems_dirs.values())
+    return [str(d.resolve()) for d in dirs if d.is_dir()]

@@ -45,8 +45,8 @@ class ScreenOptions:
     out: Path
     jobs: int = 1
     python: str = field(default_factory=lambda: sys.executable)
-    env: dict[str, str] = field(default_factory=dict)  # extra environment for the workers
-    worker_args: list[str] = field(default_factory=list)  # extra worker arguments
+    env: dict[str, str] = field(default_factory=dict)  # the workers' environment overrides
+    pythonpath: list[str] = field(default_factory=list)  # put first on the workers' PYTHONPATH
     # run as `python -m` (read at construction: tests point it at a stand-in)
     worker_module: str = field(default_factory=lambda: worker_pool.WORKER_MODULE)
     chunks_per_job: int = 2

@@ -1,8 +1,8 @@
 """Run the rebuild worker over chunks of compile requests, ``jobs`` at a time.
 
 Each chunk is one subprocess (its own process group, killed on interrupt):
-``<python> -m zlbench.plugins.compiler.rebuild IN.json OUT_DIR``, which reads a
-CodegenIndex of requests and writes ``OUT_DIR/codegen/{index.json,blobs/}``
+``<python> -m zlbench.plugins.compiler.rebuild IN.json <chunk>/out/codegen``, which
+reads a CodegenIndex of requests and writes ``index.json`` and ``blobs/`` there
 (``models.codegen``). A chunk whose worker dies leaves its kernels without a
 rebuild: they are retried one per process, so one kernel that crashes the
 compiler under test is told apart from the rest; a kernel whose own process
@@ -23,7 +23,13 @@ from pathlib import Path
 
 from zlbench.errors import ZlbenchError
 from zlbench.models.base import dump_json_model
-from zlbench.models.codegen import CodegenIndex, CompileRecord, load_codegen_index
+from zlbench.models.codegen import (
+    CODEGEN_DIR,
+    CODEGEN_INDEX,
+    CodegenIndex,
+    CompileRecord,
+    load_codegen_index,
+)
 
 WORKER_MODULE = "zlbench.plugins.compiler.rebuild"
 LOG_TAIL = 3  # stderr lines kept in a crashed worker's error
@@ -87,7 +93,7 @@ def _run_jobs(base, jobs: list[_Job], opts, on_chunk: OnChunk | None):
                 running.remove(job)
                 got, why = _finish(job)
                 for rec in got:
-                    rebuilt[rec.id], dirs[rec.id] = rec, job.dir / "out" / "codegen"
+                    rebuilt[rec.id], dirs[rec.id] = rec, job.dir / "out" / CODEGEN_DIR
                 if why is not None:
                     crashed.append((job, why))
                 if on_chunk is not None:
@@ -106,24 +112,34 @@ def _start(base, job: _Job, opts) -> None:
         for i in job.ids
     ]
     dump_json_model(job.dir / "in.json", CodegenIndex(records=requests))
-    cmd = [opts.python, "-m", opts.worker_module, str(job.dir / "in.json"), str(job.dir / "out")]
-    cmd += opts.worker_args
+    out = job.dir / "out" / CODEGEN_DIR
+    cmd = [opts.python, "-m", opts.worker_module, str(job.dir / "in.json"), str(out)]
     with open(job.dir / "worker.log", "wb") as log:
         job.proc = subprocess.Popen(
             cmd,
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=subprocess.STDOUT,
-            env={**os.environ, **opts.env},
+            env=_env(opts, job.dir),
             start_new_session=True,
         )
+
+
+def _env(opts, where: Path) -> dict[str, str]:
+    """The worker's environment: ours, ``opts.env``, ``opts.pythonpath`` first on
+    PYTHONPATH, and FlagGems' code cache in the chunk's dir (never the user's)."""
+    env = {**os.environ, **opts.env, "PYTHONHASHSEED": "0"}
+    env["FLAGGEMS_CACHE_DIR"] = str(where / "flaggems_cache")
+    paths = [*opts.pythonpath, env.get("PYTHONPATH", "")]
+    env["PYTHONPATH"] = os.pathsep.join(p for p in paths if p)
+    return env
 
 
 def _finish(job: _Job) -> tuple[list[CompileRecord], str | None]:
     """The chunk's rebuilt records (only those of its ids) and why it failed, if it did."""
     rc = job.proc.returncode
     index = None
-    if (job.dir / "out" / "codegen" / "index.json").is_file():
+    if (job.dir / "out" / CODEGEN_DIR / CODEGEN_INDEX).is_file():
         index = load_codegen_index(job.dir / "out")
     got = [r for r in (index.records if index else []) if r.id in set(job.ids)]
     if rc == 0 and index is not None:
