@@ -25,6 +25,7 @@ pytest_plugins = [
     "zlbench.plugins.capture",
     "zlbench.plugins.autotune",
     "zlbench.plugins.ttgir",
+    "zlbench.plugins.codegen",
 ]
 
 

@@ -1,0 +1,215 @@
+"""Helpers for codegen tests (import as ``from codegen_support import ...``; tests/ is
+on sys.path through the root conftest).
+
+* :func:`record_benchpkg`: compile the benchpkg kernels (tests/benchpkg) for sm_90 on
+  this CPU under the stand-in driver, plus one FlagGems-style *generated* kernel,
+  in a subprocess with the codegen recorder; writes ``<dest>/codegen/``.
+* :func:`patched_triton`: a "patched compiler": a symlink tree of the installed
+  triton with ONE file of it replaced by an edited copy (see :data:`PATCHES`); put
+  the returned dir first on PYTHONPATH (:func:`subprocess_env`).
+* :func:`rebuild`: run the rebuild worker (``python -m
+  zlbench.plugins.compiler.rebuild``) on an index, optionally with a patched triton.
+* :func:`digests`: ``{record id: {stage: sha256}}`` of an index, for comparisons.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from dataclasses import dataclass
+from pathlib import Path
+
+from zlbench.models import CodegenIndex, load_json_model
+
+REPO = Path(__file__).resolve().parents[1]
+BENCHPKG_SRC = REPO / "tests" / "benchpkg" / "src"
+TARGET = "cuda:90"
+
+
+@dataclass(frozen=True)
+class Patch:
+    """Replace ``old`` (must occur exactly once) by ``new`` in triton's ``file``."""
+
+    file: str  # relative to the triton package dir
+    old: str
+    new: str
+    stage: str  # first stage the patch changes
+    kernels: frozenset[str] | None  # kernel names it changes; None: every kernel
+
+
+PATCHES = {
+    # A TTGIR pass removed: only kernels with tl.dot (benchpkg: mm_kernel) change.
+    "no_accelerate_matmul": Patch(
+        "backends/nvidia/compiler.py",
+        "        passes.ttgpuir.add_accelerate_matmul(pm)\n",
+        "",
+        "ttgir",
+        frozenset({"mm_kernel"}),
+    ),
+    # ptxas without optimisation: every kernel's SASS changes, IR and PTX do not.
+    "ptxas_O0": Patch(
+        "backends/nvidia/compiler.py",
+        "disable_opt = ['--opt-level', '0'] if knobs.nvidia.disable_ptxas_opt else []",
+        "disable_opt = ['--opt-level', '0']",
+        "sass",
+        None,
+    ),
+}
+
+
+def triton_dir() -> Path:
+    spec = importlib.util.find_spec("triton")
+    assert spec is not None and spec.submodule_search_locations, "triton is not installed"
+    return Path(list(spec.submodule_search_locations)[0])
+
+
+def _link_tree(src: Path, dst: Path, rel: Path, text: str) -> None:
+    """dst mirrors src with symlinks, except the file ``rel`` (written with ``text``)
+    and the real dirs on its way; no __pycache__ there, so nothing is written to src."""
+    dst.mkdir(parents=True)
+    head = rel.parts[0]
+    for entry in src.iterdir():
+        if entry.name == head and len(rel.parts) == 1:
+            (dst / entry.name).write_text(text, encoding="utf-8")
+        elif entry.name == head:
+            _link_tree(entry, dst / entry.name, Path(*rel.parts[1:]), text)
+        elif entry.name != "__pycache__":
+            (dst / entry.name).symlink_to(entry)
+
+
+def patched_triton(dest: Path, patch: str | Patch) -> Path:
+    """Build a patched copy of the installed triton under ``dest``; returns the dir to
+    put first on PYTHONPATH."""
+    p = PATCHES[patch] if isinstance(patch, str) else patch
+    original = (triton_dir() / p.file).read_text(encoding="utf-8")
+    if original.count(p.old) != 1:
+        raise AssertionError(f"patch text found {original.count(p.old)} times in {p.file}")
+    _link_tree(triton_dir(), dest / "triton", Path(p.file), original.replace(p.old, p.new))
+    return dest
+
+
+def subprocess_env(tmp: Path, *front: Path) -> dict[str, str]:
+    """Environment for a compile subprocess: ``front`` dirs first on PYTHONPATH, then
+    the benchpkg sources and this repo; own triton/FlagGems caches; no interpreter."""
+    env = {k: v for k, v in os.environ.items() if k not in ("TRITON_INTERPRET", "GEMS_VENDOR")}
+    paths = [*map(str, front), str(BENCHPKG_SRC), str(REPO)]
+    env.update(
+        PYTHONPATH=os.pathsep.join(paths),
+        TRITON_CACHE_DIR=str(tmp / "triton-cache"),
+        FLAGGEMS_CACHE_DIR=str(tmp / "flaggems-cache"),
+        PYTHONHASHSEED="0",
+    )
+    return env
+
+
+# A helper module with a JIT "scalar function", and a generator that writes a kernel
+# module calling it without importing it (as FlagGems' pointwise_dynamic does).
+SCALAR_MODULE = '''
+import triton
+
+
+@triton.jit
+def twice(x):
+    return x * 2
+'''
+
+GENERATED = '''
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def gen_twice_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + offs, mask=offs < n)
+    tl.store(out_ptr + offs, twice(x), mask=offs < n)
+'''
+
+RECORD_SCRIPT = textwrap.dedent("""
+    import importlib.util, sys
+    from pathlib import Path
+    import torch
+    from zlbench.plugins import codegen
+    from zlbench.plugins.compiler import standin
+
+    out, gen_dir = Path(sys.argv[1]), Path(sys.argv[2])
+    recorder = codegen.Recorder()
+    standin.activate("{target}", launch="skip")
+    codegen.install(recorder)
+    import flag_gems.ops as ops
+    from flaggems_vllm.ops import scale
+    import zl_scalar
+
+    x = torch.randn(64, 128)
+    ops.add(x, x)
+    ops.softmax(x)
+    ops.sum(x)
+    ops.mm(torch.randn(32, 64), torch.randn(64, 32))
+    scale(x, 2.0)
+    path = gen_dir / "gen_twice.py"
+    spec = importlib.util.spec_from_file_location("_gen_module_twice", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    mod.__dict__.update(zl_scalar.__dict__)
+    mod.gen_twice_kernel[(1,)](x, x, x.numel(), BLOCK=128)
+    recorder.write("", out)
+""")
+
+
+def record_benchpkg(dest: Path, target: str = TARGET) -> Path:
+    """Compile the benchpkg kernels + one generated kernel with the recorder; returns
+    the codegen dir (``dest/codegen``). Helper modules go to ``dest/helpers``."""
+    helpers, gen_dir = dest / "helpers", dest / "gencache"
+    helpers.mkdir(parents=True)
+    gen_dir.mkdir(parents=True)
+    (helpers / "zl_scalar.py").write_text(SCALAR_MODULE, encoding="utf-8")
+    (gen_dir / "gen_twice.py").write_text(GENERATED, encoding="utf-8")
+    script = RECORD_SCRIPT.format(target=target)
+    out = dest / "codegen"
+    proc = subprocess.run(
+        [sys.executable, "-c", script, str(out), str(gen_dir)],
+        env=subprocess_env(dest, helpers),
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return out
+
+
+def rebuild(
+    index: Path, out: Path, tmp: Path, site: Path | None = None, *extra: str, cwd: Path | None = None
+) -> subprocess.CompletedProcess:
+    """Run the rebuild worker on ``index`` (helpers of :func:`record_benchpkg` on the path)."""
+    front = [p for p in (site, index.parents[1] / "helpers") if p is not None]
+    cmd = [sys.executable, "-m", "zlbench.plugins.compiler.rebuild", str(index), str(out), *extra]
+    return subprocess.run(
+        cmd,
+        env=subprocess_env(tmp, *front),
+        cwd=cwd or tmp,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+
+
+def load_index(cg_dir: Path) -> CodegenIndex:
+    return load_json_model(cg_dir / "index.json", CodegenIndex)
+
+
+def digests(index: CodegenIndex) -> dict[str, dict[str, str]]:
+    return {
+        r.id: {s: d.sha256 for s, d in r.result.stages.items()} if r.result else {}
+        for r in index.records
+    }
+
+
+def copy_tree(src: Path, dst: Path) -> Path:
+    shutil.copytree(src, dst)
+    return dst

@@ -1,0 +1,233 @@
+"""Codegen records: every Triton kernel a measured run compiles (docs/codegen.md).
+
+Why: a compiler change that moves a row's speed changed some kernel's code, and
+a kernel whose code did not change cannot have changed speed. Triton keeps
+the IR only in its per-run cache under hashed names, and only for the last
+compile; this plugin keeps, for every compilation in record and replay mode
+(tuned or not, generated or not), the request (enough to rebuild it without a
+GPU) and the normalised IR, PTX and SASS, and writes per op
+
+    <run_dir>/codegen/index.json          CodegenIndex (zlbench.models)
+    <run_dir>/codegen/blobs/<sha256>.gz   normalised stage texts
+
+at op end (atomic; also at exit, for the op in flight when the process dies).
+
+Hooks (installed once, after collection; removed at unconfigure):
+
+* ``triton.knobs.compilation.listener``, chained to any listener already set:
+  every compilation, cache hits included;
+* ``CompiledKernel.launch_metadata`` (both launch paths call it: ``JITFunction.run``
+  and FlagGems' ``LibEntry`` calling ``kernel[grid](...)``): which op and row
+  launched which kernel. A kernel is attributed to every (op, dtype, shape) row
+  in flight when it was compiled or launched; a kernel compiled by an earlier op
+  of the same process is in every later op's index that launches it.
+
+Nothing is written under ``TRITON_INTERPRET=1`` (nothing is compiled: an empty
+index would wrongly say "no kernels"). ``--zl-codegen-standin cuda:90`` makes a
+stand-in driver the active triton driver (launches do nothing) so a run
+compiles its kernels on a machine without a GPU; ``--zl-no-codegen`` turns
+recording off.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from zlbench.models import CodegenIndex, CompileRecord, KernelUse, codegen_dir
+from zlbench.plugins import state
+
+
+@dataclass
+class Recorder:
+    """Collects compile records and who launched them; writes per-run indexes."""
+
+    store: Any = None  # capture.BlobStore, made on install (imports triton)
+    roots: list[str] = field(default_factory=list)
+    by_hash: dict[str, CompileRecord] = field(default_factory=dict)  # triton hash -> record
+    uses: dict[str, dict[str, list[KernelUse]]] = field(default_factory=dict)  # run -> id -> uses
+    run_dirs: dict[str, str] = field(default_factory=dict)
+    seen: set = field(default_factory=set)
+    dirty: set = field(default_factory=set)
+    warned: bool = False
+    previous: Any = None
+
+    # ---- triton callbacks
+
+    def on_compile(self, *, src, metadata, metadata_group, times, cache_hit) -> None:
+        if self.previous is not None:
+            self.previous(
+                src=src,
+                metadata=metadata,
+                metadata_group=metadata_group,
+                times=times,
+                cache_hit=cache_hit,
+            )
+        if not hasattr(src, "fn"):  # an IRSource: nothing to rebuild from
+            return
+        from zlbench.plugins.compiler import capture
+
+        try:
+            rec = capture.record_from(
+                src, metadata, metadata_group, times, cache_hit, self.store, self.roots
+            )
+        except Exception as e:  # noqa: BLE001 - recording must never break a benchmark
+            self.warn(f"cannot record {getattr(src, 'name', '?')}: {type(e).__name__}: {e}")
+            return
+        self.by_hash[metadata["hash"]] = rec
+        self.note(metadata["hash"])
+
+    def note(self, triton_hash: str) -> None:
+        """Attribute a compiled/launched kernel to the op and row in flight."""
+        op = state.current_op()
+        run = op.entry.run_name if op is not None else ""
+        key = (run, op.dtype, op.shape, triton_hash) if op is not None else (run, triton_hash)
+        if key in self.seen:
+            return
+        rec = self.by_hash.get(triton_hash)
+        if rec is None:
+            return
+        self.seen.add(key)
+        users = self.uses.setdefault(run, {}).setdefault(rec.id, [])
+        if op is not None:
+            self.run_dirs[run] = op.entry.run_dir
+            use = KernelUse(run_name=run, op=op.entry.op, dtype=op.dtype, shape=op.shape)
+            if use not in users:
+                users.append(use)
+        self.dirty.add(run)
+
+    def warn(self, text: str) -> None:
+        if not self.warned:
+            self.warned = True
+            print(f"ZLBENCH_CODEGEN_WARNING {text}", file=sys.stderr, flush=True)
+
+    # ---- writing
+
+    def index_for(self, run: str) -> CodegenIndex:
+        from zlbench.plugins.compiler import capture
+
+        by_id = {r.id: r for r in self.by_hash.values()}
+        recs = [
+            by_id[i].model_copy(update={"used_by": u}) for i, u in self.uses.get(run, {}).items()
+        ]
+        return CodegenIndex(
+            compiler=capture.compiler_identity(), records=sorted(recs, key=lambda r: r.id)
+        )
+
+    def write(self, run: str, cg_dir: Path) -> None:
+        from zlbench.plugins.compiler import capture
+
+        index = self.index_for(run)
+        shas = {d.sha256 for r in index.records if r.result for d in r.result.stages.values()}
+        self.store.write(cg_dir, shas)
+        capture.write_index(cg_dir, index)  # last: an index never names a missing blob
+        self.dirty.discard(run)
+
+    def flush_all(self) -> None:
+        for run in sorted(self.dirty):
+            if run in self.run_dirs:
+                try:
+                    self.write(run, codegen_dir(self.run_dirs[run]))
+                except OSError as e:  # at exit: report, never raise
+                    print(f"ZLBENCH_CODEGEN_WARNING cannot write {run}: {e}", file=sys.stderr)
+
+    def on_end(self, op: state.OpState) -> None:
+        run = op.entry.run_name
+        self.run_dirs[run] = op.entry.run_dir
+        self.write(run, codegen_dir(op.entry.run_dir))  # an op that compiled nothing: empty index
+
+
+# --------------------------------------------------------------------------- install
+
+
+_ORIGINAL: dict[str, Any] = {}
+
+
+def install(recorder: Recorder) -> None:
+    """Set the compilation listener and wrap ``CompiledKernel.launch_metadata``."""
+    import triton
+    from triton.compiler.compiler import CompiledKernel
+
+    from zlbench.plugins.compiler import capture
+
+    if _ORIGINAL:
+        return
+    recorder.store = recorder.store or capture.BlobStore()
+    recorder.roots = recorder.roots or capture.machine_roots()
+    recorder.previous = triton.knobs.compilation.listener
+    triton.knobs.compilation.listener = recorder.on_compile
+    orig = _ORIGINAL["launch_metadata"] = CompiledKernel.launch_metadata
+
+    def launch_metadata(self, grid, stream, *args):
+        recorder.note(self.hash)
+        return orig(self, grid, stream, *args)
+
+    CompiledKernel.launch_metadata = launch_metadata
+
+
+def uninstall(recorder: Recorder) -> None:
+    if not _ORIGINAL:
+        return
+    import triton
+    from triton.compiler.compiler import CompiledKernel
+
+    CompiledKernel.launch_metadata = _ORIGINAL.pop("launch_metadata")
+    if triton.knobs.compilation.listener == recorder.on_compile:
+        triton.knobs.compilation.listener = recorder.previous
+
+
+# --------------------------------------------------------------------------- pytest hooks
+
+RECORDER_KEY = pytest.StashKey[Recorder]()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("zlbench-codegen")
+    group.addoption(
+        "--zl-codegen-standin",
+        default=None,
+        metavar="TARGET",
+        help="compile without a GPU: a stand-in triton driver reporting TARGET "
+        "(e.g. cuda:90) is made active; kernel launches do nothing",
+    )
+    group.addoption(
+        "--zl-no-codegen",
+        action="store_true",
+        default=False,
+        help="do not record codegen (<run_dir>/codegen/)",
+    )
+
+
+def _interpreted() -> bool:
+    return os.environ.get("TRITON_INTERPRET", "0") == "1"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    target = config.getoption("--zl-codegen-standin", None)
+    if target:  # before collection: FlagGems asks the driver for the device at import
+        from zlbench.plugins.compiler import standin
+
+        standin.activate(target, launch="skip")
+    if state.active() is None or config.getoption("--zl-no-codegen", False) or _interpreted():
+        return
+    recorder = Recorder()
+    config.stash[RECORDER_KEY] = recorder
+    install(recorder)
+    state.subscribe(on_end=recorder.on_end)
+    atexit.register(recorder.flush_all)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    recorder = config.stash.get(RECORDER_KEY, None)
+    if recorder is None:
+        return
+    recorder.flush_all()
+    state.unsubscribe(on_end=recorder.on_end)
+    atexit.unregister(recorder.flush_all)
+    uninstall(recorder)
