@@ -108,16 +108,16 @@ def subprocess_env(tmp: Path, *front: Path) -> dict[str, str]:
 
 # A helper module with a JIT "scalar function", and a generator that writes a kernel
 # module calling it without importing it (as FlagGems' pointwise_dynamic does).
-SCALAR_MODULE = '''
+SCALAR_MODULE = """
 import triton
 
 
 @triton.jit
 def twice(x):
     return x * 2
-'''
+"""
 
-GENERATED = '''
+GENERATED = """
 import triton
 import triton.language as tl
 
@@ -127,7 +127,7 @@ def gen_twice_kernel(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
     offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
     x = tl.load(x_ptr + offs, mask=offs < n)
     tl.store(out_ptr + offs, twice(x), mask=offs < n)
-'''
+"""
 
 RECORD_SCRIPT = textwrap.dedent("""
     import importlib.util, sys
@@ -183,7 +183,7 @@ def record_benchpkg(dest: Path, target: str = TARGET) -> Path:
 
 
 def rebuild(
-    index: Path, out: Path, tmp: Path, site: Path | None = None, *extra: str, cwd: Path | None = None
+    index: Path, out: Path, tmp: Path, site: Path | None = None, *extra: str
 ) -> subprocess.CompletedProcess:
     """Run the rebuild worker on ``index`` (helpers of :func:`record_benchpkg` on the path)."""
     front = [p for p in (site, index.parents[1] / "helpers") if p is not None]
@@ -191,7 +191,7 @@ def rebuild(
     return subprocess.run(
         cmd,
         env=subprocess_env(tmp, *front),
-        cwd=cwd or tmp,
+        cwd=tmp,
         capture_output=True,
         text=True,
         timeout=600,
