@@ -10,8 +10,8 @@ Each folder is what ci/run_shard.sh wrote: ``shard.json`` ({"shard": K,
 ``zlbench gate --shard K/N``.
 
 Every shard must be there, must say it is shard K of N, must have measured
-(exit code 0 or 1), and its folder, shard.json and gate/results/ must lie inside
-SHARDS_ROOT (no symlink out: an artifact is written by the PR's compiler's job).
+(exit code 0 or 1), and nothing in its folder may be a symlink leading out of
+SHARDS_ROOT (an artifact is written by the job that ran the PR's compiler).
 Anything else fails with one line naming every bad shard and exit 2: the judge
 never passes with a shard missing. On success FILE gets one
 gate dir per line, in shard order (``gate``, holding ``results/`` and, when the
@@ -49,17 +49,16 @@ def _shard_dir(root: Path, k: int, n: int) -> Path:
 
 
 def _links_out(root: Path, d: Path) -> str | None:
-    """What of shard dir ``d`` leads out of ``root`` through a symlink, or None."""
+    """Why shard dir ``d`` (or anything in it) leads out of ``root`` through a
+    symlink, or None: a link would be followed by the merge and the upload."""
     from zlbench.errors import ZlbenchError
-    from zlbench.models import resolve_inside
+    from zlbench.models import check_tree_inside
 
     rel = d.relative_to(root).as_posix() if d != root else ""
-    for part in ("", "shard.json", "gate", "gate/results"):
-        path = f"{rel}/{part}".strip("/")
-        try:
-            resolve_inside(root, path)
-        except ZlbenchError:
-            return path or "."
+    try:
+        check_tree_inside(root, rel, rel or ".")
+    except ZlbenchError as e:
+        return str(e)
     return None
 
 
@@ -70,7 +69,7 @@ def _check_one(root: Path, k: int, n: int) -> tuple[Path | None, str | None]:
         return None, f"{k}/{n} missing (no artifact {artifact_name(k, n)})"
     out = _links_out(root, d)
     if out is not None:
-        return None, f"{k}/{n} has {out} linked outside {root}"
+        return None, f"{k}/{n} has a link outside the artifacts: {out}"
     try:
         info = json.loads((d / "shard.json").read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError):

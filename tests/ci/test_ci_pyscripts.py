@@ -225,7 +225,9 @@ def test_collect_refuses_incomplete_shards(ci_module, tmp_path, damage, match):
         collect.collect(tmp_path, 3)
 
 
-@pytest.mark.parametrize("part", ["gate", "gate/results", "shard.json", "."])
+@pytest.mark.parametrize(
+    "part", ["gate", "gate/results", "shard.json", ".", "gate/results/main/add/result.json"]
+)
 def test_collect_refuses_a_shard_linked_out_of_the_artifacts(ci_module, tmp_path, part):
     import shutil
 
@@ -234,13 +236,16 @@ def test_collect_refuses_a_shard_linked_out_of_the_artifacts(ci_module, tmp_path
     for k in (1, 2):
         make_shard(root, k, 2)
     elsewhere = make_shard(tmp_path / "elsewhere", 2, 2)
+    for d in (root / "zlbench-shard-2-of-2", elsewhere):
+        (d / "gate" / "results" / "main" / "add").mkdir(parents=True)
+        (d / "gate" / "results" / "main" / "add" / "result.json").write_text("{}")
     target = root / "zlbench-shard-2-of-2" / part
     if target.is_dir():
         shutil.rmtree(target)
     else:
         target.unlink()
     target.symlink_to(elsewhere / part)
-    with pytest.raises(collect.CiError, match=r"2/2 has .* linked outside"):
+    with pytest.raises(collect.CiError, match=r"2/2 has a link outside the artifacts: .*outside"):
         collect.collect(root, 2)
 
 

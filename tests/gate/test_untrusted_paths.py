@@ -263,3 +263,16 @@ def test_results_given_by_absolute_path_leave_no_machine_path_in_the_reports(tmp
     assert rc == 0
     for name in ("report.md", "junit.xml", "verdict.json"):
         assert str(tmp_path.resolve()) not in (out / name).read_text(), name
+
+
+def test_check_tree_inside_finds_a_link_out_deep_in_a_tree(tmp_path):
+    from zlbench.models import check_tree_inside
+
+    root = tmp_path / "root"
+    deep = root / "a" / "b"
+    deep.mkdir(parents=True)
+    (deep / "ok").symlink_to(root / "a")  # inside: fine
+    check_tree_inside(root, "a")
+    (deep / "log").symlink_to(tmp_path / "secret")  # dangling, outside
+    with pytest.raises(ZlbenchError, match="a/b/log.*outside"):
+        check_tree_inside(root, "a")

@@ -70,7 +70,7 @@ from zlbench.models.codegen import (
     load_codegen_index,
     read_blob,
 )
-from zlbench.models.paths import resolve_inside
+from zlbench.models.paths import check_tree_inside, resolve_inside
 from zlbench.models.run import (
     Environment,
     Marker,
@@ -152,6 +152,7 @@ __all__ = [
     "WorkerPlan",
     "assign_occurrences",
     "atomic_write_text",
+    "check_tree_inside",
     "count_markers",
     "counts_of_kind",
     "dump_json_model",

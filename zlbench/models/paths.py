@@ -35,3 +35,19 @@ def resolve_inside(root: str | os.PathLike, rel: str | os.PathLike, where: str =
     if os.path.commonpath([real_root, real]) != real_root:
         raise ZlbenchError(f"{where}: {text!r} leads outside {root} through a symlink")
     return path
+
+
+def check_tree_inside(
+    root: str | os.PathLike, rel: str | os.PathLike = "", where: str = ""
+) -> None:
+    """Refuse a tree ``root / rel`` that holds a symlink leading outside ``root`` (or
+    is one): one ZlbenchError line naming the first such link. For code that copies
+    or uploads a whole tree from an artifact, where a link would be followed later."""
+    top = resolve_inside(root, rel, where)
+    if not top.is_dir():
+        return
+    for dirpath, dirnames, filenames in os.walk(top):  # does not descend into links
+        for name in sorted(dirnames + filenames):
+            path = Path(dirpath) / name
+            if path.is_symlink():
+                resolve_inside(root, path.relative_to(root), where or str(path))
