@@ -1,41 +1,29 @@
-"""Golden report.md / junit.xml, JUnit schema validation, truncation, compare."""
+"""Golden reports (PASS, FAIL, large FAIL, ERROR, every verdict kind) and what the
+markdown report promises: numbers that agree, a PASS that informs, a FAIL whose
+first screen is enough. Refresh goldens with ZLBENCH_UPDATE_GOLDEN=1 and review
+the diff by eye."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
-import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-import xmlschema
-from scenario import build
-from zlsynth import crow
+from cases import error, every_verdict, large_fail, real_aa, real_fail, real_slower
+from mdcheck import fences, live_text
+from realdata import BASELINE, FAIL_SLOWDOWNS, RESULTS, inject, real_verdict
 
-from zlbench.models import (
-    FAILING_VERDICTS,
-    GateVerdict,
-    OpVerdict,
-    RowKey,
-    RowVerdict,
-    Verdict,
-)
-from zlbench.report.compare import render_compare
+from zlbench.gate.load import load_baseline, load_results
+from zlbench.models import GateVerdict, ThresholdsFile, Verdict
+from zlbench.report.compare import compare, render_compare
+from zlbench.report.facts import ReportExtras
+from zlbench.report.html import render_html
 from zlbench.report.junit import render_junit
-from zlbench.report.markdown import GITHUB_COMMENT_LIMIT, MARKER, render_markdown
+from zlbench.report.markdown import MARKER, render_comment, render_markdown
 
-GOLDEN = Path(__file__).resolve().parent.parent / "golden" / "gate"
-XSD = Path(__file__).resolve().parent.parent / "data" / "junit" / "junit.xsd"
-
-
-@pytest.fixture(scope="module")
-def schema():
-    return xmlschema.XMLSchema(str(XSD))
-
-
-@pytest.fixture
-def verdict(tmp_path) -> GateVerdict:
-    return build(tmp_path)
+GOLDEN = Path(__file__).resolve().parent.parent / "golden" / "report"
 
 
 def check_golden(name: str, text: str) -> None:
@@ -47,215 +35,175 @@ def check_golden(name: str, text: str) -> None:
     assert text == path.read_text(encoding="utf-8")
 
 
-def test_scenario_covers_every_verdict(verdict):
-    assert set(verdict.counts) == {v.value for v in Verdict}
-    assert verdict.verdict == "FAIL" and verdict.exit_code == 1
+@pytest.fixture(scope="module")
+def verdicts(tmp_path_factory) -> dict[str, GateVerdict]:
+    tmp = tmp_path_factory.mktemp("cases")
+    every = every_verdict(tmp / "every")
+    return {
+        "pass": real_slower(tmp),
+        "fail": real_fail(tmp),
+        "every-verdict": every,
+        "large-fail": large_fail(every, 150),
+        "error": error(tmp / "error"),
+    }
 
 
-def test_golden_markdown(verdict):
-    check_golden("report.md", render_markdown(verdict))
+@pytest.mark.parametrize("case", ["pass", "fail", "every-verdict", "large-fail", "error"])
+def test_golden_report_and_junit(verdicts, case):
+    v = verdicts[case]
+    check_golden(f"{case}/report.md", render_markdown(v))
+    check_golden(f"{case}/junit.xml", render_junit(v))
 
 
-def test_golden_junit(verdict):
-    check_golden("junit.xml", render_junit(verdict))
+def test_golden_comment_of_a_large_failure(verdicts):
+    check_golden("large-fail/comment.md", render_comment(verdicts["large-fail"], limit=20_000))
 
 
-def test_markdown_order_and_content(verdict):
-    md = render_markdown(verdict)
-    assert md.startswith(MARKER + "\n## ❌ zlbench gate: FAIL")
+def test_every_kind_and_exit_code(verdicts):
+    assert set(verdicts["every-verdict"].counts) == {v.value for v in Verdict}
+    assert [verdicts[k].verdict for k in ("pass", "fail", "error")] == ["PASS", "FAIL", "ERROR"]
+
+
+# --------------------------------------------------------------------------- numbers agree
+
+
+def test_numbers_agree_in_report_junit_verdict_json_and_compare(verdicts, tmp_path):
+    v = verdicts["fail"]
+    row = next(r for r in v.rows if r.key.op == "softmax")
+    assert row.verdict is Verdict.REGRESSION
+    us, change = "210.9 → 252.8", "+19.9 %"
+    assert (row.baseline_us, row.current_us) == pytest.approx((210.9, 252.8), abs=0.05)
+    assert row.judged_change == pytest.approx(0.199, abs=0.0005)
+    assert row.judged_change == pytest.approx(1 / row.ratio - 1)  # the judged statistic
+    data = json.loads(v.model_dump_json())
+    js = next(r for r in data["rows"] if r["key"]["op"] == "softmax")
+    assert js["judged_change"] == row.judged_change and js["ratio"] == row.ratio
+    md_row = next(line for line in render_markdown(v).splitlines() if "`main/softmax`" in line)
+    assert us in md_row and change in md_row and "+5.3 %" in md_row
+    assert f"FlagGems {us} µs" in render_junit(v) and f"judged change {change}" in render_junit(v)
+    b = load_baseline(BASELINE)
+    a_rows = {r.key(x.repo, x.run_name): r for x in b.ops.values() for r in x.rows}
+    cur = load_results(inject(tmp_path / "fail", FAIL_SLOWDOWNS)).rows()
+    c = compare(a_rows, cur, ThresholdsFile.model_validate(b.manifest.thresholds.model_dump()))
+    cmp_row = next(line for line in render_compare(c).splitlines() if "`main/softmax`" in line)
+    assert us in cmp_row and change in cmp_row and "REGRESSION" in cmp_row
+    assert c.exit_code == 1
+
+
+def test_a_slower_kernel_is_plus_everywhere(verdicts):
+    for r in verdicts["fail"].rows:
+        if r.judged_change is not None:
+            assert (r.judged_change > 0) == (r.ratio < 1)
+            assert (r.kernel_change > 0) == (r.current_us > r.baseline_us)
+
+
+def test_machine_speed_correction_is_stated_once(verdicts):
+    md = render_markdown(verdicts["fail"])
+    assert md.count("Machine-speed correction:") == 1
+    assert "this runner measured torch" in md and "corrected by it" in md
+
+
+# --------------------------------------------------------------------------- PASS informs
+
+
+def test_a_pass_with_every_kernel_slower_is_not_an_aa_report(verdicts):
+    aa, slow = render_markdown(real_aa()), render_markdown(verdicts["pass"])
+    assert "## ✅ zlbench gate: PASS" in aa and "## ✅ zlbench gate: PASS" in slow
+    assert re.search(r"judged change -0\.\d\d %", aa)
+    assert "judged change +3.69 %" in slow  # the geomean of 49 rows 4 % slower, with noise
+    assert "### Near the threshold" in slow and "### Near the threshold" not in aa
+    assert "### Largest moves" in slow
+
+
+def test_loosened_thresholds_are_stated(tmp_path):
+    y = tmp_path / "loose.yaml"
+    y.write_text("default: 0.2\nops:\n  softmax: 0.3\n")
+    md = render_markdown(real_verdict(RESULTS, y))
+    assert "### Thresholds (not the defaults)" in md and "loose.yaml" in md
+    assert "default: 0.2 \\(default 0.05\\)" in md and "ops.softmax: 0.3" in md
+
+
+def test_unconfirmed_flags_explanations_and_codegen_slots(verdicts):
+    v = verdicts["fail"].model_copy(deep=True)
+    flip = next(r for r in v.rows if r.key.op == "gelu")
+    flip.confirmed, flip.samples = False, [0.94, 0.99, 0.99]
+    extras = ReportExtras(
+        codegen=(3, 120), explanations={"main/softmax": "ttgir: num_warps 8 → 4 (@someone)"}
+    )
+    md = render_markdown(v, extras)
+    assert "### Flagged but not confirmed (1)" in md and "no (median of 3)" in md
+    assert "3 of 120 kernels changed" in md
+    assert "ttgir: num\\_warps 8 → 4 \\(@\u2060someone\\)" in md
+
+
+# --------------------------------------------------------------------------- FAIL first screen
+
+
+def test_fail_first_screen_order_and_one_reproduce_template(verdicts):
+    md = render_markdown(verdicts["every-verdict"])
     order = [
-        "### Regressions",
-        "### Fallbacks",
+        "### Regressed kernels (1, worst first)",
         "### Failed ops",
+        "### Fallbacks",
         "### Missing rows",
-        "### Improvements",
-        "### Environment",
+        "### What to do next",
         "### Reproduce",
+        "### Largest moves",
+        "### Environment",
     ]
     assert [md.index(h) for h in order] == sorted(md.index(h) for h in order)
-    assert "line 29\nRuntimeError: CUDA error" in md and "line 5\n" not in md  # last lines only
-    assert "reason=key_missing kernel=mm_kernel" in md
-    assert "`flagtree` 3.6.0, FlagTree commit `1234567890abcdef`" in md
-    assert (
-        'zlbench run --op add --repo main --flaggems-dir "$ZLBENCH_FLAGGEMS_DIR" '
-        "--dtypes bfloat16 --mode cudagraph --replay-from baselines/vtest/main/add "
-        "--out repro/add"
-    ) in md
+    blocks, closed = fences(md)
+    assert closed and [info for _, info, _ in blocks].count("sh") == 1
+    assert md.index("### Regressed kernels") < 1500  # on the first screen
+    repro = md[md.index("### Reproduce") :].split("###")[1]
+    assert all(
+        f"| `{op}` | `main` |" in repro for op in ("add", "cumsum", "index_put", "mm", "sum")
+    )
+    assert "**Investigate**" in md and "**Accept**" in md and "**Re-run**" in md
 
 
-def test_junit_validates_and_never_passes_a_failing_row(verdict, schema):
-    xml = render_junit(verdict)
-    schema.validate(xml)
-    root = ET.fromstring(xml)
-    cases = {(c.get("classname"), c.get("name")): c for c in root.iter("testcase")}
-    for r in verdict.rows:
-        occ = f" #{r.key.occurrence}" if r.key.occurrence else ""
-        c = cases[(f"{r.key.repo}.{r.key.op}", f"{r.key.dtype} {r.key.shape}{occ}")]
-        kinds = {child.tag for child in c} - {"system-out"}
-        if r.verdict in FAILING_VERDICTS:
-            assert kinds in ({"failure"}, {"error"}), r
-        elif r.verdict is Verdict.SKIPPED:
-            assert kinds == {"skipped"}
-        else:
-            assert kinds == set(), r
-    fail = next(c for c in root.iter("failure") if c.get("type") == "REGRESSION")
-    msg = fail.get("message")
-    assert "baseline speedup 1.000" in msg and "current speedup 0.880" in msg
-    assert "ratio 0.8800" in msg and "threshold 5.0%" in msg
-    props = {p.get("name"): p.get("value") for p in root.iter("property")}
-    assert props["baseline.gpu_model"] == "NVIDIA H200"
-    assert props["current.compiler_dist"] == "flagtree"
-
-
-def _failing_count(xml: str) -> int:
-    root = ET.fromstring(xml)
-    return sum(1 for c in root.iter("testcase") for e in c if e.tag in ("failure", "error"))
-
-
-def test_op_level_failure_gets_a_testcase(verdict, schema):
-    # an op whose failure no row carries (geomean, unnamed marker, crash with no rows)
-    v = verdict.model_copy(deep=True)
-    v.rows = [r for r in v.rows if r.key.run_name != "index_put"]
-    xml = render_junit(v)
-    schema.validate(xml)
-    assert 'classname="main.index_put"' in xml and 'type="FAILED"' in xml
-    assert "signal 11" in xml
-
-
-def test_error_verdict_is_an_error_testcase(tmp_path, schema):
-    v = build(tmp_path, gpu="NVIDIA A100")
-    assert v.verdict == "ERROR" and v.exit_code == 2
-    xml = render_junit(v)
-    schema.validate(xml)
-    assert 'classname="zlbench.gate"' in xml
-    md = render_markdown(v)
-    assert "Not judged: the environment differs" in md and "NVIDIA A100" in md
-
-
-def test_allowed_mismatch_shown_in_every_report(tmp_path):
-    v = build(tmp_path, gpu="NVIDIA A100", allow_env_mismatch=True)
-    assert v.verdict == "FAIL"
-    assert "Judged despite an environment mismatch" in render_markdown(v)
-    assert 'name="mismatch.gpu_model" value="allowed"' in render_junit(v)
-
-
-def test_passing_gate_has_no_failure(tmp_path, schema):
-    v = build(tmp_path)
-    v.rows = [r for r in v.rows if r.verdict not in FAILING_VERDICTS]
-    v.ops = [o for o in v.ops if o.verdict not in FAILING_VERDICTS]
-    xml = render_junit(v)
-    schema.validate(xml)
-    assert _failing_count(xml) == 0
-
-
-# --------------------------------------------------------------------------- truncation
-
-
-def huge(verdict: GateVerdict, n: int) -> GateVerdict:
-    v = verdict.model_copy(deep=True)
-    for i in range(n):
-        key = RowKey(
-            repo="main", run_name="add", op="add", dtype="bfloat16", shape=f"[{i}, {'9' * 40}]"
-        )
-        v.rows.append(
-            RowVerdict(
-                key=key,
-                verdict=Verdict.REGRESSION,
-                baseline_speedup=1.0,
-                current_speedup=0.5,
-                ratio=0.5 + i / (4 * n),
-                threshold=0.05,
-            )
-        )
-        v.rows.append(
-            RowVerdict(
-                key=key.model_copy(update={"op": "mul"}),
-                verdict=Verdict.IMPROVEMENT,
-                ratio=1.5,
-                threshold=0.05,
-            )
-        )
-    v.counts["REGRESSION"] += n
-    return v
-
-
-def _tables(md: str) -> list[list[str]]:
-    out, cur = [], []
-    for line in md.splitlines():
-        if line.startswith("|"):
-            cur.append(line)
-        elif cur:
-            out.append(cur)
-            cur = []
-    return out + ([cur] if cur else [])
-
-
-def _cells(line: str) -> int:
-    return len(re.split(r"(?<!\\)\|", line)) - 2
-
-
-def test_huge_report_fits_a_pr_comment_with_whole_tables(verdict):
-    v = huge(verdict, 20_000)
-    md = render_markdown(v)
-    assert len(md) <= GITHUB_COMMENT_LIMIT
-    assert md.startswith(MARKER)
-    assert "shortened to fit a GitHub comment" in md
-    assert re.search(r"_… \d+ more regressed rows not shown", md)
-    for t in _tables(md):
-        assert re.fullmatch(r"\|( ---:? \|)+", t[1]), t[:2]  # header + separator
-        assert len({_cells(line) for line in t}) == 1, t  # every row whole
-    # worst first survives the cut
-    assert "| -50.0% |" in md
-
-
-def test_small_report_is_not_truncated(verdict):
-    md = render_markdown(verdict)
-    assert "shortened" not in md and "more regressed rows" not in md
-
-
-@pytest.mark.parametrize("limit", [4_000, 8_000, 20_000])
-def test_any_limit_is_respected(verdict, limit):
-    assert len(render_markdown(huge(verdict, 500), limit=limit)) <= limit
-
-
-def test_truncated_aggregate_regressions_show_the_full_count_and_a_note(verdict):
-    v = verdict.model_copy(deep=True)
-    n = 300
-    v.ops += [
-        OpVerdict(
-            repo="main",
-            run_name=f"agg{i:03d}_{'x' * 40}",
-            op=f"agg{i:03d}",
-            verdict=Verdict.REGRESSION,
-            geomean_ratio=0.9,
-            threshold=0.05,
-            rows=2,
-            reason="geomean ratio 0.900 < 0.950",
-        )
-        for i in range(n)
+def test_worst_first(verdicts):
+    md = render_markdown(verdicts["large-fail"])
+    section = md[md.index("### Regressed kernels") :].split("\n### ")[0]
+    changes = [
+        float(m)
+        for m in re.findall(r"\| ([+-]\d+\.\d) % \| [+-]\d+\.\d % \| (?:yes|no|not)", section)
     ]
-    full = render_markdown(v)
-    assert f"### Op aggregate regressions ({n})" in full
-    assert "more op aggregate regressions" not in full
-    md = render_markdown(v, limit=8_000)
-    assert len(md) <= 8_000
-    head = next(t for t in _tables(md) if t[0].startswith("| op | geomean ratio |"))
-    shown = len(head) - 2
-    assert 0 <= shown < n
-    assert f"### Op aggregate regressions ({n})" in md
-    assert f"_… {n - shown} more op aggregate regressions not shown" in md
+    assert changes and changes == sorted(changes, reverse=True)
 
 
-# --------------------------------------------------------------------------- compare
+def test_error_report_says_what_to_do(verdicts):
+    md = render_markdown(verdicts["error"])
+    assert md.startswith(MARKER + "\n## ⚠️ zlbench gate: ERROR")
+    assert "Not judged: the environment differs" in md and "NVIDIA A100" in md
+    assert "### What to do next" in md and "--allow-env-mismatch" in md
+    assert "Geomean" not in md and "### Regressed" not in md and "mermaid" not in md
 
 
-def test_compare_with_an_inf_speedup_shows_no_ratio_instead_of_crashing():
-    def key(shape):
-        return RowKey(repo="main", run_name="add", op="add", dtype="bfloat16", shape=shape)
+# --------------------------------------------------------------------------- chart
 
-    a = {key("[8]"): crow("add", "[8]", float("inf")), key("[16]"): crow("add", "[16]", 1.0)}
-    b = {key("[8]"): crow("add", "[8]", 2.0), key("[16]"): crow("add", "[16]", 1.1)}
-    out = render_compare(a, b)
-    assert "| main/add | bfloat16 | [8] | inf | 2.000 | n/a |" in out
-    assert "| main/add | bfloat16 | [16] | 1.000 | 1.100 | 1.1000 |" in out
-    assert "matched rows: 2 · geomean B/A: 1.1000 (+10.00%)" in out
+
+def test_mermaid_chart_has_one_bar_per_judged_op(verdicts):
+    v = verdicts["fail"]
+    blocks, _ = fences(render_markdown(v))
+    (chart,) = [body for _, info, body in blocks if info == "mermaid"]
+    labels = re.findall(r'"([^"]*)"', next(line for line in chart if "x-axis" in line))
+    bars = next(line for line in chart if line.strip().startswith("bar"))
+    values = [float(x) for x in re.findall(r"-?\d+\.\d+", bars)]
+    assert len(labels) == len(values) == sum(1 for o in v.ops if o.judged_change is not None)
+    assert labels[0] == "softmax" and values[0] == pytest.approx(19.87, abs=0.01)
+    assert values == sorted(values, reverse=True)
+
+
+def test_chart_of_many_ops_shows_the_largest(verdicts):
+    md = render_markdown(verdicts["large-fail"])
+    assert "### Change per op (the 40 largest of" in md
+
+
+def test_report_md_is_never_cut(verdicts):
+    v = large_fail(verdicts["every-verdict"], 1000)
+    md = render_markdown(v)
+    assert len(md) > 65_536 and "shortened" not in md and "more rows not shown" not in md
+    assert all(f"`main/op{i:04d}`" in md for i in range(1000))
+    assert not any("<" in line for line in live_text(md.removeprefix(MARKER)))
+    assert render_html(v).count("<tr") > 1000

@@ -35,14 +35,14 @@ def header(v: GateVerdict) -> str:
         + (f" · {md_text(v.generated, 40)}" if v.generated else ""),
     ]
     judged, kernel, n = geomean_changes(v.rows)
-    if n:
+    if n and v.verdict != "ERROR":
         lines += [
             "",
             f"**Geomean over {n} judged rows: judged change {pct(judged, 2)}** "
             f"(FlagGems kernel time {pct(kernel, 2)} before the correction; + = slower).",
         ]
     speed = machine_speed_line(v, host="runner")
-    if speed:
+    if speed and v.verdict != "ERROR":
         lines += ["", speed]
     return "\n".join(lines) + "\n"
 

@@ -402,6 +402,9 @@ def counts(v: GateVerdict) -> Block | None:
 
 def blocks(v: GateVerdict, extras: ReportExtras) -> list[Block]:
     """Every section that has something to say, in reading order."""
+    if v.verdict == "ERROR":  # nothing was judged: no judged numbers
+        built = [env_warning(v), failed_ops(v), next_steps(v), logs(v), counts(v), environment(v)]
+        return [b for b in built if b is not None]
     built = [
         env_warning(v),
         regressions(v, extras),

@@ -1,0 +1,70 @@
+"""The comment-sized report (PR comment, job summary): cut at row and section
+boundaries, every fence closed, a note and the link to the full report; the
+artifact's report.md is never cut (test_report_render)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from cases import every_verdict, large_fail
+from mdcheck import cells, fences, tables
+
+from zlbench.report.facts import ReportExtras
+from zlbench.report.markdown import GITHUB_COMMENT_LIMIT, MARKER, render_comment, render_markdown
+
+URL = "https://github.com/o/r/actions/runs/1#artifacts"
+
+
+@pytest.fixture(scope="module")
+def thousand(tmp_path_factory):
+    return large_fail(every_verdict(tmp_path_factory.mktemp("every")), 1000)
+
+
+def check_whole(md: str) -> None:
+    _, closed = fences(md)
+    assert closed, "a code block is left open"
+    for t in tables(md):
+        assert re.fullmatch(r"\|( ---:? \|)+", t[1]), t[:2]  # header + separator
+        assert len({cells(line) for line in t}) == 1, t  # every row whole
+
+
+def test_a_1000_op_failure_fits_a_comment_whole(thousand):
+    md = render_comment(thousand, extras=ReportExtras(artifact_url=URL))
+    assert len(md) <= GITHUB_COMMENT_LIMIT
+    assert md.startswith(MARKER + "\n## ❌ zlbench gate: FAIL")
+    check_whole(md)
+    assert f"[the run's artifacts]({URL})" in md and "shortened to fit" in md
+    assert re.search(r"_… \d+ more rows not shown here", md)
+    assert "### Regressed kernels (1001, worst first)" in md  # the full count survives
+    assert "| `main/op0001` |" in md  # the worst row survives the cut
+    assert md.count("```sh") == 1
+
+
+@pytest.mark.parametrize("limit", [2_000, 5_000, 20_000, 200_000])
+def test_any_limit_is_respected_and_nothing_is_left_open(thousand, limit):
+    md = render_comment(thousand, limit=limit)
+    assert len(md) <= limit
+    check_whole(md)
+    assert "full report" in md
+
+
+def test_small_limits_drop_whole_sections_and_name_them(thousand):
+    md = render_comment(thousand, limit=3_000)
+    assert "Left out:" in md
+    assert all(
+        line.startswith("### ")
+        for line in md.splitlines()
+        if line.startswith("#") and "gate:" not in line
+    )
+
+
+def test_a_report_that_fits_is_the_full_report(tmp_path):
+    v = every_verdict(tmp_path)
+    assert render_comment(v) == render_markdown(v)
+    assert "shortened" not in render_comment(v)
+
+
+def test_a_link_that_is_not_https_is_not_linked(thousand):
+    md = render_comment(thousand, limit=10_000, extras=ReportExtras(artifact_url="javascript:x"))
+    assert "javascript" not in md and "in the artifact" in md
