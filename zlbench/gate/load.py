@@ -174,16 +174,16 @@ def _load_batch_dir(path: Path) -> dict[str, OpRun]:
     status_file = path / "ops_status.csv"
     statuses = read_ops_status(status_file) if status_file.is_file() else []
     runs: dict[str, OpRun] = {}
-    files: dict[str, str] = {}  # real path of each result.json read -> its op
+    read: set[str] = set()  # real paths of the result.json files read for ops_status rows
     for st in statuses:
         rel = st.run_dir or f"{st.repo}/{st.run_name}"
         run = _load_run_dir(resolve_inside(path, rel, f"{status_file}: run_dir"), st)
         runs[run.key] = run
-        files[os.path.realpath(path / rel / "result.json")] = run.key
+        read.add(os.path.realpath(path / rel / "result.json"))
     for result_file in sorted(path.glob("*/*/result.json")):
         rel = result_file.parent.relative_to(path).as_posix()
         run_dir = resolve_inside(path, rel, str(result_file))
-        if os.path.realpath(result_file) in files:
+        if os.path.realpath(result_file) in read:
             continue
         run = _load_run_dir(run_dir)
         check_same_op(result_file, run.result, *rel.split("/"))  # type: ignore[arg-type]
@@ -209,7 +209,7 @@ def load_baseline(path: str | Path) -> BaselineSet:
     path = Path(path)
     if not path.is_dir():
         raise ZlbenchError(f"{path}: baseline dir not found")
-    manifest = load_yaml_model(path / "manifest.yaml", BaselineManifest)
+    manifest = load_yaml_model(resolve_inside(path, "manifest.yaml"), BaselineManifest)
     check_intact(path, manifest)
     keys = manifest.ops or sorted(
         op_key(p.parent.parent.name, p.parent.name) for p in path.glob("*/*/result.json")
