@@ -1,0 +1,73 @@
+"""report.html: one self-contained file (no network), sortable tables, the chart,
+IR diffs when given; loaded in a real headless Chromium when one is installed."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from html.parser import HTMLParser
+
+import pytest
+from cases import every_verdict, real_fail
+
+from zlbench.report.facts import ReportExtras
+from zlbench.report.html import render_html
+
+DIFF = "--- a/softmax.ttgir\n+++ b/softmax.ttgir\n-  num_warps = 8\n+  num_warps = 4\n"
+
+
+class Doc(HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.tags: list[tuple[str, dict]] = []
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append((tag, dict(attrs)))
+
+
+@pytest.fixture(scope="module")
+def html(tmp_path_factory):
+    v = real_fail(tmp_path_factory.mktemp("html"))
+    extras = ReportExtras(codegen=(2, 35), ir_diffs={"main/softmax": DIFF})
+    return render_html(v, extras)
+
+
+def test_self_contained(html):
+    d = Doc()
+    d.feed(html)
+    assert not any(k in ("src", "href") for _, a in d.tags for k in a)  # nothing to fetch
+    assert "<link" not in html and "@import" not in html and "url(" not in html
+    assert "default-src 'none'" in html
+
+
+def test_tables_chart_and_diffs(html):
+    d = Doc()
+    d.feed(html)
+    assert sum(1 for t, a in d.tags if t == "table" and "sortable" in a.get("class", "")) == 2
+    assert sum(1 for t, _ in d.tags if t == "rect") == 34  # one bar per judged op
+    assert '<span class="del">-  num_warps = 8</span>' in html
+    assert '<span class="add">+  num_warps = 4</span>' in html
+    assert "Generated code: 2 of 35 kernels changed." in html
+    first = re.search(r"<tbody>\s*<tr class=\"bad\">\s*<td><code>main/(\w+)</code>", html)
+    assert first and first.group(1) == "softmax"  # failing ops first, worst first
+
+
+def test_html_of_every_verdict_kind_renders(tmp_path):
+    html = render_html(every_verdict(tmp_path))
+    assert "RuntimeError: CUDA error" in html and "zlbench run --op" in html
+
+
+@pytest.mark.skipif(not shutil.which("chromium"), reason="chromium not installed")
+def test_loads_in_headless_chromium_and_the_script_runs(html, tmp_path):
+    page = tmp_path / "report.html"
+    page.write_text(html, encoding="utf-8")
+    out = subprocess.run(
+        ["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--dump-dom", page.as_uri()],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert 'data-ready="1"' in out.stdout  # the inline script ran under the CSP
+    assert out.stdout.count("<tr") == html.count("<tr")
