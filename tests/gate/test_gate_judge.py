@@ -288,3 +288,48 @@ def test_torch_normalized_estimator_removes_single_row_torch_noise(tmp_path):
     # would have put every row at 0.92 ** (1/3))
     assert pick(norm).ratio == pytest.approx(1.0, rel=1e-12)
     assert all(r.ratio == pytest.approx(1.0, rel=1e-12) for r in norm.cases["main/x"].rows)
+
+
+@pytest.mark.parametrize("side", ["latency_ms", "latency_base_ms"])
+@pytest.mark.parametrize("value", [-0.02, 0.0, float("nan"), float("inf"), None])
+@pytest.mark.parametrize("estimator", ["ratio", "torch_normalized"])
+def test_a_latency_that_is_no_positive_finite_number_is_failed(tmp_path, side, value, estimator):
+    # the speedup alone says "as fast as the baseline": the latency decides
+    row = crow("x", S, 2.0).model_copy(update={side: value})
+    j, th = _judge(
+        tmp_path, {"x": [brow("x", S, 2.0)]}, [run_result("x", [row])], estimator=estimator
+    )
+    (r,) = j.cases["main/x"].rows
+    assert r.verdict is Verdict.FAILED and "latency not usable" in r.reason
+    assert op_verdict(j.cases["main/x"], th).verdict is Verdict.FAILED
+
+
+def test_rows_carry_latencies_in_us_and_both_changes(tmp_path):
+    # FlagGems 10 % slower on a machine whose torch is 2 % slower everywhere
+    base = {"x": [brow("x", S, 2.0, lat=0.1), brow("x", "[8]", 1.0, lat=0.2)]}
+    cur = [
+        run_result(
+            "x",
+            [
+                crow("x", S, 1.0, lat=0.11, torch_lat=0.2 * 1.02),
+                crow("x", "[8]", 1.0, lat=0.2, torch_lat=0.2 * 1.02),
+            ],
+        )
+    ]
+    j, _ = _judge(tmp_path, base, cur, estimator="torch_normalized")
+    r = next(r for r in j.cases["main/x"].rows if r.key.shape == S)
+    assert (r.baseline_us, r.current_us) == pytest.approx((100.0, 110.0))
+    assert (r.baseline_torch_us, r.current_torch_us) == pytest.approx((200.0, 204.0))
+    assert r.kernel_change == pytest.approx(0.10)
+    # the judged statistic is unchanged: ratio = base / cur latency × torch drift
+    assert r.ratio == pytest.approx(100 / 110 * 1.02)
+    assert r.judged_change == pytest.approx(1 / r.ratio - 1) and r.judged_change > 0
+    assert r.limit == pytest.approx(1 / 0.95 - 1)
+    (host,) = j.hosts
+    assert host.drift == pytest.approx(1.02) and host.rows == 2 and host.applied
+
+
+def test_ratio_estimator_reports_the_drift_without_applying_it(tmp_path):
+    j, _ = _judge(tmp_path, *CASES[Verdict.PASS][:2])
+    (host,) = j.hosts
+    assert not host.applied and j.drift == {}
