@@ -1,0 +1,94 @@
+"""`zlbench codegen` end to end on this CPU: the benchpkg Triton kernels (plus one
+generated kernel) recorded for sm_90 under the stand-in driver, then screened
+with the same triton (nothing changed) and with patched copies of it (exactly
+the kernels the patch touches, at the stage it touches). Uses the compiler
+side's helpers (tests/codegen_support.py)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from codegen_support import PATCHES, REPO, Patch, load_index, patched_triton, record_benchpkg
+
+from zlbench.cli import main
+from zlbench.models import load_json_model
+from zlbench.models.codegen_screen import CodegenClass, CodegenScreen
+
+pytestmark = pytest.mark.slow
+
+STAGE_CLASS = {"ttgir": CodegenClass.TTGIR, "sass": CodegenClass.SASS}
+# Fails the TTGIR stage of every kernel with a tl.dot (benchpkg: mm_kernel).
+NO_DOT = Patch(
+    "backends/nvidia/compiler.py",
+    "        # Set maxnreg on all kernels, if it was provided.\n",
+    "        if 'tt.dot' in str(mod):\n            raise RuntimeError('zl patch: no dot')\n",
+    "ttgir",
+    frozenset({"mm_kernel"}),
+)
+
+
+@pytest.fixture(scope="module")
+def baseline(tmp_path_factory) -> Path:
+    """A baseline dir whose one op (main/benchpkg) recorded every benchpkg kernel."""
+    root = tmp_path_factory.mktemp("cg") / "base"
+    record_benchpkg(root / "main" / "benchpkg")
+    return root
+
+
+@pytest.fixture
+def screen_env(monkeypatch, baseline):
+    """The environment the workers need: benchpkg as the FlagGems checkout, the
+    recorded helper module importable, no interpreter mode."""
+    monkeypatch.setenv("ZLBENCH_FLAGGEMS_DIR", str(REPO / "tests" / "benchpkg"))
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    monkeypatch.delenv("GEMS_VENDOR", raising=False)
+
+    def use_triton(site: Path | None) -> None:
+        helpers = str(baseline / "main" / "benchpkg" / "helpers")
+        monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(site)] * bool(site) + [helpers]))
+
+    return use_triton
+
+
+def _screen(baseline: Path, out: Path, jobs: int = 2) -> tuple[int, CodegenScreen]:
+    rc = main(["codegen", "--baseline", str(baseline), "--out", str(out), "--jobs", str(jobs)])
+    return rc, load_json_model(out / "codegen.json", CodegenScreen)
+
+
+def test_same_compiler_changes_nothing(baseline, screen_env, tmp_path):
+    screen_env(None)
+    rc, s = _screen(baseline, tmp_path / "out")
+    recorded = load_index(baseline / "main" / "benchpkg" / "codegen").records
+    assert rc == 0
+    assert len(s.kernels) == len(recorded) >= 10
+    assert s.counts["identical"] == len(recorded), [
+        k for k in s.kernels if k.status.value != "identical"
+    ]
+    assert "gen_twice_kernel" in {k.name for k in s.kernels}  # the generated kernel rebuilt too
+
+
+@pytest.mark.parametrize("name", sorted(PATCHES))
+def test_patched_compiler_reports_exactly_the_touched_kernels(name, baseline, screen_env, tmp_path):
+    patch = PATCHES[name]
+    screen_env(patched_triton(tmp_path / "site", patch))
+    rc, s = _screen(baseline, tmp_path / "out")
+    touched = [k for k in s.kernels if patch.kernels is None or k.name in patch.kernels]
+    assert rc == 0 and touched
+    assert {k.kernel_id for k in s.changed()} == {k.kernel_id for k in touched}
+    for k in touched:
+        assert (k.status, k.first_stage) == (STAGE_CLASS[patch.stage], patch.stage)
+        diff = (tmp_path / "out" / k.diff_file).read_text()
+        assert f"--- baseline/{k.kernel_id}.{patch.stage}" in diff
+    assert s.counts["identical"] == len(s.kernels) - len(touched)
+
+
+def test_compiler_that_fails_a_kernel_exits_1(baseline, screen_env, tmp_path, capsys):
+    screen_env(patched_triton(tmp_path / "site", NO_DOT))
+    rc, s = _screen(baseline, tmp_path / "out", jobs=1)
+    assert rc == 1
+    assert {k.name for k in s.failed()} == {"mm_kernel"}
+    assert all("zl patch: no dot" in k.error for k in s.failed())
+    assert s.counts["identical"] == len(s.kernels) - len(s.failed())
+    assert "FAILED mm_kernel" in capsys.readouterr().err
