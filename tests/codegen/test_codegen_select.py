@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from zlbench.codegen.select import kernel_note, ops_to_time, row_notes
+from zlbench.gate.plan import read_ops_file
 from zlbench.models import BaselineResult, BaselineRow, RowKey
 from zlbench.models.codegen_screen import CodegenClass, CodegenScreen, KernelScreen
 from zlbench.report.codegen import note_text, row_explanation
@@ -134,3 +137,10 @@ def test_row_explanation_text():
     assert row_explanation([]) == "codegen: kernels unknown (no record names this row)"
     failed = kernel_note(_kernel("f", CodegenClass.FAILED, rows, error="compile failed: X"))
     assert note_text(failed) == "f: compile failed; compile failed: X"
+
+
+def test_sentinels_are_gate_core_ops_of_every_kind():
+    ops = Path(__file__).resolve().parents[2] / "ops"
+    sentinels = read_ops_file(ops / "sentinels.txt")
+    assert set(sentinels) <= set(read_ops_file(ops / "gate_core.txt"))
+    assert {"add", "sum", "mm@test_mm.py"} <= set(sentinels)

@@ -1,0 +1,47 @@
+"""zlbench.codegen.chunks: kernels dealt into chunks of about equal compile time."""
+
+from __future__ import annotations
+
+import pytest
+
+from zlbench.codegen.chunks import DEFAULT_COMPILE_S, n_chunks, split
+
+
+def test_every_id_in_exactly_one_chunk():
+    est = {f"k{i}": float(i % 7) for i in range(50)}
+    chunks = split(est, 6)
+    flat = [k for c in chunks for k in c]
+    assert sorted(flat) == sorted(est) and len(chunks) == 6 and all(chunks)
+
+
+def test_slow_kernel_gets_a_chunk_of_its_own():
+    est = {"slow": 10.0} | {f"f{i}": 1.0 for i in range(10)}
+    chunks = split(est, 2)
+    assert ["slow"] in chunks
+    other = next(c for c in chunks if c != ["slow"])
+    assert len(other) == 10
+
+
+def test_loads_are_balanced():
+    est = {f"k{i}": float(1 + i % 5) for i in range(40)}
+    loads = [sum(est[k] for k in c) for c in split(est, 4)]
+    assert max(loads) - min(loads) <= 5
+
+
+def test_unknown_estimates_count_as_default():
+    chunks = split({"a": None, "b": 0.0, "c": DEFAULT_COMPILE_S}, 3)
+    assert sorted(len(c) for c in chunks) == [1, 1, 1]
+
+
+def test_split_is_deterministic_and_input_order_free():
+    est = {f"k{i}": 1.0 for i in range(9)}
+    assert split(est, 4) == split(dict(reversed(list(est.items()))), 4)
+
+
+def test_never_more_chunks_than_kernels():
+    assert len(split({"a": 1.0, "b": 1.0}, 8)) == 2
+    assert n_chunks(3, jobs=16) == 3
+    assert n_chunks(100, jobs=4) == 8
+    assert n_chunks(0, jobs=4) == 1
+    with pytest.raises(ValueError):
+        split({"a": 1.0}, 0)
