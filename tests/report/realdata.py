@@ -54,3 +54,28 @@ def real_verdict(results: Path, thresholds: Path | None = None) -> GateVerdict:
         thresholds_label=thresholds.name if thresholds else "",
     )
     return run_gate(b, load_results(results), th, opts)
+
+
+def main(out: Path) -> None:
+    """Write the FAIL example of docs/reports.md (report.md, comment.md, report.html,
+    junit.xml, verdict.json) into ``out``."""
+    import tempfile
+
+    from zlbench.report.html import render_html
+    from zlbench.report.junit import render_junit
+    from zlbench.report.markdown import render_comment, render_markdown
+
+    with tempfile.TemporaryDirectory() as tmp:
+        v = real_verdict(inject(Path(tmp) / "results", FAIL_SLOWDOWNS))
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "report.md").write_text(render_markdown(v), encoding="utf-8")
+    (out / "comment.md").write_text(render_comment(v, limit=6_000), encoding="utf-8")
+    (out / "report.html").write_text(render_html(v), encoding="utf-8")
+    (out / "junit.xml").write_text(render_junit(v), encoding="utf-8")
+    (out / "verdict.json").write_text(v.model_dump_json(indent=2) + "\n", encoding="utf-8")
+
+
+if __name__ == "__main__":
+    import sys
+
+    main(Path(sys.argv[1]))
