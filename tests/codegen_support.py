@@ -92,11 +92,12 @@ def patched_triton(dest: Path, patch: str | Patch) -> Path:
     return dest
 
 
-def subprocess_env(tmp: Path, *front: Path) -> dict[str, str]:
+def subprocess_env(tmp: Path, *front: Path, src: Path = BENCHPKG_SRC) -> dict[str, str]:
     """Environment for a compile subprocess: ``front`` dirs first on PYTHONPATH, then
-    the benchpkg sources and this repo; own triton/FlagGems caches; no interpreter."""
+    the benchpkg sources (``src``) and this repo; own triton/FlagGems caches; no
+    interpreter."""
     env = {k: v for k, v in os.environ.items() if k not in ("TRITON_INTERPRET", "GEMS_VENDOR")}
-    paths = [*map(str, front), str(BENCHPKG_SRC), str(REPO)]
+    paths = [*map(str, front), str(src), str(REPO)]
     env.update(
         PYTHONPATH=os.pathsep.join(paths),
         TRITON_CACHE_DIR=str(tmp / "triton-cache"),
@@ -183,14 +184,21 @@ def record_benchpkg(dest: Path, target: str = TARGET) -> Path:
 
 
 def rebuild(
-    index: Path, out: Path, tmp: Path, site: Path | None = None, *extra: str
+    index: Path,
+    out: Path,
+    tmp: Path,
+    site: Path | None = None,
+    *extra: str,
+    src: Path = BENCHPKG_SRC,
 ) -> subprocess.CompletedProcess:
-    """Run the rebuild worker on ``index`` (helpers of :func:`record_benchpkg` on the path)."""
+    """Run the rebuild worker on ``index`` (``dest/codegen/index.json`` of
+    :func:`record_benchpkg`: its ``dest/helpers`` go on the path), with the patched
+    triton at ``site`` first when given, and the benchpkg sources from ``src``."""
     front = [p for p in (site, index.parents[1] / "helpers") if p is not None]
     cmd = [sys.executable, "-m", "zlbench.plugins.compiler.rebuild", str(index), str(out), *extra]
     return subprocess.run(
         cmd,
-        env=subprocess_env(tmp, *front),
+        env=subprocess_env(tmp, *front, src=src),
         cwd=tmp,
         capture_output=True,
         text=True,
