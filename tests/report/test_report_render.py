@@ -207,3 +207,10 @@ def test_report_md_is_never_cut(verdicts):
     assert all(f"`main/op{i:04d}`" in md for i in range(1000))
     assert not any("<" in line for line in live_text(md.removeprefix(MARKER)))
     assert render_html(v).count("<tr") > 1000
+
+
+def test_readme_shows_the_real_main_job_pass():
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text(encoding="utf-8")
+    excerpt = readme.split("```markdown\n", 1)[1].split("\n```", 1)[0]
+    md = render_markdown(real_aa())
+    assert all(line in md.splitlines() for line in excerpt.splitlines() if line), excerpt
