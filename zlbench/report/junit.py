@@ -39,9 +39,8 @@ def row_message(r: RowVerdict) -> str:
     """One line: the verdict and the judged change against its limit, or the reason."""
     if r.judged_change is not None:
         msg = f"{r.verdict.value}: judged change {pct(r.judged_change)} (limit {pct(r.limit)})"
-    else:
-        msg = r.verdict.value
-    return xml_text(f"{msg}; {r.reason}" if r.reason else msg)
+        return xml_text(f"{msg}; {r.reason}" if r.reason else msg)
+    return xml_text(f"{r.verdict.value}: {r.reason}" if r.reason else r.verdict.value)
 
 
 def _outcome(tc: ET.Element, tag: str, kind: str, message: str, body: str) -> None:
@@ -67,7 +66,7 @@ def row_case(r: RowVerdict, seconds: float | None, context: str) -> ET.Element:
     elif r.verdict is Verdict.SKIPPED:
         ET.SubElement(tc, "skipped", {"message": xml_text(r.reason or "skipped")})
     else:
-        ET.SubElement(tc, "system-out").text = body
+        ET.SubElement(tc, "system-out").text = xml_text(row_numbers(r))
     return tc
 
 
@@ -141,7 +140,7 @@ def repo_cases(v: GateVerdict, repo: str, durations: Mapping[str, float]) -> lis
     extra = [o for o in ops if (o.repo, o.run_name) not in failing_rows]
     for o in extra:
         per_op[(o.repo, o.run_name)] = per_op.get((o.repo, o.run_name), 0) + 1
-    context = machine_speed_line(v)
+    context = machine_speed_line(v) if v.verdict != "ERROR" else ""
 
     def share(k: tuple[str, str]) -> float | None:
         return seconds[k] / per_op[k] if k in seconds else None
