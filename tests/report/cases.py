@@ -9,7 +9,7 @@ from pathlib import Path
 from realdata import FAIL_SLOWDOWNS, RESULTS, inject, real_verdict
 from scenario import build
 
-from zlbench.gate.judge import inverse_change
+from zlbench.gate.numbers import inverse_change
 from zlbench.models import GateVerdict, OpVerdict, RowKey, RowVerdict, Verdict
 
 

@@ -25,9 +25,9 @@ from zlbench.models import (
     ThresholdsFile,
     Verdict,
 )
+from zlbench.report.blocks import table
 from zlbench.report.escape import log_line, md_code, md_text
 from zlbench.report.facts import geomean_changes, pct, speed_words, us_pair
-from zlbench.report.sections import table
 
 
 @dataclass

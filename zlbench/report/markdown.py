@@ -11,9 +11,10 @@ in :mod:`zlbench.report.sections`; docs/reports.md shows examples.
 from __future__ import annotations
 
 from zlbench.models import GateVerdict
+from zlbench.report.blocks import Block
 from zlbench.report.escape import md_code, md_text
 from zlbench.report.facts import ReportExtras, geomean_changes, machine_speed_line, pct
-from zlbench.report.sections import Block, blocks
+from zlbench.report.sections import blocks
 
 MARKER = "<!-- zlbench-gate -->"
 GITHUB_COMMENT_LIMIT = 65_536

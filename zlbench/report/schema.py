@@ -11,7 +11,6 @@ import json
 from zlbench.models import SCHEMA_VERSION, GateVerdict
 
 
-
 def verdict_schema() -> dict:
     schema = GateVerdict.model_json_schema(mode="serialization")
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"

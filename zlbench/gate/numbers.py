@@ -1,0 +1,42 @@
+"""The numbers a row verdict carries besides the judged ratio (pure): latencies in
+µs, the uncorrected kernel time change and the judged change, all with one sign
+(+ = more time, slower), and the rule that a current latency must be a usable
+number (docs/reports.md)."""
+
+from __future__ import annotations
+
+from zlbench.gate.estimators import positive
+from zlbench.models import Row, RowVerdict
+
+
+def us(ms: float | None) -> float | None:
+    return None if ms is None else ms * 1000.0
+
+
+def change(new: float | None, old: float | None) -> float | None:
+    """``new / old - 1`` (+ = more time), None unless both are usable."""
+    return new / old - 1.0 if positive(new) and positive(old) else None
+
+
+def inverse_change(ratio: float | None) -> float | None:
+    """The time change of a speed ratio: ``1 / ratio - 1``."""
+    return 1.0 / ratio - 1.0 if positive(ratio) else None
+
+
+def with_latencies(v: RowVerdict, base: Row | None, cur: Row | None) -> RowVerdict:
+    """``v`` with the rows' latencies in µs and the uncorrected kernel time change."""
+    if base is not None:
+        v.baseline_us, v.baseline_torch_us = us(base.latency_ms), us(base.latency_base_ms)
+    if cur is not None:
+        v.current_us, v.current_torch_us = us(cur.latency_ms), us(cur.latency_base_ms)
+    v.kernel_change = change(v.current_us, v.baseline_us)
+    return v
+
+
+def unusable_latency(cur: Row) -> str:
+    """Why ``cur``'s latencies are no measurement ("" when both are positive and finite):
+    such a row is FAILED whatever its speedup says."""
+    for name, x in (("FlagGems", cur.latency_ms), ("torch", cur.latency_base_ms)):
+        if not positive(x):
+            return f"current {name} latency not usable ({x})"
+    return ""

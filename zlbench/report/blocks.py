@@ -1,0 +1,104 @@
+"""The building block of the markdown report: a section that renders whole.
+
+A :class:`Block` cut to its first ``cap`` rows is still a table, a cut list of
+code blocks keeps each block closed, and a cut always ends with a note saying
+how many were left out. Plus the one table of row numbers every section shares.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from zlbench.models import RowVerdict
+from zlbench.report.escape import md_code, md_text
+from zlbench.report.facts import confirmed_text, pct, us_pair
+
+CHANGE_HEADER = [
+    "op",
+    "dtype",
+    "shape",
+    "FlagGems µs",
+    "kernel time",
+    "torch µs",
+    "judged change",
+    "limit",
+    "confirmed",
+]
+LEGEND = (
+    "_µs: baseline → current. kernel time: the FlagGems latency change before the "
+    "machine-speed correction. judged change: after it, the number the gate judges "
+    "(median of the samples when re-measured). limit: the judged change at the row's "
+    "threshold. + = slower._"
+)
+
+
+def table(header: list[str], align: str, rows: list[list[str]]) -> str:
+    """A markdown table; ``align`` has one letter a column: l (left) or r (right)."""
+    sep = ["---:" if a == "r" else "---" for a in align]
+    return "\n".join("| " + " | ".join(cells) + " |" for cells in [header, sep, *rows])
+
+
+@dataclass
+class Block:
+    """One section: heading, text, an optional table, optional chunks (code blocks)."""
+
+    title: str
+    intro: str = ""
+    header: list[str] = field(default_factory=list)
+    align: str = ""
+    rows: list[list[str]] = field(default_factory=list)
+    chunks: list[str] = field(default_factory=list)
+    outro: str = ""
+    noun: str = "rows"
+
+    def render(self, cap: int | None) -> str:
+        rows, chunks = self.rows[:cap], self.chunks[:cap]
+        hidden = len(self.rows) - len(rows) + len(self.chunks) - len(chunks)
+        parts = [f"### {self.title}", self.intro]
+        if self.header:
+            parts.append(table(self.header, self.align, rows))
+        parts += chunks
+        if hidden:
+            parts.append(f"_… {hidden} more {self.noun} not shown here: see the full report._")
+        parts.append(self.outro)
+        return "\n\n".join(p for p in parts if p) + "\n"
+
+
+def op_label(repo: str, name: str) -> str:
+    return md_code(f"{repo}/{name}")
+
+
+def change_row(r: RowVerdict) -> list[str]:
+    occ = f" #{r.key.occurrence}" if r.key.occurrence else ""
+    return [
+        op_label(r.key.repo, r.key.op),
+        md_code(r.key.dtype),
+        md_code(r.key.shape + occ),
+        us_pair(r.baseline_us, r.current_us),
+        pct(r.kernel_change),
+        us_pair(r.baseline_torch_us, r.current_torch_us),
+        pct(r.judged_change),
+        pct(r.limit),
+        confirmed_text(r),
+    ]
+
+
+def change_block(title: str, rows: list[RowVerdict], intro: str = "") -> Block | None:
+    if not rows:
+        return None
+    return Block(title, intro, CHANGE_HEADER, "llllrlrrl", [change_row(r) for r in rows])
+
+
+def reason_block(title: str, rows: list[RowVerdict]) -> Block | None:
+    if not rows:
+        return None
+    cells = [
+        [
+            op_label(r.key.repo, r.key.op),
+            md_code(r.key.dtype),
+            md_code(r.key.shape),
+            md_text(r.reason),
+        ]
+        for r in rows
+    ]
+    return Block(title, "", ["op", "dtype", "shape", "reason"], "llll", cells)
