@@ -40,6 +40,10 @@ from zlbench.plugins.compiler import normalise as norm
 from zlbench.plugins.compiler import sass as sass_mod
 
 _NUM_WARPS = re.compile(r'"ttg\.num-warps" = (\d+) : i32')
+# Attributes under which wrappers keep the JIT function: triton's Autotuner and
+# Heuristics, FlagGems' LibEntry/LibTuner ("fn"); FlagGems' pointwise_dynamic
+# ("_scalar_fn", the scalar function its generated kernels call).
+_WRAPPED = ("fn", "_scalar_fn")
 
 
 # --------------------------------------------------------------------------- blobs
@@ -132,16 +136,21 @@ def _qualified(jit_fn: Any) -> str:
 
 def resolve(module: str, qualname: str) -> Any:
     """The JITFunction ``module:qualname`` names (unwrapping autotuners, LibEntry...)."""
+    return find_jit(importlib.import_module(module), qualname)
+
+
+def find_jit(module: Any, qualname: str) -> Any:
+    """The JITFunction at ``qualname`` in ``module`` (through ``.fn`` of wrappers)."""
     from triton.runtime.jit import JITCallable
 
-    obj: Any = importlib.import_module(module)
+    obj: Any = module
     for part in qualname.split("."):
         obj = getattr(obj, part)
     for _ in range(8):
         if isinstance(obj, JITCallable):
             return obj
-        obj = getattr(obj, "fn", None)
-    raise LookupError(f"{module}:{qualname} is not a triton JIT function")
+        obj = next((getattr(obj, a) for a in _WRAPPED if hasattr(obj, a)), None)
+    raise LookupError(f"{getattr(module, '__name__', '?')}:{qualname} is not a triton JIT function")
 
 
 def _findable(jit_fn: Any) -> bool:
@@ -189,7 +198,7 @@ def kernel_source(jit_fn: Any) -> KernelSource:
         name=fn.__name__,
         module=fn.__module__,
         qualname=fn.__qualname__,
-        path=_relative(file),
+        path=os.path.basename(file) if generated and file else _relative(file),
         root="sys.path" if file and not generated else None,
         source_sha256=_sha(jit_fn.src),
         file_sha256=_sha(text) if text is not None else None,

@@ -72,10 +72,7 @@ class Loader:
         mod = self.generated.get((k.module, sha))
         if mod is None:
             mod = self.generated[(k.module, sha)] = self._load_generated(req, sha)
-        obj: Any = mod
-        for part in k.qualname.split("."):
-            obj = getattr(obj, part)
-        return obj
+        return capture.find_jit(mod, k.qualname)
 
     def _load_generated(self, req: CompileRequest, sha: str) -> Any:
         k = req.kernel
