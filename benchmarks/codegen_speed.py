@@ -62,7 +62,11 @@ def build_baseline(records: list[CompileRecord], root: Path, env: dict[str, str]
 def time_screen(baseline: Path, jobs: int, out: Path, env) -> tuple[float, CodegenScreen]:
     t0 = time.monotonic()
     cmd = ["zlbench", "codegen", "--baseline", str(baseline), "--jobs", str(jobs)]
-    subprocess.run([*cmd, "--out", str(out)], check=True, stderr=subprocess.DEVNULL, env=env)
+    out.mkdir(parents=True)
+    with open(out / "stderr.log", "w") as log:
+        rc = subprocess.run([*cmd, "--out", str(out)], stderr=log, env=env).returncode
+    if rc != 0:
+        raise SystemExit(f"{' '.join(cmd)}: exit {rc}; see {out / 'stderr.log'}")
     return time.monotonic() - t0, load_json_model(out / "codegen.json", CodegenScreen)
 
 

@@ -12,6 +12,7 @@ from cgsynth import record, request, stage_texts, use, write_run
 
 from zlbench.cli import main
 from zlbench.codegen import worker_pool
+from zlbench.codegen.collect import has_codegen_records
 from zlbench.models import load_json_model
 from zlbench.models.codegen_screen import CodegenScreen
 
@@ -69,6 +70,7 @@ def _screen(out: Path) -> CodegenScreen:
 
 
 def test_same_compiler_reports_nothing_changed(baseline, tmp_path, fake_worker, capsys):
+    assert has_codegen_records(baseline)
     fake_worker(SAME | {"mul_kernel": {"texts": _texts("mul"), "figures": {"n_regs": 40}}})
     out = tmp_path / "out"
     rc = main(["codegen", "--baseline", str(baseline), "--out", str(out), "--jobs", "2"])
@@ -167,6 +169,7 @@ def test_every_kernel_crashing_is_failed_not_an_error(baseline, tmp_path, fake_w
 def test_baseline_without_records_is_one_line_exit_2(tmp_path, capsys):
     root = tmp_path / "v1"
     write_run(root, "add", None)
+    assert not has_codegen_records(root)
     assert main(["codegen", "--baseline", str(root), "--out", str(tmp_path / "o")]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "no codegen records" in err[0]

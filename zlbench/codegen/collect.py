@@ -38,6 +38,12 @@ def run_dirs(root: Path) -> list[Path]:
     return sorted(found)
 
 
+def has_codegen_records(root: str | Path) -> bool:
+    """Whether ``root`` holds any codegen index (a v1 baseline has none): the gate
+    screens only then, and otherwise times every op with a note."""
+    return any(Path(root).glob(f"*/*/{CODEGEN_DIR}/{CODEGEN_INDEX}"))
+
+
 def collect(root: str | Path) -> BaselineKernels:
     """All records under ``root``. No record at all is a ZlbenchError (exit 2)."""
     root = Path(root)
