@@ -10,6 +10,8 @@ entry it prints the BEGIN/END lines and behaves as the entry's ``op`` says:
   fault             : print a CUDA device fault, END FAIL
   noend             : never prints BEGIN (and finishes normally)
   color             : prints ANSI-coloured text, END PASS
+  confbad           : (any entry) the whole process fails as pytest does when a
+                      conftest cannot be imported: exit 4 before any op began
 It also writes the environment variables the worker sets into env.json in
 each run dir.
 """
@@ -43,6 +45,12 @@ def main():
     plan = json.load(open(argv[argv.index("--zl-plan") + 1]))
     print("\x1b[1m===== test session starts =====\x1b[0m", flush=True)
     print("argv " + " ".join(argv), flush=True)
+    if any(e["op"].split("@")[0] == "confbad" for e in plan["entries"]):
+        conftest = os.path.join(os.getcwd(), "benchmark", "conftest.py")
+        print(f"ImportError while loading conftest '{conftest}'.", flush=True)
+        print("benchmark/conftest.py:5: in <module>", flush=True)
+        print("E   DeprecationWarning: old api", flush=True)
+        sys.exit(4)
     for entry in plan["entries"]:
         op = entry["op"].split("@")[0]
         keys = ("TRITON_CACHE_DIR", "FLAGGEMS_CACHE_DIR", "FLAGGEMS_DB_URL", "PYTHONHASHSEED")

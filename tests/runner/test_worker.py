@@ -194,3 +194,50 @@ def test_dtypes_split_processes_and_argv(tmp_path, checkout, fake_python):
     assert argv[argv.index("--dtypes") + 1] == "bfloat16"
     assert argv[argv.index("--mode") + 1] == "kernel"
     assert argv[-1] == "benchmark/test_ok.py::test_ok"
+
+
+def test_identical_failures_before_any_op_stop_the_plan(tmp_path, checkout, fake_python):
+    """A process that cannot even load conftest fails every op the same way: after a
+    few identical deaths the rest are NOT MEASURED, not each given its own process."""
+    plan = _plan(tmp_path, ["confbad"] * 8)
+    statuses, _ = _run(plan, checkout, fake_python)
+    assert all(s.status is RunStatus.ERROR for s in statuses)
+    sig = "pytest exit code 4 before the op began: ImportError while loading conftest"
+    assert {s.signature for s in statuses} == {f"{sig} 'conftest.py'."}
+    not_run = [s for s in statuses if s.note.startswith("NOT MEASURED")]
+    # the shared process, then one op per process twice: three identical deaths
+    logs = [(Path(e.run_dir) / "run.log").read_text() for e in plan.entries]
+    assert ["argv" in log for log in logs] == [True, True] + [False] * 6
+    assert len(not_run) == 6 and statuses[2:] == not_run
+    assert "the same in 3 processes" in not_run[0].note
+
+
+def test_pytest_config_is_pinned_to_the_checkout(tmp_path, checkout, fake_python):
+    plan = _plan(tmp_path, ["ok"])
+    _run(plan, checkout, fake_python)
+    argv = (Path(plan.entries[0].run_dir) / "run.log").read_text().split("argv ", 1)[1]
+    words = argv.split()
+    assert f"--rootdir={checkout.resolve()}" in words
+    ini = Path(words[words.index("-c") + 1])
+    assert ini.name == "pytest.ini" and ini.parent != checkout  # no pytest.ini: an empty one
+    (checkout / "pytest.ini").write_text("[pytest]\n")
+    _run(plan, checkout, fake_python)
+    words = (Path(plan.entries[0].run_dir) / "run.log").read_text().split("argv ", 1)[1].split()
+    assert words[words.index("-c") + 1] == str((checkout / "pytest.ini").resolve())
+
+
+def test_op_timeout_zero_means_no_limit(tmp_path, checkout, fake_python):
+    plan = _plan(tmp_path, ["ok", "ok"])
+    statuses, _ = _run(plan, checkout, fake_python, op_timeout_s=0)
+    assert [s.status for s in statuses] == [RunStatus.PASS] * 2
+
+
+def test_time_budget_kills_and_leaves_the_rest_not_measured(tmp_path, checkout, fake_python):
+    plan = _plan(tmp_path, ["ok", "hang", "ok", "ok"])
+    statuses, _ = _run(plan, checkout, fake_python, budget_s=1.5)
+    assert statuses[0].status is RunStatus.PASS
+    rest = statuses[1:]
+    assert all(s.status is RunStatus.ERROR for s in rest)
+    assert all(s.note.startswith("NOT MEASURED") and "budget of 1.5 s" in s.note for s in rest)
+    assert "ran out during the op" in rest[0].note
+    assert not (Path(plan.entries[2].run_dir) / "env.json").exists()  # never started

@@ -36,6 +36,14 @@ class OpStatus(_Model):
     gpu: str = ""
     run_dir: str = ""  # relative to the batch dir
     note: str = ""
+    # The seed's columns users read (older files lack them: their defaults apply).
+    op_file: str = ""  # the op's benchmark test file(s), e.g. test_reduction_perf.py
+    success_rows: int = 0  # rows with status SUCCESS
+    replay_fallbacks: int = 0  # AUTOTUNE_REPLAY_FALLBACK markers
+    no_cudagraph: int = 0  # BENCHMARK_DIRECT_NO_CUDAGRAPH markers
+    # Error signature of a failed op (zlbench.runner.execute.failsig), e.g.
+    # "SystemError in triton/backends/nvidia/driver.py:328"; "" when it did not fail.
+    signature: str = ""
 
 
 OP_STATUS_FIELDS = list(OpStatus.model_fields)
@@ -52,6 +60,9 @@ SUMMARY_FIELDS = [
     "latency_ms",
     "speedup",
     "no_cudagraph",
+    "tflops",
+    "gbps",
+    "error",
 ]
 
 # Columns an ops_status.csv must have; the others may be absent (their defaults apply).
@@ -115,6 +126,16 @@ class DismissedOp(_Model):
     reason: str
 
 
+class SystemicFailure(_Model):
+    """Several ops of a batch failed the same way (``batch.json``): a broken compiler
+    or environment rather than broken ops. The reports lead with ``line``."""
+
+    signature: str  # zlbench.runner.execute.failsig, e.g. "signal 11 (SIGSEGV)"
+    ops: list[str] = Field(default_factory=list)  # keys <repo>/<run_name>
+    not_run: int = 0  # of ``ops``: not run at all once the failure was known
+    line: str = ""  # "13 ops fail the same way: SystemError in triton/...:328"
+
+
 class BatchInfo(_Model):
     """``<batch>/batch.json``: what a batch was asked to do, and on what it ran.
 
@@ -150,3 +171,6 @@ class BatchInfo(_Model):
     rows: int = 0
     environments: dict[str, Environment] = Field(default_factory=dict)  # repo -> env
     merged_from: list[str] = Field(default_factory=list)  # shard dirs (zlbench merge)
+    systemic: list[SystemicFailure] = Field(default_factory=list)  # worst first
+    budget_s: float | None = None  # time budget of the batch (gate); None: none
+    not_measured: list[str] = Field(default_factory=list)  # keys never measured (budget, systemic)

@@ -26,7 +26,7 @@ import tempfile
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from zlbench.errors import ZlbenchError
@@ -39,6 +39,7 @@ from zlbench.models import (
     dump_json_model,
     load_json_model,
 )
+from zlbench.runner.execute.failsig import signature
 from zlbench.runner.execute.oplog import RUN_LOG, LoggedOp, OpLogSplitter
 from zlbench.runner.execute.proc import GroupProcess, Sink
 
@@ -48,12 +49,17 @@ __all__ = [
     "execute_plan",
     "exit_code_for",
     "process_env",
+    "pytest_config_args",
 ]
 
 # on_op_done(entry, status, result.json or None), called as soon as each op is decided.
 OpDone = Callable[[PlanEntry, OpStatus, "RunResult | None"], None]
 
 PLUGIN = "zlbench.plugins.loader"
+# After this many processes ended identically before any op began (same exit and
+# first error line), the ops still waiting are not run: NOT MEASURED, that signature.
+SYSTEMIC_AFTER = 3
+NOT_MEASURED = "NOT MEASURED"
 
 
 def exit_code_for(status: RunStatus) -> int:
@@ -85,6 +91,23 @@ def process_env(
         old = env.get("PYTHONPATH")
         env["PYTHONPATH"] = os.pathsep.join([str(src.resolve())] + ([old] if old else []))
     return env
+
+
+def pytest_config_args(flaggems_dir: str | os.PathLike, tmp_dir: str | os.PathLike) -> list[str]:
+    """Pin pytest's configuration to the FlagGems checkout: its own ``pytest.ini``
+    when it has one, else an empty one, and ``--rootdir`` the checkout.
+
+    Why: without ``-c`` pytest looks for a config upwards from the test paths, so a
+    checkout without its own pytest.ini (only src/ and benchmark/ copied) placed
+    under a project whose pyproject.toml sets ``filterwarnings = error`` inherits
+    it, and every op dies importing conftest on a DeprecationWarning (seen on the
+    H200)."""
+    root = Path(flaggems_dir).resolve()
+    ini = root / "pytest.ini"
+    if not ini.is_file():
+        ini = Path(tmp_dir) / "pytest.ini"  # a file named pytest.ini is a config, even empty
+        ini.write_text("[pytest]\n", encoding="utf-8")
+    return ["-c", str(ini), f"--rootdir={root}"]
 
 
 def build_pytest_argv(
@@ -145,6 +168,19 @@ class _Ctx:
     grace_s: float
     extra: Sequence[str]
     done: dict[str, OpStatus]
+    deadline: float | None = None  # time.monotonic() after which nothing more is measured
+    budget_s: float | None = None
+    early: list[str] = field(default_factory=list)  # signatures of pre-op process deaths
+    systemic: str | None = None  # the pre-op signature seen SYSTEMIC_AFTER times
+
+    def stop_reason(self) -> str | None:
+        """Why nothing more is run: a systemic pre-op failure, or the time budget spent."""
+        if self.systemic is not None:
+            n = self.early.count(self.systemic)
+            return f"{self.systemic} (the same in {n} processes before this op; not run)"
+        if self.deadline is not None and time.monotonic() > self.deadline:
+            return f"the time budget of {self.budget_s:g} s was spent before this op"
+        return None
 
     @property
     def color(self) -> bool:
@@ -168,14 +204,18 @@ def _decide(
     note: str,
     rc: int | None,
     read: tuple[RunResult | None, str] | None = None,
+    sig: str | None = None,
 ) -> None:
     """Record the final status of one op and tell the caller.
 
-    ``read`` is what :func:`_read_result` already gave for this op, if called."""
+    ``read`` is what :func:`_read_result` already gave for this op, if called;
+    ``sig`` its error signature when already known (else read from its run.log)."""
     entry = track.entry
     result, problem = read if read is not None else _read_result(track.run_dir)
     if problem:
         note = f"{note}; {problem}" if note else problem
+    if sig is None:
+        sig = signature(status, rc, note, _log_text(track.run_dir)) or ""
     dtypes = result.dtypes if result and result.dtypes else entry.dtypes
     op_status = OpStatus(
         repo=entry.repo,
@@ -190,6 +230,7 @@ def _decide(
         gpu=ctx.env.get("CUDA_VISIBLE_DEVICES", ""),
         run_dir=str(entry.run_dir),
         note=note,
+        signature=sig,
     )
     if status is not RunStatus.PASS:
         track.write(f"ZLBENCH_RUNNER run_name={entry.run_name} status={status.value} {note}")
@@ -197,6 +238,21 @@ def _decide(
     ctx.done[entry.run_name] = op_status
     if ctx.on_op_done is not None:
         ctx.on_op_done(entry, op_status, result)
+
+
+def _log_text(run_dir: Path) -> str:
+    try:
+        return (run_dir / RUN_LOG).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return ""
+
+
+def _not_measured(ctx: _Ctx, entries: list[PlanEntry], why: str) -> None:
+    """Decide ops that are not run at all: ERROR, ``NOT MEASURED: <why>``."""
+    sig = ctx.systemic or ""
+    for entry in entries:
+        track = LoggedOp(entry)
+        _decide(ctx, track, RunStatus.ERROR, f"{NOT_MEASURED}: {why}", None, sig=sig)
 
 
 def _decide_ended(ctx: _Ctx, track: LoggedOp) -> bool:
@@ -246,6 +302,9 @@ def _stream(ctx: _Ctx, child: GroupProcess, split: OpLogSplitter) -> str | None:
             if time.monotonic() - split.last_event > timeout:
                 killed = "timeout"
                 child.kill(ctx.grace_s)
+        if killed is None and ctx.deadline is not None and time.monotonic() > ctx.deadline:
+            killed = "budget"
+            child.kill(ctx.grace_s)
     return killed
 
 
@@ -254,7 +313,10 @@ def _settle(ctx: _Ctx, split: OpLogSplitter, rc: int, killed: str | None) -> lis
     how = _describe_exit(rc)
     flight = split.in_flight()
     if flight is not None:
-        if killed == "timeout":
+        if killed == "budget":
+            why = f"{NOT_MEASURED}: the time budget of {ctx.budget_s:g} s ran out during the op"
+            _decide(ctx, flight, RunStatus.ERROR, why, None, sig="")
+        elif killed == "timeout":
             _decide(ctx, flight, RunStatus.TIMEOUT, f"timed out after {ctx.op_timeout_s:g} s", None)
         else:
             _decide(ctx, flight, RunStatus.CRASH, f"process {how} before ZLBENCH_OP_END", rc)
@@ -266,15 +328,25 @@ def _settle(ctx: _Ctx, split: OpLogSplitter, rc: int, killed: str | None) -> lis
         note = f"timed out after {ctx.op_timeout_s:g} s before the op began (startup/collection)"
         _decide(ctx, first, RunStatus.TIMEOUT, note, None)
         progressed = True
-    if not waiting:
-        return []
+    if not waiting or killed == "budget":
+        return [t.entry for t in waiting]  # the caller decides them: NOT MEASURED
+    status = RunStatus.CRASH if rc < 0 else RunStatus.ERROR
+    note = f"pytest {how} before the op began; see run.log"
+    if not progressed:
+        _early_death(ctx, signature(status, rc, note, "\n".join(split.pending)) or note)
     if progressed or len(waiting) > 1:
         return [t.entry for t in waiting]  # fresh process (one per op if no progress)
     only = waiting[0]
     split.flush_pending(only)
-    status = RunStatus.CRASH if rc < 0 else RunStatus.ERROR
-    _decide(ctx, only, status, f"pytest {how} before the op began; see run.log", rc)
+    _decide(ctx, only, status, note, rc)
     return []
+
+
+def _early_death(ctx: _Ctx, sig: str) -> None:
+    """A process ended before any op began: after SYSTEMIC_AFTER identical ones, stop."""
+    ctx.early.append(sig)
+    if ctx.early.count(sig) >= SYSTEMIC_AFTER and ctx.systemic is None:
+        ctx.systemic = sig
 
 
 def _run_process(ctx: _Ctx, entries: list[PlanEntry]) -> list[PlanEntry]:
@@ -287,9 +359,8 @@ def _run_process(ctx: _Ctx, entries: list[PlanEntry]) -> list[PlanEntry]:
         sub = ctx.plan.model_copy(update={"entries": entries})
         plan_path = tmp / "plan.json"
         dump_json_model(plan_path, sub)
-        argv = build_pytest_argv(
-            plan_path, sub, python=ctx.python, color=ctx.color, extra=ctx.extra
-        )
+        extra = [*pytest_config_args(ctx.flaggems_dir, tmp), *ctx.extra]
+        argv = build_pytest_argv(plan_path, sub, python=ctx.python, color=ctx.color, extra=extra)
         env = process_env(ctx.env, flaggems_dir=ctx.flaggems_dir, tmp_dir=tmp)
         child = GroupProcess(argv, cwd=ctx.flaggems_dir, env=env)
         try:
@@ -333,6 +404,8 @@ def execute_plan(
     python: str | None = None,
     grace_s: float = 5.0,
     extra_pytest_args: Sequence[str] = (),
+    budget_s: float | None = None,
+    started: float | None = None,
 ) -> list[OpStatus]:
     """Run every entry of ``plan``; return one OpStatus per entry, in plan order.
 
@@ -342,6 +415,10 @@ def execute_plan(
     op_timeout_s: per op, measured from that op's BEGIN line (before the first
         BEGIN / between ops: from process start / the last END): the group is
         killed, the op is TIMEOUT, the rest continue in a fresh process.
+        None or 0: no limit.
+    budget_s: seconds from ``started`` (a ``time.monotonic()``; default now) after
+        which nothing more is measured: the process is killed and every op not
+        decided yet is ERROR with a ``NOT MEASURED:`` note (None: no budget).
     env: the base environment, already built by the caller (e.g. with
         CUDA_VISIBLE_DEVICES); None = os.environ. Per-process variables are added.
     sink: receives every output line (ANSI kept); a truthy ``sink.color`` asks
@@ -355,9 +432,15 @@ def execute_plan(
     run_dir absolute; gpu = env's CUDA_VISIBLE_DEVICES; note says why when not
     PASS. A process that dies marks only the op in flight; one that ends before
     any op began is re-run one op per process, then the op is ERROR (CRASH when
-    killed by a signal).
+    killed by a signal); after SYSTEMIC_AFTER processes ended identically before
+    any op began, the ops still waiting are ERROR ``NOT MEASURED: <signature>``
+    without being run. pytest's configuration is pinned to the checkout
+    (:func:`pytest_config_args`).
     """
     base_env = dict(os.environ if env is None else env)
+    if op_timeout_s is not None and op_timeout_s <= 0:
+        op_timeout_s = None  # --op-timeout 0: no limit
+    start = time.monotonic() if started is None else started
     ctx = _Ctx(
         plan=plan,
         flaggems_dir=Path(flaggems_dir),
@@ -369,11 +452,17 @@ def execute_plan(
         grace_s=grace_s,
         extra=extra_pytest_args,
         done={},
+        deadline=None if budget_s is None else start + budget_s,
+        budget_s=budget_s,
     )
     _prepare_run_dirs(plan)
     queue = deque(_chunks(list(plan.entries), per_process))
     while queue:
         entries = queue.popleft()
+        why = ctx.stop_reason()
+        if why is not None:
+            _not_measured(ctx, entries, why)
+            continue
         left = _run_process(ctx, entries)
         if left:
             started_none = len(left) == len(entries)
