@@ -103,6 +103,14 @@ def add_measure_options(p, *, shape_file: Path | None = None, dtypes: list[str] 
         help="timing method (default cudagraph)",
     )
     p.add_argument("--max-retries", type=int, default=2, metavar="N")
+    p.add_argument(
+        "--costs",
+        type=Path,
+        default=None,
+        metavar="CSV",
+        help="recorded op durations (an ops_status.csv or a dir holding one): shards and "
+        "GPUs are balanced by them, longest first (docs/screening.md)",
+    )
     p.add_argument("--no-ttgir", action="store_true", help="do not dump TTGIR")
     p.add_argument("--show-output", action="store_true", help="echo the pytest output")
 
@@ -123,6 +131,24 @@ def add_parser(sub) -> None:
     )
     p.add_argument(
         "--resume", action="store_true", help="continue --out: keep complete ops, rerun the others"
+    )
+    p.add_argument(
+        "--plan-only",
+        action="store_true",
+        help="print the expected wall time of each of the N shards of --shard K/N "
+        "(default 1) and exit without measuring",
+    )
+    p.add_argument(
+        "--suggest-shards",
+        action="store_true",
+        help="print the fewest shards whose expected wall time fits --target-wall, and exit",
+    )
+    p.add_argument(
+        "--target-wall",
+        type=float,
+        default=None,
+        metavar="S",
+        help="target wall seconds of one shard's measuring (with --suggest-shards)",
     )
     p.add_argument(
         "--out",
@@ -156,6 +182,7 @@ def flaggems_dirs(values: list[str], settings: Settings) -> dict[str, Path]:
 
 def config_from_args(args, settings: Settings):
     from zlbench.runner.batch.config import BatchConfig
+    from zlbench.runner.batch.costs import load_durations
     from zlbench.runner.batch.shard import default_gpus, parse_gpu_list, parse_shard
 
     if args.sweep_gpus is not None and args.replay_root is not None:
@@ -187,6 +214,7 @@ def config_from_args(args, settings: Settings):
         sink=_echo if args.show_output else None,
         argv=list(sys.argv),
         sweep_gpus=parse_sweep_gpus(args.sweep_gpus, settings),
+        durations=load_durations(args.costs) if args.costs else {},
     )
 
 
@@ -194,9 +222,29 @@ def _echo(line: str) -> None:
     sys.stdout.write(line + "\n")
 
 
+def _plan(args, config) -> int:
+    """--plan-only / --suggest-shards: print the plan, measure nothing."""
+    from zlbench.runner.batch.forecast import forecast, render_forecast, suggest_shards
+    from zlbench.runner.batch.plan import full_selection, selection_costs
+
+    costs = selection_costs(config, full_selection(config).keys())
+    gpus = len(config.gpus)
+    if args.suggest_shards:
+        if args.target_wall is None:
+            raise ZlbenchError("--suggest-shards needs --target-wall S")
+        print(suggest_shards(costs, args.target_wall, gpus, config.per_process))
+        return 0
+    shards = config.shard[1] if config.shard else 1
+    source = str(args.costs) if args.costs else "none recorded: every op estimated alike"
+    print(render_forecast(forecast(costs, shards, gpus, config.per_process), source))
+    return 0
+
+
 def _run(args) -> int:
     from zlbench.runner.batch.run import run_batch
 
+    if args.plan_only or args.suggest_shards:
+        return _plan(args, config_from_args(args, Settings.from_env()))
     outcome = run_batch(config_from_args(args, Settings.from_env()))
     print(f"batch dir: {outcome.out_dir}")
     if outcome.exit_code == 2:

@@ -68,6 +68,9 @@ class BatchConfig:
     argv: list[str] = field(default_factory=list)  # recorded in batch.json
     executor: Executor | None = None  # default: zlbench.runner.execute.worker.execute_plan
     sweep_gpus: list[str] = field(default_factory=list)  # multi-GPU sweep (record mode)
+    # Recorded seconds per "repo/run_name" (an ops_status.csv, runner.batch.costs):
+    # shards and GPUs are balanced by them; {} = every op costs the same (hash deal).
+    durations: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass

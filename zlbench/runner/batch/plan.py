@@ -5,8 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 from zlbench.errors import ZlbenchError
+from zlbench.runner.batch.balance import gpu_bins, shard_keys
 from zlbench.runner.batch.config import BatchConfig
-from zlbench.runner.batch.shard import assign_gpus, shard
+from zlbench.runner.batch.costs import OpCosts, estimate_costs, op_families
+from zlbench.runner.batch.shard import shard
 from zlbench.runner.catalog.select import OpSelection, SelectedOp, select_ops
 
 
@@ -14,16 +16,9 @@ class EmptyShardError(ZlbenchError):
     """``--shard K/N`` left this shard no op at all (fewer runnable ops than shards)."""
 
 
-def plan_selection(config: BatchConfig) -> OpSelection:
-    """The selection of this batch, already cut down to its shard.
-
-    Runnable ops are sharded on their own (stable hash, every op in exactly one
-    shard), so every shard K <= min(N, runnable ops) measures at least one op.
-    Dismissed and unconditionally skipped ops are dealt separately, over those
-    shards only: each lands in exactly one of them (a SKIP row there), never in a
-    shard with nothing to measure. A shard K greater than the number of runnable
-    ops is empty: :class:`EmptyShardError`."""
-    sel = select_ops(
+def full_selection(config: BatchConfig) -> OpSelection:
+    """The selection of this batch before it is cut to its shard."""
+    return select_ops(
         Path(config.ops_dir),
         all_ops=config.all_ops,
         specs=config.ops,
@@ -32,10 +27,32 @@ def plan_selection(config: BatchConfig) -> OpSelection:
         restrict_to=config.restrict_to,
         dismiss_file=config.dismiss_file,
     )
+
+
+def selection_costs(config: BatchConfig, keys: list[str]) -> OpCosts:
+    """Expected seconds of ``keys``: ``config.durations``, estimates for the others."""
+    families = {}
+    if config.durations:
+        repos = sorted({k.split("/", 1)[0] for k in keys})
+        families = op_families(Path(config.ops_dir), repos)
+    return estimate_costs(keys, config.durations, families)
+
+
+def plan_selection(config: BatchConfig) -> OpSelection:
+    """The selection of this batch, already cut down to its shard.
+
+    Runnable ops are sharded on their own (longest expected time first to the
+    least-loaded shard, :mod:`.balance`; every op in exactly one shard), so
+    every shard K <= min(N, runnable ops) measures at least one op.
+    Dismissed and unconditionally skipped ops are dealt separately, over those
+    shards only: each lands in exactly one of them (a SKIP row there), never in a
+    shard with nothing to measure. A shard K greater than the number of runnable
+    ops is empty: :class:`EmptyShardError`."""
+    sel = full_selection(config)
     if config.shard is None:
         return sel
     k, n = config.shard
-    mine = set(shard([o.key for o in sel.ops], k, n))
+    mine = set(shard_keys(selection_costs(config, sel.keys()).seconds, k, n))
     if not mine:
         raise EmptyShardError(
             f"empty selection: shard {k}/{n} has no op to run "
@@ -50,7 +67,11 @@ def plan_selection(config: BatchConfig) -> OpSelection:
     return sel
 
 
-def deal(selection: OpSelection, gpus: list[str]) -> dict[str, list[SelectedOp]]:
+def deal(
+    selection: OpSelection, gpus: list[str], costs: OpCosts | None = None
+) -> dict[str, list[SelectedOp]]:
+    """The ops over the GPUs, balanced by ``costs`` (None: all equal, the hash deal)."""
     by_key = {o.key: o for o in selection.ops}
-    dealt = assign_gpus(by_key, gpus)
+    seconds = costs.seconds if costs is not None else {}
+    dealt = gpu_bins({k: seconds.get(k, 1.0) for k in by_key}, gpus)
     return {gpu: [by_key[k] for k in keys] for gpu, keys in dealt.items()}

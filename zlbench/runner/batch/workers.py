@@ -32,7 +32,7 @@ from zlbench.runner.batch.attempts import (
 )
 from zlbench.runner.batch.config import BatchConfig, BatchOutcome, default_executor
 from zlbench.runner.batch.info import read_batch_info, write_batch_info
-from zlbench.runner.batch.plan import deal
+from zlbench.runner.batch.plan import deal, selection_costs
 from zlbench.runner.batch.retry import Attempt, next_attempt
 from zlbench.runner.batch.status import COMPLETE, load_run, write_ops_status
 from zlbench.runner.catalog.select import OpSelection, SelectedOp
@@ -128,7 +128,8 @@ class BatchRun:
     def _resume(self, previous: dict[str, OpStatus]) -> dict[str, list[OpAttempts]]:
         """Tracks per GPU; with --resume, complete ops are kept and not run again."""
         todo: dict[str, list[OpAttempts]] = {}
-        for gpu, ops in deal(self.selection, self.config.gpus).items():
+        costs = selection_costs(self.config, self.selection.keys())
+        for gpu, ops in deal(self.selection, self.config.gpus, costs).items():
             tracks = []
             for op in ops:
                 run_dir = self.out / op.repo / op.run_name

@@ -1,0 +1,117 @@
+"""Expected seconds per op, for cost-balanced shards and GPUs (docs/screening.md).
+
+Recorded durations come from an ``ops_status.csv`` (its ``seconds`` column: an
+op's wall time from its BEGIN to its END line, i.e. without the process start and
+FlagGems import). Source: that file, or a dir holding one (a batch dir, a baseline
+dir that ships one, a gate output's ``results/``). An op without a recorded
+duration is estimated: the median of the recorded ops of its family (the
+Benchmark class of the inventory, e.g. ``UnaryPointwiseBenchmark``), else the
+median of every recorded op, else :data:`DEFAULT_OP_SECONDS`. With no recorded
+duration at all every op costs the same and the deal is today's hash deal
+(:mod:`zlbench.runner.batch.balance`).
+
+A shard's expected wall time (:func:`shard_wall`) is its busiest GPU's sum of op
+costs plus one process start per pytest process that GPU runs
+(:data:`PROCESS_START_S`, measured on the H200: docs/measurements.md).
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from zlbench.errors import ZlbenchError
+from zlbench.models import RunStatus, read_ops_status
+from zlbench.runner.catalog.inventory import inventory_path, load_inventory
+
+OPS_STATUS = "ops_status.csv"
+# Estimate for an op when nothing at all was recorded (the median op of the
+# shipped H200 replay screen took 1.0 s; a record-mode op takes longer).
+DEFAULT_OP_SECONDS = 2.0
+# Process start + FlagGems import + collection of one pytest process on the H200
+# (examples/h200-gate-v1: 105 s wall - 82 s of op time, one process).
+PROCESS_START_S = 23.0
+MIN_OP_SECONDS = 0.001  # every op costs something: the first N ops open the N bins
+_NO_COST = (RunStatus.SKIP,)  # rows that never ran: no duration to learn from
+
+
+@dataclass(frozen=True)
+class OpCosts:
+    """Expected seconds of every op of a selection; ``recorded``: keys with a measured duration."""
+
+    seconds: dict[str, float]
+    recorded: frozenset[str]
+
+    def estimated(self) -> list[str]:
+        return sorted(k for k in self.seconds if k not in self.recorded)
+
+
+def durations_file(source: Path) -> Path:
+    """The ops_status.csv of ``source`` (the file itself or a dir holding one)."""
+    path = Path(source)
+    if path.is_dir():
+        path = path / OPS_STATUS
+    if not path.is_file():
+        raise ZlbenchError(f"no recorded durations: {path} not found (give an ops_status.csv)")
+    return path
+
+
+def load_durations(source: Path) -> dict[str, float]:
+    """``repo/run_name`` -> seconds of each op that ran (SKIP rows left out)."""
+    rows = read_ops_status(durations_file(source))
+    return {
+        f"{st.repo}/{st.run_name}": float(st.seconds)
+        for st in rows
+        if st.status not in _NO_COST and st.seconds >= MIN_OP_SECONDS
+    }
+
+
+def op_families(ops_dir: Path, repos: Iterable[str]) -> dict[str, str]:
+    """``repo/run_name`` -> Benchmark class, for every op of the inventories of ``repos``."""
+    families: dict[str, str] = {}
+    for repo in repos:
+        path = inventory_path(ops_dir, repo)
+        if not path.is_file():
+            continue
+        for row in load_inventory(path):  # the op's run_name, with or without @file
+            for run_name in (row.op, f"{row.op}__at__{row.file_name}"):
+                families.setdefault(f"{repo}/{run_name}", row.bench_class)
+    return families
+
+
+def estimate_costs(
+    keys: Iterable[str], recorded: Mapping[str, float], families: Mapping[str, str]
+) -> OpCosts:
+    """Expected seconds for each of ``keys``: recorded, else family median, else overall median."""
+    keys = sorted(set(keys))
+    known = {k: recorded[k] for k in keys if k in recorded}
+    pool = list(recorded.values())
+    overall = statistics.median(pool) if pool else DEFAULT_OP_SECONDS
+    by_family: dict[str, list[float]] = {}
+    for k, s in recorded.items():
+        if families.get(k):
+            by_family.setdefault(families[k], []).append(s)
+    seconds = {}
+    for k in keys:
+        if k in known:
+            seconds[k] = max(known[k], MIN_OP_SECONDS)
+            continue
+        fam = by_family.get(families.get(k, ""))
+        seconds[k] = max(statistics.median(fam) if fam else overall, MIN_OP_SECONDS)
+    return OpCosts(seconds, frozenset(known))
+
+
+def shard_wall(
+    gpu_bins: list[list[str]], costs: Mapping[str, float], per_process: int | None = None
+) -> float:
+    """Expected wall seconds of a shard: its busiest GPU, op costs plus process starts."""
+    walls = [0.0]
+    for ops in gpu_bins:
+        if not ops:
+            continue
+        processes = math.ceil(len(ops) / per_process) if per_process else 1
+        walls.append(sum(costs[k] for k in ops) + processes * PROCESS_START_S)
+    return max(walls)

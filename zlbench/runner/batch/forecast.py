@@ -1,0 +1,86 @@
+"""Expected wall time per shard before measuring, and the shard count for a target wall time.
+
+Pure: takes :class:`zlbench.runner.batch.costs.OpCosts`, returns values and strings.
+A shard's ops are dealt over its GPUs exactly as the batch will deal them
+(:func:`zlbench.runner.batch.balance.gpu_bins`), so the forecast is the plan the
+batch runs, only its durations are expectations (docs/screening.md).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from zlbench.errors import ZlbenchError
+from zlbench.runner.batch.balance import SHARD_SALT, gpu_bins, lpt_bins
+from zlbench.runner.batch.costs import OpCosts, shard_wall
+from zlbench.runner.batch.progress import fmt_seconds
+
+MAX_SHARDS = 256  # the most shards suggest_shards tries
+
+
+@dataclass(frozen=True)
+class ShardForecast:
+    shard: int  # 1-based
+    ops: int
+    estimated: int  # ops whose cost is an estimate (no recorded duration)
+    op_seconds: float  # sum of the op costs of the shard
+    wall_s: float  # busiest GPU: op costs + process starts
+
+
+def forecast(
+    costs: OpCosts, shards: int, gpus: int = 1, per_process: int | None = None
+) -> list[ShardForecast]:
+    """One :class:`ShardForecast` per shard of ``shards``, each dealt over ``gpus`` GPUs."""
+    if gpus < 1:
+        raise ZlbenchError(f"need at least one GPU per shard, got {gpus}")
+    names = [str(i) for i in range(gpus)]
+    out = []
+    for i, keys in enumerate(lpt_bins(costs.seconds, shards, SHARD_SALT), start=1):
+        mine = {k: costs.seconds[k] for k in keys}
+        bins = list(gpu_bins(mine, names).values())
+        out.append(
+            ShardForecast(
+                shard=i,
+                ops=len(keys),
+                estimated=sum(1 for k in keys if k not in costs.recorded),
+                op_seconds=sum(mine.values()),
+                wall_s=shard_wall(bins, costs.seconds, per_process),
+            )
+        )
+    return out
+
+
+def suggest_shards(
+    costs: OpCosts, target_s: float, gpus: int = 1, per_process: int | None = None
+) -> int:
+    """The fewest shards whose slowest expected wall time fits ``target_s`` seconds.
+
+    ZlbenchError when no count up to one op per shard (or :data:`MAX_SHARDS`) fits."""
+    if target_s <= 0:
+        raise ZlbenchError(f"--target-wall {target_s}: must be positive")
+    if not costs.seconds:
+        raise ZlbenchError("no op selected: nothing to shard")
+    limit = min(len(costs.seconds), MAX_SHARDS)
+    for n in range(1, limit + 1):
+        if max(f.wall_s for f in forecast(costs, n, gpus, per_process)) <= target_s:
+            return n
+    slowest = max(f.wall_s for f in forecast(costs, limit, gpus, per_process))
+    raise ZlbenchError(
+        f"no shard count up to {limit} fits {target_s:.0f} s: the slowest shard of {limit} "
+        f"is expected to take {slowest:.0f} s"
+    )
+
+
+def render_forecast(rows: list[ShardForecast], source: str) -> str:
+    """The table ``--plan-only`` prints: one line per shard, then the spread."""
+    lines = [f"expected wall time per shard (durations: {source})", "shard   ops  est.  expected"]
+    for f in rows:
+        lines.append(f"{f.shard:>5} {f.ops:>5} {f.estimated:>5}  {fmt_seconds(f.wall_s):>8}")
+    walls = [f.wall_s for f in rows if f.ops]
+    if walls:
+        mean = sum(walls) / len(walls)
+        lines.append(
+            f"slowest {fmt_seconds(max(walls))}, mean {fmt_seconds(mean)}, "
+            f"slowest/mean {max(walls) / mean:.2f}"
+        )
+    return "\n".join(lines)
