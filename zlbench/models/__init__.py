@@ -17,6 +17,8 @@ Imports nothing from zlbench but :mod:`zlbench.errors`.
 
 from __future__ import annotations
 
+from zlbench.models.ab import SIDES, AbCompiler, AbMode, AbSummary, PairedRow
+from zlbench.models.accept import AcceptedNote, AcceptEntry, AcceptList
 from zlbench.models.base import (
     FLAGGEMS_DIR_VARS,
     REPO_PACKAGES,
@@ -97,6 +99,14 @@ from zlbench.models.verdict import (
 )
 
 __all__ = [
+    "SIDES",
+    "AbCompiler",
+    "AbMode",
+    "AbSummary",
+    "AcceptedNote",
+    "AcceptEntry",
+    "AcceptList",
+    "PairedRow",
     "CODEGEN_BLOBS",
     "CODEGEN_DIR",
     "CODEGEN_INDEX",

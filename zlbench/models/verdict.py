@@ -11,6 +11,8 @@ from typing import Literal
 
 from pydantic import Field
 
+from zlbench.models.ab import AbSummary, PairedRow
+from zlbench.models.accept import AcceptedNote, AcceptEntry
 from zlbench.models.base import SCHEMA_VERSION, _Model
 from zlbench.models.baseline import ThresholdsFile
 from zlbench.models.run import Environment, Marker, RowKey
@@ -64,6 +66,8 @@ class RowVerdict(_Model):
     samples: list[float] = Field(default_factory=list, description="ratios incl. re-measures")
     confirmed: bool | None = Field(None, description="regression confirmed by re-measurement")
     reason: str = ""
+    ab: PairedRow | None = Field(None, description="A/B against the base compiler (judged on it)")
+    accepted: AcceptedNote | None = Field(None, description="the accept entry matching the row")
 
 
 class OpVerdict(_Model):
@@ -124,4 +128,10 @@ class GateVerdict(_Model):
     thresholds_source: str = Field("", description="where they came from (file or manifest)")
     reproduce_template: str = Field(
         "", description="zlbench run with $OP $REPO $RUN $DTYPES $FLAGGEMS_DIR to fill per op"
+    )
+    ab: AbSummary | None = Field(None, description="the A/B against the base compiler, if any")
+    accept: list[AcceptEntry] = Field(default_factory=list, description="the accept list given")
+    accept_source: str = Field("", description="the --accept file as given")
+    accept_unmatched: list[AcceptEntry] = Field(
+        default_factory=list, description="accept entries that matched no judged row"
     )

@@ -1,0 +1,91 @@
+"""Restate a verdict after its rows were re-judged (A/B, accept list): the ops'
+verdicts, the counts, the summary line, PASS/FAIL and the exit code (pure).
+
+An op keeps what only the op knew (a failure, an op-level fallback, a missing,
+new or skipped op); its other verdicts come from its rows again, and its
+geomean is taken over the rows' judged ratios (the paired ones for rows
+measured A/B; accepted rows left out) against the op's threshold (the paired
+threshold when every judged row was measured A/B).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from zlbench.gate.estimators import geomean
+from zlbench.gate.judge import JUDGED, OP_ORDER
+from zlbench.gate.numbers import inverse_change
+from zlbench.gate.verdict import SUMMARY_SEP, _summary
+from zlbench.models import FAILING_VERDICTS, GateVerdict, OpVerdict, RowVerdict, Verdict
+
+# Op verdicts that come from the op itself, not only from its rows.
+OP_LEVEL = frozenset(
+    {Verdict.FAILED, Verdict.FALLBACK, Verdict.MISSING, Verdict.NEW, Verdict.SKIPPED}
+)
+
+
+def _judged(rows: list[RowVerdict]) -> list[RowVerdict]:
+    return [
+        r
+        for r in rows
+        if r.verdict in JUDGED and r.ratio is not None and not (r.accepted and r.accepted.applied)
+    ]
+
+
+def _ratio(r: RowVerdict) -> float | None:
+    return r.ab.ratio if r.ab is not None and r.ab.ratio is not None else r.ratio
+
+
+def restate_op(op: OpVerdict, rows: list[RowVerdict]) -> OpVerdict:
+    judged = _judged(rows)
+    gm = geomean(x for r in judged if (x := _ratio(r)) is not None)
+    paired = bool(judged) and all(r.ab is not None and r.ab.ratio is not None for r in judged)
+    t = judged[0].ab.threshold if paired and judged[0].ab else op.threshold
+    present = {r.verdict for r in rows}
+    if op.verdict in OP_LEVEL:
+        present.add(op.verdict)
+    if gm is not None and len(judged) >= 2 and t is not None and gm < 1.0 - t:
+        present.add(Verdict.REGRESSION)
+    verdict = (
+        op.verdict
+        if op.verdict is Verdict.NEW
+        else next((v for v in OP_ORDER if v in present), Verdict.PASS)
+    )
+    reason = op.reason if verdict is op.verdict else ""
+    if not reason and verdict is not Verdict.PASS:
+        n = sum(1 for r in rows if r.verdict is verdict)
+        reason = f"{n} row(s) {verdict.value}" if n else f"geomean ratio {gm:.3f} < {1 - t:.3f}"
+    if verdict is Verdict.PASS and any(r.ab and r.ab.inherited for r in rows):
+        reason = next(r.reason for r in rows if r.ab and r.ab.inherited)
+    update = {"verdict": verdict, "reason": reason, "geomean_ratio": gm, "threshold": t}
+    update["judged_change"] = inverse_change(gm)
+    if verdict not in FAILING_VERDICTS:
+        update["reproduce"] = None
+    return op.model_copy(update=update)
+
+
+def restate(v: GateVerdict, rows: list[RowVerdict], **fields) -> GateVerdict:
+    """``v`` with ``rows`` (same keys, re-judged) and every op, count and line that
+    follows from them; ``fields`` set further GateVerdict fields (ab, accept...).
+    An ERROR stays an ERROR."""
+    by_op: dict[tuple[str, str], list[RowVerdict]] = {}
+    for r in rows:
+        by_op.setdefault((r.key.repo, r.key.run_name), []).append(r)
+    ops = [restate_op(o, by_op.get((o.repo, o.run_name), [])) for o in v.ops]
+    counts = Counter(r.verdict.value for r in rows)
+    if v.verdict == "ERROR":
+        verdict, code = "ERROR", 2
+    elif any(o.verdict in FAILING_VERDICTS for o in ops):
+        verdict, code = "FAIL", 1
+    else:
+        verdict, code = "PASS", 0
+    why = v.summary.split(SUMMARY_SEP)[0].removeprefix("ERROR: ") if verdict == "ERROR" else ""
+    update = {
+        "rows": rows,
+        "ops": ops,
+        "counts": {x.value: counts[x.value] for x in Verdict if counts[x.value]},
+        "verdict": verdict,
+        "exit_code": code,
+        "summary": _summary(verdict, counts, ops, why),
+    }
+    return v.model_copy(update=update | fields)

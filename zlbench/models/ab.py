@@ -1,0 +1,69 @@
+"""Models of the same-runner A/B against the base compiler (``gate --base-compiler``).
+
+The PR's compiler (this environment) and the base compiler (another Python
+environment) measure the same ops in alternating rounds on one runner; each
+row is judged on the paired statistic of those rounds (docs/judging.md).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from zlbench.models.base import SCHEMA_VERSION, _Model
+
+AbMode = Literal["suspects", "full"]
+SIDES = ("pr", "base")
+
+
+class AbCompiler(_Model):
+    """Which compiler one side ran: what ``import triton`` gave in that environment."""
+
+    env: str = Field("", description="the environment as given (venv, interpreter or site dir)")
+    python: str | None = None  # interpreter that ran it
+    dist: str | None = None  # distribution that provides `import triton` (flagtree, triton)
+    version: str | None = None
+    commit: str | None = None  # vcs commit of that distribution, when recorded
+    path: str | None = Field(None, description="directory `import triton` loaded from")
+
+    def label(self) -> str:
+        parts = [self.dist or "unknown", self.version or "?"]
+        if self.commit:
+            parts.append(f"@{self.commit[:12]}")
+        return " ".join(parts) + (f" ({self.path})" if self.path else "")
+
+
+class PairedRow(_Model):
+    """One row's A/B: per-round latencies of both sides and the paired statistic.
+
+    ``ratio`` is the median over rounds of ``base_us / pr_us`` (< 1: the PR is
+    slower), the same orientation as ``RowVerdict.ratio``."""
+
+    rounds: int = Field(description="rounds in which both sides measured the row")
+    pr_us: list[float] = Field(default_factory=list, description="PR FlagGems latency per round")
+    base_us: list[float] = Field(default_factory=list, description="base latency per round")
+    round_ratios: list[float] = Field(default_factory=list, description="base_us / pr_us")
+    ratio: float | None = Field(None, description="median of round_ratios")
+    change: float | None = Field(None, description="1 / ratio - 1: vs the base (+ = slower)")
+    threshold: float | None = Field(None, description="paired threshold: fails if ratio < 1 - t")
+    screen_verdict: str | None = Field(None, description="the verdict against the stored baseline")
+    inherited: bool = Field(
+        False, description="slower than the stored baseline, not than the base: the base's"
+    )
+
+
+class AbSummary(_Model):
+    """What the A/B measured, with which compilers, at which cost; also
+    ``<gate out>/ab/ab.json`` next to the rounds ``ab/<i>/{pr,base}/``."""
+
+    schema_version: int = SCHEMA_VERSION
+    mode: AbMode
+    rounds: int
+    order: list[str] = Field(default_factory=list, description="sides in the order measured")
+    threshold: float
+    ops: list[str] = Field(default_factory=list, description="op keys measured both ways")
+    seconds: dict[str, float] = Field(default_factory=dict, description="side -> wall time, s")
+    pr: AbCompiler = Field(default_factory=AbCompiler)
+    base: AbCompiler = Field(default_factory=AbCompiler)
+    note: str = ""

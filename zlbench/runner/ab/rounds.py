@@ -1,0 +1,102 @@
+"""The A/B rounds: PR, base, PR, base, ... on one runner, and reading them back.
+
+Each side of each round is its own replay batch of the same ops (same pinned
+configs, shapes and dtypes), so each side starts fresh processes with their own
+triton and FlagGems caches (zlbench.runner.execute.worker). Alternating within
+every round puts the two measurements of a pair minutes apart; drift slower
+than that moves both alike (docs/judging.md). ``<gate out>/ab/`` holds
+``<i>/pr/`` and ``<i>/base/`` (batch dirs) and ``ab.json`` (models.AbSummary),
+so ``zlbench report`` and the merged judge read the same numbers again.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from zlbench.errors import ZlbenchError
+from zlbench.gate.env import measured_results
+from zlbench.gate.load import load_results
+from zlbench.gate.paired import Round
+from zlbench.models import SIDES, AbSummary, Environment, dump_json_model, load_json_model
+
+AB_DIR = "ab"
+AB_FILE = "ab.json"
+
+# measure(side "pr" | "base", op keys, batch out dir) -> the batch dir it wrote
+MeasureSide = Callable[[str, list[str], Path], Path]
+
+
+@dataclass
+class AbRounds:
+    """What the rounds measured: one (PR dir, base dir) pair per round, the order in
+    which sides ran and each side's wall time."""
+
+    dirs: list[tuple[Path, Path]] = field(default_factory=list)
+    order: list[str] = field(default_factory=list)
+    seconds: dict[str, float] = field(default_factory=lambda: dict.fromkeys(SIDES, 0.0))
+
+
+def run_rounds(
+    ops: list[str],
+    rounds: int,
+    root: Path,
+    measure: MeasureSide,
+    clock: Callable[[], float] = time.monotonic,
+) -> AbRounds:
+    """``rounds`` rounds over ``ops``, the PR's side first in each: A B A B ..."""
+    if rounds < 1:
+        raise ZlbenchError(f"--ab-rounds must be >= 1, got {rounds}")
+    out = AbRounds()
+    for i in range(1, rounds + 1):
+        pair = {}
+        for side in SIDES:
+            t0 = clock()
+            pair[side] = measure(side, list(ops), root / str(i) / side)
+            out.seconds[side] += clock() - t0
+            out.order.append(side)
+        out.dirs.append((pair["pr"], pair["base"]))
+    return out
+
+
+def write_summary(root: Path, summary: AbSummary) -> None:
+    dump_json_model(root / AB_FILE, summary)
+
+
+def round_dirs(root: Path) -> list[tuple[Path, Path]]:
+    """The ``<i>/{pr,base}/`` pairs under ``root`` in round order (both sides present)."""
+    if not root.is_dir():
+        return []
+    numbered = sorted((int(p.name), p) for p in root.iterdir() if p.is_dir() and p.name.isdigit())
+    return [(p / "pr", p / "base") for _, p in numbered if (p / "pr").is_dir()]
+
+
+@dataclass
+class LoadedRounds:
+    rounds: list[Round]
+    pr_envs: list[Environment]
+    base_envs: list[Environment]
+    base_rows: int  # rows the base measured in all rounds
+
+
+def load_rounds(dirs: list[tuple[Path, Path]]) -> LoadedRounds:
+    """Each round's (PR rows, base rows) as the judge pairs them, and the
+    environments each side's runs recorded."""
+    out = LoadedRounds([], [], [], 0)
+    for pr_dir, base_dir in dirs:
+        pr, base = load_results(pr_dir), load_results(base_dir)
+        out.rounds.append((pr.sample_rows(), base.sample_rows()))
+        out.base_rows += len(out.rounds[-1][1])
+        out.pr_envs += [r.environment for r in measured_results(pr, None)]
+        out.base_envs += [r.environment for r in measured_results(base, None)]
+    return out
+
+
+def load_summary(gate_dir: Path) -> tuple[AbSummary, list[tuple[Path, Path]]] | None:
+    """A gate dir's A/B (``ab/ab.json`` and its rounds), None when it has none."""
+    root = Path(gate_dir) / AB_DIR
+    if not (root / AB_FILE).is_file():
+        return None
+    return load_json_model(root / AB_FILE, AbSummary), round_dirs(root)
