@@ -188,3 +188,16 @@ def test_a_target_no_shard_count_can_meet_is_refused():
         suggest_shards(costs, 100)
     with pytest.raises(ZlbenchError, match="must be positive"):
         suggest_shards(costs, 0)
+
+
+def test_shipped_example_lpt_reaches_the_lower_bound_and_hash_does_not():
+    """The figures of docs/measurements.md (computed from recorded durations)."""
+    costs = load_durations(EXAMPLE)
+    total, longest = sum(costs.values()), max(costs.values())
+    for n in (2, 3, 4):
+        bound = max(longest, total / n) / (total / n)
+        hashed = imbalance([shard(costs, k, n) for k in range(1, n + 1)], costs)
+        balanced = imbalance(lpt_bins(costs, n, "shard:"), costs)
+        assert balanced == pytest.approx(bound, abs=0.005)  # LPT: within 0.5 % of it
+        assert hashed > balanced + 0.3
+    assert round(imbalance([shard(costs, k, 2) for k in (1, 2)], costs), 2) == 1.35
