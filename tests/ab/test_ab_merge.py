@@ -1,0 +1,52 @@
+"""Shards' A/B dirs merge into one A/B that the judge reads; shards of different
+compilers do not."""
+
+from __future__ import annotations
+
+import pytest
+from zlsynth import crow, run_result, write_results
+
+from zlbench.errors import ZlbenchError
+from zlbench.models import AbCompiler, AbSummary, load_json_model
+from zlbench.runner.ab.merge import merge_ab
+from zlbench.runner.ab.rounds import AB_DIR, load_rounds, load_summary, write_summary
+
+S = "[8]"
+
+
+def shard(root, op, base_version="3.5.0", rounds=2):
+    ab = root / AB_DIR
+    for i in range(1, rounds + 1):
+        for side, lat in (("pr", 1.0), ("base", 0.9)):
+            rows = [crow(op, S, 1.0 / lat, lat=lat, torch_lat=1.0)]
+            write_results(ab / str(i) / side, [run_result(op, rows)])
+    s = AbSummary(mode="suspects", rounds=rounds, threshold=0.03, ops=[f"main/{op}"])
+    s.seconds = {"pr": 10.0, "base": 12.0}
+    s.base = AbCompiler(env="b", dist="flagtree", version=base_version)
+    write_summary(ab, s)
+    return root
+
+
+def test_rounds_of_every_shard_merge_round_by_round(tmp_path):
+    dirs = [shard(tmp_path / "s1", "x"), shard(tmp_path / "s2", "y")]
+    out = tmp_path / "merged"
+    assert merge_ab(dirs, out)
+    summary, rounds = load_summary(out)
+    assert summary.ops == ["main/x", "main/y"] and summary.seconds == {"pr": 20.0, "base": 24.0}
+    loaded = load_rounds(rounds)
+    assert len(loaded.rounds) == 2
+    pr, base = loaded.rounds[1]
+    assert {k.run_name for k in pr} == {"x", "y"} == {k.run_name for k in base}
+    assert load_json_model(out / AB_DIR / "ab.json", AbSummary).rounds == 2
+
+
+def test_no_shard_with_an_ab_writes_nothing(tmp_path):
+    (tmp_path / "s1").mkdir()
+    assert not merge_ab([tmp_path / "s1"], tmp_path / "m")
+    assert not (tmp_path / "m").exists()
+
+
+def test_shards_with_different_base_compilers_are_refused(tmp_path):
+    dirs = [shard(tmp_path / "s1", "x"), shard(tmp_path / "s2", "y", base_version="3.4.0")]
+    with pytest.raises(ZlbenchError, match="different compilers"):
+        merge_ab(dirs, tmp_path / "m")

@@ -1,0 +1,65 @@
+"""Merge the shards' A/B (``<shard gate dir>/ab/``) into a merged gate dir, so the
+judge (``gate --results MERGED``) reads every shard's rounds as one A/B.
+
+Round ``i`` of side ``s`` is the merge of the shards' ``ab/<i>/<s>/`` batch dirs
+(each shard measured its own suspects); ``ab.json`` is the first shard's with
+the op lists joined and the wall times added. Shards that measured with
+different compilers or modes cannot be one A/B: one line.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from zlbench.errors import ZlbenchError
+from zlbench.models import SIDES, AbSummary
+from zlbench.runner.ab.rounds import AB_DIR, load_summary, write_summary
+
+
+def _identity(s: AbSummary) -> tuple:
+    return (
+        s.mode,
+        s.threshold,
+        s.pr.dist,
+        s.pr.version,
+        s.pr.commit,
+        s.base.dist,
+        s.base.version,
+        s.base.commit,
+    )
+
+
+def merge_summaries(found: list[tuple[Path, AbSummary]]) -> AbSummary:
+    first_dir, first = found[0]
+    for d, s in found[1:]:
+        if _identity(s) != _identity(first):
+            raise ZlbenchError(
+                f"{d / AB_DIR} and {first_dir / AB_DIR} are A/Bs of different compilers "
+                "or modes: merge shards of one gate run only"
+            )
+    seconds = {side: sum(s.seconds.get(side, 0.0) for _, s in found) for side in SIDES}
+    ops = sorted({k for _, s in found for k in s.ops})
+    rounds = max(s.rounds for _, s in found)
+    return first.model_copy(update={"ops": ops, "seconds": seconds, "rounds": rounds})
+
+
+def merge_ab(gate_dirs: list[Path], out: Path) -> bool:
+    """Write ``<out>/ab/`` from the shards' ``ab/`` dirs; False when none has one."""
+    from zlbench.runner.batch.merge import merge_batches
+
+    found, rounds = [], {}
+    for g in gate_dirs:
+        got = load_summary(Path(g))
+        if got is None:
+            continue
+        found.append((Path(g), got[0]))
+        for i, (pr, base) in enumerate(got[1], start=1):
+            rounds.setdefault(i, []).append((pr, base))
+    if not found:
+        return False
+    summary = merge_summaries(found)  # refuses mixed shards before writing anything
+    for i, pairs in sorted(rounds.items()):
+        merge_batches([p for p, _ in pairs], out / AB_DIR / str(i) / "pr")
+        merge_batches([b for _, b in pairs], out / AB_DIR / str(i) / "base")
+    write_summary(out / AB_DIR, summary)
+    return True
