@@ -1,0 +1,126 @@
+"""Tiers in ops/tiers/: built from the inventory, every op resolves, each tier covers
+what it promises, and the PR tier fits its GPU budget by the recorded durations."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from zlbench.runner.batch.costs import PROCESS_START_S, estimate_costs, load_durations, op_families
+from zlbench.runner.catalog.inventory import InventoryRow, inventory_path, load_inventory
+from zlbench.runner.catalog.select import read_ops_file, select_ops
+from zlbench.runner.catalog.tiers import (
+    PR_BUDGET_S,
+    TIERS,
+    TIERS_DIR,
+    families,
+    nightly_specs,
+    op_family,
+    pr_body,
+    render_tier,
+)
+
+ROOT = Path(__file__).resolve().parents[2]
+OPS = ROOT / "ops"
+EXAMPLE = ROOT / "examples" / "h200-gate-v1"
+
+
+def _inventory() -> list[InventoryRow]:
+    return load_inventory(inventory_path(OPS, "main"))
+
+
+def _core() -> list[str]:
+    return read_ops_file(OPS / "gate_core.txt")
+
+
+def _dismissed() -> set[str]:
+    return {line.split("#", 1)[0].strip() for line in (OPS / "dismiss.txt").read_text().splitlines()}
+
+
+def _rendered() -> dict[str, str]:
+    pr = pr_body(_core())
+    nightly = nightly_specs(_inventory(), [s for s, _ in pr], _dismissed())
+    return {"pr": render_tier(TIERS["pr"], pr), "nightly": render_tier(TIERS["nightly"], nightly)}
+
+
+@pytest.mark.parametrize("name", ["pr", "nightly"])
+def test_shipped_tier_file_is_what_the_inventory_gives(name):
+    path = OPS / TIERS_DIR / TIERS[name].file
+    text = _rendered()[name]
+    if os.environ.get("ZLBENCH_UPDATE_TIERS") == "1":
+        path.parent.mkdir(exist_ok=True)
+        path.write_text(text)
+    assert path.read_text() == text, "rerun with ZLBENCH_UPDATE_TIERS=1 and review the diff"
+
+
+@pytest.mark.parametrize("name", ["pr", "nightly"])
+def test_every_op_of_a_tier_resolves_in_the_inventory(name):
+    sel = select_ops(OPS, ops_file=OPS / TIERS_DIR / TIERS[name].file)
+    specs = read_ops_file(OPS / TIERS_DIR / TIERS[name].file)
+    assert len(sel.ops) + len(sel.dismissed) + len(sel.skipped) == len(specs) == len(set(specs))
+
+
+def test_tiers_nest_core_in_pr_in_nightly():
+    pr = read_ops_file(OPS / TIERS_DIR / "pr.txt")
+    nightly = read_ops_file(OPS / TIERS_DIR / "nightly.txt")
+    assert set(_core()) <= set(pr) <= set(nightly)
+    assert len(pr) > len(set(_core()))
+
+
+def test_nightly_covers_every_op_family_of_the_inventory():
+    nightly = set(read_ops_file(OPS / TIERS_DIR / "nightly.txt"))
+    uncovered = [fam for fam, specs in families(_inventory()).items() if not nightly & set(specs)]
+    assert uncovered == []
+
+
+def test_nightly_holds_the_moe_benchmarks_with_their_deepseek_shapes():
+    nightly = set(read_ops_file(OPS / TIERS_DIR / "nightly.txt"))
+    assert "fused_marlin_moe@test_fused_marlin_moe_w4a16_mxfp4.py" in nightly
+    moe = {f for f in families(_inventory()) if "moe" in f.lower()}
+    assert len(moe) >= 10
+    assert all(nightly & set(families(_inventory())[f]) for f in moe)
+
+
+def test_pr_tier_fits_its_budget_by_recorded_durations():
+    """Computed, not measured: example durations (bf16), family estimates for the ops
+    without one, times the tier's dtype count, plus one process start."""
+    sel = select_ops(OPS, ops_file=OPS / TIERS_DIR / "pr.txt")
+    keys = sel.keys()
+    costs = estimate_costs(keys, load_durations(EXAMPLE), op_families(OPS, ["main"]))
+    expected = sum(costs.seconds.values()) * len(TIERS["pr"].dtypes) + PROCESS_START_S
+    assert len(costs.estimated()) >= 15  # the widening has no recorded duration yet
+    assert expected <= PR_BUDGET_S
+
+
+def _row(op: str, cls: str, file: str = "") -> InventoryRow:
+    file = file or f"test_{op}.py"
+    return InventoryRow("main", op, op, cls, f"benchmark/{file}", f"test_{op}", f"x::{op}", "", "")
+
+
+def test_op_family_is_the_class_except_catch_alls_which_fold_variants():
+    assert op_family(_row("exp", "UnaryPointwiseBenchmark")) == "UnaryPointwiseBenchmark"
+    assert op_family(_row("abs_", "GenericBenchmark")) == "op:abs"
+    assert op_family(_row("abs_out", "GenericBenchmark2DOnly")) == "op:abs"
+    assert op_family(_row("odd", "")) == "op:odd"
+    assert op_family(_row("odd", "Benchmark")) == "op:odd"
+
+
+def test_nightly_picks_one_plain_op_per_family_and_keeps_included_ones():
+    rows = [
+        _row("exp", "Unary"),
+        _row("exp_", "Unary"),
+        _row("sin", "Unary"),
+        _row("mm", "Blas", "test_mm.py"),
+        _row("mm", "Blas", "test_blas.py"),
+        _row("zz", "Odd"),
+    ]
+    got = nightly_specs(rows, include=["sin"], avoid={"zz"})
+    assert got == [("mm@test_mm.py", "Blas"), ("zz", "Odd"), ("sin", "Unary")]
+
+
+def test_render_tier_writes_the_run_command_and_one_spec_a_line():
+    text = render_tier(TIERS["pr"], [("abs", "gate core"), ("sort", "sort")])
+    assert "# Run: zlbench batch --ops-file ops/tiers/pr.txt --dtypes bfloat16 float16" in text
+    assert text.endswith("abs   # gate core\nsort  # sort\n")
