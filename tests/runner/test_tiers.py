@@ -36,7 +36,8 @@ def _core() -> list[str]:
 
 
 def _dismissed() -> set[str]:
-    return {line.split("#", 1)[0].strip() for line in (OPS / "dismiss.txt").read_text().splitlines()}
+    lines = (OPS / "dismiss.txt").read_text().splitlines()
+    return {line.split("#", 1)[0].strip() for line in lines} - {""}
 
 
 def _rendered() -> dict[str, str]:
