@@ -10,12 +10,11 @@ from zlbench.cli import main
 from zlbench.models import GateVerdict, RowKey, RowVerdict, Verdict, dump_json_model
 from zlbench.models.codegen_screen import CodegenClass, CodegenScreen, KernelScreen, Resources
 
-SHAPE = "[torch.Size([64])]"
+SHAPE, SHAPE2 = "[torch.Size([64])]", "[torch.Size([96])]"
 
 
-def _row(run_name: str, occ: int = 0, op: str | None = None) -> RowKey:
-    return RowKey(repo="main", run_name=run_name, op=op or run_name, dtype="float16",
-                  shape=SHAPE, occurrence=occ)  # fmt: skip
+def _row(run_name: str, shape: str = SHAPE, op: str | None = None) -> RowKey:
+    return RowKey(repo="main", run_name=run_name, op=op or run_name, dtype="float16", shape=shape)
 
 
 SOFTMAX = KernelScreen(
@@ -36,7 +35,7 @@ HELPER = KernelScreen(
     name="fill_kernel",
     status=CodegenClass.IDENTICAL,
     ops=["main/softmax", "main/add"],
-    rows=[_row("softmax"), _row("softmax", 1), _row("add")],
+    rows=[_row("softmax"), _row("softmax", SHAPE2), _row("add")],
 )
 ORPHAN = KernelScreen(
     kernel_id="0rph",
@@ -65,7 +64,7 @@ def test_explain_lists_each_row_and_its_kernels(gate_dir, capsys):
         "    softmax_kernel [BLOCK=1024 num_warps=4 num_stages=3]: TTGIR changed "
         f"(first stage ttgir); regs +8; diff {diff}",
         "    fill_kernel: identical",
-        f"  float16 {SHAPE} #1",
+        f"  float16 {SHAPE2}",
         "    fill_kernel: identical",
         "  kernels of the op that no row names:",
         "    orphan_kernel: only SASS changed (first stage sass)",
@@ -75,7 +74,7 @@ def test_explain_lists_each_row_and_its_kernels(gate_dir, capsys):
 def test_explain_shows_verdicts_when_the_dir_has_one(gate_dir, capsys):
     rows = [
         RowVerdict(key=_row("softmax"), verdict=Verdict.REGRESSION, judged_change=0.075),
-        RowVerdict(key=_row("softmax", 1), verdict=Verdict.PASS, judged_change=-0.001),
+        RowVerdict(key=_row("softmax", SHAPE2), verdict=Verdict.PASS, judged_change=-0.001),
         RowVerdict(key=_row("add"), verdict=Verdict.PASS),
     ]
     v = GateVerdict(verdict="FAIL", exit_code=1, summary="s", baseline="b", baseline_dir="b",
@@ -84,7 +83,7 @@ def test_explain_shows_verdicts_when_the_dir_has_one(gate_dir, capsys):
     assert main(["explain", str(gate_dir), "--op", "main/softmax"]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[1] == f"  float16 {SHAPE}  REGRESSION +7.5 %"
-    assert out[4] == f"  float16 {SHAPE} #1  PASS -0.1 %"
+    assert out[4] == f"  float16 {SHAPE2}  PASS -0.1 %"
 
 
 def test_explain_row_without_known_kernels(gate_dir, capsys):

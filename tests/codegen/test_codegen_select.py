@@ -13,13 +13,17 @@ from zlbench.report.codegen import note_text, row_explanation
 SHAPE = "[torch.Size([64])]"
 
 
+def _shape(i: int) -> str:
+    return SHAPE if i == 0 else f"[torch.Size([{64 + i}])]"
+
+
 def _rows(run_name: str, n: int) -> list[RowKey]:
-    return [RowKey(repo="main", run_name=run_name, op=run_name, dtype="float16", shape=SHAPE,
-                   occurrence=i) for i in range(n)]  # fmt: skip
+    return [RowKey(repo="main", run_name=run_name, op=run_name, dtype="float16", shape=_shape(i))
+            for i in range(n)]  # fmt: skip
 
 
 def _result(run_name: str, n: int = 1, op: str | None = None) -> BaselineResult:
-    rows = [BaselineRow(op=run_name, dtype="float16", shape=SHAPE, occurrence=i) for i in range(n)]
+    rows = [BaselineRow(op=run_name, dtype="float16", shape=_shape(i)) for i in range(n)]
     return BaselineResult(
         repo="main", run_name=run_name, op=op or run_name, timing="cudagraph", rows=rows
     )
@@ -75,7 +79,7 @@ def test_shared_kernel_change_times_every_op_that_launched_it():
 
 def test_row_no_record_names_is_timed():
     s = _screen(
-        _kernel("add_k", CodegenClass.IDENTICAL, _rows("add", 1)),  # row #1 unknown
+        _kernel("add_k", CodegenClass.IDENTICAL, _rows("add", 1)),  # the 2nd shape unnamed
         _kernel("mm_k", CodegenClass.IDENTICAL, _rows("mm", 1)),
         _kernel("sum_k", CodegenClass.IDENTICAL, _rows("sum", 1)),
     )
@@ -144,3 +148,21 @@ def test_sentinels_are_gate_core_ops_of_every_kind():
     sentinels = read_ops_file(ops / "sentinels.txt")
     assert set(sentinels) <= set(read_ops_file(ops / "gate_core.txt"))
     assert {"add", "sum", "mm@test_mm.py"} <= set(sentinels)
+
+
+def test_rows_match_on_run_dtype_shape_not_op_text_or_occurrence():
+    # The recorder names a row by its op's selector and never counts occurrences.
+    recorded = [RowKey(repo="main", run_name="mm__at__test_mm.py", op="mm@test_mm.py",
+                       dtype="float16", shape=SHAPE)]  # fmt: skip
+    k = _kernel("mm_k", CodegenClass.IDENTICAL, recorded)
+    base = {"main/mm__at__test_mm.py": _result("mm__at__test_mm.py", 1, op="mm@test_mm.py")}
+    first = base["main/mm__at__test_mm.py"].rows[0]
+    first.op = "mm"
+    base["main/mm__at__test_mm.py"].rows.append(first.model_copy(update={"occurrence": 1}))
+    plan = ops_to_time(_screen(k), base)
+    assert set(plan.skip) == {"main/mm__at__test_mm.py"}
+    judged = [r.key("main", "mm__at__test_mm.py") for r in base["main/mm__at__test_mm.py"].rows]
+    notes = row_notes(judged, _screen(k))
+    assert [[n.name for n in notes[j]] for j in judged] == [["mm_k"], ["mm_k"]]
+    other = judged[0].model_copy(update={"dtype": "bfloat16"})
+    assert row_notes([other], _screen(k))[other] == []

@@ -8,6 +8,10 @@ runtime changes move speed without changing a kernel.
 
 :func:`row_notes`: the codegen explanation of every judged row (which kernels it
 launched, their class, first differing stage, resource deltas, diff file).
+
+Rows are matched on ``(repo, run_name, dtype, shape)``: the recorder names the
+row in flight by its op's selector and does not count occurrences, so every
+occurrence of a (dtype, shape) in a run shares that row's kernels.
 """
 
 from __future__ import annotations
@@ -37,6 +41,14 @@ class TimingPlan:
         return set(self.time)
 
 
+RowRef = tuple[str, str, str, str]
+
+
+def row_ref(row: RowKey) -> RowRef:
+    """What a codegen record and a baseline row agree on: repo, run, dtype, shape."""
+    return (row.repo, row.run_name, row.dtype, row.shape)
+
+
 def matches_spec(spec: str, key: str, result: BaselineResult) -> bool:
     """An op spec (``gate --ops`` syntax) names this op: by key, run name or selector."""
     return spec in (key, result.run_name, result.op) or spec.replace("@", "__at__") == (
@@ -51,7 +63,7 @@ def ops_to_time(
 ) -> TimingPlan:
     """Split the baseline's ops (``<repo>/<run_name>`` -> result) into timed and skipped."""
     kernels_of = _kernels_by_op(screen)
-    rows_known = {row for k in screen.kernels for row in k.rows}
+    rows_known = {row_ref(row) for k in screen.kernels for row in k.rows}
     no_records = set(screen.ops_without_records)
     plan = TimingPlan()
     for key, result in sorted(baseline_ops.items()):
@@ -76,7 +88,7 @@ def _why_time(
     key: str,
     result: BaselineResult,
     kernels: list[KernelScreen],
-    rows_known: set[RowKey],
+    rows_known: set[RowRef],
     no_records: set[str],
     sentinels: Collection[str],
 ) -> str | None:
@@ -90,7 +102,9 @@ def _why_time(
     unproven = [k for k in kernels if k.status is not CodegenClass.IDENTICAL]
     if unproven:
         return "kernel(s) " + ", ".join(_short(k) for k in unproven[:5]) + _more(unproven, 5)
-    unknown = [r for r in result.rows if r.key(result.repo, result.run_name) not in rows_known]
+    unknown = [
+        r for r in result.rows if row_ref(r.key(result.repo, result.run_name)) not in rows_known
+    ]
     if unknown:
         return f"{len(unknown)} row(s) whose kernels the records do not name"
     return None
@@ -127,13 +141,13 @@ def row_notes(
 ) -> dict[RowKey, list[KernelNote]]:
     """For every row: the kernels the baseline records say it launched (changed
     ones first). A row no record names maps to an empty list (kernels unknown)."""
-    launched: dict[RowKey, list[KernelScreen]] = {}
+    launched: dict[RowRef, list[KernelScreen]] = {}
     for k in screen.kernels:
-        for row in k.rows:
-            launched.setdefault(row, []).append(k)
+        for ref in {row_ref(r) for r in k.rows}:
+            launched.setdefault(ref, []).append(k)
     out = {}
     for row in rows:
-        found = sorted(launched.get(row, []), key=_note_order)
+        found = sorted(launched.get(row_ref(row), []), key=_note_order)
         out[row] = [kernel_note(k, diff_prefix) for k in found]
     return out
 
