@@ -1,0 +1,149 @@
+"""Helpers of benchmarks/gpu_ab.sh (the H200 run of issue 12, docs/judging.md
+"A/B against the base compiler").
+
+    python benchmarks/ab_tools.py copies DEST              # triton copies for PR and base
+    python benchmarks/ab_tools.py stale BASE OUT --op OP   # a baseline with OP's rows 10 % faster
+    python benchmarks/ab_tools.py aa GATE_DIR...           # paired A/A distribution, thresholds
+    python benchmarks/ab_tools.py rows GATE_DIR            # verdict rows measured A/B
+
+``copies`` writes three symlink trees of the installed triton (tests/codegen_support.py
+``patched_triton``): ``DEST/same`` (unchanged: the A/A "PR"), ``DEST/base`` (unchanged:
+the base, given as a site dir so it comes before the PR's on PYTHONPATH) and
+``DEST/patched`` (``no_accelerate_matmul``: a TTGIR pass removed, every tl.dot kernel
+slower). ``stale`` copies a baseline, makes every row of OP 10 % faster (FlagGems
+latency x 0.9) and re-records the manifest's file hashes, so the gate accepts it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import statistics
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "tests"))
+
+from codegen_support import Patch, patched_triton, triton_dir  # noqa: E402
+
+from zlbench.gate.baselines import content_hashes  # noqa: E402
+from zlbench.models import (  # noqa: E402
+    BaselineManifest,
+    GateVerdict,
+    dump_yaml_model,
+    load_json_model,
+    load_yaml_model,
+)
+
+NOOP_FILE = "backends/nvidia/compiler.py"
+
+
+def noop_patch() -> Patch:
+    text = (triton_dir() / NOOP_FILE).read_text(encoding="utf-8")
+    line = next(ln for ln in text.splitlines(keepends=True) if text.count(ln) == 1 and ln.strip())
+    return Patch(NOOP_FILE, line, line, "none", frozenset())
+
+
+def copies(dest: Path) -> None:
+    for name, patch in (("same", noop_patch()), ("base", noop_patch())):
+        patched_triton(dest / name, patch)
+    patched_triton(dest / "patched", "no_accelerate_matmul")
+    for name in ("same", "base", "patched"):
+        print(f"{name}={dest / name}")
+
+
+def stale(base: Path, out: Path, op: str, factor: float) -> None:
+    shutil.copytree(base, out)
+    hits = 0
+    for path in out.glob(f"*/{op}/result.json"):
+        data = json.loads(path.read_text(encoding="utf-8"))
+        for row in data["rows"]:
+            row["latency_ms"] *= factor
+            row["speedup"] /= factor
+            row["speedups"] = [s / factor for s in row.get("speedups", [])]
+            hits += 1
+        path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+    if not hits:
+        raise SystemExit(f"no rows of {op} in {base}")
+    m = load_yaml_model(out / "manifest.yaml", BaselineManifest)
+    m.files = content_hashes(out)
+    dump_yaml_model(out / "manifest.yaml", m)
+    print(f"{out}: {hits} rows of {op} made {1 / factor - 1:.0%} faster")
+
+
+def _pct(q: list[float], p: float) -> float:
+    return q[min(len(q) - 1, int(p * len(q)))]
+
+
+def aa(gates: list[Path]) -> None:
+    """Every A/B row of A/A gates: |paired change| quantiles, and per threshold the
+    false alarms (rows slower than it) over all gates."""
+    changes, screen = [], []
+    for g in gates:
+        v = load_json_model(g / "verdict.json", GateVerdict)
+        ab = v.ab
+        print(f"{g}: {v.summary}; A/B {ab.mode if ab else 'none'} {ab.seconds if ab else ''}")
+        for r in v.rows:
+            if r.ab is not None and r.ab.change is not None:
+                changes.append(r.ab.change)
+                if r.judged_change is not None:
+                    screen.append(r.judged_change)
+    if not changes:
+        raise SystemExit("no A/B rows: run the A/A gates with --full-ab")
+    q = sorted(abs(c) for c in changes)
+    print(
+        f"paired A/A rows: {len(changes)}; |change| median {statistics.median(q):.4f}, "
+        f"p90 {_pct(q, 0.9):.4f}, p99 {_pct(q, 0.99):.4f}, max {q[-1]:.4f}; "
+        f"slowest {max(changes):+.4f}"
+    )
+    if screen:
+        s = sorted(abs(c) for c in screen)
+        print(
+            f"same rows vs the stored baseline: |change| median {statistics.median(s):.4f}, "
+            f"p99 {_pct(s, 0.99):.4f}, max {s[-1]:.4f}"
+        )
+    for t in (0.01, 0.015, 0.02, 0.025, 0.03, 0.04, 0.05):
+        limit = 1 / (1 - t) - 1
+        alarms = sum(1 for c in changes if c > limit)
+        print(f"threshold {t:.3f}: {alarms} false alarms in {len(changes)} paired rows")
+
+
+def rows(gate: Path) -> None:
+    v = load_json_model(gate / "verdict.json", GateVerdict)
+    print(v.summary)
+    for r in v.rows:
+        if r.ab is None:
+            continue
+        tag = "inherited" if r.ab.inherited else ""
+        print(
+            f"{r.verdict.value:12} {r.key.label():60} vs base {r.ab.change or 0:+.3f} "
+            f"vs stored {r.judged_change or 0:+.3f} {tag}"
+        )
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    sub.add_parser("copies").add_argument("dest", type=Path)
+    st = sub.add_parser("stale")
+    st.add_argument("base", type=Path)
+    st.add_argument("out", type=Path)
+    st.add_argument("--op", required=True)
+    st.add_argument("--factor", type=float, default=0.9)
+    sub.add_parser("aa").add_argument("gates", type=Path, nargs="+")
+    sub.add_parser("rows").add_argument("gate", type=Path)
+    a = ap.parse_args()
+    if a.cmd == "copies":
+        copies(a.dest)
+    elif a.cmd == "stale":
+        stale(a.base, a.out, a.op, a.factor)
+    elif a.cmd == "aa":
+        aa(a.gates)
+    else:
+        rows(a.gate)
+
+
+if __name__ == "__main__":
+    main()

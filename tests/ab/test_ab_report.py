@@ -1,0 +1,37 @@
+"""The A/B and accept sections of the report: identities, paired numbers, inherited
+rows, every accepted row and unmatched entry; artifact strings escaped."""
+
+from __future__ import annotations
+
+from test_paired_verdicts import screen, write_ab  # noqa: F401 - fixture
+
+from zlbench.models import AcceptEntry
+from zlbench.report.ab import render_ab_section, render_accept_section
+from zlbench.workflow.ab import AbContext, AbOptions, judge_ab, judge_accept
+
+
+def test_ab_section_names_both_compilers_and_marks_inherited_rows(screen):  # noqa: F811
+    v, gate = screen
+    write_ab(gate, [(1.10, 1.10), (1.10, 1.11)])
+    text = render_ab_section(judge_ab(v, gate))
+    assert "## A/B against the base compiler" in text
+    assert "| PR | `pr` |" in text and "| base | `/envs/base` |" in text
+    assert "inherited: the base is as slow" in text and "(2 rounds)" in text
+    assert "pr base pr base" in text
+
+
+def test_no_ab_no_section(screen):  # noqa: F811
+    v, _ = screen
+    assert render_ab_section(v) == "" and render_accept_section(v) == ""
+
+
+def test_accept_section_lists_matched_rows_and_unmatched_entries_escaped(screen):  # noqa: F811
+    v, _ = screen
+    entries = [
+        AcceptEntry(op="x", shape="[4096]", change=0.2, reason="see @team <b>now</b>"),
+        AcceptEntry(op="gone", change=0.1, reason="old"),
+    ]
+    text = render_accept_section(judge_accept(v, AbContext(AbOptions(), accept=entries), "a.yml"))
+    assert "## Accepted regressions" in text and "`a.yml`" in text
+    assert "| yes |" in text and "matched no row" in text
+    assert "<b>" not in text and "@team" not in text
