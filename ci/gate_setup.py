@@ -4,7 +4,9 @@ Reads the inputs from environment variables only (the workflow maps `inputs.*` a
 `github.event.client_payload.*` into them through `env:`, never into the shell
 text), checks them, and writes step outputs:
 
-  shards           JSON list [1, ..., N]: the shard matrix (K is 1-based)
+  shards           JSON list [1, ..., N]: the shard matrix (K is 1-based); IN_SHARDS
+                   is N or `auto[:SECONDS]`: the fewest shards whose expected wall
+                   time fits SECONDS (default 900), from recorded durations (docs/ci.md)
   shard_count      N
   runner_labels    JSON list of runner labels for the GPU jobs
   baseline         baseline dir, relative to the zlbench checkout
@@ -38,6 +40,47 @@ DISPATCH_EVENTS = ("workflow_dispatch", "repository_dispatch")
 _REPO_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9_.-]+$")
 _REF_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_./-]*$")
 _LABEL_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:-]*$")
+
+
+AUTO_TARGET_WALL_S = 900  # `shards: auto`: one shard's measuring in 15 minutes
+_AUTO_RE = re.compile(r"^auto(?::(\d+))?$")
+
+
+def suggest_shards(root: Path, baseline: str, ops_file: str, target_s: int) -> int:
+    """`zlbench batch --suggest-shards` over the gate's op set (the ops file, else the
+    baseline's ops), balanced by the baseline's recorded durations when it ships an
+    ops_status.csv (else every op estimated alike): docs/ci.md."""
+    from zlbench.models import BaselineManifest, load_yaml_model
+
+    manifest = load_yaml_model(root / baseline / "manifest.yaml", BaselineManifest)
+    cmd = [sys.executable, "-m", "zlbench", "batch", "--suggest-shards"]
+    cmd += ["--target-wall", str(target_s), "--ops-dir", str(root / "ops")]
+    cmd += ["--replay-root", str(root / baseline), "--gpus", "0"]
+    cmd += ["--repos", *(sorted(manifest.flaggems) or ["main"])]
+    if ops_file:
+        cmd += ["--ops-file", str(root / ops_file)]
+    else:
+        cmd += ["--ops", *(_spec(key) for key in manifest.ops)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False, cwd=root)
+    if proc.returncode != 0 or not proc.stdout.strip().isdigit():
+        why = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+        raise CiError(f"shards auto: could not plan the shard count ({why})")
+    return int(proc.stdout.strip())
+
+
+def _spec(key: str) -> str:
+    """A baseline op key ``repo/run_name`` as an --ops SPEC ``repo:op[@file]``."""
+    repo, run_name = key.split("/", 1)
+    return f"{repo}:{run_name.replace('__at__', '@')}"
+
+
+def plan_shards(text: str, root: Path, baseline: str, ops_file: str) -> list[int]:
+    """IN_SHARDS: a count, or ``auto`` / ``auto:SECONDS`` (target wall of one shard)."""
+    m = _AUTO_RE.match((text or "").strip())
+    if not m:
+        return parse_shards(text)
+    n = suggest_shards(root, baseline, ops_file, int(m.group(1) or AUTO_TARGET_WALL_S))
+    return parse_shards(str(min(n, MAX_SHARDS)))
 
 
 def parse_shards(text: str) -> list[int]:
@@ -155,13 +198,14 @@ def resolve(env: dict[str, str], root: Path) -> dict[str, str]:
     if "vllm" in commits and not vllm_repo:
         raise CiError("the baseline has vllm ops: give the flaggems_vllm_repository input")
     check_baseline_intact(root / baseline)
-    shards = parse_shards(g("IN_SHARDS"))
+    ops_file = check_relpath(root, "ops file", ops_file, False) if ops_file else ""
+    shards = plan_shards(g("IN_SHARDS"), root, baseline, ops_file)
     return {
         "shards": json.dumps(shards),
         "shard_count": str(len(shards)),
         "runner_labels": json.dumps(parse_labels(g("IN_RUNNER_LABELS"))),
         "baseline": baseline,
-        "ops_file": check_relpath(root, "ops file", ops_file, False) if ops_file else "",
+        "ops_file": ops_file,
         "flagtree_repository": check_repo("FlagTree repository", ft_repo),
         "flagtree_ref": check_ref("FlagTree ref", ft_ref),
         "flaggems_repository": check_repo(

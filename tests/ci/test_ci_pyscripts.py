@@ -421,3 +421,77 @@ def test_comment_forbidden_is_a_warning(ci_module, report, capsys):
     pr = ci_module("pr_comment")
     assert pr.main([str(report)], env=ENV, api=FakeApi([[]], error=403)) == 0
     assert "read-only token" in capsys.readouterr().out
+
+
+# --------------------------------------------------------------------------- shards: auto
+
+
+@pytest.fixture
+def auto_root(setup_root: Path) -> Path:
+    """setup_root with an inventory of 6 ops and recorded durations in the baseline."""
+    from zlbench.runner.catalog.inventory import InventoryRow, inventory_path, write_inventory
+
+    ops = ["add", "abs", "exp", "mm", "topk", "sum"]
+    rows = [
+        InventoryRow("main", op, op, "B", f"benchmark/test_{op}.py", f"test_{op}", op, "", "")
+        for op in ops
+    ]
+    write_inventory(inventory_path(setup_root / "ops", "main"), rows)
+    (setup_root / "ops" / "six.txt").write_text("\n".join(ops) + "\n")
+    lines = ["repo,op,run_name,status,rc,attempts,dtype_used,rows,seconds,gpu,run_dir,note"]
+    lines += [
+        f"main,{op},{op},PASS,0,1,bfloat16,1,{s},0,main/{op},"
+        for op, s in [("add", 1), ("abs", 1), ("exp", 2), ("mm", 30), ("topk", 60), ("sum", 2)]
+    ]
+    (setup_root / "durations").mkdir()
+    (setup_root / "durations" / "ops_status.csv").write_text("\n".join(lines) + "\n")
+    return setup_root
+
+
+def test_setup_auto_shards_fit_the_target_wall(ci_module, auto_root, monkeypatch):
+    from zlbench.runner.batch.costs import PROCESS_START_S
+
+    setup = ci_module("gate_setup")
+    # the durations as a baseline would ship them: <baseline>/ops_status.csv
+    monkeypatch.setattr(setup, "suggest_shards", _with_durations(setup, auto_root))
+    wall = lambda s: int(s + PROCESS_START_S + 1)  # noqa: E731
+    assert setup.plan_shards(f"auto:{wall(60)}", auto_root, "baselines/v1", "ops/six.txt") == [1, 2]
+    assert setup.plan_shards(f"auto:{wall(96)}", auto_root, "baselines/v1", "ops/six.txt") == [1]
+    assert setup.plan_shards("3", auto_root, "baselines/v1", "") == [1, 2, 3]
+
+
+def _with_durations(setup, root):
+    real = setup.suggest_shards
+
+    def suggest(root_, baseline, ops_file, target_s):
+        import shutil
+
+        shutil.copy(root / "durations" / "ops_status.csv", root / baseline / "ops_status.csv")
+        try:
+            return real(root_, baseline, ops_file, target_s)
+        finally:
+            (root / baseline / "ops_status.csv").unlink()
+
+    return suggest
+
+
+def test_setup_auto_shards_default_to_the_baseline_ops(ci_module, auto_root):
+    setup = ci_module("gate_setup")
+    base = auto_root / "baselines" / "v1"
+    manifest = BaselineManifest(
+        name="v1",
+        created="2026-01-01T00:00:00Z",
+        flaggems={"main": {"package": "flag_gems", "commit": "a" * 40}},
+        ops=["main/add"],
+        files=content_hashes(base),
+    )
+    dump_yaml_model(base / "manifest.yaml", manifest)
+    out = setup.resolve({**CALLED, "IN_SHARDS": "auto"}, auto_root)
+    assert out["shards"] == "[1]"  # one op (main/add), no durations: one shard fits 900 s
+
+
+def test_setup_auto_shards_that_cannot_plan_fail_with_one_line(ci_module, setup_root):
+    setup = ci_module("gate_setup")  # no inventory in ops/: zlbench refuses the selection
+    with pytest.raises(setup.CiError, match=r"shards auto: could not plan .*inventory"):
+        setup.plan_shards("auto:600", setup_root, "baselines/v1", "ops/gate.txt")
+    assert setup._spec("main/mm__at__test_mm.py") == "main:mm@test_mm.py"

@@ -98,3 +98,13 @@ def test_missing_costs_file_is_one_line_exit_2(cli, tmp_path):
     rc, _, err, fakes = cli("--costs", str(tmp_path / "none.csv"))
     assert rc == 2 and not fakes
     assert "no recorded durations" in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_replay_root_with_ops_status_balances_without_costs(cli, tmp_path):
+    prev = str(tmp_path / "prev")
+    rc, out, err, fakes = cli("--replay-root", prev, "--shard", "1/3", "--plan-only")
+    assert rc == 0, err
+    assert f"durations: {prev}" in out
+    rows = [line.split() for line in out.splitlines()[2:5]]
+    assert sorted(int(r[1]) for r in rows) == [1, 3, 4]  # topk alone; est. = 2 ops unrecorded
+    assert sum(int(r[2]) for r in rows) == 2

@@ -225,7 +225,7 @@ def _echo(line: str) -> None:
 def _plan(args, config) -> int:
     """--plan-only / --suggest-shards: print the plan, measure nothing."""
     from zlbench.runner.batch.forecast import forecast, render_forecast, suggest_shards
-    from zlbench.runner.batch.plan import full_selection, selection_costs
+    from zlbench.runner.batch.plan import full_selection, recorded_durations, selection_costs
 
     costs = selection_costs(config, full_selection(config).keys())
     gpus = len(config.gpus)
@@ -235,7 +235,10 @@ def _plan(args, config) -> int:
         print(suggest_shards(costs, args.target_wall, gpus, config.per_process))
         return 0
     shards = config.shard[1] if config.shard else 1
-    source = str(args.costs) if args.costs else "none recorded: every op estimated alike"
+    source = str(args.costs or "")
+    if not source and recorded_durations(config):
+        source = str(config.replay_root)
+    source = source or "none recorded: every op estimated alike"
     print(render_forecast(forecast(costs, shards, gpus, config.per_process), source))
     return 0
 

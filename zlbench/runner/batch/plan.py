@@ -7,7 +7,13 @@ from pathlib import Path
 from zlbench.errors import ZlbenchError
 from zlbench.runner.batch.balance import gpu_bins, shard_keys
 from zlbench.runner.batch.config import BatchConfig
-from zlbench.runner.batch.costs import OpCosts, estimate_costs, op_families
+from zlbench.runner.batch.costs import (
+    OPS_STATUS,
+    OpCosts,
+    estimate_costs,
+    load_durations,
+    op_families,
+)
 from zlbench.runner.batch.shard import shard
 from zlbench.runner.catalog.select import OpSelection, SelectedOp, select_ops
 
@@ -29,13 +35,25 @@ def full_selection(config: BatchConfig) -> OpSelection:
     )
 
 
-def selection_costs(config: BatchConfig, keys: list[str]) -> OpCosts:
-    """Expected seconds of ``keys``: ``config.durations``, estimates for the others."""
-    families = {}
+def recorded_durations(config: BatchConfig) -> dict[str, float]:
+    """``config.durations``; else those of ``<replay_root>/ops_status.csv`` when the
+    replay root holds one (a batch dir always does, a baseline may ship one), so
+    every shard of a replay screen balances by the same recorded durations."""
     if config.durations:
+        return config.durations
+    if config.replay_root is not None and (Path(config.replay_root) / OPS_STATUS).is_file():
+        return load_durations(Path(config.replay_root))
+    return {}
+
+
+def selection_costs(config: BatchConfig, keys: list[str]) -> OpCosts:
+    """Expected seconds of ``keys``: recorded durations, estimates for the others."""
+    recorded = recorded_durations(config)
+    families = {}
+    if recorded:
         repos = sorted({k.split("/", 1)[0] for k in keys})
         families = op_families(Path(config.ops_dir), repos)
-    return estimate_costs(keys, config.durations, families)
+    return estimate_costs(keys, recorded, families)
 
 
 def plan_selection(config: BatchConfig) -> OpSelection:
