@@ -22,6 +22,12 @@ from zlbench.models import (
 )
 from zlbench.runner.catalog.inventory import InventoryRow, inventory_path, write_inventory
 
+LAUNCH_LOG = (
+    "E   SystemError: <built-in function launch> returned NULL\n\n"
+    "/venv/lib/python3.12/site-packages/triton/backends/nvidia/driver.py:328: SystemError\n"
+    "During handling of the above exception, another exception occurred:\n"
+    "benchmark/base.py:481: Failed\n"
+)
 UNSUPPORTED_LOG = (
     "ValueError: Given dtype(s) 'torch.bfloat16'can't be supported by this op 'argmax'\n"
 )
@@ -56,7 +62,9 @@ class FakeExecutor:
 
     Outcomes: ``PASS`` / ``PASS:<rows>``, ``SKIP``, ``FAIL``, ``CRASH:<rc>``,
     ``TIMEOUT``, ``UNSUPPORTED`` (FAIL whose log says the dtype is not supported),
-    ``NOROWS`` (PASS without rows). ``delay_s``: sleep per op (for kill tests).
+    ``NOROWS`` (PASS without rows), ``LAUNCH`` (FAIL whose log holds the traceback
+    of a launcher error at triton/backends/nvidia/driver.py:328), ``BUG`` (the
+    executor itself raises). ``delay_s``: sleep per op (for kill tests).
     """
 
     def __init__(self, script=None, *, delay_s=0.0, gpu_model="NVIDIA H200", default="PASS:2"):
@@ -75,7 +83,16 @@ class FakeExecutor:
             return seq.pop(0) if len(seq) > 1 else seq[0]
 
     def __call__(
-        self, plan: WorkerPlan, *, flaggems_dir, per_process, op_timeout_s, env, sink, on_op_done
+        self,
+        plan: WorkerPlan,
+        *,
+        flaggems_dir,
+        per_process,
+        op_timeout_s,
+        env,
+        sink,
+        on_op_done,
+        **more,
     ):
         gpu = (env or {}).get("CUDA_VISIBLE_DEVICES", "")
         with self.lock:
@@ -90,12 +107,16 @@ class FakeExecutor:
                     "op_timeout_s": op_timeout_s,
                     "flaggems_dir": str(flaggems_dir),
                     "timing": plan.timing,
+                    "more": more,
                 }
             )
         out = []
         for entry in plan.entries:
             time.sleep(self.delay_s)
-            status, result = self._run_one(entry, self._next(entry.run_name), gpu)
+            outcome = self._next(entry.run_name)
+            if outcome == "BUG":
+                raise KeyError(f"runner bug at {entry.run_name}")
+            status, result = self._run_one(entry, outcome, gpu)
             on_op_done(entry, status, result)
             out.append(status)
         return out
@@ -123,9 +144,10 @@ class FakeExecutor:
             pass
         elif kind == "SKIP":
             status = RunStatus.SKIP
-        elif kind in ("FAIL", "UNSUPPORTED"):
+        elif kind in ("FAIL", "UNSUPPORTED", "LAUNCH"):
             rc, status = 1, RunStatus.FAIL
-            log += UNSUPPORTED_LOG if kind == "UNSUPPORTED" else "AssertionError: boom\n"
+            texts = {"UNSUPPORTED": UNSUPPORTED_LOG, "LAUNCH": LAUNCH_LOG}
+            log += texts.get(kind, "AssertionError: boom\n")
         elif kind == "CRASH":
             rc, status = int(arg or -11), RunStatus.CRASH
         elif kind == "TIMEOUT":

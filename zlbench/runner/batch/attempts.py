@@ -4,13 +4,23 @@ summary.csv and batch.json."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from zlbench.models import BatchInfo, OpStatus, PlanEntry, RunResult, RunStatus, read_ops_status
+from zlbench.models import (
+    BatchInfo,
+    MarkerKind,
+    OpStatus,
+    PlanEntry,
+    RunResult,
+    RunStatus,
+    counts_of_kind,
+    read_ops_status,
+)
 from zlbench.runner.batch import progress
 from zlbench.runner.batch.config import ATTEMPTS_DIR, BatchConfig
 from zlbench.runner.batch.retry import UNSUPPORTED_DTYPE_TEXT, Attempt, NextAttempt, describe
@@ -84,20 +94,62 @@ def measured_dtypes(result: RunResult | None, asked: tuple[str, ...]) -> str:
     return ",".join(asked)
 
 
+def baseline_rows(replay_root: Path | None, repo: str, run_name: str) -> int | None:
+    """Rows the replayed baseline (or batch) holds for an op; None when unknown."""
+    if replay_root is None:
+        return None
+    path = Path(replay_root) / repo / run_name / "result.json"
+    try:
+        rows = json.loads(path.read_text(encoding="utf-8")).get("rows")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return len(rows) if isinstance(rows, list) else None
+
+
+def empty_success(status: RunStatus, rows: int, expected: int | None) -> str:
+    """Why a PASS is not one: no row measured, or fewer rows than the baseline holds
+    (the seed's ``partial_skip=N``); "" when it is one."""
+    if status is not RunStatus.PASS:
+        return ""
+    if rows == 0:
+        return "test passed but measured no row" + (
+            f" (partial_skip={expected})" if expected else ""
+        )
+    if expected is not None and rows < expected:
+        return f"partial_skip={expected - rows}: {rows} of the baseline's {expected} rows measured"
+    return ""
+
+
+def op_file(sel: SelectedOp) -> str:
+    """The op's benchmark test file(s), e.g. ``test_reduction_perf.py``."""
+    files = (n.split("::", 1)[0].rsplit("/", 1)[-1] for n in sel.nodeids)
+    return ",".join(dict.fromkeys(files))
+
+
 def final_status(
-    track: OpAttempts, last: OpStatus, result: RunResult | None, out: Path
+    track: OpAttempts,
+    last: OpStatus,
+    result: RunResult | None,
+    out: Path,
+    expected_rows: int | None = None,
 ) -> OpStatus:
-    """The op's ops_status.csv row after its last attempt."""
+    """The op's ops_status.csv row after its last attempt. A PASS without rows, or
+    with fewer than the ``expected_rows`` of the baseline, is a FAIL."""
     rows = len(result.rows) if result is not None else last.rows
     note = last.note if len(track.attempts) == 1 else describe(track.attempts)
     if len(track.attempts) > 1 and last.note:
         note = f"{note}; {last.note}"
+    status, rc = last.status, last.rc
+    if empty := empty_success(status, rows, expected_rows):
+        status, rc = RunStatus.FAIL, 1
+        note = f"{note}; {empty}" if note else empty
+    counts = result.marker_counts if result is not None else {}
     return OpStatus(
         repo=track.sel.repo,
         op=track.sel.op,
         run_name=track.sel.run_name,
-        status=last.status,
-        rc=last.rc,
+        status=status,
+        rc=rc,
         attempts=len(track.attempts),
         dtype_used=measured_dtypes(result, track.dtypes),
         rows=rows,
@@ -105,6 +157,11 @@ def final_status(
         gpu=track.gpu,
         run_dir=os.path.relpath(track.run_dir, out),
         note=note,
+        op_file=op_file(track.sel),
+        success_rows=sum(r.status == "SUCCESS" for r in result.rows) if result else 0,
+        replay_fallbacks=sum(counts_of_kind(counts, MarkerKind.REPLAY_FALLBACK).values()),
+        no_cudagraph=sum(counts_of_kind(counts, MarkerKind.NO_CUDAGRAPH).values()),
+        signature=last.signature if status is not RunStatus.PASS else "",
     )
 
 

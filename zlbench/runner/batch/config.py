@@ -61,6 +61,11 @@ class BatchConfig:
     shape_file: Path | None = None
     ttgir: bool = True
     max_retries: int = 2  # extra attempts after rc 1 / CRASH (DESIGN §5.17)
+    # Seconds from the start after which nothing more is measured (the gate derives
+    # it from the baseline's durations: runner.batch.budget); None: no budget.
+    budget_s: float | None = None
+    # Also run the ops the dismiss list names and those marked unconditional skip.
+    recheck_left_out: bool = False
     env: dict[str, str] | None = None
     progress: TextIO | None = None  # progress lines (None: silent)
     sink: Callable[[str], None] | None = None  # raw pytest output lines (None: dropped)

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 from zlbench.models import OpStatus, RunStatus
+from zlbench.models.batch import SystemicFailure
+
+FAILING = (RunStatus.FAIL, RunStatus.TIMEOUT, RunStatus.CRASH, RunStatus.ERROR)
+MAX_LISTED = 40  # failing ops named at the end of a batch
 
 
 def fmt_seconds(seconds: float) -> str:
@@ -53,3 +57,17 @@ def count_statuses(statuses: list[OpStatus]) -> dict[str, int]:
     for st in statuses:
         counts[st.status.value] += 1
     return counts
+
+
+def ending_lines(statuses: list[OpStatus], systemic: list[SystemicFailure]) -> list[str]:
+    """After the count table: the systemic failures, then the failing ops by name."""
+    lines = [f"SYSTEMIC: {f.line}" for f in systemic]
+    bad = [s for s in statuses if s.status in FAILING]
+    if bad:
+        lines.append(f"failing ops ({len(bad)}):")
+        for st in bad[:MAX_LISTED]:
+            why = st.signature or st.note
+            lines.append(f"  {st.status.value:<7} {st.repo}/{st.run_name}  {why[:120]}")
+        if len(bad) > MAX_LISTED:
+            lines.append(f"  ... and {len(bad) - MAX_LISTED} more (ops_status.csv)")
+    return lines

@@ -8,7 +8,11 @@
   rejects the asked dtype), the op is retried once with its own default dtypes
   (``dtypes=[]``): the op's other dtypes. This does not count as a retry.
 * When nothing passed after all that, one last rescue with a dtype not tried yet
-  (float32, then float16, then bfloat16).
+  (float32, then float16, then bfloat16) -- in record mode only: in replay (gate,
+  baseline refresh passes) the baseline's rows fix the dtypes, and rows of another
+  dtype can never match them.
+* A failure whose error signature several ops already share (``systemic``: a broken
+  compiler, not a flaky op, :mod:`zlbench.runner.batch.systemic`) is not retried.
 """
 
 from __future__ import annotations
@@ -42,14 +46,22 @@ def _rc(a: Attempt) -> int | None:
     return 1 if a.rc is None and a.status is RunStatus.FAIL else a.rc
 
 
-def next_attempt(attempts: list[Attempt], max_retries: int = 2) -> NextAttempt | None:
+def next_attempt(
+    attempts: list[Attempt],
+    max_retries: int = 2,
+    *,
+    rescue: bool = True,
+    systemic: bool = False,
+) -> NextAttempt | None:
     """What to run next for an op, given its attempts so far; None: it is finished.
 
+    ``rescue``: False in replay mode (no dtype rescue). ``systemic``: the last
+    attempt failed the way several other ops did: no retry, no rescue.
     Only the last attempt can have passed: a PASS or SKIP ends the op."""
     if not attempts:
         raise ValueError("next_attempt needs at least one attempt")
     last = attempts[-1]
-    if last.status not in RETRYABLE or last.kind == "rescue":
+    if last.status not in RETRYABLE or last.kind == "rescue" or systemic:
         return None
     tried = {a.dtypes for a in attempts}
     if last.unsupported_dtype and () not in tried:
@@ -61,6 +73,8 @@ def next_attempt(attempts: list[Attempt], max_retries: int = 2) -> NextAttempt |
         stop = f"{len(same)} attempts"
     else:
         return NextAttempt(last.dtypes, "retry", f"{last.status.value} rc={_rc(last)}")
+    if not rescue:
+        return None
     flat = {d for a in attempts for d in a.dtypes}
     for dtype in RESCUE_DTYPES:
         if dtype not in flat:

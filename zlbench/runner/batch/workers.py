@@ -23,6 +23,7 @@ from zlbench.runner.batch import progress
 from zlbench.runner.batch.attempts import (
     OpAttempts,
     archive_run_dir,
+    baseline_rows,
     exit_code,
     final_status,
     is_complete,
@@ -35,6 +36,7 @@ from zlbench.runner.batch.info import read_batch_info, write_batch_info
 from zlbench.runner.batch.plan import deal, selection_costs
 from zlbench.runner.batch.retry import Attempt, next_attempt
 from zlbench.runner.batch.status import COMPLETE, load_run, write_ops_status
+from zlbench.runner.batch.systemic import SystemicTracker, internal_error_status, run_signature
 from zlbench.runner.catalog.select import OpSelection, SelectedOp
 
 
@@ -51,6 +53,7 @@ class BatchRun:
         self.t0 = time.monotonic()
         self.errors: list[BaseException] = []
         self.running: set[str] = set()  # names of worker threads not yet returned
+        self.systemic = SystemicTracker()
 
     # ------------------------------------------------------------------ setup
 
@@ -69,9 +72,13 @@ class BatchRun:
         self._run_workers(todo)
         statuses = sorted(self.final.values(), key=lambda s: (s.repo, s.run_name))
         rows, info = write_final_files(self.out, statuses, info)
+        info.systemic = self.systemic.failures({s_key(s): s.signature for s in statuses})
+        info.not_measured = [s_key(s) for s in statuses if s.note.startswith("NOT MEASURED")]
         write_batch_info(self.out, info)
         wall = time.monotonic() - self.t0
         self._say(progress.count_table(statuses, rows, wall))
+        for line in progress.ending_lines(statuses, info.systemic):
+            self._say(line)
         code = exit_code(statuses, rows)
         return BatchOutcome(self.out, statuses, info.counts, rows, code)
 
@@ -99,6 +106,7 @@ class BatchRun:
             per_process=c.per_process,
             op_timeout_s=c.op_timeout_s,
             max_retries=c.max_retries,
+            budget_s=c.budget_s,
             resume=c.resume,
             flaggems_dirs={k: str(v) for k, v in c.flaggems_dirs.items()},
             hostname=socket.gethostname(),
@@ -215,20 +223,36 @@ class BatchRun:
         if gpu:
             env = dict(c.env if c.env is not None else _environ())
             env["CUDA_VISIBLE_DEVICES"] = gpu
-        statuses = self.executor(
-            plan,
-            flaggems_dir=c.flaggems_dirs[tracks[0].sel.repo],
-            per_process=c.per_process,
-            op_timeout_s=c.op_timeout_s,
-            env=env if env is not None else c.env,
-            sink=c.sink,
-            on_op_done=on_done,
-            **({"extra_pytest_args": list(c.extra_pytest_args)} if c.extra_pytest_args else {}),
-        )
+        extra = {"extra_pytest_args": list(c.extra_pytest_args)} if c.extra_pytest_args else {}
+        if c.budget_s is not None:
+            extra |= {"budget_s": c.budget_s, "started": self.t0}
+        try:
+            statuses = self.executor(
+                plan,
+                flaggems_dir=c.flaggems_dirs[tracks[0].sel.repo],
+                per_process=c.per_process,
+                op_timeout_s=c.op_timeout_s if c.op_timeout_s else None,  # 0: no limit
+                env=env if env is not None else c.env,
+                sink=c.sink,
+                on_op_done=on_done,
+                **extra,
+            )
+        except Exception as e:  # a runner bug: one op fails with it, the batch goes on
+            self._internal_error(gpu, [t for t in tracks if t.sel.run_name not in seen], e)
+            return
         for entry, status in zip(plan.entries, statuses, strict=False):
             if entry.run_name not in seen:  # the executor did not call back
                 track = by_name[entry.run_name]
                 self._attempt_done(track, status, load_run(track.run_dir))
+
+    def _internal_error(self, gpu: str, undecided: list[OpAttempts], exc: Exception) -> None:
+        """The first op not decided when the runner failed is ERROR; the rest run on."""
+        if not undecided:
+            return
+        first, rest = undecided[0], undecided[1:]
+        self._attempt_done(first, internal_error_status(first, gpu, exc), None)
+        if rest:
+            self._run_pass(gpu, rest)
 
     def _attempt_done(self, track: OpAttempts, status: OpStatus, result: RunResult | None) -> None:
         unsupported = status.status in (RunStatus.FAIL, RunStatus.CRASH) and said_unsupported(
@@ -238,7 +262,15 @@ class BatchRun:
             Attempt(status.status, status.rc, track.dtypes, unsupported, track.kind)
         )
         track.seconds += status.seconds
-        track.next = next_attempt(track.attempts, self.config.max_retries)
+        sig = status.signature or run_signature(status, track.run_dir)
+        status = status.model_copy(update={"signature": sig})
+        c = self.config
+        track.next = next_attempt(
+            track.attempts,
+            c.max_retries,
+            rescue=c.replay_root is None,  # replay: the baseline's rows fix the dtypes
+            systemic=self.systemic.observe(track.sel.key, sig, status.note) or self._spent(),
+        )
         if track.next is not None:
             what = f"{track.next.kind} [{','.join(track.next.dtypes) or 'defaults'}]"
             line = progress.retry_line(
@@ -246,7 +278,8 @@ class BatchRun:
             )
             self._say(line)
             return
-        final = final_status(track, status, result, self.out)
+        expected = baseline_rows(c.replay_root, track.sel.repo, track.sel.run_name)
+        final = final_status(track, status, result, self.out, expected)
         if final.status in (RunStatus.PASS, RunStatus.SKIP):
             track.run_dir.mkdir(parents=True, exist_ok=True)
             (track.run_dir / COMPLETE).write_text(final.status.value + "\n", encoding="utf-8")
@@ -256,6 +289,11 @@ class BatchRun:
             write_ops_status(self.out, self.final.values())
             elapsed = time.monotonic() - self.t0
             self._say_locked(progress.done_line(final, self.done, self.total, elapsed))
+
+    def _spent(self) -> bool:
+        """The time budget is spent: no more retries."""
+        budget = self.config.budget_s
+        return budget is not None and time.monotonic() - self.t0 > budget
 
     # ------------------------------------------------------------------ output
 
@@ -299,6 +337,10 @@ def _interrupt(threads: list[threading.Thread], running: set[str], wait_s: float
     deadline = time.monotonic() + wait_s
     while running and time.monotonic() < deadline:
         time.sleep(0.05)
+
+
+def s_key(st: OpStatus) -> str:
+    return f"{st.repo}/{st.run_name}"
 
 
 def _environ() -> dict[str, str]:

@@ -102,9 +102,7 @@ def signature(status: RunStatus, rc: int | None, note: str, log_text: str) -> st
     before = _BEFORE.search(note or "")
     if before:
         first = first_error_line(log_text)
-        return f"pytest {before['how']} before the op began" + (
-            f": {first}" if first else ""
-        )
+        return f"pytest {before['how']} before the op began" + (f": {first}" if first else "")
     where = traceback_location(log_text)
     if where:
         return where

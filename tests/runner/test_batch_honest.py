@@ -1,0 +1,138 @@
+"""run_batch fails fast and honestly (issue 15): no dtype rescue in replay, shared
+failures are not retried and are named once, a PASS without (all) rows is not a
+PASS, a runner bug costs one op, a time budget, and the seed's columns."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+import pytest
+from batch_fakes import FakeExecutor, make_inventory
+
+from zlbench.models import RunStatus, read_ops_status
+from zlbench.runner.batch.config import BatchConfig
+from zlbench.runner.batch.info import read_batch_info
+from zlbench.runner.batch.run import run_batch
+
+OPS = ["abs", "add", "mul", "softmax"]
+LAUNCH_SIG = "SystemError in triton/backends/nvidia/driver.py:328"
+
+
+@pytest.fixture
+def setup(tmp_path):
+    ops_dir = tmp_path / "ops"
+    make_inventory(ops_dir, "main", OPS)
+    fg = tmp_path / "fg"
+    fg.mkdir()
+
+    def config(executor, **kw) -> BatchConfig:
+        kw.setdefault("all_ops", not kw.get("ops"))
+        kw.setdefault("progress", io.StringIO())
+        kw.setdefault("out_dir", tmp_path / "out")
+        return BatchConfig(flaggems_dirs={"main": fg}, ops_dir=ops_dir, executor=executor, **kw)
+
+    return config
+
+
+def runs_of(fake: FakeExecutor, run_name: str) -> list[tuple[str, ...]]:
+    return [dt for call in fake.calls for (name, dt, *_) in call["entries"] if name == run_name]
+
+
+def baseline_dir(tmp_path, rows: dict[str, int]):
+    root = tmp_path / "baseline"
+    for name, n in rows.items():
+        d = root / "main" / name
+        d.mkdir(parents=True)
+        data = {"rows": [{"op": name, "dtype": "float16", "shape": f"[{i}]"} for i in range(n)]}
+        (d / "result.json").write_text(json.dumps(data))
+    root.mkdir(exist_ok=True)
+    return root
+
+
+def test_replay_never_rescues_with_another_dtype(setup, tmp_path):
+    fake = FakeExecutor({"abs": ["CRASH:-11"]})
+    root = baseline_dir(tmp_path, {})
+    out = run_batch(setup(fake, ops=["abs"], dtypes=["bfloat16"], replay_root=root))
+    assert runs_of(fake, "abs") == [("bfloat16",), ("bfloat16",)]  # first + one retry
+    st = out.statuses[0]
+    assert st.status is RunStatus.CRASH and "rescue" not in st.note
+
+
+def test_shared_failure_is_not_retried_and_is_named_once(setup):
+    fake = FakeExecutor(default="LAUNCH")
+    progress = io.StringIO()
+    out = run_batch(setup(fake, progress=progress, max_retries=2))
+    attempts = sorted(len(runs_of(fake, op)) for op in OPS)
+    # the first two failures were retried before the third made it systemic; not after
+    assert attempts == [1, 1, 2, 2], attempts
+    assert all(s.signature == LAUNCH_SIG for s in out.statuses)
+    info = read_batch_info(out.out_dir)
+    assert [f.signature for f in info.systemic] == [LAUNCH_SIG]
+    assert info.systemic[0].ops == [f"main/{op}" for op in sorted(OPS)]
+    assert info.systemic[0].line.startswith("4 ops fail the same way")
+    text = progress.getvalue()
+    assert f"SYSTEMIC: 4 ops fail the same way under the compiler under test: {LAUNCH_SIG}" in text
+    assert "failing ops (4):" in text and "  FAIL    main/softmax  SystemError" in text
+
+
+def test_different_failures_are_still_retried(setup):
+    fake = FakeExecutor({"abs": ["FAIL", "PASS"], "add": ["CRASH:-6", "PASS"]})
+    out = run_batch(setup(fake, ops=["abs", "add"]))
+    assert [s.status for s in out.statuses] == [RunStatus.PASS] * 2
+    assert read_batch_info(out.out_dir).systemic == []
+
+
+def test_pass_without_rows_is_a_failure(setup):
+    out = run_batch(setup(FakeExecutor({"abs": ["NOROWS"]}), ops=["abs", "add"]))
+    st = {s.run_name: s for s in out.statuses}
+    assert st["abs"].status is RunStatus.FAIL and "measured no row" in st["abs"].note
+    assert st["add"].status is RunStatus.PASS and out.exit_code == 1
+
+
+def test_fewer_rows_than_the_baseline_is_partial_skip(setup, tmp_path):
+    root = baseline_dir(tmp_path, {"abs": 3, "add": 2})
+    out = run_batch(setup(FakeExecutor(default="PASS:2"), ops=["abs", "add"], replay_root=root))
+    st = {s.run_name: s for s in out.statuses}
+    assert st["abs"].status is RunStatus.FAIL
+    assert "partial_skip=1: 2 of the baseline's 3 rows measured" in st["abs"].note
+    assert st["add"].status is RunStatus.PASS
+
+
+def test_a_runner_bug_fails_one_op_and_the_batch_goes_on(setup):
+    fake = FakeExecutor({"add": ["BUG"]})
+    out = run_batch(setup(fake))
+    st = {s.run_name: s for s in out.statuses}
+    assert st["add"].status is RunStatus.ERROR
+    assert st["add"].note.startswith("internal runner error: KeyError")
+    assert all(st[op].status is RunStatus.PASS for op in ("abs", "mul", "softmax"))
+    log = (out.out_dir / "main" / "add" / "run.log").read_text()
+    assert "Traceback" in log and "runner bug at add" in log
+
+
+def test_time_budget_is_passed_on_and_stops_retries(setup):
+    fake = FakeExecutor({"abs": ["CRASH:-11", "PASS"]})
+    out = run_batch(setup(fake, ops=["abs"], budget_s=1e-9))
+    assert fake.calls[0]["more"]["budget_s"] == 1e-9
+    assert len(runs_of(fake, "abs")) == 1 and out.statuses[0].status is RunStatus.CRASH
+    assert read_batch_info(out.out_dir).budget_s == 1e-9
+
+
+def test_op_timeout_zero_is_no_limit(setup):
+    fake = FakeExecutor()
+    run_batch(setup(fake, ops=["abs"], op_timeout_s=0))
+    assert fake.calls[0]["op_timeout_s"] is None
+
+
+def test_ops_status_and_summary_have_the_seeds_columns(setup):
+    out = run_batch(setup(FakeExecutor(default="PASS:3"), ops=["abs"]))
+    st = read_ops_status(out.out_dir / "ops_status.csv")[0]
+    assert (st.op_file, st.success_rows, st.replay_fallbacks, st.no_cudagraph) == (
+        "test_abs.py",
+        3,
+        0,
+        0,
+    )
+    header = next(csv.reader((out.out_dir / "summary.csv").read_text().splitlines()))
+    assert {"tflops", "gbps", "error"} <= set(header)

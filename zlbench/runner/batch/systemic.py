@@ -1,0 +1,102 @@
+"""Failures that many ops of a batch share: a broken compiler, not broken ops.
+
+Why (measured on the H200, docs/measurements.md): under a compiler whose launcher
+fails, every pointwise op failed at the same line; retrying each of them, then
+rescuing it with another dtype, made a 110 s gate take 580 s, and the report never
+said once what was broken. Here each failed attempt's error signature
+(:mod:`zlbench.runner.execute.failsig`) is counted per op; once
+:data:`SYSTEMIC_OPS` different ops share one, it is *systemic*: ops failing with it
+are not retried (:func:`zlbench.runner.batch.retry.next_attempt`), and
+``batch.json`` lists it (``systemic``) with one line the reports lead with.
+
+Thread-safe: the batch's worker threads report into one tracker.
+"""
+
+from __future__ import annotations
+
+import threading
+import traceback
+from pathlib import Path
+
+from zlbench.models import OpStatus, RunStatus
+from zlbench.models.batch import SystemicFailure
+from zlbench.runner.execute.failsig import signature
+
+SYSTEMIC_OPS = 3  # different ops failing with one signature make it systemic
+NOT_MEASURED = "NOT MEASURED"  # note prefix of ops never run (zlbench.runner.execute.worker)
+
+
+class SystemicTracker:
+    def __init__(self, threshold: int = SYSTEMIC_OPS):
+        self.threshold = threshold
+        self.lock = threading.Lock()
+        self.ops: dict[str, dict[str, None]] = {}  # signature -> op keys (ordered set)
+        self.not_run: dict[str, set[str]] = {}  # signature -> keys never run
+
+    def observe(self, key: str, sig: str, note: str = "") -> bool:
+        """Count one failed attempt of op ``key``; True when ``sig`` is now systemic."""
+        if not sig:
+            return False
+        with self.lock:
+            self.ops.setdefault(sig, {})[key] = None
+            if note.startswith(NOT_MEASURED):
+                self.not_run.setdefault(sig, set()).add(key)
+            return len(self.ops[sig]) >= self.threshold
+
+    def is_systemic(self, sig: str) -> bool:
+        with self.lock:
+            return bool(sig) and len(self.ops.get(sig, ())) >= self.threshold
+
+    def failures(self, final: dict[str, str]) -> list[SystemicFailure]:
+        """Systemic signatures, most ops first, counting only ops whose final
+        signature (``final``: op key -> signature) it still is."""
+        with self.lock:
+            out = []
+            for sig in self.ops:
+                keys = sorted(k for k, s in final.items() if s == sig)
+                if len(keys) < self.threshold:
+                    continue
+                not_run = len(self.not_run.get(sig, set()) & set(keys))
+                out.append(
+                    SystemicFailure(
+                        signature=sig, ops=keys, not_run=not_run, line=_line(sig, keys, not_run)
+                    )
+                )
+        return sorted(out, key=lambda f: (-len(f.ops), f.signature))
+
+
+def _line(sig: str, keys: list[str], not_run: int) -> str:
+    """``13 ops fail the same way: SystemError in triton/...:328 (5 of them not run)``."""
+    tail = f" ({not_run} of them not run)" if not_run else ""
+    return f"{len(keys)} ops fail the same way under the compiler under test: {sig}{tail}"
+
+
+def run_signature(status: OpStatus, run_dir: Path) -> str:
+    """The signature of a failed attempt from its note and run.log ("" if none)."""
+    try:
+        text = (Path(run_dir) / "run.log").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        text = ""
+    return signature(status.status, status.rc, status.note, text) or ""
+
+
+def internal_error_status(track, gpu: str, exc: BaseException) -> OpStatus:
+    """ERROR of the op in hand when the runner itself failed (a bug): the traceback
+    goes to its run.log, one line to the note; the batch goes on."""
+    kind = type(exc).__name__
+    run_dir = Path(track.run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    with open(run_dir / "run.log", "a", encoding="utf-8") as log:
+        log.write("ZLBENCH_RUNNER internal runner error\n")
+        log.write("".join(traceback.format_exception(exc)))
+    return OpStatus(
+        repo=track.sel.repo,
+        op=track.sel.op,
+        run_name=track.sel.run_name,
+        status=RunStatus.ERROR,
+        attempts=1,
+        gpu=gpu,
+        run_dir=str(run_dir),
+        note=f"internal runner error: {kind}: {exc}"[:300],
+        signature=f"internal runner error: {kind}",
+    )
