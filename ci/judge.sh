@@ -6,6 +6,8 @@
 # Env:   ZL_BASELINE  baseline dir          ZL_THRESHOLDS  optional thresholds yaml
 #        ZL_OPS_FILE  optional ops file: the op set the shards measured (ci/run_shard.sh);
 #                     the judge judges the same set, else every other op is MISSING
+#        ZL_ACCEPT    optional accept list (docs/judging.md); the shards' A/B rounds
+#                     (ab/) are merged and judged without further options
 # Writes OUT_DIR/merged (zlbench merge: results/ and the shards' confirm/<i>/, the
 # re-measures of the ops each shard flagged) and OUT_DIR/gate (junit.xml, report.md,
 # verdict.json from `zlbench gate --results`), appends report.md to the job summary
@@ -38,6 +40,10 @@ if [[ -n "${ZL_THRESHOLDS:-}" ]]; then
 fi
 if [[ -n "${ZL_OPS_FILE:-}" ]]; then
   args+=(--ops-file "$ZL_OPS_FILE")
+fi
+if [[ -n "${ZL_ACCEPT:-}" ]]; then
+  [[ -f "$ZL_ACCEPT" ]] || zl_fail 2 "accept list '$ZL_ACCEPT' does not exist"
+  args+=(--accept "$ZL_ACCEPT")
 fi
 echo "+ zlbench ${args[*]}"
 rc=0

@@ -7,6 +7,10 @@
 #        ZL_OPS_FILE     optional ops file (default: every op of the baseline)
 #        ZL_THRESHOLDS   optional thresholds yaml (default: the manifest's); give the judge
 #                        (ci/judge.sh) the same, so a shard confirms what the judge flags
+#        ZL_BASE_COMPILER optional base compiler env (ci/install_base.sh's site dir): the
+#                        shard measures its suspects A/B against it into ab/ (docs/judging.md)
+#        ZL_AB_MODE      suspects (default) | full: every op both ways
+#        ZL_ACCEPT       optional accept list (give the judge the same)
 # Writes OUT_DIR/gate/ (`zlbench gate --shard K/N --out`: results/, confirm/<i>/ with
 # the re-measures of the ops this shard flagged, and this shard's own reports) and
 # OUT_DIR/shard.json ({"shard": K, "count": N, "exit_code": rc}), which
@@ -32,6 +36,14 @@ if [[ -n "${ZL_OPS_FILE:-}" ]]; then
 fi
 if [[ -n "${ZL_THRESHOLDS:-}" ]]; then
   args+=(--thresholds "$ZL_THRESHOLDS")
+fi
+if [[ -n "${ZL_BASE_COMPILER:-}" ]]; then
+  args+=(--base-compiler "$ZL_BASE_COMPILER")
+  [[ "${ZL_AB_MODE:-suspects}" == full ]] && args+=(--full-ab)
+fi
+if [[ -n "${ZL_ACCEPT:-}" ]]; then
+  [[ -f "$ZL_ACCEPT" ]] || zl_fail 2 "accept list '$ZL_ACCEPT' does not exist"
+  args+=(--accept "$ZL_ACCEPT")
 fi
 
 mkdir -p "$out"
