@@ -34,6 +34,7 @@ from __future__ import annotations
 import atexit
 import os
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -51,6 +52,8 @@ class Recorder:
     store: Any = None  # capture.BlobStore, made on install (imports triton)
     roots: list[str] = field(default_factory=list)
     by_hash: dict[str, CompileRecord] = field(default_factory=dict)  # triton hash -> record
+    by_id: dict[str, CompileRecord] = field(default_factory=dict)
+    pending: list = field(default_factory=list)  # (record, cubin bytes) not yet disassembled
     uses: dict[str, dict[str, list[KernelUse]]] = field(default_factory=dict)  # run -> id -> uses
     run_dirs: dict[str, str] = field(default_factory=dict)
     seen: set = field(default_factory=set)
@@ -74,14 +77,35 @@ class Recorder:
         from zlbench.plugins.compiler import capture
 
         try:
-            rec = capture.record_from(
+            rec, cubin = capture.record_from(
                 src, metadata, metadata_group, times, cache_hit, self.store, self.roots
             )
         except Exception as e:  # noqa: BLE001 - recording must never break a benchmark
             self.warn(f"cannot record {getattr(src, 'name', '?')}: {type(e).__name__}: {e}")
             return
-        self.by_hash[metadata["hash"]] = rec
+        known = self.by_id.get(rec.id)
+        if known is None:
+            known = self.by_id[rec.id] = rec
+            if cubin is not None:
+                self.pending.append((rec, cubin))
+        self.by_hash[metadata["hash"]] = known
         self.note(metadata["hash"])
+
+    def disassemble_pending(self) -> None:
+        """SASS, registers and spills of the records made since the last call, a few
+        cuobjdump processes at a time (off the compile path: ~0.2 s CPU each)."""
+        from zlbench.plugins.compiler import capture
+
+        todo, self.pending = self.pending, []
+
+        def one(item) -> None:
+            try:
+                capture.add_disassembly(item[0].result, item[1], self.store, self.roots)
+            except Exception as e:  # noqa: BLE001 - a record without SASS is still a record
+                self.warn(f"cannot disassemble {item[0].request.kernel.name}: {e}")
+
+        with ThreadPoolExecutor(max_workers=min(8, os.cpu_count() or 1)) as pool:
+            list(pool.map(one, todo))
 
     def note(self, triton_hash: str) -> None:
         """Attribute a compiled/launched kernel to the op and row in flight."""
@@ -112,10 +136,9 @@ class Recorder:
     def index_for(self, run: str) -> CodegenIndex:
         from zlbench.plugins.compiler import capture
 
-        by_id = {r.id: r for r in self.by_hash.values()}
-        recs = [
-            by_id[i].model_copy(update={"used_by": u}) for i, u in self.uses.get(run, {}).items()
-        ]
+        self.disassemble_pending()
+        uses = self.uses.get(run, {})
+        recs = [self.by_id[i].model_copy(update={"used_by": u}) for i, u in uses.items()]
         return CodegenIndex(
             compiler=capture.compiler_identity(), records=sorted(recs, key=lambda r: r.id)
         )

@@ -16,6 +16,7 @@ import inspect
 import os
 import re
 import sys
+import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -285,32 +286,39 @@ def result_from(
     cache_hit: bool,
     store: BlobStore,
     roots: list[str],
-) -> CompileResult:
-    """What one compilation produced, its stages normalised into ``store``."""
+) -> tuple[CompileResult, bytes | None]:
+    """What one compilation produced, its IR stages normalised into ``store``, and
+    the raw cubin (None without one). SASS and resources: :func:`add_disassembly`."""
     stages = {}
     for stage in TEXT_STAGES[:-1]:
         if stage in files:
             text = Path(files[stage]).read_text(encoding="utf-8")
             stages[stage] = store.add(norm.normalise(stage, text, roots))
-    extra: dict[str, Any] = {}
-    cubin = files.get("cubin")
-    if cubin:
-        data = Path(cubin).read_bytes()
-        extra.update(cubin_sha256=_sha(data), cubin_size=len(data))
-        dis = sass_mod.disassemble(cubin)
-        extra.update(n_regs=dis.n_regs, n_spills=dis.n_spills)
-        if dis.sass is not None:
-            text = norm.normalise("sass", dis.sass, roots)
-            stages["sass"] = store.add(text)
-            extra["sass_instructions"] = norm.sass_instruction_count(text)
-    return CompileResult(
+    cubin = Path(files["cubin"]).read_bytes() if "cubin" in files else None
+    result = CompileResult(
         stages=stages,
+        cubin_sha256=_sha(cubin) if cubin is not None else None,
+        cubin_size=len(cubin) if cubin is not None else None,
         shared=metadata.get("shared"),
         times=times_from(times),
         cache_hit=cache_hit,
         compiler=compiler_identity(),
-        **extra,
     )
+    return result, cubin
+
+
+def add_disassembly(result: CompileResult, cubin: bytes, store: BlobStore, roots: list[str]):
+    """Fill ``result``'s sass stage, registers, spills and instruction count from the
+    cubin (nothing without a disassembler). Thread-safe for distinct results."""
+    with tempfile.TemporaryDirectory(prefix="zl-cubin-") as tmp:
+        path = Path(tmp) / "kernel.cubin"
+        path.write_bytes(cubin)
+        dis = sass_mod.disassemble(str(path))
+    result.n_regs, result.n_spills = dis.n_regs, dis.n_spills
+    if dis.sass is not None:
+        text = norm.normalise("sass", dis.sass, roots)
+        result.stages["sass"] = store.add(text)
+        result.sass_instructions = norm.sass_instruction_count(text)
 
 
 def record_from(
@@ -321,12 +329,12 @@ def record_from(
     cache_hit: bool,
     store: BlobStore,
     roots: list[str],
-) -> CompileRecord:
-    """The record of one compilation (no users yet)."""
+) -> tuple[CompileRecord, bytes | None]:
+    """The record of one compilation (no users, no disassembly yet) and its cubin."""
     files = stage_files(metadata_group)
     request = request_from(src, metadata, files)
-    result = result_from(metadata, files, times, cache_hit, store, roots)
-    return CompileRecord(id=request.key(), request=request, result=result)
+    result, cubin = result_from(metadata, files, times, cache_hit, store, roots)
+    return CompileRecord(id=request.key(), request=request, result=result), cubin
 
 
 def index_text(index: Any) -> str:

@@ -144,7 +144,9 @@ def rebuild_one(
         out.error = f"compile failed: {_first_line(e)}"
         return out
     files = capture.stage_files(kw["metadata_group"])
-    out.result = capture.result_from(kw["metadata"], files, kw["times"], False, store, roots)
+    out.result, cubin = capture.result_from(kw["metadata"], files, kw["times"], False, store, roots)
+    if cubin is not None:
+        capture.add_disassembly(out.result, cubin, store, roots)
     return out
 
 
