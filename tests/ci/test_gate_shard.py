@@ -1,9 +1,9 @@
 """`zlbench gate --shard K/N`, `zlbench merge` of the shards' gate dirs and the judge's
 `gate --results`: the path the flagtree-gate workflow takes, with measuring faked.
 
-The fake stands in for ``gate_cmd.measure_batch`` only: it selects and shards with
-the real ``plan_selection`` (so an empty shard raises as in a real batch) and writes
-synthetic results (tests/gate/zlsynth.py) for the ops of the request.
+The fake is the workflow's measure seam (``zlbench.workflow.gate.GateSeams``): it
+selects and shards with the real ``plan_selection`` (so an empty shard raises as in a
+real batch) and writes synthetic results (tests/gate/zlsynth.py) for the ops of the request.
 """
 
 from __future__ import annotations
@@ -18,10 +18,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "runner"))
 from batch_fakes import make_inventory  # noqa: E402
 from zlsynth import brow, crow, run_result, write_baseline, write_results  # noqa: E402
 
-from zlbench.cli import gate_cmd, main  # noqa: E402
+from zlbench.cli import main  # noqa: E402
 from zlbench.models import GateVerdict, Verdict, load_json_model, read_ops_status  # noqa: E402
 from zlbench.runner.batch.config import BatchConfig  # noqa: E402
 from zlbench.runner.batch.plan import plan_selection  # noqa: E402
+from zlbench.workflow.gate import GateJob, GateSeams, run_gate  # noqa: E402
 
 S = "[1024]"
 OPS = ["add", "mm", "mul"]
@@ -72,28 +73,34 @@ def shard_of(op: str, n: int) -> int:
 
 
 def gate(world, *args) -> int:
+    """The judge: `zlbench gate --results` (measures nothing)."""
     return main(["gate", "--baseline", str(world / "bl"), "--ops-dir", str(world / "ops"), *args])
 
 
-def run_shards(world, monkeypatch, n, fake) -> list[Path]:
-    monkeypatch.setattr(gate_cmd, "measure_batch", fake)
+def gate_shard(world, fake, shard, out, confirm=None) -> int:
+    """`gate --shard K/N` through the workflow, measuring with ``fake``."""
+    job = GateJob(
+        baseline=str(world / "bl"), out=out, ops_dir=world / "ops", shard=shard, confirm=confirm
+    )
+    return run_gate(job, GateSeams(measure=fake))
+
+
+def run_shards(world, n, fake) -> list[Path]:
     outs = []
     for k in range(1, n + 1):
         out = world / f"shard{k}"
-        assert gate(world, "--shard", f"{k}/{n}", "--out", str(out)) == 0
+        assert gate_shard(world, fake, (k, n), out) == 0
         outs.append(out)
     return outs
 
 
 @pytest.mark.parametrize("really_slow", [True, False])
-def test_a_shard_confirms_its_flagged_op_and_the_judge_uses_the_samples(
-    world, monkeypatch, capsys, really_slow
-):
+def test_a_shard_confirms_its_flagged_op_and_the_judge_uses_the_samples(world, capsys, really_slow):
     """mm regresses in its shard; the shard re-measures it twice (the manifest's
     confirm_repeats) into confirm/1, confirm/2; the judge of the merged gate dirs
     fails on the confirmed regression, or passes when the re-measures say noise."""
     fake = FakeMeasure(results({"mm"}), results({"mm"} if really_slow else set()))
-    outs = run_shards(world, monkeypatch, 2, fake)
+    outs = run_shards(world, 2, fake)
     k = shard_of("mm", 2)
     by_shard = [r for r in fake.requests if r.shard is not None]
     assert [r.shard for r in by_shard] == [(1, 2), (2, 2)]
@@ -124,11 +131,11 @@ def test_a_shard_confirms_its_flagged_op_and_the_judge_uses_the_samples(
     assert len(fake.requests) == 4  # the judge measured nothing
 
 
-def test_without_the_confirm_passes_the_judge_cannot_confirm(world, monkeypatch):
+def test_without_the_confirm_passes_the_judge_cannot_confirm(world):
     """The failure the merge of confirm/ fixes: results alone leave the regression
     'not re-measured'."""
     fake = FakeMeasure(results({"mm"}), results(set()))
-    outs = run_shards(world, monkeypatch, 2, fake)
+    outs = run_shards(world, 2, fake)
     merged = main(["merge", *(str(o / "results") for o in outs), "--out", str(world / "m")])
     assert merged == 0
     assert gate(world, "--results", str(world / "m"), "--out", str(world / "judged")) == 1
@@ -137,20 +144,19 @@ def test_without_the_confirm_passes_the_judge_cannot_confirm(world, monkeypatch)
     assert mm.verdict is Verdict.REGRESSION and mm.confirmed is None
 
 
-def test_confirm_flag_sets_the_passes_of_a_shard(world, monkeypatch):
+def test_confirm_flag_sets_the_passes_of_a_shard(world):
     fake = FakeMeasure(results({"mm"}), results({"mm"}))
-    monkeypatch.setattr(gate_cmd, "measure_batch", fake)
     k = shard_of("mm", 2)
     out = world / "s"
-    assert gate(world, "--shard", f"{k}/2", "--confirm", "1", "--out", str(out)) == 0
+    assert gate_shard(world, fake, (k, 2), out, confirm=1) == 0
     assert [r.out_dir for r in fake.requests[1:]] == [out / "confirm" / "1"]
 
 
-def test_more_shards_than_ops(world, monkeypatch, capsys):
+def test_more_shards_than_ops(world, capsys):
     """4 shards, 3 ops: shard 4 measures nothing, exits 0 with a note and an empty
     results/ that merges; the judge sees every op once and passes."""
     fake = FakeMeasure(results(), results())
-    outs = run_shards(world, monkeypatch, 4, fake)
+    outs = run_shards(world, 4, fake)
     empty = outs[3]
     assert "shard 4/4: nothing to measure" in capsys.readouterr().out
     assert read_ops_status(empty / "results" / "ops_status.csv") == []
@@ -161,10 +167,9 @@ def test_more_shards_than_ops(world, monkeypatch, capsys):
     assert sorted(o.run_name for o in v.ops) == OPS and v.counts == {"PASS": 3}
 
 
-def test_a_shard_that_measured_nothing_exits_2(world, monkeypatch):
+def test_a_shard_that_measured_nothing_exits_2(world):
     def nothing(req):
         write_results(req.out_dir, [])
         return req.out_dir, 2
 
-    monkeypatch.setattr(gate_cmd, "measure_batch", nothing)
-    assert gate(world, "--shard", "1/2", "--out", str(world / "s")) == 2
+    assert gate_shard(world, nothing, (1, 2), world / "s") == 2

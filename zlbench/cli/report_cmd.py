@@ -1,14 +1,13 @@
 """`zlbench report RESULTS_DIR --baseline DIR`: re-judge a downloaded results dir
-(a gate output dir or a batch dir) offline and re-render every report."""
+(a gate output dir or a batch dir) offline and re-render every report
+(:func:`zlbench.workflow.gate.rejudge`)."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from zlbench.cli.batch_cmd import default_ops_dir
-from zlbench.cli.gate_cmd import common_inputs, gate_options, judge_and_write
+from zlbench.cli.gate_cmd import job_from_args
 from zlbench.cli.settings import Settings
-from zlbench.gate.load import load_results
+from zlbench.workflow.gate import rejudge
 
 
 def add_parser(sub) -> None:
@@ -25,17 +24,4 @@ def add_parser(sub) -> None:
 
 
 def _run(args) -> int:
-    baseline, th, scope = common_inputs(args)
-    opts = gate_options(args, scope)
-    opts.results_label = args.results
-    results = load_results(args.results)
-    return judge_and_write(
-        baseline,
-        results,
-        th,
-        opts,
-        Path(args.out),
-        Settings.from_env(),
-        default_ops_dir(),
-        command="report",
-    )
+    return rejudge(job_from_args(args, Settings.from_env(), default_ops_dir()))

@@ -1,0 +1,180 @@
+"""The gate's A/B step against the base compiler, and its accept list.
+
+``gate --base-compiler ENV``: after the screen against the stored baseline, the
+suspects (ops judged REGRESSION) are measured again in alternating rounds by
+the PR's compiler (this environment) and the base compiler (ENV), and every
+row of them is judged on the paired statistic (:mod:`zlbench.gate.paired`)
+instead of the confirmation re-measures. ``--full-ab`` measures every op of the
+scope both ways. ``--accept FILE`` applies the accept list last
+(:mod:`zlbench.gate.accept`). docs/judging.md and docs/ci.md say why and what
+it costs.
+
+Both environments are probed before any GPU time is spent: a base compiler that
+cannot import triton (or pytest, or zlbench) is one line, exit 2; so is a base
+whose runs measured another FlagGems, torch or GPU than the PR's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from zlbench.errors import ZlbenchError
+from zlbench.gate.accept import apply_accept, load_accept
+from zlbench.gate.paired import DEFAULT_PAIRED_THRESHOLD, apply_paired, pair_rounds, side_mismatch
+from zlbench.gate.restate import restate
+from zlbench.models import AbCompiler, AbSummary, AcceptEntry, GateVerdict, Verdict
+from zlbench.runner.ab.env import PR_ENV, CompilerEnv, probe_compiler, resolve_env
+from zlbench.runner.ab.rounds import (
+    AB_DIR,
+    AbRounds,
+    MeasureSide,
+    load_rounds,
+    load_summary,
+    run_rounds,
+    write_summary,
+)
+
+DEFAULT_ROUNDS = 3
+
+
+@dataclass
+class AbOptions:
+    """The A/B and accept options of one gate (plain values from the CLI)."""
+
+    base_compiler: str | None = None  # ENV; None: no A/B
+    full: bool = False  # every op both ways, not only the suspects
+    rounds: int = DEFAULT_ROUNDS
+    threshold: float = DEFAULT_PAIRED_THRESHOLD
+    accept: Path | None = None  # the accept list file
+
+
+@dataclass
+class AbContext:
+    """What was checked before measuring: both sides and the accept list."""
+
+    options: AbOptions
+    base: CompilerEnv | None = None
+    pr_id: AbCompiler = field(default_factory=AbCompiler)
+    base_id: AbCompiler = field(default_factory=AbCompiler)
+    accept: list[AcceptEntry] = field(default_factory=list)
+
+    @property
+    def ab(self) -> bool:
+        return self.base is not None
+
+
+def prepare(options: AbOptions, measuring: bool) -> AbContext:
+    """Read the accept list and, when this gate measures an A/B, resolve and probe
+    both compilers (one line, exit 2, on any problem)."""
+    ctx = AbContext(options)
+    if options.accept is not None:
+        ctx.accept = load_accept(options.accept).accept
+    if not 0.0 < options.threshold < 1.0:
+        raise ZlbenchError(f"--ab-threshold must be in (0, 1), got {options.threshold}")
+    if options.base_compiler is not None and measuring:
+        ctx.base = resolve_env(options.base_compiler)
+        ctx.pr_id = probe_compiler(PR_ENV)
+        ctx.base_id = probe_compiler(ctx.base)
+    elif options.full:
+        raise ZlbenchError("--full-ab needs --base-compiler ENV")
+    return ctx
+
+
+def suspects(verdict: GateVerdict) -> list[str]:
+    """The ops the screen judged REGRESSION: what a default A/B measures."""
+    return [f"{o.repo}/{o.run_name}" for o in verdict.ops if o.verdict is Verdict.REGRESSION]
+
+
+def ab_ops(verdict: GateVerdict, ctx: AbContext) -> list[str]:
+    if ctx.options.full:
+        judged = {f"{r.key.repo}/{r.key.run_name}" for r in verdict.rows if r.ratio is not None}
+        return sorted(judged)
+    return suspects(verdict)
+
+
+def measure_ab(
+    ctx: AbContext, verdict: GateVerdict, out: Path, measure: Callable[..., Path]
+) -> AbSummary | None:
+    """Measure the A/B rounds into ``<out>/ab/`` (nothing when there is no op to
+    measure or the screen could not judge); ``measure(side_env, ops, dir)``."""
+    ops = ab_ops(verdict, ctx) if verdict.exit_code != 2 else []
+    if not ctx.ab or not ops:
+        return None
+    sides = {"pr": PR_ENV, "base": ctx.base}
+
+    def side(name: str, keys: list[str], batch_out: Path) -> Path:
+        return measure(sides[name], keys, batch_out)
+
+    run: AbRounds = run_rounds(ops, ctx.options.rounds, out / AB_DIR, side)
+    summary = AbSummary(
+        mode="full" if ctx.options.full else "suspects",
+        rounds=ctx.options.rounds,
+        order=run.order,
+        threshold=ctx.options.threshold,
+        ops=ops,
+        seconds={k: round(v, 1) for k, v in run.seconds.items()},
+        pr=ctx.pr_id,
+        base=ctx.base_id,
+    )
+    write_summary(out / AB_DIR, summary)
+    return summary
+
+
+def judge_ab(verdict: GateVerdict, gate_dir: Path) -> GateVerdict:
+    """``verdict`` with the rows of ``<gate_dir>/ab/`` judged on their A/B (unchanged
+    when the dir holds no A/B)."""
+    found = load_summary(gate_dir)
+    if found is None or verdict.exit_code == 2:
+        return verdict
+    summary, dirs = found
+    loaded = load_rounds(dirs)
+    if loaded.base_rows == 0:
+        raise ZlbenchError(
+            f"the base compiler ({summary.base.env}) measured no row in {gate_dir / AB_DIR}: "
+            "see the run.log files of its rounds"
+        )
+    if why := side_mismatch(loaded.pr_envs, loaded.base_envs):
+        raise ZlbenchError(why)
+    paired = pair_rounds(loaded.rounds)
+    full = summary.mode == "full"
+    rows = apply_paired(verdict.rows, paired, summary.threshold, verdict.baseline, full)
+    return restate(verdict, rows, ab=summary)
+
+
+def judge_accept(verdict: GateVerdict, ctx: AbContext, source: str) -> GateVerdict:
+    """``verdict`` with the accept list applied (unchanged without one)."""
+    if not ctx.accept:
+        return verdict
+    rows, unmatched = apply_accept(verdict.rows, ctx.accept)
+    return restate(
+        verdict, rows, accept=list(ctx.accept), accept_source=source, accept_unmatched=unmatched
+    )
+
+
+def finish(
+    verdict: GateVerdict,
+    ctx: AbContext,
+    gate_dir: Path,
+    measure: Callable[..., Path] | None = None,
+) -> GateVerdict:
+    """The screen's verdict after the A/B and the accept list: measure the A/B into
+    ``<gate_dir>/ab/`` when ``measure`` is given (a gate that measures), judge the
+    rows on ``<gate_dir>/ab/`` when it holds one (also a merged or earlier gate
+    dir), then apply the accept list."""
+    if measure is not None:
+        measure_ab(ctx, verdict, gate_dir, measure)
+    verdict = judge_ab(verdict, gate_dir)
+    return judge_accept(verdict, ctx, str(ctx.options.accept or ""))
+
+
+__all__ = [
+    "AbOptions",
+    "MeasureSide",
+    "finish",
+    "judge_ab",
+    "judge_accept",
+    "measure_ab",
+    "prepare",
+]

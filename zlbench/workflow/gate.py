@@ -1,0 +1,335 @@
+"""The gate's workflow: measure a baseline's ops, confirm flagged ops, judge, write reports.
+
+:func:`run_gate` is what ``zlbench gate`` does and :func:`rejudge` what ``zlbench
+report`` does; both take a :class:`GateJob` (plain values: the CLI fills it from
+argv and the environment) and :class:`GateSeams` (how to measure, the clock, the
+output streams). The judge (``zlbench.gate``) and the renderers
+(``zlbench.report``) are pure; this module writes what they return into the
+job's out dir: ``junit.xml``, ``report.md``, ``verdict.json``, the measured
+``results/`` batch and the ``confirm/<i>/`` re-measures (docs/design.md).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TextIO
+
+from zlbench.errors import ZlbenchError
+from zlbench.gate import verdict as judging
+from zlbench.gate.confirm import Remeasure
+from zlbench.gate.load import (
+    CONFIRM_DIR,
+    RESULTS_DIR,
+    BaselineSet,
+    ResultsSet,
+    load_baseline,
+    load_results,
+)
+from zlbench.gate.plan import baseline_scope, read_ops_file
+from zlbench.gate.thresholds import load_thresholds
+from zlbench.gate.verdict import SUMMARY_SEP, GateOptions
+from zlbench.models import GateVerdict, Row, RowKey, ThresholdsFile, atomic_write_text
+from zlbench.report.junit import render_junit
+from zlbench.report.markdown import render_markdown
+
+
+@dataclass
+class GateJob:
+    """What one ``gate`` / ``report`` is asked to do. Plain values only.
+
+    ``results`` set: judge that results dir, measure nothing. Else measure the
+    baseline's ops (replay) into ``<out>/results/`` (``out`` claimed as a new dir),
+    re-measure flagged ops ``confirm`` times (None: the thresholds' default) into
+    ``<out>/confirm/<i>/``; ``shard`` ``(K, N)`` (K 1-based) measures one shard only.
+    ``ops`` / ``ops_file``: op specs narrowing the baseline's op set.
+    ``ops_dir``: the inventories and dismiss list. ``flaggems_dirs``,
+    ``cuda_visible_devices`` and ``argv`` are handed to the batch runner;
+    ``step_summary``: a file report.md is appended to (GitHub's step summary)."""
+
+    baseline: str | Path  # shown in the reports as given
+    out: Path
+    ops_dir: Path
+    results: str | Path | None = None  # shown in the reports as given
+    thresholds: Path | None = None
+    ops: list[str] | None = None
+    ops_file: Path | None = None
+    shard: tuple[int, int] | None = None
+    confirm: int | None = None
+    allow_env_mismatch: bool = False
+    flaggems_dirs: dict[str, Path] = field(default_factory=dict)
+    cuda_visible_devices: str | None = None
+    step_summary: str | None = None
+    argv: list[str] = field(default_factory=list)
+
+
+@dataclass
+class MeasureRequest:
+    """What the gate asks the batch runner to measure (replay of ``baseline``)."""
+
+    baseline: BaselineSet
+    ops: set[str]  # op keys "<repo>/<run_name>"
+    out_dir: Path
+    shard: tuple[int, int] | None
+    job: GateJob
+
+    @property
+    def ops_dir(self) -> Path:
+        return Path(self.job.ops_dir)
+
+
+Measure = Callable[[MeasureRequest], tuple[Path, int]]  # -> (batch dir, batch exit code)
+
+
+def now_utc() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def measure_batch(req: MeasureRequest) -> tuple[Path, int]:
+    """Replay ``req.ops`` against the baseline's records with
+    :func:`zlbench.runner.batch.run.run_batch`: (batch dir, batch exit code)."""
+    from zlbench.runner.batch.config import BatchConfig
+    from zlbench.runner.batch.run import run_batch
+    from zlbench.runner.batch.shard import default_gpus
+
+    job, m = req.job, req.baseline.manifest
+    config = BatchConfig(
+        out_dir=req.out_dir,
+        flaggems_dirs={k: Path(v) for k, v in job.flaggems_dirs.items()},
+        ops_dir=job.ops_dir,
+        all_ops=True,
+        repos=sorted({k.split("/", 1)[0] for k in req.ops}),
+        restrict_to=set(req.ops),
+        gpus=default_gpus(job.cuda_visible_devices),
+        shard=req.shard,
+        replay_root=req.baseline.path,
+        timing="kernel" if m.timing == "kernel" else "cudagraph",
+        dtypes=list(m.dtypes),
+        shape_file=_shape_file(req.baseline),
+        progress=sys.stderr,
+        argv=list(job.argv),
+    )
+    outcome = run_batch(config)
+    return outcome.out_dir, outcome.exit_code
+
+
+@dataclass
+class GateSeams:
+    """Where the workflow meets the world; tests replace any of them.
+    ``stdout`` / ``stderr`` None: the process's streams at the time of writing."""
+
+    measure: Measure = measure_batch
+    now: Callable[[], str] = now_utc
+    stdout: TextIO | None = None
+    stderr: TextIO | None = None
+
+    def say(self, text: str) -> None:
+        print(text, file=self.stdout or sys.stdout)
+
+    def warn(self, text: str) -> None:
+        print(text, file=self.stderr or sys.stderr)
+
+
+def _shape_file(baseline: BaselineSet) -> Path | None:
+    name = baseline.manifest.shape_file
+    if not name:
+        return None
+    for cand in (Path(name), baseline.path / name, baseline.path / Path(name).name):
+        if cand.is_file():
+            return cand
+    raise ZlbenchError(f"{baseline.path / 'manifest.yaml'}: field 'shape_file': {name} not found")
+
+
+def make_remeasure(req: MeasureRequest, confirm_root: Path, measure: Measure) -> Remeasure:
+    """The confirm step's re-measure: ``times`` replay batches of the flagged ops,
+    into ``<out>/confirm/<i>/`` (kept, so ``zlbench report`` re-judges the same)."""
+
+    def remeasure(ops: list[str], times: int) -> list[Mapping[RowKey, Row]]:
+        passes = []
+        for i in range(1, times + 1):
+            sub = MeasureRequest(req.baseline, set(ops), confirm_root / str(i), None, req.job)
+            batch_dir, _ = measure(sub)
+            passes.append(load_results(batch_dir).sample_rows())
+        return passes
+
+    return remeasure
+
+
+# --------------------------------------------------------------------------- judging
+
+
+def write_reports(verdict: GateVerdict, out: Path, job: GateJob, seams: GateSeams) -> None:
+    """junit.xml, report.md, verdict.json into ``out`` (each atomically); report.md is
+    also appended to the job's step summary file when it has one."""
+    markdown = render_markdown(verdict)
+    atomic_write_text(out / "junit.xml", render_junit(verdict))
+    atomic_write_text(out / "report.md", markdown)
+    atomic_write_text(out / "verdict.json", verdict.model_dump_json(indent=2) + "\n")
+    if job.step_summary:
+        try:
+            with open(job.step_summary, "a", encoding="utf-8") as f:
+                f.write(markdown + "\n")
+        except OSError as e:
+            seams.warn(f"zlbench: cannot append to GITHUB_STEP_SUMMARY: {e}")
+
+
+def dismissed_ops(ops_dir: Path, keys: Iterable[str]) -> dict[str, str]:
+    """``<repo>/<run_name>`` -> reason, for the ops that the dismiss list names."""
+    from zlbench.runner.catalog.dismiss import find_dismissal, load_dismiss
+    from zlbench.runner.catalog.select import DISMISS_FILE
+
+    entries = load_dismiss(Path(ops_dir) / DISMISS_FILE)
+    out = {}
+    for key in keys:
+        repo, run_name = key.split("/", 1)
+        entry = find_dismissal(entries, repo, run_name.replace("__at__", "@"))
+        if entry is not None:
+            out[key] = f"{entry.reason} ({entry.date})"
+    return out
+
+
+@dataclass
+class _Inputs:
+    baseline: BaselineSet
+    thresholds: ThresholdsFile
+    opts: GateOptions
+
+
+def _load_inputs(job: GateJob, seams: GateSeams) -> _Inputs:
+    """The baseline, the thresholds in force and the judge's options (with the op
+    scope that ``ops`` / ``ops_file`` ask for)."""
+    baseline = load_baseline(job.baseline)
+    th = load_thresholds(job.thresholds, baseline.manifest.thresholds)
+    specs = job.ops or (read_ops_file(job.ops_file) if job.ops_file else None)
+    scope, unmatched = baseline_scope(baseline, specs)
+    if unmatched:
+        seams.warn(f"zlbench: not in the baseline, ignored: {', '.join(unmatched)}")
+    opts = GateOptions(
+        scope=scope,
+        allow_env_mismatch=job.allow_env_mismatch,
+        baseline_label=str(job.baseline),
+        generated=seams.now(),
+    )
+    return _Inputs(baseline, th, opts)
+
+
+def judge_and_write(
+    inputs: _Inputs,
+    results: ResultsSet,
+    out: Path,
+    job: GateJob,
+    seams: GateSeams,
+    remeasure: Remeasure | None = None,
+    command: str = "gate",
+) -> int:
+    """Judge ``results`` against the baseline (the ops that the job's dismiss list
+    names are dismissed), write the reports into ``out``; the verdict's exit code."""
+    opts = inputs.opts
+    opts.dismissed = dismissed_ops(job.ops_dir, {*inputs.baseline.ops, *results.ops})
+    verdict = judging.run_gate(inputs.baseline, results, inputs.thresholds, opts, remeasure)
+    write_reports(verdict, out, job, seams)
+    seams.say(verdict.summary)
+    seams.say(f"reports: {out / 'report.md'}, {out / 'junit.xml'}, {out / 'verdict.json'}")
+    if verdict.exit_code == 2:
+        why = verdict.summary.split(SUMMARY_SEP)[0].removeprefix("ERROR: ")
+        seams.warn(f"zlbench {command}: error: {why}")
+    return verdict.exit_code
+
+
+# --------------------------------------------------------------------------- the jobs
+
+
+def rejudge(job: GateJob, seams: GateSeams | None = None) -> int:
+    """``zlbench report``: judge ``job.results`` (a gate output dir, a batch dir or a
+    run dir) offline and write every report into ``job.out``; the verdict's exit code."""
+    seams = seams or GateSeams()
+    return _judge_given(_load_inputs(job, seams), job, seams, command="report")
+
+
+def _judge_given(inputs: _Inputs, job: GateJob, seams: GateSeams, command: str) -> int:
+    if job.results is None:
+        raise ZlbenchError("no results dir to judge")
+    inputs.opts.results_label = str(job.results)
+    results = load_results(job.results)
+    return judge_and_write(inputs, results, Path(job.out), job, seams, command=command)
+
+
+def run_gate(job: GateJob, seams: GateSeams | None = None) -> int:
+    """``zlbench gate``: judge ``job.results`` when given, else measure (one shard
+    when ``job.shard``), confirm, judge and write the reports; the exit code."""
+    seams = seams or GateSeams()
+    inputs = _load_inputs(job, seams)
+    if job.results is not None:
+        if job.shard or job.confirm:
+            raise ZlbenchError("--shard and --confirm measure on a GPU: not with --results")
+        return _judge_given(inputs, job, seams, command="gate")
+    out = _claim_out(Path(job.out), seams)
+    ops = inputs.opts.scope or set(inputs.baseline.ops)
+    req = MeasureRequest(inputs.baseline, ops, out / RESULTS_DIR, job.shard, job)
+    th = inputs.thresholds
+    inputs.opts.confirm_times = th.confirm_repeats if job.confirm is None else job.confirm
+    if job.shard is not None:
+        return run_shard(inputs, req, seams)
+    batch_dir, _ = seams.measure(req)
+    inputs.opts.results_label = str(batch_dir)
+    results = load_results(batch_dir)
+    remeasure = make_remeasure(req, out / CONFIRM_DIR, seams.measure)
+    return judge_and_write(inputs, results, out, job, seams, remeasure)
+
+
+def _claim_out(out: Path, seams: GateSeams) -> Path:
+    from zlbench.runner.claim import claim_batch_dir
+
+    claimed = claim_batch_dir(out, resume=False)  # never mix two gate runs in one dir
+    if claimed != out:
+        seams.warn(f"zlbench gate: {out} is in use; writing to {claimed}")
+    return claimed
+
+
+# --------------------------------------------------------------------------- one shard
+
+
+def shard_scope(batch_dir: Path, results: ResultsSet, scope: set[str] | None) -> set[str]:
+    """The ops of a shard's batch: its ops_status.csv rows and batch.json's ops
+    (dismissed and skipped included), within ``scope`` when one is given."""
+    from zlbench.runner.batch.info import read_batch_info
+
+    keys = set(results.ops)
+    info = read_batch_info(batch_dir)
+    if info is not None:
+        keys |= {*info.ops, *info.skipped, *(d.key for d in info.dismissed)}
+    return keys & scope if scope is not None else keys
+
+
+def run_shard(inputs: _Inputs, req: MeasureRequest, seams: GateSeams) -> int:
+    """``gate --shard K/N``: measure the shard, judge its slice only to find flagged
+    ops, re-measure those into ``<out>/confirm/<i>/`` (as the unsharded gate does)
+    and write the slice's reports. The verdict belongs to the judge that merges the
+    shards' gate dirs (``zlbench merge``) and runs ``gate --results``: exit 0 once
+    measured, 2 when nothing was measured. A shard with no op to run (more shards
+    than runnable ops) exits 0 with a note and an empty ``results/``."""
+    from zlbench.runner.batch.plan import EmptyShardError
+    from zlbench.runner.batch.status import write_ops_status
+
+    out, label = req.out_dir.parent, f"{req.shard[0]}/{req.shard[1]}"
+    try:
+        batch_dir, code = seams.measure(req)
+    except EmptyShardError as e:
+        write_ops_status(req.out_dir, [])  # a valid, empty batch dir for `zlbench merge`
+        seams.say(f"shard {label}: nothing to measure, exit 0 ({e})")
+        return 0
+    results = load_results(batch_dir)
+    inputs.opts.scope = shard_scope(batch_dir, results, inputs.opts.scope)
+    inputs.opts.results_label = str(batch_dir)
+    remeasure = make_remeasure(req, out / CONFIRM_DIR, seams.measure)
+    command = f"gate --shard {label}"
+    judge_and_write(inputs, results, out, req.job, seams, remeasure, command=command)
+    seams.say(
+        f"shard {label}: the verdict above covers this shard only (the judge gives the verdict):"
+    )
+    seams.say("zlbench merge SHARD_GATE_DIRS... --out MERGED, then")
+    seams.say(f"zlbench gate --baseline {req.job.baseline} --results MERGED")
+    return 2 if code == 2 else 0
