@@ -190,15 +190,17 @@ def rebuild(
     site: Path | None = None,
     *extra: str,
     src: Path = BENCHPKG_SRC,
+    env: dict[str, str] | None = None,
 ) -> subprocess.CompletedProcess:
     """Run the rebuild worker on ``index`` (``dest/codegen/index.json`` of
     :func:`record_benchpkg`: its ``dest/helpers`` go on the path), with the patched
-    triton at ``site`` first when given, and the benchpkg sources from ``src``."""
+    triton at ``site`` first when given, the benchpkg sources from ``src`` and ``env``
+    added to its environment."""
     front = [p for p in (site, index.parents[1] / "helpers") if p is not None]
     cmd = [sys.executable, "-m", "zlbench.plugins.compiler.rebuild", str(index), str(out), *extra]
     return subprocess.run(
         cmd,
-        env=subprocess_env(tmp, *front, src=src),
+        env={**subprocess_env(tmp, *front, src=src), **(env or {})},
         cwd=tmp,
         capture_output=True,
         text=True,

@@ -160,6 +160,21 @@ def test_rebuild_with_a_patched_compiler_changes_exactly_the_patched_kernels(
         assert _first_changed(a[rec.id], b[rec.id]) == want, rec.request.kernel.name
 
 
+@pytest.mark.skipif(sass.cuobjdump() is None, reason="triton has no bundled cuobjdump here")
+def test_rebuild_with_ptxas_optimisation_disabled_changes_only_sass_and_says_why(
+    recorded, tmp_path
+):
+    """The H200 case of issue 11: DISABLE_PTXAS_OPT=1 leaves every IR as it was."""
+    env = {"DISABLE_PTXAS_OPT": "1"}
+    proc = rebuild(recorded / "index.json", tmp_path / "out", tmp_path, None, env=env)
+    assert proc.returncode == 0, proc.stderr
+    before, after = load_index(recorded), load_index(tmp_path / "out")
+    a, b = digests(before), digests(after)
+    assert {_first_changed(a[i], b[i]) for i in a} == {"sass"}
+    assert all(r.result.env == {"DISABLE_PTXAS_OPT": "true"} for r in after.records)
+    assert all("DISABLE_PTXAS_OPT" not in r.result.env for r in before.records)
+
+
 def test_rebuild_reports_kernels_that_fail_and_builds_the_others(recorded, tmp_path):
     index = load_index(recorded)
     bad = [r.model_copy(deep=True) for r in index.records[:2]]

@@ -167,6 +167,9 @@ class CompileResult(_Model):
     # Seconds per stage ("ir_initialization", "ttir", "ttgir", ..., "store_results").
     times: dict[str, float] = Field(default_factory=dict)
     cache_hit: bool = False  # triton's cache served it: times are not compile times
+    # Environment variables that change triton's output and were set at compile time
+    # (triton's get_cache_invalidating_env_vars, e.g. {"DISABLE_PTXAS_OPT": "true"}).
+    env: dict[str, str] = Field(default_factory=dict)
     compiler: CompilerIdentity
 
 

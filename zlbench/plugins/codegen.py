@@ -172,6 +172,20 @@ class Recorder:
 _ORIGINAL: dict[str, Any] = {}
 
 
+def unsupported() -> str | None:
+    """Why this triton cannot be recorded (no compilation listener: triton < 3.4,
+    or a fork without it), or None."""
+    import triton
+    from triton.compiler.compiler import CompiledKernel
+
+    compilation = getattr(getattr(triton, "knobs", None), "compilation", None)
+    if compilation is None or not hasattr(compilation, "listener"):
+        return f"triton {triton.__version__} has no knobs.compilation.listener"
+    if not hasattr(CompiledKernel, "launch_metadata"):
+        return f"triton {triton.__version__} has no CompiledKernel.launch_metadata"
+    return None
+
+
 def install(recorder: Recorder) -> None:
     """Set the compilation listener and wrap ``CompiledKernel.launch_metadata``."""
     import triton
@@ -238,6 +252,10 @@ def pytest_configure(config: pytest.Config) -> None:
 
         standin.activate(target, launch="skip")
     if state.active() is None or config.getoption("--zl-no-codegen", False) or _interpreted():
+        return
+    why = unsupported()
+    if why is not None:  # no index at all: the screen then treats the op's kernels as unknown
+        print(f"ZLBENCH_CODEGEN_WARNING no codegen records: {why}", file=sys.stderr, flush=True)
         return
     recorder = Recorder()
     config.stash[RECORDER_KEY] = recorder

@@ -95,6 +95,15 @@ def compiler_identity() -> CompilerIdentity:
     )
 
 
+def compile_env() -> dict[str, str]:
+    """The environment variables set now that change triton's output."""
+    try:
+        from triton._C.libtriton import get_cache_invalidating_env_vars
+    except ImportError:
+        return {}
+    return {str(k): str(v) for k, v in sorted(get_cache_invalidating_env_vars().items())}
+
+
 def machine_roots() -> list[str]:
     """Directories whose absolute paths must not reach a blob (see normalise)."""
     roots = [os.getcwd(), str(Path.home())]
@@ -302,6 +311,7 @@ def result_from(
         shared=metadata.get("shared"),
         times=times_from(times),
         cache_hit=cache_hit,
+        env=compile_env(),
         compiler=compiler_identity(),
     )
     return result, cubin

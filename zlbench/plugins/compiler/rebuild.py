@@ -119,12 +119,22 @@ def compile_request(req: CompileRequest, fn: Any) -> dict:
     src = ASTSource(fn, signature, constexprs, attrs)
     options = {k: _tuples(v) for k, v in req.options.items()}
     seen: dict = {}
-    previous = triton.knobs.compilation.listener
-    triton.knobs.compilation.listener = lambda **kw: seen.update(kw)
+    knobs = getattr(getattr(triton, "knobs", None), "compilation", None)
+    previous = getattr(knobs, "listener", None)
+    if knobs is not None:
+        knobs.listener = lambda **kw: seen.update(kw)
     try:
-        triton.compile(src, target=GPUTarget(t.backend, t.arch, t.warp_size), options=options)
+        target = GPUTarget(t.backend, t.arch, t.warp_size)
+        kernel = triton.compile(src, target=target, options=options)
     finally:
-        triton.knobs.compilation.listener = previous
+        if knobs is not None:
+            knobs.listener = previous
+    if not seen:  # a triton without the listener: no stage times
+        seen = {
+            "metadata": kernel.metadata._asdict(),
+            "metadata_group": kernel.metadata_group,
+            "times": None,
+        }
     return seen
 
 
