@@ -10,6 +10,8 @@ import sys
 from pathlib import Path
 
 from zlbench.cli.settings import Settings
+from zlbench.gate.paired import DEFAULT_PAIRED_THRESHOLD
+from zlbench.workflow.ab import DEFAULT_ROUNDS, AbOptions
 from zlbench.workflow.gate import GateJob, run_gate
 
 
@@ -41,7 +43,31 @@ def add_parser(sub) -> None:
         help="inventories and dismiss list (default: ./ops, else this zlbench checkout's ops/)",
     )
     p.add_argument("--out", default="zlbench-gate", metavar="DIR", help="output dir")
+    add_ab_options(p)
     p.set_defaults(func=_run)
+
+
+def add_ab_options(p) -> None:
+    """The A/B against the base compiler and the accept list (docs/judging.md)."""
+    g = p.add_argument_group("A/B against the base compiler")
+    g.add_argument(
+        "--base-compiler",
+        metavar="ENV",
+        help="venv dir, interpreter or site dir holding the base build: the suspects are "
+        "measured A B A B against it on this runner (this environment is the PR's)",
+    )
+    g.add_argument("--full-ab", action="store_true", help="measure every op both ways")
+    g.add_argument(
+        "--ab-rounds", type=int, default=DEFAULT_ROUNDS, metavar="N", help="A/B rounds (3)"
+    )
+    g.add_argument(
+        "--ab-threshold",
+        type=float,
+        default=DEFAULT_PAIRED_THRESHOLD,
+        metavar="T",
+        help=f"paired threshold vs the base (default {DEFAULT_PAIRED_THRESHOLD:g})",
+    )
+    g.add_argument("--accept", metavar="FILE", help="accept list of intended regressions")
 
 
 def job_from_args(args, settings: Settings, ops_dir: Path) -> GateJob:
@@ -65,6 +91,13 @@ def job_from_args(args, settings: Settings, ops_dir: Path) -> GateJob:
         cuda_visible_devices=settings.cuda_visible_devices,
         step_summary=settings.github_step_summary,
         argv=list(sys.argv),
+        ab=AbOptions(
+            base_compiler=getattr(args, "base_compiler", None),
+            full=getattr(args, "full_ab", False),
+            rounds=getattr(args, "ab_rounds", DEFAULT_ROUNDS),
+            threshold=getattr(args, "ab_threshold", DEFAULT_PAIRED_THRESHOLD),
+            accept=Path(args.accept) if getattr(args, "accept", None) else None,
+        ),
     )
 
 

@@ -35,6 +35,8 @@ from zlbench.gate.verdict import SUMMARY_SEP, GateOptions
 from zlbench.models import GateVerdict, Row, RowKey, ThresholdsFile, atomic_write_text
 from zlbench.report.junit import render_junit
 from zlbench.report.markdown import render_markdown
+from zlbench.runner.ab.env import CompilerEnv
+from zlbench.workflow.ab import AbContext, AbOptions, finish, prepare
 
 
 @dataclass
@@ -64,6 +66,7 @@ class GateJob:
     cuda_visible_devices: str | None = None
     step_summary: str | None = None
     argv: list[str] = field(default_factory=list)
+    ab: AbOptions = field(default_factory=AbOptions)  # --base-compiler, --full-ab, --accept
 
 
 @dataclass
@@ -75,6 +78,7 @@ class MeasureRequest:
     out_dir: Path
     shard: tuple[int, int] | None
     job: GateJob
+    compiler: CompilerEnv | None = None  # None: this environment (the PR's build)
 
     @property
     def ops_dir(self) -> Path:
@@ -112,6 +116,10 @@ def measure_batch(req: MeasureRequest) -> tuple[Path, int]:
         progress=sys.stderr,
         argv=list(job.argv),
     )
+    if req.compiler is not None:
+        from zlbench.runner.ab.env import side_config
+
+        config = side_config(config, req.compiler)
     outcome = run_batch(config)
     return outcome.out_dir, outcome.exit_code
 
@@ -196,6 +204,7 @@ class _Inputs:
     baseline: BaselineSet
     thresholds: ThresholdsFile
     opts: GateOptions
+    ab: AbContext = field(default_factory=lambda: AbContext(AbOptions()))
 
 
 def _load_inputs(job: GateJob, seams: GateSeams) -> _Inputs:
@@ -213,7 +222,8 @@ def _load_inputs(job: GateJob, seams: GateSeams) -> _Inputs:
         baseline_label=str(job.baseline),
         generated=seams.now(),
     )
-    return _Inputs(baseline, th, opts)
+    ab = prepare(job.ab, measuring=job.results is None)  # before any GPU time
+    return _Inputs(baseline, th, opts, ab)
 
 
 def judge_and_write(
@@ -224,12 +234,17 @@ def judge_and_write(
     seams: GateSeams,
     remeasure: Remeasure | None = None,
     command: str = "gate",
+    ab_measure: Callable[..., Path] | None = None,
+    ab_dir: Path | None = None,
 ) -> int:
     """Judge ``results`` against the baseline (the ops that the job's dismiss list
-    names are dismissed), write the reports into ``out``; the verdict's exit code."""
+    names are dismissed), then on the A/B against the base compiler (measured with
+    ``ab_measure`` into ``<out>/ab/``, or read from ``<ab_dir>/ab/``) and the accept
+    list; write the reports into ``out``; the verdict's exit code."""
     opts = inputs.opts
     opts.dismissed = dismissed_ops(job.ops_dir, {*inputs.baseline.ops, *results.ops})
     verdict = judging.run_gate(inputs.baseline, results, inputs.thresholds, opts, remeasure)
+    verdict = finish(verdict, inputs.ab, ab_dir or out, ab_measure)
     write_reports(verdict, out, job, seams)
     seams.say(verdict.summary)
     seams.say(f"reports: {out / 'report.md'}, {out / 'junit.xml'}, {out / 'verdict.json'}")
@@ -254,7 +269,8 @@ def _judge_given(inputs: _Inputs, job: GateJob, seams: GateSeams, command: str) 
         raise ZlbenchError("no results dir to judge")
     inputs.opts.results_label = str(job.results)
     results = load_results(job.results)
-    return judge_and_write(inputs, results, Path(job.out), job, seams, command=command)
+    out, ab_dir = Path(job.out), Path(job.results)  # a merged gate dir holds ab/
+    return judge_and_write(inputs, results, out, job, seams, command=command, ab_dir=ab_dir)
 
 
 def run_gate(job: GateJob, seams: GateSeams | None = None) -> int:
@@ -263,8 +279,10 @@ def run_gate(job: GateJob, seams: GateSeams | None = None) -> int:
     seams = seams or GateSeams()
     inputs = _load_inputs(job, seams)
     if job.results is not None:
-        if job.shard or job.confirm:
-            raise ZlbenchError("--shard and --confirm measure on a GPU: not with --results")
+        if job.shard or job.confirm or job.ab.base_compiler:
+            raise ZlbenchError(
+                "--shard, --confirm and --base-compiler measure on a GPU: not with --results"
+            )
         return _judge_given(inputs, job, seams, command="gate")
     out = _claim_out(Path(job.out), seams)
     ops = inputs.opts.scope or set(inputs.baseline.ops)
@@ -276,8 +294,23 @@ def run_gate(job: GateJob, seams: GateSeams | None = None) -> int:
     batch_dir, _ = seams.measure(req)
     inputs.opts.results_label = str(batch_dir)
     results = load_results(batch_dir)
-    remeasure = make_remeasure(req, out / CONFIRM_DIR, seams.measure)
-    return judge_and_write(inputs, results, out, job, seams, remeasure)
+    remeasure, ab = _remeasure_or_ab(inputs, req, out, seams)
+    return judge_and_write(inputs, results, out, job, seams, remeasure, ab_measure=ab)
+
+
+def _remeasure_or_ab(
+    inputs: _Inputs, req: MeasureRequest, out: Path, seams: GateSeams
+) -> tuple[Remeasure | None, Callable[..., Path] | None]:
+    """The confirmation re-measure, or (with a base compiler) the A/B that replaces
+    it: ``measure(side env, op keys, batch dir)`` replays the ops in that env."""
+    if not inputs.ab.ab:
+        return make_remeasure(req, out / CONFIRM_DIR, seams.measure), None
+
+    def measure(env: CompilerEnv, ops: list[str], batch_out: Path) -> Path:
+        sub = MeasureRequest(req.baseline, set(ops), batch_out, None, req.job, compiler=env)
+        return seams.measure(sub)[0]
+
+    return None, measure
 
 
 def _claim_out(out: Path, seams: GateSeams) -> Path:
@@ -324,9 +357,9 @@ def run_shard(inputs: _Inputs, req: MeasureRequest, seams: GateSeams) -> int:
     results = load_results(batch_dir)
     inputs.opts.scope = shard_scope(batch_dir, results, inputs.opts.scope)
     inputs.opts.results_label = str(batch_dir)
-    remeasure = make_remeasure(req, out / CONFIRM_DIR, seams.measure)
+    remeasure, ab = _remeasure_or_ab(inputs, req, out, seams)
     command = f"gate --shard {label}"
-    judge_and_write(inputs, results, out, req.job, seams, remeasure, command=command)
+    judge_and_write(inputs, results, out, req.job, seams, remeasure, command=command, ab_measure=ab)
     seams.say(
         f"shard {label}: the verdict above covers this shard only (the judge gives the verdict):"
     )

@@ -1,0 +1,177 @@
+"""A/B end to end on CPU with fake environments: the benchpkg suite measured by the
+real runner and plugins under two "compilers" (TRITON_INTERPRET=1).
+
+The PR's environment is this one; a site dir first on PYTHONPATH carries a
+``sitecustomize`` that runs in every process started there. The PR's and the
+base's each write which side a worker process ran on (the alternation order) and
+set the fake suite's slowdown (``ZLBENCH_FAKE_SLOWDOWN``): the two builds differ
+only in speed. A base whose ``import triton`` fails, and a base (a wrapper
+interpreter) whose FlagGems comes from another commit, are one line, exit 2.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from zlbench.cli import main
+from zlbench.models import GateVerdict, Verdict, load_json_model
+from zlbench.runner.catalog.inventory import inventory_path, scan_checkout, write_inventory
+
+BENCHPKG = Path(__file__).resolve().parents[1] / "benchpkg"
+# Interpreted kernels on a shared 2-core CPU are noisy (tests/e2e/test_gate_e2e.py):
+# a wide screen threshold, a 16x slowdown, and a wide paired threshold.
+THRESHOLDS = "estimator: ratio\ndefault: 0.75\nnoise_multiplier: 1.0\nconfirm_repeats: 1\n"
+FAST = "--iter 1 --zl-replays 2 --zl-warmup-ms 1"
+SITECUSTOMIZE = """
+import os
+if "zlbench-proc-" in os.environ.get("TRITON_CACHE_DIR", ""):  # a worker, not a probe
+    with open(os.environ["ZL_AB_TRACE"], "a") as f:
+        f.write("{side}\\n")
+    os.environ["ZLBENCH_FAKE_SLOWDOWN"] = os.environ.get("ZL_{side}_SLOWDOWN", "1")
+"""
+
+pytestmark = pytest.mark.slow
+
+
+def site(root: Path, side: str) -> Path:
+    d = root / f"site-{side}"
+    d.mkdir(parents=True)
+    (d / "sitecustomize.py").write_text(SITECUSTOMIZE.format(side=side.upper()))
+    return d
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory):
+    """A FlagGems-shaped checkout, its inventory, a baseline of `add`, two sites."""
+    root = tmp_path_factory.mktemp("ab")
+    fg = root / "fg"
+    shutil.copytree(BENCHPKG, fg, ignore=shutil.ignore_patterns("__pycache__", ".pytest_cache"))
+    write_inventory(inventory_path(root / "ops", "main"), scan_checkout(fg, "main"))
+    (root / "thresholds.yaml").write_text(THRESHOLDS)
+    site(root, "pr"), site(root, "base")
+    with pytest.MonkeyPatch.context() as mp:
+        _env(mp, root)
+        rc = main(
+            ["baseline", "refresh", "--out", str(root / "baselines" / "v1"), "--ops", "add"]
+            + ["--ops-dir", str(root / "ops"), "--flaggems-dir", str(fg), "--repeats", "1"]
+            + ["--shape-file", str(fg / "benchmark" / "core_shapes.yaml")]
+            + ["--dtypes", "float32", "--mode", "kernel"]
+        )
+    assert rc == 0
+    return root
+
+
+def _env(mp: pytest.MonkeyPatch, root: Path, **extra: str) -> None:
+    mp.setenv("TRITON_INTERPRET", "1")
+    mp.setenv("OMP_NUM_THREADS", "1")
+    mp.setenv("PYTEST_ADDOPTS", FAST)
+    mp.setenv("ZLBENCH_FLAGGEMS_DIR", str(root / "fg"))
+    old = os.environ.get("PYTHONPATH")
+    mp.setenv("PYTHONPATH", os.pathsep.join([str(root / "site-pr"), *([old] if old else [])]))
+    mp.setenv("ZL_AB_TRACE", str(root / "trace.txt"))
+    for name in ("GEMS_VENDOR", "GITHUB_STEP_SUMMARY", "ZLBENCH_FAKE_SLOWDOWN"):
+        mp.delenv(name, raising=False)
+    for k, v in extra.items():
+        mp.setenv(k, v)
+
+
+def gate(world: Path, out: str, base: Path, mp, *args: str, **env: str) -> int:
+    _env(mp, world, **env)
+    (world / "trace.txt").unlink(missing_ok=True)
+    return main(
+        ["gate", "--baseline", str(world / "baselines" / "v1"), "--ops-dir", str(world / "ops")]
+        + ["--thresholds", str(world / "thresholds.yaml"), "--out", str(world / out)]
+        + ["--base-compiler", str(base), "--ab-rounds", "2", "--ab-threshold", "0.5", *args]
+    )
+
+
+def verdict(world: Path, out: str) -> GateVerdict:
+    return load_json_model(world / out / "verdict.json", GateVerdict)
+
+
+def test_pr_slower_than_the_base_is_a_regression_measured_a_b_a_b(world, monkeypatch):
+    rc = gate(world, "slow-pr", world / "site-base", monkeypatch, ZL_PR_SLOWDOWN="16")
+    assert rc == 1
+    trace = (world / "trace.txt").read_text().split()
+    assert trace == ["PR", "PR", "BASE", "PR", "BASE"]  # the screen, then A B A B
+    v = verdict(world, "slow-pr")
+    assert v.ab is not None and v.ab.mode == "suspects" and v.ab.ops == ["main/add"]
+    assert v.ab.order == ["pr", "base", "pr", "base"]
+    assert v.ab.base.env == str(world / "site-base") and v.ab.pr.dist and v.ab.pr.version
+    rows = [r for r in v.rows if r.ab is not None]
+    assert rows and all(r.verdict is Verdict.REGRESSION and r.ab.rounds == 2 for r in rows)
+    assert all(r.ab.change > 3 for r in rows)  # 16x the kernel work: far slower than the base
+    assert sorted(p.name for p in (world / "slow-pr" / "ab").iterdir()) == ["1", "2", "ab.json"]
+
+
+def test_slower_than_the_stored_baseline_and_the_base_alike_is_inherited(world, monkeypatch):
+    slow = {"ZL_PR_SLOWDOWN": "16", "ZL_BASE_SLOWDOWN": "16"}
+    assert gate(world, "inherited", world / "site-base", monkeypatch, **slow) == 0
+    v = verdict(world, "inherited")
+    rows = [r for r in v.rows if r.ab is not None]
+    assert rows and all(r.verdict is Verdict.PASS and r.ab.inherited for r in rows)
+    assert all(
+        r.reason.startswith("inherited from the base (baseline v1 is stale here)") for r in rows
+    )
+    assert v.verdict == "PASS"
+
+
+def test_no_suspect_means_no_ab_round(world, monkeypatch):
+    assert gate(world, "aa", world / "site-base", monkeypatch) == 0
+    assert (world / "trace.txt").read_text().split() == ["PR"]
+    assert verdict(world, "aa").ab is None
+
+
+def test_a_base_that_cannot_import_triton_is_one_line_before_measuring(world, monkeypatch, capsys):
+    broken = world / "site-broken"
+    (broken / "triton").mkdir(parents=True)
+    (broken / "triton" / "__init__.py").write_text("raise ImportError('base build broken')\n")
+    assert gate(world, "broken", broken, monkeypatch) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "base build broken" in err[0] and "site-broken" in err[0]
+    assert not (world / "trace.txt").exists()  # nothing was measured
+
+
+def test_a_base_measuring_another_flaggems_commit_is_one_line(world, monkeypatch, capsys):
+    other = world / "other-src"
+    shutil.copytree(BENCHPKG / "src", other, ignore=shutil.ignore_patterns("__pycache__"))
+    git = ["git", "-C", str(other), "-c", "user.name=t", "-c", "user.email=t@t"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", "."], check=True)
+    subprocess.run([*git, "commit", "-qm", "other FlagGems"], check=True)
+    wrapper = world / "python-other-flaggems"
+    wrapper.write_text(
+        f'#!/bin/sh\nPYTHONPATH="{other}:$PYTHONPATH" exec "{sys.executable}" "$@"\n'
+    )
+    wrapper.chmod(0o755)
+    rc = gate(world, "other-fg", wrapper, monkeypatch, ZL_PR_SLOWDOWN="16")
+    assert rc == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "flaggems_commit" in err[0], err
+
+
+def test_bad_accept_list_is_one_line_before_measuring(world, monkeypatch, capsys):
+    bad = world / "accept-bad.yaml"
+    bad.write_text("accept:\n  - {op: add, change: 0.1, reason: ''}\n")
+    assert gate(world, "bad-accept", world / "site-base", monkeypatch, "--accept", str(bad)) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "accept.0.reason" in err[0]
+    assert not (world / "trace.txt").exists()
+
+
+def test_an_accept_entry_is_shown_on_its_rows_even_when_exceeded(world, monkeypatch):
+    ok = world / "accept.yaml"
+    ok.write_text("accept:\n  - {op: add, change: 1.0, reason: 'trade-off for exactness'}\n")
+    args = ("--accept", str(ok))
+    rc = gate(world, "accepted", world / "site-base", monkeypatch, *args, ZL_PR_SLOWDOWN="16")
+    assert rc == 1  # 16x slower than the base is beyond +100 %
+    v = verdict(world, "accepted")
+    rows = [r for r in v.rows if r.accepted is not None]
+    assert rows and v.accept and v.accept_source == str(ok)
+    assert all(r.accepted.exceeded and "beyond the allowance" in r.reason for r in rows)
