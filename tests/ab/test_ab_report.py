@@ -14,8 +14,8 @@ def test_ab_section_names_both_compilers_and_marks_inherited_rows(screen):  # no
     v, gate = screen
     write_ab(gate, [(1.10, 1.10), (1.10, 1.11)])
     text = render_ab_section(judge_ab(v, gate))
-    assert "## A/B against the base compiler" in text
-    assert "| PR | `pr` |" in text and "| base | `/envs/base` |" in text
+    assert "### A/B against the base compiler" in text
+    assert "- PR: " in text and "(env `pr`)" in text and "(env `/envs/base`)" in text
     assert "inherited: the base is as slow" in text and "(2 rounds)" in text
     assert "pr base pr base" in text
 
@@ -32,6 +32,6 @@ def test_accept_section_lists_matched_rows_and_unmatched_entries_escaped(screen)
         AcceptEntry(op="gone", change=0.1, reason="old"),
     ]
     text = render_accept_section(judge_accept(v, AbContext(AbOptions(), accept=entries), "a.yml"))
-    assert "## Accepted regressions" in text and "`a.yml`" in text
+    assert "### Accepted regressions" in text and "`a.yml`" in text
     assert "| yes |" in text and "matched no row" in text
     assert "<b>" not in text and "@team" not in text

@@ -1,102 +1,118 @@
-"""Markdown sections of the A/B against the base compiler and of the accept list
-(pure: strings from a verdict; every artifact string escaped).
+"""Report sections of the A/B against the base compiler and of the accept list
+(pure: :class:`~zlbench.report.blocks.Block` s from a verdict; every artifact
+string escaped).
 
-* :func:`render_ab_section`: both compilers' identities, the mode, rounds, paired
+* :func:`ab_block`: both compilers' identities, the mode, rounds, paired
   threshold and wall time per side, then every row measured A/B: its verdict,
   its change against the base (median of the paired rounds) and against the
   stored baseline, each round's ratio, and "inherited" where the stored baseline
   is stale;
-* :func:`render_accept_section`: every accept entry with its reason, the rows it
-  matched and what it did to them, and the entries that matched nothing.
+* :func:`accept_block`: every row an accept entry matched, with the entry's
+  allowance and reason and what it did, then the entries that matched no row.
 
-Both return "" when the verdict has nothing for them; the full report and the PR
-comment show them whenever they are not empty (an accepted row is never silent).
+Each is None when the verdict has nothing for it. ``zlbench.report.sections.blocks``
+lists them right after the regressions, so the full report and the PR comment show
+them whenever they exist (an accepted row is never silent).
 """
 
 from __future__ import annotations
 
 from zlbench.models import AbCompiler, GateVerdict, RowVerdict
+from zlbench.report.blocks import Block
 from zlbench.report.escape import md_code, md_text
+
+AB_HEADER = [
+    "row",
+    "verdict",
+    "vs the base (+ = slower)",
+    "vs the stored baseline",
+    "per-round base/PR",
+    "note",
+]
+ACCEPT_HEADER = ["row", "verdict", "judged change", "allowed", "accepted?", "reason"]
 
 
 def _pct(x: float | None) -> str:
     return "n/a" if x is None else f"{x * 100:+.1f} %"
 
 
-def _compiler_row(side: str, c: AbCompiler) -> str:
-    cells = [side, md_code(c.env), md_code(c.dist or "?"), md_code(c.version or "?")]
-    cells += [md_code(c.commit or "unknown"), md_code(c.path or "?")]
-    return "| " + " | ".join(cells) + " |"
+def _compiler(c: AbCompiler) -> str:
+    parts = [md_code(c.dist or "?"), md_code(c.version or "?")]
+    parts.append(f"commit {md_code(c.commit or 'unknown')}")
+    return " ".join(parts) + f" from {md_code(c.path or '?')} (env {md_code(c.env)})"
 
 
-def _ab_row(r: RowVerdict) -> str:
+def _ab_row(r: RowVerdict) -> list[str]:
     ab = r.ab
     assert ab is not None
-    rounds = ", ".join(f"{x:.3f}" for x in ab.round_ratios) or "none"
     note = "inherited: the base is as slow (the baseline is stale here)" if ab.inherited else ""
-    cells = [
+    return [
         md_code(r.key.label()),
         r.verdict.value,
         f"{_pct(ab.change)} ({ab.rounds} rounds)",
         _pct(r.judged_change),
-        rounds,
+        ", ".join(f"{x:.3f}" for x in ab.round_ratios) or "none",
         md_text(note),
     ]
-    return "| " + " | ".join(cells) + " |"
+
+
+def ab_block(v: GateVerdict) -> Block | None:
+    if v.ab is None:
+        return None
+    ab = v.ab
+    secs = ", ".join(f"{side} {s:.0f} s" for side, s in ab.seconds.items()) or "n/a"
+    order = " ".join(ab.order[:4]) + (" …" if len(ab.order) > 4 else "")
+    intro = "\n".join(
+        [
+            f"Mode **{ab.mode}**: {len(ab.ops)} ops measured both ways in {ab.rounds} rounds "
+            f"({order}); paired threshold {ab.threshold * 100:.1f} % on the median of the "
+            f"per-round base / PR FlagGems latency; wall time {secs}.",
+            "",
+            f"- PR: {_compiler(ab.pr)}",
+            f"- base: {_compiler(ab.base)}",
+        ]
+    )
+    rows = [_ab_row(r) for r in v.rows if r.ab is not None]
+    return Block("A/B against the base compiler", intro, AB_HEADER, "llrrll", rows)
+
+
+def _accept_row(r: RowVerdict) -> list[str]:
+    assert r.accepted is not None
+    e = r.accepted.entry
+    change = r.ab.change if r.ab is not None and r.ab.change is not None else r.judged_change
+    did = "yes" if r.accepted.applied else ("no: beyond" if r.accepted.exceeded else "not needed")
+    return [
+        md_code(r.key.label()),
+        r.verdict.value,
+        _pct(change),
+        _pct(e.change),
+        did,
+        md_text(e.reason),
+    ]
+
+
+def accept_block(v: GateVerdict) -> Block | None:
+    if not v.accept:
+        return None
+    n = len(v.accept)
+    src = f" from {md_code(v.accept_source)}" if v.accept_source else ""
+    intro = (
+        f"{n} accept entr{'y' if n == 1 else 'ies'}{src}. A matched REGRESSION within its "
+        "allowance passes; every matched row is listed, whatever its verdict."
+    )
+    rows = [_accept_row(r) for r in v.rows if r.accepted is not None]
+    rows += [
+        [md_code(e.label()), "matched no row", "", _pct(e.change), "", md_text(e.reason)]
+        for e in v.accept_unmatched
+    ]
+    return Block("Accepted regressions", intro, ACCEPT_HEADER, "llrrll", rows)
 
 
 def render_ab_section(v: GateVerdict) -> str:
-    if v.ab is None:
-        return ""
-    ab = v.ab
-    secs = ", ".join(f"{side} {s:.0f} s" for side, s in ab.seconds.items())
-    lines = [
-        "## A/B against the base compiler",
-        "",
-        f"Mode **{ab.mode}** ({len(ab.ops)} ops measured both ways), {ab.rounds} rounds "
-        f"alternating {' '.join(ab.order[:4])}{' …' if len(ab.order) > 4 else ''}; "
-        f"paired threshold {ab.threshold * 100:.1f} % (median of per-round "
-        f"base / PR FlagGems latency); wall time {secs or 'n/a'}.",
-        "",
-        "| side | environment | distribution | version | commit | triton from |",
-        "|---|---|---|---|---|---|",
-        _compiler_row("PR", ab.pr),
-        _compiler_row("base", ab.base),
-        "",
-        f"| row | verdict | vs the base (+ = slower) | vs {md_text(v.baseline)} | "
-        "per-round base/PR | note |",
-        "|---|---|---|---|---|---|",
-    ]
-    lines += [_ab_row(r) for r in v.rows if r.ab is not None]
-    return "\n".join(lines) + "\n"
+    b = ab_block(v)
+    return b.render(None) if b else ""
 
 
 def render_accept_section(v: GateVerdict) -> str:
-    if not v.accept:
-        return ""
-    src = f" from {md_code(v.accept_source)}" if v.accept_source else ""
-    lines = [
-        "## Accepted regressions",
-        "",
-        f"{len(v.accept)} accept entr{'y' if len(v.accept) == 1 else 'ies'}{src}. "
-        "A matched row within its allowance passes; every matched row is listed.",
-        "",
-        "| row | verdict | judged change | allowed | accepted? | reason |",
-        "|---|---|---|---|---|---|",
-    ]
-    for r in v.rows:
-        if r.accepted is None:
-            continue
-        e = r.accepted.entry
-        change = r.ab.change if r.ab is not None and r.ab.change is not None else r.judged_change
-        did = (
-            "yes" if r.accepted.applied else ("no: beyond" if r.accepted.exceeded else "not needed")
-        )
-        cells = [md_code(r.key.label()), r.verdict.value, _pct(change), _pct(e.change), did]
-        lines.append("| " + " | ".join(cells + [md_text(e.reason)]) + " |")
-    for e in v.accept_unmatched:
-        lines.append(
-            f"| {md_code(e.label())} | matched no row | | {_pct(e.change)} | | "
-            f"{md_text(e.reason)} |"
-        )
-    return "\n".join(lines) + "\n"
+    b = accept_block(v)
+    return b.render(None) if b else ""
