@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -221,3 +222,12 @@ def test_rerun_replaces_old_diffs(baseline, tmp_path, fake_worker):
     main(["codegen", "--baseline", str(baseline), "--out", str(out)])
     assert list((out / "diffs").iterdir()) == []
     assert [p.name for p in out.iterdir() if p.name.startswith(".")] == []
+
+
+def test_python_flag_runs_the_workers_in_that_interpreter(baseline, tmp_path, fake_worker):
+    fake_worker(SAME | {"mul_kernel": {"texts": _texts("mul"), "figures": {"n_regs": 40}}})
+    out = tmp_path / "out"
+    rc = main(
+        ["codegen", "--baseline", str(baseline), "--out", str(out), "--python", sys.executable]
+    )
+    assert rc == 0 and _screen(out).python == sys.executable

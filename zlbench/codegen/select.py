@@ -42,6 +42,7 @@ class TimingPlan:
 
 
 RowRef = tuple[str, str, str, str]
+SENTINELS_FILE = "sentinels.txt"  # in the ops dir (ops/), read with gate.plan.read_ops_file
 
 
 def row_ref(row: RowKey) -> RowRef:
