@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from zlbench.codegen.select import kernel_note, ops_to_time, row_notes
+from zlbench.codegen.select import EXPLAINED, annotate_rows, kernel_note, ops_to_time, row_notes
 from zlbench.gate.plan import read_ops_file
-from zlbench.models import BaselineResult, BaselineRow, RowKey
+from zlbench.models import BaselineResult, BaselineRow, RowKey, RowVerdict, Verdict
 from zlbench.models.codegen_screen import CodegenClass, CodegenScreen, KernelScreen
 from zlbench.report.codegen import note_text, row_explanation
 
@@ -166,3 +166,20 @@ def test_rows_match_on_run_dtype_shape_not_op_text_or_occurrence():
     assert [[n.name for n in notes[j]] for j in judged] == [["mm_k"], ["mm_k"]]
     other = judged[0].model_copy(update={"dtype": "bfloat16"})
     assert row_notes([other], _screen(k))[other] == []
+
+
+def test_annotate_rows_explains_rows_to_act_on_only():
+    rows = _rows("add", 2)
+    k = _kernel("add_k", CodegenClass.SASS, rows[:1], first_stage="sass", diff_file="diffs/a.diff")
+    verdicts = [
+        RowVerdict(key=rows[0], verdict=Verdict.REGRESSION, reason="slower"),
+        RowVerdict(key=rows[1], verdict=Verdict.PASS),
+    ]
+    out = annotate_rows(verdicts, _screen(k), diff_prefix="codegen/")
+    assert out[0].reason == (
+        "slower; codegen: add_k: only SASS changed (first stage sass); diff codegen/diffs/a.diff"
+    )
+    assert out[1] == verdicts[1] and verdicts[0].reason == "slower"  # copies, PASS untouched
+    for v in EXPLAINED:
+        (row,) = annotate_rows([RowVerdict(key=rows[1], verdict=v)], _screen(k))
+        assert row.reason == "codegen: kernels unknown (no record names this row)"

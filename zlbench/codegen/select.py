@@ -7,7 +7,9 @@ identical. Sentinel ops (``ops/sentinels.txt``) are always timed: launcher and
 runtime changes move speed without changing a kernel.
 
 :func:`row_notes`: the codegen explanation of every judged row (which kernels it
-launched, their class, first differing stage, resource deltas, diff file).
+launched, their class, first differing stage, resource deltas, diff file);
+:func:`annotate_rows` puts it, as one line, into the reason of the rows a reader
+must act on (regressions, improvements, failures).
 
 Rows are matched on ``(repo, run_name, dtype, shape)``: the recorder names the
 row in flight by its op's selector and does not count occurrences, so every
@@ -28,6 +30,8 @@ from zlbench.models.codegen_screen import (
     KernelScreen,
 )
 from zlbench.models.run import RowKey
+from zlbench.models.verdict import RowVerdict, Verdict
+from zlbench.report.codegen import row_explanation
 
 
 @dataclass
@@ -155,3 +159,22 @@ def row_notes(
 
 def _note_order(k: KernelScreen) -> tuple[int, str, str]:
     return (k.status is CodegenClass.IDENTICAL, k.name, k.kernel_id)
+
+
+# Verdicts whose rows get the codegen explanation in their reason.
+EXPLAINED = frozenset({Verdict.REGRESSION, Verdict.IMPROVEMENT, Verdict.FAILED})
+
+
+def annotate_rows(
+    rows: list[RowVerdict], screen: CodegenScreen, diff_prefix: str = ""
+) -> list[RowVerdict]:
+    """Copies of ``rows``; those with a verdict in EXPLAINED have the row's codegen
+    explanation (``report.codegen.row_explanation``) appended to their reason."""
+    notes = row_notes([r.key for r in rows], screen, diff_prefix)
+    out = []
+    for r in rows:
+        if r.verdict in EXPLAINED:
+            text = row_explanation(notes[r.key])
+            r = r.model_copy(update={"reason": f"{r.reason}; {text}" if r.reason else text})
+        out.append(r)
+    return out
