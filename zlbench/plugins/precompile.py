@@ -1,0 +1,100 @@
+"""Precompile worker: compile recorded kernels into a triton cache dir, without a GPU
+(docs/screening.md, "Precompile").
+
+A measured run spends most of its GPU time compiling kernels in a fresh triton cache,
+one at a time, while the GPU waits. The baseline's codegen records
+(``<op>/codegen/index.json``, docs/codegen.md) hold every compile request an op made:
+compiled here, under the stand-in driver for the recorded target, with
+``triton.knobs.cache.dir`` set to the op's cache dir, each lands in triton's cache at
+the key the benchmark process will ask for (same function source, signature,
+constexprs, specialisation, options and target), so the benchmark process finds it
+there (the listener reports a cache hit) and only loads it.
+
+Entry point (one process; run several on shards for parallelism)::
+
+    python -m zlbench.plugins.precompile INDEX_JSON CACHE_DIR [--shard K/N]
+
+prints one line ``ZLBENCH_PRECOMPILE kernels=N failed=F seconds=S`` and, per kernel
+that failed, ``ZLBENCH_PRECOMPILE_FAILED <id> <error>``. Exit 0 even when kernels fail
+(the benchmark then compiles them itself, as without precompile); exit 2 with one line
+on stderr for unusable input. Shards are ``K/N`` with 0 <= K < N (record i goes to
+shard i % N), as the rebuild worker's.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from zlbench.errors import ZlbenchError
+from zlbench.models import CodegenIndex, CompileRecord, load_json_model
+from zlbench.plugins.compiler import standin as standin_mod
+from zlbench.plugins.compiler.rebuild import (
+    Loader,
+    _first_line,
+    _parse_shard,
+    _target_spec,
+    compile_request,
+    select,
+)
+
+
+def precompile_one(rec: CompileRecord, loader: Loader) -> str | None:
+    """Compile one recorded request into the current triton cache; the error, or None."""
+    try:
+        fn = loader.function(rec.request)
+    except Exception as e:  # noqa: BLE001 - a kernel that cannot load is compiled later
+        return f"load failed: {_first_line(e)}"
+    try:
+        with standin_mod.standin(_target_spec(rec.request)):
+            compile_request(rec.request, fn)
+    except Exception as e:  # noqa: BLE001 - a kernel that does not compile is left out
+        return f"compile failed: {_first_line(e)}"
+    return None
+
+
+def precompile_index(
+    index: CodegenIndex, cache_dir: Path, shard: tuple[int, int] | None = None
+) -> dict[str, str]:
+    """Compile (a shard of) ``index`` into ``cache_dir``; ``{record id: error}`` of failures."""
+    import triton
+
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    triton.knobs.cache.dir = str(cache_dir)
+    failed: dict[str, str] = {}
+    with tempfile.TemporaryDirectory(prefix="zl-precompile-") as tmp:
+        loader = Loader(Path(tmp) / "generated")
+        for rec in select(index.records, shard):
+            error = precompile_one(rec, loader)
+            if error:
+                failed[rec.id] = error
+    return failed
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m zlbench.plugins.precompile")
+    p.add_argument("index", help="a codegen index.json (CodegenIndex)")
+    p.add_argument("cache_dir", help="the triton cache dir to fill")
+    p.add_argument("--shard", default=None, metavar="K/N", help="records i with i %% N == K")
+    args = p.parse_args(argv)
+    t0 = time.monotonic()
+    try:
+        shard = _parse_shard(args.shard) if args.shard else None
+        index = load_json_model(args.index, CodegenIndex)
+        failed = precompile_index(index, Path(args.cache_dir), shard)
+    except ZlbenchError as e:
+        print(f"zlbench: {e}", file=sys.stderr)
+        return 2
+    for rid, error in failed.items():
+        print(f"ZLBENCH_PRECOMPILE_FAILED {rid} {error}")
+    n = len(select(index.records, shard))
+    secs = time.monotonic() - t0
+    print(f"ZLBENCH_PRECOMPILE kernels={n} failed={len(failed)} seconds={secs:.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
