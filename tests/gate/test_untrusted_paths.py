@@ -253,10 +253,6 @@ def test_report_label_never_holds_an_absolute_machine_path(tmp_path, monkeypatch
     assert elsewhere == "…/zlbench-gate/merged"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="needs the gate workflow to label --results with gate.load.report_label (lead)",
-)
 def test_results_given_by_absolute_path_leave_no_machine_path_in_the_reports(tmp_path, bl):
     r = write_results(tmp_path / "r", good(), log="ok\n")
     rc, out = gate(tmp_path, bl, r.resolve())

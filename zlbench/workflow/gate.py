@@ -20,14 +20,17 @@ from typing import TextIO
 
 from zlbench.errors import ZlbenchError
 from zlbench.gate import verdict as judging
+from zlbench.gate.baselines import check_out_outside_baseline
 from zlbench.gate.confirm import Remeasure
 from zlbench.gate.load import (
     CONFIRM_DIR,
     RESULTS_DIR,
     BaselineSet,
     ResultsSet,
+    baseline_shape_file,
     load_baseline,
     load_results,
+    report_label,
 )
 from zlbench.gate.plan import baseline_scope, read_ops_file
 from zlbench.gate.thresholds import load_thresholds
@@ -112,7 +115,7 @@ def measure_batch(req: MeasureRequest) -> tuple[Path, int]:
         replay_root=req.baseline.path,
         timing="kernel" if m.timing == "kernel" else "cudagraph",
         dtypes=list(m.dtypes),
-        shape_file=_shape_file(req.baseline),
+        shape_file=baseline_shape_file(req.baseline),
         progress=sys.stderr,
         argv=list(job.argv),
     )
@@ -139,16 +142,6 @@ class GateSeams:
 
     def warn(self, text: str) -> None:
         print(text, file=self.stderr or sys.stderr)
-
-
-def _shape_file(baseline: BaselineSet) -> Path | None:
-    name = baseline.manifest.shape_file
-    if not name:
-        return None
-    for cand in (Path(name), baseline.path / name, baseline.path / Path(name).name):
-        if cand.is_file():
-            return cand
-    raise ZlbenchError(f"{baseline.path / 'manifest.yaml'}: field 'shape_file': {name} not found")
 
 
 def make_remeasure(req: MeasureRequest, confirm_root: Path, measure: Measure) -> Remeasure:
@@ -211,6 +204,7 @@ def _load_inputs(job: GateJob, seams: GateSeams) -> _Inputs:
     """The baseline, the thresholds in force and the judge's options (with the op
     scope that ``ops`` / ``ops_file`` ask for)."""
     baseline = load_baseline(job.baseline)
+    check_out_outside_baseline(job.out, baseline.path)
     th = load_thresholds(job.thresholds, baseline.manifest.thresholds)
     specs = job.ops or (read_ops_file(job.ops_file) if job.ops_file else None)
     scope, unmatched = baseline_scope(baseline, specs)
@@ -219,7 +213,7 @@ def _load_inputs(job: GateJob, seams: GateSeams) -> _Inputs:
     opts = GateOptions(
         scope=scope,
         allow_env_mismatch=job.allow_env_mismatch,
-        baseline_label=str(job.baseline),
+        baseline_label=report_label(job.baseline),
         generated=seams.now(),
     )
     ab = prepare(job.ab, measuring=job.results is None)  # before any GPU time
@@ -267,7 +261,7 @@ def rejudge(job: GateJob, seams: GateSeams | None = None) -> int:
 def _judge_given(inputs: _Inputs, job: GateJob, seams: GateSeams, command: str) -> int:
     if job.results is None:
         raise ZlbenchError("no results dir to judge")
-    inputs.opts.results_label = str(job.results)
+    inputs.opts.results_label = report_label(job.results)
     results = load_results(job.results)
     out, ab_dir = Path(job.out), Path(job.results)  # a merged gate dir holds ab/
     return judge_and_write(inputs, results, out, job, seams, command=command, ab_dir=ab_dir)
@@ -292,7 +286,7 @@ def run_gate(job: GateJob, seams: GateSeams | None = None) -> int:
     if job.shard is not None:
         return run_shard(inputs, req, seams)
     batch_dir, _ = seams.measure(req)
-    inputs.opts.results_label = str(batch_dir)
+    inputs.opts.results_label = report_label(batch_dir)
     results = load_results(batch_dir)
     remeasure, ab = _remeasure_or_ab(inputs, req, out, seams)
     return judge_and_write(inputs, results, out, job, seams, remeasure, ab_measure=ab)
@@ -356,7 +350,7 @@ def run_shard(inputs: _Inputs, req: MeasureRequest, seams: GateSeams) -> int:
         return 0
     results = load_results(batch_dir)
     inputs.opts.scope = shard_scope(batch_dir, results, inputs.opts.scope)
-    inputs.opts.results_label = str(batch_dir)
+    inputs.opts.results_label = report_label(batch_dir)
     remeasure, ab = _remeasure_or_ab(inputs, req, out, seams)
     command = f"gate --shard {label}"
     judge_and_write(inputs, results, out, req.job, seams, remeasure, command=command, ab_measure=ab)
