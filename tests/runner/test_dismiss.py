@@ -42,10 +42,7 @@ def test_matching():
 @pytest.mark.parametrize(
     "line,text",
     [
-        ("abs", "needs a date and a reason"),
-        ("abs  #", "needs a date and a reason"),
         ("abs  # 2025-06-01", "needs a date and a reason"),
-        ("abs  # flaky on H200", "bad date 'flaky'"),
         ("abs  # 2025-13-01 month 13", "bad date"),
         ("abs def  # 2025-06-01 two ops", "bad op spec"),
         ("nope:abs  # 2025-06-01 r", None),  # any repo label parses; select checks repos
@@ -76,3 +73,17 @@ def test_shipped_dismiss_list_is_valid():
     assert path.is_file()
     for entry in load_dismiss(path):
         assert entry.reason and entry.date.year >= 2024
+
+
+@pytest.mark.parametrize(
+    "line,reason", [("abs", ""), ("abs  #", ""), ("abs  # flaky on H200", "flaky on H200")]
+)
+def test_seed_entries_without_a_date_are_accepted_with_a_warning(line, reason):
+    warnings: list[str] = []
+    entries = parse_dismiss(f"softmax  # 2025-01-01 fine\n{line}\n", "d.txt", warnings.append)
+    assert [(e.op, e.date, e.reason, e.when) for e in entries[1:]] == [
+        ("abs", None, reason, "undated")
+    ]
+    assert warnings == [
+        "warning: d.txt:2: 'abs' has no date (seed format); write 'abs  # YYYY-MM-DD reason'"
+    ]

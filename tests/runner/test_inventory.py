@@ -270,3 +270,57 @@ def test_migrate_shapes_keeps_curated_and_adds_missing():
     assert out["BlasBenchmark"] == {"shapes": [[1, 2, 3, 4]]}
     assert list(out) == ["softmax", "BlasBenchmark", "NormBenchmark", "add"]
     assert curated == {"softmax": {"shapes": [[4, 8]]}, "BlasBenchmark": {"shapes": [[1, 2, 3, 4]]}}
+
+
+def test_op_name_positional_and_super_init_forms(tmp_path):
+    bench = tmp_path / "fg" / "benchmark"
+    bench.mkdir(parents=True)
+    (bench / "test_forms.py").write_text(
+        textwrap.dedent(
+            """
+            import pytest
+            from . import base
+
+            class PenaltyBenchmark(base.Benchmark):
+                def __init__(self, *args, **kwargs):
+                    super().__init__("repetition_penalty", *args, **kwargs)
+
+            class KwBenchmark(base.Benchmark):
+                def __init__(self, **kwargs):
+                    super().__init__(op_name="kw_op", **kwargs)
+
+            @pytest.mark.scaled_mm
+            def test_scaled_mm():
+                ScaledMMBenchmark("scaled_mm", torch_op, gems_op).run()
+
+            @pytest.mark.penalty
+            def test_penalty():
+                PenaltyBenchmark(torch_op=f).run()
+
+            @pytest.mark.kw
+            def test_kw():
+                KwBenchmark(torch_op=f).run()
+            """
+        )
+    )
+    rows = {r.op: r for r in scan_checkout(tmp_path / "fg")}
+    assert (rows["scaled_mm"].op_name, rows["scaled_mm"].bench_class) == (
+        "scaled_mm",
+        "ScaledMMBenchmark",
+    )
+    assert (rows["penalty"].op_name, rows["penalty"].bench_class) == (
+        "repetition_penalty",
+        "PenaltyBenchmark",
+    )
+    assert rows["kw"].op_name == "kw_op"
+
+
+def test_an_unparsable_file_is_left_out_with_a_warning(checkout):
+    (checkout / "benchmark" / "test_broken.py").write_text("def test_x(:\n")
+    (checkout / "benchmark" / "test_latin1.py").write_bytes(b"# \xe9\n")
+    warnings: list[str] = []
+    rows = scan_checkout(checkout, warn=warnings.append)
+    assert "benchmark/test_pointwise.py::test_abs" in _by_nodeid(rows)
+    assert len(warnings) == 2
+    assert warnings[0].startswith("warning: benchmark/test_broken.py: cannot parse (line 1)")
+    assert "test_latin1.py: not UTF-8" in warnings[1]

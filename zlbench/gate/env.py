@@ -1,7 +1,8 @@
 """Environment checks: what the results were measured on vs the baseline manifest.
 
 Checked (a difference is a mismatch: exit 2 unless ``--allow-env-mismatch``):
-GPU model, FlagGems commit per repo, timing mode, shape-file sha256. A value the
+GPU model, FlagGems commit per repo, timing mode, shape-file sha256, FlagGems'
+tuning space (``USE_FLAGTUNE``). A value the
 baseline records but the results do not is a mismatch too (it cannot be
 verified). Informational (reported, never a mismatch): the compiler (the
 distribution providing ``triton``, its version, the FlagTree commit: the thing
@@ -77,6 +78,7 @@ def check_environment(baseline: BaselineSet, runs: list[RunResult]) -> list[EnvF
             _joined(r.shape_file_sha256 for r in runs),
             True,
         ),
+        _finding("use_flagtune", m.use_flagtune, _joined(e.use_flagtune for e in envs), True),
     ]
     repos = sorted(set(m.flaggems) | {r.repo for r in runs})
     for repo in repos:

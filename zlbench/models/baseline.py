@@ -92,6 +92,7 @@ class BaselineManifest(_Model):
     dtypes: list[str] = Field(default_factory=list)
     timing: str = "cudagraph"
     level: str = "core"
+    use_flagtune: str | None = None  # USE_FLAGTUNE the baseline was measured with
     ops: list[str] = Field(default_factory=list)  # "<repo>/<run_name>"
     repeats: int = 1
     thresholds: ThresholdDefaults = Field(default_factory=ThresholdDefaults)

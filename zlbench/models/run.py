@@ -125,6 +125,9 @@ class Environment(_Model):
     level: str | None = None  # core
     zlbench_version: str | None = None
     zlbench_commit: str | None = None
+    # USE_FLAGTUNE of the benchmark process: FlagGems' autotune config space ("0":
+    # its default configs; "1": the expanded/cost-model space). The runner sets it.
+    use_flagtune: str | None = None
 
 
 # --------------------------------------------------------------------------- run dir

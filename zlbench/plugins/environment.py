@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import importlib.metadata as md
 import json
+import os
 import platform
 import re
 import socket
@@ -109,6 +110,7 @@ def probe(flaggems: ModuleType | None, mode: str | None, level: str | None) -> E
         level=level,
         zlbench_version=dist_version("zlbench"),
         zlbench_commit=git_state(Path(__file__).parent)[0],
+        use_flagtune=os.environ.get("USE_FLAGTUNE"),
     )
     if flaggems is not None:
         name = flaggems.__name__.split(".")[0]

@@ -32,6 +32,7 @@ def full_selection(config: BatchConfig) -> OpSelection:
         repos=config.repos,
         restrict_to=config.restrict_to,
         dismiss_file=config.dismiss_file,
+        recheck_left_out=config.recheck_left_out,
     )
 
 

@@ -8,13 +8,17 @@ Format, one entry a line (DESIGN.md §5.19)::
     mm@test_blas_perf.py # 2025-06-03 duplicate of mm in test_mm.py
 
 The spec is an op selector as ``--ops`` takes it; a bare op applies to every repo.
-An entry without ``# YYYY-MM-DD reason`` is an error naming its line.
+An entry in the seed scripts' format (no date: ``abs`` or ``abs  # flaky``) is
+accepted with one warning line naming it, so an old list keeps working; a
+malformed date or a date without a reason is an error naming its line.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
 import re
+import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,29 +27,40 @@ from zlbench.models import read_text
 
 _SPEC_RE = re.compile(r"^(?:(?P<repo>[A-Za-z0-9_.-]+):)?(?P<op>[A-Za-z0-9_.]+(?:@[\w./-]+)?)$")
 _TAIL_RE = re.compile(r"^(?P<date>\S+)\s+(?P<reason>\S.*)$")
+_DATE_LIKE = re.compile(r"^\d{4}-\d{1,2}-\d{1,2}$")
+Warn = Callable[[str], None]
 
 
 @dataclass(frozen=True)
 class DismissEntry:
     op: str  # selector without repo prefix, e.g. "mm" or "mm@test_blas_perf.py"
     repo: str | None  # None: every repo
-    date: _dt.date
+    date: _dt.date | None  # None: an undated entry (the seed's format)
     reason: str
     line: int
+
+    @property
+    def when(self) -> str:
+        """The date as written in batch.json and notes: ISO, or ``undated``."""
+        return self.date.isoformat() if self.date else "undated"
 
     def matches(self, repo: str, op: str) -> bool:
         return self.op == op and self.repo in (None, repo)
 
 
-def parse_dismiss(text: str, source: str = "dismiss.txt") -> list[DismissEntry]:
-    """Parse the dismiss list; a malformed entry raises ZlbenchError naming the line."""
+def parse_dismiss(
+    text: str, source: str = "dismiss.txt", warn: Warn | None = None
+) -> list[DismissEntry]:
+    """Parse the dismiss list; a malformed entry raises ZlbenchError naming the line,
+    an undated one goes to ``warn`` (default: stderr)."""
+    warn = warn or _stderr
     entries: list[DismissEntry] = []
     seen: dict[tuple[str | None, str], int] = {}
     for num, raw in enumerate(text.splitlines(), start=1):
         line = raw.strip()
         if not line or line.startswith("#"):
             continue
-        entry = _parse_line(line, num, source)
+        entry = _parse_line(line, num, source, warn)
         key = (entry.repo, entry.op)
         if key in seen:
             raise ZlbenchError(
@@ -57,14 +72,26 @@ def parse_dismiss(text: str, source: str = "dismiss.txt") -> list[DismissEntry]:
     return entries
 
 
-def _parse_line(line: str, num: int, source: str) -> DismissEntry:
+def _stderr(line: str) -> None:
+    print(line, file=sys.stderr)
+
+
+def _parse_line(line: str, num: int, source: str, warn: Warn) -> DismissEntry:
     spec, sep, tail = line.partition("#")
     spec = spec.strip()
     where = f"{source}:{num}"
     m = _SPEC_RE.match(spec)
     if not m:
         raise ZlbenchError(f"{where}: bad op spec {spec!r} (expected op, repo:op or op@file.py)")
-    t = _TAIL_RE.match(tail.strip()) if sep else None
+    tail = tail.strip()
+    first = tail.split(maxsplit=1)[0] if tail else ""
+    if not _DATE_LIKE.match(first):  # the seed's format: no date
+        warn(
+            f"warning: {where}: {spec!r} has no date (seed format); "
+            f"write '{spec}  # YYYY-MM-DD reason'"
+        )
+        return DismissEntry(m.group("op"), m.group("repo"), None, tail, num)
+    t = _TAIL_RE.match(tail)
     if not t:
         raise ZlbenchError(
             f"{where}: entry {spec!r} needs a date and a reason: '{spec}  # YYYY-MM-DD reason'"
@@ -78,11 +105,11 @@ def _parse_line(line: str, num: int, source: str) -> DismissEntry:
     return DismissEntry(m.group("op"), m.group("repo"), date, t.group("reason").strip(), num)
 
 
-def load_dismiss(path: Path) -> list[DismissEntry]:
+def load_dismiss(path: Path, warn: Warn | None = None) -> list[DismissEntry]:
     """Read a dismiss file; a missing file means nothing is dismissed."""
     if not path.exists():
         return []
-    return parse_dismiss(read_text(path), source=str(path))
+    return parse_dismiss(read_text(path), source=str(path), warn=warn)
 
 
 def find_dismissal(entries: list[DismissEntry], repo: str, op: str) -> DismissEntry | None:

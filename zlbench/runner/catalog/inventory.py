@@ -19,6 +19,7 @@ import io
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import astuple, dataclass, fields, replace
 from pathlib import Path
 
@@ -68,22 +69,33 @@ def benchmark_files(flaggems_dir: str | os.PathLike) -> list[Path]:
 
 
 def scan_checkout(
-    flaggems_dir: str | os.PathLike, repo: str = "main", *, collected: list[str] | None = None
+    flaggems_dir: str | os.PathLike,
+    repo: str = "main",
+    *,
+    collected: list[str] | None = None,
+    warn: Callable[[str], None] | None = None,
 ) -> list[InventoryRow]:
     """AST scan of ``<flaggems_dir>/benchmark``; rows sorted by (op, file, nodeid).
 
     Test functions without any op mark are left out (nothing can select them).
-    A file that does not parse is a ZlbenchError naming it. ``collected``: the
-    node ids of a ``pytest --collect-only`` run, to fill the ``collected`` column.
+    A file that does not parse (or is not UTF-8) is left out with one warning line
+    naming it (``warn``, default stderr): one broken upstream file must not cost
+    the inventory of every other op. ``collected``: the node ids of a
+    ``pytest --collect-only`` run, to fill the ``collected`` column.
     """
     root = Path(flaggems_dir)
     rows: list[InventoryRow] = []
+    say = warn or _stderr
     for path in benchmark_files(root):
         rel = path.relative_to(root).as_posix()
         try:
             tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
         except SyntaxError as e:
-            raise ZlbenchError(f"{rel}: cannot parse (line {e.lineno}): {e.msg}") from None
+            say(f"warning: {rel}: cannot parse (line {e.lineno}): {e.msg}; its ops are left out")
+            continue
+        except UnicodeDecodeError as e:
+            say(f"warning: {rel}: not UTF-8 ({e.reason}); its ops are left out")
+            continue
         for t in _ast.scan_module(tree):
             rows.append(
                 InventoryRow(
@@ -101,6 +113,10 @@ def scan_checkout(
     if collected is not None:
         rows = apply_collected(rows, collected)
     return sorted(rows, key=lambda r: (r.op, r.file, r.nodeid))
+
+
+def _stderr(line: str) -> None:
+    print(line, file=sys.stderr)
 
 
 def class_bases(flaggems_dir: str | os.PathLike) -> dict[str, list[str]]:

@@ -128,19 +128,57 @@ def _kw(call: ast.Call, name: str) -> ast.expr | None:
     return next((k.value for k in call.keywords if k.arg == name), None)
 
 
-def bench_call(func: ast.AST) -> tuple[str, str]:
-    """(literal op_name, class name) of the Benchmark constructed in ``func``."""
+def _op_name_arg(call: ast.Call) -> ast.expr | None:
+    """The op_name argument of a Benchmark call: ``op_name=`` or the first positional
+    (upstream ``Benchmark.__init__(self, op_name, torch_op, ...)``)."""
+    kw = _kw(call, "op_name")
+    if kw is not None:
+        return kw
+    first = call.args[0] if call.args else None
+    if isinstance(first, ast.Constant) and isinstance(first.value, str):
+        return first
+    return None
+
+
+def bench_call(func: ast.AST, class_ops: dict[str, str] | None = None) -> tuple[str, str]:
+    """(literal op_name, class name) of the Benchmark constructed in ``func``.
+
+    The op_name is a keyword, the first positional argument of a ``...Benchmark(``
+    call, or (``class_ops``) the one a class of the module passes to
+    ``super().__init__``."""
     fallback = ("", "")
     for node in ast.walk(func):
         if not isinstance(node, ast.Call):
             continue
         cls = dotted_tail(node.func)
-        op_name = _kw(node, "op_name")
+        named = cls.endswith("Benchmark")
+        op_name = _kw(node, "op_name") if not named else _op_name_arg(node)
         if op_name is not None:
             return _const_str(op_name), cls if cls[:1].isupper() else ""
-        if cls.endswith("Benchmark") and fallback == ("", ""):
+        if named and (class_ops or {}).get(cls):
+            return (class_ops or {})[cls], cls
+        if named and fallback == ("", ""):
             fallback = ("", cls)
     return fallback
+
+
+def class_op_names(tree: ast.Module) -> dict[str, str]:
+    """Classes of a module that pass a literal op_name to ``super().__init__``."""
+    out: dict[str, str] = {}
+    for cls in (n for n in tree.body if isinstance(n, ast.ClassDef)):
+        for node in ast.walk(cls):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr == "__init__"
+                and isinstance(node.func.value, ast.Call)
+                and dotted_tail(node.func.value.func) == "super"
+            ):
+                name = _const_str(_op_name_arg(node))
+                if name:
+                    out[cls.name] = name
+                    break
+    return out
 
 
 def module_marks(tree: ast.Module) -> list[Mark]:
@@ -210,10 +248,10 @@ def _ops(marks: list[Mark]) -> list[str]:
     return [m.name for m in marks if m.name not in BUILTIN_MARKS]
 
 
-def _scan_function(func, mod: list[Mark]) -> list[ScannedTest]:
+def _scan_function(func, mod: list[Mark], class_ops: dict[str, str]) -> list[ScannedTest]:
     own = [m for m in map(as_mark, reversed(func.decorator_list)) if m is not None]
     skip = skip_reason(own) or skip_reason(mod) or body_skip(func)
-    op_name, bench_class = bench_call(func)
+    op_name, bench_class = bench_call(func, class_ops)
     if _ops(own):
         return [ScannedTest(_ops(own)[0], func.name, "", op_name, bench_class, skip)]
     parametrizes = [m for m in own if m.name == "parametrize"]
@@ -241,10 +279,11 @@ def _param_test(name: str, p: Param, op_name: str, bench_class: str, skip: str) 
 def scan_module(tree: ast.Module) -> list[ScannedTest]:
     """Selectable tests of one module, in source order (top-level ``test*`` functions)."""
     mod = module_marks(tree)
+    class_ops = class_op_names(tree)
     out: list[ScannedTest] = []
     for node in tree.body:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name.startswith(
             "test"
         ):
-            out += _scan_function(node, mod)
+            out += _scan_function(node, mod, class_ops)
     return out

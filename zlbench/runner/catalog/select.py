@@ -16,7 +16,7 @@ missing inventory and an empty selection are ZlbenchError (one line, exit 2).
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from zlbench.errors import ZlbenchError
@@ -129,9 +129,12 @@ def select_ops(
     repos: Iterable[str] = (),
     restrict_to: set[str] | None = None,
     dismiss_file: Path | None = None,
+    recheck_left_out: bool = False,
 ) -> OpSelection:
     """Resolve the selection; see the module docstring. ``dismiss_file`` defaults to
-    ``<ops_dir>/dismiss.txt`` (a missing file dismisses nothing)."""
+    ``<ops_dir>/dismiss.txt`` (a missing file dismisses nothing).
+    ``recheck_left_out``: dismissed and unconditionally skipped ops are run too
+    (to see whether they still need to be left out)."""
     specs = list(specs)
     spec_list = _specs_of(all_ops, specs, ops_file)
     repo_list = list(dict.fromkeys(repos)) or ["main"]
@@ -147,6 +150,8 @@ def select_ops(
         for spec in spec_list:
             chosen += _resolve_spec(inv, spec, repo_list)
     dismiss = load_dismiss(Path(dismiss_file) if dismiss_file else Path(ops_dir) / DISMISS_FILE)
+    if recheck_left_out:
+        dismiss, chosen = [], [replace(op, skip="") for op in chosen]
     return _filter(chosen, dismiss, restrict_to)
 
 
