@@ -231,3 +231,18 @@ def test_python_flag_runs_the_workers_in_that_interpreter(baseline, tmp_path, fa
         ["codegen", "--baseline", str(baseline), "--out", str(out), "--python", sys.executable]
     )
     assert rc == 0 and _screen(out).python == sys.executable
+
+
+def test_baseline_recording_other_outputs_for_one_kernel_is_noted(tmp_path, fake_worker):
+    root = tmp_path / "base"
+    write_run(root, "a", [(record(ADD, stage_texts("add"), [use("a")]), stage_texts("add"))])
+    other = stage_texts("add", sass="other\n")
+    write_run(root, "b", [(record(ADD, other, [use("b")]), other)])
+    fake_worker({"add_kernel": {"texts": _texts("add")}})
+    out = tmp_path / "out"
+    assert main(["codegen", "--baseline", str(root), "--out", str(out)]) == 0
+    (k,) = _screen(out).kernels
+    assert k.status.value == "identical" and k.ops == ["main/a", "main/b"]
+    assert k.notes == ["baseline not deterministic: other outputs recorded in main/b"]
+    md = (out / "codegen.md").read_text()
+    assert f"### Notes\n\n- `add_kernel` `{k.kernel_id}`: baseline not deterministic" in md

@@ -29,6 +29,9 @@ class BaselineKernels:
     rows: dict[str, set[RowKey]] = field(default_factory=dict)  # id -> rows that launched it
     op_kernels: dict[str, set[str]] = field(default_factory=dict)  # op key -> ids
     ops_without_records: list[str] = field(default_factory=list)  # ops with result.json only
+    # id -> ops whose record of it has other stage outputs than the first one read
+    # (the baseline's own compiles were not deterministic).
+    conflicts: dict[str, set[str]] = field(default_factory=dict)
 
 
 def run_dirs(root: Path) -> list[Path]:
@@ -67,6 +70,10 @@ def collect(root: str | Path) -> BaselineKernels:
     return out
 
 
+def _outputs(rec: CompileRecord) -> dict[str, str] | None:
+    return {n: d.sha256 for n, d in rec.result.stages.items()} if rec.result else None
+
+
 def _add(out: BaselineKernels, key: str, cg_dir: Path, rec: CompileRecord) -> None:
     if rec.id != rec.request.key():
         raise ZlbenchError(
@@ -76,6 +83,8 @@ def _add(out: BaselineKernels, key: str, cg_dir: Path, rec: CompileRecord) -> No
     if rec.id not in out.records:
         out.records[rec.id] = rec
         out.blob_dirs[rec.id] = cg_dir
+    elif _outputs(rec) != _outputs(out.records[rec.id]):
+        out.conflicts.setdefault(rec.id, set()).add(key)
     out.ops.setdefault(rec.id, set()).add(key)
     out.op_kernels[key].add(rec.id)
     repo = key.split("/", 1)[0]

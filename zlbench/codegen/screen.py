@@ -90,13 +90,17 @@ def _compile_s(rec: CompileRecord) -> float | None:
 
 
 def _screen_one(base: BaselineKernels, kid: str, cur: CompileRecord | None) -> KernelScreen:
-    return screen_kernel(
+    k = screen_kernel(
         base.records[kid],
         cur,
         base.ops.get(kid, ()),
         base.rows.get(kid, ()),
         diff_file=f"{DIFFS_DIR}/{kid}.diff",
     )
+    if kid in base.conflicts:
+        others = ", ".join(sorted(base.conflicts[kid]))
+        k.notes.append(f"baseline not deterministic: other outputs recorded in {others}")
+    return k
 
 
 def _write_diffs(

@@ -53,6 +53,7 @@ def render_codegen(screen: CodegenScreen, top: int = TOP) -> str:
     ]
     parts += _failed(screen)
     parts += _top_changes(screen, top)
+    parts += _notes(screen, top)
     if screen.ops_without_records:
         ops = ", ".join(md_code(o, 60) for o in screen.ops_without_records[:20])
         more = len(screen.ops_without_records) - 20
@@ -84,6 +85,21 @@ def _failed(s: CodegenScreen) -> list[str]:
         for k in failed
     ]
     return ["### Failed to compile", table(["kernel", "config", "ops", "error"], "llll", rows)]
+
+
+def _notes(s: CodegenScreen, top: int) -> list[str]:
+    """Rebuild remarks (a kernel source that changed, a baseline not deterministic):
+    a change they name may not be the compiler's."""
+    lines = [
+        f"- {md_code(k.name, 60)} {md_code(k.kernel_id, 20)}: {md_text(n, 200)}"
+        for k in s.kernels
+        for n in k.notes
+    ]
+    if not lines:
+        return []
+    more = len(lines) - top
+    tail = [f"- … {more} more in codegen.json"] if more > 0 else []
+    return ["### Notes", "\n".join(lines[:top] + tail)]
 
 
 def weight(k: KernelScreen) -> float:
