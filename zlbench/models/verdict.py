@@ -129,6 +129,17 @@ class GateVerdict(_Model):
     reproduce_template: str = Field(
         "", description="zlbench run with $OP $REPO $RUN $DTYPES $FLAGGEMS_DIR to fill per op"
     )
+    systemic: list[str] = Field(
+        default_factory=list,
+        description="one line per failure many ops share (batch.json 'systemic'), e.g. "
+        "'13 ops fail the same way under the compiler under test: SystemError in "
+        "triton/backends/nvidia/driver.py:328'; the reports lead with them",
+    )
+    not_measured: list[str] = Field(
+        default_factory=list,
+        description="op keys never measured (time budget spent, or a systemic failure "
+        "before they began): never PASS",
+    )
     ab: AbSummary | None = Field(None, description="the A/B against the base compiler, if any")
     accept: list[AcceptEntry] = Field(default_factory=list, description="the accept list given")
     accept_source: str = Field("", description="the --accept file as given")
