@@ -1,0 +1,189 @@
+"""Where an op's wall time goes: ``<run_dir>/timings.json`` per op (docs/screening.md,
+"Time breakdown"). Opt-in: ``-p zlbench.plugins.phases`` (``zlbench batch
+--phase-timings`` adds it), so a normal run pays nothing for it.
+
+Why: the GPU time of a screen is mostly not the timed region; to make it shorter
+one must know which part is long. Recorded, in wall-clock seconds:
+
+* process start -> plugins configured (interpreter, torch, pytest, the FlagGems
+  conftest and its ``import flag_gems``), from the process start time the kernel
+  keeps (``/proc/self/stat``; None where there is no /proc), and pytest's
+  collection: both for the first op of the process only;
+* per op: its wall time (first test start to last test end), pytest setup, call
+  and teardown;
+* per measurement of zlbench's graph timing (``zlbench.plugins.timing.measure``,
+  wrapped here: its backend and function are observed, nothing else changes): the
+  discarded first call (JIT compile, autotune, lazy init), eager warmup, graph
+  capture, timed replays and synchronizations, split into the reference side
+  (upstream's ``latency_base``: the torch op) and the measured side
+  (``latency``: FlagGems). The side is read from upstream's ``Benchmark.run``
+  frame: a measurement made while its ``metric.latency_base`` is still unset is
+  the reference one.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from zlbench.models import dump_json_model
+from zlbench.models.timings import TIMINGS_JSON, OpTimings, SidePhases
+from zlbench.plugins import state, timing
+
+
+def process_start_time() -> float | None:
+    """Epoch seconds when this process started (Linux /proc), else None."""
+    try:
+        stat = Path("/proc/self/stat").read_text()
+        start_ticks = int(stat.rsplit(")", 1)[1].split()[19])  # field 22: starttime
+        uptime = float(Path("/proc/uptime").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+    age = uptime - start_ticks / os.sysconf("SC_CLK_TCK")
+    return time.time() - age
+
+
+class _TimedBackend:
+    """A timing backend that adds the wall time of each call to a :class:`SidePhases`."""
+
+    def __init__(self, backend: Any, side: SidePhases) -> None:
+        self.backend, self.side, self.eager_calls = backend, side, 0
+
+    def _timed(self, field: str, fn: Any, *args: Any, **kw: Any) -> Any:
+        t0 = time.perf_counter()
+        try:
+            return fn(*args, **kw)
+        finally:
+            setattr(self.side, field, getattr(self.side, field) + time.perf_counter() - t0)
+
+    def synchronize(self) -> None:
+        self._timed("sync_s", self.backend.synchronize)
+
+    def time_eager(self, fn: Any, n: int) -> float:
+        return self._timed("warmup_s", self.backend.time_eager, fn, n)
+
+    def capture(self, fn: Any, n: int) -> Any:
+        return self._timed("capture_s", self.backend.capture, fn, n)
+
+    def replay_ms(self, graph: Any) -> float:
+        return self._timed("replays_s", self.backend.replay_ms, graph)
+
+    def plain(self, fn: Any, rep_ms: float, warmup_ms: float, **kw: Any) -> Any:
+        return self._timed("other_s", self.backend.plain, fn, rep_ms, warmup_ms, **kw)
+
+
+def _total(side: SidePhases) -> float:
+    return (
+        side.first_call_s
+        + side.warmup_s
+        + side.capture_s
+        + side.replays_s
+        + side.sync_s
+        + side.other_s
+    )
+
+
+def reference_side(frame: Any) -> bool:
+    """True when the measurement in flight is upstream's ``latency_base`` (the torch op)."""
+    while frame is not None:
+        metric = frame.f_locals.get("metric") if frame.f_code.co_name == "run" else None
+        if metric is not None and hasattr(metric, "latency_base"):
+            return metric.latency_base is None
+        frame = frame.f_back
+    return False
+
+
+class Phases:
+    """The plugin object: hooks, the wrapped ``measure`` and the op being timed."""
+
+    def __init__(self) -> None:
+        self.started = process_start_time()
+        self.configured = time.time()
+        self.collection: list[float] = []
+        self.current: OpTimings | None = None
+        self.began = 0.0
+        self.ops_seen = 0
+        self.measure = timing.measure
+
+    def timed_measure(self, fn: Any, backend: Any, settings: Any, **kw: Any) -> Any:
+        op = self.current
+        if op is None:
+            return self.measure(fn, backend, settings, **kw)
+        side = op.torch if reference_side(sys._getframe(1)) else op.gems
+        side.calls += 1
+        first = [True]
+
+        def observed() -> Any:
+            if not first[0]:
+                return fn()
+            first[0] = False
+            t0 = time.perf_counter()
+            try:
+                return fn()
+            finally:
+                side.first_call_s += time.perf_counter() - t0
+
+        t0, before = time.perf_counter(), _total(side)
+        try:
+            return self.measure(observed, _TimedBackend(backend, side), settings, **kw)
+        finally:
+            inner = _total(side) - before
+            side.other_s += max(0.0, time.perf_counter() - t0 - inner)
+
+    def on_start(self, op: state.OpState) -> None:
+        first = self.ops_seen == 0
+        self.ops_seen += 1
+        self.current = OpTimings(run_name=op.entry.run_name, first_in_process=first)
+        if first:
+            if self.started is not None:
+                self.current.process_start_s = round(self.configured - self.started, 3)
+            if len(self.collection) == 2:
+                self.current.collection_s = round(self.collection[1] - self.collection[0], 3)
+        self.began = time.time()
+
+    def on_end(self, op: state.OpState) -> None:
+        if self.current is None:
+            return
+        self.current.op_wall_s = round(time.time() - self.began, 3)
+        run_dir = Path(op.entry.run_dir)
+        run_dir.mkdir(parents=True, exist_ok=True)
+        dump_json_model(run_dir / TIMINGS_JSON, self.current)
+        self.current = None
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_collection(self, session: pytest.Session):
+        self.collection = [time.time()]
+        yield
+        self.collection.append(time.time())
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if self.current is not None and report.when in ("setup", "call", "teardown"):
+            name = f"{report.when}_s"
+            setattr(self.current, name, getattr(self.current, name) + report.duration)
+
+
+_PLUGIN: Phases | None = None
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    global _PLUGIN
+    if _PLUGIN is not None:
+        return
+    _PLUGIN = Phases()
+    config.pluginmanager.register(_PLUGIN, "zlbench-phases")
+    timing.measure = _PLUGIN.timed_measure
+    state.subscribe(on_start=_PLUGIN.on_start, on_end=_PLUGIN.on_end)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    global _PLUGIN
+    if _PLUGIN is None:
+        return
+    timing.measure = _PLUGIN.measure
+    state.unsubscribe(on_start=_PLUGIN.on_start, on_end=_PLUGIN.on_end)
+    _PLUGIN = None
