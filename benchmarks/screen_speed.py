@@ -1,0 +1,70 @@
+"""Rows per GPU-minute and A/A noise of screens run side by side (benchmarks/gpu_screen_speed.sh).
+
+    python benchmarks/screen_speed.py LABEL=DIR_A1,DIR_A2 [LABEL=DIR_B1,DIR_B2 ...]
+
+Each DIR is a batch dir that holds ``wall_s`` (the wall seconds of the whole
+``zlbench batch`` command, precompile included, written by the shell script) and
+``summary.csv``. Per label: rows measured (SUCCESS rows of summary.csv), wall time,
+rows per GPU-minute (rows / wall minutes: the GPU is held for the whole command),
+and the A/A noise between its two runs: |speedup_2 / speedup_1 - 1| per row present
+in both, as median and p90. Prints one markdown table (docs/measurements.md).
+Optional: a ``timings.json`` per run dir (``--phase-timings``) is summed by
+benchmarks/phase_breakdown.py, not here.
+"""
+
+from __future__ import annotations
+
+import csv
+import statistics
+import sys
+from pathlib import Path
+
+
+def rows_of(batch: Path) -> dict[tuple[str, str, str, str, str], float]:
+    """(repo, run_name, dtype, shape, occurrence) -> speedup of each SUCCESS row."""
+    out = {}
+    with open(batch / "summary.csv", newline="", encoding="utf-8") as f:
+        for r in csv.DictReader(f):
+            if r["status"] == "SUCCESS" and r["speedup"]:
+                key = (r["repo"], r["run_name"], r["dtype"], r["shape"], r["occurrence"])
+                out[key] = float(r["speedup"])
+    return out
+
+
+def wall_of(batch: Path) -> float:
+    return float((batch / "wall_s").read_text().strip())
+
+
+def noise(a: dict, b: dict) -> tuple[float, float, int]:
+    common = sorted(set(a) & set(b))
+    devs = sorted(abs(b[k] / a[k] - 1) for k in common if a[k] > 0)
+    if not devs:
+        return float("nan"), float("nan"), 0
+    p90 = devs[min(len(devs) - 1, int(0.9 * (len(devs) - 1) + 0.5))]
+    return statistics.median(devs), p90, len(devs)
+
+
+def line(label: str, dirs: list[Path]) -> str:
+    rows = [len(rows_of(d)) for d in dirs]
+    walls = [wall_of(d) for d in dirs]
+    rate = [r / (w / 60) for r, w in zip(rows, walls, strict=True)]
+    med, p90, n = noise(rows_of(dirs[0]), rows_of(dirs[1])) if len(dirs) > 1 else (0, 0, 0)
+    walls_txt = " / ".join(f"{w:.0f}" for w in walls)
+    rate_txt = " / ".join(f"{x:.1f}" for x in rate)
+    return f"| {label} | {rows[0]} | {walls_txt} | {rate_txt} | {med:.2%} | {p90:.2%} | {n} |"
+
+
+def main(argv: list[str]) -> int:
+    if not argv:
+        print(__doc__, file=sys.stderr)
+        return 2
+    print("| path | rows | wall s (run 1 / 2) | rows/GPU-min | A/A median | A/A p90 | compared |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    for arg in argv:
+        label, _, dirs = arg.partition("=")
+        print(line(label, [Path(d) for d in dirs.split(",")]))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,60 @@
+"""benchmarks/screen_speed.py and benchmarks/phase_breakdown.py on small made-up
+batch dirs: rows per GPU-minute, A/A noise, and the phase sums."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+from zlbench.models import dump_json_model
+from zlbench.models.timings import TIMINGS_JSON, OpTimings, SidePhases
+
+BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
+HEAD = "repo,run_name,op,dtype,shape,occurrence,status,latency_base_ms,latency_ms,speedup"
+
+
+def _load(name: str):
+    spec = importlib.util.spec_from_file_location(name, BENCH / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _batch(path: Path, speedups: list[float], wall: float) -> Path:
+    path.mkdir(parents=True)
+    lines = [HEAD] + [
+        f"main,op{i},op{i},bfloat16,[{i}],0,SUCCESS,1.0,1.0,{s}" for i, s in enumerate(speedups)
+    ]
+    lines.append("main,bad,bad,bfloat16,[9],0,FAILED,,,")
+    (path / "summary.csv").write_text("\n".join(lines) + "\n")
+    (path / "wall_s").write_text(f"{wall}\n")
+    return path
+
+
+def test_screen_speed_rates_rows_per_gpu_minute_and_aa_noise(tmp_path):
+    speed = _load("screen_speed")
+    a = _batch(tmp_path / "a", [1.0, 2.0, 4.0, 1.0], 120)
+    b = _batch(tmp_path / "b", [1.1, 2.0, 4.0, 0.9], 60)
+    assert speed.noise(speed.rows_of(a), speed.rows_of(b))[2] == 4
+    line = speed.line("old", [a, b])
+    assert line == "| old | 4 | 120 / 60 | 2.0 / 4.0 | 5.00% | 10.00% | 4 |"
+
+
+def test_phase_breakdown_sums_the_ops_of_a_batch(tmp_path):
+    pb = _load("phase_breakdown")
+    batch = tmp_path / "b"
+    for name, first in (("x", True), ("y", False)):
+        t = OpTimings(run_name=name, first_in_process=first, call_s=3.0, setup_s=0.5)
+        t.torch = SidePhases(calls=1, first_call_s=1.0, replays_s=0.2)
+        t.gems = SidePhases(calls=1, first_call_s=0.5, warmup_s=0.3)
+        if first:
+            t.process_start_s, t.collection_s = 14.0, 2.0
+        (batch / "main" / name).mkdir(parents=True)
+        dump_json_model(batch / "main" / name / TIMINGS_JSON, t)
+    (batch / "wall_s").write_text("30\n")
+    totals = pb.breakdown(batch)
+    assert totals["ops"] == 2
+    assert totals["process start + imports"] == 14.0 and totals["collection"] == 2.0
+    assert totals["torch: first call"] == 2.0 and totals["gems: warmup"] == 0.6
+    assert abs(totals["body other"] - 2 * (3.0 - 2.0)) < 1e-9
+    assert "| process start + imports | 14.0 | 47% |" in pb.render(batch)
