@@ -163,7 +163,10 @@ class Recorder:
     def on_end(self, op: state.OpState) -> None:
         run = op.entry.run_name
         self.run_dirs[run] = op.entry.run_dir
-        self.write(run, codegen_dir(op.entry.run_dir))  # an op that compiled nothing: empty index
+        try:  # an op that compiled nothing gets an empty index
+            self.write(run, codegen_dir(op.entry.run_dir))
+        except OSError as e:  # the op's own results must still be written
+            print(f"ZLBENCH_CODEGEN_WARNING cannot write {run}: {e}", file=sys.stderr, flush=True)
 
 
 # --------------------------------------------------------------------------- install
