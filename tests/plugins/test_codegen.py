@@ -258,10 +258,11 @@ def _run_benchpkg(
 
 def test_plugin_records_each_op_and_attributes_kernels_to_its_rows(tmp_path):
     root = copy_benchpkg(tmp_path / "suite")
-    ops = [("add", "benchmark/test_add.py::test_add"), ("mm", "benchmark/test_mm.py::test_mm")]
+    ops = [("add", "benchmark/test_add.py::test_add"), ("mm", "benchmark/test_mm.py::test_mm"),
+           ("pinned_add", "benchmark/test_hardcoded_shapes.py::test_pinned_add")]  # fmt: skip
     proc = _run_benchpkg(root, ops, "--zl-codegen-standin", "cuda:90")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-    for op, kernel in (("add", "add_kernel"), ("mm", "mm_kernel")):
+    for op, kernel in (("add", "add_kernel"), ("mm", "mm_kernel"), ("pinned_add", "add_kernel")):
         run_dir = root / "runs" / "main" / op
         index = load_codegen_index(run_dir)
         assert {r.request.kernel.name for r in index.records} == {kernel}
@@ -273,6 +274,12 @@ def test_plugin_records_each_op_and_attributes_kernels_to_its_rows(tmp_path):
         for rec in index.records:
             for digest in rec.result.stages.values():
                 assert (run_dir / "codegen" / digest.blob).is_file()
+    # pinned_add (n=48) reuses add's kernels (n=64: same specialisation) from triton's
+    # in-process cache: nothing compiles, the launches alone attribute them
+    runs = root / "runs" / "main"
+    add = {r.id: r.result.times for r in load_codegen_index(runs / "add").records}
+    pinned = {r.id: r.result.times for r in load_codegen_index(runs / "pinned_add").records}
+    assert pinned and all(add[i] == t for i, t in pinned.items())  # the same compilations
 
 
 def test_plugin_writes_nothing_under_the_interpreter(tmp_path):
