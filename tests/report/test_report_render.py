@@ -214,3 +214,13 @@ def test_readme_shows_the_real_main_job_pass():
     excerpt = readme.split("```markdown\n", 1)[1].split("\n```", 1)[0]
     md = render_markdown(real_aa())
     assert all(line in md.splitlines() for line in excerpt.splitlines() if line), excerpt
+
+
+def test_systemic_lines_and_unmeasured_ops_lead_the_report(verdicts):
+    v = verdicts["fail"].model_copy(deep=True)
+    v.systemic = ["13 ops fail the same way: SystemError in driver.py <x>"]
+    v.not_measured = ["main/zeros", "main/ones"]
+    md = render_markdown(v)
+    assert md.index("### Systemic failures (1)") < md.index("### Regressed kernels")
+    assert "SystemError in driver.py \\<x\\>" in md
+    assert "### Not measured (2 ops)" in md and "| `main/zeros` |" in md

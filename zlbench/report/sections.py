@@ -6,6 +6,7 @@ first, then what to do and how to reproduce), then what moved and the context
 from __future__ import annotations
 
 from zlbench.models import FAILING_VERDICTS, GateVerdict, OpVerdict, Verdict
+from zlbench.report.ab import ab_block, accept_block
 from zlbench.report.blocks import Block, change_block, op_label, reason_block
 from zlbench.report.blocks import table as table  # re-exported: report.codegen uses it
 from zlbench.report.escape import md_code, md_fence, md_text
@@ -145,6 +146,23 @@ def next_steps(v: GateVerdict) -> Block | None:
     return Block("What to do next", "\n".join(f"- {s}" for s in steps)) if steps else None
 
 
+def systemic(v: GateVerdict) -> Block | None:
+    """Failures many ops share (batch.json 'systemic'): the reports lead with them."""
+    if not v.systemic:
+        return None
+    lines = "\n".join(f"- {md_text(line, 400)}" for line in v.systemic)
+    return Block(f"Systemic failures ({len(v.systemic)})", lines)
+
+
+def not_measured(v: GateVerdict) -> Block | None:
+    if not v.not_measured:
+        return None
+    intro = "Never measured (time budget spent, or a systemic failure before they began)."
+    cells = [[md_code(k)] for k in v.not_measured]
+    title = f"Not measured ({len(v.not_measured)} ops)"
+    return Block(title, intro, ["op"], "l", cells, noun="ops")
+
+
 def _dtypes(v: GateVerdict, o: OpVerdict) -> str:
     bad = [
         r.key.dtype
@@ -193,13 +211,18 @@ def logs(v: GateVerdict) -> Block | None:
 def blocks(v: GateVerdict, extras: ReportExtras) -> list[Block]:
     """Every section that has something to say, in reading order."""
     if v.verdict == "ERROR":  # nothing was judged: no judged numbers
-        built = [env_warning(v), failed_ops(v), next_steps(v), logs(v), counts(v), environment(v)]
+        built = [env_warning(v), systemic(v), failed_ops(v), not_measured(v), next_steps(v)]
+        built += [logs(v), counts(v), environment(v)]
         return [b for b in built if b is not None]
     built = [
         env_warning(v),
+        systemic(v),
         regressions(v, extras),
+        ab_block(v),
+        accept_block(v),
         aggregate(v),
         failed_ops(v),
+        not_measured(v),
         fallbacks(v),
         missing(v),
         next_steps(v),
