@@ -177,11 +177,13 @@ def test_rebuild_with_ptxas_optimisation_disabled_changes_only_sass_and_says_why
 
 def test_rebuild_reports_kernels_that_fail_and_builds_the_others(recorded, tmp_path):
     index = load_index(recorded)
-    bad = [r.model_copy(deep=True) for r in index.records[:2]]
+    bad = [r.model_copy(deep=True) for r in index.records[:3]]
     const = bad[0].request.constexprs[-1]
     bad[0].request.constexprs[-1] = const.model_copy(update={"kind": "str", "value": "x"})
     bad[1].request.kernel.module = "no_such_module_zl"
-    good = index.records[2]
+    const = bad[2].request.constexprs[-1]
+    bad[2].request.constexprs[-1] = const.model_copy(update={"kind": "repr", "value": "<obj>"})
+    good = index.records[3]
     path = tmp_path / "in.json"
     path.write_text(CodegenIndex(records=[*bad, good]).model_dump_json(), encoding="utf-8")
     proc = rebuild(path, tmp_path / "out", tmp_path, None)
@@ -189,9 +191,10 @@ def test_rebuild_reports_kernels_that_fail_and_builds_the_others(recorded, tmp_p
     out = load_index(tmp_path / "out").records
     assert out[0].error.startswith("compile failed: ") and out[0].result is None
     assert out[1].error == "load failed: ModuleNotFoundError: No module named 'no_such_module_zl'"
-    assert out[2].error is None and digests(CodegenIndex(records=[out[2]])) == {
+    assert out[2].error == "load failed: ValueError: constexpr <obj> was recorded as repr only"
+    assert out[3].error is None and digests(CodegenIndex(records=[out[3]])) == {
         good.id: digests(index)[good.id]}  # fmt: skip
-    assert "failed=2" in proc.stdout
+    assert "failed=3" in proc.stdout
 
 
 def test_rebuild_notes_a_kernel_whose_source_changed(recorded, tmp_path):

@@ -142,8 +142,10 @@ def rebuild_one(
     rec: CompileRecord, loader: Loader, store: capture.BlobStore, roots
 ) -> CompileRecord:
     out = CompileRecord(id=rec.id, request=rec.request, used_by=rec.used_by)
-    try:
+    try:  # not finding the kernel or its constexprs here is not the compiler's failure
         fn = loader.function(rec.request)
+        for c in rec.request.constexprs:
+            decode_const(c.kind, c.value)
     except Exception as e:  # noqa: BLE001 - any failure to load is this kernel's error
         out.error = f"load failed: {_first_line(e)}"
         return out
