@@ -31,6 +31,7 @@ from pydantic import Field, JsonValue
 
 from zlbench.errors import ZlbenchError
 from zlbench.models.base import SCHEMA_VERSION, _Model, load_json_model
+from zlbench.models.paths import resolve_inside
 
 CODEGEN_DIR = "codegen"
 CODEGEN_INDEX = "index.json"
@@ -233,7 +234,7 @@ def blob_digest(data: bytes) -> tuple[str, bytes]:
 
 def read_blob(cg_dir: str | os.PathLike, digest: StageDigest) -> bytes:
     """A stage's uncompressed bytes; a missing or corrupt blob is one ZlbenchError."""
-    path = Path(cg_dir) / digest.blob
+    path = resolve_inside(cg_dir, digest.blob, f"{cg_dir}: blob")
     try:
         data = gzip.decompress(path.read_bytes())
     except FileNotFoundError:

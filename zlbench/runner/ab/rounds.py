@@ -20,7 +20,14 @@ from zlbench.errors import ZlbenchError
 from zlbench.gate.env import measured_results
 from zlbench.gate.load import load_results
 from zlbench.gate.paired import Round
-from zlbench.models import SIDES, AbSummary, Environment, dump_json_model, load_json_model
+from zlbench.models import (
+    SIDES,
+    AbSummary,
+    Environment,
+    dump_json_model,
+    load_json_model,
+    resolve_inside,
+)
 
 AB_DIR = "ab"
 AB_FILE = "ab.json"
@@ -69,8 +76,9 @@ def round_dirs(root: Path) -> list[tuple[Path, Path]]:
     """The ``<i>/{pr,base}/`` pairs under ``root`` in round order (both sides present)."""
     if not root.is_dir():
         return []
-    numbered = sorted((int(p.name), p) for p in root.iterdir() if p.is_dir() and p.name.isdigit())
-    return [(p / "pr", p / "base") for _, p in numbered if (p / "pr").is_dir()]
+    names = sorted((int(p.name), p.name) for p in root.iterdir() if p.name.isdigit())
+    pairs = [(resolve_inside(root, f"{n}/pr"), resolve_inside(root, f"{n}/base")) for _, n in names]
+    return [(pr, base) for pr, base in pairs if pr.is_dir()]
 
 
 @dataclass
@@ -96,7 +104,7 @@ def load_rounds(dirs: list[tuple[Path, Path]]) -> LoadedRounds:
 
 def load_summary(gate_dir: Path) -> tuple[AbSummary, list[tuple[Path, Path]]] | None:
     """A gate dir's A/B (``ab/ab.json`` and its rounds), None when it has none."""
-    root = Path(gate_dir) / AB_DIR
+    root = resolve_inside(gate_dir, AB_DIR)
     if not (root / AB_FILE).is_file():
         return None
     return load_json_model(root / AB_FILE, AbSummary), round_dirs(root)
