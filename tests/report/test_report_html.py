@@ -71,3 +71,10 @@ def test_loads_in_headless_chromium_and_the_script_runs(html, tmp_path):
     assert out.returncode == 0, out.stderr[-2000:]
     assert 'data-ready="1"' in out.stdout  # the inline script ran under the CSP
     assert out.stdout.count("<tr") == html.count("<tr")
+
+
+def test_systemic_lines_and_unmeasured_ops_are_shown(tmp_path):
+    v = every_verdict(tmp_path)
+    v.systemic, v.not_measured = ["13 ops fail: <b>SystemError</b>"], ["main/zeros"]
+    html = render_html(v)
+    assert "13 ops fail: &lt;b&gt;SystemError&lt;/b&gt;" in html and "<code>main/zeros</code>" in html
