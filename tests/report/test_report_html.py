@@ -77,4 +77,6 @@ def test_systemic_lines_and_unmeasured_ops_are_shown(tmp_path):
     v = every_verdict(tmp_path)
     v.systemic, v.not_measured = ["13 ops fail: <b>SystemError</b>"], ["main/zeros"]
     html = render_html(v)
-    assert "13 ops fail: &lt;b&gt;SystemError&lt;/b&gt;" in html and "<code>main/zeros</code>" in html
+    assert (
+        "13 ops fail: &lt;b&gt;SystemError&lt;/b&gt;" in html and "<code>main/zeros</code>" in html
+    )
