@@ -57,6 +57,7 @@ def suggest_shards(root: Path, baseline: str, ops_file: str, target_s: int) -> i
     cmd += ["--target-wall", str(target_s), "--ops-dir", str(root / "ops")]
     cmd += ["--replay-root", str(root / baseline), "--gpus", "0"]
     cmd += ["--repos", *(sorted(manifest.flaggems) or ["main"])]
+    cmd += ["--dtypes", *manifest.dtypes] if manifest.dtypes else []  # as the gate replays
     if ops_file:
         cmd += ["--ops-file", str(root / ops_file)]
     else:

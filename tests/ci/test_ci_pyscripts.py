@@ -445,6 +445,16 @@ def auto_root(setup_root: Path) -> Path:
     ]
     (setup_root / "durations").mkdir()
     (setup_root / "durations" / "ops_status.csv").write_text("\n".join(lines) + "\n")
+    base = setup_root / "baselines" / "v1"
+    manifest = BaselineManifest(
+        name="v1",
+        created="2026-01-01T00:00:00Z",
+        flaggems={"main": {"package": "flag_gems", "commit": "a" * 40}},
+        dtypes=["bfloat16"],  # the gate replays these: durations count once
+        ops=["main/add"],
+        files=content_hashes(base),
+    )
+    dump_yaml_model(base / "manifest.yaml", manifest)
     return setup_root
 
 
@@ -477,15 +487,6 @@ def _with_durations(setup, root):
 
 def test_setup_auto_shards_default_to_the_baseline_ops(ci_module, auto_root):
     setup = ci_module("gate_setup")
-    base = auto_root / "baselines" / "v1"
-    manifest = BaselineManifest(
-        name="v1",
-        created="2026-01-01T00:00:00Z",
-        flaggems={"main": {"package": "flag_gems", "commit": "a" * 40}},
-        ops=["main/add"],
-        files=content_hashes(base),
-    )
-    dump_yaml_model(base / "manifest.yaml", manifest)
     out = setup.resolve({**CALLED, "IN_SHARDS": "auto"}, auto_root)
     assert out["shards"] == "[1]"  # one op (main/add), no durations: one shard fits 900 s
 
