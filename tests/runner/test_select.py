@@ -108,8 +108,8 @@ def test_missing_inventory(tmp_path):
 
 
 def test_bad_dismiss_file_names_its_line(ops_dir):
-    (ops_dir / "dismiss.txt").write_text("abs\n")
-    with pytest.raises(ZlbenchError, match=r"dismiss.txt:1: entry 'abs' needs a date"):
+    (ops_dir / "dismiss.txt").write_text("abs  # 2025-02-30 no such day\n")
+    with pytest.raises(ZlbenchError, match=r"dismiss.txt:1: entry 'abs': bad date"):
         select_ops(ops_dir, specs=["abs"])
 
 
