@@ -3,14 +3,15 @@
 # during a gate_core replay screen, then rebuild them with the same triton (must be
 # 0 changed) and with patched tritons (only the patched kernels/stages change).
 #
-#   benchmarks/gpu_codegen.sh [STAGE...]      default: record sizes same patched
+#   benchmarks/gpu_codegen.sh [STAGE...]      default: record sizes worker same patched
 #
 # Stages:
 #   record   zlbench batch (replay of $BASE, bfloat16) into $WORK/batch: every op's
 #            <run_dir>/codegen/ is written by the codegen plugin
 #   sizes    kernels and compressed bytes per kernel
-#   same     rebuild with this triton: the worker directly (merged index) and
-#            `zlbench codegen` for each --jobs in $JOBS_LIST (timed)
+#   worker   rebuild with this triton by the worker alone (one process, all kernels
+#            merged): every kernel must be identical (independent of `zlbench codegen`)
+#   same     `zlbench codegen` with this triton for each --jobs in $JOBS_LIST (timed)
 #   patched  `zlbench codegen` with each patched triton of tests/codegen_support.py
 # Needs: FlagGems checkout in $ZLBENCH_FLAGGEMS_DIR (src/ importable), zlbench importable.
 set -uo pipefail
@@ -26,7 +27,7 @@ mkdir -p "$WORK"
 stamp() { date -u +%H:%M:%S; }
 timed() { local t0=$SECONDS; "$@"; local rc=$?; echo "[$(stamp)] rc=$rc $((SECONDS - t0))s: $*" | tee -a "$WORK/timings.txt"; return $rc; }
 
-stages=("$@"); [ ${#stages[@]} -eq 0 ] && stages=(record sizes same patched)
+stages=("$@"); [ ${#stages[@]} -eq 0 ] && stages=(record sizes worker same patched)
 for stage in "${stages[@]}"; do
   echo "=== [$(stamp)] stage $stage"
   case $stage in
@@ -37,11 +38,13 @@ for stage in "${stages[@]}"; do
     sizes)
       "${CHECK[@]}" sizes "$WORK/batch" | tee "$WORK/sizes.txt"
       ;;
-    same)
+    worker)
       "${CHECK[@]}" merge "$WORK/batch" "$WORK/merged.json"
       timed python3 -m zlbench.plugins.compiler.rebuild "$WORK/merged.json" "$WORK/rebuild-same"
       mkdir -p "$WORK/recorded" && cp "$WORK/merged.json" "$WORK/recorded/index.json"
       "${CHECK[@]}" compare "$WORK/recorded" "$WORK/rebuild-same" | tail -20 | tee "$WORK/same-worker.txt"
+      ;;
+    same)
       for j in $JOBS_LIST; do
         timed "${ZL[@]}" codegen --baseline "$WORK/batch" --jobs "$j" --out "$WORK/cg-same-j$j" 2>&1 | tail -3
       done
