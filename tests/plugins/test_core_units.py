@@ -6,9 +6,10 @@ import pytest
 import torch
 
 from zlbench.models import Marker, MarkerKind, PlanEntry, RunStatus, WorkerPlan
-from zlbench.plugins import capture, devices, environment, faults, options, shapes, state
+from zlbench.plugins import capture, devices, environment, shapes, state
 from zlbench.plugins.timing import TimingSettings, graph_calls, measure, warm_calls
 from zlbench.plugins.timing_backends import CAPTURE_SYNC_ERROR, CpuBackend, capture_mode, summarize
+from zlbench.protocol import faults, options
 
 FOOTER = (
     "\nCUDA kernel errors might be asynchronously reported at some other API call, so the "

@@ -98,10 +98,11 @@ def _show(args) -> int:
 def _verify(args) -> int:
     from zlbench.gate.baselines import verify
     from zlbench.models import BaselineManifest, load_yaml_model
+    from zlbench.protocol.layout import MANIFEST_YAML
 
     if not args.dir.is_dir():
         raise ZlbenchError(f"{args.dir}: baseline dir not found")
-    manifest = load_yaml_model(args.dir / "manifest.yaml", BaselineManifest)
+    manifest = load_yaml_model(args.dir / MANIFEST_YAML, BaselineManifest)
     rep = verify(args.dir, manifest)
     for problem in rep.problems:
         print(f"FAIL {problem}")

@@ -13,6 +13,7 @@ from zlbench.errors import ZlbenchError
 from zlbench.gate.load import load_baseline, load_results
 from zlbench.gate.thresholds import load_thresholds
 from zlbench.models import Row, RowKey, ThresholdDefaults
+from zlbench.protocol.layout import MANIFEST_YAML
 from zlbench.report.compare import compare, render_compare
 
 
@@ -34,7 +35,7 @@ def add_parser(sub) -> None:
 
 def load_side(path: str) -> tuple[dict[RowKey, Row], ThresholdDefaults | None]:
     """A dir's rows, and its thresholds when it is a baseline dir."""
-    if (Path(path) / "manifest.yaml").is_file():
+    if (Path(path) / MANIFEST_YAML).is_file():
         b = load_baseline(path)
         rows = {r.key(res.repo, res.run_name): r for res in b.ops.values() for r in res.rows}
         return rows, b.manifest.thresholds

@@ -12,6 +12,7 @@ from zlbench.errors import ZlbenchError
 from zlbench.models.base import load_json_model
 from zlbench.models.codegen_screen import CodegenScreen
 from zlbench.models.verdict import GateVerdict
+from zlbench.protocol.layout import VERDICT_JSON
 from zlbench.report.escape import log_line
 
 # Where a codegen screen lives inside a results dir: its own out dir, or the
@@ -46,7 +47,7 @@ def _run(args) -> int:
         raise ZlbenchError(f"{results}: results dir not found")
     path = find_screen(results, args.screen)
     screen = load_json_model(path, CodegenScreen)
-    verdict_file = results / "verdict.json"
+    verdict_file = results / VERDICT_JSON
     rows = load_json_model(verdict_file, GateVerdict).rows if verdict_file.is_file() else None
     diff_root = str(path.parent) + os.sep
     print(log_line(explain_op(screen, args.op, rows, diff_root)), end="")

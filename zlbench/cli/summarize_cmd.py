@@ -14,7 +14,8 @@ def add_parser(sub) -> None:
 
 
 def _run(args) -> int:
-    from zlbench.runner.batch.status import SUMMARY, summarize
+    from zlbench.protocol.layout import SUMMARY_CSV as SUMMARY
+    from zlbench.runner.batch.status import summarize
 
     rows = summarize(args.batch_dir)
     print(f"{args.batch_dir / SUMMARY}: {rows} row(s)")

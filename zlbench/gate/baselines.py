@@ -36,6 +36,7 @@ from zlbench.models import (
     load_json_model,
     resolve_inside,
 )
+from zlbench.protocol.layout import RECORDS_DIR, RESULT_JSON
 
 # Files of a baseline dir covered by the manifest's content hashes.
 HASHED_PATTERNS = ("*/*/result.json", "*/*/autotune_records/*.json")
@@ -238,15 +239,15 @@ def check_out_outside_baseline(out: str | os.PathLike, baseline_root: str | os.P
 def _verify_op(root: Path, key: str, rep: VerifyReport) -> None:
     try:
         op_dir = resolve_inside(root, key, "manifest.yaml: field 'ops'")
-        result = load_json_model(op_dir / "result.json", BaselineResult)
-        check_unique_rows(op_dir / "result.json", result.rows)
+        result = load_json_model(op_dir / RESULT_JSON, BaselineResult)
+        check_unique_rows(op_dir / RESULT_JSON, result.rows)
     except ZlbenchError as e:
         rep.problems.append(str(e))
         return
     rep.rows += len(result.rows)
     if not result.rows:
         rep.problems.append(f"{key}: no rows")
-    if not list((op_dir / "autotune_records").glob("*.json")):
+    if not list((op_dir / RECORDS_DIR).glob("*.json")):
         rep.problems.append(f"{key}: no autotune records")
 
 

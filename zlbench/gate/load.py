@@ -32,10 +32,16 @@ from zlbench.models import (
     read_ops_status,
     resolve_inside,
 )
+from zlbench.protocol.layout import (
+    CONFIRM_DIR,
+    MANIFEST_YAML,
+    OPS_STATUS,
+    RESULT_JSON,
+    RESULTS_DIR,
+    RUN_LOG,
+)
 
 LOG_TAIL_LINES = 20
-RESULTS_DIR = "results"  # a gate dir's measured batch
-CONFIRM_DIR = "confirm"  # a gate dir's confirmation passes, confirm/<i>/
 
 
 def op_key(repo: str, run_name: str) -> str:
@@ -114,7 +120,7 @@ def load_results(path: str | Path) -> ResultsSet:
     path = Path(path)
     if not path.is_dir():
         raise ZlbenchError(f"{path}: results dir not found")
-    if (path / "result.json").is_file():
+    if (path / RESULT_JSON).is_file():
         return ResultsSet(path, _ops_of([_load_run_dir(path)]))
     if (path / RESULTS_DIR).is_dir():
         inner = load_results(resolve_inside(path, RESULTS_DIR))
@@ -147,7 +153,7 @@ def _ops_of(runs: Iterable[OpRun]) -> dict[str, OpRun]:
 def _load_run_dir(run_dir: Path, status: OpStatus | None = None) -> OpRun:
     """One op's run dir (already known to lie inside its results dir); its
     ops_status.csv row when it has one, which must be of the same op."""
-    result_file = resolve_inside(run_dir, "result.json")
+    result_file = resolve_inside(run_dir, RESULT_JSON)
     result = None
     if result_file.is_file():
         result = load_json_model(result_file, RunResult)
@@ -158,7 +164,7 @@ def _load_run_dir(run_dir: Path, status: OpStatus | None = None) -> OpRun:
         raise ZlbenchError(f"{run_dir}: neither result.json nor an ops_status.csv entry")
     src = status or result
     st = worse_status(status.status if status else None, result.status if result else None)
-    log = log_tail(resolve_inside(run_dir, "run.log"))
+    log = log_tail(resolve_inside(run_dir, RUN_LOG))
     return OpRun(src.repo, src.run_name, src.op, st, result, status, log)
 
 
@@ -171,7 +177,7 @@ def log_tail(path: Path, lines: int = LOG_TAIL_LINES) -> list[str]:
 
 
 def _load_batch_dir(path: Path) -> dict[str, OpRun]:
-    status_file = path / "ops_status.csv"
+    status_file = path / OPS_STATUS
     statuses = read_ops_status(status_file) if status_file.is_file() else []
     runs: dict[str, OpRun] = {}
     read: set[str] = set()  # real paths of the result.json files read for ops_status rows
@@ -179,7 +185,7 @@ def _load_batch_dir(path: Path) -> dict[str, OpRun]:
         rel = st.run_dir or f"{st.repo}/{st.run_name}"
         run = _load_run_dir(resolve_inside(path, rel, f"{status_file}: run_dir"), st)
         runs[run.key] = run
-        read.add(os.path.realpath(path / rel / "result.json"))
+        read.add(os.path.realpath(path / rel / RESULT_JSON))
     for result_file in sorted(path.glob("*/*/result.json")):
         rel = result_file.parent.relative_to(path).as_posix()
         run_dir = resolve_inside(path, rel, str(result_file))
@@ -209,7 +215,7 @@ def load_baseline(path: str | Path) -> BaselineSet:
     path = Path(path)
     if not path.is_dir():
         raise ZlbenchError(f"{path}: baseline dir not found")
-    manifest = load_yaml_model(resolve_inside(path, "manifest.yaml"), BaselineManifest)
+    manifest = load_yaml_model(resolve_inside(path, MANIFEST_YAML), BaselineManifest)
     check_intact(path, manifest)
     keys = manifest.ops or sorted(
         op_key(p.parent.parent.name, p.parent.name) for p in path.glob("*/*/result.json")
@@ -221,10 +227,10 @@ def load_baseline(path: str | Path) -> BaselineSet:
 
 
 def _load_baseline_op(path: Path, key: str) -> BaselineResult:
-    where = f"{path / 'manifest.yaml'}: field 'ops': entry {key!r}"
+    where = f"{path / MANIFEST_YAML}: field 'ops': entry {key!r}"
     if key.count("/") != 1:
         raise ZlbenchError(f"{where} is not <repo>/<run_name>")
-    result_file = resolve_inside(path, key, where) / "result.json"
+    result_file = resolve_inside(path, key, where) / RESULT_JSON
     if not result_file.is_file():
         raise ZlbenchError(
             f"{result_file}: missing (the manifest lists op {key}); "
@@ -242,7 +248,7 @@ def baseline_shape_file(baseline: BaselineSet) -> Path | None:
     name = baseline.manifest.shape_file
     if not name:
         return None
-    return resolve_inside(baseline.path, name, f"{baseline.path / 'manifest.yaml'}: shape_file")
+    return resolve_inside(baseline.path, name, f"{baseline.path / MANIFEST_YAML}: shape_file")
 
 
 def report_label(path: str | os.PathLike) -> str:

@@ -31,7 +31,7 @@ Pure: imports neither torch nor pytest.
 from __future__ import annotations
 
 from zlbench.parse.log import Failure, ParsedLog, parse_log, parse_rows
-from zlbench.parse.markers import find_markers, markers_in_line, parse_marker_line
+from zlbench.parse.markers import find_markers
 from zlbench.parse.record import (
     load_record_json,
     parse_record_json,
@@ -46,6 +46,7 @@ from zlbench.parse.text import (
     shape_text_from_json,
     strip_ansi,
 )
+from zlbench.protocol.markers import markers_in_line, parse_marker_line
 
 __all__ = [
     "COLUMN_FIELDS",

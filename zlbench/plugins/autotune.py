@@ -61,6 +61,8 @@ from zlbench.models import (
 )
 from zlbench.plugins import state
 from zlbench.plugins import sweep as sweep_mod
+from zlbench.protocol import options
+from zlbench.protocol.layout import records_dir
 
 Records = dict[str, dict[str, dict]]
 
@@ -84,7 +86,7 @@ def records_file(directory: str | Path, op: str) -> Path:
 
 
 def records_path(entry: PlanEntry) -> Path:
-    return records_file(Path(entry.run_dir) / "autotune_records", entry.op)
+    return records_file(records_dir(entry.run_dir), entry.op)
 
 
 def load_replay(entry: PlanEntry) -> tuple[Records, str | None]:
@@ -311,24 +313,13 @@ HANDLER_KEY = pytest.StashKey[AutotuneHandler]()
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("zlbench-autotune")
-    group.addoption(
-        "--zl-sweep-shard",
-        default=None,
-        metavar="K/N",
-        help="sweep child: tune only the round-robin shard K of N of each kernel's configs",
-    )
-    group.addoption(
-        "--zl-sweep-out",
-        default=None,
-        metavar="FILE",
-        help="sweep child: write each key's shard winner and its timing here (JSON)",
-    )
+    options.add_options(group.addoption, table=options.SWEEP_OPTIONS)
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    spec = config.getoption("--zl-sweep-shard", None)
+    spec = options.get(config, "sweep-shard")
     shard = sweep_mod.parse_sweep_shard(spec) if spec else None
-    handler = AutotuneHandler(shard=shard, sweep_out=config.getoption("--zl-sweep-out", None))
+    handler = AutotuneHandler(shard=shard, sweep_out=options.get(config, "sweep-out"))
     config.stash[HANDLER_KEY] = handler
     state.subscribe(on_start=handler.on_start, on_end=handler.on_end)
     atexit.register(handler.flush_all)

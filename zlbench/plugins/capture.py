@@ -41,6 +41,8 @@ from zlbench.models import (
 from zlbench.plugins import bench_adapter, environment, state
 from zlbench.plugins.devices import POISONED_EXIT_CODE
 from zlbench.plugins.state import entry_status
+from zlbench.protocol.boundary import begin_line, end_line
+from zlbench.protocol.layout import RESULT_JSON, SHAPES_YAML
 
 # item.stash: index of the item's plan entry; whether it is the entry's last item.
 ENTRY_KEY = pytest.StashKey[int]()
@@ -160,7 +162,7 @@ class Capture:
         entry = self.session.plan.entries[index]
         op = state.OpState(entry=entry)
         self.session.current = op
-        state.say(f"ZLBENCH_OP_BEGIN run_name={entry.run_name}")
+        state.say(begin_line(entry.run_name))
         for cb in list(self.session.on_start):
             cb(op)
         return op
@@ -173,11 +175,11 @@ class Capture:
         run_dir = Path(op.entry.run_dir)
         run_dir.mkdir(parents=True, exist_ok=True)
         if op.shape_file and Path(op.shape_file).is_file():
-            atomic_write_text(run_dir / "shapes.yaml", Path(op.shape_file).read_text("utf-8"))
-        dump_json_model(run_dir / "result.json", result)
+            atomic_write_text(run_dir / SHAPES_YAML, Path(op.shape_file).read_text("utf-8"))
+        dump_json_model(run_dir / RESULT_JSON, result)
         self.session.finished.append(op)
         self.session.current = None
-        state.say(f"ZLBENCH_OP_END run_name={op.entry.run_name} status={result.status.value}")
+        state.say(end_line(op.entry.run_name, result.status.value))
         if op.poisoned:
             pytest.exit("zlbench: CUDA context poisoned by a device fault", POISONED_EXIT_CODE)
 

@@ -24,8 +24,9 @@ from dataclasses import dataclass
 
 import pytest
 
-from zlbench.plugins import options, state
-from zlbench.plugins.faults import is_device_fault
+from zlbench.plugins import state
+from zlbench.protocol import options
+from zlbench.protocol.faults import is_device_fault
 
 POISONED_EXIT_CODE = 3
 

@@ -14,7 +14,8 @@ import pytest
 
 from zlbench.errors import ZlbenchError
 from zlbench.models import WorkerPlan, load_json_model
-from zlbench.plugins import options, state
+from zlbench.plugins import state
+from zlbench.protocol import options
 
 pytest_plugins = [
     "zlbench.plugins.terminal",

@@ -14,8 +14,9 @@ from __future__ import annotations
 import pytest
 
 from zlbench.models import count_markers
-from zlbench.plugins import options, state
+from zlbench.plugins import state
 from zlbench.plugins.state import entry_status
+from zlbench.protocol import options
 
 _STATUS_MARKUP = {"PASS": {"green": True}, "FAIL": {"red": True}, "SKIP": {"yellow": True}}
 

@@ -31,9 +31,10 @@ from typing import Any
 import pytest
 
 from zlbench.models import Marker, MarkerKind
-from zlbench.plugins import options, state
-from zlbench.plugins.faults import is_device_fault, reason_text
+from zlbench.plugins import state
 from zlbench.plugins.timing_backends import Backend, CpuBackend, CudaBackend, summarize
+from zlbench.protocol import options
+from zlbench.protocol.faults import is_device_fault, reason_text
 
 MIN_WARM_CALLS = 5
 MAX_WARM_CALLS = 200

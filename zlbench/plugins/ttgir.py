@@ -31,6 +31,7 @@ import pytest
 
 from zlbench.models import atomic_write_text
 from zlbench.plugins import state
+from zlbench.protocol.layout import TTGIR_DIR
 
 INDEX_COLUMNS = ("shape", "dtype", "kernel", "variant", "role", "ms", "file", "note")
 INTERPRET_NOTE = "TRITON_INTERPRET=1: no compilation, no TTGIR"
@@ -213,7 +214,7 @@ class TtgirDumper:
     def dump_for(self, op: state.OpState) -> OpDump:
         dump = self.dumps.get(op.entry.run_name)
         if dump is None:
-            root = Path(op.entry.run_dir) / "ttgir"
+            root = Path(op.entry.run_dir) / TTGIR_DIR
             dump = self.dumps[op.entry.run_name] = OpDump(root=root)
             atomic_write_text(root / "naming.md", NAMING_MD)  # constant: written once per op
         return dump

@@ -29,11 +29,19 @@ from zlbench.models import (
     load_json_model,
     read_ops_status,
 )
+from zlbench.protocol.layout import (
+    MANIFEST_YAML,
+    OPS_STATUS,
+    RECORDS_DIR,
+    RESULT_JSON,
+    SHAPES_YAML,
+    TTGIR_DIR,
+    op_key,
+)
 from zlbench.runner.batch.config import BatchConfig, BatchOutcome
 from zlbench.runner.batch.info import read_batch_info
 from zlbench.runner.batch.plan import plan_selection
 from zlbench.runner.batch.run import run_batch
-from zlbench.runner.batch.status import OPS_STATUS
 
 WORK = "_work"  # inside the temp dir; removed before the rename
 
@@ -89,7 +97,7 @@ def refresh(cfg: RefreshConfig) -> RefreshOutcome:
             )
         if cfg.from_work is None:
             _finish_work(cfg, tmp / WORK)
-        dump_yaml_model(tmp / "manifest.yaml", manifest)
+        dump_yaml_model(tmp / MANIFEST_YAML, manifest)
         os.rename(tmp, out)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -127,7 +135,7 @@ def _from_work(
         if not (d / OPS_STATUS).is_file():
             raise ZlbenchError(f"{d}: not a batch dir of a refresh (no {OPS_STATUS})")
         statuses = [
-            s for s in read_ops_status(d / OPS_STATUS) if f"{s.repo}/{s.run_name}" in wanted
+            s for s in read_ops_status(d / OPS_STATUS) if op_key(s.repo, s.run_name) in wanted
         ]
         return BatchOutcome(out_dir=d, statuses=statuses, counts={}, summary_rows=0, exit_code=0)
 
@@ -136,7 +144,7 @@ def _from_work(
 
 
 def _load(batch_dir: Path, key: str) -> RunResult | None:
-    path = batch_dir / key / "result.json"
+    path = batch_dir / key / RESULT_JSON
     if not path.is_file():
         return None
     try:
@@ -154,11 +162,11 @@ def _assemble(
     excluded: dict[str, str] = {}
     written: dict[tuple[str, str], BaselineResult] = {}
     for st in record.statuses:
-        key = f"{st.repo}/{st.run_name}"
+        key = op_key(st.repo, st.run_name)
         rec = _load(record.out_dir, key)
         reps = [_load(r.out_dir, key) for r in replays]
         why = baselines.usable(rec, reps)
-        records_dir = record.out_dir / key / "autotune_records"
+        records_dir = record.out_dir / key / RECORDS_DIR
         if why is None:
             result = baselines.aggregate_op(rec, reps)  # type: ignore[arg-type]
             if not result.rows:
@@ -168,11 +176,11 @@ def _assemble(
             _say(cfg, f"refresh: leaving out {key}: {why}")
             continue
         dst = tmp / key
-        _copy_records(records_dir, dst / "autotune_records", st.run_name)
-        ttgir = replays[0].out_dir / key / "ttgir"
+        _copy_records(records_dir, dst / RECORDS_DIR, st.run_name)
+        ttgir = replays[0].out_dir / key / TTGIR_DIR
         if ttgir.is_dir():
-            shutil.copytree(ttgir, dst / "ttgir")
-        dump_json_model(dst / "result.json", result)
+            shutil.copytree(ttgir, dst / TTGIR_DIR)
+        dump_json_model(dst / RESULT_JSON, result)
         written[(st.repo, st.run_name)] = result
     return excluded, [written[k] for k in sorted(written)]
 
@@ -276,9 +284,9 @@ def _copy_shape_file(cfg: RefreshConfig, tmp: Path) -> tuple[str | None, str | N
     with exactly the shapes the baseline was measured with."""
     if cfg.batch.shape_file is None:
         return None, None
-    dst = tmp / "shapes.yaml"
+    dst = tmp / SHAPES_YAML
     shutil.copyfile(cfg.batch.shape_file, dst)
-    return "shapes.yaml", baselines.sha256_file(dst)
+    return SHAPES_YAML, baselines.sha256_file(dst)
 
 
 def _finish_work(cfg: RefreshConfig, work: Path) -> None:

@@ -36,6 +36,7 @@ from zlbench.gate.plan import baseline_scope, read_ops_file
 from zlbench.gate.thresholds import load_thresholds
 from zlbench.gate.verdict import SUMMARY_SEP, GateOptions
 from zlbench.models import GateVerdict, Row, RowKey, ThresholdsFile, atomic_write_text
+from zlbench.protocol.layout import JUNIT_XML, REPORT_MD, VERDICT_JSON
 from zlbench.report.junit import render_junit
 from zlbench.report.markdown import render_markdown
 from zlbench.runner.ab.env import CompilerEnv
@@ -166,9 +167,9 @@ def write_reports(verdict: GateVerdict, out: Path, job: GateJob, seams: GateSeam
     """junit.xml, report.md, verdict.json into ``out`` (each atomically); report.md is
     also appended to the job's step summary file when it has one."""
     markdown = render_markdown(verdict)
-    atomic_write_text(out / "junit.xml", render_junit(verdict))
-    atomic_write_text(out / "report.md", markdown)
-    atomic_write_text(out / "verdict.json", verdict.model_dump_json(indent=2) + "\n")
+    atomic_write_text(out / JUNIT_XML, render_junit(verdict))
+    atomic_write_text(out / REPORT_MD, markdown)
+    atomic_write_text(out / VERDICT_JSON, verdict.model_dump_json(indent=2) + "\n")
     if job.step_summary:
         try:
             with open(job.step_summary, "a", encoding="utf-8") as f:
@@ -241,7 +242,7 @@ def judge_and_write(
     verdict = finish(verdict, inputs.ab, ab_dir or out, ab_measure)
     write_reports(verdict, out, job, seams)
     seams.say(verdict.summary)
-    seams.say(f"reports: {out / 'report.md'}, {out / 'junit.xml'}, {out / 'verdict.json'}")
+    seams.say(f"reports: {out / REPORT_MD}, {out / JUNIT_XML}, {out / VERDICT_JSON}")
     if verdict.exit_code == 2:
         why = verdict.summary.split(SUMMARY_SEP)[0].removeprefix("ERROR: ")
         seams.warn(f"zlbench {command}: error: {why}")

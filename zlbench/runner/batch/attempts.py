@@ -21,8 +21,16 @@ from zlbench.models import (
     counts_of_kind,
     read_ops_status,
 )
+from zlbench.protocol.layout import (
+    ATTEMPTS_DIR,
+    RESULT_JSON,
+    RUN_LOG,
+    op_dir,
+    op_key,
+    records_dir,
+)
 from zlbench.runner.batch import progress
-from zlbench.runner.batch.config import ATTEMPTS_DIR, BatchConfig
+from zlbench.runner.batch.config import BatchConfig
 from zlbench.runner.batch.retry import UNSUPPORTED_DTYPE_TEXT, Attempt, NextAttempt, describe
 from zlbench.runner.batch.status import (
     COMPLETE,
@@ -50,7 +58,7 @@ class OpAttempts:
     def entry(self, config: BatchConfig) -> PlanEntry:
         replay = config.replay_root
         records = (
-            replay / self.sel.repo / self.sel.run_name / "autotune_records" if replay else None
+            records_dir(op_dir(replay, self.sel.repo, self.sel.run_name)) if replay else None
         )
         return PlanEntry(
             repo=self.sel.repo,
@@ -81,7 +89,7 @@ def said_unsupported(run_dir: Path, result: RunResult | None) -> bool:
     """The op's log or error says the asked dtype "can't be supported by this op"."""
     if result is not None and result.error and UNSUPPORTED_DTYPE_TEXT in result.error:
         return True
-    log = run_dir / "run.log"
+    log = run_dir / RUN_LOG
     try:
         return UNSUPPORTED_DTYPE_TEXT in log.read_text(encoding="utf-8", errors="replace")
     except OSError:
@@ -98,7 +106,7 @@ def baseline_rows(replay_root: Path | None, repo: str, run_name: str) -> int | N
     """Rows the replayed baseline (or batch) holds for an op; None when unknown."""
     if replay_root is None:
         return None
-    path = Path(replay_root) / repo / run_name / "result.json"
+    path = op_dir(replay_root, repo, run_name) / RESULT_JSON
     try:
         rows = json.loads(path.read_text(encoding="utf-8")).get("rows")
     except (OSError, ValueError, AttributeError):
@@ -177,7 +185,7 @@ def load_previous(out_dir: Path) -> dict[str, OpStatus]:
     path = out_dir / OPS_STATUS
     if not path.is_file():
         return {}
-    return {f"{s.repo}/{s.run_name}": s for s in read_ops_status(path)}
+    return {op_key(s.repo, s.run_name): s for s in read_ops_status(path)}
 
 
 def is_complete(run_dir: Path) -> bool:

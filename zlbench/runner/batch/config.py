@@ -13,7 +13,6 @@ from typing import Literal, TextIO
 
 from zlbench.models import OpStatus
 
-ATTEMPTS_DIR = ".attempts"
 # execute_plan's signature (zlbench.runner.execute.worker); injectable for tests.
 Executor = Callable[..., list[OpStatus]]
 

@@ -25,9 +25,9 @@ from pathlib import Path
 
 from zlbench.errors import ZlbenchError
 from zlbench.models import RunStatus, read_ops_status
+from zlbench.protocol.layout import OPS_STATUS
 from zlbench.runner.catalog.inventory import inventory_path, load_inventory
 
-OPS_STATUS = "ops_status.csv"
 # Estimate for an op when nothing at all was recorded (the median op of the
 # shipped H200 replay screen took 1.0 s; a record-mode op takes longer).
 DEFAULT_OP_SECONDS = 2.0

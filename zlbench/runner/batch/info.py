@@ -5,8 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from zlbench.models import BatchInfo, dump_json_model, load_json_model
-
-BATCH_JSON = "batch.json"
+from zlbench.protocol.layout import BATCH_JSON
 
 
 def write_batch_info(batch_dir: Path, info: BatchInfo) -> None:

@@ -26,8 +26,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from zlbench.errors import ZlbenchError
-from zlbench.gate.load import CONFIRM_DIR, RESULTS_DIR, pass_order
+from zlbench.gate.load import pass_order
 from zlbench.models import BatchInfo, Environment, OpStatus, read_ops_status
+from zlbench.protocol.layout import CONFIRM_DIR, RESULT_JSON, RESULTS_DIR, RUN_LOG, op_key
 from zlbench.runner.batch.info import read_batch_info, write_batch_info
 from zlbench.runner.batch.progress import count_statuses
 from zlbench.runner.batch.status import (
@@ -97,7 +98,7 @@ def _check_environments(envs: dict[str, list[tuple[Path, Environment]]]) -> None
 
 
 def _same_run(a: Path, b: Path) -> bool:
-    for name in ("result.json", "run.log"):
+    for name in (RESULT_JSON, RUN_LOG):
         fa, fb = a / name, b / name
         if fa.exists() != fb.exists():
             return False
@@ -115,7 +116,7 @@ def _collect(shards: list[_Shard]) -> dict[str, tuple[_Shard, OpStatus]]:
     chosen: dict[str, tuple[_Shard, OpStatus]] = {}
     for sh in shards:
         for st in sh.statuses:
-            key = f"{st.repo}/{st.run_name}"
+            key = op_key(st.repo, st.run_name)
             if key not in chosen:
                 chosen[key] = (sh, st)
                 continue

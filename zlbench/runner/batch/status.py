@@ -22,12 +22,8 @@ from zlbench.models import (
     atomic_write_text,
     load_json_model,
 )
-
-# Re-exported: the runner modules read ops_status.csv through this module.
-
-OPS_STATUS = "ops_status.csv"
-SUMMARY = "summary.csv"
-COMPLETE = ".complete"
+from zlbench.protocol.layout import COMPLETE as COMPLETE  # re-exported for older importers
+from zlbench.protocol.layout import OPS_STATUS, RESULT_JSON, RUN_LOG, SUMMARY_CSV
 
 
 def _csv_text(fields: list[str], records: Iterable[dict]) -> str:
@@ -73,20 +69,20 @@ def summary_records(repo: str, run_name: str, rows: Iterable[Row]) -> list[dict]
 
 def write_summary(batch_dir: Path, records: Iterable[dict]) -> int:
     recs = list(records)
-    atomic_write_text(Path(batch_dir) / SUMMARY, _csv_text(SUMMARY_FIELDS, recs))
+    atomic_write_text(Path(batch_dir) / SUMMARY_CSV, _csv_text(SUMMARY_FIELDS, recs))
     return len(recs)
 
 
 def load_run(run_dir: Path) -> RunResult | None:
     """result.json of a run dir; else a RunResult rebuilt from run.log; else None."""
     run_dir = Path(run_dir)
-    result = run_dir / "result.json"
+    result = run_dir / RESULT_JSON
     if result.is_file():
         try:
             return load_json_model(result, RunResult)
         except ZlbenchError:
             pass  # truncated or foreign: fall back to the log
-    log = run_dir / "run.log"
+    log = run_dir / RUN_LOG
     if log.is_file():
         return _result_from_log(run_dir, log)
     return None
@@ -116,7 +112,7 @@ def find_run_dirs(batch_dir: Path) -> list[Path]:
         if repo_dir.name.startswith("."):
             continue
         for run_dir in sorted(p for p in repo_dir.iterdir() if p.is_dir()):
-            if (run_dir / "result.json").is_file() or (run_dir / "run.log").is_file():
+            if (run_dir / RESULT_JSON).is_file() or (run_dir / RUN_LOG).is_file():
                 found.append(run_dir)
     return found
 

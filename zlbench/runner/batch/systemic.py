@@ -20,6 +20,8 @@ from pathlib import Path
 
 from zlbench.models import OpStatus, RunStatus
 from zlbench.models.batch import SystemicFailure
+from zlbench.protocol.boundary import runner_line
+from zlbench.protocol.layout import RUN_LOG
 from zlbench.runner.execute.failsig import signature
 
 SYSTEMIC_OPS = 3  # different ops failing with one signature make it systemic
@@ -74,7 +76,7 @@ def _line(sig: str, keys: list[str], not_run: int) -> str:
 def run_signature(status: OpStatus, run_dir: Path) -> str:
     """The signature of a failed attempt from its note and run.log ("" if none)."""
     try:
-        text = (Path(run_dir) / "run.log").read_text(encoding="utf-8", errors="replace")
+        text = (Path(run_dir) / RUN_LOG).read_text(encoding="utf-8", errors="replace")
     except OSError:
         text = ""
     return signature(status.status, status.rc, status.note, text) or ""
@@ -86,8 +88,8 @@ def internal_error_status(track, gpu: str, exc: BaseException) -> OpStatus:
     kind = type(exc).__name__
     run_dir = Path(track.run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
-    with open(run_dir / "run.log", "a", encoding="utf-8") as log:
-        log.write("ZLBENCH_RUNNER internal runner error\n")
+    with open(run_dir / RUN_LOG, "a", encoding="utf-8") as log:
+        log.write(runner_line("internal runner error") + "\n")
         log.write("".join(traceback.format_exception(exc)))
     return OpStatus(
         repo=track.sel.repo,

@@ -19,6 +19,7 @@ from zlbench import __version__
 from zlbench.errors import ZlbenchError
 from zlbench.gate.baselines import sha256_file
 from zlbench.models import BatchInfo, DismissedOp, OpStatus, RunResult, RunStatus, WorkerPlan
+from zlbench.protocol.layout import COMPLETE
 from zlbench.runner.batch import progress
 from zlbench.runner.batch.attempts import (
     OpAttempts,
@@ -35,7 +36,7 @@ from zlbench.runner.batch.config import BatchConfig, BatchOutcome, default_execu
 from zlbench.runner.batch.info import read_batch_info, write_batch_info
 from zlbench.runner.batch.plan import deal, selection_costs
 from zlbench.runner.batch.retry import Attempt, next_attempt
-from zlbench.runner.batch.status import COMPLETE, load_run, write_ops_status
+from zlbench.runner.batch.status import load_run, write_ops_status
 from zlbench.runner.batch.systemic import SystemicTracker, internal_error_status, run_signature
 from zlbench.runner.catalog.select import OpSelection, SelectedOp
 

@@ -1,39 +1,28 @@
 """Split one pytest process's output into per-op ``run.log`` files.
 
 The plugins print ``ZLBENCH_OP_BEGIN run_name=<n>`` before an op's first test
-and ``ZLBENCH_OP_END run_name=<n> status=<S>`` after its last. Lines from a
+and ``ZLBENCH_OP_END run_name=<n> status=<S>`` after its last
+(:mod:`zlbench.protocol.boundary`). Lines from a
 BEGIN to its END go to that op's ``run.log``; lines before the first BEGIN or
 between ops (collection, the pytest header, module teardown) go to the next op
 that begins; lines after the last END go to the op that ended last. Each line
 is written (ANSI stripped) and flushed as it comes, so a crash keeps it.
 
-Pure bookkeeping: no processes here. The markers may appear mid-line (with
-``-s`` pytest prints test output right after the file name), so they are
-searched, not matched.
+Pure bookkeeping: no processes here.
 """
 
 from __future__ import annotations
 
-import re
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
 from zlbench.models import PlanEntry
+from zlbench.protocol.boundary import END, find_begin, find_end, runner_line
+from zlbench.protocol.faults import STICKY_FAULT_RE
+from zlbench.protocol.layout import RUN_LOG
 from zlbench.runner.execute.proc import strip_ansi
-
-BEGIN_RE = re.compile(r"ZLBENCH_OP_BEGIN run_name=(\S+)")
-END_RE = re.compile(r"ZLBENCH_OP_END run_name=(\S+) status=(\w+)")
-# Text of a device fault after which the process's CUDA context is unusable.
-DEVICE_FAULT_RE = re.compile(
-    r"illegal memory access|device-side assert triggered|misaligned address"
-    r"|unspecified launch failure|illegal instruction was encountered"
-    r"|uncorrectable ECC error",
-    re.IGNORECASE,
-)
-
-RUN_LOG = "run.log"
 
 
 @dataclass
@@ -82,12 +71,12 @@ class OpLogSplitter:
     def feed(self, line: str) -> tuple[str, LoggedOp] | None:
         """Take one raw line; return ("begin"|"end", op) when it was a marker line."""
         clean = strip_ansi(line)
-        begin = BEGIN_RE.search(clean)
-        if begin and begin.group(1) in self.ops:
-            return "begin", self._begin(self.ops[begin.group(1)], clean)
-        end = END_RE.search(clean)
-        if end and end.group(1) in self.ops:
-            return "end", self._end(self.ops[end.group(1)], end.group(2), clean)
+        begin = find_begin(clean)
+        if begin in self.ops:
+            return "begin", self._begin(self.ops[begin], clean)
+        end = find_end(clean)
+        if end and end[0] in self.ops:
+            return "end", self._end(self.ops[end[0]], end[1], clean)
         self._text(clean)
         return None
 
@@ -98,7 +87,7 @@ class OpLogSplitter:
     def _text(self, clean: str) -> None:
         if self.current is not None:
             self.current.write(clean)
-            if self.current.fault is None and DEVICE_FAULT_RE.search(clean):
+            if self.current.fault is None and STICKY_FAULT_RE.search(clean):
                 self.current.fault = clean.strip()[:300]
         else:
             self.pending.append(clean)
@@ -106,7 +95,7 @@ class OpLogSplitter:
     def _begin(self, op: LoggedOp, clean: str) -> LoggedOp:
         if self.current is not None and self.current is not op:
             # BEGIN without the previous END: the previous op's text stops here.
-            self.current.write("ZLBENCH_RUNNER no ZLBENCH_OP_END before the next op began")
+            self.current.write(runner_line(f"no {END} before the next op began"))
         self.flush_pending(op)
         op.began = self.last_event = time.monotonic()
         op.write(clean)

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from zlbench.errors import ZlbenchError
 from zlbench.models import FLAGGEMS_DIR_VARS, REPOS, OpStatus, PlanEntry, WorkerPlan
+from zlbench.protocol.layout import RECORDS_DIR, op_dir, records_dir
 from zlbench.runner.catalog.inventory import class_bases, class_chain, scan_checkout
 from zlbench.runner.catalog.resolve import Selection, select
 from zlbench.runner.catalog.shapes_migrate import load_shapes
@@ -49,7 +50,7 @@ def find_replay_records(replay_from: str | os.PathLike, repo: str, run_name: str
     root = Path(replay_from)
     if not root.is_dir():
         raise ZlbenchError(f"--replay-from {root}: no such directory")
-    tried = [root / "autotune_records", root / repo / run_name / "autotune_records"]
+    tried = [root / RECORDS_DIR, records_dir(op_dir(root, repo, run_name))]
     for cand in tried:
         if cand.is_dir() and any(cand.glob("*.json")):
             return cand.resolve()

@@ -4,7 +4,8 @@ Why: starting Python + torch + FlagGems costs ~14 s per process on an H200
 host (DESIGN.md §6), more than a replayed op takes to measure, so a GPU's ops
 run in one pytest process; yet one crashing or hanging op must cost only
 itself. The plugins print ``ZLBENCH_OP_BEGIN run_name=<n>`` and
-``ZLBENCH_OP_END run_name=<n> status=<S>`` around each plan entry; this module
+``ZLBENCH_OP_END run_name=<n> status=<S>`` around each plan entry
+(:mod:`zlbench.protocol.boundary`); this module
 splits the output at those lines into ``<run_dir>/run.log`` (ANSI stripped,
 written as it comes so a crash keeps it) and, when the process dies, marks the
 op in flight (CRASH, or TIMEOUT when the per-op timeout killed the group) and
@@ -39,8 +40,11 @@ from zlbench.models import (
     dump_json_model,
     load_json_model,
 )
+from zlbench.protocol import options
+from zlbench.protocol.boundary import END, runner_line
+from zlbench.protocol.layout import PLAN_JSON, RESULT_JSON, RUN_LOG
 from zlbench.runner.execute.failsig import signature
-from zlbench.runner.execute.oplog import RUN_LOG, LoggedOp, OpLogSplitter
+from zlbench.runner.execute.oplog import LoggedOp, OpLogSplitter
 from zlbench.runner.execute.proc import GroupProcess, Sink
 
 __all__ = [
@@ -124,7 +128,7 @@ def build_pytest_argv(
     see :func:`execute_plan`). The node ids of all entries come last, each once.
     """
     argv = [python or sys.executable, "-m", "pytest", "-s", "-p", PLUGIN]
-    argv += ["--zl-plan", str(plan_path), "--level", plan.level, "--mode", plan.timing]
+    argv += [*options.arg("plan", plan_path), "--level", plan.level, "--mode", plan.timing]
     # No .pytest_cache in the FlagGems checkout (it would make it look dirty);
     # one op's broken test file must not stop the other ops of the process.
     argv += ["-p", "no:cacheprovider", "--continue-on-collection-errors"]
@@ -188,7 +192,7 @@ class _Ctx:
 
 
 def _read_result(run_dir: Path) -> tuple[RunResult | None, str]:
-    path = run_dir / "result.json"
+    path = run_dir / RESULT_JSON
     if not path.exists():
         return None, ""
     try:
@@ -233,7 +237,7 @@ def _decide(
         signature=sig,
     )
     if status is not RunStatus.PASS:
-        track.write(f"ZLBENCH_RUNNER run_name={entry.run_name} status={status.value} {note}")
+        track.write(runner_line(f"run_name={entry.run_name} status={status.value} {note}"))
     track.close()
     ctx.done[entry.run_name] = op_status
     if ctx.on_op_done is not None:
@@ -319,7 +323,7 @@ def _settle(ctx: _Ctx, split: OpLogSplitter, rc: int, killed: str | None) -> lis
         elif killed == "timeout":
             _decide(ctx, flight, RunStatus.TIMEOUT, f"timed out after {ctx.op_timeout_s:g} s", None)
         else:
-            _decide(ctx, flight, RunStatus.CRASH, f"process {how} before ZLBENCH_OP_END", rc)
+            _decide(ctx, flight, RunStatus.CRASH, f"process {how} before {END}", rc)
     waiting = split.not_started()
     progressed = len(waiting) < len(split.ops)
     if killed == "timeout" and flight is None and waiting:
@@ -354,10 +358,10 @@ def _run_process(ctx: _Ctx, entries: list[PlanEntry]) -> list[PlanEntry]:
     tmp = Path(tempfile.mkdtemp(prefix="zlbench-proc-"))
     split = OpLogSplitter(entries)
     for entry in entries:  # a killed earlier process may have left a stale one
-        (Path(entry.run_dir) / "result.json").unlink(missing_ok=True)
+        (Path(entry.run_dir) / RESULT_JSON).unlink(missing_ok=True)
     try:
         sub = ctx.plan.model_copy(update={"entries": entries})
-        plan_path = tmp / "plan.json"
+        plan_path = tmp / PLAN_JSON
         dump_json_model(plan_path, sub)
         extra = [*pytest_config_args(ctx.flaggems_dir, tmp), *ctx.extra]
         argv = build_pytest_argv(plan_path, sub, python=ctx.python, color=ctx.color, extra=extra)
@@ -387,9 +391,9 @@ def _prepare_run_dirs(plan: WorkerPlan) -> None:
     for entry in plan.entries:
         run_dir = Path(entry.run_dir)
         run_dir.mkdir(parents=True, exist_ok=True)
-        for stale in ("result.json", RUN_LOG):
+        for stale in (RESULT_JSON, RUN_LOG):
             (run_dir / stale).unlink(missing_ok=True)
-        dump_json_model(run_dir / "plan.json", plan.model_copy(update={"entries": [entry]}))
+        dump_json_model(run_dir / PLAN_JSON, plan.model_copy(update={"entries": [entry]}))
 
 
 def execute_plan(

@@ -53,14 +53,21 @@ from zlbench.models import (
     records_file_name,
 )
 from zlbench.plugins import sweep as sweep_mod
+from zlbench.protocol import options
+from zlbench.protocol.boundary import runner_line
+from zlbench.protocol.layout import (
+    PLAN_JSON,
+    RESULT_JSON,
+    RUN_LOG,
+    SWEEP_DIR,
+    TRUST_JSON,
+    records_dir,
+)
 from zlbench.runner.batch.status import load_run
-from zlbench.runner.execute.oplog import RUN_LOG
 from zlbench.runner.execute.proc import Sink
 from zlbench.runner.execute.worker import build_pytest_argv, execute_plan, process_env
 from zlbench.runner.sweep.children import Child, run_group
 
-SWEEP_DIR = "sweep"
-TRUST = "trust.json"
 Say = Callable[[str], None]
 
 
@@ -125,10 +132,10 @@ def _child(op: _Op, k: int, n: int, gpu: str, tmp: Path) -> Child:
         update={"run_dir": str(run_dir), "mode": "record", "replay_records": None}
     )
     plan = op.template.model_copy(update={"entries": [entry]})
-    dump_json_model(run_dir / "plan.json", plan)
-    extra = list(op.extra) + ["--zl-sweep-shard", f"{k}/{n}"]
-    extra += ["--zl-sweep-out", str(op.sweep_dir / f"shard-{k}.json")]
-    argv = build_pytest_argv(run_dir / "plan.json", plan, python=op.python, extra=extra)
+    dump_json_model(run_dir / PLAN_JSON, plan)
+    extra = list(op.extra) + options.arg("sweep-shard", f"{k}/{n}")
+    extra += options.arg("sweep-out", op.sweep_dir / f"shard-{k}.json")
+    argv = build_pytest_argv(run_dir / PLAN_JSON, plan, python=op.python, extra=extra)
     base = dict(op.env)
     base["CUDA_VISIBLE_DEVICES"] = gpu
     env = process_env(base, flaggems_dir=op.flaggems_dir, tmp_dir=tmp / f"shard-{k}")
@@ -180,7 +187,7 @@ def _merge(op: _Op, children: Sequence[Child], close_rel: float) -> sweep_mod.Sw
     name = records_file_name(op.entry.op)
     records = []
     for c in children:
-        rec_dir = op.sweep_dir / f"shard-{c.shard}" / "autotune_records"
+        rec_dir = records_dir(op.sweep_dir / f"shard-{c.shard}")
         path = rec_dir / name
         if not path.is_file():  # the plugin's name differs: take the only file there
             found = sorted(rec_dir.glob("*.json")) if rec_dir.is_dir() else []
@@ -189,7 +196,7 @@ def _merge(op: _Op, children: Sequence[Child], close_rel: float) -> sweep_mod.Sw
     shards = [_read_json(op.sweep_dir / f"shard-{c.shard}.json") for c in children]
     merged, stats = merge_children(records, shards, close_rel)
     text = json.dumps(merged, indent=1, sort_keys=True) + "\n"
-    atomic_write_text(op.run_dir / "autotune_records" / name, text)
+    atomic_write_text(records_dir(op.run_dir) / name, text)
     return stats
 
 
@@ -217,7 +224,7 @@ def _trust(op: _Op, children: Sequence[Child], stats, spec: SweepSpec, measured:
         ],
         "measured": measured,
     }
-    atomic_write_text(op.sweep_dir / TRUST, json.dumps(data, indent=1) + "\n")
+    atomic_write_text(op.sweep_dir / TRUST_JSON, json.dumps(data, indent=1) + "\n")
 
 
 def _status(op: _Op, status: RunStatus, note: str, seconds: float, gpu: str) -> OpStatus:
@@ -244,7 +251,7 @@ def _fail(op: _Op, children: Sequence[Child], bad: list[tuple[Child, RunStatus, 
     if child.log.is_file():
         shutil.copyfile(child.log, op.run_dir / RUN_LOG)
     with open(op.run_dir / RUN_LOG, "a", encoding="utf-8") as log:
-        log.write(f"ZLBENCH_RUNNER run_name={op.entry.run_name} status={status.value} {note}\n")
+        log.write(runner_line(f"run_name={op.entry.run_name} status={status.value} {note}") + "\n")
     seconds = max(c.seconds for c in children)
     note = f"{note}; see {SWEEP_DIR}/shard-{child.shard}.log"
     return _status(op, status, note, seconds, ",".join(c.gpu for c in children))
@@ -254,7 +261,7 @@ def _mark_record(run_dir: Path, line: str) -> int:
     """result.json of the measurement: mode=record; run.log ends with the sweep line.
 
     Returns the number of replay fallback markers of the measurement."""
-    path = run_dir / "result.json"
+    path = run_dir / RESULT_JSON
     result = load_run(run_dir) if path.is_file() else None
     fallbacks = 0
     if result is not None:
@@ -309,7 +316,7 @@ def sweep_op(op: _Op, spec: SweepSpec, *, executor, sink: Sink | None, timeout_s
 def _measure(op: _Op, gpu: str, *, executor, sink: Sink | None, timeout_s) -> OpStatus:
     """One process on ``gpu`` replays the merged record into the op's run dir."""
     entry = op.entry.model_copy(
-        update={"mode": "replay", "replay_records": str(op.run_dir / "autotune_records")}
+        update={"mode": "replay", "replay_records": str(records_dir(op.run_dir))}
     )
     env = dict(op.env)
     env["CUDA_VISIBLE_DEVICES"] = gpu

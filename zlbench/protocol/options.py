@@ -1,8 +1,10 @@
-"""Command-line options of the zlbench plugins, built from one prefix.
+"""Command-line options of the zlbench plugins: one table, both sides.
 
-Why: the runner builds the pytest command line and the plugins parse it; both
-use :func:`add_options` / :func:`flag` with the same prefix so that the two can
-never disagree on an option name. Imports nothing from torch/triton/pytest.
+Why: the runner builds the pytest command line and the plugins parse it. The
+plugins register every option of :data:`OPTIONS` (:func:`add_options`) and
+the runner spells each flag with :func:`flag` / :func:`arg`, which refuse a
+name that is not in the table, so the two can never disagree on an option.
+Imports nothing from torch/triton/pytest.
 """
 
 from __future__ import annotations
@@ -13,7 +15,8 @@ from typing import Any
 PREFIX = "--zl-"
 
 # name -> (kwargs for argparse-style addoption). Names are without the prefix.
-_OPTIONS: dict[str, dict[str, Any]] = {
+# The loader plugin registers these (option group "zlbench").
+OPTIONS: dict[str, dict[str, Any]] = {
     "plan": dict(
         default=None,
         metavar="PLAN.json",
@@ -57,10 +60,32 @@ _OPTIONS: dict[str, dict[str, Any]] = {
     ),
 }
 
+# Options of a multi-GPU sweep child (zlbench.runner.sweep); the autotune plugin
+# registers these (option group "zlbench-autotune").
+SWEEP_OPTIONS: dict[str, dict[str, Any]] = {
+    "sweep-shard": dict(
+        default=None,
+        metavar="K/N",
+        help="sweep child: tune only the round-robin shard K of N of each kernel's configs",
+    ),
+    "sweep-out": dict(
+        default=None,
+        metavar="FILE",
+        help="sweep child: write each key's shard winner and its timing here (JSON)",
+    ),
+}
 
-def add_options(addoption: Callable[..., Any], prefix: str = PREFIX) -> None:
-    """Register every option through ``addoption`` (e.g. ``parser.getgroup(...).addoption``)."""
-    for name, kwargs in _OPTIONS.items():
+_ALL = {**OPTIONS, **SWEEP_OPTIONS}
+
+
+def add_options(
+    addoption: Callable[..., Any],
+    prefix: str = PREFIX,
+    table: dict[str, dict[str, Any]] = OPTIONS,
+) -> None:
+    """Register every option of ``table`` through ``addoption`` (e.g.
+    ``parser.getgroup(...).addoption``)."""
+    for name, kwargs in table.items():
         addoption(prefix + name, dest=dest(name, prefix), **kwargs)
 
 
@@ -71,9 +96,14 @@ def dest(name: str, prefix: str = PREFIX) -> str:
 
 def flag(name: str, prefix: str = PREFIX) -> str:
     """The command-line flag of option ``name`` (for building a pytest command)."""
-    if name not in _OPTIONS:
+    if name not in _ALL:
         raise KeyError(f"unknown zlbench plugin option: {name}")
     return prefix + name
+
+
+def arg(name: str, value: object, prefix: str = PREFIX) -> list[str]:
+    """``[flag, value]``: one option with its value, for a pytest command line."""
+    return [flag(name, prefix), str(value)]
 
 
 def get(config: Any, name: str, prefix: str = PREFIX) -> Any:

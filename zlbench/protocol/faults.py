@@ -1,4 +1,4 @@
-"""Which errors are real device faults (re-raise) and which only mean "cannot capture".
+"""Which errors are real device faults and which only mean "cannot capture".
 
 Why: a benchmark that cannot be CUDA-graph captured must fall back to plain
 do_bench with a marker, but a real device fault (device-side assert, illegal
@@ -9,6 +9,8 @@ reported ... Compile with `TORCH_USE_CUDA_DSA` to enable device-side
 assertions."), which mentions device-side assertions even for harmless capture
 errors; so the footer is cut off before the text is matched.
 
+The plugins re-raise a device fault (:func:`is_device_fault`); the runner
+replaces a process whose output shows a sticky one (:data:`STICKY_FAULT_RE`).
 Pure: no torch import.
 """
 
@@ -16,20 +18,31 @@ from __future__ import annotations
 
 import re
 
+# The texts of real device faults (lower case substrings of the error text), one
+# table for both sides. ``sticky``: the CUDA context is unusable after it, so the
+# runner replaces a process whose output shows it while an op is in flight; the
+# others (out of memory, a driver shutting down...) still fail the op and are
+# never hidden behind a fallback, but the process may go on.
+FAULTS: tuple[tuple[str, bool], ...] = (
+    ("device-side assert triggered", True),
+    ("illegal memory access", True),
+    ("illegal instruction was encountered", True),
+    ("illegal address", False),
+    ("misaligned address", True),
+    ("out of memory", False),
+    ("unspecified launch failure", True),
+    ("uncorrectable ecc error", True),
+    ("hardware stack error", False),
+    ("an exception occurred on the device", False),
+    ("cuda driver is shutting down", False),
+    ("launch timed out and was terminated", False),
+)
+
 # Substrings (lower case) of the error text of real device faults.
-FAULT_TEXTS = (
-    "device-side assert triggered",
-    "illegal memory access",
-    "an illegal instruction was encountered",
-    "illegal address",
-    "misaligned address",
-    "out of memory",
-    "unspecified launch failure",
-    "uncorrectable ecc error",
-    "hardware stack error",
-    "an exception occurred on the device",
-    "cuda driver is shutting down",
-    "launch timed out and was terminated",
+FAULT_TEXTS = tuple(text for text, _ in FAULTS)
+# A line of output that shows a sticky fault (the process must be replaced).
+STICKY_FAULT_RE = re.compile(
+    "|".join(re.escape(text) for text, sticky in FAULTS if sticky), re.IGNORECASE
 )
 
 # Lines torch (or triton) appends to every CUDA error; never evidence of a fault.
