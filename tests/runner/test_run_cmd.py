@@ -133,7 +133,8 @@ def test_claim_batch_dir_reuses_empty_or_resumed_dir(tmp_path):
 
     path = tmp_path / "b"
     assert claim_batch_dir(path, resume=False) == path  # absent: created
-    assert claim_batch_dir(path, resume=False) == path  # empty: reused
+    (tmp_path / "e").mkdir()
+    assert claim_batch_dir(tmp_path / "e", resume=False) == tmp_path / "e"  # empty: taken
     (path / "x").write_text("")
     assert claim_batch_dir(path, resume=True) == path  # resumed: kept
     assert claim_batch_dir(path, resume=False).name == "b-2"  # taken: next name

@@ -46,6 +46,13 @@ def _term_as_interrupt(signum, frame):  # noqa: ARG001
     raise KeyboardInterrupt
 
 
+def _os_error(e: OSError) -> str:
+    """An OSError as one line: "<file>: <reason>" (no errno, no traceback)."""
+    where = e.filename if e.filename is not None else ""
+    reason = e.strerror or str(e)
+    return f"{where}: {reason}" if where else reason
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -62,6 +69,9 @@ def main(argv: list[str] | None = None) -> int:
     except ZlbenchError as e:
         print(f"zlbench {args.command}: error: {e}", file=sys.stderr)
         return e.exit_code
+    except OSError as e:  # a full disk, a read-only dir...: could not do the job
+        print(f"zlbench {args.command}: error: {_os_error(e)}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print(f"zlbench {args.command}: interrupted", file=sys.stderr)
         return 130

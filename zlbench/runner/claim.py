@@ -1,15 +1,28 @@
-"""Claiming an output dir so that two runs never share one (docs/design.md).
+"""Claiming an output dir so that two runs never share one, and writing a set of
+output files into it as one (docs/architecture.md "Directories", docs/ci.md "What
+the judge trusts").
 
 :func:`claim_new_dir` always makes a new dir (``path``, else ``path-2``, ...);
 :func:`claim_batch_dir` also takes ``path`` itself when it is empty or resumed.
+:func:`hold_dir` locks a dir for one writer at a time; :func:`write_file_set`
+puts a set of files (a gate's reports) into a dir all together or not at all.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
+import shutil
+import tempfile
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 from zlbench.errors import ZlbenchError
+
+# Created with O_EXCL in a claimed batch dir: whoever creates it owns the dir.
+CLAIM_MARK = ".zlbench-claim"
+_HELD: dict[str, tuple[int, int]] = {}  # realpath -> (fd, depth) of the dirs this process holds
 
 
 def claim_new_dir(path: str | os.PathLike) -> Path:
@@ -19,23 +32,162 @@ def claim_new_dir(path: str | os.PathLike) -> Path:
     Parents are created. Gives up with a ZlbenchError after 999 names.
     """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    for n in range(1, 1000):
-        cand = path if n == 1 else path.with_name(f"{path.name}-{n}")
+    _mkdir_parents(path)
+    for cand in _names(path):
         try:
             cand.mkdir()
             return cand
         except FileExistsError:
             continue
+        except OSError as e:
+            raise ZlbenchError(f"{cand}: cannot create the output dir: {e.strerror}") from None
     raise ZlbenchError(f"cannot claim an output dir next to {path}")
 
 
 def claim_batch_dir(path: Path, resume: bool) -> Path:
     """The batch dir: ``path`` itself when absent, empty or resumed; else ``path-2``...
 
-    A new name is claimed by :func:`claim_new_dir` (a bare mkdir), so two
-    batches never share a dir."""
+    Atomic: a dir is taken (new or empty) only by the one process that creates its
+    claim mark (``.zlbench-claim``, O_EXCL), so two batches racing for one empty dir
+    never share it: the loser moves on to the next name."""
     path = Path(path)
-    if path.is_dir() and (resume or not any(path.iterdir())):
+    if resume and path.is_dir():
         return path
-    return claim_new_dir(path)
+    _mkdir_parents(path)
+    for cand in _names(path):
+        try:
+            cand.mkdir()
+        except FileExistsError:
+            if not cand.is_dir() or any(cand.iterdir()):
+                continue
+        except OSError as e:
+            raise ZlbenchError(f"{cand}: cannot create the output dir: {e.strerror}") from None
+        if _mark(cand):
+            return cand
+    raise ZlbenchError(f"cannot claim an output dir next to {path}")
+
+
+def _names(path: Path) -> Iterator[Path]:
+    for n in range(1, 1000):
+        yield path if n == 1 else path.with_name(f"{path.name}-{n}")
+
+
+def _mkdir_parents(path: Path) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise ZlbenchError(f"{path.parent}: cannot create the output dir: {e.strerror}") from None
+
+
+def _mark(path: Path) -> bool:
+    try:
+        fd = os.open(path / CLAIM_MARK, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+    except (FileExistsError, NotADirectoryError):
+        return False
+    except OSError as e:
+        raise ZlbenchError(f"{path}: cannot claim the output dir: {e.strerror}") from None
+    with os.fdopen(fd, "w") as f:
+        f.write(f"{os.getpid()}\n")
+    return True
+
+
+# --------------------------------------------------------------------------- writing
+
+
+@contextlib.contextmanager
+def hold_dir(path: str | os.PathLike, what: str = "--out") -> Iterator[Path]:
+    """Create dir ``path`` when missing and hold an exclusive lock on it (flock on the
+    dir itself: released when the process ends, even by kill -9). Another process
+    holding it is one ZlbenchError line: two writers never mix their files in one
+    dir. Re-entrant within a process."""
+    path = Path(path)
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        raise ZlbenchError(f"{what} {path}: exists and is not a directory") from None
+    except OSError as e:
+        raise ZlbenchError(f"{what} {path}: cannot create: {e.strerror}") from None
+    key = os.path.realpath(path)
+    if key in _HELD:
+        fd, depth = _HELD[key]
+        _HELD[key] = (fd, depth + 1)
+    else:
+        _HELD[key] = (_lock(path, what), 1)
+    try:
+        yield path
+    finally:
+        fd, depth = _HELD.pop(key)
+        if depth > 1:
+            _HELD[key] = (fd, depth - 1)
+        else:
+            os.close(fd)
+
+
+def _lock(path: Path, what: str) -> int:
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    except OSError as e:
+        raise ZlbenchError(f"{what} {path}: cannot open: {e.strerror}") from None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        raise ZlbenchError(
+            f"{what} {path}: another zlbench process is writing there; "
+            "give each run its own output dir"
+        ) from None
+    return fd
+
+
+def write_file_set(out: str | os.PathLike, files: Mapping[str, str], last: str) -> None:
+    """Write ``files`` (name -> text) into dir ``out`` as one set: each is written and
+    fsynced in a temp dir inside ``out`` (same file system), then the old set is
+    removed (``last`` first) and the new one renamed into place (``last`` last).
+    Any I/O failure is one ZlbenchError line and leaves no file of the set in ``out``
+    (so never a report without its ``last``, e.g. verdict.json)."""
+    out = Path(out)
+    names = [n for n in files if n != last] + [last]
+    with hold_dir(out):
+        try:
+            tmp = Path(tempfile.mkdtemp(prefix=".zlbench-out.", dir=out))
+        except OSError as e:
+            raise ZlbenchError(f"{out}: cannot write the reports: {e.strerror}") from None
+        try:
+            _fill(tmp, files)
+            _swap_in(tmp, out, names)
+        except OSError as e:
+            _remove(out, names)
+            raise ZlbenchError(f"{out}: cannot write the reports: {e.strerror or e}") from None
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _fill(tmp: Path, files: Mapping[str, str]) -> None:
+    for name, text in files.items():
+        with open(tmp / name, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+
+
+def _swap_in(tmp: Path, out: Path, names: list[str]) -> None:
+    _remove(out, reversed(names), strict=True)  # ``last`` first: no stale verdict
+    for name in names:
+        os.replace(tmp / name, out / name)
+    with contextlib.suppress(OSError):  # the renames reach the disk (best effort)
+        fd = os.open(out, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+def _remove(out: Path, names, strict: bool = False) -> None:
+    for name in names:
+        try:
+            os.unlink(out / name)
+        except FileNotFoundError:
+            pass
+        except OSError:
+            if strict:
+                raise
