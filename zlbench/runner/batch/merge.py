@@ -27,7 +27,14 @@ from pathlib import Path
 
 from zlbench.errors import ZlbenchError
 from zlbench.gate.load import pass_order
-from zlbench.models import BatchInfo, Environment, OpStatus, read_ops_status
+from zlbench.models import (
+    BatchInfo,
+    Environment,
+    OpStatus,
+    check_tree_inside,
+    read_ops_status,
+    resolve_inside,
+)
 from zlbench.protocol.layout import CONFIRM_DIR, RESULT_JSON, RESULTS_DIR, RUN_LOG, op_key
 from zlbench.runner.batch.info import read_batch_info, write_batch_info
 from zlbench.runner.batch.progress import count_statuses
@@ -64,6 +71,9 @@ class _Shard:
         if not (self.path / OPS_STATUS).is_file():
             raise ZlbenchError(f"{self.path}: not a batch dir (no {OPS_STATUS})")
         self.statuses = read_ops_status(self.path / OPS_STATUS)
+        for st in self.statuses:  # copied whole by _build: no link out of the shard
+            if st.run_dir:
+                check_tree_inside(self.path, st.run_dir, f"{self.path / OPS_STATUS}: run_dir")
         self.info = read_batch_info(self.path)
 
 
@@ -223,11 +233,13 @@ def _confirm_passes(gate_dirs: list[Path]) -> dict[str, list[Path]]:
     """Pass name -> the shards' ``confirm/<name>/`` dirs that exist, in shard order."""
     passes: dict[str, list[Path]] = {}
     for g in gate_dirs:
-        root = g / CONFIRM_DIR
+        root = resolve_inside(g, CONFIRM_DIR)
         if root.is_dir():
             for p in root.iterdir():
                 if p.is_dir():
-                    passes.setdefault(p.name, []).append(p)
+                    passes.setdefault(p.name, []).append(
+                        resolve_inside(g, f"{CONFIRM_DIR}/{p.name}")
+                    )
     return {name: passes[name] for name in sorted(passes, key=pass_order)}
 
 
@@ -241,7 +253,7 @@ def merge_gate_dirs(gate_dirs: list[Path], out: Path) -> MergeOutcome:
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     try:
-        results = [g / RESULTS_DIR for g in gate_dirs]
+        results = [resolve_inside(g, RESULTS_DIR) for g in gate_dirs]
         _, statuses, rows = merge_batches(results, tmp / RESULTS_DIR)
         for name, dirs in passes.items():
             merge_batches(dirs, tmp / CONFIRM_DIR / name)
