@@ -50,3 +50,35 @@ def test_shards_with_different_base_compilers_are_refused(tmp_path):
     dirs = [shard(tmp_path / "s1", "x"), shard(tmp_path / "s2", "y", base_version="3.4.0")]
     with pytest.raises(ZlbenchError, match="different compilers"):
         merge_ab(dirs, tmp_path / "m")
+
+
+def test_a_sharded_ab_reaches_the_judge_through_merge(tmp_path):
+    """Two shards, each with its screen (results/) and its suspects' A/B (ab/):
+    `zlbench merge` + `gate --results MERGED` judge the rows on the merged A/B."""
+    from zlsynth import brow, write_baseline
+
+    from zlbench.cli import main
+    from zlbench.models import GateVerdict, Verdict
+
+    rows = {op: [brow(op, S, 1.0, lat=0.5)] for op in ("x", "y")}  # stored: 0.5 ms, stale
+    write_baseline(tmp_path / "bl", rows)
+    for k, op in ((1, "x"), (2, "y")):
+        g = shard(tmp_path / f"s{k}", op)  # A/B: PR 1.0 ms, base 0.9 ms (+11 %)
+        write_results(g / "results", [run_result(op, [crow(op, S, 1.0, lat=1.0)])])
+    (tmp_path / "ops").mkdir()
+    assert (
+        main(["merge", str(tmp_path / "s1"), str(tmp_path / "s2"), "--out", str(tmp_path / "m")])
+        == 0
+    )
+    assert (tmp_path / "m" / AB_DIR / "2" / "base").is_dir()
+    rc = main(
+        ["gate", "--baseline", str(tmp_path / "bl"), "--results", str(tmp_path / "m")]
+        + ["--out", str(tmp_path / "judge"), "--ops-dir", str(tmp_path / "ops")]
+    )
+    v = load_json_model(tmp_path / "judge" / "verdict.json", GateVerdict)
+    assert rc == 1 and v.ab is not None and v.ab.ops == ["main/x", "main/y"]
+    assert {r.key.run_name: r.verdict for r in v.rows} == {
+        "x": Verdict.REGRESSION,
+        "y": Verdict.REGRESSION,
+    }
+    assert all(abs(r.ab.change - 1 / 0.9 + 1) < 1e-9 and r.ab.rounds == 2 for r in v.rows)

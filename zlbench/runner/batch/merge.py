@@ -257,6 +257,9 @@ def merge_gate_dirs(gate_dirs: list[Path], out: Path) -> MergeOutcome:
         _, statuses, rows = merge_batches(results, tmp / RESULTS_DIR)
         for name, dirs in passes.items():
             merge_batches(dirs, tmp / CONFIRM_DIR / name)
+        from zlbench.runner.ab.merge import merge_ab  # the shards' A/B rounds, ab/<i>/
+
+        merge_ab(gate_dirs, tmp)
         tmp.rename(out)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
