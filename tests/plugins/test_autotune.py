@@ -99,20 +99,21 @@ def test_single_config_recorded_and_pre_hook_configs_dropped(recorded):
     assert run.markers() == []
 
 
-def test_replay_reproduces_configs_without_fallback_or_sweep(recorded):
+def test_replay_reproduces_configs_and_marks_the_pre_hook_kernel_it_tuned_live(recorded):
     tmp, rec = recorded
     run = run_plugins(tmp, "test_ops.py", "rep", mode="replay", replay_from=rec.run_dir)
     assert run.rc == 0, run.out
-    assert run.markers() == []
     assert run.printed_json("MM_CONFIGS") == rec.printed_json("MM_CONFIGS")
     assert mm_bench_calls(run) == 0
     summary = run.summary()
     assert summary["mode"] == "replay"
     assert int(summary["pinned"]) > 0
-    # sum (pre_hook, not recorded) is the only kernel that may still tune
+    # sum (pre_hook, not recorded) is the only kernel that still tunes: an unpinned
+    # measurement, so a fallback (the gate fails it), never a silent one
     assert int(summary["bench_calls"]) == 2
+    assert run.markers() == [f"AUTOTUNE_REPLAY_FALLBACK reason=pre_hook_dropped kernel={SUM}"]
     result = json.loads((run.run_dir / "result.json").read_text())
-    assert result["markers"] == []
+    assert [(m["reason"], m["kernel"]) for m in result["markers"]] == [("pre_hook_dropped", SUM)]
 
 
 def test_warm_sqlite_db_is_still_recorded(recorded):
@@ -167,6 +168,7 @@ def test_replay_fallbacks_pin_over_warm_db_and_mark_the_rest(recorded):
             f"AUTOTUNE_REPLAY_FALLBACK reason=compile_InterpreterError kernel={SOFTMAX}",
             f"AUTOTUNE_REPLAY_FALLBACK reason=key_missing kernel={MM}",
             f"AUTOTUNE_REPLAY_FALLBACK reason=compile_InterpreterError_no_evict kernel={MM}",
+            f"AUTOTUNE_REPLAY_FALLBACK reason=pre_hook_dropped kernel={SUM}",
         ]
     )
     result = json.loads((run.run_dir / "result.json").read_text())
@@ -174,6 +176,7 @@ def test_replay_fallbacks_pin_over_warm_db_and_mark_the_rest(recorded):
         "AUTOTUNE_REPLAY_FALLBACK compile_InterpreterError": 1,
         "AUTOTUNE_REPLAY_FALLBACK key_missing": 1,
         "AUTOTUNE_REPLAY_FALLBACK compile_InterpreterError_no_evict": 1,
+        "AUTOTUNE_REPLAY_FALLBACK pre_hook_dropped": 1,
     }
 
 

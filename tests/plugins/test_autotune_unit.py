@@ -154,3 +154,41 @@ def test_an_ignored_pin_is_uncounted_and_marked_once_per_key(tmp_path, capsys):
 )
 def test_first_timing(timing, ms):
     assert _tuners.first_timing(timing) == ms
+
+
+def test_a_replay_that_benchmarked_configs_unseen_is_marked_tuned_live(tmp_path, capsys):
+    """bench_calls > 0 in a replay with no other marker (e.g. a tuner no patch
+    reached): one op-level marker naming the kernels that swept."""
+    handler = autotune.AutotuneHandler()
+    entry = _entry(tmp_path, str(tmp_path))
+    book = autotune.OpBook(entry=entry, bench_at_start=_tuners.bench_calls())
+    handler.books[entry.run_name] = book
+    op = SimpleNamespace(entry=entry, markers=[])
+    _tuners._BENCH_CALLS[0] += 3
+    _tuners._BENCHED["m:swept"] = _tuners._BENCHED.get("m:swept", 0) + 3
+    handler.on_end(op)
+    assert [(m.reason, m.kernel, m.dtype) for m in op.markers] == [("tuned_live", "m:swept", None)]
+    assert "AUTOTUNE_REPLAY_FALLBACK reason=tuned_live kernel=m:swept" in capsys.readouterr().out
+    book.reported.add(("m:k", "[1]"))  # another marker already says it: not twice
+    op.markers.clear()
+    _tuners._BENCH_CALLS[0] += 1
+    handler.on_end(op)
+    assert op.markers == []
+
+
+def test_a_pre_hook_winner_tuned_live_in_a_replay_is_marked(tmp_path, capsys):
+    handler = autotune.AutotuneHandler()
+    book = autotune.OpBook(entry=_entry(tmp_path, str(tmp_path)))
+    hooked = triton.Config({"B": 1}, pre_hook=lambda nargs: None)
+    call = SimpleNamespace(
+        kernel="m:k",
+        key=(8,),
+        single=False,
+        pinned=False,
+        pin_ignored=False,
+        libtuner=False,
+        config=hooked,
+    )
+    handler._after_replay(book, call)
+    out = capsys.readouterr().out.splitlines()
+    assert out == ["AUTOTUNE_REPLAY_FALLBACK reason=pre_hook_dropped kernel=m:k"]

@@ -88,6 +88,7 @@ _HANDLER: Handler | None = None
 _LISTENERS: list[Callable[[TunerCall], None]] = []
 _ORIGINALS: dict[tuple[type, str], Any] = {}
 _BENCH_CALLS = [0]
+_BENCHED: dict[str, int] = {}  # kernel id -> configs benchmarked (which kernels swept)
 _IDS: dict[int, str] = {}
 _ID_USERS: dict[str, int] = {}
 
@@ -293,6 +294,8 @@ def _wrap_run(orig: Callable, libtuner: bool) -> Callable:
 def _wrap_bench(orig: Callable) -> Callable:
     def _bench(self, *args, **kwargs):
         _BENCH_CALLS[0] += 1
+        kid = kernel_id(self)
+        _BENCHED[kid] = _BENCHED.get(kid, 0) + 1
         return orig(self, *args, **kwargs)
 
     _bench.__wrapped__ = orig
@@ -377,3 +380,8 @@ def remove_listener(fn: Callable[[TunerCall], None]) -> None:
 def bench_calls() -> int:
     """Configs benchmarked by any tuner in this process so far (a sweep detector)."""
     return _BENCH_CALLS[0]
+
+
+def benched_kernels() -> dict[str, int]:
+    """Kernel id -> configs benchmarked so far in this process (a copy)."""
+    return dict(_BENCHED)

@@ -22,7 +22,13 @@ Rules kept from the old scripts (each has a test):
    tuner re-tuned), ``reason=compile_<Exc>_no_evict`` (the tuner's cache, e.g.
    FlagGems' sqlite ConfigCache, has no ``__delitem__``) or ``reason=pin_ignored``
    (a config was pinned but the tuner benchmarked configs during that call, or
-   ran another config: it read its cache around the injection);
+   ran another config: it read its cache around the injection),
+   ``reason=pre_hook_dropped`` (a plain Autotuner's winner has a pre_hook, which
+   its record could not keep (rule 4): the replay tuned it live), and, once at
+   the end of an op with no other marker, ``reason=tuned_live kernel=<ids>`` when
+   configs were benchmarked anyway (``bench_calls > 0``, e.g. a tuner no patch
+   reached). Every one of them fails the op or row in the gate: an unpinned
+   measurement compares autotune winners, not compilers;
 6. LibTuner is patched after collection, for whichever of ``flag_gems`` /
    ``flaggems_vllm`` the tests imported (re-checked when each op starts);
 7. records are written as soon as they change, at op end and at exit, so a
@@ -141,11 +147,25 @@ class OpBook:
     tuned: int = 0
     bench_calls: int = 0
     bench_at_start: int = 0
+    benched_at_start: dict[str, int] = field(default_factory=dict)
     dirty: bool = False
 
 
 def _emit(reason: str, kernel: str) -> None:
     state.emit_marker(Marker(kind=MarkerKind.REPLAY_FALLBACK, reason=reason, kernel=kernel))
+
+
+def swept_kernels(book: OpBook, now: dict[str, int]) -> str:
+    """Ids of the kernels that benchmarked configs since the op began."""
+    ids = [k for k, n in now.items() if n > book.benched_at_start.get(k, 0)]
+    return ",".join(sorted(ids)) or "?"
+
+
+def _emit_op_level(op: state.OpState, reason: str, kernel: str) -> None:
+    """A marker of the whole op (names no row, so the gate fails every row of it)."""
+    marker = Marker(kind=MarkerKind.REPLAY_FALLBACK, reason=reason, kernel=kernel)
+    op.markers.append(marker)
+    print(marker.line(), flush=True)
 
 
 class AutotuneHandler:
@@ -171,7 +191,11 @@ class AutotuneHandler:
     def _open(self, entry: PlanEntry) -> OpBook:
         from zlbench.plugins import _tuners
 
-        book = OpBook(entry=entry, bench_at_start=_tuners.bench_calls())
+        book = OpBook(
+            entry=entry,
+            bench_at_start=_tuners.bench_calls(),
+            benched_at_start=_tuners.benched_kernels(),
+        )
         if entry.mode == "replay":
             book.replay, problem = load_replay(entry)
             if problem:
@@ -191,6 +215,8 @@ class AutotuneHandler:
         if book is None:
             return
         book.bench_calls = _tuners.bench_calls() - book.bench_at_start
+        if book.entry.mode == "replay" and book.bench_calls > 0 and not book.reported:
+            _emit_op_level(op, "tuned_live", swept_kernels(book, _tuners.benched_kernels()))
         if book.entry.mode == "record" and not records_path(book.entry).exists():
             # An op that tuned nothing still gets its (empty) record: "recorded,
             # nothing to pin", so it can be replayed and any tuned kernel that
@@ -282,7 +308,8 @@ class AutotuneHandler:
             _emit("pin_ignored", call.kernel)
         elif keeps_record(call.libtuner, call.config):
             _emit("key_missing", call.kernel)
-        # else: record mode would have dropped it too (§5.4)
+        else:  # record mode dropped it (§5.4): this replay tuned it live
+            _emit("pre_hook_dropped", call.kernel)
 
     def _after_record(self, book: OpBook, call) -> None:
         from zlbench.plugins import _tuners
