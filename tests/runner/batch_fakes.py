@@ -108,6 +108,7 @@ class FakeExecutor:
                     "flaggems_dir": str(flaggems_dir),
                     "timing": plan.timing,
                     "more": more,
+                    "env": dict(env or {}),
                 }
             )
         out = []

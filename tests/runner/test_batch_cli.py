@@ -103,3 +103,13 @@ def test_missing_flaggems_dir(cli, monkeypatch):
     monkeypatch.delenv("ZLBENCH_FLAGGEMS_DIR")
     rc, _, err, _ = cli("--ops", "abs")
     assert rc == 2 and "no FlagGems checkout for repo 'main'" in err
+
+
+def test_recheck_dismissed_runs_left_out_ops_and_op_timeout_zero_is_no_limit(cli, tmp_path):
+    (tmp_path / "ops" / "dismiss.txt").write_text("abs  # 2025-01-01 flaky\n")
+    rc, out, err, fakes = cli("--ops", "abs", "add", "--gpus", "0")
+    assert "abs" not in [name for c in fakes[-1].calls for name, *_ in c["entries"]]
+    rc, out, err, fakes = cli("--ops", "abs", "--recheck-dismissed", "--op-timeout", "0")
+    assert rc == 0, err
+    assert [name for c in fakes[-1].calls for name, *_ in c["entries"]] == ["abs"]
+    assert fakes[-1].calls[0]["op_timeout_s"] is None

@@ -136,3 +136,88 @@ def test_ops_status_and_summary_have_the_seeds_columns(setup):
     )
     header = next(csv.reader((out.out_dir / "summary.csv").read_text().splitlines()))
     assert {"tflops", "gbps", "error"} <= set(header)
+
+
+def test_undated_dismissal_is_a_skip_row_and_recheck_runs_left_out_ops(tmp_path):
+    ops_dir = tmp_path / "ops"
+    make_inventory(ops_dir, "main", ["abs", "add", "mul"], skip={"mul": "needs two GPUs"})
+    (ops_dir / "dismiss.txt").write_text("abs  # flaky on H200\n")
+    fg = tmp_path / "fg"
+    fg.mkdir()
+
+    def batch(out: str, **kw):
+        fake = FakeExecutor()
+        cfg = BatchConfig(
+            out_dir=tmp_path / out,
+            flaggems_dirs={"main": fg},
+            ops_dir=ops_dir,
+            all_ops=True,
+            executor=fake,
+            progress=io.StringIO(),
+            **kw,
+        )
+        return run_batch(cfg), fake
+
+    out, fake = batch("plain")
+    st = {s.run_name: s for s in out.statuses}
+    assert (
+        st["abs"].status is RunStatus.SKIP and st["abs"].note == "dismissed undated: flaky on H200"
+    )
+    assert st["mul"].status is RunStatus.SKIP and runs_of(fake, "abs") == runs_of(fake, "mul") == []
+    out, fake = batch("recheck", recheck_left_out=True)
+    assert all(s.status is RunStatus.PASS for s in out.statuses)
+    assert len(runs_of(fake, "abs")) == len(runs_of(fake, "mul")) == 1
+
+
+def test_budget_from_recorded_durations(setup):
+    fake = FakeExecutor()
+    durations = {"main/abs": 10.0, "main/add": 20.0}
+    cfg = setup(fake, ops=["abs", "add"], dtypes=["float16"], durations=durations)
+    cfg.budget_factor = 2.0
+    out = run_batch(cfg)
+    # one GPU, one dtype: 2 x (30 s of ops + one 23 s process start) + 23 s of slack
+    assert fake.calls[0]["more"]["budget_s"] == 2 * (30 + 23) + 23
+    assert read_batch_info(out.out_dir).budget_s == 129
+
+
+def test_no_recorded_duration_no_budget(setup):
+    fake = FakeExecutor()
+    run_batch(setup(fake, ops=["abs"], budget_factor=2.0))
+    assert "budget_s" not in fake.calls[0]["more"]
+
+
+def test_use_flagtune_is_set_explicitly_in_every_process(setup, tmp_path):
+    cases = [({"PATH": "/bin"}, None, "0"), ({"USE_FLAGTUNE": "1"}, None, "1")]
+    cases.append(({"USE_FLAGTUNE": "1"}, "0", "0"))  # the gate passes its baseline's
+    for i, (env, asked, used) in enumerate(cases):
+        fake = FakeExecutor()
+        cfg = setup(fake, ops=["abs"], env=env, use_flagtune=asked, out_dir=tmp_path / f"{i}")
+        run_batch(cfg)
+        assert fake.calls[0]["env"]["USE_FLAGTUNE"] == used, (env, asked)
+
+
+def test_a_failure_shared_across_shards_is_systemic_in_the_merge(tmp_path):
+    """Two ops fail one way in each of two shards: 2 < 3 per shard, 4 merged."""
+    from zlbench.runner.batch.merge import merge_batches
+
+    ops = ["a1", "a2", "a3", "a4", "a5", "a6", "ok1", "ok2"]  # a1-a4 fail: 2 per shard
+    ops_dir = tmp_path / "ops"
+    make_inventory(ops_dir, "main", ops)
+    fake = FakeExecutor({op: ["LAUNCH"] for op in ops[:4]})
+    shards = []
+    for k in (1, 2):
+        cfg = BatchConfig(
+            out_dir=tmp_path / f"s{k}",
+            flaggems_dirs={"main": tmp_path},
+            ops_dir=ops_dir,
+            all_ops=True,
+            shard=(k, 2),
+            executor=fake,
+            progress=io.StringIO(),
+        )
+        shards.append(run_batch(cfg).out_dir)
+    per_shard = [len(read_batch_info(s).systemic) for s in shards]
+    out, _, _ = merge_batches(shards, tmp_path / "merged")
+    (merged,) = read_batch_info(out).systemic
+    assert merged.signature == LAUNCH_SIG and merged.ops == [f"main/{op}" for op in ops[:4]]
+    assert per_shard == [0, 0]  # two of them in each shard: below the threshold there

@@ -37,6 +37,12 @@ def add_selection_options(p, *, required: bool = True) -> None:
         help="dir of inventory_<repo>.csv and dismiss.txt (default: ./ops, "
         "else the ops/ dir of this zlbench checkout)",
     )
+    p.add_argument(
+        "--recheck-dismissed",
+        action="store_true",
+        help="also run the ops the dismiss list names and those marked unconditional skip "
+        "(do they still need to be left out?)",
+    )
 
 
 def add_sweep_option(p) -> None:
@@ -77,7 +83,7 @@ def add_measure_options(p, *, shape_file: Path | None = None, dtypes: list[str] 
         type=float,
         default=900.0,
         metavar="S",
-        help="per-op timeout in seconds (default 900; not retried)",
+        help="per-op timeout in seconds (default 900; 0 = no limit; not retried)",
     )
     p.add_argument(
         "--per-process",
@@ -210,6 +216,7 @@ def config_from_args(args, settings: Settings):
         shape_file=args.shape_file,
         ttgir=not args.no_ttgir,
         max_retries=args.max_retries,
+        recheck_left_out=getattr(args, "recheck_dismissed", False),
         progress=sys.stdout,
         sink=_echo if args.show_output else None,
         argv=list(sys.argv),

@@ -13,6 +13,10 @@ from typing import Literal, TextIO
 
 from zlbench.models import OpStatus
 
+# FlagGems' autotune config space (flag_gems.runtime.flagtune): "0" its default
+# configs, "1" the expanded / cost-model space. Set in every benchmark process.
+FLAGTUNE_VAR = "USE_FLAGTUNE"
+DEFAULT_FLAGTUNE = "0"
 # execute_plan's signature (zlbench.runner.execute.worker); injectable for tests.
 Executor = Callable[..., list[OpStatus]]
 
@@ -60,9 +64,13 @@ class BatchConfig:
     shape_file: Path | None = None
     ttgir: bool = True
     max_retries: int = 2  # extra attempts after rc 1 / CRASH (DESIGN §5.17)
-    # Seconds from the start after which nothing more is measured (the gate derives
-    # it from the baseline's durations: runner.batch.budget); None: no budget.
+    # Seconds from the start after which nothing more is measured; None: no budget,
+    # unless ``budget_factor`` derives one from ``durations`` (runner.batch.budget).
     budget_s: float | None = None
+    budget_factor: float | None = None
+    # USE_FLAGTUNE of the benchmark processes; None: the environment's, else "0"
+    # (the gate passes its baseline's, so both measure the same config space).
+    use_flagtune: str | None = None
     # Also run the ops the dismiss list names and those marked unconditional skip.
     recheck_left_out: bool = False
     env: dict[str, str] | None = None

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import threading
 import traceback
+from collections.abc import Iterable
 from pathlib import Path
 
 from zlbench.models import OpStatus, RunStatus
@@ -32,39 +33,38 @@ class SystemicTracker:
     def __init__(self, threshold: int = SYSTEMIC_OPS):
         self.threshold = threshold
         self.lock = threading.Lock()
-        self.ops: dict[str, dict[str, None]] = {}  # signature -> op keys (ordered set)
-        self.not_run: dict[str, set[str]] = {}  # signature -> keys never run
+        self.ops: dict[str, set[str]] = {}  # signature -> op keys that failed with it
 
-    def observe(self, key: str, sig: str, note: str = "") -> bool:
+    def observe(self, key: str, sig: str) -> bool:
         """Count one failed attempt of op ``key``; True when ``sig`` is now systemic."""
         if not sig:
             return False
         with self.lock:
-            self.ops.setdefault(sig, {})[key] = None
-            if note.startswith(NOT_MEASURED):
-                self.not_run.setdefault(sig, set()).add(key)
+            self.ops.setdefault(sig, set()).add(key)
             return len(self.ops[sig]) >= self.threshold
 
-    def is_systemic(self, sig: str) -> bool:
-        with self.lock:
-            return bool(sig) and len(self.ops.get(sig, ())) >= self.threshold
 
-    def failures(self, final: dict[str, str]) -> list[SystemicFailure]:
-        """Systemic signatures, most ops first, counting only ops whose final
-        signature (``final``: op key -> signature) it still is."""
-        with self.lock:
-            out = []
-            for sig in self.ops:
-                keys = sorted(k for k, s in final.items() if s == sig)
-                if len(keys) < self.threshold:
-                    continue
-                not_run = len(self.not_run.get(sig, set()) & set(keys))
-                out.append(
-                    SystemicFailure(
-                        signature=sig, ops=keys, not_run=not_run, line=_line(sig, keys, not_run)
-                    )
-                )
-        return sorted(out, key=lambda f: (-len(f.ops), f.signature))
+def systemic_failures(
+    statuses: Iterable[OpStatus], threshold: int = SYSTEMIC_OPS
+) -> list[SystemicFailure]:
+    """The signatures at least ``threshold`` ops ended with, most ops first (from the
+    final ops_status rows, so a merge of shards counts across them)."""
+    by_sig: dict[str, list[OpStatus]] = {}
+    for st in statuses:
+        if st.signature:
+            by_sig.setdefault(st.signature, []).append(st)
+    out = []
+    for sig, sts in by_sig.items():
+        if len(sts) < threshold:
+            continue
+        keys = sorted(f"{s.repo}/{s.run_name}" for s in sts)
+        not_run = sum(s.note.startswith(NOT_MEASURED) for s in sts)
+        out.append(
+            SystemicFailure(
+                signature=sig, ops=keys, not_run=not_run, line=_line(sig, keys, not_run)
+            )
+        )
+    return sorted(out, key=lambda f: (-len(f.ops), f.signature))
 
 
 def _line(sig: str, keys: list[str], not_run: int) -> str:

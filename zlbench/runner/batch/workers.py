@@ -19,7 +19,7 @@ from zlbench import __version__
 from zlbench.errors import ZlbenchError
 from zlbench.gate.baselines import sha256_file
 from zlbench.models import BatchInfo, DismissedOp, OpStatus, RunResult, RunStatus, WorkerPlan
-from zlbench.protocol.layout import COMPLETE, op_key
+from zlbench.protocol.layout import COMPLETE
 from zlbench.runner.batch import progress
 from zlbench.runner.batch.attempts import (
     OpAttempts,
@@ -32,12 +32,24 @@ from zlbench.runner.batch.attempts import (
     said_unsupported,
     write_final_files,
 )
-from zlbench.runner.batch.config import BatchConfig, BatchOutcome, default_executor
+from zlbench.runner.batch.budget import budget_seconds
+from zlbench.runner.batch.config import (
+    DEFAULT_FLAGTUNE,
+    FLAGTUNE_VAR,
+    BatchConfig,
+    BatchOutcome,
+    default_executor,
+)
 from zlbench.runner.batch.info import read_batch_info, write_batch_info
 from zlbench.runner.batch.plan import deal, selection_costs
 from zlbench.runner.batch.retry import Attempt, next_attempt
 from zlbench.runner.batch.status import load_run, write_ops_status
-from zlbench.runner.batch.systemic import SystemicTracker, internal_error_status, run_signature
+from zlbench.runner.batch.systemic import (
+    SystemicTracker,
+    internal_error_status,
+    run_signature,
+    systemic_failures,
+)
 from zlbench.runner.catalog.select import OpSelection, SelectedOp
 
 
@@ -55,6 +67,7 @@ class BatchRun:
         self.errors: list[BaseException] = []
         self.running: set[str] = set()  # names of worker threads not yet returned
         self.systemic = SystemicTracker()
+        self.budget_s = config.budget_s  # or derived from the durations in _resume
 
     # ------------------------------------------------------------------ setup
 
@@ -68,12 +81,15 @@ class BatchRun:
         todo = self._resume(previous)
         self.total = sum(len(v) for v in todo.values())
         self._say(f"batch: {self.total} op(s) to run on {len(todo)} worker(s) -> {self.out}")
+        if self.budget_s is not None:
+            self._say(f"batch: time budget {progress.fmt_seconds(self.budget_s)}")
         with self.lock:
             write_ops_status(self.out, self.final.values())
         self._run_workers(todo)
         statuses = sorted(self.final.values(), key=lambda s: (s.repo, s.run_name))
         rows, info = write_final_files(self.out, statuses, info)
-        info.systemic = self.systemic.failures({s_key(s): s.signature for s in statuses})
+        info.systemic = systemic_failures(statuses)
+        info.budget_s = self.budget_s
         info.not_measured = [s_key(s) for s in statuses if s.note.startswith("NOT MEASURED")]
         write_batch_info(self.out, info)
         wall = time.monotonic() - self.t0
@@ -114,8 +130,7 @@ class BatchRun:
             zlbench_version=__version__,
             ops=[o.key for o in sel.ops],
             dismissed=[
-                DismissedOp(key=o.key, date=e.date.isoformat(), reason=e.reason)
-                for o, e in sel.dismissed
+                DismissedOp(key=o.key, date=e.when, reason=e.reason) for o, e in sel.dismissed
             ],
             skipped=[o.key for o in sel.skipped],
         )
@@ -123,7 +138,7 @@ class BatchRun:
     def _add_left_out(self) -> None:
         """Dismissed and unconditionally skipped ops: SKIP rows that never ran."""
         for op, entry in self.selection.dismissed:
-            note = f"dismissed {entry.date.isoformat()}: {entry.reason}"
+            note = f"dismissed {entry.when}: {entry.reason}"
             self.final[op.key] = self._skip_row(op, note)
         for op in self.selection.skipped:
             self.final[op.key] = self._skip_row(op, f"unconditional skip: {op.skip}")
@@ -138,7 +153,12 @@ class BatchRun:
         """Tracks per GPU; with --resume, complete ops are kept and not run again."""
         todo: dict[str, list[OpAttempts]] = {}
         costs = selection_costs(self.config, self.selection.keys())
-        for gpu, ops in deal(self.selection, self.config.gpus, costs).items():
+        dealt = deal(self.selection, self.config.gpus, costs)
+        if self.budget_s is None and self.config.budget_factor:
+            bins = [[o.key for o in ops] for ops in dealt.values()]
+            factor, per = self.config.budget_factor, self.config.per_process
+            self.budget_s = budget_seconds(costs, bins, factor, per)
+        for gpu, ops in dealt.items():
             tracks = []
             for op in ops:
                 run_dir = self.out / op.repo / op.run_name
@@ -163,7 +183,7 @@ class BatchRun:
             run_name=op.run_name,
             status=status,
             rows=rows,
-            run_dir=op_key(op.repo, op.run_name),
+            run_dir=f"{op.repo}/{op.run_name}",
             note="resumed (complete)",
         )
 
@@ -220,20 +240,21 @@ class BatchRun:
             self._attempt_done(by_name[entry.run_name], status, result)
 
         plan = WorkerPlan(timing=c.timing, ttgir=c.ttgir, entries=[t.entry(c) for t in tracks])
-        env = None
+        env = dict(c.env if c.env is not None else _environ())
         if gpu:
-            env = dict(c.env if c.env is not None else _environ())
             env["CUDA_VISIBLE_DEVICES"] = gpu
+        # FlagGems' tuning space, explicit and recorded (Environment.use_flagtune)
+        env[FLAGTUNE_VAR] = c.use_flagtune or env.get(FLAGTUNE_VAR) or DEFAULT_FLAGTUNE
         extra = {"extra_pytest_args": list(c.extra_pytest_args)} if c.extra_pytest_args else {}
-        if c.budget_s is not None:
-            extra |= {"budget_s": c.budget_s, "started": self.t0}
+        if self.budget_s is not None:
+            extra |= {"budget_s": self.budget_s, "started": self.t0}
         try:
             statuses = self.executor(
                 plan,
                 flaggems_dir=c.flaggems_dirs[tracks[0].sel.repo],
                 per_process=c.per_process,
                 op_timeout_s=c.op_timeout_s if c.op_timeout_s else None,  # 0: no limit
-                env=env if env is not None else c.env,
+                env=env,
                 sink=c.sink,
                 on_op_done=on_done,
                 **extra,
@@ -270,7 +291,7 @@ class BatchRun:
             track.attempts,
             c.max_retries,
             rescue=c.replay_root is None,  # replay: the baseline's rows fix the dtypes
-            systemic=self.systemic.observe(track.sel.key, sig, status.note) or self._spent(),
+            systemic=self.systemic.observe(track.sel.key, sig) or self._spent(),
         )
         if track.next is not None:
             what = f"{track.next.kind} [{','.join(track.next.dtypes) or 'defaults'}]"
@@ -293,7 +314,7 @@ class BatchRun:
 
     def _spent(self) -> bool:
         """The time budget is spent: no more retries."""
-        budget = self.config.budget_s
+        budget = self.budget_s
         return budget is not None and time.monotonic() - self.t0 > budget
 
     # ------------------------------------------------------------------ output
@@ -341,7 +362,7 @@ def _interrupt(threads: list[threading.Thread], running: set[str], wait_s: float
 
 
 def s_key(st: OpStatus) -> str:
-    return op_key(st.repo, st.run_name)
+    return f"{st.repo}/{st.run_name}"
 
 
 def _environ() -> dict[str, str]:
