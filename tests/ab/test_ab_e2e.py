@@ -180,7 +180,8 @@ def test_a_base_measuring_another_flaggems_commit_is_one_line(world, monkeypatch
     )
     wrapper.chmod(0o755)
     rc = gate(world, "other-fg", wrapper, monkeypatch)
-    assert rc == 2  # measured, then refused: the progress lines come first
+    assert rc == 2  # refused after the first round: the progress lines come first
+    assert not (world / "other-fg" / "ab" / "2").exists()
     err = [ln for ln in capsys.readouterr().err.splitlines() if "error" in ln]
     assert (
         len(err) == 1 and err[0].startswith("zlbench gate: error: ") and "flaggems_commit" in err[0]

@@ -8,7 +8,8 @@ import pytest
 from batch_fakes import make_inventory
 
 from zlbench.errors import ZlbenchError
-from zlbench.runner.catalog.select import parse_spec, read_ops_file, select_ops
+from zlbench.protocol.ops import read_ops_file
+from zlbench.runner.catalog.select import select_ops
 
 OPS_DIR = Path(__file__).resolve().parents[2] / "ops"
 
@@ -111,11 +112,6 @@ def test_bad_dismiss_file_names_its_line(ops_dir):
     (ops_dir / "dismiss.txt").write_text("abs  # 2025-02-30 no such day\n")
     with pytest.raises(ZlbenchError, match=r"dismiss.txt:1: entry 'abs': bad date"):
         select_ops(ops_dir, specs=["abs"])
-
-
-def test_parse_spec():
-    assert parse_spec("vllm:op@f.py") == ("vllm", "op@f.py")
-    assert parse_spec(" op ") == (None, "op")
 
 
 def test_shipped_gate_core_set_resolves_in_the_real_inventory():

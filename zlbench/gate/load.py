@@ -39,14 +39,10 @@ from zlbench.protocol.layout import (
     RESULT_JSON,
     RESULTS_DIR,
     RUN_LOG,
+    op_key,
 )
 
 LOG_TAIL_LINES = 20
-
-
-def op_key(repo: str, run_name: str) -> str:
-    """The identity of an op across results and baselines: ``<repo>/<run_name>``."""
-    return f"{repo}/{run_name}"
 
 
 def in_scope(key: str, scope: Collection[str] | None) -> bool:
@@ -182,7 +178,7 @@ def _load_batch_dir(path: Path) -> dict[str, OpRun]:
     runs: dict[str, OpRun] = {}
     read: set[str] = set()  # real paths of the result.json files read for ops_status rows
     for st in statuses:
-        rel = st.run_dir or f"{st.repo}/{st.run_name}"
+        rel = st.run_dir or op_key(st.repo, st.run_name)
         run = _load_run_dir(resolve_inside(path, rel, f"{status_file}: run_dir"), st)
         runs[run.key] = run
         read.add(os.path.realpath(path / rel / RESULT_JSON))
@@ -218,7 +214,7 @@ def load_baseline(path: str | Path) -> BaselineSet:
     manifest = load_yaml_model(resolve_inside(path, MANIFEST_YAML), BaselineManifest)
     check_intact(path, manifest)
     keys = manifest.ops or sorted(
-        op_key(p.parent.parent.name, p.parent.name) for p in path.glob("*/*/result.json")
+        op_key(p.parent.parent.name, p.parent.name) for p in path.glob(f"*/*/{RESULT_JSON}")
     )
     ops = {key: _load_baseline_op(path, key) for key in keys}
     if not ops:

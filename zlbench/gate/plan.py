@@ -1,21 +1,13 @@
-"""Which baseline ops a gate judges: the baseline's, narrowed by ``--ops`` / ``--ops-file``."""
+"""Which baseline ops a gate judges: the baseline's, narrowed by ``--ops`` / ``--ops-file``
+(the SPEC grammar of every command: :mod:`zlbench.protocol.ops`)."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from zlbench.errors import ZlbenchError
 from zlbench.gate.load import BaselineSet
+from zlbench.protocol.ops import read_ops_file, spec_matches
 
-
-def read_ops_file(path: str | Path) -> list[str]:
-    """One op spec a line; blank lines and ``#`` comments ignored."""
-    path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as e:
-        raise ZlbenchError(f"{path}: cannot read ops file: {e.strerror}") from None
-    return [s for line in text.splitlines() if (s := line.split("#", 1)[0].strip())]
+__all__ = ["baseline_scope", "read_ops_file"]
 
 
 def baseline_scope(
@@ -23,17 +15,14 @@ def baseline_scope(
 ) -> tuple[set[str] | None, list[str]]:
     """(op keys to judge or None for all, the specs that matched no baseline op).
 
-    A spec matches an op by ``<repo>/<run_name>``, by run name, or by its selector."""
+    A SPEC names a baseline op as everywhere: ``[repo:]selector`` or the op key
+    ``<repo>/<run_name>``; a selector is also matched by its run name."""
     if not specs:
         return None, []
     chosen: set[str] = set()
     unmatched = []
     for spec in specs:
-        hits = {
-            key
-            for key, res in baseline.ops.items()
-            if spec in (key, res.run_name, res.op) or spec.replace("@", "__at__") == res.run_name
-        }
+        hits = {key for key in baseline.ops if spec_matches(spec, key)}
         chosen |= hits
         if not hits:
             unmatched.append(spec)

@@ -227,7 +227,7 @@ def _manifest(
     excluded: dict[str, str],
 ) -> BaselineManifest:
     """The manifest of the baseline in ``tmp``; ``results``: what :func:`_assemble` wrote."""
-    ops = sorted(f"{r.repo}/{r.run_name}" for r in results)
+    ops = sorted(op_key(r.repo, r.run_name) for r in results)
     env = results[0].environment if results else None
     shape_file, shape_sha = _copy_shape_file(cfg, tmp)
     flaggems = {}

@@ -107,7 +107,10 @@ def measure_ab(
     def side(name: str, keys: list[str], batch_out: Path) -> Path:
         return measure(sides[name], keys, batch_out)
 
-    run: AbRounds = run_rounds(ops, ctx.options.rounds, out / AB_DIR, side)
+    def check_round(dirs: tuple[Path, Path]) -> None:  # the first: stop early if unpaired
+        check_sides(load_rounds([dirs]), dirs[1], ctx.options.base_compiler or "")
+
+    run: AbRounds = run_rounds(ops, ctx.options.rounds, out / AB_DIR, side, check=check_round)
     summary = AbSummary(
         mode="full" if ctx.options.full else "suspects",
         rounds=ctx.options.rounds,
@@ -122,6 +125,18 @@ def measure_ab(
     return summary
 
 
+def check_sides(loaded, where: Path, base_env: str) -> None:
+    """Refuse an A/B whose base measured nothing, or measured another FlagGems,
+    torch or GPU than the PR's side (one line, exit 2)."""
+    if loaded.base_rows == 0:
+        raise ZlbenchError(
+            f"the base compiler ({base_env}) measured no row in {where}: "
+            "see the run.log files of its rounds"
+        )
+    if why := side_mismatch(loaded.pr_envs, loaded.base_envs):
+        raise ZlbenchError(why)
+
+
 def judge_ab(verdict: GateVerdict, gate_dir: Path) -> GateVerdict:
     """``verdict`` with the rows of ``<gate_dir>/ab/`` judged on their A/B (unchanged
     when the dir holds no A/B)."""
@@ -130,13 +145,7 @@ def judge_ab(verdict: GateVerdict, gate_dir: Path) -> GateVerdict:
         return verdict
     summary, dirs = found
     loaded = load_rounds(dirs)
-    if loaded.base_rows == 0:
-        raise ZlbenchError(
-            f"the base compiler ({summary.base.env}) measured no row in {gate_dir / AB_DIR}: "
-            "see the run.log files of its rounds"
-        )
-    if why := side_mismatch(loaded.pr_envs, loaded.base_envs):
-        raise ZlbenchError(why)
+    check_sides(loaded, gate_dir / AB_DIR, summary.base.env)
     paired = pair_rounds(loaded.rounds)
     full = summary.mode == "full"
     rows = apply_paired(verdict.rows, paired, summary.threshold, verdict.baseline, full)

@@ -36,7 +36,8 @@ from zlbench.gate.plan import baseline_scope, read_ops_file
 from zlbench.gate.thresholds import load_thresholds
 from zlbench.gate.verdict import SUMMARY_SEP, GateOptions
 from zlbench.models import GateVerdict, Row, RowKey, ThresholdsFile, atomic_write_text
-from zlbench.protocol.layout import JUNIT_XML, REPORT_MD, VERDICT_JSON
+from zlbench.protocol.layout import JUNIT_XML, REPORT_MD, VERDICT_JSON, split_op_key
+from zlbench.protocol.ops import selector_for
 from zlbench.report.junit import render_junit
 from zlbench.report.markdown import render_markdown
 from zlbench.runner.ab.env import CompilerEnv
@@ -109,7 +110,7 @@ def measure_batch(req: MeasureRequest) -> tuple[Path, int]:
         flaggems_dirs={k: Path(v) for k, v in job.flaggems_dirs.items()},
         ops_dir=job.ops_dir,
         all_ops=True,
-        repos=sorted({k.split("/", 1)[0] for k in req.ops}),
+        repos=sorted({split_op_key(k)[0] for k in req.ops}),
         restrict_to=set(req.ops),
         gpus=default_gpus(job.cuda_visible_devices),
         shard=req.shard,
@@ -186,8 +187,8 @@ def dismissed_ops(ops_dir: Path, keys: Iterable[str]) -> dict[str, str]:
     entries = load_dismiss(Path(ops_dir) / DISMISS_FILE)
     out = {}
     for key in keys:
-        repo, run_name = key.split("/", 1)
-        entry = find_dismissal(entries, repo, run_name.replace("__at__", "@"))
+        repo, run_name = split_op_key(key)
+        entry = find_dismissal(entries, repo, selector_for(run_name))
         if entry is not None:
             out[key] = f"{entry.reason} ({entry.date})"
     return out

@@ -52,8 +52,10 @@ def run_rounds(
     root: Path,
     measure: MeasureSide,
     clock: Callable[[], float] = time.monotonic,
+    check: Callable[[tuple[Path, Path]], None] | None = None,
 ) -> AbRounds:
-    """``rounds`` rounds over ``ops``, the PR's side first in each: A B A B ..."""
+    """``rounds`` rounds over ``ops``, the PR's side first in each: A B A B ...
+    ``check(first round's dirs)`` may refuse the A/B (raise) before the other rounds."""
     if rounds < 1:
         raise ZlbenchError(f"--ab-rounds must be >= 1, got {rounds}")
     out = AbRounds()
@@ -65,6 +67,8 @@ def run_rounds(
             out.seconds[side] += clock() - t0
             out.order.append(side)
         out.dirs.append((pair["pr"], pair["base"]))
+        if i == 1 and check is not None:
+            check(out.dirs[0])
     return out
 
 

@@ -25,7 +25,8 @@ from pathlib import Path
 
 from zlbench.errors import ZlbenchError
 from zlbench.models import RunStatus, read_ops_status
-from zlbench.protocol.layout import OPS_STATUS
+from zlbench.protocol.layout import OPS_STATUS, op_key
+from zlbench.protocol.ops import run_name_for
 from zlbench.runner.catalog.inventory import inventory_path, load_inventory
 
 # Estimate for an op when nothing at all was recorded (the median op of the
@@ -63,7 +64,7 @@ def load_durations(source: Path) -> dict[str, float]:
     """``repo/run_name`` -> seconds of each op that ran (SKIP rows left out)."""
     rows = read_ops_status(durations_file(source))
     return {
-        f"{st.repo}/{st.run_name}": float(st.seconds)
+        op_key(st.repo, st.run_name): float(st.seconds)
         for st in rows
         if st.status not in _NO_COST and st.seconds >= MIN_OP_SECONDS
     }
@@ -77,8 +78,8 @@ def op_families(ops_dir: Path, repos: Iterable[str]) -> dict[str, str]:
         if not path.is_file():
             continue
         for row in load_inventory(path):  # the op's run_name, with or without @file
-            for run_name in (row.op, f"{row.op}__at__{row.file_name}"):
-                families.setdefault(f"{repo}/{run_name}", row.bench_class)
+            for run_name in (row.op, run_name_for(f"{row.op}@{row.file_name}")):
+                families.setdefault(op_key(repo, run_name), row.bench_class)
     return families
 
 

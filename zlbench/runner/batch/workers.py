@@ -19,7 +19,7 @@ from zlbench import __version__
 from zlbench.errors import ZlbenchError
 from zlbench.gate.baselines import sha256_file
 from zlbench.models import BatchInfo, DismissedOp, OpStatus, RunResult, RunStatus, WorkerPlan
-from zlbench.protocol.layout import COMPLETE
+from zlbench.protocol.layout import COMPLETE, op_key
 from zlbench.runner.batch import progress
 from zlbench.runner.batch.attempts import (
     OpAttempts,
@@ -183,7 +183,7 @@ class BatchRun:
             run_name=op.run_name,
             status=status,
             rows=rows,
-            run_dir=f"{op.repo}/{op.run_name}",
+            run_dir=op_key(op.repo, op.run_name),
             note="resumed (complete)",
         )
 
@@ -362,7 +362,7 @@ def _interrupt(threads: list[threading.Thread], running: set[str], wait_s: float
 
 
 def s_key(st: OpStatus) -> str:
-    return f"{st.repo}/{st.run_name}"
+    return op_key(st.repo, st.run_name)
 
 
 def _environ() -> dict[str, str]:

@@ -1,8 +1,8 @@
 """Op selectors -> inventory rows -> pytest node ids.
 
-A selector is an op id (``softmax``) or an op id with the file that holds it
-(``mm@test_blas_perf.py``, DESIGN.md §5.17) when the op appears in several
-files. Unknown ops name their closest matches; ambiguous ones list the
+A selector is an op (``softmax``) or an op with the file that holds it
+(``mm@test_blas_perf.py``) when the op appears in several files (the names of
+an op: :mod:`zlbench.protocol.ops`). Unknown ops name their closest matches; ambiguous ones list the
 ``op@file`` candidates. Both are ZlbenchError (one line, exit 2).
 """
 
@@ -12,6 +12,7 @@ import difflib
 from dataclasses import dataclass
 
 from zlbench.errors import ZlbenchError
+from zlbench.protocol.ops import run_name_for, split_selector
 from zlbench.runner.catalog.inventory import InventoryRow
 
 
@@ -32,19 +33,6 @@ class Selection:
     def skip(self) -> str:
         """The unconditional-skip reason when every row of the op is skipped, else ""."""
         return self.rows[0].skip if all(r.skip for r in self.rows) else ""
-
-
-def run_name_for(selector: str) -> str:
-    """Directory name of a selector: ``@`` becomes ``__at__``."""
-    return selector.replace("@", "__at__")
-
-
-def split_selector(selector: str) -> tuple[str, str | None]:
-    """``"op@file.py"`` -> ``("op", "file.py")``; ``"op"`` -> ``("op", None)``."""
-    op, sep, file = selector.strip().partition("@")
-    if not op or (sep and not file):
-        raise ZlbenchError(f"bad op selector {selector!r} (expected OP or OP@test_file.py)")
-    return op, (file if sep else None)
 
 
 def _file_matches(row: InventoryRow, file: str) -> bool:

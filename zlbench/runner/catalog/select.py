@@ -1,9 +1,10 @@
 """Which ops a batch runs: selectors -> inventory -> (repo, run_name, node ids).
 
 Selection is exactly one of ``--all``, ``--ops SPEC...`` or ``--ops-file F`` (one
-SPEC a line, ``#`` comments). A SPEC is ``op``, ``op@test_file.py`` (when the op
-is found in several files) or either with a repo prefix, ``vllm:op``. A SPEC
-without prefix is looked up in every repo of ``repos`` (default ``["main"]``)
+SPEC a line, ``#`` comments). A SPEC (:mod:`zlbench.protocol.ops`, the grammar of
+every command) is ``op``, ``op@test_file.py`` (when the op is found in several
+files), either with a repo prefix (``vllm:op``), or an op key ``main/run_name``.
+A SPEC without repo is looked up in every repo of ``repos`` (default ``["main"]``)
 and selected wherever it exists; it is unknown only when no repo has it.
 
 From the selection are removed, and reported as such: dismissed ops
@@ -20,10 +21,12 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from zlbench.errors import ZlbenchError
-from zlbench.models import REPOS, read_text
+from zlbench.models import REPOS
+from zlbench.protocol.layout import op_key
+from zlbench.protocol.ops import parse_spec, read_ops_file, split_selector
 from zlbench.runner.catalog.dismiss import DismissEntry, find_dismissal, load_dismiss
 from zlbench.runner.catalog.inventory import InventoryRow, inventory_path, load_inventory
-from zlbench.runner.catalog.resolve import all_selectors, select, split_selector
+from zlbench.runner.catalog.resolve import all_selectors, select
 
 DISMISS_FILE = "dismiss.txt"
 
@@ -31,14 +34,14 @@ DISMISS_FILE = "dismiss.txt"
 @dataclass(frozen=True)
 class SelectedOp:
     repo: str
-    op: str  # selector without repo prefix: "mm" or "mm@test_blas_perf.py"
+    op: str  # the selector: "mm" or "mm@test_blas_perf.py"
     run_name: str  # op with "@" -> "__at__"
     nodeids: tuple[str, ...]
     skip: str = ""  # unconditional-skip reason ("" = runs)
 
     @property
     def key(self) -> str:
-        return f"{self.repo}/{self.run_name}"
+        return op_key(self.repo, self.run_name)
 
 
 @dataclass
@@ -52,26 +55,6 @@ class OpSelection:
 
     def keys(self) -> list[str]:
         return [o.key for o in self.ops]
-
-
-def parse_spec(spec: str) -> tuple[str | None, str]:
-    """``"vllm:op"`` -> ``("vllm", "op")``; ``"op"`` -> ``(None, "op")``."""
-    text = spec.strip()
-    repo, sep, op = text.partition(":")
-    if not sep:
-        return None, text
-    if repo not in REPOS:
-        raise ZlbenchError(f"op spec {spec!r}: unknown repo {repo!r} (known: {', '.join(REPOS)})")
-    if not op:
-        raise ZlbenchError(f"op spec {spec!r}: no op after '{repo}:'")
-    return repo, op
-
-
-def read_ops_file(path: Path) -> list[str]:
-    """SPECs of an ops file: one a line, ``#`` starts a comment, blank lines ignored."""
-    text = read_text(path, missing="ops file not found")
-    specs = [line.split("#", 1)[0].strip() for line in text.splitlines()]
-    return [s for s in specs if s]
 
 
 class _Inventories:

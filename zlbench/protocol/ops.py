@@ -1,0 +1,83 @@
+"""An op's names, and the one grammar of ``--ops`` / ``--ops-file`` for every command.
+
+The vocabulary (docs/design.md):
+
+* **op**: the FlagGems op name, e.g. ``mm`` (the benchmark's ``op_name``, the
+  inventory's ``op`` column);
+* **selector**: ``op``, or ``op@test_file.py`` when the op is in several test files;
+  it names one op's tests within a repo;
+* **run name**: the selector made path-safe, ``@`` -> ``__at__``
+  (``mm__at__test_mm.py``): the name of the op's run dir;
+* **op key**: ``<repo>/<run_name>`` (:func:`zlbench.protocol.layout.op_key`): the id
+  of a measured op everywhere (ops_status.csv, baselines, verdicts);
+* **SPEC**: what a user writes after ``--ops`` or in an ops file: ``[repo:]selector``,
+  or an op key ``repo/run_name``. Without a repo, a SPEC means that selector in
+  every repo the command looks at. :func:`parse_spec` reads all three forms the
+  same way for ``batch``, ``gate``, ``report`` and ``baseline refresh``.
+"""
+
+from __future__ import annotations
+
+import os
+
+from zlbench.errors import ZlbenchError
+from zlbench.models import REPOS, read_text
+from zlbench.protocol.layout import split_op_key
+
+AT = "__at__"  # "@" in a run name
+
+
+def run_name_for(selector: str) -> str:
+    """The run name of a selector: ``@`` becomes ``__at__``."""
+    return selector.replace("@", AT)
+
+
+def selector_for(run_name: str) -> str:
+    """The selector of a run name (the inverse of :func:`run_name_for`)."""
+    return run_name.replace(AT, "@")
+
+
+def split_selector(selector: str) -> tuple[str, str | None]:
+    """``"op@file.py"`` -> ``("op", "file.py")``; ``"op"`` -> ``("op", None)``."""
+    op, sep, file = selector.strip().partition("@")
+    if not op or (sep and not file):
+        raise ZlbenchError(f"bad op selector {selector!r} (expected OP or OP@test_file.py)")
+    return op, (file if sep else None)
+
+
+def _known_repo(spec: str, repo: str) -> str:
+    if repo not in REPOS:
+        raise ZlbenchError(f"op spec {spec!r}: unknown repo {repo!r} (known: {', '.join(REPOS)})")
+    return repo
+
+
+def parse_spec(spec: str) -> tuple[str | None, str]:
+    """A SPEC -> ``(repo or None, selector)``.
+
+    ``"vllm:mm@f.py"`` -> ``("vllm", "mm@f.py")``; ``"main/mm__at__f.py"`` (an op key)
+    -> ``("main", "mm@f.py")``; ``" abs "`` -> ``(None, "abs")``. An unknown repo or
+    a missing op is a ZlbenchError."""
+    text = spec.strip()
+    repo, sep, sel = text.partition(":")
+    if not sep and "/" in text:
+        repo, sel = split_op_key(text)
+        sel, sep = selector_for(sel), "/"
+    if not sep:
+        return None, text
+    if not sel:
+        raise ZlbenchError(f"op spec {spec!r}: no op after '{repo}{sep}'")
+    return _known_repo(spec, repo), sel
+
+
+def spec_matches(spec: str, key: str) -> bool:
+    """Whether a SPEC names the op with key ``<repo>/<run_name>``."""
+    repo, selector = parse_spec(spec)
+    key_repo, run_name = split_op_key(key)
+    return repo in (None, key_repo) and run_name_for(selector) == run_name
+
+
+def read_ops_file(path: str | os.PathLike) -> list[str]:
+    """The SPECs of an ops file: one a line, ``#`` starts a comment, blank lines ignored."""
+    text = read_text(path, missing="ops file not found")
+    specs = [line.split("#", 1)[0].strip() for line in text.splitlines()]
+    return [s for s in specs if s]
