@@ -1,7 +1,7 @@
 """Helpers of benchmarks/gpu_ab.sh (the H200 run of issue 12, docs/judging.md
 "A/B against the base compiler").
 
-    python benchmarks/ab_tools.py copies DEST              # triton copies for PR and base
+    python benchmarks/ab_tools.py copies DEST [--patch P]  # triton copies for PR and base
     python benchmarks/ab_tools.py stale BASE OUT --op OP   # a baseline with OP's rows 10 % faster
     python benchmarks/ab_tools.py aa GATE_DIR...           # paired A/A distribution, thresholds
     python benchmarks/ab_tools.py rows GATE_DIR            # verdict rows measured A/B
@@ -9,9 +9,10 @@
 ``copies`` writes three symlink trees of the installed triton (tests/codegen_support.py
 ``patched_triton``): ``DEST/same`` (unchanged: the A/A "PR"), ``DEST/base`` (unchanged:
 the base, given as a site dir so it comes before the PR's on PYTHONPATH) and
-``DEST/patched`` (``no_accelerate_matmul``: a TTGIR pass removed, every tl.dot kernel
-slower). ``stale`` copies a baseline, makes every row of OP 10 % faster (FlagGems
-latency x 0.9) and re-records the manifest's file hashes, so the gate accepts it.
+``DEST/patched`` (``--patch``, default ``no_accelerate_matmul``: a TTGIR pass removed,
+every tl.dot kernel slower; ``ptxas_O0`` slows every kernel). ``stale`` copies a
+baseline, makes every row of OP 10 % faster (FlagGems latency x 0.9) and re-records
+the manifest's file hashes, so the gate accepts it.
 """
 
 from __future__ import annotations
@@ -46,10 +47,10 @@ def noop_patch() -> Patch:
     return Patch(NOOP_FILE, line, line, "none", frozenset())
 
 
-def copies(dest: Path) -> None:
-    for name, patch in (("same", noop_patch()), ("base", noop_patch())):
-        patched_triton(dest / name, patch)
-    patched_triton(dest / "patched", "no_accelerate_matmul")
+def copies(dest: Path, patch: str) -> None:
+    for name in ("same", "base"):
+        patched_triton(dest / name, noop_patch())
+    patched_triton(dest / "patched", patch)
     for name in ("same", "base", "patched"):
         print(f"{name}={dest / name}")
 
@@ -80,7 +81,7 @@ def _pct(q: list[float], p: float) -> float:
 def aa(gates: list[Path]) -> None:
     """Every A/B row of A/A gates: |paired change| quantiles, and per threshold the
     false alarms (rows slower than it) over all gates."""
-    changes, screen = [], []
+    changes, screen, single = [], [], []
     for g in gates:
         v = load_json_model(g / "verdict.json", GateVerdict)
         ab = v.ab
@@ -88,6 +89,7 @@ def aa(gates: list[Path]) -> None:
         for r in v.rows:
             if r.ab is not None and r.ab.change is not None:
                 changes.append(r.ab.change)
+                single += [abs(1 / x - 1) for x in r.ab.round_ratios]
                 if r.judged_change is not None:
                     screen.append(r.judged_change)
     if not changes:
@@ -97,6 +99,11 @@ def aa(gates: list[Path]) -> None:
         f"paired A/A rows: {len(changes)}; |change| median {statistics.median(q):.4f}, "
         f"p90 {_pct(q, 0.9):.4f}, p99 {_pct(q, 0.99):.4f}, max {q[-1]:.4f}; "
         f"slowest {max(changes):+.4f}"
+    )
+    one = sorted(single)
+    print(
+        f"single rounds: {len(one)}; |change| median {statistics.median(one):.4f}, "
+        f"p99 {_pct(one, 0.99):.4f}, max {one[-1]:.4f} (what the median over rounds removes)"
     )
     if screen:
         s = sorted(abs(c) for c in screen)
@@ -126,7 +133,9 @@ def rows(gate: Path) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
-    sub.add_parser("copies").add_argument("dest", type=Path)
+    cp = sub.add_parser("copies")
+    cp.add_argument("dest", type=Path)
+    cp.add_argument("--patch", default="no_accelerate_matmul", help="tests/codegen_support PATCHES")
     st = sub.add_parser("stale")
     st.add_argument("base", type=Path)
     st.add_argument("out", type=Path)
@@ -136,7 +145,7 @@ def main() -> None:
     sub.add_parser("rows").add_argument("gate", type=Path)
     a = ap.parse_args()
     if a.cmd == "copies":
-        copies(a.dest)
+        copies(a.dest, a.patch)
     elif a.cmd == "stale":
         stale(a.base, a.out, a.op, a.factor)
     elif a.cmd == "aa":

@@ -7,8 +7,8 @@
 # The base is the installed triton (given as an unchanged copy, a site dir, so that it
 # comes before the PR's copy on PYTHONPATH); the PR is a copy of triton first on
 # PYTHONPATH (benchmarks/ab_tools.py copies):
-#   copies   $WORK/triton/{same,base,patched}: same = unchanged, patched = a TTGIR pass
-#            removed (no_accelerate_matmul: every tl.dot kernel gets slower)
+#   copies   $WORK/triton/{same,base,patched}: same = unchanged, patched = $PATCH (default
+#            no_accelerate_matmul: a TTGIR pass removed, every tl.dot kernel gets slower)
 #   aa       $AA_GATES A/A gates of $OPS with --full-ab (PR = the unchanged copy): the
 #            paired A/A distribution over every row, false alarms per threshold
 #   regress  one default gate (A/B of the suspects only), PR = the patched copy: the
@@ -24,6 +24,7 @@ BASE=${BASE:-baselines/v1}
 AA_GATES=${AA_GATES:-5}
 ROUNDS=${ROUNDS:-3}
 STALE_OP=${STALE_OP:-softmax}
+PATCH=${PATCH:-no_accelerate_matmul}
 ZL=(python3 -m zlbench)
 TOOLS=(python3 benchmarks/ab_tools.py)
 mkdir -p "$WORK"
@@ -41,7 +42,7 @@ for stage in "${stages[@]}"; do
   echo "=== [$(stamp)] stage $stage"
   case $stage in
     copies)
-      rm -rf "$WORK/triton" && "${TOOLS[@]}" copies "$WORK/triton" || exit 1
+      rm -rf "$WORK/triton" && "${TOOLS[@]}" copies "$WORK/triton" --patch "$PATCH" || exit 1
       ;;
     aa)
       for i in $(seq 1 "$AA_GATES"); do
