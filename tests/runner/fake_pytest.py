@@ -7,6 +7,8 @@ entry it prints the BEGIN/END lines and behaves as the entry's ``op`` says:
   exit3             : os._exit(3) mid-op
   exit0             : os._exit(0) mid-op (no END)
   hang              : sleep forever mid-op
+  detach            : start a grandchild in its own session (setsid) that holds
+                      stdout and sleeps; its pid in <run_dir>/detached.pid; hang
   fault             : print a CUDA device fault, END FAIL
   noend             : never prints BEGIN (and finishes normally)
   color             : prints ANSI-coloured text, END PASS
@@ -68,6 +70,14 @@ def main():
             os._exit(3)
         if op == "exit0":
             os._exit(0)
+        if op == "detach":
+            import subprocess
+
+            sleeper = "import time; time.sleep(3600)"
+            kid = subprocess.Popen([sys.executable, "-c", sleeper], start_new_session=True)
+            with open(os.path.join(entry["run_dir"], "detached.pid"), "w") as f:
+                f.write(str(kid.pid))
+            time.sleep(3600)
         if op == "hang":
             time.sleep(3600)
         if op == "fault":

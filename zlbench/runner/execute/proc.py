@@ -4,7 +4,17 @@ Why: a benchmark process may spawn helpers (Triton compile workers, nvidia-smi
 probes); killing only the pytest process would leave them holding the GPU or
 the output pipe. Each child is started with ``start_new_session=True`` so its
 process group id is its pid, and a timeout or an interrupt kills the whole
-group: SIGTERM, a grace period, then SIGKILL (DESIGN.md §5.17).
+group: SIGTERM, a grace period, then SIGKILL (docs/architecture.md).
+
+A descendant can leave the group (``setsid``, a daemon's double fork) and keep
+the pipe open. So each child also carries a tag in its environment
+(``ZLBENCH_PROC_TAG``, inherited by everything it starts): a kill signals the
+group and every process whose environment holds the tag, wherever it was
+reparented (:mod:`zlbench.runner.execute.proc_guard` finds them in /proc). If
+this process is killed with SIGKILL, the guard process (started with the first
+child, watching a pipe from us) kills every tagged process left. A pipe that
+stays open after all that (a descendant that cleared its environment) is given
+up after a few seconds instead of blocking the batch.
 
 Output (stdout and stderr merged) is read by a thread and handed to the caller
 line by line; :meth:`GroupProcess.lines` also yields ``None`` on idle ticks so
@@ -27,6 +37,7 @@ from pathlib import Path
 from typing import TextIO
 
 from zlbench.parse import strip_ansi
+from zlbench.runner.execute import proc_guard
 
 __all__ = [
     "GroupProcess",
@@ -110,24 +121,31 @@ def _signal_group(pgid: int, sig: int) -> None:
         pass
 
 
-def kill_group(proc: subprocess.Popen, grace_s: float = 5.0) -> None:
-    """SIGTERM the process group led by ``proc``, wait up to ``grace_s``, then SIGKILL.
-
-    Reaps ``proc`` itself. Grandchildren in the same group are signalled too.
-    """
+def kill_group(proc: subprocess.Popen, grace_s: float = 5.0, tag: str | None = None) -> None:
+    """SIGTERM the process group led by ``proc`` (and, with ``tag``, every process
+    carrying that tag: descendants that left the group), wait up to ``grace_s``,
+    then SIGKILL. Reaps ``proc`` itself."""
     pgid = proc.pid
+
+    def alive() -> bool:
+        return _group_alive(pgid) or bool(tag and proc_guard.tagged(tag))
+
     _signal_group(pgid, signal.SIGTERM)
+    if tag:
+        proc_guard.signal_tagged(tag, signal.SIGTERM)
     deadline = time.monotonic() + grace_s
     while time.monotonic() < deadline:
         proc.poll()
-        if proc.returncode is not None and not _group_alive(pgid):
+        if proc.returncode is not None and not alive():
             return
         time.sleep(0.02)
     _signal_group(pgid, signal.SIGKILL)
+    if tag:
+        proc_guard.signal_tagged(tag, signal.SIGKILL)
     proc.wait()
     # Members killed by SIGKILL vanish once reaped by their parents (init).
     deadline = time.monotonic() + 2.0
-    while _group_alive(pgid) and time.monotonic() < deadline:
+    while alive() and time.monotonic() < deadline:
         time.sleep(0.02)
 
 
@@ -142,6 +160,10 @@ class GroupProcess:
         env: dict[str, str] | None = None,
     ):
         self.argv = list(argv)
+        self.tag = proc_guard.new_tag()
+        env = dict(os.environ if env is None else env)
+        env[proc_guard.TAG_VAR] = self.tag
+        proc_guard.ensure_guard()
         self.started = time.monotonic()
         self.proc = subprocess.Popen(
             self.argv,
@@ -172,8 +194,9 @@ class GroupProcess:
         """Output lines as they come; ``None`` after each idle ``poll_s``; ends at EOF.
 
         EOF comes when every holder of the pipe exited. If the child itself has
-        exited but a stray grandchild keeps the pipe open, the group is killed
-        after a short wait so this never hangs.
+        exited but a stray descendant keeps the pipe open, the group and the
+        tagged processes are killed after a short wait; a pipe still open 3 s
+        after that is given up, so this never hangs.
         """
         exited_at: float | None = None
         while True:
@@ -182,7 +205,10 @@ class GroupProcess:
             except queue.Empty:
                 if self.proc.poll() is not None:
                     exited_at = exited_at or time.monotonic()
-                    if time.monotonic() - exited_at > 2.0:
+                    idle = time.monotonic() - exited_at
+                    if idle > 5.0:
+                        return  # only a holder we cannot find is left
+                    if idle > 2.0:
                         self.kill(grace_s=0.5)
                 yield None
                 continue
@@ -191,16 +217,17 @@ class GroupProcess:
             yield item
 
     def kill(self, grace_s: float = 5.0) -> None:
-        """Kill the whole process group (TERM, grace, KILL)."""
-        kill_group(self.proc, grace_s)
+        """Kill the whole process group and the tagged processes (TERM, grace, KILL)."""
+        kill_group(self.proc, grace_s, self.tag)
 
     def wait(self) -> int:
         """Wait for the child; then kill whatever of its group is left."""
         rc = self.proc.wait()
-        if _group_alive(self.proc.pid):
-            kill_group(self.proc, grace_s=1.0)
+        if _group_alive(self.proc.pid) or proc_guard.tagged(self.tag):
+            kill_group(self.proc, grace_s=1.0, tag=self.tag)
         self._reader.join(timeout=5.0)
-        if self.proc.stdout is not None:
+        # closing a pipe that a blocked reader holds would block: leave it to exit
+        if self.proc.stdout is not None and not self._reader.is_alive():
             self.proc.stdout.close()
         return rc
 
