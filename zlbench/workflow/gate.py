@@ -35,12 +35,13 @@ from zlbench.gate.load import (
 from zlbench.gate.plan import baseline_scope, read_ops_file
 from zlbench.gate.thresholds import load_thresholds
 from zlbench.gate.verdict import SUMMARY_SEP, GateOptions
-from zlbench.models import GateVerdict, Row, RowKey, ThresholdsFile, atomic_write_text
+from zlbench.models import GateVerdict, Row, RowKey, ThresholdsFile
 from zlbench.protocol.layout import JUNIT_XML, REPORT_MD, VERDICT_JSON, split_op_key
 from zlbench.protocol.ops import selector_for
 from zlbench.report.junit import render_junit
 from zlbench.report.markdown import render_markdown
 from zlbench.runner.ab.env import CompilerEnv
+from zlbench.runner.claim import hold_dir, write_file_set
 from zlbench.workflow.ab import AbContext, AbOptions, finish, prepare
 
 
@@ -165,12 +166,16 @@ def make_remeasure(req: MeasureRequest, confirm_root: Path, measure: Measure) ->
 
 
 def write_reports(verdict: GateVerdict, out: Path, job: GateJob, seams: GateSeams) -> None:
-    """junit.xml, report.md, verdict.json into ``out`` (each atomically); report.md is
-    also appended to the job's step summary file when it has one."""
+    """junit.xml, report.md, verdict.json into ``out`` as one set (verdict.json last;
+    an I/O error leaves none of them: :func:`zlbench.runner.claim.write_file_set`);
+    report.md is then appended to the job's step summary file when it has one."""
     markdown = render_markdown(verdict)
-    atomic_write_text(out / JUNIT_XML, render_junit(verdict))
-    atomic_write_text(out / REPORT_MD, markdown)
-    atomic_write_text(out / VERDICT_JSON, verdict.model_dump_json(indent=2) + "\n")
+    files = {
+        JUNIT_XML: render_junit(verdict),
+        REPORT_MD: markdown,
+        VERDICT_JSON: verdict.model_dump_json(indent=2) + "\n",
+    }
+    write_file_set(out, files, last=VERDICT_JSON)
     if job.step_summary:
         try:
             with open(job.step_summary, "a", encoding="utf-8") as f:
@@ -239,9 +244,10 @@ def judge_and_write(
     list; write the reports into ``out``; the verdict's exit code."""
     opts = inputs.opts
     opts.dismissed = dismissed_ops(job.ops_dir, {*inputs.baseline.ops, *results.ops})
-    verdict = judging.run_gate(inputs.baseline, results, inputs.thresholds, opts, remeasure)
-    verdict = finish(verdict, inputs.ab, ab_dir or out, ab_measure)
-    write_reports(verdict, out, job, seams)
+    with hold_dir(out):  # one writer of out's reports at a time; exit 2 for the other
+        verdict = judging.run_gate(inputs.baseline, results, inputs.thresholds, opts, remeasure)
+        verdict = finish(verdict, inputs.ab, ab_dir or out, ab_measure)
+        write_reports(verdict, out, job, seams)
     seams.say(verdict.summary)
     seams.say(f"reports: {out / REPORT_MD}, {out / JUNIT_XML}, {out / VERDICT_JSON}")
     if verdict.exit_code == 2:
@@ -312,6 +318,8 @@ def _remeasure_or_ab(
 def _claim_out(out: Path, seams: GateSeams) -> Path:
     from zlbench.runner.claim import claim_batch_dir
 
+    if out.exists() and not out.is_dir():
+        raise ZlbenchError(f"--out {out}: exists and is not a directory")
     claimed = claim_batch_dir(out, resume=False)  # never mix two gate runs in one dir
     if claimed != out:
         seams.warn(f"zlbench gate: {out} is in use; writing to {claimed}")
