@@ -210,7 +210,7 @@ def test_bad_jobs_and_interpreter_are_exit_2(baseline, tmp_path, capsys):
     assert main(["codegen", "--baseline", str(baseline), "--jobs", "0"]) == 2
     assert main(["codegen", "--baseline", str(baseline), "--python", "no-such-python-x"]) == 2
     err = capsys.readouterr().err
-    assert "--jobs must be at least 1" in err and "no such interpreter" in err
+    assert "--jobs" in err and "at least 1" in err and "no such interpreter" in err
 
 
 def test_rerun_replaces_old_diffs(baseline, tmp_path, fake_worker):
