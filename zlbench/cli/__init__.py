@@ -11,6 +11,7 @@ import argparse
 import sys
 
 from zlbench import __version__
+from zlbench.cli.numbers import check_numbers
 from zlbench.errors import ZlbenchError
 
 COMMANDS = (
@@ -65,6 +66,7 @@ def main(argv: list[str] | None = None) -> int:
     if threading.current_thread() is threading.main_thread():
         restore = signal.signal(signal.SIGTERM, _term_as_interrupt)
     try:
+        check_numbers(args)  # every numeric flag, before any work
         return int(args.func(args) or 0)
     except ZlbenchError as e:
         print(f"zlbench {args.command}: error: {e}", file=sys.stderr)

@@ -1,0 +1,74 @@
+"""Every numeric flag of every command checked before the command runs: one
+ZlbenchError line (exit 2) for a value out of its range, NaN or infinite.
+
+:data:`RULES` names each numeric option by its argparse ``dest``; the test
+``tests/untrusted/test_untrusted_numbers.py`` walks every ``type=int`` /
+``type=float`` option of the parser and fails on one without a rule, so a new
+numeric flag cannot go unchecked. ``--shard K/N`` and the GPU lists are parsed
+here too, so their errors come before any work.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from dataclasses import dataclass
+
+from zlbench.errors import ZlbenchError
+
+
+@dataclass(frozen=True)
+class Range:
+    """``low`` <= value (or < value when ``open_low``); finite always."""
+
+    low: float
+    open_low: bool = False
+    note: str = ""
+
+    def check(self, flag: str, value: float) -> None:
+        if not math.isfinite(value):
+            raise ZlbenchError(f"{flag} {value}: must be a finite number")
+        if value < self.low or (self.open_low and value == self.low):
+            word = "more than" if self.open_low else "at least"
+            note = f" ({self.note})" if self.note else ""
+            raise ZlbenchError(f"{flag} {value:g}: must be {word} {self.low:g}{note}")
+
+
+AT_LEAST_0 = Range(0)
+AT_LEAST_1 = Range(1)
+POSITIVE = Range(0, open_low=True)
+
+RULES: dict[str, Range] = {
+    "op_timeout": Range(0, note="0 = no limit"),  # batch, baseline refresh
+    "timeout": Range(0, note="0 = no limit"),  # run --timeout
+    "per_process": AT_LEAST_1,
+    "max_retries": AT_LEAST_0,
+    "precompile_jobs": AT_LEAST_0,
+    "warmup_ms": AT_LEAST_0,
+    "replays": AT_LEAST_1,
+    "target_wall": POSITIVE,
+    "repeats": AT_LEAST_1,  # baseline refresh
+    "confirm": AT_LEAST_0,  # gate: 0 = no re-measure
+    "ab_rounds": AT_LEAST_1,
+    "ab_threshold": POSITIVE,
+    "jobs": AT_LEAST_1,  # codegen
+}
+
+
+def _flag(dest: str) -> str:
+    return "--" + dest.replace("_", "-")
+
+
+def check_numbers(args: argparse.Namespace) -> None:
+    """Refuse a numeric flag out of range (RULES), a bad ``--shard`` or GPU list."""
+    for dest, rule in RULES.items():
+        value = getattr(args, dest, None)
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            rule.check(_flag(dest), value)
+    from zlbench.runner.batch.shard import parse_gpu_list, parse_shard
+
+    if isinstance(getattr(args, "shard", None), str):
+        parse_shard(args.shard)
+    for dest in ("gpus", "sweep_gpus"):
+        if isinstance(getattr(args, dest, None), str):
+            parse_gpu_list(getattr(args, dest))
