@@ -4,7 +4,8 @@
 the real worker does): for each requested kernel, looks up what
 to "compile" in the JSON file named by ``FAKE_CODEGEN_PLAN``: kernel name ->
 ``{"texts": {stage: text}, "figures": {...}}``, ``"fail"`` (a compile error),
-``"crash"`` (the process dies: SIGSEGV) or ``"skip"`` (no result written). A
+``"loadfail"`` (source not importable), ``"crash"`` (the process dies: SIGSEGV)
+or ``"skip"`` (no result written). A
 dict with ``"crash_unless_alone": true`` dies unless the chunk holds only it.
 """
 
@@ -27,6 +28,8 @@ def rebuild(rec: CompileRecord, how, alone: bool) -> CompileRecord | None:
         os.kill(os.getpid(), signal.SIGSEGV)
     if how == "skip":
         return None
+    if how == "loadfail":
+        return CompileRecord(id=rec.id, request=rec.request, error="load failed: NoModule: x")
     if how == "fail" or how is None:
         return CompileRecord(id=rec.id, request=rec.request, error="compile failed: Boom: no")
     texts = {k: v.encode() for k, v in how["texts"].items()}

@@ -130,11 +130,26 @@ def test_compile_failure_exits_1_and_is_named(baseline, tmp_path, fake_worker, c
     assert "### Failed to compile" in (out / "codegen.md").read_text()
 
 
-def test_kernel_without_rebuild_is_missing_not_failed(baseline, tmp_path, fake_worker):
-    fake_worker(SAME | {"sum_kernel": "skip"})
+def test_kernel_without_rebuild_is_missing_not_failed(baseline, tmp_path, fake_worker, capsys):
+    fake_worker(SAME | {"sum_kernel": "skip", "mul_kernel": "loadfail"})
     out = tmp_path / "out"
     assert main(["codegen", "--baseline", str(baseline), "--out", str(out)]) == 0
-    assert _screen(out).counts["missing"] == 1
+    s = _screen(out)
+    assert s.counts["missing"] == 2 and s.counts["compile_failed"] == 0
+    assert {k.name: k.error for k in s.kernels if k.status.value == "missing"} == {
+        "sum_kernel": "no rebuild result",
+        "mul_kernel": "load failed: NoModule: x",
+    }
+    assert "2 kernel(s) not rebuilt, first: " in capsys.readouterr().err
+
+
+def test_nothing_rebuilt_is_exit_2(baseline, tmp_path, fake_worker, capsys):
+    fake_worker({k: "loadfail" for k in SAME})
+    out = tmp_path / "out"
+    assert main(["codegen", "--baseline", str(baseline), "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1].startswith("zlbench codegen: error: no kernel could be rebuilt")
+    assert _screen(out).counts["missing"] == 3  # the result is still written
 
 
 def test_crashing_kernel_is_isolated_and_failed(baseline, tmp_path, fake_worker):

@@ -15,7 +15,7 @@ from zlbench.codegen.diff import (
     screen_kernel,
     stage_diff,
 )
-from zlbench.models.codegen import STAGES
+from zlbench.models.codegen import STAGES, CompileRecord
 from zlbench.models.codegen_screen import CLASS_LABELS, CodegenClass, Resources
 
 REQ = request()
@@ -94,6 +94,11 @@ def test_no_common_stage_is_never_identical():
 def test_failed_rebuild_is_compile_failed_with_its_error():
     status, stage, why = classify(BASE, record(REQ, None))
     assert status is CodegenClass.FAILED and stage is None and "RuntimeError: boom" in why
+
+
+def test_source_not_loadable_is_missing_not_failed():
+    cur = CompileRecord(id=REQ.key(), request=REQ, error="load failed: ModuleNotFoundError: x")
+    assert classify(BASE, cur) == (CodegenClass.MISSING, None, cur.error)
 
 
 def test_no_rebuild_is_missing():

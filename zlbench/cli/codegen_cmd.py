@@ -11,6 +11,7 @@ from pathlib import Path
 from zlbench.cli.settings import Settings
 from zlbench.codegen.screen import ScreenOptions, run_screen
 from zlbench.errors import ZlbenchError
+from zlbench.models.codegen_screen import CodegenClass
 from zlbench.report.codegen import headline
 from zlbench.report.escape import log_line
 
@@ -42,6 +43,15 @@ def _run(args) -> int:
     print(f"zlbench codegen: {headline(screen)}; wrote {opts.out}/codegen.md")
     for k in screen.failed():
         print(log_line(f"FAILED {k.name} [{k.config}]: {k.error}"), file=sys.stderr)
+    missing = [k for k in screen.kernels if k.status is CodegenClass.MISSING]
+    if missing:
+        print(log_line(f"zlbench codegen: {len(missing)} kernel(s) not rebuilt, first: "
+                       f"{missing[0].name}: {missing[0].error}"), file=sys.stderr)  # fmt: skip
+    if len(missing) == len(screen.kernels):
+        raise ZlbenchError(
+            "no kernel could be rebuilt (is the FlagGems checkout on "
+            "ZLBENCH_FLAGGEMS_DIR / importable?)"
+        )
     return 1 if screen.failed() else 0
 
 

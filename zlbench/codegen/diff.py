@@ -31,6 +31,7 @@ _CLASS_OF_STAGE = {
     "ptx": CodegenClass.LLIR_PTX,
     "sass": CodegenClass.SASS,
 }
+LOAD_FAILED = "load failed"  # the rebuild worker's error prefix: source not importable
 DIFF_LINE_LIMIT = 20000  # lines of one diff file; the rest is cut with a note
 
 
@@ -109,6 +110,10 @@ def classify(
         return CodegenClass.MISSING, None, "the baseline record has no compile result"
     if cur is None:
         return CodegenClass.MISSING, None, "no rebuild result"
+    if cur.result is None and (cur.error or "").startswith(LOAD_FAILED):
+        # The kernel's source could not be found or imported here: nothing was
+        # compiled, so nothing is proven (an environment problem, usually).
+        return CodegenClass.MISSING, None, cur.error
     if cur.result is None:
         return CodegenClass.FAILED, None, cur.error or "compile failed"
     try:
