@@ -11,6 +11,7 @@ import argparse
 import sys
 
 from zlbench import __version__
+from zlbench.cli.logsafe import safe_streams
 from zlbench.cli.numbers import check_numbers
 from zlbench.errors import ZlbenchError
 
@@ -66,6 +67,16 @@ def main(argv: list[str] | None = None) -> int:
     if threading.current_thread() is threading.main_thread():
         restore = signal.signal(signal.SIGTERM, _term_as_interrupt)
     try:
+        with safe_streams():  # artifact text never prints as a workflow command
+            return _dispatch(args)
+    finally:
+        if restore is not None:
+            signal.signal(signal.SIGTERM, restore)
+
+
+def _dispatch(args: argparse.Namespace) -> int:
+    """Run the command; a user error or an I/O failure is one line (exit 2)."""
+    try:
         check_numbers(args)  # every numeric flag, before any work
         return int(args.func(args) or 0)
     except ZlbenchError as e:
@@ -77,9 +88,6 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"zlbench {args.command}: interrupted", file=sys.stderr)
         return 130
-    finally:
-        if restore is not None:
-            signal.signal(signal.SIGTERM, restore)
 
 
 if __name__ == "__main__":  # pragma: no cover
