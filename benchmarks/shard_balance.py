@@ -55,7 +55,7 @@ def table(title: str, costs: dict[str, float], shard_counts: list[int]) -> str:
 
 def main(argv: list[str]) -> int:
     source = Path(argv[0]) if argv else DEFAULT
-    costs = load_durations(source)
+    costs = load_durations(source, per_dtype=False)
     print(table(f"recorded ({source.name})", costs, [2, 3, 4, 8]))
     print()
     print(table("1000-op model (bootstrap of the recorded)", bootstrap(costs, 1000), [8, 16, 32]))

@@ -116,6 +116,17 @@ def _status(run_name: str, seconds: float, status=RunStatus.PASS) -> OpStatus:
     return OpStatus(repo="main", op=run_name, run_name=run_name, status=status, seconds=seconds)
 
 
+def test_durations_are_per_dtype_measured():
+    per_dtype, raw = load_durations(EXAMPLE), load_durations(EXAMPLE, per_dtype=False)
+    assert per_dtype["main/embedding"] == raw["main/embedding"] / 2  # float32,bfloat16
+    assert per_dtype["main/topk"] == raw["main/topk"]
+
+
+def test_estimates_scale_with_the_dtypes_an_op_will_run():
+    costs = estimate_costs(["main/a", "main/b"], {"main/a": 2.0}, {}, dtypes=3)
+    assert costs.seconds == {"main/a": 6.0, "main/b": 6.0}
+
+
 def test_durations_come_from_ops_status_and_skip_rows_are_left_out(tmp_path):
     write_ops_status(
         tmp_path, [_status("abs", 1.5), _status("mm", 9.0), _status("x", 0.0, RunStatus.SKIP)]
@@ -192,7 +203,7 @@ def test_a_target_no_shard_count_can_meet_is_refused():
 
 def test_shipped_example_lpt_reaches_the_lower_bound_and_hash_does_not():
     """The figures of docs/measurements.md (computed from recorded durations)."""
-    costs = load_durations(EXAMPLE)
+    costs = load_durations(EXAMPLE, per_dtype=False)
     total, longest = sum(costs.values()), max(costs.values())
     for n in (2, 3, 4):
         bound = max(longest, total / n) / (total / n)

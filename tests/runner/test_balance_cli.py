@@ -37,7 +37,8 @@ def cli(tmp_path, monkeypatch, capsys):
 
     def run(*argv):
         out_dir = str(tmp_path / "out")
-        rc = main(["batch", "--ops-dir", str(ops_dir), "--out", out_dir, "--all", *argv])
+        argv = ["--all", "--dtypes", "bfloat16", *argv]  # the durations' own dtype: factor 1
+        rc = main(["batch", "--ops-dir", str(ops_dir), "--out", out_dir, *argv])
         out, err = capsys.readouterr()
         return rc, out, err, fakes
 
@@ -108,3 +109,12 @@ def test_a_replay_root_with_ops_status_balances_without_costs(cli, tmp_path):
     rows = [line.split() for line in out.splitlines()[2:5]]
     assert sorted(int(r[1]) for r in rows) == [1, 3, 4]  # topk alone; est. = 2 ops unrecorded
     assert sum(int(r[2]) for r in rows) == 2
+
+
+def test_the_progress_header_forecasts_the_batch(cli):
+    rc, out, err, _ = cli("--costs", cli.costs, "--gpus", "0")
+    assert rc == 0, err
+    # 66.1 s recorded + 2 ops at the median 6.1 s + one 23 s process start = 101.3 s
+    assert "expected: 8 op(s) on 1 GPU(s), about 1m41s (2 op(s) estimated)" in out
+    rc, out, err, _ = cli("--gpus", "0")
+    assert "expected: 8 op(s) on 1 GPU(s), about 39.0s (no recorded durations)" in out

@@ -110,6 +110,36 @@ def add_measure_options(p, *, shape_file: Path | None = None, dtypes: list[str] 
     )
     p.add_argument("--max-retries", type=int, default=2, metavar="N")
     p.add_argument(
+        "--precompile-jobs",
+        type=int,
+        default=0,
+        metavar="N",
+        help="replay: compile the recorded kernels with N CPU processes into a triton "
+        "cache every benchmark process shares, before the GPU starts (default 0: off; "
+        "docs/screening.md)",
+    )
+    p.add_argument(
+        "--warmup-ms",
+        type=float,
+        default=None,
+        metavar="MS",
+        help="graph-timing warmup budget per measurement (plugin default 100; "
+        "docs/screening.md: budgets)",
+    )
+    p.add_argument(
+        "--replays",
+        type=int,
+        default=None,
+        metavar="N",
+        help="graph replays per measurement, the median reported (plugin default 10)",
+    )
+    p.add_argument(
+        "--phase-timings",
+        action="store_true",
+        help="write <run_dir>/timings.json: where each op's wall time went "
+        "(zlbench.plugins.phases; docs/screening.md)",
+    )
+    p.add_argument(
         "--costs",
         type=Path,
         default=None,
@@ -222,7 +252,23 @@ def config_from_args(args, settings: Settings):
         argv=list(sys.argv),
         sweep_gpus=parse_sweep_gpus(args.sweep_gpus, settings),
         durations=load_durations(args.costs) if args.costs else {},
+        precompile_jobs=max(0, args.precompile_jobs),
+        extra_pytest_args=measure_pytest_args(args),
     )
+
+
+def measure_pytest_args(args) -> list[str]:
+    """pytest arguments of --warmup-ms, --replays and --phase-timings."""
+    extra = ["-p", "zlbench.plugins.phases"] if args.phase_timings else []
+    if args.warmup_ms is not None:
+        if args.warmup_ms < 0:
+            raise ZlbenchError(f"--warmup-ms {args.warmup_ms:g}: must be 0 or more")
+        extra += ["--zl-warmup-ms", f"{args.warmup_ms:g}"]
+    if args.replays is not None:
+        if args.replays < 1:
+            raise ZlbenchError(f"--replays {args.replays}: must be at least 1")
+        extra += ["--zl-replays", str(args.replays)]
+    return extra
 
 
 def _echo(line: str) -> None:

@@ -83,6 +83,10 @@ class BatchConfig:
     # Recorded seconds per "repo/run_name" (an ops_status.csv, runner.batch.costs):
     # shards and GPUs are balanced by them; {} = every op costs the same (hash deal).
     durations: dict[str, float] = field(default_factory=dict)
+    # Replay mode: compile the replay root's recorded kernels (codegen records) with
+    # this many CPU processes into one triton cache the batch's processes share,
+    # before the GPU starts (runner.precompile); 0 = off, each process compiles.
+    precompile_jobs: int = 0
 
 
 @dataclass

@@ -2,8 +2,10 @@
 
 Recorded durations come from an ``ops_status.csv`` (its ``seconds`` column: an
 op's wall time from its BEGIN to its END line, i.e. without the process start and
-FlagGems import). Source: that file, or a dir holding one (a batch dir, a baseline
-dir that ships one, a gate output's ``results/``). An op without a recorded
+FlagGems import), divided by the dtypes the op measured (``dtype_used``) and
+multiplied by those it will measure (``--dtypes``, else :data:`OWN_DTYPES`).
+Source: that file, or a dir holding one (a batch dir, a baseline dir that ships
+one, a gate output's ``results/``). An op without a recorded
 duration is estimated: the median of the recorded ops of its family (the
 Benchmark class of the inventory, e.g. ``UnaryPointwiseBenchmark``), else the
 median of every recorded op, else :data:`DEFAULT_OP_SECONDS`. With no recorded
@@ -35,6 +37,9 @@ DEFAULT_OP_SECONDS = 2.0
 # Process start + FlagGems import + collection of one pytest process on the H200
 # (examples/h200-gate-v1: 105 s wall - 82 s of op time, one process).
 PROCESS_START_S = 23.0
+# Dtypes an op measures when none are asked: FlagGems float benchmarks offer
+# float16, float32 and bfloat16.
+OWN_DTYPES = 3
 MIN_OP_SECONDS = 0.001  # every op costs something: the first N ops open the N bins
 _NO_COST = (RunStatus.SKIP,)  # rows that never ran: no duration to learn from
 
@@ -60,14 +65,26 @@ def durations_file(source: Path) -> Path:
     return path
 
 
-def load_durations(source: Path) -> dict[str, float]:
-    """``repo/run_name`` -> seconds of each op that ran (SKIP rows left out)."""
+def load_durations(source: Path, per_dtype: bool = True) -> dict[str, float]:
+    """``repo/run_name`` -> seconds per dtype of each op that ran (SKIP rows left out):
+    its recorded seconds over the number of dtypes it measured (``dtype_used``);
+    ``per_dtype=False``: the recorded seconds as they are."""
     rows = read_ops_status(durations_file(source))
     return {
         op_key(st.repo, st.run_name): float(st.seconds)
+        / (_dtype_count(st.dtype_used) if per_dtype else 1)
         for st in rows
         if st.status not in _NO_COST and st.seconds >= MIN_OP_SECONDS
     }
+
+
+def _dtype_count(dtype_used: str) -> int:
+    return max(1, len([d for d in dtype_used.split(",") if d.strip()]))
+
+
+def dtypes_per_op(dtypes: list[str] | tuple[str, ...]) -> int:
+    """Dtypes each op will measure: those asked, else :data:`OWN_DTYPES` (its own list)."""
+    return len(dtypes) if dtypes else OWN_DTYPES
 
 
 def op_families(ops_dir: Path, repos: Iterable[str]) -> dict[str, str]:
@@ -84,9 +101,13 @@ def op_families(ops_dir: Path, repos: Iterable[str]) -> dict[str, str]:
 
 
 def estimate_costs(
-    keys: Iterable[str], recorded: Mapping[str, float], families: Mapping[str, str]
+    keys: Iterable[str],
+    recorded: Mapping[str, float],
+    families: Mapping[str, str],
+    dtypes: int = 1,
 ) -> OpCosts:
-    """Expected seconds for each of ``keys``: recorded, else family median, else overall median."""
+    """Expected seconds for each of ``keys``: recorded (seconds per dtype), else the
+    family median, else the overall median; times ``dtypes``, the dtypes each op runs."""
     keys = sorted(set(keys))
     known = {k: recorded[k] for k in keys if k in recorded}
     pool = list(recorded.values())
@@ -98,10 +119,10 @@ def estimate_costs(
     seconds = {}
     for k in keys:
         if k in known:
-            seconds[k] = max(known[k], MIN_OP_SECONDS)
+            seconds[k] = max(known[k] * dtypes, MIN_OP_SECONDS)
             continue
         fam = by_family.get(families.get(k, ""))
-        seconds[k] = max(statistics.median(fam) if fam else overall, MIN_OP_SECONDS)
+        seconds[k] = max((statistics.median(fam) if fam else overall) * dtypes, MIN_OP_SECONDS)
     return OpCosts(seconds, frozenset(known))
 
 

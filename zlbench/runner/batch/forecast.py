@@ -84,3 +84,19 @@ def render_forecast(rows: list[ShardForecast], source: str) -> str:
             f"slowest/mean {max(walls) / mean:.2f}"
         )
     return "\n".join(lines)
+
+
+def expected_line(costs: OpCosts, gpus: int, per_process: int | None = None) -> str:
+    """The progress header's forecast: ``expected: 34 op(s) on 2 GPU(s), about 1m03s
+    (3 op(s) estimated)``; the busiest GPU as the batch will deal them."""
+    bins = list(gpu_bins(costs.seconds, [str(i) for i in range(max(1, gpus))]).values())
+    wall = shard_wall(bins, costs.seconds, per_process)
+    recorded = (
+        "no recorded durations"
+        if not costs.recorded
+        else (f"{len(costs.estimated())} op(s) estimated")
+    )
+    return (
+        f"expected: {len(costs.seconds)} op(s) on {max(1, gpus)} GPU(s), "
+        f"about {fmt_seconds(wall)} ({recorded})"
+    )

@@ -10,6 +10,7 @@ from zlbench.runner.batch.config import BatchConfig
 from zlbench.runner.batch.costs import (
     OPS_STATUS,
     OpCosts,
+    dtypes_per_op,
     estimate_costs,
     load_durations,
     op_families,
@@ -54,7 +55,7 @@ def selection_costs(config: BatchConfig, keys: list[str]) -> OpCosts:
     if recorded:
         repos = sorted({k.split("/", 1)[0] for k in keys})
         families = op_families(Path(config.ops_dir), repos)
-    return estimate_costs(keys, recorded, families)
+    return estimate_costs(keys, recorded, families, dtypes_per_op(config.dtypes))
 
 
 def plan_selection(config: BatchConfig) -> OpSelection:

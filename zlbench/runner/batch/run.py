@@ -13,14 +13,21 @@ PASS/SKIP only, and ``--resume`` keeps complete ops and reruns the rest.
 
 from __future__ import annotations
 
+import os
+import tempfile
+from dataclasses import replace
 from pathlib import Path
 
 from zlbench.errors import ZlbenchError
 from zlbench.models import FLAGGEMS_DIR_VARS
 from zlbench.runner.batch.config import BatchConfig, BatchOutcome
-from zlbench.runner.batch.plan import plan_selection
+from zlbench.runner.batch.forecast import expected_line
+from zlbench.runner.batch.plan import plan_selection, selection_costs
 from zlbench.runner.batch.workers import BatchRun
+from zlbench.runner.catalog.select import OpSelection
 from zlbench.runner.claim import claim_batch_dir
+from zlbench.runner.execute.worker import SHARED_TRITON_CACHE, process_env
+from zlbench.runner.precompile import collect_records, precompile
 from zlbench.runner.sweep.run import sweep_batch_config
 
 
@@ -46,4 +53,33 @@ def run_batch(config: BatchConfig) -> BatchOutcome:
     if config.sweep_gpus and config.replay_root is None:
         config = sweep_batch_config(config)
     out_dir = claim_batch_dir(Path(config.out_dir), config.resume)
+    costs = selection_costs(config, selection.keys())
+    _say(config, expected_line(costs, len(config.gpus), config.per_process))
+    if config.precompile_jobs > 0 and config.replay_root is not None:
+        with tempfile.TemporaryDirectory(prefix="zl-shared-cache-") as cache:
+            config = warm_shared_cache(config, selection, Path(cache))
+            return BatchRun(config, selection, out_dir).run()
     return BatchRun(config, selection, out_dir).run()
+
+
+def warm_shared_cache(config: BatchConfig, selection: OpSelection, cache: Path) -> BatchConfig:
+    """Precompile the selection's recorded kernels into ``cache`` (one pass per repo,
+    its FlagGems on the path) and return the config whose processes share it."""
+    base = dict(config.env if config.env is not None else os.environ)
+    for repo in sorted({op.repo for op in selection.ops}):
+        keys = [op.key for op in selection.ops if op.repo == repo]
+        records, missing = collect_records(Path(config.replay_root), keys)
+        with tempfile.TemporaryDirectory(prefix="zl-precompile-env-") as tmp:
+            env = process_env(base, flaggems_dir=config.flaggems_dirs[repo], tmp_dir=tmp)
+            outcome = precompile(records, cache, config.precompile_jobs, env)
+        outcome.ops_without_records = missing
+        _say(config, f"{repo}: {outcome.line()}")
+        for error in outcome.worker_errors:
+            _say(config, f"{repo}: {error}")
+    return replace(config, env={**base, SHARED_TRITON_CACHE: str(cache)})
+
+
+def _say(config: BatchConfig, line: str) -> None:
+    if config.progress is not None:
+        config.progress.write(line + "\n")
+        config.progress.flush()

@@ -73,13 +73,19 @@ def exit_code_for(status: RunStatus) -> int:
     return 2 if status is RunStatus.ERROR else 1
 
 
+# Base-env variable naming a triton cache dir that every process of a batch shares
+# (filled by zlbench.runner.precompile); absent: each process gets a fresh one.
+SHARED_TRITON_CACHE = "ZLBENCH_SHARED_TRITON_CACHE"
+
+
 def process_env(
     base: dict[str, str], *, flaggems_dir: str | os.PathLike, tmp_dir: str | os.PathLike
 ) -> dict[str, str]:
     """The environment of one pytest process: ``base`` plus per-process isolation."""
     env = dict(base)
     tmp = Path(tmp_dir)
-    triton_cache = tmp / "triton_cache"
+    # a shared cache filled before the batch (runner.precompile), else a fresh one
+    triton_cache = Path(base.get(SHARED_TRITON_CACHE) or tmp / "triton_cache")
     fg_cache = tmp / "flaggems_cache"
     triton_cache.mkdir(parents=True, exist_ok=True)
     fg_cache.mkdir(parents=True, exist_ok=True)

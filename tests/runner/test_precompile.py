@@ -1,0 +1,196 @@
+"""Precompile: recorded kernels compiled on CPU processes into one triton cache, which
+a later benchmark process then hits for every kernel (real sm_90 compiles of the
+benchpkg kernels under the stand-in driver); dealing, collecting, batch wiring."""
+
+from __future__ import annotations
+
+import io
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+triton = pytest.importorskip("triton")
+
+from batch_fakes import FakeExecutor, make_inventory  # noqa: E402
+from codegen_support import (  # noqa: E402
+    RECORD_SCRIPT,
+    TARGET,
+    load_index,
+    record_benchpkg,
+    subprocess_env,
+)
+
+from zlbench.models import CodegenIndex  # noqa: E402
+from zlbench.runner.batch.config import BatchConfig  # noqa: E402
+from zlbench.runner.batch.run import run_batch  # noqa: E402
+from zlbench.runner.execute.worker import SHARED_TRITON_CACHE, process_env  # noqa: E402
+from zlbench.runner.precompile import (  # noqa: E402
+    collect_records,
+    compile_seconds,
+    deal_records,
+    precompile,
+)
+
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory) -> Path:
+    """A replay root whose op ``main/bench`` recorded the benchpkg kernels."""
+    root = tmp_path_factory.mktemp("root")
+    cg = record_benchpkg(root / "rec")
+    shutil.copytree(cg, root / "main" / "bench" / "codegen")
+    return root
+
+
+def _rerun_with_cache(root: Path, cache: Path, tmp: Path) -> CodegenIndex:
+    """The benchpkg kernels launched again by a fresh process whose triton cache is ``cache``."""
+    env = subprocess_env(tmp, root / "rec" / "helpers")
+    env["TRITON_CACHE_DIR"] = str(cache)
+    out = tmp / "codegen"
+    script = RECORD_SCRIPT.format(target=TARGET)
+    cmd = [sys.executable, "-c", script, str(out), str(root / "rec" / "gencache")]
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600, check=False)
+    assert proc.returncode == 0, proc.stderr
+    return load_index(out)
+
+
+def test_after_precompile_every_kernel_the_op_launches_is_a_cache_hit(recorded, tmp_path):
+    records, missing = collect_records(recorded, ["main/bench", "main/none"])
+    assert len(records) == 12 and missing == ["main/none"]
+    cache = tmp_path / "cache"
+    env = subprocess_env(tmp_path / "pc", recorded / "rec" / "helpers")
+    outcome = precompile(records, cache, 2, env)
+    assert (outcome.kernels, outcome.failed, outcome.worker_errors) == (12, {}, [])
+    assert outcome.processes == 2
+    again = _rerun_with_cache(recorded, cache, tmp_path / "again")
+    hits = {r.request.kernel.name: r.result.cache_hit for r in again.records}
+    assert len(again.records) == 12 and all(hits.values()), hits
+
+
+def test_without_precompile_the_same_run_compiles_every_kernel(recorded, tmp_path):
+    again = _rerun_with_cache(recorded, tmp_path / "empty-cache", tmp_path / "again")
+    assert not any(r.result.cache_hit for r in again.records)
+
+
+def test_a_kernel_that_cannot_load_is_reported_and_the_others_compile(recorded, tmp_path):
+    records, _ = collect_records(recorded, ["main/bench"])
+    broken = records[0].model_copy(deep=True)
+    broken.request.kernel.module = "no_such_module_zl"
+    broken.request.kernel.generated_source = None
+    broken.id = "broken0000000000"
+    env = subprocess_env(tmp_path / "pc", recorded / "rec" / "helpers")
+    outcome = precompile([broken, *records[1:3]], tmp_path / "cache", 1, env)
+    assert list(outcome.failed) == ["broken0000000000"]
+    assert outcome.failed["broken0000000000"].startswith("load failed: ModuleNotFoundError")
+    assert outcome.worker_errors == []
+
+
+def test_a_worker_that_cannot_run_is_one_error_line(recorded, tmp_path):
+    assert precompile([], tmp_path / "c", 2, {}).processes == 0  # nothing to do: no process
+    records, _ = collect_records(recorded, ["main/bench"])
+    outcome = precompile(records[:1], tmp_path / "c", 1, {}, python=str(tmp_path / "nopython"))
+    assert len(outcome.worker_errors) == 1
+    assert outcome.worker_errors[0].startswith("precompile worker failed: [Errno 2]")
+    env = {"PATH": "", "PYTHONPATH": ""}
+    outcome = precompile(records[:1], tmp_path / "c", 1, env, python="/bin/false")
+    assert outcome.worker_errors == ["precompile worker failed: exit code 1"]
+
+
+def test_records_are_dealt_longest_compile_first(recorded):
+    records, _ = collect_records(recorded, ["main/bench"])
+    chunks = deal_records(records, 3)
+    assert sorted(r.id for c in chunks for r in c) == sorted(r.id for r in records)
+    loads = [sum(compile_seconds(r) for r in c) for c in chunks]
+    assert max(loads) - min(loads) <= max(compile_seconds(r) for r in records)
+    assert len(deal_records(records[:2], 8)) == 2  # no empty process
+
+
+def test_process_env_uses_the_shared_cache_when_given(tmp_path):
+    fresh = process_env({}, flaggems_dir=tmp_path, tmp_dir=tmp_path / "p")
+    assert fresh["TRITON_CACHE_DIR"] == str(tmp_path / "p" / "triton_cache")
+    shared = process_env(
+        {SHARED_TRITON_CACHE: str(tmp_path / "s")}, flaggems_dir=tmp_path, tmp_dir=tmp_path / "p"
+    )
+    assert shared["TRITON_CACHE_DIR"] == str(tmp_path / "s")
+
+
+def test_a_replay_batch_with_precompile_runs_every_process_on_the_shared_cache(
+    recorded, tmp_path, monkeypatch
+):
+    ops_dir = tmp_path / "ops"
+    make_inventory(ops_dir, "main", ["bench", "other"])
+    seen_env = []
+    fake = FakeExecutor()
+
+    def executor(plan, **kw):
+        seen_env.append(kw["env"])
+        return fake(plan, **kw)
+
+    monkeypatch.setenv("PYTHONPATH", str(recorded / "rec" / "helpers"))
+    progress = io.StringIO()
+    out = run_batch(
+        BatchConfig(
+            out_dir=tmp_path / "out",
+            flaggems_dirs={"main": tmp_path},
+            ops_dir=ops_dir,
+            all_ops=True,
+            replay_root=recorded,
+            precompile_jobs=2,
+            executor=executor,
+            progress=progress,
+            env=subprocess_env(tmp_path / "env", recorded / "rec" / "helpers"),
+        )
+    )
+    assert out.exit_code == 0
+    assert "main: precompile: 12 kernels" in progress.getvalue()
+    assert "0 failed, 1 op(s) without records" in progress.getvalue()
+    caches = {env[SHARED_TRITON_CACHE] for env in seen_env}
+    assert len(caches) == 1 and not Path(caches.pop()).exists()  # shared, removed after
+
+
+@pytest.mark.slow
+def test_replay_batch_with_precompile_launches_only_cached_kernels(tmp_path):
+    """The real runner end to end on the benchpkg suite, kernels compiled for sm_90 by
+    the stand-in driver: record, then replay with and without --precompile-jobs."""
+    import os
+
+    from zlbench.runner.catalog.inventory import inventory_path, scan_checkout, write_inventory
+
+    fg = tmp_path / "fg"
+    bench = Path(__file__).resolve().parents[1] / "benchpkg"
+    shutil.copytree(bench, fg, ignore=shutil.ignore_patterns("__pycache__", ".pytest_cache"))
+    write_inventory(inventory_path(tmp_path / "ops", "main"), scan_checkout(fg, "main"))
+    env = {k: v for k, v in os.environ.items() if k not in ("TRITON_INTERPRET", "GEMS_VENDOR")}
+    extra = ["--iter", "1", "--zl-replays", "2", "--zl-warmup-ms", "1",
+             "--zl-timing-backend", "cpu", "--zl-codegen-standin", "cuda:90"]  # fmt: skip
+
+    def batch(name: str, **kw) -> tuple[Path, str]:
+        progress = io.StringIO()
+        out = run_batch(
+            BatchConfig(
+                out_dir=tmp_path / name,
+                flaggems_dirs={"main": fg},
+                ops_dir=tmp_path / "ops",
+                ops=["add", "mm", "softmax"],
+                dtypes=["float32"],
+                timing="kernel",
+                env=env,
+                progress=progress,
+                extra_pytest_args=extra,
+                **kw,
+            )  # fmt: skip
+        )
+        assert out.exit_code == 0, progress.getvalue()
+        return out.out_dir, progress.getvalue()
+
+    rec, _ = batch("rec")
+    warm, text = batch("warm", replay_root=rec, precompile_jobs=2)
+    cold, _ = batch("cold", replay_root=rec)
+    assert "main: precompile: " in text and " 0 failed, 0 op(s) without records" in text
+    for op in ("add", "mm", "softmax"):
+        hits = [r.result.cache_hit for r in load_index(warm / "main" / op / "codegen").records]
+        assert hits and all(hits), op
+        cold_hits = [r.result.cache_hit for r in load_index(cold / "main" / op / "codegen").records]
+        assert cold_hits and not any(cold_hits), op
