@@ -3,7 +3,7 @@
 #
 # Usage: ci/install_bench.sh ZLBENCH_DIR FLAGGEMS_DIR [FLAGGEMS_VLLM_DIR]
 # FlagGems is installed with --no-deps: a requirement on `triton` would replace the
-# FlagTree build under test. zlbench itself never requires triton (DESIGN.md §2).
+# FlagTree build under test. zlbench itself never requires triton (docs/design.md §2).
 set -euo pipefail
 here=$(dirname "${BASH_SOURCE[0]}")
 # shellcheck source=ci/lib.sh

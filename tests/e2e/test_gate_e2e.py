@@ -1,4 +1,4 @@
-"""End to end on CPU (DESIGN.md §7): record a baseline over the small FlagGems-shaped
+"""End to end on CPU (docs/design.md §7): record a baseline over the small FlagGems-shaped
 suite with the real plugins (TRITON_INTERPRET=1), gate a replay (exit 0), gate a
 deliberately slowed build (exit 1, a failing JUnit testcase naming the op), gate a
 build that measures nothing (exit 2); an interrupted refresh leaves no dir.

@@ -1,4 +1,4 @@
-"""Autotune record & replay through the real plugins (DESIGN.md §5.1-7).
+"""Autotune record & replay through the real plugins (docs/design.md §5.1-7).
 
 Each test runs subprocess pytest sessions (``TRITON_INTERPRET=1``) of a small
 test file that calls the fake FlagGems ops, in record then replay mode.
@@ -85,7 +85,7 @@ def test_record_writes_the_chosen_configs_per_kernel_and_key(recorded):
 def test_single_config_recorded_and_pre_hook_configs_dropped(recorded):
     _, run = recorded
     records = run.records()
-    # §5.3: the single-config kernel is recorded with configs[0]
+    # docs/design.md §5.3: the single-config kernel is recorded with configs[0]
     assert records[ADD] == {
         f"[1000,{F32},{F32},{F32}]": {
             "kwargs": {"BLOCK": 256},
@@ -94,7 +94,7 @@ def test_single_config_recorded_and_pre_hook_configs_dropped(recorded):
             "num_warps": 4,
         }
     }
-    # §5.4: a plain Autotuner config with a pre_hook is not recorded
+    # docs/design.md §5.4: a plain Autotuner config with a pre_hook is not recorded
     assert SUM not in records
     assert run.markers() == []
 
@@ -117,7 +117,8 @@ def test_replay_reproduces_configs_and_marks_the_pre_hook_kernel_it_tuned_live(r
 
 
 def test_warm_sqlite_db_is_still_recorded(recorded):
-    """§5.1: the second record run on the warm DB tunes nothing, yet records all keys."""
+    """docs/design.md §5.1: the second record run on the warm DB tunes nothing, yet
+    records all keys."""
     tmp, first = recorded
     run = run_plugins(tmp, "test_ops.py", "rec-warm")
     assert run.rc == 0, run.out
@@ -154,7 +155,7 @@ def test_replay_fallbacks_pin_over_warm_db_and_mark_the_rest(recorded):
     run = run_plugins(tmp, "test_ops.py", "rep-edit", mode="replay", replay_from=source)
     assert run.rc == 0, run.out  # every fallback still runs the op
     chosen = run.printed_json("MM_CONFIGS")
-    # §5.2: injected although the warm sqlite DB holds another config for this key
+    # docs/design.md §5.2: injected although the warm sqlite DB holds another config for this key
     assert chosen["40,24,48"] == {
         "BLOCK_M": 16,
         "BLOCK_N": 16,
@@ -192,7 +193,8 @@ CRASH_TESTS = textwrap.dedent(
 
 
 def test_records_survive_a_process_killed_after_recording(tmp_path):
-    """§5.7: os._exit skips atexit and pytest's teardown; the record is on disk already."""
+    """docs/design.md §5.7: os._exit skips atexit and pytest's teardown; the record is
+    on disk already."""
     (tmp_path / "test_crash.py").write_text(CRASH_TESTS)
     run = run_plugins(tmp_path, "test_crash.py", "crash")
     assert run.rc == 7, run.out
@@ -213,7 +215,7 @@ VLLM_TESTS = textwrap.dedent(
 
 
 def test_flaggems_vllm_libtuner_is_patched_when_it_is_the_one_imported(tmp_path):
-    """§5.6: the vllm package has its own LibTuner class; it is the one patched."""
+    """docs/design.md §5.6: the vllm package has its own LibTuner class; it is the one patched."""
     (tmp_path / "test_vllm.py").write_text(VLLM_TESTS)
     rec = run_plugins(tmp_path, "test_vllm.py", "rec")
     assert rec.rc == 0, rec.out

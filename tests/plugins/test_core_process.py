@@ -1,4 +1,5 @@
-"""Process-level behaviour: crashes leave no result.json, several ops per process (§5.20)."""
+"""Process-level behaviour: crashes leave no result.json, several ops per process
+(docs/design.md §5.20)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """One pytest process, several plan entries: shapes, graph fallback, failures, result.json.
 
 All checks read one module-scoped run of the fake suite (tests/benchpkg) so the
-tier stays fast; each test asserts one behaviour of DESIGN.md §5.
+tier stays fast; each test asserts one behaviour of docs/design.md §5.
 """
 
 from __future__ import annotations

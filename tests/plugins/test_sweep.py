@@ -1,4 +1,4 @@
-"""Multi-GPU sweep (DESIGN.md §5.16): sharding, merge, trust figure, children, on CPU."""
+"""Multi-GPU sweep (docs/design.md §5.16): sharding, merge, trust figure, children, on CPU."""
 
 from __future__ import annotations
 

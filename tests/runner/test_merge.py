@@ -15,8 +15,9 @@ from zlbench.gate.load import load_results
 from zlbench.models import read_ops_status
 from zlbench.runner.batch.config import BatchConfig
 from zlbench.runner.batch.info import read_batch_info
-from zlbench.runner.batch.merge import is_gate_dir, merge_batches, merge_dirs
+from zlbench.runner.batch.merge import merge_batches
 from zlbench.runner.batch.run import run_batch
+from zlbench.workflow.merge import is_gate_dir, merge_dirs
 
 OPS = [f"op{i}" for i in range(10)] + ["gone", "skipme"]
 

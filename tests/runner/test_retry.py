@@ -1,4 +1,4 @@
-"""Retry / dtype fallback / rescue rules (DESIGN.md §5.17), as a pure function."""
+"""Retry / dtype fallback / rescue rules (docs/design.md §5.17), as a pure function."""
 
 from __future__ import annotations
 

@@ -54,7 +54,7 @@ def test_derive_keeps_every_key_and_resolves_aliases():
 @pytest.mark.parametrize("kind,most", [("single", 1), ("multi", 3)])
 def test_shipped_shape_sets(kind, most):
     data = yaml.safe_load((OPS_DIR / f"shapes_{kind}.yaml").read_text())
-    # upstream class-name keys that the MRO fallback needs (DESIGN.md §5.12)
+    # upstream class-name keys that the MRO fallback needs (docs/design.md §5.12)
     for key in (
         "Benchmark",
         "BlasBenchmark",

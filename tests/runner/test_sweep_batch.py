@@ -1,4 +1,4 @@
-"""`batch` / `baseline refresh` with --sweep-gpus (DESIGN.md §5.16): each op of a
+"""`batch` / `baseline refresh` with --sweep-gpus (docs/design.md §5.16): each op of a
 record batch is swept by real child processes (a scripted stand-in for pytest),
 merged, and measured once by the batch's executor (a fake) on the first GPU."""
 

@@ -1,4 +1,4 @@
-"""Multi-GPU sweep through the runner (DESIGN.md §5.16): `zlbench run --sweep-gpus`
+"""Multi-GPU sweep through the runner (docs/design.md §5.16): `zlbench run --sweep-gpus`
 end to end on the small suite (tests/benchpkg, Triton interpreter on CPU), the
 merge of child records, argument checks, and children killed on interrupt."""
 

@@ -1,4 +1,4 @@
-"""`zlbench baseline refresh | show | verify`: pinned record sets (DESIGN.md §3)."""
+"""`zlbench baseline refresh | show | verify`: pinned record sets (docs/design.md §3)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""`zlbench batch`: screen many ops over the GPUs of this host (DESIGN.md §5.17, §6).
+"""`zlbench batch`: screen many ops over the GPUs of this host (docs/design.md §5.17, §6).
 
 Parses argv, builds a :class:`zlbench.runner.batch.config.BatchConfig` (environment
 variables come from :mod:`zlbench.cli.settings`) and calls ``run_batch``.

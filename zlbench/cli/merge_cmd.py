@@ -23,8 +23,8 @@ def add_parser(sub) -> None:
 
 
 def _run(args) -> int:
-    from zlbench.runner.batch.merge import merge_dirs
     from zlbench.runner.batch.progress import count_statuses
+    from zlbench.workflow.merge import merge_dirs
 
     m = merge_dirs(args.shard_dirs, args.out)
     counts = ", ".join(f"{k} {v}" for k, v in count_statuses(m.statuses).items() if v)

@@ -1,4 +1,4 @@
-"""`zlbench run`: one op in one pytest process (DESIGN.md §8).
+"""`zlbench run`: one op in one pytest process (docs/design.md §8).
 
 Exit: 0 the op passed (or was skipped), 1 it failed, crashed or timed out,
 2 bad input (one line on stderr).

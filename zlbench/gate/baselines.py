@@ -1,5 +1,5 @@
 """Baseline sets: build one from a record pass plus K replay passes, summarize
-and verify one (pure: reads files, writes none; DESIGN.md §3).
+and verify one (pure: reads files, writes none; docs/design.md §3).
 
 A baseline row's speedup is the median over the K replay passes (the gate
 measures in replay mode, so the baseline must too); its noise is the largest

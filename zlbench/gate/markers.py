@@ -1,4 +1,4 @@
-"""Which rows the marker lines of a run make FALLBACK (DESIGN.md §4).
+"""Which rows the marker lines of a run make FALLBACK (docs/design.md §4).
 
 * Any ``AUTOTUNE_REPLAY_FALLBACK``: its configs were not pinned, so the numbers
   mean nothing for the compiler change. A marker that names its row fails that

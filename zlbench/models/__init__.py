@@ -1,6 +1,6 @@
 """Pydantic models of everything zlbench writes to disk.
 
-This package is the contract between the parts (DESIGN.md §2, §3): plugins and
+This package is the contract between the parts (docs/design.md §2, §3): plugins and
 runner write these files, gate/report/cli read them. Every top-level file model
 carries ``schema_version``; reading an unknown version is a clear error.
 

@@ -18,7 +18,7 @@ from zlbench.models.base import SCHEMA_VERSION, _Model
 
 
 class MarkerKind(str, Enum):
-    """The two marker lines of DESIGN.md §3."""
+    """The two marker lines of docs/design.md §3."""
 
     REPLAY_FALLBACK = "AUTOTUNE_REPLAY_FALLBACK"
     NO_CUDAGRAPH = "BENCHMARK_DIRECT_NO_CUDAGRAPH"
@@ -46,7 +46,7 @@ class Marker(_Model):
 
 
 class RowKey(_Model):
-    """Identity of a row within one repo (DESIGN.md §3)."""
+    """Identity of a row within one repo (docs/design.md §3)."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 

@@ -15,7 +15,7 @@ Three inputs, all produced by upstream FlagGems without zlbench:
 
 * the ``--record json --output FILE`` file (``{opid: {"details": [asdict(BenchmarkResult)],
   "result", "test_case", "reason"}}``, dumped with ``default=str``);
-* zlbench's own marker lines (DESIGN.md §3).
+* zlbench's own marker lines (docs/design.md §3).
 
 A row's shape is the text upstream prints for ``metrics.shape_detail``: it is
 part of the row's identity, so it is kept verbatim and :func:`shape_text` (live

@@ -42,7 +42,7 @@ class TunerCall:
     kernel: str  # stable kernel id, see kernel_id()
     libtuner: bool
     key: tuple  # the tuner's cache key (computed for single-config kernels too)
-    single: bool = False  # one config: the tuner never consults its cache (§5.3)
+    single: bool = False  # one config: the tuner never consults its cache (docs/design.md §5.3)
     config: Any = None  # the config that ran (after the call): best_config / configs[0]
     timings: dict | None = None  # {config: timing} when this call benchmarked
     pinned: bool = False  # a replayed config was injected and ran
@@ -50,7 +50,7 @@ class TunerCall:
     ret: Any = None  # what the tuner's run returned (a compiled kernel on GPU)
 
     def read_back(self) -> Any:
-        """§5.1: the config stored for ``key``, read back from the tuner's cache
+        """docs/design.md §5.1: the config stored for ``key``, read back from the tuner's cache
         (never a diff of cache keys: on a warm sqlite DB no key is added)."""
         if self.single:
             return self.tuner.configs[0]
@@ -202,7 +202,7 @@ def _run_counting(call: TunerCall, orig: Callable, args: tuple, kwargs: dict) ->
 
 def _run_pinned(call: TunerCall, orig: Callable, pinned: Any, args: tuple, kwargs: dict) -> Any:
     tuner = call.tuner
-    if type(tuner.cache) is dict:  # §5.2: inject unconditionally
+    if type(tuner.cache) is dict:  # docs/design.md §5.2: inject unconditionally
         tuner.cache[call.key] = pinned
         return orig(tuner, *args, **kwargs)
     saved = tuner.cache
@@ -243,7 +243,7 @@ def _settle_pin(call: TunerCall, pinned: Any, benched: int) -> None:
 
 
 def _evict(tuner: Any, key: tuple) -> bool:
-    """§5.5: drop a bad config from the tuner's cache; False where impossible."""
+    """docs/design.md §5.5: drop a bad config from the tuner's cache; False where impossible."""
     cache = tuner.cache
     if not hasattr(type(cache), "__delitem__"):
         return False
@@ -323,7 +323,7 @@ def _subclasses(cls: type) -> list[type]:
 
 
 def patch_packages(packages: list[str]) -> list[str]:
-    """§5.6: patch the LibTuner-like classes of the given (imported) packages.
+    """docs/design.md §5.6: patch the LibTuner-like classes of the given (imported) packages.
 
     Idempotent; returns ``module.QualName`` of every class patched so far.
     """
@@ -336,7 +336,7 @@ def patch_packages(packages: list[str]) -> list[str]:
 
 
 def imported_packages() -> list[str]:
-    """Which of the FlagGems packages the process has imported (§5.6)."""
+    """Which of the FlagGems packages the process has imported (docs/design.md §5.6)."""
     return [p for p in PACKAGES if p in sys.modules]
 
 

@@ -1,4 +1,4 @@
-"""Autotune record & replay (DESIGN.md §5.1-7).
+"""Autotune record & replay (docs/design.md §5.1-7).
 
 Why: a FlagTree change must be measured with the same kernel variants as its
 baseline, or a speedup change may just be a different autotune winner. In
@@ -116,7 +116,7 @@ def load_replay(entry: PlanEntry) -> tuple[Records, str | None]:
 
 
 def keeps_record(libtuner: bool, config: Any) -> bool:
-    """§5.4: a pre_hook config is recorded for LibTuner only."""
+    """docs/design.md §5.4: a pre_hook config is recorded for LibTuner only."""
     return libtuner or getattr(config, "pre_hook", None) is None
 
 
@@ -308,7 +308,7 @@ class AutotuneHandler:
             _emit("pin_ignored", call.kernel)
         elif keeps_record(call.libtuner, call.config):
             _emit("key_missing", call.kernel)
-        else:  # record mode dropped it (§5.4): this replay tuned it live
+        else:  # record mode dropped it (docs/design.md §5.4): this replay tuned it live
             _emit("pre_hook_dropped", call.kernel)
 
     def _after_record(self, book: OpBook, call) -> None:
@@ -330,7 +330,7 @@ class AutotuneHandler:
             book.records.setdefault(call.kernel, {})[skey] = data
             book.dirty = True
         if book.dirty:
-            self.flush(book)  # §5.7: a crash keeps what was recorded
+            self.flush(book)  # docs/design.md §5.7: a crash keeps what was recorded
 
 
 # --------------------------------------------------------------------------- pytest hooks
@@ -354,7 +354,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 @pytest.hookimpl(trylast=True)
 def pytest_collection_finish(session: pytest.Session) -> None:
-    """§5.6: the test modules are imported now; patch what they imported."""
+    """docs/design.md §5.6: the test modules are imported now; patch what they imported."""
     handler = session.config.stash.get(HANDLER_KEY, None)
     if handler is None or state.active() is None:
         return  # not a zlbench run: leave triton alone

@@ -1,7 +1,7 @@
 """Result capture: one ``<run_dir>/result.json`` per plan entry, from the benchmark objects.
 
 Why: upstream prints a dtype's table only after its last shape, and aborts a
-test at its first failing shape with ``pytest.fail`` (DESIGN.md §5.21), so
+test at its first failing shape with ``pytest.fail`` (docs/design.md §5.21), so
 parsing stdout loses every row measured before the failure and never names
 the failing shape. Here rows are taken from the ``BenchmarkMetrics`` objects
 as upstream creates them (see :mod:`zlbench.plugins.bench_adapter`), so a
@@ -9,7 +9,7 @@ failing op keeps its measured rows and ``failing_shape`` names the row that
 failed.
 
 Several plan entries may share one process (startup costs ~14 s on a GPU
-host, DESIGN.md §6): items are grouped by entry, in plan order, and each entry
+host, docs/design.md §6): items are grouped by entry, in plan order, and each entry
 is framed by ``ZLBENCH_OP_BEGIN run_name=<n>`` / ``ZLBENCH_OP_END run_name=<n>
 status=<S>`` lines, which the runner uses to split the output into per-op
 run.log files. ``result.json`` is written atomically and only once the

@@ -3,7 +3,7 @@
 Why: FlagGems picks its vendor backend at import time by probing tools such as
 ``nvidia-smi``, and that probe can hang on a busy or half-broken host; setting
 ``GEMS_VENDOR=nvidia`` from torch's own view of the device skips the probe
-(DESIGN.md §5.9). It is done in ``pytest_load_initial_conftests``, which runs
+(docs/design.md §5.9). It is done in ``pytest_load_initial_conftests``, which runs
 before the FlagGems benchmark ``conftest.py`` (and so ``import flag_gems``).
 It changes nothing when ``GEMS_VENDOR`` is already set or the device is not
 NVIDIA.

@@ -1,4 +1,4 @@
-"""Fixed seeds before every benchmark test (DESIGN.md §5.10).
+"""Fixed seeds before every benchmark test (docs/design.md §5.10).
 
 Why: upstream benchmarks draw their inputs with ``torch.randn`` and never seed,
 so two runs (or two ops sharing one process) measure different data; values

@@ -1,4 +1,4 @@
-"""Shape (and dtype) injection into the upstream benchmarks (DESIGN.md §5.11-12).
+"""Shape (and dtype) injection into the upstream benchmarks (docs/design.md §5.11-12).
 
 Why: upstream reads shapes from ``--shape_file`` with the fallback chain
 op_name → MRO class name → 1-D defaults, but many benchmark subclasses ignore

@@ -1,4 +1,4 @@
-"""Opt-in multi-GPU autotune sweep (DESIGN.md §5.16).
+"""Opt-in multi-GPU autotune sweep (docs/design.md §5.16).
 
 Why: recording mm-like kernels sweeps dozens of configs per shape, which is
 most of a baseline refresh. With several GPUs the sweep can be split: child

@@ -1,4 +1,4 @@
-"""CUDA-graph timing for the FlagGems benchmarks (DESIGN.md §5.8).
+"""CUDA-graph timing for the FlagGems benchmarks (docs/design.md §5.8).
 
 Why: upstream ``--mode kernel`` times with ``triton.testing.do_bench``, whose
 run-to-run noise on an H200 is ~12 % median and >100 % worst case; upstream

@@ -1,4 +1,4 @@
-"""TTGIR of the kernel variants actually used (DESIGN.md §5.13).
+"""TTGIR of the kernel variants actually used (docs/design.md §5.13).
 
 Why: when a FlagTree change moves a speedup, the compiler engineer needs the
 TritonGPU IR of exactly the variant that was measured, per shape, to diff it

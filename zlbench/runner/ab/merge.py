@@ -14,6 +14,7 @@ from pathlib import Path
 from zlbench.errors import ZlbenchError
 from zlbench.models import SIDES, AbSummary
 from zlbench.runner.ab.rounds import AB_DIR, load_summary, write_summary
+from zlbench.runner.batch.merge import merge_batches
 
 
 def _identity(s: AbSummary) -> tuple:
@@ -45,8 +46,6 @@ def merge_summaries(found: list[tuple[Path, AbSummary]]) -> AbSummary:
 
 def merge_ab(gate_dirs: list[Path], out: Path) -> bool:
     """Write ``<out>/ab/`` from the shards' ``ab/`` dirs; False when none has one."""
-    from zlbench.runner.batch.merge import merge_batches
-
     found, rounds = [], {}
     for g in gate_dirs:
         got = load_summary(Path(g))

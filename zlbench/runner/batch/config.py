@@ -63,7 +63,7 @@ class BatchConfig:
     dtypes: list[str] = field(default_factory=list)  # [] = the op's defaults
     shape_file: Path | None = None
     ttgir: bool = True
-    max_retries: int = 2  # extra attempts after rc 1 / CRASH (DESIGN §5.17)
+    max_retries: int = 2  # extra attempts after rc 1 / CRASH (docs/design.md §5.17)
     # Seconds from the start after which nothing more is measured; None: no budget,
     # unless ``budget_factor`` derives one from ``durations`` (runner.batch.budget).
     budget_s: float | None = None

@@ -1,17 +1,11 @@
-"""``zlbench merge``: shard batch dirs -> one batch dir; shard gate dirs -> one gate dir.
+"""Shard batch dirs -> one batch dir (:func:`merge_batches`; the gate-dir merge of
+``zlbench merge`` is :mod:`zlbench.workflow.merge`).
 
-Batch dirs: copies every shard's run dirs, unions ops_status.csv, rebuilds
-summary.csv and writes a batch.json naming the shards. Refused, with one line
-each: an op found in two shards with different content, shards measured
-differently (mode, replay root, timing, dtypes, shape file) or on different
-environments (GPU model, driver, torch, compiler, FlagGems commit...).
-
-Gate dirs (``zlbench gate --shard K/N --out DIR``: ``results/`` and, when the
-shard confirmed a regression, ``confirm/<i>/``): the output is gate-shaped too,
-``<out>/results/`` the merge of the shards' ``results/`` and ``<out>/confirm/<i>/``
-the merge of the shards' ``confirm/<i>/`` that exist (a shard with fewer passes
-adds nothing to the higher ones), which ``zlbench gate --results`` judges with
-the confirmation samples (:func:`zlbench.gate.load.load_results`).
+Copies every shard's run dirs, unions ops_status.csv, rebuilds summary.csv and
+writes a batch.json naming the shards. Refused, with one line each: an op found
+in two shards with different content, shards measured differently (mode, replay
+root, timing, dtypes, shape file) or on different environments (GPU model,
+driver, torch, compiler, FlagGems commit...).
 
 The output is built in a temp dir next to ``out`` and renamed at the end, so an
 interrupted merge leaves nothing behind.
@@ -22,20 +16,17 @@ from __future__ import annotations
 import filecmp
 import shutil
 import tempfile
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from zlbench.errors import ZlbenchError
-from zlbench.gate.load import pass_order
 from zlbench.models import (
     BatchInfo,
     Environment,
     OpStatus,
     check_tree_inside,
     read_ops_status,
-    resolve_inside,
 )
-from zlbench.protocol.layout import CONFIRM_DIR, RESULT_JSON, RESULTS_DIR, RUN_LOG, op_key
+from zlbench.protocol.layout import RESULT_JSON, RUN_LOG, op_key
 from zlbench.runner.batch.info import read_batch_info, write_batch_info
 from zlbench.runner.batch.progress import count_statuses
 from zlbench.runner.batch.status import (
@@ -213,79 +204,3 @@ def _merged_info(shards, statuses, rows, envs) -> BatchInfo:
     info.merged_from = [str(s.path) for s in shards]
     return info
 
-
-# --------------------------------------------------------------------------- gate dirs
-
-
-@dataclass
-class MergeOutcome:
-    """What :func:`merge_dirs` wrote. ``passes``: names of the merged ``confirm/``
-    passes (gate dirs only), in the order the judge reads them."""
-
-    out: Path
-    statuses: list[OpStatus]
-    rows: int
-    gate: bool = False
-    passes: list[str] = field(default_factory=list)
-
-
-def is_gate_dir(path: Path) -> bool:
-    """A ``zlbench gate --out`` dir: ``results/`` inside, no ops_status.csv of its own."""
-    path = Path(path)
-    return (path / RESULTS_DIR).is_dir() and not (path / OPS_STATUS).is_file()
-
-
-def _confirm_passes(gate_dirs: list[Path]) -> dict[str, list[Path]]:
-    """Pass name -> the shards' ``confirm/<name>/`` dirs that exist, in shard order."""
-    passes: dict[str, list[Path]] = {}
-    for g in gate_dirs:
-        root = resolve_inside(g, CONFIRM_DIR)
-        if root.is_dir():
-            for p in root.iterdir():
-                if p.is_dir():
-                    passes.setdefault(p.name, []).append(
-                        resolve_inside(g, f"{CONFIRM_DIR}/{p.name}")
-                    )
-    return {name: passes[name] for name in sorted(passes, key=pass_order)}
-
-
-def merge_gate_dirs(gate_dirs: list[Path], out: Path) -> MergeOutcome:
-    """Merge shard gate dirs into a new gate-shaped dir ``out`` (module docstring)."""
-    out = Path(out)
-    gate_dirs = [Path(g) for g in gate_dirs]
-    if out.exists():
-        raise ZlbenchError(f"{out} already exists: merge writes a new dir")
-    passes = _confirm_passes(gate_dirs)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
-    try:
-        results = [resolve_inside(g, RESULTS_DIR) for g in gate_dirs]
-        _, statuses, rows = merge_batches(results, tmp / RESULTS_DIR)
-        for name, dirs in passes.items():
-            merge_batches(dirs, tmp / CONFIRM_DIR / name)
-        from zlbench.runner.ab.merge import merge_ab  # the shards' A/B rounds, ab/<i>/
-
-        merge_ab(gate_dirs, tmp)
-        tmp.rename(out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    return MergeOutcome(out, statuses, rows, gate=True, passes=list(passes))
-
-
-def merge_dirs(dirs: list[Path], out: Path) -> MergeOutcome:
-    """``zlbench merge``: batch dirs -> a batch dir, gate dirs -> a gate dir (never mixed)."""
-    dirs = [Path(d) for d in dirs]
-    if not dirs:
-        raise ZlbenchError("nothing to merge: give at least one shard dir")
-    gates = [d for d in dirs if is_gate_dir(d)]
-    if gates and len(gates) != len(dirs):
-        other = next(d for d in dirs if not is_gate_dir(d))
-        raise ZlbenchError(
-            f"cannot merge gate dirs with batch dirs: {gates[0]} is a gate dir "
-            f"(results/ inside) but {other} is not"
-        )
-    if gates:
-        return merge_gate_dirs(dirs, out)
-    out, statuses, rows = merge_batches(dirs, out)
-    return MergeOutcome(out, statuses, rows)

@@ -1,4 +1,4 @@
-"""Retry, dtype fallback and dtype rescue rules of a batch (DESIGN.md §5.17). Pure.
+"""Retry, dtype fallback and dtype rescue rules of a batch (docs/design.md §5.17). Pure.
 
 * TIMEOUT is never retried (the op already cost a whole timeout), nor PASS/SKIP/ERROR.
 * FAIL (rc 1) and CRASH (signal death, any other rc) are retried up to

@@ -1,6 +1,6 @@
 """The dismiss list (ops/dismiss.txt): ops a batch never runs, each with a date and a reason.
 
-Format, one entry a line (DESIGN.md §5.19)::
+Format, one entry a line (docs/design.md §5.19)::
 
     # comment lines and blank lines are ignored
     index_put            # 2025-06-01 hangs the GPU at the 4096x4096 shape (run 1234)

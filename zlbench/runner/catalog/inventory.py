@@ -8,7 +8,7 @@ AST scan (no import: collecting the real suite needs a GPU) of
 ``benchmark/test_*.py`` and ``benchmark/test_*/`` subfolders, with the
 ``op_name`` given to the Benchmark constructor, the Benchmark class (for the
 shape-file class-name fallback), unconditional skips, and an optional
-``pytest --collect-only`` verification (DESIGN.md §5.18).
+``pytest --collect-only`` verification (docs/design.md §5.18).
 """
 
 from __future__ import annotations

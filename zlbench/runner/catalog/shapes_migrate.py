@@ -1,7 +1,7 @@
 """Shape files: loading, and merging upstream ``core_shapes.yaml`` into a curated set.
 
 Why: a shape file replaces upstream's wholesale, and upstream falls back
-op_name -> MRO class name -> 1-D defaults (DESIGN.md §5.12). A curated set
+op_name -> MRO class name -> 1-D defaults (docs/design.md §5.12). A curated set
 (``ops/shapes_single.yaml``: one shape per op) that lacks upstream's
 class-name keys silently measures BLAS ops with 1-D shapes. ``--migrate-shapes``
 keeps every curated key as it is and adds the upstream keys it lacks.

@@ -3,7 +3,7 @@ from upstream ``benchmark/core_shapes.yaml``.
 
 A shape file replaces the upstream one wholesale and upstream looks shapes up
 by op_name, then by the Benchmark class names of the MRO, then falls back to
-1-D defaults (DESIGN.md §5.12): so a derived set keeps *every* upstream key,
+1-D defaults (docs/design.md §5.12): so a derived set keeps *every* upstream key,
 class-name keys included (``BlasBenchmark`` shapes are (B, M, N, K)), and only
 thins each key's shape list. Other fields (``shape_desc``) are kept as they are.
 

@@ -2,7 +2,7 @@
 
 Validates everything a user can get wrong before anything starts (FlagGems
 dir, op, shape file, replay records: each a one-line ZlbenchError), claims the
-output dir atomically (DESIGN.md §5.15), builds a one-entry WorkerPlan and
+output dir atomically (docs/design.md §5.15), builds a one-entry WorkerPlan and
 hands it to :func:`zlbench.runner.execute.worker.execute_plan`.
 """
 

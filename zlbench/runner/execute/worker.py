@@ -1,7 +1,7 @@
 """Execute a WorkerPlan: one or several ops per pytest process, each op isolated.
 
 Why: starting Python + torch + FlagGems costs ~14 s per process on an H200
-host (DESIGN.md §6), more than a replayed op takes to measure, so a GPU's ops
+host (docs/design.md §6), more than a replayed op takes to measure, so a GPU's ops
 run in one pytest process; yet one crashing or hanging op must cost only
 itself. The plugins print ``ZLBENCH_OP_BEGIN run_name=<n>`` and
 ``ZLBENCH_OP_END run_name=<n> status=<S>`` around each plan entry
@@ -14,7 +14,7 @@ decides those.
 
 Each process gets its own ``TRITON_CACHE_DIR`` and FlagGems tuning DB
 (``FLAGGEMS_CACHE_DIR`` / ``FLAGGEMS_DB_URL``) in a temp dir removed after
-(DESIGN.md §5.14), ``PYTHONHASHSEED=0``, ``PYTHONUNBUFFERED=1`` and
+(docs/design.md §5.14), ``PYTHONHASHSEED=0``, ``PYTHONUNBUFFERED=1`` and
 ``<flaggems>/src`` on ``PYTHONPATH`` so an uninstalled checkout works.
 """
 

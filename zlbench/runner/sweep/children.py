@@ -3,7 +3,7 @@
 Why a module of its own: :func:`zlbench.runner.execute.worker.execute_plan` runs one
 process at a time and must be driven from one thread to be interruptible; a
 sweep needs its N children running together and all of them killed when the
-parent is interrupted (DESIGN.md §5.16). Each child is a
+parent is interrupted (docs/design.md §5.16). Each child is a
 :class:`zlbench.runner.execute.proc.GroupProcess` (own session, so Ctrl-C in the
 terminal never reaches it directly); on any exception in the parent,
 KeyboardInterrupt included, every child's group is killed (TERM, grace, KILL:

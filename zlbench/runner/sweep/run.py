@@ -1,4 +1,4 @@
-"""Opt-in multi-GPU autotune sweep, orchestrated (DESIGN.md §5.16).
+"""Opt-in multi-GPU autotune sweep, orchestrated (docs/design.md §5.16).
 
 ``zlbench run --sweep-gpus 0,1,2`` (and ``batch`` / ``baseline refresh`` in
 their record pass) records one op like this:

@@ -5,10 +5,10 @@ suite under ``tests/benchpkg/benchmark`` touch: ``device``, ``vendor_name``,
 ``runtime.torch_device_fn``, ``use_gems()``, ``utils.libentry.LibTuner`` and four
 ops with real Triton kernels (they run on CPU under ``TRITON_INTERPRET=1``):
 
-* ``add``: single-config ``triton.autotune``       (DESIGN.md §5.3)
+* ``add``: single-config ``triton.autotune``       (docs/design.md §5.3)
 * ``softmax``: multi-config ``triton.autotune``
-* ``sum``: ``triton.autotune`` configs carrying a ``pre_hook`` (§5.4)
-* ``mm``: the sqlite-backed ``LibTuner`` (§5.1, §5.5)
+* ``sum``: ``triton.autotune`` configs carrying a ``pre_hook`` (docs/design.md §5.4)
+* ``mm``: the sqlite-backed ``LibTuner`` (docs/design.md §5.1, §5.5)
 """
 
 from fakegems_support import DEVICE, gems_mode

@@ -2,7 +2,7 @@
 
 Owns its own ``utils.libentry.LibTuner`` class (built by the shared fake
 support), so zlbench must patch whichever package was actually imported
-(DESIGN.md §5.6). One op: ``ops.scale`` (``x * alpha``).
+(docs/design.md §5.6). One op: ``ops.scale`` (``x * alpha``).
 """
 
 from fakegems_support import DEVICE, gems_mode

@@ -1,4 +1,4 @@
-"""add: a single-config autotuned kernel (the tuner never benchmarks, DESIGN.md §5.3)."""
+"""add: a single-config autotuned kernel (the tuner never benchmarks, docs/design.md §5.3)."""
 
 import torch
 import triton

@@ -1,4 +1,4 @@
-"""mm: tuned by the sqlite-backed ``LibTuner`` (DESIGN.md §5.1: a warm DB must
+"""mm: tuned by the sqlite-backed ``LibTuner`` (docs/design.md §5.1: a warm DB must
 still be recorded and replayed). BLOCK_K is capped by a static_assert, so a
 record naming BLOCK_K=128 fails to "compile" on replay; the sqlite cache cannot
 evict it (``_no_evict``)."""

@@ -1,5 +1,5 @@
 """sum of all elements: autotune configs that carry a ``pre_hook`` (it zeroes the
-atomic accumulator), the case DESIGN.md §5.4 drops from records for a plain
+atomic accumulator), the case docs/design.md §5.4 drops from records for a plain
 Autotuner."""
 
 import torch
