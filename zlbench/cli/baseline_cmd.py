@@ -16,10 +16,10 @@ def add_parser(sub) -> None:
     bsub = p.add_subparsers(dest="baseline_command", metavar="ACTION", required=True)
     _add_refresh(bsub)
     show = bsub.add_parser("show", help="manifest and a per-op summary")
-    show.add_argument("dir", type=Path)
+    show.add_argument("dir", type=Path, help="baseline dir (baselines/vN)")
     show.set_defaults(func=_show)
     verify = bsub.add_parser("verify", help="schema, content hashes, records and rows of every op")
-    verify.add_argument("dir", type=Path)
+    verify.add_argument("dir", type=Path, help="baseline dir (baselines/vN)")
     verify.set_defaults(func=_verify)
 
 
@@ -32,11 +32,19 @@ def _add_refresh(bsub) -> None:
         description="Record an op set (fresh autotune), replay it K times to measure each "
         "row's noise, and write the baseline dir with its manifest.",
     )
-    r.add_argument("--out", type=Path, required=True, metavar="baselines/vN")
+    r.add_argument(
+        "--out", type=Path, required=True, metavar="baselines/vN", help="the new baseline dir"
+    )
     add_selection_options(r)
     r.add_argument("--repeats", type=int, default=3, metavar="K", help="replay passes (default 3)")
     add_measure_options(r, shape_file=DEFAULT_SHAPES, dtypes=["bfloat16"])
-    r.add_argument("--flagtree-dir", type=Path, default=None, metavar="D")
+    r.add_argument(
+        "--flagtree-dir",
+        type=Path,
+        default=None,
+        metavar="D",
+        help="FlagTree checkout whose commit the manifest records (env ZLBENCH_FLAGTREE_DIR)",
+    )
     r.add_argument(
         "--keep-work",
         type=Path,
@@ -108,4 +116,6 @@ def _verify(args) -> int:
         print(f"FAIL {problem}")
     state = "OK" if rep.ok else f"{len(rep.problems)} problem(s)"
     print(f"baseline {manifest.name}: {rep.ops} ops, {rep.rows} rows: {state}")
+    if rep.ops and not rep.codegen_ops:
+        print("note: no codegen records (docs/baselines.md): a gate times every op")
     return 0 if rep.ok else 1

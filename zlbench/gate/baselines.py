@@ -24,6 +24,9 @@ from pathlib import Path
 from zlbench.errors import ZlbenchError
 from zlbench.gate.conflicts import check_unique_rows
 from zlbench.models import (
+    CODEGEN_BLOBS,
+    CODEGEN_DIR,
+    CODEGEN_INDEX,
     MAX_NOISE,
     BaselineManifest,
     BaselineResult,
@@ -32,14 +35,22 @@ from zlbench.models import (
     Row,
     RunResult,
     RunStatus,
+    codegen_dir,
     counts_of_kind,
+    load_codegen_index,
     load_json_model,
     resolve_inside,
 )
 from zlbench.protocol.layout import RECORDS_DIR, RESULT_JSON
 
-# Files of a baseline dir covered by the manifest's content hashes.
-HASHED_PATTERNS = ("*/*/result.json", "*/*/autotune_records/*.json")
+# Files of a baseline dir covered by the manifest's content hashes; a baseline
+# without codegen records (v1) simply has no file of the last two patterns.
+HASHED_PATTERNS = (
+    "*/*/result.json",
+    "*/*/autotune_records/*.json",
+    f"*/*/{CODEGEN_DIR}/{CODEGEN_INDEX}",
+    f"*/*/{CODEGEN_DIR}/{CODEGEN_BLOBS}/*",
+)
 
 
 def aggregate_op(record: RunResult, replays: list[RunResult]) -> BaselineResult:
@@ -149,6 +160,7 @@ class VerifyReport:
     problems: list[str] = field(default_factory=list)
     ops: int = 0
     rows: int = 0
+    codegen_ops: int = 0  # ops with codegen records (0 for a v1 baseline)
 
     @property
     def ok(self) -> bool:
@@ -249,6 +261,34 @@ def _verify_op(root: Path, key: str, rep: VerifyReport) -> None:
         rep.problems.append(f"{key}: no rows")
     if not list((op_dir / RECORDS_DIR).glob("*.json")):
         rep.problems.append(f"{key}: no autotune records")
+    _verify_codegen(op_dir, rep)
+
+
+def _verify_codegen(op_dir: Path, rep: VerifyReport) -> None:
+    """An op's codegen records, when it has any: a valid index whose blobs are all
+    there (their contents are covered by the content hashes)."""
+    try:
+        blobs = codegen_blobs(op_dir)
+    except ZlbenchError as e:
+        rep.problems.append(str(e))
+        return
+    if blobs is not None:
+        rep.codegen_ops += 1
+
+
+def codegen_blobs(run_dir: Path) -> list[str] | None:
+    """The blob paths (relative to its codegen dir) that ``run_dir``'s codegen index
+    names (docs/codegen.md); None when it has no index. One ZlbenchError line for a
+    corrupt index or a blob that is missing or outside the codegen dir."""
+    index = load_codegen_index(run_dir)
+    if index is None:
+        return None
+    cg_dir = codegen_dir(run_dir)
+    blobs = sorted({d.blob for r in index.records if r.result for d in r.result.stages.values()})
+    for blob in blobs:
+        if not resolve_inside(cg_dir, blob, f"{cg_dir / CODEGEN_INDEX}: blob").is_file():
+            raise ZlbenchError(f"{cg_dir / blob}: codegen blob missing")
+    return blobs
 
 
 @dataclass

@@ -20,10 +20,12 @@ from zlbench.errors import ZlbenchError
 from zlbench.gate import baselines
 from zlbench.gitinfo import git_state
 from zlbench.models import (
+    CODEGEN_INDEX,
     BaselineManifest,
     BaselineResult,
     RunResult,
     ThresholdDefaults,
+    codegen_dir,
     dump_json_model,
     dump_yaml_model,
     load_json_model,
@@ -156,7 +158,7 @@ def _load(batch_dir: Path, key: str) -> RunResult | None:
 def _assemble(
     cfg: RefreshConfig, tmp: Path, record: BatchOutcome, replays: list[BatchOutcome]
 ) -> tuple[dict[str, str], list[BaselineResult]]:
-    """Write <repo>/<run_name>/{result.json,autotune_records,ttgir} for every usable op.
+    """Write <repo>/<run_name>/{result.json,autotune_records,ttgir,codegen} for every usable op.
 
     Returns the ops left out (key -> why) and the results written, in path order."""
     excluded: dict[str, str] = {}
@@ -180,6 +182,7 @@ def _assemble(
         ttgir = replays[0].out_dir / key / TTGIR_DIR
         if ttgir.is_dir():
             shutil.copytree(ttgir, dst / TTGIR_DIR)
+        _copy_codegen(cfg, key, dst, [r.out_dir for r in [*replays[:1], record]])
         dump_json_model(dst / RESULT_JSON, result)
         written[(st.repo, st.run_name)] = result
     return excluded, [written[k] for k in sorted(written)]
@@ -194,6 +197,30 @@ def _copy_records(src: Path, dst: Path, run_name: str) -> None:
     else:
         dst.mkdir(parents=True)
         (dst / f"{run_name}.json").write_text("{}\n", encoding="utf-8")
+
+
+def _copy_codegen(cfg: RefreshConfig, key: str, dst: Path, passes: list[Path]) -> None:
+    """The op's codegen records (docs/codegen.md) from the first pass that has a
+    usable index: replay pass 1, whose kernels are exactly those a gate launches
+    (it measures in replay mode and precompiles from these records), else the record
+    pass (which also holds every autotune candidate it benchmarked). All passes ran
+    the baseline's own compiler, so any of them holds the same code. Copied: the
+    index and the blobs it names; an op with none (``TRITON_INTERPRET=1``, a triton
+    without a compilation listener) gets no ``codegen/`` and the gate times it."""
+    for batch_dir in passes:
+        try:
+            blobs = baselines.codegen_blobs(batch_dir / key)
+        except ZlbenchError as e:
+            _say(cfg, f"refresh: {key}: codegen records of {batch_dir.name} unusable: {e}")
+            continue
+        if blobs is None:
+            continue
+        src, out = codegen_dir(batch_dir / key), codegen_dir(dst)
+        for blob in blobs:
+            (out / blob).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(src / blob, out / blob)
+        shutil.copyfile(src / CODEGEN_INDEX, out / CODEGEN_INDEX)
+        return
 
 
 def _work_span(
