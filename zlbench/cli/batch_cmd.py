@@ -13,13 +13,14 @@ from pathlib import Path
 from zlbench.cli.settings import Settings
 from zlbench.errors import ZlbenchError
 from zlbench.models import REPOS
+from zlbench.protocol.ops import SPEC_GRAMMAR
 
 
 def add_selection_options(p, *, required: bool = True) -> None:
     """--all / --ops / --ops-file / --repos / --ops-dir (shared with the gate)."""
     g = p.add_mutually_exclusive_group(required=required)
     g.add_argument("--all", action="store_true", help="every op of the inventories")
-    g.add_argument("--ops", nargs="+", metavar="SPEC", help="op, op@test_file.py, repo:op")
+    g.add_argument("--ops", nargs="+", metavar="SPEC", help=f"these ops (SPEC: {SPEC_GRAMMAR})")
     g.add_argument("--ops-file", type=Path, metavar="F", help="one SPEC a line, # comments")
     p.add_argument(
         "--repos",
@@ -71,6 +72,7 @@ def add_measure_options(p, *, shape_file: Path | None = None, dtypes: list[str] 
     """How ops are measured: GPUs, sweep, timeouts, FlagGems dirs, shapes, dtypes,
     timing. Shared by ``batch`` and ``baseline refresh`` (both feed
     :func:`config_from_args`), so the two can never disagree."""
+    default_dtypes = " ".join(dtypes) or "each op's own"
     p.add_argument(
         "--gpus",
         default=None,
@@ -100,15 +102,33 @@ def add_measure_options(p, *, shape_file: Path | None = None, dtypes: list[str] 
         help="FlagGems checkout (repeat as vllm=PATH; env ZLBENCH_FLAGGEMS_DIR, "
         "ZLBENCH_FLAGGEMS_VLLM_DIR)",
     )
-    p.add_argument("--shape-file", type=Path, default=shape_file, metavar="Y")
-    p.add_argument("--dtypes", nargs="+", default=list(dtypes), metavar="D")
+    p.add_argument(
+        "--shape-file",
+        type=Path,
+        default=shape_file,
+        metavar="Y",
+        help=f"shape file replacing upstream's (default: {shape_file or 'upstream shapes'})",
+    )
+    p.add_argument(
+        "--dtypes",
+        nargs="+",
+        default=list(dtypes),
+        metavar="D",
+        help=f"dtypes to measure, e.g. bfloat16 float16 (default: {default_dtypes})",
+    )
     p.add_argument(
         "--mode",
         choices=("cudagraph", "kernel"),
         default="cudagraph",
         help="timing method (default cudagraph)",
     )
-    p.add_argument("--max-retries", type=int, default=2, metavar="N")
+    p.add_argument(
+        "--max-retries",
+        type=int,
+        default=2,
+        metavar="N",
+        help="extra attempts of an op that failed or crashed (default 2; timeouts never)",
+    )
     p.add_argument(
         "--precompile-jobs",
         type=int,

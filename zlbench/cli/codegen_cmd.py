@@ -20,7 +20,7 @@ def add_parser(sub) -> None:
     p = sub.add_parser("codegen", help="rebuild a baseline's kernels and diff the generated code")
     p.add_argument("--baseline", required=True, metavar="B", help="baseline (or batch) dir")
     p.add_argument("--jobs", type=int, default=1, metavar="N", help="parallel rebuild processes")
-    p.add_argument("--out", default="zlbench-codegen", metavar="DIR")
+    p.add_argument("--out", default="zlbench-codegen", metavar="DIR", help="output dir")
     p.add_argument(
         "--python",
         metavar="PY",

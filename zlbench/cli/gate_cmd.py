@@ -11,8 +11,11 @@ from pathlib import Path
 
 from zlbench.cli.settings import Settings
 from zlbench.gate.paired import DEFAULT_PAIRED_THRESHOLD
+from zlbench.protocol.ops import SPEC_GRAMMAR
 from zlbench.workflow.ab import DEFAULT_ROUNDS, AbOptions
 from zlbench.workflow.gate import GateJob, run_gate
+
+SPEC_HELP = f"SPEC: {SPEC_GRAMMAR}"  # the --ops grammar of every command
 
 
 def add_parser(sub) -> None:
@@ -22,8 +25,10 @@ def add_parser(sub) -> None:
     )
     p.add_argument("--baseline", required=True, metavar="DIR", help="baseline dir (baselines/vN)")
     sel = p.add_mutually_exclusive_group()
-    sel.add_argument("--ops", nargs="+", metavar="SPEC", help="judge only these baseline ops")
-    sel.add_argument("--ops-file", metavar="F", help="file of op specs, one a line")
+    sel.add_argument(
+        "--ops", nargs="+", metavar="SPEC", help=f"judge only these baseline ops ({SPEC_HELP})"
+    )
+    sel.add_argument("--ops-file", metavar="F", help="file of op SPECs, one a line")
     p.add_argument(
         "--shard",
         metavar="K/N",

@@ -17,7 +17,13 @@ def add_parser(sub) -> None:
         help="combine shard batch dirs (or shard gate dirs) into one",
         description=__doc__.splitlines()[0],
     )
-    p.add_argument("shard_dirs", nargs="+", type=Path, metavar="SHARD_DIR")
+    p.add_argument(
+        "shard_dirs",
+        nargs="+",
+        type=Path,
+        metavar="SHARD_DIR",
+        help="the shards' batch dirs, or their gate --out dirs (not mixed)",
+    )
     p.add_argument("--out", type=Path, required=True, metavar="DIR", help="new merged dir")
     p.set_defaults(func=_run)
 

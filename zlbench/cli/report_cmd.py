@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 from zlbench.cli.batch_cmd import default_ops_dir
-from zlbench.cli.gate_cmd import job_from_args
+from zlbench.cli.gate_cmd import SPEC_HELP, job_from_args
 from zlbench.cli.settings import Settings
 from zlbench.workflow.gate import rejudge
 
@@ -13,13 +13,17 @@ from zlbench.workflow.gate import rejudge
 def add_parser(sub) -> None:
     p = sub.add_parser("report", help="re-render junit.xml/report.md/verdict.json offline")
     p.add_argument("results", metavar="RESULTS_DIR", help="gate output dir, batch dir or run dir")
-    p.add_argument("--baseline", required=True, metavar="DIR")
+    p.add_argument("--baseline", required=True, metavar="DIR", help="baseline dir (baselines/vN)")
     sel = p.add_mutually_exclusive_group()
-    sel.add_argument("--ops", nargs="+", metavar="SPEC")
-    sel.add_argument("--ops-file", metavar="F")
-    p.add_argument("--thresholds", metavar="Y")
-    p.add_argument("--allow-env-mismatch", action="store_true")
-    p.add_argument("--out", default="zlbench-report", metavar="DIR")
+    sel.add_argument(
+        "--ops", nargs="+", metavar="SPEC", help=f"judge only these baseline ops ({SPEC_HELP})"
+    )
+    sel.add_argument("--ops-file", metavar="F", help="file of op SPECs, one a line")
+    p.add_argument("--thresholds", metavar="Y", help="thresholds yaml (default: the manifest's)")
+    p.add_argument(
+        "--allow-env-mismatch", action="store_true", help="judge despite an environment mismatch"
+    )
+    p.add_argument("--out", default="zlbench-report", metavar="DIR", help="output dir")
     p.set_defaults(func=_run)
 
 

@@ -28,7 +28,12 @@ def add_parser(sub) -> None:
         "--shape-file", help="shape yaml (default: ops/shapes_single.yaml if it has the op)"
     )
     p.add_argument("--dtypes", nargs="+", default=[], metavar="D", help="e.g. bfloat16")
-    p.add_argument("--mode", choices=("cudagraph", "kernel"), default="cudagraph")
+    p.add_argument(
+        "--mode",
+        choices=("cudagraph", "kernel"),
+        default="cudagraph",
+        help="upstream timing mode, recorded as the run's timing (default cudagraph)",
+    )
     p.add_argument("--replay-from", metavar="DIR", help="run, batch or baseline dir to replay")
     p.add_argument("--out", metavar="DIR", help="run dir (default: runs/<op>; -2, -3... if taken)")
     p.add_argument("--timeout", type=float, metavar="S", help="kill the op after S seconds")

@@ -9,7 +9,9 @@ def add_parser(sub) -> None:
     p = sub.add_parser(
         "summarize", help="rebuild summary.csv of a batch dir", description=__doc__.splitlines()[0]
     )
-    p.add_argument("batch_dir", type=Path, metavar="BATCH_DIR")
+    p.add_argument(
+        "batch_dir", type=Path, metavar="BATCH_DIR", help="batch dir whose summary.csv to rebuild"
+    )
     p.set_defaults(func=_run)
 
 

@@ -25,6 +25,7 @@ from zlbench.models import REPOS, read_text
 from zlbench.protocol.layout import split_op_key
 
 AT = "__at__"  # "@" in a run name
+SPEC_GRAMMAR = "[repo:]op[@test_file.py] or repo/run_name"  # for help texts
 
 
 def run_name_for(selector: str) -> str:

@@ -42,7 +42,7 @@ def run_batch(config: BatchConfig) -> BatchOutcome:
         d = config.flaggems_dirs.get(repo)
         if d is None or not Path(d).is_dir():
             var = FLAGGEMS_DIR_VARS.get(repo, FLAGGEMS_DIR_VARS["main"])
-            hint = f"{d} is not a directory" if d else f"not given (--flaggems-dir or ${var})"
+            hint = f"{d} is not a directory" if d else f"not given (set ${var})"
             raise ZlbenchError(f"no FlagGems checkout for repo {repo!r}: {hint}")
     if config.shape_file is not None and not Path(config.shape_file).is_file():
         raise ZlbenchError(f"shape file not found: {config.shape_file}")

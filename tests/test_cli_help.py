@@ -1,0 +1,108 @@
+"""Every command and option of the CLI has help text, and no message or help text
+names a zlbench flag that no command has (walks the real argparse parser)."""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+import zlbench
+from zlbench.cli import build_parser, main
+from zlbench.protocol import options
+
+PKG = Path(zlbench.__file__).parent
+# Flags of other programs that zlbench passes on or names: pytest, upstream
+# FlagGems' conftest, pip.
+FOREIGN = {
+    "--collect-only", "--color", "--continue-on-collection-errors", "--rootdir", "--level",
+    "--record", "--output", "--shape_file", "--no-deps", "--target", "--dtypes", "--mode",
+}  # fmt: skip
+
+
+def commands(parser: argparse.ArgumentParser, path=()):
+    """(command path, its parser, its help) for every command and sub-command."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            helps = {c.dest: c.help for c in action._choices_actions}
+            for name, sub in action.choices.items():
+                yield (*path, name), sub, helps.get(name)
+                yield from commands(sub, (*path, name))
+
+
+COMMANDS = list(commands(build_parser()))
+
+
+def command_flags() -> dict[str, set[str]]:
+    out: dict[str, set[str]] = {f: {""} for a in build_parser()._actions for f in a.option_strings}
+    for path, sub, _ in COMMANDS:
+        for action in sub._actions:
+            for flag in action.option_strings:
+                out.setdefault(flag, set()).add(" ".join(path))
+    return out
+
+
+def plugin_flags() -> set[str]:
+    """The --zl-* flags the plugins register: the protocol table, plus the literal
+    first argument of any addoption(...) call in zlbench/plugins."""
+    flags = {options.flag(n) for n in {**options.OPTIONS, **options.SWEEP_OPTIONS}}
+    for path in (PKG / "plugins").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "addoption":
+                first = node.args[0] if node.args else None
+                if isinstance(first, ast.Constant) and isinstance(first.value, str):
+                    flags.add(first.value)
+    return flags
+
+
+def test_the_walk_finds_every_command():
+    names = {p[0] for p, _, _ in COMMANDS}
+    assert {"run", "batch", "gate", "report", "merge", "baseline", "inventory"} <= names
+    assert ("baseline", "refresh") in {p for p, _, _ in COMMANDS}
+
+
+@pytest.mark.parametrize("path,sub,help_text", COMMANDS, ids=[" ".join(c[0]) for c in COMMANDS])
+def test_every_command_and_option_has_help(path, sub, help_text):
+    assert help_text, f"zlbench {' '.join(path)} has no help"
+    missing = [
+        a.option_strings or [a.dest]
+        for a in sub._actions
+        if not isinstance(a, (argparse._HelpAction, argparse._SubParsersAction))
+        and (not a.help or a.help == argparse.SUPPRESS)
+    ]
+    assert missing == []
+
+
+def test_every_flag_zlbench_names_exists():
+    known = set(command_flags()) | plugin_flags() | FOREIGN
+    named: dict[str, set[str]] = {}
+    for path in PKG.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                for flag in re.findall(r"(?<![\w-])--[a-z][\w-]*[a-z0-9](?![\w-])", node.value):
+                    named.setdefault(flag, set()).add(path.relative_to(PKG).as_posix())
+    assert {f: sorted(w) for f, w in named.items() if f not in known} == {}
+
+
+def test_gate_without_a_flaggems_checkout_names_no_flag_gate_lacks(tmp_path, capsys, monkeypatch):
+    """The batch runner's "no FlagGems checkout" line reaches gate too, which has no
+    --flaggems-dir: the line must only name what gate users can set."""
+    sys.path.insert(0, str(Path(__file__).parent / "gate"))
+    sys.path.insert(0, str(Path(__file__).parent / "runner"))
+    from batch_fakes import make_inventory
+    from zlsynth import brow, write_baseline
+
+    for var in ("ZLBENCH_FLAGGEMS_DIR", "ZLBENCH_FLAGGEMS_VLLM_DIR"):
+        monkeypatch.delenv(var, raising=False)
+    make_inventory(tmp_path / "ops", "main", ["abs"])
+    bl = write_baseline(tmp_path / "bl", {"abs": [brow("abs", "[8]", 1.0)]})
+    argv = ["gate", "--baseline", str(bl), "--ops-dir", str(tmp_path / "ops")]
+    assert main([*argv, "--out", str(tmp_path / "o")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "no FlagGems checkout" in err and "ZLBENCH_FLAGGEMS_DIR" in err
+    gate_flags = {f for f, cmds in command_flags().items() if "gate" in cmds}
+    assert set(re.findall(r"--[a-z][\w-]*", err)) <= gate_flags
