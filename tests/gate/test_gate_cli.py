@@ -222,7 +222,15 @@ def test_report_rerenders_a_results_dir(tmp_path, bl):
     rdir = write_results(tmp_path / "r", good_results())
     out = tmp_path / "rep"
     assert main(["report", str(rdir), "--baseline", str(bl), "--out", str(out)]) == 0
-    assert {p.name for p in out.iterdir()} == {"junit.xml", "report.md", "verdict.json"}
+    assert {p.name for p in out.iterdir()} == {
+        "junit.xml",
+        "report.md",
+        "comment.md",
+        "report.html",
+        "verdict.json",
+    }
+    assert (out / "comment.md").read_text().startswith("<!-- zlbench-gate -->")
+    assert "<!DOCTYPE html>" in (out / "report.html").read_text()[:200]
     assert json.loads((out / "verdict.json").read_text())["verdict"] == "PASS"
 
 

@@ -52,6 +52,7 @@ RULES: dict[str, Range] = {
     "ab_rounds": AT_LEAST_1,
     "ab_threshold": POSITIVE,
     "jobs": AT_LEAST_1,  # codegen
+    "codegen_jobs": AT_LEAST_1,  # gate: the codegen screen's processes
 }
 
 

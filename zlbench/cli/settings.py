@@ -18,6 +18,8 @@ class Settings:
     zlbench_commit: str | None  # ZLBENCH_COMMIT: zlbench's commit where the checkout has no .git
     no_color: bool  # NO_COLOR set: never colour
     force_color: bool  # FORCE_COLOR set: colour even without a tty
+    # GITHUB_SERVER_URL / GITHUB_REPOSITORY / GITHUB_RUN_ID: this CI run's page
+    run_url: str = ""
 
     @property
     def flaggems_dirs(self) -> dict[str, str]:
@@ -37,4 +39,11 @@ class Settings:
             zlbench_commit=env.get("ZLBENCH_COMMIT") or None,
             no_color="NO_COLOR" in env,
             force_color=bool(env.get("FORCE_COLOR")),
+            run_url=_run_url(env),
         )
+
+
+def _run_url(env) -> str:
+    """The CI run's page (the reports link the full artifact there); "" outside CI."""
+    parts = [env.get(k) for k in ("GITHUB_SERVER_URL", "GITHUB_REPOSITORY", "GITHUB_RUN_ID")]
+    return f"{parts[0]}/{parts[1]}/actions/runs/{parts[2]}" if all(parts) else ""

@@ -8,7 +8,8 @@ Import from ``zlbench.models`` itself; the split into modules is internal:
 ``base`` (base class, loaders, atomic writers), ``codegen``
 (codegen records of compiled kernels), ``run`` (markers, rows,
 environment, ``result.json``, worker plan), ``batch`` (``ops_status.csv``,
-``batch.json``), ``baseline`` (baseline sets, thresholds) and ``verdict``
+``batch.json``), ``baseline`` (baseline sets, thresholds), ``codegen_screen``
+(the codegen screen's ``codegen.json``) and ``verdict``
 (``verdict.json``). Each imports only the ones before it in that list;
 ``paths`` (paths read from artifacts, kept inside their root) imports none.
 
@@ -72,6 +73,16 @@ from zlbench.models.codegen import (
     load_codegen_index,
     read_blob,
 )
+from zlbench.models.codegen_screen import (
+    CHANGED_CLASSES,
+    UNPROVEN_CLASSES,
+    CodegenClass,
+    CodegenScreen,
+    KernelNote,
+    KernelScreen,
+    Resources,
+    TimingPlanFile,
+)
 from zlbench.models.paths import check_tree_inside, resolve_inside
 from zlbench.models.run import (
     Environment,
@@ -90,6 +101,7 @@ from zlbench.models.run import (
 )
 from zlbench.models.verdict import (
     FAILING_VERDICTS,
+    CodegenSummary,
     EnvFinding,
     GateVerdict,
     MachineSpeed,
@@ -107,6 +119,15 @@ __all__ = [
     "AcceptEntry",
     "AcceptList",
     "PairedRow",
+    "CHANGED_CLASSES",
+    "UNPROVEN_CLASSES",
+    "CodegenClass",
+    "CodegenScreen",
+    "CodegenSummary",
+    "KernelNote",
+    "KernelScreen",
+    "Resources",
+    "TimingPlanFile",
     "CODEGEN_BLOBS",
     "CODEGEN_DIR",
     "CODEGEN_INDEX",

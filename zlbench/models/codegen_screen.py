@@ -111,3 +111,15 @@ class CodegenScreen(_Model):
 
     def failed(self) -> list[KernelScreen]:
         return [k for k in self.kernels if k.status is CodegenClass.FAILED]
+
+
+class TimingPlanFile(_Model):
+    """``<gate out>/codegen/timing.json``: which baseline ops the gate timed and which
+    it skipped on the codegen screen's proof (``gate --time changed``), so that
+    ``zlbench report`` re-judges the artifact with the same op set."""
+
+    schema_version: int = SCHEMA_VERSION
+    kind: Literal["codegen_timing"] = "codegen_timing"
+    time: Literal["all", "changed"] = "all"
+    timed: dict[str, str] = Field(default_factory=dict)  # op key -> why it is timed
+    skipped: dict[str, str] = Field(default_factory=dict)  # op key -> proof it is unchanged

@@ -15,6 +15,7 @@ from zlbench.models.ab import AbSummary, PairedRow
 from zlbench.models.accept import AcceptedNote, AcceptEntry
 from zlbench.models.base import SCHEMA_VERSION, _Model
 from zlbench.models.baseline import ThresholdsFile
+from zlbench.models.codegen_screen import KernelNote
 from zlbench.models.run import Environment, Marker, RowKey
 
 
@@ -68,6 +69,12 @@ class RowVerdict(_Model):
     reason: str = ""
     ab: PairedRow | None = Field(None, description="A/B against the base compiler (judged on it)")
     accepted: AcceptedNote | None = Field(None, description="the accept entry matching the row")
+    codegen: list[KernelNote] = Field(
+        default_factory=list,
+        description="the kernels the baseline's codegen records say this row launched, "
+        "changed ones first, with what the codegen screen found (docs/codegen.md); empty: "
+        "no screen, or no record names the row",
+    )
 
 
 class OpVerdict(_Model):
@@ -93,6 +100,29 @@ class MachineSpeed(_Model):
     torch_change: float = Field(description="median current / baseline torch latency - 1")
     rows: int = Field(0, description="matched rows the median is over")
     applied: bool = Field(description="True: the estimator divides it out of every row")
+
+
+class CodegenSummary(_Model):
+    """What the gate's codegen screen found and what it let the gate skip
+    (docs/codegen.md, "Gate integration")."""
+
+    screened: bool = Field(description="False: no screen ran (see note); every op is timed")
+    note: str = Field("", description="why there is no screen, or what limits it")
+    time: Literal["all", "changed"] = Field(
+        "all", description="gate --time: all ops, or only those the screen did not prove unchanged"
+    )
+    kernels: int = Field(0, description="kernels the screen rebuilt and compared")
+    changed: int = Field(0, description="kernels whose generated code differs")
+    failed: list[str] = Field(
+        default_factory=list,
+        description="one line per kernel the baseline compiled that the compiler under test "
+        "fails to compile: such a kernel fails the gate",
+    )
+    screen_file: str = Field("", description="codegen.json, relative to the report's dir")
+    not_timed: dict[str, str] = Field(
+        default_factory=dict,
+        description="op key -> proof that its kernels are unchanged (--time changed): not timed",
+    )
 
 
 class EnvFinding(_Model):
@@ -141,6 +171,9 @@ class GateVerdict(_Model):
         "before they began): never PASS",
     )
     ab: AbSummary | None = Field(None, description="the A/B against the base compiler, if any")
+    codegen: CodegenSummary | None = Field(
+        None, description="the codegen screen of the baseline's kernels, if the gate ran one"
+    )
     accept: list[AcceptEntry] = Field(default_factory=list, description="the accept list given")
     accept_source: str = Field("", description="the --accept file as given")
     accept_unmatched: list[AcceptEntry] = Field(

@@ -45,6 +45,9 @@ CONFIRM_DIR = "confirm"  # the confirmation passes, confirm/<i>/
 JUNIT_XML = "junit.xml"
 REPORT_MD = "report.md"
 VERDICT_JSON = "verdict.json"
+COMMENT_MD = "comment.md"  # report.md cut to fit a PR comment (ci/pr_comment.py posts it)
+REPORT_HTML = "report.html"  # self-contained HTML report
+CODEGEN_SCREEN_DIR = "codegen"  # the codegen screen: codegen.json, codegen.md, diffs/, timing.json
 
 # ------------------------------------------------------------------ a baseline dir
 MANIFEST_YAML = "manifest.yaml"

@@ -16,8 +16,8 @@ from zlbench.models.codegen_screen import (
     KernelNote,
     KernelScreen,
 )
+from zlbench.report.blocks import table
 from zlbench.report.escape import md_code, md_text, one_line
-from zlbench.report.sections import table
 
 TOP = 20
 RESOURCE_LABELS = {

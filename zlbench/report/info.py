@@ -58,11 +58,39 @@ def thresholds(v: GateVerdict) -> Block | None:
     return Block("Thresholds (not the defaults)", f"In force, from {src}:\n\n{lines}")
 
 
-def codegen(extras: ReportExtras) -> Block | None:
-    if extras.codegen is None:
+def codegen(v: GateVerdict, extras: ReportExtras) -> Block | None:
+    """The codegen screen's counts (or why there is none) and, with ``--time
+    changed``, the ops not timed with the proof that their kernels are unchanged."""
+    cg = v.codegen
+    if extras.codegen is None and cg is None:
         return None
-    changed, total = extras.codegen
-    return Block("Generated code", f"{changed} of {total} kernels changed their generated code.")
+    said = []
+    if extras.codegen is not None:
+        changed, total = extras.codegen
+        said.append(f"{changed} of {total} kernels changed their generated code.")
+    if cg is not None and cg.screen_file:
+        said.append(f"Screen: {md_code(cg.screen_file, 200)} (`zlbench explain` per op).")
+    if cg is not None and cg.note:
+        said.append(md_text(cg.note, 300) + ".")
+    intro = " ".join(said)
+    if cg is None or not cg.not_timed:
+        return Block("Generated code", intro)
+    intro += (
+        f"\n\n`--time changed`: {len(cg.not_timed)} op(s) not timed: every kernel they "
+        "launched rebuilt identical, and every row names its kernels."
+    )
+    cells = [[md_code(k), md_text(why, 200)] for k, why in sorted(cg.not_timed.items())]
+    return Block("Generated code", intro, ["op not timed", "proof"], "ll", cells, noun="ops")
+
+
+def codegen_failed(v: GateVerdict) -> Block | None:
+    """Kernels the baseline compiled that the compiler under test fails to: they fail
+    the gate, whatever the timing says."""
+    if v.codegen is None or not v.codegen.failed:
+        return None
+    lines = "\n".join(f"- {md_text(line, 400)}" for line in v.codegen.failed)
+    intro = "The baseline compiled these kernels; the compiler under test fails to (exit 1):"
+    return Block(f"Kernels that no longer compile ({len(v.codegen.failed)})", f"{intro}\n\n{lines}")
 
 
 def chart(v: GateVerdict) -> Block | None:

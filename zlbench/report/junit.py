@@ -153,11 +153,26 @@ def repo_cases(v: GateVerdict, repo: str, durations: Mapping[str, float]) -> lis
     return cases + [op_case(o, share((o.repo, o.run_name))) for o in extra]
 
 
+def codegen_cases(failed: list[str]) -> list[ET.Element]:
+    """One failing testcase per kernel the compiler under test no longer compiles."""
+    cases = []
+    for line in failed:
+        tc = ET.Element(
+            "testcase", {"name": xml_text(line.split(":", 1)[0]), "classname": "zlbench.codegen"}
+        )
+        msg = "compile failed: the baseline compiled this kernel"
+        _outcome(tc, "failure", "COMPILE_FAILED", msg, xml_text(line))
+        cases.append(tc)
+    return cases
+
+
 def render_junit(v: GateVerdict, durations: Mapping[str, float] | None = None) -> str:
     """``junit.xml``; ``durations`` (op key -> seconds) overrides the verdict's."""
     durations = durations or {}
     repos = sorted({r.key.repo for r in v.rows} | {o.repo for o in v.ops})
     suites = [_suite(repo, repo_cases(v, repo, durations), v) for repo in repos]
+    if v.codegen is not None and v.codegen.failed:
+        suites.append(_suite("zlbench.codegen", codegen_cases(v.codegen.failed), v))
     if v.verdict == "ERROR" or not suites:
         tc = ET.Element("testcase", {"name": "gate", "classname": "zlbench.gate"})
         if v.verdict == "ERROR":

@@ -8,7 +8,8 @@ from __future__ import annotations
 from zlbench.models import FAILING_VERDICTS, GateVerdict, OpVerdict, Verdict
 from zlbench.report.ab import ab_block, accept_block
 from zlbench.report.blocks import Block, change_block, op_label, reason_block
-from zlbench.report.blocks import table as table  # re-exported: report.codegen uses it
+from zlbench.report.blocks import table as table  # re-exported
+from zlbench.report.codegen import row_explanation
 from zlbench.report.escape import md_code, md_fence, md_text
 from zlbench.report.facts import (
     ReportExtras,
@@ -19,6 +20,7 @@ from zlbench.report.facts import (
 from zlbench.report.info import (
     chart,
     codegen,
+    codegen_failed,
     counts,
     env_warning,
     environment,
@@ -40,14 +42,23 @@ def _failing_ops(v: GateVerdict, verdict: Verdict) -> list[OpVerdict]:
 def regressions(v: GateVerdict, extras: ReportExtras) -> Block | None:
     rows = worst_first(r for r in v.rows if r.verdict is Verdict.REGRESSION)
     b = change_block(f"Regressed kernels ({len(rows)}, worst first)", rows)
-    if b is not None and extras.explanations:
-        seen = dict.fromkeys(f"{r.key.repo}/{r.key.run_name}" for r in rows)
-        notes = [
-            f"- {md_code(k)}: {md_text(extras.explanations[k], 300)}"
-            for k in seen
-            if k in extras.explanations
-        ]
-        b.outro = "\n".join(["Why, from the code-generation screen:", *notes]) if notes else ""
+    if b is None:
+        return None
+    # per row: the kernels verdict.json says it launched (gate with a codegen screen)
+    notes = [
+        f"- {op_label(r.key.repo, r.key.op)} {md_code(r.key.dtype)} {md_code(r.key.shape)}: "
+        + md_text(row_explanation(r.codegen), 1000)
+        for r in rows
+        if r.codegen
+    ]
+    noted = {f"{r.key.repo}/{r.key.run_name}" for r in rows if r.codegen}
+    seen = dict.fromkeys(f"{r.key.repo}/{r.key.run_name}" for r in rows)
+    notes += [
+        f"- {md_code(k)}: {md_text(extras.explanations[k], 300)}"
+        for k in seen
+        if k in extras.explanations and k not in noted
+    ]
+    b.outro = "\n".join(["Why, from the code-generation screen:", *notes]) if notes else ""
     return b
 
 
@@ -217,6 +228,7 @@ def blocks(v: GateVerdict, extras: ReportExtras) -> list[Block]:
     built = [
         env_warning(v),
         systemic(v),
+        codegen_failed(v),
         regressions(v, extras),
         ab_block(v),
         accept_block(v),
@@ -232,7 +244,7 @@ def blocks(v: GateVerdict, extras: ReportExtras) -> list[Block]:
         not_confirmed(v),
         improvements(v),
         thresholds(v),
-        codegen(extras),
+        codegen(v, extras),
         chart(v),
         logs(v),
         counts(v),

@@ -5,8 +5,10 @@ report`` does; both take a :class:`GateJob` (plain values: the CLI fills it from
 argv and the environment) and :class:`GateSeams` (how to measure, the clock, the
 output streams). The judge (``zlbench.gate``) and the renderers
 (``zlbench.report``) are pure; this module writes what they return into the
-job's out dir: ``junit.xml``, ``report.md``, ``verdict.json``, the measured
-``results/`` batch and the ``confirm/<i>/`` re-measures (docs/design.md).
+job's out dir: ``junit.xml``, ``report.md``, ``comment.md`` (report.md cut to fit
+a PR comment), ``report.html``, ``verdict.json``, the codegen screen
+(``codegen/``, :mod:`zlbench.workflow.codegen`), the measured ``results/`` batch
+and the ``confirm/<i>/`` re-measures (docs/design.md).
 """
 
 from __future__ import annotations
@@ -36,13 +38,35 @@ from zlbench.gate.plan import baseline_scope, read_ops_file
 from zlbench.gate.thresholds import load_thresholds
 from zlbench.gate.verdict import SUMMARY_SEP, GateOptions
 from zlbench.models import GateVerdict, Row, RowKey, ThresholdsFile
-from zlbench.protocol.layout import JUNIT_XML, REPORT_MD, VERDICT_JSON, split_op_key
+from zlbench.protocol.layout import (
+    COMMENT_MD,
+    JUNIT_XML,
+    REPORT_HTML,
+    REPORT_MD,
+    VERDICT_JSON,
+    split_op_key,
+)
 from zlbench.protocol.ops import selector_for
+from zlbench.report.escape import log_line
+from zlbench.report.facts import ReportExtras
+from zlbench.report.html import render_html
 from zlbench.report.junit import render_junit
-from zlbench.report.markdown import render_markdown
+from zlbench.report.markdown import STEP_SUMMARY_LIMIT, render_comment, render_markdown
 from zlbench.runner.ab.env import CompilerEnv
 from zlbench.runner.claim import hold_dir, write_file_set
 from zlbench.workflow.ab import AbContext, AbOptions, finish, prepare
+from zlbench.workflow.codegen import (
+    CodegenStep,
+    Screen,
+    apply_screen,
+    load_for_rejudge,
+    plan_timing,
+    report_extras,
+    run_screen,
+    screen_for_gate,
+)
+
+COMMENT_LIMIT = 64_000  # comment.md: room for ci/pr_comment.py's footer under GitHub's 65,536
 
 
 @dataclass
@@ -56,7 +80,11 @@ class GateJob:
     ``ops`` / ``ops_file``: op specs narrowing the baseline's op set.
     ``ops_dir``: the inventories and dismiss list. ``flaggems_dirs``,
     ``cuda_visible_devices`` and ``argv`` are handed to the batch runner;
-    ``step_summary``: a file report.md is appended to (GitHub's step summary)."""
+    ``step_summary``: a file the comment-sized report is appended to (GitHub's step
+    summary); ``artifact_url``: where the full reports are (the CI run's page).
+    ``time``: ``all`` ops, or only the ops the codegen screen did not prove
+    unchanged plus the sentinel ops (``changed``); ``codegen_jobs``: the screen's
+    rebuild processes."""
 
     baseline: str | Path  # shown in the reports as given
     out: Path
@@ -73,6 +101,10 @@ class GateJob:
     step_summary: str | None = None
     argv: list[str] = field(default_factory=list)
     ab: AbOptions = field(default_factory=AbOptions)  # --base-compiler, --full-ab, --accept
+    thresholds_label: str = ""  # --thresholds as given (shown in the reports)
+    artifact_url: str = ""
+    time: str = "all"  # --time all | changed
+    codegen_jobs: int = 1
 
 
 @dataclass
@@ -136,6 +168,7 @@ class GateSeams:
     ``stdout`` / ``stderr`` None: the process's streams at the time of writing."""
 
     measure: Measure = measure_batch
+    screen: Screen = run_screen  # the codegen screen (rebuild worker processes)
     now: Callable[[], str] = now_utc
     stdout: TextIO | None = None
     stderr: TextIO | None = None
@@ -165,21 +198,30 @@ def make_remeasure(req: MeasureRequest, confirm_root: Path, measure: Measure) ->
 # --------------------------------------------------------------------------- judging
 
 
-def write_reports(verdict: GateVerdict, out: Path, job: GateJob, seams: GateSeams) -> None:
-    """junit.xml, report.md, verdict.json into ``out`` as one set (verdict.json last;
-    an I/O error leaves none of them: :func:`zlbench.runner.claim.write_file_set`);
-    report.md is then appended to the job's step summary file when it has one."""
-    markdown = render_markdown(verdict)
+def write_reports(
+    verdict: GateVerdict,
+    out: Path,
+    job: GateJob,
+    seams: GateSeams,
+    extras: ReportExtras | None = None,
+) -> None:
+    """junit.xml, report.md, comment.md, report.html, verdict.json into ``out`` as one
+    set (verdict.json last; an I/O error leaves none of them:
+    :func:`zlbench.runner.claim.write_file_set`); the report cut to the step
+    summary's limit is then appended to the job's step summary file when it has one."""
+    extras = extras or ReportExtras(artifact_url=job.artifact_url)
     files = {
         JUNIT_XML: render_junit(verdict),
-        REPORT_MD: markdown,
+        REPORT_MD: render_markdown(verdict, extras),
+        COMMENT_MD: render_comment(verdict, COMMENT_LIMIT, extras),
+        REPORT_HTML: render_html(verdict, extras),
         VERDICT_JSON: verdict.model_dump_json(indent=2) + "\n",
     }
     write_file_set(out, files, last=VERDICT_JSON)
     if job.step_summary:
         try:
             with open(job.step_summary, "a", encoding="utf-8") as f:
-                f.write(markdown + "\n")
+                f.write(render_comment(verdict, STEP_SUMMARY_LIMIT, extras) + "\n")
         except OSError as e:
             seams.warn(f"zlbench: cannot append to GITHUB_STEP_SUMMARY: {e}")
 
@@ -222,6 +264,7 @@ def _load_inputs(job: GateJob, seams: GateSeams) -> _Inputs:
         allow_env_mismatch=job.allow_env_mismatch,
         baseline_label=report_label(job.baseline),
         generated=seams.now(),
+        thresholds_label=job.thresholds_label,
     )
     ab = prepare(job.ab, measuring=job.results is None)  # before any GPU time
     return _Inputs(baseline, th, opts, ab)
@@ -237,19 +280,24 @@ def judge_and_write(
     command: str = "gate",
     ab_measure: Callable[..., Path] | None = None,
     ab_dir: Path | None = None,
+    codegen: CodegenStep | None = None,
 ) -> int:
     """Judge ``results`` against the baseline (the ops that the job's dismiss list
     names are dismissed), then on the A/B against the base compiler (measured with
     ``ab_measure`` into ``<out>/ab/``, or read from ``<ab_dir>/ab/``) and the accept
-    list; write the reports into ``out``; the verdict's exit code."""
+    list; put the codegen screen's findings in (``codegen``); write the reports
+    into ``out``; the verdict's exit code."""
     opts = inputs.opts
     opts.dismissed = dismissed_ops(job.ops_dir, {*inputs.baseline.ops, *results.ops})
     with hold_dir(out):  # one writer of out's reports at a time; exit 2 for the other
         verdict = judging.run_gate(inputs.baseline, results, inputs.thresholds, opts, remeasure)
         verdict = finish(verdict, inputs.ab, ab_dir or out, ab_measure)
-        write_reports(verdict, out, job, seams)
-    seams.say(verdict.summary)
-    seams.say(f"reports: {out / REPORT_MD}, {out / JUNIT_XML}, {out / VERDICT_JSON}")
+        verdict = apply_screen(verdict, codegen)
+        extras = report_extras(verdict, codegen, job.artifact_url)
+        write_reports(verdict, out, job, seams, extras)
+    seams.say(log_line(verdict.summary))
+    seams.say(f"reports: {out / REPORT_MD}, {out / REPORT_HTML}, {out / JUNIT_XML}, "
+              f"{out / VERDICT_JSON}")  # fmt: skip
     if verdict.exit_code == 2:
         why = verdict.summary.split(SUMMARY_SEP)[0].removeprefix("ERROR: ")
         seams.warn(f"zlbench {command}: error: {why}")
@@ -272,7 +320,13 @@ def _judge_given(inputs: _Inputs, job: GateJob, seams: GateSeams, command: str) 
     inputs.opts.results_label = report_label(job.results)
     results = load_results(job.results)
     out, ab_dir = Path(job.out), Path(job.results)  # a merged gate dir holds ab/
-    return judge_and_write(inputs, results, out, job, seams, command=command, ab_dir=ab_dir)
+    codegen = load_for_rejudge(Path(job.results), inputs.opts.results_label)
+    if codegen is not None and codegen.skipped:  # the gate timed only these (--time changed)
+        scope = inputs.opts.scope or set(inputs.baseline.ops)
+        inputs.opts.scope = scope - set(codegen.skipped)
+    return judge_and_write(
+        inputs, results, out, job, seams, command=command, ab_dir=ab_dir, codegen=codegen
+    )
 
 
 def run_gate(job: GateJob, seams: GateSeams | None = None) -> int:
@@ -281,23 +335,49 @@ def run_gate(job: GateJob, seams: GateSeams | None = None) -> int:
     seams = seams or GateSeams()
     inputs = _load_inputs(job, seams)
     if job.results is not None:
-        if job.shard or job.confirm or job.ab.base_compiler:
+        if job.shard or job.confirm or job.ab.base_compiler or job.time == "changed":
             raise ZlbenchError(
-                "--shard, --confirm and --base-compiler measure on a GPU: not with --results"
+                "--shard, --confirm, --base-compiler and --time changed measure on a GPU: "
+                "not with --results (a gate dir's codegen/timing.json says what it timed)"
             )
         return _judge_given(inputs, job, seams, command="gate")
+    if job.time == "changed" and job.shard is not None:
+        raise ZlbenchError("--time changed: not with --shard yet (time all ops per shard)")
     out = _claim_out(Path(job.out), seams)
-    ops = inputs.opts.scope or set(inputs.baseline.ops)
+    codegen = _screen(inputs, job, out, seams)
+    ops = plan_timing(codegen, inputs.baseline, inputs.opts.scope, Path(job.ops_dir))
+    if codegen.skipped:
+        seams.say(f"zlbench gate: --time changed: {len(ops)} op(s) timed, "
+                   f"{len(codegen.skipped)} proven unchanged by the codegen screen")  # fmt: skip
+        inputs.opts.scope = ops  # the skipped ops are not judged MISSING
     req = MeasureRequest(inputs.baseline, ops, out / RESULTS_DIR, job.shard, job)
     th = inputs.thresholds
     inputs.opts.confirm_times = th.confirm_repeats if job.confirm is None else job.confirm
     if job.shard is not None:
-        return run_shard(inputs, req, seams)
+        return run_shard(inputs, req, seams, codegen)
     batch_dir, _ = seams.measure(req)
     inputs.opts.results_label = report_label(batch_dir)
     results = load_results(batch_dir)
     remeasure, ab = _remeasure_or_ab(inputs, req, out, seams)
-    return judge_and_write(inputs, results, out, job, seams, remeasure, ab_measure=ab)
+    return judge_and_write(
+        inputs, results, out, job, seams, remeasure, ab_measure=ab, codegen=codegen
+    )
+
+
+def _screen(inputs: _Inputs, job: GateJob, out: Path, seams: GateSeams) -> CodegenStep:
+    """The codegen screen of the baseline's kernels, before any GPU time: the
+    FlagGems checkouts' ``src/`` go first on the rebuild workers' path."""
+    dirs = (Path(d) / "src" for d in job.flaggems_dirs.values())
+    return screen_for_gate(
+        inputs.baseline.path,
+        out,
+        time=job.time,
+        jobs=job.codegen_jobs,
+        pythonpath=[str(d.resolve()) for d in dirs if d.is_dir()],
+        screen=seams.screen,
+        say=seams.say,
+        progress=seams.warn,
+    )
 
 
 def _remeasure_or_ab(
@@ -341,7 +421,9 @@ def shard_scope(batch_dir: Path, results: ResultsSet, scope: set[str] | None) ->
     return keys & scope if scope is not None else keys
 
 
-def run_shard(inputs: _Inputs, req: MeasureRequest, seams: GateSeams) -> int:
+def run_shard(
+    inputs: _Inputs, req: MeasureRequest, seams: GateSeams, codegen: CodegenStep | None = None
+) -> int:
     """``gate --shard K/N``: measure the shard, judge its slice only to find flagged
     ops, re-measure those into ``<out>/confirm/<i>/`` (as the unsharded gate does)
     and write the slice's reports. The verdict belongs to the judge that merges the
@@ -363,10 +445,15 @@ def run_shard(inputs: _Inputs, req: MeasureRequest, seams: GateSeams) -> int:
     inputs.opts.results_label = report_label(batch_dir)
     remeasure, ab = _remeasure_or_ab(inputs, req, out, seams)
     command = f"gate --shard {label}"
-    judge_and_write(inputs, results, out, req.job, seams, remeasure, command=command, ab_measure=ab)
+    judge_and_write(
+        inputs, results, out, req.job, seams, remeasure, command=command, ab_measure=ab,
+        codegen=codegen,
+    )  # fmt: skip
     seams.say(
         f"shard {label}: the verdict above covers this shard only (the judge gives the verdict):"
     )
     seams.say("zlbench merge SHARD_GATE_DIRS... --out MERGED, then")
     seams.say(f"zlbench gate --baseline {req.job.baseline} --results MERGED")
+    if code != 2 and codegen is not None and codegen.summary.failed:
+        return 1  # a kernel that stopped compiling fails every shard
     return 2 if code == 2 else 0

@@ -1,0 +1,308 @@
+"""The gate's codegen step (zlbench.workflow.codegen) with its seams faked: the
+screen before measuring, ``--time changed`` (only unproven ops and sentinels
+timed; the skipped ops not judged MISSING), the explanation of every REGRESSION
+row in report.md, junit.xml, verdict.json and report.html, a kernel that stops
+compiling failing the gate, a v1 baseline gating with a note, and ``zlbench
+report`` re-judging the gate dir the same way. The real screen: tests/e2e/
+test_gate_codegen_e2e.py."""
+
+from __future__ import annotations
+
+import io
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "gate"))
+from zlsynth import brow, crow, run_result, write_baseline, write_results  # noqa: E402
+
+from zlbench.cli import main  # noqa: E402
+from zlbench.codegen.screen import ScreenOptions  # noqa: E402
+from zlbench.models import (  # noqa: E402
+    CodegenClass,
+    CodegenScreen,
+    GateVerdict,
+    KernelScreen,
+    Resources,
+    RowKey,
+    TimingPlanFile,
+    dump_json_model,
+    load_json_model,
+)
+from zlbench.workflow.gate import GateJob, GateSeams, run_gate  # noqa: E402
+
+S = "[1024]"
+DIFF = "--- baseline/k.ttgir\n+++ current/k.ttgir\n-  ttg.mma_v3\n+  ttg.fma\n"
+
+
+def key(op: str, shape: str = S) -> RowKey:
+    return RowKey(repo="main", run_name=op, op=op, dtype="bfloat16", shape=shape)
+
+
+def kernel(name: str, op: str, status: CodegenClass, **kw) -> KernelScreen:
+    shapes = [S, "[8]"] if op == "add" else [S]
+    return KernelScreen(
+        kernel_id=f"id{name}",
+        name=name,
+        config="BLOCK=64 num_warps=4 num_stages=3",
+        status=status,
+        ops=[f"main/{op}"],
+        rows=[key(op, s) for s in shapes],
+        **kw,
+    )
+
+
+MM_CHANGED = kernel(
+    "mm_kernel",
+    "mm",
+    CodegenClass.TTGIR,
+    first_stage="ttgir",
+    baseline=Resources(n_regs=96, sass_instructions=900),
+    current=Resources(n_regs=104, sass_instructions=1072),
+    deltas={"n_regs": 8, "sass_instructions": 172},
+    diff_file="diffs/idmm_kernel.diff",
+)
+ADD_SAME = kernel("add_kernel", "add", CodegenClass.IDENTICAL)
+MM_FAILED = kernel("mm_kernel", "mm", CodegenClass.FAILED, error="RuntimeError: no dot")
+
+
+class FakeScreen:
+    """The screen seam: writes codegen.json (+ diffs) into opts.out like the real one."""
+
+    def __init__(self, *kernels: KernelScreen):
+        self.kernels = list(kernels)
+        self.calls: list[ScreenOptions] = []
+
+    def __call__(self, opts: ScreenOptions, say) -> CodegenScreen:
+        self.calls.append(opts)
+        counts: dict[str, int] = {}
+        for k in self.kernels:
+            counts[k.status.value] = counts.get(k.status.value, 0) + 1
+            if k.diff_file:
+                (opts.out / k.diff_file).parent.mkdir(parents=True, exist_ok=True)
+                (opts.out / k.diff_file).write_text(DIFF)
+        s = CodegenScreen(baseline_dir=str(opts.baseline), counts=counts, kernels=self.kernels)
+        dump_json_model(opts.out / "codegen.json", s)
+        return s
+
+
+class FakeBatch:
+    """The measure seam: writes each request's ops from ``results`` into a batch dir."""
+
+    def __init__(self, results):
+        self.results = results
+        self.requests = []
+
+    def __call__(self, req):
+        self.requests.append(req)
+        write_results(req.out_dir, [r for r in self.results if f"main/{r.run_name}" in req.ops])
+        return req.out_dir, 0
+
+
+def good():
+    return [
+        run_result("add", [crow("add", S, 1.0), crow("add", "[8]", 2.0)]),
+        run_result("mm", [crow("mm", S, 0.8)]),
+        run_result("sum", [crow("sum", S, 1.0)]),
+    ]
+
+
+def mm_slower():
+    res = good()
+    res[1] = run_result("mm", [crow("mm", S, 0.6)])
+    return res
+
+
+def baseline(root: Path, records: bool = True) -> Path:
+    """add, mm, sum; with ``records``, a codegen index so the gate screens it."""
+    if records:
+        for op in ("add", "mm", "sum"):
+            cg = root / "main" / op / "codegen"
+            cg.mkdir(parents=True)
+            (cg / "index.json").write_text("{}")  # the fake screen never reads it
+    ops = {
+        "add": [brow("add", S, 1.0), brow("add", "[8]", 2.0)],
+        "mm": [brow("mm", S, 0.8)],
+        "sum": [brow("sum", S, 1.0)],
+    }
+    return write_baseline(root, ops)
+
+
+@pytest.fixture
+def ops_dir(tmp_path) -> Path:
+    d = tmp_path / "ops"
+    d.mkdir()
+    (d / "sentinels.txt").write_text("# always timed\nsum\n")
+    return d
+
+
+def gate(tmp_path, bl, ops_dir, screen, measure, **kw):
+    out, err = tmp_path / "out", io.StringIO()
+    job = GateJob(baseline=str(bl), out=out, ops_dir=ops_dir, codegen_jobs=3, **kw)
+    seams = GateSeams(measure=measure, screen=screen, stdout=err, stderr=err)
+    return run_gate(job, seams), out, err.getvalue()
+
+
+def verdict(out: Path) -> GateVerdict:
+    return load_json_model(out / "verdict.json", GateVerdict)
+
+
+def test_screen_runs_before_measuring_and_all_ops_are_timed_by_default(tmp_path, ops_dir):
+    bl = baseline(tmp_path / "bl")
+    screen, batch = FakeScreen(ADD_SAME, MM_CHANGED), FakeBatch(good())
+    rc, out, err = gate(tmp_path, bl, ops_dir, screen, batch)
+    assert rc == 0
+    (opts,) = screen.calls
+    assert (opts.baseline, opts.out, opts.jobs) == (bl, out / "codegen", 3)
+    assert batch.requests[0].ops == {"main/add", "main/mm", "main/sum"}
+    v = verdict(out)
+    assert v.codegen.screened and (v.codegen.changed, v.codegen.kernels) == (1, 2)
+    assert v.codegen.time == "all" and v.codegen.not_timed == {}
+    assert "1 of 2 kernels changed" in err
+    md = (out / "report.md").read_text()
+    assert "### Generated code" in md and "1 of 2 kernels changed their generated code" in md
+    timing = load_json_model(out / "codegen" / "timing.json", TimingPlanFile)
+    assert timing.skipped == {} and set(timing.timed) == {"main/add", "main/mm", "main/sum"}
+
+
+def test_time_changed_times_only_unproven_ops_and_sentinels(tmp_path, ops_dir):
+    bl = baseline(tmp_path / "bl")
+    batch = FakeBatch(good())
+    rc, out, err = gate(
+        tmp_path, bl, ops_dir, FakeScreen(ADD_SAME, MM_CHANGED), batch, time="changed"
+    )
+    assert rc == 0
+    assert batch.requests[0].ops == {"main/mm", "main/sum"}  # mm changed, sum a sentinel
+    v = verdict(out)
+    assert v.counts == {"PASS": 2}  # add skipped on proof, not judged MISSING
+    assert set(v.codegen.not_timed) == {"main/add"}
+    assert "identical" in v.codegen.not_timed["main/add"]
+    assert "2 op(s) timed, 1 proven unchanged" in err
+    md = (out / "report.md").read_text()
+    assert "1 op(s) not timed" in md and "`main/add`" in md
+
+
+def test_a_row_whose_kernels_are_unknown_is_always_timed(tmp_path, ops_dir):
+    bl = baseline(tmp_path / "bl")
+    partial = ADD_SAME.model_copy(update={"rows": [key("add")]})  # row [8] named by no record
+    batch = FakeBatch(good())
+    rc, _, _ = gate(tmp_path, bl, ops_dir, FakeScreen(partial, MM_CHANGED), batch, time="changed")
+    assert rc == 0 and "main/add" in batch.requests[0].ops
+
+
+def test_regression_row_says_kernel_stage_deltas_and_diff_everywhere(tmp_path, ops_dir):
+    bl = baseline(tmp_path / "bl")
+    batch = FakeBatch(mm_slower())
+    rc, out, _ = gate(
+        tmp_path, bl, ops_dir, FakeScreen(ADD_SAME, MM_CHANGED), batch, time="changed", confirm=0
+    )
+    assert rc == 1
+    v = verdict(out)
+    (reg,) = [r for r in v.rows if r.verdict.value == "REGRESSION"]
+    (note,) = reg.codegen
+    assert (note.name, note.first_stage, note.diff_file) == (
+        "mm_kernel",
+        "ttgir",
+        "codegen/diffs/idmm_kernel.diff",
+    )
+    assert note.config == "BLOCK=64 num_warps=4 num_stages=3"
+    assert note.deltas == {"n_regs": 8, "sass_instructions": 172}
+    assert all(not r.codegen for r in v.rows if r.verdict.value == "PASS")  # identical: lean
+    words = ["mm_kernel", "BLOCK=64", "TTGIR changed", "first stage ttgir", "regs +8"]
+    words += ["SASS instr +172", "codegen/diffs/idmm_kernel.diff"]
+    md = (out / "report.md").read_text()
+    section = md.split("### Regressed kernels", 1)[1].split("\n### ", 1)[0]
+    junit = (out / "junit.xml").read_text()
+    body = junit.split('type="REGRESSION"', 1)[1].split("</failure>", 1)[0]
+    for w in words:
+        assert w.replace("_", "\\_").replace("=", "=") in section or w in section, w
+        assert w in body, w
+    assert (out / "codegen" / "diffs" / "idmm_kernel.diff").is_file()
+    html = (out / "report.html").read_text()
+    assert "ttg.mma_v3" in html and "ttg.fma" in html  # the IR diff in the HTML
+    assert (out / "comment.md").read_text().startswith("<!-- zlbench-gate -->")
+
+
+def test_a_kernel_that_stops_compiling_fails_the_gate(tmp_path, ops_dir):
+    bl = baseline(tmp_path / "bl")
+    rc, out, err = gate(tmp_path, bl, ops_dir, FakeScreen(ADD_SAME, MM_FAILED), FakeBatch(good()))
+    assert rc == 1
+    v = verdict(out)
+    assert v.verdict == "FAIL" and v.exit_code == 1
+    assert v.summary.startswith("FAIL: 1 kernel(s) the baseline compiled fail to compile")
+    assert v.codegen.failed == [
+        "mm_kernel [BLOCK=64 num_warps=4 num_stages=3]: RuntimeError: no dot"
+    ]
+    assert "FAILED mm_kernel" in err
+    md = (out / "report.md").read_text()
+    assert "### Kernels that no longer compile (1)" in md and "no dot" in md
+    junit = (out / "junit.xml").read_text()
+    assert 'classname="zlbench.codegen"' in junit and 'type="COMPILE_FAILED"' in junit
+
+
+def test_v1_baseline_without_records_gates_with_a_note(tmp_path, ops_dir):
+    bl = baseline(tmp_path / "bl", records=False)
+    screen, batch = FakeScreen(), FakeBatch(good())
+    rc, out, err = gate(tmp_path, bl, ops_dir, screen, batch, time="changed")
+    assert rc == 0 and screen.calls == []
+    assert batch.requests[0].ops == {"main/add", "main/mm", "main/sum"}
+    v = verdict(out)
+    assert not v.codegen.screened and "no codegen records" in v.codegen.note
+    assert "no codegen records" in err
+    assert "every op is timed" in (out / "report.md").read_text()
+    assert not (out / "codegen").exists()
+
+
+def test_report_rejudges_a_changed_mode_gate_dir_the_same_way(tmp_path, ops_dir, monkeypatch):
+    bl = baseline(tmp_path / "bl")
+    monkeypatch.chdir(tmp_path)
+    batch = FakeBatch(mm_slower())
+    rc, out, _ = gate(
+        tmp_path, bl, ops_dir, FakeScreen(ADD_SAME, MM_CHANGED), batch, time="changed", confirm=0
+    )
+    assert rc == 1
+    rep = tmp_path / "rep"
+    args = ["report", "out", "--baseline", str(bl), "--out", str(rep)]
+    assert main(args) == 1
+    v, again = verdict(out), verdict(rep)
+    assert again.counts == v.counts == {"PASS": 1, "REGRESSION": 1}  # add not MISSING
+    assert again.codegen.not_timed == v.codegen.not_timed
+    (reg,) = [r for r in again.rows if r.verdict.value == "REGRESSION"]
+    assert reg.codegen[0].diff_file == "out/codegen/diffs/idmm_kernel.diff"  # from rep's reader
+    assert "out/codegen/diffs/idmm\\_kernel.diff" in (rep / "report.md").read_text()
+    assert "ttg.fma" in (rep / "report.html").read_text()
+
+
+def test_time_changed_with_results_or_shard_is_refused(tmp_path, capsys):
+    bl = baseline(tmp_path / "bl", records=False)
+    rdir = write_results(tmp_path / "r", good())
+    base = ["gate", "--baseline", str(bl), "--out", str(tmp_path / "o"), "--time", "changed"]
+    assert main([*base, "--results", str(rdir)]) == 2
+    assert "not with --results" in capsys.readouterr().err
+    assert main([*base, "--shard", "1/2"]) == 2
+    assert "not with --shard" in capsys.readouterr().err
+    assert main([*base[:-2], "--codegen-jobs", "0"]) == 2
+    assert "--codegen-jobs" in capsys.readouterr().err
+
+
+def test_run_url_comes_from_the_github_environment():
+    from zlbench.cli.settings import Settings
+
+    env = {"GITHUB_SERVER_URL": "https://github.com", "GITHUB_REPOSITORY": "o/r"}
+    assert Settings.from_env({**env, "GITHUB_RUN_ID": "7"}).run_url == (
+        "https://github.com/o/r/actions/runs/7"
+    )
+    assert Settings.from_env(env).run_url == ""
+
+
+def test_verdict_json_row_codegen_round_trips(tmp_path, ops_dir):
+    bl = baseline(tmp_path / "bl")
+    rc, out, _ = gate(
+        tmp_path, bl, ops_dir, FakeScreen(ADD_SAME, MM_CHANGED), FakeBatch(mm_slower()), confirm=0
+    )
+    data = json.loads((out / "verdict.json").read_text())
+    (row,) = [r for r in data["rows"] if r["verdict"] == "REGRESSION"]
+    assert row["codegen"][0]["status"] == "ttgir_changed"
+    assert "codegen: mm_kernel" in row["reason"]
