@@ -47,9 +47,10 @@ def command_flags() -> dict[str, set[str]]:
 
 
 def plugin_flags() -> set[str]:
-    """The --zl-* flags the plugins register: the protocol table, plus the literal
-    first argument of any addoption(...) call in zlbench/plugins."""
-    flags = {options.flag(n) for n in {**options.OPTIONS, **options.SWEEP_OPTIONS}}
+    """The --zl-* flags the plugins register: the protocol's tables (every ``*OPTIONS``
+    dict), plus the literal first argument of any addoption(...) call in plugins."""
+    tables = [v for k, v in vars(options).items() if k.endswith("OPTIONS") and isinstance(v, dict)]
+    flags = {options.PREFIX + name for table in tables for name in table}
     for path in (PKG / "plugins").rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "addoption":
@@ -106,3 +107,10 @@ def test_gate_without_a_flaggems_checkout_names_no_flag_gate_lacks(tmp_path, cap
     assert "no FlagGems checkout" in err and "ZLBENCH_FLAGGEMS_DIR" in err
     gate_flags = {f for f, cmds in command_flags().items() if "gate" in cmds}
     assert set(re.findall(r"--[a-z][\w-]*", err)) <= gate_flags
+
+
+def test_the_readme_lists_every_command():
+    readme = (PKG.parent / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Commands", 1)[1].split("\n## ", 1)[0]
+    listed = set(re.findall(r"^zlbench (\w+)", section, re.M))
+    assert listed == {path[0] for path, _, _ in COMMANDS}
