@@ -10,7 +10,7 @@
 #                     (ab/) are merged and judged without further options
 # Writes OUT_DIR/merged (zlbench merge: results/ and the shards' confirm/<i>/, the
 # re-measures of the ops each shard flagged) and OUT_DIR/gate (junit.xml, report.md,
-# verdict.json from `zlbench gate --results`), appends report.md to the job summary
+# verdict.json from `zlbench gate --results`), appends comment.md to the job summary
 # and sets the step output `exit_code` (0 pass, 1 regression/marker/failed op,
 # 2 could not judge). Exits 0 whenever the gate ran, so the publishing steps run
 # normally; ci/verdict.sh ends the job with the gate's exit code. A failed merge
@@ -49,7 +49,9 @@ echo "+ zlbench ${args[*]}"
 rc=0
 env -u GITHUB_STEP_SUMMARY zlbench "${args[@]}" || rc=$?
 zl_output exit_code "$rc"
-if [[ -f "$out/gate/report.md" ]]; then
-  zl_summary "$(cat "$out/gate/report.md")"
+summary_md="$out/gate/comment.md" # report.md cut at row/section boundaries
+[[ -f "$summary_md" ]] || summary_md="$out/gate/report.md"
+if [[ -f "$summary_md" ]]; then
+  zl_summary "$(cat "$summary_md")"
 fi
 echo "zlbench gate exit $rc"

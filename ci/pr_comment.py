@@ -1,11 +1,12 @@
 """Create or update THE zlbench comment on a pull request (found by a hidden marker).
 
-Usage: python ci/pr_comment.py REPORT_MD [--run-url URL]
+Usage: python ci/pr_comment.py COMMENT_MD [--run-url URL]  (the gate's comment.md)
 Env:   GITHUB_TOKEN, GITHUB_REPOSITORY, GITHUB_API_URL, GITHUB_EVENT_PATH,
        GITHUB_SERVER_URL + GITHUB_RUN_ID (the default --run-url: this run's page)
        ZL_PR_NUMBER  optional; default: the pull request of the triggering event
 
-The gate's report.md starts with ``<!-- zlbench-gate -->``. The first comment
+The gate's comment.md (report.md cut to fit a comment) starts with
+``<!-- zlbench-gate -->``. The first comment
 by a bot that contains the marker is edited in place, so a PR carries one gate
 comment however often it is pushed; otherwise a new one is posted. Not a pull
 request: nothing to do. A token that may not comment (a PR from a fork gets a
@@ -32,13 +33,19 @@ MAX_BODY = 65_000  # GitHub rejects comment bodies over 65,536 characters
 
 
 def build_body(report: str, run_url: str | None) -> str:
-    """The comment text: marker first, run link last, truncated to fit."""
+    """The comment text: marker first, run link last. The gate's comment.md already
+    fits (cut at row and section boundaries); anything longer is cut at a line
+    boundary with any open code fence closed, so the rest never renders as code."""
     body = report if report.lstrip().startswith(MARKER) else f"{MARKER}\n{report}"
     footer = f"\n\n[Full report, JUnit results and artifacts]({run_url})\n" if run_url else "\n"
     room = MAX_BODY - len(footer)
     if len(body) > room:
         note = "\n\n… report truncated; the full report.md is in the run's artifact."
-        body = body[: room - len(note)] + note
+        kept = body[: room - len(note) - 5]
+        kept = kept[: kept.rfind("\n")] if "\n" in kept else kept
+        if sum(line.lstrip().startswith("```") for line in kept.splitlines()) % 2:
+            kept += "\n```"
+        body = kept + note
     return body.rstrip() + footer
 
 

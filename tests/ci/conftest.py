@@ -41,6 +41,8 @@ if tool == "zlbench":
         os.makedirs(opt("--out"), exist_ok=True)
         with open(os.path.join(opt("--out"), "report.md"), "w") as f:
             f.write("<!-- zlbench-gate -->\nFAKE REPORT\n")
+        with open(os.path.join(opt("--out"), "comment.md"), "w") as f:
+            f.write("<!-- zlbench-gate -->\nFAKE COMMENT\n")
         sys.exit(int(os.environ.get("FAKE_GATE_RC", "0")))
     if args[:2] == ["baseline", "refresh"]:
         os.makedirs(opt("--out"), exist_ok=True)

@@ -397,6 +397,16 @@ def test_comment_body_marker_and_size(ci_module):
     assert "truncated" in body and body.rstrip().endswith("(https://x/run/1)")
 
 
+def test_an_oversized_comment_is_cut_at_a_line_with_its_code_fence_closed(ci_module):
+    pr = ci_module("pr_comment")
+    report = "<!-- zlbench-gate -->\n## FAIL\n\n```sh\n" + "zlbench run --op x\n" * 10_000
+    body = pr.build_body(report, "https://x/run/1")
+    assert len(body) <= 65_536 and "truncated" in body
+    head = body.split("… report truncated")[0]
+    assert sum(line.startswith("```") for line in head.splitlines()) % 2 == 0
+    assert "zlbench run --op x\n```" in head  # whole lines, then the fence closed
+
+
 def test_comment_default_run_url(ci_module, report):
     pr = ci_module("pr_comment")
     env = {**ENV, "GITHUB_SERVER_URL": "https://github.com", "GITHUB_RUN_ID": "42"}

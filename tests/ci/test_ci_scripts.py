@@ -63,7 +63,8 @@ def test_run_shard_passes_k_of_n(sandbox, shard_env):
     shard = json.loads((sandbox.tmp / "out" / "shard.json").read_text())
     assert shard == {"shard": 2, "count": 3, "exit_code": 0}
     assert sandbox.outputs()["exit_code"] == "0"
-    assert "FAKE REPORT" in sandbox.summary_text()
+    assert "FAKE COMMENT" in sandbox.summary_text()  # comment.md: cut to fit, never report.md
+    assert "FAKE REPORT" not in sandbox.summary_text()
 
 
 def test_run_shard_with_ops_file(sandbox, shard_env):
@@ -142,7 +143,8 @@ def test_judge_merges_then_judges_offline(sandbox, judge_env, rc):
     ]
     assert not gate["summary_visible"]
     assert sandbox.outputs()["exit_code"] == rc
-    assert sandbox.summary_text().count("FAKE REPORT") == 1
+    assert sandbox.summary_text().count("FAKE COMMENT") == 1
+    assert "FAKE REPORT" not in sandbox.summary_text()
 
 
 def test_judge_judges_the_op_set_the_shards_measured(sandbox, judge_env):

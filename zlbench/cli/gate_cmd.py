@@ -6,6 +6,7 @@ runs :func:`zlbench.workflow.gate.run_gate`; the workflow does the rest.
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 
@@ -13,6 +14,7 @@ from zlbench.cli.settings import Settings
 from zlbench.gate.paired import DEFAULT_PAIRED_THRESHOLD
 from zlbench.protocol.ops import SPEC_GRAMMAR
 from zlbench.workflow.ab import DEFAULT_ROUNDS, AbOptions
+from zlbench.workflow.codegen import TIME_MODES
 from zlbench.workflow.gate import GateJob, run_gate
 
 SPEC_HELP = f"SPEC: {SPEC_GRAMMAR}"  # the --ops grammar of every command
@@ -21,7 +23,8 @@ SPEC_HELP = f"SPEC: {SPEC_GRAMMAR}"  # the --ops grammar of every command
 def add_parser(sub) -> None:
     p = sub.add_parser(
         "gate",
-        help="replay a baseline's ops, judge them, write junit.xml, report.md, verdict.json",
+        help="screen the baseline's kernels' generated code, replay its ops, judge them, "
+        "write junit.xml, report.md, comment.md, report.html, verdict.json",
     )
     p.add_argument("--baseline", required=True, metavar="DIR", help="baseline dir (baselines/vN)")
     sel = p.add_mutually_exclusive_group()
@@ -48,8 +51,28 @@ def add_parser(sub) -> None:
         help="inventories and dismiss list (default: ./ops, else this zlbench checkout's ops/)",
     )
     p.add_argument("--out", default="zlbench-gate", metavar="DIR", help="output dir")
+    add_codegen_options(p)
     add_ab_options(p)
     p.set_defaults(func=_run)
+
+
+def add_codegen_options(p) -> None:
+    """The codegen screen before measuring (docs/codegen.md, "Gate integration")."""
+    g = p.add_argument_group("codegen screen (baselines with codegen records)")
+    g.add_argument(
+        "--time",
+        choices=TIME_MODES,
+        default="all",
+        help="all: time every op (default); changed: time only the ops whose kernels the "
+        "codegen screen did not prove identical, plus ops/sentinels.txt",
+    )
+    g.add_argument(
+        "--codegen-jobs",
+        type=int,
+        default=None,
+        metavar="N",
+        help="parallel processes rebuilding the baseline's kernels (default: CPU count)",
+    )
 
 
 def add_ab_options(p) -> None:
@@ -96,6 +119,10 @@ def job_from_args(args, settings: Settings, ops_dir: Path) -> GateJob:
         cuda_visible_devices=settings.cuda_visible_devices,
         step_summary=settings.github_step_summary,
         argv=list(sys.argv),
+        thresholds_label=args.thresholds or "",
+        artifact_url=settings.run_url,
+        time=getattr(args, "time", "all"),
+        codegen_jobs=getattr(args, "codegen_jobs", None) or os.cpu_count() or 1,
         ab=AbOptions(
             base_compiler=getattr(args, "base_compiler", None),
             full=getattr(args, "full_ab", False),

@@ -11,7 +11,10 @@ from zlbench.workflow.gate import rejudge
 
 
 def add_parser(sub) -> None:
-    p = sub.add_parser("report", help="re-render junit.xml/report.md/verdict.json offline")
+    p = sub.add_parser(
+        "report",
+        help="re-judge a results dir offline and re-render every report (codegen/ explained too)",
+    )
     p.add_argument("results", metavar="RESULTS_DIR", help="gate output dir, batch dir or run dir")
     p.add_argument("--baseline", required=True, metavar="DIR", help="baseline dir (baselines/vN)")
     sel = p.add_mutually_exclusive_group()
