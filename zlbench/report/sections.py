@@ -127,6 +127,11 @@ def next_steps(v: GateVerdict) -> Block | None:
         return Block("What to do next", "\n".join(f"- {s}" for s in steps))
     regressed = [r for r in v.rows if r.verdict is Verdict.REGRESSION]
     steps = []
+    if v.codegen is not None and v.codegen.failed:
+        steps.append(
+            "**Kernels that no longer compile**: `zlbench codegen --baseline BASELINE_DIR` "
+            "rebuilds them on a CPU, no GPU needed; its codegen.md names each error."
+        )
     if regressed:
         steps.append(
             "**Investigate**: re-measure an op with the command under *Reproduce*, once with "
