@@ -80,7 +80,7 @@ class FakeScreen:
         counts: dict[str, int] = {}
         for k in self.kernels:
             counts[k.status.value] = counts.get(k.status.value, 0) + 1
-            if k.diff_file:
+            if k.diff_file and not k.diff_file.startswith(".."):
                 (opts.out / k.diff_file).parent.mkdir(parents=True, exist_ok=True)
                 (opts.out / k.diff_file).write_text(DIFF)
         s = CodegenScreen(baseline_dir=str(opts.baseline), counts=counts, kernels=self.kernels)
@@ -275,14 +275,12 @@ def test_report_rejudges_a_changed_mode_gate_dir_the_same_way(tmp_path, ops_dir,
     assert "ttg.fma" in (rep / "report.html").read_text()
 
 
-def test_time_changed_with_results_or_shard_is_refused(tmp_path, capsys):
+def test_time_changed_with_results_and_codegen_jobs_0_are_refused(tmp_path, capsys):
     bl = baseline(tmp_path / "bl", records=False)
     rdir = write_results(tmp_path / "r", good())
     base = ["gate", "--baseline", str(bl), "--out", str(tmp_path / "o"), "--time", "changed"]
     assert main([*base, "--results", str(rdir)]) == 2
     assert "not with --results" in capsys.readouterr().err
-    assert main([*base, "--shard", "1/2"]) == 2
-    assert "not with --shard" in capsys.readouterr().err
     assert main([*base[:-2], "--codegen-jobs", "0"]) == 2
     assert "--codegen-jobs" in capsys.readouterr().err
 
@@ -306,3 +304,54 @@ def test_verdict_json_row_codegen_round_trips(tmp_path, ops_dir):
     (row,) = [r for r in data["rows"] if r["verdict"] == "REGRESSION"]
     assert row["codegen"][0]["status"] == "ttgir_changed"
     assert "codegen: mm_kernel" in row["reason"]
+
+
+class ShardBatch(FakeBatch):
+    """Measures shard K/N's share of the requested ops (every N-th, sorted)."""
+
+    def __call__(self, req):
+        if req.shard is not None:
+            k, n = req.shard
+            req.ops = set(sorted(req.ops)[k - 1 :: n])
+        return super().__call__(req)
+
+
+def test_sharded_changed_mode_merges_and_judges_like_one_gate(tmp_path, ops_dir):
+    bl = baseline(tmp_path / "bl")
+    screen, outs = FakeScreen(ADD_SAME, MM_CHANGED), []
+    for k in (1, 2):
+        out = tmp_path / f"s{k}"
+        job = GateJob(baseline=str(bl), out=out, ops_dir=ops_dir, time="changed", shard=(k, 2))
+        seams = GateSeams(measure=ShardBatch(mm_slower()), screen=screen, stdout=io.StringIO())
+        assert run_gate(job, seams) == 0
+        outs.append(str(out))
+    merged, judged = tmp_path / "merged", tmp_path / "judged"
+    assert main(["merge", *outs, "--out", str(merged)]) == 0
+    assert (merged / "codegen" / "timing.json").is_file()
+    rc = main(["gate", "--baseline", str(bl), "--results", str(merged), "--out", str(judged)])
+    assert rc == 1
+    v = verdict(judged)
+    assert v.counts == {"PASS": 1, "REGRESSION": 1}  # add skipped on proof, not MISSING
+    (reg,) = [r for r in v.rows if r.verdict.value == "REGRESSION"]
+    assert reg.codegen[0].name == "mm_kernel" and "codegen: mm_kernel" in reg.reason
+    assert set(v.codegen.not_timed) == {"main/add"}
+
+
+def test_a_shard_whose_screen_found_a_compile_failure_exits_1(tmp_path, ops_dir):
+    bl = baseline(tmp_path / "bl")
+    job = GateJob(baseline=str(bl), out=tmp_path / "s1", ops_dir=ops_dir, shard=(1, 2))
+    seams = GateSeams(
+        measure=ShardBatch(good()), screen=FakeScreen(ADD_SAME, MM_FAILED), stdout=io.StringIO()
+    )
+    assert run_gate(job, seams) == 1
+
+
+def test_a_diff_path_leading_out_of_the_screen_dir_is_not_read(tmp_path, ops_dir):
+    secret = tmp_path / "secret.txt"
+    secret.write_text("TOP SECRET")
+    evil = MM_CHANGED.model_copy(update={"diff_file": "../../secret.txt"})
+    bl = baseline(tmp_path / "bl")
+    batch = FakeBatch(mm_slower())
+    rc, out, _ = gate(tmp_path, bl, ops_dir, FakeScreen(ADD_SAME, evil), batch, confirm=0)
+    assert rc == 1
+    assert "TOP SECRET" not in (out / "report.html").read_text()

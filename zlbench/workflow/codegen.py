@@ -35,6 +35,7 @@ from zlbench.models import (
     Verdict,
     dump_json_model,
     load_json_model,
+    resolve_inside,
 )
 from zlbench.protocol.layout import CODEGEN_SCREEN_DIR
 from zlbench.protocol.ops import read_ops_file
@@ -235,10 +236,10 @@ def _diffs(step: CodegenStep, notes: list[KernelNote]) -> str:
     for n in notes:
         if not n.diff_file or step.dir is None:
             continue
-        path = step.dir / n.diff_file.removeprefix(step.diff_prefix)
-        try:
+        try:  # a path from an artifact: read only inside the screen's dir
+            path = resolve_inside(step.dir, n.diff_file.removeprefix(step.diff_prefix))
             texts.append(path.read_text(encoding="utf-8", errors="replace"))
-        except OSError:
+        except (OSError, ZlbenchError):
             continue
     text = "\n".join(texts)
     if len(text) > IR_DIFF_LIMIT:

@@ -341,8 +341,6 @@ def run_gate(job: GateJob, seams: GateSeams | None = None) -> int:
                 "not with --results (a gate dir's codegen/timing.json says what it timed)"
             )
         return _judge_given(inputs, job, seams, command="gate")
-    if job.time == "changed" and job.shard is not None:
-        raise ZlbenchError("--time changed: not with --shard yet (time all ops per shard)")
     out = _claim_out(Path(job.out), seams)
     codegen = _screen(inputs, job, out, seams)
     ops = plan_timing(codegen, inputs.baseline, inputs.opts.scope, Path(job.ops_dir))

@@ -6,7 +6,8 @@ confirmed a regression, ``confirm/<i>/``; an A/B run's ``ab/<i>/``): the output
 is gate-shaped too, ``<out>/results/`` the merge of the shards' ``results/``,
 ``<out>/confirm/<i>/`` the merge of the shards' ``confirm/<i>/`` that exist (a
 shard with fewer passes adds nothing to the higher ones) and ``<out>/ab/`` the
-merge of their A/B rounds (:func:`zlbench.runner.ab.merge.merge_ab`), which
+merge of their A/B rounds (:func:`zlbench.runner.ab.merge.merge_ab`) and
+``<out>/codegen/`` the first shard's codegen screen, which
 ``zlbench gate --results`` judges with the confirmation samples
 (:func:`zlbench.gate.load.load_results`). The output is built in a temp dir next
 to ``out`` and renamed at the end, so an interrupted merge leaves nothing behind.
@@ -21,8 +22,8 @@ from pathlib import Path
 
 from zlbench.errors import ZlbenchError
 from zlbench.gate.load import pass_order
-from zlbench.models import OpStatus, resolve_inside
-from zlbench.protocol.layout import CONFIRM_DIR, OPS_STATUS, RESULTS_DIR
+from zlbench.models import OpStatus, check_tree_inside, resolve_inside
+from zlbench.protocol.layout import CODEGEN_SCREEN_DIR, CONFIRM_DIR, OPS_STATUS, RESULTS_DIR
 from zlbench.runner.ab.merge import merge_ab
 from zlbench.runner.batch.merge import merge_batches
 
@@ -74,11 +75,23 @@ def merge_gate_dirs(gate_dirs: list[Path], out: Path) -> MergeOutcome:
         for name, dirs in passes.items():
             merge_batches(dirs, tmp / CONFIRM_DIR / name)
         merge_ab(gate_dirs, tmp)  # the shards' A/B rounds, ab/<i>/
+        _copy_codegen(gate_dirs, tmp)
         tmp.rename(out)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return MergeOutcome(out, statuses, rows, gate=True, passes=list(passes))
+
+
+def _copy_codegen(gate_dirs: list[Path], into: Path) -> None:
+    """The first shard's codegen screen (``codegen/``; every shard screened the same
+    baseline with the same compiler), so the judge explains rows and fails on a
+    kernel that no longer compiles as an unsharded gate does."""
+    for g in gate_dirs:
+        if (g / CODEGEN_SCREEN_DIR / "codegen.json").is_file():
+            check_tree_inside(g, CODEGEN_SCREEN_DIR)
+            shutil.copytree(resolve_inside(g, CODEGEN_SCREEN_DIR), into / CODEGEN_SCREEN_DIR)
+            return
 
 
 def merge_dirs(dirs: list[Path], out: Path) -> MergeOutcome:
