@@ -99,6 +99,8 @@ def test_every_regression_row_is_explained_in_every_medium(wired):
     changed, total = extras.codegen
     assert changed == len(regressed)
     assert f"Generated code: {changed} of {total} kernels changed" in html
+    assert "Kernels that no longer compile (1)" in html and "PassManager::run failed" in html
+    assert "Not timed (--time changed): 1 op(s)" in html and "<code>main/abs</code>" in html
 
 
 def test_comment_of_the_codegen_failure_fits_with_fences_closed(wired):
