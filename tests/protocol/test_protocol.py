@@ -22,10 +22,11 @@ ZLBENCH = Path(__file__).resolve().parents[2] / "zlbench"
 
 
 def plugin_parser() -> argparse.ArgumentParser:
-    """An argparse parser with every option the plugins register (both tables)."""
+    """An argparse parser with every option the plugins register (every table)."""
     p = argparse.ArgumentParser()
     options.add_options(p.add_argument)
     options.add_options(p.add_argument, table=options.SWEEP_OPTIONS)
+    options.add_options(p.add_argument, table=options.CODEGEN_OPTIONS)
     return p
 
 
@@ -39,6 +40,14 @@ def test_every_zl_flag_of_a_runner_command_line_is_a_registered_plugin_option(tm
     pairs = [x for a in zl for x in (a, argv[argv.index(a) + 1])]
     ns = plugin_parser().parse_args(pairs)
     assert ns.zl_plan == str(tmp_path / "plan.json") and ns.zl_sweep_shard == "1/4"
+
+
+def test_codegen_flags_the_runner_spells_are_the_ones_the_recorder_reads():
+    argv = options.arg("codegen-standin", "cuda:90") + [options.flag("no-codegen")]
+    assert argv == ["--zl-codegen-standin", "cuda:90", "--zl-no-codegen"]
+    ns = plugin_parser().parse_args(argv)
+    assert ns.zl_codegen_standin == "cuda:90" and ns.zl_no_codegen is True
+    assert options.dest("no-codegen") == "zl_no_codegen"
 
 
 def test_a_flag_outside_the_table_is_refused():

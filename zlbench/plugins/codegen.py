@@ -43,6 +43,7 @@ import pytest
 
 from zlbench.models import CodegenIndex, CompileRecord, KernelUse, codegen_dir
 from zlbench.plugins import state
+from zlbench.protocol import options
 
 
 @dataclass
@@ -229,19 +230,7 @@ RECORDER_KEY = pytest.StashKey[Recorder]()
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("zlbench-codegen")
-    group.addoption(
-        "--zl-codegen-standin",
-        default=None,
-        metavar="TARGET",
-        help="compile without a GPU: a stand-in triton driver reporting TARGET "
-        "(e.g. cuda:90) is made active; kernel launches do nothing",
-    )
-    group.addoption(
-        "--zl-no-codegen",
-        action="store_true",
-        default=False,
-        help="do not record codegen (<run_dir>/codegen/)",
-    )
+    options.add_options(group.addoption, table=options.CODEGEN_OPTIONS)
 
 
 def _interpreted() -> bool:
@@ -249,12 +238,12 @@ def _interpreted() -> bool:
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    target = config.getoption("--zl-codegen-standin", None)
+    target = options.get(config, "codegen-standin")
     if target:  # before collection: FlagGems asks the driver for the device at import
         from zlbench.plugins.compiler import standin
 
         standin.activate(target, launch="skip")
-    if state.active() is None or config.getoption("--zl-no-codegen", False) or _interpreted():
+    if state.active() is None or options.get(config, "no-codegen") or _interpreted():
         return
     why = unsupported()
     if why is not None:  # no index at all: the screen then treats the op's kernels as unknown

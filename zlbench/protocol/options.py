@@ -75,7 +75,23 @@ SWEEP_OPTIONS: dict[str, dict[str, Any]] = {
     ),
 }
 
-_ALL = {**OPTIONS, **SWEEP_OPTIONS}
+# Options of the codegen recorder (zlbench.plugins.codegen, docs/codegen.md); it
+# registers these (option group "zlbench-codegen").
+CODEGEN_OPTIONS: dict[str, dict[str, Any]] = {
+    "codegen-standin": dict(
+        default=None,
+        metavar="TARGET",
+        help="compile without a GPU: a stand-in triton driver reporting TARGET "
+        "(e.g. cuda:90) is made active; kernel launches do nothing",
+    ),
+    "no-codegen": dict(
+        action="store_true",
+        default=False,
+        help="do not record codegen (<run_dir>/codegen/)",
+    ),
+}
+
+_ALL = {**OPTIONS, **SWEEP_OPTIONS, **CODEGEN_OPTIONS}
 
 
 def add_options(
