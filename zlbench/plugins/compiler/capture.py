@@ -184,6 +184,39 @@ def _relative(file: str | None) -> str | None:
     return os.path.relpath(file, best) if best else os.path.basename(file)
 
 
+def _import_root(module: str, file: str) -> Path | None:
+    """The directory ``module`` was imported from (the sys.path entry that held it at
+    import time), from its dotted name and file; None when they do not match."""
+    parts = module.split(".")
+    p = Path(os.path.abspath(file))
+    tail = [*parts, p.name] if p.stem == "__init__" else [*parts[:-1], parts[-1] + p.suffix]
+    if len(p.parts) <= len(tail) or list(p.parts[-len(tail) :]) != tail:
+        return None
+    return p.parents[len(tail) - 1]
+
+
+def locate(module: str, file: str | None) -> tuple[str | None, str | None]:
+    """``(path, root)`` of a kernel's file, machine-independent (docs/codegen.md).
+
+    root ``"sys.path"``: ``path`` is relative to a sys.path entry (e.g.
+    ``flag_gems/ops/mm.py``). root ``"sys.path/<dir>"``: the module was imported
+    from ``<dir>``, a directory inside a package that the package itself put on
+    sys.path at import time (FlagGems' vendor backends: ``import hopper.ops.mm``
+    from ``flag_gems/runtime/backend/_nvidia``); ``path`` is relative to that
+    directory and ``<dir>`` to the sys.path entry holding the outermost package.
+    """
+    if not file:
+        return None, None
+    root = _import_root(module, file)
+    if root is None or not (root / "__init__.py").is_file():
+        return _relative(file), "sys.path"
+    top = root
+    while (top.parent / "__init__.py").is_file():
+        top = top.parent
+    anchor = root.relative_to(top.parent).as_posix()
+    return Path(os.path.abspath(file)).relative_to(root).as_posix(), f"sys.path/{anchor}"
+
+
 def _sha(data: bytes | str) -> str:
     return hashlib.sha256(data.encode("utf-8") if isinstance(data, str) else data).hexdigest()
 
@@ -204,12 +237,13 @@ def kernel_source(jit_fn: Any) -> KernelSource:
     file = inspect.getsourcefile(fn)
     text = Path(file).read_bytes() if file and os.path.isfile(file) else None
     generated = not _findable(jit_fn)
+    where = (None, None) if generated else locate(fn.__module__, file)
     return KernelSource(
         name=fn.__name__,
         module=fn.__module__,
         qualname=fn.__qualname__,
-        path=os.path.basename(file) if generated and file else _relative(file),
-        root="sys.path" if file and not generated else None,
+        path=os.path.basename(file) if generated and file else where[0],
+        root=None if generated else where[1],
         source_sha256=_sha(jit_fn.src),
         file_sha256=_sha(text) if text is not None else None,
         cache_key=jit_fn.cache_key,

@@ -57,6 +57,40 @@ def decode_const(kind: str, value: Any) -> Any:
     return value
 
 
+IMPORT_DIR = "sys.path/"  # KernelSource.root of a module imported from a package's dir
+
+
+def add_import_dir(anchor: str, path: str | None) -> None:
+    """Put ``<entry>/<anchor>`` on sys.path, as the package owning it did at record
+    time (FlagGems' vendor backends, docs/codegen.md): the package is imported
+    first, then ``anchor`` is looked up under its parent and every sys.path entry."""
+    top = importlib.import_module(anchor.split("/", 1)[0])
+    homes = [Path(f).parents[1] for f in [getattr(top, "__file__", None)] if f]
+    homes += [Path(os.path.abspath(e or os.getcwd())) for e in sys.path]
+    for home in homes:
+        folder = home / anchor
+        if folder.is_dir() and (path is None or (folder / path).is_file()):
+            if str(folder) not in sys.path:
+                sys.path.append(str(folder))
+            return
+    raise LookupError(f"{anchor}/{path} not found under any sys.path entry")
+
+
+def _resolve_vendor(module: str, qualname: str) -> Any:
+    """``capture.resolve``; a record made before ``root`` named the import dir
+    (``hopper.ops.mm`` with root ``sys.path``) gets one more try after ``import
+    flag_gems``, which puts its vendor backend dirs on sys.path when it finds the
+    device's arch (on a GPU host; not on CPU)."""
+    try:
+        return capture.resolve(module, qualname)
+    except ModuleNotFoundError as e:
+        top = module.split(".", 1)[0]
+        if e.name != top or top == "flag_gems" or not importlib.util.find_spec("flag_gems"):
+            raise
+    importlib.import_module("flag_gems")
+    return capture.resolve(module, qualname)
+
+
 class Loader:
     """Finds each request's JIT function: by import, or from its generated source."""
 
@@ -67,7 +101,9 @@ class Loader:
     def function(self, req: CompileRequest) -> Any:
         k = req.kernel
         if k.generated_source is None:
-            return capture.resolve(k.module, k.qualname)
+            if k.root and k.root.startswith(IMPORT_DIR):
+                add_import_dir(k.root[len(IMPORT_DIR) :], k.path)
+            return _resolve_vendor(k.module, k.qualname)
         sha = hashlib.sha256(k.generated_source.encode("utf-8")).hexdigest()
         mod = self.generated.get((k.module, sha))
         if mod is None:

@@ -1,0 +1,1 @@
+"""Fake vendor package (see flag_gems.runtime.backend)."""

@@ -1,0 +1,1 @@
+"""Fake arch package, imported as the top-level ``hopper``."""

@@ -1,0 +1,1 @@
+from hopper.ops.fill import fill  # noqa: F401
