@@ -355,3 +355,24 @@ def test_a_diff_path_leading_out_of_the_screen_dir_is_not_read(tmp_path, ops_dir
     rc, out, _ = gate(tmp_path, bl, ops_dir, FakeScreen(ADD_SAME, evil), batch, confirm=0)
     assert rc == 1
     assert "TOP SECRET" not in (out / "report.html").read_text()
+
+
+def test_cli_reports_name_the_thresholds_file_as_given(tmp_path, monkeypatch):
+    baseline(tmp_path / "bl", records=False)
+    write_results(tmp_path / "r", good())
+    monkeypatch.chdir(tmp_path)
+    Path("loose.yaml").write_text("default: 0.2\n")
+    argv = [
+        "gate",
+        "--baseline",
+        "bl",
+        "--results",
+        "r",
+        "--out",
+        "o",
+        "--thresholds",
+        "loose.yaml",
+    ]
+    assert main(argv) == 0
+    assert verdict(Path("o")).thresholds_source == "loose.yaml"
+    assert "from loose.yaml" in Path("o/report.md").read_text()
