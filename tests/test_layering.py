@@ -20,9 +20,7 @@ def module_name(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-MODULES = {
-    module_name(p): p for p in sorted(PKG.rglob("*.py")) if "__pycache__" not in p.parts
-}
+MODULES = {module_name(p): p for p in sorted(PKG.rglob("*.py")) if "__pycache__" not in p.parts}
 
 
 def imported(name: str) -> set[str]:
