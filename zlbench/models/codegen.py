@@ -63,7 +63,10 @@ class KernelSource(_Model):
     # Its file, POSIX and relative to the root it was found under (the FlagGems
     # checkout, site-packages, the code-cache dir...), None when unknown.
     path: str | None = None
-    root: str | None = None  # label of that root: "flaggems", "site", "cache", "cwd"
+    # That root: "sys.path" (an entry of it), or "sys.path/<dir>" for a dir inside
+    # a package that the package put on sys.path at import time (FlagGems' vendor
+    # backends: "sys.path/flag_gems/runtime/backend/_nvidia"; docs/codegen.md).
+    root: str | None = None
     source_sha256: str  # sha256 of the function's own source text (fn.src)
     file_sha256: str | None = None  # sha256 of the whole file (helpers included)
     # triton's JITFunction.cache_key: the source and every JIT function it calls.
