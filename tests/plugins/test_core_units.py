@@ -10,6 +10,7 @@ from zlbench.plugins import capture, devices, environment, shapes, state
 from zlbench.plugins.timing import TimingSettings, graph_calls, measure, warm_calls
 from zlbench.plugins.timing_backends import CAPTURE_SYNC_ERROR, CpuBackend, capture_mode, summarize
 from zlbench.protocol import faults, options
+from zlbench.protocol.signature import short_path
 
 FOOTER = (
     "\nCUDA kernel errors might be asynchronously reported at some other API call, so the "
@@ -278,3 +279,40 @@ def test_current_op_and_say(capsys, monkeypatch):
     assert state.current_op() is session.current
     state.say("ZLBENCH_OP_BEGIN run_name=op0")
     assert capsys.readouterr().out == "\nZLBENCH_OP_BEGIN run_name=op0\n"
+
+
+def _raised(fn):
+    try:
+        fn()
+    except BaseException as e:  # noqa: BLE001 - pytest outcomes are BaseExceptions
+        return e
+    raise AssertionError("did not raise")
+
+
+def _launch():
+    raise SystemError("<built-in function launch> returned NULL")
+
+
+def _fail_like_upstream():
+    try:
+        _launch()
+    except Exception as e:
+        pytest.fail(str(e))
+
+
+def test_exception_signature_names_the_cause_behind_upstreams_pytest_fail():
+    line = _launch.__code__.co_firstlineno + 1
+    here = short_path(__file__)
+    assert capture.exception_signature(_raised(_fail_like_upstream)) == (
+        f"SystemError in {here}:{line}"
+    )
+    assert capture.exception_signature(_raised(_launch)) == f"SystemError in {here}:{line}"
+
+
+def test_exception_signature_of_a_bare_pytest_fail_keeps_its_message():
+    def bare():
+        pytest.fail("worker returned\nno result")
+
+    line = bare.__code__.co_firstlineno + 1
+    sig = capture.exception_signature(_raised(bare))
+    assert sig == f"Failed in {short_path(__file__)}:{line}: worker returned"

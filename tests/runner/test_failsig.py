@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from zlbench.models import RunStatus
-from zlbench.runner.execute.failsig import first_error_line, short_path, signature
+from zlbench.protocol.boundary import error_line, find_error
+from zlbench.protocol.signature import short_path
+from zlbench.runner.execute.failsig import first_error_line, signature
 
 # pytest's long traceback of upstream's pytest.fail(str(e)) after a launcher error:
 # the chained cause first, then pytest's own Failed.
@@ -66,3 +68,38 @@ def test_short_path_and_first_error_line_edges():
     assert short_path("/x/y/z/w.py") == "y/z/w.py"
     assert short_path("/r/flaggems/src/flag_gems/ops/add.py") == "flag_gems/ops/add.py"
     assert first_error_line("all good\nfine") == ""
+
+
+# What the H200 run.log of abs held under a launcher that raises: the test FAILed
+# and pytest printed the traceback only after the END line (in another op's log).
+SEGMENT_ONLY = """\
+ZLBENCH_OP_BEGIN run_name=abs
+benchmark/test_abs.py F
+ZLBENCH_OP_ERROR run_name=abs signature=SystemError in triton/backends/nvidia/driver.py:328
+ZLBENCH_OP_END run_name=abs status=FAIL
+ZLBENCH_RUNNER run_name=abs status=FAIL
+"""
+
+
+def test_the_plugins_error_line_names_a_failure_whose_traceback_came_later():
+    assert signature(RunStatus.FAIL, 1, "", SEGMENT_ONLY) == (
+        "SystemError in triton/backends/nvidia/driver.py:328"
+    )
+    without = SEGMENT_ONLY.replace("ZLBENCH_OP_ERROR", "x")
+    assert signature(RunStatus.FAIL, 1, "", without) is None
+
+
+def test_the_plugins_error_line_wins_over_a_later_traceback_of_another_op():
+    later = SEGMENT_ONLY + PY_LOG  # pytest's end-of-session summary lands in the last op's log
+    assert signature(RunStatus.FAIL, 1, "", later) == (
+        "SystemError in triton/backends/nvidia/driver.py:328"
+    )
+
+
+def test_error_line_round_trips_on_one_line():
+    line = error_line("abs", "SystemError in  a.py:3\n")
+    assert "\n" not in line and find_error("benchmark/test_abs.py F" + line) == (
+        "abs",
+        "SystemError in a.py:3",
+    )
+    assert find_error("ZLBENCH_OP_END run_name=abs status=FAIL") is None

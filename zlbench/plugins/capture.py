@@ -12,7 +12,10 @@ Several plan entries may share one process (startup costs ~14 s on a GPU
 host, docs/design.md §6): items are grouped by entry, in plan order, and each entry
 is framed by ``ZLBENCH_OP_BEGIN run_name=<n>`` / ``ZLBENCH_OP_END run_name=<n>
 status=<S>`` lines, which the runner uses to split the output into per-op
-run.log files. ``result.json`` is written atomically and only once the
+run.log files. The first failing test of an entry prints
+``ZLBENCH_OP_ERROR run_name=<n> signature=<s>`` inside that frame
+(:func:`exception_signature`): pytest prints the traceback only in its
+end-of-session summary, after the END. ``result.json`` is written atomically and only once the
 entry's last test has finished, after the on_end callbacks of the other
 plugins: a process that dies mid-op leaves no result.json for that op.
 """
@@ -22,6 +25,7 @@ from __future__ import annotations
 import hashlib
 import sys
 import time
+import traceback
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -41,8 +45,9 @@ from zlbench.models import (
 from zlbench.plugins import bench_adapter, environment, state
 from zlbench.plugins.devices import POISONED_EXIT_CODE
 from zlbench.plugins.state import entry_status
-from zlbench.protocol.boundary import begin_line, end_line
+from zlbench.protocol.boundary import begin_line, end_line, error_line
 from zlbench.protocol.layout import RESULT_JSON, SHAPES_YAML
+from zlbench.protocol.signature import OUTCOMES, location, outcome_location
 
 # item.stash: index of the item's plan entry; whether it is the entry's last item.
 ENTRY_KEY = pytest.StashKey[int]()
@@ -68,6 +73,31 @@ def group_items(nodeids: list[str], entries: list[list[str]]) -> list[tuple[int,
                     taken.add(i)
                     order.append((e, i))
     return order
+
+
+def exception_signature(exc: BaseException) -> str | None:
+    """``ExcType in path:line`` of the innermost frame of the first exception in
+    ``exc``'s chain that is not a pytest outcome (upstream wraps a kernel's error in
+    ``pytest.fail(str(e))``); a bare outcome names its own location and message."""
+    seen: set[int] = set()
+    e: BaseException | None = exc
+    while e is not None and id(e) not in seen:
+        seen.add(id(e))
+        frames = traceback.extract_tb(e.__traceback__)
+        if type(e).__name__ not in OUTCOMES and frames:
+            return location(type(e).__name__, frames[-1].filename, frames[-1].lineno)
+        e = e.__cause__ or (None if e.__suppress_context__ else e.__context__)
+    frames = [f for f in traceback.extract_tb(exc.__traceback__) if not _in_pytest(f.filename)]
+    if not frames:
+        return None
+    msg = getattr(exc, "msg", None) or str(exc)
+    return outcome_location(type(exc).__name__, frames[-1].filename, frames[-1].lineno, msg)
+
+
+def _in_pytest(path: str) -> bool:
+    """A frame of pytest itself (``pytest.fail`` raises from ``_pytest/outcomes.py``)."""
+    parts = path.replace("\\", "/").split("/")
+    return "_pytest" in parts or "pluggy" in parts
 
 
 def build_result(op: state.OpState, plan_timing: str, env: Any, now: float) -> RunResult:
@@ -157,6 +187,7 @@ class Capture:
         self.config = config
         self.session = session
         self.env: Any = None
+        self.signed: set[str] = set()  # run names whose ZLBENCH_OP_ERROR line is out
 
     def start(self, index: int) -> state.OpState:
         entry = self.session.plan.entries[index]
@@ -226,6 +257,19 @@ class Capture:
         yield
         if self.session.current is not None:
             self.session.current.bench_s += time.perf_counter() - t0
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo):
+        outcome = yield
+        op = self.session.current
+        report = outcome.get_result()
+        name = op.entry.run_name if op is not None else None
+        if name is None or call.excinfo is None or not report.failed or name in self.signed:
+            return
+        sig = exception_signature(call.excinfo.value)
+        if sig:
+            self.signed.add(name)
+            state.say(error_line(op.entry.run_name, sig))
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         op = self.session.current

@@ -9,8 +9,11 @@ and both import it, so a name cannot drift between them:
 * :mod:`.options`: the plugins' ``--zl-*`` command-line options (one table: the
   plugins register it, the runner builds its command lines from it);
 * :mod:`.boundary`: the ``ZLBENCH_OP_BEGIN`` / ``ZLBENCH_OP_END`` lines around
-  each op in the process output (writer and parser) and the runner's own
+  each op in the process output (writer and parser), the ``ZLBENCH_OP_ERROR``
+  line naming why a test of the op failed, and the runner's own
   ``ZLBENCH_RUNNER`` lines in run.log;
+* :mod:`.signature`: how an error signature names a failure (exception type and
+  innermost frame, machine prefixes stripped), for both sides;
 * :mod:`.markers`: the marker lines (``AUTOTUNE_REPLAY_FALLBACK``,
   ``BENCHMARK_DIRECT_NO_CUDAGRAPH``), writer and parser;
 * :mod:`.faults`: the texts of real device faults, for the plugins (never hide

@@ -10,8 +10,11 @@ failures"). Pure: text in, one short string out.
 Signatures:
 
 * ``SystemError in triton/backends/nvidia/driver.py:328``: exception type and the
-  innermost location of the traceback in the op's log (pytest's
-  ``path:line: ExcType`` lines, else Python's ``File "path", line N``).
+  innermost frame of the exception a test raised, as the plugin printed it into
+  the op's segment (``ZLBENCH_OP_ERROR``, :mod:`zlbench.protocol.boundary`; pytest
+  prints the traceback only after the op's END); else the innermost location of
+  the last traceback in the op's log (pytest's ``path:line: ExcType`` lines, else
+  Python's ``File "path", line N``).
 * ``signal 11 (SIGSEGV)``: a process killed by a signal, no traceback.
 * ``pytest exit code 4 before the op began: ImportError while loading conftest``:
   the process ended before the op began; its first error line.
@@ -23,6 +26,8 @@ import re
 import signal
 
 from zlbench.models import RunStatus
+from zlbench.protocol.boundary import find_error
+from zlbench.protocol.signature import OUTCOMES, location
 
 # pytest long traceback: "/abs/path/driver.py:328: SystemError"
 _PYTEST_LOC = re.compile(r"^(?P<path>[^\s:]+\.py):(?P<line>\d+): (?P<exc>[A-Za-z_][\w.]*)\s*$")
@@ -31,26 +36,17 @@ _PY_FILE = re.compile(r'^\s*File "(?P<path>[^"]+\.py)", line (?P<line>\d+)')
 # Python exception line after a traceback: "SystemError: <built-in ...> returned NULL"
 _PY_EXC = re.compile(r"^(?:E\s+)?(?P<exc>[A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt))\b")
 _BEFORE = re.compile(r"pytest (?P<how>exit code -?\d+|killed by signal \d+) before the op began")
-# pytest's own outcomes (pytest.fail/skip/exit): upstream re-raises a kernel's error
-# with pytest.fail, so the cause is the traceback printed before it.
-_OUTCOMES = frozenset({"Failed", "Skipped", "XFailed", "Exit"})
-# Path parts after which the rest of a path names the same file on every machine.
-_ROOTS = ("site-packages/", "dist-packages/", "/src/", "/benchmark/")
 _FIRST_ERROR = re.compile(r"(^E\s+\S)|(\w+(Error|Exception)\b)|(^ERROR\b)|(\berror:)")
 MAX_LINE = 160
 
 
-def short_path(path: str) -> str:
-    """The part of ``path`` that is the same on every machine:
-    ``/x/site-packages/triton/backends/nvidia/driver.py`` ->
-    ``triton/backends/nvidia/driver.py``."""
-    path = path.replace("\\", "/")
-    for root in _ROOTS:
-        i = path.rfind(root)
-        if i >= 0:
-            return path[i + len(root) :]
-    parts = [p for p in path.split("/") if p]
-    return "/".join(parts[-3:])
+def plugin_signature(text: str) -> str | None:
+    """The signature of the last ``ZLBENCH_OP_ERROR`` line in ``text``; None without."""
+    for line in reversed(text.splitlines()):
+        found = find_error(line)
+        if found:
+            return found[1]
+    return None
 
 
 def traceback_location(text: str) -> str | None:
@@ -59,19 +55,19 @@ def traceback_location(text: str) -> str | None:
     for line in reversed(lines):
         m = _PYTEST_LOC.match(line.strip())
         exc = m["exc"].rsplit(".", 1)[-1] if m else ""
-        if m and exc not in _OUTCOMES:
-            return f"{exc} in {short_path(m['path'])}:{m['line']}"
+        if m and exc not in OUTCOMES:
+            return location(exc, m["path"], m["line"])
     where = None
     for i, line in enumerate(lines):
         m = _PY_FILE.match(line)
         if m:
-            where = (short_path(m["path"]), m["line"], i)
+            where = (m["path"], m["line"], i)
     if where is None:
         return None
     for line in lines[where[2] + 1 :]:
         e = _PY_EXC.match(line.strip())
         if e:
-            return f"{e['exc'].rsplit('.', 1)[-1]} in {where[0]}:{where[1]}"
+            return location(e["exc"], where[0], where[1])
     return None
 
 
@@ -103,7 +99,7 @@ def signature(status: RunStatus, rc: int | None, note: str, log_text: str) -> st
     if before:
         first = first_error_line(log_text)
         return f"pytest {before['how']} before the op began" + (f": {first}" if first else "")
-    where = traceback_location(log_text)
+    where = plugin_signature(log_text) or traceback_location(log_text)
     if where:
         return where
     if rc is not None and rc < 0:
