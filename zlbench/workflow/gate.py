@@ -133,6 +133,7 @@ def now_utc() -> str:
 def measure_batch(req: MeasureRequest) -> tuple[Path, int]:
     """Replay ``req.ops`` against the baseline's records with
     :func:`zlbench.runner.batch.run.run_batch`: (batch dir, batch exit code)."""
+    from zlbench.runner.batch.budget import DEFAULT_BUDGET_FACTOR
     from zlbench.runner.batch.config import BatchConfig
     from zlbench.runner.batch.run import run_batch
     from zlbench.runner.batch.shard import default_gpus
@@ -153,6 +154,9 @@ def measure_batch(req: MeasureRequest) -> tuple[Path, int]:
         shape_file=baseline_shape_file(req.baseline),
         progress=sys.stderr,
         argv=list(job.argv),
+        budget_factor=DEFAULT_BUDGET_FACTOR,  # a broken compiler fails in bounded time
+        durations=baseline_durations(req.baseline.path),
+        use_flagtune=m.use_flagtune,  # the tuning space the baseline was measured in
     )
     if req.compiler is not None:
         from zlbench.runner.ab.env import side_config
@@ -160,6 +164,32 @@ def measure_batch(req: MeasureRequest) -> tuple[Path, int]:
         config = side_config(config, req.compiler)
     outcome = run_batch(config)
     return outcome.out_dir, outcome.exit_code
+
+
+def baseline_durations(baseline_dir: Path) -> dict[str, float]:
+    """The recorded seconds per op of the baseline's ops_status.csv, when it ships one
+    (they size the batch's time budget); else none (no budget)."""
+    from zlbench.protocol.layout import OPS_STATUS
+    from zlbench.runner.batch.costs import load_durations
+
+    path = Path(baseline_dir) / OPS_STATUS
+    return load_durations(path) if path.is_file() else {}
+
+
+def with_batch_notes(verdict: GateVerdict, results_dir: Path) -> GateVerdict:
+    """The verdict with the batch's systemic failures (one line each) and the ops it
+    never measured (``batch.json``), which the reports lead with."""
+    from zlbench.models import resolve_inside
+    from zlbench.runner.batch.info import read_batch_info
+
+    path = Path(results_dir)
+    if (path / RESULTS_DIR).is_dir():  # a gate dir: its batch is results/
+        path = resolve_inside(path, RESULTS_DIR)
+    info = read_batch_info(path)
+    if info is None:
+        return verdict
+    notes = {"systemic": [f.line for f in info.systemic], "not_measured": list(info.not_measured)}
+    return verdict.model_copy(update=notes)
 
 
 @dataclass
@@ -237,7 +267,7 @@ def dismissed_ops(ops_dir: Path, keys: Iterable[str]) -> dict[str, str]:
         repo, run_name = split_op_key(key)
         entry = find_dismissal(entries, repo, selector_for(run_name))
         if entry is not None:
-            out[key] = f"{entry.reason} ({entry.date})"
+            out[key] = f"{entry.reason} ({entry.when})"
     return out
 
 
@@ -293,6 +323,7 @@ def judge_and_write(
         verdict = judging.run_gate(inputs.baseline, results, inputs.thresholds, opts, remeasure)
         verdict = finish(verdict, inputs.ab, ab_dir or out, ab_measure)
         verdict = apply_screen(verdict, codegen)
+        verdict = with_batch_notes(verdict, results.path)
         extras = report_extras(verdict, codegen, job.artifact_url)
         write_reports(verdict, out, job, seams, extras)
     seams.say(log_line(verdict.summary))
