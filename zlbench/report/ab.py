@@ -64,7 +64,8 @@ def ab_block(v: GateVerdict) -> Block | None:
     order = " ".join(ab.order[:4]) + (" …" if len(ab.order) > 4 else "")
     intro = "\n".join(
         [
-            f"Mode **{ab.mode}**: {len(ab.ops)} ops measured both ways in {ab.rounds} rounds "
+            f"Mode **{ab.mode}**: {len(ab.ops)} op{'' if len(ab.ops) == 1 else 's'} measured "
+            f"both ways in {ab.rounds} rounds "
             f"({order}); paired threshold {ab.threshold * 100:.1f} % on the median of the "
             f"per-round base / PR FlagGems latency; wall time {secs}.",
             "",
