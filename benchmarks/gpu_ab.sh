@@ -22,6 +22,7 @@ WORK=${WORK:-runs/gpu-ab}
 OPS=${OPS:-ops/gate_core.txt}
 BASE=${BASE:-baselines/v1}
 AA_GATES=${AA_GATES:-5}
+AA_FIRST=${AA_FIRST:-1} # gates aa-$AA_FIRST ... (split the A/A gates over several calls)
 ROUNDS=${ROUNDS:-3}
 STALE_OP=${STALE_OP:-softmax}
 PATCH=${PATCH:-no_accelerate_matmul}
@@ -45,7 +46,7 @@ for stage in "${stages[@]}"; do
       rm -rf "$WORK/triton" && "${TOOLS[@]}" copies "$WORK/triton" --patch "$PATCH" || exit 1
       ;;
     aa)
-      for i in $(seq 1 "$AA_GATES"); do
+      for i in $(seq "$AA_FIRST" $((AA_FIRST + AA_GATES - 1))); do
         gate same "aa-$i" --baseline "$BASE" --full-ab
       done
       ;;
