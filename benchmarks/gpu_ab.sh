@@ -29,6 +29,7 @@ PATCH=${PATCH:-no_accelerate_matmul}
 ZL=(python3 -m zlbench)
 TOOLS=(python3 benchmarks/ab_tools.py)
 mkdir -p "$WORK"
+WORK=$(cd "$WORK" && pwd) # absolute: the workers run in the FlagGems checkout
 stamp() { date -u +%H:%M:%S; }
 timed() { local t0=$SECONDS; "$@"; local rc=$?; echo "[$(stamp)] rc=$rc $((SECONDS - t0))s: $*" | tee -a "$WORK/timings.txt"; return $rc; }
 gate() { # gate PR_COPY OUT [ARGS...]: zlbench gate with the PR's triton first on PYTHONPATH
