@@ -41,11 +41,14 @@ from zlbench.models import (
     load_json_model,
     resolve_inside,
 )
-from zlbench.protocol.layout import RECORDS_DIR, RESULT_JSON
+from zlbench.protocol.layout import OPS_STATUS, RECORDS_DIR, RESULT_JSON
 
 # Files of a baseline dir covered by the manifest's content hashes; a baseline
-# without codegen records (v1) simply has no file of the last two patterns.
+# without codegen records or recorded durations (v1) simply has no file of the
+# codegen patterns and no ops_status.csv (the first replay pass's: the gate's
+# shards balance by it, docs/baselines.md).
 HASHED_PATTERNS = (
+    OPS_STATUS,
     "*/*/result.json",
     "*/*/autotune_records/*.json",
     f"*/*/{CODEGEN_DIR}/{CODEGEN_INDEX}",

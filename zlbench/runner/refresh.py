@@ -185,7 +185,21 @@ def _assemble(
         _copy_codegen(cfg, key, dst, [r.out_dir for r in [*replays[:1], record]])
         dump_json_model(dst / RESULT_JSON, result)
         written[(st.repo, st.run_name)] = result
+    _copy_durations(cfg, replays, tmp)
     return excluded, [written[k] for k in sorted(written)]
+
+
+def _copy_durations(cfg: RefreshConfig, replays: list[BatchOutcome], tmp: Path) -> None:
+    """The first replay pass's ops_status.csv: the recorded seconds per op of a
+    replay (what a gate runs), by which the gate deals its shards longest first and
+    ``shards: auto`` sizes them (docs/baselines.md). Checked before it is copied;
+    a pass without one leaves the baseline without durations (the hash deal)."""
+    src = replays[0].out_dir / OPS_STATUS if replays else None
+    if src is None or not src.is_file():
+        _say(cfg, "refresh: the first replay pass wrote no ops_status.csv; no durations kept")
+        return
+    read_ops_status(src)  # one ZlbenchError line when it is not a valid ops_status.csv
+    shutil.copyfile(src, tmp / OPS_STATUS)
 
 
 def _copy_records(src: Path, dst: Path, run_name: str) -> None:
