@@ -279,7 +279,7 @@ def config_from_args(args, settings: Settings):
 
 def measure_pytest_args(args) -> list[str]:
     """pytest arguments of --warmup-ms, --replays and --phase-timings."""
-    extra = ["-p", "zlbench.plugins.phases"] if args.phase_timings else []
+    extra = ["-p", "zlbench.plugins.phases"] if getattr(args, "phase_timings", False) else []
     if args.warmup_ms is not None:
         if args.warmup_ms < 0:
             raise ZlbenchError(f"--warmup-ms {args.warmup_ms:g}: must be 0 or more")

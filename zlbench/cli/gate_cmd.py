@@ -52,8 +52,38 @@ def add_parser(sub) -> None:
     )
     p.add_argument("--out", default="zlbench-gate", metavar="DIR", help="output dir")
     add_codegen_options(p)
+    add_measure_options(p)
     add_ab_options(p)
     p.set_defaults(func=_run)
+
+
+def add_measure_options(p) -> None:
+    """What `zlbench batch` offers for a replay's speed (docs/screening.md)."""
+    g = p.add_argument_group("measuring (as `zlbench batch`)")
+    g.add_argument(
+        "--precompile-jobs",
+        type=int,
+        default=0,
+        metavar="N",
+        help="compile the baseline's recorded kernels with N CPU processes into a triton "
+        "cache every benchmark process shares, before the GPU starts (default 0: off; "
+        "docs/screening.md)",
+    )
+    g.add_argument(
+        "--warmup-ms",
+        type=float,
+        default=None,
+        metavar="MS",
+        help="graph-timing warmup budget per measurement (plugin default 100; "
+        "docs/screening.md: budgets)",
+    )
+    g.add_argument(
+        "--replays",
+        type=int,
+        default=None,
+        metavar="N",
+        help="graph replays per measurement, the median reported (plugin default 10)",
+    )
 
 
 def add_codegen_options(p) -> None:
@@ -101,6 +131,7 @@ def add_ab_options(p) -> None:
 def job_from_args(args, settings: Settings, ops_dir: Path) -> GateJob:
     """The job that ``gate`` and ``report`` flags describe (``report`` has no
     --shard / --confirm / --results flag: its results dir is positional)."""
+    from zlbench.cli.batch_cmd import measure_pytest_args
     from zlbench.runner.batch.shard import parse_shard
 
     shard = getattr(args, "shard", None)
@@ -123,6 +154,8 @@ def job_from_args(args, settings: Settings, ops_dir: Path) -> GateJob:
         artifact_url=settings.run_url,
         time=getattr(args, "time", "all"),
         codegen_jobs=getattr(args, "codegen_jobs", None) or os.cpu_count() or 1,
+        precompile_jobs=max(0, getattr(args, "precompile_jobs", 0) or 0),
+        measure_args=measure_pytest_args(args) if hasattr(args, "replays") else [],
         ab=AbOptions(
             base_compiler=getattr(args, "base_compiler", None),
             full=getattr(args, "full_ab", False),

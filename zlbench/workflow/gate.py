@@ -84,7 +84,9 @@ class GateJob:
     summary); ``artifact_url``: where the full reports are (the CI run's page).
     ``time``: ``all`` ops, or only the ops the codegen screen did not prove
     unchanged plus the sentinel ops (``changed``); ``codegen_jobs``: the screen's
-    rebuild processes."""
+    rebuild processes. ``precompile_jobs``: CPU processes compiling the baseline's
+    recorded kernels before the GPU times (0: off); ``measure_args``: pytest
+    arguments of every measuring batch (the warmup and replay budgets)."""
 
     baseline: str | Path  # shown in the reports as given
     out: Path
@@ -105,6 +107,8 @@ class GateJob:
     artifact_url: str = ""
     time: str = "all"  # --time all | changed
     codegen_jobs: int = 1
+    precompile_jobs: int = 0  # --precompile-jobs
+    measure_args: list[str] = field(default_factory=list)  # --warmup-ms, --replays
 
 
 @dataclass
@@ -157,6 +161,8 @@ def measure_batch(req: MeasureRequest) -> tuple[Path, int]:
         budget_factor=DEFAULT_BUDGET_FACTOR,  # a broken compiler fails in bounded time
         durations=baseline_durations(req.baseline.path),
         use_flagtune=m.use_flagtune,  # the tuning space the baseline was measured in
+        precompile_jobs=job.precompile_jobs,
+        extra_pytest_args=list(job.measure_args),
     )
     if req.compiler is not None:
         from zlbench.runner.ab.env import side_config

@@ -1,0 +1,75 @@
+"""`zlbench gate --precompile-jobs N --warmup-ms MS --replays N` reach every batch the
+gate measures, as `zlbench batch`'s flags of the same names do (docs/screening.md);
+by default the gate precompiles nothing and leaves the plugins' budgets alone."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "gate"))
+from zlsynth import brow, write_baseline  # noqa: E402
+
+from zlbench.cli import build_parser, main  # noqa: E402
+from zlbench.cli.gate_cmd import job_from_args  # noqa: E402
+from zlbench.cli.settings import Settings  # noqa: E402
+from zlbench.gate.load import load_baseline  # noqa: E402
+from zlbench.runner.batch import run as batch_run  # noqa: E402
+from zlbench.runner.batch.config import BatchOutcome  # noqa: E402
+from zlbench.workflow.gate import MeasureRequest, measure_batch  # noqa: E402
+
+
+def _configs(tmp_path: Path, monkeypatch, *flags: str) -> list:
+    """The BatchConfig the gate's measure step hands the batch runner for ``flags``."""
+    seen = []
+
+    def fake_run_batch(config):
+        seen.append(config)
+        return BatchOutcome(
+            out_dir=config.out_dir, statuses=[], counts={}, summary_rows=0, exit_code=0
+        )
+
+    monkeypatch.setattr(batch_run, "run_batch", fake_run_batch)
+    bl = write_baseline(tmp_path / "bl", {"add": [brow("add", "[8]", 1.0)]})
+    argv = ["gate", "--baseline", str(bl), "--out", str(tmp_path / "out"), *flags]
+    job = job_from_args(build_parser().parse_args(argv), Settings.from_env({}), tmp_path / "ops")
+    req = MeasureRequest(load_baseline(bl), {"main/add"}, tmp_path / "out" / "r", None, job)
+    measure_batch(req)
+    return seen
+
+
+def test_gate_passes_precompile_jobs_and_the_budgets_to_its_batch(tmp_path, monkeypatch):
+    flags = ["--precompile-jobs", "3", "--warmup-ms", "25", "--replays", "5"]
+    (config,) = _configs(tmp_path, monkeypatch, *flags)
+    assert config.precompile_jobs == 3
+    assert config.extra_pytest_args == ["--zl-warmup-ms", "25", "--zl-replays", "5"]
+
+
+def test_gate_precompiles_nothing_and_keeps_the_plugin_budgets_by_default(tmp_path, monkeypatch):
+    (config,) = _configs(tmp_path, monkeypatch)
+    assert config.precompile_jobs == 0
+    assert config.extra_pytest_args == []
+
+
+def test_report_has_no_measuring_flags_and_its_job_measures_nothing_extra(tmp_path):
+    args = build_parser().parse_args(["report", str(tmp_path), "--baseline", str(tmp_path)])
+    job = job_from_args(args, Settings.from_env({}), tmp_path)
+    assert (job.precompile_jobs, job.measure_args) == (0, [])
+
+
+@pytest.mark.parametrize(
+    "flags, message",
+    [
+        (["--replays", "0"], "--replays 0: must be"),
+        (["--warmup-ms", "-1"], "--warmup-ms -1: must be"),
+    ],
+)
+def test_bad_gate_budgets_are_one_line_and_exit_2(tmp_path, capsys, flags, message):
+    bl = write_baseline(tmp_path / "bl", {"add": [brow("add", "[8]", 1.0)]})
+    rc = main(["gate", "--baseline", str(bl), "--out", str(tmp_path / "out"), *flags])
+    err = capsys.readouterr().err.strip()
+    assert rc == 2
+    assert message in err and len(err.splitlines()) == 1
+    assert not (tmp_path / "out").exists()
