@@ -149,6 +149,20 @@ def test_gate_triggers_and_inputs(gate):
     assert on["repository_dispatch"]["types"] == ["flagtree-gate"]
 
 
+def test_shards_input_takes_a_count_or_auto_from_every_trigger(gate, ci_module, monkeypatch):
+    """A number-typed input would refuse `shards: auto` from a caller; the default
+    still plans one shard, and `auto:SECONDS` reaches the shard planner."""
+    setup = ci_module("gate_setup")
+    for trigger in ("workflow_call", "workflow_dispatch"):
+        spec = gate["on"][trigger]["inputs"]["shards"]
+        assert spec["type"] == "string", trigger
+        assert setup.plan_shards(spec["default"], REPO, "baselines/v1", "") == [1]
+    targets = []
+    monkeypatch.setattr(setup, "suggest_shards", lambda *a: targets.append(a[-1]) or 3)
+    assert setup.plan_shards("auto:600", REPO, "baselines/v1", "") == [1, 2, 3]
+    assert targets == [600]
+
+
 def test_gate_setup_feeds_every_input_through_env(gate):
     step = step_named(gate["jobs"]["setup"], "ci/gate_setup.py")
     for key in ("FLAGTREE_REPOSITORY", "FLAGTREE_REF", "BASELINE", "SHARDS", "RUNNER_LABELS"):
