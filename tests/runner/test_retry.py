@@ -110,3 +110,19 @@ def test_describe():
     assert describe(attempts) == (
         "CRASH rc=-11 [bfloat16]; fallback FAIL rc=1 [(defaults)]; rescue PASS [float32]"
     )
+
+
+def test_a_systemic_failure_is_neither_retried_nor_rescued():
+    first = [Attempt(F, 1, BF16, False, "first")]
+    assert next_attempt(first, 2, systemic=True) is None
+    assert next_attempt(first, 2, systemic=False).kind == "retry"
+
+
+def test_an_unsupported_dtype_falls_back_even_when_its_signature_is_shared():
+    # ops that reject bfloat16 all raise at one line of the suite's set_dtypes: shared,
+    # but the op's own limit, not a broken compiler
+    first = [Attempt(F, 1, BF16, True, "first")]
+    nxt = next_attempt(first, 2, systemic=True)
+    assert (nxt.kind, nxt.dtypes) == ("fallback", ())
+    again = [*first, Attempt(F, 1, (), True, "fallback")]
+    assert next_attempt(again, 2, systemic=True) is None
