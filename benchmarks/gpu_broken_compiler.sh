@@ -7,7 +7,8 @@
 #   copies  $WORK/triton/{same,broken}: symlink copies of the installed triton; broken's
 #           CUDA launcher raises SystemError on every launch (ZL_BROKEN=1)
 #   aa      one gate of $OPS against $BASE with the unchanged copy first on PYTHONPATH
-#   broken  the same gate with the broken copy (expected: exit 1, every op FAILED)
+#   broken  the same gate with the broken copy (expected: every op FAILED, no row measured:
+#           ERROR, exit 2 "nothing measured", the systemic line leading the report)
 #   check   wall times (timings.txt) and the diagnosis line (benchmarks/broken_triton.py)
 # Needs: a CUDA GPU, FlagGems checkout in $ZLBENCH_FLAGGEMS_DIR, zlbench importable.
 set -uo pipefail
