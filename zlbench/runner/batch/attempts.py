@@ -57,9 +57,7 @@ class OpAttempts:
 
     def entry(self, config: BatchConfig) -> PlanEntry:
         replay = config.replay_root
-        records = (
-            records_dir(op_dir(replay, self.sel.repo, self.sel.run_name)) if replay else None
-        )
+        records = records_dir(op_dir(replay, self.sel.repo, self.sel.run_name)) if replay else None
         return PlanEntry(
             repo=self.sel.repo,
             op=self.sel.op,

@@ -203,4 +203,3 @@ def _merged_info(shards, statuses, rows, envs) -> BatchInfo:
     info.environments = {repo: seen[0][1] for repo, seen in envs.items()}
     info.merged_from = [str(s.path) for s in shards]
     return info
-
