@@ -194,3 +194,28 @@ def test_replay_batch_with_precompile_launches_only_cached_kernels(tmp_path):
         assert hits and all(hits), op
         cold_hits = [r.result.cache_hit for r in load_index(cold / "main" / op / "codegen").records]
         assert cold_hits and not any(cold_hits), op
+
+
+def test_a_batch_in_another_interpreter_precompiles_with_that_interpreter(recorded, tmp_path):
+    ops_dir = tmp_path / "ops"
+    make_inventory(ops_dir, "main", ["bench"])
+    calls = tmp_path / "calls"
+    side = tmp_path / "side-python"
+    side.write_text(f'#!/bin/sh\necho "$@" >> {calls}\nexit 3\n')
+    side.chmod(0o755)
+    progress = io.StringIO()
+    run_batch(
+        BatchConfig(
+            out_dir=tmp_path / "out",
+            flaggems_dirs={"main": tmp_path},
+            ops_dir=ops_dir,
+            all_ops=True,
+            replay_root=recorded,
+            precompile_jobs=1,
+            executor=FakeExecutor(),
+            progress=progress,
+            python=str(side),
+        )
+    )
+    assert calls.read_text().startswith("-m zlbench.plugins.precompile ")
+    assert "main: precompile worker failed: exit code 3" in progress.getvalue()

@@ -127,4 +127,4 @@ def side_config(config: BatchConfig, side: CompilerEnv) -> BatchConfig:
     inner = config.executor or default_executor()
     executor = functools.partial(inner, python=side.python) if side.python else inner
     env = side.environ(dict(os.environ if config.env is None else config.env))
-    return replace(config, executor=executor, env=env)
+    return replace(config, executor=executor, env=env, python=side.python)

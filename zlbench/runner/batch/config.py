@@ -79,6 +79,9 @@ class BatchConfig:
     extra_pytest_args: list[str] = field(default_factory=list)  # appended to each pytest argv
     argv: list[str] = field(default_factory=list)  # recorded in batch.json
     executor: Executor | None = None  # default: zlbench.runner.execute.worker.execute_plan
+    # Interpreter of the compiler env measured (an A/B side, runner.ab.env.side_config);
+    # None: this one. The precompile workers run it too, so they fill its triton's cache.
+    python: str | None = None
     sweep_gpus: list[str] = field(default_factory=list)  # multi-GPU sweep (record mode)
     # Recorded seconds per "repo/run_name" (an ops_status.csv, runner.batch.costs):
     # shards and GPUs are balanced by them; {} = every op costs the same (hash deal).

@@ -71,7 +71,7 @@ def warm_shared_cache(config: BatchConfig, selection: OpSelection, cache: Path) 
         records, missing = collect_records(Path(config.replay_root), keys)
         with tempfile.TemporaryDirectory(prefix="zl-precompile-env-") as tmp:
             env = process_env(base, flaggems_dir=config.flaggems_dirs[repo], tmp_dir=tmp)
-            outcome = precompile(records, cache, config.precompile_jobs, env)
+            outcome = precompile(records, cache, config.precompile_jobs, env, config.python)
         outcome.ops_without_records = missing
         _say(config, f"{repo}: {outcome.line()}")
         for error in outcome.worker_errors:
