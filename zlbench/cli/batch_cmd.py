@@ -68,6 +68,36 @@ def parse_sweep_gpus(text: str | None, settings: Settings) -> list[str]:
     return check_sweep_gpus(parse_gpu_list(text), settings.cuda_visible_devices)
 
 
+def add_replay_speed_options(p) -> None:
+    """--precompile-jobs, --warmup-ms, --replays (a replay's speed, docs/screening.md),
+    read by :func:`measure_pytest_args`. Shared by ``batch``, ``baseline refresh`` and
+    ``gate`` (``p``: a parser or an argument group)."""
+    p.add_argument(
+        "--precompile-jobs",
+        type=int,
+        default=0,
+        metavar="N",
+        help="replay: compile the recorded kernels with N CPU processes into a triton "
+        "cache every benchmark process shares, before the GPU starts (default 0: off; "
+        "docs/screening.md)",
+    )
+    p.add_argument(
+        "--warmup-ms",
+        type=float,
+        default=None,
+        metavar="MS",
+        help="graph-timing warmup budget per measurement (plugin default 100; "
+        "docs/screening.md: budgets)",
+    )
+    p.add_argument(
+        "--replays",
+        type=int,
+        default=None,
+        metavar="N",
+        help="graph replays per measurement, the median reported (plugin default 10)",
+    )
+
+
 def add_measure_options(p, *, shape_file: Path | None = None, dtypes: list[str] = ()) -> None:
     """How ops are measured: GPUs, sweep, timeouts, FlagGems dirs, shapes, dtypes,
     timing. Shared by ``batch`` and ``baseline refresh`` (both feed
@@ -129,30 +159,7 @@ def add_measure_options(p, *, shape_file: Path | None = None, dtypes: list[str] 
         metavar="N",
         help="extra attempts of an op that failed or crashed (default 2; timeouts never)",
     )
-    p.add_argument(
-        "--precompile-jobs",
-        type=int,
-        default=0,
-        metavar="N",
-        help="replay: compile the recorded kernels with N CPU processes into a triton "
-        "cache every benchmark process shares, before the GPU starts (default 0: off; "
-        "docs/screening.md)",
-    )
-    p.add_argument(
-        "--warmup-ms",
-        type=float,
-        default=None,
-        metavar="MS",
-        help="graph-timing warmup budget per measurement (plugin default 100; "
-        "docs/screening.md: budgets)",
-    )
-    p.add_argument(
-        "--replays",
-        type=int,
-        default=None,
-        metavar="N",
-        help="graph replays per measurement, the median reported (plugin default 10)",
-    )
+    add_replay_speed_options(p)
     p.add_argument(
         "--phase-timings",
         action="store_true",

@@ -59,31 +59,9 @@ def add_parser(sub) -> None:
 
 def add_measure_options(p) -> None:
     """What `zlbench batch` offers for a replay's speed (docs/screening.md)."""
-    g = p.add_argument_group("measuring (as `zlbench batch`)")
-    g.add_argument(
-        "--precompile-jobs",
-        type=int,
-        default=0,
-        metavar="N",
-        help="compile the baseline's recorded kernels with N CPU processes into a triton "
-        "cache every benchmark process shares, before the GPU starts (default 0: off; "
-        "docs/screening.md)",
-    )
-    g.add_argument(
-        "--warmup-ms",
-        type=float,
-        default=None,
-        metavar="MS",
-        help="graph-timing warmup budget per measurement (plugin default 100; "
-        "docs/screening.md: budgets)",
-    )
-    g.add_argument(
-        "--replays",
-        type=int,
-        default=None,
-        metavar="N",
-        help="graph replays per measurement, the median reported (plugin default 10)",
-    )
+    from zlbench.cli.batch_cmd import add_replay_speed_options
+
+    add_replay_speed_options(p.add_argument_group("measuring (as `zlbench batch`)"))
 
 
 def add_codegen_options(p) -> None:
