@@ -133,6 +133,14 @@ def sandbox(tmp_path: Path) -> Sandbox:
 
 
 @pytest.fixture
+def shard_env(sandbox):
+    """ci/run_shard.sh's inputs: shard 2 of 3 of baseline bl, a fake zlbench on PATH."""
+    sandbox.fake("zlbench")
+    (sandbox.tmp / "bl").mkdir()
+    return {"ZL_BASELINE": "bl", "ZL_SHARD_INDEX": "2", "ZL_SHARD_COUNT": "3"}
+
+
+@pytest.fixture
 def ci_module():
     """``ci_module("collect_shards")`` imports ci/collect_shards.py."""
     return load_ci_module

@@ -69,13 +69,6 @@ def test_build_base_bad_input_is_one_message(sandbox, two_commits, env, text):
     assert proc.returncode == 2 and text in proc.stderr
 
 
-@pytest.fixture
-def shard_env(sandbox):
-    sandbox.fake("zlbench")
-    (sandbox.tmp / "bl").mkdir()
-    return {"ZL_BASELINE": "bl", "ZL_SHARD_INDEX": "1", "ZL_SHARD_COUNT": "1"}
-
-
 def test_run_shard_measures_a_b_against_the_base_site(sandbox, shard_env):
     (sandbox.tmp / "accept.yaml").write_text("accept: []\n")
     env = {"ZL_BASE_COMPILER": "site", "ZL_AB_MODE": "full", "ZL_ACCEPT": "accept.yaml"}

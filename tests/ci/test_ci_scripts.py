@@ -47,13 +47,6 @@ def test_shellcheck_clean():
 # --------------------------------------------------------------------------- run_shard.sh
 
 
-@pytest.fixture
-def shard_env(sandbox):
-    sandbox.fake("zlbench")
-    (sandbox.tmp / "bl").mkdir()
-    return {"ZL_BASELINE": "bl", "ZL_SHARD_INDEX": "2", "ZL_SHARD_COUNT": "3"}
-
-
 def test_run_shard_passes_k_of_n(sandbox, shard_env):
     proc = sandbox.run("run_shard.sh", "out", **shard_env)
     assert proc.returncode == 0, proc.stderr
