@@ -7,8 +7,10 @@ on_op_done per entry and returns one OpStatus per entry in plan order.
 
 from __future__ import annotations
 
+import io
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from zlbench.models import (
@@ -20,6 +22,7 @@ from zlbench.models import (
     WorkerPlan,
     dump_json_model,
 )
+from zlbench.runner.batch.config import BatchConfig
 from zlbench.runner.catalog.inventory import InventoryRow, inventory_path, write_inventory
 
 LAUNCH_LOG = (
@@ -55,6 +58,30 @@ def make_inventory(ops_dir: Path, repo: str, ops: list[str], skip: dict[str, str
         )
     ops_dir.mkdir(parents=True, exist_ok=True)
     write_inventory(inventory_path(ops_dir, repo), rows)
+
+
+def batch_config_factory(
+    tmp_path: Path, ops: list[str], skip: dict[str, str] | None = None
+) -> Callable[..., BatchConfig]:
+    """``config(executor, **kw)``: a BatchConfig over an inventory of ``ops`` (all of them
+    unless ``ops=`` is given), a silent progress stream and ``tmp_path/out``."""
+    ops_dir = tmp_path / "ops"
+    make_inventory(ops_dir, "main", ops, skip=skip)
+    fg = tmp_path / "fg"
+    fg.mkdir()
+
+    def config(executor, **kw) -> BatchConfig:
+        kw.setdefault("all_ops", not kw.get("ops"))
+        kw.setdefault("progress", io.StringIO())
+        kw.setdefault("out_dir", tmp_path / "out")
+        return BatchConfig(flaggems_dirs={"main": fg}, ops_dir=ops_dir, executor=executor, **kw)
+
+    return config
+
+
+def dtypes_per_call(fake: FakeExecutor, run_name: str) -> list[tuple[str, ...]]:
+    """The dtypes ``run_name`` was given in each executor call it was part of."""
+    return [dt for call in fake.calls for (name, dt, *_) in call["entries"] if name == run_name]
 
 
 class FakeExecutor:

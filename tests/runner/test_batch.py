@@ -4,11 +4,10 @@
 from __future__ import annotations
 
 import csv
-import io
 import json
 
 import pytest
-from batch_fakes import FakeExecutor, make_inventory
+from batch_fakes import FakeExecutor, batch_config_factory, dtypes_per_call, make_inventory
 
 from zlbench.errors import ZlbenchError
 from zlbench.models import RunStatus, read_ops_status
@@ -23,22 +22,10 @@ OPS = ["abs", "add", "mul", "softmax", "mm@test_mm.py", "mm@test_mm_perf.py", "s
 
 @pytest.fixture
 def setup(tmp_path):
-    ops_dir = tmp_path / "ops"
-    make_inventory(ops_dir, "main", OPS, skip={"skipme": "needs two GPUs"})
-    fg = tmp_path / "fg"
-    fg.mkdir()
-
-    def config(executor, **kw) -> BatchConfig:
-        kw.setdefault("all_ops", not kw.get("ops"))
-        kw.setdefault("progress", io.StringIO())
-        kw.setdefault("out_dir", tmp_path / "out")
-        return BatchConfig(flaggems_dirs={"main": fg}, ops_dir=ops_dir, executor=executor, **kw)
-
-    return config
+    return batch_config_factory(tmp_path, OPS, skip={"skipme": "needs two GPUs"})
 
 
-def attempts_of(fake: FakeExecutor, run_name: str) -> list[tuple[str, ...]]:
-    return [dt for call in fake.calls for (name, dt, *_) in call["entries"] if name == run_name]
+attempts_of = dtypes_per_call
 
 
 def by_name(outcome):

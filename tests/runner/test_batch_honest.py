@@ -9,7 +9,7 @@ import io
 import json
 
 import pytest
-from batch_fakes import FakeExecutor, make_inventory
+from batch_fakes import FakeExecutor, batch_config_factory, dtypes_per_call, make_inventory
 
 from zlbench.models import RunStatus, read_ops_status
 from zlbench.runner.batch.config import BatchConfig
@@ -22,22 +22,10 @@ LAUNCH_SIG = "SystemError in triton/backends/nvidia/driver.py:328"
 
 @pytest.fixture
 def setup(tmp_path):
-    ops_dir = tmp_path / "ops"
-    make_inventory(ops_dir, "main", OPS)
-    fg = tmp_path / "fg"
-    fg.mkdir()
-
-    def config(executor, **kw) -> BatchConfig:
-        kw.setdefault("all_ops", not kw.get("ops"))
-        kw.setdefault("progress", io.StringIO())
-        kw.setdefault("out_dir", tmp_path / "out")
-        return BatchConfig(flaggems_dirs={"main": fg}, ops_dir=ops_dir, executor=executor, **kw)
-
-    return config
+    return batch_config_factory(tmp_path, OPS)
 
 
-def runs_of(fake: FakeExecutor, run_name: str) -> list[tuple[str, ...]]:
-    return [dt for call in fake.calls for (name, dt, *_) in call["entries"] if name == run_name]
+runs_of = dtypes_per_call
 
 
 def baseline_dir(tmp_path, rows: dict[str, int]):
