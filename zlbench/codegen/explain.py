@@ -4,28 +4,26 @@ codegen screen found in them (pure: returns text).
 
 from __future__ import annotations
 
-from zlbench.codegen.select import kernel_note, row_notes
+from zlbench.codegen.select import kernel_note, matches_spec, row_notes
 from zlbench.errors import ZlbenchError
 from zlbench.models.codegen_screen import UNPROVEN_CLASSES, CodegenScreen, KernelScreen
 from zlbench.models.run import RowKey
 from zlbench.models.verdict import RowVerdict
+from zlbench.protocol.layout import op_key
+from zlbench.protocol.ops import spec_matches
 from zlbench.report.codegen import note_text
 
 
 def op_matches(spec: str, row: RowKey) -> bool:
-    """``spec`` names this row's op: ``repo/run_name``, run name, ``op@file`` or op name."""
-    key = f"{row.repo}/{row.run_name}"
-    return spec in (key, row.run_name, row.op) or spec.replace("@", "__at__") == row.run_name
+    """``spec`` names this row's op: a SPEC (``repo/run_name``, ``[repo:]op@file``) or op name."""
+    return matches_spec(spec, op_key(row.repo, row.run_name), row.op)
 
 
 def _op_kernels(screen: CodegenScreen, spec: str) -> list[KernelScreen]:
     return [
         k
         for k in screen.kernels
-        if any(op_matches(spec, r) for r in k.rows)
-        or any(
-            spec == o or o.split("/", 1)[1] in (spec, spec.replace("@", "__at__")) for o in k.ops
-        )
+        if any(op_matches(spec, r) for r in k.rows) or any(spec_matches(spec, o) for o in k.ops)
     ]
 
 

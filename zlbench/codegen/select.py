@@ -31,6 +31,7 @@ from zlbench.models.codegen_screen import (
 )
 from zlbench.models.run import RowKey
 from zlbench.models.verdict import RowVerdict, Verdict
+from zlbench.protocol.ops import spec_matches
 from zlbench.report.codegen import row_explanation
 
 
@@ -54,11 +55,10 @@ def row_ref(row: RowKey) -> RowRef:
     return (row.repo, row.run_name, row.dtype, row.shape)
 
 
-def matches_spec(spec: str, key: str, result: BaselineResult) -> bool:
-    """An op spec (``gate --ops`` syntax) names this op: by key, run name or selector."""
-    return spec in (key, result.run_name, result.op) or spec.replace("@", "__at__") == (
-        result.run_name
-    )
+def matches_spec(spec: str, key: str, op: str) -> bool:
+    """A SPEC (``protocol.ops`` grammar) names the op with this key, or ``spec`` is
+    the bare op name (then it names the op in every test file)."""
+    return spec == op or spec_matches(spec, key)
 
 
 def ops_to_time(
@@ -98,7 +98,7 @@ def _why_time(
     sentinels: Collection[str],
 ) -> str | None:
     """Why op ``key`` must be timed; None when the screen proves it unchanged."""
-    if any(matches_spec(s, key, result) for s in sentinels):
+    if any(matches_spec(s, key, result.op) for s in sentinels):
         return "sentinel op"
     if key in no_records:
         return "no codegen records in the baseline"
