@@ -46,7 +46,7 @@ class FakeMeasure:
         cfg = BatchConfig(
             out_dir=req.out_dir,
             flaggems_dirs={},
-            ops_dir=req.ops_dir,
+            ops_dir=req.job.ops_dir,
             all_ops=True,
             restrict_to=set(req.ops),
             shard=req.shard,

@@ -122,10 +122,6 @@ class MeasureRequest:
     job: GateJob
     compiler: CompilerEnv | None = None  # None: this environment (the PR's build)
 
-    @property
-    def ops_dir(self) -> Path:
-        return Path(self.job.ops_dir)
-
 
 Measure = Callable[[MeasureRequest], tuple[Path, int]]  # -> (batch dir, batch exit code)
 
