@@ -10,21 +10,18 @@ segment (``ZLBENCH_OP_ERROR``) and the batch stops retrying it after the 3rd op.
 from __future__ import annotations
 
 import io
-import os
 import shutil
 from pathlib import Path
 
 import pytest
+from benchpkg_batch import BENCHPKG, interpret_config
 
 from zlbench.models import RunStatus
 from zlbench.protocol.boundary import find_end, find_error
-from zlbench.runner.batch.config import BatchConfig
 from zlbench.runner.batch.info import read_batch_info
 from zlbench.runner.batch.run import run_batch
 from zlbench.runner.catalog.inventory import inventory_path, scan_checkout, write_inventory
 
-BENCHPKG = Path(__file__).resolve().parents[1] / "benchpkg"
-FAST = ["--iter", "1", "--zl-replays", "2", "--zl-warmup-ms", "1"]
 OPS = ["add", "mm", "softmax", "sum"]
 # Every kernel launch (compiled or interpreted) raises, as triton 3.7.1's launcher did.
 BROKEN_LAUNCHER = """\
@@ -55,20 +52,8 @@ def _broken_checkout(tmp_path: Path) -> Path:
 @pytest.mark.slow
 def test_a_failure_inside_every_test_is_named_per_op_and_stops_retries(tmp_path):
     fg = _broken_checkout(tmp_path)
-    env = dict(os.environ, TRITON_INTERPRET="1")
-    env.pop("GEMS_VENDOR", None)
     progress = io.StringIO()
-    config = BatchConfig(
-        out_dir=tmp_path / "out",
-        flaggems_dirs={"main": fg},
-        ops_dir=tmp_path / "ops",
-        ops=OPS,
-        timing="kernel",
-        env=env,
-        progress=progress,
-        extra_pytest_args=FAST,
-        max_retries=2,
-    )
+    config = interpret_config(tmp_path, fg, OPS, progress, max_retries=2)
     out = run_batch(config)
     st = {s.run_name: s for s in out.statuses}
     logs = {op: (out.out_dir / "main" / op / "run.log").read_text() for op in OPS}

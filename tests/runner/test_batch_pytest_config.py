@@ -10,20 +10,17 @@ its own process (34 ops, 5 minutes)."""
 from __future__ import annotations
 
 import io
-import os
 import shutil
 from pathlib import Path
 
 import pytest
+from benchpkg_batch import BENCHPKG, interpret_config
 
 from zlbench.models import RunStatus
-from zlbench.runner.batch.config import BatchConfig
 from zlbench.runner.batch.info import read_batch_info
 from zlbench.runner.batch.run import run_batch
 from zlbench.runner.catalog.inventory import inventory_path, scan_checkout, write_inventory
 
-BENCHPKG = Path(__file__).resolve().parents[1] / "benchpkg"
-FAST = ["--iter", "1", "--zl-replays", "2", "--zl-warmup-ms", "1"]
 STRICT_PROJECT = '[tool.pytest.ini_options]\nfilterwarnings = ["error"]\n'
 
 
@@ -40,19 +37,7 @@ def _checkout(tmp_path: Path, conftest_head: str) -> Path:
 
 
 def _batch(tmp_path: Path, fg: Path, ops: list[str], progress: io.StringIO):
-    env = dict(os.environ, TRITON_INTERPRET="1")
-    env.pop("GEMS_VENDOR", None)
-    config = BatchConfig(
-        out_dir=tmp_path / "out",
-        flaggems_dirs={"main": fg},
-        ops_dir=tmp_path / "ops",
-        ops=ops,
-        timing="kernel",
-        env=env,
-        progress=progress,
-        extra_pytest_args=FAST,
-    )
-    return run_batch(config)
+    return run_batch(interpret_config(tmp_path, fg, ops, progress))
 
 
 @pytest.mark.slow
