@@ -84,6 +84,24 @@ def dtypes_per_call(fake: FakeExecutor, run_name: str) -> list[tuple[str, ...]]:
     return [dt for call in fake.calls for (name, dt, *_) in call["entries"] if name == run_name]
 
 
+def write_one_row_pass(run_dir: Path, op: str, mode: str, environment: Environment) -> None:
+    """``run_dir/result.json``: ``op`` PASSed in ``mode`` with one float32 row (speedup 2)."""
+    row = Row(
+        op=op, dtype="float32", shape="[64]", latency_base_ms=2.0, latency_ms=1.0, speedup=2.0
+    )
+    res = RunResult(
+        repo="main",
+        run_name=op,
+        op=op,
+        status=RunStatus.PASS,
+        mode=mode,
+        timing="cudagraph",
+        rows=[row],
+        environment=environment,
+    )
+    dump_json_model(run_dir / "result.json", res)
+
+
 class FakeExecutor:
     """Scripted outcomes per run_name, one per attempt (the last one repeats).
 

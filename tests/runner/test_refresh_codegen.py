@@ -9,6 +9,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from batch_fakes import write_one_row_pass
 
 from zlbench.cli import main
 from zlbench.errors import ZlbenchError
@@ -19,8 +20,6 @@ from zlbench.models import (
     CodegenIndex,
     Environment,
     OpStatus,
-    Row,
-    RunResult,
     RunStatus,
     dump_json_model,
     load_codegen_index,
@@ -74,20 +73,7 @@ def _write_pass(out: Path, tag: str) -> BatchOutcome:
     statuses = []
     for op, passes in RECORDED.items():
         run_dir = out / "main" / op
-        row = Row(
-            op=op, dtype="float32", shape="[64]", latency_base_ms=2.0, latency_ms=1.0, speedup=2.0
-        )
-        res = RunResult(
-            repo="main",
-            run_name=op,
-            op=op,
-            status=RunStatus.PASS,
-            mode="record" if tag == "record" else "replay",
-            timing="cudagraph",
-            rows=[row],
-            environment=ENV,
-        )
-        dump_json_model(run_dir / "result.json", res)
+        write_one_row_pass(run_dir, op, "record" if tag == "record" else "replay", ENV)
         if tag in passes:
             cg = run_dir / "codegen"
             index = CodegenIndex(records=[_record(f"{op}_kernel", tag, cg)])

@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from batch_fakes import make_inventory
+from batch_fakes import make_inventory, write_one_row_pass
 
 from zlbench.errors import ZlbenchError
 from zlbench.gate.baselines import sha256_file, verify
@@ -17,10 +17,7 @@ from zlbench.models import (
     BaselineManifest,
     Environment,
     OpStatus,
-    Row,
-    RunResult,
     RunStatus,
-    dump_json_model,
     dump_yaml_model,
     load_yaml_model,
 )
@@ -43,20 +40,8 @@ SECONDS = {
 def _write_pass(out: Path) -> BatchOutcome:
     statuses = []
     for op in OPS:
-        row = Row(
-            op=op, dtype="float32", shape="[64]", latency_base_ms=2.0, latency_ms=1.0, speedup=2.0
-        )
-        res = RunResult(
-            repo="main",
-            run_name=op,
-            op=op,
-            status=RunStatus.PASS,
-            mode="record" if out.name == "record" else "replay",
-            timing="cudagraph",
-            rows=[row],
-            environment=ENV,
-        )
-        dump_json_model(out / "main" / op / "result.json", res)
+        mode = "record" if out.name == "record" else "replay"
+        write_one_row_pass(out / "main" / op, op, mode, ENV)
         seconds = SECONDS[out.name][op]
         statuses.append(
             OpStatus(
