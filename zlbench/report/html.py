@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import jinja2
 
 from zlbench.models import FAILING_VERDICTS, GateVerdict, OpVerdict
+from zlbench.protocol.layout import op_key
 from zlbench.report.escape import clean
 from zlbench.report.facts import (
     ReportExtras,
@@ -50,7 +51,7 @@ def bars(ops: list[OpVerdict]) -> tuple[list[Bar], float]:
         w = abs(o.judged_change) / scale * (half - 50)
         x = half if o.judged_change >= 0 else half - w
         tx = x + w + 4 if o.judged_change >= 0 else x - 4
-        label = f"{o.repo}/{o.run_name}"
+        label = op_key(o.repo, o.run_name)
         out.append(Bar(label, o.verdict.value, o.judged_change, i * BAR_H, x, w, tx))
     return out, scale
 

@@ -22,6 +22,7 @@ import xml.etree.ElementTree as ET
 from collections.abc import Mapping
 
 from zlbench.models import FAILING_VERDICTS, GateVerdict, OpVerdict, RowVerdict, Verdict
+from zlbench.protocol.layout import op_key
 from zlbench.report.escape import xml_text
 from zlbench.report.facts import machine_speed_line, pct, row_numbers
 
@@ -124,7 +125,7 @@ def _suite(name: str, cases: list[ET.Element], v: GateVerdict) -> ET.Element:
 def _op_seconds(v: GateVerdict, durations: Mapping[str, float]) -> dict[tuple[str, str], float]:
     out = {}
     for o in v.ops:
-        s = durations.get(f"{o.repo}/{o.run_name}", o.duration_s)
+        s = durations.get(op_key(o.repo, o.run_name), o.duration_s)
         if s is not None:
             out[(o.repo, o.run_name)] = s
     return out

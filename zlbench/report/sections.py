@@ -6,6 +6,7 @@ first, then what to do and how to reproduce), then what moved and the context
 from __future__ import annotations
 
 from zlbench.models import FAILING_VERDICTS, GateVerdict, OpVerdict, Verdict
+from zlbench.protocol.layout import op_key
 from zlbench.report.ab import ab_block, accept_block
 from zlbench.report.blocks import Block, change_block, op_label, reason_block
 from zlbench.report.blocks import table as table  # re-exported
@@ -51,8 +52,8 @@ def regressions(v: GateVerdict, extras: ReportExtras) -> Block | None:
         for r in rows
         if r.codegen
     ]
-    noted = {f"{r.key.repo}/{r.key.run_name}" for r in rows if r.codegen}
-    seen = dict.fromkeys(f"{r.key.repo}/{r.key.run_name}" for r in rows)
+    noted = {op_key(r.key.repo, r.key.run_name) for r in rows if r.codegen}
+    seen = dict.fromkeys(op_key(r.key.repo, r.key.run_name) for r in rows)
     notes += [
         f"- {md_code(k)}: {md_text(extras.explanations[k], 300)}"
         for k in seen

@@ -25,6 +25,7 @@ from zlbench.gate.accept import apply_accept, load_accept
 from zlbench.gate.paired import DEFAULT_PAIRED_THRESHOLD, apply_paired, pair_rounds, side_mismatch
 from zlbench.gate.restate import restate
 from zlbench.models import AbCompiler, AbSummary, AcceptEntry, GateVerdict, Verdict
+from zlbench.protocol.layout import op_key
 from zlbench.runner.ab.env import PR_ENV, CompilerEnv, probe_compiler, resolve_env
 from zlbench.runner.ab.rounds import (
     AB_DIR,
@@ -84,12 +85,12 @@ def prepare(options: AbOptions, measuring: bool) -> AbContext:
 
 def suspects(verdict: GateVerdict) -> list[str]:
     """The ops the screen judged REGRESSION: what a default A/B measures."""
-    return [f"{o.repo}/{o.run_name}" for o in verdict.ops if o.verdict is Verdict.REGRESSION]
+    return [op_key(o.repo, o.run_name) for o in verdict.ops if o.verdict is Verdict.REGRESSION]
 
 
 def ab_ops(verdict: GateVerdict, ctx: AbContext) -> list[str]:
     if ctx.options.full:
-        judged = {f"{r.key.repo}/{r.key.run_name}" for r in verdict.rows if r.ratio is not None}
+        judged = {op_key(r.key.repo, r.key.run_name) for r in verdict.rows if r.ratio is not None}
         return sorted(judged)
     return suspects(verdict)
 
