@@ -68,7 +68,9 @@ def op_label(repo: str, name: str) -> str:
     return md_code(f"{repo}/{name}")
 
 
-def change_row(r: RowVerdict) -> list[str]:
+def measured_cells(r: RowVerdict) -> list[str]:
+    """A judged row's table cells from its op to its limit (the gate's change table
+    and ``zlbench compare`` add their own verdict cell)."""
     occ = f" #{r.key.occurrence}" if r.key.occurrence else ""
     return [
         op_label(r.key.repo, r.key.op),
@@ -79,8 +81,11 @@ def change_row(r: RowVerdict) -> list[str]:
         us_pair(r.baseline_torch_us, r.current_torch_us),
         pct(r.judged_change),
         pct(r.limit),
-        confirmed_text(r),
     ]
+
+
+def change_row(r: RowVerdict) -> list[str]:
+    return [*measured_cells(r), confirmed_text(r)]
 
 
 def change_block(title: str, rows: list[RowVerdict], intro: str = "") -> Block | None:

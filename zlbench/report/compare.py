@@ -25,9 +25,9 @@ from zlbench.models import (
     ThresholdsFile,
     Verdict,
 )
-from zlbench.report.blocks import table
+from zlbench.report.blocks import measured_cells, table
 from zlbench.report.escape import log_line, md_code, md_text
-from zlbench.report.facts import geomean_changes, pct, speed_words, us_pair
+from zlbench.report.facts import geomean_changes, pct, speed_words
 
 
 @dataclass
@@ -73,18 +73,8 @@ def compare(a: Mapping[RowKey, Row], b: Mapping[RowKey, Row], th: ThresholdsFile
 
 
 def _cells(r: RowVerdict) -> list[str]:
-    occ = f" #{r.key.occurrence}" if r.key.occurrence else ""
-    return [
-        md_code(f"{r.key.repo}/{r.key.op}"),
-        md_code(r.key.dtype),
-        md_code(r.key.shape + occ),
-        us_pair(r.baseline_us, r.current_us),
-        pct(r.kernel_change),
-        us_pair(r.baseline_torch_us, r.current_torch_us),
-        pct(r.judged_change),
-        pct(r.limit),
-        r.verdict.value + (f": {md_text(r.reason, 80)}" if r.verdict is Verdict.FAILED else ""),
-    ]
+    failed = f": {md_text(r.reason, 80)}" if r.verdict is Verdict.FAILED else ""
+    return [*measured_cells(r), r.verdict.value + failed]
 
 
 def render_compare(c: Comparison, label_a: str = "A", label_b: str = "B") -> str:
