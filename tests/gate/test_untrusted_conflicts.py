@@ -7,15 +7,21 @@ status is judged. Never the last one read."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
-from zlsynth import brow, crow, run_result, write_baseline, write_results
+from zlsynth import (
+    brow,
+    crow,
+    gate,
+    one_error_line,
+    run_result,
+    write_baseline,
+    write_results,
+    write_status,
+)
 
-from zlbench.cli import main
 from zlbench.gate.baselines import content_hashes
 from zlbench.models import (
-    OP_STATUS_FIELDS,
     GateVerdict,
     OpStatus,
     RunStatus,
@@ -35,26 +41,6 @@ def bl(tmp_path):
 
 def status(st: RunStatus, run_dir="main/add", run_name="add") -> OpStatus:
     return OpStatus(repo="main", op=run_name, run_name=run_name, status=st, run_dir=run_dir)
-
-
-def write_status(batch: Path, *statuses: OpStatus) -> None:
-    lines = [",".join(OP_STATUS_FIELDS)]
-    for s in statuses:
-        rec = s.model_dump(mode="json")
-        lines.append(",".join("" if rec[f] is None else str(rec[f]) for f in OP_STATUS_FIELDS))
-    (batch / "ops_status.csv").write_text("\n".join(lines) + "\n")
-
-
-def gate(tmp_path, bl, results):
-    out = tmp_path / "out"
-    rc = main(["gate", "--baseline", str(bl), "--results", str(results), "--out", str(out)])
-    return rc, out
-
-
-def one_error_line(capsys) -> str:
-    err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "Traceback" not in err[0], err
-    return err[0]
 
 
 @pytest.mark.parametrize(

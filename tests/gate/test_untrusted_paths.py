@@ -9,13 +9,22 @@ import os
 from pathlib import Path
 
 import pytest
-from zlsynth import brow, crow, run_result, write_baseline, write_results
+from zlsynth import (
+    brow,
+    crow,
+    gate,
+    one_error_line,
+    run_result,
+    write_baseline,
+    write_results,
+    write_status,
+)
 
 from zlbench.cli import main
 from zlbench.errors import ZlbenchError
 from zlbench.gate.baselines import sha256_file
 from zlbench.gate.load import load_baseline
-from zlbench.models import OP_STATUS_FIELDS, OpStatus, RunStatus
+from zlbench.models import OpStatus, RunStatus
 
 S = "[1024]"
 
@@ -35,26 +44,6 @@ def slow():
 
 def status(run_dir: str, st=RunStatus.PASS) -> OpStatus:
     return OpStatus(repo="main", op="add", run_name="add", status=st, rows=1, run_dir=run_dir)
-
-
-def write_status(batch: Path, *statuses: OpStatus) -> None:
-    lines = [",".join(OP_STATUS_FIELDS)]
-    for s in statuses:
-        rec = s.model_dump(mode="json")
-        lines.append(",".join("" if rec[f] is None else str(rec[f]) for f in OP_STATUS_FIELDS))
-    (batch / "ops_status.csv").write_text("\n".join(lines) + "\n")
-
-
-def gate(tmp_path, bl, results):
-    out = tmp_path / "out"
-    rc = main(["gate", "--baseline", str(bl), "--results", str(results), "--out", str(out)])
-    return rc, out
-
-
-def one_error_line(capsys) -> str:
-    err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "Traceback" not in err[0], err
-    return err[0]
 
 
 def refused(tmp_path, bl, results, capsys, *words) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from zlbench.cli import main
 from zlbench.gate.baselines import content_hashes
 from zlbench.models import (
     OP_STATUS_FIELDS,
@@ -159,12 +160,31 @@ def write_results(root: Path, results: list[RunResult], statuses: list[OpStatus]
                     run_dir=f"{res.repo}/{res.run_name}",
                 )
             )
+    write_status(root, *all_st)
+    return root
+
+
+def write_status(batch: Path, *statuses: OpStatus) -> None:
+    """An ops_status.csv written as given: no sorting, no check (a test's own bad records)."""
     lines = [",".join(OP_STATUS_FIELDS)]
-    for s in all_st:
+    for s in statuses:
         rec = s.model_dump(mode="json")
         lines.append(",".join("" if rec[f] is None else str(rec[f]) for f in OP_STATUS_FIELDS))
-    atomic_write_text(root / "ops_status.csv", "\n".join(lines) + "\n")
-    return root
+    atomic_write_text(batch / "ops_status.csv", "\n".join(lines) + "\n")
+
+
+def gate(tmp_path: Path, bl: Path, results: Path, *extra: str) -> tuple[int, Path]:
+    """``zlbench gate`` into ``tmp_path/out``: its exit code and out dir."""
+    out = tmp_path / "out"
+    rc = main(["gate", "--baseline", str(bl), "--results", str(results), "--out", str(out), *extra])
+    return rc, out
+
+
+def one_error_line(capsys) -> str:
+    """The one stderr line of a refused command (no traceback)."""
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "Traceback" not in err[0], err
+    return err[0]
 
 
 def replay_marker(dtype=None, shape=None, kernel="k", reason="key_missing"):
