@@ -34,12 +34,12 @@ from zlbench.models import CodegenIndex, CompileRecord, load_json_model
 from zlbench.plugins.compiler import standin as standin_mod
 from zlbench.plugins.compiler.rebuild import (
     Loader,
-    _first_line,
-    _parse_shard,
-    _target_spec,
     compile_request,
+    first_line,
     select,
+    target_spec,
 )
+from zlbench.plugins.sweep import parse_sweep_shard
 
 
 def precompile_one(rec: CompileRecord, loader: Loader) -> str | None:
@@ -47,12 +47,12 @@ def precompile_one(rec: CompileRecord, loader: Loader) -> str | None:
     try:
         fn = loader.function(rec.request)
     except Exception as e:  # noqa: BLE001 - a kernel that cannot load is compiled later
-        return f"load failed: {_first_line(e)}"
+        return f"load failed: {first_line(e)}"
     try:
-        with standin_mod.standin(_target_spec(rec.request)):
+        with standin_mod.standin(target_spec(rec.request)):
             compile_request(rec.request, fn)
     except Exception as e:  # noqa: BLE001 - a kernel that does not compile is left out
-        return f"compile failed: {_first_line(e)}"
+        return f"compile failed: {first_line(e)}"
     return None
 
 
@@ -82,7 +82,7 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     t0 = time.monotonic()
     try:
-        shard = _parse_shard(args.shard) if args.shard else None
+        shard = parse_sweep_shard(args.shard, "--shard") if args.shard else None
         index = load_json_model(args.index, CodegenIndex)
         failed = precompile_index(index, Path(args.cache_dir), shard)
     except ZlbenchError as e:

@@ -33,15 +33,17 @@ from zlbench.errors import ZlbenchError
 ShardResult = dict[str, dict[str, dict]]
 
 
-def parse_sweep_shard(spec: str) -> tuple[int, int]:
-    """``"K/N"`` (0-based K) → (K, N)."""
+def parse_sweep_shard(spec: str, what: str = "sweep shard") -> tuple[int, int]:
+    """``"K/N"`` (0-based K) → (K, N); ``what`` names the spec in the error.
+
+    Also the ``--shard`` of the codegen rebuild and precompile workers."""
     try:
         k_text, n_text = spec.split("/")
         k, n = int(k_text), int(n_text)
     except ValueError:
-        raise ZlbenchError(f"sweep shard {spec!r}: expected K/N, e.g. 0/4") from None
+        raise ZlbenchError(f"{what} {spec!r}: expected K/N, e.g. 0/4") from None
     if n < 1 or not 0 <= k < n:
-        raise ZlbenchError(f"sweep shard {spec!r}: need 0 <= K < N")
+        raise ZlbenchError(f"{what} {spec!r}: need 0 <= K < N")
     return k, n
 
 

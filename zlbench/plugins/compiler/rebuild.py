@@ -34,6 +34,7 @@ from zlbench.errors import ZlbenchError
 from zlbench.models import CodegenIndex, CompileRecord, CompileRequest, load_json_model
 from zlbench.plugins.compiler import capture
 from zlbench.plugins.compiler import standin as standin_mod
+from zlbench.plugins.sweep import parse_sweep_shard
 
 
 def _tuples(v: Any) -> Any:
@@ -128,7 +129,8 @@ class Loader:
         return mod
 
 
-def _first_line(exc: BaseException) -> str:
+def first_line(exc: BaseException) -> str:
+    """``Type: first line of the message``: a kernel's error in one line."""
     text = str(exc).strip().splitlines()
     return f"{type(exc).__name__}: {text[0] if text else ''}".rstrip(": ")
 
@@ -183,13 +185,13 @@ def rebuild_one(
         for c in rec.request.constexprs:
             decode_const(c.kind, c.value)
     except Exception as e:  # noqa: BLE001 - any failure to load is this kernel's error
-        out.error = f"load failed: {_first_line(e)}"
+        out.error = f"load failed: {first_line(e)}"
         return out
     out.notes = _notes(rec.request, fn)
     try:
         kw = compile_request(rec.request, fn)
     except Exception as e:  # noqa: BLE001 - any compile failure is this kernel's error
-        out.error = f"compile failed: {_first_line(e)}"
+        out.error = f"compile failed: {first_line(e)}"
         return out
     files = capture.stage_files(kw["metadata_group"])
     out.result, cubin = capture.result_from(kw["metadata"], files, kw["times"], False, store, roots)
@@ -218,7 +220,7 @@ def rebuild_index(
         loader = Loader(Path(tmp) / "generated")
         roots = [*roots, tmp]
         for rec in todo:
-            with standin_mod.standin(_target_spec(rec.request)):
+            with standin_mod.standin(target_spec(rec.request)):
                 done.append(rebuild_one(rec, loader, store, roots))
     out = CodegenIndex(compiler=capture.compiler_identity(), records=done)
     store.write(Path(out_dir))
@@ -226,19 +228,10 @@ def rebuild_index(
     return out
 
 
-def _target_spec(req: CompileRequest) -> str:
+def target_spec(req: CompileRequest) -> str:
+    """The stand-in driver's ``backend:arch:warp_size`` for ``req``'s recorded target."""
     t = req.target
     return f"{t.backend}:{t.arch}:{t.warp_size}"
-
-
-def _parse_shard(text: str) -> tuple[int, int]:
-    try:
-        k, n = (int(x) for x in text.split("/"))
-    except ValueError:
-        raise ZlbenchError(f"--shard {text!r}: expected K/N, e.g. 0/4") from None
-    if not 0 <= k < n:
-        raise ZlbenchError(f"--shard {text!r}: need 0 <= K < N")
-    return k, n
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -250,7 +243,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = p.parse_args(argv)
     try:
-        shard = _parse_shard(args.shard) if args.shard else None
+        shard = parse_sweep_shard(args.shard, "--shard") if args.shard else None
         index = load_json_model(args.index, CodegenIndex)
         out = rebuild_index(index, Path(args.out_dir), shard)
     except ZlbenchError as e:
