@@ -1,12 +1,22 @@
-"""Progress lines of a batch and its final count table (strings only)."""
+"""Progress lines of a batch and its final count table (strings), and :func:`say`,
+which writes one to the batch's progress stream."""
 
 from __future__ import annotations
+
+from typing import TextIO
 
 from zlbench.models import OpStatus, RunStatus
 from zlbench.models.batch import SystemicFailure
 
 FAILING = (RunStatus.FAIL, RunStatus.TIMEOUT, RunStatus.CRASH, RunStatus.ERROR)
 MAX_LISTED = 40  # failing ops named at the end of a batch
+
+
+def say(stream: TextIO | None, line: str) -> None:
+    """Write ``line`` to ``stream`` at once (None: silent)."""
+    if stream is not None:
+        stream.write(line + "\n")
+        stream.flush()
 
 
 def fmt_seconds(seconds: float) -> str:

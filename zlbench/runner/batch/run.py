@@ -23,6 +23,7 @@ from zlbench.models import FLAGGEMS_DIR_VARS
 from zlbench.runner.batch.config import BatchConfig, BatchOutcome
 from zlbench.runner.batch.forecast import expected_line
 from zlbench.runner.batch.plan import plan_selection, selection_costs
+from zlbench.runner.batch.progress import say
 from zlbench.runner.batch.workers import BatchRun
 from zlbench.runner.catalog.select import OpSelection
 from zlbench.runner.claim import claim_batch_dir
@@ -80,6 +81,4 @@ def warm_shared_cache(config: BatchConfig, selection: OpSelection, cache: Path) 
 
 
 def _say(config: BatchConfig, line: str) -> None:
-    if config.progress is not None:
-        config.progress.write(line + "\n")
-        config.progress.flush()
+    say(config.progress, line)

@@ -324,9 +324,7 @@ class BatchRun:
             self._say_locked(line)
 
     def _say_locked(self, line: str) -> None:
-        if self.config.progress is not None:
-            self.config.progress.write(line + "\n")
-            self.config.progress.flush()
+        progress.say(self.config.progress, line)
 
 
 RESUME_SAME = ("mode", "replay_root", "timing", "dtypes", "shape_file_sha256")

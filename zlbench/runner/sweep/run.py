@@ -33,6 +33,7 @@ merge and the trust figure), which imports neither torch, triton nor pytest.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
@@ -63,6 +64,7 @@ from zlbench.protocol.layout import (
     TRUST_JSON,
     records_dir,
 )
+from zlbench.runner.batch import progress
 from zlbench.runner.batch.status import load_run
 from zlbench.runner.execute.proc import Sink
 from zlbench.runner.execute.worker import build_pytest_argv, execute_plan, process_env
@@ -386,13 +388,7 @@ class SweepExecutor:
 def sweep_batch_config(config):
     """A record-mode :class:`zlbench.runner.batch.BatchConfig` that sweeps: one worker
     (on the first sweep GPU) whose executor sweeps each op over ``config.sweep_gpus``."""
-    stream = config.progress
-
-    def say(line: str) -> None:
-        if stream is not None:
-            stream.write(line + "\n")
-            stream.flush()
-
+    say = functools.partial(progress.say, config.progress)
     spec = SweepSpec(list(config.sweep_gpus), say=say, name_ops=True)
     executor = SweepExecutor(spec, inner=config.executor)
     return replace(config, gpus=[spec.gpus[0]], executor=executor)
