@@ -219,3 +219,12 @@ def test_a_batch_in_another_interpreter_precompiles_with_that_interpreter(record
     )
     assert calls.read_text().startswith("-m zlbench.plugins.precompile ")
     assert "main: precompile worker failed: exit code 3" in progress.getvalue()
+
+
+def test_an_ab_side_with_its_own_interpreter_precompiles_with_it(tmp_path):
+    from zlbench.runner.ab.env import CompilerEnv, side_config
+
+    config = BatchConfig(out_dir=tmp_path, flaggems_dirs={}, ops_dir=tmp_path)
+    side = side_config(config, CompilerEnv("v", python="/v/bin/python"))
+    assert side.python == "/v/bin/python"
+    assert side_config(config, CompilerEnv("s", front=("/s",))).python is None
