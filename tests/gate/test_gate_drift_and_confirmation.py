@@ -6,23 +6,14 @@ with that drift, ignoring passes in which the op fell back or failed."""
 from __future__ import annotations
 
 import pytest
-from zlsynth import ENV, brow, crow, run_result, write_baseline, write_results
+from zlsynth import ENV, brow, crow, load_judge_inputs, run_result, write_results
 
 from zlbench.gate.confirm import confirm
 from zlbench.gate.judge import judge, op_verdict
-from zlbench.gate.load import load_baseline, load_results
-from zlbench.gate.thresholds import load_thresholds
+from zlbench.gate.load import load_results
 from zlbench.models import RunStatus, Verdict
 
 S = "[4096]"
-
-
-def _setup(tmp_path, base_ops, results, **manifest):
-    b = load_baseline(write_baseline(tmp_path / "bl", base_ops, **manifest))
-    r = load_results(write_results(tmp_path / "res", results))
-    th = load_thresholds(None, b.manifest.thresholds)
-    th.estimator = "torch_normalized"
-    return b, r, th
 
 
 def test_confirmation_uses_the_runs_drift_not_the_flagged_ops_own_torch_noise(tmp_path):
@@ -33,7 +24,7 @@ def test_confirmation_uses_the_runs_drift_not_the_flagged_ops_own_torch_noise(tm
     base_ops = {op: [brow(op, S, 2.0)] for op in ops}
     first = [run_result("op1", [crow("op1", S, 2.0 / 1.1, lat=1.1, torch_lat=2.0)])]
     first += [run_result(op, [crow(op, S, 2.0)]) for op in ops[1:]]
-    b, r, th = _setup(tmp_path, base_ops, first)
+    b, r, th = load_judge_inputs(tmp_path, base_ops, first)
     j = judge(b, r, th)
     assert op_verdict(j.cases["main/op1"], th).verdict is Verdict.REGRESSION
     slow_torch = crow("op1", S, 2.12 / 1.1, lat=1.1, torch_lat=2.12)
@@ -77,7 +68,7 @@ def test_merged_shards_from_two_machines_each_use_their_own_drift(tmp_path):
         run_result(op, [crow(op, S, 2.0, lat=1.1, torch_lat=2.2)], env=slow_host) for op in ops_a
     ]
     results += [run_result(op, [crow(op, S, 2.0)], env=fast_host) for op in ops_b]
-    b, r, th = _setup(tmp_path, base_ops, results)
+    b, r, th = load_judge_inputs(tmp_path, base_ops, results)
     j = judge(b, r, th)
     verdicts = {k: op_verdict(c, th).verdict for k, c in j.cases.items()}
     assert set(verdicts.values()) == {Verdict.PASS}, verdicts

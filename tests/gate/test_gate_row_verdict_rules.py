@@ -6,29 +6,19 @@ commit must match the baseline's."""
 from __future__ import annotations
 
 import pytest
-from zlsynth import ENV, brow, crow, run_result, write_baseline, write_results
+from zlsynth import ENV, brow, crow, load_judge_inputs, run_result
 
 from zlbench.gate.baselines import aggregate_op
 from zlbench.gate.env import check_environment
 from zlbench.gate.judge import judge, op_verdict
-from zlbench.gate.load import load_baseline, load_results
-from zlbench.gate.thresholds import load_thresholds
 from zlbench.models import RunStatus, Verdict
 
 S = "[4096]"
 
 
-def _setup(tmp_path, base_ops, results, **manifest):
-    b = load_baseline(write_baseline(tmp_path / "bl", base_ops, **manifest))
-    r = load_results(write_results(tmp_path / "res", results))
-    th = load_thresholds(None, b.manifest.thresholds)
-    th.estimator = "torch_normalized"
-    return b, r, th
-
-
 def test_one_row_op_is_judged_by_its_row_threshold_not_the_aggregate(tmp_path):
     # baseline noise 3 % -> row threshold 6 %; ratio 0.945 is inside it
-    b, r, th = _setup(
+    b, r, th = load_judge_inputs(
         tmp_path, {"x": [brow("x", S, 2.0, noise=0.03)]}, [run_result("x", [crow("x", S, 1.89)])]
     )
     j = judge(b, r, th)
@@ -37,7 +27,9 @@ def test_one_row_op_is_judged_by_its_row_threshold_not_the_aggregate(tmp_path):
 
 
 def test_unusable_current_speedup_is_a_failure_not_a_skip(tmp_path):
-    b, r, th = _setup(tmp_path, {"x": [brow("x", S, 2.0)]}, [run_result("x", [crow("x", S, 0.0)])])
+    b, r, th = load_judge_inputs(
+        tmp_path, {"x": [brow("x", S, 2.0)]}, [run_result("x", [crow("x", S, 0.0)])]
+    )
     th.estimator = "ratio"
     j = judge(b, r, th)
     row = j.cases["main/x"].rows[0]

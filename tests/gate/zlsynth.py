@@ -6,6 +6,8 @@ from pathlib import Path
 
 from zlbench.cli import main
 from zlbench.gate.baselines import content_hashes
+from zlbench.gate.load import load_baseline, load_results
+from zlbench.gate.thresholds import load_thresholds
 from zlbench.models import (
     OP_STATUS_FIELDS,
     BaselineManifest,
@@ -205,3 +207,13 @@ def nocg_marker(dtype=None, shape=None):
         dtype=dtype,
         shape_detail=shape,
     )
+
+
+def load_judge_inputs(tmp_path: Path, base_ops, results, **manifest):
+    """Baseline, results and thresholds loaded from synthetic dirs, judged with the
+    torch-normalized estimator."""
+    b = load_baseline(write_baseline(tmp_path / "bl", base_ops, **manifest))
+    r = load_results(write_results(tmp_path / "res", results))
+    th = load_thresholds(None, b.manifest.thresholds)
+    th.estimator = "torch_normalized"
+    return b, r, th
