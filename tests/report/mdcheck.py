@@ -1,9 +1,11 @@
 """A small CommonMark/GFM reader for the report tests: fenced blocks, code spans,
-tables, and what is left as live markdown once those are taken out."""
+tables, and what is left as live markdown once those are taken out; and the start tags
+of an HTML report."""
 
 from __future__ import annotations
 
 import re
+from html.parser import HTMLParser
 
 FENCE = re.compile(r"^( {0,3})(`{3,}|~{3,})(.*)$")
 
@@ -100,3 +102,14 @@ def tables(md: str) -> list[list[str]]:
 
 def cells(line: str) -> int:
     return len(re.split(r"(?<!\\)\|", line)) - 2
+
+
+class StartTags(HTMLParser):
+    """Every start tag of an HTML document fed to it, with its attributes."""
+
+    def __init__(self):
+        super().__init__()
+        self.tags: list[tuple[str, dict]] = []
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append((tag, dict(attrs)))

@@ -7,12 +7,11 @@ from __future__ import annotations
 
 import re
 import xml.etree.ElementTree as ET
-from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
 import xmlschema
-from mdcheck import fences, live_text
+from mdcheck import StartTags, fences, live_text
 from zlsynth import ENV, brow, crow, replay_marker, run_result, write_baseline, write_results
 
 from zlbench.gate.load import load_baseline, load_results
@@ -96,18 +95,9 @@ def test_comment_keeps_hostile_text_inert_at_any_cut(hostile, limit):
     check_markdown(md)
 
 
-class Tags(HTMLParser):
-    def __init__(self):
-        super().__init__()
-        self.tags: list[tuple[str, dict]] = []
-
-    def handle_starttag(self, tag, attrs):
-        self.tags.append((tag, dict(attrs)))
-
-
 def test_html_keeps_hostile_text_inert(hostile):
     html = render_html(hostile)
-    p = Tags()
+    p = StartTags()
     p.feed(html)
     names = [t for t, _ in p.tags]
     assert names.count("script") == 1 and "img" not in names and "a" not in names

@@ -6,24 +6,15 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
-from html.parser import HTMLParser
 
 import pytest
 from cases import every_verdict, real_fail
+from mdcheck import StartTags
 
 from zlbench.report.facts import ReportExtras
 from zlbench.report.html import render_html
 
 DIFF = "--- a/softmax.ttgir\n+++ b/softmax.ttgir\n-  num_warps = 8\n+  num_warps = 4\n"
-
-
-class Doc(HTMLParser):
-    def __init__(self):
-        super().__init__()
-        self.tags: list[tuple[str, dict]] = []
-
-    def handle_starttag(self, tag, attrs):
-        self.tags.append((tag, dict(attrs)))
 
 
 @pytest.fixture(scope="module")
@@ -34,7 +25,7 @@ def html(tmp_path_factory):
 
 
 def test_self_contained(html):
-    d = Doc()
+    d = StartTags()
     d.feed(html)
     assert not any(k in ("src", "href") for _, a in d.tags for k in a)  # nothing to fetch
     assert "<link" not in html and "@import" not in html and "url(" not in html
@@ -42,7 +33,7 @@ def test_self_contained(html):
 
 
 def test_tables_chart_and_diffs(html):
-    d = Doc()
+    d = StartTags()
     d.feed(html)
     assert sum(1 for t, a in d.tags if t == "table" and "sortable" in a.get("class", "")) == 2
     assert sum(1 for t, _ in d.tags if t == "rect") == 34  # one bar per judged op
