@@ -171,16 +171,21 @@ def record_benchpkg(dest: Path, target: str = TARGET) -> Path:
     (gen_dir / "gen_twice.py").write_text(GENERATED, encoding="utf-8")
     script = RECORD_SCRIPT.format(target=target)
     out = dest / "codegen"
+    run_script(script, [str(out), str(gen_dir)], subprocess_env(dest, helpers))
+    return out
+
+
+def run_script(script: str, args: list[str], env: dict[str, str]) -> None:
+    """Run ``python -c script *args`` under ``env``; it must succeed."""
     proc = subprocess.run(
-        [sys.executable, "-c", script, str(out), str(gen_dir)],
-        env=subprocess_env(dest, helpers),
+        [sys.executable, "-c", script, *args],
+        env=env,
         capture_output=True,
         text=True,
         timeout=600,
         check=False,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    return out
 
 
 def rebuild(

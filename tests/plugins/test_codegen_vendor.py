@@ -6,8 +6,6 @@ which never ran that import, finds them again (docs/codegen.md, "Rebuilding").""
 from __future__ import annotations
 
 import shutil
-import subprocess
-import sys
 import textwrap
 from pathlib import Path
 
@@ -21,6 +19,7 @@ from codegen_support import (  # noqa: E402
     digests,
     load_index,
     rebuild,
+    run_script,
     subprocess_env,
 )
 
@@ -51,15 +50,7 @@ RECORD = textwrap.dedent("""
 def recorded(tmp_path_factory) -> Path:
     dest = tmp_path_factory.mktemp("vendor")
     out = dest / "codegen"
-    proc = subprocess.run(
-        [sys.executable, "-c", RECORD.format(target=TARGET), str(out)],
-        env=subprocess_env(dest),
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
-    assert proc.returncode == 0, proc.stdout + proc.stderr
+    run_script(RECORD.format(target=TARGET), [str(out)], subprocess_env(dest))
     return out
 
 
