@@ -6,7 +6,17 @@ import json
 from pathlib import Path
 
 import pytest
-from zlsynth import ENV, brow, crow, replay_marker, run_result, write_baseline, write_results
+from zlsynth import (
+    ENV,
+    brow,
+    crow,
+    gate,
+    one_error_line,
+    replay_marker,
+    run_result,
+    write_baseline,
+    write_results,
+)
 
 from zlbench.cli import main
 from zlbench.models import GateVerdict, OpStatus, RunStatus
@@ -28,20 +38,6 @@ def good_results():
 @pytest.fixture
 def bl(tmp_path):
     return write_baseline(tmp_path / "bl", base_ops())
-
-
-def gate(tmp_path, bl, results_dir, *extra):
-    out = tmp_path / "out"
-    rc = main(
-        ["gate", "--baseline", str(bl), "--results", str(results_dir), "--out", str(out), *extra]
-    )
-    return rc, out
-
-
-def one_error_line(capsys) -> str:
-    err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "Traceback" not in err[0], err
-    return err[0]
 
 
 def test_pass_exits_0_and_writes_reports(tmp_path, bl, capsys):
