@@ -60,6 +60,15 @@ PATCHES = {
     ),
 }
 
+# Fails the TTGIR stage of every kernel with a tl.dot (benchpkg: mm_kernel).
+NO_DOT = Patch(
+    "backends/nvidia/compiler.py",
+    "        # Set maxnreg on all kernels, if it was provided.\n",
+    "        if 'tt.dot' in str(mod):\n            raise RuntimeError('zl patch: no dot')\n",
+    "ttgir",
+    frozenset({"mm_kernel"}),
+)
+
 
 def triton_dir() -> Path:
     spec = importlib.util.find_spec("triton")

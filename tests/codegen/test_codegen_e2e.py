@@ -10,7 +10,7 @@ import os
 from pathlib import Path
 
 import pytest
-from codegen_support import PATCHES, REPO, Patch, load_index, patched_triton, record_benchpkg
+from codegen_support import NO_DOT, PATCHES, REPO, load_index, patched_triton, record_benchpkg
 
 from zlbench.cli import main
 from zlbench.models import load_json_model
@@ -19,14 +19,6 @@ from zlbench.models.codegen_screen import CodegenClass, CodegenScreen
 pytestmark = pytest.mark.slow
 
 STAGE_CLASS = {"ttgir": CodegenClass.TTGIR, "sass": CodegenClass.SASS}
-# Fails the TTGIR stage of every kernel with a tl.dot (benchpkg: mm_kernel).
-NO_DOT = Patch(
-    "backends/nvidia/compiler.py",
-    "        # Set maxnreg on all kernels, if it was provided.\n",
-    "        if 'tt.dot' in str(mod):\n            raise RuntimeError('zl patch: no dot')\n",
-    "ttgir",
-    frozenset({"mm_kernel"}),
-)
 
 
 @pytest.fixture(scope="module")

@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from codegen_support import REPO, Patch, load_index, patched_triton, record_benchpkg
+from codegen_support import NO_DOT, REPO, load_index, patched_triton, record_benchpkg
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "gate"))
 from zlsynth import brow, crow, run_result, write_baseline, write_results  # noqa: E402
@@ -43,13 +43,6 @@ OPS = {  # baseline op -> the benchpkg kernel it launches
     "mm": "mm_kernel",
     "twice": "gen_twice_kernel",
 }
-NO_DOT = Patch(  # fails the TTGIR stage of every kernel with a tl.dot (mm_kernel)
-    "backends/nvidia/compiler.py",
-    "        # Set maxnreg on all kernels, if it was provided.\n",
-    "        if 'tt.dot' in str(mod):\n            raise RuntimeError('zl patch: no dot')\n",
-    "ttgir",
-    frozenset({"mm_kernel"}),
-)
 
 
 @pytest.fixture(scope="module")
