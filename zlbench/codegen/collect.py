@@ -18,6 +18,7 @@ from zlbench.models.codegen import (
     load_codegen_index,
 )
 from zlbench.models.run import RowKey
+from zlbench.protocol.layout import RESULT_JSON, op_key, split_op_key
 
 
 @dataclass
@@ -36,7 +37,7 @@ class BaselineKernels:
 
 def run_dirs(root: Path) -> list[Path]:
     """The ``<repo>/<run_name>`` dirs under ``root`` holding a result or a codegen index."""
-    found = {p.parent for p in root.glob("*/*/result.json")}
+    found = {p.parent for p in root.glob(f"*/*/{RESULT_JSON}")}
     found |= {p.parent.parent for p in root.glob(f"*/*/{CODEGEN_DIR}/{CODEGEN_INDEX}")}
     return sorted(found)
 
@@ -54,7 +55,7 @@ def collect(root: str | Path) -> BaselineKernels:
         raise ZlbenchError(f"{root}: baseline dir not found")
     out = BaselineKernels(root)
     for run_dir in run_dirs(root):
-        key = f"{run_dir.parent.name}/{run_dir.name}"
+        key = op_key(run_dir.parent.name, run_dir.name)
         index = load_codegen_index(run_dir)
         if index is None:
             out.ops_without_records.append(key)
@@ -87,7 +88,7 @@ def _add(out: BaselineKernels, key: str, cg_dir: Path, rec: CompileRecord) -> No
         out.conflicts.setdefault(rec.id, set()).add(key)
     out.ops.setdefault(rec.id, set()).add(key)
     out.op_kernels[key].add(rec.id)
-    repo = key.split("/", 1)[0]
+    repo, _ = split_op_key(key)
     rows = out.rows.setdefault(rec.id, set())
     for use in rec.used_by:
         if use.dtype is not None and use.shape is not None:
