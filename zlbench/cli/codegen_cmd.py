@@ -9,9 +9,8 @@ import sys
 from pathlib import Path
 
 from zlbench.cli.settings import Settings
-from zlbench.codegen.screen import ScreenOptions, run_screen
+from zlbench.codegen.screen import SCREEN_MD, ScreenOptions, run_screen
 from zlbench.errors import ZlbenchError
-from zlbench.models.codegen_screen import CodegenClass
 from zlbench.report.codegen import headline
 from zlbench.report.escape import log_line
 
@@ -30,8 +29,6 @@ def add_parser(sub) -> None:
 
 
 def _run(args) -> int:
-    if args.jobs < 1:
-        raise ZlbenchError(f"--jobs must be at least 1 (got {args.jobs})")
     opts = ScreenOptions(
         baseline=Path(args.baseline),
         out=Path(args.out),
@@ -40,10 +37,10 @@ def _run(args) -> int:
         pythonpath=flaggems_sources(Settings.from_env()),
     )
     screen = run_screen(opts, say=lambda s: print(s, file=sys.stderr, flush=True))
-    print(f"zlbench codegen: {headline(screen)}; wrote {opts.out}/codegen.md")
+    print(f"zlbench codegen: {headline(screen)}; wrote {opts.out / SCREEN_MD}")
     for k in screen.failed():
         print(log_line(f"FAILED {k.name} [{k.config}]: {k.error}"), file=sys.stderr)
-    missing = [k for k in screen.kernels if k.status is CodegenClass.MISSING]
+    missing = screen.missing()
     if missing:
         print(log_line(f"zlbench codegen: {len(missing)} kernel(s) not rebuilt, first: "
                        f"{missing[0].name}: {missing[0].error}"), file=sys.stderr)  # fmt: skip

@@ -12,12 +12,12 @@ from zlbench.errors import ZlbenchError
 from zlbench.models.base import load_json_model
 from zlbench.models.codegen_screen import CodegenScreen
 from zlbench.models.verdict import GateVerdict
-from zlbench.protocol.layout import VERDICT_JSON
+from zlbench.protocol.layout import CODEGEN_SCREEN_DIR, VERDICT_JSON
 from zlbench.report.escape import log_line
 
 # Where a codegen screen lives inside a results dir: its own out dir, or the
 # gate output dir's codegen/ sub-dir.
-SCREEN_PLACES = (SCREEN_JSON, f"codegen/{SCREEN_JSON}")
+SCREEN_PLACES = (SCREEN_JSON, f"{CODEGEN_SCREEN_DIR}/{SCREEN_JSON}")
 
 
 def add_parser(sub) -> None:
