@@ -112,6 +112,9 @@ class CodegenScreen(_Model):
     def failed(self) -> list[KernelScreen]:
         return [k for k in self.kernels if k.status is CodegenClass.FAILED]
 
+    def missing(self) -> list[KernelScreen]:
+        return [k for k in self.kernels if k.status is CodegenClass.MISSING]
+
 
 class TimingPlanFile(_Model):
     """``<gate out>/codegen/timing.json``: which baseline ops the gate timed and which

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from zlbench.codegen.collect import has_codegen_records
-from zlbench.codegen.screen import SCREEN_JSON, ScreenOptions
+from zlbench.codegen.screen import SCREEN_JSON, SCREEN_MD, ScreenOptions
 from zlbench.codegen.select import EXPLAINED, SENTINELS_FILE, annotate_rows, ops_to_time, row_notes
 from zlbench.errors import ZlbenchError
 from zlbench.gate.load import BaselineSet
@@ -37,7 +37,7 @@ from zlbench.models import (
     load_json_model,
     resolve_inside,
 )
-from zlbench.protocol.layout import CODEGEN_SCREEN_DIR
+from zlbench.protocol.layout import CODEGEN_SCREEN_DIR, op_key
 from zlbench.protocol.ops import read_ops_file
 from zlbench.report.codegen import headline, row_explanation
 from zlbench.report.escape import one_line
@@ -75,7 +75,7 @@ def failed_line(k: KernelScreen) -> str:
 
 
 def summarize(screen: CodegenScreen, time: str, screen_file: str) -> CodegenSummary:
-    missing = sum(k.status.value == "missing" for k in screen.kernels)
+    missing = len(screen.missing())
     return CodegenSummary(
         screened=True,
         note=f"{missing} kernel(s) could not be rebuilt: their ops are timed" if missing else "",
@@ -111,7 +111,7 @@ def screen_for_gate(
     cg_dir = out / CODEGEN_SCREEN_DIR
     opts = ScreenOptions(baseline=baseline_dir, out=cg_dir, jobs=jobs, pythonpath=pythonpath)
     result = screen(opts, progress)
-    say(f"zlbench gate: codegen screen: {headline(result)} ({cg_dir / 'codegen.md'})")
+    say(f"zlbench gate: codegen screen: {headline(result)} ({cg_dir / SCREEN_MD})")
     for k in result.failed():
         progress(f"zlbench gate: codegen: FAILED {failed_line(k)}")
     summary = summarize(result, time, f"{CODEGEN_SCREEN_DIR}/{SCREEN_JSON}")
@@ -202,17 +202,13 @@ def apply_screen(v: GateVerdict, step: CodegenStep | None) -> GateVerdict:
 # --------------------------------------------------------------------------- the reports
 
 
-def _op_key(r: RowVerdict) -> str:
-    return f"{r.key.repo}/{r.key.run_name}"
-
-
 def _op_notes(rows: Iterable[RowVerdict], verdicts: frozenset) -> dict[str, list[KernelNote]]:
     """Op key -> the kernels of its rows with these verdicts, each once."""
     out: dict[str, dict[str, KernelNote]] = {}
     for r in rows:
         if r.verdict in verdicts and r.codegen:
             for n in r.codegen:
-                out.setdefault(_op_key(r), {}).setdefault(n.kernel_id, n)
+                out.setdefault(op_key(r.key.repo, r.key.run_name), {}).setdefault(n.kernel_id, n)
     return {k: list(v.values()) for k, v in out.items()}
 
 
