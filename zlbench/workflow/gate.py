@@ -387,12 +387,7 @@ def run_gate(job: GateJob, seams: GateSeams | None = None) -> int:
     if job.shard is not None:
         return run_shard(inputs, req, seams, codegen)
     batch_dir, _ = seams.measure(req)
-    inputs.opts.results_label = report_label(batch_dir)
-    results = load_results(batch_dir)
-    remeasure, ab = _remeasure_or_ab(inputs, req, out, seams)
-    return judge_and_write(
-        inputs, results, out, job, seams, remeasure, ab_measure=ab, codegen=codegen
-    )
+    return _judge_measured(inputs, req, load_results(batch_dir), seams, codegen)
 
 
 def _screen(inputs: _Inputs, job: GateJob, out: Path, seams: GateSeams) -> CodegenStep:
@@ -408,6 +403,24 @@ def _screen(inputs: _Inputs, job: GateJob, out: Path, seams: GateSeams) -> Codeg
         screen=seams.screen,
         say=seams.say,
         progress=seams.warn,
+    )
+
+
+def _judge_measured(
+    inputs: _Inputs,
+    req: MeasureRequest,
+    results: ResultsSet,
+    seams: GateSeams,
+    codegen: CodegenStep | None,
+    command: str = "gate",
+) -> int:
+    """Judge the batch that ``req`` measured (``results``), confirming flagged ops (or
+    the A/B) into its gate dir, ``req.out_dir``'s parent; the verdict's exit code."""
+    out = req.out_dir.parent
+    inputs.opts.results_label = report_label(results.path)
+    remeasure, ab = _remeasure_or_ab(inputs, req, out, seams)
+    return judge_and_write(
+        inputs, results, out, req.job, seams, remeasure, command, ab_measure=ab, codegen=codegen
     )
 
 
@@ -464,7 +477,7 @@ def run_shard(
     from zlbench.runner.batch.plan import EmptyShardError
     from zlbench.runner.batch.status import write_ops_status
 
-    out, label = req.out_dir.parent, f"{req.shard[0]}/{req.shard[1]}"
+    label = f"{req.shard[0]}/{req.shard[1]}"
     try:
         batch_dir, code = seams.measure(req)
     except EmptyShardError as e:
@@ -473,13 +486,7 @@ def run_shard(
         return 0
     results = load_results(batch_dir)
     inputs.opts.scope = shard_scope(batch_dir, results, inputs.opts.scope)
-    inputs.opts.results_label = report_label(batch_dir)
-    remeasure, ab = _remeasure_or_ab(inputs, req, out, seams)
-    command = f"gate --shard {label}"
-    judge_and_write(
-        inputs, results, out, req.job, seams, remeasure, command=command, ab_measure=ab,
-        codegen=codegen,
-    )  # fmt: skip
+    _judge_measured(inputs, req, results, seams, codegen, command=f"gate --shard {label}")
     seams.say(
         f"shard {label}: the verdict above covers this shard only (the judge gives the verdict):"
     )
