@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import importlib.util
 import os
-import shutil
 import subprocess
 import sys
 import textwrap
@@ -232,8 +231,3 @@ def digests(index: CodegenIndex) -> dict[str, dict[str, str]]:
         r.id: {s: d.sha256 for s, d in r.result.stages.items()} if r.result else {}
         for r in index.records
     }
-
-
-def copy_tree(src: Path, dst: Path) -> Path:
-    shutil.copytree(src, dst)
-    return dst

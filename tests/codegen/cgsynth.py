@@ -7,7 +7,6 @@ CompileRecord whose digests are the texts' sha256, ``write_run`` writes a run di
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from zlbench.models import BaselineResult, BaselineRow, dump_json_model
@@ -126,9 +125,3 @@ def write_run(
     if kernels is not None:
         write_index(run_dir / CODEGEN_DIR, [r for r, _ in kernels], [t for _, t in kernels])
     return run_dir
-
-
-def write_manifest(root: Path, ops: list[str]) -> None:
-    (root / "manifest.yaml").write_text(
-        json.dumps({"name": root.name, "created": "2026-11-30T00:00:00Z", "ops": ops})
-    )
