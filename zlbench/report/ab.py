@@ -20,6 +20,7 @@ from __future__ import annotations
 from zlbench.models import AbCompiler, GateVerdict, RowVerdict
 from zlbench.report.blocks import Block
 from zlbench.report.escape import md_code, md_text
+from zlbench.report.facts import pct
 
 AB_HEADER = [
     "row",
@@ -30,10 +31,6 @@ AB_HEADER = [
     "note",
 ]
 ACCEPT_HEADER = ["row", "verdict", "judged change", "allowed", "accepted?", "reason"]
-
-
-def _pct(x: float | None) -> str:
-    return "n/a" if x is None else f"{x * 100:+.1f} %"
 
 
 def _compiler(c: AbCompiler) -> str:
@@ -49,8 +46,8 @@ def _ab_row(r: RowVerdict) -> list[str]:
     return [
         md_code(r.key.label()),
         r.verdict.value,
-        f"{_pct(ab.change)} ({ab.rounds} rounds)",
-        _pct(r.judged_change),
+        f"{pct(ab.change)} ({ab.rounds} rounds)",
+        pct(r.judged_change),
         ", ".join(f"{x:.3f}" for x in ab.round_ratios) or "none",
         md_text(note),
     ]
@@ -85,8 +82,8 @@ def _accept_row(r: RowVerdict) -> list[str]:
     return [
         md_code(r.key.label()),
         r.verdict.value,
-        _pct(change),
-        _pct(e.change),
+        pct(change),
+        pct(e.change),
         did,
         md_text(e.reason),
     ]
@@ -103,7 +100,7 @@ def accept_block(v: GateVerdict) -> Block | None:
     )
     rows = [_accept_row(r) for r in v.rows if r.accepted is not None]
     rows += [
-        [md_code(e.label()), "matched no row", "", _pct(e.change), "", md_text(e.reason)]
+        [md_code(e.label()), "matched no row", "", pct(e.change), "", md_text(e.reason)]
         for e in v.accept_unmatched
     ]
     return Block("Accepted regressions", intro, ACCEPT_HEADER, "llrrll", rows)
