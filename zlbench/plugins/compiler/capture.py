@@ -217,7 +217,8 @@ def locate(module: str, file: str | None) -> tuple[str | None, str | None]:
     return Path(os.path.abspath(file)).relative_to(root).as_posix(), f"sys.path/{anchor}"
 
 
-def _sha(data: bytes | str) -> str:
+def sha256_hex(data: bytes | str) -> str:
+    """Hex sha256 of ``data`` (a str as UTF-8)."""
     return hashlib.sha256(data.encode("utf-8") if isinstance(data, str) else data).hexdigest()
 
 
@@ -244,8 +245,8 @@ def kernel_source(jit_fn: Any) -> KernelSource:
         qualname=fn.__qualname__,
         path=os.path.basename(file) if generated and file else where[0],
         root=None if generated else where[1],
-        source_sha256=_sha(jit_fn.src),
-        file_sha256=_sha(text) if text is not None else None,
+        source_sha256=sha256_hex(jit_fn.src),
+        file_sha256=sha256_hex(text) if text is not None else None,
         cache_key=jit_fn.cache_key,
         generated_source=text.decode("utf-8") if generated and text is not None else None,
         generated_globals=_generated_globals(jit_fn) if generated else {},
@@ -340,7 +341,7 @@ def result_from(
     cubin = Path(files["cubin"]).read_bytes() if "cubin" in files else None
     result = CompileResult(
         stages=stages,
-        cubin_sha256=_sha(cubin) if cubin is not None else None,
+        cubin_sha256=sha256_hex(cubin) if cubin is not None else None,
         cubin_size=len(cubin) if cubin is not None else None,
         shared=metadata.get("shared"),
         times=times_from(times),

@@ -137,7 +137,7 @@ def first_line(exc: BaseException) -> str:
 
 def _notes(req: CompileRequest, fn: Any) -> list[str]:
     notes = []
-    if capture._sha(fn.src) != req.kernel.source_sha256:
+    if capture.sha256_hex(fn.src) != req.kernel.source_sha256:
         notes.append(f"source changed: {req.kernel.module}:{req.kernel.qualname} differs here")
     elif req.kernel.cache_key and fn.cache_key != req.kernel.cache_key:
         notes.append("dependencies changed: a JIT function it calls differs here")
