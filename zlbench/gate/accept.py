@@ -16,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
+from zlbench.gate.numbers import pct
 from zlbench.models import (
     AcceptedNote,
     AcceptEntry,
@@ -55,22 +56,18 @@ def judged_change(row: RowVerdict) -> float | None:
     return row.judged_change
 
 
-def _pct(x: float) -> str:
-    return f"{x * 100:+.1f} %"
-
-
 def accept_row(row: RowVerdict, entry: AcceptEntry) -> RowVerdict:
     """``row`` with its accept entry; a REGRESSION within the allowance becomes PASS."""
     change = judged_change(row)
     if row.verdict is not Verdict.REGRESSION or change is None:
         return row.model_copy(update={"accepted": AcceptedNote(entry=entry, applied=False)})
-    allowed = f"accepted up to {_pct(entry.change)}: {entry.reason}"
+    allowed = f"accepted up to {pct(entry.change)}: {entry.reason}"
     if change <= entry.change:
         note = AcceptedNote(entry=entry, applied=True)
-        reason = f"{_pct(change)} {allowed}"
+        reason = f"{pct(change)} {allowed}"
         return row.model_copy(update={"verdict": Verdict.PASS, "accepted": note, "reason": reason})
     note = AcceptedNote(entry=entry, applied=False, exceeded=True)
-    reason = f"{_pct(change)} is beyond the allowance ({allowed})"
+    reason = f"{pct(change)} is beyond the allowance ({allowed})"
     return row.model_copy(update={"accepted": note, "reason": reason})
 
 

@@ -9,6 +9,11 @@ from zlbench.gate.estimators import positive
 from zlbench.models import Row, RowVerdict
 
 
+def pct(x: float | None, digits: int = 1) -> str:
+    """A signed relative change: ``+20.0 %``."""
+    return "n/a" if x is None else f"{x * 100:+.{digits}f} %"
+
+
 def us(ms: float | None) -> float | None:
     return None if ms is None else ms * 1000.0
 

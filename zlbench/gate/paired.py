@@ -25,7 +25,7 @@ from statistics import median
 
 from zlbench.gate.estimators import positive
 from zlbench.gate.judge import JUDGED
-from zlbench.gate.numbers import inverse_change
+from zlbench.gate.numbers import inverse_change, pct
 from zlbench.models import Environment, PairedRow, Row, RowKey, RowVerdict, Verdict
 
 # Default paired threshold (relative): chosen from the paired A/A noise on the H200
@@ -65,10 +65,6 @@ def pair_rounds(rounds: Sequence[Round]) -> dict[RowKey, PairedRow]:
     return out
 
 
-def _pct(x: float | None) -> str:
-    return "n/a" if x is None else f"{x * 100:+.1f} %"
-
-
 def judge_paired(
     row: RowVerdict, p: PairedRow, threshold: float, baseline: str, full: bool
 ) -> RowVerdict:
@@ -80,7 +76,7 @@ def judge_paired(
         if row.verdict not in JUDGED:
             why = ""
         return row.model_copy(update={"ab": p, "reason": row.reason + why})
-    vs_base = f"{_pct(p.change)} vs the base (median of {p.rounds} paired rounds)"
+    vs_base = f"{pct(p.change)} vs the base (median of {p.rounds} paired rounds)"
     if p.ratio < 1.0 - threshold:
         verdict, reason = Verdict.REGRESSION, f"slower than the base: {vs_base}"
     elif full and p.ratio > 1.0 + threshold:
@@ -91,7 +87,7 @@ def judge_paired(
         p.inherited = True
         reason = (
             f"inherited from the base (baseline {baseline} is stale here): "
-            f"{_pct(row.judged_change)} vs {baseline}, {vs_base}"
+            f"{pct(row.judged_change)} vs {baseline}, {vs_base}"
         )
     return row.model_copy(update={"ab": p, "verdict": verdict, "reason": reason})
 

@@ -17,6 +17,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from zlbench.gate.estimators import geomean
+from zlbench.gate.numbers import pct as pct  # re-exported
 from zlbench.models import (
     GateVerdict,
     MachineSpeed,
@@ -40,11 +41,6 @@ class ReportExtras:
     explanations: Mapping[str, str] = field(default_factory=dict)  # op key -> one line
     ir_diffs: Mapping[str, str] = field(default_factory=dict)  # op key -> diff text (HTML)
     durations: Mapping[str, float] = field(default_factory=dict)  # op key -> s (JUnit)
-
-
-def pct(x: float | None, digits: int = 1) -> str:
-    """A signed relative change: ``+20.0 %``."""
-    return "n/a" if x is None else f"{x * 100:+.{digits}f} %"
 
 
 def fmt_us(x: float | None) -> str:
