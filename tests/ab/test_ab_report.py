@@ -35,3 +35,15 @@ def test_accept_section_lists_matched_rows_and_unmatched_entries_escaped(screen)
     assert "### Accepted regressions" in text and "`a.yml`" in text
     assert "| yes |" in text and "matched no row" in text
     assert "<b>" not in text and "@team" not in text
+
+
+def test_a_row_judged_on_the_ab_says_so_and_asks_for_no_rerun(screen):  # noqa: F811
+    """On the H200 the suspects' A/B rows read "not re-measured" plus a Re-run hint."""
+    from zlbench.report.markdown import render_markdown
+
+    v, gate = screen
+    write_ab(gate, [(1.10, 1.00), (1.10, 1.00)])
+    judged = judge_ab(v, gate)
+    text = render_markdown(judged)
+    assert "A/B, 2 rounds" in text
+    assert "not re-measured" not in text and "**Re-run**" not in text

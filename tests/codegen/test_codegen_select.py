@@ -111,6 +111,17 @@ def test_sentinels_are_always_timed_by_any_spec_form():
     assert set(plan.skip) == {"main/sum"}
 
 
+def test_a_sentinel_whose_kernels_changed_is_timed_for_its_changed_kernels():
+    """The H200 gate under no_pipeline labelled mm "sentinel op" and hid its TTGIR change."""
+    s = _screen(
+        _kernel("mm_k", CodegenClass.TTGIR, _rows("mm", 1), first_stage="ttgir"),
+        _kernel("add_k", CodegenClass.IDENTICAL, _rows("add", 2)),
+    )
+    plan = ops_to_time(s, {k: BASE[k] for k in ("main/mm", "main/add")}, sentinels=["mm", "add"])
+    assert plan.time["main/mm"] == "kernel(s) mm_k (TTGIR changed); sentinel op"
+    assert plan.time["main/add"] == "sentinel op"
+
+
 def test_row_notes_put_changed_kernels_first_and_prefix_diffs():
     rows = _rows("add", 2)
     changed = _kernel(

@@ -98,8 +98,20 @@ def _why_time(
     sentinels: Collection[str],
 ) -> str | None:
     """Why op ``key`` must be timed; None when the screen proves it unchanged."""
-    if any(matches_spec(s, key, result.op) for s in sentinels):
-        return "sentinel op"
+    sentinel = any(matches_spec(s, key, result.op) for s in sentinels)
+    why = _why_unproven(key, result, kernels, rows_known, no_records)
+    if why is not None:  # the codegen reason first: it says what changed
+        return why + ("; sentinel op" if sentinel else "")
+    return "sentinel op" if sentinel else None
+
+
+def _why_unproven(
+    key: str,
+    result: BaselineResult,
+    kernels: list[KernelScreen],
+    rows_known: set[RowRef],
+    no_records: set[str],
+) -> str | None:
     if key in no_records:
         return "no codegen records in the baseline"
     if not kernels:

@@ -63,6 +63,8 @@ def us_pair(a: float | None, b: float | None) -> str:
 
 def confirmed_text(r: RowVerdict) -> str:
     n = len(r.samples)
+    if r.ab is not None:  # judged on the A/B against the base compiler
+        return f"A/B, {r.ab.rounds} round{'s' if r.ab.rounds != 1 else ''}"
     if r.confirmed is True:
         return f"yes (median of {n})"
     if r.confirmed is False:

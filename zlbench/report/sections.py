@@ -144,7 +144,7 @@ def next_steps(v: GateVerdict) -> Block | None:
             "compiler (`zlbench baseline refresh`, docs/baselines.md) or raise the op's "
             "threshold in the thresholds file (docs/thresholds.md)."
         )
-    if any(r.confirmed is None for r in regressed):
+    if any(r.confirmed is None and r.ab is None for r in regressed):
         steps.append(
             "**Re-run**: rows marked *not re-measured* were judged once, without "
             "confirmation; re-running the gate job re-measures them."
