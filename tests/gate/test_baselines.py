@@ -12,9 +12,12 @@ from zlbench.cli import main
 from zlbench.gate.baselines import aggregate_op, usable
 from zlbench.models import (
     BaselineManifest,
+    BaselineResult,
     Row,
     RunResult,
     RunStatus,
+    load_codegen_index,
+    load_json_model,
     load_yaml_model,
 )
 from zlbench.runner.refresh import commit_baseline, commit_message
@@ -97,6 +100,22 @@ def test_shipped_v1_verifies_and_shows(copy_v1, capsys):
     assert main(["baseline", "show", str(copy_v1)]) == 0
     out = capsys.readouterr().out
     assert "NVIDIA H200" in out and "main/mm__at__test_mm.py" in out and "row noise" in out
+
+
+def test_shipped_v2_verifies_and_every_op_has_codegen_records_naming_its_rows(capsys):
+    """v2 (H200, 2026-11-30) is the first baseline the codegen screen can prove ops
+    unchanged against: every op keeps the compile records of every row it launched."""
+    v2 = SHIPPED.parent / "v2"
+    assert main(["baseline", "verify", str(v2)]) == 0
+    manifest = load_yaml_model(v2 / "manifest.yaml", BaselineManifest)
+    assert manifest.gpu_model == "NVIDIA H200" and manifest.repeats == 2
+    for key in manifest.ops:
+        index = load_codegen_index(v2 / key)
+        assert index is not None and index.records, key
+        result = load_json_model(v2 / key / "result.json", BaselineResult)
+        launched = {(u.dtype, u.shape) for rec in index.records for u in rec.used_by}
+        assert {(r.dtype, r.shape) for r in result.rows} <= launched, key
+    assert not any("/tmp/" in p.read_text() for p in v2.rglob("*.ttgir"))
 
 
 def test_verify_catches_a_deleted_record_file(copy_v1, capsys):
