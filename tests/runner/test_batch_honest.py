@@ -209,3 +209,25 @@ def test_a_failure_shared_across_shards_is_systemic_in_the_merge(tmp_path):
     (merged,) = read_batch_info(out).systemic
     assert merged.signature == LAUNCH_SIG and merged.ops == [f"main/{op}" for op in ops[:4]]
     assert per_shard == [0, 0]  # two of them in each shard: below the threshold there
+
+
+def test_replay_starts_an_op_with_its_baseline_dtypes_when_the_asked_one_is_not_among_them(
+    setup, tmp_path
+):
+    """embedding rejects bfloat16 and its baseline rows are float16: on the H200 every
+    replay failed it once and fell back to its defaults; now it starts right."""
+    fake = FakeExecutor({"abs": ["PASS:2"], "add": ["PASS:1"]})
+    root = baseline_dir(tmp_path, {"abs": 2})  # float16 rows; add has no result.json
+    out = run_batch(setup(fake, ops=["abs", "add"], dtypes=["bfloat16"], replay_root=root))
+    assert runs_of(fake, "abs") == [("float16",)]
+    assert runs_of(fake, "add") == [("bfloat16",)]  # unknown baseline: as asked
+    assert all(s.attempts == 1 for s in out.statuses)
+
+
+def test_first_dtypes_keeps_the_asked_ones_unless_the_baseline_shares_none():
+    from zlbench.runner.batch.attempts import first_dtypes
+
+    assert first_dtypes(("bfloat16",), ("float32", "float16")) == ("float32", "float16")
+    assert first_dtypes(("bfloat16", "float16"), ("float16",)) == ("bfloat16", "float16")
+    assert first_dtypes((), ("float16",)) == ()  # the op's defaults asked (record mode)
+    assert first_dtypes(("bfloat16",), ()) == ("bfloat16",)

@@ -112,6 +112,31 @@ def baseline_rows(replay_root: Path | None, repo: str, run_name: str) -> int | N
     return len(rows) if isinstance(rows, list) else None
 
 
+def baseline_dtypes(replay_root: Path | None, repo: str, run_name: str) -> tuple[str, ...]:
+    """The dtypes of the replayed baseline's rows for an op, in row order; () when
+    unknown (no replay root, no readable result.json)."""
+    if replay_root is None:
+        return ()
+    path = op_dir(replay_root, repo, run_name) / RESULT_JSON
+    try:
+        rows = json.loads(path.read_text(encoding="utf-8")).get("rows")
+        return tuple(dict.fromkeys(str(r["dtype"]) for r in rows))
+    except (OSError, ValueError, AttributeError, KeyError, TypeError):
+        return ()
+
+
+def first_dtypes(asked: tuple[str, ...], baseline: tuple[str, ...]) -> tuple[str, ...]:
+    """The dtypes of an op's first attempt. In replay the baseline's rows fix them:
+    an op whose baseline rows share no dtype with ``--dtypes`` (embedding rejects
+    bfloat16; its baseline rows are its own float32/float16) starts with the
+    baseline's, instead of failing once and falling back every gate (2-6 s per op
+    on the H200). Otherwise (record mode, defaults asked, a dtype in common) the
+    asked ones."""
+    if not asked or not baseline or set(asked) & set(baseline):
+        return asked
+    return baseline
+
+
 def empty_success(status: RunStatus, rows: int, expected: int | None) -> str:
     """Why a PASS is not one: no row measured, or fewer rows than the baseline holds
     (the seed's ``partial_skip=N``); "" when it is one."""

@@ -24,9 +24,11 @@ from zlbench.runner.batch import progress
 from zlbench.runner.batch.attempts import (
     OpAttempts,
     archive_run_dir,
+    baseline_dtypes,
     baseline_rows,
     exit_code,
     final_status,
+    first_dtypes,
     is_complete,
     load_previous,
     said_unsupported,
@@ -166,7 +168,9 @@ class BatchRun:
                     self.final[op.key] = previous.get(op.key) or self._from_result(op, run_dir)
                     continue
                 archive_run_dir(self.out, run_dir, op.repo, op.run_name, "previous")
-                tracks.append(OpAttempts(op, run_dir, gpu, tuple(self.config.dtypes)))
+                base = baseline_dtypes(self.config.replay_root, op.repo, op.run_name)
+                dtypes = first_dtypes(tuple(self.config.dtypes), base)
+                tracks.append(OpAttempts(op, run_dir, gpu, dtypes))
             if tracks:
                 todo[gpu] = tracks
         if self.config.resume and self.final:
