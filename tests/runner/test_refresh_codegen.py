@@ -63,8 +63,11 @@ def _record(kernel: str, tag: str, cg_dir: Path) -> CompileRecord:
         config=KernelConfig(num_warps=4, num_stages=3),
         target=Target(backend="cuda", arch=90, warp_size=32),
     )
+    # The record pass compiles; a replay pass run with --precompile-jobs is served
+    # from the shared cache (cache hits: no compile times).
+    timing = {"times": {"ttgir": 0.25, "ptx": 0.5}} if tag == "record" else {"cache_hit": True}
     result = CompileResult(
-        stages=stages, compiler=CompilerIdentity(distribution="triton", version="3.6.0")
+        stages=stages, compiler=CompilerIdentity(distribution="triton", version="3.6.0"), **timing
     )
     return CompileRecord(id=req.key(), request=req, result=result)
 
@@ -109,6 +112,14 @@ def _tags(op_dir: Path) -> set[str]:
         for d in r.result.stages.values()
     ]
     return {t.split(" in the ")[1].split()[0] for t in texts}
+
+
+def test_cache_hit_records_take_their_compile_times_from_the_pass_that_compiled(base):
+    """baselines/v2's replay pass ran with precompile: its screens showed no compile
+    time; the record pass had compiled the same kernels."""
+    (rec,) = load_codegen_index(base / "main" / "add").records
+    assert _tags(base / "main" / "add") == {"replay"}  # the digests stay the replay's
+    assert rec.result.times == {"ttgir": 0.25, "ptx": 0.5} and not rec.result.cache_hit
 
 
 def test_refresh_keeps_the_replay_pass_records_else_the_record_pass(base):

@@ -31,6 +31,7 @@ from zlbench.models import (
     BaselineManifest,
     BaselineResult,
     BaselineRow,
+    CodegenIndex,
     MarkerKind,
     Row,
     RunResult,
@@ -292,6 +293,28 @@ def codegen_blobs(run_dir: Path) -> list[str] | None:
         if not resolve_inside(cg_dir, blob, f"{cg_dir / CODEGEN_INDEX}: blob").is_file():
             raise ZlbenchError(f"{cg_dir / blob}: codegen blob missing")
     return blobs
+
+
+def with_compile_times(index: CodegenIndex, others: Iterable[CodegenIndex]) -> CodegenIndex:
+    """``index`` with each cache-hit record's compile times taken from the same record
+    (same id: same request, same compiler) where another pass really compiled it. A
+    replay pass run with ``--precompile-jobs`` is served from the shared cache, so its
+    records carry no compile times; the record pass's do. Digests are never touched."""
+    timed = {
+        r.id: r.result
+        for other in others
+        for r in other.records
+        if r.result is not None and not r.result.cache_hit and r.result.times
+    }
+    records = []
+    for rec in index.records:
+        res, src = rec.result, timed.get(rec.id)
+        if res is not None and src is not None and (res.cache_hit or not res.times):
+            rec = rec.model_copy(
+                update={"result": res.model_copy(update={"times": src.times, "cache_hit": False})}
+            )
+        records.append(rec)
+    return index.model_copy(update={"records": records})
 
 
 @dataclass

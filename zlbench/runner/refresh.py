@@ -23,11 +23,13 @@ from zlbench.models import (
     CODEGEN_INDEX,
     BaselineManifest,
     BaselineResult,
+    CodegenIndex,
     RunResult,
     ThresholdDefaults,
     codegen_dir,
     dump_json_model,
     dump_yaml_model,
+    load_codegen_index,
     load_json_model,
     read_ops_status,
 )
@@ -233,8 +235,26 @@ def _copy_codegen(cfg: RefreshConfig, key: str, dst: Path, passes: list[Path]) -
         for blob in blobs:
             (out / blob).parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(src / blob, out / blob)
-        shutil.copyfile(src / CODEGEN_INDEX, out / CODEGEN_INDEX)
+        index = baselines.with_compile_times(
+            load_codegen_index(batch_dir / key), _other_indexes(passes, batch_dir, key)
+        )
+        dump_json_model(out / CODEGEN_INDEX, index)
         return
+
+
+def _other_indexes(passes: list[Path], chosen: Path, key: str) -> list[CodegenIndex]:
+    """The op's readable codegen indexes of the passes other than ``chosen``."""
+    out = []
+    for batch_dir in passes:
+        if batch_dir == chosen:
+            continue
+        try:
+            index = load_codegen_index(batch_dir / key)
+        except ZlbenchError:
+            continue
+        if index is not None:
+            out.append(index)
+    return out
 
 
 def _work_span(
