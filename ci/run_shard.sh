@@ -11,6 +11,8 @@
 #                        shard measures its suspects A/B against it into ab/ (docs/judging.md)
 #        ZL_AB_MODE      suspects (default) | full: every op both ways
 #        ZL_ACCEPT       optional accept list (give the judge the same)
+#        ZL_TIME         all (default) | changed: time only the ops the codegen screen did
+#                        not prove unchanged, plus ops/sentinels.txt (docs/codegen.md)
 # Writes OUT_DIR/gate/ (`zlbench gate --shard K/N --out`: results/, confirm/<i>/ with
 # the re-measures of the ops this shard flagged, and this shard's own reports) and
 # OUT_DIR/shard.json ({"shard": K, "count": N, "exit_code": rc}), which
@@ -41,6 +43,11 @@ if [[ -n "${ZL_BASE_COMPILER:-}" ]]; then
   args+=(--base-compiler "$ZL_BASE_COMPILER")
   [[ "${ZL_AB_MODE:-suspects}" == full ]] && args+=(--full-ab)
 fi
+case ${ZL_TIME:-all} in
+  all) ;;
+  changed) args+=(--time changed) ;;
+  *) zl_fail 2 "bad time mode '${ZL_TIME}': all or changed" ;;
+esac
 if [[ -n "${ZL_ACCEPT:-}" ]]; then
   [[ -f "$ZL_ACCEPT" ]] || zl_fail 2 "accept list '$ZL_ACCEPT' does not exist"
   args+=(--accept "$ZL_ACCEPT")

@@ -74,6 +74,16 @@ def test_run_shard_with_the_judges_thresholds(sandbox, shard_env):
     assert sandbox.calls("zlbench")[0]["argv"][-2:] == ["--thresholds", "th.yaml"]
 
 
+def test_run_shard_times_only_changed_ops_when_asked_and_refuses_other_modes(
+    sandbox, shard_env
+):
+    proc = sandbox.run("run_shard.sh", "out", ZL_TIME="changed", **shard_env)
+    assert proc.returncode == 0, proc.stderr
+    assert sandbox.calls("zlbench")[0]["argv"][-2:] == ["--time", "changed"]
+    proc = sandbox.run("run_shard.sh", "out2", ZL_TIME="some", **shard_env)
+    assert proc.returncode == 2 and "bad time mode 'some'" in proc.stdout + proc.stderr
+
+
 def test_run_shard_regression_is_left_to_the_judge(sandbox, shard_env):
     proc = sandbox.run("run_shard.sh", "out", FAKE_GATE_RC="1", **shard_env)
     assert proc.returncode == 0, proc.stderr
