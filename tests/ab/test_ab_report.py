@@ -47,3 +47,31 @@ def test_a_row_judged_on_the_ab_says_so_and_asks_for_no_rerun(screen):  # noqa: 
     text = render_markdown(judged)
     assert "A/B, 2 rounds" in text
     assert "not re-measured" not in text and "**Re-run**" not in text
+
+
+def test_a_row_the_base_did_not_measure_stays_unconfirmed_with_the_rerun_hint(screen):  # noqa: F811
+    """Its A/B entry has no ratio: it was judged as measured, not on the A/B."""
+    from test_paired_verdicts import S, T, write_batch
+
+    from zlbench.models import AbCompiler, AbSummary
+    from zlbench.report.markdown import render_markdown
+    from zlbench.runner.ab.rounds import AB_DIR, write_summary
+
+    v, gate = screen
+    root = gate / AB_DIR
+    write_batch(root / "1" / "pr", {"x": rows_of(1.10, [S, T])})
+    write_batch(root / "1" / "base", {"x": rows_of(1.00, [T])})  # the base lost shape S
+    summary = AbSummary(mode="suspects", rounds=1, order=["pr", "base"], threshold=0.03)
+    summary.pr, summary.base, summary.ops = AbCompiler(env="pr"), AbCompiler(env="b"), ["main/x"]
+    write_summary(root, summary)
+    judged = judge_ab(v, gate)
+    (row,) = [r for r in judged.rows if r.verdict.value == "REGRESSION"]
+    assert row.ab is not None and row.ab.ratio is None
+    text = render_markdown(judged)
+    assert "not re-measured" in text and "**Re-run**" in text and "A/B, 0 round" not in text
+
+
+def rows_of(x_lat: float, shapes: list[str]):
+    from test_paired_verdicts import rows
+
+    return [r for r in rows(x_lat)["x"] if r.shape in shapes]

@@ -61,9 +61,15 @@ def us_pair(a: float | None, b: float | None) -> str:
     return f"{fmt_us(a)} → {fmt_us(b)}"
 
 
+def judged_on_ab(r: RowVerdict) -> bool:
+    """The row's verdict comes from a paired A/B against the base compiler (a row the
+    base did not measure carries an A/B entry without a ratio: judged as measured)."""
+    return r.ab is not None and r.ab.ratio is not None
+
+
 def confirmed_text(r: RowVerdict) -> str:
     n = len(r.samples)
-    if r.ab is not None:  # judged on the A/B against the base compiler
+    if judged_on_ab(r):
         return f"A/B, {r.ab.rounds} round{'s' if r.ab.rounds != 1 else ''}"
     if r.confirmed is True:
         return f"yes (median of {n})"

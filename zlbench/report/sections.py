@@ -14,6 +14,7 @@ from zlbench.report.codegen import row_explanation
 from zlbench.report.escape import md_code, md_fence, md_text
 from zlbench.report.facts import (
     ReportExtras,
+    judged_on_ab,
     limit_of,
     pct,
     worst_first,
@@ -144,7 +145,7 @@ def next_steps(v: GateVerdict) -> Block | None:
             "compiler (`zlbench baseline refresh`, docs/baselines.md) or raise the op's "
             "threshold in the thresholds file (docs/thresholds.md)."
         )
-    if any(r.confirmed is None and r.ab is None for r in regressed):
+    if any(r.confirmed is None and not judged_on_ab(r) for r in regressed):
         steps.append(
             "**Re-run**: rows marked *not re-measured* were judged once, without "
             "confirmation; re-running the gate job re-measures them."
