@@ -16,11 +16,12 @@
 # Each replay is a plain `zlbench batch --replay-root $BASE` (the gate's measure step).
 # Needs: 2 CUDA GPUs, FlagGems checkout of $BASE's commit in $ZLBENCH_FLAGGEMS_DIR,
 # zlbench importable. Env: WORK (runs/neighbours), OPS (ops/gate_core.txt),
-# BASE (baselines/v2). About 4 replays' wall time (~9 min for gate_core on an H200).
+# BASE (baselines/v2), DTYPES (bfloat16). About 4 replays' wall time (~9 min for gate_core on an H200).
 set -uo pipefail
 WORK=${WORK:-runs/neighbours}
 OPS=${OPS:-ops/gate_core.txt}
 BASE=${BASE:-baselines/v2}
+DTYPES=${DTYPES:-bfloat16} # the baseline's (manifest dtypes), as the gate replays
 ZL=(python3 -m zlbench)
 mkdir -p "$WORK"
 stamp() { date -u +%H:%M:%S; }
@@ -30,7 +31,8 @@ replay() { # replay GPU OUT: one replay batch on that GPU; its wall seconds in O
   rm -rf "$out"
   t0=$(date +%s.%N)
   "${ZL[@]}" batch --ops-file "$OPS" --replay-root "$BASE" --shape-file "$BASE/shapes.yaml" \
-    --gpus "$gpu" --out "$out" >"$out.log" 2>&1
+    --dtypes $DTYPES --gpus "$gpu" --out "$out" >"$out.log" 2>&1
+  mkdir -p "$out" # a batch that died before its dir still gets its wall_s
   local rc=$?
   python3 -c "import sys; print(round(float(sys.argv[2]) - float(sys.argv[1]), 2))" \
     "$t0" "$(date +%s.%N)" >"$out/wall_s"

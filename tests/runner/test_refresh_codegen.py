@@ -177,3 +177,22 @@ def test_v1_without_codegen_still_verifies_with_a_note(capsys):
     assert rep.ok and rep.codegen_ops == 0
     assert main(["baseline", "verify", str(v1)]) == 0
     assert "no codegen records" in capsys.readouterr().out
+
+
+def test_compile_times_are_not_borrowed_from_another_compiler(tmp_path):
+    from zlbench.gate.baselines import with_compile_times
+
+    cached = _record("k", "replay", tmp_path / "a")
+    compiled = _record("k", "record", tmp_path / "b")
+    other = compiled.model_copy(
+        update={
+            "result": compiled.result.model_copy(
+                update={"compiler": CompilerIdentity(distribution="triton", version="3.7.0")}
+            )
+        }
+    )
+    index = CodegenIndex(records=[cached])
+    (kept,) = with_compile_times(index, [CodegenIndex(records=[other])]).records
+    assert kept.result.cache_hit and kept.result.times == {}
+    (filled,) = with_compile_times(index, [CodegenIndex(records=[compiled])]).records
+    assert filled.result.times == {"ttgir": 0.25, "ptx": 0.5}

@@ -297,7 +297,7 @@ def codegen_blobs(run_dir: Path) -> list[str] | None:
 
 def with_compile_times(index: CodegenIndex, others: Iterable[CodegenIndex]) -> CodegenIndex:
     """``index`` with each cache-hit record's compile times taken from the same record
-    (same id: same request, same compiler) where another pass really compiled it. A
+    (same id: same request; and the same compiler) where another pass really compiled it. A
     replay pass run with ``--precompile-jobs`` is served from the shared cache, so its
     records carry no compile times; the record pass's do. Digests are never touched."""
     timed = {
@@ -309,7 +309,12 @@ def with_compile_times(index: CodegenIndex, others: Iterable[CodegenIndex]) -> C
     records = []
     for rec in index.records:
         res, src = rec.result, timed.get(rec.id)
-        if res is not None and src is not None and (res.cache_hit or not res.times):
+        if (
+            res is not None
+            and src is not None
+            and src.compiler == res.compiler
+            and (res.cache_hit or not res.times)
+        ):
             rec = rec.model_copy(
                 update={"result": res.model_copy(update={"times": src.times, "cache_hit": False})}
             )
