@@ -208,6 +208,20 @@ def test_rebuild_notes_a_kernel_whose_source_changed(recorded, tmp_path):
     assert out.result is not None and out.notes[0].startswith("source changed: ")
 
 
+def test_rebuild_notes_a_kernel_whose_cache_key_alone_differs(recorded, tmp_path):
+    """Same source, other cache key (a called JIT function or a global it reads): a
+    note that names what triton's key covers; the stages decide the class."""
+    index = load_index(recorded)
+    rec = index.records[0].model_copy(deep=True)
+    rec.request.kernel.cache_key = "not-the-key-here"
+    path = tmp_path / "in.json"
+    path.write_text(CodegenIndex(records=[rec]).model_dump_json(), encoding="utf-8")
+    assert rebuild(path, tmp_path / "out", tmp_path).returncode == 0
+    (out,) = load_index(tmp_path / "out").records
+    assert out.notes[0].startswith("dependencies changed: triton's cache key differs here")
+    assert digests(load_index(tmp_path / "out"))[rec.id] == digests(index)[rec.id]
+
+
 def test_rebuild_shard_takes_every_nth_record(recorded, tmp_path):
     proc = rebuild(recorded / "index.json", tmp_path / "out", tmp_path, None, "--shard", "1/5")
     assert proc.returncode == 0, proc.stderr

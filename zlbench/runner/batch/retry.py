@@ -10,7 +10,8 @@
 * When nothing passed after all that, one last rescue with a dtype not tried yet
   (float32, then float16, then bfloat16) -- in record mode only: in replay (gate,
   baseline refresh passes) the baseline's rows fix the dtypes, and rows of another
-  dtype can never match them.
+  dtype can never match them. (There an op whose baseline rows share no dtype with
+  the asked ones starts with the baseline's: ``attempts.first_dtypes``.)
 * A failure whose error signature several ops already share (``systemic``: a broken
   compiler, not a flaky op, :mod:`zlbench.runner.batch.systemic`) is not retried nor
   rescued; the fallback to the op's own dtypes still runs (ops that reject the asked
