@@ -74,9 +74,7 @@ def test_run_shard_with_the_judges_thresholds(sandbox, shard_env):
     assert sandbox.calls("zlbench")[0]["argv"][-2:] == ["--thresholds", "th.yaml"]
 
 
-def test_run_shard_times_only_changed_ops_when_asked_and_refuses_other_modes(
-    sandbox, shard_env
-):
+def test_run_shard_times_only_changed_ops_when_asked_and_refuses_other_modes(sandbox, shard_env):
     proc = sandbox.run("run_shard.sh", "out", ZL_TIME="changed", **shard_env)
     assert proc.returncode == 0, proc.stderr
     assert sandbox.calls("zlbench")[0]["argv"][-2:] == ["--time", "changed"]
