@@ -99,3 +99,20 @@ def test_rounds_alternate_pr_then_base_and_time_each_side(tmp_path):
     assert run.seconds == {"pr": 3, "base": 3}
     with pytest.raises(ZlbenchError, match="--ab-rounds must be >= 1"):
         run_rounds(["main/x"], 0, tmp_path, measure)
+
+
+def test_a_first_pr_dir_is_round_1s_pr_side_and_is_not_measured_again(tmp_path):
+    screen = tmp_path / "results"
+    (screen / "main" / "x").mkdir(parents=True)
+    (screen / "main" / "x" / "result.json").write_text("{}")
+    seen = []
+
+    def measure(side, ops, out):
+        seen.append((side, out.relative_to(tmp_path / "ab").as_posix()))
+        return out
+
+    run = run_rounds(["main/x"], 2, tmp_path / "ab", measure, first_pr=screen)
+    assert seen == [("base", "1/base"), ("pr", "2/pr"), ("base", "2/base")]
+    assert run.order == ["pr", "base", "pr", "base"]  # the screen ran first
+    assert (tmp_path / "ab" / "1" / "pr" / "main" / "x" / "result.json").is_file()
+    assert run.dirs[0][0] == tmp_path / "ab" / "1" / "pr"

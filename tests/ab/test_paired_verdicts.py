@@ -178,3 +178,36 @@ def test_restating_unchanged_rows_reproduces_the_judge(screen):
     v, _ = screen
     again = restate(v, list(v.rows))
     assert again.model_dump() == v.model_dump()
+
+
+@pytest.mark.parametrize("full", [True, False])
+def test_full_ab_reuses_the_screen_as_round_1s_pr_side_suspects_never(screen, full):
+    """Full mode measures every op the screen just measured with the PR's compiler:
+    measuring them again would add a whole screen. Suspects were picked by the screen
+    (selection bias), so they are always measured again."""
+    from zlbench.runner.ab.env import CompilerEnv
+    from zlbench.workflow.ab import FIRST_PR_NOTE, AbContext, AbOptions, measure_ab
+
+    v, gate = screen
+    calls = []
+
+    def measure(env, ops, out):
+        calls.append(out.relative_to(gate / AB_DIR).as_posix())
+        side = "base" if env.spec == "/envs/base" else "pr"
+        return write_batch(out, {"x": rows(1.10 if side == "pr" else 1.0)["x"]})
+
+    ctx = AbContext(AbOptions(base_compiler="/envs/base", full=full, rounds=2))
+    ctx.base = CompilerEnv("/envs/base")
+    summary = measure_ab(ctx, v, gate, measure)
+    if full:
+        assert calls == ["1/base", "2/pr", "2/base"] and summary.note == FIRST_PR_NOTE
+        assert (gate / AB_DIR / "1" / "pr" / "main" / "x").is_dir()
+    else:
+        assert calls == ["1/pr", "1/base", "2/pr", "2/base"] and summary.note == ""
+    judged = judge_ab(v, gate)
+    assert [r.verdict for r in judged.rows if r.key.run_name == "x" and r.key.shape == S] == [
+        Verdict.REGRESSION
+    ]
+    from zlbench.report.ab import render_ab_section
+
+    assert (FIRST_PR_NOTE in render_ab_section(judged)) is full

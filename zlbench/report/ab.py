@@ -64,7 +64,8 @@ def ab_block(v: GateVerdict) -> Block | None:
             f"Mode **{ab.mode}**: {len(ab.ops)} op{'' if len(ab.ops) == 1 else 's'} measured "
             f"both ways in {ab.rounds} rounds "
             f"({order}); paired threshold {ab.threshold * 100:.1f} % on the median of the "
-            f"per-round base / PR FlagGems latency; wall time {secs}.",
+            f"per-round base / PR FlagGems latency; wall time {secs}"
+            + (f" ({md_text(ab.note)})." if ab.note else "."),
             "",
             f"- PR: {_compiler(ab.pr)}",
             f"- base: {_compiler(ab.base)}",

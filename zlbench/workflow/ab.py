@@ -25,7 +25,7 @@ from zlbench.gate.accept import apply_accept, load_accept
 from zlbench.gate.paired import DEFAULT_PAIRED_THRESHOLD, apply_paired, pair_rounds, side_mismatch
 from zlbench.gate.restate import restate
 from zlbench.models import AbCompiler, AbSummary, AcceptEntry, GateVerdict, Verdict
-from zlbench.protocol.layout import op_key
+from zlbench.protocol.layout import RESULTS_DIR, op_key
 from zlbench.runner.ab.env import PR_ENV, CompilerEnv, probe_compiler, resolve_env
 from zlbench.runner.ab.rounds import (
     AB_DIR,
@@ -111,8 +111,16 @@ def measure_ab(
     def check_round(dirs: tuple[Path, Path]) -> None:  # the first: stop early if unpaired
         check_sides(load_rounds([dirs]), dirs[1], ctx.options.base_compiler or "")
 
-    run: AbRounds = run_rounds(ops, ctx.options.rounds, out / AB_DIR, side, check=check_round)
+    # Full mode: the screen measured every op with the PR's compiler just before, as a
+    # PR side would; it is round 1's PR side (no selection bias: every op, not the
+    # suspects the screen picked). Suspects are always measured again.
+    screen = out / RESULTS_DIR
+    first_pr = screen if ctx.options.full and screen.is_dir() else None
+    run: AbRounds = run_rounds(
+        ops, ctx.options.rounds, out / AB_DIR, side, check=check_round, first_pr=first_pr
+    )
     summary = AbSummary(
+        note=FIRST_PR_NOTE if first_pr is not None else "",
         mode="full" if ctx.options.full else "suspects",
         rounds=ctx.options.rounds,
         order=run.order,
@@ -124,6 +132,9 @@ def measure_ab(
     )
     write_summary(out / AB_DIR, summary)
     return summary
+
+
+FIRST_PR_NOTE = "round 1's PR side is the screen's own replay of every op"
 
 
 def check_sides(loaded, where: Path, base_env: str) -> None:

@@ -11,6 +11,7 @@ so ``zlbench report`` and the merged judge read the same numbers again.
 
 from __future__ import annotations
 
+import shutil
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -53,9 +54,12 @@ def run_rounds(
     measure: MeasureSide,
     clock: Callable[[], float] = time.monotonic,
     check: Callable[[tuple[Path, Path]], None] | None = None,
+    first_pr: Path | None = None,
 ) -> AbRounds:
     """``rounds`` rounds over ``ops``, the PR's side first in each: A B A B ...
-    ``check(first round's dirs)`` may refuse the A/B (raise) before the other rounds."""
+    ``check(first round's dirs)`` may refuse the A/B (raise) before the other rounds.
+    ``first_pr``: a batch dir the PR's compiler already measured just before (the
+    full A/B's screen), copied in as round 1's PR side instead of measuring it again."""
     if rounds < 1:
         raise ZlbenchError(f"--ab-rounds must be >= 1, got {rounds}")
     out = AbRounds()
@@ -63,8 +67,13 @@ def run_rounds(
         pair = {}
         for side in SIDES:
             t0 = clock()
-            pair[side] = measure(side, list(ops), root / str(i) / side)
-            out.seconds[side] += clock() - t0
+            dest = root / str(i) / side
+            if i == 1 and side == "pr" and first_pr is not None:
+                shutil.copytree(first_pr, dest)
+                pair[side] = dest
+            else:
+                pair[side] = measure(side, list(ops), dest)
+                out.seconds[side] += clock() - t0
             out.order.append(side)
         out.dirs.append((pair["pr"], pair["base"]))
         if i == 1 and check is not None:
