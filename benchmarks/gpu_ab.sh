@@ -20,7 +20,7 @@
 set -uo pipefail
 WORK=${WORK:-runs/gpu-ab}
 OPS=${OPS:-ops/gate_core.txt}
-BASE=${BASE:-baselines/v1}
+BASE=${BASE:-baselines/v2}
 AA_GATES=${AA_GATES:-5}
 AA_FIRST=${AA_FIRST:-1} # gates aa-$AA_FIRST ... (split the A/A gates over several calls)
 ROUNDS=${ROUNDS:-3}

@@ -14,7 +14,7 @@
 set -uo pipefail
 WORK=${WORK:-runs/gpu-broken}
 OPS=${OPS:-ops/gate_core.txt}
-BASE=${BASE:-baselines/v1}
+BASE=${BASE:-baselines/v2}
 ZL=(python3 -m zlbench)
 TOOLS=(python3 benchmarks/broken_triton.py)
 mkdir -p "$WORK"
