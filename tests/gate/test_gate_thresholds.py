@@ -134,6 +134,7 @@ def test_bad_thresholds_file_names_file_and_field(tmp_path, text, field):
         ("ops: {mm: .nan}\n", "ops.mm"),
         ("rows: [{op: mm, threshold: .nan}]\n", "rows.0.threshold"),
         ("confirm_repeats: -1\n", "confirm_repeats"),
+        ("confirm_repeats: 1000000\n", "confirm_repeats"),  # a gate that never ends
         ('schema_version: "1"\n', "schema_version"),
     ],
 )

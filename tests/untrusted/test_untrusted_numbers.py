@@ -105,3 +105,14 @@ def test_bad_shard_specs_are_one_line_before_any_work(capsys, spec):
 def test_an_empty_gpu_list_is_one_line(capsys):
     assert main(["batch", "--all", "--gpus", ","]) == 2
     assert "GPU list" in capsys.readouterr().err
+
+
+def test_confirm_has_an_upper_bound_too(capsys):
+    """Each confirmation pass re-measures every flagged op: --confirm 1000000 would
+    hold the runner until its job timeout."""
+    from zlbench.gate.thresholds import MAX_CONFIRM_REPEATS
+
+    check_numbers(argparse.Namespace(confirm=MAX_CONFIRM_REPEATS))  # raises nothing
+    assert main(["gate", "--baseline", "baselines/v1", "--confirm", "1000000"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and f"must be at most {MAX_CONFIRM_REPEATS}" in err[0]

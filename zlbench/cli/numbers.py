@@ -15,23 +15,27 @@ import math
 from dataclasses import dataclass
 
 from zlbench.errors import ZlbenchError
+from zlbench.gate.thresholds import MAX_CONFIRM_REPEATS
 
 
 @dataclass(frozen=True)
 class Range:
-    """``low`` <= value (or < value when ``open_low``); finite always."""
+    """``low`` <= value (or < value when ``open_low``), <= ``high`` when given; finite always."""
 
     low: float
     open_low: bool = False
     note: str = ""
+    high: float | None = None
 
     def check(self, flag: str, value: float) -> None:
         if not math.isfinite(value):
             raise ZlbenchError(f"{flag} {value}: must be a finite number")
+        note = f" ({self.note})" if self.note else ""
         if value < self.low or (self.open_low and value == self.low):
             word = "more than" if self.open_low else "at least"
-            note = f" ({self.note})" if self.note else ""
             raise ZlbenchError(f"{flag} {value:g}: must be {word} {self.low:g}{note}")
+        if self.high is not None and value > self.high:
+            raise ZlbenchError(f"{flag} {value:g}: must be at most {self.high:g}{note}")
 
 
 AT_LEAST_0 = Range(0)
@@ -48,7 +52,7 @@ RULES: dict[str, Range] = {
     "replays": AT_LEAST_1,
     "target_wall": POSITIVE,
     "repeats": AT_LEAST_1,  # baseline refresh
-    "confirm": AT_LEAST_0,  # gate: 0 = no re-measure
+    "confirm": Range(0, high=MAX_CONFIRM_REPEATS, note="0 = no re-measure"),  # gate
     "ab_rounds": AT_LEAST_1,
     "ab_threshold": POSITIVE,
     "jobs": AT_LEAST_1,  # codegen

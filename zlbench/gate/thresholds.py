@@ -31,6 +31,7 @@ def load_thresholds(path: str | Path | None, defaults: ThresholdDefaults) -> Thr
 # A floor of 10x the baseline's noise already makes a 1 % noise row a 10 % threshold;
 # far larger (or .inf / .nan) would let every regression pass.
 MAX_NOISE_MULTIPLIER = 10.0
+MAX_CONFIRM_REPEATS = 10  # each confirmation pass re-measures every flagged op
 
 
 def validate_thresholds(th: ThresholdsFile, where: str) -> None:
@@ -52,8 +53,11 @@ def validate_thresholds(th: ThresholdsFile, where: str) -> None:
             f"{where}: field 'noise_multiplier': {th.noise_multiplier} is not in "
             f"[0, {MAX_NOISE_MULTIPLIER:g}]"
         )
-    if th.confirm_repeats < 0:
-        raise ZlbenchError(f"{where}: field 'confirm_repeats': must be >= 0")
+    if not 0 <= th.confirm_repeats <= MAX_CONFIRM_REPEATS:
+        raise ZlbenchError(
+            f"{where}: field 'confirm_repeats': {th.confirm_repeats} is not in "
+            f"[0, {MAX_CONFIRM_REPEATS}] (each re-measures every flagged op)"
+        )
 
 
 def _op_matches(name: str, key_op: str, run_name: str) -> bool:
