@@ -63,6 +63,8 @@ def test_setup_plans_one_based_shards(ci_module, setup_root):
     assert json.loads(out["runner_labels"]) == ["self-hosted", "linux", "x64", "gpu"]
     assert out["zlbench_repository"] == "org/zlbench"
     assert len(out["zlbench_sha"]) == 40
+    assert out["time"] == "all"  # the default; "changed" passes through
+    assert setup.resolve({**CALLED, "IN_TIME": "changed"}, setup_root)["time"] == "changed"
 
 
 def test_setup_defaults_for_a_dispatch(ci_module, setup_root):
@@ -96,6 +98,7 @@ def test_setup_defaults_for_a_dispatch(ci_module, setup_root):
         ("IN_FLAGTREE_REPOSITORY", "not a repo", "owner/name"),
         ("IN_FLAGTREE_REF", "main;id", "not a valid git ref"),
         ("IN_FLAGTREE_REF", "a..b", "not a valid git ref"),
+        ("IN_TIME", "some", "bad time input 'some'"),  # before any runner builds
     ],
 )
 def test_setup_rejects_bad_input(ci_module, setup_root, key, value, match):
