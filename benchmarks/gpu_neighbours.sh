@@ -22,21 +22,14 @@ WORK=${WORK:-runs/neighbours}
 OPS=${OPS:-ops/gate_core.txt}
 BASE=${BASE:-baselines/v2}
 DTYPES=${DTYPES:-bfloat16} # the baseline's (manifest dtypes), as the gate replays
-ZL=(python3 -m zlbench)
+# shellcheck source=benchmarks/lib_screens.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib_screens.sh"
 mkdir -p "$WORK"
 stamp() { date -u +%H:%M:%S; }
 
-replay() { # replay GPU OUT: one replay batch on that GPU; its wall seconds in OUT/wall_s
-  local gpu=$1 out=$2 t0
-  rm -rf "$out"
-  t0=$(date +%s.%N)
-  "${ZL[@]}" batch --ops-file "$OPS" --replay-root "$BASE" --shape-file "$BASE/shapes.yaml" \
-    --dtypes $DTYPES --gpus "$gpu" --out "$out" >"$out.log" 2>&1
-  mkdir -p "$out" # a batch that died before its dir still gets its wall_s
-  local rc=$?
-  python3 -c "import sys; print(round(float(sys.argv[2]) - float(sys.argv[1]), 2))" \
-    "$t0" "$(date +%s.%N)" >"$out/wall_s"
-  echo "[$(stamp)] rc=$rc gpu=$gpu wall=$(cat "$out/wall_s")s $out"
+replay() { # replay GPU OUT: one replay batch on that GPU (log: OUT.log); wall in OUT/wall_s
+  timed_batch "$2" "$2.log" --ops-file "$OPS" --replay-root "$BASE" \
+    --shape-file "$BASE/shapes.yaml" --dtypes $DTYPES --gpus "$1"
 }
 
 stages=("$@"); [ ${#stages[@]} -eq 0 ] && stages=(solo pair report)
@@ -54,13 +47,7 @@ for stage in "${stages[@]}"; do
         wait
       done
       ;;
-    report)
-      args=()
-      for p in solo pair0 pair1; do
-        [ -f "$WORK/$p-2/wall_s" ] && args+=("$p=$WORK/$p-1,$WORK/$p-2")
-      done
-      python3 benchmarks/screen_speed.py "${args[@]}"
-      ;;
+    report) aa_report "$WORK" solo pair0 pair1 ;;
     pack) tar czf "${OUT:?}/neighbours.tgz" --exclude='*.ttgir' --exclude='codegen' "$WORK" && ls -la "$OUT" ;;
     *) echo "unknown stage $stage" >&2; exit 2 ;;
   esac

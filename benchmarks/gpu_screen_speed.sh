@@ -27,19 +27,15 @@ SHAPES=${SHAPES:-ops/shapes_single.yaml}
 DTYPES=${DTYPES:-bfloat16}
 JOBS=${JOBS:-$(( $(nproc) > 1 ? $(nproc) - 1 : 1 ))}
 GPUS=${GPUS:-0}
-ZL=(python3 -m zlbench)
+# shellcheck source=benchmarks/lib_screens.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib_screens.sh"
 COMMON=(--ops-file "$OPS" --shape-file "$SHAPES" --dtypes $DTYPES --gpus "$GPUS" --op-timeout 600)
 mkdir -p "$WORK"
 
 screen() {  # screen OUT_DIR ARGS...: one batch, its wall seconds in OUT_DIR/wall_s
-  local out=$1; shift
-  rm -rf "$out"
-  local t0; t0=$(date +%s.%N)
-  "${ZL[@]}" batch "${COMMON[@]}" --out "$out" "$@" 2>&1 | tail -12
-  local rc=${PIPESTATUS[0]}
-  python3 -c "import sys; print(round(float(sys.argv[2]) - float(sys.argv[1]), 2))" \
-    "$t0" "$(date +%s.%N)" > "$out/wall_s"
-  echo "[$(date -u +%H:%M:%S)] rc=$rc wall=$(cat "$out/wall_s")s $out"
+  local out=$1
+  shift
+  timed_batch "$out" - "${COMMON[@]}" "$@"
 }
 
 for stage in "$@"; do
@@ -60,11 +56,7 @@ for stage in "$@"; do
       screen "$WORK/budget-2" --replay-root "$WORK/record" --precompile-jobs "$JOBS" "${b[@]}" --phase-timings
       ;;
     report)
-      args=()
-      for p in old new budget; do
-        [ -f "$WORK/$p-2/wall_s" ] && args+=("$p=$WORK/$p-1,$WORK/$p-2")
-      done
-      python3 benchmarks/screen_speed.py "${args[@]}"
+      aa_report "$WORK" old new budget
       for p in old new budget; do
         [ -f "$WORK/$p-2/wall_s" ] && { echo; python3 benchmarks/phase_breakdown.py "$WORK/$p-2"; }
       done
