@@ -22,8 +22,9 @@ from zlbench.models import (
     WorkerPlan,
     dump_json_model,
 )
-from zlbench.runner.batch.config import BatchConfig
+from zlbench.runner.batch.config import BatchConfig, BatchOutcome
 from zlbench.runner.catalog.inventory import InventoryRow, inventory_path, write_inventory
+from zlbench.runner.refresh import RefreshConfig, refresh
 
 LAUNCH_LOG = (
     "E   SystemError: <built-in function launch> returned NULL\n\n"
@@ -100,6 +101,22 @@ def write_one_row_pass(run_dir: Path, op: str, mode: str, environment: Environme
         environment=environment,
     )
     dump_json_model(run_dir / "result.json", res)
+
+
+def refresh_with_fake_batches(
+    tmp_path: Path, batch_runner: Callable[[BatchConfig], BatchOutcome], **kw
+) -> Path:
+    """A baseline ``tmp_path/baselines/v9`` refreshed (2 repeats) from the batches that
+    ``batch_runner`` writes; ``kw`` adds RefreshConfig fields (e.g. ``keep_work``)."""
+    cfg = RefreshConfig(
+        out=tmp_path / "baselines" / "v9",
+        batch=BatchConfig(out_dir=tmp_path / "unused", flaggems_dirs={}, ops_dir=tmp_path),
+        repeats=2,
+        zlbench_commit="abc",
+        batch_runner=batch_runner,
+        **kw,
+    )
+    return refresh(cfg).out
 
 
 class FakeExecutor:

@@ -9,7 +9,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from batch_fakes import write_one_row_pass
+from batch_fakes import refresh_with_fake_batches, write_one_row_pass
 
 from zlbench.cli import main
 from zlbench.errors import ZlbenchError
@@ -37,7 +37,6 @@ from zlbench.models.codegen import (
     blob_digest,
 )
 from zlbench.runner.batch.config import BatchConfig, BatchOutcome
-from zlbench.runner.refresh import RefreshConfig, refresh
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 ENV = Environment(gpu_model="NVIDIA H200", gpu_count=1, triton_version="3.6.0")
@@ -91,14 +90,7 @@ def _fake_batch(cfg: BatchConfig) -> BatchOutcome:
 
 @pytest.fixture
 def base(tmp_path) -> Path:
-    cfg = RefreshConfig(
-        out=tmp_path / "baselines" / "v9",
-        batch=BatchConfig(out_dir=tmp_path / "unused", flaggems_dirs={}, ops_dir=tmp_path),
-        repeats=2,
-        zlbench_commit="abc",
-        batch_runner=_fake_batch,
-    )
-    return refresh(cfg).out
+    return refresh_with_fake_batches(tmp_path, _fake_batch)
 
 
 def _tags(op_dir: Path) -> set[str]:

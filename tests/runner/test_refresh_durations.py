@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from batch_fakes import make_inventory, write_one_row_pass
+from batch_fakes import make_inventory, refresh_with_fake_batches, write_one_row_pass
 
 from zlbench.errors import ZlbenchError
 from zlbench.gate.baselines import sha256_file, verify
@@ -24,7 +24,6 @@ from zlbench.models import (
 from zlbench.runner.batch.config import BatchConfig, BatchOutcome
 from zlbench.runner.batch.plan import plan_selection, recorded_durations
 from zlbench.runner.batch.status import write_ops_status
-from zlbench.runner.refresh import RefreshConfig, refresh
 from zlbench.workflow.gate import baseline_durations
 
 ENV = Environment(gpu_model="NVIDIA H200", gpu_count=1, triton_version="3.6.0")
@@ -64,15 +63,7 @@ def _fake_batch(cfg: BatchConfig) -> BatchOutcome:
 
 @pytest.fixture
 def base(tmp_path) -> Path:
-    cfg = RefreshConfig(
-        out=tmp_path / "baselines" / "v9",
-        batch=BatchConfig(out_dir=tmp_path / "unused", flaggems_dirs={}, ops_dir=tmp_path),
-        repeats=2,
-        zlbench_commit="abc",
-        batch_runner=_fake_batch,
-        keep_work=tmp_path / "work",
-    )
-    return refresh(cfg).out
+    return refresh_with_fake_batches(tmp_path, _fake_batch, keep_work=tmp_path / "work")
 
 
 def _manifest(base: Path) -> BaselineManifest:
