@@ -180,9 +180,6 @@ def zlbench_sha(root: Path) -> str:
     return out.stdout.strip()
 
 
-TIME_MODES = ("all", "changed")  # zlbench gate --time
-
-
 def resolve(env: dict[str, str], root: Path) -> dict[str, str]:
     """All outputs of the setup job, from the IN_* variables; raises CiError."""
     dispatched = env.get("GITHUB_EVENT_NAME", "") in DISPATCH_EVENTS
@@ -204,6 +201,8 @@ def resolve(env: dict[str, str], root: Path) -> dict[str, str]:
     check_baseline_intact(root / baseline)
     ops_file = check_relpath(root, "ops file", ops_file, False) if ops_file else ""
     shards = plan_shards(g("IN_SHARDS"), root, baseline, ops_file)
+    from zlbench.workflow.codegen import TIME_MODES  # zlbench gate --time
+
     time_mode = g("IN_TIME") or "all"
     if time_mode not in TIME_MODES:
         raise CiError(f"bad time input '{time_mode}': all or changed")

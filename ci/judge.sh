@@ -49,9 +49,5 @@ echo "+ zlbench ${args[*]}"
 rc=0
 env -u GITHUB_STEP_SUMMARY zlbench "${args[@]}" || rc=$?
 zl_output exit_code "$rc"
-summary_md="$out/gate/comment.md" # report.md cut at row/section boundaries
-[[ -f "$summary_md" ]] || summary_md="$out/gate/report.md"
-if [[ -f "$summary_md" ]]; then
-  zl_summary "$(cat "$summary_md")"
-fi
+zl_gate_summary "$out/gate"
 echo "zlbench gate exit $rc"

@@ -22,6 +22,20 @@ zl_summary() {
   fi
 }
 
+# zl_gate_summary GATE_DIR [BEFORE AFTER]: append the gate's comment.md (report.md cut
+# at row and section boundaries; report.md when there is none) to the job summary,
+# between the optional BEFORE and AFTER lines. Nothing when the gate wrote neither.
+zl_gate_summary() {
+  local md="$1/comment.md"
+  [[ -f "$md" ]] || md="$1/report.md"
+  [[ -f "$md" ]] || return 0
+  if [[ $# -ge 3 ]]; then
+    zl_summary "$2" "" "$(cat "$md")" "" "$3"
+  else
+    zl_summary "$(cat "$md")"
+  fi
+}
+
 # zl_fail CODE MESSAGE: report MESSAGE and exit with CODE.
 zl_fail() {
   local code=$1

@@ -59,11 +59,7 @@ rc=0
 env -u GITHUB_STEP_SUMMARY zlbench "${args[@]}" || rc=$?
 printf '{"shard": %d, "count": %d, "exit_code": %d}\n' "$k" "$n" "$rc" >"$out/shard.json"
 zl_output exit_code "$rc"
-summary_md="$out/gate/comment.md" # report.md cut at row/section boundaries
-[[ -f "$summary_md" ]] || summary_md="$out/gate/report.md"
-if [[ -f "$summary_md" ]]; then
-  zl_summary "<details><summary>shard $k/$n report</summary>" "" "$(cat "$summary_md")" "" "</details>"
-fi
+zl_gate_summary "$out/gate" "<details><summary>shard $k/$n report</summary>" "</details>"
 case $rc in
   0 | 1) echo "shard $k/$n measured (zlbench gate exit $rc); the judge job gives the verdict" ;;
   *) zl_fail "$rc" "shard $k/$n could not measure (zlbench gate exit $rc); see this job's log" ;;
