@@ -51,6 +51,7 @@ class OpAttempts:
     gpu: str
     dtypes: tuple[str, ...]
     kind: str = "first"
+    expected_rows: int | None = None  # the replayed baseline's rows (None: unknown)
     attempts: list[Attempt] = field(default_factory=list)
     seconds: float = 0.0
     next: NextAttempt | None = None
@@ -100,8 +101,9 @@ def measured_dtypes(result: RunResult | None, asked: tuple[str, ...]) -> str:
     return ",".join(asked)
 
 
-def baseline_rows(replay_root: Path | None, repo: str, run_name: str) -> int | None:
-    """Rows the replayed baseline (or batch) holds for an op; None when unknown."""
+def baseline_rows(replay_root: Path | None, repo: str, run_name: str) -> list | None:
+    """The rows the replayed baseline (or batch) holds for an op, as its result.json
+    has them; None when unknown (no replay root, no readable list of rows)."""
     if replay_root is None:
         return None
     path = op_dir(replay_root, repo, run_name) / RESULT_JSON
@@ -109,19 +111,14 @@ def baseline_rows(replay_root: Path | None, repo: str, run_name: str) -> int | N
         rows = json.loads(path.read_text(encoding="utf-8")).get("rows")
     except (OSError, ValueError, AttributeError):
         return None
-    return len(rows) if isinstance(rows, list) else None
+    return rows if isinstance(rows, list) else None
 
 
-def baseline_dtypes(replay_root: Path | None, repo: str, run_name: str) -> tuple[str, ...]:
-    """The dtypes of the replayed baseline's rows for an op, in row order; () when
-    unknown (no replay root, no readable result.json)."""
-    if replay_root is None:
-        return ()
-    path = op_dir(replay_root, repo, run_name) / RESULT_JSON
+def row_dtypes(rows: list | None) -> tuple[str, ...]:
+    """The dtypes of :func:`baseline_rows`, in row order; () when unknown."""
     try:
-        rows = json.loads(path.read_text(encoding="utf-8")).get("rows")
-        return tuple(dict.fromkeys(str(r["dtype"]) for r in rows))
-    except (OSError, ValueError, AttributeError, KeyError, TypeError):
+        return tuple(dict.fromkeys(str(r["dtype"]) for r in rows or ()))
+    except (KeyError, TypeError):
         return ()
 
 

@@ -24,13 +24,13 @@ from zlbench.runner.batch import progress
 from zlbench.runner.batch.attempts import (
     OpAttempts,
     archive_run_dir,
-    baseline_dtypes,
     baseline_rows,
     exit_code,
     final_status,
     first_dtypes,
     is_complete,
     load_previous,
+    row_dtypes,
     said_unsupported,
     write_final_files,
 )
@@ -168,9 +168,10 @@ class BatchRun:
                     self.final[op.key] = previous.get(op.key) or self._from_result(op, run_dir)
                     continue
                 archive_run_dir(self.out, run_dir, op.repo, op.run_name, "previous")
-                base = baseline_dtypes(self.config.replay_root, op.repo, op.run_name)
-                dtypes = first_dtypes(tuple(self.config.dtypes), base)
-                tracks.append(OpAttempts(op, run_dir, gpu, dtypes))
+                base = baseline_rows(self.config.replay_root, op.repo, op.run_name)
+                dtypes = first_dtypes(tuple(self.config.dtypes), row_dtypes(base))
+                expected = len(base) if base is not None else None
+                tracks.append(OpAttempts(op, run_dir, gpu, dtypes, expected_rows=expected))
             if tracks:
                 todo[gpu] = tracks
         if self.config.resume and self.final:
@@ -304,8 +305,7 @@ class BatchRun:
             )
             self._say(line)
             return
-        expected = baseline_rows(c.replay_root, track.sel.repo, track.sel.run_name)
-        final = final_status(track, status, result, self.out, expected)
+        final = final_status(track, status, result, self.out, track.expected_rows)
         if final.status in (RunStatus.PASS, RunStatus.SKIP):
             track.run_dir.mkdir(parents=True, exist_ok=True)
             (track.run_dir / COMPLETE).write_text(final.status.value + "\n", encoding="utf-8")
