@@ -14,7 +14,7 @@ import pytest
 
 triton = pytest.importorskip("triton")
 
-from batch_fakes import FakeExecutor, make_inventory  # noqa: E402
+from batch_fakes import FakeExecutor, batch_config_factory  # noqa: E402
 from codegen_support import (  # noqa: E402
     RECORD_SCRIPT,
     TARGET,
@@ -119,8 +119,7 @@ def test_process_env_uses_the_shared_cache_when_given(tmp_path):
 def test_a_replay_batch_with_precompile_runs_every_process_on_the_shared_cache(
     recorded, tmp_path, monkeypatch
 ):
-    ops_dir = tmp_path / "ops"
-    make_inventory(ops_dir, "main", ["bench", "other"])
+    config = batch_config_factory(tmp_path, ["bench", "other"])
     seen_env = []
     fake = FakeExecutor()
 
@@ -130,18 +129,9 @@ def test_a_replay_batch_with_precompile_runs_every_process_on_the_shared_cache(
 
     monkeypatch.setenv("PYTHONPATH", str(recorded / "rec" / "helpers"))
     progress = io.StringIO()
+    env = subprocess_env(tmp_path / "env", recorded / "rec" / "helpers")
     out = run_batch(
-        BatchConfig(
-            out_dir=tmp_path / "out",
-            flaggems_dirs={"main": tmp_path},
-            ops_dir=ops_dir,
-            all_ops=True,
-            replay_root=recorded,
-            precompile_jobs=2,
-            executor=executor,
-            progress=progress,
-            env=subprocess_env(tmp_path / "env", recorded / "rec" / "helpers"),
-        )
+        config(executor, replay_root=recorded, precompile_jobs=2, progress=progress, env=env)
     )
     assert out.exit_code == 0
     assert "main: precompile: 12 kernels" in progress.getvalue()
@@ -197,22 +187,17 @@ def test_replay_batch_with_precompile_launches_only_cached_kernels(tmp_path):
 
 
 def test_a_batch_in_another_interpreter_precompiles_with_that_interpreter(recorded, tmp_path):
-    ops_dir = tmp_path / "ops"
-    make_inventory(ops_dir, "main", ["bench"])
+    config = batch_config_factory(tmp_path, ["bench"])
     calls = tmp_path / "calls"
     side = tmp_path / "side-python"
     side.write_text(f'#!/bin/sh\necho "$@" >> {calls}\nexit 3\n')
     side.chmod(0o755)
     progress = io.StringIO()
     run_batch(
-        BatchConfig(
-            out_dir=tmp_path / "out",
-            flaggems_dirs={"main": tmp_path},
-            ops_dir=ops_dir,
-            all_ops=True,
+        config(
+            FakeExecutor(),
             replay_root=recorded,
             precompile_jobs=1,
-            executor=FakeExecutor(),
             progress=progress,
             python=str(side),
         )
