@@ -36,7 +36,7 @@ from zlbench.runner.batch.status import (
     write_ops_status,
     write_summary,
 )
-from zlbench.runner.batch.systemic import NOT_MEASURED, systemic_failures
+from zlbench.runner.batch.systemic import not_measured, systemic_failures
 
 # batch.json fields that must agree between shards.
 SAME_CONFIG = ("mode", "replay_root", "timing", "level", "dtypes", "shape_file_sha256")
@@ -196,9 +196,7 @@ def _merged_info(shards, statuses, rows, envs) -> BatchInfo:
     info.counts = count_statuses(statuses)
     # failures many ops share are counted over every shard's ops, not shard by shard
     info.systemic = systemic_failures(statuses)
-    info.not_measured = sorted(
-        f"{s.repo}/{s.run_name}" for s in statuses if s.note.startswith(NOT_MEASURED)
-    )
+    info.not_measured = not_measured(statuses)
     info.rows = rows
     info.environments = {repo: seen[0][1] for repo, seen in envs.items()}
     info.merged_from = [str(s.path) for s in shards]

@@ -22,7 +22,7 @@ from pathlib import Path
 from zlbench.models import OpStatus, RunStatus
 from zlbench.models.batch import SystemicFailure
 from zlbench.protocol.boundary import runner_line
-from zlbench.protocol.layout import RUN_LOG
+from zlbench.protocol.layout import RUN_LOG, op_key
 from zlbench.runner.execute.failsig import signature
 
 SYSTEMIC_OPS = 3  # different ops failing with one signature make it systemic
@@ -57,7 +57,7 @@ def systemic_failures(
     for sig, sts in by_sig.items():
         if len(sts) < threshold:
             continue
-        keys = sorted(f"{s.repo}/{s.run_name}" for s in sts)
+        keys = sorted(op_key(s.repo, s.run_name) for s in sts)
         not_run = sum(s.note.startswith(NOT_MEASURED) for s in sts)
         out.append(
             SystemicFailure(
@@ -65,6 +65,11 @@ def systemic_failures(
             )
         )
     return sorted(out, key=lambda f: (-len(f.ops), f.signature))
+
+
+def not_measured(statuses: Iterable[OpStatus]) -> list[str]:
+    """Keys of the ops never run (a ``NOT MEASURED`` note: budget spent, systemic), sorted."""
+    return sorted(op_key(s.repo, s.run_name) for s in statuses if s.note.startswith(NOT_MEASURED))
 
 
 def _line(sig: str, keys: list[str], not_run: int) -> str:

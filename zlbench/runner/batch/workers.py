@@ -49,6 +49,7 @@ from zlbench.runner.batch.status import load_run, write_ops_status
 from zlbench.runner.batch.systemic import (
     SystemicTracker,
     internal_error_status,
+    not_measured,
     run_signature,
     systemic_failures,
 )
@@ -92,7 +93,7 @@ class BatchRun:
         rows, info = write_final_files(self.out, statuses, info)
         info.systemic = systemic_failures(statuses)
         info.budget_s = self.budget_s
-        info.not_measured = [s_key(s) for s in statuses if s.note.startswith("NOT MEASURED")]
+        info.not_measured = not_measured(statuses)
         write_batch_info(self.out, info)
         wall = time.monotonic() - self.t0
         self._say(progress.count_table(statuses, rows, wall))
@@ -361,10 +362,6 @@ def _interrupt(threads: list[threading.Thread], running: set[str], wait_s: float
     deadline = time.monotonic() + wait_s
     while running and time.monotonic() < deadline:
         time.sleep(0.05)
-
-
-def s_key(st: OpStatus) -> str:
-    return op_key(st.repo, st.run_name)
 
 
 def _environ() -> dict[str, str]:
