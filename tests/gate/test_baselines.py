@@ -102,7 +102,7 @@ def test_shipped_v1_verifies_and_shows(copy_v1, capsys):
     assert "NVIDIA H200" in out and "main/mm__at__test_mm.py" in out and "row noise" in out
 
 
-def test_shipped_v2_verifies_and_every_op_has_codegen_records_naming_its_rows(capsys):
+def test_shipped_v2_verifies_and_every_op_has_codegen_records_naming_its_rows():
     """v2 (H200, 2026-11-30) is the first baseline the codegen screen can prove ops
     unchanged against: every op keeps the compile records of every row it launched."""
     v2 = SHIPPED.parent / "v2"

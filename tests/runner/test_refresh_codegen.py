@@ -152,7 +152,7 @@ def test_touched_codegen_records_refuse_the_baseline(base, tamper, capsys):
         load_baseline(base)
 
 
-def test_verify_names_a_corrupt_index_even_when_hashes_were_rebuilt(base, capsys):
+def test_verify_names_a_corrupt_index_even_when_hashes_were_rebuilt(base):
     index = base / "main" / "mm" / "codegen" / "index.json"
     index.write_text("{not json")
     m = load_yaml_model(base / "manifest.yaml", BaselineManifest)

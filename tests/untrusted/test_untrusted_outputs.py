@@ -75,7 +75,7 @@ def test_measuring_gate_out_on_an_existing_file_is_one_line(tmp_path, bl, capsys
     assert not (tmp_path / "out-2").exists()  # nothing claimed, nothing measured
 
 
-def test_gate_out_inside_the_baseline_is_refused(tmp_path, bl, passing, capsys):
+def test_gate_out_inside_the_baseline_is_refused(bl, passing, capsys):
     assert judge(bl, passing, bl / "out") == 2
     assert "inside the baseline" in one_error_line(capsys)
     assert not (bl / "out").exists()
