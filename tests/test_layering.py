@@ -56,7 +56,7 @@ def bad_imports(modules: list[str], forbidden: tuple[str, ...]) -> dict[str, lis
 
 
 def test_the_layers_are_found():
-    for layer in ("gate", "report", "plugins", "protocol", "runner", "workflow", "cli"):
+    for layer in ("gate", "report", "plugins", "protocol", "models", "runner", "workflow", "cli"):
         assert in_layer(layer), layer
 
 
