@@ -6,7 +6,6 @@ from __future__ import annotations
 import argparse
 import ast
 import re
-import sys
 from pathlib import Path
 
 import pytest
@@ -92,8 +91,8 @@ def test_every_flag_zlbench_names_exists():
 def test_gate_without_a_flaggems_checkout_names_no_flag_gate_lacks(tmp_path, capsys, monkeypatch):
     """The batch runner's "no FlagGems checkout" line reaches gate too, which has no
     --flaggems-dir: the line must only name what gate users can set."""
-    sys.path.insert(0, str(Path(__file__).parent / "gate"))
-    sys.path.insert(0, str(Path(__file__).parent / "runner"))
+    monkeypatch.syspath_prepend(str(Path(__file__).parent / "gate"))
+    monkeypatch.syspath_prepend(str(Path(__file__).parent / "runner"))
     from batch_fakes import make_inventory
     from zlsynth import brow, write_baseline
 
