@@ -5,24 +5,21 @@ the batch's systemic failures and never-measured ops leading the reports."""
 from __future__ import annotations
 
 import shutil
-import sys
 from pathlib import Path
 
 import pytest
+from zlsynth import brow, crow, run_result, write_baseline, write_results
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "gate"))
-from zlsynth import brow, crow, run_result, write_baseline, write_results  # noqa: E402
-
-from zlbench.cli import main  # noqa: E402
-from zlbench.gate.load import load_baseline  # noqa: E402
-from zlbench.models import BatchInfo, GateVerdict, OpStatus, RunStatus  # noqa: E402
-from zlbench.models.batch import SystemicFailure  # noqa: E402
-from zlbench.runner.batch import run as batch_run  # noqa: E402
-from zlbench.runner.batch.budget import DEFAULT_BUDGET_FACTOR  # noqa: E402
-from zlbench.runner.batch.config import BatchOutcome  # noqa: E402
-from zlbench.runner.batch.info import write_batch_info  # noqa: E402
-from zlbench.runner.batch.status import write_ops_status  # noqa: E402
-from zlbench.workflow.gate import GateJob, MeasureRequest, dismissed_ops, measure_batch  # noqa: E402
+from zlbench.cli import main
+from zlbench.gate.load import load_baseline
+from zlbench.models import BatchInfo, GateVerdict, OpStatus, RunStatus
+from zlbench.models.batch import SystemicFailure
+from zlbench.runner.batch import run as batch_run
+from zlbench.runner.batch.budget import DEFAULT_BUDGET_FACTOR
+from zlbench.runner.batch.config import BatchOutcome
+from zlbench.runner.batch.info import write_batch_info
+from zlbench.runner.batch.status import write_ops_status
+from zlbench.workflow.gate import GateJob, MeasureRequest, dismissed_ops, measure_batch
 
 S = "[1024]"
 LINE = (

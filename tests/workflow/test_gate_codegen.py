@@ -10,17 +10,14 @@ from __future__ import annotations
 
 import io
 import json
-import sys
 from pathlib import Path
 
 import pytest
+from zlsynth import brow, crow, run_result, write_baseline, write_results
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "gate"))
-from zlsynth import brow, crow, run_result, write_baseline, write_results  # noqa: E402
-
-from zlbench.cli import main  # noqa: E402
-from zlbench.codegen.screen import ScreenOptions  # noqa: E402
-from zlbench.models import (  # noqa: E402
+from zlbench.cli import main
+from zlbench.codegen.screen import ScreenOptions
+from zlbench.models import (
     CodegenClass,
     CodegenScreen,
     GateVerdict,
@@ -31,7 +28,7 @@ from zlbench.models import (  # noqa: E402
     dump_json_model,
     load_json_model,
 )
-from zlbench.workflow.gate import GateJob, GateSeams, run_gate  # noqa: E402
+from zlbench.workflow.gate import GateJob, GateSeams, run_gate
 
 S = "[1024]"
 DIFF = "--- baseline/k.ttgir\n+++ current/k.ttgir\n-  ttg.mma_v3\n+  ttg.fma\n"

@@ -4,21 +4,18 @@ by default the gate precompiles nothing and leaves the plugins' budgets alone.""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
+from zlsynth import brow, write_baseline
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "gate"))
-from zlsynth import brow, write_baseline  # noqa: E402
-
-from zlbench.cli import build_parser, main  # noqa: E402
-from zlbench.cli.gate_cmd import job_from_args  # noqa: E402
-from zlbench.cli.settings import Settings  # noqa: E402
-from zlbench.gate.load import load_baseline  # noqa: E402
-from zlbench.runner.batch import run as batch_run  # noqa: E402
-from zlbench.runner.batch.config import BatchOutcome  # noqa: E402
-from zlbench.workflow.gate import MeasureRequest, measure_batch  # noqa: E402
+from zlbench.cli import build_parser, main
+from zlbench.cli.gate_cmd import job_from_args
+from zlbench.cli.settings import Settings
+from zlbench.gate.load import load_baseline
+from zlbench.runner.batch import run as batch_run
+from zlbench.runner.batch.config import BatchOutcome
+from zlbench.workflow.gate import MeasureRequest, measure_batch
 
 
 def _configs(tmp_path: Path, monkeypatch, *flags: str) -> list:

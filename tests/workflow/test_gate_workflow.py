@@ -4,17 +4,14 @@ judge, write the reports; one shard; a used out dir is never reused."""
 from __future__ import annotations
 
 import io
-import sys
 from pathlib import Path
 
 import pytest
+from zlsynth import brow, crow, run_result, write_baseline, write_results
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "gate"))
-from zlsynth import brow, crow, run_result, write_baseline, write_results  # noqa: E402
-
-from zlbench.cli import main  # noqa: E402
-from zlbench.models import GateVerdict  # noqa: E402
-from zlbench.workflow.gate import GateJob, GateSeams, rejudge, run_gate  # noqa: E402
+from zlbench.cli import main
+from zlbench.models import GateVerdict
+from zlbench.workflow.gate import GateJob, GateSeams, rejudge, run_gate
 
 S = "[1024]"
 OPS_DIR = Path(__file__).resolve().parents[2] / "ops"  # what the CLI defaults to here
