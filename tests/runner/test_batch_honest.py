@@ -9,10 +9,9 @@ import io
 import json
 
 import pytest
-from batch_fakes import FakeExecutor, batch_config_factory, dtypes_per_call, make_inventory
+from batch_fakes import FakeExecutor, batch_config_factory, dtypes_per_call
 
 from zlbench.models import RunStatus, read_ops_status
-from zlbench.runner.batch.config import BatchConfig
 from zlbench.runner.batch.info import read_batch_info
 from zlbench.runner.batch.run import run_batch
 
@@ -127,24 +126,12 @@ def test_ops_status_and_summary_have_the_seeds_columns(setup):
 
 
 def test_undated_dismissal_is_a_skip_row_and_recheck_runs_left_out_ops(tmp_path):
-    ops_dir = tmp_path / "ops"
-    make_inventory(ops_dir, "main", ["abs", "add", "mul"], skip={"mul": "needs two GPUs"})
-    (ops_dir / "dismiss.txt").write_text("abs  # flaky on H200\n")
-    fg = tmp_path / "fg"
-    fg.mkdir()
+    config = batch_config_factory(tmp_path, ["abs", "add", "mul"], skip={"mul": "needs two GPUs"})
+    (tmp_path / "ops" / "dismiss.txt").write_text("abs  # flaky on H200\n")
 
     def batch(out: str, **kw):
         fake = FakeExecutor()
-        cfg = BatchConfig(
-            out_dir=tmp_path / out,
-            flaggems_dirs={"main": fg},
-            ops_dir=ops_dir,
-            all_ops=True,
-            executor=fake,
-            progress=io.StringIO(),
-            **kw,
-        )
-        return run_batch(cfg), fake
+        return run_batch(config(fake, out_dir=tmp_path / out, **kw)), fake
 
     out, fake = batch("plain")
     st = {s.run_name: s for s in out.statuses}
@@ -189,20 +176,11 @@ def test_a_failure_shared_across_shards_is_systemic_in_the_merge(tmp_path):
     from zlbench.runner.batch.merge import merge_batches
 
     ops = ["a1", "a2", "a3", "a4", "a5", "a6", "ok1", "ok2"]  # a1-a4 fail: 2 per shard
-    ops_dir = tmp_path / "ops"
-    make_inventory(ops_dir, "main", ops)
+    config = batch_config_factory(tmp_path, ops)
     fake = FakeExecutor({op: ["LAUNCH"] for op in ops[:4]})
     shards = []
     for k in (1, 2):
-        cfg = BatchConfig(
-            out_dir=tmp_path / f"s{k}",
-            flaggems_dirs={"main": tmp_path},
-            ops_dir=ops_dir,
-            all_ops=True,
-            shard=(k, 2),
-            executor=fake,
-            progress=io.StringIO(),
-        )
+        cfg = config(fake, out_dir=tmp_path / f"s{k}", shard=(k, 2))
         shards.append(run_batch(cfg).out_dir)
     per_shard = [len(read_batch_info(s).systemic) for s in shards]
     out, _, _ = merge_batches(shards, tmp_path / "merged")
