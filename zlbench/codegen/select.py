@@ -183,10 +183,13 @@ def annotate_rows(
     """Copies of ``rows``; those with a verdict in EXPLAINED have the row's codegen
     explanation (``report.codegen.row_explanation``) appended to their reason."""
     notes = row_notes([r.key for r in rows], screen, diff_prefix)
-    out = []
-    for r in rows:
-        if r.verdict in EXPLAINED:
-            text = row_explanation(notes[r.key])
-            r = r.model_copy(update={"reason": f"{r.reason}; {text}" if r.reason else text})
-        out.append(r)
-    return out
+    return [explain_row(r, notes[r.key]) for r in rows]
+
+
+def explain_row(r: RowVerdict, notes: list[KernelNote]) -> RowVerdict:
+    """``r`` with the explanation of its kernels ``notes`` appended to its reason
+    when its verdict is in EXPLAINED (else ``r`` itself)."""
+    if r.verdict not in EXPLAINED:
+        return r
+    text = row_explanation(notes)
+    return r.model_copy(update={"reason": f"{r.reason}; {text}" if r.reason else text})

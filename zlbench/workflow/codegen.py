@@ -19,7 +19,7 @@ from pathlib import Path
 
 from zlbench.codegen.collect import has_codegen_records
 from zlbench.codegen.screen import SCREEN_JSON, SCREEN_MD, ScreenOptions
-from zlbench.codegen.select import EXPLAINED, SENTINELS_FILE, annotate_rows, ops_to_time, row_notes
+from zlbench.codegen.select import EXPLAINED, SENTINELS_FILE, explain_row, ops_to_time, row_notes
 from zlbench.errors import ZlbenchError
 from zlbench.gate.load import BaselineSet
 from zlbench.gate.verdict import SUMMARY_SEP
@@ -186,7 +186,7 @@ def apply_screen(v: GateVerdict, step: CodegenStep | None) -> GateVerdict:
     update: dict = {"codegen": step.summary}
     if step.screen is not None:
         notes = row_notes([r.key for r in v.rows], step.screen, step.diff_prefix)
-        rows = annotate_rows(v.rows, step.screen, step.diff_prefix)
+        rows = [explain_row(r, notes[r.key]) for r in v.rows]
         update["rows"] = [
             r.model_copy(update={"codegen": notes[r.key]}) if _noted(r, notes[r.key]) else r
             for r in rows
