@@ -56,11 +56,6 @@ def test_a_command_split_over_two_writes_is_caught():
     assert "a::fine" in buf.getvalue()  # "::" inside a line is left alone
 
 
-def one_stderr(capsys) -> tuple[str, str]:
-    cap = capsys.readouterr()
-    return cap.out, cap.err
-
-
 def test_gate_error_with_a_hostile_op_name_prints_no_command(tmp_path, capsys):
     bl = write_baseline(tmp_path / "bl", {"add": [brow("add", S, 1.0)]})
     r = write_results(tmp_path / "r", [run_result("add", [crow("add", S, 1.0)])])
@@ -68,7 +63,7 @@ def test_gate_error_with_a_hostile_op_name_prints_no_command(tmp_path, capsys):
     hostile = run_result(EVIL, [crow("add", S, 1.0)])
     dump_json_model(r / "main" / "add" / "result.json", hostile)
     rc = main(["gate", "--baseline", str(bl), "--results", str(r), "--out", str(tmp_path / "o")])
-    out, err = one_stderr(capsys)
+    out, err = capsys.readouterr()
     assert rc == 2
     assert "pwned" in err  # the text is shown ...
     assert workflow_commands(out + err) == []  # ... but inert
@@ -93,7 +88,7 @@ def test_merge_conflict_on_a_hostile_op_name_prints_no_command(tmp_path, capsys)
     a = _shard(tmp_path / "a", EVIL, 1.0)
     b = _shard(tmp_path / "b", EVIL, 2.0)
     rc = main(["merge", str(a), str(b), "--out", str(tmp_path / "m")])
-    out, err = one_stderr(capsys)
+    out, err = capsys.readouterr()
     assert rc == 2
     assert "pwned" in err
     assert workflow_commands(out + err) == []
