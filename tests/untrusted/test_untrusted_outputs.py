@@ -14,7 +14,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from zlsynth import brow, crow, run_result, write_baseline, write_results
+from zlsynth import brow, crow, one_error_line, run_result, write_baseline, write_results
 
 from zlbench.cli import main
 
@@ -41,12 +41,6 @@ def judge(bl, results, out, *more) -> int:
     return main(
         ["gate", "--baseline", str(bl), "--results", str(results), "--out", str(out), *more]
     )
-
-
-def one_error_line(capsys) -> str:
-    err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "Traceback" not in err[0], err
-    return err[0]
 
 
 def report_set(out: Path) -> dict[str, str | None]:
