@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from zlsynth import one_error_line
 
 from zlbench.cli import main
 from zlbench.errors import ZlbenchError
@@ -34,12 +35,6 @@ def gate(tmp_path, baseline, *extra):
     out = tmp_path / "out"
     argv = ["gate", "--baseline", str(baseline), "--results", str(EXAMPLE), "--out", str(out)]
     return main([*argv, *extra]), out
-
-
-def one_error_line(capsys) -> str:
-    err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "Traceback" not in err[0], err
-    return err[0]
 
 
 def edit_result(root: Path, run_name: str, **row0) -> Path:

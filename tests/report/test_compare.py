@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 from realdata import BASELINE, FAIL_SLOWDOWNS, RESULTS, inject
-from zlsynth import crow, run_result, write_results
+from zlsynth import crow, one_error_line, run_result, write_results
 
 from zlbench.cli import main
 from zlbench.models import RowKey, ThresholdsFile
@@ -17,12 +17,6 @@ S = "[1024]"
 def results(tmp_path, name, add=1.0, mm=0.8):
     rows = [run_result("add", [crow("add", S, add)]), run_result("mm", [crow("mm", S, mm)])]
     return write_results(tmp_path / name, rows)
-
-
-def one_error_line(capsys) -> str:
-    err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "Traceback" not in err[0], err
-    return err[0]
 
 
 def test_same_numbers_exit_0(tmp_path, capsys):

@@ -4,7 +4,7 @@ link out of the artifact they read (issue 16): one error line, exit 2, nothing c
 from __future__ import annotations
 
 import pytest
-from zlsynth import crow, run_result, write_results
+from zlsynth import crow, one_error_line, run_result, write_results
 
 from zlbench.cli import main
 from zlbench.errors import ZlbenchError
@@ -14,12 +14,6 @@ S = "[1024]"
 
 def good():
     return [run_result("add", [crow("add", S, 1.0)])]
-
-
-def one_error_line(capsys) -> str:
-    err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "Traceback" not in err[0], err
-    return err[0]
 
 
 def merge(*args) -> int:
