@@ -184,6 +184,10 @@ def _relative(file: str | None) -> str | None:
     return os.path.relpath(file, best) if best else os.path.basename(file)
 
 
+# KernelSource.root of a module imported from a dir inside a package (:func:`locate`)
+IMPORT_DIR = "sys.path/"
+
+
 def _import_root(module: str, file: str) -> Path | None:
     """The directory ``module`` was imported from (the sys.path entry that held it at
     import time), from its dotted name and file; None when they do not match."""
@@ -214,7 +218,7 @@ def locate(module: str, file: str | None) -> tuple[str | None, str | None]:
     while (top.parent / "__init__.py").is_file():
         top = top.parent
     anchor = root.relative_to(top.parent).as_posix()
-    return Path(os.path.abspath(file)).relative_to(root).as_posix(), f"sys.path/{anchor}"
+    return Path(os.path.abspath(file)).relative_to(root).as_posix(), IMPORT_DIR + anchor
 
 
 def sha256_hex(data: bytes | str) -> str:

@@ -58,9 +58,6 @@ def decode_const(kind: str, value: Any) -> Any:
     return value
 
 
-IMPORT_DIR = "sys.path/"  # KernelSource.root of a module imported from a package's dir
-
-
 def add_import_dir(anchor: str, path: str | None) -> None:
     """Put ``<entry>/<anchor>`` on sys.path, as the package owning it did at record
     time (FlagGems' vendor backends, docs/codegen.md): the package is imported
@@ -102,8 +99,8 @@ class Loader:
     def function(self, req: CompileRequest) -> Any:
         k = req.kernel
         if k.generated_source is None:
-            if k.root and k.root.startswith(IMPORT_DIR):
-                add_import_dir(k.root[len(IMPORT_DIR) :], k.path)
+            if k.root and k.root.startswith(capture.IMPORT_DIR):
+                add_import_dir(k.root.removeprefix(capture.IMPORT_DIR), k.path)
             return _resolve_vendor(k.module, k.qualname)
         sha = hashlib.sha256(k.generated_source.encode("utf-8")).hexdigest()
         mod = self.generated.get((k.module, sha))
