@@ -40,6 +40,10 @@ def test_claim_new_dir_gives_up_after_999_names(tmp_path):
 def test_claim_batch_dir_reuses_empty_or_resumed_dir(tmp_path):
     path = tmp_path / "b"
     assert claim_batch_dir(path, resume=False) == path  # absent: created
+    assert claim_batch_dir(path, resume=True) == path  # resumed: kept
+    claimed = tmp_path / "c"
+    assert claim_batch_dir(claimed, resume=False) == claimed
+    assert claim_batch_dir(claimed, resume=False).name == "c-2"  # claimed, still empty: next
     (tmp_path / "e").mkdir()
     assert claim_batch_dir(tmp_path / "e", resume=False) == tmp_path / "e"  # empty: taken
     (path / "x").write_text("")

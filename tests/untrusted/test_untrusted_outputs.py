@@ -253,14 +253,3 @@ def test_racing_batches_never_share_an_empty_existing_dir(tmp_path):
             p.join()
         assert len(set(got)) == racers, sorted(got)
         assert str(path) in got
-
-
-def test_claim_batch_dir_takes_an_absent_or_empty_dir_once(tmp_path):
-    from zlbench.runner.claim import claim_batch_dir
-
-    path = tmp_path / "b"
-    assert claim_batch_dir(path, resume=False) == path  # absent: created and claimed
-    assert claim_batch_dir(path, resume=False).name == "b-2"  # claimed: next name
-    (tmp_path / "e").mkdir()
-    assert claim_batch_dir(tmp_path / "e", resume=False) == tmp_path / "e"  # empty: taken
-    assert claim_batch_dir(path, resume=True) == path  # resumed: kept
