@@ -55,3 +55,9 @@ def test_refresh_takes_the_same_measure_options():
         ["baseline", "refresh", "--out", "x", "--ops", "abs", "--replays", "3"]
     )
     assert args.replays == 3 and args.precompile_jobs == 0 and not args.phase_timings
+    # ... and reach the refresh's BatchConfig through the same config_from_args
+    refresh = ["baseline", "refresh", "--out", "x", "--ops", "abs", "--replays", "3"]
+    args = build_parser().parse_args([*refresh, "--precompile-jobs", "2", "--phase-timings"])
+    cfg = config_from_args(args, Settings.from_env())
+    assert cfg.extra_pytest_args == ["-p", "zlbench.plugins.phases", "--zl-replays", "3"]
+    assert cfg.precompile_jobs == 2
