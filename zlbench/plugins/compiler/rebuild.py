@@ -22,7 +22,6 @@ writes ``OUT_DIR/index.json`` (a CodegenIndex: the input records in input order,
 from __future__ import annotations
 
 import argparse
-import hashlib
 import importlib.util
 import os
 import sys
@@ -102,7 +101,7 @@ class Loader:
             if k.root and k.root.startswith(capture.IMPORT_DIR):
                 add_import_dir(k.root.removeprefix(capture.IMPORT_DIR), k.path)
             return _resolve_vendor(k.module, k.qualname)
-        sha = hashlib.sha256(k.generated_source.encode("utf-8")).hexdigest()
+        sha = capture.sha256_hex(k.generated_source)
         mod = self.generated.get((k.module, sha))
         if mod is None:
             mod = self.generated[(k.module, sha)] = self._load_generated(req, sha)
