@@ -59,8 +59,8 @@ def run_batch(config: BatchConfig) -> BatchOutcome:
     if config.precompile_jobs > 0 and config.replay_root is not None:
         with tempfile.TemporaryDirectory(prefix="zl-shared-cache-") as cache:
             config = warm_shared_cache(config, selection, Path(cache))
-            return BatchRun(config, selection, out_dir).run()
-    return BatchRun(config, selection, out_dir).run()
+            return BatchRun(config, selection, out_dir, costs).run()
+    return BatchRun(config, selection, out_dir, costs).run()
 
 
 def warm_shared_cache(config: BatchConfig, selection: OpSelection, cache: Path) -> BatchConfig:

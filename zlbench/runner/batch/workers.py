@@ -42,8 +42,9 @@ from zlbench.runner.batch.config import (
     BatchOutcome,
     default_executor,
 )
+from zlbench.runner.batch.costs import OpCosts
 from zlbench.runner.batch.info import read_batch_info, write_batch_info
-from zlbench.runner.batch.plan import deal, selection_costs
+from zlbench.runner.batch.plan import deal
 from zlbench.runner.batch.retry import Attempt, next_attempt
 from zlbench.runner.batch.status import load_run, write_ops_status
 from zlbench.runner.batch.systemic import (
@@ -57,7 +58,7 @@ from zlbench.runner.catalog.select import OpSelection, SelectedOp
 
 
 class BatchRun:
-    def __init__(self, config: BatchConfig, selection: OpSelection, out_dir: Path):
+    def __init__(self, config: BatchConfig, selection: OpSelection, out_dir: Path, costs: OpCosts):
         self.config = config
         self.selection = selection
         self.out = out_dir
@@ -71,6 +72,7 @@ class BatchRun:
         self.running: set[str] = set()  # names of worker threads not yet returned
         self.systemic = SystemicTracker()
         self.budget_s = config.budget_s  # or derived from the durations in _resume
+        self.costs = costs  # the selection's expected seconds (plan.selection_costs)
 
     # ------------------------------------------------------------------ setup
 
@@ -155,12 +157,11 @@ class BatchRun:
     def _resume(self, previous: dict[str, OpStatus]) -> dict[str, list[OpAttempts]]:
         """Tracks per GPU; with --resume, complete ops are kept and not run again."""
         todo: dict[str, list[OpAttempts]] = {}
-        costs = selection_costs(self.config, self.selection.keys())
-        dealt = deal(self.selection, self.config.gpus, costs)
+        dealt = deal(self.selection, self.config.gpus, self.costs)
         if self.budget_s is None and self.config.budget_factor:
             bins = [[o.key for o in ops] for ops in dealt.values()]
             factor, per = self.config.budget_factor, self.config.per_process
-            self.budget_s = budget_seconds(costs, bins, factor, per)
+            self.budget_s = budget_seconds(self.costs, bins, factor, per)
         for gpu, ops in dealt.items():
             tracks = []
             for op in ops:
