@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from zlbench.cli.settings import Settings
-from zlbench.codegen.screen import SCREEN_MD, ScreenOptions, run_screen
+from zlbench.codegen.screen import SCREEN_MD, ScreenOptions, flaggems_sources, run_screen
 from zlbench.errors import ZlbenchError
 from zlbench.report.codegen import headline
 from zlbench.report.escape import log_line
@@ -34,7 +34,7 @@ def _run(args) -> int:
         out=Path(args.out),
         jobs=args.jobs,
         python=_interpreter(args.python),
-        pythonpath=flaggems_sources(Settings.from_env()),
+        pythonpath=flaggems_sources(Settings.from_env().flaggems_dirs.values()),
     )
     screen = run_screen(opts, say=lambda s: print(s, file=sys.stderr, flush=True))
     print(f"zlbench codegen: {headline(screen)}; wrote {opts.out / SCREEN_MD}")
@@ -59,10 +59,3 @@ def _interpreter(python: str | None) -> str:
     if found is None:
         raise ZlbenchError(f"--python {python}: no such interpreter")
     return found
-
-
-def flaggems_sources(settings: Settings) -> list[str]:
-    """``<checkout>/src`` of every FlagGems checkout the environment names: the workers
-    import the recorded kernels' modules from there (an installed flag_gems works too)."""
-    dirs = (Path(d) / "src" for d in settings.flaggems_dirs.values())
-    return [str(d.resolve()) for d in dirs if d.is_dir()]

@@ -20,7 +20,7 @@ import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -50,6 +50,14 @@ class ScreenOptions:
     # run as `python -m` (read at construction: tests point it at a stand-in)
     worker_module: str = field(default_factory=lambda: worker_pool.WORKER_MODULE)
     chunks_per_job: int = 2
+
+
+def flaggems_sources(checkouts: Iterable[str | os.PathLike]) -> list[str]:
+    """``<checkout>/src`` of each FlagGems checkout that has one (absolute), for
+    ``ScreenOptions.pythonpath``: the workers import the recorded kernels' modules
+    from there (an installed flag_gems works too)."""
+    dirs = (Path(d) / "src" for d in checkouts)
+    return [str(d.resolve()) for d in dirs if d.is_dir()]
 
 
 def run_screen(opts: ScreenOptions, say: Callable[[str], None] = lambda s: None) -> CodegenScreen:

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
+from zlbench.codegen.screen import flaggems_sources
 from zlbench.errors import ZlbenchError
 from zlbench.gate import verdict as judging
 from zlbench.gate.baselines import check_out_outside_baseline
@@ -393,13 +394,12 @@ def run_gate(job: GateJob, seams: GateSeams | None = None) -> int:
 def _screen(inputs: _Inputs, job: GateJob, out: Path, seams: GateSeams) -> CodegenStep:
     """The codegen screen of the baseline's kernels, before any GPU time: the
     FlagGems checkouts' ``src/`` go first on the rebuild workers' path."""
-    dirs = (Path(d) / "src" for d in job.flaggems_dirs.values())
     return screen_for_gate(
         inputs.baseline.path,
         out,
         time=job.time,
         jobs=job.codegen_jobs,
-        pythonpath=[str(d.resolve()) for d in dirs if d.is_dir()],
+        pythonpath=flaggems_sources(job.flaggems_dirs.values()),
         screen=seams.screen,
         say=seams.say,
         progress=seams.warn,
