@@ -24,9 +24,9 @@ from zlbench.models.batch import SystemicFailure
 from zlbench.protocol.boundary import runner_line
 from zlbench.protocol.layout import RUN_LOG, op_key
 from zlbench.runner.execute.failsig import signature
+from zlbench.runner.execute.worker import NOT_MEASURED
 
 SYSTEMIC_OPS = 3  # different ops failing with one signature make it systemic
-NOT_MEASURED = "NOT MEASURED"  # note prefix of ops never run (zlbench.runner.execute.worker)
 
 
 class SystemicTracker:
