@@ -95,7 +95,7 @@ def _mark(path: Path) -> bool:
 
 
 @contextlib.contextmanager
-def hold_dir(path: str | os.PathLike, what: str = "--out") -> Iterator[Path]:
+def hold_dir(path: str | os.PathLike) -> Iterator[Path]:
     """Create dir ``path`` when missing and hold an exclusive lock on it (flock on the
     dir itself: released when the process ends, even by kill -9). Another process
     holding it is one ZlbenchError line: two writers never mix their files in one
@@ -104,15 +104,15 @@ def hold_dir(path: str | os.PathLike, what: str = "--out") -> Iterator[Path]:
     try:
         path.mkdir(parents=True, exist_ok=True)
     except FileExistsError:
-        raise ZlbenchError(f"{what} {path}: exists and is not a directory") from None
+        raise ZlbenchError(f"--out {path}: exists and is not a directory") from None
     except OSError as e:
-        raise ZlbenchError(f"{what} {path}: cannot create: {e.strerror}") from None
+        raise ZlbenchError(f"--out {path}: cannot create: {e.strerror}") from None
     key = os.path.realpath(path)
     if key in _HELD:
         fd, depth = _HELD[key]
         _HELD[key] = (fd, depth + 1)
     else:
-        _HELD[key] = (_lock(path, what), 1)
+        _HELD[key] = (_lock(path), 1)
     try:
         yield path
     finally:
@@ -123,17 +123,17 @@ def hold_dir(path: str | os.PathLike, what: str = "--out") -> Iterator[Path]:
             os.close(fd)
 
 
-def _lock(path: Path, what: str) -> int:
+def _lock(path: Path) -> int:
     try:
         fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
     except OSError as e:
-        raise ZlbenchError(f"{what} {path}: cannot open: {e.strerror}") from None
+        raise ZlbenchError(f"--out {path}: cannot open: {e.strerror}") from None
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError:
         os.close(fd)
         raise ZlbenchError(
-            f"{what} {path}: another zlbench process is writing there; "
+            f"--out {path}: another zlbench process is writing there; "
             "give each run its own output dir"
         ) from None
     return fd
