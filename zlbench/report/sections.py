@@ -9,7 +9,6 @@ from zlbench.models import FAILING_VERDICTS, GateVerdict, OpVerdict, Verdict
 from zlbench.protocol.layout import op_key
 from zlbench.report.ab import ab_block, accept_block
 from zlbench.report.blocks import Block, change_block, op_label, reason_block
-from zlbench.report.blocks import table as table  # re-exported
 from zlbench.report.codegen import row_explanation
 from zlbench.report.escape import md_code, md_fence, md_text
 from zlbench.report.facts import (
