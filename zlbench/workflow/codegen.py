@@ -14,7 +14,7 @@ compiling fails the gate) and :func:`report_extras` into the reports.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from zlbench.codegen.collect import has_codegen_records
@@ -66,7 +66,11 @@ class CodegenStep:
     screen: CodegenScreen | None = None
     dir: Path | None = None  # where codegen.json and diffs/ are
     diff_prefix: str = f"{CODEGEN_SCREEN_DIR}/"  # diff paths as the report's reader sees them
-    skipped: dict[str, str] = field(default_factory=dict)  # op key -> proof (not timed)
+
+    @property
+    def skipped(self) -> dict[str, str]:
+        """Op key -> proof that its kernels are unchanged: the ops not timed."""
+        return self.summary.not_timed
 
 
 def failed_line(k: KernelScreen) -> str:
@@ -124,7 +128,7 @@ def plan_timing(
     """The ops to measure (within ``scope``; None: every baseline op). ``--time
     changed`` leaves out the ops the screen proves unchanged (never a sentinel op,
     never a row whose kernels the records do not name); the plan is written to
-    ``<out>/codegen/timing.json`` and the skipped ops kept in ``step.skipped``."""
+    ``<out>/codegen/timing.json`` and the skipped ops kept in ``step.summary.not_timed``."""
     in_scope = {k: r for k, r in baseline.ops.items() if scope is None or k in scope}
     if step.screen is None or step.dir is None:
         return set(in_scope)
@@ -133,7 +137,6 @@ def plan_timing(
     if step.summary.time == "all":
         plan.time.update({k: "--time all" for k in plan.skip})
         plan.skip = {}
-    step.skipped = dict(plan.skip)
     step.summary.not_timed = dict(plan.skip)
     timing = TimingPlanFile(time=step.summary.time, timed=plan.time, skipped=plan.skip)
     dump_json_model(step.dir / TIMING_JSON, timing)
@@ -165,7 +168,7 @@ def load_for_rejudge(results: Path, label: str) -> CodegenStep | None:
     prefix = f"{label.rstrip('/')}/{CODEGEN_SCREEN_DIR}/"
     summary = summarize(screen, timing.time, prefix + SCREEN_JSON)
     summary.not_timed = dict(timing.skipped)
-    return CodegenStep(summary, screen, cg_dir, prefix, dict(timing.skipped))
+    return CodegenStep(summary, screen, cg_dir, prefix)
 
 
 # --------------------------------------------------------------------------- the verdict
