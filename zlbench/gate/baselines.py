@@ -272,18 +272,18 @@ def _verify_codegen(op_dir: Path, rep: VerifyReport) -> None:
     """An op's codegen records, when it has any: a valid index whose blobs are all
     there (their contents are covered by the content hashes)."""
     try:
-        blobs = codegen_blobs(op_dir)
+        found = codegen_blobs(op_dir)
     except ZlbenchError as e:
         rep.problems.append(str(e))
         return
-    if blobs is not None:
+    if found is not None:
         rep.codegen_ops += 1
 
 
-def codegen_blobs(run_dir: Path) -> list[str] | None:
-    """The blob paths (relative to its codegen dir) that ``run_dir``'s codegen index
-    names (docs/codegen.md); None when it has no index. One ZlbenchError line for a
-    corrupt index or a blob that is missing or outside the codegen dir."""
+def codegen_blobs(run_dir: Path) -> tuple[CodegenIndex, list[str]] | None:
+    """``run_dir``'s codegen index and the blob paths (relative to its codegen dir)
+    it names (docs/codegen.md); None when it has no index. One ZlbenchError line for
+    a corrupt index or a blob that is missing or outside the codegen dir."""
     index = load_codegen_index(run_dir)
     if index is None:
         return None
@@ -292,7 +292,7 @@ def codegen_blobs(run_dir: Path) -> list[str] | None:
     for blob in blobs:
         if not resolve_inside(cg_dir, blob, f"{cg_dir / CODEGEN_INDEX}: blob").is_file():
             raise ZlbenchError(f"{cg_dir / blob}: codegen blob missing")
-    return blobs
+    return index, blobs
 
 
 def with_compile_times(index: CodegenIndex, others: Iterable[CodegenIndex]) -> CodegenIndex:

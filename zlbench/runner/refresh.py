@@ -225,19 +225,18 @@ def _copy_codegen(cfg: RefreshConfig, key: str, dst: Path, passes: list[Path]) -
     without a compilation listener) gets no ``codegen/`` and the gate times it."""
     for batch_dir in passes:
         try:
-            blobs = baselines.codegen_blobs(batch_dir / key)
+            found = baselines.codegen_blobs(batch_dir / key)
         except ZlbenchError as e:
             _say(cfg, f"refresh: {key}: codegen records of {batch_dir.name} unusable: {e}")
             continue
-        if blobs is None:
+        if found is None:
             continue
+        index, blobs = found
         src, out = codegen_dir(batch_dir / key), codegen_dir(dst)
         for blob in blobs:
             (out / blob).parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(src / blob, out / blob)
-        index = baselines.with_compile_times(
-            load_codegen_index(batch_dir / key), _other_indexes(passes, batch_dir, key)
-        )
+        index = baselines.with_compile_times(index, _other_indexes(passes, batch_dir, key))
         dump_json_model(out / CODEGEN_INDEX, index)
         return
 
