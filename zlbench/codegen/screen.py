@@ -50,6 +50,8 @@ class ScreenOptions:
     # run as `python -m` (read at construction: tests point it at a stand-in)
     worker_module: str = field(default_factory=lambda: worker_pool.WORKER_MODULE)
     chunks_per_job: int = 2
+    # a triton cache dir the workers also put their compiled kernels in (the gate's)
+    cache_out: Path | None = None
 
 
 def flaggems_sources(checkouts: Iterable[str | os.PathLike]) -> list[str]:

@@ -105,21 +105,31 @@ def screen_for_gate(
     screen: Screen,
     say: Callable[[str], None],
     progress: Callable[[str], None],
+    cache_out: Path | None = None,
 ) -> CodegenStep:
     """Screen the baseline's kernels into ``<out>/codegen/`` (nothing when the
     baseline has no codegen records: a note, every op timed). ``say``: what it
-    found (stdout); ``progress``: the screen's progress lines (stderr)."""
+    found (stdout); ``progress``: the screen's progress lines (stderr);
+    ``cache_out``: a triton cache dir the rebuilt kernels are also put in."""
     if not has_codegen_records(baseline_dir):
         say(f"zlbench gate: {NO_RECORDS}")
         return no_screen(time)
     cg_dir = out / CODEGEN_SCREEN_DIR
-    opts = ScreenOptions(baseline=baseline_dir, out=cg_dir, jobs=jobs, pythonpath=pythonpath)
+    opts = ScreenOptions(
+        baseline=baseline_dir, out=cg_dir, jobs=jobs, pythonpath=pythonpath, cache_out=cache_out
+    )
     result = screen(opts, progress)
     say(f"zlbench gate: codegen screen: {headline(result)} ({cg_dir / SCREEN_MD})")
     for k in result.failed():
         progress(f"zlbench gate: codegen: FAILED {failed_line(k)}")
     summary = summarize(result, time, f"{CODEGEN_SCREEN_DIR}/{SCREEN_JSON}")
     return CodegenStep(summary, result, cg_dir)
+
+
+def cached_kernels(cache: Path) -> int:
+    """How many compiled kernels the triton cache dir ``cache`` holds (triton's file
+    cache: one ``<key>/__grp__<name>.json`` group per compiled kernel)."""
+    return sum(1 for _ in Path(cache).glob("*/__grp__*"))
 
 
 def plan_timing(

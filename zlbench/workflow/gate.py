@@ -14,8 +14,10 @@ and the ``confirm/<i>/`` re-measures (docs/design.md).
 from __future__ import annotations
 
 import sys
+import tempfile
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
@@ -38,7 +40,8 @@ from zlbench.gate.load import (
 from zlbench.gate.plan import baseline_scope, read_ops_file
 from zlbench.gate.thresholds import load_thresholds
 from zlbench.gate.verdict import SUMMARY_SEP, GateOptions
-from zlbench.models import GateVerdict, Row, RowKey, ThresholdsFile
+from zlbench.models import GateVerdict, Row, RowKey, ThresholdsFile, dump_json_model
+from zlbench.models.steps import STEPS_JSON, GateSteps
 from zlbench.protocol.layout import (
     COMMENT_MD,
     JUNIT_XML,
@@ -53,13 +56,14 @@ from zlbench.report.facts import ReportExtras
 from zlbench.report.html import render_html
 from zlbench.report.junit import render_junit
 from zlbench.report.markdown import STEP_SUMMARY_LIMIT, render_comment, render_markdown
-from zlbench.runner.ab.env import CompilerEnv
+from zlbench.runner.ab.env import PR_ENV, CompilerEnv
 from zlbench.runner.claim import hold_dir, write_file_set
 from zlbench.workflow.ab import AbContext, AbOptions, finish, prepare
 from zlbench.workflow.codegen import (
     CodegenStep,
     Screen,
     apply_screen,
+    cached_kernels,
     load_for_rejudge,
     plan_timing,
     report_extras,
@@ -122,6 +126,8 @@ class MeasureRequest:
     shard: tuple[int, int] | None
     job: GateJob
     compiler: CompilerEnv | None = None  # None: this environment (the PR's build)
+    # the screen's compiled kernels (a triton cache dir); never for the base compiler
+    shared_cache: Path | None = None
 
 
 Measure = Callable[[MeasureRequest], tuple[Path, int]]  # -> (batch dir, batch exit code)
@@ -161,12 +167,26 @@ def measure_batch(req: MeasureRequest) -> tuple[Path, int]:
         precompile_jobs=job.precompile_jobs,
         extra_pytest_args=list(job.measure_args),
     )
+    if req.shared_cache is not None:
+        config = with_shared_cache(config, req.shared_cache)
     if req.compiler is not None:
         from zlbench.runner.ab.env import side_config
 
         config = side_config(config, req.compiler)
     outcome = run_batch(config)
     return outcome.out_dir, outcome.exit_code
+
+
+def with_shared_cache(config, cache: Path):
+    """``config`` whose benchmark processes share the triton cache ``cache`` (the
+    screen compiled the kernels there: no precompile pass)."""
+    import os
+    from dataclasses import replace
+
+    from zlbench.runner.execute.worker import SHARED_TRITON_CACHE
+
+    env = dict(os.environ if config.env is None else config.env)
+    return replace(config, env={**env, SHARED_TRITON_CACHE: str(cache)}, precompile_jobs=0)
 
 
 def baseline_durations(baseline_dir: Path) -> dict[str, float]:
@@ -221,6 +241,7 @@ def make_remeasure(req: MeasureRequest, confirm_root: Path, measure: Measure) ->
         passes = []
         for i in range(1, times + 1):
             sub = MeasureRequest(req.baseline, set(ops), confirm_root / str(i), None, req.job)
+            sub.shared_cache = req.shared_cache
             batch_dir, _ = measure(sub)
             passes.append(load_results(batch_dir).sample_rows())
         return passes
@@ -280,6 +301,17 @@ class _Inputs:
     thresholds: ThresholdsFile
     opts: GateOptions
     ab: AbContext = field(default_factory=lambda: AbContext(AbOptions()))
+    steps: GateSteps = field(default_factory=GateSteps)  # written to <out>/steps.json
+
+
+@contextmanager
+def timed(steps: GateSteps, name: str) -> Iterator[None]:
+    """Add the wall seconds of the ``with`` body to ``steps.seconds[name]``."""
+    t0 = time.monotonic()
+    try:
+        yield
+    finally:
+        steps.seconds[name] = round(steps.seconds.get(name, 0.0) + time.monotonic() - t0, 3)
 
 
 def _load_inputs(job: GateJob, seams: GateSeams) -> _Inputs:
@@ -376,24 +408,41 @@ def run_gate(job: GateJob, seams: GateSeams | None = None) -> int:
             )
         return _judge_given(inputs, job, seams, command="gate")
     out = _claim_out(Path(job.out), seams)
-    codegen = _screen(inputs, job, out, seams)
+    started = time.monotonic()
+    with tempfile.TemporaryDirectory(prefix="zl-gate-cache-") as cache:  # never in --out
+        code = _measure_and_judge(inputs, job, out, seams, Path(cache))
+    inputs.steps.seconds["total"] = round(time.monotonic() - started, 3)
+    dump_json_model(out / STEPS_JSON, inputs.steps)
+    return code
+
+
+def _measure_and_judge(
+    inputs: _Inputs, job: GateJob, out: Path, seams: GateSeams, cache: Path
+) -> int:
+    """Screen (its kernels compiled into ``cache``), measure, confirm, judge."""
+    inputs.steps.seconds = {"screen": 0.0, "measure": 0.0, "ab" if inputs.ab.ab else "confirm": 0.0}
+    with timed(inputs.steps, "screen"):
+        codegen = _screen(inputs, job, out, seams, cache)
     ops = plan_timing(codegen, inputs.baseline, inputs.opts.scope, Path(job.ops_dir))
     if codegen.skipped:
         seams.say(f"zlbench gate: --time changed: {len(ops)} op(s) timed, "
                    f"{len(codegen.skipped)} proven unchanged by the codegen screen")  # fmt: skip
         inputs.opts.scope = ops  # the skipped ops are not judged MISSING
     req = MeasureRequest(inputs.baseline, ops, out / RESULTS_DIR, job.shard, job)
+    req.shared_cache = _shared_cache(inputs, codegen, cache, seams)
     th = inputs.thresholds
     inputs.opts.confirm_times = th.confirm_repeats if job.confirm is None else job.confirm
     if job.shard is not None:
         return run_shard(inputs, req, seams, codegen)
-    batch_dir, _ = seams.measure(req)
+    with timed(inputs.steps, "measure"):
+        batch_dir, _ = seams.measure(req)
     return _judge_measured(inputs, req, load_results(batch_dir), seams, codegen)
 
 
-def _screen(inputs: _Inputs, job: GateJob, out: Path, seams: GateSeams) -> CodegenStep:
+def _screen(inputs: _Inputs, job: GateJob, out: Path, seams: GateSeams, cache: Path) -> CodegenStep:
     """The codegen screen of the baseline's kernels, before any GPU time: the
-    FlagGems checkouts' ``src/`` go first on the rebuild workers' path."""
+    FlagGems checkouts' ``src/`` go first on the rebuild workers' path; the kernels
+    it compiles are kept in the triton cache dir ``cache``."""
     return screen_for_gate(
         inputs.baseline.path,
         out,
@@ -403,7 +452,23 @@ def _screen(inputs: _Inputs, job: GateJob, out: Path, seams: GateSeams) -> Codeg
         screen=seams.screen,
         say=seams.say,
         progress=seams.warn,
+        cache_out=cache,
     )
+
+
+def _shared_cache(inputs: _Inputs, step: CodegenStep, cache: Path, seams: GateSeams) -> Path | None:
+    """``cache`` when the screen compiled kernels into it (the measure step of the
+    compiler under test then loads them instead of compiling them; a kernel not
+    there is compiled as usual), else None; one line says which."""
+    if step.screen is None:
+        return None
+    n = inputs.steps.shared_cache_kernels = cached_kernels(cache)
+    if n == 0:
+        seams.say("zlbench gate: the screen left no compiled kernel: the measure step compiles")
+        return None
+    seams.say(f"zlbench gate: measure step uses the screen's {n} compiled kernels "
+              "(shared triton cache)")  # fmt: skip
+    return cache
 
 
 def _judge_measured(
@@ -430,11 +495,18 @@ def _remeasure_or_ab(
     """The confirmation re-measure, or (with a base compiler) the A/B that replaces
     it: ``measure(side env, op keys, batch dir)`` replays the ops in that env."""
     if not inputs.ab.ab:
-        return make_remeasure(req, out / CONFIRM_DIR, seams.measure), None
+
+        def confirm(sub: MeasureRequest) -> tuple[Path, int]:
+            with timed(inputs.steps, "confirm"):
+                return seams.measure(sub)
+
+        return make_remeasure(req, out / CONFIRM_DIR, confirm), None
 
     def measure(env: CompilerEnv, ops: list[str], batch_out: Path) -> Path:
         sub = MeasureRequest(req.baseline, set(ops), batch_out, None, req.job, compiler=env)
-        return seams.measure(sub)[0]
+        sub.shared_cache = req.shared_cache if env == PR_ENV else None  # never the base's
+        with timed(inputs.steps, "ab"):
+            return seams.measure(sub)[0]
 
     return None, measure
 
@@ -479,7 +551,8 @@ def run_shard(
 
     label = f"{req.shard[0]}/{req.shard[1]}"
     try:
-        batch_dir, code = seams.measure(req)
+        with timed(inputs.steps, "measure"):
+            batch_dir, code = seams.measure(req)
     except EmptyShardError as e:
         write_ops_status(req.out_dir, [])  # a valid, empty batch dir for `zlbench merge`
         seams.say(f"shard {label}: nothing to measure, exit 0 ({e})")

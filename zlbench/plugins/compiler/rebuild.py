@@ -17,12 +17,18 @@ writes ``OUT_DIR/index.json`` (a CodegenIndex: the input records in input order,
 ``used_by`` kept, ``result``/``error``/``notes`` from this rebuild) and
 ``OUT_DIR/blobs/``. Exit 0 even when kernels fail (their ``error`` says so); exit
 2 with one line on stderr when the input is unusable.
+
+``--cache-out DIR``: after the rebuild, every kernel it compiled is also put into
+the triton cache dir ``DIR`` (the gate's measure step then loads them from there,
+docs/codegen.md "Gate integration"). The rebuild itself still compiles in a fresh
+private cache, so the screen's output is the same with or without it.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib.util
+import json
 import os
 import sys
 import tempfile
@@ -208,9 +214,13 @@ def select(records: list[CompileRecord], shard: tuple[int, int] | None) -> list[
 
 
 def rebuild_index(
-    index: CodegenIndex, out_dir: Path, shard: tuple[int, int] | None = None
+    index: CodegenIndex,
+    out_dir: Path,
+    shard: tuple[int, int] | None = None,
+    cache_out: Path | None = None,
 ) -> CodegenIndex:
-    """Rebuild (a shard of) ``index``'s requests; write and return the new index."""
+    """Rebuild (a shard of) ``index``'s requests; write and return the new index
+    (the compiled kernels also put into the triton cache dir ``cache_out``, if given)."""
     import triton
 
     todo = select(index.records, shard)
@@ -222,10 +232,44 @@ def rebuild_index(
         for rec in todo:
             with standin_mod.standin(target_spec(rec.request)):
                 done.append(rebuild_one(rec, loader, store, roots))
+        if cache_out is not None:
+            export_cache(Path(tmp) / "triton-cache", cache_out)
     out = CodegenIndex(compiler=capture.compiler_identity(), records=done)
     store.write(Path(out_dir))
     capture.write_index(Path(out_dir), out)
     return out
+
+
+def export_cache(private: Path, shared: Path) -> int:
+    """Put every complete kernel of the triton cache dir ``private`` into ``shared``
+    through triton's cache manager (atomic writes; its group files name absolute
+    paths, so they are written anew); a kernel already there is left as it is.
+    The number of kernels put. A kernel that cannot be put is one stderr line: the
+    benchmark then compiles it itself."""
+    import triton
+    from triton.runtime.cache import FileCacheManager
+
+    previous, put = triton.knobs.cache.dir, 0
+    triton.knobs.cache.dir = str(shared)
+    try:
+        for grp in sorted(private.glob("*/__grp__*")):
+            try:
+                put += _put_group(FileCacheManager(grp.parent.name), grp)
+            except (OSError, ValueError, KeyError) as e:
+                print(f"zlbench: cache-out {grp.parent.name}: {first_line(e)}", file=sys.stderr)
+    finally:
+        triton.knobs.cache.dir = previous
+    return put
+
+
+def _put_group(dst: Any, grp: Path) -> int:
+    name = grp.name.removeprefix("__grp__")
+    if dst.get_group(name):
+        return 0
+    children = json.loads(grp.read_text(encoding="utf-8"))["child_paths"]
+    paths = {c: dst.put(Path(p).read_bytes(), c) for c, p in children.items()}
+    dst.put_group(name, paths)
+    return 1
 
 
 def target_spec(req: CompileRequest) -> str:
@@ -241,11 +285,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--shard", default=None, metavar="K/N", help="rebuild records i with i %% N == K"
     )
+    p.add_argument("--cache-out", default=None, help="a triton cache dir to put the kernels in")
     args = p.parse_args(argv)
     try:
         shard = parse_sweep_shard(args.shard, "--shard") if args.shard else None
         index = load_json_model(args.index, CodegenIndex)
-        out = rebuild_index(index, Path(args.out_dir), shard)
+        cache_out = Path(args.cache_out) if args.cache_out else None
+        out = rebuild_index(index, Path(args.out_dir), shard, cache_out)
     except ZlbenchError as e:
         print(f"zlbench: {e}", file=sys.stderr)
         return 2

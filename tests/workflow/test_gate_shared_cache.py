@@ -1,0 +1,148 @@
+"""The gate's screen leaves its compiled kernels in a triton cache dir the gate owns
+(a temp dir, never in --out), and the measuring batches of the compiler under test
+(the replay, the confirmation re-measures, the A/B's PR side) share it; the base
+compiler's side never does, a baseline without codegen records changes nothing;
+``<out>/steps.json`` has each step's wall seconds. Fakes for the screen and the
+batch (tests/workflow/test_gate_codegen.py); the real screen and real cache hits:
+tests/workflow/test_gate_shared_cache_e2e.py."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from test_gate_codegen import (
+    ADD_SAME,
+    MM_CHANGED,
+    FakeBatch,
+    FakeScreen,
+    baseline,
+    gate,
+    good,
+    mm_slower,
+)
+from test_gate_codegen import ops_dir as ops_dir  # noqa: F401 - the fixture
+
+from zlbench.models import load_json_model
+from zlbench.models.steps import STEPS_JSON, GateSteps
+from zlbench.runner.ab.env import PR_ENV, CompilerEnv
+from zlbench.runner.execute.worker import SHARED_TRITON_CACHE
+from zlbench.workflow.gate import MeasureRequest
+
+
+class CachingScreen(FakeScreen):
+    """The fake screen, also leaving one triton cache group per kernel in cache_out."""
+
+    def __call__(self, opts, say):
+        for k in self.kernels:
+            d = opts.cache_out / f"key-{k.kernel_id}"
+            d.mkdir(parents=True)
+            (d / f"__grp__{k.name}.json").write_text('{"child_paths": {}}')
+        return super().__call__(opts, say)
+
+
+class SeeingBatch(FakeBatch):
+    """The fake batch, noting whether each request's shared cache exists while measured."""
+
+    def __init__(self, results):
+        super().__init__(results)
+        self.existed: list[bool] = []
+
+    def __call__(self, req):
+        self.existed.append(req.shared_cache is not None and req.shared_cache.is_dir())
+        return super().__call__(req)
+
+
+def test_measure_and_confirm_share_the_screens_cache_which_is_removed_after(tmp_path, ops_dir):
+    bl = baseline(tmp_path / "bl")
+    batch = SeeingBatch(mm_slower())  # mm regresses: confirmed twice
+    rc, out, err = gate(
+        tmp_path, bl, ops_dir, CachingScreen(ADD_SAME, MM_CHANGED), batch, confirm=2
+    )
+    assert rc == 1 and len(batch.requests) == 3
+    caches = {r.shared_cache for r in batch.requests}
+    assert len(caches) == 1 and batch.existed == [True, True, True]
+    cache = caches.pop()
+    assert not cache.exists() and out not in cache.parents  # a temp dir, gone with the gate
+    assert (
+        "zlbench gate: measure step uses the screen's 2 compiled kernels (shared triton cache)"
+        in err
+    )
+
+
+def test_a_baseline_without_codegen_records_gets_no_shared_cache(tmp_path, ops_dir):
+    bl = baseline(tmp_path / "bl", records=False)
+    screen, batch = CachingScreen(ADD_SAME), SeeingBatch(mm_slower())
+    rc, out, err = gate(tmp_path, bl, ops_dir, screen, batch, confirm=1)
+    assert rc == 1 and screen.calls == [] and len(batch.requests) == 2
+    assert [r.shared_cache for r in batch.requests] == [None, None]
+    assert "shared triton cache" not in err
+    steps = load_json_model(out / STEPS_JSON, GateSteps)
+    assert steps.shared_cache_kernels is None
+
+
+def test_a_screen_that_compiled_nothing_leaves_each_process_its_own_cache(tmp_path, ops_dir):
+    bl = baseline(tmp_path / "bl")
+    batch = SeeingBatch(good())
+    rc, _, err = gate(tmp_path, bl, ops_dir, FakeScreen(ADD_SAME), batch)
+    assert rc == 0 and [r.shared_cache for r in batch.requests] == [None]
+    assert "the screen left no compiled kernel: the measure step compiles" in err
+
+
+def test_steps_json_has_the_wall_seconds_of_each_step(tmp_path, ops_dir):
+    bl = baseline(tmp_path / "bl")
+    screen = CachingScreen(ADD_SAME, MM_CHANGED)
+    rc, out, _ = gate(tmp_path, bl, ops_dir, screen, FakeBatch(mm_slower()), confirm=1)
+    assert rc == 1
+    steps = load_json_model(out / STEPS_JSON, GateSteps)
+    assert set(steps.seconds) == {"screen", "measure", "confirm", "total"}
+    assert all(v >= 0 for v in steps.seconds.values())
+    parts = steps.seconds["screen"] + steps.seconds["measure"] + steps.seconds["confirm"]
+    assert parts <= steps.seconds["total"] + 0.01
+    assert steps.shared_cache_kernels == 2
+
+
+def test_the_ab_gives_the_cache_to_the_pr_side_only(tmp_path, ops_dir):
+    from zlbench.gate.load import load_baseline
+    from zlbench.workflow.ab import AbContext, AbOptions
+    from zlbench.workflow.gate import GateJob, GateSeams, _Inputs, _remeasure_or_ab
+
+    bl = load_baseline(baseline(tmp_path / "bl"))
+    job = GateJob(baseline=str(bl.path), out=tmp_path / "out", ops_dir=ops_dir)
+    cache = tmp_path / "cache"
+    req = MeasureRequest(bl, {"main/mm"}, tmp_path / "out" / "results", None, job)
+    req.shared_cache = cache
+    base = CompilerEnv("/envs/base", python="/envs/base/bin/python")
+    ab = AbContext(AbOptions(base_compiler="/envs/base"), base=base)
+    inputs = _Inputs(bl, None, None, ab)
+    batch = FakeBatch(good())
+    remeasure, measure = _remeasure_or_ab(inputs, req, tmp_path / "out", GateSeams(measure=batch))
+    assert remeasure is None
+    measure(PR_ENV, ["main/mm"], tmp_path / "pr")
+    measure(base, ["main/mm"], tmp_path / "base")
+    assert [(r.compiler, r.shared_cache) for r in batch.requests] == [(PR_ENV, cache), (base, None)]
+    assert set(inputs.steps.seconds) == {"ab"}
+
+
+def test_measure_batch_points_every_process_at_the_shared_cache(tmp_path, ops_dir, monkeypatch):
+    import zlbench.runner.batch.run as run_mod
+    from zlbench.gate.load import load_baseline
+    from zlbench.runner.batch.config import BatchOutcome
+    from zlbench.workflow.gate import GateJob, measure_batch
+
+    configs = []
+
+    def fake_run_batch(config):
+        configs.append(config)
+        return BatchOutcome(config.out_dir, [], {}, 0, 0)
+
+    monkeypatch.setattr(run_mod, "run_batch", fake_run_batch)
+    bl = load_baseline(baseline(tmp_path / "bl"))
+    job = GateJob(baseline=str(bl.path), out=tmp_path / "o", ops_dir=ops_dir, precompile_jobs=4)
+    plain = MeasureRequest(bl, {"main/mm"}, tmp_path / "o" / "a", None, job)
+    shared = MeasureRequest(bl, {"main/mm"}, tmp_path / "o" / "b", None, job)
+    shared.shared_cache = Path(tmp_path / "cache")
+    measure_batch(plain)
+    measure_batch(shared)
+    assert configs[0].env is None and configs[0].precompile_jobs == 4
+    assert configs[1].env[SHARED_TRITON_CACHE] == str(tmp_path / "cache")
+    assert configs[1].precompile_jobs == 0  # the screen compiled them: no precompile pass
