@@ -10,7 +10,11 @@ collection, pytest setup and teardown, and within the benchmark bodies the graph
 timing phases of each side (first call, warmup, capture, replays, sync, other),
 plus compile seconds from the codegen records (kernels not served by triton's
 cache; part of the first calls). The rest of the benchmark body (input creation,
-upstream bookkeeping) is "body other". One markdown table per dir.
+upstream bookkeeping) is "body other". What runs after an op's last test and
+before its END marker is "op end: <plugin>" per op-end hook (codegen: its index
+and the SASS disassembly; ttgir, autotune, devices) and "op end: other" (the
+rest; timings.json written by a phases plugin that records it). One markdown
+table per dir.
 """
 
 from __future__ import annotations
@@ -56,6 +60,9 @@ def breakdown(batch: Path) -> dict[str, float]:
                 add(f"{side_name}: {f[:-2].replace('_', ' ')}", getattr(side, f))
                 body -= getattr(side, f)
         add("body other", body)
+        for hook, seconds in sorted(t.op_end_hooks.items()):
+            add(f"op end: {hook}", seconds)
+        add("op end: other", max(0.0, t.op_end_s - sum(t.op_end_hooks.values())))
         add("compile (codegen records, inside first calls)", compile_seconds(path.parent))
     return totals
 

@@ -34,7 +34,13 @@ class OpTimings(_Model):
     first_in_process: bool  # the process start and collection below were paid for it
     process_start_s: float | None = None  # process start -> plugins configured (imports, conftest)
     collection_s: float | None = None  # pytest collection of the whole process
-    op_wall_s: float = 0.0  # first test start -> last test end (as ZLBENCH_OP_BEGIN/END)
+    op_wall_s: float = 0.0  # first test start -> last test's teardown end
+    # last test end -> this file written: the op-end hooks (before ZLBENCH_OP_END)
+    op_end_s: float = 0.0
+    # seconds per op-end hook, by plugin module (codegen: index + SASS disassembly,
+    # ttgir: TTGIR dumps, autotune: its records, devices: the device check); the rest
+    # of op_end_s is zlbench's own bookkeeping (rows). result.json is written after.
+    op_end_hooks: dict[str, float] = Field(default_factory=dict)
     setup_s: float = 0.0  # pytest setup of its tests (fixtures)
     call_s: float = 0.0  # pytest call of its tests (the benchmark body)
     teardown_s: float = 0.0

@@ -10,7 +10,10 @@ one must know which part is long. Recorded, in wall-clock seconds:
   keeps (``/proc/self/stat``; None where there is no /proc), and pytest's
   collection: both for the first op of the process only;
 * per op: its wall time (first test start to last test end), pytest setup, call
-  and teardown;
+  and teardown, and what runs after its last test before its ``ZLBENCH_OP_END``:
+  each other plugin's op-end hook (codegen records and SASS disassembly, TTGIR
+  dumps, autotune records, the device check), timed by wrapping the session's
+  op-end callbacks (this plugin's own runs last, so it sees them all);
 * per measurement of zlbench's graph timing (``zlbench.plugins.timing.measure``,
   wrapped here: its backend and function are observed, nothing else changes): the
   discarded first call (JIT compile, autotune, lazy init), eager warmup, graph
@@ -98,6 +101,31 @@ def reference_side(frame: Any) -> bool:
     return False
 
 
+class _TimedHook:
+    """An op-end callback whose wall time is added to the op's ``op_end_hooks``;
+    equal to the callback it wraps (so ``state.unsubscribe`` still finds it)."""
+
+    def __init__(self, cb: state.OpCallback, phases: Phases) -> None:
+        self.cb, self.phases = cb, phases
+        self.name = (getattr(cb, "__module__", None) or "other").rsplit(".", 1)[-1]
+
+    def __call__(self, op: state.OpState) -> None:
+        t0 = time.perf_counter()
+        try:
+            self.cb(op)
+        finally:
+            cur = self.phases.current
+            if cur is not None:
+                spent = cur.op_end_hooks.get(self.name, 0.0) + time.perf_counter() - t0
+                cur.op_end_hooks[self.name] = round(spent, 4)
+
+    def __eq__(self, other: object) -> bool:
+        return other is self or other == self.cb
+
+    def __hash__(self) -> int:
+        return hash(self.cb)
+
+
 class Phases:
     """The plugin object: hooks, the wrapped ``measure`` and the op being timed."""
 
@@ -107,6 +135,7 @@ class Phases:
         self.collection: list[float] = []
         self.current: OpTimings | None = None
         self.began = 0.0
+        self.last_end: float | None = None  # the op's last test teardown end
         self.ops_seen = 0
         self.measure = timing.measure
 
@@ -144,12 +173,25 @@ class Phases:
                 self.current.process_start_s = round(self.configured - self.started, 3)
             if len(self.collection) == 2:
                 self.current.collection_s = round(self.collection[1] - self.collection[0], 3)
-        self.began = time.time()
+        self.began, self.last_end = time.time(), None
+        self.time_op_end_hooks()
+
+    def time_op_end_hooks(self) -> None:
+        """Wrap the session's other op-end callbacks in timers; put this one last."""
+        session = state.active()
+        if session is None:
+            return
+        hooks = [cb for cb in session.on_end if cb != self.on_end]
+        hooks = [cb if isinstance(cb, _TimedHook) else _TimedHook(cb, self) for cb in hooks]
+        session.on_end[:] = [*hooks, self.on_end]
 
     def on_end(self, op: state.OpState) -> None:
         if self.current is None:
             return
-        self.current.op_wall_s = round(time.time() - self.began, 3)
+        now = time.time()
+        end = self.last_end if self.last_end is not None else now
+        self.current.op_wall_s = round(end - self.began, 3)
+        self.current.op_end_s = round(now - end, 4)
         run_dir = Path(op.entry.run_dir)
         run_dir.mkdir(parents=True, exist_ok=True)
         dump_json_model(run_dir / TIMINGS_JSON, self.current)
@@ -165,6 +207,8 @@ class Phases:
         if self.current is not None and report.when in ("setup", "call", "teardown"):
             name = f"{report.when}_s"
             setattr(self.current, name, getattr(self.current, name) + report.duration)
+            if report.when == "teardown":
+                self.last_end = time.time()
 
 
 _PLUGIN: Phases | None = None
