@@ -22,7 +22,9 @@ from codegen_support import (  # noqa: E402
     RECORD_SCRIPT,
     REPO,
     TARGET,
+    digests,
     load_index,
+    rebuild,
     record_benchpkg,
     subprocess_env,
 )
@@ -115,3 +117,16 @@ def test_without_the_shared_cache_the_same_launch_compiles_every_kernel(bl, tmp_
     (hits,) = launch.hits
     assert len(hits) == 12 and not any(hits)
     assert os.listdir(tmp_path / "results")
+
+
+def test_the_rebuild_worker_compiles_the_same_with_a_cache_dir_and_fills_it(bl, tmp_path):
+    from zlbench.plugins.compiler.rebuild import export_cache
+
+    index = bl.parent / "rec" / "codegen" / "index.json"
+    plain = rebuild(index, tmp_path / "plain", tmp_path)
+    filled = rebuild(index, tmp_path / "filled", tmp_path, None, str(tmp_path / "cache"))
+    assert plain.returncode == 0 and filled.returncode == 0, filled.stderr
+    a, b = load_index(tmp_path / "plain"), load_index(tmp_path / "filled")
+    assert digests(a) == digests(b) and not any(r.result.cache_hit for r in b.records)
+    assert len(list((tmp_path / "cache").glob("*/__grp__*"))) == 12
+    assert export_cache(tmp_path / "cache", tmp_path / "cache") == 0  # already there: kept

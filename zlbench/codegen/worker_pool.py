@@ -4,7 +4,7 @@ Each chunk is one subprocess (its own process group, killed on interrupt):
 ``<python> -m zlbench.plugins.compiler.rebuild IN.json <chunk>/out/codegen``, which
 reads a CodegenIndex of requests and writes ``index.json`` and ``blobs/`` there
 (``models.codegen``); with ``opts.cache_out`` it also puts the kernels it compiled
-into that triton cache dir (``--cache-out``). A chunk whose worker dies leaves its
+into that triton cache dir (a third argument). A chunk whose worker dies leaves its
 kernels without a rebuild: they are retried one per process, so one kernel that
 crashes the compiler under test is told apart from the rest; a kernel whose own process
 still dies is a failed compile. When every worker died, one more runs with no
@@ -116,7 +116,7 @@ def _start(base, job: _Job, opts) -> None:
     out = job.dir / "out" / CODEGEN_DIR
     cmd = [opts.python, "-m", opts.worker_module, str(job.dir / "in.json"), str(out)]
     if opts.cache_out is not None:
-        cmd += ["--cache-out", str(opts.cache_out)]
+        cmd.append(str(opts.cache_out))
     with open(job.dir / "worker.log", "wb") as log:
         job.proc = subprocess.Popen(
             cmd,

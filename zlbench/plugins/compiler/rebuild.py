@@ -11,15 +11,15 @@ the same digests. A kernel that cannot be loaded or compiled gets ``error``
 
 Entry point (one process; run several on shards for parallelism)::
 
-    python -m zlbench.plugins.compiler.rebuild INDEX_JSON OUT_DIR [--shard K/N]
+    python -m zlbench.plugins.compiler.rebuild INDEX_JSON OUT_DIR [CACHE_DIR] [--shard K/N]
 
 writes ``OUT_DIR/index.json`` (a CodegenIndex: the input records in input order,
 ``used_by`` kept, ``result``/``error``/``notes`` from this rebuild) and
 ``OUT_DIR/blobs/``. Exit 0 even when kernels fail (their ``error`` says so); exit
 2 with one line on stderr when the input is unusable.
 
-``--cache-out DIR``: after the rebuild, every kernel it compiled is also put into
-the triton cache dir ``DIR`` (the gate's measure step then loads them from there,
+``CACHE_DIR``: after the rebuild, every kernel it compiled is also put into that
+triton cache dir (the gate's measure step then loads them from there,
 docs/codegen.md "Gate integration"). The rebuild itself still compiles in a fresh
 private cache, so the screen's output is the same with or without it.
 """
@@ -256,7 +256,7 @@ def export_cache(private: Path, shared: Path) -> int:
             try:
                 put += _put_group(FileCacheManager(grp.parent.name), grp)
             except (OSError, ValueError, KeyError) as e:
-                print(f"zlbench: cache-out {grp.parent.name}: {first_line(e)}", file=sys.stderr)
+                print(f"zlbench: cache dir: {grp.parent.name}: {first_line(e)}", file=sys.stderr)
     finally:
         triton.knobs.cache.dir = previous
     return put
@@ -285,12 +285,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--shard", default=None, metavar="K/N", help="rebuild records i with i %% N == K"
     )
-    p.add_argument("--cache-out", default=None, help="a triton cache dir to put the kernels in")
+    p.add_argument("cache_dir", nargs="?", help="a triton cache dir to put the kernels in too")
     args = p.parse_args(argv)
     try:
         shard = parse_sweep_shard(args.shard, "--shard") if args.shard else None
         index = load_json_model(args.index, CodegenIndex)
-        cache_out = Path(args.cache_out) if args.cache_out else None
+        cache_out = Path(args.cache_dir) if args.cache_dir else None
         out = rebuild_index(index, Path(args.out_dir), shard, cache_out)
     except ZlbenchError as e:
         print(f"zlbench: {e}", file=sys.stderr)
