@@ -7,8 +7,10 @@ output streams). The judge (``zlbench.gate``) and the renderers
 (``zlbench.report``) are pure; this module writes what they return into the
 job's out dir: ``junit.xml``, ``report.md``, ``comment.md`` (report.md cut to fit
 a PR comment), ``report.html``, ``verdict.json``, the codegen screen
-(``codegen/``, :mod:`zlbench.workflow.codegen`), the measured ``results/`` batch
-and the ``confirm/<i>/`` re-measures (docs/design.md).
+(``codegen/``, :mod:`zlbench.workflow.codegen`), the measured ``results/`` batch,
+the ``confirm/<i>/`` re-measures (docs/design.md) and ``steps.json`` (each step's
+wall seconds). The screen's compiled kernels stay in a temp triton cache dir that
+the measuring batches of the compiler under test share (docs/codegen.md).
 """
 
 from __future__ import annotations
