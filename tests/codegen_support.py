@@ -157,7 +157,7 @@ RECORD_SCRIPT = textwrap.dedent("""
     from zlbench.plugins.compiler import standin
 
     out, gen_dir = Path(sys.argv[1]), Path(sys.argv[2])
-    recorder = codegen.Recorder()
+    recorder = codegen.Recorder(sass={sass})
     standin.activate("{target}", launch="skip")
     codegen.install(recorder)
     import flag_gems.ops as ops
@@ -180,15 +180,16 @@ RECORD_SCRIPT = textwrap.dedent("""
 """)
 
 
-def record_benchpkg(dest: Path, target: str = TARGET) -> Path:
+def record_benchpkg(dest: Path, target: str = TARGET, sass: bool = True) -> Path:
     """Compile the benchpkg kernels + one generated kernel with the recorder; returns
-    the codegen dir (``dest/codegen``). Helper modules go to ``dest/helpers``."""
+    the codegen dir (``dest/codegen``). Helper modules go to ``dest/helpers``.
+    ``sass=False``: the recorder of ``--zl-codegen-no-sass`` (no disassembly)."""
     helpers, gen_dir = dest / "helpers", dest / "gencache"
     helpers.mkdir(parents=True)
     gen_dir.mkdir(parents=True)
     (helpers / "zl_scalar.py").write_text(SCALAR_MODULE, encoding="utf-8")
     (gen_dir / "gen_twice.py").write_text(GENERATED, encoding="utf-8")
-    script = RECORD_SCRIPT.format(target=target)
+    script = RECORD_SCRIPT.format(target=target, sass=sass)
     out = dest / "codegen"
     run_script(script, [str(out), str(gen_dir)], subprocess_env(dest, helpers))
     return out

@@ -75,6 +75,19 @@ def test_recording_keeps_every_benchpkg_kernel_compiled_for_sm90(recorded):
         assert rec.result.shared is not None and rec.result.cubin_sha256
 
 
+def test_recording_without_sass_keeps_every_other_stage_identical(recorded, tmp_path):
+    """``--zl-codegen-no-sass`` (the gate's measure step): no cuobjdump, no SASS,
+    registers or spills; the same kernels and the same IR and PTX digests."""
+    light = load_index(record_benchpkg(tmp_path, sass=False))
+    full = {r.id: r for r in load_index(recorded).records}
+    assert {r.id for r in light.records} == set(full)
+    for rec in light.records:
+        assert "sass" not in rec.result.stages
+        assert rec.result.n_regs is None and rec.result.sass_instructions is None
+        want = {s: d for s, d in full[rec.id].result.stages.items() if s != "sass"}
+        assert rec.result.stages == want
+
+
 def test_recorded_blobs_hold_normalised_ir_without_paths_or_locations(recorded):
     index = load_index(recorded)
     repo = str(Path(__file__).resolve().parents[2])

@@ -26,7 +26,7 @@ from zlbench.models import load_json_model
 from zlbench.models.steps import STEPS_JSON, GateSteps
 from zlbench.runner.ab.env import PR_ENV, CompilerEnv
 from zlbench.runner.execute.worker import SHARED_TRITON_CACHE
-from zlbench.workflow.gate import MeasureRequest
+from zlbench.workflow.gate import NO_SASS_FLAG, MeasureRequest
 
 
 class CachingScreen(FakeScreen):
@@ -61,6 +61,7 @@ def test_measure_and_confirm_share_the_screens_cache_which_is_removed_after(tmp_
     assert rc == 1 and len(batch.requests) == 3
     caches = {r.shared_cache for r in batch.requests}
     assert len(caches) == 1 and batch.existed == [True, True, True]
+    assert [r.sass for r in batch.requests] == [False] * 3  # the screen has the SASS
     cache = caches.pop()
     assert not cache.exists() and out not in cache.parents  # a temp dir, gone with the gate
     assert (
@@ -75,6 +76,7 @@ def test_a_baseline_without_codegen_records_gets_no_shared_cache(tmp_path, ops_d
     rc, out, err = gate(tmp_path, bl, ops_dir, screen, batch, confirm=1)
     assert rc == 1 and screen.calls == [] and len(batch.requests) == 2
     assert [r.shared_cache for r in batch.requests] == [None, None]
+    assert [r.sass for r in batch.requests] == [True, True]  # no screen: records keep SASS
     assert "shared triton cache" not in err
     steps = load_json_model(out / STEPS_JSON, GateSteps)
     assert steps.shared_cache_kernels is None
@@ -110,7 +112,7 @@ def test_the_ab_gives_the_cache_to_the_pr_side_only(tmp_path, ops_dir):
     job = GateJob(baseline=str(bl.path), out=tmp_path / "out", ops_dir=ops_dir)
     cache = tmp_path / "cache"
     req = MeasureRequest(bl, {"main/mm"}, tmp_path / "out" / "results", None, job)
-    req.shared_cache = cache
+    req.shared_cache, req.sass = cache, False
     base = CompilerEnv("/envs/base", python="/envs/base/bin/python")
     ab = AbContext(AbOptions(base_compiler="/envs/base"), base=base)
     inputs = _Inputs(bl, None, None, ab)
@@ -120,6 +122,7 @@ def test_the_ab_gives_the_cache_to_the_pr_side_only(tmp_path, ops_dir):
     measure(PR_ENV, ["main/mm"], tmp_path / "pr")
     measure(base, ["main/mm"], tmp_path / "base")
     assert [(r.compiler, r.shared_cache) for r in batch.requests] == [(PR_ENV, cache), (base, None)]
+    assert [r.sass for r in batch.requests] == [False, False]  # both sides record alike
     assert set(inputs.steps.seconds) == {"ab"}
 
 
@@ -140,9 +143,11 @@ def test_measure_batch_points_every_process_at_the_shared_cache(tmp_path, ops_di
     job = GateJob(baseline=str(bl.path), out=tmp_path / "o", ops_dir=ops_dir, precompile_jobs=4)
     plain = MeasureRequest(bl, {"main/mm"}, tmp_path / "o" / "a", None, job)
     shared = MeasureRequest(bl, {"main/mm"}, tmp_path / "o" / "b", None, job)
-    shared.shared_cache = Path(tmp_path / "cache")
+    shared.shared_cache, shared.sass = Path(tmp_path / "cache"), False
     measure_batch(plain)
     measure_batch(shared)
     assert configs[0].env is None and configs[0].precompile_jobs == 4
     assert configs[1].env[SHARED_TRITON_CACHE] == str(tmp_path / "cache")
     assert configs[1].precompile_jobs == 0  # the screen compiled them: no precompile pass
+    assert NO_SASS_FLAG not in configs[0].extra_pytest_args
+    assert configs[1].extra_pytest_args == [NO_SASS_FLAG]  # no cuobjdump at each op's end

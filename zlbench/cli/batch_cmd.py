@@ -69,7 +69,8 @@ def parse_sweep_gpus(text: str | None, settings: Settings) -> list[str]:
 
 
 def add_replay_speed_options(p) -> None:
-    """--precompile-jobs, --warmup-ms, --replays (a replay's speed, docs/screening.md),
+    """--precompile-jobs, --warmup-ms, --replays, --phase-timings (a replay's speed and
+    where it goes, docs/screening.md),
     read by :func:`measure_pytest_args`. Shared by ``batch``, ``baseline refresh`` and
     ``gate`` (``p``: a parser or an argument group)."""
     p.add_argument(
@@ -95,6 +96,12 @@ def add_replay_speed_options(p) -> None:
         default=None,
         metavar="N",
         help="graph replays per measurement, the median reported (plugin default 10)",
+    )
+    p.add_argument(
+        "--phase-timings",
+        action="store_true",
+        help="write <run_dir>/timings.json: where each op's wall time went "
+        "(zlbench.plugins.phases; docs/screening.md)",
     )
 
 
@@ -160,12 +167,6 @@ def add_measure_options(p, *, shape_file: Path | None = None, dtypes: list[str] 
         help="extra attempts of an op that failed or crashed (default 2; timeouts never)",
     )
     add_replay_speed_options(p)
-    p.add_argument(
-        "--phase-timings",
-        action="store_true",
-        help="write <run_dir>/timings.json: where each op's wall time went "
-        "(zlbench.plugins.phases; docs/screening.md)",
-    )
     p.add_argument(
         "--costs",
         type=Path,

@@ -89,6 +89,11 @@ CODEGEN_OPTIONS: dict[str, dict[str, Any]] = {
         default=False,
         help="do not record codegen (<run_dir>/codegen/)",
     ),
+    "codegen-no-sass": dict(
+        action="store_true",
+        default=False,
+        help="record codegen without disassembling SASS (no cuobjdump at op end)",
+    ),
 }
 
 _ALL = {**OPTIONS, **SWEEP_OPTIONS, **CODEGEN_OPTIONS}

@@ -53,6 +53,7 @@ from zlbench.protocol.layout import (
     split_op_key,
 )
 from zlbench.protocol.ops import selector_for
+from zlbench.protocol.options import flag as plugin_flag
 from zlbench.report.escape import log_line
 from zlbench.report.facts import ReportExtras
 from zlbench.report.html import render_html
@@ -130,7 +131,12 @@ class MeasureRequest:
     compiler: CompilerEnv | None = None  # None: this environment (the PR's build)
     # the screen's compiled kernels (a triton cache dir); never for the base compiler
     shared_cache: Path | None = None
+    # False once the codegen screen has every baseline kernel's SASS: the measure
+    # step's records skip disassembly (cuobjdump at each op's end, off the timings)
+    sass: bool = True
 
+
+NO_SASS_FLAG = plugin_flag("codegen-no-sass")
 
 Measure = Callable[[MeasureRequest], tuple[Path, int]]  # -> (batch dir, batch exit code)
 
@@ -167,7 +173,7 @@ def measure_batch(req: MeasureRequest) -> tuple[Path, int]:
         durations=baseline_durations(req.baseline.path),
         use_flagtune=m.use_flagtune,  # the tuning space the baseline was measured in
         precompile_jobs=job.precompile_jobs,
-        extra_pytest_args=list(job.measure_args),
+        extra_pytest_args=[*job.measure_args, *([] if req.sass else [NO_SASS_FLAG])],
     )
     if req.shared_cache is not None:
         config = with_shared_cache(config, req.shared_cache)
@@ -243,7 +249,7 @@ def make_remeasure(req: MeasureRequest, confirm_root: Path, measure: Measure) ->
         passes = []
         for i in range(1, times + 1):
             sub = MeasureRequest(req.baseline, set(ops), confirm_root / str(i), None, req.job)
-            sub.shared_cache = req.shared_cache
+            sub.shared_cache, sub.sass = req.shared_cache, req.sass
             batch_dir, _ = measure(sub)
             passes.append(load_results(batch_dir).sample_rows())
         return passes
@@ -432,6 +438,7 @@ def _measure_and_judge(
         inputs.opts.scope = ops  # the skipped ops are not judged MISSING
     req = MeasureRequest(inputs.baseline, ops, out / RESULTS_DIR, job.shard, job)
     req.shared_cache = _shared_cache(inputs, codegen, cache, seams)
+    req.sass = codegen.screen is None  # the screen has every kernel's SASS
     th = inputs.thresholds
     inputs.opts.confirm_times = th.confirm_repeats if job.confirm is None else job.confirm
     if job.shard is not None:
@@ -507,6 +514,7 @@ def _remeasure_or_ab(
     def measure(env: CompilerEnv, ops: list[str], batch_out: Path) -> Path:
         sub = MeasureRequest(req.baseline, set(ops), batch_out, None, req.job, compiler=env)
         sub.shared_cache = req.shared_cache if env == PR_ENV else None  # never the base's
+        sub.sass = req.sass  # both sides alike
         with timed(inputs.steps, "ab"):
             return seams.measure(sub)[0]
 
