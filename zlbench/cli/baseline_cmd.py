@@ -37,6 +37,14 @@ def _add_refresh(bsub) -> None:
     )
     add_selection_options(r)
     r.add_argument("--repeats", type=int, default=3, metavar="K", help="replay passes (default 3)")
+    r.add_argument(
+        "--min-repeats",
+        type=int,
+        default=None,
+        metavar="M",
+        help="an op a replay pass never finished (cut by its time limit) enters with the "
+        "M or more passes that did; the manifest lists it (default: every pass must hold it)",
+    )
     add_measure_options(r, shape_file=DEFAULT_SHAPES, dtypes=["bfloat16"])
     r.add_argument(
         "--flagtree-dir",
@@ -77,6 +85,7 @@ def _refresh(args) -> int:
             out=args.out,
             batch=batch,
             repeats=args.repeats,
+            min_repeats=args.min_repeats,
             flagtree_dir=flagtree,
             keep_work=args.keep_work,
             from_work=args.from_work,
@@ -88,6 +97,8 @@ def _refresh(args) -> int:
     print(f"baseline {m.name}: {len(m.ops)} ops, {m.summary.get('rows')} rows -> {out.out}")
     for key, why in out.excluded.items():
         print(f"  left out {key}: {why}")
+    for key, which in m.summary.get("short", {}).items():
+        print(f"  fewer passes {key}: {which}")
     if args.commit:
         print(f"committed on branch {commit_baseline(out.out, m)}")
     return 0

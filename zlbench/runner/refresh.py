@@ -61,6 +61,11 @@ class RefreshConfig:
     # Build from the batch dirs of an earlier refresh (its --keep-work dir: record/,
     # replay-1/...) instead of measuring: re-assembles a baseline without a GPU.
     from_work: Path | None = None
+    # An op that a replay pass never finished (absent from that pass's ops_status.csv:
+    # the pass was cut by its time limit first) enters with the passes that did finish
+    # it when they are at least this many; its rows say how many (``repeats``) and the
+    # manifest's summary lists it under ``short``. None: every pass must hold every op.
+    min_repeats: int | None = None
     zlbench_commit: str | None = None  # when this checkout has no .git (device copies, CI)
     progress: TextIO | None = None
     batch_runner: Callable[[BatchConfig], BatchOutcome] = run_batch
@@ -79,6 +84,10 @@ def refresh(cfg: RefreshConfig) -> RefreshOutcome:
         raise ZlbenchError(f"{out} already exists: baselines are immutable, pick the next version")
     if cfg.repeats < 1:
         raise ZlbenchError(f"--repeats must be at least 1 (got {cfg.repeats})")
+    if cfg.min_repeats is not None and not 1 <= cfg.min_repeats <= cfg.repeats:
+        raise ZlbenchError(
+            f"--min-repeats must be between 1 and --repeats {cfg.repeats} (got {cfg.min_repeats})"
+        )
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = out.parent / f".{out.name}.tmp-{os.getpid()}"
     if tmp.exists():
@@ -92,8 +101,10 @@ def refresh(cfg: RefreshConfig) -> RefreshOutcome:
             started, finished = _work_span(record, replays)
         else:
             record, replays = _measure(cfg, tmp / WORK)
-        excluded, results = _assemble(cfg, tmp, record, replays)
+        excluded, short, results = _assemble(cfg, tmp, record, replays)
         manifest = _manifest(cfg, tmp, results, started, finished, excluded)
+        if short:
+            manifest.summary["short"] = short
         if not manifest.ops:
             raise ZlbenchError(
                 "no op could enter the baseline: "
@@ -159,16 +170,22 @@ def _load(batch_dir: Path, key: str) -> RunResult | None:
 
 def _assemble(
     cfg: RefreshConfig, tmp: Path, record: BatchOutcome, replays: list[BatchOutcome]
-) -> tuple[dict[str, str], list[BaselineResult]]:
+) -> tuple[dict[str, str], dict[str, str], list[BaselineResult]]:
     """Write <repo>/<run_name>/{result.json,autotune_records,ttgir,codegen} for every usable op.
 
-    Returns the ops left out (key -> why) and the results written, in path order."""
+    Returns the ops left out (key -> why), the ops that entered with fewer replay
+    passes than asked (key -> which; ``cfg.min_repeats``) and the results written,
+    in path order."""
     excluded: dict[str, str] = {}
+    short: dict[str, str] = {}
     written: dict[tuple[str, str], BaselineResult] = {}
     for st in record.statuses:
         key = op_key(st.repo, st.run_name)
         rec = _load(record.out_dir, key)
-        reps = [_load(r.out_dir, key) for r in replays]
+        ops_passes = _op_passes(cfg, key, replays)
+        if len(ops_passes) < len(replays):
+            short[key] = _short_note(replays, ops_passes)
+        reps = [_load(r.out_dir, key) for r in ops_passes]
         why = baselines.usable(rec, reps)
         records_dir = record.out_dir / key / RECORDS_DIR
         if why is None:
@@ -176,19 +193,44 @@ def _assemble(
             if not result.rows:
                 why = "no row measured in every replay pass"
         if why is not None:
+            short.pop(key, None)
             excluded[key] = why
             _say(cfg, f"refresh: leaving out {key}: {why}")
             continue
         dst = tmp / key
         _copy_records(records_dir, dst / RECORDS_DIR, st.run_name)
-        ttgir = replays[0].out_dir / key / TTGIR_DIR
+        ttgir = ops_passes[0].out_dir / key / TTGIR_DIR
         if ttgir.is_dir():
             shutil.copytree(ttgir, dst / TTGIR_DIR)
-        _copy_codegen(cfg, key, dst, [r.out_dir for r in [*replays[:1], record]])
+        _copy_codegen(cfg, key, dst, [r.out_dir for r in [*ops_passes[:1], record]])
         dump_json_model(dst / RESULT_JSON, result)
         written[(st.repo, st.run_name)] = result
     _copy_durations(cfg, replays, tmp)
-    return excluded, [written[k] for k in sorted(written)]
+    return excluded, short, [written[k] for k in sorted(written)]
+
+
+def _op_passes(cfg: RefreshConfig, key: str, replays: list[BatchOutcome]) -> list[BatchOutcome]:
+    """The replay passes an op is built from: all of them, or (``cfg.min_repeats``)
+    those that finished it, when at least that many did. A pass that lists the op in
+    its ops_status.csv or left its result.json always counts: a failure there is
+    evidence and keeps the op out (``baselines.usable``)."""
+    if cfg.min_repeats is None:
+        return replays
+    kept = [r for r in replays if _finished(r, key)]
+    return kept if len(kept) >= cfg.min_repeats else replays
+
+
+def _finished(rep: BatchOutcome, key: str) -> bool:
+    listed = any(op_key(s.repo, s.run_name) == key for s in rep.statuses)
+    return listed or (rep.out_dir / key / RESULT_JSON).is_file()
+
+
+def _short_note(replays: list[BatchOutcome], kept: list[BatchOutcome]) -> str:
+    missing = [str(i) for i, r in enumerate(replays, start=1) if all(r is not k for k in kept)]
+    return (
+        f"{len(kept)} of {len(replays)} replay passes: replay pass {', '.join(missing)} "
+        "did not finish it (cut before it ended)"
+    )
 
 
 def _copy_durations(cfg: RefreshConfig, replays: list[BatchOutcome], tmp: Path) -> None:
@@ -259,7 +301,9 @@ def _other_indexes(passes: list[Path], chosen: Path, key: str) -> list[CodegenIn
 def _work_span(
     record: BatchOutcome, replays: list[BatchOutcome]
 ) -> tuple[_dt.datetime, _dt.datetime | None]:
-    """When the reused batches ran (their batch.json), for the manifest."""
+    """When the reused batches ran (their batch.json), for the manifest: the record
+    pass's start and the last replay pass's end, else (a pass cut by its time limit
+    stamps no end) the latest end any pass stamped."""
 
     def stamp(d: Path, key: str) -> _dt.datetime | None:
         try:
@@ -275,7 +319,10 @@ def _work_span(
             return None
 
     start = stamp(record.out_dir, "created") or _dt.datetime.now(_dt.timezone.utc)
-    return start, stamp(replays[-1].out_dir, "finished")
+    ends = [stamp(d.out_dir, "finished") for d in [record, *replays]]
+    return start, stamp(replays[-1].out_dir, "finished") or max(
+        (e for e in ends if e is not None), default=None
+    )
 
 
 def _manifest(
@@ -393,4 +440,6 @@ def commit_message(m: BaselineManifest) -> str:
         )
     if m.summary.get("excluded"):
         lines.append(f"Left out: {', '.join(sorted(m.summary['excluded']))}")
+    for key, which in sorted(m.summary.get("short", {}).items()):
+        lines.append(f"Fewer passes: {key}: {which}")
     return "\n".join(lines) + "\n"
