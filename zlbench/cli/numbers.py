@@ -52,6 +52,7 @@ RULES: dict[str, Range] = {
     "replays": AT_LEAST_1,
     "target_wall": POSITIVE,
     "repeats": AT_LEAST_1,  # baseline refresh
+    "min_repeats": AT_LEAST_1,  # baseline refresh (at most --repeats: refresh checks)
     "confirm": Range(0, high=MAX_CONFIRM_REPEATS, note="0 = no re-measure"),  # gate
     "ab_rounds": AT_LEAST_1,
     "ab_threshold": POSITIVE,
