@@ -111,7 +111,7 @@ def aa(gates: list[Path]) -> None:
             f"same rows vs the stored baseline: |change| median {statistics.median(s):.4f}, "
             f"p99 {_pct(s, 0.99):.4f}, max {s[-1]:.4f}"
         )
-    for t in (0.01, 0.015, 0.02, 0.025, 0.03, 0.04, 0.05):
+    for t in (0.01, 0.015, 0.02, 0.025, 0.03, 0.035, 0.04, 0.045, 0.05, 0.055, 0.06):
         limit = 1 / (1 - t) - 1
         alarms = sum(1 for c in changes if c > limit)
         print(f"threshold {t:.3f}: {alarms} false alarms in {len(changes)} paired rows")
