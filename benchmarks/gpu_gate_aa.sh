@@ -15,7 +15,7 @@
 #   pairN     two A/A gates at once, GPU 0 and GPU 1
 #   prN       the PR tier's replay against $REC (its record pass) on GPU $PRG (default 1)
 #   budgetN   gate_core replay with --warmup-ms 25 --replays 5 on GPU $BG (default 0)
-#   stale     a default gate against a copy of $V2 whose softmax row is 10 % faster
+#   stale     a default gate against a copy of $V2 whose softmax row is made faster (ab_tools stale: 11 %)
 #   pack      tar the results into $OUT
 # Needs: CUDA GPUs, FlagGems checkout of $V2's commit in $ZLBENCH_FLAGGEMS_DIR, zlbench
 # importable. Env: W (work dir, /tmp/w), V2 (baselines/v2), REC (a PR-tier record batch).
@@ -23,7 +23,7 @@ set -u
 BUDGET=$1; shift
 T0=$SECONDS
 W=${W:-/tmp/w}; mkdir -p "$W"
-LOG=${OUT:-$W}/log.txt
+LOG=${OUT:-$W}/log.txt; mkdir -p "$(dirname "$LOG")"
 V2=${V2:-baselines/v2}
 REC=${REC:-runs/pr-record}
 stamp() { date -u +%H:%M:%S; }
@@ -39,7 +39,7 @@ AB=$W/triton
 gate() { # gate GPU PR_COPY NAME EST [ARGS...]: one gate on one GPU with the PR's triton first
   local g=$1 pr=$2 name=$3 est=$4; shift 4
   if [ "$(left $BUDGET)" -lt "$est" ]; then say "SKIP $name (left $(left $BUDGET)s < $est)"; return 0; fi
-  WALL_TO= CUDA_VISIBLE_DEVICES=$g PYTHONPATH=$AB/$pr:$PYTHONPATH timed $(($(left $BUDGET) - 25)) $name \
+  WALL_TO= CUDA_VISIBLE_DEVICES=$g PYTHONPATH=$AB/$pr${PYTHONPATH:+:$PYTHONPATH} timed $(($(left $BUDGET) - 25)) $name \
     python3 -m zlbench gate --ops-file ops/gate_core.txt --base-compiler $AB/base \
     --codegen-jobs 15 --phase-timings --out $W/$name "$@"
   echo "$(date -u +%FT%TZ) $name gpu=$g" >> $W/when.txt
@@ -77,7 +77,7 @@ run_stage() {
       [ -d $W/stale-v2 ] || python3 benchmarks/ab_tools.py stale $V2 $W/stale-v2 --op softmax | tail -2 | tee -a $LOG
       gate 0 same stale 200 --baseline $W/stale-v2 ;;
     pack)
-      cp $W/walls.txt $W/when.txt $OUT/ 2>/dev/null
+      OUT=${OUT:-$W/out}; mkdir -p "$OUT"; cp $W/walls.txt $W/when.txt $OUT/ 2>/dev/null
       for f in $W/*.out; do echo "=== $f"; tail -40 $f; done > $OUT/tails.txt 2>&1
       tar czf $W/res.tgz --exclude='*.ttgir' --exclude='blobs' --exclude=triton --exclude='stale-v2' \
         --exclude='*.out' --exclude=res.tgz --exclude='pr[12]' -C $W . ; split -b 15M $W/res.tgz $OUT/res.tgz.
