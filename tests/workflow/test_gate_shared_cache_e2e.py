@@ -130,3 +130,32 @@ def test_the_rebuild_worker_compiles_the_same_with_a_cache_dir_and_fills_it(bl, 
     assert digests(a) == digests(b) and not any(r.result.cache_hit for r in b.records)
     assert len(list((tmp_path / "cache").glob("*/__grp__*"))) == 12
     assert export_cache(tmp_path / "cache", tmp_path / "cache") == 0  # already there: kept
+
+
+BROKEN_EXPORT = """
+import sys
+from zlbench.plugins.compiler import rebuild
+
+def export_cache(private, shared):  # as a triton fork whose cache manager differs would
+    raise ImportError("cannot import name 'FileCacheManager' from 'triton.runtime.cache'")
+
+rebuild.export_cache = export_cache
+sys.exit(rebuild.main(sys.argv[1:]))
+"""
+
+
+def test_a_cache_dir_that_cannot_be_filled_leaves_the_rebuild_as_it_is(bl, tmp_path):
+    rec = bl.parent / "rec"
+    index, out, cache = rec / "codegen" / "index.json", tmp_path / "out", tmp_path / "cache"
+    args = [sys.executable, "-c", BROKEN_EXPORT, str(index), str(out), str(cache)]
+    env = subprocess_env(tmp_path, rec / "helpers")
+    proc = subprocess.run(args, env=env, cwd=tmp_path, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert "ZLBENCH_CODEGEN_REBUILD kernels=12 failed=0" in proc.stdout
+    line = f"zlbench: cache dir {cache}: not filled: ImportError: cannot import name"
+    assert [ln for ln in proc.stderr.splitlines() if ln.startswith("zlbench:")] == [
+        f"{line} 'FileCacheManager' from 'triton.runtime.cache'"
+    ]
+    rebuilt = load_index(out)
+    assert digests(rebuilt) == digests(load_index(rec / "codegen"))  # the screen's answer
+    assert not any(r.error for r in rebuilt.records) and not cache.exists()
