@@ -109,7 +109,8 @@ def probe(flaggems: ModuleType | None, mode: str | None, level: str | None) -> E
         mode=mode,
         level=level,
         zlbench_version=dist_version("zlbench"),
-        zlbench_commit=git_state(Path(__file__).parent)[0],
+        # ZLBENCH_COMMIT names the snapshot that runs when no checkout of it exists
+        zlbench_commit=git_state(Path(__file__).parent)[0] or os.environ.get("ZLBENCH_COMMIT"),
         use_flagtune=os.environ.get("USE_FLAGTUNE"),
     )
     if flaggems is not None:
