@@ -1,15 +1,18 @@
 """The gate's screen leaves its compiled kernels in a triton cache dir the gate owns
 (a temp dir, never in --out), and the measuring batches of the compiler under test
-(the replay, the confirmation re-measures, the A/B's PR side) share it; the base
-compiler's side never does, a baseline without codegen records changes nothing;
-``<out>/steps.json`` has each step's wall seconds. Fakes for the screen and the
-batch (tests/workflow/test_gate_codegen.py); the real screen and real cache hits:
-tests/workflow/test_gate_shared_cache_e2e.py."""
+(the replay, the confirmation re-measures, the A/B's PR side) share it and record
+without SASS; the base compiler's side never gets the cache, a baseline without
+codegen records or a screen that compiled nothing changes nothing;
+``<out>/steps.json`` has each step's wall seconds, also when a step stops the gate.
+Fakes for the screen and the batch (tests/workflow/test_gate_codegen.py); the real
+screen and real cache hits: tests/workflow/test_gate_shared_cache_e2e.py."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
+import pytest
 from test_gate_codegen import (
     ADD_SAME,
     MM_CHANGED,
@@ -22,6 +25,7 @@ from test_gate_codegen import (
 )
 from test_gate_codegen import ops_dir as ops_dir  # noqa: F401 - the fixture
 
+from zlbench.errors import ZlbenchError
 from zlbench.models import load_json_model
 from zlbench.models.steps import STEPS_JSON, GateSteps
 from zlbench.runner.ab.env import PR_ENV, CompilerEnv
@@ -84,23 +88,54 @@ def test_a_baseline_without_codegen_records_gets_no_shared_cache(tmp_path, ops_d
 
 def test_a_screen_that_compiled_nothing_leaves_each_process_its_own_cache(tmp_path, ops_dir):
     bl = baseline(tmp_path / "bl")
-    batch = SeeingBatch(good())
-    rc, _, err = gate(tmp_path, bl, ops_dir, FakeScreen(ADD_SAME), batch)
-    assert rc == 0 and [r.shared_cache for r in batch.requests] == [None]
+    batch = SeeingBatch(mm_slower())
+    rc, _, err = gate(tmp_path, bl, ops_dir, FakeScreen(ADD_SAME, MM_CHANGED), batch, confirm=1)
+    assert rc == 1 and [r.shared_cache for r in batch.requests] == [None, None]
+    assert [r.sass for r in batch.requests] == [True, True]  # compiled here: SASS recorded
     assert "the screen left no compiled kernel: the measure step compiles" in err
+
+
+class SlowBatch(FakeBatch):
+    """The fake batch, taking ``seconds`` per request; raising ``fail`` (once
+    measured) from the request numbered ``fail_at`` on."""
+
+    def __init__(self, results, seconds=0.05, fail=None, fail_at=0):
+        super().__init__(results)
+        self.seconds, self.fail, self.fail_at = seconds, fail, fail_at
+
+    def __call__(self, req):
+        time.sleep(self.seconds)
+        if self.fail is not None and len(self.requests) >= self.fail_at:
+            raise self.fail
+        return super().__call__(req)
 
 
 def test_steps_json_has_the_wall_seconds_of_each_step(tmp_path, ops_dir):
     bl = baseline(tmp_path / "bl")
     screen = CachingScreen(ADD_SAME, MM_CHANGED)
-    rc, out, _ = gate(tmp_path, bl, ops_dir, screen, FakeBatch(mm_slower()), confirm=1)
+    rc, out, _ = gate(tmp_path, bl, ops_dir, screen, SlowBatch(mm_slower()), confirm=1)
     assert rc == 1
     steps = load_json_model(out / STEPS_JSON, GateSteps)
     assert set(steps.seconds) == {"screen", "measure", "confirm", "total"}
-    assert all(v >= 0 for v in steps.seconds.values())
+    assert steps.seconds["measure"] >= 0.05 and steps.seconds["confirm"] >= 0.05
+    assert steps.seconds["screen"] >= 0
     parts = steps.seconds["screen"] + steps.seconds["measure"] + steps.seconds["confirm"]
     assert parts <= steps.seconds["total"] + 0.01
     assert steps.shared_cache_kernels == 2
+
+
+@pytest.mark.parametrize("fail_at", [0, 1], ids=["measure", "confirm"])
+def test_steps_json_is_written_when_a_step_stops_the_gate(tmp_path, ops_dir, fail_at):
+    bl = baseline(tmp_path / "bl")
+    batch = SlowBatch(mm_slower(), fail=ZlbenchError("the GPU went away"), fail_at=fail_at)
+    with pytest.raises(ZlbenchError, match="the GPU went away"):
+        gate(tmp_path, bl, ops_dir, CachingScreen(ADD_SAME, MM_CHANGED), batch, confirm=1)
+    steps = load_json_model(tmp_path / "out" / STEPS_JSON, GateSteps)
+    assert steps.shared_cache_kernels == 2 and steps.seconds["screen"] >= 0
+    assert steps.seconds["measure"] >= 0.05  # the time spent before it stopped
+    assert steps.seconds["confirm"] >= (0.05 if fail_at else 0)
+    assert steps.seconds["total"] >= steps.seconds["measure"] + steps.seconds["confirm"]
+    assert not (tmp_path / "out" / "verdict.json").exists()
 
 
 def test_the_ab_gives_the_cache_to_the_pr_side_only(tmp_path, ops_dir):

@@ -131,8 +131,9 @@ class MeasureRequest:
     compiler: CompilerEnv | None = None  # None: this environment (the PR's build)
     # the screen's compiled kernels (a triton cache dir); never for the base compiler
     shared_cache: Path | None = None
-    # False once the codegen screen has every baseline kernel's SASS: the measure
-    # step's records skip disassembly (cuobjdump at each op's end, off the timings)
+    # False when the screen's compiled kernels feed the measure step (shared_cache
+    # set, on both A/B sides): the screen has their SASS, so the measure step's
+    # records skip disassembly (cuobjdump at each op's end, off the timings)
     sass: bool = True
 
 
@@ -417,11 +418,23 @@ def run_gate(job: GateJob, seams: GateSeams | None = None) -> int:
         return _judge_given(inputs, job, seams, command="gate")
     out = _claim_out(Path(job.out), seams)
     started = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix="zl-gate-cache-") as cache:  # never in --out
-        code = _measure_and_judge(inputs, job, out, seams, Path(cache))
-    inputs.steps.seconds["total"] = round(time.monotonic() - started, 3)
-    dump_json_model(out / STEPS_JSON, inputs.steps)
-    return code
+    try:  # steps.json also when a step stops the gate (the seconds spent so far)
+        with tempfile.TemporaryDirectory(prefix="zl-gate-cache-") as cache:  # never in --out
+            return _measure_and_judge(inputs, job, out, seams, Path(cache))
+    finally:
+        inputs.steps.seconds["total"] = round(time.monotonic() - started, 3)
+        _write_steps(out, inputs.steps, seams)
+
+
+def _write_steps(out: Path, steps: GateSteps, seams: GateSeams) -> None:
+    """``<out>/steps.json`` (atomic) when ``out`` exists; a write error is one line
+    (the file only informs: it never changes the gate's outcome)."""
+    if not out.is_dir():
+        return
+    try:
+        dump_json_model(out / STEPS_JSON, steps)
+    except OSError as e:
+        seams.warn(f"zlbench gate: cannot write {out / STEPS_JSON}: {e}")
 
 
 def _measure_and_judge(
@@ -438,7 +451,7 @@ def _measure_and_judge(
         inputs.opts.scope = ops  # the skipped ops are not judged MISSING
     req = MeasureRequest(inputs.baseline, ops, out / RESULTS_DIR, job.shard, job)
     req.shared_cache = _shared_cache(inputs, codegen, cache, seams)
-    req.sass = codegen.screen is None  # the screen has every kernel's SASS
+    req.sass = req.shared_cache is None  # the screen compiled them: it has their SASS
     th = inputs.thresholds
     inputs.opts.confirm_times = th.confirm_repeats if job.confirm is None else job.confirm
     if job.shard is not None:
