@@ -26,8 +26,7 @@ from test_gate_codegen import (
 from test_gate_codegen import ops_dir as ops_dir  # noqa: F401 - the fixture
 
 from zlbench.errors import ZlbenchError
-from zlbench.models import load_json_model
-from zlbench.models.steps import STEPS_JSON, GateSteps
+from zlbench.models import STEPS_JSON, GateSteps, load_json_model
 from zlbench.runner.ab.env import PR_ENV, CompilerEnv
 from zlbench.runner.execute.worker import SHARED_TRITON_CACHE
 from zlbench.workflow.gate import NO_SASS_FLAG, MeasureRequest

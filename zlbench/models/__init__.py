@@ -99,6 +99,7 @@ from zlbench.models.run import (
     counts_of_kind,
     records_file_name,
 )
+from zlbench.models.steps import STEPS_JSON, GateSteps
 from zlbench.models.verdict import (
     FAILING_VERDICTS,
     CodegenSummary,
@@ -156,6 +157,7 @@ __all__ = [
     "REPOS",
     "REPO_PACKAGES",
     "SCHEMA_VERSION",
+    "STEPS_JSON",
     "SUMMARY_FIELDS",
     "BaselineManifest",
     "BaselineResult",
@@ -164,6 +166,7 @@ __all__ = [
     "DismissedOp",
     "EnvFinding",
     "Environment",
+    "GateSteps",
     "GateVerdict",
     "MachineSpeed",
     "Marker",

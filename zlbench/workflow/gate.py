@@ -42,8 +42,15 @@ from zlbench.gate.load import (
 from zlbench.gate.plan import baseline_scope, read_ops_file
 from zlbench.gate.thresholds import load_thresholds
 from zlbench.gate.verdict import SUMMARY_SEP, GateOptions
-from zlbench.models import GateVerdict, Row, RowKey, ThresholdsFile, dump_json_model
-from zlbench.models.steps import STEPS_JSON, GateSteps
+from zlbench.models import (
+    STEPS_JSON,
+    GateSteps,
+    GateVerdict,
+    Row,
+    RowKey,
+    ThresholdsFile,
+    dump_json_model,
+)
 from zlbench.protocol.layout import (
     COMMENT_MD,
     JUNIT_XML,
