@@ -30,8 +30,7 @@ from codegen_support import (  # noqa: E402
 )
 from zlsynth import brow, crow, run_result, write_baseline, write_results  # noqa: E402
 
-from zlbench.models import CodegenScreen, load_json_model  # noqa: E402
-from zlbench.models.steps import STEPS_JSON, GateSteps  # noqa: E402
+from zlbench.models import STEPS_JSON, CodegenScreen, GateSteps, load_json_model  # noqa: E402
 from zlbench.runner.execute.worker import SHARED_TRITON_CACHE, process_env  # noqa: E402
 from zlbench.workflow.gate import GateJob, GateSeams, run_gate  # noqa: E402
 
@@ -53,20 +52,22 @@ class Launch:
     cache is the one a benchmark process of this request would get; note the hits."""
 
     def __init__(self, rec: Path, tmp: Path):
-        self.rec, self.tmp, self.hits = rec, tmp, []
+        self.rec, self.tmp, self.hits, self.sass = rec, tmp, [], []
 
     def __call__(self, req):
         where = self.tmp / f"launch{len(self.hits)}"
         base = {SHARED_TRITON_CACHE: str(req.shared_cache)} if req.shared_cache else {}
         cache = process_env(base, flaggems_dir=where, tmp_dir=where / "p")["TRITON_CACHE_DIR"]
         env = {**subprocess_env(where, self.rec / "helpers"), "TRITON_CACHE_DIR": cache}
-        script = RECORD_SCRIPT.format(target=TARGET)
+        script = RECORD_SCRIPT.format(target=TARGET, sass=req.sass)  # as the gate asks
         args = [str(where / "codegen"), str(self.rec / "gencache")]
         proc = subprocess.run(
             [sys.executable, "-c", script, *args], env=env, capture_output=True, text=True
         )
         assert proc.returncode == 0, proc.stderr
-        self.hits.append([r.result.cache_hit for r in load_index(where / "codegen").records])
+        records = load_index(where / "codegen").records
+        self.hits.append([r.result.cache_hit for r in records])
+        self.sass.append(any("sass" in r.result.stages for r in records))
         write_results(req.out_dir, [run_result("bench", [crow("bench", S, 1.0)])])
         return req.out_dir, 0
 
@@ -101,6 +102,7 @@ def test_the_measure_step_launches_the_screens_kernels_as_cache_hits(bl, tmp_pat
     assert line in err
     (hits,) = launch.hits
     assert len(hits) == 12 and all(hits), hits
+    assert launch.sass == [False]  # the screen has the SASS: the launch records none
     steps = load_json_model(tmp_path / "out" / STEPS_JSON, GateSteps)
     assert steps.shared_cache_kernels == 12 and steps.seconds["screen"] > 0
 
@@ -109,8 +111,8 @@ def test_without_the_shared_cache_the_same_launch_compiles_every_kernel(bl, tmp_
     monkeypatch.delenv("TRITON_INTERPRET", raising=False)
     launch = Launch(bl.parent / "rec", tmp_path)
 
-    class Req:  # what a v1 gate's request carries: no shared cache
-        shared_cache = None
+    class Req:  # what a v1 gate's request carries: no shared cache, SASS recorded
+        shared_cache, sass = None, True
         out_dir = tmp_path / "results"
 
     launch(Req())
