@@ -49,7 +49,7 @@ def _rerun_with_cache(root: Path, cache: Path, tmp: Path) -> CodegenIndex:
     env = subprocess_env(tmp, root / "rec" / "helpers")
     env["TRITON_CACHE_DIR"] = str(cache)
     out = tmp / "codegen"
-    script = RECORD_SCRIPT.format(target=TARGET)
+    script = RECORD_SCRIPT.format(target=TARGET, sass=True)
     cmd = [sys.executable, "-c", script, str(out), str(root / "rec" / "gencache")]
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600, check=False)
     assert proc.returncode == 0, proc.stderr
