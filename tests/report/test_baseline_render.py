@@ -52,6 +52,13 @@ def test_manifest_lines_and_op_table():
     assert len(lines) == 13
 
 
+def test_ops_built_from_fewer_passes_are_listed_under_the_manifest():
+    short = {"main/embedding": "1 of 2 replay passes: replay pass 2 did not finish it"}
+    lines = render_show(_manifest(summary={"short": short}), []).splitlines()
+    want = "  fewer passes main/embedding: 1 of 2 replay passes: replay pass 2 did not finish it"
+    assert want in lines and lines.index(want) < lines.index("")  # with the manifest lines
+
+
 def test_noise_line_when_the_manifest_has_one():
     noise = {"rows": 10, "p50": 0.01, "p90": 0.02, "max": 0.05}
     text = render_show(_manifest(summary={"noise": noise}), [])

@@ -28,6 +28,8 @@ def render_show(m: BaselineManifest, ops: Iterable[OpSummary]) -> str:
             f"  row noise  p50 {noise['p50']:.2%}  p90 {noise['p90']:.2%}  max {noise['max']:.2%}"
             f" over {noise['rows']} rows"
         )
+    short = m.summary.get("short") or {}  # ops built from fewer passes (refresh --min-repeats)
+    lines += [f"  fewer passes {key}: {why}" for key, why in sorted(short.items())]
     lines += ["", f"{'op':40} {'rows':>5} {'median speedup':>15} {'max noise':>10}"]
     for o in ops:
         sp = f"{o.median_speedup:.3f}" if o.median_speedup is not None else "-"
