@@ -115,6 +115,30 @@ def test_a_slowdown_within_the_paired_threshold_passes(screen):
     assert row(out).verdict is Verdict.PASS and out.exit_code == 0
 
 
+def test_an_ops_paired_threshold_in_the_thresholds_file_replaces_the_default(screen):
+    v, gate = screen
+    write_ab(gate, [(1.10, 1.0)] * 3, threshold=0.03)  # +10 % vs the base in every round
+    assert row(judge_ab(v, gate)).verdict is Verdict.REGRESSION
+    wide = v.model_copy(
+        update={"thresholds": v.thresholds.model_copy(update={"paired_ops": {"x": 0.12}})}
+    )
+    r = row(judge_ab(wide, gate))
+    assert r.verdict is Verdict.PASS and r.ab.threshold == 0.12  # the report shows its limit
+    other = v.model_copy(
+        update={"thresholds": v.thresholds.model_copy(update={"paired_ops": {"y": 0.12}})}
+    )
+    assert row(judge_ab(other, gate)).verdict is Verdict.REGRESSION  # only that op's rows
+
+
+def test_a_paired_threshold_out_of_range_is_one_line(tmp_path):
+    from zlbench.models import ThresholdDefaults
+
+    bad = tmp_path / "th.yaml"
+    bad.write_text("schema_version: 1\npaired_ops: {var_mean: 1.5}\n")
+    with pytest.raises(ZlbenchError, match=r"field 'paired_ops.var_mean': 1.5 is not in \[0, 1\)"):
+        load_thresholds(bad, ThresholdDefaults())
+
+
 def test_one_disturbed_round_does_not_decide(screen):
     v, gate = screen
     write_ab(gate, [(1.0, 1.0), (1.5, 1.0), (1.0, 1.0)])

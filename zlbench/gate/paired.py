@@ -94,16 +94,30 @@ def judge_paired(
     return row.model_copy(update={"ab": p, "verdict": verdict, "reason": reason})
 
 
+def paired_threshold(key: RowKey, threshold: float, per_op: Mapping[str, float]) -> float:
+    """The paired threshold of ``key``'s row: its op's entry in the thresholds file's
+    ``paired_ops`` (op name first, then run name), else ``threshold``."""
+    for name in (key.op, key.run_name):
+        if name in per_op:
+            return per_op[name]
+    return threshold
+
+
 def apply_paired(
     rows: list[RowVerdict],
     paired: Mapping[RowKey, PairedRow],
     threshold: float,
     baseline: str,
     full: bool,
+    per_op: Mapping[str, float] | None = None,
 ) -> list[RowVerdict]:
-    """Rows with an A/B judged on it; the others unchanged."""
+    """Rows with an A/B judged on it (at ``threshold``, or their op's ``per_op``
+    entry); the others unchanged."""
+    per_op = per_op or {}
     return [
-        judge_paired(r, paired[r.key], threshold, baseline, full) if r.key in paired else r
+        judge_paired(r, paired[r.key], paired_threshold(r.key, threshold, per_op), baseline, full)
+        if r.key in paired
+        else r
         for r in rows
     ]
 

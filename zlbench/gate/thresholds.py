@@ -45,6 +45,7 @@ def validate_thresholds(th: ThresholdsFile, where: str) -> None:
     ]
     checks += [(f"ops.{op}", t) for op, t in th.ops.items()]
     checks += [(f"rows.{i}.threshold", o.threshold) for i, o in enumerate(th.rows)]
+    checks += [(f"paired_ops.{op}", t) for op, t in th.paired_ops.items()]
     for name, value in checks:
         if value is not None and not 0.0 <= value < 1.0:
             raise ZlbenchError(f"{where}: field '{name}': {value} is not in [0, 1)")

@@ -113,3 +113,6 @@ class ThresholdsFile(ThresholdDefaults):
     schema_version: int = SCHEMA_VERSION
     ops: dict[str, float] = Field(default_factory=dict)
     rows: list[RowOverride] = Field(default_factory=list)
+    # per op (name or run name): its rows' paired threshold in an A/B against the base
+    # compiler, instead of --ab-threshold (rows with a known per-process state)
+    paired_ops: dict[str, float] = Field(default_factory=dict)

@@ -160,7 +160,8 @@ def judge_ab(verdict: GateVerdict, gate_dir: Path) -> GateVerdict:
     check_sides(loaded, gate_dir / AB_DIR, summary.base.env)
     paired = pair_rounds(loaded.rounds)
     full = summary.mode == "full"
-    rows = apply_paired(verdict.rows, paired, summary.threshold, verdict.baseline, full)
+    per_op = verdict.thresholds.paired_ops if verdict.thresholds is not None else {}
+    rows = apply_paired(verdict.rows, paired, summary.threshold, verdict.baseline, full, per_op)
     return restate(verdict, rows, ab=summary)
 
 
