@@ -118,7 +118,7 @@ def machine_speed_line(v: GateVerdict, host: str = "") -> str:
 
 def nondefault_thresholds(th: ThresholdsFile | None) -> list[str]:
     """``field: value (default …)`` for each setting that differs from zlbench's defaults,
-    then one line per op and per row override."""
+    then one line per op and per row override, and per op's paired threshold."""
     if th is None:
         return []
     base = ThresholdDefaults()
@@ -131,6 +131,7 @@ def nondefault_thresholds(th: ThresholdsFile | None) -> list[str]:
     for o in th.rows:
         where = " ".join(x for x in (o.op, o.dtype, o.shape) if x)
         out.append(f"rows: {where}: {o.threshold}")
+    out += [f"paired_ops.{op}: {t} (A/B against the base)" for op, t in th.paired_ops.items()]
     return out
 
 
