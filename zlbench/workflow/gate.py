@@ -158,7 +158,7 @@ def measure_batch(req: MeasureRequest) -> tuple[Path, int]:
     :func:`zlbench.runner.batch.run.run_batch`: (batch dir, batch exit code)."""
     from zlbench.runner.batch.budget import DEFAULT_BUDGET_FACTOR
     from zlbench.runner.batch.config import BatchConfig
-    from zlbench.runner.batch.run import run_batch
+    from zlbench.runner.batch.run import run_batch, sharing_cache
     from zlbench.runner.batch.shard import default_gpus
 
     job, m = req.job, req.baseline.manifest
@@ -183,26 +183,14 @@ def measure_batch(req: MeasureRequest) -> tuple[Path, int]:
         precompile_jobs=job.precompile_jobs,
         extra_pytest_args=[*job.measure_args, *([] if req.sass else [NO_SASS_FLAG])],
     )
-    if req.shared_cache is not None:
-        config = with_shared_cache(config, req.shared_cache)
+    if req.shared_cache is not None:  # the screen compiled the kernels there
+        config = sharing_cache(config, req.shared_cache)
     if req.compiler is not None:
         from zlbench.runner.ab.env import side_config
 
         config = side_config(config, req.compiler)
     outcome = run_batch(config)
     return outcome.out_dir, outcome.exit_code
-
-
-def with_shared_cache(config, cache: Path):
-    """``config`` whose benchmark processes share the triton cache ``cache`` (the
-    screen compiled the kernels there: no precompile pass)."""
-    import os
-    from dataclasses import replace
-
-    from zlbench.runner.execute.worker import SHARED_TRITON_CACHE
-
-    env = dict(os.environ if config.env is None else config.env)
-    return replace(config, env={**env, SHARED_TRITON_CACHE: str(cache)}, precompile_jobs=0)
 
 
 def baseline_durations(baseline_dir: Path) -> dict[str, float]:

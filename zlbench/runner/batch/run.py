@@ -77,7 +77,14 @@ def warm_shared_cache(config: BatchConfig, selection: OpSelection, cache: Path) 
         _say(config, f"{repo}: {outcome.line()}")
         for error in outcome.worker_errors:
             _say(config, f"{repo}: {error}")
-    return replace(config, env={**base, SHARED_TRITON_CACHE: str(cache)})
+    return sharing_cache(config, cache)
+
+
+def sharing_cache(config: BatchConfig, cache: Path) -> BatchConfig:
+    """``config`` whose benchmark processes share the triton cache dir ``cache``
+    (``ZLBENCH_SHARED_TRITON_CACHE``), already filled: no precompile pass."""
+    base = dict(config.env if config.env is not None else os.environ)
+    return replace(config, env={**base, SHARED_TRITON_CACHE: str(cache)}, precompile_jobs=0)
 
 
 def _say(config: BatchConfig, line: str) -> None:
