@@ -319,10 +319,8 @@ def _work_span(
             return None
 
     start = stamp(record.out_dir, "created") or _dt.datetime.now(_dt.timezone.utc)
-    ends = [stamp(d.out_dir, "finished") for d in [record, *replays]]
-    return start, stamp(replays[-1].out_dir, "finished") or max(
-        (e for e in ends if e is not None), default=None
-    )
+    ends = [stamp(d.out_dir, "finished") for d in [record, *replays]]  # each read once
+    return start, ends[-1] or max((e for e in ends if e is not None), default=None)
 
 
 def _manifest(
