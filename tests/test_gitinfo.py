@@ -30,10 +30,14 @@ def repo(tmp_path):
     return tmp_path
 
 
-def test_a_tracked_dir_gives_its_checkouts_head(repo):
-    head = subprocess.run(
+def _head(repo) -> str:
+    return subprocess.run(
         ["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True, check=True
     ).stdout.strip()
+
+
+def test_a_tracked_dir_gives_its_checkouts_head(repo):
+    head = _head(repo)
     assert git_state(repo / "pkg") == (head, False)
     (repo / "pkg" / "a.py").write_text("x = 2\n")
     assert git_state(repo / "pkg") == (head, True)
@@ -52,4 +56,4 @@ def test_the_probe_falls_back_to_zlbench_commit_outside_a_checkout(repo, monkeyp
     env = environment.probe(types.ModuleType("flag_gems"), "cudagraph", "core")
     assert env.zlbench_commit == "c0ffee"
     monkeypatch.setattr(environment, "__file__", str(repo / "pkg" / "environment.py"))
-    assert environment.probe(None, None, None).zlbench_commit != "c0ffee"
+    assert environment.probe(None, None, None).zlbench_commit == _head(repo)  # checkout first

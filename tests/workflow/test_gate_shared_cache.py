@@ -33,9 +33,11 @@ from zlbench.workflow.gate import NO_SASS_FLAG, MeasureRequest
 
 
 class CachingScreen(FakeScreen):
-    """The fake screen, also leaving one triton cache group per kernel in cache_out."""
+    """The fake screen, also leaving one triton cache group per kernel in cache_out
+    (and taking 0.05 s, so that steps.json's screen time is seen)."""
 
     def __call__(self, opts, say):
+        time.sleep(0.05)
         for k in self.kernels:
             d = opts.cache_out / f"key-{k.kernel_id}"
             d.mkdir(parents=True)
@@ -117,7 +119,7 @@ def test_steps_json_has_the_wall_seconds_of_each_step(tmp_path, ops_dir):
     steps = load_json_model(out / STEPS_JSON, GateSteps)
     assert set(steps.seconds) == {"screen", "measure", "confirm", "total"}
     assert steps.seconds["measure"] >= 0.05 and steps.seconds["confirm"] >= 0.05
-    assert steps.seconds["screen"] >= 0
+    assert steps.seconds["screen"] >= 0.05
     parts = steps.seconds["screen"] + steps.seconds["measure"] + steps.seconds["confirm"]
     assert parts <= steps.seconds["total"] + 0.01
     assert steps.shared_cache_kernels == 2
@@ -130,7 +132,7 @@ def test_steps_json_is_written_when_a_step_stops_the_gate(tmp_path, ops_dir, fai
     with pytest.raises(ZlbenchError, match="the GPU went away"):
         gate(tmp_path, bl, ops_dir, CachingScreen(ADD_SAME, MM_CHANGED), batch, confirm=1)
     steps = load_json_model(tmp_path / "out" / STEPS_JSON, GateSteps)
-    assert steps.shared_cache_kernels == 2 and steps.seconds["screen"] >= 0
+    assert steps.shared_cache_kernels == 2 and steps.seconds["screen"] >= 0.05
     assert steps.seconds["measure"] >= 0.05  # the time spent before it stopped
     assert steps.seconds["confirm"] >= (0.05 if fail_at else 0)
     assert steps.seconds["total"] >= steps.seconds["measure"] + steps.seconds["confirm"]

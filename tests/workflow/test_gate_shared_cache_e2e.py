@@ -8,7 +8,6 @@ kernel as a cache hit, and the screen's verdict is the same as without the cache
 from __future__ import annotations
 
 import io
-import os
 import shutil
 import subprocess
 import sys
@@ -118,7 +117,6 @@ def test_without_the_shared_cache_the_same_launch_compiles_every_kernel(bl, tmp_
     launch(Req())
     (hits,) = launch.hits
     assert len(hits) == 12 and not any(hits)
-    assert os.listdir(tmp_path / "results")
 
 
 def test_the_rebuild_worker_compiles_the_same_with_a_cache_dir_and_fills_it(bl, tmp_path):
