@@ -62,15 +62,3 @@ def test_refresh_takes_the_same_measure_options():
     cfg = config_from_args(args, Settings.from_env())
     assert cfg.extra_pytest_args == ["-p", "zlbench.plugins.phases", "--zl-replays", "3"]
     assert cfg.precompile_jobs == 2
-
-
-def test_gate_phase_timings_reach_its_measure_args(tmp_path):
-    from zlbench.cli.gate_cmd import job_from_args
-
-    def job(*flags: str):
-        argv = ["gate", "--baseline", str(tmp_path), "--out", str(tmp_path / "out"), *flags]
-        return job_from_args(build_parser().parse_args(argv), Settings.from_env({}), tmp_path)
-
-    timed = job("--phase-timings", "--replays", "2")
-    assert timed.measure_args == ["-p", "zlbench.plugins.phases", "--zl-replays", "2"]
-    assert job().measure_args == []

@@ -14,9 +14,7 @@ from zlbench.cli import main
 from zlbench.gate.load import load_baseline
 from zlbench.models import BatchInfo, GateVerdict, OpStatus, RunStatus
 from zlbench.models.batch import SystemicFailure
-from zlbench.runner.batch import run as batch_run
 from zlbench.runner.batch.budget import DEFAULT_BUDGET_FACTOR
-from zlbench.runner.batch.config import BatchOutcome
 from zlbench.runner.batch.info import write_batch_info
 from zlbench.runner.batch.status import write_ops_status
 from zlbench.workflow.gate import GateJob, MeasureRequest, dismissed_ops, measure_batch
@@ -44,16 +42,9 @@ def _baseline(tmp_path: Path, *, durations: bool) -> Path:
 
 @pytest.mark.parametrize("durations", [True, False])
 def test_measure_batch_passes_the_budget_the_durations_and_use_flagtune(
-    tmp_path, monkeypatch, durations
+    tmp_path, batch_configs, durations
 ):
-    seen = []
-
-    def fake_run_batch(config):
-        seen.append(config)
-        return BatchOutcome(out_dir=config.out_dir, statuses=[], counts={}, summary_rows=0,
-                            exit_code=0)  # fmt: skip
-
-    monkeypatch.setattr(batch_run, "run_batch", fake_run_batch)
+    seen = batch_configs
     baseline = load_baseline(_baseline(tmp_path, durations=durations))
     job = GateJob(baseline=str(baseline.path), out=tmp_path / "out", ops_dir=tmp_path / "ops")
     req = MeasureRequest(baseline, {"main/add", "main/mm"}, tmp_path / "out" / "r", None, job)

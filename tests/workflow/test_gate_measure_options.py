@@ -13,22 +13,12 @@ from zlbench.cli import build_parser, main
 from zlbench.cli.gate_cmd import job_from_args
 from zlbench.cli.settings import Settings
 from zlbench.gate.load import load_baseline
-from zlbench.runner.batch import run as batch_run
-from zlbench.runner.batch.config import BatchOutcome
 from zlbench.workflow.gate import MeasureRequest, measure_batch
 
 
-def _configs(tmp_path: Path, monkeypatch, *flags: str) -> list:
-    """The BatchConfig the gate's measure step hands the batch runner for ``flags``."""
-    seen = []
-
-    def fake_run_batch(config):
-        seen.append(config)
-        return BatchOutcome(
-            out_dir=config.out_dir, statuses=[], counts={}, summary_rows=0, exit_code=0
-        )
-
-    monkeypatch.setattr(batch_run, "run_batch", fake_run_batch)
+def _configs(tmp_path: Path, seen: list, *flags: str) -> list:
+    """The BatchConfig the gate's measure step hands the batch runner for ``flags``
+    (``seen``: the ``batch_configs`` fixture)."""
     bl = write_baseline(tmp_path / "bl", {"add": [brow("add", "[8]", 1.0)]})
     argv = ["gate", "--baseline", str(bl), "--out", str(tmp_path / "out"), *flags]
     job = job_from_args(build_parser().parse_args(argv), Settings.from_env({}), tmp_path / "ops")
@@ -37,15 +27,15 @@ def _configs(tmp_path: Path, monkeypatch, *flags: str) -> list:
     return seen
 
 
-def test_gate_passes_precompile_jobs_and_the_budgets_to_its_batch(tmp_path, monkeypatch):
+def test_gate_passes_precompile_jobs_and_the_budgets_to_its_batch(tmp_path, batch_configs):
     flags = ["--precompile-jobs", "3", "--warmup-ms", "25", "--replays", "5"]
-    (config,) = _configs(tmp_path, monkeypatch, *flags)
+    (config,) = _configs(tmp_path, batch_configs, *flags)
     assert config.precompile_jobs == 3
     assert config.extra_pytest_args == ["--zl-warmup-ms", "25", "--zl-replays", "5"]
 
 
-def test_gate_precompiles_nothing_and_keeps_the_plugin_budgets_by_default(tmp_path, monkeypatch):
-    (config,) = _configs(tmp_path, monkeypatch)
+def test_gate_precompiles_nothing_and_keeps_the_plugin_budgets_by_default(tmp_path, batch_configs):
+    (config,) = _configs(tmp_path, batch_configs)
     assert config.precompile_jobs == 0
     assert config.extra_pytest_args == []
 
@@ -70,3 +60,8 @@ def test_bad_gate_budgets_are_one_line_and_exit_2(tmp_path, capsys, flags, messa
     assert rc == 2
     assert message in err and len(err.splitlines()) == 1
     assert not (tmp_path / "out").exists()
+
+
+def test_gate_phase_timings_reach_its_batch(tmp_path, batch_configs):
+    (config,) = _configs(tmp_path, batch_configs, "--phase-timings", "--replays", "2")
+    assert config.extra_pytest_args == ["-p", "zlbench.plugins.phases", "--zl-replays", "2"]

@@ -162,19 +162,11 @@ def test_the_ab_gives_the_cache_to_the_pr_side_only(tmp_path, ops_dir):
     assert set(inputs.steps.seconds) == {"ab"}
 
 
-def test_measure_batch_points_every_process_at_the_shared_cache(tmp_path, ops_dir, monkeypatch):
-    import zlbench.runner.batch.run as run_mod
+def test_measure_batch_points_every_process_at_the_shared_cache(tmp_path, ops_dir, batch_configs):
     from zlbench.gate.load import load_baseline
-    from zlbench.runner.batch.config import BatchOutcome
     from zlbench.workflow.gate import GateJob, measure_batch
 
-    configs = []
-
-    def fake_run_batch(config):
-        configs.append(config)
-        return BatchOutcome(config.out_dir, [], {}, 0, 0)
-
-    monkeypatch.setattr(run_mod, "run_batch", fake_run_batch)
+    configs = batch_configs
     bl = load_baseline(baseline(tmp_path / "bl"))
     job = GateJob(baseline=str(bl.path), out=tmp_path / "o", ops_dir=ops_dir, precompile_jobs=4)
     plain = MeasureRequest(bl, {"main/mm"}, tmp_path / "o" / "a", None, job)
