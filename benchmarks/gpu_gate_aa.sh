@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# The fifth session's GPU run (2026-11-30, nvidia-h200-x2; docs/measurements.md "fifth
-# session"): A/A gates with a full A/B on one and on two GPUs at once (issues 12, 15),
-# the old replay path beside the gate's measure step (issue 13), a stale-row gate, the
-# PR tier's replay and a shorter timing budget.
+# The fifth and sixth sessions' GPU runs (2026-11-30, nvidia-h200-x2; docs/measurements.md
+# "fifth session", "sixth session"): A/A gates with a full A/B on one and on two GPUs at
+# once (issues 12, 15), the old replay path beside the gate's measure step (issue 13), a
+# stale-row gate, the PR tier's replay, a shorter timing budget and the PR tier's gate.
 #
 #   benchmarks/gpu_gate_aa.sh BUDGET_S STAGE...    e.g. 555 info copies solo1 old solo2 pack
 #
@@ -15,10 +15,12 @@
 #   pairN     two A/A gates at once, GPU 0 and GPU 1
 #   prN       the PR tier's replay against $REC (its record pass) on GPU $PRG (default 1)
 #   budgetN   gate_core replay with --warmup-ms 25 --replays 5 on GPU $BG (default 0)
+#   prtier    the default gate (suspects A/B) of ops/tiers/pr.txt against $V3 on every GPU, PR = same
 #   stale     a default gate against a copy of $V2 whose softmax row is made faster (ab_tools stale: 11 %)
 #   pack      tar the results into $OUT
 # Needs: CUDA GPUs, FlagGems checkout of $V2's commit in $ZLBENCH_FLAGGEMS_DIR, zlbench
-# importable. Env: W (work dir, /tmp/w), V2 (baselines/v2), REC (a PR-tier record batch).
+# importable. Env: W (work dir, /tmp/w), V2 (baselines/v2), V3 (baselines/v3), REC (a PR-tier
+# record batch), AA_ARGS (more arguments of every A/A gate, e.g. a threshold to test).
 set -u
 BUDGET=$1; shift
 T0=$SECONDS
@@ -36,15 +38,17 @@ timed() { local lim=$1 name=$2; shift 2; local wdir=${WALL_TO:-}; local t0; t0=$
   echo "$name rc=$rc wall=$w" >> "$W/walls.txt"; [ -n "$wdir" ] && [ -d "$wdir" ] && echo "$w" > "$wdir/wall_s"
   say "end $name rc=$rc wall=${w}s"; tail -6 "$W/$name.out" | tee -a "$LOG"; return $rc; }
 AB=$W/triton
-gate() { # gate GPU PR_COPY NAME EST [ARGS...]: one gate on one GPU with the PR's triton first
+gate() { # gate GPU PR_COPY NAME EST [ARGS...]: one gate on GPU (all: every GPU) with the PR's triton first
   local g=$1 pr=$2 name=$3 est=$4; shift 4
   if [ "$(left $BUDGET)" -lt "$est" ]; then say "SKIP $name (left $(left $BUDGET)s < $est)"; return 0; fi
-  WALL_TO= CUDA_VISIBLE_DEVICES=$g PYTHONPATH=$AB/$pr${PYTHONPATH:+:$PYTHONPATH} timed $(($(left $BUDGET) - 25)) $name \
-    python3 -m zlbench gate --ops-file ops/gate_core.txt --base-compiler $AB/base \
+  local vis=$g; [ "$g" = all ] && vis=${CUDA_VISIBLE_DEVICES:-0,1}
+  WALL_TO= CUDA_VISIBLE_DEVICES=$vis PYTHONPATH=$AB/$pr${PYTHONPATH:+:$PYTHONPATH} timed $(($(left $BUDGET) - 25)) $name \
+    python3 -m zlbench gate --ops-file ${OPS:-ops/gate_core.txt} --base-compiler $AB/base \
     --codegen-jobs 15 --phase-timings --out $W/$name "$@"
   echo "$(date -u +%FT%TZ) $name gpu=$g" >> $W/when.txt
 }
-aa() { gate "$1" same "$2" "$3" --baseline $V2 --full-ab --ab-rounds 1; }
+# shellcheck disable=SC2086  # AA_ARGS: extra gate arguments, word-split on purpose
+aa() { gate "$1" same "$2" "$3" --baseline $V2 --full-ab --ab-rounds 1 ${AA_ARGS:-}; }
 run_stage() {
   local stage=$1
   say "=== stage $stage (left $(left $BUDGET)s)"
@@ -60,8 +64,8 @@ run_stage() {
       WALL_TO=$W/old timed $(($(left $BUDGET) - 25)) old python3 -m zlbench batch --ops-file ops/gate_core.txt \
         --replay-root $V2 --shape-file $V2/shapes.yaml --dtypes bfloat16 --gpus 0 --phase-timings --out $W/old
       ;;
-    solo1|solo2|solo3) aa 0 aa-$stage 260 ;;
-    pair1|pair2|pair3)
+    solo[1-9]) aa 0 aa-$stage 260 ;;
+    pair[1-9])
       aa 0 aa-$stage-g0 260 & aa 1 aa-$stage-g1 260 & wait ;;
     pr1|pr2) # the PR tier's replay as one screen (GPU ${PRG:-1}), precompiled from its record pass
       mkdir -p $W/$stage
@@ -73,6 +77,9 @@ run_stage() {
       WALL_TO=$W/$stage timed $(($(left $BUDGET) - 25)) $stage python3 -m zlbench batch --ops-file ops/gate_core.txt \
         --replay-root $V2 --shape-file $V2/shapes.yaml --dtypes bfloat16 --gpus ${BG:-0} \
         --precompile-jobs 15 --warmup-ms 25 --replays 5 --phase-timings --out $W/$stage ;;
+    prtier) # the default PR check of the PR tier (A/A: PR = same) on every GPU, against $V3
+      # shellcheck disable=SC2086
+      OPS=ops/tiers/pr.txt gate all same prtier 240 --baseline ${V3:-baselines/v3} ${AA_ARGS:-} ;;
     stale)
       [ -d $W/stale-v2 ] || python3 benchmarks/ab_tools.py stale $V2 $W/stale-v2 --op softmax | tail -2 | tee -a $LOG
       gate 0 same stale 200 --baseline $W/stale-v2 ;;
