@@ -22,7 +22,13 @@ from pathlib import Path
 
 from zlbench.errors import ZlbenchError
 from zlbench.gate.accept import apply_accept, load_accept
-from zlbench.gate.paired import DEFAULT_PAIRED_THRESHOLD, apply_paired, pair_rounds, side_mismatch
+from zlbench.gate.paired import (
+    DEFAULT_PAIRED_THRESHOLD,
+    apply_paired,
+    pair_rounds,
+    paired_ops_in_effect,
+    side_mismatch,
+)
 from zlbench.gate.restate import restate
 from zlbench.models import AbCompiler, AbSummary, AcceptEntry, GateVerdict, Verdict
 from zlbench.protocol.layout import RESULTS_DIR, op_key
@@ -151,7 +157,8 @@ def check_sides(loaded, where: Path, base_env: str) -> None:
 
 def judge_ab(verdict: GateVerdict, gate_dir: Path) -> GateVerdict:
     """``verdict`` with the rows of ``<gate_dir>/ab/`` judged on their A/B (unchanged
-    when the dir holds no A/B)."""
+    when the dir holds no A/B), each at its paired threshold (``paired_ops_in_effect``,
+    which the verdict's ``thresholds.paired_ops`` then lists)."""
     found = load_summary(gate_dir)
     if found is None or verdict.exit_code == 2:
         return verdict
@@ -160,9 +167,12 @@ def judge_ab(verdict: GateVerdict, gate_dir: Path) -> GateVerdict:
     check_sides(loaded, gate_dir / AB_DIR, summary.base.env)
     paired = pair_rounds(loaded.rounds)
     full = summary.mode == "full"
-    per_op = verdict.thresholds.paired_ops if verdict.thresholds is not None else {}
+    th = verdict.thresholds
+    per_op = paired_ops_in_effect(summary.threshold, th.paired_ops if th is not None else None)
     rows = apply_paired(verdict.rows, paired, summary.threshold, verdict.baseline, full, per_op)
-    return restate(verdict, rows, ab=summary)
+    # the thresholds in force name every per-op paired threshold, the built-in ones too
+    shown = {} if th is None else {"thresholds": th.model_copy(update={"paired_ops": per_op})}
+    return restate(verdict, rows, ab=summary, **shown)
 
 
 def judge_accept(verdict: GateVerdict, ctx: AbContext, source: str) -> GateVerdict:
