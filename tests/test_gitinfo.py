@@ -1,6 +1,6 @@
 """zlbench.gitinfo.git_state: which checkout's commit a path belongs to. A copy kept in
-an ignored folder of another repo (the device's `git archive` snapshot, a FlagGems copy)
-is not that repo's code; the environment probe then falls back to ZLBENCH_COMMIT."""
+an ignored or untracked folder of another repo (the device's `git archive` snapshot, a
+FlagGems copy) is not that repo's code; the environment probe then falls back to ZLBENCH_COMMIT."""
 
 from __future__ import annotations
 
@@ -45,6 +45,16 @@ def test_a_tracked_dir_gives_its_checkouts_head(repo):
 
 def test_a_dir_the_enclosing_checkout_ignores_has_no_commit(repo):
     assert git_state(repo / "snap" / "pkg") == (None, None)
+
+
+def test_an_untracked_copy_inside_a_checkout_has_no_commit(repo):
+    """A snapshot in a folder the checkout neither tracks nor ignores (a device's copy of
+    a working tree whose .git/info/exclude stayed behind) is not the checkout's code."""
+    (repo / "copy" / "pkg").mkdir(parents=True)
+    (repo / "copy" / "pkg" / "a.py").write_text("x = 3\n")
+    assert git_state(repo / "copy" / "pkg") == (None, None)
+    assert git_state(repo / "copy" / "pkg" / "a.py") == (None, None)
+    assert git_state(repo / "pkg" / "a.py") == (_head(repo), False)
 
 
 def test_the_probe_falls_back_to_zlbench_commit_outside_a_checkout(repo, monkeypatch):
