@@ -4,7 +4,8 @@ gives (pure; docs/judging.md "A/B against the base compiler").
 Both compilers measured the same rows in alternating rounds on one runner
 (``zlbench.runner.ab``). For each round in which both measured a row, the
 round's ratio is ``base FlagGems latency / PR FlagGems latency`` (< 1: the PR is
-slower); the row's statistic is the median of those ratios.
+slower); the row's statistic is the median of those ratios, and its absolute
+change the median of the rounds' ``PR µs - base µs``.
 
 Why this statistic: the two measurements of one round are minutes apart on the
 same GPU, so clock, thermal and co-tenant drift slower than a round cancels in
@@ -13,34 +14,33 @@ drops a disturbed one. The FlagGems latency alone, not the speedup: torch runs
 the same code on both sides, so dividing by it would only add torch's own noise.
 
 Verdicts: a row judged A/B is a REGRESSION only when it is slower than the base
-beyond the paired threshold. A row that the screen against the stored baseline
-flagged but that is not slower than the base is a PASS marked *inherited*: the
-slowdown is already on the base branch (the stored baseline is stale there).
+beyond the paired threshold and by more than the paired floor in µs (a row beyond
+the threshold but within the floor passes, with a reason that says so). A row that
+the screen against the stored baseline flagged but that is not slower than the base
+is a PASS marked *inherited*: the slowdown is already on the base branch (the stored
+baseline is stale there).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from statistics import median
-from types import MappingProxyType
 
 from zlbench.gate.estimators import positive
 from zlbench.gate.judge import JUDGED
 from zlbench.gate.numbers import inverse_change, pct
 from zlbench.models import Environment, PairedRow, Row, RowKey, RowVerdict, Verdict
 
-# Default paired threshold (relative): every row's, except the ops below. From the
-# paired A/A noise measured on the H200 (docs/judging.md "A/B against the base
-# compiler"): outside the ops below, no paired A/A change reached it.
+# Default paired threshold (relative), from the paired A/A noise measured on the H200
+# (docs/judging.md "A/B against the base compiler").
 DEFAULT_PAIRED_THRESHOLD = 0.03
 
-# Built-in per-op paired thresholds (op name or run name -> threshold). The 1M-element
-# reductions run fast or slow by a per-process state that pairing cannot cancel (same
-# build on both sides; measured on the H200, docs/judging.md "A/B against the base
-# compiler"). A thresholds file's ``paired_ops`` overrides them entry by entry.
-DEFAULT_PAIRED_OPS: Mapping[str, float] = MappingProxyType(
-    {op: 0.08 for op in ("amax", "argmax", "mean", "prod", "sum", "var_mean")}
-)
+# Default paired floor (absolute, µs per call). The paired A/A noise on the H200 is an
+# absolute per-process jitter of up to ~0.23 µs per call on kernels of 1-4 µs
+# (docs/judging.md "A/B against the base compiler"): a relative threshold alone would
+# fail those rows. A row is a REGRESSION against the base only when it is slower beyond
+# the relative threshold AND by more than the floor in absolute time (0: no floor).
+DEFAULT_PAIRED_FLOOR_US = 0.3
 
 Round = tuple[Mapping[RowKey, Row], Mapping[RowKey, Row]]  # (PR rows, base rows)
 
@@ -71,51 +71,91 @@ def pair_rounds(rounds: Sequence[Round]) -> dict[RowKey, PairedRow]:
         if p.round_ratios:
             p.ratio = median(p.round_ratios)
             p.change = inverse_change(p.ratio)
+            p.delta_us = median(a - b for a, b in zip(p.pr_us, p.base_us, strict=True))
         out[key] = p
     return out
 
 
+def us_text(us: float | None) -> str:
+    """A signed absolute change per call: ``+0.18 µs`` ("" when unknown)."""
+    return "" if us is None else f"{us:+.2f} µs"
+
+
+def _beyond_floor(p: PairedRow, sign: int) -> bool:
+    """``p`` moved by more than its floor in the direction ``sign`` (+1: slower);
+    always True without a floor (0) or without an absolute change."""
+    if not p.floor_us or p.delta_us is None:
+        return True
+    return sign * p.delta_us > p.floor_us
+
+
+def within_floor(p: PairedRow, full: bool) -> bool:
+    """``p`` is beyond its relative threshold (slower; or faster, in a full A/B) but
+    within its floor in absolute time: the row passes, and says so."""
+    if p.ratio is None or p.threshold is None:
+        return False
+    if p.ratio < 1.0 - p.threshold:
+        return not _beyond_floor(p, +1)
+    return full and p.ratio > 1.0 + p.threshold and not _beyond_floor(p, -1)
+
+
+def _rounds_text(p: PairedRow) -> str:
+    return f"median of {p.rounds} paired round{'s' if p.rounds != 1 else ''}"
+
+
+def vs_base_text(p: PairedRow) -> str:
+    """``+10.0 % (+0.30 µs) vs the base (median of 3 paired rounds)``."""
+    us = f" ({us_text(p.delta_us)})" if p.delta_us is not None else ""
+    return f"{pct(p.change)}{us} vs the base ({_rounds_text(p)})"
+
+
+def _paired_verdict(p: PairedRow, full: bool) -> tuple[Verdict, str]:
+    """The A/B's own verdict of a judged row and its reason."""
+    vs_base = vs_base_text(p)
+    if within_floor(p, full):
+        said = f"{pct(p.change)} vs the base is {us_text(p.delta_us)} ({_rounds_text(p)})"
+        return Verdict.PASS, f"within the {p.floor_us:.2f} µs floor: {said}"
+    assert p.ratio is not None and p.threshold is not None
+    if p.ratio < 1.0 - p.threshold:
+        return Verdict.REGRESSION, f"slower than the base: {vs_base}"
+    if full and p.ratio > 1.0 + p.threshold:
+        return Verdict.IMPROVEMENT, f"faster than the base: {vs_base}"
+    return Verdict.PASS, ""
+
+
 def judge_paired(
-    row: RowVerdict, p: PairedRow, threshold: float, baseline: str, full: bool
+    row: RowVerdict,
+    p: PairedRow,
+    threshold: float,
+    baseline: str,
+    full: bool,
+    floor_us: float = 0.0,
 ) -> RowVerdict:
-    """``row`` judged on its A/B (``p``); rows that are not judged numbers (failed,
-    fallback, missing, new, skipped) keep their verdict and carry the A/B only."""
-    p = p.model_copy(update={"threshold": threshold, "screen_verdict": row.verdict.value})
+    """``row`` judged on its A/B (``p``): REGRESSION when slower than the base beyond
+    ``threshold`` and by more than ``floor_us`` (0: no floor); rows that are not judged
+    numbers (failed, fallback, missing, new, skipped) keep their verdict and carry the
+    A/B only."""
+    update = {"threshold": threshold, "floor_us": floor_us, "screen_verdict": row.verdict.value}
+    p = p.model_copy(update=update)
     if row.verdict not in JUDGED or p.ratio is None:
         why = "" if p.ratio is not None else "; no A/B pair: the base did not measure it"
         if row.verdict not in JUDGED:
             why = ""
         return row.model_copy(update={"ab": p, "reason": row.reason + why})
-    vs_base = f"{pct(p.change)} vs the base (median of {p.rounds} paired rounds)"
-    if p.ratio < 1.0 - threshold:
-        verdict, reason = Verdict.REGRESSION, f"slower than the base: {vs_base}"
-    elif full and p.ratio > 1.0 + threshold:
-        verdict, reason = Verdict.IMPROVEMENT, f"faster than the base: {vs_base}"
-    else:
-        verdict, reason = Verdict.PASS, ""
+    verdict, reason = _paired_verdict(p, full)
     if row.verdict is Verdict.REGRESSION and verdict is not Verdict.REGRESSION:
         p.inherited = True
         reason = (
             f"inherited from the base (baseline {baseline} is stale here): "
-            f"{pct(row.judged_change)} vs {baseline}, {vs_base}"
+            f"{pct(row.judged_change)} vs {baseline}, {vs_base_text(p)}"
+            + (f"; within the {floor_us:.2f} µs floor" if within_floor(p, full) else "")
         )
     return row.model_copy(update={"ab": p, "verdict": verdict, "reason": reason})
 
 
-def paired_ops_in_effect(
-    threshold: float, file_ops: Mapping[str, float] | None = None
-) -> dict[str, float]:
-    """The per-op paired thresholds of an A/B at ``threshold`` (``--ab-threshold``):
-    DEFAULT_PAIRED_OPS, then a thresholds file's ``paired_ops`` (its entries win,
-    entry by entry). A built-in entry loosens its op's rows, never tightens them: it
-    is left out where ``threshold`` is already as wide."""
-    built_in = {op: t for op, t in DEFAULT_PAIRED_OPS.items() if t > threshold}
-    return built_in | dict(file_ops or {})
-
-
 def paired_threshold(key: RowKey, threshold: float, per_op: Mapping[str, float]) -> float:
-    """The paired threshold of ``key``'s row: its op's entry in ``per_op`` (op name
-    first, then run name; :func:`paired_ops_in_effect`), else ``threshold``."""
+    """The paired threshold of ``key``'s row: its op's entry in the thresholds file's
+    ``paired_ops`` (op name first, then run name), else ``threshold``."""
     for name in (key.op, key.run_name):
         if name in per_op:
             return per_op[name]
@@ -129,12 +169,15 @@ def apply_paired(
     baseline: str,
     full: bool,
     per_op: Mapping[str, float] | None = None,
+    floor_us: float = 0.0,
 ) -> list[RowVerdict]:
     """Rows with an A/B judged on it (at ``threshold``, or their op's ``per_op``
-    entry); the others unchanged."""
+    entry, and ``floor_us``); the others unchanged."""
     per_op = per_op or {}
     return [
-        judge_paired(r, paired[r.key], paired_threshold(r.key, threshold, per_op), baseline, full)
+        judge_paired(
+            r, paired[r.key], paired_threshold(r.key, threshold, per_op), baseline, full, floor_us
+        )
         if r.key in paired
         else r
         for r in rows

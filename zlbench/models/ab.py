@@ -38,7 +38,8 @@ class PairedRow(_Model):
     """One row's A/B: per-round latencies of both sides and the paired statistic.
 
     ``ratio`` is the median over rounds of ``base_us / pr_us`` (< 1: the PR is
-    slower), the same orientation as ``RowVerdict.ratio``."""
+    slower), the same orientation as ``RowVerdict.ratio``; ``delta_us`` the median
+    of ``pr_us - base_us`` (> 0: the PR is slower)."""
 
     rounds: int = Field(description="rounds in which both sides measured the row")
     pr_us: list[float] = Field(default_factory=list, description="PR FlagGems latency per round")
@@ -46,7 +47,13 @@ class PairedRow(_Model):
     round_ratios: list[float] = Field(default_factory=list, description="base_us / pr_us")
     ratio: float | None = Field(None, description="median of round_ratios")
     change: float | None = Field(None, description="1 / ratio - 1: vs the base (+ = slower)")
+    delta_us: float | None = Field(
+        None, description="median over rounds of pr_us - base_us: vs the base (+ = slower)"
+    )
     threshold: float | None = Field(None, description="paired threshold: fails if ratio < 1 - t")
+    floor_us: float | None = Field(
+        None, description="paired floor: fails only if also delta_us > floor_us (0: no floor)"
+    )
     screen_verdict: str | None = Field(None, description="the verdict against the stored baseline")
     inherited: bool = Field(
         False, description="slower than the stored baseline, not than the base: the base's"
@@ -62,6 +69,9 @@ class AbSummary(_Model):
     rounds: int
     order: list[str] = Field(default_factory=list, description="sides in the order measured")
     threshold: float
+    floor_us: float = Field(
+        0.0, description="paired floor in µs (0: none, as in files written without it)"
+    )
     ops: list[str] = Field(default_factory=list, description="op keys measured both ways")
     seconds: dict[str, float] = Field(default_factory=dict, description="side -> wall time, s")
     pr: AbCompiler = Field(default_factory=AbCompiler)

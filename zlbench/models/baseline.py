@@ -114,7 +114,6 @@ class ThresholdsFile(ThresholdDefaults):
     ops: dict[str, float] = Field(default_factory=dict)
     rows: list[RowOverride] = Field(default_factory=list)
     # per op (name or run name): its rows' paired threshold in an A/B against the base
-    # compiler, instead of --ab-threshold (rows with a known per-process state); merged
-    # over the built-in ones (zlbench.gate.paired.DEFAULT_PAIRED_OPS), entry by entry.
-    # In a verdict judged A/B: every per-op paired threshold that applied, built-in too
+    # compiler, instead of --ab-threshold (its rows' relative paired threshold; the
+    # A/B's floor in µs, --ab-floor-us, applies to every row alike)
     paired_ops: dict[str, float] = Field(default_factory=dict)

@@ -16,6 +16,7 @@ whose runs measured another FlagGems, torch or GPU than the PR's.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,10 +24,10 @@ from pathlib import Path
 from zlbench.errors import ZlbenchError
 from zlbench.gate.accept import apply_accept, load_accept
 from zlbench.gate.paired import (
+    DEFAULT_PAIRED_FLOOR_US,
     DEFAULT_PAIRED_THRESHOLD,
     apply_paired,
     pair_rounds,
-    paired_ops_in_effect,
     side_mismatch,
 )
 from zlbench.gate.restate import restate
@@ -54,6 +55,7 @@ class AbOptions:
     full: bool = False  # every op both ways, not only the suspects
     rounds: int = DEFAULT_ROUNDS
     threshold: float = DEFAULT_PAIRED_THRESHOLD
+    floor_us: float = DEFAULT_PAIRED_FLOOR_US  # µs; 0: the relative threshold alone
     accept: Path | None = None  # the accept list file
 
 
@@ -80,6 +82,8 @@ def prepare(options: AbOptions, measuring: bool) -> AbContext:
         ctx.accept = load_accept(options.accept).accept
     if not 0.0 < options.threshold < 1.0:
         raise ZlbenchError(f"--ab-threshold must be in (0, 1), got {options.threshold}")
+    if not 0.0 <= options.floor_us < math.inf:
+        raise ZlbenchError(f"--ab-floor-us must be a finite number >= 0, got {options.floor_us}")
     if options.base_compiler is not None and measuring:
         ctx.base = resolve_env(options.base_compiler)
         ctx.pr_id = probe_compiler(PR_ENV)
@@ -131,6 +135,7 @@ def measure_ab(
         rounds=ctx.options.rounds,
         order=run.order,
         threshold=ctx.options.threshold,
+        floor_us=ctx.options.floor_us,
         ops=ops,
         seconds={k: round(v, 1) for k, v in run.seconds.items()},
         pr=ctx.pr_id,
@@ -157,8 +162,8 @@ def check_sides(loaded, where: Path, base_env: str) -> None:
 
 def judge_ab(verdict: GateVerdict, gate_dir: Path) -> GateVerdict:
     """``verdict`` with the rows of ``<gate_dir>/ab/`` judged on their A/B (unchanged
-    when the dir holds no A/B), each at its paired threshold (``paired_ops_in_effect``,
-    which the verdict's ``thresholds.paired_ops`` then lists)."""
+    when the dir holds no A/B), at the summary's paired threshold and floor (an op's
+    ``paired_ops`` entry of the thresholds file for its threshold)."""
     found = load_summary(gate_dir)
     if found is None or verdict.exit_code == 2:
         return verdict
@@ -167,12 +172,11 @@ def judge_ab(verdict: GateVerdict, gate_dir: Path) -> GateVerdict:
     check_sides(loaded, gate_dir / AB_DIR, summary.base.env)
     paired = pair_rounds(loaded.rounds)
     full = summary.mode == "full"
-    th = verdict.thresholds
-    per_op = paired_ops_in_effect(summary.threshold, th.paired_ops if th is not None else None)
-    rows = apply_paired(verdict.rows, paired, summary.threshold, verdict.baseline, full, per_op)
-    # the thresholds in force name every per-op paired threshold, the built-in ones too
-    shown = {} if th is None else {"thresholds": th.model_copy(update={"paired_ops": per_op})}
-    return restate(verdict, rows, ab=summary, **shown)
+    per_op = verdict.thresholds.paired_ops if verdict.thresholds is not None else {}
+    rows = apply_paired(
+        verdict.rows, paired, summary.threshold, verdict.baseline, full, per_op, summary.floor_us
+    )
+    return restate(verdict, rows, ab=summary)
 
 
 def judge_accept(verdict: GateVerdict, ctx: AbContext, source: str) -> GateVerdict:
