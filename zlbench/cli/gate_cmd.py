@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from zlbench.cli.settings import Settings
-from zlbench.gate.paired import DEFAULT_PAIRED_OPS, DEFAULT_PAIRED_THRESHOLD
+from zlbench.gate.paired import DEFAULT_PAIRED_FLOOR_US, DEFAULT_PAIRED_THRESHOLD
 from zlbench.protocol.ops import SPEC_GRAMMAR
 from zlbench.workflow.ab import DEFAULT_ROUNDS, AbOptions
 from zlbench.workflow.codegen import TIME_MODES
@@ -101,19 +101,17 @@ def add_ab_options(p) -> None:
         type=float,
         default=DEFAULT_PAIRED_THRESHOLD,
         metavar="T",
-        help=f"paired threshold vs the base (default {DEFAULT_PAIRED_THRESHOLD:g}; built in "
-        f"per op, where wider: {_paired_ops_text()}; a --thresholds file's paired_ops "
-        "overrides those entry by entry)",
+        help=f"paired threshold vs the base (default {DEFAULT_PAIRED_THRESHOLD:g})",
+    )
+    g.add_argument(
+        "--ab-floor-us",
+        type=float,
+        default=DEFAULT_PAIRED_FLOOR_US,
+        metavar="F",
+        help="paired floor in µs per call: a row is a REGRESSION vs the base only when "
+        f"also slower by more than F µs (default {DEFAULT_PAIRED_FLOOR_US:g}; 0: none)",
     )
     g.add_argument("--accept", metavar="FILE", help="accept list of intended regressions")
-
-
-def _paired_ops_text() -> str:
-    """DEFAULT_PAIRED_OPS for a help text: ``amax, … sum 0.08`` (grouped by value)."""
-    by_t: dict[float, list[str]] = {}
-    for op, t in DEFAULT_PAIRED_OPS.items():
-        by_t.setdefault(t, []).append(op)
-    return "; ".join(f"{', '.join(ops)} {t:g}" for t, ops in by_t.items())
 
 
 def job_from_args(args, settings: Settings, ops_dir: Path) -> GateJob:
@@ -149,6 +147,7 @@ def job_from_args(args, settings: Settings, ops_dir: Path) -> GateJob:
             full=getattr(args, "full_ab", False),
             rounds=getattr(args, "ab_rounds", DEFAULT_ROUNDS),
             threshold=getattr(args, "ab_threshold", DEFAULT_PAIRED_THRESHOLD),
+            floor_us=getattr(args, "ab_floor_us", DEFAULT_PAIRED_FLOOR_US),
             accept=Path(args.accept) if getattr(args, "accept", None) else None,
         ),
     )
