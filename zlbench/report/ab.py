@@ -3,10 +3,12 @@
 string escaped).
 
 * :func:`ab_block`: both compilers' identities, the mode, rounds, paired
-  threshold and wall time per side, then every row measured A/B: its verdict,
-  its change against the base (median of the paired rounds) and against the
-  stored baseline, each round's ratio, and "inherited" where the stored baseline
-  is stale;
+  threshold and floor and wall time per side, then every row measured A/B: its
+  verdict, its change against the base (median of the paired rounds, relative and
+  in µs) and against the stored baseline, each round's ratio, and "inherited"
+  where the stored baseline is stale or "within the floor" where the floor passed it;
+* :func:`ab_line`: the same A/B's mode, rule and compilers in one plain line
+  (report.html);
 * :func:`accept_block`: every row an accept entry matched, with the entry's
   allowance and reason and what it did, then the entries that matched no row.
 
@@ -17,7 +19,8 @@ them whenever they exist (an accepted row is never silent).
 
 from __future__ import annotations
 
-from zlbench.models import AbCompiler, GateVerdict, RowVerdict
+from zlbench.gate.paired import us_text, within_floor
+from zlbench.models import AbCompiler, AbSummary, GateVerdict, RowVerdict
 from zlbench.report.blocks import Block
 from zlbench.report.escape import md_code, md_text
 from zlbench.report.facts import pct
@@ -39,17 +42,39 @@ def _compiler(c: AbCompiler) -> str:
     return " ".join(parts) + f" from {md_code(c.path or '?')} (env {md_code(c.env)})"
 
 
-def _ab_row(r: RowVerdict) -> list[str]:
+def paired_rule(ab: AbSummary) -> str:
+    """The paired rule: ``paired threshold 3.0 % and 0.30 µs: …`` (without a floor:
+    the relative threshold alone, as A/Bs recorded before the floor were judged)."""
+    t = f"paired threshold {ab.threshold * 100:.1f} %"
+    if not ab.floor_us:
+        return f"{t} (no µs floor) on the median of the per-round base / PR FlagGems latency"
+    return (
+        f"{t} and {ab.floor_us:.2f} µs: a row is a REGRESSION when slower than the base "
+        "beyond both, on the medians of the per-round base / PR FlagGems latency and "
+        "PR − base µs"
+    )
+
+
+def _note(r: RowVerdict, full: bool) -> str:
     ab = r.ab
     assert ab is not None
-    note = "inherited: the base is as slow (the baseline is stale here)" if ab.inherited else ""
+    notes = ["inherited: the base is as slow (the baseline is stale here)"] if ab.inherited else []
+    if within_floor(ab, full):
+        notes.append(f"within the {ab.floor_us:.2f} µs floor")
+    return "; ".join(notes)
+
+
+def _ab_row(r: RowVerdict, full: bool) -> list[str]:
+    ab = r.ab
+    assert ab is not None
+    us = f"{us_text(ab.delta_us)}, " if ab.delta_us is not None else ""
     return [
         md_code(r.key.label()),
         r.verdict.value,
-        f"{pct(ab.change)} ({ab.rounds} rounds)",
+        f"{pct(ab.change)} ({us}{ab.rounds} round{'s' if ab.rounds != 1 else ''})",
         pct(r.judged_change),
         ", ".join(f"{x:.3f}" for x in ab.round_ratios) or "none",
-        md_text(note),
+        md_text(_note(r, full)),
     ]
 
 
@@ -63,16 +88,27 @@ def ab_block(v: GateVerdict) -> Block | None:
         [
             f"Mode **{ab.mode}**: {len(ab.ops)} op{'' if len(ab.ops) == 1 else 's'} measured "
             f"both ways in {ab.rounds} rounds "
-            f"({order}); paired threshold {ab.threshold * 100:.1f} % on the median of the "
-            f"per-round base / PR FlagGems latency; wall time {secs}"
+            f"({order}); {paired_rule(ab)}; wall time {secs}"
             + (f" ({md_text(ab.note)})." if ab.note else "."),
             "",
             f"- PR: {_compiler(ab.pr)}",
             f"- base: {_compiler(ab.base)}",
         ]
     )
-    rows = [_ab_row(r) for r in v.rows if r.ab is not None]
+    rows = [_ab_row(r, ab.mode == "full") for r in v.rows if r.ab is not None]
     return Block("A/B against the base compiler", intro, AB_HEADER, "llrrll", rows)
+
+
+def ab_line(v: GateVerdict) -> str:
+    """The A/B in one plain line (report.html; "" without one): mode, rounds, the
+    paired rule and both compilers."""
+    ab = v.ab
+    if ab is None:
+        return ""
+    return (
+        f"Mode {ab.mode}: {len(ab.ops)} op(s) measured both ways in {ab.rounds} round(s); "
+        f"{paired_rule(ab)}. PR: {ab.pr.label()}; base: {ab.base.label()}."
+    )
 
 
 def _accept_row(r: RowVerdict) -> list[str]:

@@ -18,7 +18,6 @@ from dataclasses import dataclass, field
 
 from zlbench.gate.estimators import geomean
 from zlbench.gate.numbers import pct as pct  # re-exported
-from zlbench.gate.paired import DEFAULT_PAIRED_OPS
 from zlbench.models import (
     GateVerdict,
     MachineSpeed,
@@ -119,8 +118,7 @@ def machine_speed_line(v: GateVerdict, host: str = "") -> str:
 
 def nondefault_thresholds(th: ThresholdsFile | None) -> list[str]:
     """``field: value (default …)`` for each setting that differs from zlbench's defaults,
-    then one line per op and per row override, and per op's paired threshold (the
-    built-in ones too when an A/B applied them: :func:`paired_op_line`)."""
+    then one line per op and per row override, and per op's paired threshold."""
     if th is None:
         return []
     base = ThresholdDefaults()
@@ -133,15 +131,8 @@ def nondefault_thresholds(th: ThresholdsFile | None) -> list[str]:
     for o in th.rows:
         where = " ".join(x for x in (o.op, o.dtype, o.shape) if x)
         out.append(f"rows: {where}: {o.threshold}")
-    out += [paired_op_line(op, t) for op, t in th.paired_ops.items()]
+    out += [f"paired_ops.{op}: {t} (A/B against the base)" for op, t in th.paired_ops.items()]
     return out
-
-
-def paired_op_line(op: str, t: float) -> str:
-    """One per-op paired threshold: built-in (its DEFAULT_PAIRED_OPS value) or from
-    the thresholds file. A verdict judged A/B lists every one that applied."""
-    said = "built-in default" if DEFAULT_PAIRED_OPS.get(op) == t else "from the thresholds file"
-    return f"paired_ops.{op}: {t} (A/B against the base; {said})"
 
 
 def judged_rows(rows: Iterable[RowVerdict]) -> list[RowVerdict]:

@@ -15,6 +15,7 @@ import jinja2
 
 from zlbench.models import FAILING_VERDICTS, GateVerdict, OpVerdict
 from zlbench.protocol.layout import op_key
+from zlbench.report.ab import ab_line
 from zlbench.report.escape import clean
 from zlbench.report.facts import (
     ReportExtras,
@@ -111,6 +112,7 @@ def render_html(v: GateVerdict, extras: ReportExtras | None = None) -> str:
             failing={x.value for x in FAILING_VERDICTS},
             confirmed=confirmed_text,
             thresholds=nondefault_thresholds(v.thresholds),
+            ab_line=ab_line(v),
             codegen=extras.codegen,
             explanations=dict(extras.explanations),
             ir_diffs={k: diff_lines(t) for k, t in extras.ir_diffs.items()},
