@@ -16,7 +16,7 @@ def test_ab_section_names_both_compilers_and_marks_inherited_rows(screen):  # no
     text = render_ab_section(judge_ab(v, gate))
     assert "### A/B against the base compiler" in text
     assert "- PR: " in text and "(env `pr`)" in text and "(env `/envs/base`)" in text
-    assert "inherited: the base is as slow" in text and "(2 rounds)" in text
+    assert "inherited: the base is as slow" in text and "+0.0 % (+0.00 µs, 2 rounds)" in text
     assert "pr base pr base" in text
 
 

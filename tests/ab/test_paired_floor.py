@@ -1,0 +1,235 @@
+"""The paired floor: a row is a REGRESSION against the base only when it is slower
+beyond the relative paired threshold AND by more than the floor in µs per call
+(docs/thresholds.md); within the floor it passes with a reason that says so. Judged
+through ``zlbench gate --results <gate dir with ab/>`` as CI does, plus the pure rule."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from zlsynth import brow, crow, one_error_line, run_result, write_baseline, write_results
+
+from zlbench.cli import main
+from zlbench.gate.paired import (
+    DEFAULT_PAIRED_FLOOR_US,
+    DEFAULT_PAIRED_THRESHOLD,
+    judge_paired,
+    pair_rounds,
+)
+from zlbench.models import (
+    AbCompiler,
+    AbSummary,
+    GateVerdict,
+    RowVerdict,
+    Verdict,
+    load_json_model,
+)
+from zlbench.runner.ab.rounds import AB_DIR, AB_FILE, write_summary
+
+S = "[1024]"
+# op -> (base µs, PR µs) of every A/B round: +18 % (+0.18 µs), +3.5 % (+3.5 µs),
+# +12 % (+0.36 µs) slower than the base.
+SLOWER = {"tiny": (1.0, 1.18), "big": (100.0, 103.5), "small": (3.0, 3.36)}
+# The same, faster: -15 % (-0.15 µs), -3.5 % (-3.5 µs), -12 % (-0.36 µs).
+FASTER = {"tiny": (1.0, 0.85), "big": (100.0, 96.5), "small": (3.0, 2.64)}
+
+
+def batch(root, lat_us: dict[str, float], torch_us: dict[str, float]):
+    runs = [
+        run_result(
+            op, [crow(op, S, torch_us[op] / us, lat=us / 1000, torch_lat=torch_us[op] / 1000)]
+        )
+        for op, us in lat_us.items()
+    ]
+    return write_results(root, runs)
+
+
+def gate_dir(tmp_path, rounds, *, screen=1.10, mode="suspects", rounds_n=1, floor_us=0.3):
+    """Baseline: every op at its base µs. A gate dir whose screen has every op
+    ``screen`` times slower (1.10: all suspects) and whose A/B has ``rounds``' (base,
+    PR) µs in each of ``rounds_n`` rounds; ab.json records ``floor_us`` (None: an
+    ab.json written before the floor existed, without the key)."""
+    base_us = {op: b for op, (b, _) in rounds.items()}
+    bl = write_baseline(
+        tmp_path / "bl", {op: [brow(op, S, 1.0, lat=b / 1000)] for op, b in base_us.items()}
+    )
+    gate = tmp_path / "gate"
+    batch(gate / "results", {op: b * screen for op, b in base_us.items()}, base_us)
+    for i in range(1, rounds_n + 1):
+        batch(gate / AB_DIR / str(i) / "pr", {op: p for op, (_, p) in rounds.items()}, base_us)
+        batch(gate / AB_DIR / str(i) / "base", base_us, base_us)
+    summary = AbSummary(
+        mode=mode,
+        rounds=rounds_n,
+        order=["pr", "base"] * rounds_n,
+        threshold=DEFAULT_PAIRED_THRESHOLD,
+        floor_us=floor_us or 0.0,
+        ops=[f"main/{op}" for op in rounds],
+        pr=AbCompiler(env="pr"),
+        base=AbCompiler(env="/envs/base"),
+    )
+    write_summary(gate / AB_DIR, summary)
+    if floor_us is None:
+        data = json.loads((gate / AB_DIR / AB_FILE).read_text())
+        del data["floor_us"]
+        (gate / AB_DIR / AB_FILE).write_text(json.dumps(data))
+    return bl, gate
+
+
+def judge(tmp_path, bl, gate, *extra: str) -> tuple[int, GateVerdict, str]:
+    """``zlbench gate --results <gate dir>``: exit code, verdict.json, report.md."""
+    out = tmp_path / "out"
+    rc = main(["gate", "--baseline", str(bl), "--results", str(gate), "--out", str(out), *extra])
+    return rc, load_json_model(out / "verdict.json", GateVerdict), (out / "report.md").read_text()
+
+
+def by_op(v: GateVerdict) -> dict[str, tuple[Verdict, str]]:
+    return {r.key.op: (r.verdict, r.reason) for r in v.rows}
+
+
+def test_the_defaults_are_3_percent_and_0_3_us():
+    assert DEFAULT_PAIRED_THRESHOLD == 0.03 and DEFAULT_PAIRED_FLOOR_US == 0.3
+
+
+def test_full_ab_a_1us_row_18_percent_slower_passes_within_the_floor_and_says_so(tmp_path):
+    bl, gate = gate_dir(tmp_path, SLOWER, screen=1.0, mode="full")
+    rc, v, _ = judge(tmp_path, bl, gate)
+    verdict, reason = by_op(v)["tiny"]
+    assert verdict is Verdict.PASS
+    assert reason == (
+        "within the 0.30 µs floor: +18.0 % vs the base is +0.18 µs (median of 1 paired round)"
+    )
+    row = next(r for r in v.rows if r.key.op == "tiny")
+    assert row.ab.delta_us == pytest.approx(0.18) and row.ab.floor_us == 0.3
+    assert rc == 1  # big and small regress
+
+
+def test_a_100us_row_3_5_percent_slower_and_a_3us_row_12_percent_slower_regress(tmp_path):
+    bl, gate = gate_dir(tmp_path, SLOWER)
+    rc, v, _ = judge(tmp_path, bl, gate)
+    got = by_op(v)
+    assert got["big"] == (
+        Verdict.REGRESSION,
+        "slower than the base: +3.5 % (+3.50 µs) vs the base (median of 1 paired round)",
+    )
+    assert got["small"][0] is Verdict.REGRESSION and "+12.0 % (+0.36 µs)" in got["small"][1]
+    assert rc == 1 and v.verdict == "FAIL"
+
+
+def test_a_suspect_within_the_floor_is_inherited_and_names_the_floor(tmp_path):
+    bl, gate = gate_dir(tmp_path, {"tiny": SLOWER["tiny"]})
+    rc, v, _ = judge(tmp_path, bl, gate)
+    verdict, reason = by_op(v)["tiny"]
+    assert verdict is Verdict.PASS and rc == 0
+    assert reason.startswith("inherited from the base (baseline vtest is stale here)")
+    assert reason.endswith(
+        "+18.0 % (+0.18 µs) vs the base (median of 1 paired round); within the 0.30 µs floor"
+    )
+
+
+def test_floor_0_is_the_relative_threshold_alone(tmp_path):
+    bl, gate = gate_dir(tmp_path, SLOWER, floor_us=0.0)
+    rc, v, _ = judge(tmp_path, bl, gate)
+    assert {op: x[0] for op, x in by_op(v).items()} == dict.fromkeys(SLOWER, Verdict.REGRESSION)
+    assert "floor" not in by_op(v)["tiny"][1]
+
+
+def test_an_ab_json_without_a_floor_is_judged_as_before_it_floor_0(tmp_path):
+    bl, gate = gate_dir(tmp_path, SLOWER, floor_us=None)
+    assert "floor_us" not in json.loads((gate / AB_DIR / AB_FILE).read_text())
+    rc, v, md = judge(tmp_path, bl, gate)
+    assert by_op(v)["tiny"][0] is Verdict.REGRESSION and v.ab.floor_us == 0.0
+    assert "paired threshold 3.0 % (no µs floor)" in md
+
+
+def test_full_ab_improvements_are_symmetric(tmp_path):
+    bl, gate = gate_dir(tmp_path, FASTER, screen=1.0, mode="full")
+    rc, v, _ = judge(tmp_path, bl, gate)
+    got = by_op(v)
+    assert got["tiny"] == (
+        Verdict.PASS,
+        "within the 0.30 µs floor: -15.0 % vs the base is -0.15 µs (median of 1 paired round)",
+    )
+    assert got["small"][0] is Verdict.IMPROVEMENT and got["big"][0] is Verdict.IMPROVEMENT
+    assert got["small"][1] == (
+        "faster than the base: -12.0 % (-0.36 µs) vs the base (median of 1 paired round)"
+    )
+    assert rc == 0
+
+
+def test_the_absolute_change_is_the_median_of_the_rounds_differences():
+    """Per round PR − base: +0.1, +0.5, +0.2 µs -> +0.2 (not the change of the medians)."""
+    k = crow("x", S, 1.0).key("main", "x")
+
+    def one(us):
+        return {k: crow("x", S, 1.0, lat=us / 1000)}
+
+    rounds = [(one(1.1), one(1.0)), (one(1.5), one(1.0)), (one(3.2), one(3.0))]
+    p = pair_rounds(rounds)[k]
+    assert p.delta_us == pytest.approx(0.2)
+
+
+@pytest.mark.parametrize(
+    ("base_us", "pr_us", "floor", "expected"),
+    [
+        (1.0, 1.18, 0.3, Verdict.PASS),  # +18 %, +0.18 µs: within the floor
+        (100.0, 103.5, 0.3, Verdict.REGRESSION),  # +3.5 %, +3.5 µs
+        (3.0, 3.36, 0.3, Verdict.REGRESSION),  # +12 %, +0.36 µs
+        (1.0, 1.18, 0.0, Verdict.REGRESSION),  # no floor
+        (100.0, 102.5, 0.3, Verdict.PASS),  # +2.5 %: within the threshold, whatever the µs
+    ],
+)
+def test_a_regression_is_beyond_the_threshold_and_the_floor(base_us, pr_us, floor, expected):
+    k = crow("x", S, 1.0).key("main", "x")
+    pr, base = crow("x", S, 1.0, lat=pr_us / 1000), crow("x", S, 1.0, lat=base_us / 1000)
+    p = pair_rounds([({k: pr}, {k: base})])[k]
+    row = RowVerdict(key=k, verdict=Verdict.PASS, ratio=1.0, judged_change=0.0)
+    got = judge_paired(row, p, 0.03, "vtest", full=False, floor_us=floor)
+    assert got.verdict is expected and got.ab.floor_us == floor
+
+
+def test_the_report_states_the_floor_and_each_rows_absolute_change(tmp_path):
+    bl, gate = gate_dir(tmp_path, SLOWER, screen=1.0, mode="full")
+    _, _, md = judge(tmp_path, bl, gate)
+    assert "paired threshold 3.0 % and 0.30 µs" in md
+    assert "+18.0 % (+0.18 µs, 1 round)" in md and "within the 0.30 µs floor" in md
+    assert "+3.5 % (+3.50 µs, 1 round)" in md
+    html = (tmp_path / "out" / "report.html").read_text()
+    assert "<h2>A/B against the base compiler</h2>" in html
+    assert "paired threshold 3.0 % and 0.30 µs: a row is a REGRESSION" in html
+    assert "within the 0.30 µs floor: +18.0 % vs the base is +0.18 µs" in html  # its reason
+
+
+def test_a_thresholds_file_paired_ops_entry_sets_its_ops_relative_threshold(tmp_path):
+    """small, +12 % (+0.36 µs): beyond the floor, within its own 15 %; the others keep 3 %."""
+    bl, gate = gate_dir(tmp_path, SLOWER)
+    y = tmp_path / "th.yaml"
+    y.write_text("paired_ops:\n  small: 0.15\n")
+    rc, v, md = judge(tmp_path, bl, gate, "--thresholds", str(y))
+    got = {r.key.op: (r.verdict, r.ab.threshold) for r in v.rows}
+    assert got["small"] == (Verdict.PASS, 0.15)
+    assert got["big"] == (Verdict.REGRESSION, DEFAULT_PAIRED_THRESHOLD)
+    assert v.thresholds.paired_ops == {"small": 0.15}  # the file's entries only
+    assert "- paired\\_ops.small: 0.15 \\(A/B against the base\\)" in md
+    assert rc == 1
+
+
+@pytest.mark.parametrize("bad", ["-1", "nan", "inf"])
+def test_a_bad_ab_floor_is_one_line_exit_2(tmp_path, capsys, bad):
+    bl, gate = gate_dir(tmp_path, SLOWER)
+    out = tmp_path / "out"
+    args = ["gate", "--baseline", str(bl), "--results", str(gate), "--out", str(out)]
+    assert main([*args, "--ab-floor-us", bad]) == 2
+    assert one_error_line(capsys).endswith(
+        f"--ab-floor-us must be a finite number >= 0, got {float(bad)}"
+    )
+    assert not (out / "verdict.json").exists()
+
+
+def test_gate_help_states_both_paired_defaults(capsys):
+    with pytest.raises(SystemExit):
+        main(["gate", "--help"])
+    text = " ".join(capsys.readouterr().out.split())
+    assert "paired threshold vs the base (default 0.03)" in text
+    assert "--ab-floor-us F" in text and "(default 0.3; 0: none)" in text
