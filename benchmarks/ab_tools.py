@@ -3,7 +3,7 @@
 
     python benchmarks/ab_tools.py copies DEST [--patch P]  # triton copies for PR and base
     python benchmarks/ab_tools.py stale BASE OUT --op OP   # a baseline with OP's rows 10 % faster
-    python benchmarks/ab_tools.py aa GATE_DIR...           # paired A/A distribution, thresholds
+    python benchmarks/ab_tools.py aa GATE_DIR...           # A/A: quantiles, threshold x floor
     python benchmarks/ab_tools.py rows GATE_DIR            # verdict rows measured A/B
 
 ``copies`` writes three symlink trees of the installed triton (tests/codegen_support.py
@@ -30,9 +30,12 @@ sys.path.insert(0, str(REPO / "tests"))
 from codegen_support import Patch, patched_triton, triton_dir  # noqa: E402
 
 from zlbench.gate.baselines import content_hashes  # noqa: E402
+from zlbench.gate.paired import judge_paired  # noqa: E402
 from zlbench.models import (  # noqa: E402
     BaselineManifest,
     GateVerdict,
+    RowVerdict,
+    Verdict,
     dump_yaml_model,
     load_json_model,
     load_yaml_model,
@@ -81,7 +84,7 @@ def _pct(q: list[float], p: float) -> float:
 def aa(gates: list[Path]) -> None:
     """Every A/B row of A/A gates: |paired change| quantiles, and per threshold the
     false alarms (rows slower than it) over all gates."""
-    changes, screen, single = [], [], []
+    changes, screen, single, judged = [], [], [], []
     for g in gates:
         v = load_json_model(g / "verdict.json", GateVerdict)
         ab = v.ab
@@ -89,6 +92,7 @@ def aa(gates: list[Path]) -> None:
         for r in v.rows:
             if r.ab is not None and r.ab.change is not None:
                 changes.append(r.ab.change)
+                judged.append(r)
                 single += [abs(1 / x - 1) for x in r.ab.round_ratios]
                 if r.judged_change is not None:
                     screen.append(r.judged_change)
@@ -115,6 +119,32 @@ def aa(gates: list[Path]) -> None:
         limit = 1 / (1 - t) - 1
         alarms = sum(1 for c in changes if c > limit)
         print(f"threshold {t:.3f}: {alarms} false alarms in {len(changes)} paired rows")
+    floor_grid(judged)
+
+
+FLOORS = (0.0, 0.1, 0.2, 0.25, 0.3)
+
+
+def floor_grid(judged: list[RowVerdict]) -> None:
+    """False alarms per relative threshold and absolute floor, judged by the gate's
+    own ``judge_paired`` (each row's A/B re-judged; its delta recomputed from its
+    rounds for verdicts written before the floor existed)."""
+    print("false alarms (REGRESSION vs the base) by threshold x floor (µs): " + str(FLOORS))
+    for t in (0.02, 0.025, 0.03, 0.04, 0.05, 0.055):
+        counts = []
+        for floor in FLOORS:
+            n = 0
+            for r in judged:
+                p = r.ab.model_copy(update={"delta_us": _delta_us(r.ab)})
+                row = r.model_copy(update={"verdict": Verdict.PASS})
+                n += judge_paired(row, p, t, "v", False, floor).verdict is Verdict.REGRESSION
+            counts.append(n)
+        print(f"  t {t:.3f}: " + " ".join(f"{c:4d}" for c in counts))
+
+
+def _delta_us(p) -> float | None:
+    d = [a - b for a, b in zip(p.pr_us, p.base_us, strict=True)]
+    return statistics.median(d) if d else None
 
 
 def rows(gate: Path) -> None:
