@@ -6,11 +6,13 @@ through ``zlbench gate --results <gate dir with ab/>`` as CI does, plus the pure
 from __future__ import annotations
 
 import json
+import math
 
 import pytest
 from zlsynth import brow, crow, one_error_line, run_result, write_baseline, write_results
 
 from zlbench.cli import main
+from zlbench.errors import ZlbenchError
 from zlbench.gate.paired import (
     DEFAULT_PAIRED_FLOOR_US,
     DEFAULT_PAIRED_THRESHOLD,
@@ -26,6 +28,7 @@ from zlbench.models import (
     load_json_model,
 )
 from zlbench.runner.ab.rounds import AB_DIR, AB_FILE, write_summary
+from zlbench.workflow.ab import AbOptions, prepare
 
 S = "[1024]"
 # op -> (base µs, PR µs) of every A/B round: +18 % (+0.18 µs), +3.5 % (+3.5 µs),
@@ -215,16 +218,28 @@ def test_a_thresholds_file_paired_ops_entry_sets_its_ops_relative_threshold(tmp_
     assert rc == 1
 
 
-@pytest.mark.parametrize("bad", ["-1", "nan", "inf"])
-def test_a_bad_ab_floor_is_one_line_exit_2(tmp_path, capsys, bad):
+@pytest.mark.parametrize(
+    ("bad", "said"),
+    [
+        ("-1", "--ab-floor-us -1: must be at least 0 (0 = no floor)"),
+        ("nan", "--ab-floor-us nan: must be a finite number"),
+        ("inf", "--ab-floor-us inf: must be a finite number"),
+    ],
+)
+def test_a_bad_ab_floor_is_one_line_exit_2(tmp_path, capsys, bad, said):
     bl, gate = gate_dir(tmp_path, SLOWER)
     out = tmp_path / "out"
     args = ["gate", "--baseline", str(bl), "--results", str(gate), "--out", str(out)]
     assert main([*args, "--ab-floor-us", bad]) == 2
-    assert one_error_line(capsys).endswith(
-        f"--ab-floor-us must be a finite number >= 0, got {float(bad)}"
-    )
-    assert not (out / "verdict.json").exists()
+    assert one_error_line(capsys).endswith(said)
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("bad", [-0.1, math.nan, math.inf])
+def test_the_ab_options_refuse_a_bad_floor(bad):
+    """The workflow's own check, for callers that build AbOptions without the CLI."""
+    with pytest.raises(ZlbenchError, match=r"--ab-floor-us must be a finite number >= 0"):
+        prepare(AbOptions(floor_us=bad), measuring=False)
 
 
 def test_gate_help_states_both_paired_defaults(capsys):

@@ -56,6 +56,7 @@ RULES: dict[str, Range] = {
     "confirm": Range(0, high=MAX_CONFIRM_REPEATS, note="0 = no re-measure"),  # gate
     "ab_rounds": AT_LEAST_1,
     "ab_threshold": POSITIVE,
+    "ab_floor_us": Range(0, note="0 = no floor"),  # gate: the paired floor, µs
     "jobs": AT_LEAST_1,  # codegen
     "codegen_jobs": AT_LEAST_1,  # gate: the codegen screen's processes
 }
