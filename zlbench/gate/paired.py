@@ -36,9 +36,9 @@ from zlbench.models import Environment, PairedRow, Row, RowKey, RowVerdict, Verd
 DEFAULT_PAIRED_THRESHOLD = 0.03
 
 # Default paired floor (absolute, µs per call). The paired A/A noise on the H200 is an
-# absolute per-process jitter of up to ~0.23 µs per call on kernels of 1-4 µs
-# (docs/judging.md "A/B against the base compiler"): a relative threshold alone would
-# fail those rows. A row is a REGRESSION against the base only when it is slower beyond
+# absolute jitter of up to ~0.23 µs per call on kernels of 1-4 µs (docs/judging.md "A/B
+# against the base compiler"): up to +18 % of a 1 µs kernel, which a relative threshold
+# alone would fail. A row is a REGRESSION against the base only when it is slower beyond
 # the relative threshold AND by more than the floor in absolute time (0: no floor).
 DEFAULT_PAIRED_FLOOR_US = 0.3
 
