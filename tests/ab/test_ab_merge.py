@@ -14,13 +14,15 @@ from zlbench.runner.ab.rounds import AB_DIR, load_rounds, load_summary, write_su
 S = "[8]"
 
 
-def shard(root, op, base_version="3.5.0", rounds=2):
+def shard(root, op, base_version="3.5.0", rounds=2, floor_us=0.3):
     ab = root / AB_DIR
     for i in range(1, rounds + 1):
         for side, lat in (("pr", 1.0), ("base", 0.9)):
             rows = [crow(op, S, 1.0 / lat, lat=lat, torch_lat=1.0)]
             write_results(ab / str(i) / side, [run_result(op, rows)])
-    s = AbSummary(mode="suspects", rounds=rounds, threshold=0.03, ops=[f"main/{op}"])
+    s = AbSummary(
+        mode="suspects", rounds=rounds, threshold=0.03, floor_us=floor_us, ops=[f"main/{op}"]
+    )
     s.seconds = {"pr": 10.0, "base": 12.0}
     s.base = AbCompiler(env="b", dist="flagtree", version=base_version)
     write_summary(ab, s)
@@ -50,6 +52,13 @@ def test_shards_with_different_base_compilers_are_refused(tmp_path):
     dirs = [shard(tmp_path / "s1", "x"), shard(tmp_path / "s2", "y", base_version="3.4.0")]
     with pytest.raises(ZlbenchError, match="different compilers"):
         merge_ab(dirs, tmp_path / "m")
+
+
+def test_shards_judged_with_different_paired_floors_are_refused(tmp_path):
+    dirs = [shard(tmp_path / "s1", "x"), shard(tmp_path / "s2", "y", floor_us=0.0)]
+    with pytest.raises(ZlbenchError):
+        merge_ab(dirs, tmp_path / "m")
+    assert not (tmp_path / "m").exists()
 
 
 def test_a_sharded_ab_reaches_the_judge_through_merge(tmp_path):

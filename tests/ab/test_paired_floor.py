@@ -248,3 +248,30 @@ def test_gate_help_states_both_paired_defaults(capsys):
     text = " ".join(capsys.readouterr().out.split())
     assert "paired threshold vs the base (default 0.03)" in text
     assert "--ab-floor-us F" in text and "(default 0.3; 0: none)" in text
+
+
+def test_an_op_of_two_1us_rows_within_the_floor_passes_its_geomean_too(tmp_path):
+    """embedding has two ~1 µs rows: both +18 % (+0.18 µs) in one gate must not fail
+    the op through its geomean (+18 % < -3 %) when every row passed by the floor."""
+    s2 = "[2048]"
+    bl = write_baseline(tmp_path / "bl", {"emb": [brow("emb", s, 1.0, lat=0.001) for s in (S, s2)]})
+
+    def emb(root, us):
+        rows = [crow("emb", s, 1.0 / us, lat=us / 1000, torch_lat=0.001) for s in (S, s2)]
+        write_results(root, [run_result("emb", rows)])
+
+    gate = tmp_path / "gate"
+    emb(gate / "results", 1.0)
+    emb(gate / AB_DIR / "1" / "pr", 1.18)
+    emb(gate / AB_DIR / "1" / "base", 1.0)
+    summary = AbSummary(mode="full", rounds=1, order=["pr", "base"], threshold=0.03, floor_us=0.3)
+    summary.ops, summary.pr, summary.base = ["main/emb"], AbCompiler(env="pr"), AbCompiler(env="b")
+    write_summary(gate / AB_DIR, summary)
+    rc, v, _ = judge(tmp_path, bl, gate)
+    assert [r.verdict for r in v.rows] == [Verdict.PASS, Verdict.PASS]
+    assert v.ops[0].verdict is Verdict.PASS and rc == 0
+    # the same rows without the floor: the rows and the op regress
+    summary.floor_us = 0.0
+    write_summary(gate / AB_DIR, summary)
+    rc, v, _ = judge(tmp_path, bl, gate)
+    assert v.ops[0].verdict is Verdict.REGRESSION and rc == 1

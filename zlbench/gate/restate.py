@@ -11,6 +11,7 @@ threshold when every judged row was measured A/B).
 from __future__ import annotations
 
 from collections import Counter
+from statistics import median
 
 from zlbench.gate.estimators import geomean
 from zlbench.gate.judge import JUDGED, OP_ORDER
@@ -36,6 +37,15 @@ def _ratio(r: RowVerdict) -> float | None:
     return r.ab.ratio if r.ab is not None and r.ab.ratio is not None else r.ratio
 
 
+def _beyond_floor(judged: list[RowVerdict]) -> bool:
+    """An op judged A/B: the median of its rows' PR - base µs is beyond their paired
+    floor (True without a floor), as a row's REGRESSION needs (gate.paired)."""
+    ab = [r.ab for r in judged if r.ab is not None]
+    deltas = [a.delta_us for a in ab if a.delta_us is not None]
+    floor = ab[0].floor_us if ab else None
+    return not floor or len(deltas) < len(ab) or median(deltas) > floor
+
+
 def restate_op(op: OpVerdict, rows: list[RowVerdict]) -> OpVerdict:
     judged = _judged(rows)
     gm = geomean(x for r in judged if (x := _ratio(r)) is not None)
@@ -45,7 +55,8 @@ def restate_op(op: OpVerdict, rows: list[RowVerdict]) -> OpVerdict:
     if op.verdict in OP_LEVEL:
         present.add(op.verdict)
     if gm is not None and len(judged) >= 2 and t is not None and gm < 1.0 - t:
-        present.add(Verdict.REGRESSION)
+        if not paired or _beyond_floor(judged):
+            present.add(Verdict.REGRESSION)
     verdict = (
         op.verdict
         if op.verdict is Verdict.NEW

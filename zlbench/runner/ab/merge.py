@@ -21,6 +21,7 @@ def _identity(s: AbSummary) -> tuple:
     return (
         s.mode,
         s.threshold,
+        s.floor_us,
         s.pr.dist,
         s.pr.version,
         s.pr.commit,
