@@ -87,7 +87,7 @@ def ab_block(v: GateVerdict) -> Block | None:
     intro = "\n".join(
         [
             f"Mode **{ab.mode}**: {len(ab.ops)} op{'' if len(ab.ops) == 1 else 's'} measured "
-            f"both ways in {ab.rounds} rounds "
+            f"both ways in {ab.rounds} round{'' if ab.rounds == 1 else 's'} "
             f"({order}); {paired_rule(ab)}; wall time {secs}"
             + (f" ({md_text(ab.note)})." if ab.note else "."),
             "",

@@ -36,8 +36,8 @@ def merge_summaries(found: list[tuple[Path, AbSummary]]) -> AbSummary:
     for d, s in found[1:]:
         if _identity(s) != _identity(first):
             raise ZlbenchError(
-                f"{d / AB_DIR} and {first_dir / AB_DIR} are A/Bs of different compilers "
-                "or modes: merge shards of one gate run only"
+                f"{d / AB_DIR} and {first_dir / AB_DIR} are A/Bs of different compilers, "
+                "modes or thresholds: merge shards of one gate run only"
             )
     seconds = {side: sum(s.seconds.get(side, 0.0) for _, s in found) for side in SIDES}
     ops = sorted({k for _, s in found for k in s.ops})
