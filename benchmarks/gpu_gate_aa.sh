@@ -20,7 +20,8 @@
 #   pack      tar the results into $OUT
 # Needs: CUDA GPUs, FlagGems checkout of $V2's commit in $ZLBENCH_FLAGGEMS_DIR, zlbench
 # importable. Env: W (work dir, /tmp/w), V2 (baselines/v2), V3 (baselines/v3), REC (a PR-tier
-# record batch), AA_ARGS (more arguments of every A/A gate, e.g. a threshold to test).
+# record batch), AA_ARGS (more arguments of every A/A gate, e.g. a threshold to test),
+# PR_ARGS (more arguments of the prtier gate; the sixth session's ran with its AA_ARGS).
 set -u
 BUDGET=$1; shift
 T0=$SECONDS
@@ -79,7 +80,7 @@ run_stage() {
         --precompile-jobs 15 --warmup-ms 25 --replays 5 --phase-timings --out $W/$stage ;;
     prtier) # the default PR check of the PR tier (A/A: PR = same) on every GPU, against $V3
       # shellcheck disable=SC2086
-      OPS=ops/tiers/pr.txt gate all same prtier 240 --baseline ${V3:-baselines/v3} ${AA_ARGS:-} ;;
+      OPS=ops/tiers/pr.txt gate all same prtier 240 --baseline ${V3:-baselines/v3} ${PR_ARGS:-} ;;
     stale)
       [ -d $W/stale-v2 ] || python3 benchmarks/ab_tools.py stale $V2 $W/stale-v2 --op softmax | tail -2 | tee -a $LOG
       gate 0 same stale 200 --baseline $W/stale-v2 ;;
