@@ -99,17 +99,19 @@ def add_ab_options(p) -> None:
     g.add_argument(
         "--ab-threshold",
         type=float,
-        default=DEFAULT_PAIRED_THRESHOLD,
+        default=None,
         metavar="T",
-        help=f"paired threshold vs the base (default {DEFAULT_PAIRED_THRESHOLD:g})",
+        help=f"paired threshold vs the base (default {DEFAULT_PAIRED_THRESHOLD:g}; with "
+        "--results: the A/B's recorded one unless given)",
     )
     g.add_argument(
         "--ab-floor-us",
         type=float,
-        default=DEFAULT_PAIRED_FLOOR_US,
+        default=None,
         metavar="F",
         help="paired floor in µs per call: a row is a REGRESSION vs the base only when "
-        f"also slower by more than F µs (default {DEFAULT_PAIRED_FLOOR_US:g}; 0: none)",
+        f"also slower by more than F µs (default {DEFAULT_PAIRED_FLOOR_US:g}; 0: none; "
+        "with --results: the A/B's recorded one unless given)",
     )
     g.add_argument("--accept", metavar="FILE", help="accept list of intended regressions")
 
@@ -146,8 +148,8 @@ def job_from_args(args, settings: Settings, ops_dir: Path) -> GateJob:
             base_compiler=getattr(args, "base_compiler", None),
             full=getattr(args, "full_ab", False),
             rounds=getattr(args, "ab_rounds", DEFAULT_ROUNDS),
-            threshold=getattr(args, "ab_threshold", DEFAULT_PAIRED_THRESHOLD),
-            floor_us=getattr(args, "ab_floor_us", DEFAULT_PAIRED_FLOOR_US),
+            threshold=getattr(args, "ab_threshold", None),
+            floor_us=getattr(args, "ab_floor_us", None),
             accept=Path(args.accept) if getattr(args, "accept", None) else None,
         ),
     )

@@ -71,9 +71,15 @@ def pair_rounds(rounds: Sequence[Round]) -> dict[RowKey, PairedRow]:
         if p.round_ratios:
             p.ratio = median(p.round_ratios)
             p.change = inverse_change(p.ratio)
-            p.delta_us = median(a - b for a, b in zip(p.pr_us, p.base_us, strict=True))
+            p.delta_us = paired_delta_us(p.pr_us, p.base_us)
         out[key] = p
     return out
+
+
+def paired_delta_us(pr_us: Sequence[float], base_us: Sequence[float]) -> float | None:
+    """The median over rounds of ``PR µs - base µs`` (> 0: the PR is slower)."""
+    d = [a - b for a, b in zip(pr_us, base_us, strict=True)]
+    return median(d) if d else None
 
 
 def us_text(us: float | None) -> str:
@@ -81,12 +87,13 @@ def us_text(us: float | None) -> str:
     return "" if us is None else f"{us:+.2f} µs"
 
 
-def _beyond_floor(p: PairedRow, sign: int) -> bool:
-    """``p`` moved by more than its floor in the direction ``sign`` (+1: slower);
-    always True without a floor (0) or without an absolute change."""
-    if not p.floor_us or p.delta_us is None:
+def beyond_floor(delta_us: float | None, floor_us: float | None, sign: int) -> bool:
+    """A change of ``delta_us`` is more than ``floor_us`` in the direction ``sign``
+    (+1: slower, -1: faster); always True without a floor (0) or without a delta.
+    The one floor rule: rows here, ops' paired geomeans in :mod:`zlbench.gate.restate`."""
+    if not floor_us or delta_us is None:
         return True
-    return sign * p.delta_us > p.floor_us
+    return sign * delta_us > floor_us
 
 
 def within_floor(p: PairedRow, full: bool) -> bool:
@@ -95,8 +102,8 @@ def within_floor(p: PairedRow, full: bool) -> bool:
     if p.ratio is None or p.threshold is None:
         return False
     if p.ratio < 1.0 - p.threshold:
-        return not _beyond_floor(p, +1)
-    return full and p.ratio > 1.0 + p.threshold and not _beyond_floor(p, -1)
+        return not beyond_floor(p.delta_us, p.floor_us, +1)
+    return full and p.ratio > 1.0 + p.threshold and not beyond_floor(p.delta_us, p.floor_us, -1)
 
 
 def _rounds_text(p: PairedRow) -> str:
@@ -112,9 +119,9 @@ def vs_base_text(p: PairedRow) -> str:
 def _paired_verdict(p: PairedRow, full: bool) -> tuple[Verdict, str]:
     """The A/B's own verdict of a judged row and its reason."""
     vs_base = vs_base_text(p)
-    if within_floor(p, full):
+    if p.within_floor:
         said = f"{pct(p.change)} vs the base is {us_text(p.delta_us)} ({_rounds_text(p)})"
-        return Verdict.PASS, f"within the {p.floor_us:.2f} µs floor: {said}"
+        return Verdict.PASS, f"within the {p.floor_us:g} µs floor: {said}"
     assert p.ratio is not None and p.threshold is not None
     if p.ratio < 1.0 - p.threshold:
         return Verdict.REGRESSION, f"slower than the base: {vs_base}"
@@ -129,7 +136,7 @@ def judge_paired(
     threshold: float,
     baseline: str,
     full: bool,
-    floor_us: float = 0.0,
+    floor_us: float,
 ) -> RowVerdict:
     """``row`` judged on its A/B (``p``): REGRESSION when slower than the base beyond
     ``threshold`` and by more than ``floor_us`` (0: no floor); rows that are not judged
@@ -142,13 +149,14 @@ def judge_paired(
         if row.verdict not in JUDGED:
             why = ""
         return row.model_copy(update={"ab": p, "reason": row.reason + why})
+    p.within_floor = within_floor(p, full)
     verdict, reason = _paired_verdict(p, full)
     if row.verdict is Verdict.REGRESSION and verdict is not Verdict.REGRESSION:
         p.inherited = True
         reason = (
             f"inherited from the base (baseline {baseline} is stale here): "
             f"{pct(row.judged_change)} vs {baseline}, {vs_base_text(p)}"
-            + (f"; within the {floor_us:.2f} µs floor" if within_floor(p, full) else "")
+            + (f", within the {floor_us:g} µs floor" if p.within_floor else "")
         )
     return row.model_copy(update={"ab": p, "verdict": verdict, "reason": reason})
 
@@ -168,8 +176,8 @@ def apply_paired(
     threshold: float,
     baseline: str,
     full: bool,
-    per_op: Mapping[str, float] | None = None,
-    floor_us: float = 0.0,
+    per_op: Mapping[str, float] | None,
+    floor_us: float,
 ) -> list[RowVerdict]:
     """Rows with an A/B judged on it (at ``threshold``, or their op's ``per_op``
     entry, and ``floor_us``); the others unchanged."""

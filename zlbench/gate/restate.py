@@ -4,14 +4,14 @@ verdicts, the counts, the summary line, PASS/FAIL and the exit code (pure).
 An op keeps what only the op knew (a failure, an op-level fallback, a missing,
 new or skipped op); its other verdicts come from its rows again, and its
 geomean is taken over the rows' judged ratios (the paired ones for rows
-measured A/B; accepted rows left out) against the op's threshold (the paired
-threshold when every judged row was measured A/B).
+measured A/B, 1.0 for a row the A/B judged within its floor; accepted rows left
+out) against the op's threshold (the paired threshold when every judged row was
+measured A/B).
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from statistics import median
 
 from zlbench.gate.estimators import geomean
 from zlbench.gate.judge import JUDGED, OP_ORDER
@@ -37,35 +37,36 @@ def _ratio(r: RowVerdict) -> float | None:
     return r.ab.ratio if r.ab is not None and r.ab.ratio is not None else r.ratio
 
 
-def _beyond_floor(judged: list[RowVerdict]) -> bool:
-    """An op judged A/B: the median of its rows' PR - base µs is beyond their paired
-    floor (True without a floor), as a row's REGRESSION needs (gate.paired)."""
-    ab = [r.ab for r in judged if r.ab is not None]
-    deltas = [a.delta_us for a in ab if a.delta_us is not None]
-    floor = ab[0].floor_us if ab else None
-    return not floor or len(deltas) < len(ab) or median(deltas) > floor
+def _paired_ratio(r: RowVerdict) -> float | None:
+    """A row's ratio in its op's geomean: the paired one, 1.0 where the A/B judged
+    it within its floor (gate.paired.within_floor: an unchanged row, as for the row)."""
+    if r.ab is not None and r.ab.within_floor:
+        return 1.0
+    return _ratio(r)
 
 
 def restate_op(op: OpVerdict, rows: list[RowVerdict]) -> OpVerdict:
     judged = _judged(rows)
-    gm = geomean(x for r in judged if (x := _ratio(r)) is not None)
+    gm = geomean(x for r in judged if (x := _paired_ratio(r)) is not None)
     paired = bool(judged) and all(r.ab is not None and r.ab.ratio is not None for r in judged)
     t = judged[0].ab.threshold if paired and judged[0].ab else op.threshold
     present = {r.verdict for r in rows}
     if op.verdict in OP_LEVEL:
         present.add(op.verdict)
     if gm is not None and len(judged) >= 2 and t is not None and gm < 1.0 - t:
-        if not paired or _beyond_floor(judged):
-            present.add(Verdict.REGRESSION)
+        present.add(Verdict.REGRESSION)
     verdict = (
         op.verdict
         if op.verdict is Verdict.NEW
         else next((v for v in OP_ORDER if v in present), Verdict.PASS)
     )
-    reason = op.reason if verdict is op.verdict else ""
+    # an A/B re-judged the op: its screen's reason (e.g. the screen's geomean) is stale
+    kept = verdict is op.verdict and (not paired or verdict in OP_LEVEL)
+    reason = op.reason if kept else ""
     if not reason and verdict is not Verdict.PASS:
         n = sum(1 for r in rows if r.verdict is verdict)
-        reason = f"{n} row(s) {verdict.value}" if n else f"geomean ratio {gm:.3f} < {1 - t:.3f}"
+        geo = "paired geomean ratio" if paired else "geomean ratio"
+        reason = f"{n} row(s) {verdict.value}" if n else f"{geo} {gm:.3f} < {1 - t:.3f}"
     if verdict is Verdict.PASS and any(r.ab and r.ab.inherited for r in rows):
         reason = next(r.reason for r in rows if r.ab and r.ab.inherited)
     update = {"verdict": verdict, "reason": reason, "geomean_ratio": gm, "threshold": t}

@@ -50,13 +50,21 @@ class PairedRow(_Model):
     delta_us: float | None = Field(
         None, description="median over rounds of pr_us - base_us: vs the base (+ = slower)"
     )
-    threshold: float | None = Field(None, description="paired threshold: fails if ratio < 1 - t")
+    threshold: float | None = Field(
+        None, gt=0, lt=1, description="paired threshold: REGRESSION needs ratio < 1 - t"
+    )
     floor_us: float | None = Field(
-        None, description="paired floor: fails only if also delta_us > floor_us (0: no floor)"
+        None,
+        ge=0,
+        allow_inf_nan=False,
+        description="paired floor: REGRESSION needs also delta_us > floor_us (0: no floor)",
     )
     screen_verdict: str | None = Field(None, description="the verdict against the stored baseline")
     inherited: bool = Field(
         False, description="slower than the stored baseline, not than the base: the base's"
+    )
+    within_floor: bool = Field(
+        False, description="beyond the threshold but within the floor: judged unchanged"
     )
 
 
@@ -68,9 +76,12 @@ class AbSummary(_Model):
     mode: AbMode
     rounds: int
     order: list[str] = Field(default_factory=list, description="sides in the order measured")
-    threshold: float
+    threshold: float = Field(gt=0, lt=1)
     floor_us: float = Field(
-        0.0, description="paired floor in µs (0: none, as in files written without it)"
+        0.0,
+        ge=0,
+        allow_inf_nan=False,
+        description="paired floor in µs (0: none, as in files written without it)",
     )
     ops: list[str] = Field(default_factory=list, description="op keys measured both ways")
     seconds: dict[str, float] = Field(default_factory=dict, description="side -> wall time, s")

@@ -19,7 +19,7 @@ them whenever they exist (an accepted row is never silent).
 
 from __future__ import annotations
 
-from zlbench.gate.paired import us_text, within_floor
+from zlbench.gate.paired import us_text
 from zlbench.models import AbCompiler, AbSummary, GateVerdict, RowVerdict
 from zlbench.report.blocks import Block
 from zlbench.report.escape import md_code, md_text
@@ -49,22 +49,22 @@ def paired_rule(ab: AbSummary) -> str:
     if not ab.floor_us:
         return f"{t} (no µs floor) on the median of the per-round base / PR FlagGems latency"
     return (
-        f"{t} and {ab.floor_us:.2f} µs: a row is a REGRESSION when slower than the base "
+        f"{t} and {ab.floor_us:g} µs: a row is a REGRESSION when slower than the base "
         "beyond both, on the medians of the per-round base / PR FlagGems latency and "
         "PR − base µs"
     )
 
 
-def _note(r: RowVerdict, full: bool) -> str:
+def _note(r: RowVerdict) -> str:
     ab = r.ab
     assert ab is not None
     notes = ["inherited: the base is as slow (the baseline is stale here)"] if ab.inherited else []
-    if within_floor(ab, full):
-        notes.append(f"within the {ab.floor_us:.2f} µs floor")
+    if ab.within_floor:
+        notes.append(f"within the {ab.floor_us:g} µs floor")
     return "; ".join(notes)
 
 
-def _ab_row(r: RowVerdict, full: bool) -> list[str]:
+def _ab_row(r: RowVerdict) -> list[str]:
     ab = r.ab
     assert ab is not None
     us = f"{us_text(ab.delta_us)}, " if ab.delta_us is not None else ""
@@ -74,7 +74,7 @@ def _ab_row(r: RowVerdict, full: bool) -> list[str]:
         f"{pct(ab.change)} ({us}{ab.rounds} round{'s' if ab.rounds != 1 else ''})",
         pct(r.judged_change),
         ", ".join(f"{x:.3f}" for x in ab.round_ratios) or "none",
-        md_text(_note(r, full)),
+        md_text(_note(r)),
     ]
 
 
@@ -95,7 +95,7 @@ def ab_block(v: GateVerdict) -> Block | None:
             f"- base: {_compiler(ab.base)}",
         ]
     )
-    rows = [_ab_row(r, ab.mode == "full") for r in v.rows if r.ab is not None]
+    rows = [_ab_row(r) for r in v.rows if r.ab is not None]
     return Block("A/B against the base compiler", intro, AB_HEADER, "llrrll", rows)
 
 
@@ -106,7 +106,8 @@ def ab_line(v: GateVerdict) -> str:
     if ab is None:
         return ""
     return (
-        f"Mode {ab.mode}: {len(ab.ops)} op(s) measured both ways in {ab.rounds} round(s); "
+        f"Mode {ab.mode}: {len(ab.ops)} op{'' if len(ab.ops) == 1 else 's'} measured both "
+        f"ways in {ab.rounds} round{'' if ab.rounds == 1 else 's'}; "
         f"{paired_rule(ab)}. PR: {ab.pr.label()}; base: {ab.base.label()}."
     )
 

@@ -54,9 +54,16 @@ class AbOptions:
     base_compiler: str | None = None  # ENV; None: no A/B
     full: bool = False  # every op both ways, not only the suspects
     rounds: int = DEFAULT_ROUNDS
-    threshold: float = DEFAULT_PAIRED_THRESHOLD
-    floor_us: float = DEFAULT_PAIRED_FLOOR_US  # µs; 0: the relative threshold alone
+    # None: the default when measuring; the A/B's recorded value when judging one
+    # measured earlier (gate --results); given: that value either way
+    threshold: float | None = None
+    floor_us: float | None = None  # µs; 0: the relative threshold alone
     accept: Path | None = None  # the accept list file
+
+    def rule(self) -> tuple[float, float]:
+        """(paired threshold, floor µs) a gate that measures records."""
+        t = DEFAULT_PAIRED_THRESHOLD if self.threshold is None else self.threshold
+        return t, DEFAULT_PAIRED_FLOOR_US if self.floor_us is None else self.floor_us
 
 
 @dataclass
@@ -80,10 +87,11 @@ def prepare(options: AbOptions, measuring: bool) -> AbContext:
     ctx = AbContext(options)
     if options.accept is not None:
         ctx.accept = load_accept(options.accept).accept
-    if not 0.0 < options.threshold < 1.0:
-        raise ZlbenchError(f"--ab-threshold must be in (0, 1), got {options.threshold}")
-    if not 0.0 <= options.floor_us < math.inf:
-        raise ZlbenchError(f"--ab-floor-us must be a finite number >= 0, got {options.floor_us}")
+    t, floor = options.rule()
+    if not 0.0 < t < 1.0:
+        raise ZlbenchError(f"--ab-threshold must be in (0, 1), got {t}")
+    if not 0.0 <= floor < math.inf:
+        raise ZlbenchError(f"--ab-floor-us must be a finite number >= 0, got {floor}")
     if options.base_compiler is not None and measuring:
         ctx.base = resolve_env(options.base_compiler)
         ctx.pr_id = probe_compiler(PR_ENV)
@@ -134,8 +142,8 @@ def measure_ab(
         mode="full" if ctx.options.full else "suspects",
         rounds=ctx.options.rounds,
         order=run.order,
-        threshold=ctx.options.threshold,
-        floor_us=ctx.options.floor_us,
+        threshold=ctx.options.rule()[0],
+        floor_us=ctx.options.rule()[1],
         ops=ops,
         seconds={k: round(v, 1) for k, v in run.seconds.items()},
         pr=ctx.pr_id,
@@ -160,14 +168,17 @@ def check_sides(loaded, where: Path, base_env: str) -> None:
         raise ZlbenchError(why)
 
 
-def judge_ab(verdict: GateVerdict, gate_dir: Path) -> GateVerdict:
+def judge_ab(verdict: GateVerdict, gate_dir: Path, options: AbOptions | None = None) -> GateVerdict:
     """``verdict`` with the rows of ``<gate_dir>/ab/`` judged on their A/B (unchanged
-    when the dir holds no A/B), at the summary's paired threshold and floor (an op's
-    ``paired_ops`` entry of the thresholds file for its threshold)."""
+    when the dir holds no A/B), at the summary's paired threshold and floor, or at
+    those ``options`` gives (an op's ``paired_ops`` entry of the thresholds file for
+    its threshold); the verdict's A/B summary says which judged."""
     found = load_summary(gate_dir)
     if found is None or verdict.exit_code == 2:
         return verdict
     summary, dirs = found
+    if options is not None:
+        summary = with_rule(summary, options)
     loaded = load_rounds(dirs)
     check_sides(loaded, gate_dir / AB_DIR, summary.base.env)
     paired = pair_rounds(loaded.rounds)
@@ -177,6 +188,21 @@ def judge_ab(verdict: GateVerdict, gate_dir: Path) -> GateVerdict:
         verdict.rows, paired, summary.threshold, verdict.baseline, full, per_op, summary.floor_us
     )
     return restate(verdict, rows, ab=summary)
+
+
+def with_rule(summary: AbSummary, options: AbOptions) -> AbSummary:
+    """``summary`` with the threshold and floor ``options`` gives explicitly (a gate
+    re-judging an A/B measured earlier); its note names what was recorded."""
+    update = {}
+    if options.threshold is not None and options.threshold != summary.threshold:
+        update["threshold"] = options.threshold
+    if options.floor_us is not None and options.floor_us != summary.floor_us:
+        update["floor_us"] = options.floor_us
+    if not update:
+        return summary
+    was = f"re-judged: recorded threshold {summary.threshold:g}, floor {summary.floor_us:g} µs"
+    update["note"] = f"{summary.note}; {was}" if summary.note else was
+    return summary.model_copy(update=update)
 
 
 def judge_accept(verdict: GateVerdict, ctx: AbContext, source: str) -> GateVerdict:
@@ -201,7 +227,7 @@ def finish(
     dir), then apply the accept list."""
     if measure is not None:
         measure_ab(ctx, verdict, gate_dir, measure)
-    verdict = judge_ab(verdict, gate_dir)
+    verdict = judge_ab(verdict, gate_dir, ctx.options)
     return judge_accept(verdict, ctx, str(ctx.options.accept or ""))
 
 
