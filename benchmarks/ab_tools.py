@@ -30,7 +30,7 @@ sys.path.insert(0, str(REPO / "tests"))
 from codegen_support import Patch, patched_triton, triton_dir  # noqa: E402
 
 from zlbench.gate.baselines import content_hashes  # noqa: E402
-from zlbench.gate.paired import judge_paired  # noqa: E402
+from zlbench.gate.paired import judge_paired, paired_delta_us  # noqa: E402
 from zlbench.models import (  # noqa: E402
     BaselineManifest,
     GateVerdict,
@@ -135,16 +135,11 @@ def floor_grid(judged: list[RowVerdict]) -> None:
         for floor in FLOORS:
             n = 0
             for r in judged:
-                p = r.ab.model_copy(update={"delta_us": _delta_us(r.ab)})
+                p = r.ab.model_copy(update={"delta_us": paired_delta_us(r.ab.pr_us, r.ab.base_us)})
                 row = r.model_copy(update={"verdict": Verdict.PASS})
                 n += judge_paired(row, p, t, "v", False, floor).verdict is Verdict.REGRESSION
             counts.append(n)
         print(f"  t {t:.3f}: " + " ".join(f"{c:4d}" for c in counts))
-
-
-def _delta_us(p) -> float | None:
-    d = [a - b for a, b in zip(p.pr_us, p.base_us, strict=True)]
-    return statistics.median(d) if d else None
 
 
 def rows(gate: Path) -> None:
