@@ -50,13 +50,13 @@ def test_no_shard_with_an_ab_writes_nothing(tmp_path):
 
 def test_shards_with_different_base_compilers_are_refused(tmp_path):
     dirs = [shard(tmp_path / "s1", "x"), shard(tmp_path / "s2", "y", base_version="3.4.0")]
-    with pytest.raises(ZlbenchError, match="different compilers"):
+    with pytest.raises(ZlbenchError, match="different base compiler: merge shards"):
         merge_ab(dirs, tmp_path / "m")
 
 
 def test_shards_judged_with_different_paired_floors_are_refused(tmp_path):
     dirs = [shard(tmp_path / "s1", "x"), shard(tmp_path / "s2", "y", floor_us=0.0)]
-    with pytest.raises(ZlbenchError):
+    with pytest.raises(ZlbenchError, match="different floor: merge shards"):
         merge_ab(dirs, tmp_path / "m")
     assert not (tmp_path / "m").exists()
 

@@ -4,7 +4,7 @@ judge (``gate --results MERGED``) reads every shard's rounds as one A/B.
 Round ``i`` of side ``s`` is the merge of the shards' ``ab/<i>/<s>/`` batch dirs
 (each shard measured its own suspects); ``ab.json`` is the first shard's with
 the op lists joined and the wall times added. Shards that measured with
-different compilers or modes cannot be one A/B: one line.
+different modes, paired rules or compilers cannot be one A/B: one line naming what differs.
 """
 
 from __future__ import annotations
@@ -17,27 +17,25 @@ from zlbench.runner.ab.rounds import AB_DIR, load_summary, write_summary
 from zlbench.runner.batch.merge import merge_batches
 
 
-def _identity(s: AbSummary) -> tuple:
-    return (
-        s.mode,
-        s.threshold,
-        s.floor_us,
-        s.pr.dist,
-        s.pr.version,
-        s.pr.commit,
-        s.base.dist,
-        s.base.version,
-        s.base.commit,
-    )
+def _identity(s: AbSummary) -> dict[str, object]:
+    """What every shard of one A/B shares: mode, rule and both compilers."""
+    return {
+        "mode": s.mode,
+        "threshold": s.threshold,
+        "floor": s.floor_us,
+        "PR compiler": (s.pr.dist, s.pr.version, s.pr.commit),
+        "base compiler": (s.base.dist, s.base.version, s.base.commit),
+    }
 
 
 def merge_summaries(found: list[tuple[Path, AbSummary]]) -> AbSummary:
     first_dir, first = found[0]
     for d, s in found[1:]:
-        if _identity(s) != _identity(first):
+        a, b = _identity(s), _identity(first)
+        if differ := [k for k in a if a[k] != b[k]]:
             raise ZlbenchError(
-                f"{d / AB_DIR} and {first_dir / AB_DIR} are A/Bs of different compilers, "
-                "modes or thresholds: merge shards of one gate run only"
+                f"{d / AB_DIR} and {first_dir / AB_DIR} are A/Bs of different "
+                f"{', '.join(differ)}: merge shards of one gate run only"
             )
     seconds = {side: sum(s.seconds.get(side, 0.0) for _, s in found) for side in SIDES}
     ops = sorted({k for _, s in found for k in s.ops})
