@@ -246,39 +246,9 @@ def test_gate_help_states_both_paired_defaults(capsys):
     assert text.count("with --results: the A/B's recorded one unless given") == 2
 
 
-def test_an_op_of_two_1us_rows_within_the_floor_passes_its_geomean_too(tmp_path):
-    """embedding has two ~1 µs rows: both +18 % (+0.18 µs) in one gate must not fail
-    the op through its geomean (+18 % < -3 %) when every row passed by the floor."""
-    s2 = "[2048]"
-    bl = write_baseline(tmp_path / "bl", {"emb": [brow("emb", s, 1.0, lat=0.001) for s in (S, s2)]})
-
-    def emb(root, us):
-        rows = [crow("emb", s, 1.0 / us, lat=us / 1000, torch_lat=0.001) for s in (S, s2)]
-        write_results(root, [run_result("emb", rows)])
-
-    gate = tmp_path / "gate"
-    emb(gate / "results", 1.0)
-    emb(gate / AB_DIR / "1" / "pr", 1.18)
-    emb(gate / AB_DIR / "1" / "base", 1.0)
-    summary = AbSummary(mode="full", rounds=1, order=["pr", "base"], threshold=0.03, floor_us=0.3)
-    summary.ops, summary.pr, summary.base = ["main/emb"], AbCompiler(env="pr"), AbCompiler(env="b")
-    write_summary(gate / AB_DIR, summary)
-    rc, v, _ = judge(tmp_path, bl, gate)
-    assert [r.verdict for r in v.rows] == [Verdict.PASS, Verdict.PASS]
-    assert v.ops[0].verdict is Verdict.PASS and rc == 0
-    # the same rows without the floor: the rows and the op regress
-    summary.floor_us = 0.0
-    write_summary(gate / AB_DIR, summary)
-    rc, v, _ = judge(tmp_path, bl, gate)
-    assert v.ops[0].verdict is Verdict.REGRESSION and rc == 1
-
-
-def test_an_op_whose_rows_pass_by_threshold_and_by_floor_passes(tmp_path):
-    """One op, two rows: 100 -> 102.5 µs (+2.5 %, within 3 %) and 1.0 -> 1.18 µs (+18 %,
-    within the floor). Both rows pass; the op's paired geomean counts the floor-passed row
-    as unchanged, so the op passes too (without that: geomean 0.909 < 0.970)."""
-    s2 = "[2048]"
-    lat = {S: (100.0, 102.5), s2: (1.0, 1.18)}
+def two_row_op(tmp_path, lat: dict[str, tuple[float, float]]):
+    """A full A/B gate dir of one op ``op`` whose rows (shape -> (base µs, PR µs)) the
+    screen and the A/B's PR side measured at PR µs, the base at base µs; 3 %, 0.3 µs."""
     bl = write_baseline(
         tmp_path / "bl", {"op": [brow("op", s, 1.0, lat=b / 1000) for s, (b, _) in lat.items()]}
     )
@@ -296,6 +266,28 @@ def test_an_op_whose_rows_pass_by_threshold_and_by_floor_passes(tmp_path):
     summary = AbSummary(mode="full", rounds=1, order=["pr", "base"], threshold=0.03, floor_us=0.3)
     summary.ops, summary.pr, summary.base = ["main/op"], AbCompiler(env="pr"), AbCompiler(env="b")
     write_summary(gate / AB_DIR, summary)
+    return bl, gate, summary
+
+
+def test_an_op_of_two_1us_rows_within_the_floor_passes_its_geomean_too(tmp_path):
+    """embedding has two ~1 µs rows: both +18 % (+0.18 µs) in one gate must not fail
+    the op through its geomean (+18 % < -3 %) when every row passed by the floor."""
+    bl, gate, summary = two_row_op(tmp_path, {S: (1.0, 1.18), "[2048]": (1.0, 1.18)})
+    rc, v, _ = judge(tmp_path, bl, gate)
+    assert [r.verdict for r in v.rows] == [Verdict.PASS, Verdict.PASS]
+    assert v.ops[0].verdict is Verdict.PASS and rc == 0
+    # the same rows without the floor: the rows and the op regress
+    summary.floor_us = 0.0
+    write_summary(gate / AB_DIR, summary)
+    rc, v, _ = judge(tmp_path, bl, gate)
+    assert v.ops[0].verdict is Verdict.REGRESSION and rc == 1
+
+
+def test_an_op_whose_rows_pass_by_threshold_and_by_floor_passes(tmp_path):
+    """One op, two rows: 100 -> 102.5 µs (+2.5 %, within 3 %) and 1.0 -> 1.18 µs (+18 %,
+    within the floor). Both rows pass; the op's paired geomean counts the floor-passed row
+    as unchanged, so the op passes too (without that: geomean 0.909 < 0.970)."""
+    bl, gate, _ = two_row_op(tmp_path, {S: (100.0, 102.5), "[2048]": (1.0, 1.18)})
     rc, v, _ = judge(tmp_path, bl, gate)
     assert [r.verdict for r in v.rows] == [Verdict.PASS, Verdict.PASS]
     assert [r.ab.within_floor for r in v.rows] == [False, True]

@@ -90,7 +90,8 @@ def us_text(us: float | None) -> str:
 def beyond_floor(delta_us: float | None, floor_us: float | None, sign: int) -> bool:
     """A change of ``delta_us`` is more than ``floor_us`` in the direction ``sign``
     (+1: slower, -1: faster); always True without a floor (0) or without a delta.
-    The one floor rule: rows here, ops' paired geomeans in :mod:`zlbench.gate.restate`."""
+    The one floor rule; an op's paired geomean reads its rows' ``within_floor``
+    (:mod:`zlbench.gate.restate`)."""
     if not floor_us or delta_us is None:
         return True
     return sign * delta_us > floor_us
