@@ -294,6 +294,19 @@ def test_an_op_whose_rows_pass_by_threshold_and_by_floor_passes(tmp_path):
     assert v.ops[0].verdict is Verdict.PASS and rc == 0
 
 
+def test_an_op_of_two_100us_rows_beyond_3_percent_fails_on_its_paired_geomean(tmp_path):
+    """100 -> 102.5 µs and 100 -> 104 µs: deltas far beyond the floor, so the floor counts
+    nothing as unchanged and the paired geomean (0.969 < 0.970) fails the op; its reason
+    names the paired geomean and threshold, not the screen's numbers."""
+    bl, gate, _ = two_row_op(tmp_path, {S: (100.0, 102.5), "[2048]": (100.0, 104.0)})
+    rc, v, _ = judge(tmp_path, bl, gate)
+    assert [r.verdict for r in v.rows] == [Verdict.PASS, Verdict.REGRESSION]
+    assert not any(r.ab.within_floor for r in v.rows)
+    op = v.ops[0]
+    assert op.verdict is Verdict.REGRESSION and rc == 1
+    assert op.reason == "1 row(s) REGRESSION; paired geomean ratio 0.969 < 0.970"
+
+
 def test_an_op_regressing_on_its_ab_names_the_ab_not_the_screen(tmp_path):
     """The screen found every op 10 % slower; the A/B judges big +3.5 %: its op's reason
     comes from the A/B's rows, not from the screen's numbers."""

@@ -53,7 +53,8 @@ def restate_op(op: OpVerdict, rows: list[RowVerdict]) -> OpVerdict:
     present = {r.verdict for r in rows}
     if op.verdict in OP_LEVEL:
         present.add(op.verdict)
-    if gm is not None and len(judged) >= 2 and t is not None and gm < 1.0 - t:
+    gm_fails = gm is not None and len(judged) >= 2 and t is not None and gm < 1.0 - t
+    if gm_fails:
         present.add(Verdict.REGRESSION)
     verdict = (
         op.verdict
@@ -65,8 +66,12 @@ def restate_op(op: OpVerdict, rows: list[RowVerdict]) -> OpVerdict:
     reason = op.reason if kept else ""
     if not reason and verdict is not Verdict.PASS:
         n = sum(1 for r in rows if r.verdict is verdict)
-        geo = "paired geomean ratio" if paired else "geomean ratio"
-        reason = f"{n} row(s) {verdict.value}" if n else f"{geo} {gm:.3f} < {1 - t:.3f}"
+        geo = (
+            f"{'paired ' if paired else ''}geomean ratio {gm:.3f} < {1 - t:.3f}" if gm_fails else ""
+        )
+        reason = f"{n} row(s) {verdict.value}" if n else geo
+        if n and paired and geo and verdict is Verdict.REGRESSION:
+            reason += f"; {geo}"  # what the A/B judged, not the screen
     if verdict is Verdict.PASS and any(r.ab and r.ab.inherited for r in rows):
         reason = next(r.reason for r in rows if r.ab and r.ab.inherited)
     update = {"verdict": verdict, "reason": reason, "geomean_ratio": gm, "threshold": t}
