@@ -346,7 +346,14 @@ def test_results_rejudged_with_a_given_floor_and_threshold_say_so(tmp_path):
 
 
 @pytest.mark.parametrize(
-    ("field", "value"), [("floor_us", -1), ("floor_us", "NaN"), ("threshold", 2)]
+    ("field", "value"),
+    [
+        ("floor_us", -1),
+        ("floor_us", "NaN"),
+        ("floor_us", "inf"),
+        ("threshold", 2),
+        ("threshold", "NaN"),
+    ],
 )
 def test_a_bad_rule_in_ab_json_is_one_line_exit_2(tmp_path, capsys, field, value):
     bl, gate = gate_dir(tmp_path, SLOWER)

@@ -51,7 +51,11 @@ class PairedRow(_Model):
         None, description="median over rounds of pr_us - base_us: vs the base (+ = slower)"
     )
     threshold: float | None = Field(
-        None, gt=0, lt=1, description="paired threshold: REGRESSION needs ratio < 1 - t"
+        None,
+        gt=0,
+        lt=1,
+        allow_inf_nan=False,
+        description="paired threshold: REGRESSION needs ratio < 1 - t and delta_us > floor_us",
     )
     floor_us: float | None = Field(
         None,
@@ -76,7 +80,13 @@ class AbSummary(_Model):
     mode: AbMode
     rounds: int
     order: list[str] = Field(default_factory=list, description="sides in the order measured")
-    threshold: float = Field(gt=0, lt=1)
+    threshold: float = Field(
+        gt=0,
+        lt=1,
+        allow_inf_nan=False,
+        description="paired threshold: a row is a REGRESSION when slower than the base "
+        "beyond it AND by more than floor_us",
+    )
     floor_us: float = Field(
         0.0,
         ge=0,
