@@ -26,6 +26,7 @@ from zlbench.models import (
     Verdict,
     load_json_model,
 )
+from zlbench.report.ab import render_ab_section
 from zlbench.runner.ab.rounds import AB_DIR, AB_FILE, write_summary
 from zlbench.workflow.ab import AbOptions, prepare
 
@@ -327,6 +328,20 @@ def test_a_row_not_judged_on_numbers_is_never_within_the_floor():
         row.model_copy(update={"verdict": Verdict.PASS}), p, 0.03, "v", False, 0.3
     )
     assert judged.ab.within_floor
+
+
+def test_the_report_never_labels_a_fallback_row_within_the_floor(tmp_path):
+    """tiny's A/B is +18 % (+0.18 µs), within the floor; as a FALLBACK row (not judged on
+    numbers) the A/B table shows it without the note, as a judged row with it."""
+    bl, gate = gate_dir(tmp_path, SLOWER, screen=1.0, mode="full")
+    _, v, _ = judge(tmp_path, bl, gate)
+    tiny = next(r for r in v.rows if r.key.op == "tiny")
+    fallback = RowVerdict(key=tiny.key, verdict=Verdict.FALLBACK, reason="fallback marker")
+    row = judge_paired(fallback, tiny.ab, 0.03, "vtest", full=True, floor_us=0.3)
+    text = render_ab_section(v.model_copy(update={"rows": [row]}))
+    assert "| FALLBACK |" in text and "+18.0 % (+0.18 µs, 1 round)" in text
+    assert "within the" not in text
+    assert "within the 0.3 µs floor" in render_ab_section(v.model_copy(update={"rows": [tiny]}))
 
 
 def test_results_rejudged_with_a_given_floor_and_threshold_say_so(tmp_path):

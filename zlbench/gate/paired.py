@@ -144,6 +144,7 @@ def judge_paired(
     numbers (failed, fallback, missing, new, skipped) keep their verdict and carry the
     A/B only."""
     update = {"threshold": threshold, "floor_us": floor_us, "screen_verdict": row.verdict.value}
+    update |= {"within_floor": False, "inherited": False}  # decided here, never carried over
     p = p.model_copy(update=update)
     if row.verdict not in JUDGED or p.ratio is None:
         why = "" if p.ratio is not None else "; no A/B pair: the base did not measure it"
