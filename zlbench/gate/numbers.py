@@ -14,6 +14,11 @@ def pct(x: float | None, digits: int = 1) -> str:
     return "n/a" if x is None else f"{x * 100:+.{digits}f} %"
 
 
+def counted(n: int, word: str) -> str:
+    """``1 round``, ``3 rounds``: a count with its noun (plural by ``s``)."""
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
 def us(ms: float | None) -> float | None:
     return None if ms is None else ms * 1000.0
 

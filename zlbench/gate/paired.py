@@ -28,7 +28,7 @@ from statistics import median
 
 from zlbench.gate.estimators import positive
 from zlbench.gate.judge import JUDGED
-from zlbench.gate.numbers import inverse_change, pct
+from zlbench.gate.numbers import counted, inverse_change, pct
 from zlbench.models import Environment, PairedRow, Row, RowKey, RowVerdict, Verdict
 
 # Default paired threshold (relative), from the paired A/A noise measured on the H200
@@ -108,7 +108,7 @@ def within_floor(p: PairedRow, full: bool) -> bool:
 
 
 def _rounds_text(p: PairedRow) -> str:
-    return f"median of {p.rounds} paired round{'s' if p.rounds != 1 else ''}"
+    return f"median of {counted(p.rounds, 'paired round')}"
 
 
 def vs_base_text(p: PairedRow) -> str:

@@ -19,6 +19,7 @@ them whenever they exist (an accepted row is never silent).
 
 from __future__ import annotations
 
+from zlbench.gate.numbers import counted
 from zlbench.gate.paired import us_text
 from zlbench.models import AbCompiler, AbSummary, GateVerdict, RowVerdict
 from zlbench.report.blocks import Block
@@ -40,6 +41,14 @@ def _compiler(c: AbCompiler) -> str:
     parts = [md_code(c.dist or "?"), md_code(c.version or "?")]
     parts.append(f"commit {md_code(c.commit or 'unknown')}")
     return " ".join(parts) + f" from {md_code(c.path or '?')} (env {md_code(c.env)})"
+
+
+def _measured(ab: AbSummary, mode: str) -> str:
+    """``Mode full: 34 ops measured both ways in 1 round``."""
+    return (
+        f"Mode {mode}: {counted(len(ab.ops), 'op')} measured both ways in "
+        f"{counted(ab.rounds, 'round')}"
+    )
 
 
 def paired_rule(ab: AbSummary) -> str:
@@ -71,7 +80,7 @@ def _ab_row(r: RowVerdict) -> list[str]:
     return [
         md_code(r.key.label()),
         r.verdict.value,
-        f"{pct(ab.change)} ({us}{ab.rounds} round{'s' if ab.rounds != 1 else ''})",
+        f"{pct(ab.change)} ({us}{counted(ab.rounds, 'round')})",
         pct(r.judged_change),
         ", ".join(f"{x:.3f}" for x in ab.round_ratios) or "none",
         md_text(_note(r)),
@@ -86,9 +95,7 @@ def ab_block(v: GateVerdict) -> Block | None:
     order = " ".join(ab.order[:4]) + (" …" if len(ab.order) > 4 else "")
     intro = "\n".join(
         [
-            f"Mode **{ab.mode}**: {len(ab.ops)} op{'' if len(ab.ops) == 1 else 's'} measured "
-            f"both ways in {ab.rounds} round{'' if ab.rounds == 1 else 's'} "
-            f"({order}); {paired_rule(ab)}; wall time {secs}"
+            f"{_measured(ab, f'**{ab.mode}**')} ({order}); {paired_rule(ab)}; wall time {secs}"
             + (f" ({md_text(ab.note)})." if ab.note else "."),
             "",
             f"- PR: {_compiler(ab.pr)}",
@@ -106,9 +113,8 @@ def ab_line(v: GateVerdict) -> str:
     if ab is None:
         return ""
     return (
-        f"Mode {ab.mode}: {len(ab.ops)} op{'' if len(ab.ops) == 1 else 's'} measured both "
-        f"ways in {ab.rounds} round{'' if ab.rounds == 1 else 's'}; "
-        f"{paired_rule(ab)}. PR: {ab.pr.label()}; base: {ab.base.label()}."
+        f"{_measured(ab, ab.mode)}; {paired_rule(ab)}. "
+        f"PR: {ab.pr.label()}; base: {ab.base.label()}."
     )
 
 

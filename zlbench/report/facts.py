@@ -17,6 +17,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from zlbench.gate.estimators import geomean
+from zlbench.gate.numbers import counted
 from zlbench.gate.numbers import pct as pct  # re-exported
 from zlbench.models import (
     GateVerdict,
@@ -70,7 +71,7 @@ def judged_on_ab(r: RowVerdict) -> bool:
 def confirmed_text(r: RowVerdict) -> str:
     n = len(r.samples)
     if judged_on_ab(r):
-        return f"A/B, {r.ab.rounds} round{'s' if r.ab.rounds != 1 else ''}"
+        return f"A/B, {counted(r.ab.rounds, 'round')}"
     if r.confirmed is True:
         return f"yes (median of {n})"
     if r.confirmed is False:

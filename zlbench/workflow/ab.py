@@ -137,13 +137,14 @@ def measure_ab(
     run: AbRounds = run_rounds(
         ops, ctx.options.rounds, out / AB_DIR, side, check=check_round, first_pr=first_pr
     )
+    threshold, floor_us = ctx.options.rule()
     summary = AbSummary(
         note=FIRST_PR_NOTE if first_pr is not None else "",
         mode="full" if ctx.options.full else "suspects",
         rounds=ctx.options.rounds,
         order=run.order,
-        threshold=ctx.options.rule()[0],
-        floor_us=ctx.options.rule()[1],
+        threshold=threshold,
+        floor_us=floor_us,
         ops=ops,
         seconds={k: round(v, 1) for k, v in run.seconds.items()},
         pr=ctx.pr_id,
