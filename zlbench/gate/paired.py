@@ -146,10 +146,10 @@ def judge_paired(
     update = {"threshold": threshold, "floor_us": floor_us, "screen_verdict": row.verdict.value}
     update |= {"within_floor": False, "inherited": False}  # decided here, never carried over
     p = p.model_copy(update=update)
-    if row.verdict not in JUDGED or p.ratio is None:
-        why = "" if p.ratio is not None else "; no A/B pair: the base did not measure it"
-        if row.verdict not in JUDGED:
-            why = ""
+    if row.verdict not in JUDGED:
+        return row.model_copy(update={"ab": p})
+    if p.ratio is None:
+        why = "; no A/B pair: the base did not measure it"
         return row.model_copy(update={"ab": p, "reason": row.reason + why})
     p.within_floor = within_floor(p, full)
     verdict, reason = _paired_verdict(p, full)

@@ -34,20 +34,17 @@ def _judged(rows: list[RowVerdict]) -> list[RowVerdict]:
 
 
 def _ratio(r: RowVerdict) -> float | None:
-    return r.ab.ratio if r.ab is not None and r.ab.ratio is not None else r.ratio
-
-
-def _paired_ratio(r: RowVerdict) -> float | None:
-    """A row's ratio in its op's geomean: the paired one, 1.0 where the A/B judged
-    it within its floor (gate.paired.within_floor: an unchanged row, as for the row)."""
-    if r.ab is not None and r.ab.within_floor:
-        return 1.0
-    return _ratio(r)
+    """A row's ratio in its op's geomean: the paired one when measured A/B, 1.0 where
+    the A/B judged it within its floor (gate.paired.within_floor: unchanged, as for the
+    row), else the screen's."""
+    if r.ab is None or r.ab.ratio is None:
+        return r.ratio
+    return 1.0 if r.ab.within_floor else r.ab.ratio
 
 
 def restate_op(op: OpVerdict, rows: list[RowVerdict]) -> OpVerdict:
     judged = _judged(rows)
-    gm = geomean(x for r in judged if (x := _paired_ratio(r)) is not None)
+    gm = geomean(x for r in judged if (x := _ratio(r)) is not None)
     paired = bool(judged) and all(r.ab is not None and r.ab.ratio is not None for r in judged)
     t = judged[0].ab.threshold if paired and judged[0].ab else op.threshold
     present = {r.verdict for r in rows}
