@@ -179,10 +179,11 @@ def _assemble(
     excluded: dict[str, str] = {}
     short: dict[str, str] = {}
     written: dict[tuple[str, str], BaselineResult] = {}
+    listed = [{op_key(s.repo, s.run_name) for s in r.statuses} for r in replays]  # read once
     for st in record.statuses:
         key = op_key(st.repo, st.run_name)
         rec = _load(record.out_dir, key)
-        ops_passes = _op_passes(cfg, key, replays)
+        ops_passes = _op_passes(cfg, key, replays, listed)
         if len(ops_passes) < len(replays):
             short[key] = _short_note(replays, ops_passes)
         reps = [_load(r.out_dir, key) for r in ops_passes]
@@ -209,24 +210,27 @@ def _assemble(
     return excluded, short, [written[k] for k in sorted(written)]
 
 
-def _op_passes(cfg: RefreshConfig, key: str, replays: list[BatchOutcome]) -> list[BatchOutcome]:
+def _op_passes(
+    cfg: RefreshConfig, key: str, replays: list[BatchOutcome], listed: list[set[str]]
+) -> list[BatchOutcome]:
     """The replay passes an op is built from: all of them, or (``cfg.min_repeats``)
     those that finished it, when at least that many did. A pass that lists the op in
     its ops_status.csv or left its result.json always counts: a failure there is
     evidence and keeps the op out (``baselines.usable``)."""
     if cfg.min_repeats is None:
         return replays
-    kept = [r for r in replays if _finished(r, key)]
+    kept = [r for r, keys in zip(replays, listed, strict=True) if _finished(r, keys, key)]
     return kept if len(kept) >= cfg.min_repeats else replays
 
 
-def _finished(rep: BatchOutcome, key: str) -> bool:
-    listed = any(op_key(s.repo, s.run_name) == key for s in rep.statuses)
-    return listed or (rep.out_dir / key / RESULT_JSON).is_file()
+def _finished(rep: BatchOutcome, listed: set[str], key: str) -> bool:
+    """``rep`` lists ``key`` in its ops_status.csv (``listed``) or left its result.json."""
+    return key in listed or (rep.out_dir / key / RESULT_JSON).is_file()
 
 
 def _short_note(replays: list[BatchOutcome], kept: list[BatchOutcome]) -> str:
-    missing = [str(i) for i, r in enumerate(replays, start=1) if all(r is not k for k in kept)]
+    ids = {id(k) for k in kept}
+    missing = [str(i) for i, r in enumerate(replays, start=1) if id(r) not in ids]
     return (
         f"{len(kept)} of {len(replays)} replay passes: replay pass {', '.join(missing)} "
         "did not finish it (cut before it ended)"
