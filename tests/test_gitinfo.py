@@ -12,8 +12,9 @@ import pytest
 from zlbench.gitinfo import git_state
 
 
-def _git(repo, *args):
-    subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True)
+def _git(repo, *args) -> str:
+    cmd = ["git", "-C", str(repo), *args]
+    return subprocess.run(cmd, check=True, capture_output=True, text=True).stdout.strip()
 
 
 @pytest.fixture
@@ -31,9 +32,7 @@ def repo(tmp_path):
 
 
 def _head(repo) -> str:
-    return subprocess.run(
-        ["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True, check=True
-    ).stdout.strip()
+    return _git(repo, "rev-parse", "HEAD")
 
 
 def test_a_tracked_dir_gives_its_checkouts_head(repo):

@@ -48,6 +48,13 @@ def batch(root, lat_us: dict[str, float], torch_us: dict[str, float]):
     return write_results(root, runs)
 
 
+def one_round(op: str, base_us: float, pr_us: float):
+    """``op``'s row key and its PairedRow of one A/B round at these latencies."""
+    k = crow(op, S, 1.0).key("main", op)
+    pr, base = crow(op, S, 1.0, lat=pr_us / 1000), crow(op, S, 1.0, lat=base_us / 1000)
+    return k, pair_rounds([({k: pr}, {k: base})])[k]
+
+
 def gate_dir(tmp_path, rounds, *, screen=1.10, mode="suspects", rounds_n=1, floor_us=0.3):
     """Baseline: every op at its base µs. A gate dir whose screen has every op
     ``screen`` times slower (1.10: all suspects) and whose A/B has ``rounds``' (base,
@@ -180,9 +187,7 @@ def test_the_absolute_change_is_the_median_of_the_rounds_differences():
     ],
 )
 def test_a_regression_is_beyond_the_threshold_and_the_floor(base_us, pr_us, floor, expected):
-    k = crow("x", S, 1.0).key("main", "x")
-    pr, base = crow("x", S, 1.0, lat=pr_us / 1000), crow("x", S, 1.0, lat=base_us / 1000)
-    p = pair_rounds([({k: pr}, {k: base})])[k]
+    k, p = one_round("x", base_us, pr_us)
     row = RowVerdict(key=k, verdict=Verdict.PASS, ratio=1.0, judged_change=0.0)
     got = judge_paired(row, p, 0.03, "vtest", full=False, floor_us=floor)
     assert got.verdict is expected and got.ab.floor_us == floor
@@ -318,9 +323,7 @@ def test_an_op_regressing_on_its_ab_names_the_ab_not_the_screen(tmp_path):
 
 
 def test_a_row_not_judged_on_numbers_is_never_within_the_floor():
-    k = crow("x", S, 1.0).key("main", "x")
-    pr, base = crow("x", S, 1.0, lat=1.18 / 1000), crow("x", S, 1.0, lat=1.0 / 1000)
-    p = pair_rounds([({k: pr}, {k: base})])[k]
+    k, p = one_round("x", 1.0, 1.18)
     row = RowVerdict(key=k, verdict=Verdict.FALLBACK, reason="fallback marker")
     got = judge_paired(row, p, 0.03, "vtest", full=False, floor_us=0.3)
     assert got.verdict is Verdict.FALLBACK and not got.ab.within_floor

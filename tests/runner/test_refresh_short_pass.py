@@ -76,8 +76,9 @@ def _refresh(tmp_path: Path, work: Path, **kw):
     return refresh(cfg)
 
 
-def test_without_min_repeats_the_op_a_cut_pass_missed_is_left_out(tmp_path, work):
-    out = _refresh(tmp_path, work)
+@pytest.mark.parametrize("kw", [{}, {"min_repeats": 2}], ids=["without", "too_few_finished"])
+def test_without_min_repeats_or_too_few_finished_passes_the_op_is_left_out(tmp_path, work, kw):
+    out = _refresh(tmp_path, work, **kw)
     assert out.manifest.ops == ["main/a", "main/b"]
     assert out.excluded == {"main/c": "replay pass 2 left no result.json"}
     assert "short" not in out.manifest.summary
@@ -109,11 +110,6 @@ def test_a_pass_that_ran_the_op_and_failed_still_keeps_it_out(tmp_path):
     assert "main/c" not in out.manifest.ops
     assert out.excluded == {"main/c": "replay pass 2 left no result.json"}
     assert "short" not in out.manifest.summary
-
-
-def test_too_few_finished_passes_leave_the_op_out(tmp_path, work):
-    out = _refresh(tmp_path, work, min_repeats=2)
-    assert out.excluded == {"main/c": "replay pass 2 left no result.json"}
 
 
 def test_the_span_ends_at_the_last_stamped_end_when_the_last_pass_was_cut(tmp_path, work):
