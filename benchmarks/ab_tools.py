@@ -84,18 +84,18 @@ def _pct(q: list[float], p: float) -> float:
 def aa(gates: list[Path]) -> None:
     """Every A/B row of A/A gates: |paired change| quantiles, and per threshold the
     false alarms (rows slower than it) over all gates."""
-    changes, screen, single, judged = [], [], [], []
+    screen, single, judged = [], [], []
     for g in gates:
         v = load_json_model(g / "verdict.json", GateVerdict)
         ab = v.ab
         print(f"{g}: {v.summary}; A/B {ab.mode if ab else 'none'} {ab.seconds if ab else ''}")
         for r in v.rows:
             if r.ab is not None and r.ab.change is not None:
-                changes.append(r.ab.change)
                 judged.append(r)
                 single += [abs(1 / x - 1) for x in r.ab.round_ratios]
                 if r.judged_change is not None:
                     screen.append(r.judged_change)
+    changes = [r.ab.change for r in judged]
     if not changes:
         raise SystemExit("no A/B rows: run the A/A gates with --full-ab")
     q = sorted(abs(c) for c in changes)
@@ -130,15 +130,21 @@ def floor_grid(judged: list[RowVerdict]) -> None:
     own ``judge_paired`` (each row's A/B re-judged; its delta recomputed from its
     rounds for verdicts written before the floor existed)."""
     print("false alarms (REGRESSION vs the base) by threshold x floor (µs): " + str(FLOORS))
+    pairs = [  # once per row: the row as a plain PASS, its A/B with its delta
+        (
+            r.model_copy(update={"verdict": Verdict.PASS}),
+            r.ab.model_copy(update={"delta_us": paired_delta_us(r.ab.pr_us, r.ab.base_us)}),
+        )
+        for r in judged
+    ]
     for t in (0.02, 0.025, 0.03, 0.04, 0.05, 0.055):
-        counts = []
-        for floor in FLOORS:
-            n = 0
-            for r in judged:
-                p = r.ab.model_copy(update={"delta_us": paired_delta_us(r.ab.pr_us, r.ab.base_us)})
-                row = r.model_copy(update={"verdict": Verdict.PASS})
-                n += judge_paired(row, p, t, "v", False, floor).verdict is Verdict.REGRESSION
-            counts.append(n)
+        counts = [
+            sum(
+                judge_paired(row, p, t, "v", False, floor).verdict is Verdict.REGRESSION
+                for row, p in pairs
+            )
+            for floor in FLOORS
+        ]
         print(f"  t {t:.3f}: " + " ".join(f"{c:4d}" for c in counts))
 
 
