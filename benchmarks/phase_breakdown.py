@@ -14,7 +14,9 @@ upstream bookkeeping) is "body other". What runs after an op's last test and
 before its END marker is "op end: <plugin>" per op-end hook (codegen: its index
 and the SASS disassembly; ttgir, autotune, devices) and "op end: other" (the
 rest; timings.json written by a phases plugin that records it). One markdown
-table per dir.
+table per dir. With ``--gpu-share N`` the processes of one GPU overlap, so the
+phases add up to more than the wall; "gpu wait" is the time a side waited for the
+GPU's turn while another process timed.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ from pathlib import Path
 from zlbench.models import BatchInfo, load_codegen_index, load_json_model
 from zlbench.models.timings import TIMINGS_JSON, OpTimings
 
-SIDE = ("first_call_s", "warmup_s", "capture_s", "replays_s", "sync_s", "other_s")
+SIDE = ("first_call_s", "warmup_s", "capture_s", "replays_s", "sync_s", "other_s", "gpu_wait_s")
 
 
 def batch_wall(batch: Path) -> float:

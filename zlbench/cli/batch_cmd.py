@@ -69,7 +69,7 @@ def parse_sweep_gpus(text: str | None, settings: Settings) -> list[str]:
 
 
 def add_replay_speed_options(p) -> None:
-    """--precompile-jobs, --warmup-ms, --replays, --phase-timings (a replay's speed and
+    """--precompile-jobs, --gpu-share, --warmup-ms, --replays, --phase-timings (a replay's speed and
     where it goes, docs/screening.md),
     read by :func:`measure_pytest_args`. Shared by ``batch``, ``baseline refresh`` and
     ``gate`` (``p``: a parser or an argument group)."""
@@ -81,6 +81,15 @@ def add_replay_speed_options(p) -> None:
         help="replay: compile the recorded kernels with N CPU processes into a triton "
         "cache every benchmark process shares, before the GPU starts (default 0: off; "
         "docs/screening.md)",
+    )
+    p.add_argument(
+        "--gpu-share",
+        type=int,
+        default=1,
+        metavar="N",
+        help="N benchmark processes per GPU: each overlaps its start-up, Python and "
+        "first calls with another's timing, and times only in the GPU's turn "
+        "(default 1; docs/screening.md: sharing a GPU)",
     )
     p.add_argument(
         "--warmup-ms",
@@ -281,6 +290,7 @@ def config_from_args(args, settings: Settings):
         sweep_gpus=parse_sweep_gpus(args.sweep_gpus, settings),
         durations=load_durations(args.costs) if args.costs else {},
         precompile_jobs=max(0, args.precompile_jobs),
+        gpu_share=args.gpu_share,
         extra_pytest_args=measure_pytest_args(args),
     )
 

@@ -48,6 +48,7 @@ RULES: dict[str, Range] = {
     "per_process": AT_LEAST_1,
     "max_retries": AT_LEAST_0,
     "precompile_jobs": AT_LEAST_0,
+    "gpu_share": Range(1, high=8, note="benchmark processes per GPU"),
     "warmup_ms": AT_LEAST_0,
     "replays": AT_LEAST_1,
     "target_wall": POSITIVE,

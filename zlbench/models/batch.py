@@ -158,6 +158,7 @@ class BatchInfo(_Model):
     shard: str | None = None  # "K/N"
     gpus: list[str] = Field(default_factory=list)
     per_process: int | None = None
+    gpu_share: int = 1  # benchmark processes per GPU, timing in turns (--gpu-share)
     op_timeout_s: float | None = None
     max_retries: int = 2
     resume: bool = False

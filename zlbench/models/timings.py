@@ -25,6 +25,8 @@ class SidePhases(_Model):
     replays_s: float = 0.0  # the timed graph replays
     sync_s: float = 0.0  # device synchronizations between the phases
     other_s: float = 0.0  # the rest of the measurement (plain fallback, bookkeeping)
+    # waiting for the GPU's turn (--gpu-share N: another process of the GPU timing)
+    gpu_wait_s: float = 0.0
 
 
 class OpTimings(_Model):

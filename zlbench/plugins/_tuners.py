@@ -4,7 +4,8 @@ Why: record/replay (``autotune``), the TTGIR dump (``ttgir``) and the sweep
 shards all need to see, for every tuned kernel launch, its tuning key, the
 config it ran and the configs it benchmarked; and replay must decide the config
 before the tuner does. Triton and FlagGems offer no hook for that, so this
-module wraps ``run`` (and counts ``_bench`` calls) in one place, behind an
+module wraps ``run`` (and counts ``_bench`` calls, each one config timed inside the
+GPU's turn when the GPU is shared: :mod:`zlbench.protocol.turn`) in one place, behind an
 :func:`install` / :func:`uninstall` pair. Policy (what to record, what to pin,
 which marker to print) lives in the handler that :func:`install` receives.
 
@@ -32,6 +33,8 @@ from typing import Any, Protocol
 
 import triton
 from triton.runtime.autotuner import Autotuner
+
+from zlbench.protocol.turn import process_turn
 
 
 @dataclass
@@ -296,7 +299,8 @@ def _wrap_bench(orig: Callable) -> Callable:
         _BENCH_CALLS[0] += 1
         kid = kernel_id(self)
         _BENCHED[kid] = _BENCHED.get(kid, 0) + 1
-        return orig(self, *args, **kwargs)
+        with process_turn().hold():  # one config timed: the GPU's turn (protocol.turn)
+            return orig(self, *args, **kwargs)
 
     _bench.__wrapped__ = orig
     return _bench

@@ -19,7 +19,8 @@ one must know which part is long. Recorded, in wall-clock seconds:
   discarded first call (JIT compile, autotune, lazy init), eager warmup, graph
   capture, timed replays and synchronizations, split into the reference side
   (upstream's ``latency_base``: the torch op) and the measured side
-  (``latency``: FlagGems). The side is read from upstream's ``Benchmark.run``
+  (``latency``: FlagGems), and the wait for the GPU's turn when the GPU is shared
+  (``--gpu-share``). The side is read from upstream's ``Benchmark.run``
   frame: a measurement made while its ``metric.latency_base`` is still unset is
   the reference one.
 """
@@ -37,6 +38,7 @@ import pytest
 from zlbench.models import dump_json_model
 from zlbench.models.timings import TIMINGS_JSON, OpTimings, SidePhases
 from zlbench.plugins import state, timing
+from zlbench.protocol.turn import process_turn
 
 
 def process_start_time() -> float | None:
@@ -88,6 +90,7 @@ def _total(side: SidePhases) -> float:
         + side.replays_s
         + side.sync_s
         + side.other_s
+        + side.gpu_wait_s
     )
 
 
@@ -146,21 +149,24 @@ class Phases:
         side = op.torch if reference_side(sys._getframe(1)) else op.gems
         side.calls += 1
         first = [True]
+        turn = process_turn()
 
         def observed() -> Any:
             if not first[0]:
                 return fn()
             first[0] = False
-            t0 = time.perf_counter()
+            t0, waited = time.perf_counter(), turn.waited_s
             try:
                 return fn()
-            finally:
-                side.first_call_s += time.perf_counter() - t0
+            finally:  # an autotune sweep's waits for the turn are gpu_wait_s
+                spent = time.perf_counter() - t0 - (turn.waited_s - waited)
+                side.first_call_s += spent
 
-        t0, before = time.perf_counter(), _total(side)
+        t0, before, waited = time.perf_counter(), _total(side), turn.waited_s
         try:
             return self.measure(observed, _TimedBackend(backend, side), settings, **kw)
         finally:
+            side.gpu_wait_s += turn.waited_s - waited
             inner = _total(side) - before
             side.other_s += max(0.0, time.perf_counter() - t0 - inner)
 

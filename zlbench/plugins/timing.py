@@ -35,6 +35,7 @@ from zlbench.plugins import state
 from zlbench.plugins.timing_backends import Backend, CpuBackend, CudaBackend, summarize
 from zlbench.protocol import options
 from zlbench.protocol.faults import is_device_fault, reason_text
+from zlbench.protocol.turn import GpuTurn, process_turn
 
 MIN_WARM_CALLS = 5
 MAX_WARM_CALLS = 200
@@ -72,8 +73,15 @@ def measure(
     grad_to_none: Any = None,
     quantiles: Any = None,
     return_mode: str = "mean",
+    turn: GpuTurn | None = None,
 ) -> Any:
-    """Time ``fn`` with a CUDA graph; fall back to plain timing with a marker."""
+    """Time ``fn`` with a CUDA graph; fall back to plain timing with a marker.
+
+    The discarded first call runs outside the GPU's turn (its compiling, loading and
+    lazy init overlap with another process's timing when the GPU is shared,
+    docs/screening.md); warmup, capture and replays (or the plain fallback) inside it.
+    An autotune sweep in the first call takes the turn for each config it times
+    (:mod:`zlbench.plugins._tuners`)."""
 
     def call() -> Any:
         if grad_to_none is not None:
@@ -84,26 +92,27 @@ def measure(
     # Discarded: autotune sweep, JIT compile. Its failure is the function's own
     # (plain do_bench would fail the same way), so it is not a graph fallback.
     call()
-    phase = "warmup"
-    try:
-        est = backend.time_eager(call, 1)
-        est = backend.time_eager(call, warm_calls(settings.warmup_ms, est))
-        phase = "sync"
-        backend.synchronize()
-        n = graph_calls(rep_ms, est)
-        phase = "capture"
-        graph = backend.capture(call, n)
-        phase = "sync"
-        backend.synchronize()
-        times = [backend.replay_ms(graph) / n for _ in range(max(1, settings.replays))]
-    except Exception as exc:  # noqa: BLE001 - classified right below
-        if is_device_fault(exc):
-            raise
-        state.emit_marker(
-            Marker(kind=MarkerKind.NO_CUDAGRAPH, phase=phase, reason=reason_text(exc))
-        )
-        kw = {"grad_to_none": grad_to_none, "quantiles": quantiles, "return_mode": return_mode}
-        return backend.plain(fn, rep_ms, settings.warmup_ms, **kw)
+    with (turn or process_turn()).hold():
+        phase = "warmup"
+        try:
+            est = backend.time_eager(call, 1)
+            est = backend.time_eager(call, warm_calls(settings.warmup_ms, est))
+            phase = "sync"
+            backend.synchronize()
+            n = graph_calls(rep_ms, est)
+            phase = "capture"
+            graph = backend.capture(call, n)
+            phase = "sync"
+            backend.synchronize()
+            times = [backend.replay_ms(graph) / n for _ in range(max(1, settings.replays))]
+        except Exception as exc:  # noqa: BLE001 - classified right below
+            if is_device_fault(exc):
+                raise
+            state.emit_marker(
+                Marker(kind=MarkerKind.NO_CUDAGRAPH, phase=phase, reason=reason_text(exc))
+            )
+            kw = {"grad_to_none": grad_to_none, "quantiles": quantiles, "return_mode": return_mode}
+            return backend.plain(fn, rep_ms, settings.warmup_ms, **kw)
     return summarize(times, quantiles, return_mode)
 
 
@@ -136,8 +145,9 @@ def install(backend_name: str, settings: TimingSettings) -> None:
 
     def timed(caller, upstream, fn, *before_rep, rep, grad_to_none, quantiles, return_mode):
         """Measure calls made by a benchmark; hand any other caller to ``upstream``."""
-        if not _called_from_benchmark(caller):
-            return upstream(fn, *before_rep, rep, grad_to_none, quantiles, return_mode)
+        if not _called_from_benchmark(caller):  # an autotuner's timing: the GPU's turn too
+            with process_turn().hold():
+                return upstream(fn, *before_rep, rep, grad_to_none, quantiles, return_mode)
         return measure(
             fn, backend, settings, rep_ms=rep, grad_to_none=grad_to_none,
             quantiles=quantiles, return_mode=return_mode,

@@ -38,6 +38,7 @@ OPS_STATUS = "ops_status.csv"
 SUMMARY_CSV = "summary.csv"
 BATCH_JSON = "batch.json"
 ATTEMPTS_DIR = ".attempts"
+GPU_TURNS_CSV = "gpu_turns.csv"  # --gpu-share N: every timed turn (protocol.turn)
 
 # ------------------------------------------------------------------ a gate dir
 RESULTS_DIR = "results"  # the measured batch

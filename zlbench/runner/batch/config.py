@@ -90,6 +90,9 @@ class BatchConfig:
     # this many CPU processes into one triton cache the batch's processes share,
     # before the GPU starts (runner.precompile); 0 = off, each process compiles.
     precompile_jobs: int = 0
+    # Benchmark processes per GPU; > 1: they overlap everything but their timing, which
+    # takes the GPU's turn (zlbench.protocol.turn, docs/screening.md "Sharing a GPU").
+    gpu_share: int = 1
 
 
 @dataclass

@@ -51,6 +51,8 @@ def run_batch(config: BatchConfig) -> BatchOutcome:
         raise ZlbenchError(f"replay root not found: {config.replay_root}")
     if not config.gpus:
         raise ZlbenchError("no GPU to run on (empty GPU list)")
+    if config.gpu_share < 1:
+        raise ZlbenchError(f"gpu_share {config.gpu_share}: must be at least 1")
     if config.sweep_gpus and config.replay_root is None:
         config = sweep_batch_config(config)
     out_dir = claim_batch_dir(Path(config.out_dir), config.resume)

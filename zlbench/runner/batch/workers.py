@@ -1,7 +1,9 @@
 """The stateful half of a batch: worker threads, attempts, ops_status.csv, progress.
 
 :func:`zlbench.runner.batch.run.run_batch` validates and plans; :class:`BatchRun`
-executes. One thread per GPU; everything shared (final statuses, the CSV, the
+executes. One thread per GPU (per process slot of a GPU with ``gpu_share`` > 1, each
+slot's processes taking the GPU's turn around their timing: :mod:`zlbench.protocol.turn`);
+everything shared (final statuses, the CSV, the
 progress stream) is behind one lock, and ops_status.csv is rewritten atomically
 each time an op becomes final, so a killed batch leaves a complete, valid file.
 """
@@ -11,6 +13,7 @@ from __future__ import annotations
 import ctypes
 import os
 import socket
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -19,7 +22,8 @@ from zlbench import __version__
 from zlbench.errors import ZlbenchError
 from zlbench.gate.baselines import sha256_file
 from zlbench.models import BatchInfo, DismissedOp, OpStatus, RunResult, RunStatus, WorkerPlan
-from zlbench.protocol.layout import COMPLETE, op_key
+from zlbench.protocol.layout import COMPLETE, GPU_TURNS_CSV, op_key
+from zlbench.protocol.turn import GPU_TURN_LOG_VAR, GPU_TURN_VAR, TURN_LOG_HEADER
 from zlbench.runner.batch import progress
 from zlbench.runner.batch.attempts import (
     OpAttempts,
@@ -54,6 +58,7 @@ from zlbench.runner.batch.systemic import (
     run_signature,
     systemic_failures,
 )
+from zlbench.runner.batch.turns import parse_turns, summarize_turns, turns_lines
 from zlbench.runner.catalog.select import OpSelection, SelectedOp
 
 
@@ -73,6 +78,8 @@ class BatchRun:
         self.systemic = SystemicTracker()
         self.budget_s = config.budget_s  # or derived from the durations in _resume
         self.costs = costs  # the selection's expected seconds (plan.selection_costs)
+        self.slot_gpu = slot_gpus(config.gpus, config.gpu_share)  # worker slot -> its GPU
+        self.turn_dir: str | None = None  # the GPUs' turn files (gpu_share > 1)
 
     # ------------------------------------------------------------------ setup
 
@@ -90,7 +97,16 @@ class BatchRun:
             self._say(f"batch: time budget {progress.fmt_seconds(self.budget_s)}")
         with self.lock:
             write_ops_status(self.out, self.final.values())
-        self._run_workers(todo)
+        if self.config.gpu_share > 1:
+            log = self.out / GPU_TURNS_CSV
+            if not log.is_file():
+                log.write_text(TURN_LOG_HEADER + "\n", encoding="utf-8")
+            with tempfile.TemporaryDirectory(prefix="zl-gpu-turn-") as turns:
+                self.turn_dir = turns
+                self._say(f"batch: {self.config.gpu_share} processes per GPU, timing in turns")
+                self._run_workers(todo)
+        else:
+            self._run_workers(todo)
         statuses = sorted(self.final.values(), key=lambda s: (s.repo, s.run_name))
         rows, info = write_final_files(self.out, statuses, info)
         info.systemic = systemic_failures(statuses)
@@ -99,6 +115,8 @@ class BatchRun:
         write_batch_info(self.out, info)
         wall = time.monotonic() - self.t0
         self._say(progress.count_table(statuses, rows, wall))
+        for line in self._turn_lines(wall):
+            self._say(line)
         for line in progress.ending_lines(statuses, info.systemic):
             self._say(line)
         code = exit_code(statuses, rows)
@@ -126,6 +144,7 @@ class BatchRun:
             shard=f"{c.shard[0]}/{c.shard[1]}" if c.shard else None,
             gpus=list(c.gpus),
             per_process=c.per_process,
+            gpu_share=c.gpu_share,
             op_timeout_s=c.op_timeout_s,
             max_retries=c.max_retries,
             budget_s=c.budget_s,
@@ -157,12 +176,15 @@ class BatchRun:
     def _resume(self, previous: dict[str, OpStatus]) -> dict[str, list[OpAttempts]]:
         """Tracks per GPU; with --resume, complete ops are kept and not run again."""
         todo: dict[str, list[OpAttempts]] = {}
-        dealt = deal(self.selection, self.config.gpus, self.costs)
+        dealt = deal(self.selection, list(self.slot_gpu), self.costs)
         if self.budget_s is None and self.config.budget_factor:
-            bins = [[o.key for o in ops] for ops in dealt.values()]
+            # from one process per GPU: the recorded durations were measured so, and
+            # a shared GPU is never slower than that (an upper bound)
+            per_gpu = deal(self.selection, self.config.gpus, self.costs)
+            bins = [[o.key for o in ops] for ops in per_gpu.values()]
             factor, per = self.config.budget_factor, self.config.per_process
             self.budget_s = budget_seconds(self.costs, bins, factor, per)
-        for gpu, ops in dealt.items():
+        for slot, ops in dealt.items():
             tracks = []
             for op in ops:
                 run_dir = self.out / op.repo / op.run_name
@@ -173,9 +195,10 @@ class BatchRun:
                 base = baseline_rows(self.config.replay_root, op.repo, op.run_name)
                 dtypes = first_dtypes(tuple(self.config.dtypes), row_dtypes(base))
                 expected = len(base) if base is not None else None
+                gpu = self.slot_gpu[slot]
                 tracks.append(OpAttempts(op, run_dir, gpu, dtypes, expected_rows=expected))
             if tracks:
-                todo[gpu] = tracks
+                todo[slot] = tracks
         if self.config.resume and self.final:
             self._say(f"resume: {len(self.final)} op(s) already complete or left out")
         return todo
@@ -218,27 +241,28 @@ class BatchRun:
         if self.errors:
             raise self.errors[0]
 
-    def _guarded(self, gpu: str, tracks: list[OpAttempts]) -> None:
+    def _guarded(self, slot: str, tracks: list[OpAttempts]) -> None:
         try:
-            self._worker(gpu, tracks)
+            self._worker(slot, tracks)
         except BaseException as e:  # re-raised by the main thread
             self.errors.append(e)
         finally:
             self.running.discard(threading.current_thread().name)
 
-    def _worker(self, gpu: str, tracks: list[OpAttempts]) -> None:
+    def _worker(self, slot: str, tracks: list[OpAttempts]) -> None:
         pending = tracks
         while pending:
             for repo in dict.fromkeys(t.sel.repo for t in pending):
-                self._run_pass(gpu, [t for t in pending if t.sel.repo == repo])
+                self._run_pass(slot, [t for t in pending if t.sel.repo == repo])
             pending = [t for t in pending if t.next is not None]
             for t in pending:
                 label = f"{len(t.attempts)}"
                 archive_run_dir(self.out, t.run_dir, t.sel.repo, t.sel.run_name, label)
                 t.dtypes, t.kind, t.next = t.next.dtypes, t.next.kind, None
 
-    def _run_pass(self, gpu: str, tracks: list[OpAttempts]) -> None:
+    def _run_pass(self, slot: str, tracks: list[OpAttempts]) -> None:
         c = self.config
+        gpu = self.slot_gpu[slot]
         by_name = {t.sel.run_name: t for t in tracks}
         seen: set[str] = set()
 
@@ -250,6 +274,9 @@ class BatchRun:
         env = dict(c.env if c.env is not None else _environ())
         if gpu:
             env["CUDA_VISIBLE_DEVICES"] = gpu
+        if self.turn_dir is not None:  # this GPU's turn, shared by its slots
+            env[GPU_TURN_VAR] = str(Path(self.turn_dir) / f"gpu-{gpu or 'default'}.lock")
+            env[GPU_TURN_LOG_VAR] = str(self.out / GPU_TURNS_CSV)
         # FlagGems' tuning space, explicit and recorded (Environment.use_flagtune)
         env[FLAGTUNE_VAR] = c.use_flagtune or env.get(FLAGTUNE_VAR) or DEFAULT_FLAGTUNE
         extra = {"extra_pytest_args": list(c.extra_pytest_args)} if c.extra_pytest_args else {}
@@ -267,21 +294,21 @@ class BatchRun:
                 **extra,
             )
         except Exception as e:  # a runner bug: one op fails with it, the batch goes on
-            self._internal_error(gpu, [t for t in tracks if t.sel.run_name not in seen], e)
+            self._internal_error(slot, [t for t in tracks if t.sel.run_name not in seen], e)
             return
         for entry, status in zip(plan.entries, statuses, strict=False):
             if entry.run_name not in seen:  # the executor did not call back
                 track = by_name[entry.run_name]
                 self._attempt_done(track, status, load_run(track.run_dir))
 
-    def _internal_error(self, gpu: str, undecided: list[OpAttempts], exc: Exception) -> None:
+    def _internal_error(self, slot: str, undecided: list[OpAttempts], exc: Exception) -> None:
         """The first op not decided when the runner failed is ERROR; the rest run on."""
         if not undecided:
             return
         first, rest = undecided[0], undecided[1:]
-        self._attempt_done(first, internal_error_status(first, gpu, exc), None)
+        self._attempt_done(first, internal_error_status(first, self.slot_gpu[slot], exc), None)
         if rest:
-            self._run_pass(gpu, rest)
+            self._run_pass(slot, rest)
 
     def _attempt_done(self, track: OpAttempts, status: OpStatus, result: RunResult | None) -> None:
         unsupported = status.status in (RunStatus.FAIL, RunStatus.CRASH) and said_unsupported(
@@ -318,6 +345,15 @@ class BatchRun:
             elapsed = time.monotonic() - self.t0
             self._say_locked(progress.done_line(final, self.done, self.total, elapsed))
 
+    def _turn_lines(self, wall: float) -> list[str]:
+        """Per GPU of a shared batch: how much of the wall some process was timing."""
+        path = self.out / GPU_TURNS_CSV
+        if self.config.gpu_share <= 1 or not path.is_file():
+            return []
+        since = time.time() - wall  # this run's turns (--resume appends to the file)
+        turns = [t for t in parse_turns(path.read_text("utf-8")) if t.start >= since]
+        return turns_lines(summarize_turns(turns), wall)
+
     def _spent(self) -> bool:
         """The time budget is spent: no more retries."""
         budget = self.budget_s
@@ -346,6 +382,14 @@ def check_resumable(old: BatchInfo | None, new: BatchInfo, out: Path) -> None:
             raise ZlbenchError(
                 f"cannot resume {out}: it was run with {name}={a!r}, this run asks {b!r}"
             )
+
+
+def slot_gpus(gpus: list[str], share: int) -> dict[str, str]:
+    """Worker slots and their GPU: the GPUs themselves, or ``share`` slots per GPU
+    (``"0/1"``, ``"0/2"``, ...; ``"/1"`` for the unnamed GPU ``""``)."""
+    if share <= 1:
+        return {g: g for g in gpus}
+    return {f"{g}/{i}": g for g in gpus for i in range(1, share + 1)}
 
 
 def _interrupt(threads: list[threading.Thread], running: set[str], wait_s: float = 15.0) -> None:

@@ -1,0 +1,124 @@
+"""One GPU shared by several benchmark processes: only one of them times at a time.
+
+``zlbench batch --gpu-share N`` runs N pytest processes per GPU (docs/screening.md,
+"Sharing a GPU"). What a process does outside timing (start-up and imports,
+collection, the benchmark's own Python, first calls that load kernels, op-end
+records) then overlaps with another process's timing; the timing itself must not
+overlap, or each process would measure the other's kernels too. So every
+process of a shared GPU takes that GPU's **turn** around each timed region: an
+exclusive ``flock`` on a file the runner names in ``$ZLBENCH_GPU_TURN`` (one file
+per GPU). Unset: no turn is taken (one process per GPU, as without sharing).
+
+* Re-entrant within a process: only the outermost :meth:`GpuTurn.hold` locks and
+  unlocks (an autotune sweep inside a measurement does not deadlock, nor release
+  the outer turn early).
+* The kernel drops a flock when its process dies, so a crashed, killed or timed-out
+  op never blocks the other processes of its GPU.
+* The seconds spent waiting are counted (:attr:`GpuTurn.waited_s`), so a time
+  breakdown can tell waiting from working.
+* Each turn taken is one line of the CSV named by ``$ZLBENCH_GPU_TURN_LOG`` (the
+  batch's ``gpu_turns.csv``): ``gpu,pid,start,end,wait_s`` (epoch seconds), one
+  ``O_APPEND`` write per line, so the processes never interleave within a line. The
+  runner sums it per GPU (:mod:`zlbench.runner.batch.turns`): how much of the wall
+  some process was timing, and that no two turns of one GPU overlapped.
+
+Stdlib only (``fcntl``): imported by the plugins, named by the runner.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from collections.abc import Iterator
+
+GPU_TURN_VAR = "ZLBENCH_GPU_TURN"
+GPU_TURN_LOG_VAR = "ZLBENCH_GPU_TURN_LOG"
+TURN_LOG_HEADER = "gpu,pid,start,end,wait_s"
+
+
+class GpuTurn:
+    """The turn of one GPU, on the lock file ``path`` (None: a no-op turn)."""
+
+    def __init__(self, path: str | None, log: str | None = None, gpu: str = "") -> None:
+        self.path = path or None
+        self.log, self.gpu = log or None, gpu
+        self.depth = 0
+        self.waited_s = 0.0
+        self.taken = 0  # outermost holds so far
+        self._fd: int | None = None
+
+    @contextlib.contextmanager
+    def hold(self) -> Iterator[None]:
+        if self.path is None or self.depth:
+            self.depth += 1
+            try:
+                yield
+            finally:
+                self.depth -= 1
+            return
+        import fcntl
+
+        asked = time.time()
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o666)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        except BaseException:
+            os.close(fd)
+            raise
+        start = time.time()
+        self.waited_s += start - asked
+        self.taken += 1
+        self._fd, self.depth = fd, 1
+        try:
+            yield
+        finally:
+            self.depth, self._fd = 0, None
+            end = time.time()
+            try:
+                fcntl.flock(fd, fcntl.LOCK_UN)
+            finally:
+                os.close(fd)
+            self._log(start, end, start - asked)
+
+    def _log(self, start: float, end: float, wait: float) -> None:
+        if self.log is None:
+            return
+        line = f"{self.gpu},{os.getpid()},{start:.6f},{end:.6f},{wait:.6f}\n".encode()
+        try:
+            fd = os.open(self.log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
+            try:
+                os.write(fd, line)
+            finally:
+                os.close(fd)
+        except OSError:  # the log is a diagnostic; timing goes on without it
+            self.log = None
+
+
+_TURN: GpuTurn | None = None
+
+
+def process_turn() -> GpuTurn:
+    """This process's turn, from ``$ZLBENCH_GPU_TURN`` (read once)."""
+    global _TURN
+    if _TURN is None:
+        env = os.environ
+        gpu = env.get("CUDA_VISIBLE_DEVICES", "")
+        _TURN = GpuTurn(env.get(GPU_TURN_VAR), env.get(GPU_TURN_LOG_VAR), gpu)
+    return _TURN
+
+
+def reset_process_turn() -> None:
+    """Forget the turn read from the environment (tests; a plugin's unconfigure)."""
+    global _TURN
+    _TURN = None
+
+
+__all__ = [
+    "GPU_TURN_LOG_VAR",
+    "GPU_TURN_VAR",
+    "TURN_LOG_HEADER",
+    "GpuTurn",
+    "process_turn",
+    "reset_process_turn",
+]
