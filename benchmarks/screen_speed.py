@@ -7,7 +7,11 @@ Each DIR is a batch dir that holds ``wall_s`` (the wall seconds of the whole
 ``summary.csv``. Per label: rows measured (SUCCESS rows of summary.csv), wall time,
 rows per GPU-minute (rows / wall minutes: the GPU is held for the whole command),
 and the A/A noise between its two runs: |speedup_2 / speedup_1 - 1| per row present
-in both, as median and p90. Prints one markdown table (docs/measurements.md).
+in both, as median and p90. Prints one markdown table (docs/measurements.md), then a
+second one comparing every other label with the first (the old path): the FlagGems
+latency of its run i against the first label's run i (|lat / lat_first - 1|, median
+and p90: the two paths measure the same thing) and its rows per GPU-minute as a
+multiple of the first label's (mean over runs).
 Optional: a ``timings.json`` per run dir (``--phase-timings``) is summed by
 benchmarks/phase_breakdown.py, not here.
 """
@@ -20,14 +24,14 @@ import sys
 from pathlib import Path
 
 
-def rows_of(batch: Path) -> dict[tuple[str, str, str, str, str], float]:
-    """(repo, run_name, dtype, shape, occurrence) -> speedup of each SUCCESS row."""
+def rows_of(batch: Path, column: str = "speedup") -> dict[tuple[str, str, str, str, str], float]:
+    """(repo, run_name, dtype, shape, occurrence) -> ``column`` of each SUCCESS row."""
     out = {}
     with open(batch / "summary.csv", newline="", encoding="utf-8") as f:
         for r in csv.DictReader(f):
-            if r["status"] == "SUCCESS" and r["speedup"]:
+            if r["status"] == "SUCCESS" and r[column]:
                 key = (r["repo"], r["run_name"], r["dtype"], r["shape"], r["occurrence"])
-                out[key] = float(r["speedup"])
+                out[key] = float(r[column])
     return out
 
 
@@ -54,15 +58,42 @@ def line(label: str, dirs: list[Path]) -> str:
     return f"| {label} | {rows[0]} | {walls_txt} | {rate_txt} | {med:.2%} | {p90:.2%} | {n} |"
 
 
+def rate(batch: Path) -> float:
+    return len(rows_of(batch)) / (wall_of(batch) / 60)
+
+
+def versus(label: str, dirs: list[Path], first: list[Path]) -> str:
+    """``label``'s runs against the first label's, run i with run i."""
+    devs = []
+    for a, b in zip(first, dirs, strict=False):
+        lat_a, lat_b = rows_of(a, "latency_ms"), rows_of(b, "latency_ms")
+        devs += [abs(lat_b[k] / lat_a[k] - 1) for k in set(lat_a) & set(lat_b) if lat_a[k] > 0]
+    devs.sort()
+    med = statistics.median(devs) if devs else float("nan")
+    p90 = devs[min(len(devs) - 1, int(0.9 * (len(devs) - 1) + 0.5))] if devs else float("nan")
+    gain = statistics.fmean(rate(d) for d in dirs) / statistics.fmean(rate(d) for d in first)
+    return f"| {label} | {gain:.2f}x | {med:.2%} | {p90:.2%} | {len(devs)} |"
+
+
 def main(argv: list[str]) -> int:
     if not argv:
         print(__doc__, file=sys.stderr)
         return 2
     print("| path | rows | wall s (run 1 / 2) | rows/GPU-min | A/A median | A/A p90 | compared |")
     print("|---|---:|---:|---:|---:|---:|---:|")
+    runs = []
     for arg in argv:
         label, _, dirs = arg.partition("=")
-        print(line(label, [Path(d) for d in dirs.split(",")]))
+        runs.append((label, [Path(d) for d in dirs.split(",")]))
+        print(line(*runs[-1]))
+    if len(runs) > 1:
+        first_label, first = runs[0]
+        print()
+        print(f"| path | rows/GPU-min vs {first_label} | FlagGems latency vs {first_label}: "
+              "median | p90 | compared |")  # fmt: skip
+        print("|---|---:|---:|---:|---:|")
+        for label, dirs in runs[1:]:
+            print(versus(label, dirs, first))
     return 0
 
 

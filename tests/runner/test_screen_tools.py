@@ -58,3 +58,14 @@ def test_phase_breakdown_sums_the_ops_of_a_batch(tmp_path):
     assert totals["torch: first call"] == 2.0 and totals["gems: warmup"] == 0.6
     assert abs(totals["body other"] - 2 * (3.0 - 2.0)) < 1e-9
     assert "| process start + imports | 14.0 | 47% |" in pb.render(batch)
+
+
+def test_screen_speed_compares_each_path_with_the_first(tmp_path):
+    speed = _load("screen_speed")
+    old = [_batch(tmp_path / f"old{i}", [1.0, 2.0, 4.0, 1.0], 120) for i in (1, 2)]
+    new = [_batch(tmp_path / f"new{i}", [1.0, 2.0, 4.0, 1.0], 40) for i in (1, 2)]
+    for run in new:  # the new path's FlagGems latency of op0 5 % slower in both runs
+        text = (run / "summary.csv").read_text().replace(",1.0,1.0,1.0\n", ",1.0,1.05,1.0\n", 1)
+        (run / "summary.csv").write_text(text)
+    line = speed.versus("new", new, old)
+    assert line == "| new | 3.00x | 0.00% | 5.00% | 8 |"

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# The full-inventory screen in record mode, as the seed ran it, across device calls
+# (issue 13 item 6; docs/screening.md, numbers in docs/measurements.md):
+#
+#   benchmarks/gpu_full_screen.sh STAGE...
+#
+# Stages:
+#   run S      `zlbench batch --all` (each op's own dtypes, $SHAPES) on $GPUS with
+#              --gpu-share $SHARE, --resume into $FULL; stopped with SIGINT after S
+#              seconds (complete ops are kept, the ones in flight run again on resume)
+#   restore F  unpack a tarball written by `pack` into $FULL (a fresh machine resumes)
+#   pack       $OUT/full.tgz: batch.json, ops_status.csv, summary.csv, gpu_turns.csv and
+#              per op result.json, .complete and the last 200 lines of run.log (no
+#              codegen blobs, no TTGIR): what the screen's counts and the dismiss list
+#              need, and what --resume needs to skip the complete ops
+#
+# Needs $ZLBENCH_FLAGGEMS_DIR and zlbench importable. Env: FULL (runs/full-screen),
+# GPUS (0), SHARE (3), SHAPES (ops/shapes_single.yaml), OP_TIMEOUT (300), RETRIES (0: a failed op runs again on the next resume).
+set -uo pipefail
+FULL=${FULL:-runs/full-screen}
+GPUS=${GPUS:-0}
+SHARE=${SHARE:-3}
+SHAPES=${SHAPES:-ops/shapes_single.yaml}
+
+while [ $# -gt 0 ]; do
+  stage=$1
+  shift
+  echo "=== [$(date -u +%H:%M:%S)] stage $stage"
+  case $stage in
+    run)
+      secs=$1
+      shift
+      timeout -s INT -k 30 "$secs" python3 -m zlbench batch --all --shape-file "$SHAPES" \
+        --gpus "$GPUS" --gpu-share "$SHARE" --op-timeout "${OP_TIMEOUT:-300}" \
+        --max-retries "${RETRIES:-0}" --out "$FULL" --resume 2>&1 | tail -40
+      echo "rc=${PIPESTATUS[0]}"
+      ;;
+    restore)
+      mkdir -p "$FULL" && tar xzf "$1" -C "$FULL"
+      shift
+      ;;
+    pack)
+      python3 - "$FULL" "$OUT/full.tgz" <<'PY'
+import io, sys, tarfile
+from pathlib import Path
+full, dest = Path(sys.argv[1]), sys.argv[2]
+keep = ("batch.json", "ops_status.csv", "summary.csv", "gpu_turns.csv")
+with tarfile.open(dest, "w:gz") as tar:
+    for name in keep:
+        if (full / name).is_file():
+            tar.add(full / name, arcname=name)
+    for run in sorted(p.parent for p in full.glob("*/*/run.log")):
+        rel = run.relative_to(full)
+        for name in ("result.json", ".complete"):
+            if (run / name).is_file():
+                tar.add(run / name, arcname=str(rel / name))
+        tail = "".join((run / "run.log").read_text(errors="replace").splitlines(True)[-200:])
+        data = tail.encode()
+        info = tarfile.TarInfo(str(rel / "run.log"))
+        info.size = len(data)
+        tar.addfile(info, io.BytesIO(data))
+print(dest, Path(dest).stat().st_size, "bytes")
+PY
+      ;;
+    *) echo "unknown stage $stage"; exit 2 ;;
+  esac
+done
