@@ -1,0 +1,242 @@
+"""Timing inside the GPU's turn (``--gpu-share``): measure's discarded first call runs
+outside it, warmup, capture, replays and the plain fallback inside it; other callers
+of do_bench (an autotuner) take it too; the phases plugin books the waits for it as
+``gpu_wait_s``, never as first-call or other time."""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import threading
+
+import pytest
+
+from zlbench.models.timings import OpTimings
+from zlbench.plugins import timing
+from zlbench.plugins.phases import Phases
+from zlbench.plugins.timing import BENCH_METHOD, TimingSettings, measure
+from zlbench.plugins.timing_backends import CAPTURE_SYNC_ERROR
+from zlbench.protocol.turn import (
+    GPU_TURN_LOG_VAR,
+    GPU_TURN_VAR,
+    GpuTurn,
+    process_turn,
+    reset_process_turn,
+)
+
+
+def lock_is_taken(path) -> bool:
+    """Another open file description cannot take the flock now (flock conflicts
+    between separate opens even within one process)."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+    return False
+
+
+class TurnBackend:
+    """A timing backend that records the turn's depth at each call (and whether the
+    lock file is really locked); ``capture_error`` makes capture raise."""
+
+    def __init__(self, turn: GpuTurn, capture_error: Exception | None = None) -> None:
+        self.turn, self.capture_error = turn, capture_error
+        self.seen: list[tuple[str, int]] = []
+        self.locked: list[bool] = []
+
+    def _saw(self, what: str) -> None:
+        self.seen.append((what, self.turn.depth))
+        self.locked.append(lock_is_taken(self.turn.path))
+
+    def synchronize(self) -> None:
+        self._saw("sync")
+
+    def time_eager(self, fn, n):
+        self._saw("eager")
+        for _ in range(n):
+            fn()
+        return 0.01
+
+    def capture(self, fn, n):
+        self._saw("capture")
+        if self.capture_error is not None:
+            raise self.capture_error
+        fn()
+        return n
+
+    def replay_ms(self, graph):
+        self._saw("replay")
+        return 0.01 * graph
+
+    def plain(self, fn, rep_ms, warmup_ms, **kw):
+        self._saw("plain")
+        fn()
+        return 42.0
+
+
+@pytest.fixture
+def turn(tmp_path):
+    return GpuTurn(str(tmp_path / "gpu-0.lock"), log=str(tmp_path / "turns.csv"), gpu="0")
+
+
+@pytest.fixture
+def env_turn(tmp_path, monkeypatch):
+    """The process's turn (process_turn) on a tmp lock file."""
+    monkeypatch.setenv(GPU_TURN_VAR, str(tmp_path / "gpu-0.lock"))
+    monkeypatch.delenv(GPU_TURN_LOG_VAR, raising=False)
+    reset_process_turn()
+    yield process_turn()
+    reset_process_turn()
+
+
+def test_first_call_outside_the_turn_and_the_timing_inside_it(turn, capsys):
+    depths: list[int] = []
+    backend = TurnBackend(turn)
+    record = lambda: depths.append(turn.depth)  # noqa: E731
+    ms = measure(record, backend, TimingSettings(1.0, 3), rep_ms=1.0, turn=turn)
+    assert ms == pytest.approx(0.01)
+    assert depths[0] == 0  # the discarded first call: compile, load, overlapping others
+    assert len(depths) > 2 and set(depths[1:]) == {1}
+    kinds = [k for k, _ in backend.seen]
+    assert kinds.count("eager") == 2 and kinds.count("capture") == 1
+    assert kinds.count("replay") == 3 and "plain" not in kinds
+    assert all(depth == 1 for _, depth in backend.seen) and all(backend.locked)
+    assert turn.taken == 1 and turn.depth == 0 and not lock_is_taken(turn.path)
+    assert "BENCHMARK_DIRECT" not in capsys.readouterr().out
+
+
+def test_the_plain_fallback_runs_inside_the_turn_with_a_marker(turn, capsys):
+    depths: list[int] = []
+    backend = TurnBackend(turn, RuntimeError(CAPTURE_SYNC_ERROR))
+    record = lambda: depths.append(turn.depth)  # noqa: E731
+    ms = measure(record, backend, TimingSettings(1.0, 2), rep_ms=1.0, turn=turn)
+    assert ms == 42.0
+    assert backend.seen[-1] == ("plain", 1) and backend.locked[-1]
+    assert depths[0] == 0 and depths[-1] == 1  # plain's own call of fn: in the turn
+    assert turn.taken == 1 and turn.depth == 0 and not lock_is_taken(turn.path)
+    out = capsys.readouterr().out
+    assert "BENCHMARK_DIRECT_NO_CUDAGRAPH phase=capture reason=RuntimeError:CUDA_error:" in out
+
+
+def test_a_device_fault_leaves_the_turn_released(turn):
+    fault = RuntimeError("CUDA error: an illegal memory access was encountered")
+    backend = TurnBackend(turn, fault)
+    with pytest.raises(RuntimeError, match="illegal memory access"):
+        measure(lambda: None, backend, TimingSettings(1.0, 2), rep_ms=1.0, turn=turn)
+    assert "plain" not in [k for k, _ in backend.seen]
+    assert turn.depth == 0 and not lock_is_taken(turn.path)
+
+
+def test_an_autotune_sweep_in_the_first_call_takes_the_turn_itself(turn):
+    def first_call_tunes():
+        with turn.hold():  # what _tuners._wrap_bench does per config benchmarked
+            assert lock_is_taken(turn.path)
+
+    measure(first_call_tunes, TurnBackend(turn), TimingSettings(1.0, 2), rep_ms=1.0, turn=turn)
+    # the first call's own turn, then measure's (the later calls nest in measure's)
+    assert turn.taken == 2
+
+
+def test_measure_uses_the_process_turn_by_default(env_turn):
+    backend = TurnBackend(env_turn)
+    measure(lambda: None, backend, TimingSettings(1.0, 2), rep_ms=1.0)
+    assert env_turn.taken == 1 and all(depth == 1 for _, depth in backend.seen)
+
+
+def test_do_bench_of_a_non_benchmark_caller_runs_in_the_turn(env_turn, monkeypatch):
+    import triton.testing as testing
+
+    if timing._INSTALLED is not None:
+        pytest.skip("timing already installed in this process")
+    seen = []
+
+    def upstream(fn, *args, **kw):  # triton's own do_bench, called by an autotuner
+        seen.append(env_turn.depth)
+        return 1.5
+
+    monkeypatch.setattr(testing, "do_bench", upstream)
+    monkeypatch.setattr(testing, "do_bench_cudagraph", upstream)
+    timing.install("cpu", TimingSettings(1.0, 2))
+    try:
+        assert testing.do_bench(lambda: None) == 1.5
+        assert testing.do_bench_cudagraph(lambda: None) == 1.5
+    finally:
+        timing.uninstall()
+    assert seen == [1, 1] and env_turn.taken == 2 and env_turn.depth == 0
+
+
+def test_do_bench_of_a_benchmark_is_measured_in_the_turn(env_turn, monkeypatch):
+    import triton.testing as testing
+
+    if timing._INSTALLED is not None:
+        pytest.skip("timing already installed in this process")
+    monkeypatch.setattr(testing, "do_bench", lambda *a, **k: pytest.fail("upstream called"))
+    depths: list[int] = []
+    timing.install("cpu", TimingSettings(1.0, 2))
+    try:
+
+        class Bench:  # upstream's Benchmark: its method that calls do_bench
+            def get_latency(self):
+                return testing.do_bench(lambda: depths.append(env_turn.depth), rep=1)
+
+        assert BENCH_METHOD == "get_latency" and Bench().get_latency() >= 0
+    finally:
+        timing.uninstall()
+    assert depths[0] == 0 and set(depths[1:]) == {1} and env_turn.taken == 1
+
+
+def hold_lock_for(path, seconds: float) -> threading.Timer:
+    """Take the flock now (another open: another 'process'); drop it after ``seconds``."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT)
+    fcntl.flock(fd, fcntl.LOCK_EX)
+
+    def release():
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
+
+    timer = threading.Timer(seconds, release)
+    timer.start()
+    return timer
+
+
+def _phases_measure(turn: GpuTurn, fn) -> OpTimings:
+    phases = Phases()
+    phases.current = OpTimings(run_name="op", first_in_process=False)
+    phases.timed_measure(fn, TurnBackend(turn), TimingSettings(1.0, 2), rep_ms=1.0)
+    return phases.current
+
+
+HELD_S = 0.5
+
+
+def test_phases_book_the_wait_for_the_turn_as_gpu_wait(env_turn):
+    timer = hold_lock_for(env_turn.path, HELD_S)  # another process is timing
+    try:
+        t = _phases_measure(env_turn, lambda: None)
+    finally:
+        timer.join()
+    side = t.gems
+    assert side.calls == 1 and side.gpu_wait_s >= HELD_S * 0.8
+    assert side.gpu_wait_s == pytest.approx(env_turn.waited_s)
+    assert side.other_s < HELD_S / 2 and side.first_call_s < HELD_S / 2  # not the wait
+    assert t.torch.gpu_wait_s == 0.0
+
+
+def test_phases_first_call_excludes_an_autotune_sweeps_wait_for_the_turn(env_turn):
+    def first_call_tunes():
+        with env_turn.hold():  # waits for the other process's turn to end
+            pass
+
+    timer = hold_lock_for(env_turn.path, HELD_S)
+    try:
+        t = _phases_measure(env_turn, first_call_tunes)
+    finally:
+        timer.join()
+    side = t.gems
+    assert env_turn.taken == 2 and env_turn.waited_s >= HELD_S * 0.8
+    assert side.gpu_wait_s == pytest.approx(env_turn.waited_s)
+    assert 0 <= side.first_call_s < HELD_S / 2
+    assert side.other_s < HELD_S / 2
