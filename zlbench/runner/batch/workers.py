@@ -386,7 +386,10 @@ def check_resumable(old: BatchInfo | None, new: BatchInfo, out: Path) -> None:
 
 def slot_gpus(gpus: list[str], share: int) -> dict[str, str]:
     """Worker slots and their GPU: the GPUs themselves, or ``share`` slots per GPU
-    (``"0/1"``, ``"0/2"``, ...; ``"/1"`` for the unnamed GPU ``""``)."""
+    (``"0/1"``, ``"0/2"``, ...; ``"/1"`` for the unnamed GPU ``""``). A GPU listed
+    twice is refused (a dict would silently fold it into one worker)."""
+    if len(set(gpus)) != len(gpus):
+        raise ZlbenchError(f"GPU list has duplicates: {','.join(gpus)}")
     if share <= 1:
         return {g: g for g in gpus}
     return {f"{g}/{i}": g for g in gpus for i in range(1, share + 1)}
