@@ -15,6 +15,7 @@ from batch_fakes import FakeExecutor, batch_config_factory, make_inventory
 from benchpkg_batch import BENCHPKG, interpret_config
 
 from zlbench.cli import main
+from zlbench.errors import ZlbenchError
 from zlbench.models import RunStatus, read_ops_status
 from zlbench.protocol.turn import GPU_TURN_LOG_VAR, GPU_TURN_VAR, TURN_LOG_HEADER, GpuTurn
 from zlbench.runner.batch import workers as batchrun
@@ -58,6 +59,14 @@ def test_slot_gpus_gives_each_gpu_share_slots():
     assert slot_gpus([""], 2) == {"/1": "", "/2": ""}
     for share in (1, 0):
         assert slot_gpus(["0", "1"], share) == {"0": "0", "1": "1"}
+
+
+@pytest.mark.parametrize("share", [1, 2])
+def test_a_gpu_listed_twice_is_refused_not_folded_into_one_worker(setup, share):
+    fake = FakeExecutor()
+    with pytest.raises(ZlbenchError, match="GPU list has duplicates: 0,1,0"):
+        run_batch(setup(fake, gpus=["0", "1", "0"], gpu_share=share))
+    assert fake.calls == []
 
 
 def test_two_processes_per_gpu_share_the_gpus_turn_file(setup):
@@ -154,6 +163,12 @@ def test_gpu_share_out_of_range_exits_2_with_one_line(cli, value, text):
     assert err.startswith("zlbench batch: error: ") and err.count("\n") == 1
     assert text in err and "benchmark processes per GPU" in err
     assert fakes == []
+
+
+def test_cli_gpus_with_a_duplicate_exits_2_with_one_line(cli):
+    rc, out, err, fakes = cli("--all", "--gpus", "0,0", "--gpu-share", "2")
+    assert rc == 2 and err.count("\n") == 1 and "GPU list has duplicates: 0,0" in err
+    assert all(f.calls == [] for f in fakes)
 
 
 def test_cli_gpu_share_reaches_the_batch(cli, tmp_path):
