@@ -8,6 +8,7 @@ from __future__ import annotations
 import fcntl
 import os
 import threading
+from types import SimpleNamespace
 
 import pytest
 
@@ -186,6 +187,28 @@ def test_do_bench_of_a_benchmark_is_measured_in_the_turn(env_turn, monkeypatch):
     finally:
         timing.uninstall()
     assert depths[0] == 0 and set(depths[1:]) == {1} and env_turn.taken == 1
+
+
+def test_an_autotuner_takes_the_turn_for_each_config_it_benchmarks(env_turn, monkeypatch):
+    from zlbench.plugins import _tuners
+
+    for name, fresh in (("_BENCH_CALLS", [0]), ("_BENCHED", {}), ("_IDS", {}), ("_ID_USERS", {})):
+        monkeypatch.setattr(_tuners, name, fresh)
+    seen = []
+
+    def orig(self, *args, **kw):  # Autotuner._bench: times one config
+        seen.append((env_turn.depth, lock_is_taken(env_turn.path), args))
+        return [1.0]
+
+    def kernel():
+        pass
+
+    bench, tuner = _tuners._wrap_bench(orig), SimpleNamespace(base_fn=kernel)
+    assert bench(tuner, "cfg1") == [1.0] and bench(tuner, "cfg2") == [1.0]
+    assert seen == [(1, True, ("cfg1",)), (1, True, ("cfg2",))]
+    # one turn per config: another process may time between two configs
+    assert env_turn.taken == 2 and env_turn.depth == 0 and not lock_is_taken(env_turn.path)
+    assert _tuners.bench_calls() == 2 and list(_tuners.benched_kernels().values()) == [2]
 
 
 def hold_lock_for(path, seconds: float) -> threading.Timer:
