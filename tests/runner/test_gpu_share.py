@@ -110,6 +110,21 @@ def test_two_processes_per_gpu_share_the_gpus_turn_file(setup):
         assert f"gpu turns: GPU {g.gpu}: 1 processes, {g.turns} turns" in text
 
 
+def test_a_resumed_batch_appends_its_turns_and_sums_only_its_own(setup, tmp_path):
+    out = tmp_path / "out"
+    out.mkdir()
+    old = [TURN_LOG_HEADER, "0,11,1000.0,1002.0,0.0", "0,12,1001.0,1003.0,0.5"]  # overlapping
+    (out / "gpu_turns.csv").write_text("\n".join(old) + "\n")
+    cfg = setup(TurnTakingExecutor(), gpus=["0"], gpu_share=2, resume=True)
+    run_batch(cfg)
+    lines = (out / "gpu_turns.csv").read_text().splitlines()
+    assert lines[:3] == old and lines.count(TURN_LOG_HEADER) == 1
+    assert len(parse_turns("\n".join(lines))) == 2 + len(OPS)
+    text = cfg.progress.getvalue()
+    assert f"gpu turns: GPU 0: 1 processes, {len(OPS)} turns," in text
+    assert "0 overlapping" in text
+
+
 def test_a_runner_error_in_a_shared_slot_names_the_gpu_not_the_slot(setup):
     fake = FakeExecutor({"add": ["BUG"]})
     out = run_batch(setup(fake, gpus=["0", "1"], gpu_share=2))
