@@ -16,6 +16,8 @@
 #            paths can be interleaved: old-1 share4-1 old-2 share4-2
 #   shareK-N one replay with --gpu-share K (K processes on the GPU, timing in turns;
 #            no precompile: each process compiles outside its turns)
+#   preshareK-N  the same with --precompile-jobs $JOBS (compiling while the processes
+#            start; each waits for it before its first op)
 #   report   rows per GPU-minute and A/A noise of every path run so far, each path
 #            against old, and the phase breakdown of the timed runs (prints markdown)
 #   pack     tar $WORK (no TTGIR) into $OUT
@@ -70,8 +72,13 @@ for stage in "$@"; do
       t=(); [ "${stage##*-}" -ge 2 ] && t=(--phase-timings)
       screen "$WORK/$stage" --replay-root "$ROOT" --gpu-share "$k" "${t[@]}"
       ;;
+    preshare[0-9]-[0-9])
+      k=${stage#preshare}; k=${k%-*}
+      t=(); [ "${stage##*-}" -ge 2 ] && t=(--phase-timings)
+      screen "$WORK/$stage" --replay-root "$ROOT" --gpu-share "$k" --precompile-jobs "$JOBS" "${t[@]}"
+      ;;
     report)
-      shared=$(cd "$WORK" && ls -d share[0-9]-2 2>/dev/null | sed 's/-2$//' | tr '\n' ' ')
+      shared=$(cd "$WORK" && ls -d share[0-9]-2 preshare[0-9]-2 2>/dev/null | sed 's/-2$//' | tr '\n' ' ')
       # shellcheck disable=SC2086
       aa_report "$WORK" old new budget $shared
       for p in old new budget $shared; do

@@ -23,7 +23,9 @@ from codegen_support import (  # noqa: E402
     subprocess_env,
 )
 
+import zlbench.runner.batch.run as run_mod  # noqa: E402
 from zlbench.models import CodegenIndex  # noqa: E402
+from zlbench.protocol.cache import SHARED_CACHE_READY_VAR, wait_ready  # noqa: E402
 from zlbench.runner.batch.config import BatchConfig  # noqa: E402
 from zlbench.runner.batch.run import run_batch  # noqa: E402
 from zlbench.runner.execute.worker import SHARED_TRITON_CACHE, process_env  # noqa: E402
@@ -138,6 +140,52 @@ def test_a_replay_batch_with_precompile_runs_every_process_on_the_shared_cache(
     assert "0 failed, 1 op(s) without records" in progress.getvalue()
     caches = {env[SHARED_TRITON_CACHE] for env in seen_env}
     assert len(caches) == 1 and not Path(caches.pop()).exists()  # shared, removed after
+    # every process was told where the precompile's end is marked (it waits for it)
+    assert {env[SHARED_CACHE_READY_VAR] for env in seen_env} == {
+        str(Path(seen_env[0][SHARED_TRITON_CACHE]) / ".zlbench-precompiled")
+    }
+
+
+def test_the_processes_start_while_the_precompile_runs_and_wait_for_its_end(
+    recorded, tmp_path, monkeypatch
+):
+    """The executor is called before the precompile has ended; the marker appears when
+    it ends, so a process waiting on it before its first op sees every kernel."""
+    import threading
+
+    config = batch_config_factory(tmp_path, ["bench"])
+    fake, seen = FakeExecutor(), {}
+    release = threading.Event()
+    real = run_mod.warm_shared_cache
+
+    def slow_warm(*a, **kw):
+        release.wait(30)  # held until the executor has been called
+        return real(*a, **kw)
+
+    def executor(plan, **kw):
+        ready = kw["env"][SHARED_CACHE_READY_VAR]
+        seen["before"] = Path(ready).exists()
+        release.set()
+        seen["waited"] = wait_ready(ready, timeout_s=120)
+        seen["after"] = Path(ready).exists()
+        return fake(plan, **kw)
+
+    monkeypatch.setattr(run_mod, "warm_shared_cache", slow_warm)
+    env = subprocess_env(tmp_path / "env", recorded / "rec" / "helpers")
+    out = run_batch(config(executor, replay_root=recorded, precompile_jobs=1, env=env))
+    assert out.exit_code == 0
+    assert seen["before"] is False and seen["after"] is True and seen["waited"] > 0
+
+
+def test_wait_ready_returns_when_the_marker_appears_or_the_time_is_up(tmp_path):
+    import threading
+
+    marker = tmp_path / "ready"
+    assert wait_ready(None) == 0.0
+    assert wait_ready(str(marker), timeout_s=0.2) >= 0.2  # never written: the timeout
+    threading.Timer(0.3, marker.write_text, args=("done",)).start()
+    waited = wait_ready(str(marker), timeout_s=30)
+    assert 0.2 < waited < 10 and marker.exists()
 
 
 @pytest.mark.slow

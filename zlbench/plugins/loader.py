@@ -16,6 +16,7 @@ from zlbench.errors import ZlbenchError
 from zlbench.models import WorkerPlan, load_json_model
 from zlbench.plugins import state
 from zlbench.protocol import options
+from zlbench.protocol.cache import ready_path_from_env, wait_ready
 
 pytest_plugins = [
     "zlbench.plugins.terminal",
@@ -44,6 +45,13 @@ def pytest_configure(config: pytest.Config) -> None:
     except ZlbenchError as e:
         raise pytest.UsageError(f"zlbench: {e}") from None
     state.start_session(config, plan)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtestloop(session: pytest.Session) -> None:
+    """Started and collected: wait for the batch's precompile, if any
+    (:mod:`zlbench.protocol.cache`), before the first op."""
+    wait_ready(ready_path_from_env())
 
 
 @pytest.hookimpl(trylast=True)

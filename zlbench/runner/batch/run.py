@@ -15,11 +15,13 @@ from __future__ import annotations
 
 import os
 import tempfile
+import threading
 from dataclasses import replace
 from pathlib import Path
 
 from zlbench.errors import ZlbenchError
 from zlbench.models import FLAGGEMS_DIR_VARS
+from zlbench.protocol.cache import SHARED_CACHE_READY_VAR
 from zlbench.runner.batch.config import BatchConfig, BatchOutcome
 from zlbench.runner.batch.forecast import expected_line
 from zlbench.runner.batch.plan import plan_selection, selection_costs
@@ -59,10 +61,37 @@ def run_batch(config: BatchConfig) -> BatchOutcome:
     costs = selection_costs(config, selection.keys())
     _say(config, expected_line(costs, len(config.gpus), config.per_process))
     if config.precompile_jobs > 0 and config.replay_root is not None:
-        with tempfile.TemporaryDirectory(prefix="zl-shared-cache-") as cache:
-            config = warm_shared_cache(config, selection, Path(cache))
-            return BatchRun(config, selection, out_dir, costs).run()
+        with tempfile.TemporaryDirectory(
+            prefix="zl-shared-cache-", ignore_cleanup_errors=True
+        ) as cache:
+            return run_while_precompiling(config, selection, out_dir, costs, Path(cache))
     return BatchRun(config, selection, out_dir, costs).run()
+
+
+def run_while_precompiling(
+    config: BatchConfig, selection: OpSelection, out_dir: Path, costs, cache: Path
+) -> BatchOutcome:
+    """The batch's processes start (interpreter, imports, collection: ~20 s on the H200)
+    while the precompile fills ``cache``; each waits for its end (the marker file of
+    :mod:`zlbench.protocol.cache`, written done or failed) before its first op. On an
+    interrupt the precompile thread is left to die with the process."""
+    ready = cache / ".zlbench-precompiled"
+
+    def warm() -> None:
+        try:
+            warm_shared_cache(config, selection, cache)
+        except Exception as e:  # noqa: BLE001 - the batch is correct without it
+            _say(config, f"precompile failed, each process compiles: {e}")
+        finally:
+            ready.write_text("done\n", encoding="utf-8")
+
+    thread = threading.Thread(target=warm, name="precompile", daemon=True)
+    thread.start()
+    shared = sharing_cache(config, cache)
+    shared = replace(shared, env={**(shared.env or {}), SHARED_CACHE_READY_VAR: str(ready)})
+    outcome = BatchRun(shared, selection, out_dir, costs).run()
+    thread.join()
+    return outcome
 
 
 def warm_shared_cache(config: BatchConfig, selection: OpSelection, cache: Path) -> BatchConfig:
