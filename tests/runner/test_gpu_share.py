@@ -215,38 +215,3 @@ def test_shared_gpu_batch_over_benchpkg_never_times_two_processes_at_once(tmp_pa
     (gpu,) = summarize_turns(turns)
     assert gpu.overlaps == 0 and gpu.processes >= 2 and gpu.turns >= 2 * len(ops)
     assert "2 processes per GPU" in text and "gpu turns:" in text
-
-
-def test_critical_slots_pick_the_busiest_slot_of_each_shared_gpu():
-    from zlbench.runner.batch.workers import critical_slots
-
-    class Op:
-        def __init__(self, key):
-            self.key = key
-
-    seconds = {"a": 40.0, "b": 5.0, "c": 5.0, "d": 3.0, "e": 3.0}
-    slots = slot_gpus(["0", "1"], 2)
-    dealt = {"0/1": [Op("b")], "0/2": [Op("a")], "1/1": [Op("d")], "1/2": [Op("e")]}
-    # GPU 0: 0/2 carries the 40 s op; GPU 1: a tie, the first slot
-    assert critical_slots(dealt, slots, seconds) == {"0/2", "1/1"}
-    assert critical_slots({"0": [Op("a")]}, slot_gpus(["0"], 1), seconds) == set()
-
-
-def test_one_slot_per_shared_gpu_goes_first_for_the_turn(tmp_path):
-    from zlbench.protocol.turn import GPU_TURN_FIRST_VAR
-
-    config = batch_config_factory(tmp_path, [f"op{i}" for i in range(8)])
-    fake = FakeExecutor()
-    durations = {f"main/op{i}": float(i + 1) for i in range(8)}
-    run_batch(config(fake, gpus=["0", "1"], gpu_share=2, durations=durations))
-    firsts = [c for c in fake.calls if c["env"].get(GPU_TURN_FIRST_VAR) == "1"]
-    assert sorted(c["gpu"] for c in firsts) == ["0", "1"]
-    # on each GPU it is the slot with more recorded seconds
-    for c in firsts:
-        mine = sum(durations[f"main/{e[0]}"] for e in c["entries"])
-        others = [
-            sum(durations[f"main/{e[0]}"] for e in o["entries"])
-            for o in fake.calls
-            if o["gpu"] == c["gpu"] and o is not c
-        ]
-        assert all(mine >= x for x in others)

@@ -14,12 +14,6 @@ per GPU). Unset: no turn is taken (one process per GPU, as without sharing).
   the outer turn early).
 * The kernel drops a flock when its process dies, so a crashed, killed or timed-out
   op never blocks the other processes of its GPU.
-* One process per GPU may go **first** (``$ZLBENCH_GPU_TURN_FIRST=1``: the runner
-  gives it to the slot with the most expected work, the batch's critical path): while
-  it waits for the turn, its marker file ``<lock>.first`` (holding its pid) exists,
-  and the others wait for the marker to go before they queue for the lock, so the
-  critical path is not held up by the shorter slots; they time in its gaps (its
-  first calls, inputs, op-end work). A marker whose process is dead is removed.
 * The seconds spent waiting are counted (:attr:`GpuTurn.waited_s`), so a time
   breakdown can tell waiting from working.
 * Each turn taken is one line of the CSV named by ``$ZLBENCH_GPU_TURN_LOG`` (the
@@ -40,19 +34,15 @@ from collections.abc import Iterator
 
 GPU_TURN_VAR = "ZLBENCH_GPU_TURN"
 GPU_TURN_LOG_VAR = "ZLBENCH_GPU_TURN_LOG"
-GPU_TURN_FIRST_VAR = "ZLBENCH_GPU_TURN_FIRST"
-FIRST_SUFFIX = ".first"
 TURN_LOG_HEADER = "gpu,pid,start,end,wait_s"
 
 
 class GpuTurn:
     """The turn of one GPU, on the lock file ``path`` (None: a no-op turn)."""
 
-    def __init__(
-        self, path: str | None, log: str | None = None, gpu: str = "", first: bool = False
-    ) -> None:
+    def __init__(self, path: str | None, log: str | None = None, gpu: str = "") -> None:
         self.path = path or None
-        self.log, self.gpu, self.first = log or None, gpu, first
+        self.log, self.gpu = log or None, gpu
         self.depth = 0
         self.waited_s = 0.0
         self.taken = 0  # outermost holds so far
@@ -70,20 +60,12 @@ class GpuTurn:
         import fcntl
 
         asked = time.time()
-        marker = self.path + FIRST_SUFFIX
-        if self.first:
-            _write_pid(marker)
-        else:
-            _wait_for_first(marker)
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o666)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
         except BaseException:
             os.close(fd)
             raise
-        finally:
-            if self.first:
-                _remove(marker)
         start = time.time()
         self.waited_s += start - asked
         self.taken += 1
@@ -113,45 +95,6 @@ class GpuTurn:
             self.log = None
 
 
-def _write_pid(path: str) -> None:
-    try:
-        with open(path, "w", encoding="ascii") as f:
-            f.write(str(os.getpid()))
-    except OSError:
-        pass
-
-
-def _remove(path: str) -> None:
-    try:
-        os.unlink(path)
-    except OSError:
-        pass
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:
-        return True  # exists, not ours to signal
-    return True
-
-
-def _wait_for_first(marker: str, poll_s: float = 0.002) -> None:
-    """Wait while the first process wants the turn (its marker exists, it is alive)."""
-    while True:
-        try:
-            with open(marker, encoding="ascii") as f:
-                text = f.read().strip()
-        except OSError:
-            return  # no marker: nobody goes first now
-        if text.isdigit() and not _alive(int(text)):
-            _remove(marker)
-            return
-        time.sleep(poll_s)
-
-
 _TURN: GpuTurn | None = None
 
 
@@ -161,8 +104,7 @@ def process_turn() -> GpuTurn:
     if _TURN is None:
         env = os.environ
         gpu = env.get("CUDA_VISIBLE_DEVICES", "")
-        first = env.get(GPU_TURN_FIRST_VAR) == "1"
-        _TURN = GpuTurn(env.get(GPU_TURN_VAR), env.get(GPU_TURN_LOG_VAR), gpu, first)
+        _TURN = GpuTurn(env.get(GPU_TURN_VAR), env.get(GPU_TURN_LOG_VAR), gpu)
     return _TURN
 
 
@@ -173,8 +115,6 @@ def reset_process_turn() -> None:
 
 
 __all__ = [
-    "FIRST_SUFFIX",
-    "GPU_TURN_FIRST_VAR",
     "GPU_TURN_LOG_VAR",
     "GPU_TURN_VAR",
     "TURN_LOG_HEADER",

@@ -23,12 +23,7 @@ from zlbench.errors import ZlbenchError
 from zlbench.gate.baselines import sha256_file
 from zlbench.models import BatchInfo, DismissedOp, OpStatus, RunResult, RunStatus, WorkerPlan
 from zlbench.protocol.layout import COMPLETE, GPU_TURNS_CSV, op_key
-from zlbench.protocol.turn import (
-    GPU_TURN_FIRST_VAR,
-    GPU_TURN_LOG_VAR,
-    GPU_TURN_VAR,
-    TURN_LOG_HEADER,
-)
+from zlbench.protocol.turn import GPU_TURN_LOG_VAR, GPU_TURN_VAR, TURN_LOG_HEADER
 from zlbench.runner.batch import progress
 from zlbench.runner.batch.attempts import (
     OpAttempts,
@@ -85,7 +80,6 @@ class BatchRun:
         self.costs = costs  # the selection's expected seconds (plan.selection_costs)
         self.slot_gpu = slot_gpus(config.gpus, config.gpu_share)  # worker slot -> its GPU
         self.turn_dir: str | None = None  # the GPUs' turn files (gpu_share > 1)
-        self.first_slots: set[str] = set()  # per shared GPU, the slot that times first
 
     # ------------------------------------------------------------------ setup
 
@@ -183,7 +177,6 @@ class BatchRun:
         """Tracks per GPU; with --resume, complete ops are kept and not run again."""
         todo: dict[str, list[OpAttempts]] = {}
         dealt = deal(self.selection, list(self.slot_gpu), self.costs)
-        self.first_slots = critical_slots(dealt, self.slot_gpu, self.costs.seconds)
         if self.budget_s is None and self.config.budget_factor:
             # from one process per GPU: the recorded durations were measured so, and
             # a shared GPU is never slower than that (an upper bound)
@@ -284,8 +277,6 @@ class BatchRun:
         if self.turn_dir is not None:  # this GPU's turn, shared by its slots
             env[GPU_TURN_VAR] = str(Path(self.turn_dir) / f"gpu-{gpu or 'default'}.lock")
             env[GPU_TURN_LOG_VAR] = str(self.out / GPU_TURNS_CSV)
-            if slot in self.first_slots:
-                env[GPU_TURN_FIRST_VAR] = "1"
         # FlagGems' tuning space, explicit and recorded (Environment.use_flagtune)
         env[FLAGTUNE_VAR] = c.use_flagtune or env.get(FLAGTUNE_VAR) or DEFAULT_FLAGTUNE
         extra = {"extra_pytest_args": list(c.extra_pytest_args)} if c.extra_pytest_args else {}
@@ -402,23 +393,6 @@ def slot_gpus(gpus: list[str], share: int) -> dict[str, str]:
     if share <= 1:
         return {g: g for g in gpus}
     return {f"{g}/{i}": g for g in gpus for i in range(1, share + 1)}
-
-
-def critical_slots(
-    dealt: dict[str, list[SelectedOp]], slot_gpu: dict[str, str], seconds: dict[str, float]
-) -> set[str]:
-    """Per GPU shared by several slots, the slot with the most expected seconds (the
-    batch's critical path on that GPU; the first slot among equals): it goes first
-    for the GPU's turn (:mod:`zlbench.protocol.turn`)."""
-    best: dict[str, tuple[float, int, str]] = {}
-    for i, (slot, ops) in enumerate(dealt.items()):
-        gpu = slot_gpu[slot]
-        if slot == gpu:  # not shared
-            continue
-        load = sum(seconds.get(o.key, 1.0) for o in ops)
-        if gpu not in best or (load, -i) > best[gpu][:2]:
-            best[gpu] = (load, -i, slot)
-    return {slot for _, _, slot in best.values()}
 
 
 def _interrupt(threads: list[threading.Thread], running: set[str], wait_s: float = 15.0) -> None:
