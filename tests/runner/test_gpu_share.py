@@ -215,3 +215,14 @@ def test_shared_gpu_batch_over_benchpkg_never_times_two_processes_at_once(tmp_pa
     (gpu,) = summarize_turns(turns)
     assert gpu.overlaps == 0 and gpu.processes >= 2 and gpu.turns >= 2 * len(ops)
     assert "2 processes per GPU" in text and "gpu turns:" in text
+
+
+def test_every_process_is_told_the_share_it_runs_under(tmp_path):
+    from zlbench.protocol.turn import GPU_SHARE_VAR
+
+    config = batch_config_factory(tmp_path, ["a", "b", "c"])
+    shared, alone = FakeExecutor(), FakeExecutor()
+    run_batch(config(shared, gpus=["0"], gpu_share=3, out_dir=tmp_path / "s"))
+    run_batch(config(alone, gpus=["0"], out_dir=tmp_path / "a"))
+    assert {c["env"][GPU_SHARE_VAR] for c in shared.calls} == {"3"}
+    assert {c["env"][GPU_SHARE_VAR] for c in alone.calls} == {"1"}

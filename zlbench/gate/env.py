@@ -2,7 +2,9 @@
 
 Checked (a difference is a mismatch: exit 2 unless ``--allow-env-mismatch``):
 GPU model, FlagGems commit per repo, timing mode, shape-file sha256, FlagGems'
-tuning space (``USE_FLAGTUNE``). A value the
+tuning space (``USE_FLAGTUNE``), benchmark processes per GPU (``--gpu-share``; a
+baseline or result from before sharing existed counts as one: a shared GPU measures
+small kernels ~2 % faster, docs/screening.md). A value the
 baseline records but the results do not is a mismatch too (it cannot be
 verified). Informational (reported, never a mismatch): the compiler (the
 distribution providing ``triton``, its version, the FlagTree commit: the thing
@@ -79,6 +81,7 @@ def check_environment(baseline: BaselineSet, runs: list[RunResult]) -> list[EnvF
             True,
         ),
         _finding("use_flagtune", m.use_flagtune, _joined(e.use_flagtune for e in envs), True),
+        _finding("gpu_share", m.gpu_share or 1, _joined(e.gpu_share or 1 for e in envs), True),
     ]
     repos = sorted(set(m.flaggems) | {r.repo for r in runs})
     for repo in repos:

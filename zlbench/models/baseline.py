@@ -93,6 +93,7 @@ class BaselineManifest(_Model):
     timing: str = "cudagraph"
     level: str = "core"
     use_flagtune: str | None = None  # USE_FLAGTUNE the baseline was measured with
+    gpu_share: int | None = None  # --gpu-share of its passes (None: before sharing: one)
     ops: list[str] = Field(default_factory=list)  # "<repo>/<run_name>"
     repeats: int = 1
     thresholds: ThresholdDefaults = Field(default_factory=ThresholdDefaults)

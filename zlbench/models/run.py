@@ -128,6 +128,9 @@ class Environment(_Model):
     # USE_FLAGTUNE of the benchmark process: FlagGems' autotune config space ("0":
     # its default configs; "1": the expanded/cost-model space). The runner sets it.
     use_flagtune: str | None = None
+    # benchmark processes per GPU that timed in turns (--gpu-share; None: not recorded,
+    # i.e. before sharing existed: one)
+    gpu_share: int | None = None
 
 
 # --------------------------------------------------------------------------- run dir

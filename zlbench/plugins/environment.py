@@ -21,6 +21,7 @@ from types import ModuleType
 
 from zlbench.gitinfo import git_state
 from zlbench.models import Environment
+from zlbench.protocol.turn import GPU_SHARE_VAR
 
 _DRIVER_FILE = Path("/proc/driver/nvidia/version")
 _DRIVER_RE = re.compile(r"Kernel Module[^\n]*?\s(\d+\.\d+(?:\.\d+)?)(?:\s|$)")
@@ -112,6 +113,7 @@ def probe(flaggems: ModuleType | None, mode: str | None, level: str | None) -> E
         # ZLBENCH_COMMIT names the snapshot that runs when no checkout of it exists
         zlbench_commit=git_state(Path(__file__).parent)[0] or os.environ.get("ZLBENCH_COMMIT"),
         use_flagtune=os.environ.get("USE_FLAGTUNE"),
+        gpu_share=_gpu_share(),
     )
     if flaggems is not None:
         name = flaggems.__name__.split(".")[0]
@@ -121,3 +123,11 @@ def probe(flaggems: ModuleType | None, mode: str | None, level: str | None) -> E
         if where:
             env.flaggems_commit, env.flaggems_dirty = git_state(Path(where).parent)
     return env
+
+
+def _gpu_share() -> int:
+    """Benchmark processes sharing this GPU (``$ZLBENCH_GPU_SHARE``; 1 when unset or bad)."""
+    try:
+        return max(1, int(os.environ.get(GPU_SHARE_VAR, "1")))
+    except ValueError:
+        return 1

@@ -34,6 +34,10 @@ from collections.abc import Iterator
 
 GPU_TURN_VAR = "ZLBENCH_GPU_TURN"
 GPU_TURN_LOG_VAR = "ZLBENCH_GPU_TURN_LOG"
+# benchmark processes per GPU of the batch (1 when unset): recorded in each result's
+# environment and the baseline manifest, and checked by the gate (a shared GPU
+# measures small kernels faster, docs/screening.md "Sharing a GPU")
+GPU_SHARE_VAR = "ZLBENCH_GPU_SHARE"
 TURN_LOG_HEADER = "gpu,pid,start,end,wait_s"
 
 
@@ -115,6 +119,7 @@ def reset_process_turn() -> None:
 
 
 __all__ = [
+    "GPU_SHARE_VAR",
     "GPU_TURN_LOG_VAR",
     "GPU_TURN_VAR",
     "TURN_LOG_HEADER",

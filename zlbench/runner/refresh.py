@@ -360,6 +360,7 @@ def _manifest(
         compiler_dist=env.triton_dist if env else None,
         compiler_version=env.triton_version if env else None,
         use_flagtune=env.use_flagtune if env else None,
+        gpu_share=cfg.batch.gpu_share,
         compiler_commit=_dirty(ft_commit, ft_dirty) or (env.flagtree_commit if env else None),
         flaggems=flaggems,
         zlbench_version=__version__,

@@ -23,7 +23,7 @@ from zlbench.errors import ZlbenchError
 from zlbench.gate.baselines import sha256_file
 from zlbench.models import BatchInfo, DismissedOp, OpStatus, RunResult, RunStatus, WorkerPlan
 from zlbench.protocol.layout import COMPLETE, GPU_TURNS_CSV, op_key
-from zlbench.protocol.turn import GPU_TURN_LOG_VAR, GPU_TURN_VAR, TURN_LOG_HEADER
+from zlbench.protocol.turn import GPU_SHARE_VAR, GPU_TURN_LOG_VAR, GPU_TURN_VAR, TURN_LOG_HEADER
 from zlbench.runner.batch import progress
 from zlbench.runner.batch.attempts import (
     OpAttempts,
@@ -274,6 +274,7 @@ class BatchRun:
         env = dict(c.env if c.env is not None else _environ())
         if gpu:
             env["CUDA_VISIBLE_DEVICES"] = gpu
+        env[GPU_SHARE_VAR] = str(c.gpu_share)  # recorded in each result's environment
         if self.turn_dir is not None:  # this GPU's turn, shared by its slots
             env[GPU_TURN_VAR] = str(Path(self.turn_dir) / f"gpu-{gpu or 'default'}.lock")
             env[GPU_TURN_LOG_VAR] = str(self.out / GPU_TURNS_CSV)

@@ -1,0 +1,56 @@
+"""--gpu-share is checked like the other environment fields: a shared GPU measures small
+kernels ~2 % faster (docs/screening.md), so results and baseline must share alike; a
+baseline or result from before sharing existed counts as one process per GPU."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+from zlsynth import ENV, brow, crow, run_result, write_baseline
+
+from zlbench.gate.env import check_environment, mismatches
+from zlbench.gate.load import load_baseline
+from zlbench.models import BaselineResult, Environment
+from zlbench.plugins import environment
+from zlbench.protocol.turn import GPU_SHARE_VAR
+from zlbench.runner.batch.config import BatchConfig
+from zlbench.runner.refresh import RefreshConfig, _manifest
+
+
+def _findings(tmp_path, base: int | None, current: int | None):
+    baseline = load_baseline(write_baseline(tmp_path / "bl", {"x": [brow("x", "[1]", 1.0)]}))
+    baseline.manifest.gpu_share = base
+    env = ENV.model_copy(update={"gpu_share": current})
+    return check_environment(baseline, [run_result("x", [crow("x", "[1]", 1.0)], env=env)])
+
+
+def test_a_shared_screen_against_an_unshared_baseline_is_a_mismatch(tmp_path):
+    bad = mismatches(_findings(tmp_path, None, 4))  # v1-v3: recorded before sharing
+    assert [(f.field, f.baseline, f.current) for f in bad] == [("gpu_share", "1", "4")]
+    bad = mismatches(_findings(tmp_path, 4, None))  # old results against a shared baseline
+    assert [(f.field, f.baseline, f.current) for f in bad] == [("gpu_share", "4", "1")]
+
+
+def test_the_same_share_or_neither_recorded_passes(tmp_path):
+    assert mismatches(_findings(tmp_path, 4, 4)) == []
+    assert mismatches(_findings(tmp_path, None, None)) == []
+    assert mismatches(_findings(tmp_path, 1, None)) == []
+
+
+def test_a_refreshed_manifest_records_the_share_of_its_passes(tmp_path):
+    batch = BatchConfig(out_dir=tmp_path / "b", flaggems_dirs={}, ops_dir=tmp_path, gpu_share=3)
+    cfg = RefreshConfig(out=tmp_path / "v9", batch=batch, zlbench_commit="abc")
+    env = Environment(gpu_model="NVIDIA H200")
+    result = BaselineResult(repo="main", run_name="x", op="x", timing="kernel", environment=env)
+    now = dt.datetime.now(dt.timezone.utc)
+    assert _manifest(cfg, tmp_path, [result], now, now, {}).gpu_share == 3
+
+
+@pytest.mark.parametrize(("value", "expected"), [(None, 1), ("4", 4), ("0", 1), ("x", 1)])
+def test_the_environment_probe_reads_the_share_the_runner_set(monkeypatch, value, expected):
+    if value is None:
+        monkeypatch.delenv(GPU_SHARE_VAR, raising=False)
+    else:
+        monkeypatch.setenv(GPU_SHARE_VAR, value)
+    assert environment._gpu_share() == expected
