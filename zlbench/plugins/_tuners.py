@@ -299,11 +299,30 @@ def _wrap_bench(orig: Callable) -> Callable:
         _BENCH_CALLS[0] += 1
         kid = kernel_id(self)
         _BENCHED[kid] = _BENCHED.get(kid, 0) + 1
-        with process_turn().hold():  # one config timed: the GPU's turn (protocol.turn)
+        turn = process_turn()
+        if turn.path is not None:  # a shared GPU: compile the config before the turn
+            compile_config(self, args, kwargs)
+        with turn.hold():  # one config timed: the GPU's turn (protocol.turn)
             return orig(self, *args, **kwargs)
 
     _bench.__wrapped__ = orig
     return _bench
+
+
+def compile_config(tuner: Any, args: tuple, kwargs: dict) -> None:
+    """Compile the kernel of the config ``Autotuner._bench`` is about to time, without
+    launching it (triton's ``run(..., warmup=True)``, what ``JITFunction.warmup`` does),
+    so that on a shared GPU the compiling happens outside the turn and the turn holds
+    only the timing. Best effort: a call without a config or a ``warmup`` argument is
+    left alone, and any error is left for ``_bench`` to meet (and handle) as before."""
+    config = kwargs.get("config")
+    meta = {k: v for k, v in kwargs.items() if k != "config"}
+    if config is None or "warmup" not in meta or not hasattr(config, "all_kwargs"):
+        return
+    try:
+        tuner.fn.run(*args, **{**meta, **config.all_kwargs(), "warmup": True})
+    except Exception:  # noqa: BLE001 - _bench compiles again inside the turn and decides
+        return
 
 
 # --------------------------------------------------------------------------- install
