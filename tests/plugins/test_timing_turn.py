@@ -18,11 +18,7 @@ from zlbench.plugins.phases import Phases
 from zlbench.plugins.timing import BENCH_METHOD, TimingSettings, measure
 from zlbench.plugins.timing_backends import CAPTURE_SYNC_ERROR
 from zlbench.protocol.turn import (
-    GPU_TURN_LOG_VAR,
-    GPU_TURN_VAR,
     GpuTurn,
-    process_turn,
-    reset_process_turn,
 )
 
 
@@ -81,16 +77,6 @@ class TurnBackend:
 @pytest.fixture
 def turn(tmp_path):
     return GpuTurn(str(tmp_path / "gpu-0.lock"), log=str(tmp_path / "turns.csv"), gpu="0")
-
-
-@pytest.fixture
-def env_turn(tmp_path, monkeypatch):
-    """The process's turn (process_turn) on a tmp lock file."""
-    monkeypatch.setenv(GPU_TURN_VAR, str(tmp_path / "gpu-0.lock"))
-    monkeypatch.delenv(GPU_TURN_LOG_VAR, raising=False)
-    reset_process_turn()
-    yield process_turn()
-    reset_process_turn()
 
 
 def test_first_call_outside_the_turn_and_the_timing_inside_it(turn, capsys):

@@ -12,29 +12,6 @@ import pytest
 triton = pytest.importorskip("triton")
 
 from zlbench.plugins import _tuners  # noqa: E402
-from zlbench.protocol.turn import (  # noqa: E402
-    GPU_TURN_LOG_VAR,
-    GPU_TURN_VAR,
-    process_turn,
-    reset_process_turn,
-)
-
-
-@pytest.fixture
-def shared(tmp_path, monkeypatch):
-    monkeypatch.setenv(GPU_TURN_VAR, str(tmp_path / "gpu-0.lock"))
-    monkeypatch.delenv(GPU_TURN_LOG_VAR, raising=False)
-    reset_process_turn()
-    yield process_turn()
-    reset_process_turn()
-
-
-@pytest.fixture
-def alone(monkeypatch):
-    monkeypatch.delenv(GPU_TURN_VAR, raising=False)
-    reset_process_turn()
-    yield process_turn()
-    reset_process_turn()
 
 
 class Fn:
@@ -58,37 +35,37 @@ def _bench_of(fn):
     return _tuners._wrap_bench(orig), tuner
 
 
-def test_a_config_compiles_outside_the_turn_and_times_inside(shared):
-    fn = Fn(shared)
+def test_a_config_compiles_outside_the_turn_and_times_inside(env_turn):
+    fn = Fn(env_turn)
     bench, tuner = _bench_of(fn)
     config = triton.Config({"BLOCK": 64})
     assert bench(tuner, "x", config=config, grid=(1,), warmup=False) == [1.0]
     assert fn.runs == [(True, 0, ("x",), 64), (False, 1, ("x",), 64)]
 
 
-def test_alone_on_a_gpu_the_config_is_not_compiled_twice(alone):
-    fn = Fn(alone)
+def test_alone_on_a_gpu_the_config_is_not_compiled_twice(no_env_turn):
+    fn = Fn(no_env_turn)
     bench, tuner = _bench_of(fn)
     bench(tuner, "x", config=triton.Config({"BLOCK": 64}), grid=(1,), warmup=False)
     assert fn.runs == [(False, 1, ("x",), 64)]  # only the timed launch (no-op turn)
 
 
-def test_a_failing_compile_is_left_to_bench_inside_the_turn(shared):
-    fn = Fn(shared, fail_warmup=True)
+def test_a_failing_compile_is_left_to_bench_inside_the_turn(env_turn):
+    fn = Fn(env_turn, fail_warmup=True)
     bench, tuner = _bench_of(fn)
     assert bench(tuner, "x", config=triton.Config({"BLOCK": 8}), grid=(1,), warmup=False) == [1.0]
     assert [(w, d) for w, d, *_ in fn.runs] == [(True, 0), (False, 1)]
 
 
-def test_a_call_without_a_config_or_warmup_argument_is_left_alone(shared):
-    fn = Fn(shared)
+def test_a_call_without_a_config_or_warmup_argument_is_left_alone(env_turn):
+    fn = Fn(env_turn)
     tuner = SimpleNamespace(fn=fn)
     _tuners.compile_config(tuner, ("x",), {"grid": (1,), "warmup": False})
     _tuners.compile_config(tuner, ("x",), {"config": triton.Config({"BLOCK": 8})})
     assert fn.runs == []
 
 
-def test_a_real_autotuner_compiles_each_config_before_its_turn(shared, monkeypatch):
+def test_a_real_autotuner_compiles_each_config_before_its_turn(env_turn, monkeypatch):
     import torch
     import triton.language as tl
     from triton.runtime.autotuner import Autotuner
@@ -115,7 +92,7 @@ def test_a_real_autotuner_compiles_each_config_before_its_turn(shared, monkeypat
     real_run = double.fn.run
 
     def spy(*args, **kw):
-        runs.append((kw["warmup"], shared.depth, kw["BLOCK"]))
+        runs.append((kw["warmup"], env_turn.depth, kw["BLOCK"]))
         return real_run(*args, **kw)
 
     monkeypatch.setattr(double.fn, "run", spy)
@@ -124,4 +101,4 @@ def test_a_real_autotuner_compiles_each_config_before_its_turn(shared, monkeypat
     # per config: compiled (warmup, no launch) outside the turn, then timed inside it
     benched = runs[:4]
     assert benched == [(True, 0, 8), (False, 1, 8), (True, 0, 16), (False, 1, 16)]
-    assert shared.taken == 2
+    assert env_turn.taken == 2

@@ -246,3 +246,35 @@ class FakeExecutor:
             note="" if rc == 0 else f"fake {kind}",
         )
         return st, result
+
+
+def batch_cli(
+    tmp_path: Path, monkeypatch, capsys, ops: list[str], *, script=None, before=()
+) -> Callable[..., tuple]:
+    """``run(*argv) -> (rc, stdout, stderr, fakes)``: ``zlbench batch`` over an inventory of
+    ``ops`` at ``tmp_path/ops``, out ``tmp_path/out``, every executor a
+    :class:`FakeExecutor` of ``script`` (``fakes``: one per executor made), ``before``
+    put before ``argv``; CUDA_VISIBLE_DEVICES unset."""
+    from zlbench.cli import main
+    from zlbench.runner.batch import workers
+
+    ops_dir = tmp_path / "ops"
+    make_inventory(ops_dir, "main", ops)
+    (tmp_path / "fg").mkdir(exist_ok=True)
+    monkeypatch.setenv("ZLBENCH_FLAGGEMS_DIR", str(tmp_path / "fg"))
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    fakes: list[FakeExecutor] = []
+
+    def fake_executor() -> FakeExecutor:
+        fakes.append(FakeExecutor(script))
+        return fakes[-1]
+
+    monkeypatch.setattr(workers, "default_executor", fake_executor)
+
+    def run(*argv: str) -> tuple:
+        out_dir = str(tmp_path / "out")
+        rc = main(["batch", "--ops-dir", str(ops_dir), "--out", out_dir, *before, *argv])
+        out, err = capsys.readouterr()
+        return rc, out, err, fakes
+
+    return run

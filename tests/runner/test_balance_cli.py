@@ -4,11 +4,9 @@ recorded durations, and the plan is printed without measuring."""
 from __future__ import annotations
 
 import pytest
-from batch_fakes import FakeExecutor, make_inventory
+from batch_fakes import batch_cli
 
-from zlbench.cli import main
 from zlbench.models import OpStatus, RunStatus
-from zlbench.runner.batch import workers as batchrun
 from zlbench.runner.batch.status import write_ops_status
 
 OPS = ["abs", "add", "exp", "mm", "bmm", "softmax", "topk", "cat"]
@@ -17,31 +15,13 @@ SECONDS = {"topk": 40.0, "mm": 12.0, "bmm": 11.0, "abs": 1.0, "add": 1.2, "exp":
 
 @pytest.fixture
 def cli(tmp_path, monkeypatch, capsys):
-    ops_dir = tmp_path / "ops"
-    make_inventory(ops_dir, "main", OPS)
-    (tmp_path / "fg").mkdir()
-    monkeypatch.setenv("ZLBENCH_FLAGGEMS_DIR", str(tmp_path / "fg"))
-    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     rows = [
         OpStatus(repo="main", op=op, run_name=op, status=RunStatus.PASS, seconds=s)
         for op, s in SECONDS.items()
     ]
     write_ops_status(tmp_path / "prev", rows)
-    fakes = []
-
-    def fake_executor():
-        fakes.append(FakeExecutor())
-        return fakes[-1]
-
-    monkeypatch.setattr(batchrun, "default_executor", fake_executor)
-
-    def run(*argv):
-        out_dir = str(tmp_path / "out")
-        argv = ["--all", "--dtypes", "bfloat16", *argv]  # the durations' own dtype: factor 1
-        rc = main(["batch", "--ops-dir", str(ops_dir), "--out", out_dir, *argv])
-        out, err = capsys.readouterr()
-        return rc, out, err, fakes
-
+    before = ["--all", "--dtypes", "bfloat16"]  # the durations' own dtype: factor 1
+    run = batch_cli(tmp_path, monkeypatch, capsys, OPS, before=before)
     run.costs = str(tmp_path / "prev" / "ops_status.csv")
     return run
 

@@ -3,33 +3,13 @@
 from __future__ import annotations
 
 import pytest
-from batch_fakes import FakeExecutor, make_inventory
-
-from zlbench.cli import main
-from zlbench.runner.batch import workers as batchrun
+from batch_fakes import batch_cli
 
 
 @pytest.fixture
 def cli(tmp_path, monkeypatch, capsys):
-    ops_dir = tmp_path / "ops"
-    make_inventory(ops_dir, "main", ["abs", "add", "mm@test_mm.py", "mm@test_bmm.py"])
-    (tmp_path / "fg").mkdir()
-    monkeypatch.setenv("ZLBENCH_FLAGGEMS_DIR", str(tmp_path / "fg"))
-    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
-    fakes = []
-
-    def fake_executor():
-        fakes.append(FakeExecutor({"add": ["TIMEOUT"]}))
-        return fakes[-1]
-
-    monkeypatch.setattr(batchrun, "default_executor", fake_executor)
-
-    def run(*argv):
-        rc = main(["batch", "--ops-dir", str(ops_dir), "--out", str(tmp_path / "out"), *argv])
-        out, err = capsys.readouterr()
-        return rc, out, err, fakes
-
-    return run
+    ops = ["abs", "add", "mm@test_mm.py", "mm@test_bmm.py"]
+    return batch_cli(tmp_path, monkeypatch, capsys, ops, script={"add": ["TIMEOUT"]})
 
 
 def test_batch_ok(cli, monkeypatch):

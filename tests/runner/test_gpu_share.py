@@ -11,14 +11,12 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from batch_fakes import FakeExecutor, batch_config_factory, make_inventory
+from batch_fakes import FakeExecutor, batch_cli, batch_config_factory
 from benchpkg_batch import BENCHPKG, interpret_config
 
-from zlbench.cli import main
 from zlbench.errors import ZlbenchError
 from zlbench.models import RunStatus, read_ops_status
 from zlbench.protocol.turn import GPU_TURN_LOG_VAR, GPU_TURN_VAR, TURN_LOG_HEADER, GpuTurn
-from zlbench.runner.batch import workers as batchrun
 from zlbench.runner.batch.run import run_batch
 from zlbench.runner.batch.turns import parse_turns, summarize_turns
 from zlbench.runner.batch.workers import slot_gpus
@@ -148,24 +146,7 @@ def test_without_gpu_share_there_is_no_turn(setup):
 
 @pytest.fixture
 def cli(tmp_path, monkeypatch, capsys):
-    ops_dir = tmp_path / "ops"
-    make_inventory(ops_dir, "main", ["abs", "add", "mul"])
-    (tmp_path / "fg").mkdir()
-    monkeypatch.setenv("ZLBENCH_FLAGGEMS_DIR", str(tmp_path / "fg"))
-    fakes = []
-
-    def fake_executor():
-        fakes.append(FakeExecutor())
-        return fakes[-1]
-
-    monkeypatch.setattr(batchrun, "default_executor", fake_executor)
-
-    def run(*argv):
-        rc = main(["batch", "--ops-dir", str(ops_dir), "--out", str(tmp_path / "out"), *argv])
-        out, err = capsys.readouterr()
-        return rc, out, err, fakes
-
-    return run
+    return batch_cli(tmp_path, monkeypatch, capsys, ["abs", "add", "mul"])
 
 
 @pytest.mark.parametrize(
