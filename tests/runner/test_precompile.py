@@ -5,6 +5,7 @@ benchpkg kernels under the stand-in driver); dealing, collecting, batch wiring."
 from __future__ import annotations
 
 import io
+import os
 import shutil
 import subprocess
 import sys
@@ -24,6 +25,7 @@ from codegen_support import (  # noqa: E402
 )
 
 import zlbench.runner.batch.run as run_mod  # noqa: E402
+from zlbench.errors import ZlbenchError  # noqa: E402
 from zlbench.models import CodegenIndex  # noqa: E402
 from zlbench.protocol.cache import SHARED_CACHE_READY_VAR, wait_ready  # noqa: E402
 from zlbench.runner.batch.config import BatchConfig  # noqa: E402
@@ -261,3 +263,48 @@ def test_an_ab_side_with_its_own_interpreter_precompiles_with_it(tmp_path):
     side = side_config(config, CompilerEnv("v", python="/v/bin/python"))
     assert side.python == "/v/bin/python"
     assert side_config(config, CompilerEnv("s", front=("/s",))).python is None
+
+
+def test_a_batch_that_fails_while_the_precompile_runs_stops_its_workers(
+    recorded, tmp_path, monkeypatch
+):
+    """The precompile's workers (here a stand-in interpreter that writes its pid and
+    sleeps) are killed when the batch fails first; the failure is the batch's own,
+    no thread dies with a traceback (filterwarnings=error would fail this test)."""
+    import time
+
+    config = batch_config_factory(tmp_path, ["bench"])
+    pids = tmp_path / "pids"
+    sleeper = tmp_path / "sleepy-python"
+    sleeper.write_text(f"#!/bin/sh\necho $$ >> {pids}\nexec sleep 60\n")
+    sleeper.chmod(0o755)
+
+    def boom(self):
+        deadline = time.monotonic() + 30
+        while not pids.exists() and time.monotonic() < deadline:  # a worker is running
+            time.sleep(0.05)
+        raise RuntimeError("the batch failed")
+
+    monkeypatch.setattr(run_mod.BatchRun, "run", boom)
+    t0 = time.monotonic()
+    with pytest.raises(RuntimeError, match="the batch failed"):
+        run_batch(
+            config(FakeExecutor(), replay_root=recorded, precompile_jobs=2, python=str(sleeper))
+        )
+    assert time.monotonic() - t0 < 30  # not the workers' 60 s
+    for pid in map(int, pids.read_text().split()):
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)  # killed and reaped
+
+
+def test_a_broken_codegen_index_in_the_replay_root_is_one_error_before_anything_runs(
+    recorded, tmp_path
+):
+    root = tmp_path / "root"
+    shutil.copytree(recorded, root)
+    (root / "main" / "bench" / "codegen" / "index.json").write_text("{not json")
+    config = batch_config_factory(tmp_path, ["bench"])
+    fake = FakeExecutor()
+    with pytest.raises(ZlbenchError):
+        run_batch(config(fake, replay_root=root, precompile_jobs=1))
+    assert fake.calls == []

@@ -18,7 +18,10 @@ import time
 from pathlib import Path
 
 SHARED_CACHE_READY_VAR = "ZLBENCH_SHARED_CACHE_READY"
-READY_TIMEOUT_S = 1800.0  # the precompile's own worker timeout
+READY_MARKER = ".zlbench-precompiled"  # in the shared cache dir
+# the precompile's timeout per worker; the whole precompile may take longer (its
+# workers are collected one after the other), then the process compiles for itself
+READY_TIMEOUT_S = 1800.0
 
 
 def wait_ready(path: str | None, timeout_s: float = READY_TIMEOUT_S, poll_s: float = 0.05) -> float:
@@ -27,8 +30,10 @@ def wait_ready(path: str | None, timeout_s: float = READY_TIMEOUT_S, poll_s: flo
     process then compiles what it launches, as without precompile."""
     if not path:
         return 0.0
-    t0 = time.monotonic()
-    while not Path(path).exists() and time.monotonic() - t0 < timeout_s:
+    t0, marker = time.monotonic(), Path(path)
+    while not marker.exists() and time.monotonic() - t0 < timeout_s:
+        if not marker.parent.is_dir():  # the batch is gone and took its cache along
+            break
         time.sleep(poll_s)
     return time.monotonic() - t0
 
@@ -37,4 +42,10 @@ def ready_path_from_env() -> str | None:
     return os.environ.get(SHARED_CACHE_READY_VAR) or None
 
 
-__all__ = ["READY_TIMEOUT_S", "SHARED_CACHE_READY_VAR", "ready_path_from_env", "wait_ready"]
+__all__ = [
+    "READY_MARKER",
+    "READY_TIMEOUT_S",
+    "SHARED_CACHE_READY_VAR",
+    "ready_path_from_env",
+    "wait_ready",
+]

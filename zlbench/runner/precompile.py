@@ -20,6 +20,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -85,8 +86,10 @@ def precompile(
     env: Mapping[str, str],
     python: str | None = None,
     timeout_s: float = 1800.0,
+    stop: threading.Event | None = None,
 ) -> PrecompileOutcome:
-    """Compile ``records`` into ``cache_dir`` with ``jobs`` worker processes in parallel."""
+    """Compile ``records`` into ``cache_dir`` with ``jobs`` worker processes in parallel.
+    ``stop`` set (the batch ended or failed first): the workers still running are killed."""
     out = PrecompileOutcome(kernels=len(records))
     chunks = deal_records(records, jobs)
     out.processes = len(chunks)
@@ -102,7 +105,7 @@ def precompile(
             except OSError as e:
                 out.worker_errors.append(f"precompile worker failed: {e}")
         for proc in procs:
-            _collect(proc, out, timeout_s)
+            _collect(proc, out, timeout_s, stop)
     out.seconds = time.monotonic() - t0
     return out
 
@@ -113,14 +116,28 @@ def _start(argv: list[str], env: Mapping[str, str]) -> subprocess.Popen:
     )
 
 
-def _collect(proc: subprocess.Popen, out: PrecompileOutcome, timeout_s: float) -> None:
-    try:
-        stdout, stderr = proc.communicate(timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.communicate()
-        out.worker_errors.append(f"precompile worker timed out after {timeout_s:.0f} s")
-        return
+def _collect(
+    proc: subprocess.Popen,
+    out: PrecompileOutcome,
+    timeout_s: float,
+    stop: threading.Event | None = None,
+    poll_s: float = 0.5,
+) -> None:
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            stdout, stderr = proc.communicate(timeout=poll_s)
+            break
+        except subprocess.TimeoutExpired:
+            stopped = stop is not None and stop.is_set()
+            if not stopped and time.monotonic() < deadline:
+                continue
+            proc.kill()
+            proc.communicate()
+            why = f"timed out after {timeout_s:.0f} s"
+            why = "stopped: the batch ended first" if stopped else why
+            out.worker_errors.append(f"precompile worker {why}")
+            return
     for line in stdout.splitlines():
         if line.startswith(_FAILED):
             rid, _, error = line[len(_FAILED) :].partition(" ")

@@ -13,6 +13,7 @@ PASS/SKIP only, and ``--resume`` keeps complete ops and reruns the rest.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
 import threading
@@ -21,7 +22,7 @@ from pathlib import Path
 
 from zlbench.errors import ZlbenchError
 from zlbench.models import FLAGGEMS_DIR_VARS
-from zlbench.protocol.cache import SHARED_CACHE_READY_VAR
+from zlbench.protocol.cache import READY_MARKER, SHARED_CACHE_READY_VAR
 from zlbench.runner.batch.config import BatchConfig, BatchOutcome
 from zlbench.runner.batch.forecast import expected_line
 from zlbench.runner.batch.plan import plan_selection, selection_costs
@@ -73,42 +74,63 @@ def run_while_precompiling(
 ) -> BatchOutcome:
     """The batch's processes start (interpreter, imports, collection: ~20 s on the H200)
     while the precompile fills ``cache``; each waits for its end (the marker file of
-    :mod:`zlbench.protocol.cache`, written done or failed) before its first op. On an
-    interrupt the precompile thread is left to die with the process."""
-    ready = cache / ".zlbench-precompiled"
-
-    def warm() -> None:
-        try:
-            warm_shared_cache(config, selection, cache)
-        except Exception as e:  # noqa: BLE001 - the batch is correct without it
-            _say(config, f"precompile failed, each process compiles: {e}")
-        finally:
-            ready.write_text("done\n", encoding="utf-8")
-
-    thread = threading.Thread(target=warm, name="precompile", daemon=True)
+    :mod:`zlbench.protocol.cache`, written done or failed) before its first op. The
+    records are read here first (a broken codegen index is exit 2, as before); when the
+    batch ends or fails before the precompile, its workers are stopped."""
+    plan = precompile_plan(config, selection)
+    batch = BatchRun(with_ready_marker(sharing_cache(config, cache)), selection, out_dir, costs)
+    stop = threading.Event()
+    thread = threading.Thread(
+        target=warm_shared_cache, args=(config, plan, cache, stop), name="precompile", daemon=True
+    )
     thread.start()
-    shared = sharing_cache(config, cache)
-    shared = replace(shared, env={**(shared.env or {}), SHARED_CACHE_READY_VAR: str(ready)})
-    outcome = BatchRun(shared, selection, out_dir, costs).run()
+    try:
+        outcome = batch.run()
+    except BaseException:  # failed or interrupted: stop the workers, then go on failing
+        stop.set()
+        thread.join()
+        raise
     thread.join()
     return outcome
 
 
-def warm_shared_cache(config: BatchConfig, selection: OpSelection, cache: Path) -> BatchConfig:
-    """Precompile the selection's recorded kernels into ``cache`` (one pass per repo,
-    its FlagGems on the path) and return the config whose processes share it."""
-    base = dict(config.env if config.env is not None else os.environ)
+def with_ready_marker(config: BatchConfig) -> BatchConfig:
+    """``config`` whose processes wait for the precompile's end marker in its shared cache."""
+    ready = Path(config.env[SHARED_TRITON_CACHE]) / READY_MARKER
+    return replace(config, env={**config.env, SHARED_CACHE_READY_VAR: str(ready)})
+
+
+def precompile_plan(config: BatchConfig, selection: OpSelection) -> list[tuple[str, list, list]]:
+    """Per repo of the selection: (repo, its recorded compile requests, ops without any)."""
+    plan = []
     for repo in sorted({op.repo for op in selection.ops}):
         keys = [op.key for op in selection.ops if op.repo == repo]
-        records, missing = collect_records(Path(config.replay_root), keys)
-        with tempfile.TemporaryDirectory(prefix="zl-precompile-env-") as tmp:
-            env = process_env(base, flaggems_dir=config.flaggems_dirs[repo], tmp_dir=tmp)
-            outcome = precompile(records, cache, config.precompile_jobs, env, config.python)
-        outcome.ops_without_records = missing
-        _say(config, f"{repo}: {outcome.line()}")
-        for error in outcome.worker_errors:
-            _say(config, f"{repo}: {error}")
-    return sharing_cache(config, cache)
+        plan.append((repo, *collect_records(Path(config.replay_root), keys)))
+    return plan
+
+
+def warm_shared_cache(
+    config: BatchConfig, plan: list[tuple[str, list, list]], cache: Path, stop=None
+) -> None:
+    """Precompile ``plan`` into ``cache`` (one pass per repo, its FlagGems on the path),
+    then write the end marker, done or failed (a failure only costs the processes their
+    own compiling, so it is one progress line, never an exception of the batch)."""
+    base = dict(config.env if config.env is not None else os.environ)
+    try:
+        for repo, records, missing in plan:
+            with tempfile.TemporaryDirectory(prefix="zl-precompile-env-") as tmp:
+                env = process_env(base, flaggems_dir=config.flaggems_dirs[repo], tmp_dir=tmp)
+                jobs, python = config.precompile_jobs, config.python
+                outcome = precompile(records, cache, jobs, env, python, stop=stop)
+            outcome.ops_without_records = missing
+            _say(config, f"{repo}: {outcome.line()}")
+            for error in outcome.worker_errors:
+                _say(config, f"{repo}: {error}")
+    except Exception as e:  # noqa: BLE001 - the batch is correct without it
+        _say(config, f"precompile failed, each process compiles: {e}")
+    finally:
+        with contextlib.suppress(OSError):  # the cache dir may be gone (batch failed)
+            (cache / READY_MARKER).write_text("done\n", encoding="utf-8")
 
 
 def sharing_cache(config: BatchConfig, cache: Path) -> BatchConfig:
