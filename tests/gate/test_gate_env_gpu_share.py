@@ -54,3 +54,28 @@ def test_the_environment_probe_reads_the_share_the_runner_set(monkeypatch, value
     else:
         monkeypatch.setenv(GPU_SHARE_VAR, value)
     assert environment._gpu_share() == expected
+
+
+def test_with_no_measured_run_an_old_baseline_has_no_share_mismatch(tmp_path):
+    baseline = load_baseline(write_baseline(tmp_path / "bl", {"x": [brow("x", "[1]", 1.0)]}))
+    baseline.manifest.gpu_share = None
+    findings = {f.field: f for f in check_environment(baseline, [])}
+    assert not findings["gpu_share"].mismatch  # like use_flagtune, not a made-up "1 vs ?"
+
+
+def test_a_refresh_refuses_passes_measured_under_different_shares(tmp_path):
+    from zlbench.errors import ZlbenchError
+
+    batch = BatchConfig(out_dir=tmp_path / "b", flaggems_dirs={}, ops_dir=tmp_path)
+    cfg = RefreshConfig(out=tmp_path / "v9", batch=batch, zlbench_commit="abc")
+    results = [
+        BaselineResult(
+            repo="main", run_name=n, op=n, timing="kernel", environment=Environment(gpu_share=s)
+        )
+        for n, s in (("x", 1), ("y", 3))
+    ]
+    now = dt.datetime.now(dt.timezone.utc)
+    with pytest.raises(ZlbenchError, match="different --gpu-share: 1, 3"):
+        _manifest(cfg, tmp_path, results, now, now, {})
+    results[0].environment.gpu_share = 3  # all recorded 3: the manifest says 3, not cfg's 1
+    assert _manifest(cfg, tmp_path, results, now, now, {}).gpu_share == 3

@@ -207,3 +207,10 @@ def test_every_process_is_told_the_share_it_runs_under(tmp_path):
     run_batch(config(alone, gpus=["0"], out_dir=tmp_path / "a"))
     assert {c["env"][GPU_SHARE_VAR] for c in shared.calls} == {"3"}
     assert {c["env"][GPU_SHARE_VAR] for c in alone.calls} == {"1"}
+
+
+def test_a_batch_cannot_be_resumed_under_another_share(tmp_path):
+    config = batch_config_factory(tmp_path, ["a", "b"])
+    run_batch(config(FakeExecutor(), gpus=["0"], gpu_share=2))
+    with pytest.raises(ZlbenchError, match="gpu_share=2, this run asks 1"):
+        run_batch(config(FakeExecutor(), gpus=["0"], resume=True))

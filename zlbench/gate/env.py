@@ -61,6 +61,14 @@ def _finding(field: str, base: object, cur: str | None, checked: bool, commit=Fa
     )
 
 
+def _gpu_share_finding(base: int | None, envs: list[Environment]) -> EnvFinding:
+    """Processes per GPU; unrecorded (from before sharing existed) is one. With no
+    measured run there is nothing to compare (not a mismatch)."""
+    if not envs:
+        return _finding("gpu_share", base, None, True)
+    return _finding("gpu_share", base or 1, _joined(e.gpu_share or 1 for e in envs), True)
+
+
 def measured_results(results: ResultsSet, scope: Iterable[str] | None) -> list[RunResult]:
     scope = None if scope is None else set(scope)
     keys = [k for k in results.ops if in_scope(k, scope)]
@@ -81,7 +89,7 @@ def check_environment(baseline: BaselineSet, runs: list[RunResult]) -> list[EnvF
             True,
         ),
         _finding("use_flagtune", m.use_flagtune, _joined(e.use_flagtune for e in envs), True),
-        _finding("gpu_share", m.gpu_share or 1, _joined(e.gpu_share or 1 for e in envs), True),
+        _gpu_share_finding(m.gpu_share, envs),
     ]
     repos = sorted(set(m.flaggems) | {r.repo for r in runs})
     for repo in repos:

@@ -327,6 +327,19 @@ def _work_span(
     return start, ends[-1] or max((e for e in ends if e is not None), default=None)
 
 
+def _gpu_share(cfg: RefreshConfig, results: list[BaselineResult]) -> int:
+    """The ``--gpu-share`` the baseline's results were measured with (what they recorded,
+    else what this refresh asked); results recorded under different shares are refused:
+    a shared GPU times small kernels faster (docs/screening.md)."""
+    shares = sorted({r.environment.gpu_share for r in results if r.environment.gpu_share})
+    if len(shares) > 1:
+        raise ZlbenchError(
+            f"the baseline's passes were measured with different --gpu-share: "
+            f"{', '.join(map(str, shares))}; refresh them with one"
+        )
+    return shares[0] if shares else cfg.batch.gpu_share
+
+
 def _manifest(
     cfg: RefreshConfig,
     tmp: Path,
@@ -360,7 +373,7 @@ def _manifest(
         compiler_dist=env.triton_dist if env else None,
         compiler_version=env.triton_version if env else None,
         use_flagtune=env.use_flagtune if env else None,
-        gpu_share=cfg.batch.gpu_share,
+        gpu_share=_gpu_share(cfg, results),
         compiler_commit=_dirty(ft_commit, ft_dirty) or (env.flagtree_commit if env else None),
         flaggems=flaggems,
         zlbench_version=__version__,

@@ -370,7 +370,7 @@ class BatchRun:
         progress.say(self.config.progress, line)
 
 
-RESUME_SAME = ("mode", "replay_root", "timing", "dtypes", "shape_file_sha256")
+RESUME_SAME = ("mode", "replay_root", "timing", "dtypes", "shape_file_sha256", "gpu_share")
 
 
 def check_resumable(old: BatchInfo | None, new: BatchInfo, out: Path) -> None:
