@@ -93,27 +93,47 @@ def measure(
     # (plain do_bench would fail the same way), so it is not a graph fallback.
     call()
     with (turn or process_turn()).hold():
-        phase = "warmup"
         try:
-            est = backend.time_eager(call, 1)
-            est = backend.time_eager(call, warm_calls(settings.warmup_ms, est))
-            phase = "sync"
-            backend.synchronize()
-            n = graph_calls(rep_ms, est)
-            phase = "capture"
-            graph = backend.capture(call, n)
-            phase = "sync"
-            backend.synchronize()
-            times = [backend.replay_ms(graph) / n for _ in range(max(1, settings.replays))]
-        except Exception as exc:  # noqa: BLE001 - classified right below
-            if is_device_fault(exc):
-                raise
+            times = graph_times(call, backend, settings, rep_ms)
+        except GraphFailed as failed:
+            exc = failed.__cause__
             state.emit_marker(
-                Marker(kind=MarkerKind.NO_CUDAGRAPH, phase=phase, reason=reason_text(exc))
+                Marker(kind=MarkerKind.NO_CUDAGRAPH, phase=failed.phase, reason=reason_text(exc))
             )
             kw = {"grad_to_none": grad_to_none, "quantiles": quantiles, "return_mode": return_mode}
             return backend.plain(fn, rep_ms, settings.warmup_ms, **kw)
     return summarize(times, quantiles, return_mode)
+
+
+class GraphFailed(Exception):
+    """Graph timing failed for a reason that is not a device fault (``__cause__``), in
+    ``phase``: the caller falls back to plain timing with a marker."""
+
+    def __init__(self, phase: str) -> None:
+        super().__init__(phase)
+        self.phase = phase
+
+
+def graph_times(call: Callable[[], Any], backend: Backend, settings: TimingSettings, rep_ms: float):
+    """Per-call milliseconds of each replay: eager warmup, one graph of ``n`` calls
+    (sized to ``rep_ms``), ``settings.replays`` replays. A device fault is re-raised;
+    any other failure is :class:`GraphFailed`."""
+    phase = "warmup"
+    try:
+        est = backend.time_eager(call, 1)
+        est = backend.time_eager(call, warm_calls(settings.warmup_ms, est))
+        phase = "sync"
+        backend.synchronize()
+        n = graph_calls(rep_ms, est)
+        phase = "capture"
+        graph = backend.capture(call, n)
+        phase = "sync"
+        backend.synchronize()
+        return [backend.replay_ms(graph) / n for _ in range(max(1, settings.replays))]
+    except Exception as exc:  # noqa: BLE001 - classified right here
+        if is_device_fault(exc):
+            raise
+        raise GraphFailed(phase) from exc
 
 
 # --------------------------------------------------------------------------- triton adapter

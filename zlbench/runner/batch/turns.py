@@ -5,7 +5,10 @@
 (its **busy** share of the batch's wall: how close the batch came to the GPU's
 limit), the turns, the seconds processes waited for one, and how many pairs of
 turns overlapped (0 unless the turn is broken: the check that sharing never let
-two processes time at once). Pure: parses text, returns values and a line.
+two processes time at once). Pure: parses text, returns values and a line. A
+process killed in the middle of writing its line leaves a partial line that the
+next process's line is appended to; that one line is skipped, so its turn is
+missing from the sums.
 """
 
 from __future__ import annotations
