@@ -85,13 +85,10 @@ def run_while_precompiling(
     )
     thread.start()
     try:
-        outcome = batch.run()
-    except BaseException:  # failed or interrupted: stop the workers, then go on failing
+        return batch.run()
+    finally:  # done, failed or interrupted: no process needs the cache any more
         stop.set()
         thread.join()
-        raise
-    thread.join()
-    return outcome
 
 
 def with_ready_marker(config: BatchConfig) -> BatchConfig:
