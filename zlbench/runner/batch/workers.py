@@ -10,12 +10,14 @@ each time an op becomes final, so a killed batch leaves a complete, valid file.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import socket
 import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 from zlbench import __version__
@@ -97,15 +99,7 @@ class BatchRun:
             self._say(f"batch: time budget {progress.fmt_seconds(self.budget_s)}")
         with self.lock:
             write_ops_status(self.out, self.final.values())
-        if self.config.gpu_share > 1:
-            log = self.out / GPU_TURNS_CSV
-            if not log.is_file():
-                log.write_text(TURN_LOG_HEADER + "\n", encoding="utf-8")
-            with tempfile.TemporaryDirectory(prefix="zl-gpu-turn-") as turns:
-                self.turn_dir = turns
-                self._say(f"batch: {self.config.gpu_share} processes per GPU, timing in turns")
-                self._run_workers(todo)
-        else:
+        with self._turns():
             self._run_workers(todo)
         statuses = sorted(self.final.values(), key=lambda s: (s.repo, s.run_name))
         rows, info = write_final_files(self.out, statuses, info)
@@ -345,6 +339,25 @@ class BatchRun:
             write_ops_status(self.out, self.final.values())
             elapsed = time.monotonic() - self.t0
             self._say_locked(progress.done_line(final, self.done, self.total, elapsed))
+
+    @contextlib.contextmanager
+    def _turns(self) -> Iterator[None]:
+        """With ``gpu_share`` > 1: the GPUs' turn files (a temp dir, ``turn_dir``) and
+        the turn log's header, for as long as the workers run; else nothing."""
+        share = self.config.gpu_share
+        if share <= 1:
+            yield
+            return
+        log = self.out / GPU_TURNS_CSV
+        if not log.is_file():
+            log.write_text(TURN_LOG_HEADER + "\n", encoding="utf-8")
+        with tempfile.TemporaryDirectory(prefix="zl-gpu-turn-") as turns:
+            self.turn_dir = turns
+            self._say(f"batch: {share} processes per GPU, timing in turns")
+            try:
+                yield
+            finally:
+                self.turn_dir = None
 
     def _turn_lines(self, wall: float) -> list[str]:
         """Per GPU of a shared batch: how much of the wall some process was timing."""
