@@ -2,17 +2,13 @@
 
 from __future__ import annotations
 
-from zlsynth import ENV, brow, crow, run_result, write_baseline
+from zlsynth import env_findings
 
-from zlbench.gate.env import check_environment, mismatches
-from zlbench.gate.load import load_baseline
+from zlbench.gate.env import mismatches
 
 
 def _findings(tmp_path, base: str | None, current: str | None):
-    baseline = load_baseline(write_baseline(tmp_path / "bl", {"x": [brow("x", "[1]", 1.0)]}))
-    baseline.manifest.use_flagtune = base
-    env = ENV.model_copy(update={"use_flagtune": current})
-    return check_environment(baseline, [run_result("x", [crow("x", "[1]", 1.0)], env=env)])
+    return env_findings(tmp_path, "use_flagtune", base, current)
 
 
 def test_a_different_tuning_space_is_a_mismatch(tmp_path):

@@ -7,7 +7,7 @@ from __future__ import annotations
 import datetime as dt
 
 import pytest
-from zlsynth import ENV, brow, crow, run_result, write_baseline
+from zlsynth import brow, env_findings, write_baseline
 
 from zlbench.gate.env import check_environment, mismatches
 from zlbench.gate.load import load_baseline
@@ -19,10 +19,7 @@ from zlbench.runner.refresh import RefreshConfig, _manifest
 
 
 def _findings(tmp_path, base: int | None, current: int | None):
-    baseline = load_baseline(write_baseline(tmp_path / "bl", {"x": [brow("x", "[1]", 1.0)]}))
-    baseline.manifest.gpu_share = base
-    env = ENV.model_copy(update={"gpu_share": current})
-    return check_environment(baseline, [run_result("x", [crow("x", "[1]", 1.0)], env=env)])
+    return env_findings(tmp_path, "gpu_share", base, current)
 
 
 def test_a_shared_screen_against_an_unshared_baseline_is_a_mismatch(tmp_path):

@@ -217,3 +217,15 @@ def load_judge_inputs(tmp_path: Path, base_ops, results, **manifest):
     th = load_thresholds(None, b.manifest.thresholds)
     th.estimator = "torch_normalized"
     return b, r, th
+
+
+def env_findings(tmp_path: Path, field: str, base, current):
+    """The environment findings of one row's run against a one-row baseline whose
+    manifest records ``field`` = ``base`` while the run's environment says ``current``."""
+    from zlbench.gate.env import check_environment
+    from zlbench.gate.load import load_baseline
+
+    baseline = load_baseline(write_baseline(tmp_path / "bl", {"x": [brow("x", "[1]", 1.0)]}))
+    setattr(baseline.manifest, field, base)
+    env = ENV.model_copy(update={field: current})
+    return check_environment(baseline, [run_result("x", [crow("x", "[1]", 1.0)], env=env)])
