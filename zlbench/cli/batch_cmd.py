@@ -14,6 +14,7 @@ from zlbench.cli.settings import Settings
 from zlbench.errors import ZlbenchError
 from zlbench.models import REPOS
 from zlbench.protocol.ops import SPEC_GRAMMAR
+from zlbench.runner.batch.parts import SPLIT_MODES
 
 
 def add_selection_options(p, *, required: bool = True) -> None:
@@ -69,8 +70,8 @@ def parse_sweep_gpus(text: str | None, settings: Settings) -> list[str]:
 
 
 def add_replay_speed_options(p) -> None:
-    """--precompile-jobs, --gpu-share, --warmup-ms, --replays, --phase-timings (a replay's speed and
-    where it goes, docs/screening.md),
+    """--precompile-jobs, --gpu-share, --split-rows, --warmup-ms, --replays,
+    --phase-timings (a replay's speed and where it goes, docs/screening.md),
     read by :func:`measure_pytest_args`. Shared by ``batch``, ``baseline refresh`` and
     ``gate`` (``p``: a parser or an argument group)."""
     p.add_argument(
@@ -90,6 +91,14 @@ def add_replay_speed_options(p) -> None:
         help="N benchmark processes per GPU: each overlaps its start-up, Python and "
         "first calls with another's timing, and times only in the GPU's turn "
         "(default 1; docs/screening.md: sharing a GPU)",
+    )
+    p.add_argument(
+        "--split-rows",
+        choices=SPLIT_MODES,
+        default="auto",
+        help="replay: cut an op much longer than its share of a process slot into row "
+        "parts measured by several processes, merged at the end (default auto: only with "
+        "2+ slots, i.e. --gpus or --gpu-share; docs/screening.md: row parts)",
     )
     p.add_argument(
         "--warmup-ms",
@@ -291,6 +300,7 @@ def config_from_args(args, settings: Settings):
         durations=load_durations(args.costs) if args.costs else {},
         precompile_jobs=max(0, args.precompile_jobs),
         gpu_share=args.gpu_share,
+        split_rows=args.split_rows,
         extra_pytest_args=measure_pytest_args(args),
     )
 

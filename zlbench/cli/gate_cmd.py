@@ -144,6 +144,7 @@ def job_from_args(args, settings: Settings, ops_dir: Path) -> GateJob:
         codegen_jobs=getattr(args, "codegen_jobs", None) or os.cpu_count() or 1,
         precompile_jobs=max(0, getattr(args, "precompile_jobs", 0) or 0),
         gpu_share=getattr(args, "gpu_share", 1) or 1,
+        split_rows=getattr(args, "split_rows", "auto"),
         measure_args=measure_pytest_args(args) if hasattr(args, "replays") else [],
         ab=AbOptions(
             base_compiler=getattr(args, "base_compiler", None),

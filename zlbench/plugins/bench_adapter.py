@@ -10,7 +10,8 @@ and restore the classes of whichever benchmark package was imported (found
 by shape, not by name, so the FlagGems and vllm suites both work).
 
 Patched: ``Benchmark.init_user_config`` (then the instance's
-``get_input_iter``), ``Benchmark.record_shapes``, ``BenchmarkMetrics.__init__``.
+``get_input_iter``, which also drops the rows outside the plan entry's row part),
+``Benchmark.record_shapes``, ``BenchmarkMetrics.__init__``.
 """
 
 from __future__ import annotations
@@ -20,6 +21,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
+
+from zlbench.plugins import state
+from zlbench.protocol.rowpart import keeps_row
 
 
 @dataclass
@@ -124,9 +128,19 @@ def _wrap_input_iter(bench: Any) -> None:
     def get_input_iter(dtype):
         for cb in HOOKS.on_dtype:
             cb(bench, dtype)
-        return inner(dtype)
+        part = _current_part()
+        if not part:
+            return inner(dtype)
+        # a row part: every input is still drawn, in order (same data as unsplit)
+        return (x for i, x in enumerate(inner(dtype)) if keeps_row(i, part))
 
     bench.get_input_iter = get_input_iter
+
+
+def _current_part() -> list[int] | None:
+    """The row part ``[k, n]`` of the plan entry being run (None: every row)."""
+    op = state.current_op()
+    return op.entry.part if op is not None else None
 
 
 def _patch_metrics(cls: type) -> None:

@@ -124,6 +124,7 @@ class GateJob:
     codegen_jobs: int = 1
     precompile_jobs: int = 0  # --precompile-jobs
     gpu_share: int = 1  # --gpu-share: benchmark processes per GPU
+    split_rows: str = "auto"  # --split-rows: long ops' rows over several processes
     measure_args: list[str] = field(default_factory=list)  # --warmup-ms, --replays
 
 
@@ -183,6 +184,7 @@ def measure_batch(req: MeasureRequest) -> tuple[Path, int]:
         use_flagtune=m.use_flagtune,  # the tuning space the baseline was measured in
         precompile_jobs=job.precompile_jobs,
         gpu_share=job.gpu_share,
+        split_rows=job.split_rows,
         extra_pytest_args=[*job.measure_args, *([] if req.sass else [NO_SASS_FLAG])],
     )
     if req.shared_cache is not None:  # the screen compiled the kernels there

@@ -58,7 +58,8 @@ class OpAttempts:
 
     def entry(self, config: BatchConfig) -> PlanEntry:
         replay = config.replay_root
-        records = records_dir(op_dir(replay, self.sel.repo, self.sel.run_name)) if replay else None
+        whole = self.sel.whole_run_name  # a row part replays its op's records
+        records = records_dir(op_dir(replay, self.sel.repo, whole)) if replay else None
         return PlanEntry(
             repo=self.sel.repo,
             op=self.sel.op,
@@ -69,6 +70,7 @@ class OpAttempts:
             replay_records=str(Path(records).resolve()) if records else None,
             shape_file=str(Path(config.shape_file).resolve()) if config.shape_file else None,
             dtypes=list(self.dtypes),
+            part=list(self.sel.part) if self.sel.part else None,
         )
 
 

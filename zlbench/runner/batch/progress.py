@@ -49,6 +49,14 @@ def done_line(st: OpStatus, done: int, total: int, elapsed_s: float) -> str:
     )
 
 
+def merged_line(st: OpStatus, parts: int) -> str:
+    """``        PASS    main/topk rows=14 from 4 row parts, 41.0s of op time``."""
+    return (
+        f"        {st.status.value:<7} {st.repo}/{st.run_name} rows={st.rows} "
+        f"from {parts} row parts, {st.seconds:.1f}s of op time"
+    )
+
+
 def retry_line(repo: str, run_name: str, status: OpStatus, what: str, why: str) -> str:
     return f"        {status.status.value:<7} {repo}/{run_name} -> {what} ({why})"
 

@@ -23,8 +23,12 @@ from pathlib import Path
 from zlbench.errors import ZlbenchError
 from zlbench.models import FLAGGEMS_DIR_VARS
 from zlbench.protocol.cache import READY_MARKER, SHARED_CACHE_READY_VAR
+from zlbench.protocol.layout import op_key
+from zlbench.runner.batch.attempts import baseline_rows
 from zlbench.runner.batch.config import BatchConfig, BatchOutcome
+from zlbench.runner.batch.costs import OpCosts
 from zlbench.runner.batch.forecast import expected_line
+from zlbench.runner.batch.parts import part_counts, split_ops
 from zlbench.runner.batch.plan import plan_selection, selection_costs
 from zlbench.runner.batch.progress import say
 from zlbench.runner.batch.workers import BatchRun
@@ -61,12 +65,35 @@ def run_batch(config: BatchConfig) -> BatchOutcome:
     out_dir = claim_batch_dir(Path(config.out_dir), config.resume)
     costs = selection_costs(config, selection.keys())
     _say(config, expected_line(costs, len(config.gpus), config.per_process))
+    selection, costs = split_rows(config, selection, costs)
     if config.precompile_jobs > 0 and config.replay_root is not None:
         with tempfile.TemporaryDirectory(
             prefix="zl-shared-cache-", ignore_cleanup_errors=True
         ) as cache:
             return run_while_precompiling(config, selection, out_dir, costs, Path(cache))
     return BatchRun(config, selection, out_dir, costs).run()
+
+
+def split_rows(
+    config: BatchConfig, selection: OpSelection, costs: OpCosts
+) -> tuple[OpSelection, OpCosts]:
+    """Replay with ``split_rows="auto"`` and 2+ process slots: the ops much longer than a
+    slot's share, cut into row parts (:mod:`.parts`; their rows from the replay root)."""
+    slots = len(config.gpus) * max(1, config.gpu_share)
+    if config.split_rows != "auto" or config.replay_root is None or slots < 2:
+        return selection, costs
+    rows = {}
+    for op in selection.ops:
+        base = baseline_rows(config.replay_root, op.repo, op.run_name)
+        rows[op.key] = len(base) if base is not None else None
+    counts = part_counts(costs.seconds, slots, rows)
+    if not counts:
+        return selection, costs
+    ops, seconds = split_ops(selection.ops, counts, costs.seconds)
+    recorded = frozenset(o.key for o in ops if op_key(o.repo, o.whole_run_name) in costs.recorded)
+    cut = ", ".join(f"{k} x{n}" for k, n in sorted(counts.items()))
+    _say(config, f"batch: rows in parts (longer than half a slot's share): {cut}")
+    return replace(selection, ops=ops), OpCosts(seconds, recorded)
 
 
 def run_while_precompiling(
@@ -101,7 +128,8 @@ def precompile_plan(config: BatchConfig, selection: OpSelection) -> list[tuple[s
     """Per repo of the selection: (repo, its recorded compile requests, ops without any)."""
     plan = []
     for repo in sorted({op.repo for op in selection.ops}):
-        keys = [op.key for op in selection.ops if op.repo == repo]
+        keys = list(dict.fromkeys(op_key(o.repo, o.whole_run_name) for o in selection.ops))
+        keys = [k for k in keys if k.startswith(f"{repo}/")]
         plan.append((repo, *collect_records(Path(config.replay_root), keys)))
     return plan
 

@@ -50,6 +50,14 @@ from zlbench.runner.batch.config import (
 )
 from zlbench.runner.batch.costs import OpCosts
 from zlbench.runner.batch.info import read_batch_info, write_batch_info
+from zlbench.runner.batch.parts import (
+    merge_part_dirs,
+    merge_results,
+    merge_statuses,
+    part_dir,
+    part_rows,
+    whole_op,
+)
 from zlbench.runner.batch.plan import deal
 from zlbench.runner.batch.retry import Attempt, next_attempt
 from zlbench.runner.batch.status import load_run, write_ops_status
@@ -101,6 +109,7 @@ class BatchRun:
             write_ops_status(self.out, self.final.values())
         with self._turns():
             self._run_workers(todo)
+        self._merge_parts()
         statuses = sorted(self.final.values(), key=lambda s: (s.repo, s.run_name))
         rows, info = write_final_files(self.out, statuses, info)
         info.systemic = systemic_failures(statuses)
@@ -146,7 +155,7 @@ class BatchRun:
             flaggems_dirs={k: str(v) for k, v in c.flaggems_dirs.items()},
             hostname=socket.gethostname(),
             zlbench_version=__version__,
-            ops=[o.key for o in sel.ops],
+            ops=list(dict.fromkeys(op_key(o.repo, o.whole_run_name) for o in sel.ops)),
             dismissed=[
                 DismissedOp(key=o.key, date=e.when, reason=e.reason) for o, e in sel.dismissed
             ],
@@ -181,12 +190,22 @@ class BatchRun:
         for slot, ops in dealt.items():
             tracks = []
             for op in ops:
-                run_dir = self.out / op.repo / op.run_name
+                whole_dir = self.out / op.repo / op.whole_run_name
+                if op.part and self.config.resume and is_complete(whole_dir):
+                    whole = whole_op(op)  # merged by an earlier run: no part runs again
+                    if whole.key not in self.final:
+                        self.final[whole.key] = previous.get(whole.key) or self._from_result(
+                            whole, whole_dir
+                        )
+                    continue
+                run_dir = part_dir(self.out, op.repo, op.run_name) if op.part else whole_dir
                 if self.config.resume and is_complete(run_dir):
                     self.final[op.key] = previous.get(op.key) or self._from_result(op, run_dir)
                     continue
                 archive_run_dir(self.out, run_dir, op.repo, op.run_name, "previous")
-                base = baseline_rows(self.config.replay_root, op.repo, op.run_name)
+                base = baseline_rows(self.config.replay_root, op.repo, op.whole_run_name)
+                if op.part:
+                    base = part_rows(base, op.part)
                 dtypes = first_dtypes(tuple(self.config.dtypes), row_dtypes(base))
                 expected = len(base) if base is not None else None
                 gpu = self.slot_gpu[slot]
@@ -207,9 +226,38 @@ class BatchRun:
             run_name=op.run_name,
             status=status,
             rows=rows,
-            run_dir=op_key(op.repo, op.run_name),
+            run_dir=os.path.relpath(run_dir, self.out),
             note="resumed (complete)",
         )
+
+    def _merge_parts(self) -> None:
+        """Each op measured in row parts becomes one op again: its run dir and its
+        ops_status.csv row from its parts' (:mod:`.parts`). An op merged by an earlier
+        run (resumed) is kept; one whose parts are not all final is left as parts."""
+        groups: dict[str, list[SelectedOp]] = {}
+        for op in self.selection.ops:
+            if op.part:
+                groups.setdefault(op_key(op.repo, op.whole_run_name), []).append(op)
+        for key, parts in groups.items():
+            if key in self.final or any(p.key not in self.final for p in parts):
+                continue
+            whole = whole_op(parts[0])
+            dirs = [part_dir(self.out, p.repo, p.run_name) for p in parts]
+            loaded = [(p.part, load_run(d)) for p, d in zip(parts, dirs, strict=True)]
+            results = [(part, r) for part, r in loaded if r is not None]
+            merged = merge_results(results, whole.run_name) if results else None
+            final = merge_statuses([(p, self.final[p.key]) for p in parts], whole)
+            dest = self.out / whole.repo / whole.run_name
+            archive_run_dir(self.out, dest, whole.repo, whole.run_name, "previous")
+            merge_part_dirs(dirs, merged, dest)
+            if final.status in (RunStatus.PASS, RunStatus.SKIP):
+                (dest / COMPLETE).write_text(final.status.value + "\n", encoding="utf-8")
+            with self.lock:
+                for p in parts:
+                    del self.final[p.key]
+                self.final[key] = final
+                write_ops_status(self.out, self.final.values())
+            self._say(progress.merged_line(final, len(parts)))
 
     # ------------------------------------------------------------------ workers
 

@@ -38,10 +38,19 @@ class SelectedOp:
     run_name: str  # op with "@" -> "__at__"
     nodeids: tuple[str, ...]
     skip: str = ""  # unconditional-skip reason ("" = runs)
+    # A row part of an op (runner.batch.parts): (k, n), k 1-based, and the op's own
+    # run_name; run_name is then the part's, "<whole>~<k>of<n>".
+    part: tuple[int, int] | None = None
+    whole: str = ""
 
     @property
     def key(self) -> str:
         return op_key(self.repo, self.run_name)
+
+    @property
+    def whole_run_name(self) -> str:
+        """The op's run_name (its own, or the op a part belongs to)."""
+        return self.whole or self.run_name
 
 
 @dataclass

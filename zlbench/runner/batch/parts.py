@@ -1,0 +1,274 @@
+"""An op's rows over several processes: row parts (docs/screening.md, "Row parts").
+
+Why: a screen's wall time is at least its longest op, and an op's rows run one after
+another in one process. On gate_core, ``topk`` (14 rows) is 41 s of the 107 s of op
+time; with four processes timing in turns on one H200 it alone is the critical path
+(docs/measurements.md, seventh session). So in replay mode, where the baseline says
+how many rows each op has, an op much longer than its share of a slot's time is cut
+into ``n`` parts: part ``k`` (1-based) measures the rows whose index within their
+dtype is ``k - 1`` modulo ``n``. Every part still draws every input in the same
+order (the filter drops measured rows, not input draws), so row ``j`` sees the data
+it sees unsplit.
+
+Parts run as ops of their own (``<run_name>~<k>of<n>``, run dirs under
+``<batch>/.parts/<repo>/``: retries, timeouts and ``--resume`` apply to each); when
+the batch ends they are merged into the op's own run dir and one ops_status.csv row,
+so judging, reports and baselines never see them.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import shutil
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from pathlib import Path
+
+from zlbench.models import (
+    CODEGEN_INDEX,
+    CodegenIndex,
+    OpStatus,
+    RunResult,
+    RunStatus,
+    assign_occurrences,
+    codegen_dir,
+    count_markers,
+    dump_json_model,
+    load_codegen_index,
+)
+from zlbench.protocol.layout import COMPLETE, RECORDS_DIR, RESULT_JSON, RUN_LOG, TTGIR_DIR, op_key
+from zlbench.protocol.rowpart import keeps_row
+from zlbench.runner.catalog.select import SelectedOp
+
+PARTS_DIR = ".parts"  # <batch>/.parts/<repo>/<run_name>~<k>of<n>/
+PART_MARK = "~"
+SPLIT_MODES = ("auto", "off")
+# An op is cut when it is longer than this fraction of one slot's fair share of the
+# batch (total expected seconds / slots), into parts no longer than that fraction.
+SHARE_FRACTION = 0.5
+# Worst first: the merged op's status is its worst part's.
+_WORST = [RunStatus.ERROR, RunStatus.CRASH, RunStatus.TIMEOUT, RunStatus.FAIL, RunStatus.PASS]
+
+
+def part_run_name(run_name: str, k: int, n: int) -> str:
+    return f"{run_name}{PART_MARK}{k}of{n}"
+
+
+def part_counts(
+    costs: Mapping[str, float], slots: int, rows: Mapping[str, int | None]
+) -> dict[str, int]:
+    """How many parts each op is cut into (ops not cut are left out).
+
+    ``costs``: every op's expected seconds; ``slots``: processes measuring at once;
+    ``rows``: each op's rows in the replayed baseline (None or < 2: never cut). An op
+    longer than ``SHARE_FRACTION`` of the fair share gets ``ceil(cost / that)``
+    parts, at most one per slot and one per row. One slot: nothing is cut."""
+    if slots < 2 or not costs:
+        return {}
+    limit = SHARE_FRACTION * sum(costs.values()) / slots
+    out = {}
+    for key, cost in costs.items():
+        n_rows = rows.get(key) or 0
+        if limit <= 0 or cost <= limit or n_rows < 2:
+            continue
+        n = min(math.ceil(cost / limit), slots, n_rows)
+        if n >= 2:
+            out[key] = n
+    return out
+
+
+def split_ops(
+    ops: Sequence[SelectedOp], counts: Mapping[str, int], costs: Mapping[str, float]
+) -> tuple[list[SelectedOp], dict[str, float]]:
+    """``ops`` with each op of ``counts`` replaced by its parts, and the costs of the
+    new list (a part: its op's cost / n)."""
+    out: list[SelectedOp] = []
+    seconds = dict(costs)
+    for op in ops:
+        n = counts.get(op.key, 1)
+        if n < 2:
+            out.append(op)
+            continue
+        cost = seconds.pop(op.key, 1.0)
+        for k in range(1, n + 1):
+            name = part_run_name(op.run_name, k, n)
+            part = replace(op, run_name=name, part=(k, n), whole=op.run_name)
+            out.append(part)
+            seconds[part.key] = cost / n
+    return out, seconds
+
+
+def whole_op(op: SelectedOp) -> SelectedOp:
+    """The op a row part belongs to (``op`` itself when it is not a part)."""
+    return replace(op, run_name=op.whole_run_name, part=None, whole="")
+
+
+def part_rows(rows: list | None, part: Sequence[int]) -> list | None:
+    """The rows of a baseline's ``rows`` (result.json dicts) that ``part`` measures."""
+    if rows is None:
+        return None
+    seen: dict[str, int] = {}
+    out = []
+    for row in rows:
+        dtype = str(row.get("dtype")) if isinstance(row, dict) else ""
+        i = seen.get(dtype, 0)
+        seen[dtype] = i + 1
+        if keeps_row(i, part):
+            out.append(row)
+    return out
+
+
+def part_dir(out: Path, repo: str, run_name: str) -> Path:
+    return Path(out) / PARTS_DIR / repo / run_name
+
+
+# --------------------------------------------------------------------------- merging
+
+
+def worst_status(statuses: Sequence[RunStatus]) -> RunStatus:
+    for s in _WORST:
+        if s in statuses:
+            return s
+    return RunStatus.SKIP
+
+
+def merge_results(results: Sequence[tuple[tuple[int, int], RunResult]], run_name: str) -> RunResult:
+    """One result of an op from its parts' (``((k, n), result)``): rows back in the
+    order the op measures them unsplit, markers and times summed, the worst status."""
+    keyed = []
+    for (k, n), res in results:
+        seen: dict[str, int] = {}
+        for row in res.rows:
+            j = seen.get(row.dtype, 0)
+            seen[row.dtype] = j + 1
+            keyed.append(((k - 1) + j * n, k, row))
+    dtypes = list(dict.fromkeys(d for _, r in results for d in r.dtypes))
+    dtype_order = {d: i for i, d in enumerate(dtypes + [r.dtype for _, _, r in keyed])}
+    keyed.sort(key=lambda t: (dtype_order[t[2].dtype], t[0], t[1]))
+    first = results[0][1]
+    markers = [m for _, r in results for m in r.markers]
+    started = [r.started for _, r in results if r.started]
+    return first.model_copy(
+        update={
+            "run_name": run_name,
+            "status": worst_status([r.status for _, r in results]),
+            "dtypes": dtypes,
+            "rows": assign_occurrences([r for _, _, r in keyed]),
+            "markers": markers,
+            "marker_counts": count_markers(markers),
+            "failing_shape": next((r.failing_shape for _, r in results if r.failing_shape), None),
+            "error": "; ".join(f"part {k}/{n}: {r.error}" for (k, n), r in results if r.error)
+            or None,
+            "started": min(started) if started else None,
+            "duration_s": _sum(r.duration_s for _, r in results),
+            "bench_s": _sum(r.bench_s for _, r in results),
+        }
+    )
+
+
+def merge_statuses(parts: Sequence[tuple[SelectedOp, OpStatus]], whole: SelectedOp) -> OpStatus:
+    """The op's ops_status.csv row from its parts' rows."""
+    statuses = [s for _, s in parts]
+    worst = worst_status([s.status for s in statuses])
+    notes = [f"part {p.part[0]}/{p.part[1]}: {s.note}" for p, s in parts if s.note and p.part]
+    n = len(parts)
+    return OpStatus(
+        repo=whole.repo,
+        op=whole.op,
+        run_name=whole.run_name,
+        status=worst,
+        rc=next((s.rc for s in statuses if s.status is worst), None),
+        attempts=max(s.attempts for s in statuses),
+        dtype_used=",".join(dict.fromkeys(_dtypes(statuses))),
+        rows=sum(s.rows for s in statuses),
+        seconds=round(sum(s.seconds for s in statuses), 3),
+        gpu=",".join(dict.fromkeys(s.gpu for s in statuses if s.gpu)),
+        run_dir=op_key(whole.repo, whole.run_name),
+        note="; ".join([f"rows measured in {n} parts"] + notes),
+        op_file=statuses[0].op_file,
+        success_rows=sum(s.success_rows for s in statuses),
+        replay_fallbacks=sum(s.replay_fallbacks for s in statuses),
+        no_cudagraph=sum(s.no_cudagraph for s in statuses),
+        signature=next((s.signature for s in statuses if s.signature), ""),
+    )
+
+
+def merge_part_dirs(run_dirs: Sequence[Path], result: RunResult | None, dest: Path) -> None:
+    """Write the op's run dir ``dest`` from its parts' dirs: result.json (``result``),
+    run.log (the parts' logs one after another), the union of the other files (ttgir
+    indexes concatenated, autotune records and codegen indexes merged). Built beside
+    ``dest`` and renamed into place, so ``dest`` is whole or absent; ``.complete`` is
+    the caller's."""
+    tmp = dest.with_name(f".{dest.name}.merging-{os.getpid()}")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    logs = []
+    for i, src in enumerate(run_dirs, 1):
+        if not src.is_dir():
+            continue
+        log = src / RUN_LOG
+        if log.is_file():
+            logs.append(f"=== zlbench: part {i} of {len(run_dirs)} ({src.name})\n")
+            logs.append(log.read_text(encoding="utf-8", errors="replace"))
+        _merge_tree(src, tmp)
+    (tmp / RUN_LOG).write_text("".join(logs), encoding="utf-8")
+    if result is not None:
+        dump_json_model(tmp / RESULT_JSON, result)
+    if dest.exists():
+        shutil.rmtree(dest)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp.rename(dest)
+
+
+_SKIP = {RUN_LOG, RESULT_JSON, COMPLETE}
+
+
+def _merge_tree(src: Path, dest: Path) -> None:
+    for path in sorted(src.rglob("*")):
+        rel = path.relative_to(src)
+        if path.is_dir() or str(rel) in _SKIP:
+            continue
+        target = dest / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if rel.parts[0] == RECORDS_DIR and rel.suffix == ".json":
+            _merge_records(path, target)
+        elif rel.parts[0] == TTGIR_DIR and rel.name == "index.tsv" and target.exists():
+            lines = path.read_text(encoding="utf-8").splitlines(True)[1:]
+            with target.open("a", encoding="utf-8") as f:
+                f.writelines(lines)
+        elif rel.parts == (codegen_dir(Path()).name, CODEGEN_INDEX):
+            _merge_codegen(src, dest)
+        elif not target.exists():
+            shutil.copy2(path, target)
+
+
+def _merge_records(src: Path, dest: Path) -> None:
+    """Autotune records ``{kernel: {key: config}}``: the union (first part wins)."""
+    new = json.loads(src.read_text(encoding="utf-8"))
+    old = json.loads(dest.read_text(encoding="utf-8")) if dest.exists() else {}
+    for kernel, keys in new.items():
+        for key, cfg in keys.items():
+            old.setdefault(kernel, {}).setdefault(key, cfg)
+    dest.write_text(json.dumps(old, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+
+
+def _merge_codegen(src_run: Path, dest_run: Path) -> None:
+    """Codegen indexes: the union of their records by id (first part wins)."""
+    new = load_codegen_index(src_run)
+    if new is None:
+        return
+    old = load_codegen_index(dest_run) or CodegenIndex(compiler=new.compiler)
+    have = {r.id for r in old.records}
+    old.records += [r for r in new.records if r.id not in have]
+    dump_json_model(codegen_dir(dest_run) / CODEGEN_INDEX, old)
+
+
+def _dtypes(statuses: Sequence[OpStatus]) -> list[str]:
+    return [d for s in statuses for d in s.dtype_used.split(",") if d]
+
+
+def _sum(values) -> float | None:
+    vals = [v for v in values if v is not None]
+    return round(sum(vals), 3) if vals else None
