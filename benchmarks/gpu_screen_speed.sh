@@ -15,7 +15,9 @@
 #   old-N    one replay as today (N = 1, 2, ...; --phase-timings on N >= 2), so the
 #            paths can be interleaved: old-1 share4-1 old-2 share4-2
 #   shareK-N one replay with --gpu-share K (K processes on the GPU, timing in turns;
-#            no precompile: each process compiles outside its turns)
+#            no precompile: each process compiles outside its turns; long ops' rows
+#            cut into parts over the processes, --split-rows auto)
+#   nosplitK-N  the same with --split-rows off (each op whole in one process)
 #   preshareK-N  the same with --precompile-jobs $JOBS (compiling while the processes
 #            start; each waits for it before its first op)
 #   report   rows per GPU-minute and A/A noise of every path run so far, each path
@@ -72,13 +74,18 @@ for stage in "$@"; do
       t=(); [ "${stage##*-}" -ge 2 ] && t=(--phase-timings)
       screen "$WORK/$stage" --replay-root "$ROOT" --gpu-share "$k" "${t[@]}"
       ;;
+    nosplit[0-9]-[0-9])
+      k=${stage#nosplit}; k=${k%-*}
+      t=(); [ "${stage##*-}" -ge 2 ] && t=(--phase-timings)
+      screen "$WORK/$stage" --replay-root "$ROOT" --gpu-share "$k" --split-rows off "${t[@]}"
+      ;;
     preshare[0-9]-[0-9])
       k=${stage#preshare}; k=${k%-*}
       t=(); [ "${stage##*-}" -ge 2 ] && t=(--phase-timings)
       screen "$WORK/$stage" --replay-root "$ROOT" --gpu-share "$k" --precompile-jobs "$JOBS" "${t[@]}"
       ;;
     report)
-      shared=$(cd "$WORK" && ls -d share[0-9]-2 preshare[0-9]-2 2>/dev/null | sed 's/-2$//' | tr '\n' ' ')
+      shared=$(cd "$WORK" && ls -d share[0-9]-2 nosplit[0-9]-2 preshare[0-9]-2 2>/dev/null | sed 's/-2$//' | tr '\n' ' ')
       # shellcheck disable=SC2086
       aa_report "$WORK" old new budget $shared
       for p in old new budget $shared; do
