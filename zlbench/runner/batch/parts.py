@@ -38,7 +38,15 @@ from zlbench.models import (
     dump_json_model,
     load_codegen_index,
 )
-from zlbench.protocol.layout import COMPLETE, RECORDS_DIR, RESULT_JSON, RUN_LOG, TTGIR_DIR, op_key
+from zlbench.protocol.layout import (
+    COMPLETE,
+    PLAN_JSON,
+    RECORDS_DIR,
+    RESULT_JSON,
+    RUN_LOG,
+    TTGIR_DIR,
+    op_key,
+)
 from zlbench.protocol.rowpart import keeps_row
 from zlbench.runner.catalog.select import SelectedOp
 
@@ -62,9 +70,10 @@ def part_counts(
     """How many parts each op is cut into (ops not cut are left out).
 
     ``costs``: every op's expected seconds; ``slots``: processes measuring at once;
-    ``rows``: each op's rows in the replayed baseline (None or < 2: never cut). An op
-    longer than ``SHARE_FRACTION`` of the fair share gets ``ceil(cost / that)``
-    parts, at most one per slot and one per row. One slot: nothing is cut."""
+    ``rows``: the most parts each op may have (:func:`most_parts`; None or < 2: never
+    cut). An op longer than ``SHARE_FRACTION`` of the fair share gets
+    ``ceil(cost / that)`` parts, at most one per slot and ``rows``. One slot: nothing
+    is cut."""
     if slots < 2 or not costs:
         return {}
     limit = SHARE_FRACTION * sum(costs.values()) / slots
@@ -77,6 +86,19 @@ def part_counts(
         if n >= 2:
             out[key] = n
     return out
+
+
+def most_parts(rows: list | None) -> int | None:
+    """The most parts an op with the baseline ``rows`` (result.json dicts) may be cut
+    into: its fewest rows of one dtype, so that every part measures every dtype (a
+    benchmark that measures no row of a dtype fails printing its empty table)."""
+    if not rows:
+        return None
+    per: dict[str, int] = {}
+    for row in rows:
+        dtype = str(row.get("dtype")) if isinstance(row, dict) else ""
+        per[dtype] = per.get(dtype, 0) + 1
+    return min(per.values())
 
 
 def split_ops(
@@ -222,7 +244,7 @@ def merge_part_dirs(run_dirs: Sequence[Path], result: RunResult | None, dest: Pa
     tmp.rename(dest)
 
 
-_SKIP = {RUN_LOG, RESULT_JSON, COMPLETE}
+_SKIP = {RUN_LOG, RESULT_JSON, COMPLETE, PLAN_JSON}  # plan.json: a part's own
 
 
 def _merge_tree(src: Path, dest: Path) -> None:

@@ -28,7 +28,7 @@ from zlbench.runner.batch.attempts import baseline_rows
 from zlbench.runner.batch.config import BatchConfig, BatchOutcome
 from zlbench.runner.batch.costs import OpCosts
 from zlbench.runner.batch.forecast import expected_line
-from zlbench.runner.batch.parts import part_counts, split_ops
+from zlbench.runner.batch.parts import most_parts, part_counts, split_ops
 from zlbench.runner.batch.plan import plan_selection, selection_costs
 from zlbench.runner.batch.progress import say
 from zlbench.runner.batch.workers import BatchRun
@@ -85,7 +85,7 @@ def split_rows(
     rows = {}
     for op in selection.ops:
         base = baseline_rows(config.replay_root, op.repo, op.run_name)
-        rows[op.key] = len(base) if base is not None else None
+        rows[op.key] = most_parts(base)
     counts = part_counts(costs.seconds, slots, rows)
     if not counts:
         return selection, costs
