@@ -96,7 +96,7 @@ def add_replay_speed_options(p) -> None:
         "--split-rows",
         choices=SPLIT_MODES,
         default="auto",
-        help="replay: cut an op much longer than its share of a process slot into row "
+        help="replay: cut an op longer than its share of a process slot into row "
         "parts measured by several processes, merged at the end (default auto: only with "
         "2+ slots, i.e. --gpus or --gpu-share; docs/screening.md: row parts)",
     )

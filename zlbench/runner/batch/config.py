@@ -93,7 +93,7 @@ class BatchConfig:
     # Benchmark processes per GPU; > 1: they overlap everything but their timing, which
     # takes the GPU's turn (zlbench.protocol.turn, docs/screening.md "Sharing a GPU").
     gpu_share: int = 1
-    # Replay: "auto" cuts an op much longer than its share of a process slot into row
+    # Replay: "auto" cuts an op longer than its share of a process slot into row
     # parts run by several processes and merged at the end (runner.batch.parts); "off".
     split_rows: str = "auto"
 

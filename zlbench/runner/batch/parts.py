@@ -4,7 +4,7 @@ Why: a screen's wall time is at least its longest op, and an op's rows run one a
 another in one process. On gate_core, ``topk`` (14 rows) is 41 s of the 107 s of op
 time; with four processes timing in turns on one H200 it alone is the critical path
 (docs/measurements.md, seventh session). So in replay mode, where the baseline says
-how many rows each op has, an op much longer than its share of a slot's time is cut
+how many rows each op has, an op longer than its share of a slot's time is cut
 into ``n`` parts: part ``k`` (1-based) measures the rows whose index within their
 dtype is ``k - 1`` modulo ``n``. Every part still draws every input in the same
 order (the filter drops measured rows, not input draws), so row ``j`` sees the data
@@ -51,11 +51,16 @@ from zlbench.protocol.rowpart import keeps_row
 from zlbench.runner.catalog.select import SelectedOp
 
 PARTS_DIR = ".parts"  # <batch>/.parts/<repo>/<run_name>~<k>of<n>/
+# <batch>/.parts/ops_status.csv: the rows of the parts merged (ops_status.csv holds their
+# op's), read by --resume for the parts it keeps
 PART_MARK = "~"
 SPLIT_MODES = ("auto", "off")
 # An op is cut when it is longer than this fraction of one slot's fair share of the
-# batch (total expected seconds / slots), into parts no longer than that fraction.
-SHARE_FRACTION = 0.5
+# batch (total expected seconds / slots), into parts no longer than that. 1: only an op
+# that alone outlasts a slot's share; each part pays the op's fixed costs again (its own
+# compiles and SASS dumps: topk's 4 parts took 72 s of op time against 44 s whole on
+# the H200, docs/measurements.md eighth session), so half a share cut too eagerly.
+SHARE_FRACTION = 1.0
 # Worst first: the merged op's status is its worst part's.
 _WORST = [RunStatus.ERROR, RunStatus.CRASH, RunStatus.TIMEOUT, RunStatus.FAIL, RunStatus.PASS]
 
@@ -223,7 +228,9 @@ def merge_part_dirs(run_dirs: Sequence[Path], result: RunResult | None, dest: Pa
     indexes concatenated, autotune records and codegen indexes merged). Built beside
     ``dest`` and renamed into place, so ``dest`` is whole or absent; ``.complete`` is
     the caller's."""
-    tmp = dest.with_name(f".{dest.name}.merging-{os.getpid()}")
+    # built under .parts/ (never beside the op dirs, where */*/result.json globs look)
+    scratch = run_dirs[0].parent if run_dirs else dest.parent
+    tmp = scratch / f".merging-{dest.name}-{os.getpid()}"
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
     logs = []
@@ -234,7 +241,7 @@ def merge_part_dirs(run_dirs: Sequence[Path], result: RunResult | None, dest: Pa
         if log.is_file():
             logs.append(f"=== zlbench: part {i} of {len(run_dirs)} ({src.name})\n")
             logs.append(log.read_text(encoding="utf-8", errors="replace"))
-        _merge_tree(src, tmp)
+        _merge_tree(src, tmp, dest.name)
     (tmp / RUN_LOG).write_text("".join(logs), encoding="utf-8")
     if result is not None:
         dump_json_model(tmp / RESULT_JSON, result)
@@ -247,7 +254,7 @@ def merge_part_dirs(run_dirs: Sequence[Path], result: RunResult | None, dest: Pa
 _SKIP = {RUN_LOG, RESULT_JSON, COMPLETE, PLAN_JSON}  # plan.json: a part's own
 
 
-def _merge_tree(src: Path, dest: Path) -> None:
+def _merge_tree(src: Path, dest: Path, run_name: str) -> None:
     for path in sorted(src.rglob("*")):
         rel = path.relative_to(src)
         if path.is_dir() or str(rel) in _SKIP:
@@ -261,7 +268,7 @@ def _merge_tree(src: Path, dest: Path) -> None:
             with target.open("a", encoding="utf-8") as f:
                 f.writelines(lines)
         elif rel.parts == (codegen_dir(Path()).name, CODEGEN_INDEX):
-            _merge_codegen(src, dest)
+            _merge_codegen(src, dest, run_name)
         elif not target.exists():
             shutil.copy2(path, target)
 
@@ -276,14 +283,24 @@ def _merge_records(src: Path, dest: Path) -> None:
     dest.write_text(json.dumps(old, indent=1, sort_keys=True) + "\n", encoding="utf-8")
 
 
-def _merge_codegen(src_run: Path, dest_run: Path) -> None:
-    """Codegen indexes: the union of their records by id (first part wins)."""
+def _merge_codegen(src_run: Path, dest_run: Path, run_name: str) -> None:
+    """Codegen indexes: the union of their records by id (first part's record wins),
+    each record's uses (``used_by``) those of every part, named after the op
+    (``run_name``) instead of the part: the codegen screen matches them to the op's
+    rows (codegen.select.row_ref)."""
     new = load_codegen_index(src_run)
     if new is None:
         return
     old = load_codegen_index(dest_run) or CodegenIndex(compiler=new.compiler)
-    have = {r.id for r in old.records}
-    old.records += [r for r in new.records if r.id not in have]
+    by_id = {r.id: r for r in old.records}
+    for rec in new.records:
+        uses = [
+            u.model_copy(update={"run_name": run_name}) if u.run_name == src_run.name else u
+            for u in rec.used_by
+        ]
+        have = by_id.setdefault(rec.id, rec.model_copy(update={"used_by": []}))
+        have.used_by += [u for u in uses if u not in have.used_by]
+    old.records = sorted(by_id.values(), key=lambda r: r.id)
     dump_json_model(codegen_dir(dest_run) / CODEGEN_INDEX, old)
 
 

@@ -77,7 +77,7 @@ def run_batch(config: BatchConfig) -> BatchOutcome:
 def split_rows(
     config: BatchConfig, selection: OpSelection, costs: OpCosts
 ) -> tuple[OpSelection, OpCosts]:
-    """Replay with ``split_rows="auto"`` and 2+ process slots: the ops much longer than a
+    """Replay with ``split_rows="auto"`` and 2+ process slots: the ops longer than a
     slot's share, cut into row parts (:mod:`.parts`; their rows from the replay root)."""
     slots = len(config.gpus) * max(1, config.gpu_share)
     if config.split_rows != "auto" or config.replay_root is None or slots < 2:
@@ -92,7 +92,7 @@ def split_rows(
     ops, seconds = split_ops(selection.ops, counts, costs.seconds)
     recorded = frozenset(o.key for o in ops if op_key(o.repo, o.whole_run_name) in costs.recorded)
     cut = ", ".join(f"{k} x{n}" for k, n in sorted(counts.items()))
-    _say(config, f"batch: rows in parts (longer than half a slot's share): {cut}")
+    _say(config, f"batch: rows in parts (longer than a slot's share): {cut}")
     return replace(selection, ops=ops), OpCosts(seconds, recorded)
 
 

@@ -51,6 +51,7 @@ from zlbench.runner.batch.config import (
 from zlbench.runner.batch.costs import OpCosts
 from zlbench.runner.batch.info import read_batch_info, write_batch_info
 from zlbench.runner.batch.parts import (
+    PARTS_DIR,
     merge_part_dirs,
     merge_results,
     merge_statuses,
@@ -187,6 +188,8 @@ class BatchRun:
             bins = [[o.key for o in ops] for ops in per_gpu.values()]
             factor, per = self.config.budget_factor, self.config.per_process
             self.budget_s = budget_seconds(self.costs, bins, factor, per)
+        # the rows of the parts merged by an earlier run (ops_status.csv has the op's)
+        parts_before = load_previous(self.out / PARTS_DIR) if self.config.resume else {}
         for slot, ops in dealt.items():
             tracks = []
             for op in ops:
@@ -200,7 +203,8 @@ class BatchRun:
                     continue
                 run_dir = part_dir(self.out, op.repo, op.run_name) if op.part else whole_dir
                 if self.config.resume and is_complete(run_dir):
-                    self.final[op.key] = previous.get(op.key) or self._from_result(op, run_dir)
+                    before = previous.get(op.key) or parts_before.get(op.key)
+                    self.final[op.key] = before or self._from_result(op, run_dir)
                     continue
                 archive_run_dir(self.out, run_dir, op.repo, op.run_name, "previous")
                 base = baseline_rows(self.config.replay_root, op.repo, op.whole_run_name)
@@ -253,8 +257,10 @@ class BatchRun:
             if final.status in (RunStatus.PASS, RunStatus.SKIP):
                 (dest / COMPLETE).write_text(final.status.value + "\n", encoding="utf-8")
             with self.lock:
-                for p in parts:
-                    del self.final[p.key]
+                # the parts' rows, for a --resume that reruns some of them
+                kept = load_previous(self.out / PARTS_DIR)
+                kept |= {p.key: self.final.pop(p.key) for p in parts}
+                write_ops_status(self.out / PARTS_DIR, kept.values())
                 self.final[key] = final
                 write_ops_status(self.out, self.final.values())
             self._say(progress.merged_line(final, len(parts)))
@@ -364,11 +370,12 @@ class BatchRun:
         sig = status.signature or run_signature(status, track.run_dir)
         status = status.model_copy(update={"signature": sig})
         c = self.config
+        whole = op_key(track.sel.repo, track.sel.whole_run_name)  # a row part: its op
         track.next = next_attempt(
             track.attempts,
             c.max_retries,
             rescue=c.replay_root is None,  # replay: the baseline's rows fix the dtypes
-            systemic=self.systemic.observe(track.sel.key, sig) or self._spent(),
+            systemic=self.systemic.observe(whole, sig) or self._spent(),
         )
         if track.next is not None:
             what = f"{track.next.kind} [{','.join(track.next.dtypes) or 'defaults'}]"
