@@ -181,14 +181,21 @@ def test_process_environment(tmp_path, checkout, fake_python, monkeypatch):
         assert not Path(env["TRITON_CACHE_DIR"]).exists()
 
 
-def test_dtypes_split_processes_and_argv(tmp_path, checkout, fake_python):
+def test_own_dtypes_share_a_process_defaults_get_their_own_and_argv(
+    tmp_path, checkout, fake_python
+):
+    """Entries with other dtypes share one process (the shapes plugin hands each its
+    own); an entry on the op's defaults must not see their ``--dtypes``."""
     a = _plan(tmp_path / "a", ["ok"], dtypes=["bfloat16"])
     b = _plan(tmp_path / "b", ["ok"], dtypes=["float32"])
     b.entries[0].run_name = "other"
-    plan = WorkerPlan(timing="kernel", entries=a.entries + b.entries)
+    c = _plan(tmp_path / "c", ["ok"], dtypes=[])
+    c.entries[0].run_name = "defaults"
+    plan = WorkerPlan(timing="kernel", entries=a.entries + b.entries + c.entries)
     statuses, _ = _run(plan, checkout, fake_python)
-    assert [s.status for s in statuses] == [RunStatus.PASS] * 2
-    assert len(set(_pids(plan))) == 2
+    assert [s.status for s in statuses] == [RunStatus.PASS] * 3
+    pids = _pids(plan)
+    assert pids[0] == pids[1] and pids[2] != pids[0]
     argv = build_pytest_argv("p.json", a)
     assert argv[1:7] == ["-m", "pytest", "-s", "-p", "zlbench.plugins.loader", "--zl-plan"]
     assert argv[argv.index("--dtypes") + 1] == "bfloat16"

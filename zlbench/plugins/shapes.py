@@ -32,6 +32,7 @@ from zlbench.plugins import bench_adapter, state
 
 _YAML_CACHE: dict[str, dict] = {}
 _CLI_SHAPE_FILE: dict[str, str | None] = {}
+_CLI_DTYPES: dict[str, Any] = {}  # upstream's Config.user_desired_dtypes from --dtypes
 
 
 def defining_class(cls: type, attr: str) -> type | None:
@@ -115,12 +116,29 @@ def shape_file_in_effect() -> str | None:
 
 
 def before_config(bench: Any, mod: ModuleType) -> None:
-    """Point upstream's Config at the plan entry's shape file for this op."""
+    """Point upstream's Config at the plan entry's shape file and dtypes for this op
+    (upstream validates ``--dtypes`` against the op's own before anything else: ops
+    with other dtypes share a process, :func:`zlbench.runner.execute.worker._chunks`)."""
     cfg = getattr(mod, "Config", None)
-    if cfg is None or not hasattr(cfg, "shape_file"):
+    if cfg is None:
+        return
+    if hasattr(cfg, "user_desired_dtypes"):
+        _CLI_DTYPES.setdefault("dtypes", cfg.user_desired_dtypes)
+        cfg.user_desired_dtypes = _entry_dtypes() or _CLI_DTYPES["dtypes"]
+    if not hasattr(cfg, "shape_file"):
         return
     _CLI_SHAPE_FILE.setdefault("path", cfg.shape_file)
     cfg.shape_file = shape_file_in_effect() or cfg.shape_file
+
+
+def _entry_dtypes() -> list | None:
+    """The plan entry's dtypes as torch dtypes; None when it has none (the op's defaults)."""
+    op = state.current_op()
+    if op is None or not op.entry.dtypes:
+        return None
+    import torch
+
+    return [getattr(torch, d) for d in op.entry.dtypes]
 
 
 def after_config(bench: Any, mod: ModuleType) -> None:
@@ -147,12 +165,9 @@ def after_config(bench: Any, mod: ModuleType) -> None:
 
 
 def _apply_entry_dtypes(bench: Any) -> None:
-    op = state.current_op()
-    if op is None or not op.entry.dtypes:
-        return
-    import torch
-
-    bench.set_dtypes([getattr(torch, d) for d in op.entry.dtypes])
+    dtypes = _entry_dtypes()
+    if dtypes:
+        bench.set_dtypes(dtypes)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -167,3 +182,4 @@ def pytest_unconfigure(config: pytest.Config) -> None:
             lst.remove(cb)
     _YAML_CACHE.clear()
     _CLI_SHAPE_FILE.clear()
+    _CLI_DTYPES.clear()
