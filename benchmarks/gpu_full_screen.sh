@@ -6,7 +6,8 @@
 #
 # Stages:
 #   run S      `zlbench batch --all` (each op's own dtypes, $SHAPES) on $GPUS with
-#              --gpu-share $SHARE, --resume into $FULL; stopped with SIGINT after S
+#              --gpu-share $SHARE, --resume --keep-failed into $FULL (an op that failed or
+#              timed out in an earlier call is not run again); stopped with SIGINT after S
 #              seconds (complete ops are kept, the ones in flight run again on resume)
 #   restore F  unpack a tarball written by `pack` into $FULL (a fresh machine resumes)
 #   pack       $OUT/full.tgz: batch.json, ops_status.csv, summary.csv, gpu_turns.csv and
@@ -15,7 +16,7 @@
 #              need, and what --resume needs to skip the complete ops
 #
 # Needs $ZLBENCH_FLAGGEMS_DIR and zlbench importable. Env: FULL (runs/full-screen),
-# GPUS (0), SHARE (3), SHAPES (ops/shapes_single.yaml), OP_TIMEOUT (300), RETRIES (0: a failed op runs again on the next resume).
+# GPUS (0), SHARE (3), SHAPES (ops/shapes_single.yaml), OP_TIMEOUT (300), RETRIES (0).
 set -uo pipefail
 FULL=${FULL:-runs/full-screen}
 GPUS=${GPUS:-0}
@@ -32,7 +33,7 @@ while [ $# -gt 0 ]; do
       shift
       timeout -s INT -k 30 "$secs" python3 -m zlbench batch --all --shape-file "$SHAPES" \
         --gpus "$GPUS" --gpu-share "$SHARE" --op-timeout "${OP_TIMEOUT:-300}" \
-        --max-retries "${RETRIES:-0}" --out "$FULL" --resume 2>&1 | tail -40
+        --max-retries "${RETRIES:-0}" --out "$FULL" --resume --keep-failed 2>&1 | tail -40
       echo "rc=${PIPESTATUS[0]}"
       ;;
     restore)

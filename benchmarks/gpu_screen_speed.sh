@@ -18,6 +18,7 @@
 #            no precompile: each process compiles outside its turns; long ops' rows
 #            cut into parts over the processes, --split-rows auto)
 #   nosplitK-N  the same with --split-rows off (each op whole in one process)
+#   sbudgetK-N  shareK-N with the smaller timing budget ($WARMUP_MS, $REPLAYS)
 #   preshareK-N  the same with --precompile-jobs $JOBS (compiling while the processes
 #            start; each waits for it before its first op)
 #   report   rows per GPU-minute and A/A noise of every path run so far, each path
@@ -79,13 +80,19 @@ for stage in "$@"; do
       t=(); [ "${stage##*-}" -ge 2 ] && t=(--phase-timings)
       screen "$WORK/$stage" --replay-root "$ROOT" --gpu-share "$k" --split-rows off "${t[@]}"
       ;;
+    sbudget[0-9]-[0-9])
+      k=${stage#sbudget}; k=${k%-*}
+      t=(); [ "${stage##*-}" -ge 2 ] && t=(--phase-timings)
+      screen "$WORK/$stage" --replay-root "$ROOT" --gpu-share "$k" \
+        --warmup-ms "${WARMUP_MS:-25}" --replays "${REPLAYS:-5}" "${t[@]}"
+      ;;
     preshare[0-9]-[0-9])
       k=${stage#preshare}; k=${k%-*}
       t=(); [ "${stage##*-}" -ge 2 ] && t=(--phase-timings)
       screen "$WORK/$stage" --replay-root "$ROOT" --gpu-share "$k" --precompile-jobs "$JOBS" "${t[@]}"
       ;;
     report)
-      shared=$(cd "$WORK" && ls -d share[0-9]-2 nosplit[0-9]-2 preshare[0-9]-2 2>/dev/null | sed 's/-2$//' | tr '\n' ' ')
+      shared=$(cd "$WORK" && ls -d share[0-9]-2 nosplit[0-9]-2 sbudget[0-9]-2 preshare[0-9]-2 2>/dev/null | sed 's/-2$//' | tr '\n' ' ')
       # shellcheck disable=SC2086
       aa_report "$WORK" old new budget $shared
       for p in old new budget $shared; do

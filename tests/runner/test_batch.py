@@ -137,6 +137,34 @@ def test_resume_skips_complete_ops_and_reruns_failed(setup):
     assert fake3.calls == [] and third.exit_code == 0 and third.summary_rows == 12
 
 
+def test_resume_keep_failed_moves_on_past_failed_and_timed_out_ops(setup):
+    """A screen resumed across sessions: --keep-failed keeps FAIL/TIMEOUT/CRASH as they
+    ended (not run again, their run dirs untouched); ops never finished still run."""
+    script = {"abs": ["FAIL"], "mul": ["TIMEOUT"], "add": ["CRASH:-11"]}
+    first = run_batch(setup(FakeExecutor(script), max_retries=0, ops=["abs", "mul", "add"]))
+    before = by_name(first)
+    assert {n: s.status for n, s in before.items()} == {
+        "abs": RunStatus.FAIL,
+        "mul": RunStatus.TIMEOUT,
+        "add": RunStatus.CRASH,
+    }
+    fake = FakeExecutor()
+    again = run_batch(
+        setup(fake, resume=True, keep_failed=True, ops=["abs", "mul", "add", "softmax"])
+    )
+    assert sorted(e[0] for c in fake.calls for e in c["entries"]) == ["softmax"]
+    st = by_name(again)
+    assert {n: st[n] for n in ("abs", "mul", "add")} == before
+    assert st["softmax"].status is RunStatus.PASS
+    assert (again.out_dir / "main" / "abs").is_dir()  # left where it was, not archived
+    assert not (again.out_dir / ".attempts" / "main" / "abs" / "previous").exists()
+    assert again.exit_code == 1  # the kept failures still fail the batch
+    # without --keep-failed the same resume runs them again
+    fake3 = FakeExecutor()
+    run_batch(setup(fake3, resume=True, ops=["abs", "mul", "add", "softmax"]))
+    assert sorted(e[0] for c in fake3.calls for e in c["entries"]) == ["abs", "add", "mul"]
+
+
 def test_out_dir_is_claimed_not_reused(setup):
     a = run_batch(setup(FakeExecutor(), ops=["abs"]))
     b = run_batch(setup(FakeExecutor(), ops=["abs"]))

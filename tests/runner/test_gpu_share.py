@@ -214,3 +214,9 @@ def test_a_batch_cannot_be_resumed_under_another_share(tmp_path):
     run_batch(config(FakeExecutor(), gpus=["0"], gpu_share=2))
     with pytest.raises(ZlbenchError, match="gpu_share=2, this run asks 1"):
         run_batch(config(FakeExecutor(), gpus=["0"], resume=True))
+
+
+def test_cli_keep_failed_without_resume_exits_2_with_one_line(cli):
+    rc, out, err, fakes = cli("--all", "--keep-failed")
+    assert rc == 2 and err.count("\n") == 1 and "add --resume" in err
+    assert all(f.calls == [] for f in fakes)

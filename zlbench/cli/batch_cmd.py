@@ -215,6 +215,12 @@ def add_parser(sub) -> None:
         "--resume", action="store_true", help="continue --out: keep complete ops, rerun the others"
     )
     p.add_argument(
+        "--keep-failed",
+        action="store_true",
+        help="with --resume: ops that ended FAIL, TIMEOUT or CRASH keep that status and "
+        "do not run again (a screen resumed across sessions moves on; docs/screening.md)",
+    )
+    p.add_argument(
         "--plan-only",
         action="store_true",
         help="print the expected wall time of each of the N shards of --shard K/N "
@@ -267,6 +273,9 @@ def config_from_args(args, settings: Settings):
     from zlbench.runner.batch.costs import load_durations
     from zlbench.runner.batch.shard import default_gpus, parse_gpu_list, parse_shard
 
+    if getattr(args, "keep_failed", False) and not args.resume:
+        raise ZlbenchError("--keep-failed keeps the failures of a resumed batch: add --resume")
+
     if args.sweep_gpus is not None and args.replay_root is not None:
         raise ZlbenchError("--sweep-gpus records configs; it cannot be combined with --replay-root")
     gpus = parse_gpu_list(args.gpus) if args.gpus else default_gpus(settings.cuda_visible_devices)
@@ -285,6 +294,7 @@ def config_from_args(args, settings: Settings):
         shard=parse_shard(args.shard) if args.shard else None,
         replay_root=args.replay_root,
         resume=args.resume,
+        keep_failed=args.keep_failed,
         op_timeout_s=args.op_timeout,
         per_process=args.per_process,
         timing=args.mode,

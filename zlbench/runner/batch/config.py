@@ -57,6 +57,7 @@ class BatchConfig:
     shard: tuple[int, int] | None = None
     replay_root: Path | None = None
     resume: bool = False
+    keep_failed: bool = False  # with resume: a FAIL/TIMEOUT/CRASH op keeps its status
     op_timeout_s: float | None = 900.0
     per_process: int | None = None
     timing: Literal["cudagraph", "kernel"] = "cudagraph"

@@ -202,6 +202,9 @@ class BatchRun:
                         )
                     continue
                 run_dir = part_dir(self.out, op.repo, op.run_name) if op.part else whole_dir
+                if self._kept_failed(previous.get(op.key)):
+                    self.final[op.key] = previous[op.key]
+                    continue
                 if self.config.resume and is_complete(run_dir):
                     before = previous.get(op.key) or parts_before.get(op.key)
                     self.final[op.key] = before or self._from_result(op, run_dir)
@@ -233,6 +236,11 @@ class BatchRun:
             run_dir=os.path.relpath(run_dir, self.out),
             note="resumed (complete)",
         )
+
+    def _kept_failed(self, before: OpStatus | None) -> bool:
+        """--resume --keep-failed: an op that ended FAIL, TIMEOUT or CRASH stays so."""
+        c = self.config
+        return c.resume and c.keep_failed and before is not None and before.status in KEPT_FAILED
 
     def _merge_parts(self) -> None:
         """Each op measured in row parts becomes one op again: its run dir and its
@@ -438,6 +446,7 @@ class BatchRun:
         progress.say(self.config.progress, line)
 
 
+KEPT_FAILED = (RunStatus.FAIL, RunStatus.TIMEOUT, RunStatus.CRASH)
 RESUME_SAME = ("mode", "replay_root", "timing", "dtypes", "shape_file_sha256", "gpu_share")
 
 
