@@ -294,7 +294,7 @@ def config_from_args(args, settings: Settings):
         shard=parse_shard(args.shard) if args.shard else None,
         replay_root=args.replay_root,
         resume=args.resume,
-        keep_failed=args.keep_failed,
+        keep_failed=getattr(args, "keep_failed", False),
         op_timeout_s=args.op_timeout,
         per_process=args.per_process,
         timing=args.mode,
