@@ -249,3 +249,25 @@ def test_phases_first_call_excludes_an_autotune_sweeps_wait_for_the_turn(env_tur
     assert side.gpu_wait_s == pytest.approx(env_turn.waited_s)
     assert 0 <= side.first_call_s < HELD_S / 2
     assert side.other_s < HELD_S / 2
+
+
+def test_each_input_is_drawn_in_the_shared_turn(env_turn):
+    """The benchmark's inputs (tensors made on the GPU) are drawn with the turn held
+    shared, and between draws it is free (the measuring in between times exclusive)."""
+    from zlbench.plugins import bench_adapter
+
+    seen: list[tuple[int, bool]] = []
+
+    def inputs(dtype):
+        for i in range(3):
+            seen.append((env_turn.shared_depth, lock_is_taken(env_turn.path)))
+            yield (dtype, i)
+
+    bench = SimpleNamespace(get_input_iter=inputs)
+    bench_adapter._wrap_input_iter(bench)
+    got = []
+    for item in bench.get_input_iter("bf16"):
+        got.append(item)
+        assert env_turn._sh_fd is None and not lock_is_taken(env_turn.path)
+    assert got == [("bf16", 0), ("bf16", 1), ("bf16", 2)]
+    assert seen == [(1, True)] * 3

@@ -24,6 +24,7 @@ from typing import Any
 
 from zlbench.plugins import state
 from zlbench.protocol.rowpart import keeps_row
+from zlbench.protocol.turn import process_turn
 
 
 @dataclass
@@ -128,13 +129,28 @@ def _wrap_input_iter(bench: Any) -> None:
     def get_input_iter(dtype):
         for cb in HOOKS.on_dtype:
             cb(bench, dtype)
+        items = _drawn_in_shared_turn(inner(dtype))
         part = _current_part()
         if not part:
-            return inner(dtype)
+            return items
         # a row part: every input is still drawn, in order (same data as unsplit)
-        return (x for i, x in enumerate(inner(dtype)) if keeps_row(i, part))
+        return (x for i, x in enumerate(items) if keeps_row(i, part))
 
     bench.get_input_iter = get_input_iter
+
+
+def _drawn_in_shared_turn(items: Any):
+    """Each input drawn (tensors made on the GPU) in the GPU's shared turn: on a shared
+    GPU never inside another process's timing (zlbench.protocol.turn)."""
+    it = iter(items)
+    turn = process_turn()
+    while True:
+        with turn.share():
+            try:
+                item = next(it)
+            except StopIteration:
+                return
+        yield item
 
 
 def _current_part() -> list[int] | None:

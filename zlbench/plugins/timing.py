@@ -77,9 +77,10 @@ def measure(
 ) -> Any:
     """Time ``fn`` with a CUDA graph; fall back to plain timing with a marker.
 
-    The discarded first call runs outside the GPU's turn (its compiling, loading and
-    lazy init overlap with another process's timing when the GPU is shared,
-    docs/screening.md); warmup, capture and replays (or the plain fallback) inside it.
+    The discarded first call takes the GPU's turn shared (its compiling, loading and
+    lazy init overlap with other processes' untimed work when the GPU is shared, never
+    with a timing, docs/screening.md); warmup, capture and replays (or the plain
+    fallback) take it exclusive.
     An autotune sweep in the first call takes the turn for each config it times
     (:mod:`zlbench.plugins._tuners`)."""
 
@@ -90,9 +91,13 @@ def measure(
         return fn()
 
     # Discarded: autotune sweep, JIT compile. Its failure is the function's own
-    # (plain do_bench would fail the same way), so it is not a graph fallback.
-    call()
-    with (turn or process_turn()).hold():
+    # (plain do_bench would fail the same way), so it is not a graph fallback. Its
+    # launches take the turn shared (never inside another process's timing); its
+    # compiles give it up (install's JITFunction._do_compile).
+    turn = turn or process_turn()
+    with turn.share():
+        call()
+    with turn.hold():
         try:
             times = graph_times(call, backend, settings, rep_ms)
         except GraphFailed as failed:
@@ -144,6 +149,24 @@ class _Installed:
     testing: Any
     do_bench: Callable[..., Any]
     do_bench_cudagraph: Callable[..., Any]
+    jit_class: Any = None  # triton's JITFunction, its _do_compile wrapped
+    do_compile: Callable[..., Any] | None = None
+
+
+def _compiles_off_the_turn(jit_class: Any) -> Callable[..., Any] | None:
+    """Wrap ``jit_class._do_compile`` (triton 3.x) so that a JIT compile gives up the
+    shared turn while it runs (CPU work; another process may time meanwhile);
+    returns the original, None when triton has no such method."""
+    orig = jit_class.__dict__.get("_do_compile") if jit_class is not None else None
+    if orig is None:
+        return None
+
+    def _do_compile(self, *args, **kwargs):
+        with process_turn().released():
+            return orig(self, *args, **kwargs)
+
+    jit_class._do_compile = _do_compile
+    return orig
 
 
 _INSTALLED: _Installed | None = None
@@ -198,6 +221,12 @@ def install(backend_name: str, settings: TimingSettings) -> None:
 
     testing.do_bench = do_bench
     testing.do_bench_cudagraph = do_bench_cudagraph
+    try:
+        from triton.runtime.jit import JITFunction
+    except ImportError:  # pragma: no cover - every triton 3.x has it
+        JITFunction = None
+    orig.do_compile = _compiles_off_the_turn(JITFunction)
+    orig.jit_class = JITFunction if orig.do_compile is not None else None
     _INSTALLED = orig
 
 
@@ -207,6 +236,8 @@ def uninstall() -> None:
         return
     _INSTALLED.testing.do_bench = _INSTALLED.do_bench
     _INSTALLED.testing.do_bench_cudagraph = _INSTALLED.do_bench_cudagraph
+    if _INSTALLED.jit_class is not None:
+        _INSTALLED.jit_class._do_compile = _INSTALLED.do_compile
     _INSTALLED = None
 
 
