@@ -26,8 +26,9 @@ PROBE = textwrap.dedent(
     """
     import fcntl, os, sys
     fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT)
+    mode = fcntl.LOCK_SH if sys.argv[2:] == ["shared"] else fcntl.LOCK_EX
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        fcntl.flock(fd, mode | fcntl.LOCK_NB)
     except BlockingIOError:
         print("busy")
     else:
@@ -51,11 +52,11 @@ HOLDER = textwrap.dedent(
 )
 
 
-def probe(path) -> str:
-    """'free' or 'busy': can another process take the lock right now?"""
-    run = subprocess.run(
-        [sys.executable, "-c", PROBE, str(path)], capture_output=True, text=True, timeout=30
-    )
+def probe(path, shared: bool = False) -> str:
+    """'free' or 'busy': can another process take the lock (shared: for untimed work)
+    right now?"""
+    argv = [sys.executable, "-c", PROBE, str(path), *(["shared"] if shared else [])]
+    run = subprocess.run(argv, capture_output=True, text=True, timeout=30)
     assert run.returncode == 0, run.stderr
     return run.stdout.strip()
 

@@ -16,19 +16,6 @@ from test_turn import expect_line, finish, probe
 
 from zlbench.protocol.turn import GPU_TURN_LOG_VAR, GPU_TURN_VAR, GpuTurn
 
-PROBE_SH = textwrap.dedent(
-    """
-    import fcntl, os, sys
-    fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-    except BlockingIOError:
-        print("busy")
-    else:
-        print("free")
-    """
-)
-
 # argv: "share" | "hold", seconds to keep it. Prints "ready", then "in" once it has
 # the turn (and the epoch time), "out" when it gave it back.
 WORKER = textwrap.dedent(
@@ -48,12 +35,7 @@ WORKER = textwrap.dedent(
 
 
 def probe_shared(path) -> str:
-    """'free' or 'busy': could another process take the turn shared right now?"""
-    run = subprocess.run(
-        [sys.executable, "-c", PROBE_SH, str(path)], capture_output=True, text=True, timeout=30
-    )
-    assert run.returncode == 0, run.stderr
-    return run.stdout.strip()
+    return probe(path, shared=True)
 
 
 def worker(lock, mode: str, seconds: float) -> subprocess.Popen:

@@ -25,12 +25,6 @@ from zlbench.runner.catalog.inventory import inventory_path, scan_checkout, writ
 OPS = ["abs", "add", "mul", "sub", "div", "exp", "log", "sin"]
 
 
-@pytest.fixture(autouse=True)
-def _no_turn_in_environment(monkeypatch):
-    monkeypatch.delenv(GPU_TURN_VAR, raising=False)
-    monkeypatch.delenv(GPU_TURN_LOG_VAR, raising=False)
-
-
 @pytest.fixture
 def setup(tmp_path):
     return batch_config_factory(tmp_path, OPS)

@@ -387,51 +387,20 @@ def test_merged_result_without_errors_or_times_says_none():
 def test_merged_status_row():
     parts, _ = split_ops([_op("topk")], {"main/topk": 3}, {"main/topk": 9.0})
     common = {"repo": "main", "op": "topk", "op_file": "test_topk.py"}
+
+    def part(k: int, **kw) -> OpStatus:
+        run_dir = f".parts/main/topk~{k}of3"
+        return OpStatus(**common, run_name=f"topk~{k}of3", run_dir=run_dir, **kw)
+
     statuses = [
-        OpStatus(
-            **common,
-            run_name="topk~1of3",
-            status=S.PASS,
-            rc=0,
-            attempts=1,
-            dtype_used="float16,float32",
-            rows=5,
-            seconds=1.25,
-            gpu="0",
-            run_dir=".parts/main/topk~1of3",
-            success_rows=5,
-            replay_fallbacks=1,
-        ),
-        OpStatus(
-            **common,
-            run_name="topk~2of3",
-            status=S.FAIL,
-            rc=1,
-            attempts=2,
-            dtype_used="float16",
-            rows=2,
-            seconds=2.5,
-            gpu="0",
-            run_dir=".parts/main/topk~2of3",
-            note="fake FAIL",
-            success_rows=1,
-            no_cudagraph=2,
-            signature="AssertionError in topk.py:12",
-        ),
-        OpStatus(
-            **common,
-            run_name="topk~3of3",
-            status=S.PASS,
-            rc=0,
-            attempts=1,
-            dtype_used="float32,bfloat16",
-            rows=4,
-            seconds=0.125,
-            gpu="1",
-            run_dir=".parts/main/topk~3of3",
-            success_rows=4,
-        ),
-    ]
+        part(1, status=S.PASS, rc=0, attempts=1, dtype_used="float16,float32", rows=5,
+             seconds=1.25, gpu="0", success_rows=5, replay_fallbacks=1),
+        part(2, status=S.FAIL, rc=1, attempts=2, dtype_used="float16", rows=2, seconds=2.5,
+             gpu="0", note="fake FAIL", success_rows=1, no_cudagraph=2,
+             signature="AssertionError in topk.py:12"),
+        part(3, status=S.PASS, rc=0, attempts=1, dtype_used="float32,bfloat16", rows=4,
+             seconds=0.125, gpu="1", success_rows=4),
+    ]  # fmt: skip
     merged = merge_statuses(list(zip(parts, statuses, strict=True)), _op("topk"))
     assert merged == OpStatus(
         repo="main",

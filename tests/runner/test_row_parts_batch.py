@@ -27,7 +27,6 @@ from zlbench.models import (
     load_json_model,
     read_ops_status,
 )
-from zlbench.protocol.turn import GPU_TURN_LOG_VAR, GPU_TURN_VAR
 from zlbench.runner.batch import workers
 from zlbench.runner.batch.info import read_batch_info
 from zlbench.runner.batch.run import run_batch
@@ -43,12 +42,6 @@ BIG = [("float16", "[64]"), ("float16", "[128]"), ("float16", "[64]")] + [
 ]
 SMALL = [("float16", "[8]"), ("float16", "[16]")]
 PARTS3 = ["big~1of3", "big~2of3", "big~3of3"]
-
-
-@pytest.fixture(autouse=True)
-def _no_turn_in_environment(monkeypatch):
-    monkeypatch.delenv(GPU_TURN_VAR, raising=False)
-    monkeypatch.delenv(GPU_TURN_LOG_VAR, raising=False)
 
 
 @pytest.fixture
