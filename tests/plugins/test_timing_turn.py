@@ -1,5 +1,6 @@
-"""Timing inside the GPU's turn (``--gpu-share``): measure's discarded first call runs
-outside it, warmup, capture, replays and the plain fallback inside it; other callers
+"""Timing inside the GPU's turn (``--gpu-share``): measure's discarded first call holds
+it shared (never inside another process's timing), warmup, capture, replays and the
+plain fallback hold it exclusive; inputs are drawn in the shared turn; other callers
 of do_bench (an autotuner) take it too; the phases plugin books the waits for it as
 ``gpu_wait_s``, never as first-call or other time."""
 
@@ -79,13 +80,19 @@ def turn(tmp_path):
     return GpuTurn(str(tmp_path / "gpu-0.lock"), log=str(tmp_path / "turns.csv"), gpu="0")
 
 
-def test_first_call_outside_the_turn_and_the_timing_inside_it(turn, capsys):
+def test_first_call_in_the_shared_turn_and_the_timing_in_the_exclusive_one(turn, capsys):
     depths: list[int] = []
+    shared: list[int] = []
     backend = TurnBackend(turn)
-    record = lambda: depths.append(turn.depth)  # noqa: E731
+
+    def record():
+        depths.append(turn.depth)
+        shared.append(turn.shared_depth)
+
     ms = measure(record, backend, TimingSettings(1.0, 3), rep_ms=1.0, turn=turn)
     assert ms == pytest.approx(0.01)
-    assert depths[0] == 0  # the discarded first call: compile, load, overlapping others
+    # the discarded first call: compile, load, beside others' untimed work, not a timing
+    assert depths[0] == 0 and shared[0] == 1
     assert len(depths) > 2 and set(depths[1:]) == {1}
     kinds = [k for k, _ in backend.seen]
     assert kinds.count("eager") == 2 and kinds.count("capture") == 1

@@ -36,6 +36,7 @@ from zlbench.models.codegen import (
     Target,
 )
 from zlbench.protocol.rowpart import keeps_row
+from zlbench.runner.batch.costs import OpCosts
 from zlbench.runner.batch.parts import (
     merge_part_dirs,
     merge_results,
@@ -45,11 +46,16 @@ from zlbench.runner.batch.parts import (
     part_dir,
     part_rows,
     part_run_name,
+    row_group,
     split_ops,
+    spread_parts,
     whole_op,
     worst_status,
 )
-from zlbench.runner.catalog.select import SelectedOp
+from zlbench.runner.batch.plan import deal
+from zlbench.runner.batch.systemic import not_measured
+from zlbench.runner.catalog.select import OpSelection, SelectedOp
+from zlbench.runner.execute.worker import NOT_MEASURED
 
 S = RunStatus
 
@@ -577,3 +583,79 @@ def test_merge_part_dirs_skips_a_part_without_a_dir(tmp_path, parts):
     assert "topk~2of3" not in log and "log of part 2" not in log
     tsv = (dest / "ttgir" / "index.tsv").read_text().splitlines()
     assert [ln.split("\t")[0] for ln in tsv[1:]] == ["[1]", "[3]"]
+
+
+# --------------------------------------------------------------------------- an op of two tests
+
+
+def test_the_index_counts_within_each_benchmark_op_of_one_mark():
+    """One mark may cover several tests (upstream mm: test_mm, test_mm_self_transpose):
+    the plugins count a row's index within its (benchmark op, dtype), so do these."""
+    ops = ("mm", "mm_t")
+    rows = [{"op": o, "dtype": "float32", "shape": f"[{i}]"} for o in ops for i in range(3)]
+    assert row_group(rows[0]) == ("mm", "float32")
+    assert row_group(Row(op="mm_t", dtype="bfloat16", shape="[1]")) == ("mm_t", "bfloat16")
+    assert [r["shape"] for r in part_rows(rows, (1, 2))] == ["[0]", "[2]", "[0]", "[2]"]
+    second = [(r["op"], r["shape"]) for r in part_rows(rows, (2, 2))]
+    assert second == [("mm", "[1]"), ("mm_t", "[1]")]
+    assert most_parts(rows) == 3
+    assert most_parts(rows + [{"op": "mm_t", "dtype": "float16", "shape": "[0]"}]) == 1
+
+
+def test_merged_rows_of_two_benchmark_ops_are_in_the_unsplit_order():
+    pairs = [(o, d) for o in ("mm", "mm_t") for d in ("float16", "float32")]
+    whole = [Row(op=o, dtype=d, shape=f"[{i}]") for o, d in pairs for i in range(3)]
+    n = 2
+    results = []
+    for k in (1, 2):
+        seen: dict = {}
+        mine = []
+        for r in whole:
+            j = seen.get((r.op, r.dtype), 0)
+            seen[(r.op, r.dtype)] = j + 1
+            if keeps_row(j, (k, n)):
+                mine.append(r)
+        results.append(((k, n), _result(mine, run_name=f"topk~{k}of2")))
+    merged = merge_results(results, "topk")
+    view = [(r.op, r.dtype, r.shape) for r in merged.rows]
+    assert view == [(r.op, r.dtype, r.shape) for r in whole]
+
+
+def test_a_part_not_measured_keeps_the_op_listed_as_not_measured():
+    parts, _ = split_ops([_op("topk")], {"main/topk": 2}, {"main/topk": 9.0})
+    common = {"repo": "main", "op": "topk", "status": S.ERROR}
+    ok = OpStatus(**{**common, "status": S.PASS}, run_name="topk~1of2", rows=3)
+    skipped = OpStatus(**common, run_name="topk~2of2", note=f"{NOT_MEASURED}: budget spent")
+    merged = merge_statuses(list(zip(parts, [ok, skipped], strict=True)), _op("topk"))
+    assert merged.note.startswith(NOT_MEASURED) and "rows measured in 2 parts" in merged.note
+    assert not_measured([merged]) == ["main/topk"]
+    plain = merge_statuses(list(zip(parts, [ok, ok], strict=True)), _op("topk"))
+    assert not plain.note.startswith(NOT_MEASURED)
+
+
+# --------------------------------------------------------------------------- parts over slots
+
+
+def test_parts_of_one_op_never_share_a_slot_when_another_is_free():
+    big = [p for p in split_ops([_op("big")], {"main/big": 2}, {"main/big": 12.0})[0]]
+    a, b = _op("a"), _op("b")
+    costs = {"main/a": 7.0, "main/b": 7.0, big[0].key: 6.0, big[1].key: 6.0}
+    dealt = {"0/1": [a], "0/2": [b], "0/3": [big[0], big[1]]}  # what LPT gives here
+    out = spread_parts(dealt, costs)
+    where = {o.run_name: s for s, ops in out.items() for o in ops}
+    assert where["big~1of2"] != where["big~2of2"]
+    names = sorted(o.run_name for ops in out.values() for o in ops)
+    assert names == ["a", "b", "big~1of2", "big~2of2"]
+    assert out["0/1"] == [a, big[1]]  # to the least loaded slot, costliest first there
+    assert dealt["0/3"] == [big[0], big[1]]  # the input is not changed
+    # no free slot: the parts stay
+    assert spread_parts({"0/1": [big[0], big[1]]}, costs) == {"0/1": [big[0], big[1]]}
+
+
+def test_the_deal_spreads_parts_over_slots():
+    big = split_ops([_op("big")], {"main/big": 2}, {"main/big": 12.0})[0]
+    sel = OpSelection(ops=[_op("a"), _op("b"), *big])
+    costs = OpCosts({"main/a": 7.0, "main/b": 7.0, big[0].key: 6.0, big[1].key: 6.0}, frozenset())
+    dealt = deal(sel, ["0/1", "0/2", "0/3"], costs)
+    slots = [s for s, ops in dealt.items() for o in ops if o.part]
+    assert len(slots) == 2 and len(set(slots)) == 2

@@ -383,3 +383,56 @@ def test_a_real_part_measures_only_its_rows(tmp_path):
     assert merged.mode == "replay" and (out.out_dir / "main" / "add" / ".complete").is_file()
     (add,) = read_ops_status(out.out_dir / "ops_status.csv")
     assert (add.run_name, add.status, add.rows) == ("add", RunStatus.PASS, 6)
+
+
+class EveryRowExecutor(RowsExecutor):
+    """Each part measures every row: a benchmark the plugins' row filter does not reach
+    (its own init_user_config, never calling upstream's)."""
+
+    def __call__(self, plan, **kw):
+        for e in plan.entries:
+            e.part = None
+        return super().__call__(plan, **kw)
+
+
+def test_parts_that_measure_other_rows_than_the_baseline_fail_the_op(setup, root):
+    out = run_batch(setup(EveryRowExecutor(), gpus=["0"], gpu_share=3, replay_root=root))
+    big = statuses(out.out_dir)["big"]
+    assert big.status is RunStatus.FAIL and big.rows == 18
+    assert "row parts measured 18 rows, the baseline holds 6" in big.note
+    assert "--split-rows off" in big.note
+    big_dir = out.out_dir / "main" / "big"
+    assert not (big_dir / ".complete").exists()
+    assert load_json_model(big_dir / "result.json", RunResult).status is RunStatus.FAIL
+    assert out.exit_code == 1
+
+
+def test_resume_keep_failed_keeps_a_split_op_that_failed(setup, root):
+    cfg = dict(gpus=["0"], gpu_share=3, replay_root=root, max_retries=0)
+    out = run_batch(setup(RowsExecutor({"big~2of3": ["FAIL"]}), **cfg))
+    failed = statuses(out.out_dir)["big"]
+    assert failed.status is RunStatus.FAIL
+    again = RowsExecutor()
+    run_batch(setup(again, resume=True, keep_failed=True, **cfg))
+    assert again.ran() == []  # not the failed part either
+    assert statuses(out.out_dir)["big"] == failed
+
+
+def test_a_part_that_cannot_be_merged_is_left_as_parts(setup, root):
+    class BadRecords(RowsExecutor):
+        def _run_one(self, entry, outcome, gpu):
+            got = super()._run_one(entry, outcome, gpu)
+            if entry.run_name == "big~3of3":
+                records = Path(entry.run_dir) / "autotune_records"
+                records.mkdir(parents=True, exist_ok=True)
+                (records / "big.json").write_text("{not json")
+            return got
+
+    cfg = setup(BadRecords(), gpus=["0"], gpu_share=3, replay_root=root)
+    out = run_batch(cfg)
+    assert "cannot merge the row parts of main/big" in cfg.progress.getvalue()
+    st = statuses(out.out_dir)
+    assert sorted(st) == ["a", "b", "big~1of3", "big~2of3", "big~3of3", "c"]
+    assert not (out.out_dir / "main" / "big").exists()
+    assert (out.out_dir / "summary.csv").is_file() and (out.out_dir / "batch.json").is_file()
+    assert not list((out.out_dir / ".parts" / "main").glob(".merging-*"))  # no scratch left

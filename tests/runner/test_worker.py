@@ -187,13 +187,13 @@ def test_own_dtypes_share_a_process_defaults_get_their_own_and_argv(
     """Entries with other dtypes share one process (the shapes plugin hands each its
     own); an entry on the op's defaults must not see their ``--dtypes``."""
     a = _plan(tmp_path / "a", ["ok"], dtypes=["bfloat16"])
-    b = _plan(tmp_path / "b", ["ok"], dtypes=["float32"])
+    b = _plan(tmp_path / "b", ["skip"], dtypes=["float32"])
     b.entries[0].run_name = "other"
-    c = _plan(tmp_path / "c", ["ok"], dtypes=[])
+    c = _plan(tmp_path / "c", ["fail"], dtypes=[])
     c.entries[0].run_name = "defaults"
     plan = WorkerPlan(timing="kernel", entries=a.entries + b.entries + c.entries)
     statuses, _ = _run(plan, checkout, fake_python)
-    assert [s.status for s in statuses] == [RunStatus.PASS] * 3
+    assert [s.status for s in statuses] == [RunStatus.PASS, RunStatus.SKIP, RunStatus.FAIL]
     pids = _pids(plan)
     assert pids[0] == pids[1] and pids[2] != pids[0]
     argv = build_pytest_argv("p.json", a)
@@ -207,6 +207,8 @@ def test_identical_failures_before_any_op_stop_the_plan(tmp_path, checkout, fake
     """A process that cannot even load conftest fails every op the same way: after a
     few identical deaths the rest are NOT MEASURED, not each given its own process."""
     plan = _plan(tmp_path, ["confbad"] * 8)
+    for i, e in enumerate(plan.entries):  # 8 tests (one test's entries never share)
+        e.nodeids = [f"benchmark/test_confbad.py::test_confbad_{i}"]
     statuses, _ = _run(plan, checkout, fake_python)
     assert all(s.status is RunStatus.ERROR for s in statuses)
     sig = "pytest exit code 4 before the op began: ImportError while loading conftest"
@@ -248,3 +250,23 @@ def test_time_budget_kills_and_leaves_the_rest_not_measured(tmp_path, checkout, 
     assert all(s.note.startswith("NOT MEASURED") and "budget of 1.5 s" in s.note for s in rest)
     assert "ran out during the op" in rest[0].note
     assert not (Path(plan.entries[2].run_dir) / "env.json").exists()  # never started
+
+
+def test_two_entries_of_one_test_never_share_a_process():
+    """Row parts of one op run the same test: pytest would run it once, for one of them."""
+    from zlbench.models import PlanEntry
+    from zlbench.runner.execute.worker import _chunks
+
+    def entry(name, nodeid, dtypes=("float16",)):
+        return PlanEntry(op=name, run_name=name, run_dir=f"/r/{name}", nodeids=[nodeid],
+                         dtypes=list(dtypes))  # fmt: skip
+
+    a1, a2 = entry("a~1of2", "b/test_a.py::test_a"), entry("a~2of2", "b/test_a.py::test_a")
+    b, c = entry("b", "b/test_b.py::test_b"), entry("c", "b/test_c.py::test_c", ())
+    chunks = [[e.run_name for e in ch] for ch in _chunks([a1, b, a2, c], None)]
+    assert chunks == [["a~1of2", "b"], ["a~2of2"], ["c"]]
+    assert [[e.run_name for e in ch] for ch in _chunks([a1, b, a2], 1)] == [
+        ["a~1of2"],
+        ["b"],
+        ["a~2of2"],
+    ]

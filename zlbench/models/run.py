@@ -10,7 +10,7 @@ from __future__ import annotations
 from enum import Enum
 from typing import Literal
 
-from pydantic import ConfigDict, Field
+from pydantic import ConfigDict, Field, field_validator
 
 from zlbench.models.base import SCHEMA_VERSION, _Model
 
@@ -208,6 +208,13 @@ class PlanEntry(_Model):
     # Row part [k, n] (k 1-based): only the rows whose index within their dtype is
     # k-1 modulo n are measured (zlbench.runner.batch.parts); None: every row.
     part: list[int] | None = None
+
+    @field_validator("part")
+    @classmethod
+    def _part_is_k_of_n(cls, v: list[int] | None) -> list[int] | None:
+        if v is not None and (len(v) != 2 or not 1 <= v[0] <= v[1]):
+            raise ValueError(f"part must be [k, n] with 1 <= k <= n, got {v}")
+        return v
 
 
 class WorkerPlan(_Model):

@@ -130,11 +130,11 @@ def _wrap_input_iter(bench: Any) -> None:
         for cb in HOOKS.on_dtype:
             cb(bench, dtype)
         items = _drawn_in_shared_turn(inner(dtype))
-        part = _current_part()
-        if not part:
+        op = state.current_op()
+        if op is None or not op.entry.part:
             return items
         # a row part: every input is still drawn, in order (same data as unsplit)
-        return (x for i, x in enumerate(items) if keeps_row(i, part))
+        return _part_rows(items, op, (str(getattr(bench, "op_name", "")), str(dtype)))
 
     bench.get_input_iter = get_input_iter
 
@@ -153,10 +153,15 @@ def _drawn_in_shared_turn(items: Any):
         yield item
 
 
-def _current_part() -> list[int] | None:
-    """The row part ``[k, n]`` of the plan entry being run (None: every row)."""
-    op = state.current_op()
-    return op.entry.part if op is not None else None
+def _part_rows(items: Any, op: state.OpState, group: tuple[str, str]):
+    """The items of the op's row part: an index counts within (benchmark op, dtype)
+    over all of the op's tests (one mark may cover several), as the runner counts the
+    baseline's rows (zlbench.runner.batch.parts.row_group)."""
+    for item in items:
+        i = op.part_rows_seen.get(group, 0)
+        op.part_rows_seen[group] = i + 1
+        if keeps_row(i, op.entry.part):
+            yield item
 
 
 def _patch_metrics(cls: type) -> None:

@@ -131,6 +131,18 @@ def before_config(bench: Any, mod: ModuleType) -> None:
     cfg.shape_file = shape_file_in_effect() or cfg.shape_file
 
 
+def dtypes_at_op_start(op: state.OpState) -> None:
+    """Hand upstream's Config the op's dtypes before any of its tests runs: also
+    benchmarks whose own ``init_user_config`` never calls the base one (upstream
+    ``nonzero_static``, ``beam_search_score``) read them from there, and must not see
+    the previous op's."""
+    for mod in bench_adapter.benchmark_modules():
+        cfg = getattr(mod, "Config", None)
+        if cfg is not None and hasattr(cfg, "user_desired_dtypes"):
+            _CLI_DTYPES.setdefault("dtypes", cfg.user_desired_dtypes)
+            cfg.user_desired_dtypes = _entry_dtypes() or _CLI_DTYPES["dtypes"]
+
+
 def _entry_dtypes() -> list | None:
     """The plan entry's dtypes as torch dtypes; None when it has none (the op's defaults)."""
     op = state.current_op()
@@ -173,9 +185,11 @@ def _apply_entry_dtypes(bench: Any) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     bench_adapter.HOOKS.before_config.append(before_config)
     bench_adapter.HOOKS.after_config.append(after_config)
+    state.subscribe(on_start=dtypes_at_op_start)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
+    state.unsubscribe(on_start=dtypes_at_op_start)
     for lst, cb in ((bench_adapter.HOOKS.before_config, before_config),
                     (bench_adapter.HOOKS.after_config, after_config)):  # fmt: skip
         if cb in lst:

@@ -49,6 +49,8 @@ class OpState:
     # Live BenchmarkMetrics objects as upstream creates them: (op_name, dtype, metric).
     live: list[tuple[str, str | None, Any]] = field(default_factory=list)
     live_bench: Any = None  # the benchmark object whose rows are being measured
+    # A row part: inputs drawn so far per (benchmark op_name, dtype) (bench_adapter)
+    part_rows_seen: dict[tuple[str, str], int] = field(default_factory=dict)
 
 
 @dataclass

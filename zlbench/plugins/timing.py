@@ -223,10 +223,13 @@ def install(backend_name: str, settings: TimingSettings) -> None:
     testing.do_bench_cudagraph = do_bench_cudagraph
     try:
         from triton.runtime.jit import JITFunction
-    except ImportError:  # pragma: no cover - every triton 3.x has it
+    except ImportError:  # pragma: no cover - triton without its JIT module
         JITFunction = None
     orig.do_compile = _compiles_off_the_turn(JITFunction)
     orig.jit_class = JITFunction if orig.do_compile is not None else None
+    if orig.jit_class is None and process_turn().path is not None:
+        state.say("zlbench: this triton has no JITFunction._do_compile: JIT compiles hold "
+                  "the GPU's shared turn (slower sharing, timing unaffected)")  # fmt: skip
     _INSTALLED = orig
 
 

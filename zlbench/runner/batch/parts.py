@@ -49,6 +49,7 @@ from zlbench.protocol.layout import (
 )
 from zlbench.protocol.rowpart import keeps_row
 from zlbench.runner.catalog.select import SelectedOp
+from zlbench.runner.execute.worker import NOT_MEASURED
 
 PARTS_DIR = ".parts"  # <batch>/.parts/<repo>/<run_name>~<k>of<n>/
 # <batch>/.parts/ops_status.csv: the rows of the parts merged (ops_status.csv holds their
@@ -93,16 +94,25 @@ def part_counts(
     return out
 
 
+def row_group(row) -> tuple[str, str]:
+    """What a row's index counts within: its benchmark op (``bench.op_name``: an op's
+    tests may measure several) and its dtype; a result.json dict or a ``Row``."""
+    if isinstance(row, dict):
+        return str(row.get("op")), str(row.get("dtype"))
+    return str(getattr(row, "op", "")), str(getattr(row, "dtype", ""))
+
+
 def most_parts(rows: list | None) -> int | None:
     """The most parts an op with the baseline ``rows`` (result.json dicts) may be cut
-    into: its fewest rows of one dtype, so that every part measures every dtype (a
-    benchmark that measures no row of a dtype fails printing its empty table)."""
+    into: its fewest rows of one (benchmark op, dtype), so that every part measures
+    every dtype (a benchmark that measures no row of a dtype fails printing its empty
+    table)."""
     if not rows:
         return None
-    per: dict[str, int] = {}
+    per: dict[tuple[str, str], int] = {}
     for row in rows:
-        dtype = str(row.get("dtype")) if isinstance(row, dict) else ""
-        per[dtype] = per.get(dtype, 0) + 1
+        key = row_group(row)
+        per[key] = per.get(key, 0) + 1
     return min(per.values())
 
 
@@ -133,17 +143,48 @@ def whole_op(op: SelectedOp) -> SelectedOp:
 
 
 def part_rows(rows: list | None, part: Sequence[int]) -> list | None:
-    """The rows of a baseline's ``rows`` (result.json dicts) that ``part`` measures."""
+    """The rows of a baseline's ``rows`` (result.json dicts) that ``part`` measures:
+    by their index within their (benchmark op, dtype), as the plugins count."""
     if rows is None:
         return None
-    seen: dict[str, int] = {}
+    seen: dict[tuple[str, str], int] = {}
     out = []
     for row in rows:
-        dtype = str(row.get("dtype")) if isinstance(row, dict) else ""
-        i = seen.get(dtype, 0)
-        seen[dtype] = i + 1
+        key = row_group(row)
+        i = seen.get(key, 0)
+        seen[key] = i + 1
         if keeps_row(i, part):
             out.append(row)
+    return out
+
+
+def spread_parts(
+    dealt: dict[str, list[SelectedOp]], costs: Mapping[str, float]
+) -> dict[str, list[SelectedOp]]:
+    """``dealt`` (slot -> ops, from the longest-first deal) with no two parts of one op
+    in one slot: a part that shares its slot with an earlier part of its op moves to
+    the least-loaded slot holding none (two parts in one slot run one after the other,
+    each paying the op's compiles: nothing gained). Parts stay where no such slot is."""
+    out = {slot: list(ops) for slot, ops in dealt.items()}
+    load = {slot: sum(costs.get(o.key, 1.0) for o in ops) for slot, ops in out.items()}
+    for slot in list(out):
+        for op in list(out[slot]):
+            if not op.part:
+                continue
+            mine = [o for o in out[slot] if o.part and o.whole == op.whole]
+            if mine[0] is op:
+                continue
+            free = [s for s in out if not any(o.part and o.whole == op.whole for o in out[s])]
+            if not free:
+                continue
+            to = min(free, key=lambda s: (load[s], list(out).index(s)))
+            cost = costs.get(op.key, 1.0)
+            out[slot].remove(op)
+            # costliest first, as the deal ordered each slot
+            at = next((i for i, o in enumerate(out[to]) if costs.get(o.key, 1.0) < cost), None)
+            out[to].insert(len(out[to]) if at is None else at, op)
+            load[slot] -= cost
+            load[to] += cost
     return out
 
 
@@ -166,14 +207,16 @@ def merge_results(results: Sequence[tuple[tuple[int, int], RunResult]], run_name
     order the op measures them unsplit, markers and times summed, the worst status."""
     keyed = []
     for (k, n), res in results:
-        seen: dict[str, int] = {}
+        seen: dict[tuple[str, str], int] = {}
         for row in res.rows:
-            j = seen.get(row.dtype, 0)
-            seen[row.dtype] = j + 1
-            keyed.append(((k - 1) + j * n, k, row))
+            group = row_group(row)
+            j = seen.get(group, 0)
+            seen[group] = j + 1
+            keyed.append((group, (k - 1) + j * n, k, row))
+    # groups in the order the parts met them (part 1 first: it has every group's row 0)
+    order = {g: i for i, g in enumerate(dict.fromkeys(g for g, _, _, _ in keyed))}
+    keyed.sort(key=lambda t: (order[t[0]], t[1], t[2]))
     dtypes = list(dict.fromkeys(d for _, r in results for d in r.dtypes))
-    dtype_order = {d: i for i, d in enumerate(dtypes + [r.dtype for _, _, r in keyed])}
-    keyed.sort(key=lambda t: (dtype_order[t[2].dtype], t[0], t[1]))
     first = results[0][1]
     markers = [m for _, r in results for m in r.markers]
     started = [r.started for _, r in results if r.started]
@@ -182,7 +225,7 @@ def merge_results(results: Sequence[tuple[tuple[int, int], RunResult]], run_name
             "run_name": run_name,
             "status": worst_status([r.status for _, r in results]),
             "dtypes": dtypes,
-            "rows": assign_occurrences([r for _, _, r in keyed]),
+            "rows": assign_occurrences([r for _, _, _, r in keyed]),
             "markers": markers,
             "marker_counts": count_markers(markers),
             "failing_shape": next((r.failing_shape for _, r in results if r.failing_shape), None),
@@ -213,7 +256,7 @@ def merge_statuses(parts: Sequence[tuple[SelectedOp, OpStatus]], whole: Selected
         seconds=round(sum(s.seconds for s in statuses), 3),
         gpu=",".join(dict.fromkeys(s.gpu for s in statuses if s.gpu)),
         run_dir=op_key(whole.repo, whole.run_name),
-        note="; ".join([f"rows measured in {n} parts"] + notes),
+        note="; ".join(_not_measured(statuses) + [f"rows measured in {n} parts"] + notes),
         op_file=statuses[0].op_file,
         success_rows=sum(s.success_rows for s in statuses),
         replay_fallbacks=sum(s.replay_fallbacks for s in statuses),
@@ -233,6 +276,20 @@ def merge_part_dirs(run_dirs: Sequence[Path], result: RunResult | None, dest: Pa
     tmp = scratch / f".merging-{dest.name}-{os.getpid()}"
     shutil.rmtree(tmp, ignore_errors=True)
     tmp.mkdir(parents=True)
+    try:
+        _merge_into(run_dirs, result, tmp, dest.name)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    if dest.exists():
+        shutil.rmtree(dest)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp.rename(dest)
+
+
+def _merge_into(
+    run_dirs: Sequence[Path], result: RunResult | None, tmp: Path, run_name: str
+) -> None:
     logs = []
     for i, src in enumerate(run_dirs, 1):
         if not src.is_dir():
@@ -241,14 +298,10 @@ def merge_part_dirs(run_dirs: Sequence[Path], result: RunResult | None, dest: Pa
         if log.is_file():
             logs.append(f"=== zlbench: part {i} of {len(run_dirs)} ({src.name})\n")
             logs.append(log.read_text(encoding="utf-8", errors="replace"))
-        _merge_tree(src, tmp, dest.name)
+        _merge_tree(src, tmp, run_name)
     (tmp / RUN_LOG).write_text("".join(logs), encoding="utf-8")
     if result is not None:
         dump_json_model(tmp / RESULT_JSON, result)
-    if dest.exists():
-        shutil.rmtree(dest)
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    tmp.rename(dest)
 
 
 _SKIP = {RUN_LOG, RESULT_JSON, COMPLETE, PLAN_JSON}  # plan.json: a part's own
@@ -302,6 +355,12 @@ def _merge_codegen(src_run: Path, dest_run: Path, run_name: str) -> None:
         have.used_by += [u for u in uses if u not in have.used_by]
     old.records = sorted(by_id.values(), key=lambda r: r.id)
     dump_json_model(codegen_dir(dest_run) / CODEGEN_INDEX, old)
+
+
+def _not_measured(statuses: Sequence[OpStatus]) -> list[str]:
+    """``[NOT_MEASURED]`` when a part was not measured (a note starting so is how the
+    batch lists the ops it did not measure, runner.batch.systemic)."""
+    return [NOT_MEASURED] if any(s.note.startswith(NOT_MEASURED) for s in statuses) else []
 
 
 def _dtypes(statuses: Sequence[OpStatus]) -> list[str]:

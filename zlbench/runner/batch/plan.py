@@ -15,6 +15,7 @@ from zlbench.runner.batch.costs import (
     load_durations,
     op_families,
 )
+from zlbench.runner.batch.parts import spread_parts
 from zlbench.runner.batch.shard import shard
 from zlbench.runner.catalog.select import OpSelection, SelectedOp, select_ops
 
@@ -94,4 +95,5 @@ def deal(
     by_key = {o.key: o for o in selection.ops}
     seconds = costs.seconds if costs is not None else {}
     dealt = gpu_bins({k: seconds.get(k, 1.0) for k in by_key}, gpus)
-    return {gpu: [by_key[k] for k in keys] for gpu, keys in dealt.items()}
+    # row parts of one op on different slots (runner.batch.parts)
+    return spread_parts({gpu: [by_key[k] for k in keys] for gpu, keys in dealt.items()}, seconds)

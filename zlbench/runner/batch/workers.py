@@ -58,6 +58,7 @@ from zlbench.runner.batch.parts import (
     part_dir,
     part_rows,
     whole_op,
+    worst_status,
 )
 from zlbench.runner.batch.plan import deal
 from zlbench.runner.batch.retry import Attempt, next_attempt
@@ -194,8 +195,11 @@ class BatchRun:
             tracks = []
             for op in ops:
                 whole_dir = self.out / op.repo / op.whole_run_name
-                if op.part and self.config.resume and is_complete(whole_dir):
-                    whole = whole_op(op)  # merged by an earlier run: no part runs again
+                whole = whole_op(op)
+                kept = op.part and self._kept_failed(previous.get(whole.key))
+                if op.part and (kept or self.config.resume and is_complete(whole_dir)):
+                    # merged by an earlier run (complete, or failed and --keep-failed):
+                    # no part runs again
                     if whole.key not in self.final:
                         self.final[whole.key] = previous.get(whole.key) or self._from_result(
                             whole, whole_dir
@@ -253,17 +257,11 @@ class BatchRun:
         for key, parts in groups.items():
             if key in self.final or any(p.key not in self.final for p in parts):
                 continue
-            whole = whole_op(parts[0])
-            dirs = [part_dir(self.out, p.repo, p.run_name) for p in parts]
-            loaded = [(p.part, load_run(d)) for p, d in zip(parts, dirs, strict=True)]
-            results = [(part, r) for part, r in loaded if r is not None]
-            merged = merge_results(results, whole.run_name) if results else None
-            final = merge_statuses([(p, self.final[p.key]) for p in parts], whole)
-            dest = self.out / whole.repo / whole.run_name
-            archive_run_dir(self.out, dest, whole.repo, whole.run_name, "previous")
-            merge_part_dirs(dirs, merged, dest)
-            if final.status in (RunStatus.PASS, RunStatus.SKIP):
-                (dest / COMPLETE).write_text(final.status.value + "\n", encoding="utf-8")
+            try:
+                final = self._merge_op(parts)
+            except (OSError, ValueError) as e:  # a part's files unreadable: left as parts
+                self._say(f"        cannot merge the row parts of {key}: {e}")
+                continue
             with self.lock:
                 # the parts' rows, for a --resume that reruns some of them
                 kept = load_previous(self.out / PARTS_DIR)
@@ -272,6 +270,36 @@ class BatchRun:
                 self.final[key] = final
                 write_ops_status(self.out, self.final.values())
             self._say(progress.merged_line(final, len(parts)))
+
+    def _merge_op(self, parts: list[SelectedOp]) -> OpStatus:
+        """Merge one op's parts into its run dir; its ops_status.csv row. A PASS whose
+        rows differ from the baseline's count is a FAIL: the parts did not split the
+        rows the way the baseline holds them (a benchmark the plugins' row filter does
+        not reach measures every row in every part)."""
+        whole = whole_op(parts[0])
+        dirs = [part_dir(self.out, p.repo, p.run_name) for p in parts]
+        loaded = [(p.part, load_run(d)) for p, d in zip(parts, dirs, strict=True)]
+        results = [(part, r) for part, r in loaded if r is not None]
+        final = merge_statuses([(p, self.final[p.key]) for p in parts], whole)
+        base = baseline_rows(self.config.replay_root, whole.repo, whole.run_name)
+        if final.status is RunStatus.PASS and base is not None and final.rows != len(base):
+            why = (
+                f"row parts measured {final.rows} rows, the baseline holds {len(base)}; "
+                "measure this op with --split-rows off"
+            )
+            final = final.model_copy(update={"status": RunStatus.FAIL, "rc": 1,
+                                             "note": f"{final.note}; {why}"})  # fmt: skip
+        merged = merge_results(results, whole.run_name) if results else None
+        if merged is not None:  # a part without result.json (crash) counts too
+            merged = merged.model_copy(
+                update={"status": worst_status([merged.status, final.status])}
+            )
+        dest = self.out / whole.repo / whole.run_name
+        archive_run_dir(self.out, dest, whole.repo, whole.run_name, "previous")
+        merge_part_dirs(dirs, merged, dest)
+        if final.status in (RunStatus.PASS, RunStatus.SKIP):
+            (dest / COMPLETE).write_text(final.status.value + "\n", encoding="utf-8")
+        return final
 
     # ------------------------------------------------------------------ workers
 

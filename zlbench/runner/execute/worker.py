@@ -130,8 +130,9 @@ def build_pytest_argv(
 ) -> list[str]:
     """``python -m pytest -s -p zlbench.plugins.loader --zl-plan P --level L --mode M ...``.
 
-    ``--dtypes`` is passed when the entries ask for dtypes (they share one list:
-    see :func:`execute_plan`). The node ids of all entries come last, each once.
+    ``--dtypes`` is the first entry's when the entries ask for dtypes (the shapes plugin
+    hands each entry its own, :func:`_chunks`). The node ids of all entries come last,
+    each once.
     """
     argv = [python or sys.executable, "-m", "pytest", "-s", "-p", PLUGIN]
     argv += [*options.arg("plan", plan_path), "--level", plan.level, "--mode", plan.timing]
@@ -158,7 +159,8 @@ def _chunks(entries: list[PlanEntry], per_process: int | None) -> list[list[Plan
     dtypes share a process: the shapes plugin hands each its own before the benchmark
     reads them (a new process per dtype set cost ~9 s of start-up on the H200, at the
     end of a gate_core screen for ``embedding``); an entry on defaults must not see
-    another's ``--dtypes``."""
+    another's ``--dtypes``. Entries running the same test (two row parts of one op)
+    never share a process: pytest runs a test once, for one of them."""
     if per_process is not None and per_process < 1:
         raise ZlbenchError(f"per-process op count must be >= 1, got {per_process}")
     groups: dict[bool, list[PlanEntry]] = {}
@@ -167,7 +169,16 @@ def _chunks(entries: list[PlanEntry], per_process: int | None) -> list[list[Plan
     out = []
     for group in groups.values():
         size = per_process or len(group)
-        out += [group[i : i + size] for i in range(0, len(group), size)]
+        chunk: list[PlanEntry] = []
+        tests: set[str] = set()
+        for e in group:
+            if len(chunk) == size or tests & set(e.nodeids):
+                out.append(chunk)
+                chunk, tests = [], set()
+            chunk.append(e)
+            tests |= set(e.nodeids)
+        if chunk:
+            out.append(chunk)
     return out
 
 
@@ -425,8 +436,9 @@ def execute_plan(
     """Run every entry of ``plan``; return one OpStatus per entry, in plan order.
 
     per_process: None = all entries in one process; k = at most k entries per
-        process (1 = one op per process). Entries with different ``dtypes`` never
-        share a process (``--dtypes`` is process-wide upstream).
+        process (1 = one op per process). Entries on the ops' default dtypes never
+        share a process with entries that ask for dtypes, nor two entries one test
+        (:func:`_chunks`).
     op_timeout_s: per op, measured from that op's BEGIN line (before the first
         BEGIN / between ops: from process start / the last END): the group is
         killed, the op is TIMEOUT, the rest continue in a fresh process.

@@ -1,0 +1,67 @@
+"""Inside a benchmark process: the row part's filter (bench_adapter) counts a row's
+index within (benchmark op, dtype) over all of an op's tests, and each op's dtypes
+reach upstream's Config at its start (shapes), also for a benchmark whose own
+init_user_config never calls upstream's."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+from zlbench.models import PlanEntry
+from zlbench.plugins import bench_adapter, shapes, state
+
+
+def _op(part=None, dtypes=()) -> state.OpState:
+    entry = PlanEntry(op="mm", run_name="mm", run_dir="/r/mm", nodeids=[], part=part,
+                      dtypes=list(dtypes))  # fmt: skip
+    return state.OpState(entry=entry)
+
+
+def _bench(op_name: str, n: int):
+    def inputs(dtype):
+        for i in range(n):
+            yield (op_name, dtype, i)
+
+    bench = SimpleNamespace(op_name=op_name, get_input_iter=inputs)
+    bench_adapter._wrap_input_iter(bench)
+    return bench
+
+
+def test_a_part_keeps_its_rows_counted_over_every_test_of_the_op(monkeypatch):
+    op = _op(part=[2, 2])
+    monkeypatch.setattr(state, "current_op", lambda: op)
+    mm, mm_t = _bench("mm", 3), _bench("mm_t", 3)
+    got = []
+    # test_mm for two dtypes, then test_mm_self_transpose, then test_mm once more
+    got += list(mm.get_input_iter("f16")) + list(mm.get_input_iter("f32"))
+    got += list(mm_t.get_input_iter("f16")) + list(mm.get_input_iter("f16"))
+    assert got == [("mm", "f16", 1), ("mm", "f32", 1), ("mm_t", "f16", 1),
+                   ("mm", "f16", 0), ("mm", "f16", 2)]  # fmt: skip
+    assert op.part_rows_seen == {("mm", "f16"): 6, ("mm", "f32"): 3, ("mm_t", "f16"): 3}
+
+
+def test_without_a_part_every_row_is_kept(monkeypatch):
+    op = _op()
+    monkeypatch.setattr(state, "current_op", lambda: op)
+    assert len(list(_bench("mm", 4).get_input_iter("f16"))) == 4
+    assert op.part_rows_seen == {}
+
+
+def test_each_op_hands_upstream_its_dtypes_at_its_start(monkeypatch):
+    torch = pytest.importorskip("torch")
+
+    class Config:  # upstream's, set from --dtypes by its conftest
+        user_desired_dtypes = [torch.bfloat16]
+
+    base = SimpleNamespace(Config=Config)  # the benchmark module (base.py)
+    monkeypatch.setattr(bench_adapter, "benchmark_modules", lambda: [base])
+    monkeypatch.setattr(shapes, "_CLI_DTYPES", {})
+    current = {}
+    monkeypatch.setattr(state, "current_op", lambda: current.get("op"))
+    for dtypes, want in ((["float32"], [torch.float32]), (["float16", "float32"],
+                         [torch.float16, torch.float32]), ([], [torch.bfloat16])):  # fmt: skip
+        current["op"] = op = _op(dtypes=dtypes)
+        shapes.dtypes_at_op_start(op)
+        assert Config.user_desired_dtypes == want
