@@ -49,6 +49,7 @@ from zlbench.runner.batch.parts import (
     row_group,
     split_ops,
     spread_parts,
+    surplus_rows,
     whole_op,
     worst_status,
 )
@@ -659,3 +660,25 @@ def test_the_deal_spreads_parts_over_slots():
     dealt = deal(sel, ["0/1", "0/2", "0/3"], costs)
     slots = [s for s, ops in dealt.items() for o in ops if o.part]
     assert len(slots) == 2 and len(set(slots)) == 2
+
+
+def test_surplus_rows_are_only_more_rows_of_a_group_than_the_baseline_holds():
+    base = _base(("float16", "[1]"), ("float16", "[2]"))
+    twice = [_row("float16", "[1]"), _row("float16", "[2]")] * 2
+    assert surplus_rows(twice, base) == "topk/float16 4 > 2"
+    # fewer rows, or a dtype the baseline lacks (other --dtypes asked): not a surplus
+    assert surplus_rows(twice[:1] + [_row("float32", "[1]")] * 5, base) == ""
+    assert surplus_rows(twice, None) == ""
+
+
+def test_parts_of_ops_of_two_repos_are_two_ops():
+    main = split_ops([_op("x")], {"main/x": 2}, {"main/x": 4.0})[0]
+    vllm = [SelectedOp(repo="vllm", op="x", run_name=p.run_name, nodeids=p.nodeids,
+                       part=p.part, whole="x") for p in main]  # fmt: skip
+    costs = {o.key: 2.0 for o in [*main, *vllm]}
+    out = spread_parts({"s1": list(main), "s2": list(vllm)}, costs)
+    for ops in out.values():  # one part of each op per slot
+        assert sorted((o.repo, o.part[0]) for o in ops) in (
+            [("main", 1), ("vllm", 1)], [("main", 1), ("vllm", 2)],
+            [("main", 2), ("vllm", 1)], [("main", 2), ("vllm", 2)],
+        )  # fmt: skip

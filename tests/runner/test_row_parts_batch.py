@@ -399,7 +399,7 @@ def test_parts_that_measure_other_rows_than_the_baseline_fail_the_op(setup, root
     out = run_batch(setup(EveryRowExecutor(), gpus=["0"], gpu_share=3, replay_root=root))
     big = statuses(out.out_dir)["big"]
     assert big.status is RunStatus.FAIL and big.rows == 18
-    assert "row parts measured 18 rows, the baseline holds 6" in big.note
+    assert "more rows than the baseline holds (big/float16 9 > 3, big/float32 9 > 3)" in big.note
     assert "--split-rows off" in big.note
     big_dir = out.out_dir / "main" / "big"
     assert not (big_dir / ".complete").exists()
@@ -436,3 +436,18 @@ def test_a_part_that_cannot_be_merged_is_left_as_parts(setup, root):
     assert not (out.out_dir / "main" / "big").exists()
     assert (out.out_dir / "summary.csv").is_file() and (out.out_dir / "batch.json").is_file()
     assert not list((out.out_dir / ".parts" / "main").glob(".merging-*"))  # no scratch left
+
+
+def test_resume_keep_failed_keeps_a_failed_part_when_the_op_row_is_not_a_failure(setup, root):
+    """The merged row is the worst part's, maybe ERROR (NOT MEASURED): the failed part's
+    own row, in .parts/ops_status.csv, still keeps it from running again."""
+    cfg = dict(gpus=["0"], gpu_share=3, replay_root=root, max_retries=0)
+    out = run_batch(setup(RowsExecutor({"big~1of3": ["FAIL"]}), **cfg))
+    rows = read_ops_status(out.out_dir / "ops_status.csv")
+    rows = [r.model_copy(update={"status": RunStatus.ERROR}) if r.run_name == "big" else r
+            for r in rows]  # fmt: skip
+    write_ops_status(out.out_dir, rows)
+    again = RowsExecutor()
+    run_batch(setup(again, resume=True, keep_failed=True, **cfg))
+    assert again.ran() == []  # parts 2 and 3 complete, part 1 kept as it failed
+    assert statuses(out.out_dir)["big"].status is RunStatus.FAIL

@@ -205,8 +205,8 @@ class PlanEntry(_Model):
     replay_records: str | None = None  # dir holding <op>.json autotune records (replay)
     shape_file: str | None = None  # absolute; None: upstream default
     dtypes: list[str] = Field(default_factory=list)  # [] = the op's defaults
-    # Row part [k, n] (k 1-based): only the rows whose index within their dtype is
-    # k-1 modulo n are measured (zlbench.runner.batch.parts); None: every row.
+    # Row part [k, n] (k 1-based): only the rows whose index within their (benchmark
+    # op, dtype) is k-1 modulo n are measured (zlbench.runner.batch.parts); None: all.
     part: list[int] | None = None
 
     @field_validator("part")

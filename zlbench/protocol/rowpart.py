@@ -7,8 +7,8 @@ from collections.abc import Sequence
 
 
 def keeps_row(index: int, part: Sequence[int] | None) -> bool:
-    """Whether the row at ``index`` (0-based, within its dtype) belongs to ``part``
-    (``(k, n)``, k 1-based; None: the whole op)."""
+    """Whether the row at ``index`` (0-based, within its benchmark op and dtype) belongs
+    to ``part`` (``(k, n)``, k 1-based; None: the whole op)."""
     if not part:
         return True
     k, n = part

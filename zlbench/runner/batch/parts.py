@@ -6,9 +6,9 @@ time; with four processes timing in turns on one H200 it alone is the critical p
 (docs/measurements.md, seventh session). So in replay mode, where the baseline says
 how many rows each op has, an op longer than its share of a slot's time is cut
 into ``n`` parts: part ``k`` (1-based) measures the rows whose index within their
-dtype is ``k - 1`` modulo ``n``. Every part still draws every input in the same
-order (the filter drops measured rows, not input draws), so row ``j`` sees the data
-it sees unsplit.
+(benchmark op, dtype) is ``k - 1`` modulo ``n``. Every part still draws every input in
+the same order (the filter drops measured rows, not input draws), so row ``j`` sees the
+data it sees unsplit.
 
 Parts run as ops of their own (``<run_name>~<k>of<n>``, run dirs under
 ``<batch>/.parts/<repo>/``: retries, timeouts and ``--resume`` apply to each); when
@@ -171,10 +171,10 @@ def spread_parts(
         for op in list(out[slot]):
             if not op.part:
                 continue
-            mine = [o for o in out[slot] if o.part and o.whole == op.whole]
+            mine = [o for o in out[slot] if _same_op(o, op)]
             if mine[0] is op:
                 continue
-            free = [s for s in out if not any(o.part and o.whole == op.whole for o in out[s])]
+            free = [s for s in out if not any(_same_op(o, op) for o in out[s])]
             if not free:
                 continue
             to = min(free, key=lambda s: (load[s], list(out).index(s)))
@@ -186,6 +186,28 @@ def spread_parts(
             load[slot] -= cost
             load[to] += cost
     return out
+
+
+def surplus_rows(measured: Sequence, base: list | None) -> str:
+    """The (benchmark op, dtype) groups of which the parts measured more rows than the
+    baseline holds, as ``"op/dtype 6 > 3"`` ("" when none or no baseline): every part
+    measured them all (a benchmark the row filter does not reach). Fewer rows, or a
+    group the baseline lacks (other dtypes asked), are not this."""
+    if base is None:
+        return ""
+    want: dict[tuple[str, str], int] = {}
+    for row in base:
+        want[row_group(row)] = want.get(row_group(row), 0) + 1
+    have: dict[tuple[str, str], int] = {}
+    for row in measured:
+        have[row_group(row)] = have.get(row_group(row), 0) + 1
+    over = [(g, n) for g, n in want.items() if have.get(g, 0) > n]
+    return ", ".join(f"{op}/{dtype} {have[(op, dtype)]} > {n}" for (op, dtype), n in over)
+
+
+def _same_op(a: SelectedOp, b: SelectedOp) -> bool:
+    """Both are row parts of one op (repo and run_name)."""
+    return bool(a.part) and (a.repo, a.whole_run_name) == (b.repo, b.whole_run_name)
 
 
 def part_dir(out: Path, repo: str, run_name: str) -> Path:
@@ -203,8 +225,10 @@ def worst_status(statuses: Sequence[RunStatus]) -> RunStatus:
 
 
 def merge_results(results: Sequence[tuple[tuple[int, int], RunResult]], run_name: str) -> RunResult:
-    """One result of an op from its parts' (``((k, n), result)``): rows back in the
-    order the op measures them unsplit, markers and times summed, the worst status."""
+    """One result of an op from its parts' (``((k, n), result)``): the rows of each
+    (benchmark op, dtype) back in their unsplit order, the groups in the order the parts
+    met them (the unsplit order unless a group recurs across tests), markers and times
+    summed, the worst status."""
     keyed = []
     for (k, n), res in results:
         seen: dict[tuple[str, str], int] = {}

@@ -57,6 +57,7 @@ from zlbench.runner.batch.parts import (
     merge_statuses,
     part_dir,
     part_rows,
+    surplus_rows,
     whole_op,
     worst_status,
 )
@@ -206,8 +207,9 @@ class BatchRun:
                         )
                     continue
                 run_dir = part_dir(self.out, op.repo, op.run_name) if op.part else whole_dir
-                if self._kept_failed(previous.get(op.key)):
-                    self.final[op.key] = previous[op.key]
+                before = previous.get(op.key) or parts_before.get(op.key)
+                if self._kept_failed(before):
+                    self.final[op.key] = before
                     continue
                 if self.config.resume and is_complete(run_dir):
                     before = previous.get(op.key) or parts_before.get(op.key)
@@ -259,7 +261,7 @@ class BatchRun:
                 continue
             try:
                 final = self._merge_op(parts)
-            except (OSError, ValueError) as e:  # a part's files unreadable: left as parts
+            except (OSError, ValueError, ZlbenchError) as e:  # unreadable: left as parts
                 self._say(f"        cannot merge the row parts of {key}: {e}")
                 continue
             with self.lock:
@@ -282,9 +284,10 @@ class BatchRun:
         results = [(part, r) for part, r in loaded if r is not None]
         final = merge_statuses([(p, self.final[p.key]) for p in parts], whole)
         base = baseline_rows(self.config.replay_root, whole.repo, whole.run_name)
-        if final.status is RunStatus.PASS and base is not None and final.rows != len(base):
+        extra = surplus_rows([r for _, res in results for r in res.rows], base)
+        if final.status is RunStatus.PASS and extra:
             why = (
-                f"row parts measured {final.rows} rows, the baseline holds {len(base)}; "
+                f"row parts measured more rows than the baseline holds ({extra}); "
                 "measure this op with --split-rows off"
             )
             final = final.model_copy(update={"status": RunStatus.FAIL, "rc": 1,
