@@ -51,6 +51,7 @@ class OpState:
     live_bench: Any = None  # the benchmark object whose rows are being measured
     # A row part: inputs drawn so far per (benchmark op_name, dtype) (bench_adapter)
     part_rows_seen: dict[tuple[str, str], int] = field(default_factory=dict)
+    unattributed: bool = False  # a metric came with no benchmark to name it (capture)
 
 
 @dataclass
