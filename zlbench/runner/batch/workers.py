@@ -212,7 +212,6 @@ class BatchRun:
                     self.final[op.key] = before
                     continue
                 if self.config.resume and is_complete(run_dir):
-                    before = previous.get(op.key) or parts_before.get(op.key)
                     self.final[op.key] = before or self._from_result(op, run_dir)
                     continue
                 archive_run_dir(self.out, run_dir, op.repo, op.run_name, "previous")
@@ -274,10 +273,10 @@ class BatchRun:
             self._say(progress.merged_line(final, len(parts)))
 
     def _merge_op(self, parts: list[SelectedOp]) -> OpStatus:
-        """Merge one op's parts into its run dir; its ops_status.csv row. A PASS whose
-        rows differ from the baseline's count is a FAIL: the parts did not split the
-        rows the way the baseline holds them (a benchmark the plugins' row filter does
-        not reach measures every row in every part)."""
+        """Merge one op's parts into its run dir; its ops_status.csv row. A PASS with
+        more rows of a (benchmark op, dtype) than the baseline holds is a FAIL: the parts
+        did not split the rows (a benchmark the plugins' row filter does not reach
+        measures every row in every part)."""
         whole = whole_op(parts[0])
         dirs = [part_dir(self.out, p.repo, p.run_name) for p in parts]
         loaded = [(p.part, load_run(d)) for p, d in zip(parts, dirs, strict=True)]
