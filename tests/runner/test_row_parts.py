@@ -129,9 +129,9 @@ GATE_CORE = {"main/topk": 41.0} | {f"main/op{i}": 2.0 for i in range(33)}  # 107
 
 def test_one_slot_cuts_nothing():
     rows = {k: 14 for k in GATE_CORE}
-    assert part_counts(GATE_CORE, 1, rows) == {}
-    assert part_counts(GATE_CORE, 0, rows) == {}
-    assert part_counts({}, 4, {}) == {}
+    assert part_counts(GATE_CORE, 1, rows.get) == {}
+    assert part_counts(GATE_CORE, 0, rows.get) == {}
+    assert part_counts({}, 4, {}.get) == {}
 
 
 @pytest.mark.parametrize("slots,parts", [(4, 2), (8, 4), (16, 6)])
@@ -139,33 +139,33 @@ def test_gate_core_cuts_topk_only(slots, parts):
     # a slot's share: 107/4 = 26.75 s -> ceil(1.53) = 2 parts; 13.4 s -> 4; 6.7 s -> ceil(6.1)
     # = 7, at most 6 (only 14 rows allowed here: 6)
     rows = {k: 14 for k in GATE_CORE} | {"main/topk": 6}
-    assert part_counts(GATE_CORE, slots, rows) == {"main/topk": parts}
+    assert part_counts(GATE_CORE, slots, rows.get) == {"main/topk": parts}
 
 
 def test_two_slots_leave_gate_core_whole():
     # 107/2 = 53.5 s: topk (41 s) does not outlast a slot's share
-    assert part_counts(GATE_CORE, 2, {k: 14 for k in GATE_CORE}) == {}
+    assert part_counts(GATE_CORE, 2, {k: 14 for k in GATE_CORE}.get) == {}
 
 
 def test_an_op_at_exactly_a_share_is_not_cut():
     costs = {"main/a": 1.0, "main/b": 3.0}  # a share: 4 / 2 = 2.0
     rows = {"main/a": 9, "main/b": 9, "main/c": 9}
-    assert part_counts(costs, 2, rows) == {"main/b": 2}  # ceil(1.5) = 2
+    assert part_counts(costs, 2, rows.get) == {"main/b": 2}  # ceil(1.5) = 2
     costs = {"main/a": 2.01, "main/b": 2.0, "main/c": 1.99}  # a share of 3 slots: 2.0
-    assert part_counts(costs, 3, rows) == {"main/a": 2}
+    assert part_counts(costs, 3, rows.get) == {"main/a": 2}
 
 
 def test_parts_are_at_most_the_rows_allowed():
     costs = {"main/big": 100.0, "main/small": 1.0}
-    assert part_counts(costs, 8, {"main/big": 3, "main/small": 9}) == {"main/big": 3}
-    assert part_counts(costs, 8, {"main/big": 20}) == {"main/big": 8}  # the slots
+    assert part_counts(costs, 8, {"main/big": 3, "main/small": 9}.get) == {"main/big": 3}
+    assert part_counts(costs, 8, {"main/big": 20}.get) == {"main/big": 8}  # the slots
 
 
 @pytest.mark.parametrize("rows", [None, 0, 1])
 def test_an_op_without_two_rows_is_never_cut(rows):
     costs = {"main/big": 50.0, "main/x": 1.0, "main/y": 1.0}
-    assert part_counts(costs, 4, {"main/big": rows, "main/x": 5, "main/y": 5}) == {}
-    assert part_counts(costs, 4, {"main/x": 5}) == {}  # not in rows at all
+    assert part_counts(costs, 4, {"main/big": rows, "main/x": 5, "main/y": 5}.get) == {}
+    assert part_counts(costs, 4, {"main/x": 5}.get) == {}  # not in rows at all
 
 
 # --------------------------------------------------------------------------- parts as ops
@@ -682,3 +682,14 @@ def test_parts_of_ops_of_two_repos_are_two_ops():
             [("main", 1), ("vllm", 1)], [("main", 1), ("vllm", 2)],
             [("main", 2), ("vllm", 1)], [("main", 2), ("vllm", 2)],
         )  # fmt: skip
+
+
+def test_only_the_ops_long_enough_to_cut_have_their_baseline_read():
+    asked = []
+
+    def rows(key):
+        asked.append(key)
+        return 14
+
+    assert part_counts(GATE_CORE, 4, rows) == {"main/topk": 2}
+    assert asked == ["main/topk"]

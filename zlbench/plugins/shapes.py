@@ -122,9 +122,7 @@ def before_config(bench: Any, mod: ModuleType) -> None:
     cfg = getattr(mod, "Config", None)
     if cfg is None:
         return
-    if hasattr(cfg, "user_desired_dtypes"):
-        _CLI_DTYPES.setdefault("dtypes", cfg.user_desired_dtypes)
-        cfg.user_desired_dtypes = _entry_dtypes() or _CLI_DTYPES["dtypes"]
+    _hand_dtypes(cfg)
     if not hasattr(cfg, "shape_file"):
         return
     _CLI_SHAPE_FILE.setdefault("path", cfg.shape_file)
@@ -137,10 +135,16 @@ def dtypes_at_op_start(op: state.OpState) -> None:
     ``nonzero_static``, ``beam_search_score``) read them from there, and must not see
     the previous op's."""
     for mod in bench_adapter.benchmark_modules():
-        cfg = getattr(mod, "Config", None)
-        if cfg is not None and hasattr(cfg, "user_desired_dtypes"):
-            _CLI_DTYPES.setdefault("dtypes", cfg.user_desired_dtypes)
-            cfg.user_desired_dtypes = _entry_dtypes() or _CLI_DTYPES["dtypes"]
+        _hand_dtypes(getattr(mod, "Config", None))
+
+
+def _hand_dtypes(cfg: Any) -> None:
+    """Upstream's ``Config.user_desired_dtypes``: the op's own dtypes, or those of
+    ``--dtypes`` (kept the first time it is seen) for an op on its defaults."""
+    if cfg is None or not hasattr(cfg, "user_desired_dtypes"):
+        return
+    _CLI_DTYPES.setdefault("dtypes", cfg.user_desired_dtypes)
+    cfg.user_desired_dtypes = _entry_dtypes() or _CLI_DTYPES["dtypes"]
 
 
 def _entry_dtypes() -> list | None:

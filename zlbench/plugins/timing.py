@@ -149,8 +149,8 @@ class _Installed:
     testing: Any
     do_bench: Callable[..., Any]
     do_bench_cudagraph: Callable[..., Any]
-    jit_class: Any = None  # triton's JITFunction, its _do_compile wrapped
-    do_compile: Callable[..., Any] | None = None
+    jit_class: Any = None  # triton's JITFunction
+    do_compile: Callable[..., Any] | None = None  # its _do_compile, when wrapped
 
 
 def _compiles_off_the_turn(jit_class: Any) -> Callable[..., Any] | None:
@@ -226,8 +226,8 @@ def install(backend_name: str, settings: TimingSettings) -> None:
     except ImportError:  # pragma: no cover - triton without its JIT module
         JITFunction = None
     orig.do_compile = _compiles_off_the_turn(JITFunction)
-    orig.jit_class = JITFunction if orig.do_compile is not None else None
-    if orig.jit_class is None and process_turn().path is not None:
+    orig.jit_class = JITFunction
+    if orig.do_compile is None and process_turn().path is not None:
         state.say("zlbench: this triton has no JITFunction._do_compile: JIT compiles hold "
                   "the GPU's shared turn (slower sharing, timing unaffected)")  # fmt: skip
     _INSTALLED = orig
@@ -239,7 +239,7 @@ def uninstall() -> None:
         return
     _INSTALLED.testing.do_bench = _INSTALLED.do_bench
     _INSTALLED.testing.do_bench_cudagraph = _INSTALLED.do_bench_cudagraph
-    if _INSTALLED.jit_class is not None:
+    if _INSTALLED.do_compile is not None:
         _INSTALLED.jit_class._do_compile = _INSTALLED.do_compile
     _INSTALLED = None
 

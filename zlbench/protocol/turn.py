@@ -78,12 +78,9 @@ class GpuTurn:
         if resume_shared:
             self._unlock_shared()
         asked = time.time()
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o666)
         try:
-            with self._gate():  # new sharers wait behind this process
-                fcntl.flock(fd, fcntl.LOCK_EX)
+            fd = self._locked(fcntl.LOCK_EX)  # through the gate: new sharers wait behind
         except BaseException:
-            os.close(fd)
             if resume_shared:
                 self._lock_shared()
             raise
@@ -144,19 +141,26 @@ class GpuTurn:
         finally:
             os.close(fd)  # closing drops the lock
 
+    def _locked(self, mode: int) -> int:
+        """A descriptor of the lock file holding ``mode`` (``LOCK_EX``/``LOCK_SH``),
+        taken through the turnstile; closed again when taking it fails."""
+        import fcntl
+
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o666)
+        try:
+            with self._gate():
+                fcntl.flock(fd, mode)
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd
+
     def _lock_shared(self) -> None:
         import fcntl
 
         asked = time.time()
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o666)
-        try:
-            with self._gate():
-                fcntl.flock(fd, fcntl.LOCK_SH)
-        except BaseException:
-            os.close(fd)
-            raise
+        self._sh_fd = self._locked(fcntl.LOCK_SH)
         self.waited_s += time.time() - asked  # waits for a timing count as waits
-        self._sh_fd = fd
 
     def _unlock_shared(self) -> None:
         fd, self._sh_fd = self._sh_fd, None

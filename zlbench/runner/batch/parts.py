@@ -22,7 +22,8 @@ import json
 import math
 import os
 import shutil
-from collections.abc import Mapping, Sequence
+from collections import Counter
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -71,22 +72,24 @@ def part_run_name(run_name: str, k: int, n: int) -> str:
 
 
 def part_counts(
-    costs: Mapping[str, float], slots: int, rows: Mapping[str, int | None]
+    costs: Mapping[str, float], slots: int, rows: Callable[[str], int | None]
 ) -> dict[str, int]:
     """How many parts each op is cut into (ops not cut are left out).
 
     ``costs``: every op's expected seconds; ``slots``: processes measuring at once;
-    ``rows``: the most parts each op may have (:func:`most_parts`; None or < 2: never
-    cut). An op longer than ``SHARE_FRACTION`` of the fair share gets
-    ``ceil(cost / that)`` parts, at most one per slot and ``rows``. One slot: nothing
-    is cut."""
+    ``rows(key)``: the most parts an op may have (:func:`most_parts`; None or < 2:
+    never cut), asked only of the ops long enough to cut (it reads their baseline). An
+    op longer than ``SHARE_FRACTION`` of the fair share gets ``ceil(cost / that)``
+    parts, at most one per slot and ``rows(key)``. One slot: nothing is cut."""
     if slots < 2 or not costs:
         return {}
     limit = SHARE_FRACTION * sum(costs.values()) / slots
     out = {}
     for key, cost in costs.items():
-        n_rows = rows.get(key) or 0
-        if limit <= 0 or cost <= limit or n_rows < 2:
+        if limit <= 0 or cost <= limit:
+            continue
+        n_rows = rows(key) or 0
+        if n_rows < 2:
             continue
         n = min(math.ceil(cost / limit), slots, n_rows)
         if n >= 2:
@@ -109,11 +112,17 @@ def most_parts(rows: list | None) -> int | None:
     table)."""
     if not rows:
         return None
-    per: dict[tuple[str, str], int] = {}
+    return min(Counter(map(row_group, rows)).values())
+
+
+def indexed(rows: Sequence) -> Iterator[tuple[tuple[str, str], int, object]]:
+    """``(group, index, row)`` of each row: its :func:`row_group` and its 0-based index
+    within that group, in row order (the index a row part keeps or drops it by)."""
+    seen: Counter = Counter()
     for row in rows:
-        key = row_group(row)
-        per[key] = per.get(key, 0) + 1
-    return min(per.values())
+        group = row_group(row)
+        yield group, seen[group], row
+        seen[group] += 1
 
 
 def split_ops(
@@ -147,15 +156,7 @@ def part_rows(rows: list | None, part: Sequence[int]) -> list | None:
     by their index within their (benchmark op, dtype), as the plugins count."""
     if rows is None:
         return None
-    seen: dict[tuple[str, str], int] = {}
-    out = []
-    for row in rows:
-        key = row_group(row)
-        i = seen.get(key, 0)
-        seen[key] = i + 1
-        if keeps_row(i, part):
-            out.append(row)
-    return out
+    return [row for _, i, row in indexed(rows) if keeps_row(i, part)]
 
 
 def spread_parts(
@@ -195,19 +196,14 @@ def surplus_rows(measured: Sequence, base: list | None) -> str:
     group the baseline lacks (other dtypes asked), are not this."""
     if base is None:
         return ""
-    want: dict[tuple[str, str], int] = {}
-    for row in base:
-        want[row_group(row)] = want.get(row_group(row), 0) + 1
-    have: dict[tuple[str, str], int] = {}
-    for row in measured:
-        have[row_group(row)] = have.get(row_group(row), 0) + 1
-    over = [(g, n) for g, n in want.items() if have.get(g, 0) > n]
+    want, have = Counter(map(row_group, base)), Counter(map(row_group, measured))
+    over = [(g, n) for g, n in want.items() if have[g] > n]
     return ", ".join(f"{op}/{dtype} {have[(op, dtype)]} > {n}" for (op, dtype), n in over)
 
 
 def _same_op(a: SelectedOp, b: SelectedOp) -> bool:
     """Both are row parts of one op (repo and run_name)."""
-    return bool(a.part) and (a.repo, a.whole_run_name) == (b.repo, b.whole_run_name)
+    return bool(a.part) and a.whole_key == b.whole_key
 
 
 def part_dir(out: Path, repo: str, run_name: str) -> Path:
@@ -229,14 +225,11 @@ def merge_results(results: Sequence[tuple[tuple[int, int], RunResult]], run_name
     (benchmark op, dtype) back in their unsplit order, the groups in the order the parts
     met them (the unsplit order unless a group recurs across tests), markers and times
     summed, the worst status."""
-    keyed = []
-    for (k, n), res in results:
-        seen: dict[tuple[str, str], int] = {}
-        for row in res.rows:
-            group = row_group(row)
-            j = seen.get(group, 0)
-            seen[group] = j + 1
-            keyed.append((group, (k - 1) + j * n, k, row))
+    keyed = [
+        (group, (k - 1) + j * n, k, row)
+        for (k, n), res in results
+        for group, j, row in indexed(res.rows)
+    ]
     # groups in the order the parts met them (part 1 first: it has every group's row 0)
     order = {g: i for i, g in enumerate(dict.fromkeys(g for g, _, _, _ in keyed))}
     keyed.sort(key=lambda t: (order[t[0]], t[1], t[2]))

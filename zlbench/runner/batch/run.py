@@ -23,7 +23,6 @@ from pathlib import Path
 from zlbench.errors import ZlbenchError
 from zlbench.models import FLAGGEMS_DIR_VARS
 from zlbench.protocol.cache import READY_MARKER, SHARED_CACHE_READY_VAR
-from zlbench.protocol.layout import op_key
 from zlbench.runner.batch.attempts import baseline_rows
 from zlbench.runner.batch.config import BatchConfig, BatchOutcome
 from zlbench.runner.batch.costs import OpCosts
@@ -82,15 +81,17 @@ def split_rows(
     slots = len(config.gpus) * max(1, config.gpu_share)
     if config.split_rows != "auto" or config.replay_root is None or slots < 2:
         return selection, costs
-    rows = {}
-    for op in selection.ops:
-        base = baseline_rows(config.replay_root, op.repo, op.run_name)
-        rows[op.key] = most_parts(base)
+    by_key = {op.key: op for op in selection.ops}
+
+    def rows(key: str) -> int | None:
+        op = by_key[key]
+        return most_parts(baseline_rows(config.replay_root, op.repo, op.run_name))
+
     counts = part_counts(costs.seconds, slots, rows)
     if not counts:
         return selection, costs
     ops, seconds = split_ops(selection.ops, counts, costs.seconds)
-    recorded = frozenset(o.key for o in ops if op_key(o.repo, o.whole_run_name) in costs.recorded)
+    recorded = frozenset(o.key for o in ops if o.whole_key in costs.recorded)
     cut = ", ".join(f"{k} x{n}" for k, n in sorted(counts.items()))
     _say(config, f"batch: rows in parts (longer than a slot's share): {cut}")
     return replace(selection, ops=ops), OpCosts(seconds, recorded)
@@ -128,8 +129,7 @@ def precompile_plan(config: BatchConfig, selection: OpSelection) -> list[tuple[s
     """Per repo of the selection: (repo, its recorded compile requests, ops without any)."""
     plan = []
     for repo in sorted({op.repo for op in selection.ops}):
-        keys = list(dict.fromkeys(op_key(o.repo, o.whole_run_name) for o in selection.ops))
-        keys = [k for k in keys if k.startswith(f"{repo}/")]
+        keys = list(dict.fromkeys(o.whole_key for o in selection.ops if o.repo == repo))
         plan.append((repo, *collect_records(Path(config.replay_root), keys)))
     return plan
 

@@ -24,7 +24,7 @@ from zlbench import __version__
 from zlbench.errors import ZlbenchError
 from zlbench.gate.baselines import sha256_file
 from zlbench.models import BatchInfo, DismissedOp, OpStatus, RunResult, RunStatus, WorkerPlan
-from zlbench.protocol.layout import COMPLETE, GPU_TURNS_CSV, op_key
+from zlbench.protocol.layout import COMPLETE, GPU_TURNS_CSV
 from zlbench.protocol.turn import GPU_SHARE_VAR, GPU_TURN_LOG_VAR, GPU_TURN_VAR, TURN_LOG_HEADER
 from zlbench.runner.batch import progress
 from zlbench.runner.batch.attempts import (
@@ -158,7 +158,7 @@ class BatchRun:
             flaggems_dirs={k: str(v) for k, v in c.flaggems_dirs.items()},
             hostname=socket.gethostname(),
             zlbench_version=__version__,
-            ops=list(dict.fromkeys(op_key(o.repo, o.whole_run_name) for o in sel.ops)),
+            ops=list(dict.fromkeys(o.whole_key for o in sel.ops)),
             dismissed=[
                 DismissedOp(key=o.key, date=e.when, reason=e.reason) for o, e in sel.dismissed
             ],
@@ -196,14 +196,15 @@ class BatchRun:
             tracks = []
             for op in ops:
                 whole_dir = self.out / op.repo / op.whole_run_name
-                whole = whole_op(op)
-                kept = op.part and self._kept_failed(previous.get(whole.key))
-                if op.part and (kept or self.config.resume and is_complete(whole_dir)):
+                merged = previous.get(op.whole_key)
+                if op.part and (
+                    self._kept_failed(merged) or self.config.resume and is_complete(whole_dir)
+                ):
                     # merged by an earlier run (complete, or failed and --keep-failed):
                     # no part runs again
-                    if whole.key not in self.final:
-                        self.final[whole.key] = previous.get(whole.key) or self._from_result(
-                            whole, whole_dir
+                    if op.whole_key not in self.final:
+                        self.final[op.whole_key] = merged or self._from_result(
+                            whole_op(op), whole_dir
                         )
                     continue
                 run_dir = part_dir(self.out, op.repo, op.run_name) if op.part else whole_dir
@@ -254,7 +255,7 @@ class BatchRun:
         groups: dict[str, list[SelectedOp]] = {}
         for op in self.selection.ops:
             if op.part:
-                groups.setdefault(op_key(op.repo, op.whole_run_name), []).append(op)
+                groups.setdefault(op.whole_key, []).append(op)
         for key, parts in groups.items():
             if key in self.final or any(p.key not in self.final for p in parts):
                 continue
@@ -408,12 +409,11 @@ class BatchRun:
         sig = status.signature or run_signature(status, track.run_dir)
         status = status.model_copy(update={"signature": sig})
         c = self.config
-        whole = op_key(track.sel.repo, track.sel.whole_run_name)  # a row part: its op
         track.next = next_attempt(
             track.attempts,
             c.max_retries,
             rescue=c.replay_root is None,  # replay: the baseline's rows fix the dtypes
-            systemic=self.systemic.observe(whole, sig) or self._spent(),
+            systemic=self.systemic.observe(track.sel.whole_key, sig) or self._spent(),
         )
         if track.next is not None:
             what = f"{track.next.kind} [{','.join(track.next.dtypes) or 'defaults'}]"

@@ -52,6 +52,11 @@ class SelectedOp:
         """The op's run_name (its own, or the op a part belongs to)."""
         return self.whole or self.run_name
 
+    @property
+    def whole_key(self) -> str:
+        """The key of the op (its own, or the op a part belongs to)."""
+        return op_key(self.repo, self.whole_run_name)
+
 
 @dataclass
 class OpSelection:
