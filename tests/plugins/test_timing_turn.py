@@ -278,3 +278,39 @@ def test_each_input_is_drawn_in_the_shared_turn(env_turn):
         assert env_turn._sh_fd is None and not lock_is_taken(env_turn.path)
     assert got == [("bf16", 0), ("bf16", 1), ("bf16", 2)]
     assert seen == [(1, True)] * 3
+
+
+@pytest.mark.parametrize(("module", "cls_name", "name"), timing.OFF_THE_TURN)
+def test_compiling_and_loading_a_kernel_give_the_shared_turn_up(
+    env_turn, monkeypatch, module, cls_name, name
+):
+    """triton's JIT compile and launcher build + binary load (CPU work of a first call)
+    run with the shared turn released, so a timer is not kept waiting for them; taken
+    again after; uninstall puts triton's method back."""
+    import importlib
+
+    import triton.testing as testing
+
+    if timing._INSTALLED is not None:
+        pytest.skip("timing already installed in this process")
+    cls = getattr(importlib.import_module(module), cls_name)
+    inside: list[tuple[bool, bool]] = []
+
+    def fake(self, *args, **kwargs):  # triton's method: records the turn meanwhile
+        inside.append((env_turn._sh_fd is None, lock_is_taken(env_turn.path)))
+        return ("ran", args, kwargs)
+
+    monkeypatch.setattr(cls, name, fake)
+    monkeypatch.setattr(testing, "do_bench", testing.do_bench)
+    monkeypatch.setattr(testing, "do_bench_cudagraph", testing.do_bench_cudagraph)
+    timing.install("cpu", TimingSettings(1.0, 2))
+    try:
+        assert getattr(cls, name) is not fake
+        with env_turn.share():
+            assert lock_is_taken(env_turn.path)
+            assert getattr(cls, name)(object(), 1, k=2) == ("ran", (1,), {"k": 2})
+            assert env_turn._sh_fd is not None and lock_is_taken(env_turn.path)
+    finally:
+        timing.uninstall()
+    assert inside == [(True, False)]
+    assert cls.__dict__[name] is fake

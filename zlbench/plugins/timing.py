@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
@@ -93,7 +93,7 @@ def measure(
     # Discarded: autotune sweep, JIT compile. Its failure is the function's own
     # (plain do_bench would fail the same way), so it is not a graph fallback. Its
     # launches take the turn shared (never inside another process's timing); its
-    # compiles give it up (install's JITFunction._do_compile).
+    # compiles and launcher builds give it up (OFF_THE_TURN).
     turn = turn or process_turn()
     with turn.share():
         call()
@@ -149,24 +149,51 @@ class _Installed:
     testing: Any
     do_bench: Callable[..., Any]
     do_bench_cudagraph: Callable[..., Any]
-    jit_class: Any = None  # triton's JITFunction
-    do_compile: Callable[..., Any] | None = None  # its _do_compile, when wrapped
+    # (class, method name, original) of each method wrapped by _off_the_turn
+    unwrapped: list[tuple[Any, str, Callable[..., Any]]] = field(default_factory=list)
 
 
-def _compiles_off_the_turn(jit_class: Any) -> Callable[..., Any] | None:
-    """Wrap ``jit_class._do_compile`` (triton 3.x) so that a JIT compile gives up the
-    shared turn while it runs (CPU work; another process may time meanwhile);
-    returns the original, None when triton has no such method."""
-    orig = jit_class.__dict__.get("_do_compile") if jit_class is not None else None
+# CPU work of a first call that holds no GPU: it gives the shared turn up (another
+# process may time meanwhile). triton 3.x: JITFunction._do_compile compiles a kernel;
+# CompiledKernel._init_handles builds its C launcher (a gcc run when the cache is cold)
+# and loads the binary. Measured on the H200 (docs/measurements.md, ninth session):
+# with the launcher build in the shared turn, timers queued behind it.
+OFF_THE_TURN = (
+    ("triton.runtime.jit", "JITFunction", "_do_compile"),
+    ("triton.compiler.compiler", "CompiledKernel", "_init_handles"),
+)
+
+
+def _off_the_turn(cls: Any, name: str) -> Callable[..., Any] | None:
+    """Wrap ``cls.<name>`` so that it runs with the shared turn given up
+    (:meth:`GpuTurn.released`); returns the original, None when ``cls`` has no such
+    method of its own."""
+    orig = cls.__dict__.get(name) if cls is not None else None
     if orig is None:
         return None
 
-    def _do_compile(self, *args, **kwargs):
+    def wrapped(self, *args, **kwargs):
         with process_turn().released():
             return orig(self, *args, **kwargs)
 
-    jit_class._do_compile = _do_compile
+    setattr(cls, name, wrapped)
     return orig
+
+
+def _wrap_off_the_turn(installed: _Installed) -> None:
+    import importlib
+
+    for module, cls_name, name in OFF_THE_TURN:
+        try:
+            cls = getattr(importlib.import_module(module), cls_name, None)
+        except ImportError:  # pragma: no cover - a triton without that module
+            cls = None
+        orig = _off_the_turn(cls, name)
+        if orig is not None:
+            installed.unwrapped.append((cls, name, orig))
+        elif process_turn().path is not None:
+            state.say(f"zlbench: this triton has no {cls_name}.{name}: that work holds "
+                      "the GPU's shared turn (slower sharing, timing unaffected)")  # fmt: skip
 
 
 _INSTALLED: _Installed | None = None
@@ -221,15 +248,7 @@ def install(backend_name: str, settings: TimingSettings) -> None:
 
     testing.do_bench = do_bench
     testing.do_bench_cudagraph = do_bench_cudagraph
-    try:
-        from triton.runtime.jit import JITFunction
-    except ImportError:  # pragma: no cover - triton without its JIT module
-        JITFunction = None
-    orig.do_compile = _compiles_off_the_turn(JITFunction)
-    orig.jit_class = JITFunction
-    if orig.do_compile is None and process_turn().path is not None:
-        state.say("zlbench: this triton has no JITFunction._do_compile: JIT compiles hold "
-                  "the GPU's shared turn (slower sharing, timing unaffected)")  # fmt: skip
+    _wrap_off_the_turn(orig)
     _INSTALLED = orig
 
 
@@ -239,8 +258,8 @@ def uninstall() -> None:
         return
     _INSTALLED.testing.do_bench = _INSTALLED.do_bench
     _INSTALLED.testing.do_bench_cudagraph = _INSTALLED.do_bench_cudagraph
-    if _INSTALLED.do_compile is not None:
-        _INSTALLED.jit_class._do_compile = _INSTALLED.do_compile
+    for cls, name, orig in reversed(_INSTALLED.unwrapped):
+        setattr(cls, name, orig)
     _INSTALLED = None
 
 
