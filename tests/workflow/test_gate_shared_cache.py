@@ -148,7 +148,7 @@ def test_the_ab_gives_the_cache_to_the_pr_side_only(tmp_path, ops_dir):
     from zlbench.workflow.gate import GateJob, GateSeams, _Inputs, _remeasure_or_ab
 
     bl = load_baseline(baseline(tmp_path / "bl"))
-    job = GateJob(baseline=str(bl.path), out=tmp_path / "out", ops_dir=ops_dir)
+    job = GateJob(baseline=str(bl.path), out=tmp_path / "out", ops_dir=ops_dir, gpu_share=4)
     cache = tmp_path / "cache"
     req = MeasureRequest(bl, {"main/mm"}, tmp_path / "out" / "results", None, job)
     req.shared_cache, req.sass = cache, False
@@ -162,6 +162,8 @@ def test_the_ab_gives_the_cache_to_the_pr_side_only(tmp_path, ops_dir):
     measure(base, ["main/mm"], tmp_path / "base")
     assert [(r.compiler, r.shared_cache) for r in batch.requests] == [(PR_ENV, cache), (base, None)]
     assert [r.sass for r in batch.requests] == [False, False]  # both sides record alike
+    # both sides measured as the baseline was (recorded unshared), not --gpu-share 4
+    assert [r.job.gpu_share for r in batch.requests] == [1, 1]
     assert set(inputs.steps.seconds) == {"ab"}
 
 

@@ -122,3 +122,31 @@ def test_results_and_a_measuring_option_are_refused(tmp_path, bl):
     rdir = write_results(tmp_path / "r", good_results())
     with pytest.raises(ZlbenchError, match="not with --results"):
         run_gate(job(bl, tmp_path / "o", results=str(rdir), shard=(1, 2)))
+
+
+def test_a_shared_screen_confirms_with_the_baselines_processes_per_gpu(tmp_path, bl):
+    """--gpu-share screens; the confirm passes that decide a FAIL measure as the baseline
+    did (one process per GPU for a baseline recorded unshared): on the H200 a shared
+    confirmation confirmed plain-timed rows +28-43 % slower with identical kernels."""
+    fake = FakeBatch([slowed(), good_results(), good_results()])
+    out = tmp_path / "o"
+    rc = run_gate(job(bl, out, gpu_share=4, allow_env_mismatch=True), GateSeams(measure=fake))
+    assert rc == 0  # the shared screen's blip is not confirmed unshared
+    first, *confirms = fake.requests
+    assert first.job.gpu_share == 4
+    assert [c.job.gpu_share for c in confirms] == [1, 1]
+    assert all(c.job.ops_dir == first.job.ops_dir for c in confirms)
+
+
+def test_a_baseline_recorded_shared_is_confirmed_shared(tmp_path, bl):
+    from zlbench.gate.load import load_baseline
+    from zlbench.workflow.gate import MeasureRequest, remeasure_job
+
+    baseline = load_baseline(bl)
+    j = job(bl, tmp_path / "o", gpu_share=4)
+    req = MeasureRequest(baseline, {"main/add"}, tmp_path / "o" / "results", None, j)
+    assert remeasure_job(req).gpu_share == 1  # recorded before sharing: one
+    baseline.manifest.gpu_share = 4
+    assert remeasure_job(req) is j
+    baseline.manifest.gpu_share = 2
+    assert remeasure_job(req).gpu_share == 2 and j.gpu_share == 4  # the job is not changed
