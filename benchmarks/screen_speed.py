@@ -52,9 +52,11 @@ def line(label: str, dirs: list[Path]) -> str:
     rows = [len(rows_of(d)) for d in dirs]
     walls = [wall_of(d) for d in dirs]
     rate = [r / (w / 60) for r, w in zip(rows, walls, strict=True)]
-    med, p90, n = noise(rows_of(dirs[0]), rows_of(dirs[1])) if len(dirs) > 1 else (0, 0, 0)
     walls_txt = " / ".join(f"{w:.0f}" for w in walls)
     rate_txt = " / ".join(f"{x:.1f}" for x in rate)
+    if len(dirs) < 2:  # one run: no A/A
+        return f"| {label} | {rows[0]} | {walls_txt} | {rate_txt} | – | – | 0 |"
+    med, p90, n = noise(rows_of(dirs[0]), rows_of(dirs[1]))
     return f"| {label} | {rows[0]} | {walls_txt} | {rate_txt} | {med:.2%} | {p90:.2%} | {n} |"
 
 
@@ -75,17 +77,32 @@ def versus(label: str, dirs: list[Path], first: list[Path]) -> str:
     return f"| {label} | {gain:.2f}x | {med:.2%} | {p90:.2%} | {len(devs)} |"
 
 
+def complete(dirs: list[Path]) -> list[Path]:
+    """The run dirs that hold both ``summary.csv`` and ``wall_s``; each other one (a
+    stage stopped by the device call's time limit) is named on stderr and left out."""
+    kept = []
+    for d in dirs:
+        if (d / "summary.csv").is_file() and (d / "wall_s").is_file():
+            kept.append(d)
+        else:
+            note = "no summary.csv or wall_s (stopped?): left out"
+            print(f"screen_speed: {d}: {note}", file=sys.stderr)
+    return kept
+
+
 def main(argv: list[str]) -> int:
-    if not argv:
+    if not argv or argv[0] in ("-h", "--help"):
         print(__doc__, file=sys.stderr)
-        return 2
+        return 0 if argv else 2
     print("| path | rows | wall s (run 1 / 2) | rows/GPU-min | A/A median | A/A p90 | compared |")
     print("|---|---:|---:|---:|---:|---:|---:|")
     runs = []
     for arg in argv:
         label, _, dirs = arg.partition("=")
-        runs.append((label, [Path(d) for d in dirs.split(",")]))
-        print(line(*runs[-1]))
+        kept = complete([Path(d) for d in dirs.split(",")])
+        if kept:
+            runs.append((label, kept))
+            print(line(*runs[-1]))
     if len(runs) > 1:
         first_label, first = runs[0]
         print()

@@ -69,3 +69,19 @@ def test_screen_speed_compares_each_path_with_the_first(tmp_path):
         (run / "summary.csv").write_text(text)
     line = speed.versus("new", new, old)
     assert line == "| new | 3.00x | 0.00% | 5.00% | 8 |"
+
+
+def test_screen_speed_leaves_out_a_stopped_run(tmp_path, capsys):
+    """A stage cut by the device call's limit has wall_s but no summary.csv: the report
+    names it and goes on with the complete runs (one run: no A/A)."""
+    speed = _load("screen_speed")
+    a = _batch(tmp_path / "a", [1.0, 2.0], 60)
+    b1 = _batch(tmp_path / "b1", [1.0, 2.0], 30)
+    stopped = tmp_path / "b2"
+    stopped.mkdir()
+    (stopped / "wall_s").write_text("16.1\n")
+    assert speed.main([f"old={a},{a}", f"new={b1},{stopped}"]) == 0
+    out, err = capsys.readouterr()
+    assert f"{stopped}: no summary.csv or wall_s (stopped?): left out" in err
+    assert "| new | 2 | 30 | 4.0 | – | – | 0 |" in out
+    assert "| new | 2.00x |" in out
