@@ -11,7 +11,9 @@ so the timing may start before the clocks are back up. This probe times one grap
 
 * ``idle``: ``--idle-s`` seconds of sleep, then the 200-call eager warmup;
 * ``busy``: the same, but the GPU kept busy (a matmul loop) until the warmup;
-* ``idle+replay-warmup``: idle, then the graph replayed for 25 ms before timing.
+* ``idle+replay-warmup``: idle, then graph replays queued for 25 ms of CPU time
+  (each ~1 ms of GPU work, launched in microseconds: far more GPU time than 25 ms,
+  not measured) before timing.
 
 Prints one markdown table: per-call µs (median over ``--repeat`` rounds, min, max)
 and the SM clock (MHz, nvidia-smi via torch.cuda.clock_rate) read just before each

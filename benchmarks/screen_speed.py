@@ -64,29 +64,34 @@ def rate(batch: Path) -> float:
     return len(rows_of(batch)) / (wall_of(batch) / 60)
 
 
-def versus(label: str, dirs: list[Path], first: list[Path]) -> str:
-    """``label``'s runs against the first label's, run i with run i."""
+def versus(label: str, dirs: list[Path | None], first: list[Path | None]) -> str:
+    """``label``'s runs against the first label's, run i with run i (a run left out on
+    either side leaves its pair out)."""
     devs = []
     for a, b in zip(first, dirs, strict=False):
+        if a is None or b is None:
+            continue
         lat_a, lat_b = rows_of(a, "latency_ms"), rows_of(b, "latency_ms")
         devs += [abs(lat_b[k] / lat_a[k] - 1) for k in set(lat_a) & set(lat_b) if lat_a[k] > 0]
     devs.sort()
     med = statistics.median(devs) if devs else float("nan")
     p90 = devs[min(len(devs) - 1, int(0.9 * (len(devs) - 1) + 0.5))] if devs else float("nan")
-    gain = statistics.fmean(rate(d) for d in dirs) / statistics.fmean(rate(d) for d in first)
+    ours, theirs = [d for d in dirs if d], [d for d in first if d]
+    gain = statistics.fmean(rate(d) for d in ours) / statistics.fmean(rate(d) for d in theirs)
     return f"| {label} | {gain:.2f}x | {med:.2%} | {p90:.2%} | {len(devs)} |"
 
 
-def complete(dirs: list[Path]) -> list[Path]:
-    """The run dirs that hold both ``summary.csv`` and ``wall_s``; each other one (a
-    stage stopped by the device call's time limit) is named on stderr and left out."""
-    kept = []
+def complete(dirs: list[Path]) -> list[Path | None]:
+    """Each run dir, or None for one without ``summary.csv`` or ``wall_s`` (a stage
+    stopped by the device call's time limit), which is named on stderr."""
+    kept: list[Path | None] = []
     for d in dirs:
         if (d / "summary.csv").is_file() and (d / "wall_s").is_file():
             kept.append(d)
         else:
             note = "no summary.csv or wall_s (stopped?): left out"
             print(f"screen_speed: {d}: {note}", file=sys.stderr)
+            kept.append(None)
     return kept
 
 
@@ -100,9 +105,9 @@ def main(argv: list[str]) -> int:
     for arg in argv:
         label, _, dirs = arg.partition("=")
         kept = complete([Path(d) for d in dirs.split(",")])
-        if kept:
+        if any(kept):
             runs.append((label, kept))
-            print(line(*runs[-1]))
+            print(line(label, [d for d in kept if d]))
     if len(runs) > 1:
         first_label, first = runs[0]
         print()

@@ -280,13 +280,15 @@ def test_each_input_is_drawn_in_the_shared_turn(env_turn):
     assert seen == [(1, True)] * 3
 
 
-@pytest.mark.parametrize(("module", "cls_name", "name"), timing.OFF_THE_TURN)
+@pytest.mark.parametrize(("module", "cls_name", "name", "done_attr"), timing.OFF_THE_TURN)
 def test_compiling_and_loading_a_kernel_give_the_shared_turn_up(
-    env_turn, monkeypatch, module, cls_name, name
+    env_turn, monkeypatch, module, cls_name, name, done_attr
 ):
     """triton's JIT compile and launcher build + binary load (CPU work of a first call)
     run with the shared turn released, so a timer is not kept waiting for them; taken
-    again after; uninstall puts triton's method back."""
+    again after. Once done (``_init_handles`` on every later launch: ``module`` set) and
+    outside the shared turn the method runs as it is, with no lock calls. uninstall
+    puts triton's method back."""
     import importlib
 
     import triton.testing as testing
@@ -297,7 +299,7 @@ def test_compiling_and_loading_a_kernel_give_the_shared_turn_up(
     inside: list[tuple[bool, bool]] = []
 
     def fake(self, *args, **kwargs):  # triton's method: records the turn meanwhile
-        inside.append((env_turn._sh_fd is None, lock_is_taken(env_turn.path)))
+        inside.append((env_turn.sharing, lock_is_taken(env_turn.path)))
         return ("ran", args, kwargs)
 
     monkeypatch.setattr(cls, name, fake)
@@ -306,11 +308,39 @@ def test_compiling_and_loading_a_kernel_give_the_shared_turn_up(
     timing.install("cpu", TimingSettings(1.0, 2))
     try:
         assert getattr(cls, name) is not fake
+        todo = SimpleNamespace(**({done_attr: None} if done_attr else {}))
         with env_turn.share():
             assert lock_is_taken(env_turn.path)
-            assert getattr(cls, name)(object(), 1, k=2) == ("ran", (1,), {"k": 2})
-            assert env_turn._sh_fd is not None and lock_is_taken(env_turn.path)
+            assert getattr(cls, name)(todo, 1, k=2) == ("ran", (1,), {"k": 2})
+            assert env_turn.sharing and lock_is_taken(env_turn.path)
+            if done_attr:  # the work done: the turn is kept (no release, no gate)
+                getattr(cls, name)(SimpleNamespace(**{done_attr: object()}))
+        getattr(cls, name)(todo)  # not sharing: nothing to give up
     finally:
         timing.uninstall()
-    assert inside == [(True, False)]
+    kept = [(True, True)] if done_attr else []
+    assert inside == [(False, False), *kept, (False, False)]
     assert cls.__dict__[name] is fake
+
+
+def test_a_gpu_of_its_own_keeps_tritons_methods(no_env_turn, monkeypatch):
+    """Without a turn file (one process per GPU) nothing is wrapped: no cost on triton's
+    launch path (``_init_handles`` runs on every launch)."""
+    import importlib
+
+    import triton.testing as testing
+
+    if timing._INSTALLED is not None:
+        pytest.skip("timing already installed in this process")
+    monkeypatch.setattr(testing, "do_bench", testing.do_bench)
+    monkeypatch.setattr(testing, "do_bench_cudagraph", testing.do_bench_cudagraph)
+    before = {
+        (m, c, n): importlib.import_module(m).__dict__[c].__dict__[n]
+        for m, c, n, _ in timing.OFF_THE_TURN
+    }
+    timing.install("cpu", TimingSettings(1.0, 2))
+    try:
+        for (m, c, n), orig in before.items():
+            assert importlib.import_module(m).__dict__[c].__dict__[n] is orig
+    finally:
+        timing.uninstall()

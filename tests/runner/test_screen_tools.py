@@ -84,4 +84,12 @@ def test_screen_speed_leaves_out_a_stopped_run(tmp_path, capsys):
     out, err = capsys.readouterr()
     assert f"{stopped}: no summary.csv or wall_s (stopped?): left out" in err
     assert "| new | 2 | 30 | 4.0 | – | – | 0 |" in out
-    assert "| new | 2.00x |" in out
+    assert "| new | 2.00x | 0.00% | 0.00% | 2 |" in out
+    # run 1 stopped: run 2 is compared with the first label's run 2, never its run 1
+    a2 = _batch(tmp_path / "a2", [1.0, 2.0], 60)
+    text = (a2 / "summary.csv").read_text()
+    (a2 / "summary.csv").write_text(text.replace(",1.0,1.0,", ",1.0,2.0,"))  # latency 2.0
+    b2 = _batch(tmp_path / "b2x", [1.0, 2.0], 30)
+    assert speed.main([f"old={a},{a2}", f"new={stopped},{b2}"]) == 0
+    out = capsys.readouterr().out
+    assert "| new | 2.00x | 50.00% | 50.00% | 2 |" in out

@@ -154,26 +154,31 @@ class _Installed:
 
 
 # CPU work of a first call that holds no GPU: it gives the shared turn up (another
-# process may time meanwhile). triton 3.x: JITFunction._do_compile compiles a kernel;
-# CompiledKernel._init_handles builds its C launcher (a gcc run when the cache is cold)
-# and loads the binary. Measured on the H200 (docs/measurements.md, ninth session):
-# with the launcher build in the shared turn, timers queued behind it.
+# process may time meanwhile). triton 3.x: JITFunction._do_compile compiles a kernel
+# (called on a cache miss only); CompiledKernel._init_handles builds its C launcher (a
+# gcc run when the cache is cold) and loads the binary, and returns at once when
+# ``module`` is set, but triton calls it on every ``kernel[grid](...)`` launch, so the
+# turn is given up only while that attribute is None (the work not done yet).
+# (module, class, method, attribute that is set once the work is done, or None)
 OFF_THE_TURN = (
-    ("triton.runtime.jit", "JITFunction", "_do_compile"),
-    ("triton.compiler.compiler", "CompiledKernel", "_init_handles"),
+    ("triton.runtime.jit", "JITFunction", "_do_compile", None),
+    ("triton.compiler.compiler", "CompiledKernel", "_init_handles", "module"),
 )
 
 
-def _off_the_turn(cls: Any, name: str) -> Callable[..., Any] | None:
-    """Wrap ``cls.<name>`` so that it runs with the shared turn given up
-    (:meth:`GpuTurn.released`); returns the original, None when ``cls`` has no such
-    method of its own."""
+def _off_the_turn(cls: Any, name: str, done_attr: str | None) -> Callable[..., Any] | None:
+    """Wrap ``cls.<name>`` so that, in the shared turn, it runs with the turn given up
+    (:meth:`GpuTurn.released`), unless ``self.<done_attr>`` says it has nothing left
+    to do; returns the original, None when ``cls`` has no such method of its own."""
     orig = cls.__dict__.get(name) if cls is not None else None
     if orig is None:
         return None
 
     def wrapped(self, *args, **kwargs):
-        with process_turn().released():
+        turn = process_turn()
+        if not turn.sharing or (done_attr and getattr(self, done_attr, None) is not None):
+            return orig(self, *args, **kwargs)  # the hot path: one launch, no lock calls
+        with turn.released():
             return orig(self, *args, **kwargs)
 
     setattr(cls, name, wrapped)
@@ -181,17 +186,21 @@ def _off_the_turn(cls: Any, name: str) -> Callable[..., Any] | None:
 
 
 def _wrap_off_the_turn(installed: _Installed) -> None:
+    """Wrap :data:`OFF_THE_TURN` on a shared GPU (a turn file named); a GPU of its own
+    keeps triton's methods as they are."""
     import importlib
 
-    for module, cls_name, name in OFF_THE_TURN:
+    if process_turn().path is None:
+        return
+    for module, cls_name, name, done_attr in OFF_THE_TURN:
         try:
             cls = getattr(importlib.import_module(module), cls_name, None)
         except ImportError:  # pragma: no cover - a triton without that module
             cls = None
-        orig = _off_the_turn(cls, name)
+        orig = _off_the_turn(cls, name, done_attr)
         if orig is not None:
             installed.unwrapped.append((cls, name, orig))
-        elif process_turn().path is not None:
+        else:
             state.say(f"zlbench: this triton has no {cls_name}.{name}: that work holds "
                       "the GPU's shared turn (slower sharing, timing unaffected)")  # fmt: skip
 

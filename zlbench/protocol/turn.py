@@ -13,10 +13,11 @@ per GPU). Unset: no turn is taken (one process per GPU, as without sharing).
   **shared** (:meth:`GpuTurn.share`, ``LOCK_SH``): any number of processes at once,
   never while one times. A process that wants to time goes through a turnstile
   (``<lock>.gate``) that stops new sharers, so timing is not starved; compiling is
-  CPU work and gives the shared turn up (:meth:`GpuTurn.released`). Without it a
-  neighbour's kernels ran inside a timed region: on the H200 a 250 µs
-  ``flash_attention_forward`` row measured 7.6 % slower under ``--gpu-share 4``,
-  confirmed twice (docs/measurements.md, eighth session).
+  CPU work and gives the shared turn up (:meth:`GpuTurn.released`). The turn keeps
+  other processes' GPU work out of a timing, not their CPU work: a row timed by the
+  plain fallback (host syncs) still measured up to 43 % slower shared on the H200,
+  which is why the gate re-measures with the baseline's share (docs/measurements.md,
+  ninth session).
 * Re-entrant within a process: only the outermost :meth:`GpuTurn.hold` locks and
   unlocks (an autotune sweep inside a measurement does not deadlock, nor release
   the outer turn early).
@@ -116,6 +117,12 @@ class GpuTurn:
         finally:
             self.shared_depth = 0
             self._unlock_shared()
+
+    @property
+    def sharing(self) -> bool:
+        """This process holds the shared turn now (inside :meth:`share`, outside
+        :meth:`released`)."""
+        return self._sh_fd is not None
 
     @contextlib.contextmanager
     def released(self) -> Iterator[None]:

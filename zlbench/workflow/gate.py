@@ -248,7 +248,11 @@ def remeasure_job(req: MeasureRequest) -> GateJob:
     launch overhead) runs beside the other processes' CPU work: on the H200 three such
     rows measured +28 to +43 % slower shared than the baseline, with their kernels
     identical, and a shared confirmation confirmed them (docs/measurements.md, ninth
-    session). A re-measure decides a FAIL, so it runs the way the baseline did."""
+    session). A re-measure decides a FAIL, so it runs with the baseline's share. Only
+    the share changes: ``--warmup-ms``/``--replays`` (``measure_args``) stay the job's.
+    A screen shared unlike its baseline is still an environment mismatch (exit 2
+    unless ``--allow-env-mismatch``): a shared GPU shifts small kernels, so a shared
+    screen can also pass a row the baseline's share would flag (docs/screening.md)."""
     share = req.baseline.manifest.gpu_share or 1
     return req.job if req.job.gpu_share == share else replace(req.job, gpu_share=share)
 
