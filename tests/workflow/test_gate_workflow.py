@@ -129,9 +129,12 @@ def test_a_shared_screen_confirms_with_the_baselines_processes_per_gpu(tmp_path,
     did (one process per GPU for a baseline recorded unshared): on the H200 a shared
     confirmation confirmed plain-timed rows +28-43 % slower with identical kernels."""
     fake = FakeBatch([slowed(), good_results(), good_results()])
-    out = tmp_path / "o"
-    rc = run_gate(job(bl, out, gpu_share=4, allow_env_mismatch=True), GateSeams(measure=fake))
+    out, said = tmp_path / "o", io.StringIO()
+    seams = GateSeams(measure=fake, stdout=said)
+    rc = run_gate(job(bl, out, gpu_share=4, allow_env_mismatch=True), seams)
     assert rc == 0  # the shared screen's blip is not confirmed unshared
+    assert ("zlbench gate: confirmation passes measure with 1 process(es) per GPU as the "
+            "baseline was (--gpu-share 4 screens only)") in said.getvalue()  # fmt: skip
     first, *confirms = fake.requests
     assert first.job.gpu_share == 4
     assert [c.job.gpu_share for c in confirms] == [1, 1]

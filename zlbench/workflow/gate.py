@@ -533,6 +533,11 @@ def _remeasure_or_ab(
 ) -> tuple[Remeasure | None, Callable[..., Path] | None]:
     """The confirmation re-measure, or (with a base compiler) the A/B that replaces
     it: ``measure(side env, op keys, batch dir)`` replays the ops in that env."""
+    share = remeasure_job(req).gpu_share
+    if share != req.job.gpu_share:
+        what = "the A/B" if inputs.ab.ab else "confirmation passes"
+        seams.say(f"zlbench gate: {what} measure with {share} process(es) per GPU as the "
+                  f"baseline was (--gpu-share {req.job.gpu_share} screens only)")  # fmt: skip
     if not inputs.ab.ab:
 
         def confirm(sub: MeasureRequest) -> tuple[Path, int]:
