@@ -75,7 +75,7 @@ class GpuTurn:
         import fcntl
 
         # flock: this process's own shared lock (another descriptor) would block it
-        resume_shared = self._sh_fd is not None
+        resume_shared = self.sharing
         if resume_shared:
             self._unlock_shared()
         asked = time.time()
@@ -128,7 +128,7 @@ class GpuTurn:
     def released(self) -> Iterator[None]:
         """CPU work inside :meth:`share` (compiling): the shared turn is given up
         meanwhile, so no one waits to time for it; taken again after."""
-        if self._sh_fd is None:
+        if not self.sharing:
             yield
             return
         self._unlock_shared()

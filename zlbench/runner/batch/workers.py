@@ -256,6 +256,8 @@ class BatchRun:
         for op in self.selection.ops:
             if op.part:
                 groups.setdefault(op.whole_key, []).append(op)
+        # the parts' rows, for a --resume that reruns some of them (read once)
+        kept = load_previous(self.out / PARTS_DIR) if groups else {}
         for key, parts in groups.items():
             if key in self.final or any(p.key not in self.final for p in parts):
                 continue
@@ -265,8 +267,6 @@ class BatchRun:
                 self._say(f"        cannot merge the row parts of {key}: {e}")
                 continue
             with self.lock:
-                # the parts' rows, for a --resume that reruns some of them
-                kept = load_previous(self.out / PARTS_DIR)
                 kept |= {p.key: self.final.pop(p.key) for p in parts}
                 write_ops_status(self.out / PARTS_DIR, kept.values())
                 self.final[key] = final
