@@ -16,8 +16,8 @@ so the timing may start before the clocks are back up. This probe times one grap
   not measured) before timing.
 
 Prints one markdown table: per-call µs (median over ``--repeat`` rounds, min, max)
-and the SM clock (MHz, nvidia-smi via torch.cuda.clock_rate) read just before each
-timing, when available. Needs torch with CUDA; not part of the test suite.
+and the SM clock (MHz, torch.cuda.clock_rate, which reads it through pynvml) read just
+before each timing, when available. Needs torch with CUDA; not part of the test suite.
 """
 
 from __future__ import annotations

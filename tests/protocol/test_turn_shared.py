@@ -34,10 +34,6 @@ WORKER = textwrap.dedent(
 )
 
 
-def probe_shared(path) -> str:
-    return probe(path, shared=True)
-
-
 def worker(lock, mode: str, seconds: float) -> subprocess.Popen:
     env = dict(os.environ, **{GPU_TURN_VAR: str(lock)})
     env.pop(GPU_TURN_LOG_VAR, None)
@@ -85,7 +81,7 @@ def test_sharers_overlap_but_keep_a_timer_out(lock):
     turn = GpuTurn(str(lock))
     with turn.share():
         assert turn.shared_depth == 1
-        assert probe_shared(lock) == "free"  # another process's untimed work: yes
+        assert probe(lock, shared=True) == "free"  # another process's untimed work: yes
         assert probe(lock) == "busy"  # another process's timing: no
         with turn.share():  # nested: nothing more taken
             assert turn.shared_depth == 1
@@ -113,7 +109,10 @@ def test_a_waiting_timer_stops_new_sharers_turnstile(lock):
     stamp(a, "in")
     t = worker(lock, "hold", 0.3)
     go(t)
-    time.sleep(0.2)  # T is waiting in flock, holding the gate
+    deadline = time.time() + 5
+    while probe(f"{lock}.gate") != "busy":  # T is waiting in flock, holding the gate
+        assert time.time() < deadline, "the timer never took the gate"
+        time.sleep(0.01)
     b = worker(lock, "share", 0.0)
     go(b)
     a_out = stamp(a, "out")
@@ -130,11 +129,11 @@ def test_hold_inside_share_drops_the_shared_turn_and_takes_it_again(lock):
     with turn.share():
         with turn.hold():  # an autotuner timing inside a first call: no self-deadlock
             assert turn.depth == 1 and turn._sh_fd is None
-            assert probe_shared(lock) == "busy"
+            assert probe(lock, shared=True) == "busy"
             with turn.share():  # untimed work inside the turn: the turn covers it
                 assert turn._sh_fd is None
         assert turn.depth == 0 and turn._sh_fd is not None
-        assert probe(lock) == "busy" and probe_shared(lock) == "free"
+        assert probe(lock) == "busy" and probe(lock, shared=True) == "free"
     assert turn._sh_fd is None and probe(lock) == "free"
     assert turn.taken == 1
 

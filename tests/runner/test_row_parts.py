@@ -137,7 +137,7 @@ def test_one_slot_cuts_nothing():
 @pytest.mark.parametrize("slots,parts", [(4, 2), (8, 4), (16, 6)])
 def test_gate_core_cuts_topk_only(slots, parts):
     # a slot's share: 107/4 = 26.75 s -> ceil(1.53) = 2 parts; 13.4 s -> 4; 6.7 s -> ceil(6.1)
-    # = 7, at most 6 (only 14 rows allowed here: 6)
+    # = 7, but at most 6: topk has 6 rows here (a part per row at most)
     rows = {k: 14 for k in GATE_CORE} | {"main/topk": 6}
     assert part_counts(GATE_CORE, slots, rows.get) == {"main/topk": parts}
 
@@ -677,11 +677,11 @@ def test_parts_of_ops_of_two_repos_are_two_ops():
                        part=p.part, whole="x") for p in main]  # fmt: skip
     costs = {o.key: 2.0 for o in [*main, *vllm]}
     out = spread_parts({"s1": list(main), "s2": list(vllm)}, costs)
-    for ops in out.values():  # one part of each op per slot
-        assert sorted((o.repo, o.part[0]) for o in ops) in (
-            [("main", 1), ("vllm", 1)], [("main", 1), ("vllm", 2)],
-            [("main", 2), ("vllm", 1)], [("main", 2), ("vllm", 2)],
-        )  # fmt: skip
+    # one part of each op per slot, every part kept once
+    assert {s: [(o.repo, o.part) for o in ops] for s, ops in out.items()} == {
+        "s1": [("main", (1, 2)), ("vllm", (2, 2))],
+        "s2": [("vllm", (1, 2)), ("main", (2, 2))],
+    }
 
 
 def test_only_the_ops_long_enough_to_cut_have_their_baseline_read():

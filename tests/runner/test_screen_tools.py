@@ -20,10 +20,11 @@ def _load(name: str):
     return mod
 
 
-def _batch(path: Path, speedups: list[float], wall: float) -> Path:
+def _batch(path: Path, speedups: list[float], wall: float, latency: float = 1.0) -> Path:
     path.mkdir(parents=True)
     lines = [HEAD] + [
-        f"main,op{i},op{i},bfloat16,[{i}],0,SUCCESS,1.0,1.0,{s}" for i, s in enumerate(speedups)
+        f"main,op{i},op{i},bfloat16,[{i}],0,SUCCESS,1.0,{latency},{s}"
+        for i, s in enumerate(speedups)
     ]
     lines.append("main,bad,bad,bfloat16,[9],0,FAILED,,,")
     (path / "summary.csv").write_text("\n".join(lines) + "\n")
@@ -86,10 +87,14 @@ def test_screen_speed_leaves_out_a_stopped_run(tmp_path, capsys):
     assert "| new | 2 | 30 | 4.0 | – | – | 0 |" in out
     assert "| new | 2.00x | 0.00% | 0.00% | 2 |" in out
     # run 1 stopped: run 2 is compared with the first label's run 2, never its run 1
-    a2 = _batch(tmp_path / "a2", [1.0, 2.0], 60)
-    text = (a2 / "summary.csv").read_text()
-    (a2 / "summary.csv").write_text(text.replace(",1.0,1.0,", ",1.0,2.0,"))  # latency 2.0
+    a2 = _batch(tmp_path / "a2", [1.0, 2.0], 60, latency=2.0)
     b2 = _batch(tmp_path / "b2x", [1.0, 2.0], 30)
     assert speed.main([f"old={a},{a2}", f"new={stopped},{b2}"]) == 0
     out = capsys.readouterr().out
     assert "| new | 2.00x | 50.00% | 50.00% | 2 |" in out
+
+
+def test_screen_speed_help_prints_its_usage(capsys):
+    speed = _load("screen_speed")
+    assert speed.main(["--help"]) == 0 and speed.main([]) == 2
+    assert "LABEL=DIR_A1,DIR_A2" in capsys.readouterr().err

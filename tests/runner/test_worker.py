@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from zlbench.models import PlanEntry, RunStatus, WorkerPlan
-from zlbench.runner.execute.worker import build_pytest_argv, execute_plan
+from zlbench.runner.execute.worker import _chunks, build_pytest_argv, execute_plan
 
 FAKE = Path(__file__).with_name("fake_pytest.py")
 
@@ -254,8 +254,6 @@ def test_time_budget_kills_and_leaves_the_rest_not_measured(tmp_path, checkout, 
 
 def test_two_entries_of_one_test_never_share_a_process():
     """Row parts of one op run the same test: pytest would run it once, for one of them."""
-    from zlbench.models import PlanEntry
-    from zlbench.runner.execute.worker import _chunks
 
     def entry(name, nodeid, dtypes=("float16",)):
         return PlanEntry(op=name, run_name=name, run_dir=f"/r/{name}", nodeids=[nodeid],
