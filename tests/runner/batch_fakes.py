@@ -10,7 +10,8 @@ from __future__ import annotations
 import io
 import threading
 import time
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from zlbench.models import (
@@ -278,3 +279,18 @@ def batch_cli(
         return rc, out, err, fakes
 
     return run
+
+
+def part_indices(rows: Sequence, part: tuple[int, int]) -> list[int]:
+    """The indices of the ``rows`` (``Row``s or result.json dicts) that row part ``part``
+    ``(k, n)`` measures: every n-th row of each (benchmark op, dtype), from row k-1.
+    Counted here on its own, not with zlbench's ``keeps_row``, so tests check it."""
+    k, n = part
+    seen: Counter = Counter()
+    out = []
+    for i, r in enumerate(rows):
+        group = (r["op"], r["dtype"]) if isinstance(r, dict) else (r.op, r.dtype)
+        if seen[group] % n == k - 1:
+            out.append(i)
+        seen[group] += 1
+    return out

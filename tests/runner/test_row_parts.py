@@ -10,6 +10,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+from batch_fakes import part_indices
 
 from zlbench.models import (
     CODEGEN_DIR,
@@ -254,13 +255,7 @@ def _split(whole: RunResult, n: int) -> list[tuple[tuple[int, int], RunResult]]:
     occurrences numbered within the part (as a part's process numbers them)."""
     parts = []
     for k in range(1, n + 1):
-        seen: dict[str, int] = {}
-        kept = []
-        for row in whole.rows:
-            j = seen.get(row.dtype, 0)
-            seen[row.dtype] = j + 1
-            if keeps_row(j, (k, n)):
-                kept.append(row)
+        kept = [whole.rows[i] for i in part_indices(whole.rows, (k, n))]
         parts.append(((k, n), _result(assign_occurrences(kept), run_name=f"topk~{k}of{n}")))
     return parts
 
@@ -609,13 +604,7 @@ def test_merged_rows_of_two_benchmark_ops_are_in_the_unsplit_order():
     n = 2
     results = []
     for k in (1, 2):
-        seen: dict = {}
-        mine = []
-        for r in whole:
-            j = seen.get((r.op, r.dtype), 0)
-            seen[(r.op, r.dtype)] = j + 1
-            if keeps_row(j, (k, n)):
-                mine.append(r)
+        mine = [whole[i] for i in part_indices(whole, (k, n))]
         results.append(((k, n), _result(mine, run_name=f"topk~{k}of2")))
     merged = merge_results(results, "topk")
     view = [(r.op, r.dtype, r.shape) for r in merged.rows]

@@ -14,7 +14,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from batch_fakes import FakeExecutor, batch_config_factory
+from batch_fakes import FakeExecutor, batch_config_factory, part_indices
 from benchpkg_batch import BENCHPKG, interpret_config
 
 from zlbench.models import (
@@ -101,14 +101,9 @@ class RowsExecutor(FakeExecutor):
         if outcome != "PASS":
             return status, result
         base = json.loads((Path(entry.replay_records).parent / "result.json").read_text())
-        k, n = entry.part or (1, 1)
-        seen: dict[str, int] = {}
-        rows = []
-        for i, r in enumerate(base["rows"]):
-            j = seen.get(r["dtype"], 0)
-            seen[r["dtype"]] = j + 1
-            if j % n == k - 1:
-                rows.append(_row(entry.op, r["dtype"], r["shape"], 1 + i / 100))
+        keep = part_indices(base["rows"], entry.part or (1, 1))
+        rows = [_row(entry.op, base["rows"][i]["dtype"], base["rows"][i]["shape"], 1 + i / 100)
+                for i in keep]  # fmt: skip
         result = result.model_copy(update={"rows": assign_occurrences(rows)})
         dump_json_model(Path(entry.run_dir) / "result.json", result)
         return status.model_copy(update={"rows": len(rows)}), result
