@@ -280,9 +280,23 @@ def test_each_input_is_drawn_in_the_shared_turn(env_turn):
     assert seen == [(1, True)] * 3
 
 
+@pytest.fixture
+def install_timing(monkeypatch):
+    """``install_timing()`` installs the timing patch (CPU backend); uninstalled after
+    the test (uninstall is idempotent), triton's do_bench functions restored."""
+    import triton.testing as testing
+
+    if timing._INSTALLED is not None:
+        pytest.skip("timing already installed in this process")
+    monkeypatch.setattr(testing, "do_bench", testing.do_bench)
+    monkeypatch.setattr(testing, "do_bench_cudagraph", testing.do_bench_cudagraph)
+    yield lambda: timing.install("cpu", TimingSettings(1.0, 2))
+    timing.uninstall()
+
+
 @pytest.mark.parametrize(("module", "cls_name", "name", "done_attr"), timing.OFF_THE_TURN)
 def test_compiling_and_loading_a_kernel_give_the_shared_turn_up(
-    env_turn, monkeypatch, module, cls_name, name, done_attr
+    env_turn, monkeypatch, install_timing, module, cls_name, name, done_attr
 ):
     """triton's JIT compile and launcher build + binary load (CPU work of a first call)
     run with the shared turn released, so a timer is not kept waiting for them; taken
@@ -291,10 +305,6 @@ def test_compiling_and_loading_a_kernel_give_the_shared_turn_up(
     puts triton's method back."""
     import importlib
 
-    import triton.testing as testing
-
-    if timing._INSTALLED is not None:
-        pytest.skip("timing already installed in this process")
     cls = getattr(importlib.import_module(module), cls_name)
     inside: list[tuple[bool, bool]] = []
 
@@ -303,9 +313,7 @@ def test_compiling_and_loading_a_kernel_give_the_shared_turn_up(
         return ("ran", args, kwargs)
 
     monkeypatch.setattr(cls, name, fake)
-    monkeypatch.setattr(testing, "do_bench", testing.do_bench)
-    monkeypatch.setattr(testing, "do_bench_cudagraph", testing.do_bench_cudagraph)
-    timing.install("cpu", TimingSettings(1.0, 2))
+    install_timing()
     try:
         assert getattr(cls, name) is not fake
         todo = SimpleNamespace(**({done_attr: None} if done_attr else {}))
@@ -323,24 +331,15 @@ def test_compiling_and_loading_a_kernel_give_the_shared_turn_up(
     assert cls.__dict__[name] is fake
 
 
-def test_a_gpu_of_its_own_keeps_tritons_methods(no_env_turn, monkeypatch):
+def test_a_gpu_of_its_own_keeps_tritons_methods(no_env_turn, install_timing):
     """Without a turn file (one process per GPU) nothing is wrapped: no cost on triton's
     launch path (``_init_handles`` runs on every launch)."""
     import importlib
 
-    import triton.testing as testing
-
-    if timing._INSTALLED is not None:
-        pytest.skip("timing already installed in this process")
-    monkeypatch.setattr(testing, "do_bench", testing.do_bench)
-    monkeypatch.setattr(testing, "do_bench_cudagraph", testing.do_bench_cudagraph)
     before = {
         (m, c, n): importlib.import_module(m).__dict__[c].__dict__[n]
         for m, c, n, _ in timing.OFF_THE_TURN
     }
-    timing.install("cpu", TimingSettings(1.0, 2))
-    try:
-        for (m, c, n), orig in before.items():
-            assert importlib.import_module(m).__dict__[c].__dict__[n] is orig
-    finally:
-        timing.uninstall()
+    install_timing()
+    for (m, c, n), orig in before.items():
+        assert importlib.import_module(m).__dict__[c].__dict__[n] is orig
