@@ -9,7 +9,8 @@ from _corerun import copy_benchpkg, entry, run_plan
 
 from zlbench.models import load_json_model
 from zlbench.models.timings import TIMINGS_JSON, OpTimings
-from zlbench.plugins.phases import process_start_time, reference_side
+from zlbench.plugins.phases import process_start_time
+from zlbench.plugins.timing import reference_side
 
 ADD = "benchmark/test_add.py::test_add"
 SOFTMAX = "benchmark/test_softmax.py::test_softmax"

@@ -94,16 +94,6 @@ def _total(side: SidePhases) -> float:
     )
 
 
-def reference_side(frame: Any) -> bool:
-    """True when the measurement in flight is upstream's ``latency_base`` (the torch op)."""
-    while frame is not None:
-        metric = frame.f_locals.get("metric") if frame.f_code.co_name == "run" else None
-        if metric is not None and hasattr(metric, "latency_base"):
-            return metric.latency_base is None
-        frame = frame.f_back
-    return False
-
-
 class _TimedHook:
     """An op-end callback whose wall time is added to the op's ``op_end_hooks``;
     equal to the callback it wraps (so ``state.unsubscribe`` still finds it)."""
@@ -146,7 +136,7 @@ class Phases:
         op = self.current
         if op is None:
             return self.measure(fn, backend, settings, **kw)
-        side = op.torch if reference_side(sys._getframe(1)) else op.gems
+        side = op.torch if timing.reference_side(sys._getframe(1)) else op.gems
         side.calls += 1
         first = [True]
         turn = process_turn()

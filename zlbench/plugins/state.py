@@ -13,9 +13,10 @@ Nothing here imports torch, triton or FlagGems.
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -157,6 +158,27 @@ def emit_marker(marker: Marker) -> None:
         op.markers.append(marker)
     sys.stdout.write(marker.line() + "\n")
     sys.stdout.flush()
+
+
+_TIMED_DEPTH = [0]  # nesting of timed_region(): > 0 while a row's timed code runs
+
+
+@contextlib.contextmanager
+def timed_region() -> Iterator[None]:
+    """The FlagGems side of a row's measurement (``zlbench.plugins.timing.measure``:
+    its first call, warmup, capture and replays, or the plain fallback's loop): the
+    kernels launched inside it are the row's *timed* kernels (docs/codegen.md). Input
+    generation, the torch reference and anything else run outside it."""
+    _TIMED_DEPTH[0] += 1
+    try:
+        yield
+    finally:
+        _TIMED_DEPTH[0] -= 1
+
+
+def in_timed_region() -> bool:
+    """A kernel launched now runs inside a row's timed region."""
+    return _TIMED_DEPTH[0] > 0
 
 
 def set_row_context(dtype: str | None, shape: str | None) -> None:
