@@ -181,7 +181,7 @@ def test_ops_narrow_the_judged_set(tmp_path, bl):
 
 def test_ops_outside_the_baseline_exit_2(tmp_path, bl, capsys):
     rc, _ = gate(tmp_path, bl, write_results(tmp_path / "r", good_results()), "--ops", "nope")
-    assert rc == 2 and "none of the requested ops" in one_error_line(capsys)
+    assert rc == 2 and "'nope' names no op of baseline" in one_error_line(capsys)
 
 
 @pytest.mark.parametrize("flag", [("--confirm", "2"), ("--shard", "1/2")])

@@ -33,12 +33,15 @@ from zlbench.models import (
     resolve_inside,
 )
 from zlbench.protocol.layout import (
+    BATCH_JSON,
+    CODEGEN_SCREEN_DIR,
     CONFIRM_DIR,
     MANIFEST_YAML,
     OPS_STATUS,
     RESULT_JSON,
     RESULTS_DIR,
     RUN_LOG,
+    VERDICT_JSON,
     op_key,
 )
 
@@ -124,6 +127,47 @@ def load_results(path: str | Path) -> ResultsSet:
         inner.path = path
         return inner
     return ResultsSet(path, _load_batch_dir(path))
+
+
+def check_results_root(path: str | Path, results: ResultsSet, wanted: Collection[str]) -> None:
+    """Refuse a ``--results`` dir that is part of a results root, with the root to
+    pass instead: a gate dir's ``results/`` (its ``confirm/`` and ``codegen/``
+    would be left out: unconfirmed flags, untimed ops judged missing) and one op's
+    run dir when the gate judges more ops than it holds (``wanted``: the op keys in
+    scope; every other op would be "missing")."""
+    path = Path(path)
+    if path.name == RESULTS_DIR and _looks_like_gate_dir(path.parent):
+        raise ZlbenchError(
+            f"{path} is the {RESULTS_DIR}/ of gate dir {path.parent}: pass the gate dir "
+            f"(its {CONFIRM_DIR}/ and {CODEGEN_SCREEN_DIR}/ say what was re-measured and timed)"
+        )
+    if not (path / RESULT_JSON).is_file() or not set(wanted) - set(results.ops):
+        return
+    key = next(iter(results.ops), "?")
+    root = _root_above(path)
+    hint = f"pass {root}" if root else "pass the gate dir or batch dir that holds it"
+    raise ZlbenchError(
+        f"{path} is one op's run dir ({key}); {hint}, or judge only that op with --ops {key}"
+    )
+
+
+def _looks_like_gate_dir(path: Path) -> bool:
+    return (
+        (path / CONFIRM_DIR).is_dir()
+        or (path / CODEGEN_SCREEN_DIR).is_dir()
+        or (path / VERDICT_JSON).is_file()
+    )
+
+
+def _root_above(run_dir: Path) -> Path | None:
+    """The batch dir (``<batch>/<repo>/<run_name>``) above a run dir, or the gate
+    dir when that batch is a gate dir's ``results/``; None when neither."""
+    batch = run_dir.parent.parent if len(run_dir.parts) > 2 else run_dir.resolve().parent.parent
+    if not ((batch / OPS_STATUS).is_file() or (batch / BATCH_JSON).is_file()):
+        return None
+    if batch.name == RESULTS_DIR and _looks_like_gate_dir(batch.parent):
+        return batch.parent
+    return batch
 
 
 def _confirm_passes(gate_dir: Path) -> list[Path]:

@@ -35,6 +35,7 @@ from zlbench.gate.load import (
     BaselineSet,
     ResultsSet,
     baseline_shape_file,
+    check_results_root,
     load_baseline,
     load_results,
     report_label,
@@ -67,6 +68,7 @@ from zlbench.report.html import render_html
 from zlbench.report.junit import render_junit
 from zlbench.report.markdown import STEP_SUMMARY_LIMIT, render_comment, render_markdown
 from zlbench.runner.ab.env import PR_ENV, CompilerEnv
+from zlbench.runner.catalog.inventory import inventory_op_keys
 from zlbench.runner.claim import hold_dir, write_file_set
 from zlbench.workflow.ab import AbContext, AbOptions, finish, prepare
 from zlbench.workflow.codegen import (
@@ -347,9 +349,12 @@ def _load_inputs(job: GateJob, seams: GateSeams) -> _Inputs:
     check_out_outside_baseline(job.out, baseline.path)
     th = load_thresholds(job.thresholds, baseline.manifest.thresholds)
     specs = job.ops or (read_ops_file(job.ops_file) if job.ops_file else None)
-    scope, unmatched = baseline_scope(baseline, specs)
+    from_file = not job.ops and job.ops_file is not None  # only a file may be wider (plan.py)
+    known = inventory_op_keys(job.ops_dir) if from_file else None
+    source = f"--ops-file {job.ops_file}" if from_file else "--ops"
+    scope, unmatched = baseline_scope(baseline, specs, source=source, known=known)
     if unmatched:
-        seams.warn(f"zlbench: not in the baseline, ignored: {', '.join(unmatched)}")
+        seams.warn(f"zlbench: not in the baseline, skipped: {', '.join(unmatched)}")
     opts = GateOptions(
         scope=scope,
         allow_env_mismatch=job.allow_env_mismatch,
@@ -411,6 +416,7 @@ def _judge_given(inputs: _Inputs, job: GateJob, seams: GateSeams, command: str) 
         raise ZlbenchError("no results dir to judge")
     inputs.opts.results_label = report_label(job.results)
     results = load_results(job.results)
+    check_results_root(job.results, results, inputs.opts.scope or inputs.baseline.ops)
     out, ab_dir = Path(job.out), Path(job.results)  # a merged gate dir holds ab/
     codegen = load_for_rejudge(Path(job.results), inputs.opts.results_label)
     if codegen is not None and codegen.skipped:  # the gate timed only these (--time changed)

@@ -24,7 +24,9 @@ from dataclasses import astuple, dataclass, fields, replace
 from pathlib import Path
 
 from zlbench.errors import ZlbenchError
-from zlbench.models import atomic_write_text, read_text
+from zlbench.models import REPOS, atomic_write_text, read_text
+from zlbench.protocol.layout import op_key
+from zlbench.protocol.ops import run_name_for
 from zlbench.runner.catalog import inventory_ast as _ast
 
 
@@ -159,6 +161,22 @@ def load_inventory(path: str | os.PathLike) -> list[InventoryRow]:
             raise ZlbenchError(f"{path}: line {n}: wrong number of columns")
         rows.append(InventoryRow(**rec))
     return rows
+
+
+def inventory_op_keys(ops_dir: str | os.PathLike) -> list[str] | None:
+    """Every op key an ops-file SPEC can name in the inventories under ``ops_dir``
+    (``repo/op`` and ``repo/op__at__test_file.py``); None when there is none.
+    The gate uses it to tell a tier file's op outside the baseline from a typo."""
+    keys: set[str] = set()
+    found = False
+    for repo in REPOS:
+        path = inventory_path(ops_dir, repo)
+        if not path.is_file():
+            continue
+        found = True
+        for row in load_inventory(path):
+            keys |= {op_key(repo, row.op), op_key(repo, run_name_for(f"{row.op}@{row.file_name}"))}
+    return sorted(keys) if found else None
 
 
 def render_inventory(rows: list[InventoryRow]) -> str:
