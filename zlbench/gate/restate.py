@@ -11,12 +11,13 @@ measured A/B).
 
 from __future__ import annotations
 
+import shlex
 from collections import Counter
 
 from zlbench.gate.estimators import geomean
 from zlbench.gate.judge import JUDGED, OP_ORDER
 from zlbench.gate.numbers import inverse_change
-from zlbench.gate.verdict import SUMMARY_SEP, _summary
+from zlbench.gate.verdict import SUMMARY_SEP, _summary, reproduce_command
 from zlbench.models import FAILING_VERDICTS, GateVerdict, OpVerdict, RowVerdict, Verdict
 
 # Op verdicts that come from the op itself, not only from its rows.
@@ -86,6 +87,7 @@ def restate(v: GateVerdict, rows: list[RowVerdict], **fields) -> GateVerdict:
     for r in rows:
         by_op.setdefault((r.key.repo, r.key.run_name), []).append(r)
     ops = [restate_op(o, by_op.get((o.repo, o.run_name), [])) for o in v.ops]
+    ops = [_with_reproduce(v, o, by_op.get((o.repo, o.run_name), [])) for o in ops]
     counts = Counter(r.verdict.value for r in rows)
     if v.verdict == "ERROR":
         verdict, code = "ERROR", 2
@@ -103,3 +105,21 @@ def restate(v: GateVerdict, rows: list[RowVerdict], **fields) -> GateVerdict:
         "summary": _summary(verdict, counts, ops, why),
     }
     return v.model_copy(update=update | fields)
+
+
+def _with_reproduce(v: GateVerdict, op: OpVerdict, rows: list[RowVerdict]) -> OpVerdict:
+    """An op that fails only after the re-judging (e.g. its A/B regressed) gets the
+    ``zlbench run`` command every failing op has, from the verdict's template."""
+    if op.verdict not in FAILING_VERDICTS or op.reproduce or not v.reproduce_template:
+        return op
+    words = shlex.split(v.reproduce_template)
+
+    def after(flag: str) -> str | None:
+        return words[words.index(flag) + 1] if flag in words[:-1] else None
+
+    timing, shapes = after("--mode"), after("--shape-file")
+    root = v.baseline_dir.rstrip("/") + "/"
+    shape_file = shapes[len(root) :] if shapes and shapes.startswith(root) else None
+    dtypes = list(dict.fromkeys(r.key.dtype for r in rows if r.verdict in FAILING_VERDICTS))
+    command = reproduce_command(op, dtypes, timing or "", v.baseline_dir, shape_file)
+    return op.model_copy(update={"reproduce": command})

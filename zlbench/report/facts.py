@@ -156,16 +156,46 @@ def largest_moves(rows: Iterable[RowVerdict], n: int = 3) -> list[RowVerdict]:
     return slower + faster
 
 
+def passed_elsewhere(r: RowVerdict) -> bool:
+    """A row whose verdict was decided by more than its judged change against the
+    stored baseline: an A/B, an applied accept entry, or a re-measurement that did
+    not confirm the flag. Each has its own section, which shows the deciding number."""
+    return judged_on_ab(r) or bool(r.accepted and r.accepted.applied) or r.confirmed is False
+
+
 def near_threshold(rows: Iterable[RowVerdict]) -> list[RowVerdict]:
-    """Passing rows whose judged change uses at least NEAR of their limit."""
+    """Passing rows whose judged change uses at least NEAR of their limit and stays
+    below it (a row at or past its limit passed for a reason of its own:
+    :func:`passed_elsewhere`, never "near")."""
     return sorted(
         (
             r
             for r in judged_rows(rows)
-            if r.verdict is Verdict.PASS and r.limit and r.judged_change >= NEAR * r.limit
+            if r.verdict is Verdict.PASS
+            and r.limit
+            and NEAR * r.limit <= r.judged_change < r.limit
+            and not passed_elsewhere(r)
         ),
         key=lambda r: -r.judged_change,
     )
+
+
+def improved(rows: Iterable[RowVerdict]) -> list[RowVerdict]:
+    """IMPROVEMENT rows that got faster by every number shown for them (judged change,
+    and the A/B's change when the A/B decided), fastest first; an A/B that judged a
+    row faster than the base although it is slower than the stored baseline is in
+    the A/B section, never under improvements."""
+    out = [
+        r
+        for r in rows
+        if r.verdict is Verdict.IMPROVEMENT
+        and r.judged_change is not None
+        and r.judged_change < 0
+        and not (judged_on_ab(r) and (r.ab.change is None or r.ab.change >= 0))
+    ]
+    return sorted(out, key=lambda r: r.judged_change)
+
+
 
 
 def unconfirmed(rows: Iterable[RowVerdict]) -> list[RowVerdict]:

@@ -11,6 +11,7 @@ from zlbench.report.escape import md_code, md_fence, md_text, mermaid_label
 from zlbench.report.facts import (
     NEAR,
     ReportExtras,
+    improved,
     largest_moves,
     near_threshold,
     nondefault_thresholds,
@@ -26,7 +27,7 @@ def moves(v: GateVerdict) -> Block | None:
 
 def near(v: GateVerdict) -> Block | None:
     rows = near_threshold(v.rows)
-    intro = f"Passing rows whose judged change reached {NEAR:.0%} of their limit."
+    intro = f"Passing rows whose judged change reached {NEAR:.0%} of their limit, not past it."
     return change_block(f"Near the threshold ({len(rows)})", rows, intro)
 
 
@@ -37,8 +38,7 @@ def not_confirmed(v: GateVerdict) -> Block | None:
 
 
 def improvements(v: GateVerdict) -> Block | None:
-    rows = [r for r in v.rows if r.verdict is Verdict.IMPROVEMENT]
-    rows.sort(key=lambda r: r.judged_change if r.judged_change is not None else 0)
+    rows = improved(v.rows)
     return change_block(f"Improvements ({len(rows)}: the baseline may be stale)", rows)
 
 

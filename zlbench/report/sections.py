@@ -190,7 +190,7 @@ def _dtypes(v: GateVerdict, o: OpVerdict) -> str:
 
 
 def reproduce(v: GateVerdict) -> Block | None:
-    ops = [o for o in v.ops if o.verdict in FAILING_VERDICTS and o.reproduce]
+    ops = [o for o in v.ops if o.verdict in FAILING_VERDICTS]  # every one: the headline's
     if not ops or not v.reproduce_template:
         return None
     intro = (
@@ -228,7 +228,8 @@ def logs(v: GateVerdict) -> Block | None:
 def blocks(v: GateVerdict, extras: ReportExtras) -> list[Block]:
     """Every section that has something to say, in reading order."""
     if v.verdict == "ERROR":  # nothing was judged: no judged numbers
-        built = [env_warning(v), systemic(v), failed_ops(v), not_measured(v), next_steps(v)]
+        built = [env_warning(v), systemic(v), codegen_failed(v), failed_ops(v), not_measured(v)]
+        built.append(next_steps(v))  # codegen_failed: whenever report.html has it
         built += [logs(v), counts(v), environment(v)]
         return [b for b in built if b is not None]
     built = [
