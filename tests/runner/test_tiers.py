@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from zlbench.runner.batch.costs import PROCESS_START_S, estimate_costs, load_durations, op_families
+from zlbench.runner.catalog.dismiss import load_dismiss
 from zlbench.runner.catalog.inventory import InventoryRow, inventory_path, load_inventory
 from zlbench.runner.catalog.select import read_ops_file, select_ops
 from zlbench.runner.catalog.tiers import (
@@ -35,8 +36,8 @@ def _core() -> list[str]:
 
 
 def _dismissed() -> set[str]:
-    lines = (OPS / "dismiss.txt").read_text().splitlines()
-    return {line.split("#", 1)[0].strip() for line in lines} - {""}
+    """The main-repo SPECs of the dismiss list (``op`` or ``main:op`` entries)."""
+    return {e.op for e in load_dismiss(OPS / "dismiss.txt") if e.repo in (None, "main")}
 
 
 def _rendered() -> dict[str, str]:
