@@ -80,6 +80,19 @@ NO_DOT = Patch(
 )
 
 
+def ptxas_O0_for(kernel: str) -> Patch:
+    """ptxas without optimisation for the kernel named ``kernel`` only: its SASS changes,
+    no other kernel's (a compiler change that touches one kernel)."""
+    return Patch(
+        "backends/nvidia/compiler.py",
+        "disable_opt = ['--opt-level', '0'] if knobs.nvidia.disable_ptxas_opt else []",
+        "disable_opt = ['--opt-level', '0'] if knobs.nvidia.disable_ptxas_opt "
+        f"or metadata['name'] == {kernel!r} else []",
+        "sass",
+        frozenset({kernel}),
+    )
+
+
 def triton_dir() -> Path:
     spec = importlib.util.find_spec("triton")
     assert spec is not None and spec.submodule_search_locations, "triton is not installed"

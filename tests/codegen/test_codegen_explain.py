@@ -68,6 +68,38 @@ def test_explain_lists_each_row_and_its_kernels(gate_dir, capsys):
         "    fill_kernel: identical",
         "  kernels of the op that no row names:",
         "    orphan_kernel: only SASS changed (first stage sass)",
+        "  note: baseline without timed-kernel attribution: setup kernels count as timed",
+    ]
+
+
+def test_explain_names_timed_kernels_per_row_and_setup_kernels_apart(tmp_path, capsys):
+    """With timed attribution: a row lists the kernels it ran timed; a changed kernel
+    that ran only outside the timed region is listed once, apart, and no note."""
+    rows = [_row("softmax"), _row("softmax", SHAPE2)]
+    timed = SOFTMAX.model_copy(
+        update={"rows": rows, "timed_ops": ["main/softmax"], "timed_rows": rows}
+    )
+    fill = HELPER.model_copy(
+        update={"status": CodegenClass.TTGIR, "first_stage": "ttgir", "ops": ["main/softmax"],
+                "rows": rows, "setup_ops": ["main/softmax"], "setup_rows": rows}
+    )  # fmt: skip
+    d = tmp_path / "gate"
+    dump_json_model(
+        d / "codegen" / "codegen.json", CodegenScreen(baseline_dir="b", kernels=[timed, fill])
+    )
+    assert main(["explain", str(d), "--op", "softmax"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    diff = d / "codegen" / "diffs" / "abc123.diff"
+    sm = f"    softmax_kernel [BLOCK=1024 num_warps=4 num_stages=3]: TTGIR changed " \
+         f"(first stage ttgir); regs +8; diff {diff}"  # fmt: skip
+    assert out == [
+        "softmax: 2 row(s), 2 kernel(s), 2 not identical",
+        f"  float16 {SHAPE}",
+        sm,
+        f"  float16 {SHAPE2}",
+        sm,
+        "  launched outside the timed region only (setup kernels: they change no row):",
+        "    fill_kernel: TTGIR changed (first stage ttgir)",
     ]
 
 

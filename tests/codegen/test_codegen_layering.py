@@ -13,7 +13,7 @@ import zlbench
 
 PKG = Path(zlbench.__file__).parent / "codegen"
 FORBIDDEN = ("torch", "triton", "pytest", "zlbench.plugins", "zlbench.runner", "zlbench.cli")
-PURE = ("chunks.py", "collect.py", "diff.py", "explain.py", "select.py")
+PURE = ("chunks.py", "collect.py", "diff.py", "explain.py", "select.py", "timed.py")
 
 
 def _imports(path: Path) -> set[str]:

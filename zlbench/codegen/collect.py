@@ -28,6 +28,10 @@ class BaselineKernels:
     blob_dirs: dict[str, Path] = field(default_factory=dict)  # id -> its codegen dir
     ops: dict[str, set[str]] = field(default_factory=dict)  # id -> "<repo>/<run_name>"
     rows: dict[str, set[RowKey]] = field(default_factory=dict)  # id -> rows that launched it
+    # id -> op key / row -> the KernelUse.timed values of its uses there (True: inside
+    # the row's timed region, False: outside, None: not recorded)
+    op_timed: dict[str, dict[str, set[bool | None]]] = field(default_factory=dict)
+    row_timed: dict[str, dict[RowKey, set[bool | None]]] = field(default_factory=dict)
     op_kernels: dict[str, set[str]] = field(default_factory=dict)  # op key -> ids
     ops_without_records: list[str] = field(default_factory=list)  # ops with result.json only
     # id -> ops whose record of it has other stage outputs than the first one read
@@ -90,15 +94,18 @@ def _add(out: BaselineKernels, key: str, cg_dir: Path, rec: CompileRecord) -> No
     out.op_kernels[key].add(rec.id)
     repo, _ = split_op_key(key)
     rows = out.rows.setdefault(rec.id, set())
-    for use in rec.used_by:
-        if use.dtype is not None and use.shape is not None:
-            rows.add(
-                RowKey(
-                    repo=repo,
-                    run_name=use.run_name,
-                    op=use.op,
-                    dtype=use.dtype,
-                    shape=use.shape,
-                    occurrence=use.occurrence,
-                )
+    op_timed = out.op_timed.setdefault(rec.id, {}).setdefault(key, set())
+    row_timed = out.row_timed.setdefault(rec.id, {})
+    for use in rec.used_by or [None]:
+        op_timed.add(use.timed if use is not None else None)
+        if use is not None and use.dtype is not None and use.shape is not None:
+            row = RowKey(
+                repo=repo,
+                run_name=use.run_name,
+                op=use.op,
+                dtype=use.dtype,
+                shape=use.shape,
+                occurrence=use.occurrence,
             )
+            rows.add(row)
+            row_timed.setdefault(row, set()).add(use.timed)

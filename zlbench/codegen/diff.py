@@ -13,7 +13,8 @@ differ only in embedded source paths, so they count as a SASS change.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from zlbench.models.codegen import STAGES, CompileRecord, CompileRequest, CompileResult
 from zlbench.models.codegen_screen import (
@@ -125,15 +126,32 @@ def classify(
     return _CLASS_OF_STAGE[stage], stage, None
 
 
+def _row_order(r: RowKey) -> tuple:
+    return (r.repo, r.run_name, r.op, r.dtype, r.shape, r.occurrence)
+
+
+def _split_timed(where: Mapping[Any, set[bool | None]]) -> tuple[list, list]:
+    """(places with a launch inside a timed region, places with every launch outside)."""
+    timed = [w for w, flags in where.items() if True in flags]
+    setup = [w for w, flags in where.items() if flags == {False}]
+    return timed, setup
+
+
 def screen_kernel(
     base: CompileRecord,
     cur: CompileRecord | None,
     ops: Iterable[str] = (),
     rows: Iterable[RowKey] = (),
     diff_file: str | None = None,
+    op_timed: Mapping[str, set[bool | None]] | None = None,
+    row_timed: Mapping[RowKey, set[bool | None]] | None = None,
 ) -> KernelScreen:
-    """The screen's entry for one kernel. ``diff_file`` is kept only for a changed one."""
+    """The screen's entry for one kernel. ``diff_file`` is kept only for a changed one;
+    ``op_timed`` / ``row_timed``: the ``KernelUse.timed`` values of its uses per op
+    and per row (collect.BaselineKernels)."""
     status, stage, why = classify(base, cur)
+    timed_ops, setup_ops = _split_timed(op_timed or {})
+    timed_rows, setup_rows = _split_timed(row_timed or {})
     base_res = resources(base.result) or Resources()
     cur_res = resources(cur.result) if cur is not None else None
     return KernelScreen(
@@ -149,7 +167,11 @@ def screen_kernel(
         error=why,
         notes=list(cur.notes) if cur is not None else [],
         ops=sorted(ops),
-        rows=sorted(rows, key=lambda r: (r.repo, r.run_name, r.op, r.dtype, r.shape, r.occurrence)),
+        rows=sorted(rows, key=_row_order),
+        timed_ops=sorted(timed_ops),
+        setup_ops=sorted(setup_ops),
+        timed_rows=sorted(timed_rows, key=_row_order),
+        setup_rows=sorted(setup_rows, key=_row_order),
     )
 
 

@@ -5,6 +5,7 @@ codegen screen found in them (pure: returns text).
 from __future__ import annotations
 
 from zlbench.codegen.select import kernel_note, matches_spec, row_notes
+from zlbench.codegen.timed import TimedKernels
 from zlbench.errors import ZlbenchError
 from zlbench.models.codegen_screen import UNPROVEN_CLASSES, CodegenScreen, KernelScreen
 from zlbench.models.run import RowKey
@@ -49,10 +50,28 @@ def explain_op(
         lines += [f"    {note_text(n)}" for n in notes[row]] or ["    kernels unknown"]
     named = {n.kernel_id for ns in notes.values() for n in ns}
     rest = [k for k in kernels if k.kernel_id not in named]
+    setup = [k for k in rest if _only_outside(k, spec)]
+    rest = [k for k in rest if k not in setup]
     if rest:
         lines.append("  kernels of the op that no row names:")
         lines += [f"    {note_text(kernel_note(k, diff_root))}" for k in rest]
+    if setup:
+        lines.append(
+            "  launched outside the timed region only (setup kernels: they change no row):"
+        )
+        lines += [f"    {note_text(kernel_note(k, diff_root))}" for k in setup]
+    note = TimedKernels.of(screen).note(
+        {o for k in kernels for o in k.ops if spec_matches(spec, o)}
+    )
+    if note:
+        lines.append(f"  note: {note}")
     return "\n".join(lines) + "\n"
+
+
+def _only_outside(k: KernelScreen, spec: str) -> bool:
+    """Every op of ``spec`` that launched ``k`` launched it only outside a timed region."""
+    mine = [o for o in k.ops if spec_matches(spec, o)]
+    return bool(mine) and all(o in k.setup_ops for o in mine)
 
 
 def _ratio(v: RowVerdict) -> str:

@@ -106,6 +106,8 @@ def _screen_one(base: BaselineKernels, kid: str, cur: CompileRecord | None) -> K
         base.ops.get(kid, ()),
         base.rows.get(kid, ()),
         diff_file=f"{DIFFS_DIR}/{kid}.diff",
+        op_timed=base.op_timed.get(kid),
+        row_timed=base.row_timed.get(kid),
     )
     if kid in base.conflicts:
         others = ", ".join(sorted(base.conflicts[kid]))

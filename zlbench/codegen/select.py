@@ -2,9 +2,11 @@
 
 :func:`ops_to_time`: which baseline ops must be timed. An op may be skipped only
 on proof: it has codegen records, every baseline row of it is named by some
-record as a row that launched a kernel, and every kernel it launched rebuilt
-identical. Sentinel ops (``ops/sentinels.txt``) are always timed: launcher and
-runtime changes move speed without changing a kernel.
+record as a row that launched a kernel, and every kernel that counts for it
+(:mod:`zlbench.codegen.timed`: launched inside its rows' timed regions, or all of
+them where the records do not say) rebuilt identical. Sentinel ops
+(``ops/sentinels.txt``) are always timed: launcher and runtime changes move speed
+without changing a kernel.
 
 :func:`row_notes`: the codegen explanation of every judged row (which kernels it
 launched, their class, first differing stage, resource deltas, diff file);
@@ -21,8 +23,10 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 
+from zlbench.codegen.timed import RowRef, TimedKernels, row_ref
 from zlbench.models.baseline import BaselineResult
 from zlbench.models.codegen_screen import (
+    CHANGED_CLASSES,
     CLASS_LABELS,
     CodegenClass,
     CodegenScreen,
@@ -46,13 +50,7 @@ class TimingPlan:
         return set(self.time)
 
 
-RowRef = tuple[str, str, str, str]
 SENTINELS_FILE = "sentinels.txt"  # in the ops dir (ops/), read with gate.plan.read_ops_file
-
-
-def row_ref(row: RowKey) -> RowRef:
-    """What a codegen record and a baseline row agree on: repo, run, dtype, shape."""
-    return (row.repo, row.run_name, row.dtype, row.shape)
 
 
 def matches_spec(spec: str, key: str, op: str) -> bool:
@@ -66,27 +64,27 @@ def ops_to_time(
     baseline_ops: Mapping[str, BaselineResult],
     sentinels: Collection[str] = (),
 ) -> TimingPlan:
-    """Split the baseline's ops (``<repo>/<run_name>`` -> result) into timed and skipped."""
-    kernels_of = _kernels_by_op(screen)
+    """Split the baseline's ops (``<repo>/<run_name>`` -> result) into timed and skipped.
+    Only the kernels that count for an op (:mod:`zlbench.codegen.timed`: those it ran
+    inside its rows' timed regions) decide; a changed setup kernel changes no op."""
+    view = TimedKernels.of(screen)
     rows_known = {row_ref(row) for k in screen.kernels for row in k.rows}
     no_records = set(screen.ops_without_records)
     plan = TimingPlan()
     for key, result in sorted(baseline_ops.items()):
-        why = _why_time(key, result, kernels_of.get(key, []), rows_known, no_records, sentinels)
+        kernels = view.op_kernels(key)
+        why = _why_time(key, result, kernels, rows_known, no_records, sentinels)
         if why:
             plan.time[key] = why
         else:
-            n = len(kernels_of[key])
-            plan.skip[key] = f"all {n} kernel(s) identical; all {len(result.rows)} row(s) covered"
+            setup = [k for k in view.op_setup(key) if k.status in CHANGED_CLASSES]
+            which = "timed kernel(s)" if setup else "kernel(s)"
+            apart = f" ({len(setup)} changed outside the timed region)" if setup else ""
+            plan.skip[key] = (
+                f"all {len(kernels)} {which} identical{apart}; "
+                f"all {len(result.rows)} row(s) covered"
+            )
     return plan
-
-
-def _kernels_by_op(screen: CodegenScreen) -> dict[str, list[KernelScreen]]:
-    out: dict[str, list[KernelScreen]] = {}
-    for k in screen.kernels:
-        for op in k.ops:
-            out.setdefault(op, []).append(k)
-    return out
 
 
 def _why_time(
@@ -156,15 +154,14 @@ def kernel_note(k: KernelScreen, diff_prefix: str = "") -> KernelNote:
 def row_notes(
     rows: Iterable[RowKey], screen: CodegenScreen, diff_prefix: str = ""
 ) -> dict[RowKey, list[KernelNote]]:
-    """For every row: the kernels the baseline records say it launched (changed
-    ones first). A row no record names maps to an empty list (kernels unknown)."""
-    launched: dict[RowRef, list[KernelScreen]] = {}
-    for k in screen.kernels:
-        for ref in {row_ref(r) for r in k.rows}:
-            launched.setdefault(ref, []).append(k)
+    """For every row: the kernels that count for it (:mod:`zlbench.codegen.timed`:
+    those the baseline records say it launched inside its timed region, all of them
+    where the records do not say), changed ones first. A row no record names maps
+    to an empty list (kernels unknown)."""
+    view = TimedKernels.of(screen)
     out = {}
     for row in rows:
-        found = sorted(launched.get(row_ref(row), []), key=_note_order)
+        found = sorted(view.row_kernels(row_ref(row)), key=_note_order)
         out[row] = [kernel_note(k, diff_prefix) for k in found]
     return out
 

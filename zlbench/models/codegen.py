@@ -186,6 +186,10 @@ class KernelUse(_Model):
     dtype: str | None = None
     shape: str | None = None
     occurrence: int = 0
+    # True: launched inside the row's timed region (zlbench.plugins.state.timed_region:
+    # the FlagGems side of the measurement); False: only outside it (input generation,
+    # the torch reference, anything else); None: not known (records made before this).
+    timed: bool | None = None
 
 
 class CompileRecord(_Model):

@@ -72,6 +72,14 @@ class KernelScreen(_Model):
     notes: list[str] = Field(default_factory=list)  # the rebuild's remarks ("source changed")
     ops: list[str] = Field(default_factory=list)  # "<repo>/<run_name>" that launched it
     rows: list[RowKey] = Field(default_factory=list)  # baseline rows that launched it
+    # Where it ran relative to the rows' timed regions (KernelUse.timed): the ops and
+    # rows where some launch was inside a timed region, and those where every launch
+    # was outside (setup: input generation, the torch reference). An op or row in
+    # neither list has no attribution (a baseline recorded before it): timed.
+    timed_ops: list[str] = Field(default_factory=list)
+    setup_ops: list[str] = Field(default_factory=list)
+    timed_rows: list[RowKey] = Field(default_factory=list)
+    setup_rows: list[RowKey] = Field(default_factory=list)
 
 
 class KernelNote(_Model):

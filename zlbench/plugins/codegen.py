@@ -19,8 +19,10 @@ Hooks (installed once, after collection; removed at unconfigure):
 * ``CompiledKernel.launch_metadata`` (both launch paths call it: ``JITFunction.run``
   and FlagGems' ``LibEntry`` calling ``kernel[grid](...)``): which op and row
   launched which kernel. A kernel is attributed to every (op, dtype, shape) row
-  in flight when it was compiled or launched; a kernel compiled by an earlier op
-  of the same process is in every later op's index that launches it.
+  in flight when it was compiled or launched, with whether it ran inside the
+  row's timed region (``state.in_timed_region()``: ``KernelUse.timed``); a kernel
+  compiled by an earlier op of the same process is in every later op's index that
+  launches it.
 
 Nothing is written under ``TRITON_INTERPRET=1`` (nothing is compiled: an empty
 index would wrongly say "no kernels"). ``--zl-codegen-standin cuda:90`` makes a
@@ -112,22 +114,26 @@ class Recorder:
             list(pool.map(one, todo))
 
     def note(self, triton_hash: str) -> None:
-        """Attribute a compiled/launched kernel to the op and row in flight."""
+        """Attribute a compiled/launched kernel to the op and row in flight, and say
+        whether it ran inside the row's timed region. A kernel launched both inside
+        and outside it for one row gets one use, ``timed=True``."""
         op = state.current_op()
+        timed = state.in_timed_region()
         run = op.entry.run_name if op is not None else ""
-        key = (run, op.dtype, op.shape, triton_hash) if op is not None else (run, triton_hash)
-        if key in self.seen:
+        key = (run, op.dtype, op.shape, timed) if op is not None else (run, timed)
+        if key + (triton_hash,) in self.seen:
             return
         rec = self.by_hash.get(triton_hash)
         if rec is None:
             return
-        self.seen.add(key)
+        self.seen.add(key + (triton_hash,))
         users = self.uses.setdefault(run, {}).setdefault(rec.id, [])
         if op is not None:
             self.run_dirs[run] = op.entry.run_dir
-            use = KernelUse(run_name=run, op=op.entry.op, dtype=op.dtype, shape=op.shape)
-            if use not in users:
-                users.append(use)
+            use = KernelUse(
+                run_name=run, op=op.entry.op, dtype=op.dtype, shape=op.shape, timed=timed
+            )
+            _add_use(users, use)
         self.dirty.add(run)
 
     def warn(self, text: str) -> None:
@@ -171,6 +177,16 @@ class Recorder:
             self.write(run, codegen_dir(op.entry.run_dir))
         except OSError as e:  # the op's own results must still be written
             print(f"ZLBENCH_CODEGEN_WARNING cannot write {run}: {e}", file=sys.stderr, flush=True)
+
+
+def _add_use(users: list[KernelUse], use: KernelUse) -> None:
+    """Add ``use`` to ``users``: one use per row, timed when any launch was."""
+    for i, u in enumerate(users):
+        if u.model_copy(update={"timed": use.timed}) == use:
+            if use.timed and not u.timed:
+                users[i] = use
+            return
+    users.append(use)
 
 
 # --------------------------------------------------------------------------- install

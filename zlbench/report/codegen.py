@@ -154,6 +154,18 @@ def _ops(k: KernelScreen, n: int = 3) -> str:
 
 # --------------------------------------------------------------------------- row notes
 
+SETUP_CHANGED = "Changed outside the timed region: setup kernels, no row changed"
+
+
+def setup_line(k: KernelScreen) -> str:
+    """A changed kernel that ran only outside the timed regions, plain text:
+    ``fill_kernel [BLOCK=1024]: TTGIR changed (first stage ttgir); 3 op(s): a, b, c``."""
+    config = f" [{k.config}]" if k.config else ""
+    stage = f" (first stage {k.first_stage})" if k.first_stage else ""
+    ops = ", ".join(k.ops[:3]) + (f" +{len(k.ops) - 3}" if len(k.ops) > 3 else "")
+    head = f"{k.name}{config}: {CLASS_LABELS[k.status]}{stage}"
+    return one_line(f"{head}; {len(k.ops)} op(s): {ops}", 300)
+
 
 def note_text(note: KernelNote) -> str:
     """One kernel of a row, plain text: ``add_kernel [BLOCK=256 num_warps=4]: TTGIR
@@ -176,11 +188,20 @@ def note_text(note: KernelNote) -> str:
     return one_line(head, 400)
 
 
-def row_explanation(notes: list[KernelNote]) -> str:
-    """A row's codegen explanation, plain text (escape it for the medium it goes to)."""
+FULL_NOTES = 2  # changed kernels a row's explanation spells out; the rest by name
+
+
+def row_explanation(notes: list[KernelNote], full: int = FULL_NOTES) -> str:
+    """A row's codegen explanation, plain text (escape it for the medium it goes to):
+    its first ``full`` changed kernels in full, the others by name."""
     if not notes:
         return "codegen: kernels unknown (no record names this row)"
     changed = [n for n in notes if n.status in UNPROVEN_CLASSES]
     if not changed:
         return f"codegen: all {len(notes)} kernel(s) identical to the baseline's"
-    return "codegen: " + " | ".join(note_text(n) for n in changed)
+    text = "codegen: " + " | ".join(note_text(n) for n in changed[:full])
+    rest = list(dict.fromkeys(n.name for n in changed[full:]))
+    if rest:
+        shown = ", ".join(rest[:5]) + (f" +{len(rest) - 5}" if len(rest) > 5 else "")
+        text += f" | {len(changed) - full} more changed: {shown}"
+    return text

@@ -40,6 +40,8 @@ class ReportExtras:
     artifact_url: str = ""  # where the full report is (the run's artifacts page)
     codegen: tuple[int, int] | None = None  # (kernels whose code changed, kernels compared)
     explanations: Mapping[str, str] = field(default_factory=dict)  # op key -> one line
+    # changed kernels that ran only outside the timed regions (report.codegen.setup_line)
+    setup_changed: list[str] = field(default_factory=list)
     ir_diffs: Mapping[str, str] = field(default_factory=dict)  # op key -> diff text (HTML)
     durations: Mapping[str, float] = field(default_factory=dict)  # op key -> s (JUnit)
 
@@ -194,8 +196,6 @@ def improved(rows: Iterable[RowVerdict]) -> list[RowVerdict]:
         and not (judged_on_ab(r) and (r.ab.change is None or r.ab.change >= 0))
     ]
     return sorted(out, key=lambda r: r.judged_change)
-
-
 
 
 def unconfirmed(rows: Iterable[RowVerdict]) -> list[RowVerdict]:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from zlbench.models import EnvFinding, GateVerdict, Verdict
 from zlbench.report.blocks import LEGEND, Block, change_block
+from zlbench.report.codegen import SETUP_CHANGED
 from zlbench.report.escape import md_code, md_fence, md_text, mermaid_label
 from zlbench.report.facts import (
     NEAR,
@@ -73,6 +74,9 @@ def codegen(v: GateVerdict, extras: ReportExtras) -> Block | None:
     if cg is not None and cg.note:
         said.append(md_text(cg.note, 300) + ".")
     intro = " ".join(said)
+    if extras.setup_changed:
+        intro += f"\n\n{SETUP_CHANGED} ({len(extras.setup_changed)}):\n\n"
+        intro += "\n".join(f"- {md_text(line, 300)}" for line in extras.setup_changed)
     if cg is None or not cg.not_timed:
         return Block("Generated code", intro)
     intro += (

@@ -20,6 +20,7 @@ from pathlib import Path
 from zlbench.codegen.collect import has_codegen_records
 from zlbench.codegen.screen import SCREEN_JSON, SCREEN_MD, ScreenOptions
 from zlbench.codegen.select import EXPLAINED, SENTINELS_FILE, explain_row, ops_to_time, row_notes
+from zlbench.codegen.timed import TimedKernels
 from zlbench.errors import ZlbenchError
 from zlbench.gate.load import BaselineSet
 from zlbench.gate.verdict import SUMMARY_SEP
@@ -39,7 +40,7 @@ from zlbench.models import (
 )
 from zlbench.protocol.layout import CODEGEN_SCREEN_DIR, op_key
 from zlbench.protocol.ops import read_ops_file
-from zlbench.report.codegen import headline, row_explanation
+from zlbench.report.codegen import headline, row_explanation, setup_line
 from zlbench.report.escape import one_line
 from zlbench.report.facts import ReportExtras
 
@@ -80,9 +81,12 @@ def failed_line(k: KernelScreen) -> str:
 
 def summarize(screen: CodegenScreen, time: str, screen_file: str) -> CodegenSummary:
     missing = len(screen.missing())
+    notes = [f"{missing} kernel(s) could not be rebuilt: their ops are timed"] * bool(missing)
+    view = TimedKernels.of(screen)
+    notes.append(view.note(view.by_op))  # setup kernels counted as timed, when any are
     return CodegenSummary(
         screened=True,
-        note=f"{missing} kernel(s) could not be rebuilt: their ops are timed" if missing else "",
+        note="; ".join(n for n in notes if n),
         time=time,
         kernels=len(screen.kernels),
         changed=len(screen.changed()),
@@ -119,7 +123,9 @@ def screen_for_gate(
         baseline=baseline_dir, out=cg_dir, jobs=jobs, pythonpath=pythonpath, cache_out=cache_out
     )
     result = screen(opts, progress)
-    say(f"zlbench gate: codegen screen: {headline(result)} ({cg_dir / SCREEN_MD})")
+    setup = TimedKernels.of(result).setup_changed()
+    apart = f", {len(setup)} of them only outside the timed region" if setup else ""
+    say(f"zlbench gate: codegen screen: {headline(result)}{apart} ({cg_dir / SCREEN_MD})")
     for k in result.failed():
         progress(f"zlbench gate: codegen: FAILED {failed_line(k)}")
     summary = summarize(result, time, f"{CODEGEN_SCREEN_DIR}/{SCREEN_JSON}")
@@ -232,6 +238,7 @@ def report_extras(v: GateVerdict, step: CodegenStep | None, artifact_url: str) -
     if step is None or step.screen is None:
         return extras
     extras.codegen = (step.summary.changed, step.summary.kernels)
+    extras.setup_changed = [setup_line(k) for k in TimedKernels.of(step.screen).setup_changed()]
     regressed = _op_notes(v.rows, frozenset({Verdict.REGRESSION}))
     extras.explanations = {k: row_explanation(ns) for k, ns in regressed.items()}
     explained = _op_notes(v.rows, EXPLAINED)
