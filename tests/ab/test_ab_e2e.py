@@ -11,6 +11,7 @@ interpreter) whose FlagGems comes from another commit, are one line, exit 2.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import shutil
@@ -50,9 +51,15 @@ pytestmark = pytest.mark.slow
 
 
 def site(root: Path, side: str) -> Path:
+    """A site dir; the base's provides its own ``triton`` (a link to this
+    environment's: another path, so another compiler to the A/B's checks)."""
     d = root / f"site-{side}"
     d.mkdir(parents=True)
     (d / "sitecustomize.py").write_text(SITECUSTOMIZE.format(side=side.upper()))
+    if side == "base":
+        spec = importlib.util.find_spec("triton")
+        assert spec is not None and spec.submodule_search_locations
+        (d / "triton").symlink_to(list(spec.submodule_search_locations)[0])
     return d
 
 
@@ -172,9 +179,10 @@ def test_a_base_measuring_another_flaggems_commit_is_one_line(world, monkeypatch
     subprocess.run([*git, "add", "."], check=True)
     subprocess.run([*git, "commit", "-qm", "other FlagGems"], check=True)
     wrapper = world / "python-other-flaggems"
-    # its FlagGems first on the path (and not the suite's pytest.ini `pythonpath = src`)
+    # its FlagGems first on the path (and not the suite's pytest.ini `pythonpath = src`),
+    # then the base's triton (one at the PR's own path is refused before measuring)
     wrapper.write_text(
-        f'#!/bin/sh\nexport PYTHONPATH="{other}:$PYTHONPATH"\n'
+        f'#!/bin/sh\nexport PYTHONPATH="{other}:{world / "site-base"}:$PYTHONPATH"\n'
         'export PYTEST_ADDOPTS="$PYTEST_ADDOPTS -o pythonpath="\n'
         f'exec "{sys.executable}" "$@"\n'
     )

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator
 
 from zlbench.models.base import SCHEMA_VERSION, _Model
 
@@ -98,3 +98,12 @@ class AbSummary(_Model):
     pr: AbCompiler = Field(default_factory=AbCompiler)
     base: AbCompiler = Field(default_factory=AbCompiler)
     note: str = ""
+
+    @field_validator("order", "seconds")
+    @classmethod
+    def _known_sides(cls, v):
+        """``order`` items and ``seconds`` keys name a side, nothing else (an
+        artifact's free strings would reach the report)."""
+        if bad := [s for s in v if s not in SIDES]:
+            raise ValueError(f"{str(bad[0])[:40]!r} is not a side (one of {', '.join(SIDES)})")
+        return v

@@ -91,8 +91,8 @@ def ab_block(v: GateVerdict) -> Block | None:
     if v.ab is None:
         return None
     ab = v.ab
-    secs = ", ".join(f"{side} {s:.0f} s" for side, s in ab.seconds.items()) or "n/a"
-    order = " ".join(ab.order[:4]) + (" …" if len(ab.order) > 4 else "")
+    secs = ", ".join(f"{md_text(side)} {s:.0f} s" for side, s in ab.seconds.items()) or "n/a"
+    order = " ".join(md_text(s) for s in ab.order[:4]) + (" …" if len(ab.order) > 4 else "")
     intro = "\n".join(
         [
             f"{_measured(ab, f'**{ab.mode}**')} ({order}); {paired_rule(ab)}; wall time {secs}"

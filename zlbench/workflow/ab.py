@@ -33,7 +33,13 @@ from zlbench.gate.paired import (
 from zlbench.gate.restate import restate
 from zlbench.models import AbCompiler, AbSummary, AcceptEntry, GateVerdict, Verdict
 from zlbench.protocol.layout import RESULTS_DIR, op_key
-from zlbench.runner.ab.env import PR_ENV, CompilerEnv, probe_compiler, resolve_env
+from zlbench.runner.ab.env import (
+    PR_ENV,
+    CompilerEnv,
+    probe_compiler,
+    resolve_env,
+    same_compiler_why,
+)
 from zlbench.runner.ab.rounds import (
     AB_DIR,
     AbRounds,
@@ -96,6 +102,8 @@ def prepare(options: AbOptions, measuring: bool) -> AbContext:
         ctx.base = resolve_env(options.base_compiler)
         ctx.pr_id = probe_compiler(PR_ENV)
         ctx.base_id = probe_compiler(ctx.base)
+        if why := same_compiler_why(ctx.pr_id, ctx.base_id):
+            raise ZlbenchError(why)
     elif options.full:
         raise ZlbenchError("--full-ab needs --base-compiler ENV")
     return ctx
@@ -178,6 +186,8 @@ def judge_ab(verdict: GateVerdict, gate_dir: Path, options: AbOptions | None = N
     if found is None or verdict.exit_code == 2:
         return verdict
     summary, dirs = found
+    if why := same_compiler_why(summary.pr, summary.base):
+        raise ZlbenchError(why)
     if options is not None:
         summary = with_rule(summary, options)
     loaded = load_rounds(dirs)

@@ -24,6 +24,8 @@ import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from pydantic import ValidationError
+
 from zlbench.errors import ZlbenchError
 from zlbench.models import AbCompiler
 from zlbench.runner.batch.config import BatchConfig
@@ -108,13 +110,69 @@ def probe_compiler(side: CompilerEnv, base: dict[str, str] | None = None) -> AbC
         raise ZlbenchError(
             f"compiler env {side.spec}: probe exited {proc.returncode}: {tail[:300]}"
         )
-    data = json.loads(found[-1])
+    data = _probe_data(side, found[-1])
     if "error" in data:
+        err = str(data["error"] or "?")
         raise ZlbenchError(
             f"compiler env {side.spec}: cannot import what the workers need: "
-            f"{data['error'].splitlines()[0][:300] if data['error'] else '?'}"
+            f"{(err.splitlines() or ['?'])[0][:300]}"
         )
-    return AbCompiler(env=side.spec, **data)
+    try:
+        got = AbCompiler(env=side.spec, **{k: data.get(k) for k in _PROBED})
+    except ValidationError as e:
+        msg = e.errors()[0].get("msg")
+        raise ZlbenchError(f"compiler env {side.spec}: probe printed a bad value: {msg}") from None
+    if why := outside_site_dir(side, got.path):
+        raise ZlbenchError(why)
+    return got
+
+
+_PROBED = ("python", "dist", "version", "commit", "path")  # what the probe prints
+
+
+def _probe_data(side: CompilerEnv, line: str) -> dict:
+    """The probe's JSON object; anything else (a wrapper that printed other text
+    after the tag, a list) is one line."""
+    try:
+        data = json.loads(line)
+    except (ValueError, RecursionError):
+        data = None
+    if not isinstance(data, dict):
+        raise ZlbenchError(
+            f"compiler env {side.spec}: the probe's line is not a JSON object: {line[:200]!r}"
+        )
+    return data
+
+
+def outside_site_dir(side: CompilerEnv, path: str | None) -> str:
+    """Why a site dir's probe does not show that dir's triton ("" when it does): a dir
+    without triton lets ``import triton`` fall through to the PR's own."""
+    if not side.front:
+        return ""
+    if path:
+        where = Path(os.path.normpath(os.path.abspath(path)))  # a link in DIR is DIR's
+        if any(where.is_relative_to(d) for d in side.front):
+            return ""
+    return (
+        f"--base-compiler {side.spec} does not provide triton: `import triton` loaded "
+        f"{path or 'no package dir'}, outside it (install the base build into that dir)"
+    )
+
+
+def same_compiler_why(pr: AbCompiler, base: AbCompiler) -> str:
+    """Why the two sides are one compiler ("" when they are not, or either side's
+    path is unknown): both loaded triton from one directory (the PR's own venv or
+    interpreter given as the base), so the A/B compares the PR with itself and its
+    verdict says nothing. A copy at another path is another compiler: the A/A gates
+    (docs/judging.md) measure two copies of one build."""
+    if not pr.path or not base.path:
+        return ""
+    if os.path.normpath(pr.path) != os.path.normpath(base.path):
+        return ""
+    return (
+        f"the base compiler ({base.env or '?'}) and the PR's are the same triton "
+        f"({pr.path}): an A/B against itself judges nothing"
+    )
 
 
 def side_config(config: BatchConfig, side: CompilerEnv) -> BatchConfig:
