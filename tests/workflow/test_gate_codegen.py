@@ -373,3 +373,74 @@ def test_cli_reports_name_the_thresholds_file_as_given(tmp_path, monkeypatch):
     assert main(argv) == 0
     assert verdict(Path("o")).thresholds_source == "loose.yaml"
     assert "from loose.yaml" in Path("o/report.md").read_text()
+
+
+# --------------------------------------------------------------------------- compile failures
+
+
+def failed_kernel(name: str, op: str) -> KernelScreen:
+    return kernel(name, op, CodegenClass.FAILED, error="compile failed: RuntimeError: zl no dot")
+
+
+class NoMeasure:
+    def __call__(self, req):
+        pytest.fail(f"measured on the GPU although nothing compiles: {sorted(req.ops)}")
+
+
+def test_a_compiler_that_compiles_nothing_fails_without_measuring(tmp_path, ops_dir, monkeypatch):
+    """61 of 61 kernels failed on the H200 and the gate still ran every op (97 s) to end
+    ERROR exit 2 "nothing measured": now FAIL, exit 1, no GPU time, one lead line."""
+    bl = baseline(tmp_path / "bl")
+    screen = FakeScreen(*(failed_kernel(f"{op}_kernel", op) for op in ("add", "mm", "sum")))
+    rc, out, err = gate(tmp_path, bl, ops_dir, screen, NoMeasure())
+    assert rc == 1, err
+    v = verdict(out)
+    lead = (
+        "FAIL: 3 kernel(s) the baseline compiled fail to compile: RuntimeError: zl no dot "
+        "(add_kernel and 2 more; 3 op(s) not timed, their rows FAILED; codegen/codegen.md)"
+    )
+    assert v.verdict == "FAIL" and v.exit_code == 1
+    assert v.summary.startswith(lead + " — 3 ops (3 failing), 4 rows: 4 failed")
+    md = (out / "report.md").read_text()
+    assert md.splitlines()[1] == "## ❌ zlbench gate: FAIL"
+    assert md.splitlines()[3].startswith(lead.replace("_", "\\_").replace("(", "\\(")
+                                         .replace(")", "\\)"))  # fmt: skip
+    assert "### Kernels that no longer compile (3)" in md
+    assert "Environment mismatch" not in md  # nothing ran: there is no environment to compare
+    assert v.counts == {"FAILED": 4}
+    by_op = {r.key.run_name: r for r in v.rows}
+    assert by_op["mm"].reason == (
+        "not timed: mm_kernel [BLOCK=64 num_warps=4 num_stages=3] fails to compile: "
+        "RuntimeError: zl no dot"
+    )
+    assert {o.verdict.value for o in v.ops} == {"FAILED"}
+    assert "3 op(s) not timed: their kernels fail to compile; nothing to measure" in err
+    assert load_json_model(out / "codegen" / "timing.json", TimingPlanFile).failed.keys() == {
+        "main/add", "main/mm", "main/sum"
+    }  # fmt: skip
+    steps = json.loads((out / "steps.json").read_text())
+    assert steps["seconds"]["measure"] == 0.0
+    # `zlbench report` on the gate dir judges the same
+    monkeypatch.chdir(tmp_path)
+    rep = tmp_path / "rep"
+    assert main(["report", "out", "--baseline", str(bl), "--out", str(rep)]) == 1
+    again = verdict(rep)
+    assert again.verdict == "FAIL" and again.counts == {"FAILED": 4}
+    assert again.summary.startswith("FAIL: 3 kernel(s) the baseline compiled fail to compile")
+
+
+def test_ops_whose_kernels_fail_are_not_timed_and_the_rest_are(tmp_path, ops_dir):
+    bl = baseline(tmp_path / "bl")
+    batch = FakeBatch(good())
+    screen = FakeScreen(ADD_SAME, failed_kernel("mm_kernel", "mm"))
+    rc, out, _ = gate(tmp_path, bl, ops_dir, screen, batch, confirm=0)
+    assert rc == 1
+    assert [r.ops for r in batch.requests] == [{"main/add", "main/sum"}]
+    v = verdict(out)
+    assert v.counts == {"FAILED": 1, "PASS": 3}
+    (mm,) = [r for r in v.rows if r.key.run_name == "mm"]
+    assert mm.verdict.value == "FAILED" and "mm_kernel" in mm.reason and "zl no dot" in mm.reason
+    assert v.summary.startswith(
+        "FAIL: 1 kernel(s) the baseline compiled fail to compile: RuntimeError: zl no dot "
+        "(mm_kernel; 1 op(s) not timed, their rows FAILED; codegen/codegen.md) — "
+    )

@@ -134,3 +134,6 @@ class TimingPlanFile(_Model):
     time: Literal["all", "changed"] = "all"
     timed: dict[str, str] = Field(default_factory=dict)  # op key -> why it is timed
     skipped: dict[str, str] = Field(default_factory=dict)  # op key -> proof it is unchanged
+    # op key -> why it was not timed: kernels of it the compiler under test cannot build
+    # (its rows are FAILED with that line, docs/judging.md)
+    failed: dict[str, str] = Field(default_factory=dict)

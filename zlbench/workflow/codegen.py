@@ -13,8 +13,9 @@ compiling fails the gate) and :func:`report_extras` into the reports.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from zlbench.codegen.collect import has_codegen_records
@@ -22,15 +23,17 @@ from zlbench.codegen.screen import SCREEN_JSON, SCREEN_MD, ScreenOptions
 from zlbench.codegen.select import EXPLAINED, SENTINELS_FILE, explain_row, ops_to_time, row_notes
 from zlbench.codegen.timed import TimedKernels
 from zlbench.errors import ZlbenchError
-from zlbench.gate.load import BaselineSet
-from zlbench.gate.verdict import SUMMARY_SEP
+from zlbench.gate.load import BaselineSet, ResultsSet, load_results
+from zlbench.gate.verdict import SUMMARY_SEP, _summary
 from zlbench.models import (
     UNPROVEN_CLASSES,
+    CodegenClass,
     CodegenScreen,
     CodegenSummary,
     GateVerdict,
     KernelNote,
     KernelScreen,
+    OpVerdict,
     RowVerdict,
     TimingPlanFile,
     Verdict,
@@ -67,6 +70,8 @@ class CodegenStep:
     screen: CodegenScreen | None = None
     dir: Path | None = None  # where codegen.json and diffs/ are
     diff_prefix: str = f"{CODEGEN_SCREEN_DIR}/"  # diff paths as the report's reader sees them
+    # op key -> the compile failure that keeps it from being timed (its rows FAILED)
+    held_back: dict[str, str] = field(default_factory=dict)
 
     @property
     def skipped(self) -> dict[str, str]:
@@ -154,9 +159,48 @@ def plan_timing(
         plan.time.update({k: "--time all" for k in plan.skip})
         plan.skip = {}
     step.summary.not_timed = dict(plan.skip)
-    timing = TimingPlanFile(time=step.summary.time, timed=plan.time, skipped=plan.skip)
+    step.held_back = compile_failed_ops(step.screen, plan.timed_ops())
+    timing = TimingPlanFile(
+        time=step.summary.time, timed=plan.time, skipped=plan.skip, failed=step.held_back
+    )
     dump_json_model(step.dir / TIMING_JSON, timing)
     return plan.timed_ops()
+
+
+def compile_failed_ops(screen: CodegenScreen, ops: Iterable[str]) -> dict[str, str]:
+    """Op key -> one line, for those of ``ops`` that launched a kernel the compiler
+    under test cannot build (a setup kernel too: the row's inputs cannot be made).
+    They are not timed: their rows are FAILED with that line (:func:`apply_screen`)."""
+    view = TimedKernels.of(screen)
+    out = {}
+    for op in sorted(ops):
+        failed = [k for k in view.op_kernels(op) if k.status is CodegenClass.FAILED]
+        if failed:
+            more = f" (+{len(failed) - 1} more kernel(s))" if len(failed) > 1 else ""
+            out[op] = _not_timed(failed[0].name, failed[0].config, failed[0].error) + more
+    return out
+
+
+def measure_ops(step: CodegenStep, ops: set[str], say: Callable[[str], None]) -> set[str]:
+    """The ops the gate measures on the GPU: ``ops`` less those whose kernels fail to
+    compile (``step.held_back``: their rows are FAILED without GPU time); one line
+    says how many were held back."""
+    held = set(step.held_back) & set(ops)
+    if held:
+        rest = len(ops) - len(held)
+        tail = f"{rest} op(s) measured" if rest else "nothing to measure on the GPU"
+        say(f"zlbench gate: {len(held)} op(s) not timed: their kernels fail to compile; {tail}")
+    return set(ops) - held
+
+
+def unmeasured_results(batch_dir: Path) -> ResultsSet:
+    """An empty results batch at ``batch_dir`` (written, so that ``zlbench report``
+    re-judges the gate dir): every op in scope failed to compile, none was measured."""
+    from zlbench.runner.batch.status import write_ops_status
+
+    batch_dir.mkdir(parents=True, exist_ok=True)
+    write_ops_status(batch_dir, [])
+    return load_results(batch_dir)
 
 
 def _sentinels(ops_dir: Path) -> list[str]:
@@ -184,7 +228,7 @@ def load_for_rejudge(results: Path, label: str) -> CodegenStep | None:
     prefix = f"{label.rstrip('/')}/{CODEGEN_SCREEN_DIR}/"
     summary = summarize(screen, timing.time, prefix + SCREEN_JSON)
     summary.not_timed = dict(timing.skipped)
-    return CodegenStep(summary, screen, cg_dir, prefix)
+    return CodegenStep(summary, screen, cg_dir, prefix, held_back=dict(timing.failed))
 
 
 # --------------------------------------------------------------------------- the verdict
@@ -198,24 +242,90 @@ def _noted(r: RowVerdict, notes: list[KernelNote]) -> bool:
 
 def apply_screen(v: GateVerdict, step: CodegenStep | None) -> GateVerdict:
     """``v`` with the codegen summary, each explained row's kernels (``codegen``) and
-    its explanation in its reason; a kernel that no longer compiles fails the gate
-    (exit 1; an ERROR stays an ERROR)."""
+    its explanation in its reason; the rows of the ops held back for compile failures
+    (``step.held_back``, not measured) FAILED with that failure as reason; a kernel that
+    no longer compiles fails the gate: FAIL, exit 1, led by :func:`compile_lead`. An
+    ERROR stays an ERROR, unless nothing was measured because every op in scope was
+    held back (then the PR's compiler is what failed, not the environment)."""
     if step is None:
         return v
     update: dict = {"codegen": step.summary}
+    rows, ops = list(v.rows), list(v.ops)
     if step.screen is not None:
-        notes = row_notes([r.key for r in v.rows], step.screen, step.diff_prefix)
-        rows = [explain_row(r, notes[r.key]) for r in v.rows]
-        update["rows"] = [
+        notes = row_notes([r.key for r in rows], step.screen, step.diff_prefix)
+        rows = [explain_row(r, notes[r.key]) for r in rows]
+        rows = [
             r.model_copy(update={"codegen": notes[r.key]}) if _noted(r, notes[r.key]) else r
             for r in rows
         ]
+    if step.held_back:
+        rows, ops = _fail_held(rows, ops, step.held_back)
+        n = Counter(r.verdict.value for r in rows)
+        update.update(ops=ops, counts={x.value: n[x.value] for x in Verdict if n[x.value]})
+    update["rows"] = rows
     failed = step.summary.failed
-    if failed and v.exit_code != 2:
-        why = f"{len(failed)} kernel(s) the baseline compiled fail to compile"
-        rest = v.summary.split(": ", 1)[-1].split(SUMMARY_SEP)[-1]
-        update.update(verdict="FAIL", exit_code=1, summary=f"FAIL: {why}{SUMMARY_SEP}{rest}")
+    unmeasured = bool(step.held_back) and all(r.current_speedup is None for r in rows)
+    if failed and unmeasured:  # nothing ran: no environment to tell apart from the baseline's
+        update["environment"] = [f.model_copy(update={"mismatch": False}) for f in v.environment]
+    if failed and (v.exit_code != 2 or unmeasured):
+        counts = Counter(update.get("counts", v.counts))
+        rest = _summary("FAIL", counts, ops, "").removeprefix("FAIL: ")
+        update.update(
+            verdict="FAIL", exit_code=1, summary=f"FAIL: {compile_lead(step)}{SUMMARY_SEP}{rest}"
+        )
     return v.model_copy(update=update)
+
+
+def compile_lead(step: CodegenStep) -> str:
+    """The verdict's lead when kernels fail to compile, one line: how many, the error,
+    where (kernels, ops not timed, the screen's report)."""
+    kernels = step.screen.failed() if step.screen is not None else []
+    n = len(step.summary.failed)
+    errors = Counter(_error(k) for k in kernels)
+    error, _ = errors.most_common(1)[0] if errors else ("compile failed", 0)
+    other = f" (+{len(errors) - 1} other error(s))" if len(errors) > 1 else ""
+    names = list(dict.fromkeys(k.name for k in kernels))
+    where = [names[0] + (f" and {len(names) - 1} more" if len(names) > 1 else "")] * bool(names)
+    if step.held_back:
+        where.append(f"{len(step.held_back)} op(s) not timed, their rows FAILED")
+    if step.summary.screen_file:
+        where.append(str(Path(step.summary.screen_file).with_name(SCREEN_MD)))
+    text = f"{n} kernel(s) the baseline compiled fail to compile: {error}{other}"
+    return one_line(text + (f" ({'; '.join(where)})" if where else ""), 500)
+
+
+def _error(k: KernelScreen) -> str:
+    return one_line((k.error or "compile failed").removeprefix("compile failed: "), 200)
+
+
+def _fail_held(
+    rows: list[RowVerdict], ops: list[OpVerdict], held: dict[str, str]
+) -> tuple[list[RowVerdict], list[OpVerdict]]:
+    """The unmeasured (MISSING) rows and ops of the held-back ops as FAILED, the row's
+    own failed kernel (else the op's) as reason."""
+    out_rows = []
+    for r in rows:
+        why = held.get(op_key(r.key.repo, r.key.run_name))
+        if why is not None and r.verdict is Verdict.MISSING:
+            own = [n for n in r.codegen if n.status is CodegenClass.FAILED]
+            if own:
+                why = _not_timed(own[0].name, own[0].config, own[0].error)
+            r = r.model_copy(update={"verdict": Verdict.FAILED, "reason": why})
+        out_rows.append(r)
+    out_ops = []
+    for o in ops:
+        why = held.get(op_key(o.repo, o.run_name))
+        if why is not None and o.verdict is Verdict.MISSING:
+            o = o.model_copy(update={"verdict": Verdict.FAILED, "reason": why})
+        out_ops.append(o)
+    return out_rows, out_ops
+
+
+def _not_timed(name: str, config: str, error: str | None) -> str:
+    """``not timed: mm_kernel [BLOCK=64 …] fails to compile: RuntimeError: …``."""
+    config = f" [{config}]" if config else ""
+    why = (error or "compile failed").removeprefix("compile failed: ")
+    return one_line(f"not timed: {name}{config} fails to compile: {why}", 300)
 
 
 # --------------------------------------------------------------------------- the reports

@@ -77,10 +77,12 @@ from zlbench.workflow.codegen import (
     apply_screen,
     cached_kernels,
     load_for_rejudge,
+    measure_ops,
     plan_timing,
     report_extras,
     run_screen,
     screen_for_gate,
+    unmeasured_results,
 )
 
 COMMENT_LIMIT = 64_000  # comment.md: room for ci/pr_comment.py's footer under GitHub's 65,536
@@ -472,11 +474,14 @@ def _measure_and_judge(
         seams.say(f"zlbench gate: --time changed: {len(ops)} op(s) timed, "
                    f"{len(codegen.skipped)} proven unchanged by the codegen screen")  # fmt: skip
         inputs.opts.scope = ops  # the skipped ops are not judged MISSING
-    req = MeasureRequest(inputs.baseline, ops, out / RESULTS_DIR, job.shard, job)
+    measured = measure_ops(codegen, ops, seams.say)  # not those that fail to compile
+    req = MeasureRequest(inputs.baseline, measured, out / RESULTS_DIR, job.shard, job)
     req.shared_cache = _shared_cache(inputs, codegen, cache, seams)
     req.sass = req.shared_cache is None  # the screen compiled them: it has their SASS
     th = inputs.thresholds
     inputs.opts.confirm_times = th.confirm_repeats if job.confirm is None else job.confirm
+    if codegen.held_back and not req.ops:  # nothing compiles: FAIL without GPU time
+        return _judge_measured(inputs, req, unmeasured_results(req.out_dir), seams, codegen)
     if job.shard is not None:
         return run_shard(inputs, req, seams, codegen)
     with timed(inputs.steps, "measure"):
