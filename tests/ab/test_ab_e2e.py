@@ -1,12 +1,14 @@
 """A/B end to end on CPU with fake environments: the benchpkg suite measured by the
-real runner and plugins under two "compilers" (TRITON_INTERPRET=1).
+real runner and plugins under two "compilers" (TRITON_INTERPRET=1), interleaved: both
+sides' benchmark processes at once, pairing row by row (zlbench.plugins.pairing) with
+the plugin's graph timing on its CPU backend.
 
 The PR's environment is this one; a site dir first on PYTHONPATH carries a
 ``sitecustomize`` that runs in every process started there. The PR's and the
-base's each write which side a worker process ran on (the alternation order) and
-set the fake suite's slowdown (``ZLBENCH_FAKE_SLOWDOWN``): the two builds differ
-only in speed. A base whose ``import triton`` fails, and a base (a wrapper
-interpreter) whose FlagGems comes from another commit, are one line, exit 2.
+base's each write which side a worker process ran on and set the fake suite's
+slowdown (``ZLBENCH_FAKE_SLOWDOWN``): the two builds differ only in speed. A base
+whose ``import triton`` fails, and a base (a wrapper interpreter) whose FlagGems
+comes from another commit, are one line, exit 2.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from zlbench.gate.baselines import content_hashes
 from zlbench.models import (
     BaselineManifest,
     GateVerdict,
+    PairsFile,
     Verdict,
     dump_yaml_model,
     load_json_model,
@@ -78,7 +81,7 @@ def world(tmp_path_factory):
             ["baseline", "refresh", "--out", str(root / "baselines" / "v1"), "--ops", "add"]
             + ["--ops-dir", str(root / "ops"), "--flaggems-dir", str(fg), "--repeats", "1"]
             + ["--shape-file", str(fg / "benchmark" / "core_shapes.yaml")]
-            + ["--dtypes", "float32", "--mode", "kernel"]
+            + ["--dtypes", "float32", "--mode", "cudagraph"]
         )
     assert rc == 0
     stale_copy(root / "baselines" / "v1", root / "baselines" / "stale")
@@ -122,7 +125,7 @@ def gate(world: Path, out: str, base: Path, mp, *args: str, bl="stale", **env: s
     return main(
         ["gate", "--baseline", str(world / "baselines" / bl), "--ops-dir", str(world / "ops")]
         + ["--thresholds", str(world / "thresholds.yaml"), "--out", str(world / out)]
-        + ["--base-compiler", str(base), "--ab-rounds", "2", "--ab-threshold", "0.75", *args]
+        + ["--base-compiler", str(base), "--ab-threshold", "0.75", *args]
     )
 
 
@@ -130,19 +133,32 @@ def verdict(world: Path, out: str) -> GateVerdict:
     return load_json_model(world / out / "verdict.json", GateVerdict)
 
 
-def test_pr_slower_than_the_base_is_a_regression_measured_a_b_a_b(world, monkeypatch):
+def test_pr_slower_than_the_base_is_a_regression_measured_interleaved(world, monkeypatch):
     rc = gate(world, "slow-pr", world / "site-base", monkeypatch, ZL_PR_SLOWDOWN="16")
     assert rc == 1
     trace = (world / "trace.txt").read_text().split()
-    assert trace == ["PR", "PR", "BASE", "PR", "BASE"]  # the screen, then A B A B
+    assert sorted(trace) == ["BASE", "PR"]  # one process per side, at once: no screen of its own
     v = verdict(world, "slow-pr")
-    assert v.ab is not None and v.ab.mode == "suspects" and v.ab.ops == ["main/add"]
-    assert v.ab.order == ["pr", "base", "pr", "base"]
+    assert v.ab is not None and v.ab.mode == "changed" and v.ab.method == "interleaved"
+    assert v.ab.ops == ["main/add"] and v.ab.pr_is_screen
     assert v.ab.base.env == str(world / "site-base") and v.ab.pr.dist and v.ab.pr.version
     rows = [r for r in v.rows if r.ab is not None]
-    assert rows and all(r.verdict is Verdict.REGRESSION and r.ab.rounds == 2 for r in rows)
-    assert all(r.ab.change > 3 for r in rows)  # 16x the kernel work: far slower than the base
-    assert sorted(p.name for p in (world / "slow-pr" / "ab").iterdir()) == ["1", "2", "ab.json"]
+    assert rows and all(r.verdict is Verdict.REGRESSION for r in rows)
+    assert all(r.ab.decision == "REGRESSION" and r.ab.rounds >= 5 for r in rows)
+    assert all(r.ab.change > 3 and r.ab.change_lo > 0.75 for r in rows)  # 16x the kernel work
+    assert all(r.reason.startswith("slower than the base: ") and " pairs" in r.reason for r in rows)
+    assert sorted(p.name for p in (world / "slow-pr" / "ab").iterdir()) == [
+        "1",
+        "ab.json",
+        "pairs.json",
+    ]
+    assert not (world / "slow-pr" / "ab" / "1" / "pr").exists()  # the PR side is results/
+    pairs = load_json_model(world / "slow-pr" / "ab" / "pairs.json", PairsFile)
+    assert {r.key for r in pairs.rows} == {r.key for r in rows}
+    for row in pairs.rows:
+        sides = [x.side for x in row.samples]
+        assert len(sides) % 2 == 0 and sides.count("pr") == sides.count("base")
+        assert all({sides[i], sides[i + 1]} == {"pr", "base"} for i in range(0, len(sides), 2))
 
 
 def test_slower_than_the_stored_baseline_and_the_base_alike_is_inherited(world, monkeypatch):
@@ -152,13 +168,17 @@ def test_slower_than_the_stored_baseline_and_the_base_alike_is_inherited(world, 
     assert rows and all(r.verdict is Verdict.PASS and r.ab.inherited for r in rows)
     stale = "inherited from the base (baseline stale is stale here)"
     assert all(r.reason.startswith(stale) for r in rows)
+    assert all("vs the base" in r.reason and "vs stale" in r.reason for r in rows)
     assert v.verdict == "PASS"
 
 
-def test_no_suspect_means_no_ab_round(world, monkeypatch):
+def test_an_a_a_gate_against_its_own_baseline_passes_judged_on_the_pairs(world, monkeypatch):
     assert gate(world, "aa", world / "site-base", monkeypatch, bl="v1") == 0
-    assert (world / "trace.txt").read_text().split() == ["PR"]
-    assert verdict(world, "aa").ab is None
+    assert sorted((world / "trace.txt").read_text().split()) == ["BASE", "PR"]
+    v = verdict(world, "aa")
+    assert v.ab is not None and v.ab.method == "interleaved"
+    judged = [r for r in v.rows if r.ab is not None and r.ab.rounds]
+    assert judged and all(r.verdict is not Verdict.REGRESSION for r in judged)
 
 
 def test_a_base_that_cannot_import_triton_is_one_line_before_measuring(world, monkeypatch, capsys):
@@ -188,8 +208,7 @@ def test_a_base_measuring_another_flaggems_commit_is_one_line(world, monkeypatch
     )
     wrapper.chmod(0o755)
     rc = gate(world, "other-fg", wrapper, monkeypatch)
-    assert rc == 2  # refused after the first round: the progress lines come first
-    assert not (world / "other-fg" / "ab" / "2").exists()
+    assert rc == 2  # refused once both sides measured: the progress lines come first
     err = [ln for ln in capsys.readouterr().err.splitlines() if "error" in ln]
     assert (
         len(err) == 1 and err[0].startswith("zlbench gate: error: ") and "flaggems_commit" in err[0]

@@ -82,7 +82,11 @@ CASES = {
 }
 
 
-@pytest.mark.parametrize("verdict", list(Verdict), ids=lambda v: v.value)
+# INCONCLUSIVE comes from the interleaved A/B only (tests/ab/test_interleaved_judge.py)
+STORED_JUDGE_VERDICTS = [v for v in Verdict if v is not Verdict.INCONCLUSIVE]
+
+
+@pytest.mark.parametrize("verdict", STORED_JUDGE_VERDICTS, ids=lambda v: v.value)
 def test_every_verdict_has_a_case(tmp_path, verdict):
     assert verdict in CASES, f"no judging case for {verdict}: add one"
     base_ops, results, statuses, config = CASES[verdict]

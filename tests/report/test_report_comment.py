@@ -68,3 +68,34 @@ def test_a_report_that_fits_is_the_full_report(tmp_path):
 def test_a_link_that_is_not_https_is_not_linked(thousand):
     md = render_comment(thousand, limit=10_000, extras=ReportExtras(artifact_url="javascript:x"))
     assert "javascript" not in md and "in the artifact" in md
+
+
+def why(thousand) -> ReportExtras:
+    """A long "why" line for every regressed op (as the codegen screen writes them)."""
+    text = "codegen: a_kernel [BLOCK=128 num_warps=4]: TTGIR changed; " + "x" * 240
+    keys = {f"{r.key.repo}/{r.key.run_name}" for r in thousand.rows}
+    return ReportExtras(artifact_url=URL, explanations={k: text for k in keys})
+
+
+@pytest.mark.parametrize("limit", [GITHUB_COMMENT_LIMIT, 20_000, 5_000])
+def test_why_bullets_are_cut_before_the_regressed_table_is_lost(thousand, limit):
+    extras = why(thousand)
+    full = render_markdown(thousand, extras)
+    assert full.count("\n- `main/op") >= 1000  # the report keeps every why line
+    md = render_comment(thousand, limit=limit, extras=extras)
+    assert len(md) <= limit
+    check_whole(md)
+    assert "### Regressed kernels (1001, worst first)" in md
+    assert "| `main/op0000` |" in md  # the worst row, with its table
+    assert re.search(r"- _… \d+ more, see report.md_", md)
+    assert md.count("\n- `main/op") < 60
+
+
+def test_bullets_go_before_table_rows(thousand):
+    """At a limit where every table fits whole once the why lines are cut, no table
+    row is cut."""
+    extras = why(thousand)
+    full = render_markdown(thousand, ReportExtras(artifact_url=URL))
+    md = render_comment(thousand, limit=len(full) + 20_000, extras=extras)
+    assert "more rows not shown here" not in md
+    assert "more, see report.md" in md

@@ -71,3 +71,34 @@ def test_systemic_lines_and_unmeasured_ops_are_shown(tmp_path):
     assert (
         "13 ops fail: &lt;b&gt;SystemError&lt;/b&gt;" in html and "<code>main/zeros</code>" in html
     )
+
+
+PROBE = (
+    '<script>document.body.insertAdjacentHTML("beforeend", "<pre id=probe>width="'
+    ' + document.documentElement.scrollWidth + "</pre>")</script>'
+)
+
+
+def test_every_table_scrolls_inside_the_page_and_shapes_wrap_at_spaces(html):
+    """No table can widen the page: each sits in a scrolling wrapper, and a shape cell
+    wraps between words (``overflow-wrap: anywhere`` let the table squeeze the shape
+    column to one character a line)."""
+    assert html.count("<table") == html.count('<div class="wide"><table')
+    assert "overflow-wrap: anywhere" not in html
+    assert re.search(r"td\.shape \{[^}]*min-width: \d+px", html)
+
+
+@pytest.mark.skipif(not shutil.which("chromium"), reason="chromium not installed")
+@pytest.mark.parametrize("window", [1400, 1280])
+def test_report_fits_the_window_in_headless_chromium(tmp_path, window):
+    from cases import large_fail
+
+    v = large_fail(real_fail(tmp_path / "v"), 60)  # long shapes and reasons, many rows
+    page = tmp_path / "report.html"
+    page.write_text(render_html(v).replace("</body>", PROBE + "</body>"), encoding="utf-8")
+    cmd = ["chromium", "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars"]
+    cmd += [f"--window-size={window},900", "--dump-dom", page.as_uri()]
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    width = int(re.search(r"<pre id=\"probe\">width=(\d+)</pre>", out.stdout)[1])
+    assert width <= window

@@ -20,6 +20,7 @@ from zlbench.models import GateVerdict, ThresholdsFile, Verdict
 from zlbench.report.compare import compare, render_compare
 from zlbench.report.facts import ReportExtras
 from zlbench.report.html import render_html
+from zlbench.report.info import CHART_OPS
 from zlbench.report.junit import render_junit
 from zlbench.report.markdown import MARKER, render_comment, render_markdown
 
@@ -60,7 +61,8 @@ def test_golden_comment_of_a_large_failure(verdicts):
 
 
 def test_every_kind_and_exit_code(verdicts):
-    assert set(verdicts["every-verdict"].counts) == {v.value for v in Verdict}
+    ab_only = {Verdict.INCONCLUSIVE.value}  # the interleaved A/B's (tests/ab)
+    assert set(verdicts["every-verdict"].counts) == {v.value for v in Verdict} - ab_only
     assert [verdicts[k].verdict for k in ("pass", "fail", "error")] == ["PASS", "FAIL", "ERROR"]
 
 
@@ -184,21 +186,50 @@ def test_error_report_says_what_to_do(verdicts):
 # --------------------------------------------------------------------------- chart
 
 
-def test_mermaid_chart_has_one_bar_per_judged_op(verdicts):
+def charts(md: str) -> list[tuple[list[str], list[float], float, float]]:
+    """(labels, bar values, y-axis min, y-axis max) of each mermaid chart of ``md``."""
+    blocks, _ = fences(md)
+    out = []
+    for _, info, body in blocks:
+        if info != "mermaid":
+            continue
+        assert body[0] == "xychart-beta horizontal"  # labels stacked, never overlapping
+        labels = re.findall(r'"([^"]*)"', next(line for line in body if "x-axis" in line))
+        bars = next(line for line in body if line.strip().startswith("bar"))
+        lo, hi = re.search(r"y-axis .* (\S+) --> (\S+)$", body[3]).groups()
+        values = [float(x) for x in re.findall(r"-?\d+\.\d+", bars)]
+        out.append((labels, values, float(lo), float(hi)))
+    return out
+
+
+def test_mermaid_charts_are_zero_based_slower_then_faster(verdicts):
     v = verdicts["fail"]
-    blocks, _ = fences(render_markdown(v))
-    (chart,) = [body for _, info, body in blocks if info == "mermaid"]
-    labels = re.findall(r'"([^"]*)"', next(line for line in chart if "x-axis" in line))
-    bars = next(line for line in chart if line.strip().startswith("bar"))
-    values = [float(x) for x in re.findall(r"-?\d+\.\d+", bars)]
-    assert len(labels) == len(values) == sum(1 for o in v.ops if o.judged_change is not None)
+    (slower, faster) = charts(render_markdown(v))
+    labels, values, lo, hi = slower
+    assert len(labels) == len(values) <= CHART_OPS
     assert labels[0] == "softmax" and values[0] == pytest.approx(19.87, abs=0.01)
-    assert values == sorted(values, reverse=True)
+    assert "mm" in labels and not any("__at__" in x for x in labels)  # the file is dropped
+    assert values == sorted(values, reverse=True) and min(values) > 0
+    assert lo == 0 and values[0] <= hi < 2 * values[0]
+    labels, values, lo, hi = faster
+    assert labels[0] == "group_norm" and values[0] == pytest.approx(2.62, abs=0.01)
+    assert lo == 0 and min(values) > 0 and values[0] <= hi
+    judged = sum(1 for o in v.ops if o.judged_change is not None)
+    left = re.search(r"Not drawn: (\d+) more slower, (\d+) more faster;", render_markdown(v))
+    assert len(slower[0]) + len(faster[0]) + int(left[1]) + int(left[2]) == judged
 
 
-def test_chart_of_many_ops_shows_the_largest(verdicts):
+def test_a_pass_chart_starts_at_zero_and_reaches_the_limit(verdicts):
+    """An A/A PASS: every bar small against an axis from 0 to at least the limit."""
+    labels, values, lo, hi = charts(render_markdown(verdicts["pass"]))[0]
+    assert lo == 0 and hi >= 5.26 and max(values) < hi
+
+
+def test_chart_of_many_ops_draws_the_largest_and_counts_the_rest(verdicts):
     md = render_markdown(verdicts["large-fail"])
-    assert "### Change per op (the 40 largest of" in md
+    (slower,) = [c for c in charts(md) if c[1] and c[0][0].startswith("op")]
+    assert len(slower[0]) == CHART_OPS
+    assert re.search(r"Not drawn: \d+ more slower", md)
 
 
 def test_report_md_is_never_cut(verdicts):

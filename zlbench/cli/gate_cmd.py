@@ -70,9 +70,10 @@ def add_codegen_options(p) -> None:
     g.add_argument(
         "--time",
         choices=TIME_MODES,
-        default="all",
-        help="all: time every op (default); changed: time only the ops whose kernels the "
-        "codegen screen did not prove identical, plus ops/sentinels.txt",
+        default=None,
+        help="changed (default when measuring): time only the ops whose timed kernels the "
+        "codegen screen did not prove identical, plus ops/sentinels.txt; all: every op "
+        "(the default with --full-ab; nightly runs)",
     )
     g.add_argument(
         "--codegen-jobs",
@@ -89,12 +90,27 @@ def add_ab_options(p) -> None:
     g.add_argument(
         "--base-compiler",
         metavar="ENV",
-        help="venv dir, interpreter or site dir holding the base build: the suspects are "
-        "measured A B A B against it on this runner (this environment is the PR's)",
+        help="venv dir, interpreter or site dir holding the base build: every timed op is "
+        "measured by both compilers at once on this runner, paired row by row, and judged "
+        "on the pairs (this environment is the PR's; docs/judging.md)",
     )
-    g.add_argument("--full-ab", action="store_true", help="measure every op both ways")
     g.add_argument(
-        "--ab-rounds", type=int, default=DEFAULT_ROUNDS, metavar="N", help="A/B rounds (3)"
+        "--full-ab", action="store_true", help="time and pair every op (implies --time all)"
+    )
+    g.add_argument(
+        "--ab-rounds",
+        type=int,
+        default=None,
+        metavar="N",
+        help="ignored: the A/B is interleaved row by row (kept so old scripts still run)",
+    )
+    g.add_argument(
+        "--ab-max-pairs",
+        type=int,
+        default=None,
+        metavar="N",
+        help="pairs per row at most while its interval straddles the threshold (default 16; "
+        "rows timed without CUDA graphs: twice that)",
     )
     g.add_argument(
         "--ab-threshold",
@@ -114,6 +130,17 @@ def add_ab_options(p) -> None:
         "with --results: the A/B's recorded one unless given)",
     )
     g.add_argument("--accept", metavar="FILE", help="accept list of intended regressions")
+
+
+def _time_mode(args) -> str:
+    """``--time`` as given; else ``changed`` for a gate that measures, ``all`` with
+    ``--full-ab`` or when judging ``--results`` (nothing is timed then)."""
+    given = getattr(args, "time", None)
+    if given:
+        return given
+    if getattr(args, "results", None) or getattr(args, "full_ab", False):
+        return "all"
+    return "changed"
 
 
 def job_from_args(args, settings: Settings, ops_dir: Path) -> GateJob:
@@ -140,7 +167,7 @@ def job_from_args(args, settings: Settings, ops_dir: Path) -> GateJob:
         argv=list(sys.argv),
         thresholds_label=args.thresholds or "",
         artifact_url=settings.run_url,
-        time=getattr(args, "time", "all"),
+        time=_time_mode(args),
         codegen_jobs=getattr(args, "codegen_jobs", None) or os.cpu_count() or 1,
         precompile_jobs=max(0, getattr(args, "precompile_jobs", 0) or 0),
         gpu_share=getattr(args, "gpu_share", 1) or 1,
@@ -149,7 +176,8 @@ def job_from_args(args, settings: Settings, ops_dir: Path) -> GateJob:
         ab=AbOptions(
             base_compiler=getattr(args, "base_compiler", None),
             full=getattr(args, "full_ab", False),
-            rounds=getattr(args, "ab_rounds", DEFAULT_ROUNDS),
+            rounds=getattr(args, "ab_rounds", None) or DEFAULT_ROUNDS,
+            max_pairs=getattr(args, "ab_max_pairs", None),
             threshold=getattr(args, "ab_threshold", None),
             floor_us=getattr(args, "ab_floor_us", None),
             accept=Path(args.accept) if getattr(args, "accept", None) else None,

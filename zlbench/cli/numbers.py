@@ -58,6 +58,7 @@ RULES: dict[str, Range] = {
     "ab_rounds": AT_LEAST_1,
     "ab_threshold": POSITIVE,
     "ab_floor_us": Range(0, note="0 = no floor"),  # gate: the paired floor, µs
+    "ab_max_pairs": Range(1, high=1000, note="pairs per row at most"),  # gate
     "jobs": AT_LEAST_1,  # codegen
     "codegen_jobs": AT_LEAST_1,  # gate: the codegen screen's processes
 }

@@ -42,6 +42,7 @@ OP_ORDER = (
     Verdict.MISSING,
     Verdict.REGRESSION,
     Verdict.IMPROVEMENT,
+    Verdict.INCONCLUSIVE,
     Verdict.PASS,
     Verdict.NEW,
     Verdict.SKIPPED,

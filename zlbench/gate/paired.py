@@ -24,12 +24,28 @@ baseline is stale there).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from statistics import median
 
 from zlbench.gate.estimators import positive
 from zlbench.gate.judge import JUDGED
 from zlbench.gate.numbers import counted, inverse_change, pct
-from zlbench.models import Environment, PairedRow, Row, RowKey, RowVerdict, Verdict
+from zlbench.models import (
+    Environment,
+    PairedRow,
+    PairsFile,
+    Row,
+    RowKey,
+    RowVerdict,
+    Verdict,
+)
+from zlbench.protocol.pairs import (
+    PairRule,
+    PairStats,
+    complete_pairs,
+    final_decision,
+    pair_stats,
+)
 
 # Default paired threshold (relative), from the paired A/A noise measured on the H200
 # (docs/judging.md "A/B against the base compiler").
@@ -74,6 +90,101 @@ def pair_rounds(rounds: Sequence[Round]) -> dict[RowKey, PairedRow]:
             p.delta_us = paired_delta_us(p.pr_us, p.base_us)
         out[key] = p
     return out
+
+
+def pair_samples(pairs: PairsFile, rule: PairRule) -> dict[RowKey, PairedRow]:
+    """Every row of an interleaved A/B -> its paired statistic over its kept pairs
+    (:mod:`zlbench.protocol.pairs`): per pair latencies and ratios, the medians of the
+    change and the delta with their intervals, the throttled pairs left out. The
+    decision is made by :func:`judge_paired`, at the row's own threshold."""
+    out = {}
+    for row in pairs.rows:
+        samples = [x.model_dump() for x in row.samples]
+        pr_ms, base_ms, dropped = complete_pairs(samples)
+        st = pair_stats(pr_ms, base_ms, rule.confidence)
+        p = PairedRow(rounds=st.pairs, dropped=dropped)
+        p.pr_us = [x * 1000.0 for x in pr_ms]
+        p.base_us = [x * 1000.0 for x in base_ms]
+        p.round_ratios = [b / a for a, b in zip(pr_ms, base_ms, strict=True) if a > 0]
+        if st.change is not None:
+            p.change = st.change
+            p.ratio = 1.0 / (1.0 + st.change)
+            p.delta_us = st.delta_us
+            p.change_lo, p.change_hi = st.change_lo, st.change_hi
+            p.delta_lo_us, p.delta_hi_us = st.delta_lo_us, st.delta_hi_us
+        p.pr_mhz = _median_clock(samples, "pr")
+        p.base_mhz = _median_clock(samples, "base")
+        p.decision = ""  # interleaved; decided in judge_paired
+        out[row.key] = p
+    return out
+
+
+def _median_clock(samples: list[dict], side: str) -> float | None:
+    mhz = [x["mhz"] for x in samples if x.get("side") == side and x.get("mhz")]
+    return float(median(mhz)) if mhz else None
+
+
+def _stats(p: PairedRow) -> PairStats:
+    return PairStats(
+        pairs=p.rounds,
+        change=p.change,
+        change_lo=p.change_lo,
+        change_hi=p.change_hi,
+        delta_us=p.delta_us,
+        delta_lo_us=p.delta_lo_us,
+        delta_hi_us=p.delta_hi_us,
+    )
+
+
+def interval_text(p: PairedRow) -> str:
+    """``+10.0 % [+9.1, +11.2] (+0.30 µs [+0.27, +0.33]) vs the base, 5 pairs``."""
+    rel = pct(p.change)
+    if p.change_lo is not None and p.change_hi is not None:
+        rel += f" [{p.change_lo * 100:+.1f}, {p.change_hi * 100:+.1f}]"
+    us = us_text(p.delta_us)
+    if us and p.delta_lo_us is not None and p.delta_hi_us is not None:
+        us += f" [{p.delta_lo_us:+.2f}, {p.delta_hi_us:+.2f}]"
+    dropped = f", {p.dropped} throttled left out" if p.dropped else ""
+    return f"{rel} ({us}) vs the base, {counted(p.rounds, 'pair')}{dropped}"
+
+
+def judge_interleaved(
+    row: RowVerdict, p: PairedRow, rule: PairRule, baseline: str, full: bool
+) -> RowVerdict:
+    """``row`` judged on its interleaved pairs (``p``) at ``rule``: the pair rule's
+    decision, with a reason that states the numbers it was decided on."""
+    st = _stats(p)
+    decision = final_decision(st, rule, full=full)
+    p.decision = decision
+    said = interval_text(p)
+    t, floor = rule.threshold, rule.floor_us
+    stored = f"; {pct(row.judged_change)} vs {baseline}" if row.judged_change is not None else ""
+    if decision == "REGRESSION":
+        return _with(row, p, Verdict.REGRESSION, f"slower than the base: {said}{stored}")
+    if decision == "IMPROVEMENT":
+        return _with(row, p, Verdict.IMPROVEMENT, f"faster than the base: {said}{stored}")
+    if decision == "INCONCLUSIVE":
+        why = (
+            f"inconclusive: {said}; the interval straddles "
+            f"+{t * 100:g} % / {floor:g} µs (this runner is noisy for this row)"
+        )
+        return _with(row, p, Verdict.INCONCLUSIVE, why + stored)
+    # PASS: either interval lies within the threshold or the floor
+    p.within_floor = bool(
+        st.change_hi is not None and st.change_hi > t and p.delta_hi_us is not None
+    )
+    if p.within_floor:
+        reason = f"within the {floor:g} µs floor: {said}"
+    elif row.verdict is Verdict.REGRESSION:
+        p.inherited = True
+        reason = f"inherited from the base (baseline {baseline} is stale here): {said}{stored}"
+    else:
+        reason = ""
+    return _with(row, p, Verdict.PASS, reason)
+
+
+def _with(row: RowVerdict, p: PairedRow, verdict: Verdict, reason: str) -> RowVerdict:
+    return row.model_copy(update={"ab": p, "verdict": verdict, "reason": reason})
 
 
 def paired_delta_us(pr_us: Sequence[float], base_us: Sequence[float]) -> float | None:
@@ -138,6 +249,7 @@ def judge_paired(
     baseline: str,
     full: bool,
     floor_us: float,
+    pair_rule: PairRule | None = None,
 ) -> RowVerdict:
     """``row`` judged on its A/B (``p``): REGRESSION when slower than the base beyond
     ``threshold`` and by more than ``floor_us`` (0: no floor); rows that are not judged
@@ -151,6 +263,9 @@ def judge_paired(
     if p.ratio is None:
         why = "; no A/B pair: the base did not measure it"
         return row.model_copy(update={"ab": p, "reason": row.reason + why})
+    if p.decision is not None:  # interleaved pairs: the pair rule decides
+        rule = replace(pair_rule or PairRule(), threshold=threshold, floor_us=floor_us)
+        return judge_interleaved(row, p, rule, baseline, full)
     p.within_floor = within_floor(p, full)
     verdict, reason = _paired_verdict(p, full)
     if row.verdict is Verdict.REGRESSION and verdict is not Verdict.REGRESSION:
@@ -180,13 +295,20 @@ def apply_paired(
     full: bool,
     per_op: Mapping[str, float] | None,
     floor_us: float,
+    pair_rule: PairRule | None = None,
 ) -> list[RowVerdict]:
     """Rows with an A/B judged on it (at ``threshold``, or their op's ``per_op``
     entry, and ``floor_us``); the others unchanged."""
     per_op = per_op or {}
     return [
         judge_paired(
-            r, paired[r.key], paired_threshold(r.key, threshold, per_op), baseline, full, floor_us
+            r,
+            paired[r.key],
+            paired_threshold(r.key, threshold, per_op),
+            baseline,
+            full,
+            floor_us,
+            pair_rule,
         )
         if r.key in paired
         else r

@@ -18,7 +18,16 @@ Imports nothing from zlbench but :mod:`zlbench.errors`.
 
 from __future__ import annotations
 
-from zlbench.models.ab import SIDES, AbCompiler, AbMode, AbSummary, PairedRow
+from zlbench.models.ab import (
+    SIDES,
+    AbCompiler,
+    AbMode,
+    AbSummary,
+    PairedRow,
+    PairedSamples,
+    PairSample,
+    PairsFile,
+)
 from zlbench.models.accept import AcceptedNote, AcceptEntry, AcceptList
 from zlbench.models.base import (
     FLAGGEMS_DIR_VARS,
@@ -120,6 +129,9 @@ __all__ = [
     "AcceptEntry",
     "AcceptList",
     "PairedRow",
+    "PairedSamples",
+    "PairSample",
+    "PairsFile",
     "CHANGED_CLASSES",
     "UNPROVEN_CLASSES",
     "CodegenClass",

@@ -12,8 +12,9 @@ from typing import Literal
 from pydantic import Field, field_validator
 
 from zlbench.models.base import SCHEMA_VERSION, _Model
+from zlbench.models.run import RowKey
 
-AbMode = Literal["suspects", "full"]
+AbMode = Literal["suspects", "full", "changed"]
 SIDES = ("pr", "base")
 
 
@@ -70,6 +71,20 @@ class PairedRow(_Model):
     within_floor: bool = Field(
         False, description="beyond the threshold but within the floor: judged unchanged"
     )
+    # An interleaved A/B (AbSummary.method "interleaved"): ``rounds`` counts the kept
+    # pairs, ``pr_us``/``base_us``/``round_ratios`` are per pair; the intervals are
+    # those of the medians (zlbench.protocol.pairs), the decision is the pair rule's.
+    dropped: int = Field(0, ge=0, description="pairs left out: a sample taken while throttled")
+    change_lo: float | None = Field(None, description="interval of the change: low end")
+    change_hi: float | None = Field(None, description="interval of the change: high end")
+    delta_lo_us: float | None = Field(None, description="interval of delta_us: low end")
+    delta_hi_us: float | None = Field(None, description="interval of delta_us: high end")
+    decision: str | None = Field(
+        None, description="REGRESSION, PASS, IMPROVEMENT or INCONCLUSIVE by the pair rule"
+    )
+    plain: bool = Field(False, description="timed by the plain fallback (no CUDA graph)")
+    pr_mhz: float | None = Field(None, description="median SM clock of the PR's samples")
+    base_mhz: float | None = Field(None, description="median SM clock of the base's samples")
 
 
 class AbSummary(_Model):
@@ -98,6 +113,19 @@ class AbSummary(_Model):
     pr: AbCompiler = Field(default_factory=AbCompiler)
     base: AbCompiler = Field(default_factory=AbCompiler)
     note: str = ""
+    method: Literal["rounds", "interleaved"] = Field(
+        "rounds",
+        description="rounds: each side of each round a fresh batch (files written before "
+        "the interleaved A/B); interleaved: one process per side, pairs row by row",
+    )
+    pr_is_screen: bool = Field(
+        False, description="the PR side is the gate's results/ (no ab/1/pr/ of its own)"
+    )
+    # the interleaved A/B's pair rule besides threshold and floor (zlbench.protocol.pairs)
+    min_pairs: int | None = Field(None, ge=1)
+    max_pairs: int | None = Field(None, ge=1)
+    max_pairs_plain: int | None = Field(None, ge=1)
+    confidence: float | None = Field(None, gt=0, lt=1, allow_inf_nan=False)
 
     @field_validator("order", "seconds")
     @classmethod
@@ -107,3 +135,27 @@ class AbSummary(_Model):
         if bad := [s for s in v if s not in SIDES]:
             raise ValueError(f"{str(bad[0])[:40]!r} is not a side (one of {', '.join(SIDES)})")
         return v
+
+
+class PairSample(_Model):
+    """One sample of an interleaved A/B: one side's per-call ms of one row."""
+
+    side: Literal["pr", "base"]
+    ms: float = Field(gt=0, allow_inf_nan=False)
+    mhz: int | None = Field(None, description="SM clock after the sample (NVML)")
+    reasons: int | None = Field(None, description="NVML clock event reasons after the sample")
+
+
+class PairedSamples(_Model):
+    """One row's samples in slot order (pairs: slots 2k and 2k+1)."""
+
+    key: RowKey
+    samples: list[PairSample] = Field(default_factory=list)
+    alone: list[str] = Field(default_factory=list, description="sides that timed it alone")
+
+
+class PairsFile(_Model):
+    """``<gate out>/ab/pairs.json``: every row's samples of an interleaved A/B."""
+
+    schema_version: int = SCHEMA_VERSION
+    rows: list[PairedSamples] = Field(default_factory=list)

@@ -28,6 +28,9 @@ class Verdict(str, Enum):
     MISSING = "MISSING"  # a baseline row that was not measured
     NEW = "NEW"  # a measured row that the baseline does not have
     SKIPPED = "SKIPPED"  # dismissed / unsupported
+    # an interleaved A/B whose interval still straddles the threshold after its budget:
+    # shown first in the reports with its interval; it does not fail the gate
+    INCONCLUSIVE = "INCONCLUSIVE"
 
 
 # Verdicts that fail the gate (exit 1).

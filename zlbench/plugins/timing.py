@@ -23,7 +23,6 @@ The triton patch is made here only, by :func:`install` / :func:`uninstall`.
 
 from __future__ import annotations
 
-import contextlib
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -32,7 +31,9 @@ from typing import Any
 import pytest
 
 from zlbench.models import Marker, MarkerKind
+from zlbench.plugins import pairing as pairing_mod
 from zlbench.plugins import state
+from zlbench.plugins.pairing import Pairing
 from zlbench.plugins.timing_backends import Backend, CpuBackend, CudaBackend, summarize
 from zlbench.protocol import options
 from zlbench.protocol.faults import is_device_fault, reason_text
@@ -75,6 +76,7 @@ def measure(
     quantiles: Any = None,
     return_mode: str = "mean",
     turn: GpuTurn | None = None,
+    pairing: Pairing | None = None,
 ) -> Any:
     """Time ``fn`` with a CUDA graph; fall back to plain timing with a marker.
 
@@ -83,7 +85,13 @@ def measure(
     with a timing, docs/screening.md); warmup, capture and replays (or the plain
     fallback) take it exclusive.
     An autotune sweep in the first call takes the turn for each config it times
-    (:mod:`zlbench.plugins._tuners`)."""
+    (:mod:`zlbench.plugins._tuners`).
+
+    In an interleaved A/B (``pairing``, default: the process's own,
+    :func:`zlbench.plugins.pairing.active`) the FlagGems side's samples are taken in
+    turns with the other compiler's process (:mod:`zlbench.plugins.pairing`) instead
+    of ``settings.replays`` replays in one go; the torch reference is timed alone, and
+    on the base side with one replay only (the A/B judges FlagGems latency alone)."""
 
     def call() -> Any:
         if grad_to_none is not None:
@@ -91,16 +99,15 @@ def measure(
                 x.grad = None
         return fn()
 
-    # Discarded: autotune sweep, JIT compile. Its failure is the function's own
-    # (plain do_bench would fail the same way), so it is not a graph fallback. Its
-    # launches take the turn shared (never inside another process's timing); its
-    # compiles and launcher builds give it up (OFF_THE_TURN).
     turn = turn or process_turn()
-    region = contextlib.nullcontext() if reference_side(sys._getframe(1)) else state.timed_region()
-    with region:
-        return _measure_in_turns(call, fn, backend, settings, rep_ms, turn, kw_plain={
-            "grad_to_none": grad_to_none, "quantiles": quantiles, "return_mode": return_mode,
-        })  # fmt: skip
+    pairing = pairing if pairing is not None else pairing_mod.active()
+    kw = {"grad_to_none": grad_to_none, "quantiles": quantiles, "return_mode": return_mode}
+    if reference_side(sys._getframe(1)):
+        if pairing is not None and pairing.side == "base":
+            settings = TimingSettings(warmup_ms=settings.warmup_ms, replays=1)
+        return _measure(call, fn, backend, settings, rep_ms, turn, kw, None)
+    with state.timed_region():
+        return _measure(call, fn, backend, settings, rep_ms, turn, kw, pairing)
 
 
 def reference_side(frame: Any) -> bool:
@@ -114,22 +121,68 @@ def reference_side(frame: Any) -> bool:
     return False
 
 
-def _measure_in_turns(call, fn, backend, settings, rep_ms, turn, kw_plain):
-    """:func:`measure`'s body: the discarded call in the shared turn, then graph timing
-    (or the plain fallback with its marker) in the exclusive turn."""
-    quantiles, return_mode = kw_plain["quantiles"], kw_plain["return_mode"]
+def _measure(call, fn, backend, settings, rep_ms, turn, kw, pairing) -> Any:
+    """:func:`measure`'s body. The discarded first call (autotune sweep, JIT compile)
+    in the shared turn: its failure is the function's own (plain do_bench would fail
+    the same way), so it is not a graph fallback; its compiles and launcher builds give
+    the turn up (OFF_THE_TURN). Then warmup and capture, and the replays (or the plain
+    fallback, with its marker) in the exclusive turn; paired samples take it per
+    sample."""
     with turn.share():
         call()
     with turn.hold():
-        try:
-            times = graph_times(call, backend, settings, rep_ms)
-        except GraphFailed as failed:
-            exc = failed.__cause__
-            state.emit_marker(
-                Marker(kind=MarkerKind.NO_CUDAGRAPH, phase=failed.phase, reason=reason_text(exc))
-            )
-            return backend.plain(fn, rep_ms, settings.warmup_ms, **kw_plain)
-    return summarize(times, quantiles, return_mode)
+        graph = _prepared_graph(call, backend, settings, rep_ms)
+        if pairing is None:
+            return _alone(graph, fn, backend, settings, rep_ms, kw)
+    mine = pairing.measure(_sampler(graph, fn, backend, settings, rep_ms, kw), graph is None)
+    if mine:
+        return summarize(mine, kw["quantiles"], kw["return_mode"])
+    with turn.hold():  # no other side to pair with: timed alone, as without an A/B
+        return _alone(graph, fn, backend, settings, rep_ms, kw)
+
+
+def _prepared_graph(call, backend, settings, rep_ms) -> tuple[Any, int] | None:
+    """The captured graph and its calls, or None (marker emitted) when graph timing
+    failed for a reason that is not a device fault."""
+    try:
+        return graph_prepare(call, backend, settings, rep_ms)
+    except GraphFailed as failed:
+        exc = failed.__cause__
+        state.emit_marker(
+            Marker(kind=MarkerKind.NO_CUDAGRAPH, phase=failed.phase, reason=reason_text(exc))
+        )
+        return None
+
+
+def _alone(graph, fn, backend, settings, rep_ms, kw) -> Any:
+    """One side's timing without a partner: ``settings.replays`` replays of the graph,
+    or the plain fallback."""
+    if graph is None:
+        return backend.plain(fn, rep_ms, settings.warmup_ms, **kw)
+    g, n = graph
+    times = _replays(lambda: backend.replay_ms(g) / n, settings.replays)
+    return summarize(times, kw["quantiles"], kw["return_mode"])
+
+
+def _sampler(graph, fn, backend, settings, rep_ms, kw) -> Callable[[], float]:
+    """One paired sample, per-call ms: one replay of the graph, or one plain timing
+    (median of its own repetitions) when there is no graph."""
+    if graph is None:
+        plain_kw = {"grad_to_none": kw["grad_to_none"], "return_mode": "median"}
+        return lambda: float(backend.plain(fn, rep_ms, settings.warmup_ms, **plain_kw))
+    g, n = graph
+    return lambda: backend.replay_ms(g) / n
+
+
+def _replays(one: Callable[[], float], times: int) -> list[float]:
+    """``times`` calls of ``one`` (a device fault re-raised, any other failure is
+    :class:`GraphFailed` in phase ``sync``)."""
+    try:
+        return [one() for _ in range(max(1, times))]
+    except Exception as exc:  # noqa: BLE001 - classified right here
+        if is_device_fault(exc):
+            raise
+        raise GraphFailed("sync") from exc
 
 
 class GraphFailed(Exception):
@@ -141,10 +194,11 @@ class GraphFailed(Exception):
         self.phase = phase
 
 
-def graph_times(call: Callable[[], Any], backend: Backend, settings: TimingSettings, rep_ms: float):
-    """Per-call milliseconds of each replay: eager warmup, one graph of ``n`` calls
-    (sized to ``rep_ms``), ``settings.replays`` replays. A device fault is re-raised;
-    any other failure is :class:`GraphFailed`."""
+def graph_prepare(
+    call: Callable[[], Any], backend: Backend, settings: TimingSettings, rep_ms: float
+) -> tuple[Any, int]:
+    """Eager warmup and one graph of ``n`` calls (sized to ``rep_ms``): (graph, n). A
+    device fault is re-raised; any other failure is :class:`GraphFailed`."""
     phase = "warmup"
     try:
         est = backend.time_eager(call, 1)
@@ -156,11 +210,18 @@ def graph_times(call: Callable[[], Any], backend: Backend, settings: TimingSetti
         graph = backend.capture(call, n)
         phase = "sync"
         backend.synchronize()
-        return [backend.replay_ms(graph) / n for _ in range(max(1, settings.replays))]
+        return graph, n
     except Exception as exc:  # noqa: BLE001 - classified right here
         if is_device_fault(exc):
             raise
         raise GraphFailed(phase) from exc
+
+
+def graph_times(call: Callable[[], Any], backend: Backend, settings: TimingSettings, rep_ms: float):
+    """Per-call milliseconds of each replay: :func:`graph_prepare`, then
+    ``settings.replays`` replays."""
+    graph, n = graph_prepare(call, backend, settings, rep_ms)
+    return _replays(lambda: backend.replay_ms(graph) / n, settings.replays)
 
 
 # --------------------------------------------------------------------------- triton adapter

@@ -20,7 +20,7 @@ them whenever they exist (an accepted row is never silent).
 from __future__ import annotations
 
 from zlbench.gate.numbers import counted
-from zlbench.gate.paired import us_text
+from zlbench.gate.paired import interval_text, us_text
 from zlbench.models import AbCompiler, AbSummary, GateVerdict, RowVerdict
 from zlbench.report.blocks import Block
 from zlbench.report.escape import md_code, md_text
@@ -31,7 +31,7 @@ AB_HEADER = [
     "verdict",
     "vs the base (+ = slower)",
     "vs the stored baseline",
-    "per-round base/PR",
+    "per-round base/PR (interleaved: SM clock PR / base)",
     "note",
 ]
 ACCEPT_HEADER = ["row", "verdict", "judged change", "allowed", "accepted?", "reason"]
@@ -44,17 +44,72 @@ def _compiler(c: AbCompiler) -> str:
 
 
 def _measured(ab: AbSummary, mode: str) -> str:
-    """``Mode full: 34 ops measured both ways in 1 round``."""
+    """``Mode full: 34 ops measured both ways in 1 round``, or for an interleaved A/B
+    ``Mode changed: 20 ops measured by both compilers at once, paired row by row``."""
+    if ab.method == "interleaved":
+        return (
+            f"Mode {mode}: {counted(len(ab.ops), 'op')} measured by both compilers at once, "
+            f"paired row by row ({ab.min_pairs}–{ab.max_pairs} pairs a row, "
+            f"{ab.max_pairs_plain} without CUDA graphs)"
+        )
     return (
         f"Mode {mode}: {counted(len(ab.ops), 'op')} measured both ways in "
         f"{counted(ab.rounds, 'round')}"
     )
 
 
+def judged_by(v: GateVerdict) -> str:
+    """The header's line on what decided: the same-runner interleaved A/B, the rounds
+    of an older A/B, or the stored baseline alone (measured on another host and day)."""
+    ab = v.ab
+    if ab is None:
+        return (
+            f"Judged against the stored baseline {md_code(v.baseline, 80)} alone (no base "
+            "compiler: its numbers come from another host and day; "
+            "`--base-compiler` judges on this runner instead)."
+        )
+    if ab.method == "interleaved":
+        conf = f"{(ab.confidence or 0.9) * 100:g} %"
+        return (
+            f"Judged on this runner: an interleaved A/B against the base compiler "
+            f"({counted(len(ab.ops), 'op')}, the two compilers paired row by row, {conf} "
+            "intervals); the stored baseline's numbers are context."
+        )
+    return "Judged on an A/B against the base compiler in rounds; the stored baseline is context."
+
+
+INCONCLUSIVE_HEADER = ["row", "vs the base (+ = slower) [interval]", "vs the stored baseline"]
+
+
+def inconclusive_block(v: GateVerdict) -> Block | None:
+    """Rows whose interleaved A/B still straddles the rule after its budget: first in
+    the report, each with its interval; they do not fail the gate."""
+    rows = [r for r in v.rows if r.verdict.value == "INCONCLUSIVE" and r.ab is not None]
+    if not rows:
+        return None
+    t = v.ab.threshold if v.ab is not None else None
+    floor = v.ab.floor_us if v.ab is not None else None
+    rule = f"+{t * 100:g} % and {floor:g} µs" if t is not None and floor is not None else "the rule"
+    intro = (
+        f"{counted(len(rows), 'row')} could not be decided within the"
+        f" pair budget: the interval of the change still straddles {rule}. They do not fail "
+        "the gate; many of them mean this runner is too noisy for those rows."
+    )
+    body = [[md_code(r.key.label()), interval_text(r.ab), pct(r.judged_change)] for r in rows]
+    return Block("Inconclusive rows", intro, INCONCLUSIVE_HEADER, "lrr", body)
+
+
 def paired_rule(ab: AbSummary) -> str:
     """The paired rule: ``paired threshold 3.0 % and 0.30 µs: …`` (without a floor:
     the relative threshold alone, as A/Bs recorded before the floor were judged)."""
     t = f"paired threshold {ab.threshold * 100:.1f} %"
+    if ab.method == "interleaved":
+        conf = f"{(ab.confidence or 0.9) * 100:g} %"
+        return (
+            f"{t} and {ab.floor_us:g} µs: a row is a REGRESSION when the {conf} intervals of "
+            "its median PR / base − 1 and PR − base µs both lie beyond them, PASS when "
+            "either lies within, else more pairs, then INCONCLUSIVE"
+        )
     if not ab.floor_us:
         return f"{t} (no µs floor) on the median of the per-round base / PR FlagGems latency"
     return (
@@ -76,6 +131,20 @@ def _note(r: RowVerdict) -> str:
 def _ab_row(r: RowVerdict) -> list[str]:
     ab = r.ab
     assert ab is not None
+    if ab.decision is not None:  # interleaved pairs
+        clocks = (
+            f"SM {ab.pr_mhz:.0f} / {ab.base_mhz:.0f} MHz"
+            if ab.pr_mhz is not None and ab.base_mhz is not None
+            else ""
+        )
+        return [
+            md_code(r.key.label()),
+            r.verdict.value,
+            interval_text(ab) if ab.rounds else "no pair",
+            pct(r.judged_change),
+            clocks or "n/a",
+            md_text(_note(r)),
+        ]
     us = f"{us_text(ab.delta_us)}, " if ab.delta_us is not None else ""
     return [
         md_code(r.key.label()),

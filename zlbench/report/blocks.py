@@ -51,7 +51,9 @@ class Block:
     outro: str = ""
     noun: str = "rows"
 
-    def render(self, cap: int | None) -> str:
+    def render(self, cap: int | None, bullets: int | None = None) -> str:
+        """The section with its first ``cap`` rows and chunks and the first
+        ``bullets`` bullet lines (``- ``) of its outro (None: all of them)."""
         rows, chunks = self.rows[:cap], self.chunks[:cap]
         hidden = len(self.rows) - len(rows) + len(self.chunks) - len(chunks)
         parts = [f"### {self.title}", self.intro]
@@ -60,8 +62,26 @@ class Block:
         parts += chunks
         if hidden:
             parts.append(f"_… {hidden} more {self.noun} not shown here: see the full report._")
-        parts.append(self.outro)
+        parts.append(cut_bullets(self.outro, bullets))
         return "\n\n".join(p for p in parts if p) + "\n"
+
+
+def cut_bullets(text: str, keep: int | None) -> str:
+    """``text`` with only its first ``keep`` bullet lines (``- ``), the others
+    counted in one line; the lines that are not bullets stay."""
+    if keep is None:
+        return text
+    out, dropped = [], 0
+    for line in text.splitlines():
+        if line.startswith("- "):
+            if keep <= 0:
+                dropped += 1
+                continue
+            keep -= 1
+        out.append(line)
+    if dropped:
+        out.append(f"- _… {dropped} more, see report.md_")
+    return "\n".join(out)
 
 
 def op_label(repo: str, name: str) -> str:

@@ -5,7 +5,10 @@ Built from :class:`zlbench.report.blocks.Block` like the failure sections."""
 
 from __future__ import annotations
 
-from zlbench.models import EnvFinding, GateVerdict, Verdict
+import math
+
+from zlbench.models import EnvFinding, GateVerdict, OpVerdict, Verdict
+from zlbench.protocol.ops import AT
 from zlbench.report.blocks import LEGEND, Block, change_block
 from zlbench.report.codegen import SETUP_CHANGED
 from zlbench.report.escape import md_code, md_fence, md_text, mermaid_label
@@ -14,12 +17,14 @@ from zlbench.report.facts import (
     ReportExtras,
     improved,
     largest_moves,
+    limit_of,
     near_threshold,
     nondefault_thresholds,
     unconfirmed,
 )
 
-CHART_OPS = 40
+CHART_OPS = 15  # bars per chart: labels stay readable
+CHART_LABEL = 20  # characters of a chart label
 
 
 def moves(v: GateVerdict) -> Block | None:
@@ -97,23 +102,66 @@ def codegen_failed(v: GateVerdict) -> Block | None:
     return Block(f"Kernels that no longer compile ({len(v.codegen.failed)})", f"{intro}\n\n{lines}")
 
 
+def chart_label(o: OpVerdict) -> str:
+    """An op's chart label: its op name without the test file (``mm`` for
+    ``mm__at__test_mm.py``); the caller keeps the file where two ops share a name."""
+    return o.run_name.split(AT)[0]
+
+
+def _nice_ceil(x: float) -> float:
+    """The smallest round number (1, 1.5, 2, 2.5, 3, 4, 5, 6, 8 × 10^k) at or above ``x`` > 0."""
+    k = 10 ** math.floor(math.log10(x))
+    return next(m * k for m in (1, 1.5, 2, 2.5, 3, 4, 5, 6, 8, 10) if m * k >= x - 1e-12)
+
+
+def _bars(title: str, ops: list[OpVerdict], values: list[float], limit: float | None) -> str:
+    names = [chart_label(o) for o in ops]
+    if len(set(names)) < len(names):  # an op in two test files: keep the file
+        names = [o.run_name for o in ops]
+    top = _nice_ceil(max([*values, limit or 0.0, 0.1]))
+    lines = [
+        "xychart-beta horizontal",
+        f'    title "{title}"',
+        f"    x-axis [{', '.join(mermaid_label(n, CHART_LABEL) for n in names)}]",
+        f'    y-axis "%" 0 --> {top:g}',
+        f"    bar [{', '.join(f'{x:.2f}' for x in values)}]",
+    ]
+    if limit is not None:
+        lines.append(f"    line [{', '.join(f'{limit:.2f}' for _ in values)}]")
+    return md_fence(lines, "mermaid")
+
+
 def chart(v: GateVerdict) -> Block | None:
+    """Two zero-based horizontal bar charts (mermaid): the ops that got slower, with
+    their limit as a line, and the ops that got faster, each the CHART_OPS largest
+    moves; the others are counted below them."""
     ops = [o for o in v.ops if o.judged_change is not None]
     if not ops:
         return None
-    shown = sorted(ops, key=lambda o: -abs(o.judged_change))[:CHART_OPS]
-    shown.sort(key=lambda o: -o.judged_change)
-    labels = ", ".join(mermaid_label(o.run_name) for o in shown)
-    values = ", ".join(f"{o.judged_change * 100:.2f}" for o in shown)
-    lines = [
-        "xychart-beta",
-        '    title "Judged change per op, % (+ = slower)"',
-        f"    x-axis [{labels}]",
-        '    y-axis "judged change %"',
-        f"    bar [{values}]",
-    ]
-    more = f" (the {CHART_OPS} largest of {len(ops)})" if len(ops) > CHART_OPS else ""
-    return Block(f"Change per op{more}", md_fence(lines, "mermaid"))
+    slower = sorted((o for o in ops if o.judged_change > 0), key=lambda o: -o.judged_change)
+    faster = sorted((o for o in ops if o.judged_change < 0), key=lambda o: o.judged_change)
+    chunks, left = [], []
+    if slower:
+        shown = slower[:CHART_OPS]
+        limits = [x for o in shown if (x := limit_of(o.threshold)) is not None]
+        limit = max(limits) * 100 if limits else None
+        values = [o.judged_change * 100 for o in shown]
+        title = "Slower: judged change, % (line: the limit)"
+        chunks.append(_bars(title, shown, values, limit))
+        left += [f"{len(slower) - len(shown)} more slower"] if len(slower) > len(shown) else []
+    if faster:
+        shown = faster[:CHART_OPS]
+        values = [-o.judged_change * 100 for o in shown]
+        chunks.append(_bars("Faster: judged change, % faster", shown, values, None))
+        left += [f"{len(faster) - len(shown)} more faster"] if len(faster) > len(shown) else []
+    unchanged = len(ops) - len(slower) - len(faster)
+    left += [f"{unchanged} unchanged"] if unchanged else []
+    intro = (
+        f"{len(slower)} op(s) slower, {len(faster)} faster (geomean of each op's judged "
+        f"change; the {CHART_OPS} largest moves each way are drawn)."
+    )
+    outro = f"Not drawn: {', '.join(left)}; every op is in report.html." if left else ""
+    return Block("Change per op", intro, chunks=chunks, outro=outro, noun="charts")
 
 
 def _env_row(f: EnvFinding) -> list[str]:

@@ -11,6 +11,7 @@ in :mod:`zlbench.report.sections`; docs/reports.md shows examples.
 from __future__ import annotations
 
 from zlbench.models import GateVerdict
+from zlbench.report.ab import judged_by
 from zlbench.report.blocks import Block
 from zlbench.report.escape import md_code, md_text
 from zlbench.report.facts import ReportExtras, geomean_changes, machine_speed_line, pct
@@ -20,6 +21,9 @@ MARKER = "<!-- zlbench-gate -->"
 GITHUB_COMMENT_LIMIT = 65_536
 STEP_SUMMARY_LIMIT = 1_000_000  # GitHub: 1 MiB per step summary
 CAPS = (200, 100, 50, 20, 10, 5, 3, 1)
+# Bullet lines of a section's outro (the "why" of each regressed row): cut first,
+# every table whole, then with the table rows (at most as many as rows are shown).
+BULLET_CAPS = (50, 20, 10, 5, 3, 1)
 ICONS = {"PASS": "✅", "FAIL": "❌", "ERROR": "⚠️"}
 
 
@@ -34,6 +38,8 @@ def header(v: GateVerdict) -> str:
         f"Baseline {md_code(v.baseline, 80)} ({md_code(v.baseline_dir, 120)}) · results "
         f"{md_code(v.results_dir, 120)}"
         + (f" · {md_text(v.generated, 40)}" if v.generated else ""),
+        "",
+        judged_by(v),
     ]
     judged, kernel, n = geomean_changes(v.rows)
     if n and v.verdict != "ERROR":
@@ -75,22 +81,24 @@ def render_comment(
     v: GateVerdict, limit: int = GITHUB_COMMENT_LIMIT, extras: ReportExtras | None = None
 ) -> str:
     """The report in at most ``limit`` characters: the full report when it fits; else
-    fewer rows per table (whole rows), then fewer sections (whole sections, from
-    the end), always with a note and the link to the full report."""
+    fewer bullet lines per section (every table whole), then fewer rows per table
+    (whole rows), then fewer sections (whole sections, from the end), always with a
+    note and the link to the full report."""
     extras = extras or ReportExtras()
     head, bs = header(v), blocks(v, extras)
     full = _join(head, [b.render(None) for b in bs])
     if _fits(full, limit):
         return full
-    for cap in CAPS:
-        text = _join(head, [b.render(cap) for b in bs] + [_cut_note(extras, [])])
+    stages = [(None, n) for n in BULLET_CAPS] + [(c, BULLET_CAPS[-1]) for c in CAPS]
+    for cap, bullets in stages:
+        text = _join(head, [b.render(cap, bullets) for b in bs] + [_cut_note(extras, [])])
         if _fits(text, limit):
             return text
     return _drop_sections(head, bs, extras, limit)
 
 
 def _drop_sections(head: str, bs: list[Block], extras: ReportExtras, limit: int) -> str:
-    kept = [b.render(CAPS[-1]) for b in bs]
+    kept = [b.render(CAPS[-1], BULLET_CAPS[-1]) for b in bs]
     titles = [b.title for b in bs]
     while kept:
         text = _join(head, kept + [_cut_note(extras, titles[len(kept) :])])

@@ -15,7 +15,7 @@ from zlbench.models import (
     Verdict,
 )
 from zlbench.protocol.layout import op_key
-from zlbench.report.ab import ab_block, accept_block
+from zlbench.report.ab import ab_block, accept_block, inconclusive_block
 from zlbench.report.blocks import Block, change_block, op_label, reason_block
 from zlbench.report.codegen import note_text, row_explanation
 from zlbench.report.escape import md_code, md_fence, md_text
@@ -264,6 +264,7 @@ def blocks(v: GateVerdict, extras: ReportExtras) -> list[Block]:
         env_warning(v),
         systemic(v),
         codegen_failed(v),
+        inconclusive_block(v),
         regressions(v, extras),
         ab_block(v),
         accept_block(v),

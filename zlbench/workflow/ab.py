@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from zlbench.errors import ZlbenchError
@@ -28,11 +28,20 @@ from zlbench.gate.paired import (
     DEFAULT_PAIRED_THRESHOLD,
     apply_paired,
     pair_rounds,
+    pair_samples,
     side_mismatch,
 )
 from zlbench.gate.restate import restate
-from zlbench.models import AbCompiler, AbSummary, AcceptEntry, GateVerdict, Verdict
+from zlbench.models import (
+    AbCompiler,
+    AbSummary,
+    AcceptEntry,
+    GateVerdict,
+    Verdict,
+    resolve_inside,
+)
 from zlbench.protocol.layout import RESULTS_DIR, op_key
+from zlbench.protocol.pairs import PairRule
 from zlbench.runner.ab.env import (
     PR_ENV,
     CompilerEnv,
@@ -40,6 +49,7 @@ from zlbench.runner.ab.env import (
     resolve_env,
     same_compiler_why,
 )
+from zlbench.runner.ab.interleave import load_pairs, run_interleaved
 from zlbench.runner.ab.rounds import (
     AB_DIR,
     AbRounds,
@@ -65,11 +75,21 @@ class AbOptions:
     threshold: float | None = None
     floor_us: float | None = None  # µs; 0: the relative threshold alone
     accept: Path | None = None  # the accept list file
+    max_pairs: int | None = None  # the interleaved A/B's budget per row (None: the default)
 
     def rule(self) -> tuple[float, float]:
         """(paired threshold, floor µs) a gate that measures records."""
         t = DEFAULT_PAIRED_THRESHOLD if self.threshold is None else self.threshold
         return t, DEFAULT_PAIRED_FLOOR_US if self.floor_us is None else self.floor_us
+
+    def pair_rule(self) -> PairRule:
+        """The interleaved A/B's rule: threshold and floor, the pair budget."""
+        t, floor = self.rule()
+        rule = PairRule(threshold=t, floor_us=floor)
+        if self.max_pairs is not None:
+            m = max(rule.min_pairs, self.max_pairs)
+            rule = replace(rule, max_pairs=m, max_pairs_plain=max(m, rule.max_pairs_plain))
+        return rule
 
 
 @dataclass
@@ -163,6 +183,53 @@ def measure_ab(
 
 
 FIRST_PR_NOTE = "round 1's PR side is the screen's own replay of every op"
+SCREEN_PR_NOTE = "interleaved: the PR side is the gate's own measure step (results/)"
+
+# measure(side env, op keys, batch out dir, (meeting dir, side, rule JSON)) -> batch dir
+MeasurePairedSide = Callable[[CompilerEnv, list[str], Path, tuple[Path, str, str]], Path]
+
+
+def measure_interleaved(
+    ctx: AbContext, ops: list[str], out: Path, measure: MeasurePairedSide, mode: str
+) -> tuple[Path, AbSummary]:
+    """The gate's measure step as an interleaved A/B of ``ops``: the PR's batch into
+    ``<out>/results/`` (what the gate judges against the stored baseline too), the
+    base's into ``<out>/ab/1/base/``, both at once, pairing row by row in
+    ``<out>/ab/pairs/`` (:mod:`zlbench.runner.ab.interleave`); ``ab/ab.json`` and
+    ``ab/pairs.json`` written. Returns (the PR's batch dir, the summary). ``mode``:
+    ``changed`` (the ops the codegen screen could not prove unchanged, and the
+    sentinels) or ``full`` (every op)."""
+    assert ctx.base is not None
+    rule = ctx.options.pair_rule()
+    sides = {"pr": PR_ENV, "base": ctx.base}
+    dests = {"pr": out / RESULTS_DIR, "base": out / AB_DIR / "1" / "base"}
+
+    def side(name: str, keys: list[str], _dest: Path, meet: Path) -> Path:
+        return measure(sides[name], keys, dests[name], (meet, name, rule.to_json()))
+
+    run = run_interleaved(ops, out / AB_DIR, side)
+    pr_dir, base_dir = run.dirs[0]
+    check_sides(load_rounds([(pr_dir, base_dir)]), base_dir, ctx.options.base_compiler or "")
+    summary = AbSummary(
+        note=SCREEN_PR_NOTE,
+        mode=mode,
+        rounds=1,
+        order=run.order,
+        threshold=rule.threshold,
+        floor_us=rule.floor_us,
+        ops=sorted(ops),
+        seconds={k: round(v, 1) for k, v in run.seconds.items()},
+        pr=ctx.pr_id,
+        base=ctx.base_id,
+        method="interleaved",
+        pr_is_screen=True,
+        min_pairs=rule.min_pairs,
+        max_pairs=rule.max_pairs,
+        max_pairs_plain=rule.max_pairs_plain,
+        confidence=rule.confidence,
+    )
+    write_summary(out / AB_DIR, summary)
+    return pr_dir, summary
 
 
 def check_sides(loaded, where: Path, base_env: str) -> None:
@@ -192,13 +259,35 @@ def judge_ab(verdict: GateVerdict, gate_dir: Path, options: AbOptions | None = N
         summary = with_rule(summary, options)
     loaded = load_rounds(dirs)
     check_sides(loaded, gate_dir / AB_DIR, summary.base.env)
-    paired = pair_rounds(loaded.rounds)
-    full = summary.mode == "full"
+    pairs = (
+        load_pairs(resolve_inside(gate_dir, AB_DIR)) if summary.method == "interleaved" else None
+    )
+    rule = summary_rule(summary)
+    paired = pair_samples(pairs, rule) if pairs is not None else pair_rounds(loaded.rounds)
+    full = summary.mode in ("full", "changed")
     per_op = verdict.thresholds.paired_ops if verdict.thresholds is not None else {}
     rows = apply_paired(
-        verdict.rows, paired, summary.threshold, verdict.baseline, full, per_op, summary.floor_us
+        verdict.rows,
+        paired,
+        summary.threshold,
+        verdict.baseline,
+        full,
+        per_op,
+        summary.floor_us,
+        rule,
     )
     return restate(verdict, rows, ab=summary)
+
+
+def summary_rule(summary: AbSummary) -> PairRule:
+    """The pair rule an interleaved A/B recorded (the defaults for what it did not)."""
+    rule = PairRule(threshold=summary.threshold, floor_us=summary.floor_us)
+    given = {
+        k: v
+        for k in ("min_pairs", "max_pairs", "max_pairs_plain", "confidence")
+        if (v := getattr(summary, k)) is not None
+    }
+    return replace(rule, **given)
 
 
 def with_rule(summary: AbSummary, options: AbOptions) -> AbSummary:

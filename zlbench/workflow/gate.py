@@ -70,7 +70,7 @@ from zlbench.report.markdown import STEP_SUMMARY_LIMIT, render_comment, render_m
 from zlbench.runner.ab.env import PR_ENV, CompilerEnv
 from zlbench.runner.catalog.inventory import inventory_op_keys
 from zlbench.runner.claim import hold_dir, write_file_set
-from zlbench.workflow.ab import AbContext, AbOptions, finish, prepare
+from zlbench.workflow.ab import AbContext, AbOptions, finish, measure_interleaved, prepare
 from zlbench.workflow.codegen import (
     CodegenStep,
     Screen,
@@ -148,6 +148,8 @@ class MeasureRequest:
     # set, on both A/B sides): the screen has their SASS, so the measure step's
     # records skip disassembly (cuobjdump at each op's end, off the timings)
     sass: bool = True
+    # one side of an interleaved A/B: (meeting dir, side "pr" | "base", pair rule JSON)
+    pair: tuple[Path, str, str] | None = None
 
 
 NO_SASS_FLAG = plugin_flag("codegen-no-sass")
@@ -197,6 +199,9 @@ def measure_batch(req: MeasureRequest) -> tuple[Path, int]:
         from zlbench.runner.ab.env import side_config
 
         config = side_config(config, req.compiler)
+    if req.pair is not None:
+        meet, side, rule = req.pair
+        config = replace(config, pair_dir=meet, pair_side=side, pair_rule=rule)
     outcome = run_batch(config)
     return outcome.out_dir, outcome.exit_code
 
@@ -332,6 +337,7 @@ class _Inputs:
     opts: GateOptions
     ab: AbContext = field(default_factory=lambda: AbContext(AbOptions()))
     steps: GateSteps = field(default_factory=GateSteps)  # written to <out>/steps.json
+    ab_measured: bool = False  # the measure step was the interleaved A/B
 
 
 @contextmanager
@@ -485,8 +491,33 @@ def _measure_and_judge(
     if job.shard is not None:
         return run_shard(inputs, req, seams, codegen)
     with timed(inputs.steps, "measure"):
-        batch_dir, _ = seams.measure(req)
+        batch_dir, _ = _measure_step(inputs, req, seams)
     return _judge_measured(inputs, req, load_results(batch_dir), seams, codegen)
+
+
+def _measure_step(inputs: _Inputs, req: MeasureRequest, seams: GateSeams) -> tuple[Path, int]:
+    """The gate's measure step: the PR's replay batch of ``req.ops``, or with a base
+    compiler the interleaved A/B of them (both compilers at once on the same GPUs,
+    paired row by row, :func:`zlbench.workflow.ab.measure_interleaved`), whose PR side
+    is ``results/``. (batch dir, the PR batch's exit code)."""
+    if not inputs.ab.ab:
+        return seams.measure(req)
+    job = remeasure_job(req)  # the baseline's processes per GPU
+    codes: dict[str, int] = {}
+
+    def side(env: CompilerEnv, ops: list[str], dest: Path, pair: tuple[Path, str, str]) -> Path:
+        sub = MeasureRequest(req.baseline, set(ops), dest, req.shard, job, compiler=env, pair=pair)
+        sub.shared_cache = req.shared_cache if env == PR_ENV else None  # never the base's
+        sub.sass = req.sass  # both sides alike
+        batch_dir, codes[pair[1]] = seams.measure(sub)
+        return batch_dir
+
+    mode = "full" if inputs.ab.options.full else "changed"
+    seams.say(f"zlbench gate: interleaved A/B of {len(req.ops)} op(s) against the base "
+              f"compiler ({inputs.ab.options.base_compiler}), paired row by row")  # fmt: skip
+    pr_dir, _ = measure_interleaved(inputs.ab, sorted(req.ops), req.out_dir.parent, side, mode)
+    inputs.ab_measured = True
+    return pr_dir, codes.get("pr", 0)
 
 
 def _screen(inputs: _Inputs, job: GateJob, out: Path, seams: GateSeams, cache: Path) -> CodegenStep:
@@ -544,6 +575,8 @@ def _remeasure_or_ab(
 ) -> tuple[Remeasure | None, Callable[..., Path] | None]:
     """The confirmation re-measure, or (with a base compiler) the A/B that replaces
     it: ``measure(side env, op keys, batch dir)`` replays the ops in that env."""
+    if inputs.ab_measured:  # the measure step was the A/B: nothing to re-measure
+        return None, None
     share = remeasure_job(req).gpu_share
     if share != req.job.gpu_share:
         what = "the A/B" if inputs.ab.ab else "confirmation passes"
@@ -610,7 +643,7 @@ def run_shard(
     label = f"{req.shard[0]}/{req.shard[1]}"
     try:
         with timed(inputs.steps, "measure"):
-            batch_dir, code = seams.measure(req)
+            batch_dir, code = _measure_step(inputs, req, seams)
     except EmptyShardError as e:
         write_ops_status(req.out_dir, [])  # a valid, empty batch dir for `zlbench merge`
         seams.say(f"shard {label}: nothing to measure, exit 0 ({e})")

@@ -29,6 +29,7 @@ from zlbench.models import (
     load_json_model,
     resolve_inside,
 )
+from zlbench.protocol.layout import RESULTS_DIR
 
 AB_DIR = "ab"
 AB_FILE = "ab.json"
@@ -120,4 +121,9 @@ def load_summary(gate_dir: Path) -> tuple[AbSummary, list[tuple[Path, Path]]] | 
     root = resolve_inside(gate_dir, AB_DIR)
     if not (root / AB_FILE).is_file():
         return None
-    return load_json_model(root / AB_FILE, AbSummary), round_dirs(root)
+    summary = load_json_model(root / AB_FILE, AbSummary)
+    dirs = round_dirs(root)
+    base = root / "1" / "base"
+    if not dirs and summary.pr_is_screen and base.is_dir():  # interleaved: PR = results/
+        dirs = [(resolve_inside(gate_dir, RESULTS_DIR), base)]
+    return summary, dirs

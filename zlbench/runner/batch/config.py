@@ -97,6 +97,12 @@ class BatchConfig:
     # Replay: "auto" cuts an op longer than its share of a process slot into row
     # parts run by several processes and merged at the end (runner.batch.parts); "off".
     split_rows: str = "auto"
+    # One side of an interleaved A/B (runner.ab.interleave): the dir both sides' benchmark
+    # processes meet in, this side ("pr" | "base") and the pair rule (JSON); each GPU's
+    # turn file lies in that dir, so both sides' processes of one GPU share its turn.
+    pair_dir: Path | None = None
+    pair_side: str | None = None
+    pair_rule: str | None = None
 
 
 @dataclass

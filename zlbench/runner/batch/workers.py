@@ -25,6 +25,7 @@ from zlbench.errors import ZlbenchError
 from zlbench.gate.baselines import sha256_file
 from zlbench.models import BatchInfo, DismissedOp, OpStatus, RunResult, RunStatus, WorkerPlan
 from zlbench.protocol.layout import COMPLETE, GPU_TURNS_CSV
+from zlbench.protocol.pairs import pair_environ
 from zlbench.protocol.turn import GPU_SHARE_VAR, GPU_TURN_LOG_VAR, GPU_TURN_VAR, TURN_LOG_HEADER
 from zlbench.runner.batch import progress
 from zlbench.runner.batch.attempts import (
@@ -365,6 +366,8 @@ class BatchRun:
         if self.turn_dir is not None:  # this GPU's turn, shared by its slots
             env[GPU_TURN_VAR] = str(Path(self.turn_dir) / f"gpu-{gpu or 'default'}.lock")
             env[GPU_TURN_LOG_VAR] = str(self.out / GPU_TURNS_CSV)
+        if c.pair_dir is not None:  # an A/B side: the GPU's turn shared with the other side
+            env |= pair_environ(c.pair_dir, c.pair_side or "", c.pair_rule, gpu)
         # FlagGems' tuning space, explicit and recorded (Environment.use_flagtune)
         env[FLAGTUNE_VAR] = c.use_flagtune or env.get(FLAGTUNE_VAR) or DEFAULT_FLAGTUNE
         extra = {"extra_pytest_args": list(c.extra_pytest_args)} if c.extra_pytest_args else {}

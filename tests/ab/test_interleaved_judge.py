@@ -1,0 +1,175 @@
+"""Judging an interleaved A/B (``ab/pairs.json``) through ``zlbench gate --results``, as
+CI's judge does: the four verdicts of the pair rule, reasons that state the numbers
+they were decided on, the inconclusive rows first in the report."""
+
+from __future__ import annotations
+
+import itertools
+
+from zlsynth import brow, crow, run_result, write_baseline, write_results
+
+from zlbench.cli import main
+from zlbench.models import (
+    AbCompiler,
+    AbSummary,
+    GateVerdict,
+    PairedSamples,
+    PairSample,
+    PairsFile,
+    Verdict,
+    dump_json_model,
+    load_json_model,
+)
+from zlbench.protocol.pairs import PairRule
+from zlbench.runner.ab.rounds import AB_DIR, write_summary
+
+S = "[1024]"
+RULE = PairRule()  # the defaults: 3 %, 0.05 µs, 5-16 pairs, 90 %
+
+
+def batch(root, lat_us: dict[str, float], torch_us: dict[str, float] | None = None):
+    torch_us = torch_us or lat_us
+    runs = [
+        run_result(
+            op, [crow(op, S, torch_us[op] / us, lat=us / 1000, torch_lat=torch_us[op] / 1000)]
+        )
+        for op, us in lat_us.items()
+    ]
+    return write_results(root, runs)
+
+
+def gate_dir(tmp_path, pairs: dict[str, list[tuple[float, float]]], screen: float = 1.0):
+    """A gate dir of an interleaved A/B: op -> its (PR µs, base µs) pairs. The stored
+    baseline has every op at its first base µs; the screen (the PR side) at ``screen``
+    times that."""
+    base_us = {op: p[0][1] for op, p in pairs.items()}
+    bl = write_baseline(
+        tmp_path / "bl", {op: [brow(op, S, 1.0, lat=b / 1000)] for op, b in base_us.items()}
+    )
+    gate = tmp_path / "gate"
+    batch(gate / "results", {op: b * screen for op, b in base_us.items()}, base_us)
+    batch(gate / AB_DIR / "1" / "base", base_us)
+    rows = []
+    for op, values in pairs.items():
+        key = crow(op, S, 1.0).key("main", op)
+        samples = []
+        for i, (pr, base) in enumerate(values):
+            first = [PairSample(side="pr", ms=pr / 1000), PairSample(side="base", ms=base / 1000)]
+            samples += first if i % 2 == 0 else first[::-1]
+        rows.append(PairedSamples(key=key, samples=samples))
+    dump_json_model(gate / AB_DIR / "pairs.json", PairsFile(rows=rows))
+    write_summary(
+        gate / AB_DIR,
+        AbSummary(
+            mode="changed",
+            rounds=1,
+            order=["pr", "base"],
+            threshold=RULE.threshold,
+            floor_us=RULE.floor_us,
+            ops=[f"main/{op}" for op in pairs],
+            pr=AbCompiler(env="(this environment)", path="/pr/triton"),
+            base=AbCompiler(env="/envs/base", path="/envs/base/triton"),
+            method="interleaved",
+            pr_is_screen=True,
+            min_pairs=RULE.min_pairs,
+            max_pairs=RULE.max_pairs,
+            max_pairs_plain=RULE.max_pairs_plain,
+            confidence=RULE.confidence,
+        ),
+    )
+    return bl, gate
+
+
+def judge(tmp_path, bl, gate) -> tuple[int, GateVerdict, str]:
+    out = tmp_path / "out"
+    rc = main(["gate", "--baseline", str(bl), "--results", str(gate), "--out", str(out)])
+    return rc, load_json_model(out / "verdict.json", GateVerdict), (out / "report.md").read_text()
+
+
+def row(v: GateVerdict, op: str):
+    return next(r for r in v.rows if r.key.op == op)
+
+
+def pairs_of(pr: list[float], base: float) -> list[tuple[float, float]]:
+    return [(p, base) for p in pr]
+
+
+def test_a_row_10_percent_slower_than_the_base_is_a_regression_naming_its_interval(tmp_path):
+    bl, gate = gate_dir(tmp_path, {"big": pairs_of([110.0, 110.5, 109.5, 110.2, 109.8], 100.0)})
+    rc, v, md = judge(tmp_path, bl, gate)
+    assert rc == 1 and v.verdict == "FAIL"
+    r = row(v, "big")
+    assert r.verdict is Verdict.REGRESSION and r.ab.decision == "REGRESSION"
+    assert r.ab.change_lo > 0.09 and r.ab.change_hi < 0.11 and r.ab.rounds == 5
+    assert r.reason.startswith("slower than the base: +10.0 % [+9.5, +10.5] (+10.00 µs")
+    assert "5 pairs" in r.reason
+    assert "Judged on this runner: an interleaved A/B" in md.split("\n## ", 2)[1]
+
+
+def test_a_1_4us_kernel_20_percent_slower_is_caught_by_the_default_floor(tmp_path):
+    bl, gate = gate_dir(tmp_path, {"mv": pairs_of([1.68, 1.69, 1.67, 1.68, 1.70], 1.4)})
+    rc, v, _ = judge(tmp_path, bl, gate)
+    assert rc == 1 and row(v, "mv").verdict is Verdict.REGRESSION  # +0.28 µs > 0.05 µs
+
+
+def test_slower_than_the_stored_baseline_but_not_the_base_is_inherited(tmp_path):
+    same = pairs_of([100.1, 99.9, 100.0, 100.2, 99.8], 100.0)
+    bl, gate = gate_dir(tmp_path, {"stale": same}, screen=1.2)
+    rc, v, _ = judge(tmp_path, bl, gate)
+    r = row(v, "stale")
+    assert rc == 0 and r.verdict is Verdict.PASS and r.ab.inherited
+    assert r.reason.startswith("inherited from the base (baseline vtest is stale here): +0.0 %")
+    assert r.reason.endswith("+20.0 % vs vtest")  # both numbers, each named
+
+
+def test_a_small_kernel_beyond_the_threshold_but_within_the_floor_passes_and_says_so(tmp_path):
+    tiny = pairs_of([1.035, 1.04, 1.03, 1.036, 1.034], 1.0)  # +3.5 %, +0.035 µs
+    bl, gate = gate_dir(tmp_path, {"tiny": tiny})
+    rc, v, _ = judge(tmp_path, bl, gate)
+    r = row(v, "tiny")
+    assert rc == 0 and r.verdict is Verdict.PASS and r.ab.within_floor
+    assert r.reason.startswith("within the 0.05 µs floor: +3.5 %")
+    assert "µs [+0.03, +0.04]) vs the base, 5 pairs" in r.reason  # what the floor passed
+
+
+def test_a_row_still_straddling_after_its_budget_is_inconclusive_first_in_the_report(tmp_path):
+    noisy = pairs_of(
+        list(itertools.islice(itertools.cycle([100.0, 106.0, 101.0, 105.0]), 16)), 100.0
+    )
+    big = pairs_of([110.0, 110.5, 109.5, 110.2, 109.8], 100.0)
+    bl, gate = gate_dir(tmp_path, {"noisy": noisy, "big": big})
+    rc, v, md = judge(tmp_path, bl, gate)
+    r = row(v, "noisy")
+    assert r.verdict is Verdict.INCONCLUSIVE and r.ab.rounds == 16
+    assert r.reason.startswith(
+        "inconclusive: +3.0 % [+1.0, +5.0] (+3.00 µs [+1.00, +5.00]) vs the base, 16 pairs"
+    )
+    assert "straddles +3 % / 0.05 µs" in r.reason
+    assert rc == 1  # by the regression of `big`, not by the inconclusive row
+    op = next(o for o in v.ops if o.run_name == "noisy")
+    assert op.verdict is Verdict.INCONCLUSIVE
+    assert md.index("## Inconclusive rows") < md.index("## Regress")
+
+
+def test_an_inconclusive_row_alone_does_not_fail_the_gate(tmp_path):
+    noisy = pairs_of(
+        list(itertools.islice(itertools.cycle([100.0, 106.0, 101.0, 105.0]), 16)), 100.0
+    )
+    bl, gate = gate_dir(tmp_path, {"noisy": noisy})
+    rc, v, _ = judge(tmp_path, bl, gate)
+    assert rc == 0 and v.verdict == "PASS" and v.counts == {"INCONCLUSIVE": 1}
+
+
+def test_faster_than_the_base_beyond_both_is_an_improvement(tmp_path):
+    bl, gate = gate_dir(tmp_path, {"fast": pairs_of([80.0, 80.5, 79.5, 80.2, 79.8], 100.0)})
+    rc, v, _ = judge(tmp_path, bl, gate)
+    assert rc == 0 and row(v, "fast").verdict is Verdict.IMPROVEMENT
+
+
+def test_without_a_base_compiler_the_report_says_the_stored_baseline_decided(tmp_path):
+    bl = write_baseline(tmp_path / "bl", {"x": [brow("x", S, 1.0, lat=0.1)]})
+    res = batch(tmp_path / "res", {"x": 100.0})
+    out = tmp_path / "out"
+    assert main(["gate", "--baseline", str(bl), "--results", str(res), "--out", str(out)]) == 0
+    head = (out / "report.md").read_text().split("\n## ", 2)[1]
+    assert "Judged against the stored baseline `vtest` alone (no base compiler" in head

@@ -1,0 +1,134 @@
+"""The interleaved A/B's order, statistic and stopping rule (zlbench.protocol.pairs)."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from zlbench.protocol.pairs import (
+    INCONCLUSIVE,
+    PairRule,
+    complete_pairs,
+    decide,
+    final_decision,
+    median_ci,
+    pair_stats,
+    should_stop,
+    slot_side,
+)
+
+
+def test_each_pair_holds_one_sample_of_each_side():
+    for key in ("a", "main/add|float32|[64]", "x" * 50):
+        for pair in range(40):
+            sides = {slot_side(key, 2 * pair), slot_side(key, 2 * pair + 1)}
+            assert sides == {"pr", "base"}
+
+
+def test_blocks_of_two_pairs_are_ab_ba_or_ba_ab_so_each_side_leads_half_the_pairs():
+    for key in (f"row-{i}" for i in range(50)):
+        firsts = [slot_side(key, 2 * p) for p in range(32)]
+        for b in range(16):
+            assert firsts[2 * b] != firsts[2 * b + 1]  # balanced within every block
+        assert firsts.count("pr") == firsts.count("base") == 16
+
+
+def test_the_order_is_random_across_rows_and_blocks_yet_the_same_for_both_sides():
+    leads = {slot_side(f"row-{i}", 0) for i in range(40)}
+    assert leads == {"pr", "base"}  # not always the same side first
+    blocks = {slot_side("one-row", 4 * b) for b in range(40)}
+    assert blocks == {"pr", "base"}
+    assert [slot_side("k", s) for s in range(20)] == [slot_side("k", s) for s in range(20)]
+
+
+@pytest.mark.parametrize(
+    ("n", "confidence", "k"),
+    [(4, 0.9, None), (5, 0.9, 1), (6, 0.95, 1), (8, 0.95, 1), (9, 0.95, 2), (16, 0.9, 5)],
+)
+def test_the_median_interval_is_the_widest_order_statistic_pair_with_the_coverage(n, confidence, k):
+    values = [float(i) for i in range(1, n + 1)]
+    ci = median_ci(values, confidence)
+    if k is None:
+        assert ci is None
+        return
+    assert ci == (values[k - 1], values[n - k])
+    miss = 2 * sum(math.comb(n, j) for j in range(k)) / 2**n
+    assert miss <= 1 - confidence  # the coverage holds ...
+    wider_miss = 2 * sum(math.comb(n, j) for j in range(k + 1)) / 2**n
+    assert wider_miss > 1 - confidence  # ... and a narrower interval would lose it
+
+
+def _stats(changes, base_ms=0.1, confidence=0.9):
+    base = [base_ms] * len(changes)
+    return pair_stats([b * (1 + c) for b, c in zip(base, changes, strict=True)], base, confidence)
+
+
+RULE = PairRule(threshold=0.03, floor_us=0.05, min_pairs=5, max_pairs=8)
+
+
+def test_a_row_clearly_slower_beyond_threshold_and_floor_is_a_regression():
+    s = _stats([0.10, 0.11, 0.09, 0.12, 0.10])  # 100 µs kernel, +10 %
+    assert s.change == pytest.approx(0.10)
+    assert s.change_lo == pytest.approx(0.09) and s.change_hi == pytest.approx(0.12)
+    assert s.delta_us == pytest.approx(10.0)
+    assert decide(s, RULE) == "REGRESSION"
+
+
+def test_a_row_within_the_threshold_passes_and_fewer_than_min_pairs_decide_nothing():
+    assert decide(_stats([0.004, -0.002, 0.01, 0.0, -0.01]), RULE) == "PASS"
+    assert decide(_stats([0.10, 0.11, 0.09, 0.12]), RULE) is None
+
+
+def test_a_small_kernel_slower_by_less_than_the_floor_passes_on_the_floor():
+    # a 0.2 µs kernel 20 % slower is +0.04 µs: inside the 0.05 µs floor
+    s = _stats([0.2, 0.19, 0.21, 0.2, 0.2], base_ms=0.0002)
+    assert s.change_lo > RULE.threshold and s.delta_hi_us <= RULE.floor_us
+    assert decide(s, RULE) == "PASS"
+
+
+def test_a_1_4us_kernel_20_percent_slower_is_caught_at_the_floor():
+    s = _stats([0.2, 0.19, 0.21, 0.2, 0.2], base_ms=0.0014)  # +0.28 µs
+    assert decide(s, RULE) == "REGRESSION"
+
+
+def test_an_interval_straddling_the_threshold_is_undecided_then_inconclusive_at_the_budget():
+    s = _stats([0.0, 0.06, 0.01, 0.05, 0.03])
+    assert decide(s, RULE) is None
+    assert not should_stop(s, RULE, plain=False)
+    s8 = _stats([0.0, 0.06, 0.01, 0.05, 0.03, 0.0, 0.06, 0.02])
+    assert should_stop(s8, RULE, plain=False)  # the graph budget: 8 pairs
+    assert not should_stop(s8, RULE, plain=True)  # the plain fallback gets more
+    assert final_decision(s8, RULE) == INCONCLUSIVE
+
+
+def test_faster_beyond_both_is_an_improvement_only_when_asked():
+    s = _stats([-0.2, -0.21, -0.19, -0.2, -0.22])
+    assert decide(s, RULE, full=True) == "IMPROVEMENT"
+    assert decide(s, RULE, full=False) == "PASS"
+
+
+def test_dropped_pairs_count_towards_a_cap_so_a_throttled_gpu_cannot_loop_forever():
+    s = _stats([])
+    assert not should_stop(s, RULE, plain=False, taken=15)
+    assert should_stop(s, RULE, plain=False, taken=16)
+
+
+def test_complete_pairs_leave_out_a_pair_with_a_throttled_sample_and_an_unfinished_pair():
+    samples = [
+        {"side": "pr", "ms": 2.0, "reasons": 4},  # power cap: kept
+        {"side": "base", "ms": 1.0, "reasons": 0},
+        {"side": "base", "ms": 1.0, "reasons": 0x40},  # HW thermal slowdown: dropped
+        {"side": "pr", "ms": 9.0, "reasons": 0},
+        {"side": "base", "ms": 1.5, "reasons": None},
+        {"side": "pr", "ms": 3.0, "reasons": None},
+        {"side": "pr", "ms": 7.0, "reasons": 0},  # no partner yet
+    ]
+    pr, base, dropped = complete_pairs(samples)
+    assert (pr, base, dropped) == ([2.0, 3.0], [1.0, 1.5], 1)
+
+
+def test_the_rule_round_trips_through_the_environment_and_ignores_unknown_keys():
+    rule = PairRule(threshold=0.05, floor_us=0.1, max_pairs=12)
+    assert PairRule.from_json(rule.to_json()) == rule
+    assert PairRule.from_json('{"threshold": 0.02, "future": 1}') == PairRule(threshold=0.02)

@@ -1,0 +1,232 @@
+"""The interleaved paired A/B: its order, its statistic and its stopping rule (pure).
+
+``zlbench gate --base-compiler ENV`` measures the rows to judge with two long-lived
+benchmark processes on one GPU, one per compiler (the PR's and the base's), that
+take turns row by row (docs/judging.md "A/B against the base compiler"). For each
+row the two processes take *samples* in slots: pair ``k`` is slots ``2k`` and
+``2k + 1``, one sample of each side, in an order that is random per row but
+balanced: pairs come in blocks of two, ``AB BA`` or ``BA AB`` (:func:`slot_side`),
+so each side goes first equally often and a drift within a block moves both sides
+alike. Both processes decide when to stop from the same samples with the same rule
+(:func:`decide`), so they stop at the same pair without talking to each other.
+
+The statistic of a row is the median over its pairs of ``PR / base - 1`` (its
+*change*, + = the PR is slower) and of ``PR µs - base µs`` (its *delta*), each with
+a distribution-free confidence interval for the median (order statistics of the
+pairs: the sign test inverted). A row is
+
+* ``REGRESSION`` when both intervals lie beyond the threshold and the floor: slower
+  than the base beyond ``threshold`` *and* by more than ``floor_us`` per call;
+* ``PASS`` when either interval lies within them (the row cannot be slower beyond
+  both), ``IMPROVEMENT`` when faster beyond both (reported only by a full A/B);
+* undecided otherwise: more pairs, up to the budget; still undecided after it,
+  ``INCONCLUSIVE``.
+
+Imported by the plugins (which measure) and by the judge; stdlib only.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from statistics import median
+from typing import Any
+
+PAIR_DIR_VAR = "ZLBENCH_PAIR_DIR"  # the dir both sides' processes meet in
+PAIR_SIDE_VAR = "ZLBENCH_PAIR_SIDE"  # "pr" or "base"
+PAIR_RULE_VAR = "ZLBENCH_PAIR_RULE"  # PairRule as JSON (both sides get the same)
+SIDES = ("pr", "base")
+
+REGRESSION, PASS, IMPROVEMENT, INCONCLUSIVE = "REGRESSION", "PASS", "IMPROVEMENT", "INCONCLUSIVE"
+
+# NVML clock event (throttle) reasons that mean the GPU slowed itself down: a sample
+# taken under one of them is not comparable with its pair (the pair is dropped).
+# Software power capping (0x4) is the normal state of a busy H200 and is kept.
+THROTTLE_MASK = 0x8 | 0x20 | 0x40 | 0x80  # HW slowdown, SW/HW thermal, HW power brake
+
+
+@dataclass(frozen=True)
+class PairRule:
+    """What both sides of an interleaved A/B stop by and the judge judges by."""
+
+    threshold: float = 0.03  # relative: slower than the base beyond this ...
+    floor_us: float = 0.05  # ... and by more than this many µs per call
+    min_pairs: int = 5  # never decide on fewer pairs
+    max_pairs: int = 16  # the budget of a row timed with a CUDA graph
+    max_pairs_plain: int = 32  # the budget of a row timed by the plain fallback (noisier)
+    confidence: float = 0.9  # of the intervals of the median
+
+    def to_json(self) -> str:
+        return json.dumps(asdict(self), sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> PairRule:
+        data = json.loads(text)
+        known = {k: data[k] for k in asdict(cls()) if k in data}
+        return cls(**known)
+
+    def budget(self, plain: bool) -> int:
+        return self.max_pairs_plain if plain else self.max_pairs
+
+
+def pair_environ(root: object, side: str, rule_json: str | None, gpu: str) -> dict[str, str]:
+    """The environment of one A/B side's benchmark process on ``gpu``: the meeting
+    dir, the side, the rule, and the GPU's turn file in the meeting dir (both sides'
+    processes of one GPU take the same turn, :mod:`zlbench.protocol.turn`)."""
+    from zlbench.protocol.turn import GPU_TURN_VAR
+
+    env = {
+        PAIR_DIR_VAR: str(root),
+        PAIR_SIDE_VAR: side,
+        GPU_TURN_VAR: f"{root}/gpu-{gpu or 'default'}.lock",
+    }
+    if rule_json:
+        env[PAIR_RULE_VAR] = rule_json
+    return env
+
+
+def other(side: str) -> str:
+    return "base" if side == "pr" else "pr"
+
+
+def _block_first(key: str, block: int) -> str:
+    """The side that goes first in the first pair of ``block`` of row ``key``."""
+    digest = hashlib.sha256(f"{key}|{block}".encode()).digest()
+    return SIDES[digest[0] & 1]
+
+
+def slot_side(key: str, slot: int) -> str:
+    """Which side takes the sample of ``slot`` (0, 1, 2, ...) of row ``key``: pairs
+    in blocks of two, ``AB BA`` or ``BA AB`` at random per block (seeded by the row)."""
+    pair, second = divmod(slot, 2)
+    block, later = divmod(pair, 2)
+    first = _block_first(key, block)
+    first = other(first) if later else first
+    return other(first) if second else first
+
+
+def median_ci(values: Sequence[float], confidence: float) -> tuple[float, float] | None:
+    """A distribution-free interval for the median of ``values`` (order statistics:
+    the widest ``[x_(k), x_(n-k+1)]`` whose coverage is at least ``confidence``);
+    None when ``values`` are too few for that coverage (e.g. fewer than 5 at 90 %)."""
+    x = sorted(values)
+    n = len(x)
+    alpha = 1.0 - confidence
+    # P(B <= j) for B ~ Binomial(n, 1/2); the interval [x_(k), x_(n-k+1)] misses the
+    # median with probability 2 * P(B <= k - 1)
+    k, tail = 0, 0.0
+    while k < n // 2:
+        nxt = tail + math.comb(n, k) / 2.0**n
+        if 2 * nxt > alpha:
+            break
+        tail, k = nxt, k + 1
+    if k == 0:
+        return None
+    return x[k - 1], x[n - k]
+
+
+@dataclass
+class PairStats:
+    """One row's pairs summed up (changes relative, + = the PR is slower)."""
+
+    pairs: int
+    change: float | None = None
+    change_lo: float | None = None
+    change_hi: float | None = None
+    delta_us: float | None = None
+    delta_lo_us: float | None = None
+    delta_hi_us: float | None = None
+
+
+def pair_stats(pr_ms: Sequence[float], base_ms: Sequence[float], confidence: float) -> PairStats:
+    """The change and delta of a row's kept pairs (PR and base per-call ms, in pair
+    order), with their intervals (None while too few pairs)."""
+    pairs = [(p, b) for p, b in zip(pr_ms, base_ms, strict=True) if p > 0 and b > 0]
+    s = PairStats(pairs=len(pairs))
+    if not pairs:
+        return s
+    changes = [p / b - 1.0 for p, b in pairs]
+    deltas = [(p - b) * 1000.0 for p, b in pairs]
+    s.change, s.delta_us = median(changes), median(deltas)
+    ci_c, ci_d = median_ci(changes, confidence), median_ci(deltas, confidence)
+    if ci_c is not None and ci_d is not None:
+        (s.change_lo, s.change_hi), (s.delta_lo_us, s.delta_hi_us) = ci_c, ci_d
+    return s
+
+
+def complete_pairs(samples: Sequence[Mapping[str, Any]]) -> tuple[list[float], list[float], int]:
+    """(PR ms, base ms) of a row's complete pairs in slot order (slots ``2k``, ``2k+1``
+    holding one sample of each side), leaving out pairs with a throttled sample
+    (:func:`throttled`), and how many pairs were left out for that."""
+    pr, base, dropped = [], [], 0
+    for i in range(0, len(samples) - 1, 2):
+        a, b = samples[i], samples[i + 1]
+        by_side = {a.get("side"): a, b.get("side"): b}
+        if set(by_side) != set(SIDES):
+            continue
+        if throttled(a.get("reasons")) or throttled(b.get("reasons")):
+            dropped += 1
+            continue
+        pr.append(float(by_side["pr"]["ms"]))
+        base.append(float(by_side["base"]["ms"]))
+    return pr, base, dropped
+
+
+def decide(s: PairStats, rule: PairRule, *, full: bool = True) -> str | None:
+    """REGRESSION, PASS or IMPROVEMENT once the intervals decide (module docstring),
+    None while undecided (or fewer than ``rule.min_pairs`` pairs). ``full``: a faster
+    row beyond both the threshold and the floor is IMPROVEMENT, else PASS."""
+    if s.pairs < rule.min_pairs or s.change_lo is None or s.change_hi is None:
+        return None
+    assert s.delta_lo_us is not None and s.delta_hi_us is not None
+    t, floor = rule.threshold, rule.floor_us
+    if s.change_lo > t and s.delta_lo_us > floor:
+        return REGRESSION
+    if s.change_hi <= t or s.delta_hi_us <= floor:
+        faster = s.change_hi < -t and s.delta_hi_us < -floor
+        return IMPROVEMENT if full and faster else PASS
+    return None
+
+
+def final_decision(s: PairStats, rule: PairRule, *, full: bool = True) -> str:
+    """The row's verdict after its pairs: :func:`decide`'s, else INCONCLUSIVE."""
+    return decide(s, rule, full=full) or INCONCLUSIVE
+
+
+def should_stop(s: PairStats, rule: PairRule, plain: bool, taken: int | None = None) -> bool:
+    """Both sides stop a row's pairs when it is decided or its budget is spent: kept
+    pairs, or ``taken`` pairs in all (dropped ones included) reaching twice it."""
+    budget = rule.budget(plain)
+    spent = s.pairs >= budget or (taken is not None and taken >= 2 * budget)
+    return spent or decide(s, rule) is not None
+
+
+def throttled(reasons: int | None) -> bool:
+    """A sample taken while the GPU slowed itself (:data:`THROTTLE_MASK`)."""
+    return bool(reasons is not None and reasons & THROTTLE_MASK)
+
+
+__all__ = [
+    "IMPROVEMENT",
+    "INCONCLUSIVE",
+    "PAIR_DIR_VAR",
+    "PAIR_RULE_VAR",
+    "PAIR_SIDE_VAR",
+    "PASS",
+    "REGRESSION",
+    "PairRule",
+    "PairStats",
+    "complete_pairs",
+    "decide",
+    "final_decision",
+    "median_ci",
+    "other",
+    "pair_environ",
+    "pair_stats",
+    "should_stop",
+    "slot_side",
+    "throttled",
+]
