@@ -153,9 +153,11 @@ def test_a_lone_surrogate_in_an_artifact_string_still_gives_the_reports(tmp_path
 
 
 def test_summarize_reads_a_lone_surrogate(tmp_path):
-    res = surrogate_results(tmp_path)
+    res = write_results(tmp_path / "res", [run_result("add", [crow("add", S, 1.0)])])
+    f = res / "main" / "add" / "result.json"
+    f.write_text(f.read_text().replace('"[1024]"', '"[1024 \\ud800]"'))
     assert main(["summarize", str(res)]) == 0
-    assert (res / "summary.csv").read_text(encoding="utf-8")
+    assert "[1024 \ufffd]" in (res / "summary.csv").read_text(encoding="utf-8")
 
 
 def test_a_model_holding_a_surrogate_is_written_with_a_replacement(tmp_path):
