@@ -50,12 +50,80 @@ def noop_patch() -> Patch:
     return Patch(NOOP_FILE, line, line, "none", frozenset())
 
 
-def copies(dest: Path, patch: str) -> None:
+# Compiler changes of the interleaved A/B's GPU series (benchmarks/gpu_judge_on_runner.sh):
+# a TTGIR pass removed that changes most kernels (no coalescing: loads and stores lose
+# their vectorised layouts), and a compiler that cannot compile any kernel.
+EXTRA_PATCHES = {
+    "no_coalesce": Patch(NOOP_FILE, "        passes.ttgpuir.add_coalesce(pm)\n", "", "ttgir", None),
+    "no_compile": Patch(
+        NOOP_FILE,
+        "        # Set maxnreg on all kernels, if it was provided.\n",
+        "        raise RuntimeError('zl patch: this compiler cannot build any kernel')\n",
+        "ttgir",
+        None,
+    ),
+}
+
+
+def copies(dest: Path, patch: str, also: list[str] | None = None) -> None:
     for name in ("same", "base"):
         patched_triton(dest / name, noop_patch())
-    patched_triton(dest / "patched", patch)
-    for name in ("same", "base", "patched"):
+    patched_triton(dest / "patched", EXTRA_PATCHES.get(patch, patch))
+    for name in also or []:
+        patched_triton(dest / name, EXTRA_PATCHES.get(name, name))
+    for name in ("same", "base", "patched", *(also or [])):
         print(f"{name}={dest / name}")
+
+
+def pairs(gates: list[Path]) -> None:
+    """Interleaved A/A gates: per gate its verdict and wall time; over all rows timed
+    A/B the |change| quantiles by row size, the small rows' |µs delta| quantiles, the
+    pairs per row, and the false alarms per threshold x floor under the pair rule."""
+    from zlbench.gate.paired import _stats
+    from zlbench.protocol.pairs import PairRule, decide
+
+    judged = []
+    for g in gates:
+        v = load_json_model(g / "verdict.json", GateVerdict)
+        steps = g / "steps.json"
+        total = (
+            json.loads(steps.read_text()).get("seconds", {}).get("total")
+            if steps.is_file()
+            else None
+        )
+        n = [r for r in v.rows if r.ab is not None and r.ab.rounds]
+        print(f"{g}: {v.summary} | {total} s | {len(n)} paired rows")
+        judged += n
+    if not judged:
+        raise SystemExit("no paired rows")
+
+    def q(xs: list[float]) -> str:
+        xs = sorted(xs)
+        return (f"n {len(xs)} median {statistics.median(xs):.4f} p90 {_pct(xs, 0.9):.4f} "
+                f"p99 {_pct(xs, 0.99):.4f} max {xs[-1]:.4f}")  # fmt: skip
+
+    big = [r for r in judged if min(r.ab.base_us) >= 5.0]
+    small = [r for r in judged if min(r.ab.base_us) < 5.0]
+    print("|change| all:   " + q([abs(r.ab.change) for r in judged]))
+    if big:
+        print("|change| >=5us: " + q([abs(r.ab.change) for r in big]))
+    if small:
+        print("|change| <5us:  " + q([abs(r.ab.change) for r in small]))
+        print("|delta us| <5us:" + q([abs(r.ab.delta_us) for r in small]))
+    print("pairs per row:  " + q([float(r.ab.rounds) for r in judged]))
+    verdicts: dict[str, int] = {}
+    for r in judged:
+        verdicts[r.verdict.value] = verdicts.get(r.verdict.value, 0) + 1
+    print(f"verdicts: {verdicts}")
+    floors = (0.0, 0.02, 0.05, 0.1, 0.3)
+    print("false alarms (REGRESSION / INCONCLUSIVE) by threshold x floor (µs) " + str(floors))
+    for t in (0.01, 0.02, 0.03, 0.05):
+        cells = []
+        for f in floors:
+            rule = PairRule(threshold=t, floor_us=f)
+            ds = [decide(_stats(r.ab), rule) or "INCONCLUSIVE" for r in judged]
+            cells.append(f"{ds.count('REGRESSION')}/{ds.count('INCONCLUSIVE')}")
+        print(f"  t {t:.3f}: " + " ".join(f"{c:>7}" for c in cells))
 
 
 def stale(base: Path, out: Path, op: str, factor: float) -> None:
@@ -167,6 +235,8 @@ def main() -> None:
     cp = sub.add_parser("copies")
     cp.add_argument("dest", type=Path)
     cp.add_argument("--patch", default="no_accelerate_matmul", help="tests/codegen_support PATCHES")
+    cp.add_argument("--also", nargs="*", default=[], help="more copies, named by their patch")
+    sub.add_parser("pairs").add_argument("gates", type=Path, nargs="+")
     st = sub.add_parser("stale")
     st.add_argument("base", type=Path)
     st.add_argument("out", type=Path)
@@ -176,7 +246,9 @@ def main() -> None:
     sub.add_parser("rows").add_argument("gate", type=Path)
     a = ap.parse_args()
     if a.cmd == "copies":
-        copies(a.dest, a.patch)
+        copies(a.dest, a.patch, a.also)
+    elif a.cmd == "pairs":
+        pairs(a.gates)
     elif a.cmd == "stale":
         stale(a.base, a.out, a.op, a.factor)
     elif a.cmd == "aa":

@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# "Judge on the runner" on a GPU host (docs/judging.md, docs/measurements.md): A/A gates
+# with the interleaved A/B, a broad compiler change, a one-sided --time all gate of the
+# same change, and a compiler that cannot compile.
+#
+#   benchmarks/gpu_judge_on_runner.sh BUDGET_S STAGE...
+#
+# Stages (skipped when the estimate no longer fits BUDGET_S; the estimate is the stage's
+# last word after a colon, e.g. aa-core-1:90):
+#   copies        $W/triton/{same,base,patched,no_compile} (benchmarks/ab_tools.py copies):
+#                 same and base unchanged, patched without the coalescing TTGIR pass,
+#                 no_compile raising in make_ttgir
+#   aa-core-N     A/A: the default gate of ops/gate_core.txt against $V2, PR = same, base = base
+#   aafull-core-N the same with --full-ab (every op timed and paired: the A/A noise)
+#   aa-pr-N       A/A: the default gate of ops/tiers/pr.txt against $V3
+#   aafull-pr-N   the same with --full-ab
+#   patched       the default gate of gate_core against $V2 with PR = patched
+#   patchedfull   the same with --full-ab --time all (the whole broad change paired)
+#   timeall       the one-sided gate of the same change: --time all, no base compiler
+#   nocompile     the default gate with PR = no_compile
+#   pack          verdicts, reports, steps, pairs, logs into $OUT/judge.tgz
+# Env: W (/tmp/w), V2 (baselines/v2), V3 (baselines/v3), JOBS (nproc - 1). Needs:
+# $ZLBENCH_FLAGGEMS_DIR, zlbench importable, a CUDA GPU.
+set -u
+BUDGET=$1; shift
+T0=$SECONDS
+W=${W:-/tmp/w}; mkdir -p "$W"
+V2=${V2:-baselines/v2}; V3=${V3:-baselines/v3}
+JOBS=${JOBS:-$(( $(nproc) > 1 ? $(nproc) - 1 : 1 ))}
+LOG=${OUT:-$W}/log.txt
+say() { echo "[$(date -u +%H:%M:%S) +$((SECONDS - T0))s] $*" | tee -a "$LOG"; }
+left() { echo $(( BUDGET - (SECONDS - T0) )); }
+gate() { # gate NAME PR_COPY ARGS...: one zlbench gate with that triton copy first on PYTHONPATH
+  local name=$1 pr=$2; shift 2
+  local t0; t0=$(date +%s.%N)
+  say "start $name (PR=$pr): $*"
+  PYTHONPATH="$W/triton/$pr${PYTHONPATH:+:$PYTHONPATH}" timeout -s INT -k 20 "$(( $(left) - 15 ))" \
+    python3 -m zlbench gate --codegen-jobs "$JOBS" --out "$W/$name" "$@" > "$W/$name.log" 2>&1
+  local rc=$?
+  local w; w=$(python3 -c "import sys;print(round(float(sys.argv[2])-float(sys.argv[1]),1))" "$t0" "$(date +%s.%N)")
+  echo "$name rc=$rc wall=$w" >> "$W/walls.txt"
+  say "end $name rc=$rc wall=${w}s"; grep -E "^(PASS|FAIL|ERROR)" "$W/$name.log" | tail -1 | cut -c1-400 | tee -a "$LOG"
+}
+core=(--baseline "$V2" --ops-file ops/gate_core.txt)
+prt=(--baseline "$V3" --ops-file ops/tiers/pr.txt)
+ab=(--base-compiler "$W/triton/base")
+for spec in "$@"; do
+  stage=${spec%%:*}; est=${spec##*:}; [ "$est" = "$spec" ] && est=60
+  if [ "$(left)" -lt "$est" ]; then say "SKIP $stage (left $(left)s < $est)"; continue; fi
+  case $stage in
+    copies) python3 benchmarks/ab_tools.py copies "$W/triton" --patch no_coalesce --also no_compile | tee -a "$LOG" ;;
+    aa-core-*) gate "$stage" same "${core[@]}" "${ab[@]}" ;;
+    aafull-core-*) gate "$stage" same "${core[@]}" "${ab[@]}" --full-ab ;;
+    aa-pr-*) gate "$stage" same "${prt[@]}" "${ab[@]}" ;;
+    aafull-pr-*) gate "$stage" same "${prt[@]}" "${ab[@]}" --full-ab ;;
+    patched) gate "$stage" patched "${core[@]}" "${ab[@]}" ;;
+    patchedfull) gate "$stage" patched "${core[@]}" "${ab[@]}" --full-ab ;;
+    timeall) gate "$stage" patched "${core[@]}" --time all ;;
+    nocompile) gate "$stage" no_compile "${core[@]}" "${ab[@]}" ;;
+    pack)
+      (cd "$W" && tar czf "${OUT:-$W}/judge.tgz" --exclude='ttgir' --exclude='*.ttgir' --exclude='blobs' \
+        --exclude='autotune_records' --exclude='triton' -- *.log walls.txt \
+        $(ls -d */ | grep -v '^triton/$') 2>/dev/null)
+      ls -la "${OUT:-$W}" ;;
+    *) say "unknown stage $stage" ;;
+  esac
+done
