@@ -24,6 +24,7 @@ import gzip
 import hashlib
 import json
 import os
+import zlib
 from pathlib import Path
 from typing import Literal
 
@@ -239,15 +240,38 @@ def blob_digest(data: bytes) -> tuple[str, bytes]:
     return hashlib.sha256(data).hexdigest(), gzip.compress(data, compresslevel=9, mtime=0)
 
 
+MAX_BLOB_BYTES = 256 * 2**20  # one stage's text; the largest recorded is a few MiB
+_CHUNK = 1 << 20
+
+
 def read_blob(cg_dir: str | os.PathLike, digest: StageDigest) -> bytes:
-    """A stage's uncompressed bytes; a missing or corrupt blob is one ZlbenchError."""
+    """A stage's uncompressed bytes, decompressed in a bounded stream: never more than
+    the index's recorded size (nor MAX_BLOB_BYTES), so a gzip bomb costs a chunk, not
+    its whole size. A missing, corrupt (also garbled deflate data) or oversized blob
+    is one ZlbenchError."""
     path = resolve_inside(cg_dir, digest.blob, f"{cg_dir}: blob")
+    if digest.size > MAX_BLOB_BYTES:
+        raise ZlbenchError(
+            f"{path}: codegen blob of {digest.size} bytes recorded, more than "
+            f"{MAX_BLOB_BYTES} (not a kernel's stage text)"
+        )
+    chunks: list[bytes] = []
+    n = 0
     try:
-        data = gzip.decompress(path.read_bytes())
+        with gzip.open(path, "rb") as f:
+            while chunk := f.read(_CHUNK):
+                n += len(chunk)
+                if n > digest.size:
+                    raise ZlbenchError(
+                        f"{path}: codegen blob corrupt: larger than its recorded "
+                        f"{digest.size} bytes"
+                    )
+                chunks.append(chunk)
     except FileNotFoundError:
         raise ZlbenchError(f"{path}: codegen blob missing") from None
-    except (OSError, EOFError, gzip.BadGzipFile) as e:
+    except (OSError, EOFError, zlib.error) as e:  # gzip.BadGzipFile is an OSError
         raise ZlbenchError(f"{path}: codegen blob corrupt: {e}") from None
+    data = b"".join(chunks)
     if hashlib.sha256(data).hexdigest() != digest.sha256:
         raise ZlbenchError(f"{path}: codegen blob corrupt: sha256 mismatch")
     return data

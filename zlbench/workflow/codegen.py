@@ -359,12 +359,17 @@ def report_extras(v: GateVerdict, step: CodegenStep | None, artifact_url: str) -
 def _diffs(step: CodegenStep, notes: list[KernelNote]) -> str:
     """The diff files of ``notes`` (read from the screen's dir), up to IR_DIFF_LIMIT."""
     texts = []
+    left = IR_DIFF_LIMIT + 1  # characters still wanted: never read a whole huge file
     for n in notes:
-        if not n.diff_file or step.dir is None:
+        if not n.diff_file or step.dir is None or left <= 0:
             continue
         try:  # a path from an artifact: read only inside the screen's dir
             path = resolve_inside(step.dir, n.diff_file.removeprefix(step.diff_prefix))
-            texts.append(path.read_text(encoding="utf-8", errors="replace"))
+            if not path.is_file():  # a FIFO would hang the report
+                continue
+            with path.open(encoding="utf-8", errors="replace") as f:
+                texts.append(f.read(left))
+            left -= len(texts[-1]) + 1
         except (OSError, ZlbenchError):
             continue
     text = "\n".join(texts)
