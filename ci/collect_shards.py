@@ -77,7 +77,7 @@ def _check_one(root: Path, k: int, n: int) -> tuple[Path | None, str | None]:
     if not isinstance(info, dict) or (info.get("shard"), info.get("count")) != (k, n):
         return None, f"{k}/{n} artifact says it is shard {info.get('shard')}/{info.get('count')}"
     rc = info.get("exit_code")
-    if rc not in (0, 1):
+    if type(rc) is not int or rc not in (0, 1):  # not true, 1.0 or "1"
         return None, f"{k}/{n} could not measure (zlbench gate exit {rc})"
     gate = d / "gate"
     if not (gate / "results").is_dir():
@@ -106,6 +106,25 @@ def collect(root: Path, n: int) -> list[Path]:
     return dirs
 
 
+def failed_slices_note(dirs: list[Path], n: int) -> str:
+    """One line naming the shards whose gate exited 1 on their own slice (a
+    regression, a failed op or a kernel that no longer compiles), "" when none did:
+    they measured, and the judge re-judges them with every shard's screen, but a
+    failing shard is never taken in silently."""
+    failed = []
+    for k, gate in enumerate(dirs, start=1):
+        info = json.loads((gate.parent / "shard.json").read_text(encoding="utf-8"))
+        if info.get("exit_code") == 1:
+            failed.append(f"{k}/{n}")
+    if not failed:
+        return ""
+    return (
+        f"shard(s) {', '.join(failed)} exited 1 on their own slice (a regression, a "
+        "failed op or a kernel that no longer compiles): the judge re-judges them with "
+        "every shard"
+    )
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("root", type=Path)
@@ -116,6 +135,8 @@ def main(argv: list[str] | None = None) -> int:
     args.list_out.write_text("".join(f"{d}\n" for d in dirs), encoding="utf-8")
     output("shards_found", str(len(dirs)))
     print(f"all {len(dirs)} shard artifacts present")
+    if note := failed_slices_note(dirs, args.count):
+        print(note)
     return 0
 
 

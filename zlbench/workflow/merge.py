@@ -7,7 +7,7 @@ is gate-shaped too, ``<out>/results/`` the merge of the shards' ``results/``,
 ``<out>/confirm/<i>/`` the merge of the shards' ``confirm/<i>/`` that exist (a
 shard with fewer passes adds nothing to the higher ones) and ``<out>/ab/`` the
 merge of their A/B rounds (:func:`zlbench.runner.ab.merge.merge_ab`) and
-``<out>/codegen/`` the first shard's codegen screen, which
+``<out>/codegen/`` the shards' codegen screen (they must agree), which
 ``zlbench gate --results`` judges with the confirmation samples
 (:func:`zlbench.gate.load.load_results`). The output is built in a temp dir next
 to ``out`` and renamed at the end, so an interrupted merge leaves nothing behind.
@@ -20,9 +20,17 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from zlbench.codegen.screen import SCREEN_JSON
 from zlbench.errors import ZlbenchError
 from zlbench.gate.load import pass_order
-from zlbench.models import OpStatus, check_tree_inside, resolve_inside
+from zlbench.models import (
+    CodegenScreen,
+    OpStatus,
+    TimingPlanFile,
+    check_tree_inside,
+    load_json_model,
+    resolve_inside,
+)
 from zlbench.protocol.layout import CODEGEN_SCREEN_DIR, CONFIRM_DIR, OPS_STATUS, RESULTS_DIR
 from zlbench.runner.ab.merge import merge_ab
 from zlbench.runner.batch.merge import merge_batches
@@ -83,15 +91,69 @@ def merge_gate_dirs(gate_dirs: list[Path], out: Path) -> MergeOutcome:
     return MergeOutcome(out, statuses, rows, gate=True, passes=list(passes))
 
 
+def _kernels(s: CodegenScreen) -> dict[str, tuple[str, str, tuple[str, ...]]]:
+    """Kernel id -> (class, first changed stage, ops that launched it)."""
+    return {
+        k.kernel_id: (k.status.value, k.first_stage or "", tuple(sorted(k.ops))) for k in s.kernels
+    }
+
+
+def _screen_difference(a: CodegenScreen, b: CodegenScreen) -> str:
+    """The first thing two shards' screens disagree on ("" when they agree): each
+    kernel's class, first changed stage and ops, the ops without records, the
+    compiler; never timings, paths or dates (every shard screens the whole baseline
+    with the same compiler)."""
+    ka, kb = _kernels(a), _kernels(b)
+    if ka != kb:
+        kid = min(i for i in ka.keys() | kb.keys() if ka.get(i) != kb.get(i))
+        sa, sb = (k[kid][0] if kid in k else "absent" for k in (ka, kb))
+        return f"kernel {kid[:80]!r}: {sa} vs {sb}"
+    if sorted(a.ops_without_records) != sorted(b.ops_without_records):
+        return "ops without records"
+    return "compiler" if a.compiler != b.compiler else ""
+
+
 def _copy_codegen(gate_dirs: list[Path], into: Path) -> None:
-    """The first shard's codegen screen (``codegen/``; every shard screened the same
-    baseline with the same compiler), so the judge explains rows and fails on a
-    kernel that no longer compiles as an unsharded gate does."""
+    """The shards' codegen screen (``codegen/``): every shard screened the whole
+    baseline with the same compiler, so the screens (and ``--time changed`` plans) must
+    agree; then one is copied, so the judge explains rows and fails on a kernel that no
+    longer compiles as an unsharded gate does. Shards that disagree, or some with a
+    screen and some without, are refused in one line: the verdict never depends on
+    which shard comes first."""
+    from zlbench.workflow.codegen import TIMING_JSON
+
+    found: list[tuple[Path, CodegenScreen, TimingPlanFile | None]] = []
     for g in gate_dirs:
-        if (g / CODEGEN_SCREEN_DIR / "codegen.json").is_file():
+        if (g / CODEGEN_SCREEN_DIR).exists() or (g / CODEGEN_SCREEN_DIR).is_symlink():
             check_tree_inside(g, CODEGEN_SCREEN_DIR)
-            shutil.copytree(resolve_inside(g, CODEGEN_SCREEN_DIR), into / CODEGEN_SCREEN_DIR)
-            return
+        cg = resolve_inside(g, CODEGEN_SCREEN_DIR)
+        if not (cg / SCREEN_JSON).is_file():
+            continue
+        timing = cg / TIMING_JSON
+        plan = load_json_model(timing, TimingPlanFile) if timing.is_file() else None
+        found.append((g, load_json_model(cg / SCREEN_JSON, CodegenScreen), plan))
+    if not found:
+        return
+    first_dir, first, first_plan = found[0]
+    if len(found) != len(gate_dirs):
+        bare = next(g for g in gate_dirs if g not in {d for d, _, _ in found})
+        raise ZlbenchError(
+            f"{bare} has no codegen screen but {first_dir} has one: every shard of one "
+            "gate run screens the whole baseline; merge shards of one gate run only"
+        )
+    for d, screen, plan in found[1:]:
+        why = _screen_difference(first, screen)
+        if not why and (plan is None) != (first_plan is None):
+            why = "one has a timing plan, the other none"
+        elif not why and plan is not None and first_plan is not None:
+            a, b = plan.model_dump(), first_plan.model_dump()
+            why = next((f"timing plan {k}" for k in a if a[k] != b[k]), "")
+        if why:
+            raise ZlbenchError(
+                f"the codegen screens of {first_dir} and {d} disagree ({why}): "
+                "merge shards of one gate run only (re-run the gate if they are)"
+            )
+    shutil.copytree(resolve_inside(first_dir, CODEGEN_SCREEN_DIR), into / CODEGEN_SCREEN_DIR)
 
 
 def merge_dirs(dirs: list[Path], out: Path) -> MergeOutcome:
