@@ -84,8 +84,11 @@ class AbOptions:
 
     def pair_rule(self) -> PairRule:
         """The interleaved A/B's rule: threshold and floor, the pair budget."""
-        t, floor = self.rule()
-        rule = PairRule(threshold=t, floor_us=floor)
+        rule = PairRule()  # the interleaved defaults (their own floor: docs/judging.md)
+        if self.threshold is not None:
+            rule = replace(rule, threshold=self.threshold)
+        if self.floor_us is not None:
+            rule = replace(rule, floor_us=self.floor_us)
         if self.max_pairs is not None:
             m = max(rule.min_pairs, self.max_pairs)
             rule = replace(rule, max_pairs=m, max_pairs_plain=max(m, rule.max_pairs_plain))
