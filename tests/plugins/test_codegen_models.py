@@ -68,7 +68,7 @@ def test_blobs_are_deterministic_and_checked_on_read(tmp_path):
     (tmp_path / "blobs" / f"{sha}.gz").write_bytes(gz)
     digest = StageDigest(sha256=sha, size=11, compressed_size=len(gz), blob=f"blobs/{sha}.gz")
     assert read_blob(tmp_path, digest) == b"tt.func @k\n"
-    _, other = blob_digest(b"something else")
+    _, other = blob_digest(b"tt.func @x\n")  # same size, other bytes
     (tmp_path / "blobs" / f"{sha}.gz").write_bytes(other)
     with pytest.raises(ZlbenchError, match="sha256 mismatch"):
         read_blob(tmp_path, digest)

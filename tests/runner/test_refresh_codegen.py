@@ -48,11 +48,12 @@ def _record(kernel: str, tag: str, cg_dir: Path) -> CompileRecord:
     """One compiled kernel whose stage texts carry ``tag``; its blobs under ``cg_dir``."""
     stages = {}
     for stage in ("ttgir", "ptx"):
-        digest, gz = blob_digest(f"{stage} of {kernel} in the {tag} pass\n".encode())
+        data = f"{stage} of {kernel} in the {tag} pass\n".encode()
+        digest, gz = blob_digest(data)
         (cg_dir / "blobs").mkdir(parents=True, exist_ok=True)
         (cg_dir / "blobs" / f"{digest}.gz").write_bytes(gz)
         stages[stage] = StageDigest(
-            sha256=digest, size=1, compressed_size=len(gz), blob=f"blobs/{digest}.gz"
+            sha256=digest, size=len(data), compressed_size=len(gz), blob=f"blobs/{digest}.gz"
         )
     req = CompileRequest(
         kernel=KernelSource(
