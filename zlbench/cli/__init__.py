@@ -74,10 +74,26 @@ def main(argv: list[str] | None = None) -> int:
             signal.signal(signal.SIGTERM, restore)
 
 
+def _check_out(args: argparse.Namespace) -> None:
+    """Every command that writes refuses an ``--out`` that is or lies inside a
+    baseline dir: a baseline is never written to (one line, exit 2)."""
+    out = getattr(args, "out", None)
+    if not out:
+        return
+    from zlbench.gate.baselines import baseline_above
+
+    if (found := baseline_above(out)) is not None:
+        raise ZlbenchError(
+            f"--out {out} is inside the baseline {found}: "
+            "a baseline is never written to; choose another output dir"
+        )
+
+
 def _dispatch(args: argparse.Namespace) -> int:
     """Run the command; a user error or an I/O failure is one line (exit 2)."""
     try:
         check_numbers(args)  # every numeric flag, before any work
+        _check_out(args)
         return int(args.func(args) or 0)
     except ZlbenchError as e:
         print(f"zlbench {args.command}: error: {e}", file=sys.stderr)

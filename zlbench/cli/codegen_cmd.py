@@ -11,6 +11,7 @@ from pathlib import Path
 from zlbench.cli.settings import Settings
 from zlbench.codegen.screen import SCREEN_MD, ScreenOptions, flaggems_sources, run_screen
 from zlbench.errors import ZlbenchError
+from zlbench.gate.baselines import check_out_outside_baseline
 from zlbench.report.codegen import headline
 from zlbench.report.escape import log_line
 
@@ -29,6 +30,7 @@ def add_parser(sub) -> None:
 
 
 def _run(args) -> int:
+    check_out_outside_baseline(args.out, args.baseline)  # nor inside a batch dir given
     opts = ScreenOptions(
         baseline=Path(args.baseline),
         out=Path(args.out),

@@ -40,9 +40,10 @@ from zlbench.models import (
     counts_of_kind,
     load_codegen_index,
     load_json_model,
+    load_yaml_model,
     resolve_inside,
 )
-from zlbench.protocol.layout import OPS_STATUS, RECORDS_DIR, RESULT_JSON
+from zlbench.protocol.layout import MANIFEST_YAML, OPS_STATUS, RECORDS_DIR, RESULT_JSON, TTGIR_DIR
 
 # Files of a baseline dir covered by the manifest's content hashes; a baseline
 # without codegen records or recorded durations (v1) simply has no file of the
@@ -172,8 +173,9 @@ class VerifyReport:
 
 
 def verify(root: Path, manifest: BaselineManifest) -> VerifyReport:
-    """Schema, content hashes, shape file, every op with its records and rows."""
-    rep = VerifyReport(problems=integrity_problems(root, manifest))
+    """Schema, content hashes, shape file, every op with its records and rows, and
+    no file that a refresh does not write (a ``codegen --out`` aimed inside it)."""
+    rep = VerifyReport(problems=integrity_problems(root, manifest) + stray_files(root, manifest))
     for key in manifest.ops:
         rep.ops += 1
         _verify_op(root, key, rep)
@@ -238,6 +240,42 @@ def check_intact(root: Path, manifest: BaselineManifest) -> None:
             f"{root}: refusing a baseline that does not match its manifest: {problems[0]}"
             f"{more}; `zlbench baseline verify {root}` lists every difference"
         )
+
+
+# What a refresh writes besides the hashed files and the shape file: the manifest and
+# each op's TTGIR (kept for reading, not judged).
+_UNHASHED = (MANIFEST_YAML, f"*/*/{TTGIR_DIR}/**/*")
+
+
+def stray_files(root: Path, manifest: BaselineManifest, limit: int = 5) -> list[str]:
+    """Files in baseline ``root`` that no refresh writes (the first ``limit`` named)."""
+    known = {p for pat in (*HASHED_PATTERNS, *_UNHASHED) for p in root.glob(pat)}
+    if manifest.shape_file:
+        known.add(root / manifest.shape_file)
+    stray = sorted(
+        p.relative_to(root).as_posix()
+        for p in root.rglob("*")
+        if (p.is_file() or p.is_symlink()) and p not in known
+    )
+    more = f" (+{len(stray) - limit} more)" if len(stray) > limit else ""
+    return [f"{rel}: not part of a baseline (no refresh writes it)" for rel in stray[:limit]] + (
+        [f"{len(stray)} files that are not part of the baseline{more}"] if more else []
+    )
+
+
+def baseline_above(path: str | os.PathLike) -> Path | None:
+    """The baseline dir that ``path`` is, or lies inside (symlinks followed; ``path``
+    need not exist): the nearest dir holding a manifest.yaml that reads as a
+    baseline manifest. None when there is none."""
+    real = Path(os.path.realpath(path))
+    for d in (real, *real.parents):
+        if (d / MANIFEST_YAML).is_file():
+            try:
+                load_yaml_model(d / MANIFEST_YAML, BaselineManifest)
+            except ZlbenchError:
+                continue  # another project's manifest.yaml
+            return d
+    return None
 
 
 def check_out_outside_baseline(out: str | os.PathLike, baseline_root: str | os.PathLike) -> None:
