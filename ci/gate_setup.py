@@ -63,7 +63,7 @@ def suggest_shards(root: Path, baseline: str, ops_file: str, target_s: int) -> i
     else:
         cmd += ["--ops", *(_spec(key) for key in manifest.ops)]
     proc = subprocess.run(cmd, capture_output=True, text=True, check=False, cwd=root)
-    if proc.returncode != 0 or not proc.stdout.strip().isdigit():
+    if proc.returncode != 0 or not re.fullmatch(r"[0-9]+", proc.stdout.strip()):
         why = (proc.stderr.strip().splitlines() or ["no output"])[-1]
         raise CiError(f"shards auto: could not plan the shard count ({why})")
     return int(proc.stdout.strip())
@@ -86,7 +86,7 @@ def plan_shards(text: str, root: Path, baseline: str, ops_file: str) -> list[int
 
 def parse_shards(text: str) -> list[int]:
     text = (text or "1").strip()
-    if not text.isdigit() or not 1 <= int(text) <= MAX_SHARDS:
+    if not re.fullmatch(r"[0-9]+", text) or not 1 <= int(text) <= MAX_SHARDS:  # not "³"
         raise CiError(f"shard count must be an integer from 1 to {MAX_SHARDS}, got {text!r}")
     return list(range(1, int(text) + 1))
 

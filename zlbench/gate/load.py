@@ -183,7 +183,8 @@ def _confirm_passes(gate_dir: Path) -> list[Path]:
 def pass_order(name: str) -> tuple[int, str]:
     """The order of a gate dir's ``confirm/<name>/`` passes: numbered ones by number,
     then any others by name."""
-    return (int(name), "") if name.isdigit() else (1 << 30, name)
+    # ASCII digits only: "²" is a digit to str.isdigit() but not to int()
+    return (int(name), "") if name.isascii() and name.isdigit() else (1 << 30, name)
 
 
 def _ops_of(runs: Iterable[OpRun]) -> dict[str, OpRun]:
