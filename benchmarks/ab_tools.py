@@ -115,14 +115,17 @@ def pairs(gates: list[Path]) -> None:
     for r in judged:
         verdicts[r.verdict.value] = verdicts.get(r.verdict.value, 0) + 1
     print(f"verdicts: {verdicts}")
-    floors = (0.0, 0.02, 0.05, 0.1, 0.3)
-    print("false alarms (REGRESSION / INCONCLUSIVE) by threshold x floor (µs) " + str(floors))
+    floors = (0.0, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3)
+    # an A/A's sides are exchangeable: an IMPROVEMENT is the mirror of a false REGRESSION
+    print("A/A false alarms (REGRESSION + IMPROVEMENT) / INCONCLUSIVE by threshold x floor (µs) "
+          + str(floors))  # fmt: skip
     for t in (0.01, 0.02, 0.03, 0.05):
         cells = []
         for f in floors:
             rule = PairRule(threshold=t, floor_us=f)
             ds = [decide(_stats(r.ab), rule) or "INCONCLUSIVE" for r in judged]
-            cells.append(f"{ds.count('REGRESSION')}/{ds.count('INCONCLUSIVE')}")
+            alarms = ds.count("REGRESSION") + ds.count("IMPROVEMENT")
+            cells.append(f"{alarms}/{ds.count('INCONCLUSIVE')}")
         print(f"  t {t:.3f}: " + " ".join(f"{c:>7}" for c in cells))
 
 

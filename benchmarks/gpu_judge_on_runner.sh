@@ -18,6 +18,7 @@
 #   patchedfull   the same with --full-ab --time all (the whole broad change paired)
 #   timeall       the one-sided gate of the same change: --time all, no base compiler
 #   nocompile     the default gate with PR = no_compile
+#   swap-core-N   aa-core-N with the two copies' roles swapped (PR = base, base = same)
 #   pack          verdicts, reports, steps, pairs, logs into $OUT/judge.tgz
 # Env: W (/tmp/w), V2 (baselines/v2), V3 (baselines/v3), JOBS (nproc - 1). Needs:
 # $ZLBENCH_FLAGGEMS_DIR, zlbench importable, a CUDA GPU.
@@ -57,6 +58,7 @@ for spec in "$@"; do
     patchedfull) gate "$stage" patched "${core[@]}" "${ab[@]}" --full-ab ;;
     timeall) gate "$stage" patched "${core[@]}" --time all ;;
     nocompile) gate "$stage" no_compile "${core[@]}" "${ab[@]}" ;;
+    swap-core-*) gate "$stage" base "${core[@]}" --base-compiler "$W/triton/same" ;;
     pack)
       (cd "$W" && tar czf "${OUT:-$W}/judge.tgz" --exclude='ttgir' --exclude='*.ttgir' --exclude='blobs' \
         --exclude='autotune_records' --exclude='triton' -- *.log walls.txt \
