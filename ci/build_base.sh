@@ -2,7 +2,7 @@
 # Build (or reuse) the base FlagTree wheel for the A/B against the base compiler.
 #
 # Usage: ci/build_base.sh FLAGTREE_SRC OUT_DIR
-# Env:   ZL_AB_MODE      suspects (default) | full | off
+# Env:   ZL_AB_MODE      changed (default; suspects: its old name) | full | off
 #        ZL_BASE_REF     the base commit or ref to build; empty: the merge base of the
 #                        checkout's HEAD with ZL_PR_BASE_SHA
 #        ZL_PR_BASE_SHA  the pull request's base commit (empty outside pull requests)
@@ -18,15 +18,15 @@ source "$here/lib.sh"
 
 src=${1:?usage: build_base.sh FLAGTREE_SRC OUT_DIR}
 out=${2:?usage: build_base.sh FLAGTREE_SRC OUT_DIR}
-mode=${ZL_AB_MODE:-suspects}
+mode=${ZL_AB_MODE:-changed}
 case $mode in
-  suspects | full) ;;
+  changed | suspects | full) ;;
   off)
     echo "A/B against the base compiler: off"
     zl_output base_sha ""
     exit 0
     ;;
-  *) zl_fail 2 "ab_mode '$mode' is not one of suspects, full, off" ;;
+  *) zl_fail 2 "ab_mode '$mode' is not one of changed, full, off" ;;
 esac
 git -C "$src" rev-parse --verify -q 'HEAD^{commit}' >/dev/null || zl_fail 2 "$src is not a git checkout"
 

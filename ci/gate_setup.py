@@ -203,7 +203,7 @@ def resolve(env: dict[str, str], root: Path) -> dict[str, str]:
     shards = plan_shards(g("IN_SHARDS"), root, baseline, ops_file)
     from zlbench.workflow.codegen import TIME_MODES  # zlbench gate --time
 
-    time_mode = g("IN_TIME") or "all"
+    time_mode = g("IN_TIME") or "changed"
     if time_mode not in TIME_MODES:
         raise CiError(f"bad time input '{time_mode}': all or changed")
     return {

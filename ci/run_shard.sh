@@ -8,10 +8,11 @@
 #        ZL_THRESHOLDS   optional thresholds yaml (default: the manifest's); give the judge
 #                        (ci/judge.sh) the same, so a shard confirms what the judge flags
 #        ZL_BASE_COMPILER optional base compiler env (ci/install_base.sh's site dir): the
-#                        shard measures its suspects A/B against it into ab/ (docs/judging.md)
-#        ZL_AB_MODE      suspects (default) | full: every op both ways
+#                        shard's measure step is the interleaved A/B against it (ab/, docs/judging.md)
+#        ZL_AB_MODE      changed (default; suspects: its old name) | full: every op timed and paired
 #        ZL_ACCEPT       optional accept list (give the judge the same)
-#        ZL_TIME         all (default) | changed: time only the ops the codegen screen did
+#        ZL_TIME         unset: zlbench gate's default (changed; all with --full-ab) | all |
+#                        changed: time only the ops the codegen screen did
 #                        not prove unchanged, plus ops/sentinels.txt (docs/codegen.md)
 # Writes OUT_DIR/gate/ (`zlbench gate --shard K/N --out`: results/, confirm/<i>/ with
 # the re-measures of the ops this shard flagged, and this shard's own reports) and
@@ -41,10 +42,11 @@ if [[ -n "${ZL_THRESHOLDS:-}" ]]; then
 fi
 if [[ -n "${ZL_BASE_COMPILER:-}" ]]; then
   args+=(--base-compiler "$ZL_BASE_COMPILER")
-  [[ "${ZL_AB_MODE:-suspects}" == full ]] && args+=(--full-ab)
+  [[ "${ZL_AB_MODE:-changed}" == full ]] && args+=(--full-ab)
 fi
-case ${ZL_TIME:-all} in
-  all) ;;
+case ${ZL_TIME:-} in
+  "") ;; # zlbench gate's default: changed (all with --full-ab)
+  all) args+=(--time all) ;;
   changed) args+=(--time changed) ;;
   *) zl_fail 2 "bad time mode '${ZL_TIME}': all or changed" ;;
 esac

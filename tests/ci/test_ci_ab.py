@@ -59,7 +59,7 @@ def test_the_merge_base_is_built_or_reused_by_commit(sandbox, two_commits):
 @pytest.mark.parametrize(
     ("env", "text"),
     [
-        ({"ZL_AB_MODE": "sometimes"}, "not one of suspects, full, off"),
+        ({"ZL_AB_MODE": "sometimes"}, "not one of changed, full, off"),
         ({"ZL_BASE_REF": "no-such-ref"}, "base 'no-such-ref' not found"),
     ],
 )

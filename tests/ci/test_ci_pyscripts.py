@@ -63,7 +63,7 @@ def test_setup_plans_one_based_shards(ci_module, setup_root):
     assert json.loads(out["runner_labels"]) == ["self-hosted", "linux", "x64", "gpu"]
     assert out["zlbench_repository"] == "org/zlbench"
     assert len(out["zlbench_sha"]) == 40
-    assert out["time"] == "all"  # the default; "changed" passes through
+    assert out["time"] == "changed"  # the default (docs/ci.md); "all" passes through
     assert setup.resolve({**CALLED, "IN_TIME": "changed"}, setup_root)["time"] == "changed"
 
 

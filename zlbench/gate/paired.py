@@ -170,9 +170,8 @@ def judge_interleaved(
         )
         return _with(row, p, Verdict.INCONCLUSIVE, why + stored)
     # PASS: either interval lies within the threshold or the floor
-    p.within_floor = bool(
-        st.change_hi is not None and st.change_hi > t and p.delta_hi_us is not None
-    )
+    # passed by the floor alone: its median change is beyond the threshold
+    p.within_floor = bool(p.change is not None and p.change > t)
     if p.within_floor:
         reason = f"within the {floor:g} µs floor: {said}"
     elif row.verdict is Verdict.REGRESSION:

@@ -173,6 +173,11 @@ class GateVerdict(_Model):
         description="op keys never measured (time budget spent, or a systemic failure "
         "before they began): never PASS",
     )
+    drift: list[str] = Field(
+        default_factory=list,
+        description="sentinel rows (kernels identical) that moved on the A/B: runner drift or "
+        "a launcher or runtime change, shown and never failing on their own",
+    )
     ab: AbSummary | None = Field(None, description="the A/B against the base compiler, if any")
     codegen: CodegenSummary | None = Field(
         None, description="the codegen screen of the baseline's kernels, if the gate ran one"

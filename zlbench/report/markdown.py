@@ -41,6 +41,11 @@ def header(v: GateVerdict) -> str:
         "",
         judged_by(v),
     ]
+    for line in v.drift[:5]:  # sentinels with identical kernels that moved: never failing
+        lines += [
+            "",
+            f"Runner drift (sentinel, kernels identical, not failing): {md_text(line, 300)}",
+        ]
     judged, kernel, n = geomean_changes(v.rows)
     if n and v.verdict != "ERROR":
         lines += [

@@ -24,6 +24,7 @@ from zlbench.codegen.select import EXPLAINED, SENTINELS_FILE, explain_row, ops_t
 from zlbench.codegen.timed import TimedKernels
 from zlbench.errors import ZlbenchError
 from zlbench.gate.load import BaselineSet, ResultsSet, load_results
+from zlbench.gate.restate import restate
 from zlbench.gate.verdict import SUMMARY_SEP, _summary
 from zlbench.models import (
     UNPROVEN_CLASSES,
@@ -72,6 +73,7 @@ class CodegenStep:
     diff_prefix: str = f"{CODEGEN_SCREEN_DIR}/"  # diff paths as the report's reader sees them
     # op key -> the compile failure that keeps it from being timed (its rows FAILED)
     held_back: dict[str, str] = field(default_factory=dict)
+    sentinel_only: set[str] = field(default_factory=set)  # timed only as sentinels
 
     @property
     def skipped(self) -> dict[str, str]:
@@ -160,6 +162,7 @@ def plan_timing(
         plan.skip = {}
     step.summary.not_timed = dict(plan.skip)
     step.held_back = compile_failed_ops(step.screen, plan.timed_ops())
+    step.sentinel_only = sentinel_only(plan.time)
     timing = TimingPlanFile(
         time=step.summary.time, timed=plan.time, skipped=plan.skip, failed=step.held_back
     )
@@ -228,7 +231,38 @@ def load_for_rejudge(results: Path, label: str) -> CodegenStep | None:
     prefix = f"{label.rstrip('/')}/{CODEGEN_SCREEN_DIR}/"
     summary = summarize(screen, timing.time, prefix + SCREEN_JSON)
     summary.not_timed = dict(timing.skipped)
-    return CodegenStep(summary, screen, cg_dir, prefix, held_back=dict(timing.failed))
+    step = CodegenStep(summary, screen, cg_dir, prefix, held_back=dict(timing.failed))
+    step.sentinel_only = sentinel_only(timing.timed)
+    return step
+
+
+SENTINEL_WHY = "sentinel op"  # zlbench.codegen.select: timed only for being a sentinel
+
+
+def sentinel_only(timed: dict[str, str]) -> set[str]:
+    """The ops timed only because they are sentinels (the screen proved every timed
+    kernel of them identical)."""
+    return {k for k, why in timed.items() if why == SENTINEL_WHY}
+
+
+def apply_sentinels(v: GateVerdict, step: CodegenStep | None) -> GateVerdict:
+    """Sentinel rows whose kernels the screen proved identical never fail a PR on their
+    own: a REGRESSION, IMPROVEMENT or INCONCLUSIVE of theirs is runner drift (or a
+    launcher or runtime change), shown in the verdict's ``drift`` lines and the row's
+    reason, judged PASS. Ops keep the rest of their rows' verdicts."""
+    if step is None or not step.sentinel_only or v.exit_code == 2:
+        return v
+    moved = (Verdict.REGRESSION, Verdict.IMPROVEMENT, Verdict.INCONCLUSIVE)
+    rows, drift = [], []
+    for r in v.rows:
+        if op_key(r.key.repo, r.key.run_name) in step.sentinel_only and r.verdict in moved:
+            drift.append(f"{r.key.label()}: {r.verdict.value.lower()}, {r.reason}")
+            why = f"sentinel with identical kernels ({r.verdict.value} shown, not failing): "
+            r = r.model_copy(update={"verdict": Verdict.PASS, "reason": why + r.reason})
+        rows.append(r)
+    if not drift:
+        return v
+    return restate(v, rows, drift=drift)
 
 
 # --------------------------------------------------------------------------- the verdict

@@ -75,6 +75,7 @@ from zlbench.workflow.codegen import (
     CodegenStep,
     Screen,
     apply_screen,
+    apply_sentinels,
     cached_kernels,
     load_for_rejudge,
     measure_ops,
@@ -397,6 +398,7 @@ def judge_and_write(
         verdict = judging.run_gate(inputs.baseline, results, inputs.thresholds, opts, remeasure)
         verdict = finish(verdict, inputs.ab, ab_dir or out, ab_measure)
         verdict = apply_screen(verdict, codegen)
+        verdict = apply_sentinels(verdict, codegen)
         verdict = with_batch_notes(verdict, results.path)
         extras = report_extras(verdict, codegen, job.artifact_url)
         write_reports(verdict, out, job, seams, extras)

@@ -1,0 +1,59 @@
+"""The two shipped H200 gate dirs of the interleaved A/B, re-judged offline as CI's
+judge does (examples/README.md): an A/A gate whose sentinel moved, and a gate under a
+compiler without the coalescing pass. The reasons must agree with their numbers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from zlbench.cli import main
+from zlbench.models import GateVerdict, Verdict, load_json_model
+
+REPO = Path(__file__).resolve().parents[2]
+AA = REPO / "examples" / "h200-aa-interleaved"
+NO_COALESCE = REPO / "examples" / "h200-gate-v2-no-coalesce"
+
+
+def judge(tmp_path, gate: Path) -> tuple[int, GateVerdict, str]:
+    out = tmp_path / "out"
+    rc = main(
+        ["report", str(gate), "--baseline", str(REPO / "baselines" / "v2"), "--out", str(out)]
+    )
+    return rc, load_json_model(out / "verdict.json", GateVerdict), (out / "report.md").read_text()
+
+
+def test_the_a_a_gate_passes_and_shows_its_moved_sentinel_as_runner_drift(tmp_path):
+    rc, v, md = judge(tmp_path, AA)
+    assert rc == 0 and v.verdict == "PASS"
+    assert v.ab is not None and v.ab.method == "interleaved" and len(v.ab.ops) == 5
+    assert v.codegen is not None and len(v.codegen.not_timed) == 29  # proven unchanged
+    (drift,) = v.drift
+    assert drift.startswith("main/sum bfloat16")
+    row = next(r for r in v.rows if r.key.op == "sum")
+    assert row.verdict is Verdict.PASS and row.ab.decision == "INCONCLUSIVE"
+    assert row.reason.startswith(
+        "sentinel with identical kernels (INCONCLUSIVE shown, not failing)"
+    )
+    assert "Runner drift (sentinel, kernels identical, not failing): main/sum" in md
+
+
+def test_the_broad_change_fails_on_rows_beyond_both_intervals_and_reasons_agree(tmp_path):
+    rc, v, md = judge(tmp_path, NO_COALESCE)
+    assert rc == 1 and v.verdict == "FAIL"
+    ab = v.ab
+    assert ab is not None and ab.threshold == 0.03 and ab.floor_us == 0.2
+    by = {x: [r for r in v.rows if r.verdict is x] for x in Verdict}
+    assert len(by[Verdict.REGRESSION]) == 18 and len(by[Verdict.INCONCLUSIVE]) == 5
+    for r in by[Verdict.REGRESSION]:  # both intervals beyond the rule, said in the reason
+        assert r.ab.change_lo > ab.threshold and r.ab.delta_lo_us > ab.floor_us, r.reason
+        assert r.reason.startswith("slower than the base: ") and "codegen: " in r.reason
+    for r in by[Verdict.PASS]:  # either interval within it
+        assert r.ab.change_hi <= ab.threshold or r.ab.delta_hi_us <= ab.floor_us, r.reason
+        if r.ab.within_floor:
+            assert r.ab.change > ab.threshold and r.reason.startswith("within the 0.2 µs floor")
+    for r in by[Verdict.INCONCLUSIVE]:
+        assert r.ab.rounds == ab.max_pairs and r.reason.startswith("inconclusive: ")
+    assert md.index("### Inconclusive rows") < md.index("### A/B against the base compiler")
+    # the row the stored-baseline gates flagged with identical kernels is judged unchanged
+    emb = [r for r in v.rows if r.key.op == "embedding"]
+    assert emb and all(r.verdict is Verdict.PASS and abs(r.ab.change) < 0.03 for r in emb)
