@@ -1,6 +1,6 @@
 """zlbench.gitinfo.git_state: which checkout's commit a path belongs to. A copy kept in
 an ignored or untracked folder of another repo (the device's `git archive` snapshot, a
-FlagGems copy) is not that repo's code; the environment probe then falls back to ZLBENCH_COMMIT."""
+FlagGems copy) is not that repo's code; ZLBENCH_COMMIT, when set, names the snapshot and wins."""
 
 from __future__ import annotations
 
@@ -65,4 +65,7 @@ def test_the_probe_falls_back_to_zlbench_commit_outside_a_checkout(repo, monkeyp
     env = environment.probe(types.ModuleType("flag_gems"), "cudagraph", "core")
     assert env.zlbench_commit == "c0ffee"
     monkeypatch.setattr(environment, "__file__", str(repo / "pkg" / "environment.py"))
-    assert environment.probe(None, None, None).zlbench_commit == _head(repo)  # checkout first
+    # the variable names the snapshot that runs: it wins over a (possibly stale) checkout
+    assert environment.probe(None, None, None).zlbench_commit == "c0ffee"
+    monkeypatch.delenv("ZLBENCH_COMMIT")
+    assert environment.probe(None, None, None).zlbench_commit == _head(repo)

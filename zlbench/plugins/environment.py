@@ -110,8 +110,10 @@ def probe(flaggems: ModuleType | None, mode: str | None, level: str | None) -> E
         mode=mode,
         level=level,
         zlbench_version=dist_version("zlbench"),
-        # ZLBENCH_COMMIT names the snapshot that runs when no checkout of it exists
-        zlbench_commit=git_state(Path(__file__).parent)[0] or os.environ.get("ZLBENCH_COMMIT"),
+        # ZLBENCH_COMMIT names the snapshot that runs; it wins over a checkout's git state,
+        # which a copied tree can carry stale (the H200 runs of 2026-12-01 recorded b722cbb
+        # for three later snapshots, docs/measurements.md "tenth session")
+        zlbench_commit=os.environ.get("ZLBENCH_COMMIT") or git_state(Path(__file__).parent)[0],
         use_flagtune=os.environ.get("USE_FLAGTUNE"),
         gpu_share=_gpu_share(),
     )
