@@ -240,9 +240,21 @@ SENTINEL_WHY = "sentinel op"  # zlbench.codegen.select: timed only for being a s
 
 
 def sentinel_only(timed: dict[str, str]) -> set[str]:
-    """The ops timed only because they are sentinels (the screen proved every timed
-    kernel of them identical)."""
-    return {k for k, why in timed.items() if why == SENTINEL_WHY}
+    """The ops timed as sentinels (whether their kernels are identical is read from each
+    row's own codegen notes: :func:`apply_sentinels`)."""
+    return {k for k, why in timed.items() if SENTINEL_WHY in why}
+
+
+def _identical_ops(screen: CodegenScreen | None, keys: set[str]) -> set[str]:
+    """Those of ``keys`` whose every recorded kernel the screen found identical (an op
+    with no kernel in the screen is not proven)."""
+    if screen is None:
+        return set()
+    seen: dict[str, bool] = {}
+    for k in screen.kernels:
+        for op in set(k.ops) & keys:
+            seen[op] = seen.get(op, True) and k.status is CodegenClass.IDENTICAL
+    return {op for op, same in seen.items() if same}
 
 
 def apply_sentinels(v: GateVerdict, step: CodegenStep | None) -> GateVerdict:
@@ -253,9 +265,10 @@ def apply_sentinels(v: GateVerdict, step: CodegenStep | None) -> GateVerdict:
     if step is None or not step.sentinel_only or v.exit_code == 2:
         return v
     moved = (Verdict.REGRESSION, Verdict.IMPROVEMENT, Verdict.INCONCLUSIVE)
+    same = _identical_ops(step.screen, step.sentinel_only)
     rows, drift = [], []
     for r in v.rows:
-        if op_key(r.key.repo, r.key.run_name) in step.sentinel_only and r.verdict in moved:
+        if op_key(r.key.repo, r.key.run_name) in same and r.verdict in moved:
             drift.append(f"{r.key.label()}: {r.verdict.value.lower()}, {r.reason}")
             why = f"sentinel with identical kernels ({r.verdict.value} shown, not failing): "
             r = r.model_copy(update={"verdict": Verdict.PASS, "reason": why + r.reason})
