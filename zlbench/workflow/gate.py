@@ -474,7 +474,10 @@ def _measure_and_judge(
     inputs: _Inputs, job: GateJob, out: Path, seams: GateSeams, cache: Path
 ) -> int:
     """Screen (its kernels compiled into ``cache``), measure, confirm, judge."""
-    inputs.steps.seconds = {"screen": 0.0, "measure": 0.0, "ab" if inputs.ab.ab else "confirm": 0.0}
+    # with a base compiler the measure step is the A/B (both sides, pairs included)
+    inputs.steps.seconds = {"screen": 0.0, "measure": 0.0}
+    if not inputs.ab.ab:
+        inputs.steps.seconds["confirm"] = 0.0
     with timed(inputs.steps, "screen"):
         codegen = _screen(inputs, job, out, seams, cache)
     ops = plan_timing(codegen, inputs.baseline, inputs.opts.scope, Path(job.ops_dir))
