@@ -156,3 +156,11 @@ def test_throttled_pairs_are_left_out_of_the_statistic(tmp_path, reasons):
     st = read_stats(row, RULE)
     assert st.pairs == 0  # every pair had a throttled PR sample
     assert len(got["pr"]) == 2 * RULE.max_pairs  # the cap on pairs taken, dropped included
+
+
+def test_a_side_whose_partners_batch_has_ended_does_not_wait(tmp_path):
+    (tmp_path / "done.base").touch()  # the runner: the base side's whole batch is over
+    p = side(tmp_path, "pr", wait_s=60)
+    t0 = time.monotonic()
+    assert p.measure(lambda: 1.0, plain=False) is None
+    assert time.monotonic() - t0 < 5

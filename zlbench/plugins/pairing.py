@@ -18,6 +18,8 @@ packs them into ``ab/pairs.json`` after the A/B.
 A side that does not come (it crashed, it is stuck compiling) costs the other at
 most ``wait_s`` for the row, then both time alone and the row has no pairs; after
 one such wait the next rows wait ``short_wait_s`` only until a pair succeeds again.
+Once a side's whole batch has ended (``<pair dir>/done.<side>``, written by the
+runner), the other waits for it no more.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from typing import Any
 
 from zlbench.plugins import state
 from zlbench.protocol.pairs import (
+    DONE_PREFIX,
     PAIR_DIR_VAR,
     PAIR_RULE_VAR,
     PAIR_SIDE_VAR,
@@ -162,9 +165,10 @@ class Pairing:
         """Until ``d/name`` exists (True), or the other side gave up on the row or
         ``limit_s`` passed (False, and this side says it gives up too)."""
         target, gone = d / name, d / f"alone.{other(self.side)}"
+        finished = self.root / f"{DONE_PREFIX}{other(self.side)}"  # its whole batch is over
         t0, pause = time.monotonic(), POLL_S
         while not target.exists():
-            if gone.exists() or time.monotonic() - t0 > limit_s:
+            if gone.exists() or finished.exists() or time.monotonic() - t0 > limit_s:
                 _write_once(d / f"alone.{self.side}", "")
                 return target.exists()
             time.sleep(pause)

@@ -38,6 +38,7 @@ from typing import Any
 PAIR_DIR_VAR = "ZLBENCH_PAIR_DIR"  # the dir both sides' processes meet in
 PAIR_SIDE_VAR = "ZLBENCH_PAIR_SIDE"  # "pr" or "base"
 PAIR_RULE_VAR = "ZLBENCH_PAIR_RULE"  # PairRule as JSON (both sides get the same)
+DONE_PREFIX = "done."  # <pair dir>/done.<side>: that side's whole batch has ended
 SIDES = ("pr", "base")
 
 REGRESSION, PASS, IMPROVEMENT, INCONCLUSIVE = "REGRESSION", "PASS", "IMPROVEMENT", "INCONCLUSIVE"
@@ -214,6 +215,7 @@ def throttled(reasons: int | None) -> bool:
 
 __all__ = [
     "IMPROVEMENT",
+    "DONE_PREFIX",
     "INCONCLUSIVE",
     "PAIR_DIR_VAR",
     "PAIR_RULE_VAR",

@@ -31,6 +31,7 @@ from zlbench.models import (
     load_json_model,
     resolve_inside,
 )
+from zlbench.protocol.pairs import DONE_PREFIX
 from zlbench.runner.ab.rounds import AbRounds
 
 PAIRS_DIR = "pairs"
@@ -63,6 +64,7 @@ def run_interleaved(
             errors.append(e)
         finally:
             out.seconds[side] = clock() - t0
+            (meet / f"{DONE_PREFIX}{side}").touch()  # the other side waits for it no more
 
     threads = [threading.Thread(target=one, args=(s,), name=f"ab-{s}") for s in SIDES]
     for t in threads:
