@@ -91,3 +91,21 @@ def test_a_sharded_ab_reaches_the_judge_through_merge(tmp_path):
         "y": Verdict.REGRESSION,
     }
     assert all(abs(r.ab.change - 1 / 0.9 + 1) < 1e-9 and r.ab.rounds == 2 for r in v.rows)
+
+
+def test_interleaved_shards_merge_their_pairs_and_their_pr_sides(tmp_path):
+    from test_interleaved_judge import gate_dir
+
+    from zlbench.runner.ab.interleave import load_pairs
+
+    _, g1 = gate_dir(tmp_path / "a", {"x": [(110.0, 100.0)] * 5})
+    _, g2 = gate_dir(tmp_path / "b", {"y": [(100.0, 100.0)] * 5})
+    out = tmp_path / "merged"
+    assert merge_ab([g1, g2], out)
+    pairs = load_pairs(out / AB_DIR)
+    assert pairs is not None and sorted(r.key.op for r in pairs.rows) == ["x", "y"]
+    summary, rounds = load_summary(out)
+    assert summary.method == "interleaved" and len(rounds) == 1
+    assert (out / AB_DIR / "1" / "pr").is_dir()  # the shards' results/, as the PR side
+    with pytest.raises(ZlbenchError, match="paired by two shards"):
+        merge_ab([g1, g1], tmp_path / "twice")

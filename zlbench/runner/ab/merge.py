@@ -12,7 +12,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from zlbench.errors import ZlbenchError
-from zlbench.models import SIDES, AbSummary
+from zlbench.models import SIDES, AbSummary, PairsFile, dump_json_model, resolve_inside
+from zlbench.runner.ab.interleave import PAIRS_JSON, load_pairs
 from zlbench.runner.ab.rounds import AB_DIR, load_summary, write_summary
 from zlbench.runner.batch.merge import merge_batches
 
@@ -56,8 +57,30 @@ def merge_ab(gate_dirs: list[Path], out: Path) -> bool:
     if not found:
         return False
     summary = merge_summaries(found)  # refuses mixed shards before writing anything
+    merge_pairs([g for g, _ in found], out / AB_DIR)
     for i, pairs in sorted(rounds.items()):
         merge_batches([p for p, _ in pairs], out / AB_DIR / str(i) / "pr")
         merge_batches([b for _, b in pairs], out / AB_DIR / str(i) / "base")
     write_summary(out / AB_DIR, summary)
     return True
+
+
+def merge_pairs(gate_dirs: list[Path], out_ab: Path) -> None:
+    """``<out>/ab/pairs.json``: every shard's interleaved rows (each shard paired its own
+    ops, so a row comes from one shard); nothing when no shard has one. A row in two
+    shards is refused: one line."""
+    files = [(g, p) for g in gate_dirs if (p := load_pairs(resolve_inside(g, AB_DIR))) is not None]
+    if not files:
+        return
+    rows, seen = [], {}
+    for g, f in files:
+        for r in f.rows:
+            if r.key in seen:
+                raise ZlbenchError(
+                    f"{r.key.label()} was paired by two shards ({seen[r.key]}, {g}): "
+                    "merge shards of one gate run only"
+                )
+            seen[r.key] = g
+            rows.append(r)
+    out_ab.mkdir(parents=True, exist_ok=True)
+    dump_json_model(out_ab / PAIRS_JSON, PairsFile(rows=rows))
