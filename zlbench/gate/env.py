@@ -7,8 +7,10 @@ baseline or result from before sharing existed counts as one: a shared GPU measu
 small kernels ~2 % faster, docs/screening.md). A value the
 baseline records but the results do not is a mismatch too (it cannot be
 verified). Informational (reported, never a mismatch): the compiler (the
-distribution providing ``triton``, its version, the FlagTree commit: the thing
-under test), torch, driver, CUDA, GPU count, a dirty FlagGems tree.
+distribution providing ``triton``, its version, the FlagTree commit and its build
+fingerprint: the thing under test), torch, driver, CUDA, GPU count, a dirty
+FlagGems tree. The manifest records no build fingerprint: the baseline's is the one
+its ops' result.json files recorded (None before fingerprints were recorded).
 """
 
 from __future__ import annotations
@@ -75,6 +77,13 @@ def measured_results(results: ResultsSet, scope: Iterable[str] | None) -> list[R
     return [results.ops[k].result for k in keys if results.ops[k].result is not None]
 
 
+def _baseline_value(baseline: BaselineSet, name: str) -> str | None:
+    """An environment field of the baseline's ops (their result.json files), joined:
+    None when no op recorded it."""
+    values = [getattr(r.environment, name) for r in baseline.ops.values()]
+    return _joined(values) if any(v is not None for v in values) else None
+
+
 def check_environment(baseline: BaselineSet, runs: list[RunResult]) -> list[EnvFinding]:
     """One finding per compared field; ``mismatch`` marks the checked differences."""
     m = baseline.manifest
@@ -109,6 +118,11 @@ def check_environment(baseline: BaselineSet, runs: list[RunResult]) -> list[EnvF
         ("compiler_dist", m.compiler_dist, _joined(e.triton_dist for e in envs)),
         ("compiler_version", m.compiler_version, _joined(e.triton_version for e in envs)),
         ("compiler_commit", m.compiler_commit, _joined(e.flagtree_commit for e in envs)),
+        (
+            "compiler_build",
+            _baseline_value(baseline, "compiler_build"),
+            _joined(e.compiler_build for e in envs),
+        ),
         ("torch", m.torch, _joined(e.torch for e in envs)),
         ("driver", m.driver, _joined(e.driver for e in envs)),
         ("cuda", m.cuda, _joined(e.cuda for e in envs)),
@@ -138,6 +152,8 @@ def baseline_environment(baseline: BaselineSet) -> Environment:
         triton_dist=m.compiler_dist,
         triton_version=m.compiler_version,
         flagtree_commit=m.compiler_commit,
+        compiler_path=_baseline_value(baseline, "compiler_path"),
+        compiler_build=_baseline_value(baseline, "compiler_build"),
         flaggems_package=main.get("package"),
         flaggems_commit=main.get("commit"),
         mode=m.timing,

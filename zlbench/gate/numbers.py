@@ -34,12 +34,19 @@ def inverse_change(ratio: float | None) -> float | None:
 
 
 def with_latencies(v: RowVerdict, base: Row | None, cur: Row | None) -> RowVerdict:
-    """``v`` with the rows' latencies in µs and the uncorrected kernel time change."""
+    """``v`` with the rows' latencies in µs, the uncorrected kernel time change and
+    whether either row was timed by the plain fallback (``Row.no_cudagraph``)."""
     if base is not None:
         v.baseline_us, v.baseline_torch_us = us(base.latency_ms), us(base.latency_base_ms)
     if cur is not None:
         v.current_us, v.current_torch_us = us(cur.latency_ms), us(cur.latency_base_ms)
     v.kernel_change = change(v.current_us, v.baseline_us)
+    sides = [
+        side
+        for side, row in (("baseline", base), ("current", cur))
+        if row is not None and row.no_cudagraph
+    ]
+    v.plain_timed, v.plain_timed_in = bool(sides), sides
     return v
 
 

@@ -115,6 +115,13 @@ class Environment(_Model):
     triton_dist: str | None = None  # distribution that provides `import triton`
     triton_version: str | None = None
     flagtree_commit: str | None = None
+    # None in files written before they were recorded
+    compiler_path: str | None = Field(None, description="the directory `import triton` loaded from")
+    compiler_build: str | None = Field(
+        None,
+        description="fingerprint of that build (zlbench.plugins.environment.compiler_build): "
+        "two builds whose version strings agree still differ here",
+    )
     flaggems_package: str | None = None  # flag_gems | flaggems_vllm
     flaggems_version: str | None = None
     flaggems_commit: str | None = None

@@ -78,6 +78,15 @@ class RowVerdict(_Model):
         "changed ones first, with what the codegen screen found (docs/codegen.md); empty: "
         "no screen, or no record names the row",
     )
+    plain_timed: bool = Field(
+        False,
+        description="the baseline row or the current row was timed by the plain do_bench "
+        "fallback, not a CUDA graph (Row.no_cudagraph, the BENCHMARK_DIRECT_NO_CUDAGRAPH "
+        "marker): noisier; the reports mark the row with a dagger",
+    )
+    plain_timed_in: list[Literal["baseline", "current"]] = Field(
+        default_factory=list, description="which side(s) were timed by the plain fallback"
+    )
 
 
 class OpVerdict(_Model):

@@ -5,16 +5,24 @@ model, FlagGems commit and timing mode, and the compiler under test is
 whichever distribution provides ``import triton`` (``flagtree`` on a runner,
 ``triton`` in CPU CI). Everything is read from the running process; what
 cannot be found stays None, never guessed. No nvidia-smi (it can hang).
+
+Two builds of one compiler often share a version string (every FlagTree build of
+the 3.6 line says ``3.6.0``) and record no commit, so the directory ``triton`` is
+imported from (``compiler_path``) and a fingerprint of that build
+(``compiler_build``, :func:`compiler_build`) are recorded beside them.
 """
 
 from __future__ import annotations
 
+import hashlib
 import importlib.metadata as md
+import importlib.util
 import json
 import os
 import platform
 import re
 import socket
+import struct
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -49,6 +57,113 @@ def _vcs_commit(dist: str) -> str | None:
         return json.loads(text).get("vcs_info", {}).get("commit_id") if text else None
     except Exception:  # noqa: BLE001
         return None
+
+
+# What the build fingerprint covers, relative to the triton package dir: the NVIDIA
+# backend's compiler driver by content, and the native library by name, size and
+# ELF build id (a hash the linker writes over the linked bytes; reading it costs a
+# few KB, hashing the ~400 MB library would cost a second per benchmark process).
+BUILD_SOURCES = ("backends/nvidia/compiler.py",)
+BUILD_LIBS = "_C/libtriton*.so*"
+BUILD_DIGITS = 16
+_PT_NOTE, _NT_GNU_BUILD_ID = 4, 3
+_NOTE_MAX = 1 << 16  # bytes of one note segment read at most
+
+
+def compiler_path() -> Path | None:
+    """The directory ``import triton`` loads from (None: not importable). Does not
+    import triton when this process has not."""
+    mod = sys.modules.get("triton")
+    where = getattr(mod, "__file__", None) if mod is not None else None
+    if where is None:
+        try:
+            spec = importlib.util.find_spec("triton")
+        except (ImportError, ValueError):  # ValueError: a module without __spec__
+            spec = None
+        where = spec.origin if spec is not None else None
+    if not where or where in ("built-in", "frozen"):
+        return None
+    return Path(where).resolve().parent
+
+
+def elf_build_id(path: Path) -> str | None:
+    """The GNU build id (hex) of an ELF file, from its PT_NOTE segments; None when the
+    file is no ELF or carries none."""
+    try:
+        with path.open("rb") as f:
+            ident = f.read(16)
+            if len(ident) < 16 or ident[:4] != b"\x7fELF" or ident[4] not in (1, 2):
+                return None
+            end = "<" if ident[5] == 1 else ">"
+            if ident[4] == 2:  # ELF64: e_phoff at 32, e_phentsize/e_phnum at 54/56
+                head, ph_fmt = f.read(48), "I4xQ16xQ8xQ"  # type, offset, filesz, align
+                phoff, (phentsize, phnum) = (
+                    struct.unpack_from(end + "Q", head, 16)[0],
+                    struct.unpack_from(end + "HH", head, 38),
+                )
+            else:  # ELF32: e_phoff at 28, e_phentsize/e_phnum at 42/44
+                head, ph_fmt = f.read(36), "II8xI8xI"
+                phoff, (phentsize, phnum) = (
+                    struct.unpack_from(end + "I", head, 12)[0],
+                    struct.unpack_from(end + "HH", head, 26),
+                )
+            size = struct.calcsize(end + ph_fmt)
+            for i in range(min(phnum, 256)):
+                f.seek(phoff + i * phentsize)
+                raw = f.read(size)
+                if len(raw) < size:
+                    return None
+                p_type, offset, filesz, align = struct.unpack(end + ph_fmt, raw)
+                if p_type != _PT_NOTE:
+                    continue
+                f.seek(offset)
+                found = _build_id_note(f.read(min(filesz, _NOTE_MAX)), end, 8 if align == 8 else 4)
+                if found:
+                    return found
+    except (OSError, struct.error):
+        return None
+    return None
+
+
+def _build_id_note(data: bytes, end: str, align: int) -> str | None:
+    pos = 0
+    while pos + 12 <= len(data):
+        namesz, descsz, kind = struct.unpack_from(end + "III", data, pos)
+        name_at = pos + 12
+        desc_at = name_at + -(-namesz // align) * align
+        if kind == _NT_GNU_BUILD_ID and data[name_at : name_at + namesz] == b"GNU\0":
+            desc = data[desc_at : desc_at + descsz]
+            return desc.hex() if len(desc) == descsz and desc else None
+        pos = desc_at + -(-descsz // align) * align
+    return None
+
+
+def compiler_build(root: Path | None) -> str | None:
+    """A short, deterministic fingerprint of the triton build in ``root``: the first
+    BUILD_DIGITS hex digits of a sha256 over each BUILD_SOURCES file's path and
+    sha256, and each BUILD_LIBS library's path, size and ELF build id. None when
+    none of them exists. Cheap: no file over a few KB is read whole but the sources."""
+    if root is None:
+        return None
+    h, found = hashlib.sha256(), False
+    for rel in BUILD_SOURCES:
+        try:
+            digest = hashlib.sha256((root / rel).read_bytes()).hexdigest()
+        except OSError:
+            continue
+        h.update(f"{rel}\0{digest}\n".encode())
+        found = True
+    for lib in sorted(root.glob(BUILD_LIBS)):
+        try:
+            if not lib.is_file():
+                continue
+            size = lib.stat().st_size
+        except OSError:
+            continue
+        rel = lib.relative_to(root).as_posix()
+        h.update(f"{rel}\0{size}\0{elf_build_id(lib) or ''}\n".encode())
+        found = True
+    return h.hexdigest()[:BUILD_DIGITS] if found else None
 
 
 def dist_version(import_name: str, module: ModuleType | None = None) -> str | None:
@@ -96,6 +211,7 @@ def probe(flaggems: ModuleType | None, mode: str | None, level: str | None) -> E
     """The environment of this process; ``flaggems`` is the package the tests imported."""
     gpu_model, gpu_count, driver, cuda = _gpu()
     dist, version, commit = triton_distribution()
+    where = compiler_path()
     env = Environment(
         gpu_model=gpu_model,
         gpu_count=gpu_count,
@@ -105,6 +221,8 @@ def probe(flaggems: ModuleType | None, mode: str | None, level: str | None) -> E
         triton_dist=dist,
         triton_version=version,
         flagtree_commit=commit if dist == "flagtree" else None,
+        compiler_path=str(where) if where is not None else None,
+        compiler_build=compiler_build(where),
         python=platform.python_version(),
         hostname=socket.gethostname(),
         mode=mode,

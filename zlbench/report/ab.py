@@ -24,7 +24,7 @@ from zlbench.gate.paired import interval_text, us_text
 from zlbench.models import AbCompiler, AbSummary, GateVerdict, RowVerdict
 from zlbench.report.blocks import Block
 from zlbench.report.escape import md_code, md_text
-from zlbench.report.facts import pct
+from zlbench.report.facts import pct, plain_mark
 
 AB_HEADER = [
     "row",
@@ -95,7 +95,10 @@ def inconclusive_block(v: GateVerdict) -> Block | None:
         f" pair budget: the interval of the change still straddles {rule}. They do not fail "
         "the gate; many of them mean this runner is too noisy for those rows."
     )
-    body = [[md_code(r.key.label()), interval_text(r.ab), pct(r.judged_change)] for r in rows]
+    body = [
+        [md_code(r.key.label()) + plain_mark(r), interval_text(r.ab), pct(r.judged_change)]
+        for r in rows
+    ]
     return Block("Inconclusive rows", intro, INCONCLUSIVE_HEADER, "lrr", body)
 
 
@@ -138,7 +141,7 @@ def _ab_row(r: RowVerdict) -> list[str]:
             else ""
         )
         return [
-            md_code(r.key.label()),
+            md_code(r.key.label()) + plain_mark(r),
             r.verdict.value,
             interval_text(ab) if ab.rounds else "no pair",
             pct(r.judged_change),
@@ -147,7 +150,7 @@ def _ab_row(r: RowVerdict) -> list[str]:
         ]
     us = f"{us_text(ab.delta_us)}, " if ab.delta_us is not None else ""
     return [
-        md_code(r.key.label()),
+        md_code(r.key.label()) + plain_mark(r),
         r.verdict.value,
         f"{pct(ab.change)} ({us}{counted(ab.rounds, 'round')})",
         pct(r.judged_change),
@@ -193,7 +196,7 @@ def _accept_row(r: RowVerdict) -> list[str]:
     change = r.ab.change if r.ab is not None and r.ab.change is not None else r.judged_change
     did = "yes" if r.accepted.applied else ("no: beyond" if r.accepted.exceeded else "not needed")
     return [
-        md_code(r.key.label()),
+        md_code(r.key.label()) + plain_mark(r),
         r.verdict.value,
         pct(change),
         pct(e.change),

@@ -11,7 +11,15 @@ from dataclasses import dataclass, field
 
 from zlbench.models import RowVerdict
 from zlbench.report.escape import md_code, md_text
-from zlbench.report.facts import confirmed_text, pct, us_pair
+from zlbench.report.facts import (
+    PLAIN_NOTE,
+    confirmed_text,
+    pct,
+    plain_mark,
+    plain_rows,
+    plain_sides,
+    us_pair,
+)
 
 CHANGE_HEADER = [
     "op",
@@ -95,7 +103,7 @@ def measured_cells(r: RowVerdict) -> list[str]:
     return [
         op_label(r.key.repo, r.key.op),
         md_code(r.key.dtype),
-        md_code(r.key.shape + occ),
+        md_code(r.key.shape + occ) + plain_mark(r),
         us_pair(r.baseline_us, r.current_us),
         pct(r.kernel_change),
         us_pair(r.baseline_torch_us, r.current_torch_us),
@@ -121,9 +129,25 @@ def reason_block(title: str, rows: list[RowVerdict]) -> Block | None:
         [
             op_label(r.key.repo, r.key.op),
             md_code(r.key.dtype),
-            md_code(r.key.shape),
+            md_code(r.key.shape) + plain_mark(r),
             md_text(r.reason),
         ]
         for r in rows
     ]
     return Block(title, "", ["op", "dtype", "shape", "reason"], "llll", cells)
+
+
+PLAIN_OPS = 5  # ops named in the plain-timing line
+
+
+def plain_line(rows: list[RowVerdict]) -> str:
+    """The line that explains the † of the tables: how many rows were timed without
+    CUDA graphs, where, and of which ops ("" when none was)."""
+    plain = plain_rows(rows)
+    if not plain:
+        return ""
+    ops = list(dict.fromkeys(f"{r.key.repo}/{r.key.run_name}" for r in plain))
+    more = f" +{len(ops) - PLAIN_OPS} more" if len(ops) > PLAIN_OPS else ""
+    names = ", ".join(md_code(k) for k in ops[:PLAIN_OPS]) + more
+    n = len(plain)
+    return f"{PLAIN_NOTE}. {n} row{'' if n == 1 else 's'} {plain_sides(plain)}: {names}."

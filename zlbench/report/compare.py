@@ -25,7 +25,7 @@ from zlbench.models import (
     ThresholdsFile,
     Verdict,
 )
-from zlbench.report.blocks import measured_cells, table
+from zlbench.report.blocks import measured_cells, plain_line, table
 from zlbench.report.escape import log_line, md_code, md_text
 from zlbench.report.facts import geomean_changes, pct, speed_words
 
@@ -96,6 +96,8 @@ def render_compare(c: Comparison, label_a: str = "A", label_b: str = "B") -> str
         ).replace("at the baseline host's speed", "at A's speed")
         + f"; {how}",
     ]
+    if plain := plain_line(c.rows):
+        lines.append(plain.replace("this run", "B").replace("the baseline", "A"))
     if c.only_a or c.only_b:
         lines.append(f"only in A: {c.only_a} rows · only in B: {c.only_b} rows")
     failing = sum(1 for r in c.rows if r.verdict in FAILING_VERDICTS)

@@ -81,6 +81,51 @@ def confirmed_text(r: RowVerdict) -> str:
     return "not re-measured" if r.verdict is Verdict.REGRESSION else ""
 
 
+PLAIN_MARK = "†"
+PLAIN_NOTE = "† timed without CUDA graphs (plain do_bench fallback): noisier"
+
+
+def plain_rows(rows: Iterable[RowVerdict]) -> list[RowVerdict]:
+    """The rows the reports mark with PLAIN_MARK: plain-timed, not skipped (a dismissed
+    op is often dismissed for that very reason)."""
+    return [r for r in rows if r.plain_timed and r.verdict is not Verdict.SKIPPED]
+
+
+def plain_mark(r: RowVerdict) -> str:
+    """`` †`` after the label of a row timed by the plain fallback (of
+    :func:`plain_rows`), else ""."""
+    return f" {PLAIN_MARK}" if plain_rows([r]) else ""
+
+
+_PLAIN_SIDES = {
+    ("baseline", "current"): "in the baseline and this run",
+    ("baseline",): "in the baseline only",
+    ("current",): "in this run only",
+}
+
+
+def plain_sides(rows: Iterable[RowVerdict]) -> str:
+    """Where plain-timed ``rows`` were timed so: ``in the baseline and this run``, or
+    with a count per side in parentheses when they differ (``(1 in the baseline only,
+    2 in this run only)``)."""
+    sides = [_PLAIN_SIDES.get(tuple(r.plain_timed_in), "") for r in rows if r.plain_timed]
+    kinds = list(dict.fromkeys(sides))
+    if len(kinds) == 1:
+        return kinds[0] or "in the baseline or this run"
+    each = ", ".join(f"{sides.count(k)} {k or 'in the baseline or this run'}" for k in kinds)
+    return f"({each})"
+
+
+def plain_words(r: RowVerdict) -> str:
+    """A plain-timed row's timing in words ("" for a row timed with CUDA graphs)."""
+    if not r.plain_timed:
+        return ""
+    return (
+        f"timed without CUDA graphs (plain do_bench fallback) {plain_sides([r])}: "
+        "noisier than a graph-timed row"
+    )
+
+
 def row_numbers(r: RowVerdict) -> str:
     """One line of a row's numbers, the same words in every medium."""
     parts = [
@@ -91,6 +136,8 @@ def row_numbers(r: RowVerdict) -> str:
         parts.append(f"judged change {pct(r.judged_change)} (limit {pct(r.limit)})")
     if c := confirmed_text(r):
         parts.append(f"confirmed: {c}")
+    if w := plain_words(r):
+        parts.append(w)
     return "; ".join(parts)
 
 

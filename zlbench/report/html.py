@@ -13,11 +13,13 @@ from dataclasses import dataclass
 
 import jinja2
 
-from zlbench.models import FAILING_VERDICTS, GateVerdict, OpVerdict
+from zlbench.models import FAILING_VERDICTS, Environment, GateVerdict, OpVerdict
 from zlbench.protocol.layout import op_key
 from zlbench.report.ab import ab_line
 from zlbench.report.escape import clean
 from zlbench.report.facts import (
+    PLAIN_MARK,
+    PLAIN_NOTE,
     ReportExtras,
     confirmed_text,
     fmt_us,
@@ -26,6 +28,9 @@ from zlbench.report.facts import (
     machine_speed_line,
     nondefault_thresholds,
     pct,
+    plain_rows,
+    plain_sides,
+    plain_words,
 )
 
 BAR_H, LABEL_W, CHART_W = 18, 220, 520
@@ -91,6 +96,27 @@ def worst_first_ops(ops: list[OpVerdict]) -> list[OpVerdict]:
     )
 
 
+def plain_text(v: GateVerdict) -> str:
+    """The line that explains the rows table's † ("" when no row was plain-timed)."""
+    plain = plain_rows(v.rows)
+    if not plain:
+        return ""
+    ops = ", ".join(dict.fromkeys(op_key(r.key.repo, r.key.run_name) for r in plain))
+    n = len(plain)
+    return f"{PLAIN_NOTE}. {n} row{'' if n == 1 else 's'} {plain_sides(plain)}: {ops}."
+
+
+def compiler_text(e: Environment) -> str:
+    """The compiler of one side: distribution, version, commit, build and path."""
+    parts = [e.triton_dist or "unknown", e.triton_version or "?"]
+    parts.append(f"commit {e.flagtree_commit or 'unknown'}")
+    if e.compiler_build:
+        parts.append(f"build {e.compiler_build}")
+    if e.compiler_path:
+        parts.append(f"from {e.compiler_path}")
+    return " ".join(parts)
+
+
 def render_html(v: GateVerdict, extras: ReportExtras | None = None) -> str:
     extras = extras or ReportExtras()
     judged, kernel, n = geomean_changes(v.rows)
@@ -118,5 +144,11 @@ def render_html(v: GateVerdict, extras: ReportExtras | None = None) -> str:
             ir_diffs={k: diff_lines(t) for k, t in extras.ir_diffs.items()},
             logs=[o for o in v.ops if o.log_tail],
             ops=worst_first_ops(v.ops),
+            plain=plain_text(v),
+            plain_mark=PLAIN_MARK,
+            marked=lambda r: bool(plain_rows([r])),
+            plain_words=plain_words,
+            compiler=compiler_text(v.current_env),
+            base_compiler=compiler_text(v.baseline_env),
         )
     )

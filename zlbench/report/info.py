@@ -179,9 +179,13 @@ def environment(v: GateVerdict) -> Block:
 
     def compiler(e) -> str:
         s = f"{md_code(e.triton_dist or 'unknown')} {md_code(e.triton_version or '')}"
-        return s + (f", FlagTree commit {md_code(e.flagtree_commit)}" if e.flagtree_commit else "")
+        s += f", FlagTree commit {md_code(e.flagtree_commit)}" if e.flagtree_commit else ""
+        s += f", build {md_code(e.compiler_build)}" if e.compiler_build else ""
+        return s + (f" from {md_code(e.compiler_path, 160)}" if e.compiler_path else "")
 
     outro = f"Compiler under test: {compiler(cur)} (baseline: {compiler(base)})."
+    if cur.compiler_build and base.compiler_build and cur.compiler_build != base.compiler_build:
+        outro += " The builds differ (build: a hash over the backend's compiler.py and libtriton)."
     rows = [_env_row(f) for f in v.environment]
     return Block("Environment", "", ["field", "baseline", "results", ""], "llll", rows, outro=outro)
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from zlbench.models import GateVerdict
 from zlbench.report.ab import judged_by
-from zlbench.report.blocks import Block
+from zlbench.report.blocks import Block, plain_line
 from zlbench.report.escape import md_code, md_text
 from zlbench.report.facts import ReportExtras, geomean_changes, machine_speed_line, pct
 from zlbench.report.sections import blocks
@@ -28,7 +28,8 @@ ICONS = {"PASS": "✅", "FAIL": "❌", "ERROR": "⚠️"}
 
 
 def header(v: GateVerdict) -> str:
-    """Title, summary, inputs, machine-speed correction and the geomean: never cut."""
+    """Title, summary, inputs, machine-speed correction, the geomean and the rows timed
+    without CUDA graphs (the tables' †): never cut."""
     lines = [
         MARKER,
         f"## {ICONS.get(v.verdict, '')} zlbench gate: {v.verdict}",
@@ -56,6 +57,9 @@ def header(v: GateVerdict) -> str:
     speed = machine_speed_line(v, host="runner")
     if speed and v.verdict != "ERROR":
         lines += ["", speed]
+    plain = plain_line(v.rows)  # explains the † of the tables below
+    if plain and v.verdict != "ERROR":
+        lines += ["", plain]
     return "\n".join(lines) + "\n"
 
 
