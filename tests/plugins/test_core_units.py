@@ -173,6 +173,11 @@ def test_entry_status(outcomes, rows, poisoned, expected):
     assert capture.entry_status(outcomes, rows, poisoned) is expected
 
 
+def test_skipped_tests_counts_one_per_skipped_test():
+    assert state.skipped_tests(["passed", "skipped", "skipped", "failed"]) == 2
+    assert state.skipped_tests(["passed"]) == 0
+
+
 def test_emit_marker_attaches_row_context(capsys, monkeypatch):
     monkeypatch.setattr(state, "_ACTIVE", state.Session(plan=_plan("t.py::a")))
     op = state.OpState(entry=state.active().plan.entries[0])

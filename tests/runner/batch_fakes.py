@@ -125,7 +125,8 @@ class FakeExecutor:
 
     Outcomes: ``PASS`` / ``PASS:<rows>``, ``SKIP``, ``FAIL``, ``CRASH:<rc>``,
     ``TIMEOUT``, ``UNSUPPORTED`` (FAIL whose log says the dtype is not supported),
-    ``NOROWS`` (PASS without rows), ``LAUNCH`` (FAIL whose log holds the traceback
+    ``NOROWS`` (PASS without rows), ``PARTSKIP:<n>`` (PASS with 2 rows, n tests
+    skipped), ``LAUNCH`` (FAIL whose log holds the traceback
     of a launcher error at triton/backends/nvidia/driver.py:328), ``BUG`` (the
     executor itself raises). ``delay_s``: sleep per op (for kill tests).
     """
@@ -191,7 +192,9 @@ class FakeExecutor:
         kind, _, arg = outcome.partition(":")
         dtype = entry.dtypes[0] if entry.dtypes else "float16"
         log = f"ZLBENCH fake {entry.run_name} dtypes={entry.dtypes}\n"
-        rc, status, rows = 0, RunStatus.PASS, []
+        rc, status, rows, skipped = 0, RunStatus.PASS, [], 0
+        if kind == "PARTSKIP":
+            kind, arg, skipped = "PASS", "2", int(arg or 1)
         if kind == "PASS":
             rows = [
                 Row(
@@ -231,6 +234,7 @@ class FakeExecutor:
                 dtypes=list(entry.dtypes),
                 rows=rows,
                 environment=Environment(gpu_model=self.gpu_model, flaggems_commit="abc"),
+                skipped_tests=skipped,
             )
             dump_json_model(run_dir / "result.json", result)
         st = OpStatus(

@@ -79,11 +79,12 @@ def test_same_rc_twice_stops_then_dtype_rescue(setup):
     fake = FakeExecutor({"add": ["FAIL", "FAIL", "PASS:1"]})
     cfg = setup(fake, ops=["add"], dtypes=["bfloat16"])
     out = run_batch(cfg)
-    assert attempts_of(fake, "add") == [("bfloat16",), ("bfloat16",), ("float32",)]
+    # the seed's rescue (issue 30): the op's own default dtypes
+    assert attempts_of(fake, "add") == [("bfloat16",), ("bfloat16",), ()]
     st = by_name(out)["add"]
-    assert st.status is RunStatus.PASS and st.dtype_used == "float32" and st.attempts == 3
-    assert "rescue PASS [float32]" in st.note
-    assert "main/add -> rescue [float32] (nothing passed (same rc 1 twice))" in (
+    assert st.status is RunStatus.PASS and st.dtype_used == "float16" and st.attempts == 3
+    assert "rescue PASS [(defaults)]" in st.note
+    assert "main/add -> rescue [defaults] (nothing passed (same rc 1 twice))" in (
         cfg.progress.getvalue()
     )
 

@@ -93,3 +93,30 @@ def test_recheck_dismissed_runs_left_out_ops_and_op_timeout_zero_is_no_limit(cli
     assert rc == 0, err
     assert [name for c in fakes[-1].calls for name, *_ in c["entries"]] == ["abs"]
     assert fakes[-1].calls[0]["op_timeout_s"] is None
+
+
+def test_resume_without_out_is_refused(tmp_path, monkeypatch, capsys):
+    # issue 30: the seed refused it; starting a new batch under runs/ was a surprise
+    from batch_fakes import make_inventory
+
+    from zlbench.cli import main
+
+    make_inventory(tmp_path / "ops", "main", ["abs"])
+    (tmp_path / "fg").mkdir()
+    monkeypatch.setenv("ZLBENCH_FLAGGEMS_DIR", str(tmp_path / "fg"))
+    monkeypatch.chdir(tmp_path)
+    rc = main(["batch", "--ops-dir", "ops", "--ops", "abs", "--resume"])
+    err = capsys.readouterr().err
+    assert rc == 2 and err.count("\n") == 1
+    assert "--resume continues a batch dir: name it with --out DIR" in err
+    assert not (tmp_path / "runs").exists()
+
+
+def test_default_op_timeout_is_longer_when_recording(cli, tmp_path):
+    # issue 30: first FlagTune sweeps ran 10+ minutes; a replay keeps 900 s
+    rc, _, err, fakes = cli("--ops", "abs", "--gpus", "0")
+    assert rc == 0, err
+    assert fakes[-1].calls[0]["op_timeout_s"] == 1800
+    rc, _, err, fakes = cli("--ops", "abs", "--gpus", "0", "--replay-root", str(tmp_path / "out"))
+    assert fakes[-1].calls[0]["op_timeout_s"] == 900
+    assert fakes[-1].calls[0]["entries"][0][2] == "replay"

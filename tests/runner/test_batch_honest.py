@@ -87,6 +87,15 @@ def test_fewer_rows_than_the_baseline_is_partial_skip(setup, tmp_path):
     assert st["add"].status is RunStatus.PASS
 
 
+def test_record_pass_with_skipped_tests_is_noted_partial_skip(setup):
+    # issue 30: the seed's partial_skip=N for an op whose tests partly skip
+    out = run_batch(setup(FakeExecutor({"abs": ["PARTSKIP:3"]}), ops=["abs", "add"]))
+    st = {s.run_name: s for s in read_ops_status(out.out_dir / "ops_status.csv")}
+    assert st["abs"].status is RunStatus.PASS and out.exit_code == 0
+    assert st["abs"].note == "partial_skip=3: 3 test(s) skipped"
+    assert st["add"].note == ""
+
+
 def test_a_runner_bug_fails_one_op_and_the_batch_goes_on(setup):
     fake = FakeExecutor({"add": ["BUG"]})
     out = run_batch(setup(fake))

@@ -324,3 +324,20 @@ def test_an_unparsable_file_is_left_out_with_a_warning(checkout):
     assert len(warnings) == 2
     assert warnings[0].startswith("warning: benchmark/test_broken.py: cannot parse (line 1)")
     assert "test_latin1.py: not UTF-8" in warnings[1]
+
+
+def test_collect_sets_gems_vendor_unless_set(tmp_path, monkeypatch):
+    # issue 30: FlagGems' vendor probe (nvidia-smi) can hang a collect without it
+    from zlbench.runner.catalog.inventory import collect_nodeids
+
+    bench = tmp_path / "fg" / "benchmark"
+    bench.mkdir(parents=True)
+    (bench / "test_vendor.py").write_text(
+        "import os\nimport pytest\n\n\n"
+        "@pytest.mark.parametrize('v', [os.environ.get('GEMS_VENDOR', 'unset')])\n"
+        "def test_vendor(v):\n    pass\n"
+    )
+    monkeypatch.delenv("GEMS_VENDOR", raising=False)
+    assert collect_nodeids(tmp_path / "fg") == ["benchmark/test_vendor.py::test_vendor[nvidia]"]
+    monkeypatch.setenv("GEMS_VENDOR", "metax")
+    assert collect_nodeids(tmp_path / "fg") == ["benchmark/test_vendor.py::test_vendor[metax]"]

@@ -44,7 +44,8 @@ def test_timeout_after_a_crash_is_final():
 def test_same_rc_twice_stops_then_rescue():
     attempts, nxt = run((F, 1, False), (F, 1, False))
     assert [a.kind for a in attempts] == ["first", "retry"]
-    assert nxt.kind == "rescue" and nxt.dtypes == ("float32",)
+    # the seed's rescue (issue 30): the op's own default dtypes, not tried yet
+    assert nxt.kind == "rescue" and nxt.dtypes == ()
     assert "same rc 1 twice" in nxt.why
 
 
@@ -72,7 +73,7 @@ def test_rescue_is_the_last_attempt():
 def test_unsupported_dtype_falls_back_to_the_ops_defaults_once():
     attempts, nxt = run((F, 1, True))
     assert nxt.kind == "fallback" and nxt.dtypes == ()
-    # defaults fail for real twice: then the rescue uses a dtype never tried
+    # defaults fail for real twice: then the rescue uses a dtype never tried alone
     attempts, nxt = run((F, 1, True), (F, 1, False), (F, 1, False))
     assert [a.kind for a in attempts] == ["first", "fallback", "retry"]
     assert nxt.kind == "rescue" and nxt.dtypes == ("float32",)
@@ -84,10 +85,18 @@ def test_unsupported_again_with_defaults_goes_to_rescue():
     assert nxt.kind == "rescue"
 
 
-def test_rescue_picks_an_untried_dtype():
+def test_rescue_picks_the_defaults_then_an_untried_dtype():
     attempts = [Attempt(F, 1, ("float32",)), Attempt(F, 1, ("float32",), kind="retry")]
+    assert next_attempt(attempts).dtypes == ()
+    attempts = [Attempt(F, 1, ()), Attempt(F, 1, (), kind="retry")]
+    assert next_attempt(attempts).dtypes == ("float32",)
+    attempts = [Attempt(F, 1, ("float32",)), Attempt(F, 1, (), kind="fallback")]
+    attempts.append(Attempt(F, 1, (), kind="retry"))
     assert next_attempt(attempts).dtypes == ("float16",)
     attempts = [Attempt(F, 1, RESCUE_DTYPES), Attempt(F, 1, RESCUE_DTYPES, kind="retry")]
+    assert next_attempt(attempts).dtypes == ()
+    attempts = [Attempt(F, 1, RESCUE_DTYPES), Attempt(F, 1, (), kind="fallback")]
+    attempts.append(Attempt(F, 1, (), kind="retry"))
     assert next_attempt(attempts) is None
 
 

@@ -82,10 +82,11 @@ def test_record_batch_sweeps_each_op_then_measures_on_the_first_gpu(tmp_path, fa
     out = outcome.out_dir
     st = {s.run_name: s for s in read_ops_status(out / "ops_status.csv")}
 
-    # measured: one op per call, on GPU 0, replaying the op's merged record
+    # measured: one op per call, on GPU 0, replaying the op's merged record ("bad":
+    # its failed sweep fell back to one record process)
     assert sorted(c["entries"] for c in fake.calls) == [
         [(op, (), "replay", str(out / "main" / op / "autotune_records"))] for op in ("abs", "add")
-    ]
+    ] + [[("bad", (), "record", None)]]
     assert {c["gpu"] for c in fake.calls} == {"0"}
     for op in ("abs", "add"):
         run_dir = out / "main" / op
@@ -103,10 +104,24 @@ def test_record_batch_sweeps_each_op_then_measures_on_the_first_gpu(tmp_path, fa
         assert "configs from a 2-GPU sweep (0,1): keys=1 differing=1 close=0" in st[op].note
     assert "main/add ZLBENCH_SWEEP keys=1 differing=1 close=0" in config.progress.getvalue()
 
-    # a failing child decides its op: nothing measured, its log is the op's run.log
-    assert st["bad"].status is RunStatus.FAIL and "sweep child 1/2 (GPU 1)" in st["bad"].note
-    assert "CVD_PROBE=1" in (out / "main" / "bad" / "run.log").read_text()
-    assert outcome.exit_code == 1
+    # a failing child costs the sweep, not the op: recorded serially on GPU 0 (issue 30)
+    assert st["bad"].status is RunStatus.PASS and st["bad"].gpu == "0"
+    assert "sweep child 1/2 (GPU 1): FAIL (see sweep/shard-1.log): fell back to a serial " in (
+        st["bad"].note
+    )
+    assert "CVD_PROBE=1" in (out / "main" / "bad" / "sweep" / "shard-1.log").read_text()
+    assert outcome.exit_code == 0
+
+
+def test_a_failing_sweep_child_then_a_failing_serial_sweep_fails_the_op(tmp_path, fake_children):
+    fake = FakeExecutor({"bad": ["FAIL"]})
+    outcome = run_batch(_config(tmp_path, ["bad"], executor=fake, sweep_gpus=["0", "1"]))
+    (st,) = read_ops_status(outcome.out_dir / "ops_status.csv")
+    # (then the record-mode dtype rescue sweeps again, and falls back again)
+    assert {c["gpu"] for c in fake.calls} == {"0"}
+    assert {c["entries"][0][2] for c in fake.calls} == {"record"}
+    assert st.status is RunStatus.FAIL and "fell back to a serial sweep on GPU 0" in st.note
+    assert outcome.exit_code == 2  # nothing measured
 
 
 def test_replay_batch_ignores_sweep_gpus(tmp_path, fake_children):

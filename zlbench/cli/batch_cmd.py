@@ -138,9 +138,10 @@ def add_measure_options(p, *, shape_file: Path | None = None, dtypes: list[str] 
     p.add_argument(
         "--op-timeout",
         type=float,
-        default=900.0,
+        default=None,
         metavar="S",
-        help="per-op timeout in seconds (default 900; 0 = no limit; not retried)",
+        help="per-op timeout in seconds (default 1800 when recording, whose cold autotune "
+        "sweeps can take 10+ minutes, 900 when replaying; 0 = no limit; not retried)",
     )
     p.add_argument(
         "--per-process",
@@ -276,6 +277,8 @@ def config_from_args(args, settings: Settings):
     if getattr(args, "keep_failed", False) and not args.resume:
         raise ZlbenchError("--keep-failed keeps the failures of a resumed batch: add --resume")
 
+    if args.resume and args.out is None:
+        raise ZlbenchError("--resume continues a batch dir: name it with --out DIR")
     if args.sweep_gpus is not None and args.replay_root is not None:
         raise ZlbenchError("--sweep-gpus records configs; it cannot be combined with --replay-root")
     gpus = parse_gpu_list(args.gpus) if args.gpus else default_gpus(settings.cuda_visible_devices)
@@ -295,7 +298,7 @@ def config_from_args(args, settings: Settings):
         replay_root=args.replay_root,
         resume=args.resume,
         keep_failed=getattr(args, "keep_failed", False),
-        op_timeout_s=args.op_timeout,
+        op_timeout_s="auto" if args.op_timeout is None else args.op_timeout,
         per_process=args.per_process,
         timing=args.mode,
         dtypes=list(args.dtypes),

@@ -176,6 +176,9 @@ class RunResult(_Model):
     started: str | None = None  # ISO 8601 UTC
     duration_s: float | None = None  # wall time inside the test(s)
     bench_s: float | None = None  # time spent inside benchmark test calls
+    # tests of the op that pytest skipped (a skipped parametrization counts once);
+    # 0 in files written before it was counted
+    skipped_tests: int = 0
 
 
 def count_markers(markers: list[Marker]) -> dict[str, int]:

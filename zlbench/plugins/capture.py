@@ -44,7 +44,7 @@ from zlbench.models import (
 )
 from zlbench.plugins import bench_adapter, environment, state
 from zlbench.plugins.devices import POISONED_EXIT_CODE
-from zlbench.plugins.state import entry_status
+from zlbench.plugins.state import entry_status, skipped_tests
 from zlbench.protocol.boundary import begin_line, end_line, error_line
 from zlbench.protocol.layout import RESULT_JSON, SHAPES_YAML
 from zlbench.protocol.signature import OUTCOMES, location, outcome_location
@@ -129,6 +129,7 @@ def build_result(op: state.OpState, plan_timing: str, env: Any, now: float) -> R
         started=datetime.fromtimestamp(op.started, timezone.utc).isoformat(timespec="seconds"),
         duration_s=round(now - op.started, 3),
         bench_s=round(op.bench_s, 3),
+        skipped_tests=skipped_tests(op.outcomes),
     )
 
 

@@ -196,3 +196,9 @@ def entry_status(outcomes: list[str], rows: int, poisoned: bool = False) -> RunS
     if "skipped" in outcomes and "passed" not in outcomes and rows == 0:
         return RunStatus.SKIP
     return RunStatus.PASS
+
+
+def skipped_tests(outcomes: list[str]) -> int:
+    """How many of an entry's tests were skipped (``outcomes`` holds one "skipped" per
+    skipped test: its setup or call phase, never both)."""
+    return outcomes.count("skipped")

@@ -150,6 +150,15 @@ def empty_success(status: RunStatus, rows: int, expected: int | None) -> str:
     return ""
 
 
+def partial_skip(status: RunStatus, result: RunResult | None) -> str:
+    """The seed's ``partial_skip=N`` note of a PASS some of whose N tests pytest skipped
+    (an unsupported dtype or shape: the op measured less than it has); "" otherwise."""
+    n = result.skipped_tests if result is not None else 0
+    if status is not RunStatus.PASS or n <= 0:
+        return ""
+    return f"partial_skip={n}: {n} test(s) skipped"
+
+
 def op_file(sel: SelectedOp) -> str:
     """The op's benchmark test file(s), e.g. ``test_reduction_perf.py``."""
     files = (n.split("::", 1)[0].rsplit("/", 1)[-1] for n in sel.nodeids)
@@ -173,6 +182,8 @@ def final_status(
     if empty := empty_success(status, rows, expected_rows):
         status, rc = RunStatus.FAIL, 1
         note = f"{note}; {empty}" if note else empty
+    elif skips := partial_skip(status, result):
+        note = f"{note}; {skips}" if note else skips
     counts = result.marker_counts if result is not None else {}
     return OpStatus(
         repo=track.sel.repo,

@@ -17,6 +17,11 @@ from zlbench.models import OpStatus
 # configs, "1" the expanded / cost-model space. Set in every benchmark process.
 FLAGTUNE_VAR = "USE_FLAGTUNE"
 DEFAULT_FLAGTUNE = "0"
+# --op-timeout's default by mode: a record pass tunes every kernel from a cold tuning
+# DB (first FlagTune sweeps of one op ran 10+ minutes on the H200), a replay only
+# measures pinned configs. 0 or None: no limit.
+RECORD_OP_TIMEOUT_S = 1800.0
+REPLAY_OP_TIMEOUT_S = 900.0
 # execute_plan's signature (zlbench.runner.execute.worker); injectable for tests.
 Executor = Callable[..., list[OpStatus]]
 
@@ -58,7 +63,10 @@ class BatchConfig:
     replay_root: Path | None = None
     resume: bool = False
     keep_failed: bool = False  # with resume: a FAIL/TIMEOUT/CRASH op keeps its status
-    op_timeout_s: float | None = 900.0
+    # seconds per op; "auto": RECORD_OP_TIMEOUT_S when recording, REPLAY_OP_TIMEOUT_S
+    # when replaying (a refresh's record and replay passes each get their own);
+    # 0 or None: no limit (see :meth:`op_timeout`)
+    op_timeout_s: float | None | Literal["auto"] = "auto"
     per_process: int | None = None
     timing: Literal["cudagraph", "kernel"] = "cudagraph"
     dtypes: list[str] = field(default_factory=list)  # [] = the op's defaults
@@ -103,6 +111,14 @@ class BatchConfig:
     pair_dir: Path | None = None
     pair_side: str | None = None
     pair_rule: str | None = None
+
+    def op_timeout(self) -> float | None:
+        """The per-op timeout in effect: ``op_timeout_s`` with "auto" resolved by mode;
+        None for no limit."""
+        t = self.op_timeout_s
+        if t == "auto":
+            return REPLAY_OP_TIMEOUT_S if self.replay_root else RECORD_OP_TIMEOUT_S
+        return float(t) if t else None
 
 
 @dataclass

@@ -7,8 +7,11 @@
 * When the log says ``can't be supported by this op`` (upstream ``set_dtypes``
   rejects the asked dtype), the op is retried once with its own default dtypes
   (``dtypes=[]``): the op's other dtypes. This does not count as a retry.
-* When nothing passed after all that, one last rescue with a dtype not tried yet
-  (float32, then float16, then bfloat16) -- in record mode only: in replay (gate,
+* When nothing passed after all that, one last rescue with the op's own default
+  dtypes (``dtypes=[]``, the seed's rule: what upstream measures for that op, so
+  no attempt is spent on a dtype the op rejects) when those were not tried yet,
+  else with a dtype not tried yet (float32, then float16, then bfloat16: an op
+  whose defaults failed may still pass one of them alone) -- in record mode only: in replay (gate,
   baseline refresh passes) the baseline's rows fix the dtypes, and rows of another
   dtype can never match them. (There an op whose baseline rows share no dtype with
   the asked ones starts with the baseline's: ``attempts.first_dtypes``.)
@@ -80,6 +83,8 @@ def next_attempt(
         return NextAttempt(last.dtypes, "retry", f"{last.status.value} rc={_rc(last)}")
     if not rescue:
         return None
+    if () not in tried:
+        return NextAttempt((), "rescue", f"nothing passed ({stop})")
     flat = {d for a in attempts for d in a.dtypes}
     for dtype in RESCUE_DTYPES:
         if dtype not in flat:

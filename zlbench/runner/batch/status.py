@@ -117,8 +117,9 @@ def find_run_dirs(batch_dir: Path) -> list[Path]:
     return found
 
 
-def summarize(batch_dir: Path) -> int:
-    """Rebuild ``<batch>/summary.csv`` from its run dirs; returns the number of rows."""
+def summarize(batch_dir: Path, out_dir: Path | None = None) -> int:
+    """Rebuild ``<batch>/summary.csv`` (``<out_dir>/summary.csv`` when given: the batch
+    dir is then not written) from its run dirs; returns the number of rows."""
     batch_dir = Path(batch_dir)
     if not batch_dir.is_dir():
         raise ZlbenchError(f"{batch_dir}: not a directory")
@@ -133,4 +134,4 @@ def summarize(batch_dir: Path) -> int:
         result = load_run(run_dir)
         if result is not None:
             records += summary_records(run_dir.parent.name, run_dir.name, result.rows)
-    return write_summary(batch_dir, records)
+    return write_summary(batch_dir if out_dir is None else Path(out_dir), records)

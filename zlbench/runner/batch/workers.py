@@ -152,7 +152,7 @@ class BatchRun:
             gpus=list(c.gpus),
             per_process=c.per_process,
             gpu_share=c.gpu_share,
-            op_timeout_s=c.op_timeout_s,
+            op_timeout_s=c.op_timeout(),
             max_retries=c.max_retries,
             budget_s=c.budget_s,
             resume=c.resume,
@@ -378,7 +378,7 @@ class BatchRun:
                 plan,
                 flaggems_dir=c.flaggems_dirs[tracks[0].sel.repo],
                 per_process=c.per_process,
-                op_timeout_s=c.op_timeout_s if c.op_timeout_s else None,  # 0: no limit
+                op_timeout_s=c.op_timeout(),  # None: no limit
                 env=env,
                 sink=c.sink,
                 on_op_done=on_done,

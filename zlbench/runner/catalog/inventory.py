@@ -230,15 +230,25 @@ def apply_collected(rows: list[InventoryRow], collected: list[str]) -> list[Inve
     return out
 
 
+GEMS_VENDOR_VAR = "GEMS_VENDOR"  # FlagGems' vendor override (skips its nvidia-smi probe)
+
+
 def collect_nodeids(
     flaggems_dir: str | os.PathLike, *, env: dict[str, str] | None = None, timeout_s: float = 1800
 ) -> list[str]:
-    """``pytest --collect-only -q`` over the benchmark files; the node ids it printed."""
+    """``pytest --collect-only -q`` over the benchmark files; the node ids it printed.
+
+    Collection imports FlagGems, whose vendor probe runs nvidia-smi unless
+    ``GEMS_VENDOR`` is set and can hang there (up to ``timeout_s``); the benchmark
+    processes set it from torch (docs/design.md §5.9), this one sets
+    ``GEMS_VENDOR=nvidia`` unless the environment already names a vendor."""
     root = Path(flaggems_dir)
     files = [p.relative_to(root).as_posix() for p in benchmark_files(root)]
     argv = [sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider"]
     argv += ["--continue-on-collection-errors", *files]
     env = dict(os.environ if env is None else env)
+    if not env.get(GEMS_VENDOR_VAR):
+        env[GEMS_VENDOR_VAR] = "nvidia"
     src = root / "src"
     if src.is_dir():
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(src), env.get("PYTHONPATH")]))

@@ -22,8 +22,11 @@ their record pass) records one op like this:
    the ZLBENCH_SWEEP line, the OpStatus note names the sweep, and
    ``sweep/trust.json`` says how it was measured.
 
-A child that fails decides the op (its status; its log becomes ``run.log``)
-and nothing is measured. ``--sweep-gpus`` ids are CUDA_VISIBLE_DEVICES values,
+A child that fails (signal, error, no usable result) costs the sweep, not the
+op: the op is recorded serially, one process on the first GPU as without
+``--sweep-gpus``, and the note says so (the child's log stays in ``sweep/``). A
+child that timed out decides the op (TIMEOUT; its log becomes ``run.log``): a
+serial sweep would only take longer. ``--sweep-gpus`` ids are CUDA_VISIBLE_DEVICES values,
 like ``batch --gpus``; an inherited CUDA_VISIBLE_DEVICES is respected (every
 listed id must be in it).
 
@@ -294,6 +297,10 @@ def sweep_op(op: _Op, spec: SweepSpec, *, executor, sink: Sink | None, timeout_s
         shutil.rmtree(tmp, ignore_errors=True)
     checked = [(c, *child_status(c, op.sweep_dir / f"shard-{c.shard}")) for c in children]
     bad = [t for t in checked if t[1] not in (RunStatus.PASS, RunStatus.SKIP)]
+    if bad and bad[0][1] is not RunStatus.TIMEOUT:
+        return _serial(
+            op, spec.gpus[0], children, bad, executor=executor, sink=sink, timeout_s=timeout_s
+        )
     if bad:
         return _fail(op, children, bad)
     stats = _merge(op, children, spec.close_rel)
@@ -311,6 +318,43 @@ def sweep_op(op: _Op, spec: SweepSpec, *, executor, sink: Sink | None, timeout_s
     note = f"configs from a {n}-GPU sweep ({','.join(spec.gpus)}): {line.split(' ', 1)[1]}"
     if status.note:
         note = f"{status.note}; {note}"
+    seconds = round(status.seconds + max(c.seconds for c in children), 3)
+    return status.model_copy(update={"note": note, "seconds": seconds})
+
+
+def _serial(
+    op: _Op,
+    gpu: str,
+    children: Sequence[Child],
+    bad: list[tuple[Child, RunStatus, str]],
+    *,
+    executor,
+    sink: Sink | None,
+    timeout_s,
+) -> OpStatus:
+    """A sweep child failed (not by timeout): the op is recorded as without a sweep,
+    its whole autotune sweep in one process on ``gpu`` (the seed's fallback: a child
+    can fail for its GPU's sake, and the op is not lost for it). The child's log
+    stays in ``sweep/``; the note names it and the fallback."""
+    child, _, why = bad[0]
+    env = dict(op.env)
+    env["CUDA_VISIBLE_DEVICES"] = gpu
+    (status,) = executor(
+        op.template.model_copy(update={"entries": [op.entry]}),
+        flaggems_dir=op.flaggems_dir,
+        per_process=1,
+        op_timeout_s=timeout_s,
+        env=env,
+        sink=sink,
+        on_op_done=_ignore,
+        **({"python": op.python} if op.python else {}),
+        **({"extra_pytest_args": list(op.extra)} if op.extra else {}),
+    )
+    note = (
+        f"{why} (see {SWEEP_DIR}/shard-{child.shard}.log): fell back to a serial sweep on GPU {gpu}"
+    )
+    if status.note:
+        note = f"{note}; {status.note}"
     seconds = round(status.seconds + max(c.seconds for c in children), 3)
     return status.model_copy(update={"note": note, "seconds": seconds})
 
