@@ -1,7 +1,10 @@
-"""junit.xml as its consumers read it: validated against tests/data/junit/junit.xsd,
-only the attributes that the Jenkins JUnit plugin, GitLab and the GitHub
-test-report actions all accept, times from the run durations, failure bodies
-with the numbers, one classname per benchmark file."""
+"""junit.xml as its consumers read it: validated against tests/data/junit/junit.xsd
+and against what strict consumers require (tests/data/junit/junit-10-consumer.xsd:
+Jenkins xUnit's junit-10.xsd plus the Ant schema's required attributes), every
+testcase timed and uniquely named, one-line messages, only the attributes that
+the Jenkins JUnit plugin, GitLab and the GitHub test-report actions all accept,
+times from the run durations, failure bodies with the numbers, one classname
+per benchmark file."""
 
 from __future__ import annotations
 
@@ -16,10 +19,11 @@ from zlsynth import brow, crow, run_result, write_baseline, write_results
 from zlbench.gate.load import load_baseline, load_results
 from zlbench.gate.thresholds import load_thresholds
 from zlbench.gate.verdict import GateOptions, run_gate
-from zlbench.models import FAILING_VERDICTS, Verdict
-from zlbench.report.junit import render_junit
+from zlbench.models import FAILING_VERDICTS, CodegenClass, GateVerdict, Verdict
+from zlbench.report.junit import MESSAGE_MAX, render_junit
 
 XSD = Path(__file__).resolve().parent.parent / "data" / "junit" / "junit.xsd"
+CONSUMER_XSD = XSD.with_name("junit-10-consumer.xsd")
 # The attributes every consumer we target reads (docs/reports.md); nothing else.
 ALLOWED = {
     "testsuites": {"name", "tests", "failures", "errors", "time"},
@@ -40,15 +44,43 @@ def schema():
 
 
 @pytest.fixture(scope="module")
+def consumer_schema():
+    return xmlschema.XMLSchema(str(CONSUMER_XSD))
+
+
+def compile_failure(tmp) -> GateVerdict:
+    """real_fail with a codegen screen: two kernels of one name and config that no
+    longer compile (one (classname, name) twice), the rebuild's wall time recorded."""
+    from test_report_codegen_golden import screen_for
+
+    from zlbench.workflow.codegen import CodegenStep, apply_screen, summarize
+
+    v = real_fail(tmp)
+    screen = screen_for(v)
+    (bad,) = [k for k in screen.kernels if k.status is CodegenClass.FAILED]
+    twin = bad.model_copy(update={"kernel_id": "e" * 16, "error": "x" * 900 + "\nsecond line"})
+    screen.kernels.append(twin)
+    step = CodegenStep(summarize(screen, "all", "codegen/codegen.json"), screen)
+    step.summary.wall_s = 23.6
+    return apply_screen(v, step)
+
+
+@pytest.fixture(scope="module")
 def cases(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("junit")
-    return {"every": every_verdict(tmp / "e"), "fail": real_fail(tmp), "error": error(tmp / "x")}
+    return {
+        "every": every_verdict(tmp / "e"),
+        "fail": real_fail(tmp / "f"),
+        "error": error(tmp / "x"),
+        "codegen": compile_failure(tmp / "c"),
+    }
 
 
-@pytest.mark.parametrize("case", ["every", "fail", "error"])
-def test_valid_and_only_common_attributes(cases, schema, case):
+@pytest.mark.parametrize("case", ["every", "fail", "error", "codegen"])
+def test_valid_and_only_common_attributes(cases, schema, consumer_schema, case):
     xml = render_junit(cases[case])
     schema.validate(xml)
+    consumer_schema.validate(xml)
     for el in ET.fromstring(xml).iter():
         assert el.tag in ALLOWED, el.tag
         assert set(el.attrib) <= ALLOWED[el.tag], (el.tag, el.attrib)
@@ -144,3 +176,49 @@ def test_passing_gate_has_no_failure(cases, schema):
     v.ops = [o for o in v.ops if o.verdict not in FAILING_VERDICTS]
     root = ET.fromstring(render_junit(v))
     assert root.get("failures") == "0" and root.get("errors") == "0"
+
+
+@pytest.mark.parametrize("case", ["every", "fail", "error", "codegen"])
+def test_every_testcase_is_timed_and_uniquely_named(cases, case):
+    root = ET.fromstring(render_junit(cases[case]))
+    tcs = list(root.iter("testcase"))
+    assert tcs and all(c.get("time") is not None for c in tcs)
+    ids = [(c.get("classname"), c.get("name")) for c in tcs]
+    assert len(ids) == len(set(ids)), sorted(i for i in ids if ids.count(i) > 1)
+
+
+@pytest.mark.parametrize("case", ["every", "fail", "error", "codegen"])
+def test_messages_are_one_short_line(cases, case):
+    root = ET.fromstring(render_junit(cases[case]))
+    for el in root.iter():
+        if el.tag in ("failure", "error", "skipped"):
+            msg = el.get("message")
+            assert msg and "\n" not in msg and len(msg) <= MESSAGE_MAX, msg
+
+
+def test_compile_failures_carry_the_rebuild_time_and_distinct_names(cases):
+    v = cases["codegen"]
+    assert v.verdict == "FAIL" and len(v.codegen.failed) == 2
+    root = ET.fromstring(render_junit(v))
+    (suite,) = [s for s in root.iter("testsuite") if s.get("name") == "zlbench.codegen"]
+    assert float(suite.get("time")) == pytest.approx(23.6)
+    names = [c.get("name") for c in suite.iter("testcase")]
+    assert names[1] == names[0] + " #2"
+    per_kernel = 23.6 / v.codegen.kernels
+    times = [float(c.get("time")) for c in suite.iter("testcase")]
+    assert times == pytest.approx([per_kernel] * 2, abs=0.001)
+    bodies = [f.text for f in suite.iter("failure")]
+    assert bodies == v.codegen.failed  # details stay in the body
+    assert len(bodies[1]) > MESSAGE_MAX  # the long compile error is in the body only
+    assert float(root.get("time")) == pytest.approx(
+        sum(float(s.get("time")) for s in root.iter("testsuite")), abs=0.01
+    )
+
+
+def test_unrecorded_codegen_time_falls_back_to_the_cases(cases):
+    v = cases["codegen"].model_copy(deep=True)
+    v.codegen.wall_s = None
+    root = ET.fromstring(render_junit(v))
+    (suite,) = [s for s in root.iter("testsuite") if s.get("name") == "zlbench.codegen"]
+    assert suite.get("time") == "0.000"
+    assert all(c.get("time") == "0.000" for c in suite.iter("testcase"))

@@ -131,6 +131,9 @@ class CodegenSummary(_Model):
         "fails to compile: such a kernel fails the gate",
     )
     screen_file: str = Field("", description="codegen.json, relative to the report's dir")
+    wall_s: float | None = Field(
+        None, description="wall time of the screen's rebuild (codegen.json wall_s), if recorded"
+    )
     not_timed: dict[str, str] = Field(
         default_factory=dict,
         description="op key -> proof that its kernels are unchanged (--time changed): not timed",

@@ -10,7 +10,12 @@ carries gets an op-level testcase, and an ERROR verdict a ``zlbench.gate`` error
 testcase, so a failing gate always shows a failing testcase.
 
 Times: an op's run duration (``OpVerdict.duration_s``, or ``durations``) split
-evenly over its testcases. Only the elements and attributes that the Jenkins
+evenly over its testcases; every testcase has a ``time`` (``0.000`` where nothing
+recorded one), and the codegen suite carries the screen's rebuild wall time
+(``CodegenSummary.wall_s``) when the verdict records it. Every (classname, name)
+pair is unique: a repeated one gets `` #2``, `` #3`` ... in document order. A
+``message`` is one line of at most :data:`MESSAGE_MAX` characters; the details
+are in the body. Only the elements and attributes that the Jenkins
 JUnit plugin, GitLab and the common GitHub test-report actions all read are
 written (docs/reports.md); every artifact string goes through
 :func:`zlbench.report.escape.xml_text`.
@@ -23,8 +28,16 @@ from collections.abc import Mapping
 
 from zlbench.models import FAILING_VERDICTS, GateVerdict, OpVerdict, RowVerdict, Verdict
 from zlbench.protocol.layout import op_key
-from zlbench.report.escape import xml_text
+from zlbench.report.escape import one_line, xml_text
 from zlbench.report.facts import machine_speed_line, pct, row_numbers
+
+MESSAGE_MAX = 200  # characters of a failure / error / skipped ``message``
+
+
+def message(text: str) -> str:
+    """The one-line ``message`` attribute: first line only, at most MESSAGE_MAX."""
+    first = text.strip().splitlines()[0] if text.strip() else ""
+    return xml_text(one_line(first, MESSAGE_MAX))
 
 
 def classname(repo: str, run_name: str) -> str:
@@ -44,14 +57,14 @@ def row_message(r: RowVerdict) -> str:
     return xml_text(f"{r.verdict.value}: {r.reason}" if r.reason else r.verdict.value)
 
 
-def _outcome(tc: ET.Element, tag: str, kind: str, message: str, body: str) -> None:
-    el = ET.SubElement(tc, tag, {"message": message, "type": kind})
+def _outcome(tc: ET.Element, tag: str, kind: str, text: str, body: str) -> None:
+    el = ET.SubElement(tc, tag, {"message": message(text), "type": kind})
     el.text = body
 
 
 def _time(tc: ET.Element, seconds: float | None) -> None:
-    if seconds is not None and seconds >= 0:
-        tc.set("time", f"{seconds:.3f}")
+    ok = seconds is not None and seconds >= 0
+    tc.set("time", f"{seconds if ok else 0.0:.3f}")
 
 
 def row_case(r: RowVerdict, seconds: float | None, context: str) -> ET.Element:
@@ -65,7 +78,7 @@ def row_case(r: RowVerdict, seconds: float | None, context: str) -> ET.Element:
     elif r.verdict in FAILING_VERDICTS:
         _outcome(tc, "failure", r.verdict.value, row_message(r), body)
     elif r.verdict is Verdict.SKIPPED:
-        ET.SubElement(tc, "skipped", {"message": xml_text(r.reason or "skipped")})
+        ET.SubElement(tc, "skipped", {"message": message(r.reason or "skipped")})
     else:
         ET.SubElement(tc, "system-out").text = xml_text(row_numbers(r))
     return tc
@@ -79,9 +92,7 @@ def op_case(op: OpVerdict, seconds: float | None) -> ET.Element:
         msg += f"; judged change (geomean) {pct(op.judged_change)}, threshold {pct(op.threshold)}"
     body = "\n".join([msg, *(op.log_tail or [])])
     tag = "error" if op.verdict is Verdict.FAILED else "failure"
-    _outcome(
-        tc, tag, op.verdict.value, xml_text(msg.splitlines()[0] if msg else ""), xml_text(body)
-    )
+    _outcome(tc, tag, op.verdict.value, msg, xml_text(body))
     return tc
 
 
@@ -99,9 +110,14 @@ def _properties(v: GateVerdict) -> dict[str, str]:
     return props
 
 
-def _suite(name: str, cases: list[ET.Element], v: GateVerdict) -> ET.Element:
+def _suite(
+    name: str, cases: list[ET.Element], v: GateVerdict, seconds: float | None = None
+) -> ET.Element:
+    """``seconds``: the suite's own wall time where known; else its testcases' sum."""
     kinds = [child.tag for tc in cases for child in tc]
     total = sum(float(tc.get("time", 0)) for tc in cases)
+    if seconds is not None and seconds >= 0:
+        total = seconds
     suite = ET.Element(
         "testsuite",
         {
@@ -154,17 +170,32 @@ def repo_cases(v: GateVerdict, repo: str, durations: Mapping[str, float]) -> lis
     return cases + [op_case(o, share((o.repo, o.run_name))) for o in extra]
 
 
-def codegen_cases(failed: list[str]) -> list[ET.Element]:
-    """One failing testcase per kernel the compiler under test no longer compiles."""
+def codegen_cases(failed: list[str], seconds: float | None = None) -> list[ET.Element]:
+    """One failing testcase per kernel the compiler under test no longer compiles;
+    ``seconds``: each one's time (the rebuild's wall time per rebuilt kernel)."""
     cases = []
     for line in failed:
         tc = ET.Element(
             "testcase", {"name": xml_text(line.split(":", 1)[0]), "classname": "zlbench.codegen"}
         )
+        _time(tc, seconds)
         msg = "compile failed: the baseline compiled this kernel"
         _outcome(tc, "failure", "COMPILE_FAILED", msg, xml_text(line))
         cases.append(tc)
     return cases
+
+
+def _unique_names(suites: list[ET.Element]) -> None:
+    """A repeated (classname, name) gets " #2", " #3" ... in document order."""
+    seen: set[tuple[str, str]] = set()
+    for tc in (tc for s in suites for tc in s.iter("testcase")):
+        cls, name = tc.get("classname", ""), tc.get("name", "")
+        n, candidate = 1, name
+        while (cls, candidate) in seen:
+            n += 1
+            candidate = f"{name} #{n}"
+        seen.add((cls, candidate))
+        tc.set("name", candidate)
 
 
 def render_junit(v: GateVerdict, durations: Mapping[str, float] | None = None) -> str:
@@ -172,13 +203,18 @@ def render_junit(v: GateVerdict, durations: Mapping[str, float] | None = None) -
     durations = durations or {}
     repos = sorted({r.key.repo for r in v.rows} | {o.repo for o in v.ops})
     suites = [_suite(repo, repo_cases(v, repo, durations), v) for repo in repos]
-    if v.codegen is not None and v.codegen.failed:
-        suites.append(_suite("zlbench.codegen", codegen_cases(v.codegen.failed), v))
+    cg = v.codegen
+    if cg is not None and cg.failed:
+        per_kernel = cg.wall_s / cg.kernels if cg.wall_s is not None and cg.kernels else None
+        cases = codegen_cases(cg.failed, per_kernel)
+        suites.append(_suite("zlbench.codegen", cases, v, cg.wall_s))
     if v.verdict == "ERROR" or not suites:
         tc = ET.Element("testcase", {"name": "gate", "classname": "zlbench.gate"})
+        _time(tc, None)
         if v.verdict == "ERROR":
-            _outcome(tc, "error", "ERROR", xml_text(v.summary.splitlines()[0]), xml_text(v.summary))
+            _outcome(tc, "error", "ERROR", v.summary, xml_text(v.summary))
         suites.append(_suite("zlbench", [tc], v))
+    _unique_names(suites)
     root = ET.Element("testsuites", {"name": "zlbench gate"})
     for attr in ("tests", "failures", "errors"):
         root.set(attr, str(sum(int(s.get(attr, 0)) for s in suites)))
