@@ -106,6 +106,17 @@ def test_measure_falls_back_with_marker_on_capture_error(capsys):
     assert "BENCHMARK_DIRECT_NO_CUDAGRAPH phase=capture reason=RuntimeError:CUDA_error:" in out
 
 
+def test_measure_falls_back_with_marker_when_a_replay_fails(capsys):
+    class ReplayFails(_FakeBackend):
+        def replay_ms(self, graph):
+            raise RuntimeError("operation not permitted when stream is capturing")
+
+    backend = ReplayFails()
+    assert measure(lambda: None, backend, TimingSettings(1.0, 2), rep_ms=1.0) == 42.0
+    assert backend.plain_calls == 1
+    assert "BENCHMARK_DIRECT_NO_CUDAGRAPH phase=sync" in capsys.readouterr().out
+
+
 def test_measure_reraises_device_faults():
     backend = _FakeBackend(RuntimeError("CUDA error: an illegal memory access was encountered"))
     with pytest.raises(RuntimeError, match="illegal memory access"):

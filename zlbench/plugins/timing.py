@@ -147,21 +147,29 @@ def _prepared_graph(call, backend, settings, rep_ms) -> tuple[Any, int] | None:
     try:
         return graph_prepare(call, backend, settings, rep_ms)
     except GraphFailed as failed:
-        exc = failed.__cause__
-        state.emit_marker(
-            Marker(kind=MarkerKind.NO_CUDAGRAPH, phase=failed.phase, reason=reason_text(exc))
-        )
+        _fell_back(failed)
         return None
+
+
+def _fell_back(failed: GraphFailed) -> None:
+    exc = failed.__cause__
+    state.emit_marker(
+        Marker(kind=MarkerKind.NO_CUDAGRAPH, phase=failed.phase, reason=reason_text(exc))
+    )
 
 
 def _alone(graph, fn, backend, settings, rep_ms, kw) -> Any:
     """One side's timing without a partner: ``settings.replays`` replays of the graph,
-    or the plain fallback."""
-    if graph is None:
-        return backend.plain(fn, rep_ms, settings.warmup_ms, **kw)
-    g, n = graph
-    times = _replays(lambda: backend.replay_ms(g) / n, settings.replays)
-    return summarize(times, kw["quantiles"], kw["return_mode"])
+    or the plain fallback (also when a replay fails for a reason that is not a device
+    fault: marker ``phase=sync``)."""
+    if graph is not None:
+        g, n = graph
+        try:
+            times = _replays(lambda: backend.replay_ms(g) / n, settings.replays)
+            return summarize(times, kw["quantiles"], kw["return_mode"])
+        except GraphFailed as failed:
+            _fell_back(failed)
+    return backend.plain(fn, rep_ms, settings.warmup_ms, **kw)
 
 
 def _sampler(graph, fn, backend, settings, rep_ms, kw) -> Callable[[], float]:
