@@ -113,3 +113,64 @@ def test_the_readme_lists_every_command():
     section = readme.split("## Commands", 1)[1].split("\n## ", 1)[0]
     listed = set(re.findall(r"^zlbench (\w+)", section, re.M))
     assert listed == {path[0] for path, _, _ in COMMANDS}
+
+
+def _readme_synopsis() -> dict[str, str]:
+    """README's "## Commands" code block: command -> its synopsis (continuation lines
+    joined)."""
+    readme = (PKG.parent / "README.md").read_text(encoding="utf-8")
+    section = readme.split("## Commands", 1)[1].split("\n## ", 1)[0]
+    block = section.split("```\n", 1)[1].split("```", 1)[0]
+    out: dict[str, str] = {}
+    name = ""
+    for line in block.splitlines():
+        if m := re.match(r"zlbench (\w+)\s+(.*)", line):
+            name = m.group(1)
+            out[name] = m.group(2)
+        else:
+            out[name] += " " + line.strip()
+    return out
+
+
+def _flags_of(path: tuple[str, ...]) -> set[str]:
+    """Every flag of a command and of its sub-commands (``baseline refresh``...)."""
+    return {
+        flag
+        for p, sub, _ in COMMANDS
+        if p[: len(path)] == path
+        for action in sub._actions
+        for flag in action.option_strings
+    }
+
+
+@pytest.mark.parametrize("name", sorted(_readme_synopsis()))
+def test_every_flag_in_the_readme_synopsis_exists(name):
+    synopsis = _readme_synopsis()[name]
+    named = set(re.findall(r"(?<![\w-])(--?[a-z][\w-]*)", synopsis))
+    assert named, synopsis
+    assert named - _flags_of((name,)) == set(), (name, synopsis)
+
+
+def test_every_flag_the_readme_names_exists():
+    """Prose too: a flag the README names is some command's (or pip's / pytest's)."""
+    readme = (PKG.parent / "README.md").read_text(encoding="utf-8")
+    named = set(re.findall(r"(?<![\w-])--[a-z][\w-]*[a-z0-9](?![\w-])", readme))
+    pip = {"--extra-index-url"}
+    assert named - set(command_flags()) - FOREIGN - pip == set()
+
+
+def test_readme_names_flaggems_dir_only_for_commands_that_take_it():
+    readme = (PKG.parent / "README.md").read_text(encoding="utf-8")
+    line = next(p for p in readme.split("\n\n") if "The FlagGems checkout" in p)
+    cmds = set(re.findall(r"`(\w+)`", line.split("--flaggems-dir")[0].rsplit(";", 1)[1]))
+    assert cmds and all("--flaggems-dir" in _flags_of((c,)) for c in cmds), line
+    assert "--flaggems-dir" not in _flags_of(("gate",))
+
+
+def test_no_arguments_lists_the_commands(capsys):
+    assert main([]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    for path in (p for p, _, _ in COMMANDS if len(p) == 1):
+        assert re.search(rf"^\s+{path[0]}\b", err, re.M), path
+    assert "usage: zlbench" in err

@@ -20,6 +20,8 @@ def test_readme_has_exactly_two_setup_commands():
     main_job, tests = cmds
     assert "zlbench gate --baseline baselines/v1 --results examples/h200-gate-v1" in main_job
     assert "pytest" in tests and ".[test]" in tests
+    # the CPU builds from public indexes on any machine (PyPI's torch is the CUDA one)
+    assert "--extra-index-url https://download.pytorch.org/whl/cpu " in tests
 
 
 def test_ci_run_calls_the_readme_test_command():

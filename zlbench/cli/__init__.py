@@ -57,6 +57,10 @@ def _os_error(e: OSError) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
+    argv = sys.argv[1:] if argv is None else argv
+    if not argv:  # no command: list the commands (stderr, exit 2: nothing was done)
+        parser.print_help(sys.stderr)
+        return 2
     args = parser.parse_args(argv)
     # A CI job cancelled or a `timeout` sends SIGTERM: unwind like Ctrl-C, so child
     # process groups are killed and temp dirs (refresh, output claims) are removed.
