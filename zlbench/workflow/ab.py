@@ -52,6 +52,7 @@ from zlbench.runner.ab.env import (
 from zlbench.runner.ab.interleave import load_pairs, run_interleaved
 from zlbench.runner.ab.rounds import (
     AB_DIR,
+    AB_FILE,
     AbRounds,
     MeasureSide,
     load_rounds,
@@ -259,6 +260,7 @@ def judge_ab(verdict: GateVerdict, gate_dir: Path, options: AbOptions | None = N
     if why := same_compiler_why(summary.pr, summary.base):
         raise ZlbenchError(why)
     if options is not None:
+        check_recorded_rule(summary, options, gate_dir / AB_DIR / AB_FILE)
         summary = with_rule(summary, options)
     loaded = load_rounds(dirs)
     check_sides(loaded, gate_dir / AB_DIR, summary.base.env)
@@ -291,6 +293,46 @@ def summary_rule(summary: AbSummary) -> PairRule:
         if (v := getattr(summary, k)) is not None
     }
     return replace(rule, **given)
+
+
+def default_rule(summary: AbSummary) -> PairRule:
+    """The rule a gate that measured this A/B's method records without options."""
+    if summary.method == "interleaved":
+        return PairRule()
+    return PairRule(threshold=DEFAULT_PAIRED_THRESHOLD, floor_us=DEFAULT_PAIRED_FLOOR_US)
+
+
+def looser_than_default(summary: AbSummary, options: AbOptions) -> list[str]:
+    """What ``summary`` records looser than the defaults and ``options`` does not give
+    explicitly, each as ``what recorded (default D): FLAG``. A pair rule field no flag
+    sets (min_pairs, confidence: either way can pass a regression, as INCONCLUSIVE or
+    on too few pairs) counts whenever it differs from the default."""
+    d, out = default_rule(summary), []
+    if options.threshold is None and summary.threshold > d.threshold:
+        out.append(f"threshold {summary.threshold:g} (default {d.threshold:g}): --ab-threshold")
+    if options.floor_us is None and summary.floor_us > d.floor_us:
+        out.append(f"floor {summary.floor_us:g} µs (default {d.floor_us:g}): --ab-floor-us")
+    for k in ("max_pairs", "max_pairs_plain"):  # fewer pairs: more rows INCONCLUSIVE
+        v = getattr(summary, k)
+        if options.max_pairs is None and v is not None and v < getattr(d, k):
+            out.append(f"{k} {v} (default {getattr(d, k)}): --ab-max-pairs")
+    for k in ("min_pairs", "confidence"):
+        v = getattr(summary, k)
+        if v is not None and v != getattr(d, k):
+            out.append(f"{k} {v:g} (default {getattr(d, k):g}): no flag sets it")
+    return out
+
+
+def check_recorded_rule(summary: AbSummary, options: AbOptions, where: Path) -> None:
+    """Refuse an A/B whose recorded rule is looser than the defaults where the judge's
+    own options do not give it (an artifact's ab.json never loosens the gate): one
+    line, exit 2, naming the flag that judges at a chosen value (docs/judging.md)."""
+    loose = looser_than_default(summary, options)
+    if loose:
+        raise ZlbenchError(
+            f"{where}: the A/B records a rule looser than the defaults: {'; '.join(loose)}"
+            " - pass the flag with the value to judge at (a flagless field: re-measure)"
+        )
 
 
 def with_rule(summary: AbSummary, options: AbOptions) -> AbSummary:

@@ -14,7 +14,7 @@ compiling fails the gate) and :func:`report_extras` into the reports.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -28,6 +28,7 @@ from zlbench.gate.restate import restate
 from zlbench.gate.verdict import SUMMARY_SEP, _summary
 from zlbench.models import (
     UNPROVEN_CLASSES,
+    BaselineResult,
     CodegenClass,
     CodegenScreen,
     CodegenSummary,
@@ -215,25 +216,59 @@ def _sentinels(ops_dir: Path) -> list[str]:
     return read_ops_file(path)
 
 
-def load_for_rejudge(results: Path, label: str) -> CodegenStep | None:
+def load_for_rejudge(
+    results: Path, label: str, baseline_ops: Mapping[str, BaselineResult]
+) -> CodegenStep | None:
     """The screen and timing plan a gate left in ``<results>/codegen/`` (None when it
-    holds none); diff paths shown as ``<label>/codegen/diffs/…`` (the results dir as
-    given)."""
-    cg_dir = results / CODEGEN_SCREEN_DIR
-    if not (cg_dir / SCREEN_JSON).is_file():
+    holds none), both opened only inside ``results`` (never through a link out); diff
+    paths shown as ``<label>/codegen/diffs/…`` (the results dir as given). Every op the
+    plan says was not timed is proven again from the screen and ``baseline_ops``
+    (:func:`proven_skips`): an artifact's list alone drops no op from the verdict."""
+    screen_file = resolve_inside(results, f"{CODEGEN_SCREEN_DIR}/{SCREEN_JSON}")
+    if not screen_file.is_file():
         return None
-    screen = load_json_model(cg_dir / SCREEN_JSON, CodegenScreen)
+    cg_dir = screen_file.parent
+    screen = load_json_model(screen_file, CodegenScreen)
+    timing_file = resolve_inside(results, f"{CODEGEN_SCREEN_DIR}/{TIMING_JSON}")
     timing = (
-        load_json_model(cg_dir / TIMING_JSON, TimingPlanFile)
-        if (cg_dir / TIMING_JSON).is_file()
-        else TimingPlanFile()
+        load_json_model(timing_file, TimingPlanFile) if timing_file.is_file() else TimingPlanFile()
     )
     prefix = f"{label.rstrip('/')}/{CODEGEN_SCREEN_DIR}/"
     summary = summarize(screen, timing.time, prefix + SCREEN_JSON)
-    summary.not_timed = dict(timing.skipped)
+    summary.not_timed = proven_skips(timing, screen, baseline_ops, timing_file)
     step = CodegenStep(summary, screen, cg_dir, prefix, held_back=dict(timing.failed))
     step.sentinel_only = sentinel_only(timing.timed)
     return step
+
+
+def proven_skips(
+    timing: TimingPlanFile,
+    screen: CodegenScreen,
+    baseline_ops: Mapping[str, BaselineResult],
+    where: Path,
+) -> dict[str, str]:
+    """Op key -> proof, for the baseline ops ``timing`` lists as skipped, each proof
+    recomputed from ``screen`` (:func:`ops_to_time`: every kernel that counts for the
+    op identical, every row covered). A skipped op the screen does not prove unchanged,
+    or a skip under ``--time all``, is refused: one line, exit 2 (docs/codegen.md)."""
+    if timing.skipped and timing.time != "changed":
+        raise ZlbenchError(
+            f"{where}: {len(timing.skipped)} op(s) listed as not timed under --time "
+            f"{timing.time}, which times every op: the artifact is not a gate's own plan"
+        )
+    listed = {k: r for k, r in baseline_ops.items() if k in timing.skipped}
+    plan = ops_to_time(screen, listed)
+    if plan.time:
+        key, why = sorted(plan.time.items())[0]
+        more = f" (+{len(plan.time) - 1} more op(s))" if len(plan.time) > 1 else ""
+        raise ZlbenchError(
+            one_line(
+                f"{where}: {key} is listed as not timed, but the codegen screen does not "
+                f"prove it unchanged ({why}){more}: judge it from a gate that timed it",
+                500,
+            )
+        )
+    return dict(plan.skip)
 
 
 SENTINEL_WHY = "sentinel op"  # zlbench.codegen.select: timed only for being a sentinel

@@ -428,7 +428,7 @@ def _judge_given(inputs: _Inputs, job: GateJob, seams: GateSeams, command: str) 
     results = load_results(job.results)
     check_results_root(job.results, results, inputs.opts.scope or inputs.baseline.ops)
     out, ab_dir = Path(job.out), Path(job.results)  # a merged gate dir holds ab/
-    codegen = load_for_rejudge(Path(job.results), inputs.opts.results_label)
+    codegen = load_for_rejudge(Path(job.results), inputs.opts.results_label, inputs.baseline.ops)
     if codegen is not None and codegen.skipped:  # the gate timed only these (--time changed)
         scope = inputs.opts.scope or set(inputs.baseline.ops)
         inputs.opts.scope = scope - set(codegen.skipped)

@@ -117,11 +117,13 @@ def load_rounds(dirs: list[tuple[Path, Path]]) -> LoadedRounds:
 
 
 def load_summary(gate_dir: Path) -> tuple[AbSummary, list[tuple[Path, Path]]] | None:
-    """A gate dir's A/B (``ab/ab.json`` and its rounds), None when it has none."""
+    """A gate dir's A/B (``ab/ab.json`` and its rounds), None when it has none; each
+    opened only inside ``gate_dir`` (a symlink leading out is one line, exit 2)."""
     root = resolve_inside(gate_dir, AB_DIR)
-    if not (root / AB_FILE).is_file():
+    file = resolve_inside(gate_dir, f"{AB_DIR}/{AB_FILE}")  # never through a link out
+    if not file.is_file():
         return None
-    summary = load_json_model(root / AB_FILE, AbSummary)
+    summary = load_json_model(file, AbSummary)
     dirs = round_dirs(root)
     base = root / "1" / "base"
     if not dirs and summary.pr_is_screen and base.is_dir():  # interleaved: PR = results/
