@@ -57,3 +57,18 @@ def test_the_broad_change_fails_on_rows_beyond_both_intervals_and_reasons_agree(
     # the row the stored-baseline gates flagged with identical kernels is judged unchanged
     emb = [r for r in v.rows if r.key.op == "embedding"]
     assert emb and all(r.verdict is Verdict.PASS and abs(r.ab.change) < 0.03 for r in emb)
+
+
+def test_the_regressed_table_shows_the_number_the_ab_decided_on(tmp_path):
+    _, v, md = judge(tmp_path, NO_COALESCE)
+    table = md[md.index("### Regressed kernels") : md.index("### A/B against the base")]
+    add = next(r for r in v.rows if r.key.op == "add")
+    cell = f"+{add.ab.change * 100:.1f} % vs base (+{add.judged_change * 100:.1f} % vs stored)"
+    assert cell in table and "+3.0 % and 0.2 µs" in table  # its paired threshold and floor
+    assert "A/B, 5 pairs" in table and "rounds" not in table
+    # worst first by the A/B's change
+    shown = [ln for ln in table.splitlines() if ln.startswith("| `main/")]
+    regressed = sorted(
+        (r for r in v.rows if r.verdict.value == "REGRESSION"), key=lambda r: -r.ab.change
+    )
+    assert shown[0].startswith(f"| `main/{regressed[0].key.op}`")

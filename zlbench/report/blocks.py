@@ -35,8 +35,9 @@ CHANGE_HEADER = [
 LEGEND = (
     "_µs: baseline → current. kernel time: the FlagGems latency change before the "
     "machine-speed correction. judged change: after it, the number the gate judges "
-    "(median of the samples when re-measured). limit: the judged change at the row's "
-    "threshold. + = slower._"
+    "(median of the samples when re-measured; for a row judged on an interleaved A/B its "
+    "median change vs the base, the stored baseline's beside it). limit: the judged "
+    "change at the row's threshold (A/B: the paired threshold and floor). + = slower._"
 )
 
 
@@ -107,9 +108,19 @@ def measured_cells(r: RowVerdict) -> list[str]:
         us_pair(r.baseline_us, r.current_us),
         pct(r.kernel_change),
         us_pair(r.baseline_torch_us, r.current_torch_us),
-        pct(r.judged_change),
-        pct(r.limit),
+        *_decided_cells(r),
     ]
+
+
+def _decided_cells(r: RowVerdict) -> list[str]:
+    """The judged change and limit the row's verdict was decided on: an interleaved
+    A/B's change vs the base and its paired threshold (the stored baseline's change
+    beside it, labelled), else the stored baseline's change and limit."""
+    ab = r.ab
+    if ab is None or ab.decision is None or ab.change is None or ab.threshold is None:
+        return [pct(r.judged_change), pct(r.limit)]
+    stored = f" ({pct(r.judged_change)} vs stored)" if r.judged_change is not None else ""
+    return [f"{pct(ab.change)} vs base{stored}", f"{pct(ab.threshold)} and {ab.floor_us:g} µs"]
 
 
 def change_row(r: RowVerdict) -> list[str]:

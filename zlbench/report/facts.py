@@ -73,7 +73,8 @@ def judged_on_ab(r: RowVerdict) -> bool:
 def confirmed_text(r: RowVerdict) -> str:
     n = len(r.samples)
     if judged_on_ab(r):
-        return f"A/B, {counted(r.ab.rounds, 'round')}"
+        unit = "pair" if r.ab.decision is not None else "round"  # interleaved: pairs
+        return f"A/B, {counted(r.ab.rounds, unit)}"
     if r.confirmed is True:
         return f"yes (median of {n})"
     if r.confirmed is False:
@@ -250,5 +251,13 @@ def unconfirmed(rows: Iterable[RowVerdict]) -> list[RowVerdict]:
     return [r for r in rows if r.confirmed is False]
 
 
+def decided_change(r: RowVerdict) -> float | None:
+    """The change the row's verdict was decided on: an interleaved A/B's vs the base,
+    else the stored baseline's."""
+    if r.ab is not None and r.ab.decision is not None and r.ab.change is not None:
+        return r.ab.change
+    return r.judged_change
+
+
 def worst_first(rows: Iterable[RowVerdict]) -> list[RowVerdict]:
-    return sorted(rows, key=lambda r: -(r.judged_change if r.judged_change is not None else 0))
+    return sorted(rows, key=lambda r: -(c if (c := decided_change(r)) is not None else 0))
