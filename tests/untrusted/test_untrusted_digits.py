@@ -40,3 +40,11 @@ def test_a_shard_count_in_unicode_digits_is_one_line(text):
         sys.path.remove(str(CI))
     with pytest.raises(mod.CiError, match="shard count must be an integer"):
         mod.parse_shards(text)
+
+
+def test_an_ab_round_dir_named_with_a_unicode_digit_is_not_a_round(tmp_path):
+    from zlbench.runner.ab.rounds import round_dirs
+
+    for name in ("1", "²"):
+        write_results(tmp_path / "ab" / name / "pr", [run_result("add", [crow("add", S, 1.0)])])
+    assert [p.parent.name for p, _ in round_dirs(tmp_path / "ab")] == ["1"]

@@ -90,7 +90,8 @@ def round_dirs(root: Path) -> list[tuple[Path, Path]]:
     """The ``<i>/{pr,base}/`` pairs under ``root`` in round order (both sides present)."""
     if not root.is_dir():
         return []
-    names = sorted((int(p.name), p.name) for p in root.iterdir() if p.name.isdigit())
+    numbered = [p.name for p in root.iterdir() if p.name.isascii() and p.name.isdigit()]
+    names = sorted((int(n), n) for n in numbered)  # "²" is a digit to isdigit(), not to int()
     pairs = [(resolve_inside(root, f"{n}/pr"), resolve_inside(root, f"{n}/base")) for _, n in names]
     return [(pr, base) for pr, base in pairs if pr.is_dir()]
 
