@@ -79,7 +79,7 @@ def pairs(gates: list[Path]) -> None:
     """Interleaved A/A gates: per gate its verdict and wall time; over all rows timed
     A/B the |change| quantiles by row size, the small rows' |µs delta| quantiles, the
     pairs per row, and the false alarms per threshold x floor under the pair rule."""
-    from zlbench.gate.paired import _stats
+    from zlbench.gate.paired import stats_of
     from zlbench.protocol.pairs import PairRule, decide
 
     judged = []
@@ -123,7 +123,7 @@ def pairs(gates: list[Path]) -> None:
         cells = []
         for f in floors:
             rule = PairRule(threshold=t, floor_us=f)
-            ds = [decide(_stats(r.ab), rule) or "INCONCLUSIVE" for r in judged]
+            ds = [decide(stats_of(r.ab), rule) or "INCONCLUSIVE" for r in judged]
             alarms = ds.count("REGRESSION") + ds.count("IMPROVEMENT")
             cells.append(f"{alarms}/{ds.count('INCONCLUSIVE')}")
         print(f"  t {t:.3f}: " + " ".join(f"{c:>7}" for c in cells))

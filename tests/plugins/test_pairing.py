@@ -10,8 +10,8 @@ import time
 import pytest
 
 from zlbench.plugins import pairing
-from zlbench.plugins.pairing import Pairing, read_samples, read_stats
-from zlbench.protocol.pairs import PairRule, decide, slot_side
+from zlbench.plugins.pairing import Pairing, read_stats
+from zlbench.protocol.pairs import PairRule, decide, read_samples, slot_side
 from zlbench.protocol.turn import GpuTurn
 
 KEY = {"repo": "main", "run_name": "add", "op": "add", "dtype": "float32", "shape": "[64]"}

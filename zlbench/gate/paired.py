@@ -124,7 +124,8 @@ def _median_clock(samples: list[dict], side: str) -> float | None:
     return float(median(mhz)) if mhz else None
 
 
-def _stats(p: PairedRow) -> PairStats:
+def stats_of(p: PairedRow) -> PairStats:
+    """The pair statistic a :class:`PairedRow` carries, as the pair rule reads it."""
     return PairStats(
         pairs=p.rounds,
         change=p.change,
@@ -153,7 +154,7 @@ def judge_interleaved(
 ) -> RowVerdict:
     """``row`` judged on its interleaved pairs (``p``) at ``rule``: the pair rule's
     decision, with a reason that states the numbers it was decided on."""
-    st = _stats(p)
+    st = stats_of(p)
     decision = final_decision(st, rule, full=full)
     p.decision = decision
     said = interval_text(p)

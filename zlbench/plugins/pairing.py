@@ -44,6 +44,7 @@ from zlbench.protocol.pairs import (
     complete_pairs,
     other,
     pair_stats,
+    read_samples,
     should_stop,
     slot_side,
 )
@@ -176,19 +177,6 @@ class Pairing:
         return True
 
 
-def read_samples(d: Path) -> list[dict[str, Any]]:
-    """The samples of one row dir in slot order (unreadable ones left out)."""
-    out = []
-    slot = 0
-    while (p := d / f"s{slot}.json").exists():
-        try:
-            out.append(json.loads(p.read_text(encoding="utf-8")) | {"slot": slot})
-        except (OSError, ValueError):
-            break
-        slot += 1
-    return out
-
-
 def read_stats(d: Path, rule: PairRule):
     pr, base, _ = complete_pairs(read_samples(d))
     return pair_stats(pr, base, rule.confidence)
@@ -223,4 +211,4 @@ def reset() -> None:
     _PAIRING.clear()
 
 
-__all__ = ["Clock", "Pairing", "active", "read_samples", "read_stats", "reset"]
+__all__ = ["Clock", "Pairing", "active", "read_stats", "reset"]

@@ -32,6 +32,7 @@ import json
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from statistics import median
 from typing import Any
 
@@ -161,6 +162,18 @@ def pair_stats(pr_ms: Sequence[float], base_ms: Sequence[float], confidence: flo
     return s
 
 
+def read_samples(d: Path) -> list[dict[str, Any]]:
+    """The samples of one row's meeting dir (``s0.json``, ``s1.json``, ...) in slot
+    order, up to the first missing or unreadable one."""
+    out = []
+    while (p := d / f"s{len(out)}.json").is_file():
+        try:
+            out.append(json.loads(p.read_text(encoding="utf-8")))
+        except (OSError, ValueError):
+            break
+    return out
+
+
 def complete_pairs(samples: Sequence[Mapping[str, Any]]) -> tuple[list[float], list[float], int]:
     """(PR ms, base ms) of a row's complete pairs in slot order (slots ``2k``, ``2k+1``
     holding one sample of each side), leaving out pairs with a throttled sample
@@ -231,6 +244,7 @@ __all__ = [
     "other",
     "pair_environ",
     "pair_stats",
+    "read_samples",
     "should_stop",
     "slot_side",
     "throttled",

@@ -13,7 +13,6 @@ is removed; ``<ab>/1/pr/`` and ``<ab>/1/base/`` keep the two batch dirs.
 
 from __future__ import annotations
 
-import json
 import shutil
 import threading
 import time
@@ -31,7 +30,7 @@ from zlbench.models import (
     load_json_model,
     resolve_inside,
 )
-from zlbench.protocol.pairs import DONE_PREFIX
+from zlbench.protocol.pairs import DONE_PREFIX, read_samples
 from zlbench.runner.ab.rounds import AbRounds
 
 PAIRS_DIR = "pairs"
@@ -94,14 +93,11 @@ def _row(d: Path) -> PairedSamples | None:
     except (OSError, ValueError):
         return None
     samples = []
-    slot = 0
-    while (p := d / f"s{slot}.json").is_file():
+    for data in read_samples(d):
         try:
-            data = json.loads(p.read_text(encoding="utf-8"))
             samples.append(PairSample.model_validate(data, strict=False))
-        except (OSError, ValueError):
+        except ValueError:
             break
-        slot += 1
     alone = [s for s in SIDES if (d / f"alone.{s}").exists()]
     return PairedSamples(key=key, samples=samples, alone=alone)
 
