@@ -7,6 +7,8 @@
 #
 # Stages (skipped when the estimate no longer fits BUDGET_S; the estimate is the stage's
 # last word after a colon, e.g. aa-core-1:90):
+#   host          which machine this is: GPU name, UUID, serial, PCI bus, driver, boot id
+#                 (two calls on one host share the UUID; docs/measurements.md counts hosts)
 #   copies        $W/triton/{same,base,patched,no_compile} (benchmarks/ab_tools.py copies):
 #                 same and base unchanged, patched without the coalescing TTGIR pass,
 #                 no_compile raising in make_ttgir
@@ -49,6 +51,10 @@ for spec in "$@"; do
   stage=${spec%%:*}; est=${spec##*:}; [ "$est" = "$spec" ] && est=60
   if [ "$(left)" -lt "$est" ]; then say "SKIP $stage (left $(left)s < $est)"; continue; fi
   case $stage in
+    host)
+      { nvidia-smi --query-gpu=name,uuid,serial,pci.bus_id,driver_version,clocks.max.sm \
+          --format=csv,noheader; echo "boot_id $(cat /proc/sys/kernel/random/boot_id)";
+        echo "hostname $(hostname)"; } 2>&1 | tee "$W/host.txt" | tee -a "$LOG" ;;
     copies) python3 benchmarks/ab_tools.py copies "$W/triton" --patch no_coalesce --also no_compile | tee -a "$LOG" ;;
     aa-core-*) gate "$stage" same "${core[@]}" "${ab[@]}" ;;
     aafull-core-*) gate "$stage" same "${core[@]}" "${ab[@]}" --full-ab ;;
@@ -61,7 +67,7 @@ for spec in "$@"; do
     swap-core-*) gate "$stage" base "${core[@]}" --base-compiler "$W/triton/same" ;;
     pack)
       (cd "$W" && tar czf "${OUT:-$W}/judge.tgz" --exclude='ttgir' --exclude='*.ttgir' --exclude='blobs' \
-        --exclude='autotune_records' --exclude='triton' -- *.log walls.txt \
+        --exclude='autotune_records' --exclude='triton' -- *.log *.txt \
         $(ls -d */ | grep -v '^triton/$') 2>/dev/null)
       ls -la "${OUT:-$W}" ;;
     *) say "unknown stage $stage" ;;
