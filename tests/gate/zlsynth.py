@@ -13,6 +13,7 @@ from zlbench.models import (
     BaselineManifest,
     BaselineResult,
     BaselineRow,
+    BatchInfo,
     Environment,
     Marker,
     OpStatus,
@@ -29,6 +30,7 @@ from zlbench.models import (
 GPU = "NVIDIA H200"
 FG_COMMIT = "ed2508bcb5a0c0ffee0000000000000000000000"
 SHAPES_SHA = "ab" * 32
+CREATED = "2026-01-01T00:00:00Z"
 ENV = Environment(
     gpu_model=GPU,
     gpu_count=1,
@@ -140,9 +142,11 @@ def run_result(run_name, rows, *, repo="main", status=RunStatus.PASS, markers=()
     )
 
 
-def write_results(root: Path, results: list[RunResult], statuses: list[OpStatus] = (), log=None):
-    """A batch dir: run dirs for ``results`` and an ops_status.csv for ``statuses``
-    plus every result without an explicit status."""
+def write_results(
+    root: Path, results: list[RunResult], statuses: list[OpStatus] = (), log=None, info=True
+):
+    """A batch dir: run dirs for ``results``, an ops_status.csv for ``statuses``
+    plus every result without an explicit status and (``info``) a batch.json."""
     root.mkdir(parents=True, exist_ok=True)
     given = {(s.repo, s.run_name) for s in statuses}
     all_st = list(statuses)
@@ -163,6 +167,9 @@ def write_results(root: Path, results: list[RunResult], statuses: list[OpStatus]
                 )
             )
     write_status(root, *all_st)
+    if info:  # as the runner writes it: zlbench merge refuses a shard without one
+        keys = sorted({f"{s.repo}/{s.run_name}" for s in all_st})
+        dump_json_model(root / "batch.json", BatchInfo(created=CREATED, mode="replay", ops=keys))
     return root
 
 

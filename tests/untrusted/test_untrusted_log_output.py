@@ -13,7 +13,7 @@ from zlsynth import brow, crow, run_result, write_baseline, write_results
 
 from zlbench.cli import main
 from zlbench.cli.logsafe import LogSafeStream, log_safe
-from zlbench.models import OP_STATUS_FIELDS, OpStatus, RunStatus, dump_json_model
+from zlbench.models import OP_STATUS_FIELDS, BatchInfo, OpStatus, RunStatus, dump_json_model
 
 EVIL = "x\n::warning::pwned\r::add-mask::secret\r\n \u00a0::error::y ##[error]v1"
 S = "[1024]"
@@ -81,6 +81,7 @@ def _shard(root, run_name: str, speedup: float):
         w.writerow(OP_STATUS_FIELDS)
         rec = st.model_dump(mode="json")
         w.writerow(["" if rec[k] is None else rec[k] for k in OP_STATUS_FIELDS])
+    dump_json_model(root / "batch.json", BatchInfo(created="2026-01-01T00:00:00Z"))
     return root
 
 

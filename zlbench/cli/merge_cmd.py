@@ -4,6 +4,8 @@ Batch dirs (``zlbench batch --shard``) merge into one batch dir. Gate dirs
 (``zlbench gate --shard K/N --out DIR``: ``results/`` and ``confirm/<i>/``) merge
 into one gate-shaped dir, ``DIR/results/`` and ``DIR/confirm/<i>/``, that
 ``zlbench gate --results DIR`` judges with the shards' confirmation samples.
+Every shard that holds an op must have its batch.json (what it replayed, and how):
+shards that disagree, or one without it, are refused.
 """
 
 from __future__ import annotations

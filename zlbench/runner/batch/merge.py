@@ -3,9 +3,10 @@
 
 Copies every shard's run dirs, unions ops_status.csv, rebuilds summary.csv and
 writes a batch.json naming the shards. Refused, with one line each: an op found
-in two shards with different content, shards measured differently (mode, replay
-root, timing, dtypes, shape file) or on different environments (GPU model,
-driver, torch, compiler, FlagGems commit...).
+in two shards with different content, a shard holding ops but no batch.json next to
+another holding ops (what it replayed, and how, cannot be checked), shards measured
+differently (mode, replay root, timing, dtypes, shape file) or on different
+environments (GPU model, driver, torch, compiler, FlagGems commit...).
 
 The output is built in a temp dir next to ``out`` and renamed at the end, so an
 interrupted merge leaves nothing behind.
@@ -26,7 +27,7 @@ from zlbench.models import (
     check_tree_inside,
     read_ops_status,
 )
-from zlbench.protocol.layout import RESULT_JSON, RUN_LOG, op_key
+from zlbench.protocol.layout import BATCH_JSON, RESULT_JSON, RUN_LOG, op_key
 from zlbench.runner.batch.info import read_batch_info, write_batch_info
 from zlbench.runner.batch.progress import count_statuses
 from zlbench.runner.batch.status import (
@@ -69,7 +70,27 @@ class _Shard:
         self.info = read_batch_info(self.path)
 
 
+def _check_recorded(shards: list[_Shard]) -> None:
+    """Every shard that holds an op must say in its batch.json what it replayed and
+    how, or the settings check below would skip it: a shard without batch.json is
+    refused unless nothing can disagree with it (it holds no op, e.g. an empty shard
+    of ``gate --shard``, or it is the only shard, given once or more, that holds any)."""
+    holding: dict[Path, _Shard] = {}
+    for s in shards:
+        if s.statuses:
+            holding.setdefault(s.path.resolve(), s)
+    bare = next((s for s in holding.values() if s.info is None), None)
+    if bare is not None and len(holding) > 1:
+        other = next(s for s in holding.values() if s is not bare)
+        raise ZlbenchError(
+            f"cannot merge {bare.path}: it has no {BATCH_JSON}, so whether it replayed the "
+            f"same baseline with the same settings as {other.path} cannot be checked; "
+            "merge the shard dirs as the batch or gate wrote them"
+        )
+
+
 def _check_config(shards: list[_Shard]) -> None:
+    _check_recorded(shards)
     with_info = [s for s in shards if s.info is not None]
     for s in with_info[1:]:
         ref = with_info[0]
