@@ -61,13 +61,13 @@ def test_explain_lists_each_row_and_its_kernels(gate_dir, capsys):
     assert out.splitlines() == [
         "softmax: 2 row(s), 3 kernel(s), 2 not identical",
         f"  float16 {SHAPE}",
-        "    softmax_kernel [BLOCK=1024 num_warps=4 num_stages=3]: TTGIR changed "
-        f"(first stage ttgir); regs +8; diff {diff}",
+        "    softmax_kernel [BLOCK=1024 num_warps=4 num_stages=3]: TTGIR differs; "
+        f"regs +8; diff {diff}",
         "    fill_kernel: identical",
         f"  float16 {SHAPE2}",
         "    fill_kernel: identical",
         "  kernels of the op that no row names:",
-        "    orphan_kernel: only SASS changed (first stage sass)",
+        "    orphan_kernel: only SASS differs",
         "  note: baseline without timed-kernel attribution: setup kernels count as timed",
     ]
 
@@ -90,8 +90,8 @@ def test_explain_names_timed_kernels_per_row_and_setup_kernels_apart(tmp_path, c
     assert main(["explain", str(d), "--op", "softmax"]) == 0
     out = capsys.readouterr().out.splitlines()
     diff = d / "codegen" / "diffs" / "abc123.diff"
-    sm = f"    softmax_kernel [BLOCK=1024 num_warps=4 num_stages=3]: TTGIR changed " \
-         f"(first stage ttgir); regs +8; diff {diff}"  # fmt: skip
+    sm = f"    softmax_kernel [BLOCK=1024 num_warps=4 num_stages=3]: TTGIR differs; " \
+         f"regs +8; diff {diff}"  # fmt: skip
     assert out == [
         "softmax: 2 row(s), 2 kernel(s), 2 not identical",
         f"  float16 {SHAPE}",
@@ -99,7 +99,7 @@ def test_explain_names_timed_kernels_per_row_and_setup_kernels_apart(tmp_path, c
         f"  float16 {SHAPE2}",
         sm,
         "  launched outside the timed region only (setup kernels: they change no row):",
-        "    fill_kernel: TTGIR changed (first stage ttgir)",
+        "    fill_kernel: TTGIR differs",
     ]
 
 

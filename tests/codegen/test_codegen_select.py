@@ -144,14 +144,19 @@ def test_row_explanation_text():
     )  # fmt: skip
     note = kernel_note(k, "codegen/")
     assert note_text(note) == (
-        "b_kernel [BLOCK=64]: TTGIR changed (first stage ttgir); regs +8; diff codegen/diffs/x.diff"
+        "b_kernel [BLOCK=64]: TTGIR differs; regs +8; diff codegen/diffs/x.diff"
     )
-    assert row_explanation([note]).startswith("codegen: b_kernel [BLOCK=64]: TTGIR changed")
+    assert row_explanation([note]) == (
+        "codegen: b_kernel: TTGIR differs; regs +8; diff codegen/diffs/x.diff"
+    )
     same = kernel_note(_kernel("a", CodegenClass.IDENTICAL, rows))
     assert row_explanation([same, same]) == "codegen: all 2 kernel(s) identical to the baseline's"
     assert row_explanation([]) == "codegen: kernels unknown (no record names this row)"
     failed = kernel_note(_kernel("f", CodegenClass.FAILED, rows, error="compile failed: X"))
-    assert note_text(failed) == "f: compile failed; compile failed: X"
+    assert note_text(failed) == "f: no longer compiles: X"
+    assert row_explanation([note, failed]) == (
+        "codegen: f: no longer compiles: X; +1 other changed kernel(s)"
+    )
 
 
 def test_sentinels_are_gate_core_ops_of_every_kind():
@@ -187,9 +192,7 @@ def test_annotate_rows_explains_rows_to_act_on_only():
         RowVerdict(key=rows[1], verdict=Verdict.PASS),
     ]
     out = annotate_rows(verdicts, _screen(k), diff_prefix="codegen/")
-    assert out[0].reason == (
-        "slower; codegen: add_k: only SASS changed (first stage sass); diff codegen/diffs/a.diff"
-    )
+    assert out[0].reason == "slower; codegen: add_k: only SASS differs; diff codegen/diffs/a.diff"
     assert out[1] == verdicts[1] and verdicts[0].reason == "slower"  # copies, PASS untouched
     for v in EXPLAINED:
         (row,) = annotate_rows([RowVerdict(key=rows[1], verdict=v)], _screen(k))

@@ -18,7 +18,7 @@ from zlbench.models import BaselineResult, BaselineRow, KernelUse, RowKey, RowVe
 from zlbench.models.codegen_screen import CodegenClass, CodegenScreen, KernelScreen
 from zlbench.plugins import codegen as recorder_plugin
 from zlbench.report.codegen import row_explanation
-from zlbench.report.sections import why_lines
+from zlbench.report.why import why_lines
 from zlbench.workflow.codegen import summarize
 
 S1, S2 = "[torch.Size([64])]", "[torch.Size([96])]"
@@ -206,32 +206,40 @@ def test_recorder_marks_each_use_and_merges_a_row_launched_both_ways(monkeypatch
 
 
 def test_a_kernel_shared_by_many_regressed_rows_is_explained_once():
-    s = screen(
-        kernel("helper_kernel", C, timed=[row("a"), row("b"), row("c"), row("d")]),
-        kernel("a_kernel", C, timed=[row("a")]),
-        kernel("e_kernel", T, timed=[row("e")]),
-    )
+    """helper_kernel is the largest change of rows b, c and d: one line explains it,
+    those rows refer to it; row a names its own, larger change; helper_kernel is not
+    repeated on any row line."""
+    helper = kernel("helper_kernel", C, timed=[row("a"), row("b"), row("c"), row("d")])
+    helper.deltas = {"n_regs": 2.0}
+    own = kernel("a_kernel", C, timed=[row("a")])
+    own.deltas = {"sass_instructions": 300.0}
+    s = screen(helper, own, kernel("e_kernel", T, timed=[row("e")]))
     keys = [row(op) for op in "abcde"]
     notes = row_notes(keys, s)
     rows = [RowVerdict(key=k, verdict=Verdict.REGRESSION, codegen=notes[k]) for k in keys]
     lines = why_lines(rows)
-    assert len(lines) == 3
-    assert lines[0].startswith("- a\\_kernel") and lines[0].endswith(
-        "1 row(s): `main/a` `float16` `[torch.Size([64])]`"
+    assert lines[0] == (
+        "- `helper_kernel`, the largest change of 3 rows below: TTGIR differs; regs +2"
     )
-    assert lines[1].startswith("- helper\\_kernel") and "4 row(s):" in lines[1]
-    assert lines[1].endswith("+1 more") and lines[1].count("`float16`") == 3
-    assert lines[2] == (
-        "- `main/e` `float16` `[torch.Size([64])]`: codegen: all 1 kernel\\(s\\) identical to the "
-        "baseline's"
+    assert lines[1] == (
+        "- `main/a` `float16` `[torch.Size([64])]`: `a_kernel`: TTGIR differs; "
+        "SASS +300 instructions"
     )
-    assert sum("helper" in line for line in lines) == 1
+    assert lines[2:5] == [
+        f"- `main/{op}` `float16` `[torch.Size([64])]`: `helper_kernel` (above: the largest "
+        "change of 3 rows)"
+        for op in "bcd"
+    ]
+    assert lines[5] == (
+        "- `main/e` `float16` `[torch.Size([64])]`: codegen: all 1 kernel\\(s\\) identical to "
+        "the baseline's"
+    )
+    assert len(lines) == 6  # helper_kernel also ran in row a: it explains b-d, named there
+    assert sum("helper_kernel" in line and "TTGIR differs" in line for line in lines) == 1
 
 
-def test_a_row_explanation_spells_out_two_kernels_and_names_the_rest():
+def test_a_row_explanation_names_one_kernel_and_counts_the_rest():
     rows = [row("a")]
     s = screen(*(kernel(f"k{i}_kernel", C, timed=rows) for i in range(5)))
     text = row_explanation(row_notes(rows, s)[rows[0]])
-    assert text.startswith("codegen: k0_kernel: TTGIR changed")
-    assert text.endswith(" | 3 more changed: k2_kernel, k3_kernel, k4_kernel")
-    assert text.count("TTGIR changed") == 2
+    assert text == "codegen: k0_kernel: TTGIR differs; +4 other changed kernel(s)"

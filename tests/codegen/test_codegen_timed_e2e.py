@@ -148,7 +148,7 @@ def test_a_changed_setup_kernel_times_nothing_and_is_listed_apart(bl, tmp_path, 
     md = (out / "report.md").read_text()
     section = md.split("### Generated code", 1)[1]
     assert "Changed outside the timed region: setup kernels, no row changed (1):" in section
-    assert section.count("fill\\_kernel") == 1 and "only SASS changed" in section
+    assert section.count("fill\\_kernel") == 1 and "only SASS differs" in section
 
 
 def test_a_changed_timed_kernel_times_the_op_and_explains_it(bl, tmp_path, monkeypatch):
@@ -165,6 +165,8 @@ def test_a_changed_timed_kernel_times_the_op_and_explains_it(bl, tmp_path, monke
         assert [n.name for n in r.codegen] == ["add_kernel"]
         assert "codegen: add_kernel" in r.reason and "fill_kernel" not in r.reason
     md = (out / "report.md").read_text()
-    why = md.split("Why, from the code-generation screen:", 1)[1].split("\n### ", 1)[0]
-    assert why.count("add\\_kernel") == 1 and "2 row(s)" in why  # one line for both rows
+    why = md.split("Why, from the code-generation screen", 1)[1].split("\n### ", 1)[0]
+    assert "- `add_kernel`, the largest change of 2 rows below: only SASS differs" in why
+    assert why.count("differs") == 1  # explained once, for both rows
+    assert why.count("`add_kernel` (above: the largest change of 2 rows)") == 2
     assert "outside the timed region" not in md

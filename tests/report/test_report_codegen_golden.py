@@ -12,6 +12,7 @@ from mdcheck import fences
 from test_report_render import check_golden
 
 from zlbench.models import CodegenClass, CodegenScreen, GateVerdict, KernelScreen, Resources
+from zlbench.report.codegen import change_words
 from zlbench.report.html import render_html
 from zlbench.report.junit import render_junit
 from zlbench.report.markdown import render_comment, render_markdown
@@ -90,8 +91,7 @@ def test_every_regression_row_is_explained_in_every_medium(wired):
     for r in regressed:
         (note,) = r.codegen
         assert note.diff_file == f"codegen/diffs/{note.kernel_id}.diff"
-        assert note.diff_file.replace("_", "\\_") in why
-        assert f"first stage {note.first_stage}" in why
+        assert f"`{note.name}`: {change_words(note)}" in why and note.diff_file in why
         assert note.diff_file in junit
     assert "### Kernels that no longer compile (1)" in md
     assert "`main/abs`" in md.split("### Generated code", 1)[1]

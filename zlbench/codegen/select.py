@@ -9,9 +9,10 @@ them where the records do not say) rebuilt identical. Sentinel ops
 without changing a kernel.
 
 :func:`row_notes`: the codegen explanation of every judged row (which kernels it
-launched, their class, first differing stage, resource deltas, diff file);
-:func:`annotate_rows` puts it, as one line, into the reason of the rows a reader
-must act on (regressions, improvements, failures).
+launched, their class, first differing stage, resource deltas, diff file), the
+kernel with the largest change first; :func:`annotate_rows` puts it, as one line of
+at most 200 characters naming that kernel, into the reason of the rows a reader must
+act on (regressions, improvements, failures).
 
 Rows are matched on ``(repo, run_name, dtype, shape)``: the recorder names the
 row in flight by its op's selector and does not count occurrences, so every
@@ -36,7 +37,7 @@ from zlbench.models.codegen_screen import (
 from zlbench.models.run import RowKey
 from zlbench.models.verdict import RowVerdict, Verdict
 from zlbench.protocol.ops import spec_matches
-from zlbench.report.codegen import row_explanation
+from zlbench.report.codegen import change_rank, row_explanation
 
 
 @dataclass
@@ -156,18 +157,15 @@ def row_notes(
 ) -> dict[RowKey, list[KernelNote]]:
     """For every row: the kernels that count for it (:mod:`zlbench.codegen.timed`:
     those the baseline records say it launched inside its timed region, all of them
-    where the records do not say), changed ones first. A row no record names maps
-    to an empty list (kernels unknown)."""
+    where the records do not say), the one that matters first
+    (``report.codegen.change_rank``: failed, then the largest change). A row no record
+    names maps to an empty list (kernels unknown)."""
     view = TimedKernels.of(screen)
     out = {}
     for row in rows:
-        found = sorted(view.row_kernels(row_ref(row)), key=_note_order)
-        out[row] = [kernel_note(k, diff_prefix) for k in found]
+        notes = [kernel_note(k, diff_prefix) for k in view.row_kernels(row_ref(row))]
+        out[row] = sorted(notes, key=change_rank)
     return out
-
-
-def _note_order(k: KernelScreen) -> tuple[int, str, str]:
-    return (k.status is CodegenClass.IDENTICAL, k.name, k.kernel_id)
 
 
 # Verdicts whose rows get the codegen explanation in their reason.

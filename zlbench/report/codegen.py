@@ -102,7 +102,7 @@ def _notes(s: CodegenScreen, top: int) -> list[str]:
     return ["### Notes", "\n".join(lines[:top] + tail)]
 
 
-def weight(k: KernelScreen) -> float:
+def weight(k: KernelScreen | KernelNote) -> float:
     """Rank of a change: weighted sum of |resource deltas| (spills weigh most)."""
     return sum(abs(k.deltas.get(n, 0.0)) * w for n, w in _WEIGHTS.items())
 
@@ -155,53 +155,119 @@ def _ops(k: KernelScreen, n: int = 3) -> str:
 # --------------------------------------------------------------------------- row notes
 
 SETUP_CHANGED = "Changed outside the timed region: setup kernels, no row changed"
+WHY_MAX = 200  # characters of one "why" line: a row's codegen explanation, in every medium
+# What the screen found, in plain words (no stage names): the start of every why line.
+CHANGE_WORDS = {
+    CodegenClass.IDENTICAL: "identical",
+    CodegenClass.TTGIR: "TTGIR differs",
+    CodegenClass.LLIR_PTX: "LLIR/PTX differs (same TTGIR)",
+    CodegenClass.SASS: "only SASS differs",
+    CodegenClass.FAILED: "no longer compiles",
+    CodegenClass.MISSING: "not rebuilt",
+}
+# The figures of a why line, in plain words: "regs +8", "SASS +12 instructions".
+DELTA_WORDS = {
+    "n_regs": ("regs", ""),
+    "n_spills": ("spills", ""),
+    "shared": ("shared", " B"),
+    "sass_instructions": ("SASS", " instructions"),
+}
+_CLASS_ORDER = {CodegenClass.TTGIR: 0, CodegenClass.LLIR_PTX: 1, CodegenClass.SASS: 2}
+
+
+def change_rank(note: KernelNote) -> tuple:
+    """Sort key of a row's kernels, the one that matters first: a kernel that no
+    longer compiles (or was not rebuilt), then the changed ones by :func:`weight`
+    (largest first; on a tie the earlier differing stage), then the identical ones."""
+    if note.status in (CodegenClass.FAILED, CodegenClass.MISSING):
+        group = 0
+    elif note.status in _CLASS_ORDER:
+        group = 1
+    else:
+        group = 2
+    return (group, -weight(note), _CLASS_ORDER.get(note.status, 3), note.name, note.kernel_id)
+
+
+def deciding(notes: list[KernelNote]) -> KernelNote | None:
+    """The kernel that explains a row: of the kernels that count for it (those it ran
+    in its timed region, or all where the records do not say), the one with the
+    largest change (:func:`change_rank`); None when none changed."""
+    changed = [n for n in notes if n.status in UNPROVEN_CLASSES]
+    return min(changed, key=change_rank) if changed else None
+
+
+def change_words(note: KernelNote) -> str:
+    """``TTGIR differs``, ``no longer compiles``...: what the screen found, plain."""
+    return CHANGE_WORDS[note.status]
+
+
+def delta_words(note: KernelNote, top: int | None = None) -> str:
+    """``regs +126, shared -36864 B, SASS +793 instructions``: the changed figures (only
+    the ``top`` that weigh most, :func:`weight`, when given), in this order."""
+    changed = [n for n in DELTA_WORDS if note.deltas.get(n)]
+    if top is not None:
+        heavy = sorted(changed, key=lambda n: -abs(note.deltas[n]) * _WEIGHTS[n])[:top]
+        changed = [n for n in changed if n in heavy]
+    words = []
+    for name in changed:
+        label, unit = DELTA_WORDS[name]
+        words.append(f"{label} {_signed(note.deltas[name])}{unit}")
+    return ", ".join(words)
 
 
 def setup_line(k: KernelScreen) -> str:
     """A changed kernel that ran only outside the timed regions, plain text:
-    ``fill_kernel [BLOCK=1024]: TTGIR changed (first stage ttgir); 3 op(s): a, b, c``."""
+    ``fill_kernel [BLOCK=1024]: TTGIR differs; 3 op(s): a, b, c``."""
     config = f" [{k.config}]" if k.config else ""
-    stage = f" (first stage {k.first_stage})" if k.first_stage else ""
     ops = ", ".join(k.ops[:3]) + (f" +{len(k.ops) - 3}" if len(k.ops) > 3 else "")
-    head = f"{k.name}{config}: {CLASS_LABELS[k.status]}{stage}"
+    head = f"{k.name}{config}: {CHANGE_WORDS[k.status]}"
     return one_line(f"{head}; {len(k.ops)} op(s): {ops}", 300)
 
 
 def note_text(note: KernelNote) -> str:
-    """One kernel of a row, plain text: ``add_kernel [BLOCK=256 num_warps=4]: TTGIR
-    changed (first stage ttgir); regs +8, spills +2; diff codegen/diffs/x.diff``."""
+    """One kernel of a row in full, plain text (``zlbench explain``): ``add_kernel
+    [BLOCK=256 num_warps=4]: TTGIR differs; regs +8, spills +2; diff codegen/diffs/x.diff``."""
     config = f" [{note.config}]" if note.config else ""
-    head = f"{note.name}{config}: {CLASS_LABELS[note.status]}"
-    if note.first_stage:
-        head += f" (first stage {note.first_stage})"
-    deltas = [
-        f"{RESOURCE_LABELS[n]} {_signed(note.deltas[n])}"
-        for n in RESOURCES
-        if note.deltas.get(n) and n != "compile_s"
-    ]
-    if deltas:
-        head += "; " + ", ".join(deltas)
+    head = f"{note.name}{config}: {change_words(note)}"
+    if deltas := delta_words(note):
+        head += "; " + deltas
     if note.status in (CodegenClass.FAILED, CodegenClass.MISSING) and note.error:
-        head += "; " + note.error
+        head += ": " + note.error.removeprefix("compile failed: ")
     if note.diff_file:
         head += f"; diff {note.diff_file}"
     return one_line(head, 400)
 
 
-FULL_NOTES = 2  # changed kernels a row's explanation spells out; the rest by name
+def fit_kernel(head: str, note: KernelNote, diff: str, limit: int, tail: str = "") -> str:
+    """``head; figures; diff; tail`` (``; `` between the non-empty ones), the fullest
+    form within ``limit`` characters: ``tail`` goes first, then the figures that weigh
+    least, one by one, then the diff; ``head`` alone when nothing else fits (the caller
+    bounds it)."""
+    figures = sum(bool(note.deltas.get(n)) for n in DELTA_WORDS)
+    forms = [[delta_words(note), diff, tail]]
+    forms += [[delta_words(note, k), diff] for k in range(figures, -1, -1)]
+    forms += [[delta_words(note, 1)], []]
+    for rest in forms:
+        text = "; ".join(p for p in [head, *rest] if p)
+        if len(text) <= limit:
+            return text
+    return head
 
 
-def row_explanation(notes: list[KernelNote], full: int = FULL_NOTES) -> str:
-    """A row's codegen explanation, plain text (escape it for the medium it goes to):
-    its first ``full`` changed kernels in full, the others by name."""
+def row_explanation(notes: list[KernelNote], limit: int = WHY_MAX) -> str:
+    """A row's codegen explanation, plain text, one line of at most ``limit``
+    characters (escape it for the medium it goes to): the kernel that matters
+    (:func:`deciding`), what changed in it, its diff file, and how many other
+    changed kernels the row ran (those are in report.html and ``zlbench explain``)."""
     if not notes:
         return "codegen: kernels unknown (no record names this row)"
-    changed = [n for n in notes if n.status in UNPROVEN_CLASSES]
-    if not changed:
+    top = deciding(notes)
+    if top is None:
         return f"codegen: all {len(notes)} kernel(s) identical to the baseline's"
-    text = "codegen: " + " | ".join(note_text(n) for n in changed[:full])
-    rest = list(dict.fromkeys(n.name for n in changed[full:]))
-    if rest:
-        shown = ", ".join(rest[:5]) + (f" +{len(rest) - 5}" if len(rest) > 5 else "")
-        text += f" | {len(changed) - full} more changed: {shown}"
-    return text
+    others = sum(n.status in UNPROVEN_CLASSES for n in notes) - 1
+    head = f"codegen: {one_line(top.name, 60)}: {change_words(top)}"
+    if top.status in (CodegenClass.FAILED, CodegenClass.MISSING) and top.error:
+        head += f": {one_line(top.error.removeprefix('compile failed: '), 80)}"
+    diff = f"diff {one_line(top.diff_file, 90)}" if top.diff_file else ""
+    tail = f"+{others} other changed kernel(s)" if others > 0 else ""
+    return one_line(fit_kernel(head, top, diff, limit, tail), limit)

@@ -7,17 +7,12 @@ from __future__ import annotations
 
 from zlbench.models import (
     FAILING_VERDICTS,
-    UNPROVEN_CLASSES,
     GateVerdict,
-    KernelNote,
     OpVerdict,
-    RowVerdict,
     Verdict,
 )
-from zlbench.protocol.layout import op_key
 from zlbench.report.ab import ab_block, accept_block, inconclusive_block
 from zlbench.report.blocks import Block, change_block, op_label, reason_block
-from zlbench.report.codegen import note_text, row_explanation
 from zlbench.report.escape import md_code, md_fence, md_text
 from zlbench.report.facts import (
     ReportExtras,
@@ -40,6 +35,7 @@ from zlbench.report.info import (
     others,
     thresholds,
 )
+from zlbench.report.why import why_outro
 
 LOG_LINES = 20
 
@@ -54,41 +50,8 @@ def regressions(v: GateVerdict, extras: ReportExtras) -> Block | None:
     if b is None:
         return None
     # the kernels verdict.json says the rows ran timed (gate with a codegen screen)
-    notes = why_lines(rows)
-    noted = {op_key(r.key.repo, r.key.run_name) for r in rows if r.codegen}
-    seen = dict.fromkeys(op_key(r.key.repo, r.key.run_name) for r in rows)
-    notes += [
-        f"- {md_code(k)}: {md_text(extras.explanations[k], 300)}"
-        for k in seen
-        if k in extras.explanations and k not in noted
-    ]
-    b.outro = "\n".join(["Why, from the code-generation screen:", *notes]) if notes else ""
+    b.outro = why_outro(rows, extras.explanations)
     return b
-
-
-WHY_ROWS = 3  # rows named after a changed kernel's line
-
-
-def why_lines(rows: list[RowVerdict]) -> list[str]:
-    """One line per changed kernel of ``rows``, with the rows that ran it after it (a
-    kernel shared by many rows is explained once), then one per row that ran none."""
-    by_kernel: dict[str, tuple[KernelNote, list[str]]] = {}
-    plain = []
-    for r in rows:
-        if not r.codegen:
-            continue
-        label = f"{op_label(r.key.repo, r.key.op)} {md_code(r.key.dtype)} {md_code(r.key.shape)}"
-        changed = [n for n in r.codegen if n.status in UNPROVEN_CLASSES]
-        for n in changed:
-            by_kernel.setdefault(n.kernel_id, (n, []))[1].append(label)
-        if not changed:
-            plain.append(f"- {label}: {md_text(row_explanation(r.codegen), 300)}")
-    lines = []
-    for n, labels in by_kernel.values():
-        more = f" +{len(labels) - WHY_ROWS} more" if len(labels) > WHY_ROWS else ""
-        shown = ", ".join(labels[:WHY_ROWS]) + more
-        lines.append(f"- {md_text(note_text(n), 400)} · {len(labels)} row(s): {shown}")
-    return lines + plain
 
 
 def aggregate(v: GateVerdict) -> Block | None:
