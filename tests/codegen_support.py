@@ -235,7 +235,9 @@ def rebuild(
     triton at ``site`` first when given, the benchpkg sources from ``src`` and ``env``
     added to its environment."""
     front = [p for p in (site, index.parents[1] / "helpers") if p is not None]
-    cmd = [sys.executable, "-m", "zlbench.plugins.compiler.rebuild", str(index), str(out), *extra]
+    worker = [sys.executable, "-m", "zlbench.plugins.compiler.rebuild"]
+    # the records are the test's own: their generated kernel's source may run
+    cmd = [*worker, str(index), str(out), "--exec-generated", *extra]
     return subprocess.run(
         cmd,
         env={**subprocess_env(tmp, *front, src=src), **(env or {})},

@@ -7,10 +7,15 @@ side's helpers (tests/codegen_support.py)."""
 from __future__ import annotations
 
 import os
+import shutil
+import sys
 from pathlib import Path
 
 import pytest
 from codegen_support import NO_DOT, PATCHES, REPO, load_index, patched_triton, record_benchpkg
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "gate"))
+from zlsynth import brow, write_baseline  # noqa: E402
 
 from zlbench.cli import main
 from zlbench.models import load_json_model
@@ -23,9 +28,16 @@ STAGE_CLASS = {"ttgir": CodegenClass.TTGIR, "sass": CodegenClass.SASS}
 
 @pytest.fixture(scope="module")
 def baseline(tmp_path_factory) -> Path:
-    """A baseline dir whose one op (main/benchpkg) recorded every benchpkg kernel."""
-    root = tmp_path_factory.mktemp("cg") / "base"
-    record_benchpkg(root / "main" / "benchpkg")
+    """A baseline dir whose one op (main/benchpkg) recorded every benchpkg kernel,
+    verified against its manifest (only then is the generated kernel's recorded
+    source executed to rebuild it)."""
+    tmp = tmp_path_factory.mktemp("cg")
+    root = tmp / "base"
+    shutil.copytree(record_benchpkg(tmp / "rec"), root / "main" / "benchpkg" / "codegen")
+    (root / "main" / "benchpkg" / "autotune_records").mkdir()
+    (root / "main" / "benchpkg" / "autotune_records" / "benchpkg.json").write_text("{}")
+    write_baseline(root, {"benchpkg": [brow("benchpkg", "[8]", 1.0)]})
+    assert main(["baseline", "verify", str(root)]) == 0
     return root
 
 
@@ -38,7 +50,7 @@ def screen_env(monkeypatch, baseline):
     monkeypatch.delenv("GEMS_VENDOR", raising=False)
 
     def use_triton(site: Path | None) -> None:
-        helpers = str(baseline / "main" / "benchpkg" / "helpers")
+        helpers = str(baseline.parent / "rec" / "helpers")
         monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(site)] * bool(site) + [helpers]))
 
     return use_triton

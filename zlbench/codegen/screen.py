@@ -52,6 +52,9 @@ class ScreenOptions:
     chunks_per_job: int = 2
     # a triton cache dir the workers also put their compiled kernels in (the gate's)
     cache_out: Path | None = None
+    # the records are a baseline verified against its manifest: the workers may execute
+    # a generated kernel's recorded module text to rebuild it (never for a batch dir)
+    exec_generated: bool = False
 
 
 def flaggems_sources(checkouts: Iterable[str | os.PathLike]) -> list[str]:

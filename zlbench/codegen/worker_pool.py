@@ -4,12 +4,13 @@ Each chunk is one subprocess (its own process group, killed on interrupt):
 ``<python> -m zlbench.plugins.compiler.rebuild IN.json <chunk>/out/codegen``, which
 reads a CodegenIndex of requests and writes ``index.json`` and ``blobs/`` there
 (``models.codegen``); with ``opts.cache_out`` it also puts the kernels it compiled
-into that triton cache dir (a third argument). A chunk whose worker dies leaves its
-kernels without a rebuild: they are retried one per process, so one kernel that
-crashes the compiler under test is told apart from the rest; a kernel whose own process
-still dies is a failed compile. When every worker died, one more runs with no
-kernel at all: if that dies too (a broken interpreter, a triton that does not
-import), it is a ZlbenchError, the screen could not do its job.
+into that triton cache dir (a third argument); with ``opts.exec_generated`` (a
+verified baseline) it may execute generated kernels' recorded source. A chunk whose
+worker dies leaves its kernels without a rebuild: they are retried one per process,
+so one kernel that crashes the compiler under test is told apart from the rest; a
+kernel whose own process still dies is a failed compile. When every worker died, one
+more runs with no kernel at all: if that dies too (a broken interpreter, a triton that
+does not import), it is a ZlbenchError, the screen could not do its job.
 """
 
 from __future__ import annotations
@@ -117,6 +118,8 @@ def _start(base, job: _Job, opts) -> None:
     cmd = [opts.python, "-m", opts.worker_module, str(job.dir / "in.json"), str(out)]
     if opts.cache_out is not None:
         cmd.append(str(opts.cache_out))
+    if opts.exec_generated:  # else the worker never executes recorded generated source
+        cmd.append("--exec-generated")
     with open(job.dir / "worker.log", "wb") as log:
         job.proc = subprocess.Popen(
             cmd,

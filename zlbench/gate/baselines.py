@@ -233,13 +233,29 @@ def _shape_file_problems(root: Path, m: BaselineManifest) -> list[str]:
 
 def check_intact(root: Path, manifest: BaselineManifest) -> None:
     """Refuse a baseline that does not match its manifest: one ZlbenchError line."""
-    problems = integrity_problems(root, manifest)
+    _refuse_if(root, integrity_problems(root, manifest))
+
+
+def _refuse_if(root: Path, problems: list[str]) -> None:
     if problems:
         more = f" (+{len(problems) - 1} more)" if len(problems) > 1 else ""
         raise ZlbenchError(
             f"{root}: refusing a baseline that does not match its manifest: {problems[0]}"
             f"{more}; `zlbench baseline verify {root}` lists every difference"
         )
+
+
+def verified_baseline(root: str | os.PathLike) -> bool:
+    """For ``zlbench codegen``: True when ``root`` is a baseline (it holds a
+    manifest.yaml) that passes :func:`verify`, the check of ``zlbench baseline
+    verify``; False when it is no baseline (a batch dir: its records are screened, but
+    no recorded source is executed); one ZlbenchError line for a baseline that fails."""
+    root = Path(root)
+    if not (root / MANIFEST_YAML).exists() and not (root / MANIFEST_YAML).is_symlink():
+        return False
+    manifest = load_yaml_model(resolve_inside(root, MANIFEST_YAML), BaselineManifest)
+    _refuse_if(root, verify(root, manifest).problems)
+    return True
 
 
 # What a refresh writes besides the hashed files and the shape file: the manifest and

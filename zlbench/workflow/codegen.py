@@ -129,7 +129,12 @@ def screen_for_gate(
         return no_screen(time)
     cg_dir = out / CODEGEN_SCREEN_DIR
     opts = ScreenOptions(
-        baseline=baseline_dir, out=cg_dir, jobs=jobs, pythonpath=pythonpath, cache_out=cache_out
+        baseline=baseline_dir,
+        out=cg_dir,
+        jobs=jobs,
+        pythonpath=pythonpath,
+        cache_out=cache_out,
+        exec_generated=True,  # the gate loaded the baseline only as its manifest says
     )
     result = screen(opts, progress)
     setup = TimedKernels.of(result).setup_changed()

@@ -12,6 +12,7 @@ the same digests. A kernel that cannot be loaded or compiled gets ``error``
 Entry point (one process; run several on shards for parallelism)::
 
     python -m zlbench.plugins.compiler.rebuild INDEX_JSON OUT_DIR [CACHE_DIR] [--shard K/N]
+        [--exec-generated]
 
 writes ``OUT_DIR/index.json`` (a CodegenIndex: the input records in input order,
 ``used_by`` kept, ``result``/``error``/``notes`` from this rebuild) and
@@ -23,6 +24,13 @@ also put into that triton cache dir (the gate's measure step then loads them fro
 there, docs/codegen.md "Gate integration"); best effort: a failure there is one
 stderr line. The rebuild itself still compiles in a fresh private cache, so the
 screen's output is the same with or without it.
+
+A kernel FlagGems generated at run time is recorded with its module's text
+(``generated_source``); rebuilding it means executing that text as Python. The worker
+does so only with ``--exec-generated``, which the screen passes only for records of a
+baseline verified against its manifest (docs/codegen.md, "Generated kernels";
+docs/security.md). Without it such a kernel is ``load failed: UntrustedSource: ...``
+(not rebuilt, so not proven unchanged).
 """
 
 from __future__ import annotations
@@ -95,11 +103,24 @@ def _resolve_vendor(module: str, qualname: str) -> Any:
     return capture.resolve(module, qualname)
 
 
-class Loader:
-    """Finds each request's JIT function: by import, or from its generated source."""
+class UntrustedSource(Exception):
+    """A generated kernel's recorded module text that this worker may not execute."""
 
-    def __init__(self, workdir: Path):
+
+NOT_EXECUTED = (
+    "recorded generated source not executed: the records are not from a baseline "
+    "verified against its manifest"
+)
+
+
+class Loader:
+    """Finds each request's JIT function: by import, or from its generated source,
+    which is executed only when ``exec_generated`` says the records are trusted (a
+    verified baseline); otherwise such a request raises :class:`UntrustedSource`."""
+
+    def __init__(self, workdir: Path, exec_generated: bool = False):
         self.workdir = workdir
+        self.exec_generated = exec_generated
         self.generated: dict[tuple[str, str], Any] = {}
 
     def function(self, req: CompileRequest) -> Any:
@@ -108,6 +129,8 @@ class Loader:
             if k.root and k.root.startswith(capture.IMPORT_DIR):
                 add_import_dir(k.root.removeprefix(capture.IMPORT_DIR), k.path)
             return _resolve_vendor(k.module, k.qualname)
+        if not self.exec_generated:
+            raise UntrustedSource(NOT_EXECUTED)
         sha = capture.sha256_hex(k.generated_source)
         mod = self.generated.get((k.module, sha))
         if mod is None:
@@ -219,16 +242,19 @@ def rebuild_index(
     out_dir: Path,
     shard: tuple[int, int] | None = None,
     cache_out: Path | None = None,
+    exec_generated: bool = False,
 ) -> CodegenIndex:
     """Rebuild (a shard of) ``index``'s requests; write and return the new index
-    (the compiled kernels also put into the triton cache dir ``cache_out``, if given)."""
+    (the compiled kernels also put into the triton cache dir ``cache_out``, if given).
+    ``exec_generated``: the records are a verified baseline's, so a generated kernel's
+    recorded module text may be executed to rebuild it (module docstring)."""
     import triton
 
     todo = select(index.records, shard)
     store, roots, done = capture.BlobStore(), capture.machine_roots(), []
     with tempfile.TemporaryDirectory(prefix="zl-rebuild-") as tmp:
         triton.knobs.cache.dir = str(Path(tmp) / "triton-cache")
-        loader = Loader(Path(tmp) / "generated")
+        loader = Loader(Path(tmp) / "generated", exec_generated)
         roots = [*roots, tmp]
         for rec in todo:
             with standin_mod.standin(target_spec(rec.request)):
@@ -298,12 +324,17 @@ def main(argv: list[str] | None = None) -> int:
         "--shard", default=None, metavar="K/N", help="rebuild records i with i %% N == K"
     )
     p.add_argument("cache_dir", nargs="?", help="a triton cache dir to put the kernels in too")
+    p.add_argument(
+        "--exec-generated",
+        action="store_true",
+        help="execute generated kernels' recorded module text (a verified baseline's only)",
+    )
     args = p.parse_args(argv)
     try:
         shard = parse_sweep_shard(args.shard, "--shard") if args.shard else None
         index = load_json_model(args.index, CodegenIndex)
         cache_out = Path(args.cache_dir) if args.cache_dir else None
-        out = rebuild_index(index, Path(args.out_dir), shard, cache_out)
+        out = rebuild_index(index, Path(args.out_dir), shard, cache_out, args.exec_generated)
     except ZlbenchError as e:
         print(f"zlbench: {e}", file=sys.stderr)
         return 2
