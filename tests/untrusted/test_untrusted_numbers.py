@@ -11,6 +11,7 @@ from zlsynth import one_error_line
 
 from zlbench.cli import build_parser, main
 from zlbench.cli.numbers import RULES, check_numbers
+from zlbench.errors import ZlbenchError
 
 
 def _subparsers(parser: argparse.ArgumentParser, path: list[str]):
@@ -116,3 +117,15 @@ def test_confirm_has_an_upper_bound_too(capsys):
     check_numbers(argparse.Namespace(confirm=MAX_CONFIRM_REPEATS))  # raises nothing
     assert main(["gate", "--baseline", "baselines/v1", "--confirm", "1000000"]) == 2
     assert f"must be at most {MAX_CONFIRM_REPEATS}" in one_error_line(capsys)
+
+
+def test_ab_rounds_has_an_upper_bound_as_confirm_does(capsys):
+    """Ignored by the interleaved A/B but still validated (issue 26: 17): each round
+    would measure every suspect op with both compilers."""
+    from zlbench.workflow.ab import MAX_ROUNDS
+
+    check_numbers(argparse.Namespace(ab_rounds=MAX_ROUNDS))  # raises nothing
+    with pytest.raises(ZlbenchError, match=f"--ab-rounds {MAX_ROUNDS + 1}: must be at most"):
+        check_numbers(argparse.Namespace(ab_rounds=MAX_ROUNDS + 1))
+    assert main(["gate", "--baseline", "baselines/v1", "--ab-rounds", "1000000"]) == 2
+    assert f"must be at most {MAX_ROUNDS}" in one_error_line(capsys)

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from zlbench.errors import ZlbenchError
 from zlbench.gate.thresholds import MAX_CONFIRM_REPEATS
+from zlbench.workflow.ab import MAX_ROUNDS as MAX_AB_ROUNDS
 
 
 @dataclass(frozen=True)
@@ -55,7 +56,8 @@ RULES: dict[str, Range] = {
     "repeats": AT_LEAST_1,  # baseline refresh
     "min_repeats": AT_LEAST_1,  # baseline refresh (at most --repeats: refresh checks)
     "confirm": Range(0, high=MAX_CONFIRM_REPEATS, note="0 = no re-measure"),  # gate
-    "ab_rounds": AT_LEAST_1,
+    # gate: ignored by the interleaved A/B, still checked (each round times both compilers)
+    "ab_rounds": Range(1, high=MAX_AB_ROUNDS, note="A/B rounds"),
     "ab_threshold": POSITIVE,
     "ab_floor_us": Range(0, note="0 = no floor"),  # gate: the paired floor, µs
     "ab_max_pairs": Range(1, high=1000, note="pairs per row at most"),  # gate

@@ -62,6 +62,7 @@ from zlbench.runner.ab.rounds import (
 )
 
 DEFAULT_ROUNDS = 3
+MAX_ROUNDS = 10  # each round measures every suspect op with both compilers (as --confirm)
 
 
 @dataclass
