@@ -1,6 +1,7 @@
-"""The two shipped H200 gate dirs of the interleaved A/B, re-judged offline as CI's
-judge does (examples/README.md): an A/A gate whose sentinel moved, and a gate under a
-compiler without the coalescing pass. The reasons must agree with their numbers."""
+"""The shipped H200 gate dirs of the interleaved A/B, re-judged offline as CI's judge
+does (examples/README.md): an A/A gate whose sentinel moved, a full A/A of the PR tier,
+and a gate under a compiler without the coalescing pass. The reasons must agree with
+their numbers."""
 
 from __future__ import annotations
 
@@ -12,12 +13,13 @@ from zlbench.models import GateVerdict, Verdict, load_json_model
 REPO = Path(__file__).resolve().parents[2]
 AA = REPO / "examples" / "h200-aa-interleaved"
 NO_COALESCE = REPO / "examples" / "h200-gate-v2-no-coalesce"
+AAFULL_PR = REPO / "examples" / "h200-aafull-pr"
 
 
-def judge(tmp_path, gate: Path) -> tuple[int, GateVerdict, str]:
+def judge(tmp_path, gate: Path, baseline: str = "v2") -> tuple[int, GateVerdict, str]:
     out = tmp_path / "out"
     rc = main(
-        ["report", str(gate), "--baseline", str(REPO / "baselines" / "v2"), "--out", str(out)]
+        ["report", str(gate), "--baseline", str(REPO / "baselines" / baseline), "--out", str(out)]
     )
     return rc, load_json_model(out / "verdict.json", GateVerdict), (out / "report.md").read_text()
 
@@ -72,3 +74,20 @@ def test_the_regressed_table_shows_the_number_the_ab_decided_on(tmp_path):
         (r for r in v.rows if r.verdict.value == "REGRESSION"), key=lambda r: -r.ab.change
     )
     assert shown[0].startswith(f"| `main/{regressed[0].key.op}`")
+
+
+def test_the_full_a_a_of_the_pr_tier_passes_its_plain_row_on_block_medians(tmp_path):
+    # measured at 1dd781b, whose pair rule read the plain-timed dropout row of
+    # flash_attention_forward as a REGRESSION (+17.1 % [+3.1, +23.0], 28 pairs): one
+    # process sat ~17 % above the other for ten pairs on end. Over block medians the
+    # interval straddles: INCONCLUSIVE, not failing (docs/judging.md).
+    rc, v, md = judge(tmp_path, AAFULL_PR, "v3")
+    assert rc == 0 and v.verdict == "PASS"
+    assert v.ab is not None and v.ab.mode == "full" and len(v.ab.ops) == 54
+    assert not [r for r in v.rows if r.verdict is Verdict.REGRESSION]
+    (row,) = [r for r in v.rows if r.verdict is Verdict.INCONCLUSIVE]
+    assert row.key.op == "flash_attention_forward" and row.ab.plain and row.ab.blocks == 7
+    assert row.ab.change_lo < 0.03 < row.ab.change_hi  # the reason's own numbers
+    assert "28 pairs in 7 blocks (plain timing)" in row.reason
+    # every other row was decided on at most a graph row's budget of pairs
+    assert all(r.ab.rounds <= 16 for r in v.rows if r is not row and r.ab is not None)

@@ -26,14 +26,15 @@ class FixedClock:
         return 1980, self.reasons
 
 
-def side(tmp_path, name: str, **kw) -> Pairing:
-    p = Pairing(tmp_path, name, RULE, turn=GpuTurn(None), clock=FixedClock(), **kw)
+def side(tmp_path, name: str, rule: PairRule = RULE, **kw) -> Pairing:
+    p = Pairing(tmp_path, name, rule, turn=GpuTurn(None), clock=FixedClock(), **kw)
     p.row_key = lambda: dict(KEY, occurrence=0)  # the row in flight, without a pytest session
     return p
 
 
-def run_both(tmp_path, pr_ms, base_ms, **kw):
-    """Both sides measure one row at once; (pr samples, base samples, row dir)."""
+def run_both(tmp_path, pr_ms, base_ms, plain_sides=(), **kw):
+    """Both sides measure one row at once; (pr samples, base samples, row dir).
+    ``plain_sides``: the sides whose timing fell back to plain (no CUDA graph)."""
     got: dict[str, list[float] | None] = {}
     log: list[str] = []
 
@@ -44,7 +45,8 @@ def run_both(tmp_path, pr_ms, base_ms, **kw):
             log.append(name)
             return next(it)
 
-        got[name] = side(tmp_path, name, **kw).measure(sample, plain=False)
+        plain = name in plain_sides
+        got[name] = side(tmp_path, name, **kw).measure(sample, plain=plain)
 
     threads = [
         threading.Thread(target=one, args=("pr", pr_ms)),
@@ -164,3 +166,16 @@ def test_a_side_whose_partners_batch_has_ended_does_not_wait(tmp_path):
     t0 = time.monotonic()
     assert p.measure(lambda: 1.0, plain=False) is None
     assert time.monotonic() - t0 < 5
+
+
+def test_a_row_plain_on_one_side_is_plain_for_both_and_both_stop_at_the_same_pair(tmp_path):
+    rule = PairRule(threshold=0.03, floor_us=0.05, min_pairs=5, max_pairs=6, max_pairs_plain=24)
+    pr = itertools.repeat(0.110)  # +10 % throughout: decided once it has five blocks
+
+    got, _, row = run_both(tmp_path, pr, itertools.repeat(0.100), plain_sides=("pr",), rule=rule)
+    samples = read_samples(row)
+    assert [bool(s.get("plain")) for s in samples] == [s["side"] == "pr" for s in samples]
+    # graph rows would stop at 5 pairs; a plain row needs 5 blocks of 4 pairs
+    assert len(got["pr"]) == len(got["base"]) == 20
+    st = read_stats(row, rule)
+    assert st.blocks == 5 and decide(st, rule) == "REGRESSION"

@@ -44,7 +44,8 @@ from zlbench.protocol.pairs import (
     PairStats,
     complete_pairs,
     final_decision,
-    pair_stats,
+    row_stats,
+    samples_plain,
 )
 
 # Default paired threshold (relative), from the paired A/A noise measured on the H200
@@ -95,14 +96,16 @@ def pair_rounds(rounds: Sequence[Round]) -> dict[RowKey, PairedRow]:
 def pair_samples(pairs: PairsFile, rule: PairRule) -> dict[RowKey, PairedRow]:
     """Every row of an interleaved A/B -> its paired statistic over its kept pairs
     (:mod:`zlbench.protocol.pairs`): per pair latencies and ratios, the medians of the
-    change and the delta with their intervals, the throttled pairs left out. The
+    change and the delta with their intervals (over block medians for a row timed by
+    the plain fallback, :func:`sampled_plain`), the throttled pairs left out. The
     decision is made by :func:`judge_paired`, at the row's own threshold."""
     out = {}
     for row in pairs.rows:
         samples = [x.model_dump() for x in row.samples]
         pr_ms, base_ms, dropped = complete_pairs(samples)
-        st = pair_stats(pr_ms, base_ms, rule.confidence)
-        p = PairedRow(rounds=st.pairs, dropped=dropped)
+        is_plain = sampled_plain(samples, len(pr_ms) + dropped, rule)
+        st = row_stats(pr_ms, base_ms, rule, is_plain)
+        p = PairedRow(rounds=st.pairs, dropped=dropped, plain=is_plain, blocks=st.blocks)
         p.pr_us = [x * 1000.0 for x in pr_ms]
         p.base_us = [x * 1000.0 for x in base_ms]
         p.round_ratios = [b / a for a, b in zip(pr_ms, base_ms, strict=True) if a > 0]
@@ -117,6 +120,14 @@ def pair_samples(pairs: PairsFile, rule: PairRule) -> dict[RowKey, PairedRow]:
         p.decision = ""  # interleaved; decided in judge_paired
         out[row.key] = p
     return out
+
+
+def sampled_plain(samples: list[dict], taken: int, rule: PairRule) -> bool:
+    """Whether a row's FlagGems side was timed by the plain fallback: its samples say
+    so, or (samples written before they did) it took more pairs than a row timed with
+    a CUDA graph may (the plain budget). A row's ``no_cudagraph`` marker does not tell:
+    it is set when either side of the row (also the torch reference) fell back."""
+    return samples_plain(samples) or taken > rule.max_pairs
 
 
 def _median_clock(samples: list[dict], side: str) -> float | None:
@@ -134,6 +145,7 @@ def stats_of(p: PairedRow) -> PairStats:
         delta_us=p.delta_us,
         delta_lo_us=p.delta_lo_us,
         delta_hi_us=p.delta_hi_us,
+        blocks=p.blocks,
     )
 
 
@@ -146,7 +158,8 @@ def interval_text(p: PairedRow) -> str:
     if us and p.delta_lo_us is not None and p.delta_hi_us is not None:
         us += f" [{p.delta_lo_us:+.2f}, {p.delta_hi_us:+.2f}]"
     dropped = f", {p.dropped} throttled left out" if p.dropped else ""
-    return f"{rel} ({us}) vs the base, {counted(p.rounds, 'pair')}{dropped}"
+    blocks = f" in {counted(p.blocks, 'block')} (plain timing)" if p.blocks is not None else ""
+    return f"{rel} ({us}) vs the base, {counted(p.rounds, 'pair')}{blocks}{dropped}"
 
 
 def judge_interleaved(

@@ -83,6 +83,9 @@ class PairedRow(_Model):
         None, description="REGRESSION, PASS, IMPROVEMENT or INCONCLUSIVE by the pair rule"
     )
     plain: bool = Field(False, description="timed by the plain fallback (no CUDA graph)")
+    blocks: int | None = Field(
+        None, ge=0, description="a plain row's intervals are over this many block medians"
+    )
     pr_mhz: float | None = Field(None, description="median SM clock of the PR's samples")
     base_mhz: float | None = Field(None, description="median SM clock of the base's samples")
 
@@ -125,6 +128,7 @@ class AbSummary(_Model):
     min_pairs: int | None = Field(None, ge=1)
     max_pairs: int | None = Field(None, ge=1)
     max_pairs_plain: int | None = Field(None, ge=1)
+    block_pairs_plain: int | None = Field(None, ge=1)
     confidence: float | None = Field(None, gt=0, lt=1, allow_inf_nan=False)
 
     @field_validator("order", "seconds")
@@ -144,6 +148,7 @@ class PairSample(_Model):
     ms: float = Field(gt=0, allow_inf_nan=False)
     mhz: int | None = Field(None, description="SM clock after the sample (NVML)")
     reasons: int | None = Field(None, description="NVML clock event reasons after the sample")
+    plain: bool = Field(False, description="timed by the plain fallback (no CUDA graph)")
 
 
 class PairedSamples(_Model):

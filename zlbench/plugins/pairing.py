@@ -43,8 +43,9 @@ from zlbench.protocol.pairs import (
     PairRule,
     complete_pairs,
     other,
-    pair_stats,
     read_samples,
+    row_stats,
+    samples_plain,
     should_stop,
     slot_side,
 )
@@ -153,11 +154,13 @@ class Pairing:
                     mhz, reasons = clock.read()
                 mine.append(ms)
                 data = {"side": self.side, "ms": ms, "mhz": mhz, "reasons": reasons}
+                if plain:
+                    data["plain"] = True
                 _write_once(d / f"s{slot}.json", json.dumps(data))
             elif slot % 2 == 1 and not self._wait_for(d, f"s{slot}.json", self.sample_wait_s):
                 break
             taken = (slot + 1) // 2
-            if slot % 2 == 1 and should_stop(read_stats(d, self.rule), self.rule, plain, taken):
+            if slot % 2 == 1 and _stop(d, self.rule, taken):
                 break
             slot += 1
         return mine
@@ -177,9 +180,18 @@ class Pairing:
         return True
 
 
-def read_stats(d: Path, rule: PairRule):
-    pr, base, _ = complete_pairs(read_samples(d))
-    return pair_stats(pr, base, rule.confidence)
+def _stop(d: Path, rule: PairRule, taken: int) -> bool:
+    """Whether both sides stop the row of ``d`` after ``taken`` pairs: read from the
+    samples both have seen, so they agree (a row is plain when a sample of it is)."""
+    samples = read_samples(d)
+    plain = samples_plain(samples)
+    return should_stop(read_stats(d, rule, samples), rule, plain, taken)
+
+
+def read_stats(d: Path, rule: PairRule, samples: list | None = None):
+    samples = read_samples(d) if samples is None else samples
+    pr, base, _ = complete_pairs(samples)
+    return row_stats(pr, base, rule, samples_plain(samples))
 
 
 def _write_once(path: Path, text: str) -> None:

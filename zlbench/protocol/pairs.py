@@ -22,6 +22,15 @@ pairs: the sign test inverted). A row is
 * undecided otherwise: more pairs, up to the budget; still undecided after it,
   ``INCONCLUSIVE``.
 
+A row timed by the plain fallback (no CUDA graph: host launch overhead and syncs are
+timed too) is not a series of independent pairs: an interleaved A/A on the H200 saw
+such a row hold one process 17 % above the other for ten pairs on end, then swap
+(docs/judging.md "Rows timed without CUDA graphs"). Its intervals are therefore those
+of *block medians* (:func:`block_stats`: the median change of each run of
+``block_pairs_plain`` consecutive pairs; batch means, as for any autocorrelated
+series), so a state that lasts a few blocks widens the interval instead of deciding
+the row; such a row needs at least five blocks (20 pairs at 90 %) to be decided.
+
 Imported by the plugins (which measure) and by the judge; stdlib only.
 """
 
@@ -62,6 +71,9 @@ class PairRule:
     min_pairs: int = 5  # never decide on fewer pairs
     max_pairs: int = 16  # the budget of a row timed with a CUDA graph
     max_pairs_plain: int = 32  # the budget of a row timed by the plain fallback (noisier)
+    # a plain row's intervals are over the medians of blocks of this many pairs (1: of
+    # the pairs themselves, as a row timed with a CUDA graph)
+    block_pairs_plain: int = 4
     confidence: float = 0.9  # of the intervals of the median
 
     def to_json(self) -> str:
@@ -75,6 +87,10 @@ class PairRule:
 
     def budget(self, plain: bool) -> int:
         return self.max_pairs_plain if plain else self.max_pairs
+
+    def block(self, plain: bool) -> int:
+        """Pairs per block of a row's intervals (1 for a row timed with a graph)."""
+        return max(1, self.block_pairs_plain) if plain else 1
 
 
 def pair_environ(root: object, side: str, rule_json: str | None, gpu: str) -> dict[str, str]:
@@ -144,6 +160,7 @@ class PairStats:
     delta_us: float | None = None
     delta_lo_us: float | None = None
     delta_hi_us: float | None = None
+    blocks: int | None = None  # the intervals are over this many block medians (plain rows)
 
 
 def pair_stats(pr_ms: Sequence[float], base_ms: Sequence[float], confidence: float) -> PairStats:
@@ -160,6 +177,44 @@ def pair_stats(pr_ms: Sequence[float], base_ms: Sequence[float], confidence: flo
     if ci_c is not None and ci_d is not None:
         (s.change_lo, s.change_hi), (s.delta_lo_us, s.delta_hi_us) = ci_c, ci_d
     return s
+
+
+def block_stats(
+    pr_ms: Sequence[float], base_ms: Sequence[float], block: int, confidence: float
+) -> PairStats:
+    """:func:`pair_stats` over block medians: the change and delta of each run of
+    ``block`` consecutive pairs (a last, shorter run is left out of the intervals), the
+    row's change and delta the medians of those, and their intervals those of
+    :func:`median_ci` over the blocks (None while too few blocks)."""
+    if block <= 1:
+        return pair_stats(pr_ms, base_ms, confidence)
+    pairs = [(p, b) for p, b in zip(pr_ms, base_ms, strict=True) if p > 0 and b > 0]
+    n = len(pairs) // block
+    s = PairStats(pairs=len(pairs), blocks=n)
+    if n == 0:
+        return s
+    runs = [pairs[i * block : (i + 1) * block] for i in range(n)]
+    changes = [median(p / b - 1.0 for p, b in run) for run in runs]
+    deltas = [median((p - b) * 1000.0 for p, b in run) for run in runs]
+    s.change, s.delta_us = median(changes), median(deltas)
+    ci_c, ci_d = median_ci(changes, confidence), median_ci(deltas, confidence)
+    if ci_c is not None and ci_d is not None:
+        (s.change_lo, s.change_hi), (s.delta_lo_us, s.delta_hi_us) = ci_c, ci_d
+    return s
+
+
+def row_stats(
+    pr_ms: Sequence[float], base_ms: Sequence[float], rule: PairRule, plain: bool
+) -> PairStats:
+    """A row's statistic as the rule reads it: over its pairs, or for a row timed by
+    the plain fallback over its block medians (module docstring)."""
+    return block_stats(pr_ms, base_ms, rule.block(plain), rule.confidence)
+
+
+def samples_plain(samples: Sequence[Mapping[str, Any]]) -> bool:
+    """A row is plain when any of its samples was timed by the plain fallback (both
+    sides read the same samples, so they agree on it and stop at the same pair)."""
+    return any(bool(x.get("plain")) for x in samples)
 
 
 def read_samples(d: Path) -> list[dict[str, Any]]:
@@ -237,6 +292,7 @@ __all__ = [
     "REGRESSION",
     "PairRule",
     "PairStats",
+    "block_stats",
     "complete_pairs",
     "decide",
     "final_decision",
@@ -245,6 +301,8 @@ __all__ = [
     "pair_environ",
     "pair_stats",
     "read_samples",
+    "row_stats",
+    "samples_plain",
     "should_stop",
     "slot_side",
     "throttled",

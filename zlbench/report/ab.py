@@ -22,6 +22,7 @@ from __future__ import annotations
 from zlbench.gate.numbers import counted
 from zlbench.gate.paired import interval_text, us_text
 from zlbench.models import AbCompiler, AbSummary, GateVerdict, RowVerdict
+from zlbench.protocol.pairs import PairRule
 from zlbench.report.blocks import Block
 from zlbench.report.escape import md_code, md_text
 from zlbench.report.facts import pct, plain_mark
@@ -50,7 +51,8 @@ def _measured(ab: AbSummary, mode: str) -> str:
         return (
             f"Mode {mode}: {counted(len(ab.ops), 'op')} measured by both compilers at once, "
             f"paired row by row ({ab.min_pairs}–{ab.max_pairs} pairs a row, "
-            f"{ab.max_pairs_plain} without CUDA graphs)"
+            f"{ab.max_pairs_plain} without CUDA graphs, judged on medians of blocks of "
+            f"{ab.block_pairs_plain or PairRule().block_pairs_plain} pairs)"
         )
     return (
         f"Mode {mode}: {counted(len(ab.ops), 'op')} measured both ways in "
