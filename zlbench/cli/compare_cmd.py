@@ -47,7 +47,8 @@ def _run(args) -> int:
     b, _ = load_side(args.b)
     if not a or not b:
         raise ZlbenchError(f"nothing to compare: {args.a if not a else args.b} has no rows")
-    th = load_thresholds(args.thresholds, th_a or ThresholdDefaults())
+    names = {n for k in (*a, *b) for n in (k.op, k.run_name)}  # an override of neither: refused
+    th = load_thresholds(args.thresholds, th_a or ThresholdDefaults(), names)
     c = compare(a, b, th)
     if not c.rows:
         raise ZlbenchError(f"nothing to compare: {args.a} and {args.b} have no row in common")

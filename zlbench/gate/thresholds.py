@@ -9,23 +9,63 @@ the baseline itself saw move by 3 % is never judged at 2 %.
 
 from __future__ import annotations
 
+import difflib
+from collections.abc import Iterable
 from pathlib import Path
 
 from zlbench.errors import ZlbenchError
-from zlbench.models import RowKey, ThresholdDefaults, ThresholdsFile, load_yaml_model
+from zlbench.models import (
+    BaselineResult,
+    RowKey,
+    ThresholdDefaults,
+    ThresholdsFile,
+    load_yaml_model,
+)
 
 
-def load_thresholds(path: str | Path | None, defaults: ThresholdDefaults) -> ThresholdsFile:
+def load_thresholds(
+    path: str | Path | None, defaults: ThresholdDefaults, ops: Iterable[str] | None = None
+) -> ThresholdsFile:
     """The thresholds of a gate: the baseline manifest's defaults, with the
-    fields that a ``--thresholds`` yaml sets taking precedence."""
+    fields that a ``--thresholds`` yaml sets taking precedence. ``ops``: every name a
+    per-op override may match (:func:`override_names`); an override naming none of
+    them is an error (:func:`check_override_ops`), never ignored while shown."""
     base = ThresholdsFile.model_validate(defaults.model_dump())
     if path is None:
-        validate_thresholds(base, "baseline manifest 'thresholds'")
-        return base
-    loaded = load_yaml_model(path, ThresholdsFile)
-    merged = base.model_copy(update={k: getattr(loaded, k) for k in loaded.model_fields_set})
-    validate_thresholds(merged, str(path))
+        merged, where = base, "baseline manifest 'thresholds'"
+    else:
+        loaded = load_yaml_model(path, ThresholdsFile)
+        merged = base.model_copy(update={k: getattr(loaded, k) for k in loaded.model_fields_set})
+        where = str(path)
+    validate_thresholds(merged, where)
+    if ops is not None:
+        check_override_ops(merged, ops, where)
     return merged
+
+
+def override_names(results: Iterable[BaselineResult]) -> set[str]:
+    """The names an override may use for the ops of ``results``: each op's run name
+    and its rows' op names, what :func:`configured_threshold` and :func:`op_threshold`
+    match."""
+    return {n for res in results for n in (res.run_name, *(r.op for r in res.rows))}
+
+
+def check_override_ops(th: ThresholdsFile, names: Iterable[str], where: str) -> None:
+    """Refuse an ``ops``, ``rows`` or ``paired_ops`` entry whose op matches no name
+    in ``names`` (no row would ever use it): one line naming the field, with the
+    closest name."""
+    known = set(names)
+    fields = [(f"ops.{op}", op) for op in th.ops]
+    fields += [(f"rows.{i}.op", o.op) for i, o in enumerate(th.rows)]
+    fields += [(f"paired_ops.{op}", op) for op in th.paired_ops]
+    for field, op in fields:
+        if op not in known:
+            near = difflib.get_close_matches(op, sorted(known), n=1, cutoff=0.6)
+            hint = f" (did you mean {near[0]!r}?)" if near else ""
+            raise ZlbenchError(
+                f"{where}: field '{field}': {op!r} is no op of the baseline{hint}; "
+                "an override for it would never apply"
+            )
 
 
 # A floor of 10x the baseline's noise already makes a 1 % noise row a 10 % threshold;

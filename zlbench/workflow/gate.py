@@ -41,7 +41,7 @@ from zlbench.gate.load import (
     report_label,
 )
 from zlbench.gate.plan import baseline_scope, read_ops_file
-from zlbench.gate.thresholds import load_thresholds
+from zlbench.gate.thresholds import load_thresholds, override_names
 from zlbench.gate.verdict import SUMMARY_SEP, GateOptions
 from zlbench.models import (
     STEPS_JSON,
@@ -356,7 +356,8 @@ def _load_inputs(job: GateJob, seams: GateSeams) -> _Inputs:
     scope that ``ops`` / ``ops_file`` ask for)."""
     baseline = load_baseline(job.baseline)
     check_out_outside_baseline(job.out, baseline.path)
-    th = load_thresholds(job.thresholds, baseline.manifest.thresholds)
+    names = override_names(baseline.ops.values())  # an override of no baseline op: refused
+    th = load_thresholds(job.thresholds, baseline.manifest.thresholds, names)
     specs = job.ops or (read_ops_file(job.ops_file) if job.ops_file else None)
     from_file = not job.ops and job.ops_file is not None  # only a file may be wider (plan.py)
     known = inventory_op_keys(job.ops_dir) if from_file else None
