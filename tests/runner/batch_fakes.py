@@ -265,7 +265,7 @@ def batch_cli(
 
     ops_dir = tmp_path / "ops"
     make_inventory(ops_dir, "main", ops)
-    (tmp_path / "fg").mkdir(exist_ok=True)
+    (tmp_path / "fg" / "benchmark").mkdir(parents=True, exist_ok=True)  # a FlagGems checkout
     monkeypatch.setenv("ZLBENCH_FLAGGEMS_DIR", str(tmp_path / "fg"))
     monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
     fakes: list[FakeExecutor] = []

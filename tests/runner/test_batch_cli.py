@@ -82,7 +82,10 @@ def test_ops_file_with_comments(cli, tmp_path):
 def test_missing_flaggems_dir(cli, monkeypatch):
     monkeypatch.delenv("ZLBENCH_FLAGGEMS_DIR")
     rc, _, err, _ = cli("--ops", "abs")
-    assert rc == 2 and "no FlagGems checkout for repo 'main'" in err
+    assert rc == 2 and err.strip() == (
+        "zlbench batch: error: no FlagGems checkout given: pass --flaggems-dir DIR or set "
+        "ZLBENCH_FLAGGEMS_DIR"
+    )
 
 
 def test_recheck_dismissed_runs_left_out_ops_and_op_timeout_zero_is_no_limit(cli, tmp_path):

@@ -55,10 +55,11 @@ def _bad(capsys, *argv: str, match: str) -> None:
 
 def test_missing_flaggems_dir(capsys, tmp_path, monkeypatch):
     monkeypatch.delenv("ZLBENCH_FLAGGEMS_DIR", raising=False)
-    _bad(capsys, "run", "--op", "ok", match="pass --flaggems-dir or set ZLBENCH_FLAGGEMS_DIR")
+    fix = "pass --flaggems-dir DIR or set ZLBENCH_FLAGGEMS_DIR"
+    _bad(capsys, "run", "--op", "ok", match=f"no FlagGems checkout given: {fix}")
     gone = str(tmp_path / "nowhere")
-    _bad(capsys, "run", "--op", "ok", "--flaggems-dir", gone, match="does not exist")
-    _bad(capsys, "run", "--op", "ok", "--flaggems-dir", str(tmp_path), match="no benchmark/")
+    _bad(capsys, "run", "--op", "ok", "--flaggems-dir", gone, match="(no such directory): " + fix)
+    _bad(capsys, "run", "--op", "ok", "--flaggems-dir", str(tmp_path), match="(benchmark/ missing)")
 
 
 def test_flaggems_dir_from_environment(capsys, checkout, monkeypatch):

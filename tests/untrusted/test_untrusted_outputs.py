@@ -28,6 +28,13 @@ def bl(tmp_path):
 
 
 @pytest.fixture
+def checkout(tmp_path, monkeypatch):
+    """A FlagGems checkout in the environment: a measuring gate checks for one first."""
+    (tmp_path / "fg" / "benchmark").mkdir(parents=True)
+    monkeypatch.setenv("ZLBENCH_FLAGGEMS_DIR", str(tmp_path / "fg"))
+
+
+@pytest.fixture
 def passing(tmp_path):
     return write_results(tmp_path / "pass", [run_result("add", [crow("add", S, 1.0)])])
 
@@ -61,7 +68,7 @@ def test_judge_out_on_an_existing_file_is_one_line(tmp_path, bl, passing, capsys
     assert "not a directory" in one_error_line(capsys)
 
 
-def test_measuring_gate_out_on_an_existing_file_is_one_line(tmp_path, bl, capsys):
+def test_measuring_gate_out_on_an_existing_file_is_one_line(tmp_path, bl, checkout, capsys):
     out = tmp_path / "out"
     out.write_text("not a dir\n")
     assert main(["gate", "--baseline", str(bl), "--out", str(out)]) == 2
@@ -150,7 +157,7 @@ def test_a_failed_rename_leaves_no_part_of_the_set(
     assert report_set(out) == dict.fromkeys(SET)
 
 
-def test_full_disk_while_measuring_is_one_line(tmp_path, bl, capsys, monkeypatch):
+def test_full_disk_while_measuring_is_one_line(tmp_path, bl, checkout, capsys, monkeypatch):
     import zlbench.runner.batch.run as batch_run
 
     def no_space(config):

@@ -357,12 +357,25 @@ def _plan(args, config) -> int:
     return 0
 
 
+def preflight(config) -> None:
+    """What the batch's processes need, before any work: an importable triton and a
+    FlagGems checkout for every repo of the selection (one line each, exit 2)."""
+    from zlbench.runner.batch.plan import plan_selection
+    from zlbench.runner.preflight import check_checkouts, check_compiler
+
+    check_compiler(config.python)
+    repos = {op.repo for op in plan_selection(config).ops}
+    check_checkouts(config.flaggems_dirs, repos, flag="--flaggems-dir")
+
+
 def _run(args) -> int:
     from zlbench.runner.batch.run import run_batch
 
     if args.plan_only or args.suggest_shards:
         return _plan(args, config_from_args(args, Settings.from_env()))
-    outcome = run_batch(config_from_args(args, Settings.from_env()))
+    config = config_from_args(args, Settings.from_env())
+    preflight(config)
+    outcome = run_batch(config)
     print(f"batch dir: {outcome.out_dir}")
     if outcome.exit_code == 2:
         print("zlbench batch: nothing was measured", file=sys.stderr)

@@ -25,7 +25,7 @@ from zlbench.runner.catalog.shapes_migrate import (
     migrate_shapes,
     render_shapes,
 )
-from zlbench.runner.execute.run import check_flaggems_dir
+from zlbench.runner.preflight import check_flaggems_dir, flaggems_fix
 
 
 def add_parser(sub) -> None:
@@ -63,7 +63,7 @@ def parse_repos(specs: list[str], settings: Settings) -> dict[str, str]:
 
 def inventory_one(label: str, path: str, out: Path, verify: bool) -> str:
     """Rebuild one repo's inventory; returns a one-line summary."""
-    root = check_flaggems_dir(path, label)
+    root = check_flaggems_dir(path, label, flaggems_fix(label, f"--repo {label}=PATH"))
     target = inventory_path(out, label)
     if verify:
         rows = verify_collect(root, label)
@@ -98,6 +98,7 @@ def _run(args) -> int:
         print(inventory_one(label, path, out, args.verify_collect))
     if args.migrate_shapes:
         label = "main" if "main" in repos else next(iter(repos))
-        upstream = check_flaggems_dir(repos[label], label) / "benchmark" / "core_shapes.yaml"
+        fix = flaggems_fix(label, f"--repo {label}=PATH")
+        upstream = check_flaggems_dir(repos[label], label, fix) / "benchmark" / "core_shapes.yaml"
         print(migrate(args.migrate_shapes, upstream, args.shapes_out))
     return 0

@@ -13,6 +13,7 @@ from zlbench.cli.settings import Settings
 from zlbench.models import REPOS
 from zlbench.runner.execute.proc import TerminalSink
 from zlbench.runner.execute.run import RunRequest, prepare, run_plan
+from zlbench.runner.preflight import check_compiler
 
 
 def add_parser(sub) -> None:
@@ -65,6 +66,7 @@ def request_from_args(args, settings: Settings) -> RunRequest:
 def _run(args) -> int:
     settings = Settings.from_env()
     req = request_from_args(args, settings)
+    check_compiler()  # before the run dir is claimed: the benchmark process needs one
     plan, flaggems_dir = prepare(req)
     entry = plan.entries[0]
     how = (

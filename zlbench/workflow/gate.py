@@ -70,6 +70,7 @@ from zlbench.report.markdown import STEP_SUMMARY_LIMIT, render_comment, render_m
 from zlbench.runner.ab.env import PR_ENV, CompilerEnv
 from zlbench.runner.catalog.inventory import inventory_op_keys
 from zlbench.runner.claim import hold_dir, write_file_set
+from zlbench.runner.preflight import check_checkouts, check_compiler
 from zlbench.workflow.ab import AbContext, AbOptions, finish, measure_interleaved, prepare
 from zlbench.workflow.codegen import (
     CodegenStep,
@@ -233,16 +234,38 @@ def with_batch_notes(verdict: GateVerdict, results_dir: Path) -> GateVerdict:
     return verdict.model_copy(update=notes)
 
 
+NO_COMPILER_NOTE = "`gate --results DIR` judges stored results without one"
+
+
+def check_measuring(job: GateJob, repos: Iterable[str]) -> None:
+    """What the real measure step needs, before any work (:mod:`zlbench.runner.preflight`):
+    a triton this interpreter's benchmark processes can import and a FlagGems checkout
+    for every repo of ``repos`` (gate names them by environment variable only)."""
+    check_compiler(note=NO_COMPILER_NOTE)
+    check_checkouts(job.flaggems_dirs, repos)
+
+
+Preflight = Callable[[GateJob, Iterable[str]], None]
+
+
 @dataclass
 class GateSeams:
     """Where the workflow meets the world; tests replace any of them.
-    ``stdout`` / ``stderr`` None: the process's streams at the time of writing."""
+    ``stdout`` / ``stderr`` None: the process's streams at the time of writing.
+    ``preflight``: what measuring needs, checked before the screen, the GPU or
+    ``--out`` (:func:`check_measuring` with the real ``measure``; None with a stand-in,
+    which needs neither a compiler nor a FlagGems checkout)."""
 
     measure: Measure = measure_batch
     screen: Screen = run_screen  # the codegen screen (rebuild worker processes)
     now: Callable[[], str] = now_utc
     stdout: TextIO | None = None
     stderr: TextIO | None = None
+    preflight: Preflight | None = None
+
+    def __post_init__(self) -> None:
+        if self.preflight is None and self.measure is measure_batch:
+            self.preflight = check_measuring
 
     def say(self, text: str) -> None:
         print(text, file=self.stdout or sys.stdout)
@@ -373,6 +396,9 @@ def _load_inputs(job: GateJob, seams: GateSeams) -> _Inputs:
         thresholds_label=job.thresholds_label,
     )
     ab = prepare(job.ab, measuring=job.results is None)  # before any GPU time
+    if job.results is None and seams.preflight is not None:  # before the screen and --out
+        keys = scope if scope is not None else baseline.ops
+        seams.preflight(job, {split_op_key(k)[0] for k in keys})
     return _Inputs(baseline, th, opts, ab)
 
 

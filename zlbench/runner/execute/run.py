@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from zlbench.errors import ZlbenchError
-from zlbench.models import FLAGGEMS_DIR_VARS, REPOS, OpStatus, PlanEntry, WorkerPlan
+from zlbench.models import REPOS, OpStatus, PlanEntry, WorkerPlan
 from zlbench.protocol.layout import RECORDS_DIR, op_dir, records_dir
 from zlbench.runner.catalog.inventory import class_bases, class_chain, scan_checkout
 from zlbench.runner.catalog.resolve import Selection, select
@@ -21,22 +21,10 @@ from zlbench.runner.catalog.shapes_migrate import load_shapes
 from zlbench.runner.claim import claim_new_dir
 from zlbench.runner.execute.proc import Sink
 from zlbench.runner.execute.worker import execute_plan, exit_code_for
+from zlbench.runner.preflight import check_flaggems_dir
 
 DEFAULT_RUNS_DIR = "runs"
 SHIPPED_SINGLE = "shapes_single.yaml"
-
-
-def check_flaggems_dir(path: str | os.PathLike | None, repo: str = "main") -> Path:
-    """The FlagGems checkout, or a ZlbenchError saying what is wrong with it."""
-    if not path:
-        var = FLAGGEMS_DIR_VARS.get(repo, FLAGGEMS_DIR_VARS["main"])
-        raise ZlbenchError(f"no FlagGems checkout given: pass --flaggems-dir or set {var}")
-    p = Path(path)
-    if not p.is_dir():
-        raise ZlbenchError(f"FlagGems dir {p} does not exist")
-    if not (p / "benchmark").is_dir():
-        raise ZlbenchError(f"{p} is not a FlagGems checkout (no benchmark/ folder)")
-    return p.resolve()
 
 
 def shipped_ops_dir() -> Path | None:
