@@ -1,4 +1,5 @@
-"""`zlbench baseline refresh | show | verify`: pinned record sets (docs/design.md §3)."""
+"""`zlbench baseline refresh | show | verify | attribute`: pinned record sets
+(docs/design.md §3)."""
 
 from __future__ import annotations
 
@@ -21,6 +22,44 @@ def add_parser(sub) -> None:
     verify = bsub.add_parser("verify", help="schema, content hashes, records and rows of every op")
     verify.add_argument("dir", type=Path, help="baseline dir (baselines/vN)")
     verify.set_defaults(func=_verify)
+    _add_attribute(bsub)
+
+
+def _add_attribute(bsub) -> None:
+    a = bsub.add_parser(
+        "attribute",
+        help="a new version: an older baseline plus the timed-kernel attribution of a later run",
+        description="Copy baseline SRC to --out with every kernel use's 'timed' flag filled "
+        "in from the codegen records of a later run of its ops (a gate's results/, an A/B "
+        "side's ab/1/base/): the screen then tells setup kernels from timed ones. Records, "
+        "configs and numbers are unchanged (docs/baselines.md).",
+    )
+    a.add_argument("src", type=Path, help="the baseline to derive from (baselines/vN)")
+    a.add_argument(
+        "--from",
+        dest="runs",
+        type=Path,
+        action="append",
+        required=True,
+        metavar="DIR",
+        help="a batch dir whose codegen records carry the attribution (repeatable)",
+    )
+    a.add_argument(
+        "--out", type=Path, required=True, metavar="baselines/vM", help="the new baseline dir"
+    )
+    a.set_defaults(func=_attribute)
+
+
+def _attribute(args) -> int:
+    from zlbench.runner.attribute import derive
+
+    manifest, done = derive(args.src, args.runs, args.out)
+    print(
+        f"{args.out}: {manifest.name} from {manifest.derived_from}: {done.uses} kernel uses, "
+        f"{done.timed} timed, {done.setup} setup only, {done.unknown} unknown "
+        f"({len(done.unknown_ops)} ops), {done.kept} already attributed"
+    )
+    return 0
 
 
 def _add_refresh(bsub) -> None:

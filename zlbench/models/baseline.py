@@ -95,6 +95,9 @@ class BaselineManifest(_Model):
     use_flagtune: str | None = None  # USE_FLAGTUNE the baseline was measured with
     gpu_share: int | None = None  # --gpu-share of its passes (None: before sharing: one)
     ops: list[str] = Field(default_factory=list)  # "<repo>/<run_name>"
+    # the version this one was derived from (``zlbench baseline attribute``: the same
+    # records and numbers plus the timed-kernel attribution; summary.attribution)
+    derived_from: str | None = None
     repeats: int = 1
     thresholds: ThresholdDefaults = Field(default_factory=ThresholdDefaults)
     files: dict[str, str] = Field(default_factory=dict)  # relpath -> sha256

@@ -1,0 +1,137 @@
+"""Timed-kernel attribution copied onto records made before it
+(zlbench.codegen.attribute): by record id, else by kernel and row, only where the
+runs agree; and the new baseline version written from it (zlbench baseline attribute)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from zlbench.cli import main
+from zlbench.codegen.attribute import Seen, attribute
+from zlbench.models import BaselineManifest, CodegenIndex, load_json_model, load_yaml_model
+
+REPO = Path(__file__).resolve().parents[2]
+V3 = REPO / "baselines" / "v3"
+AAFULL = REPO / "examples" / "h200-aafull-pr"
+
+
+def record(rid: str, kernel: str, uses: list[dict]) -> dict:
+    src = {"name": kernel, "module": "m", "qualname": kernel, "source_sha256": "0" * 64}
+    request = {
+        "kernel": src,
+        "signature": {},
+        "config": {"num_warps": 4, "num_stages": 1},
+        "target": {"backend": "cuda", "arch": 90, "warp_size": 32},
+    }
+    return {"id": rid, "request": request, "used_by": uses}
+
+
+def use(shape: str, timed=None, op: str = "add") -> dict:
+    return {"run_name": op, "op": op, "dtype": "float32", "shape": shape, "timed": timed}
+
+
+def index(*records: dict) -> CodegenIndex:
+    return CodegenIndex.model_validate({"records": list(records)})
+
+
+def test_uses_take_the_runs_attribution_by_record_id_then_by_kernel_and_row():
+    base = index(
+        record("a1", "add_kernel", [use("[8]"), use("[16]")]),
+        record("f1", "fill_kernel", [use("[8]")]),
+    )
+    run = index(
+        record("a1", "add_kernel", [use("[8]", True), use("[16]", True)]),
+        record("f2", "fill_kernel", [use("[8]", False)]),  # id moved with triton's cache key
+    )
+    out, done = attribute(base, Seen.of([run]))
+    timed = {(r.request.kernel.name, u.shape): u.timed for r in out.records for u in r.used_by}
+    assert timed == {
+        ("add_kernel", "[8]"): True,
+        ("add_kernel", "[16]"): True,
+        ("fill_kernel", "[8]"): False,
+    }
+    assert (done.uses, done.timed, done.setup, done.by_id, done.unknown) == (3, 2, 1, 2, 0)
+    assert all(u.timed is None for r in base.records for u in r.used_by)  # input unchanged
+
+
+def test_a_use_no_run_saw_or_the_runs_disagree_on_stays_unknown_and_attributed_ones_stay():
+    base = index(
+        record("k1", "k", [use("[8]"), use("[16]"), use("[32]", False)]),
+    )
+    one = index(record("k2", "k", [use("[8]", True), use("[32]", True)]))
+    two = index(record("k3", "k", [use("[8]", False)]))  # disagrees on [8]
+    out, done = attribute(base, Seen.of([one, two]))
+    assert [u.timed for u in out.records[0].used_by] == [None, None, False]
+    assert (done.unknown, done.kept, done.timed, done.setup) == (2, 1, 0, 0)
+    assert done.unknown_ops == {"add"}
+
+
+def test_baseline_attribute_writes_a_verified_new_version_and_leaves_the_old_one(tmp_path):
+    before = (V3 / "manifest.yaml").read_bytes()
+    out = tmp_path / "v9"
+    rc = main(
+        ["baseline", "attribute", str(V3), "--from", str(AAFULL / "results"), "--out", str(out)]
+    )
+    assert rc == 0 and (V3 / "manifest.yaml").read_bytes() == before
+    m = load_yaml_model(out / "manifest.yaml", BaselineManifest)
+    assert (
+        m.name == "v9"
+        and m.derived_from == "v3"
+        and m.ops == load_yaml_model(V3 / "manifest.yaml", BaselineManifest).ops
+    )
+    att = m.summary["attribution"]
+    assert att["uses"] == att["timed"] + att["setup"] + att["unknown"] and att["unknown"] == 0
+    assert main(["baseline", "verify", str(out)]) == 0
+    # softmax_backward's input is made by softmax forward and randn: setup kernels
+    idx = load_json_model(out / "main/softmax_backward/codegen/index.json", CodegenIndex)
+    setup = {r.request.kernel.name for r in idx.records if not any(u.timed for u in r.used_by)}
+    assert setup == {"softmax_kernel_inner", "randn_kernel"}
+    # the same pinned records and rows
+    for rel in ("main/mm__at__test_mm.py/result.json", "shapes.yaml"):
+        assert (out / rel).read_bytes() == (V3 / rel).read_bytes()
+
+
+def test_baseline_attribute_refuses_an_existing_out_and_a_dir_without_records(tmp_path, capsys):
+    taken = tmp_path / "v4"
+    taken.mkdir()
+    args = ["baseline", "attribute", str(V3), "--from", str(tmp_path), "--out", str(taken)]
+    assert main(args) == 2
+    assert "already exists" in capsys.readouterr().err
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    out = tmp_path / "v9"
+    assert main(["baseline", "attribute", str(V3), "--from", str(empty), "--out", str(out)]) == 2
+    assert "no <repo>/<op>/codegen/index.json" in capsys.readouterr().err
+    assert not out.exists() and not list(tmp_path.glob(".v9*"))
+
+
+def test_a_changed_source_baseline_is_refused_before_anything_is_written(tmp_path, capsys):
+    src = tmp_path / "v3"
+    shutil.copytree(V3, src)
+    (src / "main/add/result.json").write_text("{}", encoding="utf-8")
+    out = tmp_path / "v9"
+    args = ["baseline", "attribute", str(src), "--from", str(AAFULL / "results"), "--out", str(out)]
+    assert main(args) == 2
+    assert "main/add/result.json" in capsys.readouterr().err
+    assert not out.exists() and not list(tmp_path.glob(".v9*"))
+
+
+@pytest.mark.parametrize("fail_at", ["copy", "manifest"])
+def test_a_failure_midway_leaves_no_new_dir(tmp_path, monkeypatch, fail_at):
+    import zlbench.runner.attribute as mod
+
+    def boom(*a, **k):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(
+        mod.shutil if fail_at == "copy" else mod,
+        "copytree" if fail_at == "copy" else "dump_yaml_model",
+        boom,
+    )
+    out = tmp_path / "v9"
+    args = ["baseline", "attribute", str(V3), "--from", str(AAFULL / "results"), "--out", str(out)]
+    assert main(args) == 2
+    assert not out.exists() and not list(tmp_path.glob(".v9*"))
