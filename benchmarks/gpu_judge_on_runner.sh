@@ -16,19 +16,21 @@
 #   aafull-core-N the same with --full-ab (every op timed and paired: the A/A noise)
 #   aa-pr-N       A/A: the default gate of ops/tiers/pr.txt against $V3
 #   aafull-pr-N   the same with --full-ab
+#   aa-v4-N, aafull-v4-N  the same two against $V4 (v3 plus the timed-kernel attribution)
+#   patched-v4    the default gate of the PR tier against $V4 with PR = patched
 #   patched       the default gate of gate_core against $V2 with PR = patched
 #   patchedfull   the same with --full-ab --time all (the whole broad change paired)
 #   timeall       the one-sided gate of the same change: --time all, no base compiler
 #   nocompile     the default gate with PR = no_compile
 #   swap-core-N   aa-core-N with the two copies' roles swapped (PR = base, base = same)
 #   pack          verdicts, reports, steps, pairs, logs into $OUT/judge.tgz
-# Env: W (/tmp/w), V2 (baselines/v2), V3 (baselines/v3), JOBS (nproc - 1). Needs:
+# Env: W (/tmp/w), V2 (baselines/v2), V3 (baselines/v3), V4 (baselines/v4), JOBS (nproc - 1). Needs:
 # $ZLBENCH_FLAGGEMS_DIR, zlbench importable, a CUDA GPU.
 set -u
 BUDGET=$1; shift
 T0=$SECONDS
 W=${W:-/tmp/w}; mkdir -p "$W"
-V2=${V2:-baselines/v2}; V3=${V3:-baselines/v3}
+V2=${V2:-baselines/v2}; V3=${V3:-baselines/v3}; V4=${V4:-baselines/v4}
 JOBS=${JOBS:-$(( $(nproc) > 1 ? $(nproc) - 1 : 1 ))}
 LOG=${OUT:-$W}/log.txt
 say() { echo "[$(date -u +%H:%M:%S) +$((SECONDS - T0))s] $*" | tee -a "$LOG"; }
@@ -46,6 +48,7 @@ gate() { # gate NAME PR_COPY ARGS...: one zlbench gate with that triton copy fir
 }
 core=(--baseline "$V2" --ops-file ops/gate_core.txt)
 prt=(--baseline "$V3" --ops-file ops/tiers/pr.txt)
+pr4=(--baseline "$V4" --ops-file ops/tiers/pr.txt)
 ab=(--base-compiler "$W/triton/base")
 for spec in "$@"; do
   stage=${spec%%:*}; est=${spec##*:}; [ "$est" = "$spec" ] && est=60
@@ -60,6 +63,9 @@ for spec in "$@"; do
     aafull-core-*) gate "$stage" same "${core[@]}" "${ab[@]}" --full-ab ;;
     aa-pr-*) gate "$stage" same "${prt[@]}" "${ab[@]}" ;;
     aafull-pr-*) gate "$stage" same "${prt[@]}" "${ab[@]}" --full-ab ;;
+    aa-v4-*) gate "$stage" same "${pr4[@]}" "${ab[@]}" ;;
+    aafull-v4-*) gate "$stage" same "${pr4[@]}" "${ab[@]}" --full-ab ;;
+    patched-v4) gate "$stage" patched "${pr4[@]}" "${ab[@]}" ;;
     patched) gate "$stage" patched "${core[@]}" "${ab[@]}" ;;
     patchedfull) gate "$stage" patched "${core[@]}" "${ab[@]}" --full-ab ;;
     timeall) gate "$stage" patched "${core[@]}" --time all ;;
