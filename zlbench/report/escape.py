@@ -6,7 +6,9 @@ wrote it. It passes through one of these functions before it is rendered:
 
 * :func:`md_text` for prose in markdown: one line, markdown punctuation
   backslash-escaped (no raw HTML, links, images, emphasis or headings),
-  @-mentions and bare URLs broken with an invisible word joiner;
+  @-mentions, bare URLs and issue references (``#4242``, ``org/repo#4242``,
+  ``GH-4242``) broken with an invisible word joiner (:func:`neutralize`: GitHub
+  autolinks the text a backslash escape leaves);
 * :func:`md_code` for identifiers in markdown: an inline code span whose
   fence is longer than any run of backticks inside;
 * :func:`md_fence` for multi-line text (log tails): a fenced block whose fence
@@ -33,6 +35,9 @@ _CONTROL = re.compile(
 _MENTION = re.compile(r"@(?=[\w-])")
 _URL = re.compile(r"(?i)(?<=[a-z0-9])(:)(//)|(www)(\.)")
 _COMMAND = re.compile(r"(?m)^(\s*):(:)")
+# an issue or pull-request reference GitHub links (and cross-references): #N, GH-N,
+# owner/repo#N; the joiner goes between the prefix and the number
+_ISSUE_REF = re.compile(r"(?i)(#|(?<![\w-])gh-)(?=\d)")
 _MD_PUNCT = re.compile(r"([\\`*_{}\[\]()<>#|~&!$])")
 _MD_LEAD = re.compile(r"^(\s*)([-+=])")
 _MD_ORDERED = re.compile(r"^(\s*\d+)([.)])")
@@ -52,10 +57,13 @@ def shorten(s: str, limit: int | None) -> str:
 
 
 def neutralize(text: str) -> str:
-    """Break @-mentions, URLs (``scheme://``, ``www.``) and ``::`` command prefixes
-    at a line start with an invisible word joiner; the text reads the same."""
+    """Break @-mentions, URLs (``scheme://``, ``www.``), issue references (``#4242``,
+    ``org/repo#4242``, ``GH-4242``) and ``::`` command prefixes at a line start with an
+    invisible word joiner; the text reads the same. Every escaping of free text
+    below goes through it."""
     s = _MENTION.sub("@" + WJ, text)
     s = _URL.sub(lambda m: WJ.join(g for g in m.groups() if g), s)
+    s = _ISSUE_REF.sub(lambda m: m.group(1) + WJ, s)
     return _COMMAND.sub(r"\1:" + WJ + r"\2", s)
 
 

@@ -45,8 +45,8 @@ def classname(repo: str, run_name: str) -> str:
 
 
 def case_name(r: RowVerdict) -> str:
-    occ = f" #{r.key.occurrence}" if r.key.occurrence else ""
-    return xml_text(f"{r.key.op} {r.key.dtype} {r.key.shape}{occ}")
+    occ = f" #{r.key.occurrence}" if r.key.occurrence else ""  # ours: not a reference
+    return xml_text(f"{r.key.op} {r.key.dtype} {r.key.shape}") + occ
 
 
 def row_message(r: RowVerdict) -> str:
