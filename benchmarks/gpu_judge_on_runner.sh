@@ -17,7 +17,7 @@
 #   aa-pr-N       A/A: the default gate of ops/tiers/pr.txt against $V3
 #   aafull-pr-N   the same with --full-ab
 #   aa-v4-N, aafull-v4-N  the same two against $V4 (v3 plus the timed-kernel attribution)
-#   patched-v4    the default gate of the PR tier against $V4 with PR = patched
+#   patched-v4    the default gate of gate_core against $V4 with PR = patched
 #   patched       the default gate of gate_core against $V2 with PR = patched
 #   patchedfull   the same with --full-ab --time all (the whole broad change paired)
 #   timeall       the one-sided gate of the same change: --time all, no base compiler
@@ -65,7 +65,7 @@ for spec in "$@"; do
     aafull-pr-*) gate "$stage" same "${prt[@]}" "${ab[@]}" --full-ab ;;
     aa-v4-*) gate "$stage" same "${pr4[@]}" "${ab[@]}" ;;
     aafull-v4-*) gate "$stage" same "${pr4[@]}" "${ab[@]}" --full-ab ;;
-    patched-v4) gate "$stage" patched "${pr4[@]}" "${ab[@]}" ;;
+    patched-v4) gate "$stage" patched --baseline "$V4" --ops-file ops/gate_core.txt "${ab[@]}" ;;
     patched) gate "$stage" patched "${core[@]}" "${ab[@]}" ;;
     patchedfull) gate "$stage" patched "${core[@]}" "${ab[@]}" --full-ab ;;
     timeall) gate "$stage" patched "${core[@]}" --time all ;;
