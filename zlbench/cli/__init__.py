@@ -8,6 +8,7 @@ parser sets ``func(args) -> int`` (the exit code).
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 
 from zlbench import __version__
@@ -48,11 +49,27 @@ def _term_as_interrupt(signum, frame):  # noqa: ARG001
     raise KeyboardInterrupt
 
 
+ERROR_LINE_MAX = 300  # characters of an I/O failure's line
+_ERRNO = re.compile(r"^\[Errno \d+\] ")
+
+
 def _os_error(e: OSError) -> str:
-    """An OSError as one line: "<file>: <reason>" (no errno, no traceback)."""
-    where = e.filename if e.filename is not None else ""
-    reason = e.strerror or str(e)
-    return f"{where}: {reason}" if where else reason
+    """An OSError as one short line: "<file>: <reason>" (no errno, no traceback); a
+    failed tree copy (shutil.Error, one entry per file) as its first failing file,
+    that file's reason and how many more failed."""
+    import shutil
+
+    if isinstance(e, shutil.Error) and e.args and isinstance(e.args[0], list) and e.args[0]:
+        first, more = e.args[0][0], len(e.args[0]) - 1
+        src, why = (first[0], first[-1]) if isinstance(first, tuple) and first else (first, "")
+        line = f"copying {src} failed: {_ERRNO.sub('', str(why))}"
+        line += f" (and {more} more file(s))" if more else ""
+    else:
+        where = e.filename if e.filename is not None else ""
+        reason = e.strerror or str(e)
+        line = f"{where}: {reason}" if where else reason
+    line = re.sub(r"[\r\n\t]+", " ", str(line))
+    return line if len(line) <= ERROR_LINE_MAX else line[: ERROR_LINE_MAX - 1] + "…"
 
 
 def main(argv: list[str] | None = None) -> int:
