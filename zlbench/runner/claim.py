@@ -139,17 +139,23 @@ def _lock(path: Path) -> int:
     return fd
 
 
+# The temp dir of a file set being written: ``.zlbench-out.<pid>.<random>``.
+TMP_PREFIX = ".zlbench-out."
+
+
 def write_file_set(out: str | os.PathLike, files: Mapping[str, str], last: str) -> None:
     """Write ``files`` (name -> text) into dir ``out`` as one set: each is written and
     fsynced in a temp dir inside ``out`` (same file system), then the old set is
     removed (``last`` first) and the new one renamed into place (``last`` last).
     Any I/O failure is one ZlbenchError line and leaves no file of the set in ``out``
-    (so never a report without its ``last``, e.g. verdict.json)."""
+    (so never a report without its ``last``, e.g. verdict.json). The temp dirs that
+    writers killed mid-write left behind are removed first (:func:`remove_stale_sets`)."""
     out = Path(out)
     names = [n for n in files if n != last] + [last]
     with hold_dir(out):
+        remove_stale_sets(out)
         try:
-            tmp = Path(tempfile.mkdtemp(prefix=".zlbench-out.", dir=out))
+            tmp = Path(tempfile.mkdtemp(prefix=f"{TMP_PREFIX}{os.getpid()}.", dir=out))
         except OSError as e:
             raise ZlbenchError(f"{out}: cannot write the reports: {e.strerror}") from None
         try:
@@ -160,6 +166,30 @@ def write_file_set(out: str | os.PathLike, files: Mapping[str, str], last: str) 
             raise ZlbenchError(f"{out}: cannot write the reports: {e.strerror or e}") from None
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
+
+
+def remove_stale_sets(out: Path) -> int:
+    """Remove the temp dirs of file sets whose writer died mid-write (kill -9): called
+    while holding ``out`` (:func:`hold_dir`), and every writer holds it while its temp
+    dir exists, so a temp dir of another process is a dead writer's (one of this
+    process is left alone: another thread may be writing it). Best effort; the number
+    removed."""
+    mine = f"{TMP_PREFIX}{os.getpid()}."
+    removed = 0
+    try:
+        found = [p for p in out.iterdir() if p.name.startswith(TMP_PREFIX)]
+    except OSError:
+        return 0
+    for p in found:
+        if p.name.startswith(mine):
+            continue
+        with contextlib.suppress(OSError):
+            if p.is_symlink() or not p.is_dir():
+                p.unlink()
+            else:
+                shutil.rmtree(p)
+            removed += 1
+    return removed
 
 
 def _fill(tmp: Path, files: Mapping[str, str]) -> None:
