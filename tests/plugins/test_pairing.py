@@ -170,7 +170,7 @@ def test_a_side_whose_partners_batch_has_ended_does_not_wait(tmp_path):
 
 def test_a_row_plain_on_one_side_is_plain_for_both_and_both_stop_at_the_same_pair(tmp_path):
     rule = PairRule(threshold=0.03, floor_us=0.05, min_pairs=5, max_pairs=6, max_pairs_plain=24)
-    pr = itertools.repeat(0.110)  # +10 % throughout: decided once it has five blocks
+    pr = itertools.repeat(0.150)  # +50 % throughout: decided once it has five blocks
 
     got, _, row = run_both(tmp_path, pr, itertools.repeat(0.100), plain_sides=("pr",), rule=rule)
     samples = read_samples(row)

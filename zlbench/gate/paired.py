@@ -171,7 +171,8 @@ def judge_interleaved(
     decision = final_decision(st, rule, full=full)
     p.decision = decision
     said = interval_text(p)
-    t, floor = rule.threshold, rule.floor_us
+    t, floor = rule.threshold_for(p.blocks is not None), rule.floor_us
+    p.threshold = t
     stored = f"; {pct(row.judged_change)} vs {baseline}" if row.judged_change is not None else ""
     if decision == "REGRESSION":
         return _with(row, p, Verdict.REGRESSION, f"slower than the base: {said}{stored}")

@@ -129,6 +129,7 @@ class AbSummary(_Model):
     max_pairs: int | None = Field(None, ge=1)
     max_pairs_plain: int | None = Field(None, ge=1)
     block_pairs_plain: int | None = Field(None, ge=1)
+    threshold_plain: float | None = Field(None, gt=0, lt=1, allow_inf_nan=False)
     confidence: float | None = Field(None, gt=0, lt=1, allow_inf_nan=False)
 
     @field_validator("order", "seconds")

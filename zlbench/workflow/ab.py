@@ -232,6 +232,7 @@ def measure_interleaved(
         max_pairs=rule.max_pairs,
         max_pairs_plain=rule.max_pairs_plain,
         block_pairs_plain=rule.block_pairs_plain,
+        threshold_plain=rule.threshold_plain,
         confidence=rule.confidence,
     )
     write_summary(out / AB_DIR, summary)
@@ -291,7 +292,14 @@ def summary_rule(summary: AbSummary) -> PairRule:
     rule = PairRule(threshold=summary.threshold, floor_us=summary.floor_us)
     given = {
         k: v
-        for k in ("min_pairs", "max_pairs", "max_pairs_plain", "block_pairs_plain", "confidence")
+        for k in (
+            "min_pairs",
+            "max_pairs",
+            "max_pairs_plain",
+            "block_pairs_plain",
+            "threshold_plain",
+            "confidence",
+        )
         if (v := getattr(summary, k)) is not None
     }
     return replace(rule, **given)
@@ -318,7 +326,7 @@ def looser_than_default(summary: AbSummary, options: AbOptions) -> list[str]:
         v = getattr(summary, k)
         if options.max_pairs is None and v is not None and v < getattr(d, k):
             out.append(f"{k} {v} (default {getattr(d, k)}): --ab-max-pairs")
-    for k in ("min_pairs", "block_pairs_plain", "confidence"):
+    for k in ("min_pairs", "block_pairs_plain", "threshold_plain", "confidence"):
         v = getattr(summary, k)
         if v is not None and v != getattr(d, k):
             out.append(f"{k} {v:g} (default {getattr(d, k):g}): no flag sets it")
