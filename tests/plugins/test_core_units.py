@@ -332,3 +332,34 @@ def test_exception_signature_of_a_bare_pytest_fail_keeps_its_message():
     line = bare.__code__.co_firstlineno + 1
     sig = capture.exception_signature(_raised(bare))
     assert sig == f"Failed in {short_path(__file__)}:{line}: worker returned"
+
+
+class _HarnessBackend(CpuBackend):
+    """A CPU backend whose harness launches work of its own around the benchmarked
+    calls, as on CUDA the capture's RNG state and do_bench's L2 flush do (kernels that
+    FlagGems may serve: its fill kernel); it logs whether each ran in the timed region."""
+
+    def __init__(self, log, capture_error=None):
+        self.log, self.capture_error = log, capture_error
+
+    def capture(self, fn, n):
+        self.log.append(("harness", state.in_timed_region()))
+        if self.capture_error is not None:
+            raise self.capture_error
+        return super().capture(fn, n)
+
+    def plain(self, fn, rep_ms, warmup_ms, **kw):
+        self.log.append(("harness", state.in_timed_region()))  # the L2 flush
+        fn()
+        return 1.0
+
+
+@pytest.mark.parametrize("capture_error", [None, RuntimeError(CAPTURE_SYNC_ERROR)])
+def test_only_the_benchmarked_function_runs_in_the_timed_region(capsys, capture_error):
+    log = []
+    backend = _HarnessBackend(log, capture_error)
+    measure(lambda: log.append(("fn", state.in_timed_region())), backend,
+            TimingSettings(1.0, 2), rep_ms=1.0)  # fmt: skip
+    assert {x for x in log if x[0] == "fn"} == {("fn", True)}
+    assert {x for x in log if x[0] == "harness"} == {("harness", False)}
+    assert not state.in_timed_region()

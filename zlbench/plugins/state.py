@@ -165,10 +165,11 @@ _TIMED_DEPTH = [0]  # nesting of timed_region(): > 0 while a row's timed code ru
 
 @contextlib.contextmanager
 def timed_region() -> Iterator[None]:
-    """The FlagGems side of a row's measurement (``zlbench.plugins.timing.measure``:
-    its first call, warmup, capture and replays, or the plain fallback's loop): the
-    kernels launched inside it are the row's *timed* kernels (docs/codegen.md). Input
-    generation, the torch reference and anything else run outside it."""
+    """Each call of the FlagGems side's benchmarked function in a row's measurement
+    (``zlbench.plugins.timing.measure``: its first call, warmup, capture, or the plain
+    fallback's loop): the kernels launched inside it are the row's *timed* kernels
+    (docs/codegen.md). Input generation, the torch reference, and the harness around
+    the calls (capture setup, do_bench's L2 flush) run outside it."""
     _TIMED_DEPTH[0] += 1
     try:
         yield
