@@ -91,3 +91,34 @@ def test_the_full_a_a_of_the_pr_tier_passes_its_plain_row_on_block_medians(tmp_p
     assert "28 pairs in 7 blocks (plain timing)" in row.reason
     # every other row was decided on at most a graph row's budget of pairs
     assert all(r.ab.rounds <= 16 for r in v.rows if r is not row and r.ab is not None)
+
+
+NO_COMPILE = REPO / "examples" / "h200-gate-no-compile"
+V4_NO_COALESCE = REPO / "examples" / "h200-gate-v4-no-coalesce"
+
+
+def test_a_compiler_that_cannot_compile_fails_on_its_kernels_with_nothing_timed(tmp_path):
+    rc, v, md = judge(tmp_path, NO_COMPILE)
+    assert rc == 1 and v.verdict == "FAIL" and v.ab is None
+    assert v.summary.startswith("FAIL: 61 kernel(s) the baseline compiled fail to compile")
+    assert all(r.verdict is Verdict.FAILED for r in v.rows) and len(v.rows) == 49
+    assert "Kernels that no longer compile (61)" in md
+
+
+def test_the_broad_change_against_v4_fails_on_the_same_regressions_on_another_h200(tmp_path):
+    out = tmp_path / "out"
+    args = ["report", str(V4_NO_COALESCE), "--baseline", str(REPO / "baselines" / "v4")]
+    rc = main([*args, "--ops-file", str(REPO / "ops" / "gate_core.txt"), "--out", str(out)])
+    v = load_json_model(out / "verdict.json", GateVerdict)
+    assert rc == 1 and v.baseline == "v4" and v.ab is not None
+    regressed = {(r.key.op, r.key.shape) for r in v.rows if r.verdict is Verdict.REGRESSION}
+    assert len(regressed) == 18
+    # the first H200's gate of the same change against v2 regressed 17 of the same rows;
+    # the two that differ sit at the rule's edge: gelu +3.2 % (threshold 3 %), prod
+    # +0.23 µs (floor 0.2 µs)
+    rc2, v2, _ = judge(tmp_path / "v2", NO_COALESCE)
+    first = {(r.key.op, r.key.shape) for r in v2.rows if r.verdict is Verdict.REGRESSION}
+    assert len(regressed & first) == 17 and {k[0] for k in regressed ^ first} == {"gelu", "prod"}
+    for r in v.rows:
+        if r.verdict is Verdict.REGRESSION:
+            assert r.ab.change_lo > 0.03 and r.ab.delta_lo_us > 0.2
