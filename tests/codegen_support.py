@@ -237,7 +237,7 @@ def rebuild(
     front = [p for p in (site, index.parents[1] / "helpers") if p is not None]
     worker = [sys.executable, "-m", "zlbench.plugins.compiler.rebuild"]
     # the records are the test's own: their generated kernel's source may run
-    cmd = [*worker, str(index), str(out), "--exec-generated", *extra]
+    cmd = [*worker, "--exec-generated", str(index), str(out), *extra]
     return subprocess.run(
         cmd,
         env={**subprocess_env(tmp, *front, src=src), **(env or {})},
