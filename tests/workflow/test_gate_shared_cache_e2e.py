@@ -147,7 +147,15 @@ sys.exit(rebuild.main(sys.argv[1:]))
 def test_a_cache_dir_that_cannot_be_filled_leaves_the_rebuild_as_it_is(bl, tmp_path):
     rec = bl.parent / "rec"
     index, out, cache = rec / "codegen" / "index.json", tmp_path / "out", tmp_path / "cache"
-    args = [sys.executable, "-c", BROKEN_EXPORT, str(index), str(out), str(cache)]
+    args = [
+        sys.executable,
+        "-c",
+        BROKEN_EXPORT,
+        "--exec-generated",
+        str(index),
+        str(out),
+        str(cache),
+    ]
     env = subprocess_env(tmp_path, rec / "helpers")
     proc = subprocess.run(args, env=env, cwd=tmp_path, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
