@@ -19,6 +19,8 @@ them whenever they exist (an accepted row is never silent).
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from zlbench.gate.numbers import counted
 from zlbench.gate.paired import interval_text, us_text
 from zlbench.models import AbCompiler, AbSummary, GateVerdict, RowVerdict
@@ -50,8 +52,8 @@ def _measured(ab: AbSummary, mode: str) -> str:
     if ab.method == "interleaved":
         return (
             f"Mode {mode}: {counted(len(ab.ops), 'op')} measured by both compilers at once, "
-            f"paired row by row ({ab.min_pairs}–{ab.max_pairs} pairs a row, "
-            f"{ab.max_pairs_plain} without CUDA graphs, judged on medians of blocks of "
+            f"paired row by row ({ab.min_pairs}–{ab.max_pairs} pairs a row; a row timed "
+            f"without CUDA graphs up to {ab.max_pairs_plain}, judged on medians of blocks of "
             f"{ab.block_pairs_plain or PairRule().block_pairs_plain} pairs)"
         )
     return (
@@ -60,15 +62,17 @@ def _measured(ab: AbSummary, mode: str) -> str:
     )
 
 
-def judged_by(v: GateVerdict) -> str:
+def judged_by(v: GateVerdict, code: Callable[[str], str] = lambda s: md_code(s, 80)) -> str:
     """The header's line on what decided: the same-runner interleaved A/B, the rounds
-    of an older A/B, or the stored baseline alone (measured on another host and day)."""
+    of an older A/B, or the stored baseline alone (measured on another host and day).
+    ``code`` formats an identifier (markdown: a code span; HTML: the text, escaped by
+    the template)."""
     ab = v.ab
     if ab is None:
         return (
-            f"Judged against the stored baseline {md_code(v.baseline, 80)} alone (no base "
+            f"Judged against the stored baseline {code(v.baseline)} alone (no base "
             "compiler: its numbers come from another host and day; "
-            "`--base-compiler` judges on this runner instead)."
+            f"{code('--base-compiler')} judges on this runner instead)."
         )
     if ab.method == "interleaved":
         conf = f"{(ab.confidence or 0.9) * 100:g} %"
@@ -80,28 +84,51 @@ def judged_by(v: GateVerdict) -> str:
     return "Judged on an A/B against the base compiler in rounds; the stored baseline is context."
 
 
-INCONCLUSIVE_HEADER = ["row", "vs the base (+ = slower) [interval]", "vs the stored baseline"]
+INCONCLUSIVE_HEADER = [
+    "row",
+    "vs the base (+ = slower) [interval]",
+    "limit",
+    "vs the stored baseline",
+]
+
+
+def _pair_limit(r: RowVerdict, v: GateVerdict) -> str:
+    """The paired threshold and floor the row was judged at (a row timed without CUDA
+    graphs has a threshold of its own), else the A/B's."""
+    t = r.ab.threshold if r.ab is not None and r.ab.threshold is not None else None
+    if t is None and v.ab is not None:
+        t = v.ab.threshold
+    floor = r.ab.floor_us if r.ab is not None and r.ab.floor_us is not None else None
+    if floor is None and v.ab is not None:
+        floor = v.ab.floor_us
+    if t is None:
+        return "n/a"
+    return pct(t) + (f" and {floor:g} µs" if floor is not None else "")
 
 
 def inconclusive_block(v: GateVerdict) -> Block | None:
     """Rows whose interleaved A/B still straddles the rule after its budget: first in
-    the report, each with its interval; they do not fail the gate."""
+    the report, each with its interval and the limit it was judged at; they do not
+    fail the gate."""
     rows = [r for r in v.rows if r.verdict.value == "INCONCLUSIVE" and r.ab is not None]
     if not rows:
         return None
-    t = v.ab.threshold if v.ab is not None else None
-    floor = v.ab.floor_us if v.ab is not None else None
-    rule = f"+{t * 100:g} % and {floor:g} µs" if t is not None and floor is not None else "the rule"
     intro = (
-        f"{counted(len(rows), 'row')} could not be decided within the"
-        f" pair budget: the interval of the change still straddles {rule}. They do not fail "
-        "the gate; many of them mean this runner is too noisy for those rows."
+        f"{counted(len(rows), 'row')} could not be decided within the pair budget: the "
+        "interval of the % change or of the µs difference still straddles the row's limit, "
+        "and neither lies within it. They do not fail the gate; many of them mean this "
+        "runner is too noisy for those rows."
     )
     body = [
-        [md_code(r.key.label()) + plain_mark(r), interval_text(r.ab), pct(r.judged_change)]
+        [
+            md_code(r.key.label()) + plain_mark(r),
+            interval_text(r.ab),
+            _pair_limit(r, v),
+            pct(r.judged_change),
+        ]
         for r in rows
     ]
-    return Block("Inconclusive rows", intro, INCONCLUSIVE_HEADER, "lrr", body)
+    return Block("Inconclusive rows", intro, INCONCLUSIVE_HEADER, "lrrr", body)
 
 
 def paired_rule(ab: AbSummary) -> str:
@@ -124,12 +151,31 @@ def paired_rule(ab: AbSummary) -> str:
     )
 
 
+def _plain_rule(v: GateVerdict) -> str:
+    """The threshold of the rows judged on block medians (timed without CUDA graphs),
+    when it is not the A/B's: ``; a row timed without CUDA graphs: +25 %``."""
+    own = sorted(
+        {
+            r.ab.threshold
+            for r in v.rows
+            if r.ab is not None and r.ab.blocks is not None and r.ab.threshold is not None
+        }
+        - {v.ab.threshold if v.ab is not None else None}
+    )
+    if not own:
+        return ""
+    return "; a row timed without CUDA graphs: " + " or ".join(pct(t) for t in own)
+
+
 def _note(r: RowVerdict) -> str:
     ab = r.ab
     assert ab is not None
     notes = ["inherited: the base is as slow (the baseline is stale here)"] if ab.inherited else []
     if ab.within_floor:
         notes.append(f"within the {ab.floor_us:g} µs floor")
+    if ab.decision is not None and ab.decision != r.verdict.value:  # e.g. a sentinel's drift
+        why = r.reason.split(": ", 1)[0][:120]
+        notes.append(why if ab.decision in why else f"the pairs: {ab.decision}; {why}")
     return "; ".join(notes)
 
 
@@ -166,11 +212,14 @@ def ab_block(v: GateVerdict) -> Block | None:
         return None
     ab = v.ab
     secs = ", ".join(f"{md_text(side)} {s:.0f} s" for side, s in ab.seconds.items()) or "n/a"
-    order = " ".join(md_text(s) for s in ab.order[:4]) + (" …" if len(ab.order) > 4 else "")
+    order = ""  # interleaved: both at once, in balanced AB/BA blocks; no order to name
+    if ab.method != "interleaved" and ab.order:
+        named = " ".join(md_text(s) for s in ab.order[:4]) + (" …" if len(ab.order) > 4 else "")
+        order = f" (measured in the order {named})"
     intro = "\n".join(
         [
-            f"{_measured(ab, f'**{ab.mode}**')} ({order}); {paired_rule(ab)}; wall time {secs}"
-            + (f" ({md_text(ab.note)})." if ab.note else "."),
+            f"{_measured(ab, f'**{ab.mode}**')}{order}; {paired_rule(ab)}{_plain_rule(v)}; "
+            f"wall time {secs}" + (f" ({md_text(ab.note)})." if ab.note else "."),
             "",
             f"- PR: {_compiler(ab.pr)}",
             f"- base: {_compiler(ab.base)}",

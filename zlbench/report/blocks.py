@@ -14,6 +14,7 @@ from zlbench.report.escape import md_code, md_text
 from zlbench.report.facts import (
     PLAIN_NOTE,
     confirmed_text,
+    decided_texts,
     pct,
     plain_mark,
     plain_rows,
@@ -108,19 +109,8 @@ def measured_cells(r: RowVerdict) -> list[str]:
         us_pair(r.baseline_us, r.current_us),
         pct(r.kernel_change),
         us_pair(r.baseline_torch_us, r.current_torch_us),
-        *_decided_cells(r),
+        *decided_texts(r),
     ]
-
-
-def _decided_cells(r: RowVerdict) -> list[str]:
-    """The judged change and limit the row's verdict was decided on: an interleaved
-    A/B's change vs the base and its paired threshold (the stored baseline's change
-    beside it, labelled), else the stored baseline's change and limit."""
-    ab = r.ab
-    if ab is None or ab.decision is None or ab.change is None or ab.threshold is None:
-        return [pct(r.judged_change), pct(r.limit)]
-    stored = f" ({pct(r.judged_change)} vs stored)" if r.judged_change is not None else ""
-    return [f"{pct(ab.change)} vs base{stored}", f"{pct(ab.threshold)} and {ab.floor_us:g} µs"]
 
 
 def change_row(r: RowVerdict) -> list[str]:

@@ -22,6 +22,7 @@ from zlbench.gate.numbers import pct as pct  # re-exported
 from zlbench.models import (
     GateVerdict,
     MachineSpeed,
+    OpVerdict,
     RowVerdict,
     ThresholdDefaults,
     ThresholdsFile,
@@ -88,8 +89,13 @@ PLAIN_NOTE = "† timed without CUDA graphs (plain do_bench fallback): noisier"
 
 def plain_rows(rows: Iterable[RowVerdict]) -> list[RowVerdict]:
     """The rows the reports mark with PLAIN_MARK: plain-timed, not skipped (a dismissed
-    op is often dismissed for that very reason)."""
-    return [r for r in rows if r.plain_timed and r.verdict is not Verdict.SKIPPED]
+    op is often dismissed for that very reason) and measured by this run (a row that
+    never ran, e.g. its kernels fail to compile, had no timing of its own)."""
+    return [
+        r
+        for r in rows
+        if r.plain_timed and r.verdict is not Verdict.SKIPPED and r.current_us is not None
+    ]
 
 
 def plain_mark(r: RowVerdict) -> str:
@@ -198,11 +204,41 @@ def geomean_changes(rows: Iterable[RowVerdict]) -> tuple[float | None, float | N
     return (None if gm is None else gm - 1.0), (None if gk is None else gk - 1.0), len(rs)
 
 
+def geomean_decided(rows: Iterable[RowVerdict]) -> tuple[float | None, int]:
+    """(geometric mean of the change each judged row was decided on, how many of those
+    rows an interleaved A/B decided): with 0 A/B rows it is the judged change's."""
+    rs = judged_rows(rows)
+    gm = geomean(1.0 + decided_change(r) for r in rs)
+    return (None if gm is None else gm - 1.0), sum(1 for r in rs if decided_on_pairs(r))
+
+
+def geomean_words(rows: Iterable[RowVerdict]) -> tuple[str, str] | None:
+    """The header's geomean, as (the bold part, the rest), or None without a judged row.
+    It is the geomean of the change each row was decided on; where an interleaved A/B
+    decided, that is its change vs the base, and the stored baseline's is beside it."""
+    judged, kernel, n = geomean_changes(rows)
+    if not n:
+        return None
+    stored = f"FlagGems kernel time {pct(kernel, 2)} before the correction; + = slower"
+    decided, on_ab = geomean_decided(rows)
+    if not on_ab:
+        return f"Geomean over {n} judged rows: judged change {pct(judged, 2)}", f"({stored})."
+    if on_ab == n:
+        head = f"Geomean over {n} judged rows: {pct(decided, 2)} vs the base"
+        how = "the A/B's change, which decided every one of them"
+    else:
+        head = f"Geomean over {n} judged rows: decided change {pct(decided, 2)}"
+        how = f"{on_ab} rows decided by the A/B vs the base, {n - on_ab} by the stored baseline"
+    return head, f"({how}; vs the stored baseline: judged change {pct(judged, 2)}, {stored})."
+
+
 def largest_moves(rows: Iterable[RowVerdict], n: int = 3) -> list[RowVerdict]:
-    """The ``n`` rows that moved most toward slower, then the ``n`` toward faster."""
-    rs = sorted(judged_rows(rows), key=lambda r: -r.judged_change)
-    slower = [r for r in rs if r.judged_change > 0][:n]
-    faster = [r for r in reversed(rs) if r.judged_change < 0][:n]
+    """The ``n`` rows that moved most toward slower, then the ``n`` toward faster, by
+    the change each was decided on (an interleaved A/B's vs the base, else the judged
+    change): a row the A/B found slower is never among the faster ones."""
+    rs = sorted(judged_rows(rows), key=lambda r: -decided_change(r))
+    slower = [r for r in rs if decided_change(r) > 0][:n]
+    faster = [r for r in reversed(rs) if decided_change(r) < 0][:n]
     return slower + faster
 
 
@@ -251,13 +287,38 @@ def unconfirmed(rows: Iterable[RowVerdict]) -> list[RowVerdict]:
     return [r for r in rows if r.confirmed is False]
 
 
+def decided_on_pairs(r: RowVerdict) -> bool:
+    """The row's verdict was decided by an interleaved A/B (its change vs the base)."""
+    return r.ab is not None and r.ab.decision is not None and r.ab.change is not None
+
+
 def decided_change(r: RowVerdict) -> float | None:
     """The change the row's verdict was decided on: an interleaved A/B's vs the base,
     else the stored baseline's."""
-    if r.ab is not None and r.ab.decision is not None and r.ab.change is not None:
-        return r.ab.change
-    return r.judged_change
+    return r.ab.change if decided_on_pairs(r) else r.judged_change
 
 
 def worst_first(rows: Iterable[RowVerdict]) -> list[RowVerdict]:
     return sorted(rows, key=lambda r: -(c if (c := decided_change(r)) is not None else 0))
+
+
+def decided_texts(r: RowVerdict) -> tuple[str, str]:
+    """The judged change and limit the row's verdict was decided on, as shown in every
+    table: an interleaved A/B's change vs the base and its paired threshold and floor
+    (the stored baseline's change beside it, labelled), else the stored baseline's
+    change and limit."""
+    ab = r.ab
+    if not decided_on_pairs(r) or ab.threshold is None:
+        return pct(r.judged_change), pct(r.limit)
+    stored = f" ({pct(r.judged_change)} vs stored)" if r.judged_change is not None else ""
+    return f"{pct(ab.change)} vs base{stored}", f"{pct(ab.threshold)} and {ab.floor_us:g} µs"
+
+
+def op_limit(o: OpVerdict, rows: Iterable[RowVerdict]) -> float | None:
+    """The judged change at an op's threshold: for an op an interleaved A/B decided,
+    the paired threshold itself (the pair rule bounds the change vs the base, as its
+    rows show), else ``1 / (1 - t) - 1``."""
+    mine = [r for r in rows if (r.key.repo, r.key.run_name) == (o.repo, o.run_name)]
+    if o.threshold is not None and any(decided_on_pairs(r) for r in mine):
+        return o.threshold
+    return limit_of(o.threshold)

@@ -15,18 +15,21 @@ import jinja2
 
 from zlbench.models import FAILING_VERDICTS, Environment, GateVerdict, OpVerdict
 from zlbench.protocol.layout import op_key
-from zlbench.report.ab import ab_line
+from zlbench.report.ab import ab_line, judged_by
 from zlbench.report.escape import clean
 from zlbench.report.facts import (
     PLAIN_MARK,
     PLAIN_NOTE,
     ReportExtras,
     confirmed_text,
+    decided_change,
+    decided_texts,
     fmt_us,
-    geomean_changes,
+    geomean_words,
     limit_of,
     machine_speed_line,
     nondefault_thresholds,
+    op_limit,
     pct,
     plain_rows,
     plain_sides,
@@ -119,16 +122,13 @@ def compiler_text(e: Environment) -> str:
 
 def render_html(v: GateVerdict, extras: ReportExtras | None = None) -> str:
     extras = extras or ReportExtras()
-    judged, kernel, n = geomean_changes(v.rows)
     chart, scale = bars(v.ops)
     return (
         _env()
         .get_template("report.html.j2")
         .render(
             v=v,
-            judged=judged,
-            kernel=kernel,
-            judged_rows=n,
+            geomean=geomean_words(v.rows),
             speed=machine_speed_line(v),
             chart=chart,
             chart_h=max(1, len(chart)) * BAR_H,
@@ -137,13 +137,17 @@ def render_html(v: GateVerdict, extras: ReportExtras | None = None) -> str:
             scale=scale,
             failing={x.value for x in FAILING_VERDICTS},
             confirmed=confirmed_text,
+            decided=decided_texts,
+            decided_change=decided_change,
             thresholds=nondefault_thresholds(v.thresholds),
             ab_line=ab_line(v),
+            judged_by=judged_by(v, code=str),
             codegen=extras.codegen,
             explanations=dict(extras.explanations),
             ir_diffs={k: diff_lines(t) for k, t in extras.ir_diffs.items()},
             logs=[o for o in v.ops if o.log_tail],
             ops=worst_first_ops(v.ops),
+            op_limit=lambda o: op_limit(o, v.rows),
             plain=plain_text(v),
             plain_mark=PLAIN_MARK,
             marked=lambda r: bool(plain_rows([r])),

@@ -6,6 +6,7 @@ Built from :class:`zlbench.report.blocks.Block` like the failure sections."""
 from __future__ import annotations
 
 import math
+import re
 
 from zlbench.models import EnvFinding, GateVerdict, OpVerdict, Verdict
 from zlbench.protocol.ops import AT
@@ -17,9 +18,9 @@ from zlbench.report.facts import (
     ReportExtras,
     improved,
     largest_moves,
-    limit_of,
     near_threshold,
     nondefault_thresholds,
+    op_limit,
     unconfirmed,
 )
 
@@ -64,6 +65,13 @@ def thresholds(v: GateVerdict) -> Block | None:
     return Block("Thresholds (not the defaults)", f"In force, from {src}:\n\n{lines}")
 
 
+def _no_compile(v: GateVerdict) -> str:
+    """``; 61 no longer compile (above)`` when kernels fail to compile ("" otherwise): a
+    screen whose kernels all fail changed none of them, which alone reads as a pass."""
+    n = len(v.codegen.failed) if v.codegen is not None else 0
+    return f"; {n} no longer compile{'s' if n == 1 else ''} (above)" if n else ""
+
+
 def codegen(v: GateVerdict, extras: ReportExtras) -> Block | None:
     """The codegen screen's counts (or why there is none) and, with ``--time
     changed``, the ops not timed with the proof that their kernels are unchanged."""
@@ -73,7 +81,7 @@ def codegen(v: GateVerdict, extras: ReportExtras) -> Block | None:
     said = []
     if extras.codegen is not None:
         changed, total = extras.codegen
-        said.append(f"{changed} of {total} kernels changed their generated code.")
+        said.append(f"{changed} of {total} kernels changed their generated code{_no_compile(v)}.")
     if cg is not None and cg.screen_file:
         said.append(f"Screen: {md_code(cg.screen_file, 200)} (`zlbench explain` per op).")
     if cg is not None and cg.note:
@@ -92,14 +100,41 @@ def codegen(v: GateVerdict, extras: ReportExtras) -> Block | None:
     return Block("Generated code", intro, ["op not timed", "proof"], "ll", cells, noun="ops")
 
 
+# ``name [config]: error`` (zlbench.workflow.codegen.failed_line)
+_FAILED_LINE = re.compile(r"^(?P<kernel>[^\[:]+(?: \[[^\]]*\])?): (?P<error>.+)$")
+FAILED_MAX = 200  # characters of a kernel's line when the error is said once
+
+
+def _common_error(lines: list[str]) -> str | None:
+    """The error every line of ``lines`` ends with (a line cut short with … counts when
+    it is a prefix of it), or None when they differ or a line has another form."""
+    found = [_FAILED_LINE.match(line) for line in lines]
+    if len(lines) < 2 or not all(found):
+        return None
+    errors = [m.group("error") for m in found]
+    whole = max(errors, key=len)
+    same = all(e == whole or (e.endswith("…") and whole.startswith(e[:-1])) for e in errors)
+    return whole if same and not whole.endswith("…") else None
+
+
 def codegen_failed(v: GateVerdict) -> Block | None:
     """Kernels the baseline compiled that the compiler under test fails to: they fail
-    the gate, whatever the timing says."""
+    the gate, whatever the timing says. When they all fail with one error (a compiler
+    that builds nothing), the error is said once and each line names its kernel."""
     if v.codegen is None or not v.codegen.failed:
         return None
-    lines = "\n".join(f"- {md_text(line, 400)}" for line in v.codegen.failed)
-    intro = "The baseline compiled these kernels; the compiler under test fails to (exit 1):"
-    return Block(f"Kernels that no longer compile ({len(v.codegen.failed)})", f"{intro}\n\n{lines}")
+    failed = v.codegen.failed
+    intro = "The baseline compiled these kernels; the compiler under test fails to (exit 1)"
+    error = _common_error(failed)
+    if error is None:
+        lines = "\n".join(f"- {md_text(line, 400)}" for line in failed)
+        intro += ":"
+    else:
+        kernels = [m.group("kernel") for line in failed if (m := _FAILED_LINE.match(line))]
+        lines = "\n".join(f"- {md_code(k, FAILED_MAX - 4, table=False)}" for k in kernels)
+        said = error.removeprefix("compile failed: ")
+        intro += f", every one with the same error: {md_text(said, 300)}"
+    return Block(f"Kernels that no longer compile ({len(failed)})", f"{intro}\n\n{lines}")
 
 
 def chart_label(o: OpVerdict) -> str:
@@ -143,7 +178,7 @@ def chart(v: GateVerdict) -> Block | None:
     chunks, left = [], []
     if slower:
         shown = slower[:CHART_OPS]
-        limits = [x for o in shown if (x := limit_of(o.threshold)) is not None]
+        limits = [x for o in shown if (x := op_limit(o, v.rows)) is not None]
         limit = max(limits) * 100 if limits else None
         values = [o.judged_change * 100 for o in shown]
         title = "Slower: judged change, % (line: the limit)"
@@ -178,7 +213,9 @@ def environment(v: GateVerdict) -> Block:
     cur, base = v.current_env, v.baseline_env
 
     def compiler(e) -> str:
-        s = f"{md_code(e.triton_dist or 'unknown')} {md_code(e.triton_version or '')}"
+        s = " ".join(
+            x for x in (md_code(e.triton_dist or "unknown"), md_code(e.triton_version or "")) if x
+        )
         s += f", FlagTree commit {md_code(e.flagtree_commit)}" if e.flagtree_commit else ""
         s += f", build {md_code(e.compiler_build)}" if e.compiler_build else ""
         return s + (f" from {md_code(e.compiler_path, 160)}" if e.compiler_path else "")

@@ -14,7 +14,7 @@ from zlbench.models import GateVerdict
 from zlbench.report.ab import judged_by
 from zlbench.report.blocks import Block, plain_line
 from zlbench.report.escape import md_code, md_text
-from zlbench.report.facts import ReportExtras, geomean_changes, machine_speed_line, pct
+from zlbench.report.facts import ReportExtras, geomean_words, machine_speed_line
 from zlbench.report.sections import blocks
 
 MARKER = "<!-- zlbench-gate -->"
@@ -47,13 +47,9 @@ def header(v: GateVerdict) -> str:
             "",
             f"Runner drift (sentinel, kernels identical, not failing): {md_text(line, 300)}",
         ]
-    judged, kernel, n = geomean_changes(v.rows)
-    if n and v.verdict != "ERROR":
-        lines += [
-            "",
-            f"**Geomean over {n} judged rows: judged change {pct(judged, 2)}** "
-            f"(FlagGems kernel time {pct(kernel, 2)} before the correction; + = slower).",
-        ]
+    geo = geomean_words(v.rows)
+    if geo and v.verdict != "ERROR":
+        lines += ["", f"**{geo[0]}** {geo[1]}"]
     speed = machine_speed_line(v, host="runner")
     if speed and v.verdict != "ERROR":
         lines += ["", speed]

@@ -17,7 +17,7 @@ from zlbench.report.escape import md_code, md_fence, md_text
 from zlbench.report.facts import (
     ReportExtras,
     judged_on_ab,
-    limit_of,
+    op_limit,
     pct,
     worst_first,
 )
@@ -63,7 +63,7 @@ def aggregate(v: GateVerdict) -> Block | None:
         [
             op_label(o.repo, o.run_name),
             pct(o.judged_change),
-            pct(limit_of(o.threshold)),
+            pct(op_limit(o, v.rows)),
             md_text(o.reason),
         ]
         for o in ops
@@ -118,17 +118,19 @@ def next_steps(v: GateVerdict) -> Block | None:
         ]
         return Block("What to do next", "\n".join(f"- {s}" for s in steps))
     regressed = [r for r in v.rows if r.verdict is Verdict.REGRESSION]
+    baseline = v.baseline_dir or "BASELINE_DIR"
     steps = []
     if v.codegen is not None and v.codegen.failed:
         steps.append(
-            "**Kernels that no longer compile**: `zlbench codegen --baseline BASELINE_DIR` "
-            "rebuilds them on a CPU, no GPU needed; its codegen.md names each error."
+            f"**Kernels that no longer compile**: "
+            f"{md_code(f'zlbench codegen --baseline {baseline}', 200)} rebuilds them on a "
+            "CPU, no GPU needed; its codegen.md names each error."
         )
     if regressed:
         steps.append(
             "**Investigate**: re-measure an op with the command under *Reproduce*, once with "
             "this PR's compiler and once with the baseline's, and compare the two run dirs "
-            "(`zlbench compare A B`, or `zlbench compare BASELINE_DIR repro/RUN`)."
+            f"(`zlbench compare A B`, or {md_code(f'zlbench compare {baseline} repro/RUN', 200)})."
         )
         steps.append(
             "**Accept**: if the slowdown is intended, record a new baseline with this "
@@ -140,9 +142,15 @@ def next_steps(v: GateVerdict) -> Block | None:
             "**Re-run**: rows marked *not re-measured* were judged once, without "
             "confirmation; re-running the gate job re-measures them."
         )
-    if _failing_ops(v, Verdict.FAILED):
+    failed = _failing_ops(v, Verdict.FAILED)
+    if any(o.log_tail for o in failed):
         steps.append(
             "**Failed ops**: the log tails below end with the error; run.log is in the artifact."
+        )
+    elif failed:  # e.g. not timed because their kernels fail to compile: no log to show
+        steps.append(
+            "**Failed ops**: what happened to each is in *Failed ops* above (no log tail "
+            "was recorded for them)."
         )
     if any(o.verdict is Verdict.FALLBACK for o in v.ops):
         steps.append(
