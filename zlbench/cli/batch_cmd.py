@@ -58,6 +58,22 @@ def add_sweep_option(p) -> None:
     )
 
 
+REUSE_TUNING_DB_HELP = (
+    "record mode: keep FlagGems' persistent tuning DB (FLAGGEMS_DB_URL, else its default "
+    "under FLAGGEMS_CACHE_DIR or ~/.flaggems) instead of a fresh one per process, so the "
+    "configs it already holds are recorded without tuning them again (faster; off by "
+    "default: they may come from another compiler or FlagGems, since FlagGems names the DB "
+    "by GPU or vendor and triton version only; docs/autotune.md). Refused by baseline refresh (a "
+    "baseline holds what the compiler under test tunes from a cold DB), with a replay and "
+    "with --sweep-gpus"
+)
+
+
+def add_tuning_db_option(p) -> None:
+    """--reuse-tuning-db (``batch``, ``run``; ``baseline refresh`` refuses it)."""
+    p.add_argument("--reuse-tuning-db", action="store_true", help=REUSE_TUNING_DB_HELP)
+
+
 def parse_sweep_gpus(text: str | None, settings: Settings) -> list[str]:
     """``--sweep-gpus`` checked against the inherited CUDA_VISIBLE_DEVICES; [] when
     absent. Shared by ``batch``, ``baseline refresh`` and ``run``."""
@@ -135,6 +151,7 @@ def add_measure_options(p, *, shape_file: Path | None = None, dtypes: list[str] 
         help="GPU ids (default: CUDA_VISIBLE_DEVICES, else every visible GPU)",
     )
     add_sweep_option(p)
+    add_tuning_db_option(p)
     p.add_argument(
         "--op-timeout",
         type=float,
@@ -281,6 +298,13 @@ def config_from_args(args, settings: Settings):
         raise ZlbenchError("--resume continues a batch dir: name it with --out DIR")
     if args.sweep_gpus is not None and args.replay_root is not None:
         raise ZlbenchError("--sweep-gpus records configs; it cannot be combined with --replay-root")
+    from zlbench.runner.execute.worker import check_reuse_tuning_db
+
+    check_reuse_tuning_db(
+        args.reuse_tuning_db,
+        replay="--replay-root" if args.replay_root is not None else None,
+        sweep=args.sweep_gpus,
+    )
     gpus = parse_gpu_list(args.gpus) if args.gpus else default_gpus(settings.cuda_visible_devices)
     if args.per_process is not None and args.per_process < 1:
         raise ZlbenchError(f"--per-process {args.per_process}: must be at least 1")
@@ -306,6 +330,7 @@ def config_from_args(args, settings: Settings):
         ttgir=not args.no_ttgir,
         max_retries=args.max_retries,
         recheck_left_out=getattr(args, "recheck_dismissed", False),
+        reuse_tuning_db=args.reuse_tuning_db,
         progress=sys.stdout,
         sink=_echo if args.show_output else None,
         argv=list(sys.argv),

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sys
 
-from zlbench.cli.batch_cmd import parse_sweep_gpus
+from zlbench.cli.batch_cmd import add_tuning_db_option, parse_sweep_gpus
 from zlbench.cli.settings import Settings
 from zlbench.models import REPOS
 from zlbench.runner.execute.proc import TerminalSink
@@ -44,6 +44,7 @@ def add_parser(sub) -> None:
         help="record mode: split each kernel's autotune sweep over these GPUs (one child "
         "each), merge, then measure in one process on the first (docs/autotune.md)",
     )
+    add_tuning_db_option(p)
     p.set_defaults(func=_run)
 
 
@@ -60,6 +61,7 @@ def request_from_args(args, settings: Settings) -> RunRequest:
         out=args.out,
         timeout_s=args.timeout,
         sweep_gpus=parse_sweep_gpus(args.sweep_gpus, settings),
+        reuse_tuning_db=args.reuse_tuning_db,
     )
 
 
@@ -86,6 +88,7 @@ def _run(args) -> int:
         sink=TerminalSink(color=color),
         timeout_s=req.timeout_s,
         sweep_gpus=req.sweep_gpus,
+        reuse_tuning_db=req.reuse_tuning_db,
     )
     st = outcome.status
     note = f" ({st.note})" if st.note else ""

@@ -161,6 +161,9 @@ class BatchInfo(_Model):
     gpu_share: int = 1  # benchmark processes per GPU, timing in turns (--gpu-share)
     op_timeout_s: float | None = None
     max_retries: int = 2
+    # A record batch that kept FlagGems' persistent tuning DB (--reuse-tuning-db): its
+    # configs are what that DB held, not tuned fresh by this batch's compiler.
+    reuse_tuning_db: bool = False
     resume: bool = False
     flaggems_dirs: dict[str, str] = Field(default_factory=dict)
     hostname: str | None = None

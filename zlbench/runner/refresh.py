@@ -78,12 +78,21 @@ class RefreshOutcome:
     excluded: dict[str, str]  # "<repo>/<run_name>" -> why it is not in the baseline
 
 
+REUSED_DB = (
+    "--reuse-tuning-db: a baseline is recorded from a cold tuning DB, so its configs are "
+    "the ones the compiler under test tunes (FlagGems' persistent DB may hold another "
+    "compiler's); record without it"
+)
+
+
 def refresh(cfg: RefreshConfig) -> RefreshOutcome:
     out = Path(cfg.out)
     if out.exists():
         raise ZlbenchError(f"{out} already exists: baselines are immutable, pick the next version")
     if cfg.repeats < 1:
         raise ZlbenchError(f"--repeats must be at least 1 (got {cfg.repeats})")
+    if cfg.batch.reuse_tuning_db:
+        raise ZlbenchError(REUSED_DB)
     if cfg.min_repeats is not None and not 1 <= cfg.min_repeats <= cfg.repeats:
         raise ZlbenchError(
             f"--min-repeats must be between 1 and --repeats {cfg.repeats} (got {cfg.min_repeats})"
@@ -155,6 +164,9 @@ def _from_work(
         return BatchOutcome(out_dir=d, statuses=statuses, counts={}, summary_rows=0, exit_code=0)
 
     replays = [outcome(work / f"replay-{i}") for i in range(1, repeats + 1)]
+    info = read_batch_info(work / "record")
+    if info is not None and info.reuse_tuning_db:
+        raise ZlbenchError(f"{work / 'record'}: recorded with {REUSED_DB}")
     return outcome(work / "record"), replays
 
 

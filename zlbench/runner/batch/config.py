@@ -82,6 +82,10 @@ class BatchConfig:
     use_flagtune: str | None = None
     # Also run the ops the dismiss list names and those marked unconditional skip.
     recheck_left_out: bool = False
+    # Record mode: keep FlagGems' persistent tuning DB (the environment's, else its
+    # default) instead of a fresh one per process (--reuse-tuning-db; ignored when
+    # replaying; refused by baseline refresh and with a sweep).
+    reuse_tuning_db: bool = False
     env: dict[str, str] | None = None
     progress: TextIO | None = None  # progress lines (None: silent)
     sink: Callable[[str], None] | None = None  # raw pytest output lines (None: dropped)

@@ -40,7 +40,15 @@ from zlbench.runner.batch.status import (
 from zlbench.runner.batch.systemic import not_measured, systemic_failures
 
 # batch.json fields that must agree between shards.
-SAME_CONFIG = ("mode", "replay_root", "timing", "level", "dtypes", "shape_file_sha256")
+SAME_CONFIG = (
+    "mode",
+    "replay_root",
+    "timing",
+    "level",
+    "dtypes",
+    "shape_file_sha256",
+    "reuse_tuning_db",
+)
 # Environment fields that must agree (hostname, gpu_count may differ between runners).
 SAME_ENV = (
     "gpu_model",

@@ -74,6 +74,7 @@ from zlbench.runner.batch.systemic import (
 )
 from zlbench.runner.batch.turns import parse_turns, summarize_turns, turns_lines
 from zlbench.runner.catalog.select import OpSelection, SelectedOp
+from zlbench.runner.execute.worker import REUSE_TUNING_DB
 
 
 class BatchRun:
@@ -154,6 +155,7 @@ class BatchRun:
             gpu_share=c.gpu_share,
             op_timeout_s=c.op_timeout(),
             max_retries=c.max_retries,
+            reuse_tuning_db=c.reuse_tuning_db and c.replay_root is None,
             budget_s=c.budget_s,
             resume=c.resume,
             flaggems_dirs={k: str(v) for k, v in c.flaggems_dirs.items()},
@@ -370,6 +372,9 @@ class BatchRun:
             env |= pair_environ(c.pair_dir, c.pair_side or "", c.pair_rule, gpu)
         # FlagGems' tuning space, explicit and recorded (Environment.use_flagtune)
         env[FLAGTUNE_VAR] = c.use_flagtune or env.get(FLAGTUNE_VAR) or DEFAULT_FLAGTUNE
+        env.pop(REUSE_TUNING_DB, None)  # only this batch's own setting decides
+        if c.reuse_tuning_db and c.replay_root is None:
+            env[REUSE_TUNING_DB] = "1"  # FlagGems' persistent DB (execute.worker)
         extra = {"extra_pytest_args": list(c.extra_pytest_args)} if c.extra_pytest_args else {}
         if self.budget_s is not None:
             extra |= {"budget_s": self.budget_s, "started": self.t0}

@@ -20,7 +20,12 @@ from zlbench.runner.catalog.resolve import Selection, select
 from zlbench.runner.catalog.shapes_migrate import load_shapes
 from zlbench.runner.claim import claim_new_dir
 from zlbench.runner.execute.proc import Sink
-from zlbench.runner.execute.worker import execute_plan, exit_code_for
+from zlbench.runner.execute.worker import (
+    REUSE_TUNING_DB,
+    check_reuse_tuning_db,
+    execute_plan,
+    exit_code_for,
+)
 from zlbench.runner.preflight import check_flaggems_dir
 
 DEFAULT_RUNS_DIR = "runs"
@@ -96,6 +101,7 @@ class RunRequest:
     out: str | None = None
     timeout_s: float | None = None
     sweep_gpus: list[str] = field(default_factory=list)  # record via a multi-GPU sweep
+    reuse_tuning_db: bool = False  # record with FlagGems' persistent tuning DB
 
     @property
     def selector(self) -> str:
@@ -111,6 +117,8 @@ def prepare(req: RunRequest) -> tuple[WorkerPlan, Path]:
         raise ZlbenchError(f"unknown repo {req.repo!r} (expected one of {', '.join(REPOS)})")
     if req.sweep_gpus and req.replay_from:
         raise ZlbenchError("--sweep-gpus records configs; it cannot be combined with --replay-from")
+    replay = "--replay-from" if req.replay_from else None
+    check_reuse_tuning_db(req.reuse_tuning_db, replay=replay, sweep=",".join(req.sweep_gpus))
     fg = check_flaggems_dir(req.flaggems_dir, req.repo)
     sel = select(scan_checkout(fg, req.repo), req.selector)
     shapes = choose_shape_file(sel, req.shape_file, fg)
@@ -151,12 +159,18 @@ def run_plan(
     timeout_s: float | None = None,
     python: str | None = None,
     sweep_gpus: list[str] | None = None,
+    reuse_tuning_db: bool = False,
 ) -> RunOutcome:
     """Execute a prepared one-entry plan in one process.
 
     ``sweep_gpus``: record through a multi-GPU sweep (:mod:`zlbench.runner.sweep.run`),
-    then measure in one process on the first of them.
+    then measure in one process on the first of them. ``reuse_tuning_db``: a record
+    run keeps FlagGems' persistent tuning DB (:data:`~.worker.REUSE_TUNING_DB`).
     """
+    env = dict(os.environ if env is None else env)
+    env.pop(REUSE_TUNING_DB, None)
+    if reuse_tuning_db and plan.entries[0].mode == "record":
+        env[REUSE_TUNING_DB] = "1"
     if sweep_gpus:
         from zlbench.runner.sweep.run import SweepExecutor, SweepSpec
 

@@ -14,7 +14,8 @@ decides those.
 
 Each process gets its own ``TRITON_CACHE_DIR`` and FlagGems tuning DB
 (``FLAGGEMS_CACHE_DIR`` / ``FLAGGEMS_DB_URL``) in a temp dir removed after
-(docs/design.md §5.14), ``PYTHONHASHSEED=0``, ``PYTHONUNBUFFERED=1`` and
+(docs/design.md §5.14; a record run with ``--reuse-tuning-db`` keeps FlagGems' own
+persistent DB instead, :data:`REUSE_TUNING_DB`), ``PYTHONHASHSEED=0``, ``PYTHONUNBUFFERED=1`` and
 ``<flaggems>/src`` on ``PYTHONPATH`` so an uninstalled checkout works.
 """
 
@@ -76,6 +77,24 @@ def exit_code_for(status: RunStatus) -> int:
 # Base-env variable naming a triton cache dir that every process of a batch shares
 # (filled by zlbench.runner.precompile); absent: each process gets a fresh one.
 SHARED_TRITON_CACHE = "ZLBENCH_SHARED_TRITON_CACHE"
+# Base-env variable set by the runner for a record run with --reuse-tuning-db: "1" keeps
+# FLAGGEMS_CACHE_DIR / FLAGGEMS_DB_URL as the environment has them (unset: FlagGems'
+# default, ~/.flaggems/config_cache/TunedConfig_<GPU or vendor>_triton_<major>_<minor>.db),
+# so the configs that DB holds are recorded without tuning them again.
+REUSE_TUNING_DB = "ZLBENCH_REUSE_TUNING_DB"
+
+
+def check_reuse_tuning_db(reuse: bool, *, replay: str | None, sweep: str | None) -> None:
+    """--reuse-tuning-db is for record runs without a sweep (one line, exit 2)."""
+    if reuse and replay:
+        raise ZlbenchError(
+            f"--reuse-tuning-db is for record runs; {replay} pins the recorded configs"
+        )
+    if reuse and sweep:
+        raise ZlbenchError(
+            "--reuse-tuning-db cannot be combined with --sweep-gpus: a warm tuning DB "
+            "answers the keys it holds, so the children would not sweep them"
+        )
 
 
 def process_env(
@@ -88,12 +107,13 @@ def process_env(
     triton_cache = Path(base.get(SHARED_TRITON_CACHE) or tmp / "triton_cache")
     fg_cache = tmp / "flaggems_cache"
     triton_cache.mkdir(parents=True, exist_ok=True)
-    fg_cache.mkdir(parents=True, exist_ok=True)
     env["TRITON_CACHE_DIR"] = str(triton_cache)
-    # flag_gems.utils.code_cache reads FLAGGEMS_CACHE_DIR (code cache + default DB dir);
-    # flag_gems.utils.libentry reads FLAGGEMS_DB_URL (LibTuner's sqlite tuning DB).
-    env["FLAGGEMS_CACHE_DIR"] = str(fg_cache)
-    env["FLAGGEMS_DB_URL"] = f"sqlite:///{fg_cache / 'TunedConfig.db'}"
+    if base.get(REUSE_TUNING_DB) != "1":
+        fg_cache.mkdir(parents=True, exist_ok=True)
+        # flag_gems.utils.code_cache reads FLAGGEMS_CACHE_DIR (code cache + default DB
+        # dir); flag_gems.utils.libentry reads FLAGGEMS_DB_URL (LibTuner's tuning DB).
+        env["FLAGGEMS_CACHE_DIR"] = str(fg_cache)
+        env["FLAGGEMS_DB_URL"] = f"sqlite:///{fg_cache / 'TunedConfig.db'}"
     env["PYTHONHASHSEED"] = "0"
     env["PYTHONUNBUFFERED"] = "1"
     src = Path(flaggems_dir) / "src"
