@@ -22,16 +22,15 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from zlbench.errors import ZlbenchError
-from zlbench.gate.accept import apply_accept, load_accept
+from zlbench.gate.accept import load_accept
+from zlbench.gate.decide import Evidence, PairedEvidence, ScreenEvidence, decide
 from zlbench.gate.paired import (
     DEFAULT_PAIRED_FLOOR_US,
     DEFAULT_PAIRED_THRESHOLD,
-    apply_paired,
     pair_rounds,
     pair_samples,
     side_mismatch,
 )
-from zlbench.gate.restate import restate
 from zlbench.models import (
     AbCompiler,
     AbSummary,
@@ -251,14 +250,16 @@ def check_sides(loaded, where: Path, base_env: str) -> None:
         raise ZlbenchError(why)
 
 
-def judge_ab(verdict: GateVerdict, gate_dir: Path, options: AbOptions | None = None) -> GateVerdict:
-    """``verdict`` with the rows of ``<gate_dir>/ab/`` judged on their A/B (unchanged
-    when the dir holds no A/B), at the summary's paired threshold and floor, or at
-    those ``options`` gives (an op's ``paired_ops`` entry of the thresholds file for
-    its threshold); the verdict's A/B summary says which judged."""
+def load_paired(
+    verdict: GateVerdict, gate_dir: Path, options: AbOptions | None = None
+) -> PairedEvidence | None:
+    """The A/B of ``<gate_dir>/ab/`` as evidence for the judge (None when the dir holds
+    none, or the verdict is an ERROR): its sides checked (not one compiler, the same
+    FlagGems, the base measured), its recorded rule never looser than the judge's own
+    ``options``, each row's paired statistic (pairs, or rounds of an older A/B)."""
     found = load_summary(gate_dir)
     if found is None or verdict.exit_code == 2:
-        return verdict
+        return None
     summary, dirs = found
     if why := same_compiler_why(summary.pr, summary.base):
         raise ZlbenchError(why)
@@ -272,19 +273,16 @@ def judge_ab(verdict: GateVerdict, gate_dir: Path, options: AbOptions | None = N
     )
     rule = summary_rule(summary)
     paired = pair_samples(pairs, rule) if pairs is not None else pair_rounds(loaded.rounds)
-    full = summary.mode in ("full", "changed")
-    per_op = verdict.thresholds.paired_ops if verdict.thresholds is not None else {}
-    rows = apply_paired(
-        verdict.rows,
-        paired,
-        summary.threshold,
-        verdict.baseline,
-        full,
-        per_op,
-        summary.floor_us,
-        rule,
-    )
-    return restate(verdict, rows, ab=summary)
+    return PairedEvidence(summary=summary, rows=paired, rule=rule)
+
+
+def judge_ab(verdict: GateVerdict, gate_dir: Path, options: AbOptions | None = None) -> GateVerdict:
+    """``verdict`` with the rows of ``<gate_dir>/ab/`` judged on their A/B (unchanged
+    when the dir holds no A/B), at the summary's paired threshold and floor, or at
+    those ``options`` gives (an op's ``paired_ops`` entry of the thresholds file for
+    its threshold); the verdict's A/B summary says which judged. The A/B alone:
+    a gate decides on all of its evidence at once (:func:`evidence`)."""
+    return decide(verdict, Evidence(paired=load_paired(verdict, gate_dir, options)))
 
 
 def summary_rule(summary: AbSummary) -> PairRule:
@@ -361,12 +359,31 @@ def with_rule(summary: AbSummary, options: AbOptions) -> AbSummary:
 
 
 def judge_accept(verdict: GateVerdict, ctx: AbContext, source: str) -> GateVerdict:
-    """``verdict`` with the accept list applied (unchanged without one)."""
+    """``verdict`` with the accept list applied (unchanged without one); the accept
+    list alone (:func:`evidence` gathers it with the rest)."""
     if not ctx.accept:
         return verdict
-    rows, unmatched = apply_accept(verdict.rows, ctx.accept)
-    return restate(
-        verdict, rows, accept=list(ctx.accept), accept_source=source, accept_unmatched=unmatched
+    return decide(verdict, Evidence(accept=list(ctx.accept), accept_source=source))
+
+
+def evidence(
+    verdict: GateVerdict,
+    ctx: AbContext,
+    gate_dir: Path,
+    measure: Callable[..., Path] | None = None,
+    screen: ScreenEvidence | None = None,
+) -> Evidence:
+    """Everything the judge decides on besides ``verdict``'s own rows: the A/B
+    (measured into ``<gate_dir>/ab/`` first when ``measure`` is given: a gate that
+    measures; read from ``<gate_dir>/ab/`` when it holds one: also a merged or earlier
+    gate dir), the accept list, and ``screen`` (:mod:`zlbench.gate.decide`)."""
+    if measure is not None:
+        measure_ab(ctx, verdict, gate_dir, measure)
+    return Evidence(
+        paired=load_paired(verdict, gate_dir, ctx.options),
+        accept=list(ctx.accept),
+        accept_source=str(ctx.options.accept or ""),
+        screen=screen,
     )
 
 
@@ -376,22 +393,18 @@ def finish(
     gate_dir: Path,
     measure: Callable[..., Path] | None = None,
 ) -> GateVerdict:
-    """The screen's verdict after the A/B and the accept list: measure the A/B into
-    ``<gate_dir>/ab/`` when ``measure`` is given (a gate that measures), judge the
-    rows on ``<gate_dir>/ab/`` when it holds one (also a merged or earlier gate
-    dir), then apply the accept list."""
-    if measure is not None:
-        measure_ab(ctx, verdict, gate_dir, measure)
-    verdict = judge_ab(verdict, gate_dir, ctx.options)
-    return judge_accept(verdict, ctx, str(ctx.options.accept or ""))
+    """The screen's verdict after the A/B and the accept list, decided at once."""
+    return decide(verdict, evidence(verdict, ctx, gate_dir, measure))
 
 
 __all__ = [
     "AbOptions",
     "MeasureSide",
+    "evidence",
     "finish",
     "judge_ab",
     "judge_accept",
+    "load_paired",
     "measure_ab",
     "prepare",
 ]

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from zlbench.codegen.collect import has_codegen_records
@@ -23,9 +23,8 @@ from zlbench.codegen.screen import SCREEN_JSON, SCREEN_MD, ScreenOptions
 from zlbench.codegen.select import EXPLAINED, SENTINELS_FILE, explain_row, ops_to_time, row_notes
 from zlbench.codegen.timed import TimedKernels
 from zlbench.errors import ZlbenchError
+from zlbench.gate.decide import Evidence, ScreenEvidence, decide
 from zlbench.gate.load import BaselineSet, ResultsSet, load_results
-from zlbench.gate.restate import restate
-from zlbench.gate.verdict import SUMMARY_SEP, _summary
 from zlbench.models import (
     UNPROVEN_CLASSES,
     BaselineResult,
@@ -35,7 +34,6 @@ from zlbench.models import (
     GateVerdict,
     KernelNote,
     KernelScreen,
-    OpVerdict,
     RowVerdict,
     TimingPlanFile,
     Verdict,
@@ -298,25 +296,22 @@ def _identical_ops(screen: CodegenScreen | None, keys: set[str]) -> set[str]:
     return {op for op, same in seen.items() if same}
 
 
+def identical_sentinels(step: CodegenStep | None) -> set[str]:
+    """The ops timed only as sentinels whose every kernel the screen found identical:
+    they never fail a PR on their own (:func:`zlbench.gate.decide.sentinels`)."""
+    if step is None or not step.sentinel_only:
+        return set()
+    return _identical_ops(step.screen, step.sentinel_only)
+
+
 def apply_sentinels(v: GateVerdict, step: CodegenStep | None) -> GateVerdict:
     """Sentinel rows whose kernels the screen proved identical never fail a PR on their
     own: a REGRESSION, IMPROVEMENT or INCONCLUSIVE of theirs is runner drift (or a
     launcher or runtime change), shown in the verdict's ``drift`` lines and the row's
-    reason, judged PASS. Ops keep the rest of their rows' verdicts."""
-    if step is None or not step.sentinel_only or v.exit_code == 2:
-        return v
-    moved = (Verdict.REGRESSION, Verdict.IMPROVEMENT, Verdict.INCONCLUSIVE)
-    same = _identical_ops(step.screen, step.sentinel_only)
-    rows, drift = [], []
-    for r in v.rows:
-        if op_key(r.key.repo, r.key.run_name) in same and r.verdict in moved:
-            drift.append(f"{r.key.label()}: {r.verdict.value.lower()}, {r.reason}")
-            why = f"sentinel with identical kernels ({r.verdict.value} shown, not failing): "
-            r = r.model_copy(update={"verdict": Verdict.PASS, "reason": why + r.reason})
-        rows.append(r)
-    if not drift:
-        return v
-    return restate(v, rows, drift=drift)
+    reason, judged PASS. The sentinels alone: a gate decides on all of its evidence at
+    once (:func:`screen_evidence`)."""
+    same = identical_sentinels(step)
+    return decide(v, Evidence(screen=ScreenEvidence(identical_sentinels=same))) if same else v
 
 
 # --------------------------------------------------------------------------- the verdict
@@ -328,40 +323,57 @@ def _noted(r: RowVerdict, notes: list[KernelNote]) -> bool:
     return r.verdict in EXPLAINED or any(n.status in UNPROVEN_CLASSES for n in notes)
 
 
+def screen_evidence(step: CodegenStep | None, rows: list[RowVerdict]) -> ScreenEvidence | None:
+    """What the screen proved that changes verdicts (:mod:`zlbench.gate.decide`): the
+    ops held back for compile failures, each of their rows' own failing kernel, the
+    compile lead, the sentinels whose kernels are identical. None without a screen."""
+    if step is None:
+        return None
+    failures: dict = {}
+    if step.held_back and step.screen is not None:
+        held = [r.key for r in rows if op_key(r.key.repo, r.key.run_name) in step.held_back]
+        for key, notes in row_notes(held, step.screen, step.diff_prefix).items():
+            own = [n for n in notes if n.status is CodegenClass.FAILED]
+            if own:
+                failures[key] = _not_timed(own[0].name, own[0].config, own[0].error)
+    return ScreenEvidence(
+        summary=step.summary,
+        held_back=dict(step.held_back),
+        row_failures=failures,
+        compile_lead=compile_lead(step) if step.summary.failed else "",
+        identical_sentinels=identical_sentinels(step),
+    )
+
+
+def explain(v: GateVerdict, step: CodegenStep | None) -> GateVerdict:
+    """``v`` with each explained row's kernels (``codegen``) and its explanation in its
+    reason (no verdict changes: the judge decided them). A row of an op held back for
+    a compile failure already names its failing kernel."""
+    if step is None or step.screen is None:
+        return v
+    notes = row_notes([r.key for r in v.rows], step.screen, step.diff_prefix)
+    rows = []
+    for r in v.rows:
+        if op_key(r.key.repo, r.key.run_name) not in step.held_back:
+            r = explain_row(r, notes[r.key])
+        noted = _noted(r, notes[r.key])
+        rows.append(r.model_copy(update={"codegen": notes[r.key]}) if noted else r)
+    return v.model_copy(update={"rows": rows})
+
+
 def apply_screen(v: GateVerdict, step: CodegenStep | None) -> GateVerdict:
-    """``v`` with the codegen summary, each explained row's kernels (``codegen``) and
-    its explanation in its reason; the rows of the ops held back for compile failures
-    (``step.held_back``, not measured) FAILED with that failure as reason; a kernel that
-    no longer compiles fails the gate: FAIL, exit 1, led by :func:`compile_lead`. An
-    ERROR stays an ERROR, unless nothing was measured because every op in scope was
-    held back (then the PR's compiler is what failed, not the environment)."""
+    """``v`` decided on the screen's evidence (compile failures, no sentinels), then
+    explained: the codegen summary, each explained row's kernels and explanation; the
+    rows of the ops held back for compile failures FAILED with that failure as reason;
+    a kernel that no longer compiles fails the gate: FAIL, exit 1, led by
+    :func:`compile_lead`. The screen alone: a gate decides on all of its evidence at
+    once."""
     if step is None:
         return v
-    update: dict = {"codegen": step.summary}
-    rows, ops = list(v.rows), list(v.ops)
-    if step.screen is not None:
-        notes = row_notes([r.key for r in rows], step.screen, step.diff_prefix)
-        rows = [explain_row(r, notes[r.key]) for r in rows]
-        rows = [
-            r.model_copy(update={"codegen": notes[r.key]}) if _noted(r, notes[r.key]) else r
-            for r in rows
-        ]
-    if step.held_back:
-        rows, ops = _fail_held(rows, ops, step.held_back)
-        n = Counter(r.verdict.value for r in rows)
-        update.update(ops=ops, counts={x.value: n[x.value] for x in Verdict if n[x.value]})
-    update["rows"] = rows
-    failed = step.summary.failed
-    unmeasured = bool(step.held_back) and all(r.current_speedup is None for r in rows)
-    if failed and unmeasured:  # nothing ran: no environment to tell apart from the baseline's
-        update["environment"] = [f.model_copy(update={"mismatch": False}) for f in v.environment]
-    if failed and (v.exit_code != 2 or unmeasured):
-        counts = Counter(update.get("counts", v.counts))
-        rest = _summary("FAIL", counts, ops, "").removeprefix("FAIL: ")
-        update.update(
-            verdict="FAIL", exit_code=1, summary=f"FAIL: {compile_lead(step)}{SUMMARY_SEP}{rest}"
-        )
-    return v.model_copy(update=update)
+    ev = screen_evidence(step, v.rows)
+    assert ev is not None
+    ev = replace(ev, identical_sentinels=frozenset())
+    return explain(decide(v, Evidence(screen=ev)), step)
 
 
 def compile_lead(step: CodegenStep) -> str:
@@ -384,29 +396,6 @@ def compile_lead(step: CodegenStep) -> str:
 
 def _error(k: KernelScreen) -> str:
     return one_line((k.error or "compile failed").removeprefix("compile failed: "), 200)
-
-
-def _fail_held(
-    rows: list[RowVerdict], ops: list[OpVerdict], held: dict[str, str]
-) -> tuple[list[RowVerdict], list[OpVerdict]]:
-    """The unmeasured (MISSING) rows and ops of the held-back ops as FAILED, the row's
-    own failed kernel (else the op's) as reason."""
-    out_rows = []
-    for r in rows:
-        why = held.get(op_key(r.key.repo, r.key.run_name))
-        if why is not None and r.verdict is Verdict.MISSING:
-            own = [n for n in r.codegen if n.status is CodegenClass.FAILED]
-            if own:
-                why = _not_timed(own[0].name, own[0].config, own[0].error)
-            r = r.model_copy(update={"verdict": Verdict.FAILED, "reason": why})
-        out_rows.append(r)
-    out_ops = []
-    for o in ops:
-        why = held.get(op_key(o.repo, o.run_name))
-        if why is not None and o.verdict is Verdict.MISSING:
-            o = o.model_copy(update={"verdict": Verdict.FAILED, "reason": why})
-        out_ops.append(o)
-    return out_rows, out_ops
 
 
 def _not_timed(name: str, config: str, error: str | None) -> str:

@@ -29,6 +29,7 @@ from zlbench.errors import ZlbenchError
 from zlbench.gate import verdict as judging
 from zlbench.gate.baselines import check_out_outside_baseline
 from zlbench.gate.confirm import Remeasure
+from zlbench.gate.decide import decide
 from zlbench.gate.load import (
     CONFIRM_DIR,
     RESULTS_DIR,
@@ -71,18 +72,18 @@ from zlbench.runner.ab.env import PR_ENV, CompilerEnv
 from zlbench.runner.catalog.inventory import inventory_op_keys
 from zlbench.runner.claim import hold_dir, write_file_set
 from zlbench.runner.preflight import check_checkouts, check_compiler
-from zlbench.workflow.ab import AbContext, AbOptions, finish, measure_interleaved, prepare
+from zlbench.workflow.ab import AbContext, AbOptions, evidence, measure_interleaved, prepare
 from zlbench.workflow.codegen import (
     CodegenStep,
     Screen,
-    apply_screen,
-    apply_sentinels,
     cached_kernels,
+    explain,
     load_for_rejudge,
     measure_ops,
     plan_timing,
     report_extras,
     run_screen,
+    screen_evidence,
     screen_for_gate,
     unmeasured_results,
 )
@@ -423,9 +424,9 @@ def judge_and_write(
     opts.dismissed = dismissed_ops(job.ops_dir, {*inputs.baseline.ops, *results.ops})
     with hold_dir(out):  # one writer of out's reports at a time; exit 2 for the other
         verdict = judging.run_gate(inputs.baseline, results, inputs.thresholds, opts, remeasure)
-        verdict = finish(verdict, inputs.ab, ab_dir or out, ab_measure)
-        verdict = apply_screen(verdict, codegen)
-        verdict = apply_sentinels(verdict, codegen)
+        screen = screen_evidence(codegen, verdict.rows)
+        verdict = decide(verdict, evidence(verdict, inputs.ab, ab_dir or out, ab_measure, screen))
+        verdict = explain(verdict, codegen)
         verdict = with_batch_notes(verdict, results.path)
         extras = report_extras(verdict, codegen, job.artifact_url)
         write_reports(verdict, out, job, seams, extras)

@@ -1,0 +1,200 @@
+"""The gate's verdict, decided once (pure): every piece of evidence, one order of
+rules, one aggregation (docs/judging.md).
+
+The workflow loads the evidence first (``zlbench.workflow.gate``): the rows judged
+against the stored baseline, confirmation samples included
+(:func:`zlbench.gate.verdict.run_gate`); the A/B against the base compiler, its pairs
+already checked (:class:`PairedEvidence`); the accept list; what the codegen screen
+proved (:class:`ScreenEvidence`: kernels that no longer compile, sentinels whose
+kernels are identical). :func:`decide` then applies the rules to the rows in this
+order, and restates the ops, the counts, the summary line and the exit code from
+the rows once (:func:`zlbench.gate.restate.restate`):
+
+1. **A/B**: a row both compilers measured is judged on its pairs
+   (:func:`zlbench.gate.paired.apply_paired`), the stored baseline's number kept as
+   context;
+2. **accept list**: an intended regression matching an entry is ACCEPTED
+   (:func:`zlbench.gate.accept.apply_accept`);
+3. **compile failures**: the rows and ops held back because a kernel of theirs no
+   longer compiles are FAILED, and the gate is FAIL (exit 1) led by the compile line,
+   also when nothing else was measured;
+4. **sentinels**: a sentinel whose kernels are all identical never fails on its own:
+   a REGRESSION, IMPROVEMENT or INCONCLUSIVE of it becomes PASS with a runner-drift line.
+
+A new rule is one function of rows here, called in :func:`decide`. An ERROR (bad
+input, the environment) stays an ERROR: the A/B and the sentinels are not applied
+to it, unless every op was held back for compile failures (then the PR's compiler is
+what failed: FAIL).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from zlbench.gate.accept import apply_accept
+from zlbench.gate.paired import apply_paired
+from zlbench.gate.restate import restate
+from zlbench.gate.verdict import SUMMARY_SEP, _summary
+from zlbench.models import (
+    AbSummary,
+    AcceptEntry,
+    CodegenSummary,
+    GateVerdict,
+    OpVerdict,
+    RowKey,
+    RowVerdict,
+    Verdict,
+)
+from zlbench.models.ab import PairedRow
+from zlbench.protocol.layout import op_key
+from zlbench.protocol.pairs import PairRule
+
+MOVED = (Verdict.REGRESSION, Verdict.IMPROVEMENT, Verdict.INCONCLUSIVE)
+
+
+@dataclass(frozen=True)
+class PairedEvidence:
+    """An A/B, loaded and checked: its summary, the paired statistic of each row, the
+    pair rule it is judged at (the judge's own options over the recorded ones)."""
+
+    summary: AbSummary
+    rows: Mapping[RowKey, PairedRow]
+    rule: PairRule | None = None
+
+    @property
+    def full(self) -> bool:
+        """IMPROVEMENT is reported (every op, or every changed op, was paired)."""
+        return self.summary.mode in ("full", "changed")
+
+
+@dataclass(frozen=True)
+class ScreenEvidence:
+    """What the codegen screen proved that changes verdicts."""
+
+    summary: CodegenSummary | None = None
+    # op key -> the compile failure that kept it from being timed (its rows FAILED)
+    held_back: Mapping[str, str] = field(default_factory=dict)
+    # a held-back row's own failing kernel, when it has one (else the op's reason)
+    row_failures: Mapping[RowKey, str] = field(default_factory=dict)
+    # the verdict's lead when kernels no longer compile ("" when none fails)
+    compile_lead: str = ""
+    # op keys timed only as sentinels whose every kernel the screen found identical
+    identical_sentinels: Collection[str] = frozenset()
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """Everything :func:`decide` needs besides the rows judged against the baseline."""
+
+    paired: PairedEvidence | None = None
+    accept: Sequence[AcceptEntry] = ()
+    accept_source: str = ""
+    screen: ScreenEvidence | None = None
+
+
+def decide(v: GateVerdict, ev: Evidence) -> GateVerdict:
+    """``v`` (the rows judged against the stored baseline) decided on all of ``ev``
+    (module docstring): the rules in order, then one restatement."""
+    rows, ops, fields, judged = list(v.rows), list(v.ops), {}, False
+    error = v.exit_code == 2
+    if ev.paired is not None and not error:
+        rows = _paired(rows, v, ev.paired)
+        fields["ab"], judged = ev.paired.summary, True
+    if ev.accept:
+        rows, unmatched = apply_accept(rows, list(ev.accept))
+        fields |= {"accept": list(ev.accept), "accept_source": ev.accept_source}
+        fields["accept_unmatched"], judged = unmatched, True
+    screen = ev.screen or ScreenEvidence()
+    if screen.summary is not None:
+        fields["codegen"] = screen.summary
+    if screen.held_back:
+        rows, ops = held_back(rows, ops, screen.held_back, screen.row_failures)
+        judged = judged or rows != v.rows or ops != v.ops
+    if screen.identical_sentinels and not error:
+        rows, drift = sentinels(rows, screen.identical_sentinels)
+        if drift:
+            fields["drift"], judged = drift, True
+    if judged:  # the ops, counts, summary and exit code from the rows, once
+        out = restate(v.model_copy(update={"ops": ops}), rows, **fields)
+    else:
+        out = v.model_copy(update=fields) if fields else v
+    return _compile_failed(out, screen) if screen.compile_lead else out
+
+
+def _paired(rows: list[RowVerdict], v: GateVerdict, p: PairedEvidence) -> list[RowVerdict]:
+    per_op = v.thresholds.paired_ops if v.thresholds is not None else {}
+    s = p.summary
+    return apply_paired(rows, p.rows, s.threshold, v.baseline, p.full, per_op, s.floor_us, p.rule)
+
+
+def held_back(
+    rows: list[RowVerdict],
+    ops: list[OpVerdict],
+    held: Mapping[str, str],
+    row_failures: Mapping[RowKey, str],
+) -> tuple[list[RowVerdict], list[OpVerdict]]:
+    """The unmeasured (MISSING) rows and ops of the held-back ops as FAILED, the row's
+    own failed kernel (else the op's compile failure) as reason."""
+    out_rows = []
+    for r in rows:
+        why = held.get(op_key(r.key.repo, r.key.run_name))
+        if why is not None and r.verdict is Verdict.MISSING:
+            reason = row_failures.get(r.key, why)
+            r = r.model_copy(update={"verdict": Verdict.FAILED, "reason": reason})
+        out_rows.append(r)
+    out_ops = []
+    for o in ops:
+        why = held.get(op_key(o.repo, o.run_name))
+        if why is not None and o.verdict is Verdict.MISSING:
+            o = o.model_copy(update={"verdict": Verdict.FAILED, "reason": why})
+        out_ops.append(o)
+    return out_rows, out_ops
+
+
+def sentinels(
+    rows: list[RowVerdict], identical: Collection[str]
+) -> tuple[list[RowVerdict], list[str]]:
+    """Sentinel rows whose kernels are all identical never fail a PR on their own: a
+    REGRESSION, IMPROVEMENT or INCONCLUSIVE of theirs is runner drift (or a launcher or
+    runtime change): (rows, the drift lines), such a row PASS with the drift in its
+    reason."""
+    out, drift = [], []
+    for r in rows:
+        if op_key(r.key.repo, r.key.run_name) in identical and r.verdict in MOVED:
+            drift.append(f"{r.key.label()}: {r.verdict.value.lower()}, {r.reason}")
+            why = f"sentinel with identical kernels ({r.verdict.value} shown, not failing): "
+            r = r.model_copy(update={"verdict": Verdict.PASS, "reason": why + r.reason})
+        out.append(r)
+    return out, drift
+
+
+def _compile_failed(v: GateVerdict, screen: ScreenEvidence) -> GateVerdict:
+    """Kernels that no longer compile fail the gate: FAIL, exit 1, led by the compile
+    line. An ERROR stays one unless nothing was measured because every op in scope was
+    held back (then the PR's compiler is what failed, and no environment was measured
+    to tell apart from the baseline's)."""
+    unmeasured = bool(screen.held_back) and all(r.current_speedup is None for r in v.rows)
+    if v.exit_code == 2 and not unmeasured:
+        return v
+    update: dict = {}
+    if unmeasured:
+        update["environment"] = [f.model_copy(update={"mismatch": False}) for f in v.environment]
+    rest = _summary("FAIL", Counter(v.counts), v.ops, "").removeprefix("FAIL: ")
+    update |= {
+        "verdict": "FAIL",
+        "exit_code": 1,
+        "summary": f"FAIL: {screen.compile_lead}{SUMMARY_SEP}{rest}",
+    }
+    return v.model_copy(update=update)
+
+
+__all__ = [
+    "Evidence",
+    "PairedEvidence",
+    "ScreenEvidence",
+    "decide",
+    "held_back",
+    "sentinels",
+]
