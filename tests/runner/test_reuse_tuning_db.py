@@ -140,3 +140,14 @@ def test_run_passes_it_on_in_record_mode_and_refuses_it_with_a_replay(tmp_path, 
                      reuse_tuning_db=True)  # fmt: skip
     with pytest.raises(ZlbenchError, match="--replay-from pins the recorded configs"):
         prepare(bad)
+
+
+def test_merge_refuses_shards_that_disagree_on_it(config, tmp_path):
+    from zlbench.runner.batch.merge import merge_batches
+
+    a = run_batch(config(FakeExecutor(), shard=(1, 2), out_dir=tmp_path / "a")).out_dir
+    b = run_batch(config(FakeExecutor(), shard=(2, 2), out_dir=tmp_path / "b",
+                         reuse_tuning_db=True)).out_dir  # fmt: skip
+    with pytest.raises(ZlbenchError, match="reuse_tuning_db is"):
+        merge_batches([a, b], tmp_path / "m")
+    assert not (tmp_path / "m").exists()
