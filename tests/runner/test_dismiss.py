@@ -81,9 +81,10 @@ def test_shipped_dismiss_list_is_valid():
 def test_seed_entries_without_a_date_are_accepted_with_a_warning(line, reason):
     warnings: list[str] = []
     entries = parse_dismiss(f"softmax  # 2025-01-01 fine\n{line}\n", "d.txt", warnings.append)
-    assert [(e.op, e.date, e.reason, e.when) for e in entries[1:]] == [
-        ("abs", None, reason, "undated")
+    assert [(e.op, e.repo, e.date, e.reason, e.when) for e in entries[1:]] == [
+        ("abs", "main", None, reason, "undated")  # the old scripts' bare op: main's (issue 30)
     ]
     assert warnings == [
-        "warning: d.txt:2: 'abs' has no date (seed format); write 'abs  # YYYY-MM-DD reason'"
+        "warning: d.txt:2: 'abs' has no date (seed format: a bare op is the main repo's); "
+        "write 'main:abs  # YYYY-MM-DD reason'"
     ]

@@ -9,7 +9,9 @@ Format, one entry a line (docs/design.md §5.19)::
 
 The spec is an op selector as ``--ops`` takes it; a bare op applies to every repo.
 An entry in the seed scripts' format (no date: ``abs`` or ``abs  # flaky``) is
-accepted with one warning line naming it, so an old list keeps working; a
+accepted with one warning line naming it, so an old list keeps working; there a
+bare op means the main repo, as it did in the old scripts (their ``vllm:op`` named
+the other), and an old op name resolves to its op (:mod:`.old_names`). A
 malformed date or a date without a reason is an error naming its line.
 """
 
@@ -85,12 +87,13 @@ def _parse_line(line: str, num: int, source: str, warn: Warn) -> DismissEntry:
         raise ZlbenchError(f"{where}: bad op spec {spec!r} (expected op, repo:op or op@file.py)")
     tail = tail.strip()
     first = tail.split(maxsplit=1)[0] if tail else ""
-    if not _DATE_LIKE.match(first):  # the seed's format: no date
+    if not _DATE_LIKE.match(first):  # the seed's format: no date, a bare op is main's
+        repo = m.group("repo") or "main"
         warn(
-            f"warning: {where}: {spec!r} has no date (seed format); "
-            f"write '{spec}  # YYYY-MM-DD reason'"
+            f"warning: {where}: {spec!r} has no date (seed format: a bare op is the main "
+            f"repo's); write '{repo}:{m.group('op')}  # YYYY-MM-DD reason'"
         )
-        return DismissEntry(m.group("op"), m.group("repo"), None, tail, num)
+        return DismissEntry(m.group("op"), repo, None, tail, num)
     t = _TAIL_RE.match(tail)
     if not t:
         raise ZlbenchError(

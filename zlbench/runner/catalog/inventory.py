@@ -28,6 +28,7 @@ from zlbench.models import REPOS, atomic_write_text, read_text
 from zlbench.protocol.layout import op_key
 from zlbench.protocol.ops import run_name_for
 from zlbench.runner.catalog import inventory_ast as _ast
+from zlbench.runner.catalog.notes import note
 
 
 @dataclass(frozen=True)
@@ -148,19 +149,58 @@ def class_chain(bases: dict[str, list[str]], name: str) -> list[str]:
     return out
 
 
-def load_inventory(path: str | os.PathLike) -> list[InventoryRow]:
-    """Read an inventory CSV; a missing or malformed file is a ZlbenchError."""
+# The inventory CSV of the scripts zlbench replaces: one row per test function, named
+# by the function without "test_"; op_names is the Benchmark's op_name, marked_skip "yes"
+# for an unconditional skip (its reason was not recorded).
+OLD_INVENTORY_FIELDS = ["repo", "op", "op_file", "file", "marked_skip", "collected", "op_names"]
+OLD_SKIP_REASON = "unconditional skip (recorded by the old scripts, reason not recorded)"
+
+
+def load_inventory(
+    path: str | os.PathLike, warn: Callable[[str], None] | None = None
+) -> list[InventoryRow]:
+    """Read an inventory CSV; a missing or malformed file is a ZlbenchError.
+
+    A file in the old scripts' format (:data:`OLD_INVENTORY_FIELDS`) is read with one
+    warning line (``warn``, default stderr once per process): its op ids are the old
+    names (the test function without ``test_``), as ``ops/inventory_vllm.csv`` was
+    carried over (docs/ops.md)."""
     path = Path(path)
     text = read_text(path, missing="inventory not found (run `zlbench inventory`)")
     reader = csv.DictReader(io.StringIO(text))
-    if reader.fieldnames != INVENTORY_FIELDS:
+    old = reader.fieldnames == OLD_INVENTORY_FIELDS
+    if reader.fieldnames != INVENTORY_FIELDS and not old:
         raise ZlbenchError(f"{path}: not an inventory (expected columns {INVENTORY_FIELDS})")
     rows = []
     for n, rec in enumerate(reader, start=2):
         if None in rec or any(v is None for v in rec.values()):
             raise ZlbenchError(f"{path}: line {n}: wrong number of columns")
-        rows.append(InventoryRow(**rec))
+        rows.append(_from_old(path, n, rec) if old else InventoryRow(**rec))
+    if old:
+        note(
+            f"warning: {path}: an inventory of the old scripts (op = test function without "
+            "test_), read as such; `zlbench inventory` rebuilds it with zlbench's op ids",
+            warn,
+        )
     return rows
+
+
+def _from_old(path: Path, line: int, rec: dict[str, str]) -> InventoryRow:
+    """One row of the old scripts' inventory as zlbench's (node id ``file::test_<op>``)."""
+    if rec["repo"] not in REPOS or not rec["op"] or not rec["file"]:
+        raise ZlbenchError(f"{path}: line {line}: needs a repo of {REPOS}, an op and a file")
+    function = f"test_{rec['op']}"
+    return InventoryRow(
+        repo=rec["repo"],
+        op=rec["op"],
+        op_name=rec["op_names"],
+        bench_class="",
+        file=rec["file"],
+        function=function,
+        nodeid=f"{rec['file']}::{function}",
+        skip=OLD_SKIP_REASON if rec["marked_skip"] == "yes" else "",
+        collected=rec["collected"],
+    )
 
 
 def inventory_op_keys(ops_dir: str | os.PathLike) -> list[str] | None:

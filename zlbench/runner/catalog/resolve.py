@@ -2,8 +2,10 @@
 
 A selector is an op (``softmax``) or an op with the file that holds it
 (``mm@test_blas_perf.py``) when the op appears in several files (the names of
-an op: :mod:`zlbench.protocol.ops`). Unknown ops name their closest matches; ambiguous ones list the
-``op@file`` candidates. Both are ZlbenchError (one line, exit 2).
+an op: :mod:`zlbench.protocol.ops`). An unknown op that is an old scripts' name says
+whose (``'abs_inplace' is the old name of abs_``, :mod:`.old_names`); other unknown
+ops name their closest matches; ambiguous ones list the ``op@file`` candidates. All
+are ZlbenchError (one line, exit 2).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from dataclasses import dataclass
 from zlbench.errors import ZlbenchError
 from zlbench.protocol.ops import run_name_for, split_selector
 from zlbench.runner.catalog.inventory import InventoryRow
+from zlbench.runner.catalog.old_names import OldNames, derive_old_names
 
 
 @dataclass(frozen=True)
@@ -41,26 +44,37 @@ def _file_matches(row: InventoryRow, file: str) -> bool:
     return row.file == want or row.file.endswith("/" + want)
 
 
-def _unknown(op: str, ops: set[str]) -> ZlbenchError:
-    close = difflib.get_close_matches(op, sorted(ops), n=5, cutoff=0.6)
+def _unknown(op: str, rows: list[InventoryRow], where: str, old: OldNames | None) -> ZlbenchError:
+    """The error of an unknown op: whose old name it is, else its closest matches
+    (difflib's are misleading for an old name: ``abs_inplace`` -> ``linspace``)."""
+    old = old if old is not None else OldNames(derive_old_names(rows))
+    repo = rows[0].repo if rows else ""
+    if line := old.line(repo, op):
+        return ZlbenchError(f"unknown op {op!r}{where}: {line}")
+    close = difflib.get_close_matches(op, sorted({r.op for r in rows}), n=5, cutoff=0.6)
     hint = f"; did you mean: {', '.join(close)}?" if close else ""
-    return ZlbenchError(f"unknown op {op!r}{hint}")
+    return ZlbenchError(f"unknown op {op!r}{where}{hint}")
 
 
-def select(inventory: list[InventoryRow], selector: str, *, repo: str | None = None) -> Selection:
+def select(
+    inventory: list[InventoryRow],
+    selector: str,
+    *,
+    repo: str | None = None,
+    old: OldNames | None = None,
+) -> Selection:
     """Resolve one selector; unknown / ambiguous / bad file -> ZlbenchError.
 
     ``repo``: only rows of that repo (None: the inventory must hold one repo's rows).
     An op found in several files needs ``op@file``; several test functions of
-    one file with the same op mark are one op (all their node ids).
+    one file with the same op mark are one op (all their node ids). ``old``: the
+    old names for the error of an unknown op (None: derived from the inventory).
     """
     rows = [r for r in inventory if repo is None or r.repo == repo]
     op, file = split_selector(selector)
     mine = [r for r in rows if r.op == op]
     if not mine:
-        where = f" in repo {repo!r}" if repo else ""
-        err = _unknown(op, {r.op for r in rows})
-        raise ZlbenchError(str(err).replace(f"{op!r}", f"{op!r}{where}", 1))
+        raise _unknown(op, rows, f" in repo {repo!r}" if repo else "", old)
     files = sorted({r.file for r in mine})
     if file is not None:
         mine = [r for r in mine if _file_matches(r, file)]

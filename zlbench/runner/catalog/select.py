@@ -7,6 +7,10 @@ files), either with a repo prefix (``vllm:op``), or an op key ``main/run_name``.
 A SPEC without repo is looked up in every repo of ``repos`` (default ``["main"]``)
 and selected wherever it exists; it is unknown only when no repo has it.
 
+A SPEC or dismiss entry naming no op of a repo but an old scripts' name there
+(``abs_inplace``, :mod:`zlbench.runner.catalog.old_names`) resolves to its op(s)
+with one note line; a current op id always wins.
+
 From the selection are removed, and reported as such: dismissed ops
 (ops/dismiss.txt) and ops whose every test is skipped unconditionally (the
 inventory's ``skip`` column). ``restrict_to`` (``"<repo>/<run_name>"`` keys, e.g.
@@ -26,6 +30,14 @@ from zlbench.protocol.layout import op_key
 from zlbench.protocol.ops import parse_spec, read_ops_file, split_selector
 from zlbench.runner.catalog.dismiss import DismissEntry, find_dismissal, load_dismiss
 from zlbench.runner.catalog.inventory import InventoryRow, inventory_path, load_inventory
+from zlbench.runner.catalog.notes import Warn, note
+from zlbench.runner.catalog.old_names import (
+    OLD_NAMES_FILE,
+    OldNames,
+    derive_old_names,
+    load_old_names,
+    translate_dismiss,
+)
 from zlbench.runner.catalog.resolve import all_selectors, select
 
 DISMISS_FILE = "dismiss.txt"
@@ -74,9 +86,11 @@ class OpSelection:
 class _Inventories:
     """Loads ``inventory_<repo>.csv`` once per repo, on first use."""
 
-    def __init__(self, ops_dir: Path):
+    def __init__(self, ops_dir: Path, warn: Warn | None = None):
         self.ops_dir = Path(ops_dir)
+        self.warn = warn
         self._rows: dict[str, list[InventoryRow]] = {}
+        self._old: dict[str, OldNames] = {}
 
     def rows(self, repo: str) -> list[InventoryRow]:
         if repo not in self._rows:
@@ -86,23 +100,57 @@ class _Inventories:
                     f"no inventory for repo {repo!r}: {path} is missing "
                     "(create it with `zlbench inventory`)"
                 )
-            self._rows[repo] = load_inventory(path)
+            self._rows[repo] = load_inventory(path, warn=self.warn)
         return self._rows[repo]
+
+    def has_op(self, repo: str, op_id: str) -> bool:
+        return any(row.op == op_id for row in self.rows(repo))
+
+    def old(self, repo: str) -> OldNames:
+        """The old names of ``repo``: the ops dir's old_names.csv, else derived from
+        its inventory (a private ops dir gets the same rule)."""
+        if repo not in self._old:
+            path = self.ops_dir / OLD_NAMES_FILE
+            names = load_old_names(path) if path.is_file() else derive_old_names(self.rows(repo))
+            self._old[repo] = OldNames(names)
+        return self._old[repo]
 
 
 def _resolve(inv: _Inventories, repo: str, op: str) -> SelectedOp:
-    sel = select(inv.rows(repo), op)
+    sel = select(inv.rows(repo), op, old=inv.old(repo))
     return SelectedOp(repo, sel.selector, sel.run_name, tuple(sel.nodeids), sel.skip)
+
+
+def _resolve_old(inv: _Inventories, spec: str, repo: str, op: str) -> list[SelectedOp] | None:
+    """The ops of old name ``op`` in ``repo`` (None: it is none there), with a note; an
+    old name of tests in several files is ambiguous, as a current op id is."""
+    found = inv.old(repo).lookup(repo, op)
+    if not found:
+        return None
+    line = inv.old(repo).line(repo, op)
+    files = {n.file_name for n in found}
+    if len(files) > 1:
+        raise ZlbenchError(f"op spec {spec!r}: {line}, in {len(files)} files: name one of them")
+    note(f"note: {line}: selected as such", inv.warn)
+    return [_resolve(inv, repo, n.selector) for n in found]
 
 
 def _resolve_spec(inv: _Inventories, spec: str, repos: list[str]) -> list[SelectedOp]:
     repo, op = parse_spec(spec)
-    if repo is not None:
-        return [_resolve(inv, repo, op)]
     op_id = split_selector(op)[0]
-    having = [r for r in repos if any(row.op == op_id for row in inv.rows(r))]
+    for r in [repo] if repo is not None else repos:
+        if inv.has_op(r, op_id) and (line := inv.old(r).line(r, op_id)):
+            note(f"note: {op_id!r} is an op of {r} (selected); {line} (not selected)", inv.warn)
+    if repo is not None:
+        if not inv.has_op(repo, op_id) and (old := _resolve_old(inv, spec, repo, op)):
+            return old
+        return [_resolve(inv, repo, op)]
+    having = [r for r in repos if inv.has_op(r, op_id)]
+    if having:
+        return [_resolve(inv, r, op) for r in having]
+    old = [sel for r in repos for sel in _resolve_old(inv, spec, r, op) or []]
     # Where no repo has it, the first repo's resolver names the closest matches.
-    return [_resolve(inv, r, op) for r in having or repos[:1]]
+    return old or [_resolve(inv, repos[0], op)]
 
 
 def _specs_of(all_ops: bool, specs: Iterable[str], ops_file: Path | None) -> list[str] | None:
@@ -127,18 +175,20 @@ def select_ops(
     restrict_to: set[str] | None = None,
     dismiss_file: Path | None = None,
     recheck_left_out: bool = False,
+    warn: Warn | None = None,
 ) -> OpSelection:
     """Resolve the selection; see the module docstring. ``dismiss_file`` defaults to
     ``<ops_dir>/dismiss.txt`` (a missing file dismisses nothing).
     ``recheck_left_out``: dismissed and unconditionally skipped ops are run too
-    (to see whether they still need to be left out)."""
+    (to see whether they still need to be left out). ``warn``: where warning and
+    note lines go (default: stderr, each once per process)."""
     specs = list(specs)
     spec_list = _specs_of(all_ops, specs, ops_file)
     repo_list = list(dict.fromkeys(repos)) or ["main"]
     for r in repo_list:
         if r not in REPOS:
             raise ZlbenchError(f"unknown repo {r!r} (known: {', '.join(REPOS)})")
-    inv = _Inventories(ops_dir)
+    inv = _Inventories(ops_dir, warn)
     chosen: list[SelectedOp] = []
     if spec_list is None:
         for r in repo_list:
@@ -146,7 +196,10 @@ def select_ops(
     else:
         for spec in spec_list:
             chosen += _resolve_spec(inv, spec, repo_list)
-    dismiss = load_dismiss(Path(dismiss_file) if dismiss_file else Path(ops_dir) / DISMISS_FILE)
+    dismiss_path = Path(dismiss_file) if dismiss_file else Path(ops_dir) / DISMISS_FILE
+    dismiss = load_dismiss(dismiss_path, warn=warn)
+    for r in dict.fromkeys(op.repo for op in chosen):
+        dismiss = translate_dismiss(dismiss, r, lambda o, r=r: inv.has_op(r, o), inv.old(r), warn)
     if recheck_left_out:
         dismiss, chosen = [], [replace(op, skip="") for op in chosen]
     return _filter(chosen, dismiss, restrict_to)
