@@ -124,3 +124,21 @@ def test_an_error_stays_an_error_but_a_compiler_that_built_nothing_fails(screen)
     out = decide(unmeasured, Evidence(screen=ScreenEvidence(held_back=held, compile_lead=lead)))
     assert out.verdict == "FAIL" and out.exit_code == 1 and out.summary.startswith(f"FAIL: {lead}")
     assert all(r.verdict is Verdict.FAILED for r in out.rows)
+
+
+def test_a_drift_line_says_the_verdict_once():
+    from zlbench.gate.decide import sentinels
+    from zlbench.models import RowKey, RowVerdict
+
+    k = RowKey(repo="main", run_name="sum", op="sum", dtype="bfloat16", shape="[8]")
+    moved = [
+        RowVerdict(key=k, verdict=Verdict.INCONCLUSIVE, reason="inconclusive: +6.6 % [+5.8, +7.9]"),
+        RowVerdict(key=k.model_copy(update={"shape": "[16]"}), verdict=Verdict.REGRESSION,
+                   reason="slower than the base: +9 %"),
+    ]  # fmt: skip
+    rows, drift = sentinels(moved, {"main/sum"})
+    assert drift == [
+        "main/sum bfloat16 [8]: inconclusive: +6.6 % [+5.8, +7.9]",
+        "main/sum bfloat16 [16]: regression, slower than the base: +9 %",
+    ]
+    assert all(r.verdict is Verdict.PASS for r in rows)

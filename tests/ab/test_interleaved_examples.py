@@ -101,6 +101,8 @@ def test_a_compiler_that_cannot_compile_fails_on_its_kernels_with_nothing_timed(
     rc, v, md = judge(tmp_path, NO_COMPILE)
     assert rc == 1 and v.verdict == "FAIL" and v.ab is None
     assert v.summary.startswith("FAIL: 61 kernel(s) the baseline compiled fail to compile")
+    # 61 kernels of 45 functions: the lead counts each right
+    assert "(45 kernel functions: sum_kernel_1 and 44 more; 34 op(s) not timed" in v.summary
     assert all(r.verdict is Verdict.FAILED for r in v.rows) and len(v.rows) == 49
     assert "Kernels that no longer compile (61)" in md
 

@@ -163,7 +163,9 @@ def sentinels(
     out, drift = [], []
     for r in rows:
         if op_key(r.key.repo, r.key.run_name) in identical and r.verdict in MOVED:
-            drift.append(f"{r.key.label()}: {r.verdict.value.lower()}, {r.reason}")
+            said = r.verdict.value.lower()
+            reason = r.reason if r.reason.lower().startswith(said) else f"{said}, {r.reason}"
+            drift.append(f"{r.key.label()}: {reason}")
             why = f"sentinel with identical kernels ({r.verdict.value} shown, not failing): "
             r = r.model_copy(update={"verdict": Verdict.PASS, "reason": why + r.reason})
         out.append(r)

@@ -179,10 +179,7 @@ def judge_interleaved(
     if decision == "IMPROVEMENT":
         return _with(row, p, Verdict.IMPROVEMENT, f"faster than the base: {said}{stored}")
     if decision == "INCONCLUSIVE":
-        why = (
-            f"inconclusive: {said}; the interval straddles "
-            f"+{t * 100:g} % / {floor:g} µs (this runner is noisy for this row)"
-        )
+        why = f"inconclusive: {said}; {_straddles(p, t, floor)} (this runner is noisy for this row)"
         return _with(row, p, Verdict.INCONCLUSIVE, why + stored)
     # PASS: either interval lies within the threshold or the floor
     # passed by the floor alone: its median change is beyond the threshold
@@ -195,6 +192,18 @@ def judge_interleaved(
     else:
         reason = ""
     return _with(row, p, Verdict.PASS, reason)
+
+
+def _straddles(p: PairedRow, t: float, floor: float) -> str:
+    """Which of an undecided row's intervals straddles its limit (the other lies
+    beyond it): ``the µs interval straddles 0.2 µs``."""
+    rel = p.change_lo is None or p.change_lo <= t
+    us = p.delta_lo_us is None or p.delta_lo_us <= floor
+    if rel and not us:
+        return f"the change interval straddles +{t * 100:g} %"
+    if us and not rel:
+        return f"the µs interval straddles {floor:g} µs"
+    return f"both intervals straddle +{t * 100:g} % / {floor:g} µs"
 
 
 def _with(row: RowVerdict, p: PairedRow, verdict: Verdict, reason: str) -> RowVerdict:

@@ -385,7 +385,9 @@ def compile_lead(step: CodegenStep) -> str:
     error, _ = errors.most_common(1)[0] if errors else ("compile failed", 0)
     other = f" (+{len(errors) - 1} other error(s))" if len(errors) > 1 else ""
     names = list(dict.fromkeys(k.name for k in kernels))
-    where = [names[0] + (f" and {len(names) - 1} more" if len(names) > 1 else "")] * bool(names)
+    functions = f"{len(names)} kernel functions: " if len(names) != n else ""
+    more = f" and {len(names) - 1} more" if len(names) > 1 else ""
+    where = [functions + names[0] + more] * bool(names)
     if step.held_back:
         where.append(f"{len(step.held_back)} op(s) not timed, their rows FAILED")
     if step.summary.screen_file:
