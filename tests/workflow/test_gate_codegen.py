@@ -17,6 +17,7 @@ from zlsynth import brow, crow, run_result, write_baseline, write_results
 
 from zlbench.cli import main
 from zlbench.codegen.screen import ScreenOptions
+from zlbench.errors import ZlbenchError
 from zlbench.models import (
     CodegenClass,
     CodegenScreen,
@@ -444,3 +445,54 @@ def test_ops_whose_kernels_fail_are_not_timed_and_the_rest_are(tmp_path, ops_dir
         "FAIL: 1 kernel(s) the baseline compiled fail to compile: RuntimeError: zl no dot "
         "(mm_kernel; 1 op(s) not timed, their rows FAILED; codegen/codegen.md) — "
     )
+
+
+SUM_CHANGED = kernel("sum_kernel", "sum", CodegenClass.TTGIR, first_stage="ttgir")
+
+
+def test_a_gpu_budget_times_sentinels_first_and_lists_every_changed_op_left_out(
+    tmp_path, ops_dir, monkeypatch
+):
+    bl = baseline(tmp_path / "bl")
+    monkeypatch.chdir(tmp_path)
+    batch = FakeBatch(mm_slower())  # mm would be a REGRESSION, were it timed
+    rc, out, err = gate(
+        tmp_path, bl, ops_dir, FakeScreen(ADD_SAME, MM_CHANGED, SUM_CHANGED), batch,
+        time="changed", confirm=0, time_budget_s=1.0,
+    )  # fmt: skip
+    assert batch.requests[0].ops == {"main/sum"}  # the sentinel is timed whatever the budget
+    assert rc == 0
+    v = verdict(out)
+    assert set(v.codegen.over_budget) == {"main/mm"} and set(v.codegen.not_timed) == {"main/add"}
+    assert v.codegen.over_budget["main/mm"].startswith(
+        "changed, not timed: beyond the GPU budget of 1 s (priority 2 of 2"
+    )
+    assert not [r for r in v.rows if r.key.run_name == "mm"]  # not judged, not MISSING
+    assert "1 changed op(s) not timed (listed in every report)" in err
+    for name in ("report.md", "comment.md"):
+        text = (out / name).read_text()
+        assert "Not judged: 1 op(s) whose timed kernels changed were not timed" in text, name
+        assert "`main/mm`" in text
+    assert "Not judged: 1 op(s)" in (out / "report.html").read_text()
+    timing = load_json_model(out / "codegen" / "timing.json", TimingPlanFile)
+    assert timing.budget_s == 1.0 and set(timing.over_budget) == {"main/mm"}
+    # re-judged offline the same way; an op listed beyond the budget whose rows the
+    # results hold is judged all the same
+    rep = tmp_path / "rep"
+    assert main(["report", "out", "--baseline", str(bl), "--out", str(rep)]) == 0
+    assert set(verdict(rep).codegen.over_budget) == {"main/mm"}
+    write_results(out / "results", mm_slower())  # mm's rows now in the results
+    assert main(["report", "out", "--baseline", str(bl), "--out", str(tmp_path / "r2")]) == 1
+    assert not verdict(tmp_path / "r2").codegen.over_budget
+
+
+def test_a_budget_with_time_all_or_not_positive_is_refused(tmp_path, ops_dir):
+    bl = baseline(tmp_path / "bl")
+    screen = FakeScreen(ADD_SAME, MM_CHANGED)
+    for kw, said in (
+        ({"time": "all", "time_budget_s": 60.0}, "only with --time changed"),
+        ({"time": "changed", "time_budget_s": 0.0}, "must be a number of seconds > 0"),
+    ):
+        with pytest.raises(ZlbenchError, match=said):
+            gate(tmp_path, bl, ops_dir, screen, FakeBatch(good()), **kw)
+        assert not screen.calls and not (tmp_path / "out").exists()  # before any work

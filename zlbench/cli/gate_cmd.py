@@ -76,6 +76,23 @@ def add_codegen_options(p) -> None:
         "(the default with --full-ab; nightly runs)",
     )
     g.add_argument(
+        "--time-budget",
+        type=float,
+        default=None,
+        metavar="S",
+        help="with --time changed: time the changed ops within about S GPU seconds (each op's "
+        "recorded seconds in the baseline's ops_status.csv): sentinels always, then the ops "
+        "of --time-first, then the rest, largest code change first; every changed op left "
+        "out is listed in every report, never judged PASS (default: no budget)",
+    )
+    g.add_argument(
+        "--time-first",
+        type=Path,
+        default=None,
+        metavar="F",
+        help="ops file timed first within --time-budget (default: ops/tiers/pr.txt)",
+    )
+    g.add_argument(
         "--codegen-jobs",
         type=int,
         default=None,
@@ -168,6 +185,8 @@ def job_from_args(args, settings: Settings, ops_dir: Path) -> GateJob:
         thresholds_label=args.thresholds or "",
         artifact_url=settings.run_url,
         time=_time_mode(args),
+        time_budget_s=getattr(args, "time_budget", None),
+        time_first=getattr(args, "time_first", None),
         codegen_jobs=getattr(args, "codegen_jobs", None) or os.cpu_count() or 1,
         precompile_jobs=max(0, getattr(args, "precompile_jobs", 0) or 0),
         gpu_share=getattr(args, "gpu_share", 1) or 1,

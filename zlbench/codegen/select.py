@@ -46,12 +46,22 @@ class TimingPlan:
 
     time: dict[str, str] = field(default_factory=dict)  # op key -> why it is timed
     skip: dict[str, str] = field(default_factory=dict)  # op key -> proof it is unchanged
+    # op key -> why a changed op was not timed: beyond the gate's GPU budget (listed in
+    # every report, never silently: :func:`within_budget`)
+    over_budget: dict[str, str] = field(default_factory=dict)
 
     def timed_ops(self) -> set[str]:
         return set(self.time)
 
 
 SENTINELS_FILE = "sentinels.txt"  # in the ops dir (ops/), read with gate.plan.read_ops_file
+DEFAULT_OP_COST_S = 30.0  # an op without a recorded duration, in a GPU budget
+SENTINEL_WHY = "sentinel op"  # why a sentinel op is timed (alone, or after its changes)
+
+
+def is_sentinel(why: str) -> bool:
+    """Whether a timing plan's reason says the op is a sentinel."""
+    return why == SENTINEL_WHY or why.endswith(f"; {SENTINEL_WHY}")
 
 
 def matches_spec(spec: str, key: str, op: str) -> bool:
@@ -88,6 +98,54 @@ def ops_to_time(
     return plan
 
 
+def change_size(kernels: Iterable[KernelScreen]) -> float:
+    """How much an op's code changed, to order ops within a GPU budget: per changed
+    kernel that counts for it, the SASS instructions it gained or lost (at least 1);
+    a kernel that could not be rebuilt counts as the largest change."""
+    size = 0.0
+    for k in kernels:
+        if k.status in (CodegenClass.FAILED, CodegenClass.MISSING):
+            return float("inf")
+        if k.status in CHANGED_CLASSES:
+            size += max(1.0, abs(k.deltas.get("sass_instructions", 0.0)))
+    return size
+
+
+def within_budget(
+    plan: TimingPlan,
+    screen: CodegenScreen,
+    costs: Mapping[str, float],
+    budget_s: float,
+    first: Collection[str] = (),
+) -> TimingPlan:
+    """``plan`` with its timed ops cut to ``budget_s`` GPU seconds (each op's recorded
+    seconds in ``costs``, else :data:`DEFAULT_OP_COST_S`), taken in priority order:
+    sentinel ops always (they are the runner-drift check), then the ops of ``first``
+    (the PR tier), then the rest, each group by :func:`change_size` largest first (op
+    key last). The ops left out go to ``over_budget`` with their rank and cost: the
+    reports list every one of them."""
+    view = TimedKernels.of(screen)
+
+    def rank(key: str) -> tuple[int, float, str]:
+        group = 0 if is_sentinel(plan.time[key]) else 1 if key in first else 2
+        return (group, -change_size(view.op_kernels(key)), key)
+
+    order = sorted(plan.time, key=rank)
+    out = TimingPlan(skip=dict(plan.skip))
+    spent = 0.0
+    for i, key in enumerate(order, start=1):
+        cost = costs.get(key, DEFAULT_OP_COST_S)
+        if is_sentinel(plan.time[key]) or spent + cost <= budget_s:
+            out.time[key] = plan.time[key]
+            spent += cost
+        else:
+            out.over_budget[key] = (
+                f"changed, not timed: beyond the GPU budget of {budget_s:g} s "
+                f"(priority {i} of {len(order)}, about {cost:.0f} s): {plan.time[key]}"
+            )
+    return out
+
+
 def _why_time(
     key: str,
     result: BaselineResult,
@@ -100,8 +158,8 @@ def _why_time(
     sentinel = any(matches_spec(s, key, result.op) for s in sentinels)
     why = _why_unproven(key, result, kernels, rows_known, no_records)
     if why is not None:  # the codegen reason first: it says what changed
-        return why + ("; sentinel op" if sentinel else "")
-    return "sentinel op" if sentinel else None
+        return why + (f"; {SENTINEL_WHY}" if sentinel else "")
+    return SENTINEL_WHY if sentinel else None
 
 
 def _why_unproven(

@@ -137,3 +137,7 @@ class TimingPlanFile(_Model):
     # op key -> why it was not timed: kernels of it the compiler under test cannot build
     # (its rows are FAILED with that line, docs/judging.md)
     failed: dict[str, str] = Field(default_factory=dict)
+    # op key -> why a changed op was not timed: beyond the gate's GPU budget
+    # (--time-budget); listed in every report, judged only where results hold its rows
+    over_budget: dict[str, str] = Field(default_factory=dict)
+    budget_s: float | None = Field(None, ge=0, allow_inf_nan=False)

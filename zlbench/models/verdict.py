@@ -138,6 +138,11 @@ class CodegenSummary(_Model):
         default_factory=dict,
         description="op key -> proof that its kernels are unchanged (--time changed): not timed",
     )
+    over_budget: dict[str, str] = Field(
+        default_factory=dict,
+        description="op key -> why it was not timed although its kernels changed: beyond the "
+        "gate's GPU budget (--time-budget); not judged, listed in every report",
+    )
 
 
 class EnvFinding(_Model):

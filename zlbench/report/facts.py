@@ -13,7 +13,7 @@ Pure: plain text without any artifact string (callers escape those).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from zlbench.gate.estimators import geomean
@@ -322,3 +322,18 @@ def op_limit(o: OpVerdict, rows: Iterable[RowVerdict]) -> float | None:
     if o.threshold is not None and any(decided_on_pairs(r) for r in mine):
         return o.threshold
     return limit_of(o.threshold)
+
+
+def over_budget_line(v: GateVerdict, code: Callable[[str], str] = str, bold: str = "") -> str:
+    """The header's line on the changed ops the gate did not time for its GPU budget
+    (``--time-budget``), "" when none: they are not judged, so the header says so."""
+    over = v.codegen.over_budget if v.codegen is not None else {}
+    if not over:
+        return ""
+    shown = ", ".join(code(k) for k in sorted(over)[:5])
+    more = f" and {len(over) - 5} more" if len(over) > 5 else ""
+    return (
+        f"{bold}Not judged: {len(over)} op(s) whose timed kernels changed were not timed"
+        f"{bold}, beyond the gate's GPU budget ({code('--time-budget')}): {shown}{more} "
+        "(listed under Generated code)."
+    )

@@ -90,6 +90,14 @@ def codegen(v: GateVerdict, extras: ReportExtras) -> Block | None:
     if extras.setup_changed:
         intro += f"\n\n{SETUP_CHANGED} ({len(extras.setup_changed)}):\n\n"
         intro += "\n".join(f"- {md_text(line, 300)}" for line in extras.setup_changed)
+    if cg is not None and cg.over_budget:
+        intro += (
+            f"\n\n`--time-budget`: {len(cg.over_budget)} op(s) whose timed kernels changed "
+            "were not timed (beyond the GPU budget) and are not judged:\n\n"
+        )
+        intro += "\n".join(
+            f"- {md_code(k)}: {md_text(why, 240)}" for k, why in sorted(cg.over_budget.items())
+        )
     if cg is None or not cg.not_timed:
         return Block("Generated code", intro)
     intro += (

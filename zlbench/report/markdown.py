@@ -14,7 +14,7 @@ from zlbench.models import GateVerdict
 from zlbench.report.ab import judged_by
 from zlbench.report.blocks import Block, plain_line
 from zlbench.report.escape import md_code, md_text
-from zlbench.report.facts import ReportExtras, geomean_words, machine_speed_line
+from zlbench.report.facts import ReportExtras, geomean_words, machine_speed_line, over_budget_line
 from zlbench.report.sections import blocks
 
 MARKER = "<!-- zlbench-gate -->"
@@ -47,6 +47,8 @@ def header(v: GateVerdict) -> str:
             "",
             f"Runner drift (sentinel, kernels identical, not failing): {md_text(line, 300)}",
         ]
+    if line := over_budget_line(v, md_code, bold="**"):  # changed, not timed: never silently
+        lines += ["", line]
     geo = geomean_words(v.rows)
     if geo and v.verdict != "ERROR":
         lines += ["", f"**{geo[0]}** {geo[1]}"]

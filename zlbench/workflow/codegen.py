@@ -13,6 +13,7 @@ compiling fails the gate) and :func:`report_extras` into the reports.
 
 from __future__ import annotations
 
+import math
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
@@ -20,7 +21,16 @@ from pathlib import Path
 
 from zlbench.codegen.collect import has_codegen_records
 from zlbench.codegen.screen import SCREEN_JSON, SCREEN_MD, ScreenOptions
-from zlbench.codegen.select import EXPLAINED, SENTINELS_FILE, explain_row, ops_to_time, row_notes
+from zlbench.codegen.select import (
+    EXPLAINED,
+    SENTINEL_WHY,
+    SENTINELS_FILE,
+    explain_row,
+    matches_spec,
+    ops_to_time,
+    row_notes,
+    within_budget,
+)
 from zlbench.codegen.timed import TimedKernels
 from zlbench.errors import ZlbenchError
 from zlbench.gate.decide import Evidence, ScreenEvidence, decide
@@ -151,13 +161,22 @@ def cached_kernels(cache: Path) -> int:
 
 
 def plan_timing(
-    step: CodegenStep, baseline: BaselineSet, scope: set[str] | None, ops_dir: Path
+    step: CodegenStep,
+    baseline: BaselineSet,
+    scope: set[str] | None,
+    ops_dir: Path,
+    budget_s: float | None = None,
+    first: Path | None = None,
 ) -> set[str]:
     """The ops to measure (within ``scope``; None: every baseline op). ``--time
     changed`` leaves out the ops the screen proves unchanged (never a sentinel op,
-    never a row whose kernels the records do not name); the plan is written to
-    ``<out>/codegen/timing.json`` and the skipped ops kept in ``step.summary.not_timed``."""
+    never a row whose kernels the records do not name), and with ``budget_s`` the
+    changed ops beyond that many GPU seconds in priority order (the ops of ``first``,
+    default ``ops/tiers/pr.txt``, first: :func:`zlbench.codegen.select.within_budget`);
+    the plan is written to ``<out>/codegen/timing.json``, the skipped ops kept in
+    ``step.summary.not_timed``, those beyond the budget in ``step.summary.over_budget``."""
     in_scope = {k: r for k, r in baseline.ops.items() if scope is None or k in scope}
+    check_budget(step.summary.time, budget_s)
     if step.screen is None or step.dir is None:
         return set(in_scope)
     sentinels = _sentinels(ops_dir) if step.summary.time == "changed" else []
@@ -165,14 +184,52 @@ def plan_timing(
     if step.summary.time == "all":
         plan.time.update({k: "--time all" for k in plan.skip})
         plan.skip = {}
+    if budget_s is not None:
+        costs = baseline_costs(baseline.path)
+        plan = within_budget(plan, step.screen, costs, budget_s, _tier(ops_dir, first, in_scope))
     step.summary.not_timed = dict(plan.skip)
+    step.summary.over_budget = dict(plan.over_budget)
     step.held_back = compile_failed_ops(step.screen, plan.timed_ops())
     step.sentinel_only = sentinel_only(plan.time)
     timing = TimingPlanFile(
-        time=step.summary.time, timed=plan.time, skipped=plan.skip, failed=step.held_back
+        time=step.summary.time,
+        timed=plan.time,
+        skipped=plan.skip,
+        failed=step.held_back,
+        over_budget=plan.over_budget,
+        budget_s=budget_s,
     )
     dump_json_model(step.dir / TIMING_JSON, timing)
     return plan.timed_ops()
+
+
+def check_budget(time: str, budget_s: float | None) -> None:
+    """A ``--time-budget`` that can cut the changed ops, or one line, exit 2."""
+    if budget_s is not None and not (0 < budget_s < math.inf):
+        raise ZlbenchError(f"--time-budget must be a number of seconds > 0, got {budget_s}")
+    if budget_s is not None and time != "changed":
+        raise ZlbenchError("--time-budget cuts the changed ops: only with --time changed")
+
+
+def baseline_costs(baseline_dir: Path) -> dict[str, float]:
+    """Seconds per op as the baseline's ``ops_status.csv`` recorded them (a GPU
+    budget's unit), none when it ships none."""
+    from zlbench.protocol.layout import OPS_STATUS
+    from zlbench.runner.batch.costs import load_durations
+
+    path = Path(baseline_dir) / OPS_STATUS
+    return load_durations(path, per_dtype=False) if path.is_file() else {}
+
+
+def _tier(ops_dir: Path, first: Path | None, ops: Mapping[str, BaselineResult]) -> set[str]:
+    """The op keys of ``ops`` that the ops file ``first`` (default the PR tier) names."""
+    path = first if first is not None else Path(ops_dir) / PRIORITY_TIER
+    if not path.is_file():
+        if first is not None:
+            raise ZlbenchError(f"--time-first {first}: ops file not found")
+        return set()
+    specs = read_ops_file(path)
+    return {k for k, r in ops.items() if any(matches_spec(s, k, r.op) for s in specs)}
 
 
 def compile_failed_ops(screen: CodegenScreen, ops: Iterable[str]) -> dict[str, str]:
@@ -240,6 +297,7 @@ def load_for_rejudge(
     prefix = f"{label.rstrip('/')}/{CODEGEN_SCREEN_DIR}/"
     summary = summarize(screen, timing.time, prefix + SCREEN_JSON)
     summary.not_timed = proven_skips(timing, screen, baseline_ops, timing_file)
+    summary.over_budget = {k: v for k, v in timing.over_budget.items() if k in baseline_ops}
     step = CodegenStep(summary, screen, cg_dir, prefix, held_back=dict(timing.failed))
     step.sentinel_only = sentinel_only(timing.timed)
     return step
@@ -273,9 +331,6 @@ def proven_skips(
             )
         )
     return dict(plan.skip)
-
-
-SENTINEL_WHY = "sentinel op"  # zlbench.codegen.select: timed only for being a sentinel
 
 
 def sentinel_only(timed: dict[str, str]) -> set[str]:
@@ -321,6 +376,9 @@ def _noted(r: RowVerdict, notes: list[KernelNote]) -> bool:
     """Rows that carry their kernels in verdict.json: the explained verdicts and any
     row that launched a kernel the screen did not prove identical."""
     return r.verdict in EXPLAINED or any(n.status in UNPROVEN_CLASSES for n in notes)
+
+
+PRIORITY_TIER = "tiers/pr.txt"  # in the ops dir: timed first within --time-budget
 
 
 def screen_evidence(step: CodegenStep | None, rows: list[RowVerdict]) -> ScreenEvidence | None:

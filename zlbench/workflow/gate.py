@@ -77,6 +77,7 @@ from zlbench.workflow.codegen import (
     CodegenStep,
     Screen,
     cached_kernels,
+    check_budget,
     explain,
     load_for_rejudge,
     measure_ops,
@@ -128,6 +129,8 @@ class GateJob:
     thresholds_label: str = ""  # --thresholds as given (shown in the reports)
     artifact_url: str = ""
     time: str = "all"  # --time all | changed
+    time_budget_s: float | None = None  # --time-budget: GPU seconds for the changed ops
+    time_first: Path | None = None  # --time-first: ops timed first within the budget
     codegen_jobs: int = 1
     precompile_jobs: int = 0  # --precompile-jobs
     gpu_share: int = 1  # --gpu-share: benchmark processes per GPU
@@ -397,6 +400,8 @@ def _load_inputs(job: GateJob, seams: GateSeams) -> _Inputs:
         thresholds_label=job.thresholds_label,
     )
     ab = prepare(job.ab, measuring=job.results is None)  # before any GPU time
+    if job.results is None:
+        check_budget(job.time, job.time_budget_s)  # before the screen
     if job.results is None and seams.preflight is not None:  # before the screen and --out
         keys = scope if scope is not None else baseline.ops
         seams.preflight(job, {split_op_key(k)[0] for k in keys})
@@ -457,9 +462,13 @@ def _judge_given(inputs: _Inputs, job: GateJob, seams: GateSeams, command: str) 
     check_results_root(job.results, results, inputs.opts.scope or inputs.baseline.ops)
     out, ab_dir = Path(job.out), Path(job.results)  # a merged gate dir holds ab/
     codegen = load_for_rejudge(Path(job.results), inputs.opts.results_label, inputs.baseline.ops)
-    if codegen is not None and codegen.skipped:  # the gate timed only these (--time changed)
+    if codegen is not None and (codegen.skipped or codegen.summary.over_budget):
+        # the gate timed only these (--time changed, --time-budget); an op listed as beyond
+        # the budget whose rows the results hold is judged all the same
+        over = {k: w for k, w in codegen.summary.over_budget.items() if k not in results.ops}
+        codegen.summary.over_budget = over
         scope = inputs.opts.scope or set(inputs.baseline.ops)
-        inputs.opts.scope = scope - set(codegen.skipped)
+        inputs.opts.scope = scope - set(codegen.skipped) - set(over)
     return judge_and_write(
         inputs, results, out, job, seams, command=command, ab_dir=ab_dir, codegen=codegen
     )
@@ -508,7 +517,18 @@ def _measure_and_judge(
         inputs.steps.seconds["confirm"] = 0.0
     with timed(inputs.steps, "screen"):
         codegen = _screen(inputs, job, out, seams, cache)
-    ops = plan_timing(codegen, inputs.baseline, inputs.opts.scope, Path(job.ops_dir))
+    ops = plan_timing(
+        codegen,
+        inputs.baseline,
+        inputs.opts.scope,
+        Path(job.ops_dir),
+        job.time_budget_s,
+        job.time_first,
+    )
+    if over := codegen.summary.over_budget:
+        seams.say(f"zlbench gate: --time-budget {job.time_budget_s:g} s: {len(over)} changed "
+                  "op(s) not timed (listed in every report)")  # fmt: skip
+        inputs.opts.scope = ops
     if codegen.skipped:
         seams.say(f"zlbench gate: --time changed: {len(ops)} op(s) timed, "
                    f"{len(codegen.skipped)} proven unchanged by the codegen screen")  # fmt: skip
