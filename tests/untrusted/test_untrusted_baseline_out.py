@@ -68,3 +68,12 @@ def test_baseline_verify_notices_files_no_refresh_writes(bl, capsys, stray):
     (bl / stray).write_text("x\n")
     assert main(["baseline", "verify", str(bl)]) == 1
     assert f"FAIL {stray}: not part of a baseline" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("extra", [[], ["-o", "main/add"], ["--legacy-csv", "-o", "main"]])
+def test_summarize_never_writes_into_a_baseline(bl, capsys, extra):
+    before = files(bl)
+    args = ["summarize", str(bl)] + [str(bl / a) if a.startswith("main") else a for a in extra]
+    assert main(args) == 2
+    assert "inside the baseline" in one_error_line(capsys)
+    assert files(bl) == before

@@ -51,6 +51,7 @@ def _run(args) -> int:
                 f"-o {args.out} is the batch dir: its own ops_status.csv and summary.csv "
                 "are what zlbench reads; choose another dir"
             )
+        _refuse_baseline_dest(args.out)
         from zlbench.runner.batch.legacy import write_legacy_csvs
 
         if not Path(args.batch_dir).is_dir():
@@ -58,6 +59,17 @@ def _run(args) -> int:
         ops, rows = write_legacy_csvs(args.batch_dir, args.out)
         print(f"{args.out / OPS_STATUS}: {ops} op(s); {args.out / SUMMARY_CSV}: {rows} row(s)")
         return 0
+    _refuse_baseline_dest(args.out or args.batch_dir)
     rows = summarize(args.batch_dir, out_dir=args.out)
     print(f"{(args.out or args.batch_dir) / SUMMARY_CSV}: {rows} row(s)")
     return 0 if rows else 2
+
+
+def _refuse_baseline_dest(dest: Path) -> None:
+    """A baseline is never written to: a summary that would land in one (the batch dir
+    given is a baseline, or ``-o`` points inside one) is one line, exit 2."""
+    from zlbench.gate.baselines import baseline_above, check_out_outside_baseline
+
+    root = baseline_above(dest)
+    if root is not None:
+        check_out_outside_baseline(dest, root)
