@@ -1,4 +1,4 @@
-"""`zlbench baseline refresh | show | verify | attribute`: pinned record sets
+"""`zlbench baseline refresh | show | verify | attribute | compact`: pinned record sets
 (docs/design.md §3)."""
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ def add_parser(sub) -> None:
     verify.add_argument("dir", type=Path, help="baseline dir (baselines/vN)")
     verify.set_defaults(func=_verify)
     _add_attribute(bsub)
+    _add_compact(bsub)
 
 
 def _add_attribute(bsub) -> None:
@@ -58,6 +59,41 @@ def _attribute(args) -> int:
         f"{args.out}: {manifest.name} from {manifest.derived_from}: {done.uses} kernel uses, "
         f"{done.timed} timed, {done.setup} setup only, {done.unknown} unknown "
         f"({len(done.unknown_ops)} ops), {done.kept} already attributed"
+    )
+    return 0
+
+
+def _add_compact(bsub) -> None:
+    c = bsub.add_parser(
+        "compact",
+        help="a new version: an older baseline in the compact layout (content-addressed store)",
+        description="Copy baseline SRC to --out with its TTIR and TTGIR texts packed once "
+        "each in --out/store/ (content-addressed xz packs) and the other stages' texts "
+        "dropped (every stage keeps its digest, so the screen classifies as before). "
+        "Records, configs and numbers are unchanged (docs/baselines.md 'Size').",
+    )
+    c.add_argument("src", type=Path, help="the baseline to derive from (baselines/vN)")
+    c.add_argument(
+        "--out", type=Path, required=True, metavar="baselines/vM", help="the new baseline dir"
+    )
+    c.add_argument(
+        "--reuse",
+        type=Path,
+        metavar="baselines/vK",
+        help="an earlier compact version: its packs holding texts of SRC are copied as they "
+        "are (git stores them once), only the other texts are packed anew",
+    )
+    c.set_defaults(func=_compact)
+
+
+def _compact(args) -> int:
+    from zlbench.runner.compact import compact
+
+    manifest, done = compact(args.src, args.out, args.reuse)
+    print(
+        f"{args.out}: {manifest.name} from {manifest.derived_from}: {done.texts} stage texts "
+        f"in {len(done.packs)} pack(s) ({len(done.reused)} reused), "
+        f"{done.digests_only} stage(s) kept as digests only"
     )
     return 0
 

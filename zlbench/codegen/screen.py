@@ -30,7 +30,7 @@ from zlbench.codegen.chunks import n_chunks, split
 from zlbench.codegen.collect import BaselineKernels, collect
 from zlbench.codegen.diff import count_classes, resources, screen_kernel, stage_diff
 from zlbench.models.base import atomic_write_text, dump_json_model
-from zlbench.models.codegen import CompileRecord, StageDigest, read_blob
+from zlbench.models.codegen import CompileRecord, StageDigest, read_blob, text_stored
 from zlbench.models.codegen_screen import CHANGED_CLASSES, CodegenClass, CodegenScreen, KernelScreen
 from zlbench.report.codegen import render_codegen
 
@@ -129,10 +129,27 @@ def _write_diffs(
     for k in kernels:
         if k.status not in CHANGED_CLASSES or k.first_stage is None:
             continue
-        a = _stage_bytes(base.blob_dirs[k.kernel_id], base.records[k.kernel_id], k.first_stage)
-        b = _stage_bytes(dirs[k.kernel_id], rebuilt[k.kernel_id], k.first_stage)
-        text = _header(k) + stage_diff(k.kernel_id, k.first_stage, a, b)
+        rec = base.records[k.kernel_id]
+        if not _base_text_stored(rec, k.first_stage):
+            text = _header(k) + (
+                f"# {k.kernel_id} {k.first_stage}: {NOT_STORED} "
+                f"(baseline sha256 {rec.result.stages[k.first_stage].sha256})\n"  # type: ignore[union-attr]
+            )
+        else:
+            a = _stage_bytes(base.blob_dirs[k.kernel_id], rec, k.first_stage)
+            b = _stage_bytes(dirs[k.kernel_id], rebuilt[k.kernel_id], k.first_stage)
+            text = _header(k) + stage_diff(k.kernel_id, k.first_stage, a, b)
         (into / f"{k.kernel_id}.diff").write_text(text, encoding="utf-8")
+
+
+NOT_STORED = "text not stored in the baseline (digest differs)"
+
+
+def _base_text_stored(rec: CompileRecord, stage: str) -> bool:
+    """False when the baseline has the stage's digest but not its text (a compact
+    baseline keeps only the TTIR and TTGIR texts, docs/baselines.md "Size")."""
+    digest = rec.result.stages.get(stage) if rec.result else None
+    return digest is None or text_stored(digest)
 
 
 def _stage_bytes(cg_dir: Path, rec: CompileRecord, stage: str) -> bytes:

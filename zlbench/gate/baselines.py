@@ -43,6 +43,7 @@ from zlbench.models import (
     load_yaml_model,
     resolve_inside,
 )
+from zlbench.models.store import PACK_SUFFIX, STORE_DIR, is_store_ref, pack_path, read_pack
 from zlbench.protocol.layout import MANIFEST_YAML, OPS_STATUS, RECORDS_DIR, RESULT_JSON, TTGIR_DIR
 
 # Files of a baseline dir covered by the manifest's content hashes; a baseline
@@ -55,6 +56,8 @@ HASHED_PATTERNS = (
     "*/*/autotune_records/*.json",
     f"*/*/{CODEGEN_DIR}/{CODEGEN_INDEX}",
     f"*/*/{CODEGEN_DIR}/{CODEGEN_BLOBS}/*",
+    # the compact layout's content-addressed packs of stage texts (models.store)
+    f"{STORE_DIR}/*{PACK_SUFFIX}",
 )
 
 
@@ -176,6 +179,7 @@ def verify(root: Path, manifest: BaselineManifest) -> VerifyReport:
     """Schema, content hashes, shape file, every op with its records and rows, and
     no file that a refresh does not write (a ``codegen --out`` aimed inside it)."""
     rep = VerifyReport(problems=integrity_problems(root, manifest) + stray_files(root, manifest))
+    rep.problems += store_problems(root)
     for key in manifest.ops:
         rep.ops += 1
         _verify_op(root, key, rep)
@@ -229,6 +233,18 @@ def _shape_file_problems(root: Path, m: BaselineManifest) -> list[str]:
     if got != want:
         return [f"{m.shape_file}: content changed (sha256 {got[:12]} != {want[:12]})"]
     return []
+
+
+def store_problems(root: Path) -> list[str]:
+    """Every pack of a compact baseline's store, decoded: named by its sha256, each
+    text matching its own (models.store). Empty without a store (the old layout)."""
+    problems = []
+    for pack in sorted((root / STORE_DIR).glob(f"*{PACK_SUFFIX}")):
+        try:
+            read_pack(pack)
+        except ZlbenchError as e:
+            problems.append(str(e))
+    return problems
 
 
 def check_intact(root: Path, manifest: BaselineManifest) -> None:
@@ -342,10 +358,19 @@ def codegen_blobs(run_dir: Path) -> tuple[CodegenIndex, list[str]] | None:
     if index is None:
         return None
     cg_dir = codegen_dir(run_dir)
-    blobs = sorted({d.blob for r in index.records if r.result for d in r.result.stages.values()})
+    digests = [d for r in index.records if r.result for d in r.result.stages.values() if d.blob]
+    blobs = sorted({d.blob for d in digests})
     for blob in blobs:
-        if not resolve_inside(cg_dir, blob, f"{cg_dir / CODEGEN_INDEX}: blob").is_file():
+        if is_store_ref(blob):
+            if not pack_path(cg_dir, blob).is_file():
+                raise ZlbenchError(f"{pack_path(cg_dir, blob)}: codegen store pack missing")
+        elif not resolve_inside(cg_dir, blob, f"{cg_dir / CODEGEN_INDEX}: blob").is_file():
             raise ZlbenchError(f"{cg_dir / blob}: codegen blob missing")
+    for d in digests:
+        if is_store_ref(d.blob) and d.sha256 not in read_pack(pack_path(cg_dir, d.blob)):
+            raise ZlbenchError(
+                f"{cg_dir / CODEGEN_INDEX}: stage text {d.sha256[:12]} not in {d.blob}"
+            )
     return index, blobs
 
 

@@ -81,6 +81,7 @@ from zlbench.models.codegen import (
     codegen_dir,
     load_codegen_index,
     read_blob,
+    text_stored,
 )
 from zlbench.models.codegen_screen import (
     CHANGED_CLASSES,
@@ -162,6 +163,7 @@ __all__ = [
     "codegen_dir",
     "load_codegen_index",
     "read_blob",
+    "text_stored",
     "FLAGGEMS_DIR_VARS",
     "FAILING_VERDICTS",
     "MAX_NOISE",

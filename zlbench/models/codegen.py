@@ -15,7 +15,10 @@ launching it; :meth:`CompileRequest.key` is its stable id. Triton's own keys of
 constexprs and specialisation attributes are tuples (argument paths), so they are
 stored as lists of ``path``/value entries.
 
-Imports only :mod:`zlbench.models.base`.
+A compact baseline keeps some stages' texts in its root's content-addressed store
+instead (:mod:`zlbench.models.store`); :func:`read_blob` reads both layouts.
+
+Imports only errors and models.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from pydantic import Field, JsonValue
 from zlbench.errors import ZlbenchError
 from zlbench.models.base import SCHEMA_VERSION, _Model, load_json_model
 from zlbench.models.paths import resolve_inside
+from zlbench.models.store import is_store_ref, read_stored_text
 
 CODEGEN_DIR = "codegen"
 CODEGEN_INDEX = "index.json"
@@ -141,8 +145,11 @@ class StageDigest(_Model):
 
     sha256: str  # of the normalised, uncompressed bytes
     size: int  # uncompressed bytes
-    compressed_size: int  # bytes of the .gz blob
-    blob: str  # path relative to the codegen dir: "blobs/<sha256>.gz"
+    compressed_size: int  # bytes of the .gz blob (0 in a compact baseline's store)
+    # Path relative to the codegen dir: "blobs/<sha256>.gz"; in a compact baseline
+    # "../../../store/<pack>.xz" (the pack holding the text, models.store), or "" when
+    # the text is not stored (only its digest is: the screen still classifies it).
+    blob: str
 
 
 class CompilerIdentity(_Model):
@@ -244,11 +251,27 @@ MAX_BLOB_BYTES = 256 * 2**20  # one stage's text; the largest recorded is a few 
 _CHUNK = 1 << 20
 
 
+def text_stored(digest: StageDigest) -> bool:
+    """Whether the stage's text is stored (a compact baseline keeps only some stages'
+    texts; every stage's digest)."""
+    return bool(digest.blob)
+
+
 def read_blob(cg_dir: str | os.PathLike, digest: StageDigest) -> bytes:
     """A stage's uncompressed bytes, decompressed in a bounded stream: never more than
     the index's recorded size (nor MAX_BLOB_BYTES), so a gzip bomb costs a chunk, not
     its whole size. A missing, corrupt (also garbled deflate data) or oversized blob
-    is one ZlbenchError."""
+    is one ZlbenchError, and so is a text that is not stored (:func:`text_stored`). In
+    a compact baseline the text is read from its store pack (``models.store``)."""
+    if not text_stored(digest):
+        raise ZlbenchError(f"{cg_dir}: stage text {digest.sha256[:12]} not stored (digest only)")
+    if is_store_ref(digest.blob):
+        if digest.size > MAX_BLOB_BYTES:
+            raise ZlbenchError(f"{cg_dir}: codegen text of {digest.size} bytes recorded")
+        data = read_stored_text(cg_dir, digest.blob, digest.sha256)
+        if len(data) != digest.size:
+            raise ZlbenchError(f"{cg_dir}: codegen text {digest.sha256[:12]}: size mismatch")
+        return data
     path = resolve_inside(cg_dir, digest.blob, f"{cg_dir}: blob")
     if digest.size > MAX_BLOB_BYTES:
         raise ZlbenchError(
