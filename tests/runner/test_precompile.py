@@ -65,7 +65,8 @@ def test_after_precompile_every_kernel_the_op_launches_is_a_cache_hit(recorded, 
     assert len(records) == 12 and missing == ["main/none"]
     cache = tmp_path / "cache"
     env = subprocess_env(tmp_path / "pc", recorded / "rec" / "helpers")
-    outcome = precompile(records, cache, 2, env)
+    # the test's own records: their generated kernel's source may run
+    outcome = precompile(records, cache, 2, env, exec_generated=True)
     assert (outcome.kernels, outcome.failed, outcome.worker_errors) == (12, {}, [])
     assert outcome.processes == 2
     again = _rerun_with_cache(recorded, cache, tmp_path / "again")
@@ -308,3 +309,15 @@ def test_a_broken_codegen_index_in_the_replay_root_is_one_error_before_anything_
     with pytest.raises(ZlbenchError):
         run_batch(config(fake, replay_root=root, precompile_jobs=1))
     assert fake.calls == []
+
+
+def test_precompile_never_executes_recorded_source_unless_told(recorded, tmp_path):
+    """A replay root that is not a verified baseline: its generated kernel's recorded
+    module text is not executed (the benchmark process generates its own)."""
+    records, _ = collect_records(recorded, ["main/bench"])
+    env = subprocess_env(tmp_path / "pc", recorded / "rec" / "helpers")
+    outcome = precompile(records, tmp_path / "cache", 1, env)
+    generated = {r.id for r in records if r.request.kernel.generated_source}
+    assert generated and set(outcome.failed) == generated
+    assert all("load failed" in e for e in outcome.failed.values())
+    assert outcome.kernels == 12 and not outcome.worker_errors

@@ -57,18 +57,22 @@ def precompile_one(rec: CompileRecord, loader: Loader) -> str | None:
 
 
 def precompile_index(
-    index: CodegenIndex, cache_dir: Path, shard: tuple[int, int] | None = None
+    index: CodegenIndex,
+    cache_dir: Path,
+    shard: tuple[int, int] | None = None,
+    exec_generated: bool = False,
 ) -> dict[str, str]:
-    """Compile (a shard of) ``index`` into ``cache_dir``; ``{record id: error}`` of failures."""
+    """Compile (a shard of) ``index`` into ``cache_dir``; ``{record id: error}`` of
+    failures. A generated kernel's recorded module text is executed only with
+    ``exec_generated`` (the records are a verified baseline's); else such a kernel is
+    left to the benchmark process, which generates its own (docs/security.md)."""
     import triton
 
     cache_dir.mkdir(parents=True, exist_ok=True)
     triton.knobs.cache.dir = str(cache_dir)
     failed: dict[str, str] = {}
     with tempfile.TemporaryDirectory(prefix="zl-precompile-") as tmp:
-        # generated kernels' recorded source is executed here as before: the replay
-        # root is trusted (docs/security.md, "Still open")
-        loader = Loader(Path(tmp) / "generated", exec_generated=True)
+        loader = Loader(Path(tmp) / "generated", exec_generated=exec_generated)
         for rec in select(index.records, shard):
             error = precompile_one(rec, loader)
             if error:
@@ -81,12 +85,17 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("index", help="a codegen index.json (CodegenIndex)")
     p.add_argument("cache_dir", help="the triton cache dir to fill")
     p.add_argument("--shard", default=None, metavar="K/N", help="records i with i %% N == K")
+    p.add_argument(
+        "--exec-generated",
+        action="store_true",
+        help="execute generated kernels' recorded module text (a verified baseline's only)",
+    )
     args = p.parse_args(argv)
     t0 = time.monotonic()
     try:
         shard = parse_sweep_shard(args.shard, "--shard") if args.shard else None
         index = load_json_model(args.index, CodegenIndex)
-        failed = precompile_index(index, Path(args.cache_dir), shard)
+        failed = precompile_index(index, Path(args.cache_dir), shard, args.exec_generated)
     except ZlbenchError as e:
         print(f"zlbench: {e}", file=sys.stderr)
         return 2

@@ -87,6 +87,7 @@ def precompile(
     python: str | None = None,
     timeout_s: float = 1800.0,
     stop: threading.Event | None = None,
+    exec_generated: bool = False,
 ) -> PrecompileOutcome:
     """Compile ``records`` into ``cache_dir`` with ``jobs`` worker processes in parallel.
     ``stop`` set (the batch ended or failed first): the workers still running are killed."""
@@ -99,7 +100,8 @@ def precompile(
         for i, chunk in enumerate(chunks):
             path = Path(tmp) / f"chunk{i}.json"
             path.write_text(CodegenIndex(records=chunk).model_dump_json(), encoding="utf-8")
-            argv = [python or sys.executable, "-m", "zlbench.plugins.precompile", str(path)]
+            argv = [python or sys.executable, "-m", "zlbench.plugins.precompile"]
+            argv += ["--exec-generated"] * exec_generated + [str(path)]
             try:
                 procs.append(_start([*argv, str(cache_dir)], env))
             except OSError as e:

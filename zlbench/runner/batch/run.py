@@ -134,6 +134,17 @@ def precompile_plan(config: BatchConfig, selection: OpSelection) -> list[tuple[s
     return plan
 
 
+def _verified_root(config: BatchConfig) -> bool:
+    """Whether the replay root is a verified baseline: only then does precompile
+    execute its generated kernels' recorded source (docs/security.md)."""
+    from zlbench.gate.baselines import verified_baseline
+
+    try:
+        return verified_baseline(Path(config.replay_root))
+    except ZlbenchError:
+        return False
+
+
 def warm_shared_cache(
     config: BatchConfig, plan: list[tuple[str, list, list]], cache: Path, stop=None
 ) -> None:
@@ -142,11 +153,14 @@ def warm_shared_cache(
     own compiling, so it is one progress line, never an exception of the batch)."""
     base = dict(config.env if config.env is not None else os.environ)
     try:
+        trusted = _verified_root(config)
         for repo, records, missing in plan:
             with tempfile.TemporaryDirectory(prefix="zl-precompile-env-") as tmp:
                 env = process_env(base, flaggems_dir=config.flaggems_dirs[repo], tmp_dir=tmp)
                 jobs, python = config.precompile_jobs, config.python
-                outcome = precompile(records, cache, jobs, env, python, stop=stop)
+                outcome = precompile(
+                    records, cache, jobs, env, python, stop=stop, exec_generated=trusted
+                )
             outcome.ops_without_records = missing
             _say(config, f"{repo}: {outcome.line()}")
             for error in outcome.worker_errors:
