@@ -103,3 +103,25 @@ def test_a_fifo_as_a_diff_file_does_not_hang_the_report(tmp_path):
     t.start()
     t.join(10)
     assert got == [""], "reading the FIFO hung"
+
+
+def test_a_fifo_or_a_huge_file_as_a_run_log_neither_hangs_nor_is_read_whole(tmp_path):
+    from zlbench.gate.load import LOG_TAIL_BYTES, log_tail
+
+    fifo = tmp_path / "run.log"
+    os.mkfifo(fifo)
+    got: list[list[str]] = []
+    t = threading.Thread(target=lambda: got.append(log_tail(fifo)), daemon=True)
+    t.start()
+    t.join(10)
+    assert got == [[]], "reading the FIFO hung"
+    big = tmp_path / "big.log"
+    with big.open("w", encoding="utf-8") as f:
+        f.write("x" * (50 * MiB) + "\nthe last line\n")
+    tracemalloc.start()
+    try:
+        tail = log_tail(big)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert tail[-1] == "the last line" and peak < 4 * LOG_TAIL_BYTES

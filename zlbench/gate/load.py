@@ -46,6 +46,7 @@ from zlbench.protocol.layout import (
 )
 
 LOG_TAIL_LINES = 20
+LOG_TAIL_BYTES = 64 * 1024  # of a run.log read for its tail, at most
 
 
 def in_scope(key: str, scope: Collection[str] | None) -> bool:
@@ -210,8 +211,15 @@ def _load_run_dir(run_dir: Path, status: OpStatus | None = None) -> OpRun:
 
 
 def log_tail(path: Path, lines: int = LOG_TAIL_LINES) -> list[str]:
+    """The last ``lines`` lines of a run's log: a regular file only (a FIFO or device
+    an artifact put there would block), its last :data:`LOG_TAIL_BYTES` bytes only."""
     try:
-        text = path.read_text(encoding="utf-8", errors="replace")
+        if not path.is_file():
+            return []
+        with path.open("rb") as f:
+            size = f.seek(0, os.SEEK_END)
+            f.seek(max(0, size - LOG_TAIL_BYTES))
+            text = f.read(LOG_TAIL_BYTES).decode("utf-8", errors="replace")
     except OSError:
         return []
     return text.rstrip("\n").splitlines()[-lines:] if text.strip() else []
