@@ -202,3 +202,12 @@ def _rebuild_from(old, base, work, on_chunk):
         rebuilt[kid], dirs[kid] = rec, cg
     on_chunk(1, ids, rebuilt)
     return rebuilt, dirs
+
+
+def test_cli_writes_a_new_version_and_refuses_an_existing_one(made, tmp_path):
+    out = tmp_path / "v9"
+    proc = _zl("baseline", "compact", str(V2), "--out", str(out), "--reuse", str(made["c2"]))
+    assert proc.returncode == 0, proc.stderr
+    assert "(1 reused)" in proc.stdout and not list(tmp_path.glob(".v9.tmp-*"))
+    again = _zl("baseline", "compact", str(V2), "--out", str(out))
+    assert again.returncode == 2 and again.stderr.count("\n") == 1  # one line, refused
