@@ -63,6 +63,7 @@ RULES: dict[str, Range] = {
     "ab_max_pairs": Range(1, high=1000, note="pairs per row at most"),  # gate
     "jobs": AT_LEAST_1,  # codegen
     "codegen_jobs": AT_LEAST_1,  # gate: the codegen screen's processes
+    "time_budget": POSITIVE,  # gate --time-budget: GPU seconds for the changed ops
 }
 
 
