@@ -1,7 +1,9 @@
 """Environment checks: what the results were measured on vs the baseline manifest.
 
 Checked (a difference is a mismatch: exit 2 unless ``--allow-env-mismatch``):
-GPU model, FlagGems commit per repo, timing mode, shape-file sha256, FlagGems'
+GPU model, FlagGems commit per repo, timing mode, zlbench's timing method and its
+budgets (``--warmup-ms``, ``--replays``: they change the noise; the baseline's is the one
+its ops' result.json files recorded, none before it was recorded), shape-file sha256, FlagGems'
 tuning space (``USE_FLAGTUNE``), benchmark processes per GPU (``--gpu-share``; a
 baseline or result from before sharing existed counts as one: a shared GPU measures
 small kernels ~2 % faster, docs/screening.md). A value the
@@ -100,6 +102,14 @@ def check_environment(baseline: BaselineSet, runs: list[RunResult]) -> list[EnvF
         _finding("use_flagtune", m.use_flagtune, _joined(e.use_flagtune for e in envs), True),
         _gpu_share_finding(m.gpu_share, envs),
     ]
+    timing = _finding(
+        "timing_method",
+        _baseline_value(baseline, "timing_method"),
+        _joined(e.timing_method for e in envs),
+        True,
+    )
+    if timing.baseline is not None or timing.current is not None:  # recorded by either
+        out.append(timing)
     repos = sorted(set(m.flaggems) | {r.repo for r in runs})
     for repo in repos:
         of_repo = [r.environment for r in runs if r.repo == repo]

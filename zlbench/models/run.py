@@ -138,6 +138,11 @@ class Environment(_Model):
     # benchmark processes per GPU that timed in turns (--gpu-share; None: not recorded,
     # i.e. before sharing existed: one)
     gpu_share: int | None = None
+    # zlbench's timing method and its budgets (zlbench.plugins.timing): "graph
+    # warmup_ms=100 replays=10", or "upstream" (do_bench left alone); None: not recorded
+    # (files written before it was). Budgets change the noise (docs/screening.md), so
+    # the gate compares it with the baseline's.
+    timing_method: str | None = None
 
 
 # --------------------------------------------------------------------------- run dir

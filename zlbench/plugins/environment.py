@@ -207,8 +207,14 @@ def _torch_version() -> str | None:
     return getattr(mod, "__version__", None) if mod is not None else None
 
 
-def probe(flaggems: ModuleType | None, mode: str | None, level: str | None) -> Environment:
-    """The environment of this process; ``flaggems`` is the package the tests imported."""
+def probe(
+    flaggems: ModuleType | None,
+    mode: str | None,
+    level: str | None,
+    timing_method: str | None = None,
+) -> Environment:
+    """The environment of this process; ``flaggems`` is the package the tests imported;
+    ``timing_method``: zlbench's timing method and budgets (:func:`timing_text`)."""
     gpu_model, gpu_count, driver, cuda = _gpu()
     dist, version, commit = triton_distribution()
     where = compiler_path()
@@ -234,6 +240,7 @@ def probe(flaggems: ModuleType | None, mode: str | None, level: str | None) -> E
         zlbench_commit=os.environ.get("ZLBENCH_COMMIT") or git_state(Path(__file__).parent)[0],
         use_flagtune=os.environ.get("USE_FLAGTUNE"),
         gpu_share=_gpu_share(),
+        timing_method=timing_method,
     )
     if flaggems is not None:
         name = flaggems.__name__.split(".")[0]
@@ -243,6 +250,14 @@ def probe(flaggems: ModuleType | None, mode: str | None, level: str | None) -> E
         if where:
             env.flaggems_commit, env.flaggems_dirty = git_state(Path(where).parent)
     return env
+
+
+def timing_text(method: str, warmup_ms: float, replays: int) -> str:
+    """How zlbench times, as results record it: ``graph warmup_ms=100 replays=10``, or
+    ``upstream`` (upstream's do_bench left alone: no budgets of zlbench's)."""
+    if method != "graph":
+        return method
+    return f"graph warmup_ms={warmup_ms:g} replays={replays}"
 
 
 def _gpu_share() -> int:
