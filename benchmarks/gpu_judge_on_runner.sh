@@ -39,7 +39,7 @@ gate() { # gate NAME PR_COPY ARGS...: one zlbench gate with that triton copy fir
   local name=$1 pr=$2; shift 2
   local t0; t0=$(date +%s.%N)
   say "start $name (PR=$pr): $*"
-  PYTHONPATH="$W/triton/$pr${PYTHONPATH:+:$PYTHONPATH}" timeout -s INT -k 20 "$(( $(left) - 15 ))" \
+  PYTHONPATH="$W/triton/$pr${PYTHONPATH:+:$PYTHONPATH}" timeout -s INT -k 20 "$(( $(left) - 30 ))" \
     python3 -m zlbench gate --codegen-jobs "$JOBS" --out "$W/$name" "$@" > "$W/$name.log" 2>&1
   local rc=$?
   local w; w=$(python3 -c "import sys;print(round(float(sys.argv[2])-float(sys.argv[1]),1))" "$t0" "$(date +%s.%N)")
@@ -52,7 +52,8 @@ pr4=(--baseline "$V4" --ops-file ops/tiers/pr.txt)
 ab=(--base-compiler "$W/triton/base")
 for spec in "$@"; do
   stage=${spec%%:*}; est=${spec##*:}; [ "$est" = "$spec" ] && est=60
-  if [ "$(left)" -lt "$est" ]; then say "SKIP $stage (left $(left)s < $est)"; continue; fi
+  # pack always runs: a call cut by its limit loses everything it did not pack
+  if [ "$stage" != pack ] && [ "$(left)" -lt "$est" ]; then say "SKIP $stage (left $(left)s < $est)"; continue; fi
   case $stage in
     host)
       { nvidia-smi --query-gpu=name,uuid,serial,pci.bus_id,driver_version,clocks.max.sm \
