@@ -1,0 +1,43 @@
+"""Shipped data (examples/, baselines/) names no machine's paths: device checkouts,
+work dirs and home dirs are rewritten (<FLAGGEMS_DIR>, <WORK>, <GATE_DIR>, repo-relative)
+before they are committed (examples/README.md)."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+MACHINE_PATH = re.compile(r"(?<![\w<>.-])/(?:work|root|home|tmp)/")
+
+
+def tracked(*dirs: str) -> list[Path]:
+    try:
+        out = subprocess.run(
+            ["git", "ls-files", "-z", *dirs], cwd=REPO, capture_output=True, check=True
+        ).stdout
+    except (OSError, subprocess.CalledProcessError):
+        pytest.skip("not a git checkout")
+    return [REPO / p for p in out.decode().split("\0") if p]
+
+
+def test_no_shipped_file_names_a_machines_path():
+    found = []
+    for path in tracked("examples", "baselines"):
+        if path.suffix in {".gz", ".xz", ".tgz"}:
+            continue
+        text = path.read_text(encoding="utf-8", errors="replace")
+        if m := MACHINE_PATH.search(text):
+            line = text.count("\n", 0, m.start()) + 1
+            found.append(f"{path.relative_to(REPO)}:{line}")
+    assert not found, f"machine-specific paths: {found[:10]}"
+
+
+def test_the_check_finds_such_a_path():
+    assert MACHINE_PATH.search('"replay_from": "/work/main/baselines/v3"')
+    assert MACHINE_PATH.search("cd /tmp/w/aafull-pr-1")
+    assert not MACHINE_PATH.search('"replay_from": "baselines/v3/main/abs"')
+    assert not MACHINE_PATH.search("<WORK>/triton/base and <GATE_DIR>/results")
