@@ -121,7 +121,7 @@ def test_a_changed_source_baseline_is_refused_before_anything_is_written(tmp_pat
 
 @pytest.mark.parametrize("fail_at", ["copy", "manifest"])
 def test_a_failure_midway_leaves_no_new_dir(tmp_path, monkeypatch, fail_at):
-    import zlbench.runner.attribute as mod
+    import zlbench.runner.derived as mod  # where every derived version is written
 
     def boom(*a, **k):
         raise OSError(28, "No space left on device")

@@ -11,13 +11,12 @@ dirs lose ``codegen/blobs/`` and, where they have codegen records, the ``ttgir/`
 packs holding any of these texts are copied unchanged (git stores each once), so a
 version that shares most kernels with it adds a pack of its new texts only.
 
-The old version stays as it is: baselines are immutable. The new dir is written whole
-under a temporary name and renamed into place, as ``baseline attribute`` does.
+The old version stays as it is: baselines are immutable. The new dir is written as
+every derived version is (:mod:`zlbench.runner.derived`).
 """
 
 from __future__ import annotations
 
-import datetime as _dt
 import os
 import shutil
 from dataclasses import dataclass, field
@@ -29,7 +28,6 @@ from zlbench.models import (
     BaselineManifest,
     CodegenIndex,
     dump_json_model,
-    dump_yaml_model,
     load_json_model,
     load_yaml_model,
     read_blob,
@@ -46,6 +44,7 @@ from zlbench.models.store import (
     store_ref,
 )
 from zlbench.protocol.layout import MANIFEST_YAML, TTGIR_DIR
+from zlbench.runner.derived import derive_version, shown_path
 
 # The stages whose text a compact baseline keeps: the screen's diff of a kernel whose
 # TTIR or TTGIR changed shows them; a later first differing stage (LLIR, PTX, SASS)
@@ -77,23 +76,14 @@ class Compaction:
 def compact(src: Path, out: Path, reuse: Path | None = None, name: str | None = None):
     """Write ``out``: baseline ``src`` in the compact layout. Returns (the new manifest,
     what was done)."""
-    if out.exists() or out.is_symlink():
-        raise ZlbenchError(f"{out} already exists: baselines are immutable, pick the next version")
-    manifest = load_yaml_model(resolve_inside(src, MANIFEST_YAML), BaselineManifest)
-    baselines.check_intact(src, manifest)
-    prior = _reuse_packs(reuse) if reuse is not None else {}
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.parent / f".{out.name}.tmp-{os.getpid()}"
-    shutil.rmtree(tmp, ignore_errors=True)
-    try:
-        shutil.copytree(src, tmp, symlinks=True, ignore=_dropped(src))
-        done = _compact_ops(src, tmp, manifest, prior)
-        new = _manifest(manifest, tmp, name or out.name, done, reuse)
-        dump_yaml_model(tmp / MANIFEST_YAML, new)
-        os.rename(tmp, out)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
+    done = Compaction()
+
+    def compact_copy(root: Path, manifest: BaselineManifest) -> tuple[str, dict]:
+        prior = _reuse_packs(reuse) if reuse is not None else {}
+        _compact_ops(src, root, manifest, prior, done)
+        return "compact", done.as_dict(None if reuse is None else shown_path(reuse))
+
+    new = derive_version(src, out, name or out.name, compact_copy, ignore=_dropped(src))
     return new, done
 
 
@@ -127,9 +117,12 @@ def _reuse_packs(reuse: Path) -> dict[str, tuple[Path, set[str]]]:
 
 
 def _compact_ops(
-    src: Path, root: Path, manifest: BaselineManifest, prior: dict[str, tuple[Path, set[str]]]
-) -> Compaction:
-    done = Compaction()
+    src: Path,
+    root: Path,
+    manifest: BaselineManifest,
+    prior: dict[str, tuple[Path, set[str]]],
+    done: Compaction,
+) -> None:
     texts: dict[str, bytes] = {}
     order: dict[str, str] = {}
     indexes: dict[Path, CodegenIndex] = {}
@@ -157,7 +150,6 @@ def _compact_ops(
                 }
         dump_json_model(path, index)
     done.texts = len(texts)
-    return done
 
 
 def _place(store: Path, texts, order, prior, done: Compaction) -> dict[str, str]:
@@ -184,19 +176,6 @@ def _place(store: Path, texts, order, prior, done: Compaction) -> dict[str, str]
 def _restored(d: StageDigest, pack: str | None) -> StageDigest:
     blob = store_ref(pack) if pack else ""
     return d.model_copy(update={"blob": blob, "compressed_size": 0})
-
-
-def _manifest(
-    old: BaselineManifest, root: Path, name: str, done: Compaction, reuse: Path | None
-) -> BaselineManifest:
-    new = old.model_copy(deep=True)
-    new.name = name
-    new.created = _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat()
-    new.derived_from = old.name
-    shown = None if reuse is None else (reuse.name if reuse.is_absolute() else reuse.as_posix())
-    new.summary["compact"] = done.as_dict(shown)
-    new.files = baselines.content_hashes(root)
-    return new
 
 
 __all__ = ["KEPT_STAGES", "Compaction", "compact"]
