@@ -178,12 +178,23 @@ class PairStats:
 def pair_stats(pr_ms: Sequence[float], base_ms: Sequence[float], confidence: float) -> PairStats:
     """The change and delta of a row's kept pairs (PR and base per-call ms, in pair
     order), with their intervals (None while too few pairs)."""
-    pairs = [(p, b) for p, b in zip(pr_ms, base_ms, strict=True) if p > 0 and b > 0]
+    pairs = _kept(pr_ms, base_ms)
     s = PairStats(pairs=len(pairs))
-    if not pairs:
-        return s
     changes = [p / b - 1.0 for p, b in pairs]
-    deltas = [(p - b) * 1000.0 for p, b in pairs]
+    return _summed(s, changes, [(p - b) * 1000.0 for p, b in pairs], confidence)
+
+
+def _kept(pr_ms: Sequence[float], base_ms: Sequence[float]) -> list[tuple[float, float]]:
+    return [(p, b) for p, b in zip(pr_ms, base_ms, strict=True) if p > 0 and b > 0]
+
+
+def _summed(
+    s: PairStats, changes: list[float], deltas: list[float], confidence: float
+) -> PairStats:
+    """``s`` with the medians of ``changes`` and ``deltas`` and their intervals (none
+    while too few values, or no value at all)."""
+    if not changes:
+        return s
     s.change, s.delta_us = median(changes), median(deltas)
     ci_c, ci_d = median_ci(changes, confidence), median_ci(deltas, confidence)
     if ci_c is not None and ci_d is not None:
@@ -200,19 +211,12 @@ def block_stats(
     :func:`median_ci` over the blocks (None while too few blocks)."""
     if block <= 1:
         return pair_stats(pr_ms, base_ms, confidence)
-    pairs = [(p, b) for p, b in zip(pr_ms, base_ms, strict=True) if p > 0 and b > 0]
+    pairs = _kept(pr_ms, base_ms)
     n = len(pairs) // block
-    s = PairStats(pairs=len(pairs), blocks=n)
-    if n == 0:
-        return s
     runs = [pairs[i * block : (i + 1) * block] for i in range(n)]
     changes = [median(p / b - 1.0 for p, b in run) for run in runs]
     deltas = [median((p - b) * 1000.0 for p, b in run) for run in runs]
-    s.change, s.delta_us = median(changes), median(deltas)
-    ci_c, ci_d = median_ci(changes, confidence), median_ci(deltas, confidence)
-    if ci_c is not None and ci_d is not None:
-        (s.change_lo, s.change_hi), (s.delta_lo_us, s.delta_hi_us) = ci_c, ci_d
-    return s
+    return _summed(PairStats(pairs=len(pairs), blocks=n), changes, deltas, confidence)
 
 
 def row_stats(
