@@ -185,7 +185,7 @@ def plan_timing(
         plan.time.update({k: "--time all" for k in plan.skip})
         plan.skip = {}
     if budget_s is not None:
-        costs = baseline_costs(baseline.path)
+        costs = baseline_durations(baseline.path, per_dtype=False)
         plan = within_budget(plan, step.screen, costs, budget_s, _tier(ops_dir, first, in_scope))
     step.summary.not_timed = dict(plan.skip)
     step.summary.over_budget = dict(plan.over_budget)
@@ -211,14 +211,15 @@ def check_budget(time: str, budget_s: float | None) -> None:
         raise ZlbenchError("--time-budget cuts the changed ops: only with --time changed")
 
 
-def baseline_costs(baseline_dir: Path) -> dict[str, float]:
-    """Seconds per op as the baseline's ``ops_status.csv`` recorded them (a GPU
-    budget's unit), none when it ships none."""
+def baseline_durations(baseline_dir: Path, per_dtype: bool = True) -> dict[str, float]:
+    """The recorded seconds per op of the baseline's ops_status.csv (per dtype, or as
+    recorded: a GPU budget's unit), when it ships one (they size the batch's time budget
+    and the gate's --time-budget); else none."""
     from zlbench.protocol.layout import OPS_STATUS
     from zlbench.runner.batch.costs import load_durations
 
     path = Path(baseline_dir) / OPS_STATUS
-    return load_durations(path, per_dtype=False) if path.is_file() else {}
+    return load_durations(path, per_dtype) if path.is_file() else {}
 
 
 def _tier(ops_dir: Path, first: Path | None, ops: Mapping[str, BaselineResult]) -> set[str]:

@@ -76,6 +76,7 @@ from zlbench.workflow.ab import AbContext, AbOptions, evidence, measure_interlea
 from zlbench.workflow.codegen import (
     CodegenStep,
     Screen,
+    baseline_durations,
     cached_kernels,
     check_budget,
     explain,
@@ -210,16 +211,6 @@ def measure_batch(req: MeasureRequest) -> tuple[Path, int]:
         config = replace(config, pair_dir=meet, pair_side=side, pair_rule=rule)
     outcome = run_batch(config)
     return outcome.out_dir, outcome.exit_code
-
-
-def baseline_durations(baseline_dir: Path) -> dict[str, float]:
-    """The recorded seconds per op of the baseline's ops_status.csv, when it ships one
-    (they size the batch's time budget); else none (no budget)."""
-    from zlbench.protocol.layout import OPS_STATUS
-    from zlbench.runner.batch.costs import load_durations
-
-    path = Path(baseline_dir) / OPS_STATUS
-    return load_durations(path) if path.is_file() else {}
 
 
 def with_batch_notes(verdict: GateVerdict, results_dir: Path) -> GateVerdict:
