@@ -26,8 +26,19 @@ def add_parser(sub) -> None:
     _add_compact(bsub)
 
 
+def _derived_parser(bsub, name: str, help: str, description: str):
+    """A subcommand that writes a new version from an older one: SRC and --out."""
+    p = bsub.add_parser(name, help=help, description=description)
+    p.add_argument("src", type=Path, help="the baseline to derive from (baselines/vN)")
+    p.add_argument(
+        "--out", type=Path, required=True, metavar="baselines/vM", help="the new baseline dir"
+    )
+    return p
+
+
 def _add_attribute(bsub) -> None:
-    a = bsub.add_parser(
+    a = _derived_parser(
+        bsub,
         "attribute",
         help="a new version: an older baseline plus the timed-kernel attribution of a later run",
         description="Copy baseline SRC to --out with every kernel use's 'timed' flag filled "
@@ -35,7 +46,6 @@ def _add_attribute(bsub) -> None:
         "side's ab/1/base/): the screen then tells setup kernels from timed ones. Records, "
         "configs and numbers are unchanged (docs/baselines.md).",
     )
-    a.add_argument("src", type=Path, help="the baseline to derive from (baselines/vN)")
     a.add_argument(
         "--from",
         dest="runs",
@@ -44,9 +54,6 @@ def _add_attribute(bsub) -> None:
         required=True,
         metavar="DIR",
         help="a batch dir whose codegen records carry the attribution (repeatable)",
-    )
-    a.add_argument(
-        "--out", type=Path, required=True, metavar="baselines/vM", help="the new baseline dir"
     )
     a.set_defaults(func=_attribute)
 
@@ -64,17 +71,14 @@ def _attribute(args) -> int:
 
 
 def _add_compact(bsub) -> None:
-    c = bsub.add_parser(
+    c = _derived_parser(
+        bsub,
         "compact",
         help="a new version: an older baseline in the compact layout (content-addressed store)",
         description="Copy baseline SRC to --out with its TTIR and TTGIR texts packed once "
         "each in --out/store/ (content-addressed xz packs) and the other stages' texts "
         "dropped (every stage keeps its digest, so the screen classifies as before). "
         "Records, configs and numbers are unchanged (docs/baselines.md 'Size').",
-    )
-    c.add_argument("src", type=Path, help="the baseline to derive from (baselines/vN)")
-    c.add_argument(
-        "--out", type=Path, required=True, metavar="baselines/vM", help="the new baseline dir"
     )
     c.add_argument(
         "--reuse",
