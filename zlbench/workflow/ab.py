@@ -387,21 +387,10 @@ def evidence(
     )
 
 
-def finish(
-    verdict: GateVerdict,
-    ctx: AbContext,
-    gate_dir: Path,
-    measure: Callable[..., Path] | None = None,
-) -> GateVerdict:
-    """The screen's verdict after the A/B and the accept list, decided at once."""
-    return decide(verdict, evidence(verdict, ctx, gate_dir, measure))
-
-
 __all__ = [
     "AbOptions",
     "MeasureSide",
     "evidence",
-    "finish",
     "judge_ab",
     "judge_accept",
     "load_paired",

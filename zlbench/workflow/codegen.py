@@ -6,9 +6,10 @@ codegen records (v1) gets a note and every op is timed. :func:`plan_timing`
 chooses the ops to time: all of them (``--time all``) or only those the screen
 did not prove unchanged plus the sentinel ops (``--time changed``); the plan is
 kept in ``<out>/codegen/timing.json`` so that ``zlbench report`` re-judges the
-same op set (:func:`load_for_rejudge`). After judging, :func:`apply_screen` puts
-the screen into the verdict (each explained row's kernels, a kernel that stopped
-compiling fails the gate) and :func:`report_extras` into the reports.
+same op set (:func:`load_for_rejudge`). :func:`screen_evidence` gives the judge
+(:mod:`zlbench.gate.decide`) what the screen proved (a kernel that stopped compiling
+fails the gate, sentinels whose kernels are identical); after judging :func:`explain`
+adds each explained row's kernels, and :func:`report_extras` the reports' parts.
 """
 
 from __future__ import annotations
@@ -174,9 +175,9 @@ def plan_timing(
     changed ops beyond that many GPU seconds in priority order (the ops of ``first``,
     default ``ops/tiers/pr.txt``, first: :func:`zlbench.codegen.select.within_budget`);
     the plan is written to ``<out>/codegen/timing.json``, the skipped ops kept in
-    ``step.summary.not_timed``, those beyond the budget in ``step.summary.over_budget``."""
+    ``step.summary.not_timed``, those beyond the budget in ``step.summary.over_budget``
+    (the gate checked ``budget_s`` before the screen: :func:`check_budget`)."""
     in_scope = {k: r for k, r in baseline.ops.items() if scope is None or k in scope}
-    check_budget(step.summary.time, budget_s)
     if step.screen is None or step.dir is None:
         return set(in_scope)
     sentinels = _sentinels(ops_dir) if step.summary.time == "changed" else []
@@ -335,8 +336,8 @@ def proven_skips(
 
 
 def sentinel_only(timed: dict[str, str]) -> set[str]:
-    """The ops timed as sentinels (whether their kernels are identical is read from each
-    row's own codegen notes: :func:`apply_sentinels`)."""
+    """The ops timed as sentinels (whether their kernels are identical is read from the
+    screen: :func:`identical_sentinels`)."""
     return {k for k, why in timed.items() if SENTINEL_WHY in why}
 
 
@@ -358,16 +359,6 @@ def identical_sentinels(step: CodegenStep | None) -> set[str]:
     if step is None or not step.sentinel_only:
         return set()
     return _identical_ops(step.screen, step.sentinel_only)
-
-
-def apply_sentinels(v: GateVerdict, step: CodegenStep | None) -> GateVerdict:
-    """Sentinel rows whose kernels the screen proved identical never fail a PR on their
-    own: a REGRESSION, IMPROVEMENT or INCONCLUSIVE of theirs is runner drift (or a
-    launcher or runtime change), shown in the verdict's ``drift`` lines and the row's
-    reason, judged PASS. The sentinels alone: a gate decides on all of its evidence at
-    once (:func:`screen_evidence`)."""
-    same = identical_sentinels(step)
-    return decide(v, Evidence(screen=ScreenEvidence(identical_sentinels=same))) if same else v
 
 
 # --------------------------------------------------------------------------- the verdict
