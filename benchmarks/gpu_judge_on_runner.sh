@@ -18,19 +18,21 @@
 #   aafull-pr-N   the same with --full-ab
 #   aa-v4-N, aafull-v4-N  the same two against $V4 (v3 plus the timed-kernel attribution)
 #   patched-v4    the default gate of gate_core against $V4 with PR = patched
+#   aa-v5-N, patched-v5  the same against $V5 (v3 plus the attribution of the narrowed
+#                 timed region, compact layout)
 #   patched       the default gate of gate_core against $V2 with PR = patched
 #   patchedfull   the same with --full-ab --time all (the whole broad change paired)
 #   timeall       the one-sided gate of the same change: --time all, no base compiler
 #   nocompile     the default gate with PR = no_compile
 #   swap-core-N   aa-core-N with the two copies' roles swapped (PR = base, base = same)
 #   pack          verdicts, reports, steps, pairs, logs into $OUT/judge.tgz
-# Env: W (/tmp/w), V2 (baselines/v2), V3 (baselines/v3), V4 (baselines/v4), JOBS (nproc - 1). Needs:
+# Env: W (/tmp/w), V2 (baselines/v2), V3 (baselines/v3), V4 (baselines/v4), V5 (baselines/v5), JOBS (nproc - 1). Needs:
 # $ZLBENCH_FLAGGEMS_DIR, zlbench importable, a CUDA GPU.
 set -u
 BUDGET=$1; shift
 T0=$SECONDS
 W=${W:-/tmp/w}; mkdir -p "$W"
-V2=${V2:-baselines/v2}; V3=${V3:-baselines/v3}; V4=${V4:-baselines/v4}
+V2=${V2:-baselines/v2}; V3=${V3:-baselines/v3}; V4=${V4:-baselines/v4}; V5=${V5:-baselines/v5}
 JOBS=${JOBS:-$(( $(nproc) > 1 ? $(nproc) - 1 : 1 ))}
 LOG=${OUT:-$W}/log.txt
 say() { echo "[$(date -u +%H:%M:%S) +$((SECONDS - T0))s] $*" | tee -a "$LOG"; }
@@ -49,6 +51,7 @@ gate() { # gate NAME PR_COPY ARGS...: one zlbench gate with that triton copy fir
 core=(--baseline "$V2" --ops-file ops/gate_core.txt)
 prt=(--baseline "$V3" --ops-file ops/tiers/pr.txt)
 pr4=(--baseline "$V4" --ops-file ops/tiers/pr.txt)
+pr5=(--baseline "$V5" --ops-file ops/tiers/pr.txt)
 ab=(--base-compiler "$W/triton/base")
 for spec in "$@"; do
   stage=${spec%%:*}; est=${spec##*:}; [ "$est" = "$spec" ] && est=60
@@ -67,6 +70,8 @@ for spec in "$@"; do
     aa-v4-*) gate "$stage" same "${pr4[@]}" "${ab[@]}" ;;
     aafull-v4-*) gate "$stage" same "${pr4[@]}" "${ab[@]}" --full-ab ;;
     patched-v4) gate "$stage" patched --baseline "$V4" --ops-file ops/gate_core.txt "${ab[@]}" ;;
+    aa-v5-*) gate "$stage" same "${pr5[@]}" "${ab[@]}" ;;
+    patched-v5) gate "$stage" patched --baseline "$V5" --ops-file ops/gate_core.txt "${ab[@]}" ;;
     patched) gate "$stage" patched "${core[@]}" "${ab[@]}" ;;
     patchedfull) gate "$stage" patched "${core[@]}" "${ab[@]}" --full-ab ;;
     timeall) gate "$stage" patched "${core[@]}" --time all ;;

@@ -74,6 +74,24 @@ def add_tuning_db_option(p) -> None:
     p.add_argument("--reuse-tuning-db", action="store_true", help=REUSE_TUNING_DB_HELP)
 
 
+def add_aot_compile_option(p) -> None:
+    """--no-aot-compile (``batch``, ``baseline refresh``): the old record path."""
+    p.add_argument(
+        "--no-aot-compile",
+        action="store_true",
+        help="record mode: do not compile each autotune sweep's configs in parallel on "
+        "the CPU cores before it benchmarks them (default: compile ahead; the winners "
+        "are the same either way; docs/autotune.md: fast record pass)",
+    )
+
+
+def aot_compile_args(args) -> list[str]:
+    """pytest arguments of --no-aot-compile."""
+    from zlbench.protocol.options import arg
+
+    return arg("aot-compile", "off") if getattr(args, "no_aot_compile", False) else []
+
+
 def parse_sweep_gpus(text: str | None, settings: Settings) -> list[str]:
     """``--sweep-gpus`` checked against the inherited CUDA_VISIBLE_DEVICES; [] when
     absent. Shared by ``batch``, ``baseline refresh`` and ``run``."""
@@ -152,6 +170,7 @@ def add_measure_options(p, *, shape_file: Path | None = None, dtypes: list[str] 
     )
     add_sweep_option(p)
     add_tuning_db_option(p)
+    add_aot_compile_option(p)
     p.add_argument(
         "--op-timeout",
         type=float,
@@ -339,7 +358,7 @@ def config_from_args(args, settings: Settings):
         precompile_jobs=max(0, args.precompile_jobs),
         gpu_share=args.gpu_share,
         split_rows=args.split_rows,
-        extra_pytest_args=measure_pytest_args(args),
+        extra_pytest_args=measure_pytest_args(args) + aot_compile_args(args),
     )
 
 

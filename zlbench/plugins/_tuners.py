@@ -69,6 +69,8 @@ class Handler(Protocol):
     def pin_failed(self, call: TunerCall, exc: BaseException, evicted: bool) -> None: ...
     def after(self, call: TunerCall) -> None: ...
 
+    # optional: aot_jobs(call) -> int, threads to compile an unpinned run's sweep ahead
+
 
 class NullHandler:
     """Pins nothing, records nothing: lets listeners run without record/replay."""
@@ -195,12 +197,24 @@ def _run_counting(call: TunerCall, orig: Callable, args: tuple, kwargs: dict) ->
     if subset is not None:
         call.tuner.configs = subset
     try:
+        _compile_ahead(call, args, kwargs)
         ret = orig(call.tuner, *args, **kwargs)
     finally:
         call.tuner.configs = saved_configs
     if _BENCH_CALLS[0] > before:
         call.timings = dict(getattr(call.tuner, "configs_timings", None) or {})
     return ret
+
+
+def _compile_ahead(call: TunerCall, args: tuple, kwargs: dict) -> None:
+    """Record mode: compile the configs this run is about to sweep, in parallel, before
+    it benchmarks them (:mod:`zlbench.plugins.aot`); ``aot_jobs`` of the handler (0: off)."""
+    jobs = getattr(_HANDLER, "aot_jobs", None)
+    n = jobs(call) if callable(jobs) and not call.single else 0
+    if n > 0:
+        from zlbench.plugins import aot
+
+        aot.before_sweep(call.tuner, call.key, call.libtuner, args, kwargs, n)
 
 
 def _run_pinned(call: TunerCall, orig: Callable, pinned: Any, args: tuple, kwargs: dict) -> Any:

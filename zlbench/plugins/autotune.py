@@ -148,6 +148,7 @@ class OpBook:
     bench_calls: int = 0
     bench_at_start: int = 0
     benched_at_start: dict[str, int] = field(default_factory=dict)
+    aot_at_start: Any = None  # aot.AotStats when the op began (record mode)
     dirty: bool = False
 
 
@@ -171,9 +172,15 @@ def _emit_op_level(op: state.OpState, reason: str, kernel: str) -> None:
 class AutotuneHandler:
     """The record/replay policy behind the adapter in ``_tuners``."""
 
-    def __init__(self, shard: tuple[int, int] | None = None, sweep_out: str | None = None):
+    def __init__(
+        self,
+        shard: tuple[int, int] | None = None,
+        sweep_out: str | None = None,
+        aot_jobs: int = 0,
+    ):
         self.books: dict[str, OpBook] = {}
         self.shard = shard
+        self.aot = aot_jobs  # threads compiling a record sweep's configs ahead (0: off)
         self.sweep_out = Path(sweep_out) if sweep_out else None
         self.skeys: dict[tuple, str] = {}
 
@@ -196,6 +203,10 @@ class AutotuneHandler:
             bench_at_start=_tuners.bench_calls(),
             benched_at_start=_tuners.benched_kernels(),
         )
+        if entry.mode == "record" and self.aot > 0:
+            from zlbench.plugins import aot
+
+            book.aot_at_start = aot.STATS.copy()
         if entry.mode == "replay":
             book.replay, problem = load_replay(entry)
             if problem:
@@ -224,6 +235,12 @@ class AutotuneHandler:
             book.dirty = True
         self.flush(book)
         print(summary_line(book), flush=True)
+        if book.aot_at_start is not None:
+            from zlbench.plugins import aot
+
+            done = aot.STATS.since(book.aot_at_start)
+            if done.sweeps:
+                print(done.line(book.entry.run_name), flush=True)
 
     def flush(self, book: OpBook) -> None:
         if book.entry.mode == "record" and book.dirty:
@@ -266,6 +283,14 @@ class AutotuneHandler:
             cached = book.pinned_cache[(call.kernel, skey)] = _tuners.config_from_dict(data)
         book.pinned += 1
         return cached
+
+    def aot_jobs(self, call) -> int:
+        """Threads to compile this unpinned run's sweep ahead: record mode only (a
+        replay pins its configs; docs/autotune.md "Fast record pass")."""
+        if self.aot <= 0:
+            return 0
+        book = self.book()
+        return self.aot if book is not None and book.entry.mode == "record" else 0
 
     def configs_for(self, call) -> list | None:
         if self.shard is None or call.single:
@@ -346,7 +371,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     spec = options.get(config, "sweep-shard")
     shard = sweep_mod.parse_sweep_shard(spec) if spec else None
-    handler = AutotuneHandler(shard=shard, sweep_out=options.get(config, "sweep-out"))
+    from zlbench.plugins.aot import parse_jobs
+
+    try:
+        aot_jobs = parse_jobs(options.get(config, "aot-compile"))
+    except ValueError as e:
+        raise pytest.UsageError(str(e)) from None
+    handler = AutotuneHandler(
+        shard=shard, sweep_out=options.get(config, "sweep-out"), aot_jobs=aot_jobs
+    )
     config.stash[HANDLER_KEY] = handler
     state.subscribe(on_start=handler.on_start, on_end=handler.on_end)
     atexit.register(handler.flush_all)

@@ -60,8 +60,9 @@ OPTIONS: dict[str, dict[str, Any]] = {
     ),
 }
 
-# Options of a multi-GPU sweep child (zlbench.runner.sweep); the autotune plugin
-# registers these (option group "zlbench-autotune").
+# Options of a multi-GPU sweep child (zlbench.runner.sweep) and of compiling a record
+# sweep ahead (zlbench.plugins.aot); the autotune plugin registers these (option group
+# "zlbench-autotune").
 SWEEP_OPTIONS: dict[str, dict[str, Any]] = {
     "sweep-shard": dict(
         default=None,
@@ -72,6 +73,13 @@ SWEEP_OPTIONS: dict[str, dict[str, Any]] = {
         default=None,
         metavar="FILE",
         help="sweep child: write each key's shard winner and its timing here (JSON)",
+    ),
+    "aot-compile": dict(
+        default="auto",
+        metavar="auto|off|N",
+        help="record mode: compile the configs of each autotune sweep on N threads "
+        "before it benchmarks them (auto: the usable CPU cores, at most 16; off: each "
+        "config compiles at its first benchmark launch, as before; docs/autotune.md)",
     ),
 }
 

@@ -49,7 +49,10 @@ def derive_version(
         new = manifest.model_copy(deep=True)
         new.name = name
         new.created = _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat()
-        new.derived_from = manifest.name
+        # a step of a chain under one name (attribute, then compact, into vN): the
+        # version it came from is the chain's start, not itself
+        same = manifest.name == name and manifest.derived_from
+        new.derived_from = manifest.derived_from if same else manifest.name
         new.summary[key] = summary
         new.files = baselines.content_hashes(tmp)
         dump_yaml_model(tmp / MANIFEST_YAML, new)
