@@ -111,6 +111,21 @@ def change_size(kernels: Iterable[KernelScreen]) -> float:
     return size
 
 
+def priority_order(
+    plan: TimingPlan, screen: CodegenScreen, first: Collection[str] = ()
+) -> list[str]:
+    """``plan``'s timed ops in the order a GPU budget takes them: sentinel ops first
+    (the runner-drift check), then the ops of ``first`` (the PR tier), then the rest,
+    each group by :func:`change_size` largest first, op key last."""
+    view = TimedKernels.of(screen)
+
+    def rank(key: str) -> tuple[int, float, str]:
+        group = 0 if is_sentinel(plan.time[key]) else 1 if key in first else 2
+        return (group, -change_size(view.op_kernels(key)), key)
+
+    return sorted(plan.time, key=rank)
+
+
 def within_budget(
     plan: TimingPlan,
     screen: CodegenScreen,
@@ -124,13 +139,7 @@ def within_budget(
     (the PR tier), then the rest, each group by :func:`change_size` largest first (op
     key last). The ops left out go to ``over_budget`` with their rank and cost: the
     reports list every one of them."""
-    view = TimedKernels.of(screen)
-
-    def rank(key: str) -> tuple[int, float, str]:
-        group = 0 if is_sentinel(plan.time[key]) else 1 if key in first else 2
-        return (group, -change_size(view.op_kernels(key)), key)
-
-    order = sorted(plan.time, key=rank)
+    order = priority_order(plan, screen, first)
     out = TimingPlan(skip=dict(plan.skip))
     spent = 0.0
     for i, key in enumerate(order, start=1):

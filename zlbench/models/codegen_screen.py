@@ -141,3 +141,11 @@ class TimingPlanFile(_Model):
     # (--time-budget); listed in every report, judged only where results hold its rows
     over_budget: dict[str, str] = Field(default_factory=dict)
     budget_s: float | None = Field(None, ge=0, allow_inf_nan=False)
+    # Written by `gate --screen-only` (a CPU job, docs/codegen.md "The screen on a CPU
+    # job"); a measuring gate given it with --screen checks these before it times `order`
+    screen_only: bool = False
+    baseline_sha256: str = ""  # sha256 of the baseline's manifest.yaml it screened
+    compiler: str = ""  # fingerprint of the compiler under test (workflow.codegen)
+    scope: list[str] = Field(default_factory=list)  # the op keys in scope, sorted
+    order: list[str] = Field(default_factory=list)  # the timed ops, in priority order
+    generated: str = ""  # ISO 8601 UTC

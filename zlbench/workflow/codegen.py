@@ -21,14 +21,16 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from zlbench.codegen.collect import has_codegen_records
-from zlbench.codegen.screen import SCREEN_JSON, SCREEN_MD, ScreenOptions
+from zlbench.codegen.screen import DIFFS_DIR, SCREEN_JSON, SCREEN_MD, ScreenOptions
 from zlbench.codegen.select import (
     EXPLAINED,
     SENTINEL_WHY,
     SENTINELS_FILE,
+    TimingPlan,
     explain_row,
     matches_spec,
     ops_to_time,
+    priority_order,
     row_notes,
     within_budget,
 )
@@ -48,11 +50,12 @@ from zlbench.models import (
     RowVerdict,
     TimingPlanFile,
     Verdict,
+    check_tree_inside,
     dump_json_model,
     load_json_model,
     resolve_inside,
 )
-from zlbench.protocol.layout import CODEGEN_SCREEN_DIR, op_key
+from zlbench.protocol.layout import CODEGEN_SCREEN_DIR, MANIFEST_YAML, op_key
 from zlbench.protocol.ops import read_ops_file
 from zlbench.report.codegen import headline, row_explanation, setup_line
 from zlbench.report.escape import one_line
@@ -84,6 +87,9 @@ class CodegenStep:
     # op key -> the compile failure that keeps it from being timed (its rows FAILED)
     held_back: dict[str, str] = field(default_factory=dict)
     sentinel_only: set[str] = field(default_factory=set)  # timed only as sentinels
+    # the plan of a screen-only gate (a CPU job's artifact, --screen): timed as listed
+    given: TimingPlanFile | None = None
+    plan: TimingPlanFile | None = None  # the plan written to timing.json (plan_timing)
 
     @property
     def skipped(self) -> dict[str, str]:
@@ -152,6 +158,9 @@ def screen_for_gate(
     for k in result.failed():
         progress(f"zlbench gate: codegen: FAILED {failed_line(k)}")
     summary = summarize(result, time, f"{CODEGEN_SCREEN_DIR}/{SCREEN_JSON}")
+    if isinstance(screen, ScreenArtifact):  # taken from a CPU job: its plan is timed
+        summary.note = "; ".join(n for n in (summary.note, cpu_note(screen.plan)) if n)
+        return CodegenStep(summary, result, cg_dir, given=screen.plan)
     return CodegenStep(summary, result, cg_dir)
 
 
@@ -180,14 +189,21 @@ def plan_timing(
     in_scope = {k: r for k, r in baseline.ops.items() if scope is None or k in scope}
     if step.screen is None or step.dir is None:
         return set(in_scope)
-    sentinels = _sentinels(ops_dir) if step.summary.time == "changed" else []
-    plan = ops_to_time(step.screen, in_scope, sentinels)
-    if step.summary.time == "all":
-        plan.time.update({k: "--time all" for k in plan.skip})
-        plan.skip = {}
-    if budget_s is not None:
-        costs = baseline_durations(baseline.path, per_dtype=False)
-        plan = within_budget(plan, step.screen, costs, budget_s, _tier(ops_dir, first, in_scope))
+    if step.given is not None:  # a screen-only gate's plan (load_screen_artifact checked it)
+        given = step.given
+        plan = TimingPlan(dict(given.timed), dict(given.skipped), dict(given.over_budget))
+        budget_s, order = given.budget_s, list(given.order)
+    else:
+        sentinels = _sentinels(ops_dir) if step.summary.time == "changed" else []
+        plan = ops_to_time(step.screen, in_scope, sentinels)
+        if step.summary.time == "all":
+            plan.time.update({k: "--time all" for k in plan.skip})
+            plan.skip = {}
+        tier = _tier(ops_dir, first, in_scope)
+        if budget_s is not None:
+            costs = baseline_durations(baseline.path, per_dtype=False)
+            plan = within_budget(plan, step.screen, costs, budget_s, tier)
+        order = priority_order(plan, step.screen, tier)
     step.summary.not_timed = dict(plan.skip)
     step.summary.over_budget = dict(plan.over_budget)
     step.held_back = compile_failed_ops(step.screen, plan.timed_ops())
@@ -199,9 +215,194 @@ def plan_timing(
         failed=step.held_back,
         over_budget=plan.over_budget,
         budget_s=budget_s,
+        order=order,
     )
+    if step.given is not None:  # keep where the plan came from (the reports say so)
+        timing = timing.model_copy(update=_origin(step.given))
     dump_json_model(step.dir / TIMING_JSON, timing)
+    step.plan = timing
     return plan.timed_ops()
+
+
+# --------------------------------------------------------------------------- a CPU job's screen
+
+
+def compiler_fingerprint() -> str:
+    """The compiler under test as the screen job and the measuring gate both see it,
+    without importing it: ``<distribution> <version> sha256:<16 hex>`` for the
+    distribution that provides ``triton``, the digest over the file hashes its RECORD
+    lists (dist-info and byte code left out: one wheel installed on two machines gives
+    one digest), or over the package's files where no RECORD lists them (a source
+    checkout, an editable install); "" when no ``triton`` is importable."""
+    import hashlib
+    import importlib.metadata as md
+    import importlib.util
+
+    h, names = hashlib.sha256(), []
+    for name in sorted(set(md.packages_distributions().get("triton", []))):
+        dist = md.distribution(name)
+        names.append(f"{dist.metadata['Name']} {dist.version}")
+        for f in sorted(dist.files or [], key=str):
+            if f.hash is None or "__pycache__" in f.parts or f.parts[0].endswith(".dist-info"):
+                continue
+            h.update(f"{f.as_posix()},{f.hash.mode}={f.hash.value}\n".encode())
+    if h.digest() == hashlib.sha256().digest():  # no RECORD with hashes: the files
+        try:
+            spec = importlib.util.find_spec("triton")
+        except (ImportError, ValueError):
+            spec = None
+        if spec is None or not spec.submodule_search_locations:
+            return ""
+        root = Path(next(iter(spec.submodule_search_locations)))
+        for path in sorted(p for p in root.rglob("*") if p.is_file()):
+            if "__pycache__" not in path.parts:
+                h.update(f"{path.relative_to(root).as_posix()}\n".encode())
+                h.update(hashlib.sha256(path.read_bytes()).digest())
+        names = names or ["triton (no distribution)"]
+    return f"{', '.join(names)} sha256:{h.hexdigest()[:16]}"
+
+
+def manifest_sha256(baseline_dir: Path) -> str:
+    """sha256 of the baseline's manifest.yaml: it holds the hash of every file of the
+    baseline, so it names the baseline's content (a re-recorded vN differs)."""
+    import hashlib
+
+    return hashlib.sha256((Path(baseline_dir) / MANIFEST_YAML).read_bytes()).hexdigest()
+
+
+def cpu_note(plan: TimingPlanFile) -> str:
+    """The reports' line for a screen taken from a CPU job's artifact."""
+    when = f" at {plan.generated}" if plan.generated else ""
+    return f"codegen screen from a CPU job (gate --screen-only{when}, {plan.compiler})"
+
+
+def _origin(plan: TimingPlanFile) -> dict:
+    keys = ("screen_only", "baseline_sha256", "compiler", "scope", "generated")
+    return {k: getattr(plan, k) for k in keys}
+
+
+@dataclass
+class ScreenArtifact:
+    """A screen-only gate's ``codegen/`` (``dir``), checked by :func:`load_screen_artifact`:
+    used as the gate's ``screen`` seam it copies the screen into the gate's own
+    ``codegen/`` instead of rebuilding anything, and its ``plan`` is what is timed."""
+
+    dir: Path
+    plan: TimingPlanFile
+    screen: CodegenScreen
+
+    def __call__(self, opts: ScreenOptions, say: Callable[[str], None]) -> CodegenScreen:
+        import shutil
+
+        opts.out.mkdir(parents=True, exist_ok=True)
+        for name in (SCREEN_JSON, SCREEN_MD):
+            if (self.dir / name).is_file():
+                shutil.copyfile(self.dir / name, opts.out / name)
+        if (self.dir / DIFFS_DIR).is_dir():  # no link out: load_screen_artifact checked
+            shutil.copytree(self.dir / DIFFS_DIR, opts.out / DIFFS_DIR, dirs_exist_ok=True)
+        say(f"zlbench gate: {cpu_note(self.plan)}: not re-run here")
+        return self.screen
+
+
+def load_screen_artifact(
+    given: Path, baseline: BaselineSet, scope: set[str] | None, compiler: str
+) -> ScreenArtifact:
+    """The screen-only gate's output ``given`` (its ``--out``, or the ``codegen/`` in it)
+    for a gate of ``baseline`` over ``scope`` (None: every op) with the compiler
+    ``compiler`` (:func:`compiler_fingerprint`), or one line, exit 2: not a screen-only
+    plan, a broken file, another baseline (its manifest's sha256), another compiler,
+    another op set, a plan that does not cover the op set or skips an op its screen
+    does not prove unchanged. Read only inside ``given``; nothing is written."""
+    where = f"--screen {given}"
+    if not Path(given).is_dir():
+        raise ZlbenchError(f"{where}: no such directory")
+    rel = "" if (Path(given) / TIMING_JSON).is_file() else CODEGEN_SCREEN_DIR
+    check_tree_inside(given, rel, where)  # its diffs/ are copied: no link out
+    timing_file = resolve_inside(given, f"{rel}/{TIMING_JSON}" if rel else TIMING_JSON, where)
+    if not timing_file.is_file():
+        raise ZlbenchError(
+            f"{where}: no {CODEGEN_SCREEN_DIR}/{TIMING_JSON}: not the --out of "
+            "`zlbench gate --screen-only`"
+        )
+    plan = load_json_model(timing_file, TimingPlanFile)  # broken: one line
+    if not plan.screen_only:
+        raise ZlbenchError(
+            f"{timing_file}: not a screen-only gate's plan (a measuring gate "
+            "wrote it): give the --out of `zlbench gate --screen-only`"
+        )
+    if plan.baseline_sha256 != manifest_sha256(baseline.path):
+        raise ZlbenchError(
+            f"{where}: screened against another baseline (manifest sha256 "
+            f"{plan.baseline_sha256[:12] or 'none'}, {baseline.path}'s is "
+            f"{manifest_sha256(baseline.path)[:12]}): re-run the screen job"
+        )
+    if plan.compiler != compiler:
+        raise ZlbenchError(
+            f"{where}: screened with another compiler ({plan.compiler or 'none'}"
+            f"), this gate's is {compiler or 'none'}: re-run the screen job"
+        )
+    keys = sorted(k for k in baseline.ops if scope is None or k in scope)
+    if plan.scope != keys:
+        raise ZlbenchError(
+            f"{where}: screened for another op set ({len(plan.scope)} op(s), "
+            f"this gate's has {len(keys)}): give both the same --ops/--ops-file"
+        )
+    parts = [set(plan.timed), set(plan.skipped), set(plan.over_budget)]
+    if (
+        set().union(*parts) != set(keys)
+        or sum(map(len, parts)) != len(keys)
+        or (sorted(plan.order) != sorted(plan.timed))
+    ):
+        raise ZlbenchError(
+            f"{timing_file}: the plan does not split the op set into timed, "
+            "skipped and over-budget ops: not a screen-only gate's own plan"
+        )
+    screen_file = timing_file.with_name(SCREEN_JSON)
+    if not screen_file.is_file():
+        if has_codegen_records(baseline.path):
+            raise ZlbenchError(f"{where}: no {SCREEN_JSON} beside {TIMING_JSON}")
+        screen = CodegenScreen(baseline_dir=str(baseline.path))  # v1: every op timed
+    else:
+        screen = load_json_model(screen_file, CodegenScreen)
+        listed = {k: r for k, r in baseline.ops.items() if k in plan.skipped}
+        proven_skips(plan, screen, listed, timing_file)  # every skip proven again
+    return ScreenArtifact(timing_file.parent, plan, screen)
+
+
+def screen_only(
+    step: CodegenStep,
+    baseline: BaselineSet,
+    scope: set[str] | None,
+    ops_dir: Path,
+    *,
+    budget_s: float | None,
+    first: Path | None,
+    compiler: str,
+    generated: str,
+    out: Path,
+) -> TimingPlanFile:
+    """``gate --screen-only``: after the screen (``step``, written into ``<out>/codegen/``),
+    plan the ops to time as a measuring gate would (sentinels, the PR tier, the largest
+    code change first, within ``budget_s``) and write the plan, stamped with what a
+    measuring gate checks before it takes it (:func:`load_screen_artifact`): the
+    baseline's manifest sha256, the compiler's fingerprint, the op set."""
+    timed = plan_timing(step, baseline, scope, ops_dir, budget_s, first)
+    keys = sorted(k for k in baseline.ops if scope is None or k in scope)
+    plan = step.plan or TimingPlanFile(  # no codegen records (v1): every op timed
+        time=step.summary.time, timed={k: NO_RECORDS for k in keys}, order=keys
+    )
+    plan = plan.model_copy(
+        update=dict(
+            screen_only=True,
+            baseline_sha256=manifest_sha256(baseline.path),
+            compiler=compiler,
+            scope=keys,
+            generated=generated,
+        )
+    )
+    assert set(plan.timed) == timed
+    dump_json_model(out / CODEGEN_SCREEN_DIR / TIMING_JSON, plan)
+    return plan
 
 
 def check_budget(time: str, budget_s: float | None) -> None:
@@ -298,6 +499,8 @@ def load_for_rejudge(
     )
     prefix = f"{label.rstrip('/')}/{CODEGEN_SCREEN_DIR}/"
     summary = summarize(screen, timing.time, prefix + SCREEN_JSON)
+    if timing.screen_only:
+        summary.note = "; ".join(n for n in (summary.note, cpu_note(timing)) if n)
     summary.not_timed = proven_skips(timing, screen, baseline_ops, timing_file)
     summary.over_budget = {k: v for k, v in timing.over_budget.items() if k in baseline_ops}
     step = CodegenStep(summary, screen, cg_dir, prefix, held_back=dict(timing.failed))
