@@ -9,6 +9,8 @@ text), checks them, and writes step outputs:
                    time fits SECONDS (default 900), from recorded durations (docs/ci.md)
   shard_count      N
   runner_labels    JSON list of runner labels for the GPU jobs
+  screen_runner_labels  JSON list of runner labels for the screen job (CPU, no GPU
+                   needed: IN_SCREEN_RUNNER_LABELS, default self-hosted, linux, x64, cpu)
   baseline         baseline dir, relative to the zlbench checkout
   ops_file         ops file relative to the zlbench checkout, or ""
   flagtree_repository, flagtree_ref
@@ -34,6 +36,7 @@ from gha import CiError, output, run_main, summary  # noqa: E402
 
 MAX_SHARDS = 64
 DEFAULT_LABELS = ["self-hosted", "linux", "x64", "gpu"]
+DEFAULT_SCREEN_LABELS = ["self-hosted", "linux", "x64", "cpu"]  # the codegen screen's job
 DEFAULT_FLAGTREE = "flagos-ai/FlagTree"
 DEFAULT_FLAGGEMS = "flagos-ai/FlagGems"
 DISPATCH_EVENTS = ("workflow_dispatch", "repository_dispatch")
@@ -91,11 +94,11 @@ def parse_shards(text: str) -> list[int]:
     return list(range(1, int(text) + 1))
 
 
-def parse_labels(text: str) -> list[str]:
+def parse_labels(text: str, default: list[str] = DEFAULT_LABELS) -> list[str]:
     """A JSON list (`["self-hosted","gpu"]`) or a comma-separated list of labels."""
     text = (text or "").strip()
     if not text:
-        return list(DEFAULT_LABELS)
+        return list(default)
     if text.startswith("["):
         try:
             labels = json.loads(text)
@@ -211,6 +214,9 @@ def resolve(env: dict[str, str], root: Path) -> dict[str, str]:
         "shards": json.dumps(shards),
         "shard_count": str(len(shards)),
         "runner_labels": json.dumps(parse_labels(g("IN_RUNNER_LABELS"))),
+        "screen_runner_labels": json.dumps(
+            parse_labels(g("IN_SCREEN_RUNNER_LABELS"), DEFAULT_SCREEN_LABELS)
+        ),
         "baseline": baseline,
         "ops_file": ops_file,
         "flagtree_repository": check_repo("FlagTree repository", ft_repo),

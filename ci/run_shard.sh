@@ -11,6 +11,9 @@
 #                        shard's measure step is the interleaved A/B against it (ab/, docs/judging.md)
 #        ZL_AB_MODE      changed (default; suspects: its old name) | full: every op timed and paired
 #        ZL_ACCEPT       optional accept list (give the judge the same)
+#        ZL_SCREEN       optional screen dir from the screen job (ci/run_screen.sh's
+#                        OUT_DIR/screen): the shard takes its codegen screen and times the
+#                        ops it lists (`zlbench gate --screen`) instead of screening again
 #        ZL_TIME         unset: zlbench gate's default (changed; all with --full-ab) | all |
 #                        changed: time only the ops the codegen screen did
 #                        not prove unchanged, plus ops/sentinels.txt (docs/codegen.md)
@@ -53,6 +56,10 @@ esac
 if [[ -n "${ZL_ACCEPT:-}" ]]; then
   [[ -f "$ZL_ACCEPT" ]] || zl_fail 2 "accept list '$ZL_ACCEPT' does not exist"
   args+=(--accept "$ZL_ACCEPT")
+fi
+if [[ -n "${ZL_SCREEN:-}" ]]; then
+  [[ -d "$ZL_SCREEN" ]] || zl_fail 2 "screen dir '$ZL_SCREEN' does not exist (the screen job's artifact)"
+  args+=(--screen "$ZL_SCREEN")
 fi
 
 mkdir -p "$out"

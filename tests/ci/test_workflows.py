@@ -173,7 +173,7 @@ def test_gate_setup_feeds_every_input_through_env(gate):
 
 def test_shard_matrix_and_shard_argument_agree(gate, ci_module, tmp_path):
     shard = gate["jobs"]["shard"]
-    assert shard["needs"] == ["setup", "build"]
+    assert shard["needs"] == ["setup", "build", "screen"]  # the CPU job plans the timing
     assert shard["strategy"]["fail-fast"] is False
     assert shard["strategy"]["matrix"] == {"shard": "${{ fromJSON(needs.setup.outputs.shards) }}"}
     assert shard["runs-on"] == "${{ fromJSON(needs.setup.outputs.runner_labels) }}"
@@ -200,7 +200,7 @@ def test_shard_matrix_and_shard_argument_agree(gate, ci_module, tmp_path):
 
 def test_judge_runs_gate_results_offline_and_ends_with_its_code(gate):
     judge = gate["jobs"]["judge"]
-    assert judge["needs"] == ["setup", "build", "shard"]
+    assert judge["needs"] == ["setup", "build", "screen", "shard"]
     assert "!cancelled()" in judge["if"]  # runs when a shard failed, to name it
     assert "needs.shard.result" not in judge["if"]
     assert HOSTED.match(judge["runs-on"])  # judging needs no GPU

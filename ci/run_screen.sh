@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Run the gate's codegen screen alone (a CPU runner: no GPU) and leave it ready for upload.
+#
+# Usage: ci/run_screen.sh OUT_DIR
+# Env:   ZL_BASELINE     baseline dir (e.g. baselines/v4)
+#        ZL_OPS_FILE     optional ops file: the op set the shards measure (ci/run_shard.sh)
+#        ZL_TIME         unset | all | changed, as ci/run_shard.sh passes it to the shards
+#        ZL_AB_MODE      full, with ZL_BASE_SHA set and ZL_TIME unset: the shards time every
+#                        op (--full-ab), so the plan is --time all
+#        ZL_BASE_SHA     the base build's commit ("": no A/B)
+#        ZL_TIME_BUDGET  optional GPU seconds for the changed ops (--time-budget)
+#        GEMS_VENDOR     FlagGems' vendor (default nvidia: without a device FlagGems
+#                        finds none, and every kernel would be missing; docs/codegen.md)
+# Writes OUT_DIR/screen/ (`zlbench gate --screen-only --out`: codegen/ with codegen.json,
+# diffs/ and timing.json, the ops to time in priority order, stamped with the baseline
+# and the compiler under test) for the shards' `zlbench gate --screen`, and
+# OUT_DIR/screen.json ({"exit_code": rc}). Exit 0 when the screen ran: gate exit 0, or
+# 1 (a kernel that no longer compiles: the shards' reports and the judge fail on it);
+# else the gate's exit code with one message in the job summary.
+set -euo pipefail
+# shellcheck source=ci/lib.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
+
+out=${1:?usage: run_screen.sh OUT_DIR}
+baseline=${ZL_BASELINE:-}
+[[ -n "$baseline" && -d "$baseline" ]] || zl_fail 2 "baseline dir '$baseline' does not exist"
+args=(gate --baseline "$baseline" --screen-only --out "$out/screen")
+if [[ -n "${ZL_OPS_FILE:-}" ]]; then
+  [[ -f "$ZL_OPS_FILE" ]] || zl_fail 2 "ops file '$ZL_OPS_FILE' does not exist"
+  args+=(--ops-file "$ZL_OPS_FILE")
+fi
+case ${ZL_TIME:-} in
+  "") # zlbench gate's default: changed; all when the shards run --full-ab
+    if [[ -n "${ZL_BASE_SHA:-}" && "${ZL_AB_MODE:-changed}" == full ]]; then
+      args+=(--time all)
+    fi
+    ;;
+  all) args+=(--time all) ;;
+  changed) args+=(--time changed) ;;
+  *) zl_fail 2 "bad time mode '${ZL_TIME}': all or changed" ;;
+esac
+if [[ -n "${ZL_TIME_BUDGET:-}" ]]; then
+  args+=(--time-budget "$ZL_TIME_BUDGET")
+fi
+export GEMS_VENDOR=${GEMS_VENDOR:-nvidia}
+
+mkdir -p "$out"
+echo "+ zlbench ${args[*]}"
+rc=0
+env -u GITHUB_STEP_SUMMARY zlbench "${args[@]}" || rc=$?
+printf '{"exit_code": %d}\n' "$rc" >"$out/screen.json"
+zl_output exit_code "$rc"
+if [[ -f "$out/screen/codegen/codegen.md" ]]; then
+  zl_summary "<details><summary>codegen screen</summary>" "" "$(cat "$out/screen/codegen/codegen.md")" "" "</details>"
+fi
+case $rc in
+  0 | 1) echo "codegen screen done (zlbench gate --screen-only exit $rc); the shards time its plan" ;;
+  *) zl_fail "$rc" "the codegen screen could not run (zlbench gate --screen-only exit $rc); see this job's log" ;;
+esac
