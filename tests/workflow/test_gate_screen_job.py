@@ -245,3 +245,51 @@ def test_a_kernel_that_stops_compiling_fails_the_gpu_gate_without_gpu_time_for_i
     assert rc == 1 and [r.ops for r in batch.requests] == [{"main/sum"}]  # mm held back
     v = load_json_model(gpu / "verdict.json", GateVerdict)
     assert v.verdict == "FAIL" and "fail to compile" in v.summary
+
+
+def _install(site: Path, venv_bin: str, kernel: str = "pass\n") -> None:
+    """A wheel of ``triton`` as pip installs it into ``site``: the package's files and
+    a console script (its shebang names the venv) with their hashes in RECORD."""
+    import base64
+
+    def digest(text: str) -> str:
+        raw = hashlib.sha256(text.encode()).digest()
+        return "sha256=" + base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
+
+    files = {"triton/__init__.py": "", "triton/compiler.py": kernel}
+    script = f"#!{venv_bin}/python\nfrom triton import main\n"
+    (site / "triton").mkdir(parents=True)
+    for rel, text in files.items():
+        (site / rel).write_text(text)
+    info = site / "flagtree-3.6.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: flagtree\nVersion: 3.6.0\n")
+    (info / "top_level.txt").write_text("triton\n")
+    (info / "INSTALLER").write_text("pip\n")
+    rows = [f"{rel},{digest(text)},{len(text)}" for rel, text in files.items()]
+    rows += [f"../../../bin/proton,{digest(script)},{len(script)}"]
+    rows += [f"{info.name}/INSTALLER,{digest('pip')},4", f"{info.name}/RECORD,,"]
+    (info / "RECORD").write_text("\n".join(rows) + "\n")
+
+
+def test_one_wheel_in_two_venvs_has_one_fingerprint_and_another_build_another(
+    tmp_path, monkeypatch
+):
+    import importlib.metadata as md
+
+    monkeypatch.undo()  # the real fingerprint, over these fake installs
+
+    def fingerprint(site: Path) -> str:
+        monkeypatch.setattr(md, "packages_distributions", lambda: {"triton": ["flagtree"]})
+        monkeypatch.setattr(md, "distribution", lambda name: md.PathDistribution(
+            next(site.glob("*.dist-info"))))  # fmt: skip
+        return codegen.compiler_fingerprint()
+
+    for name, venv, kernel in [("a", "/runner-1/venv/bin", "pass\n"),
+                               ("b", "/opt/other/venv/bin", "pass\n"),
+                               ("c", "/runner-1/venv/bin", "x = 1\n")]:  # fmt: skip
+        _install(tmp_path / name, venv, kernel)
+    a, b, c = (fingerprint(tmp_path / n) for n in "abc")
+    assert a.startswith("flagtree 3.6.0 sha256:")
+    assert a == b  # the same wheel, other venvs and machines
+    assert a != c  # a file of the package differs: another compiler

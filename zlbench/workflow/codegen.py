@@ -231,9 +231,10 @@ def compiler_fingerprint() -> str:
     """The compiler under test as the screen job and the measuring gate both see it,
     without importing it: ``<distribution> <version> sha256:<16 hex>`` for the
     distribution that provides ``triton``, the digest over the file hashes its RECORD
-    lists (dist-info and byte code left out: one wheel installed on two machines gives
-    one digest), or over the package's files where no RECORD lists them (a source
-    checkout, an editable install); "" when no ``triton`` is importable."""
+    lists (dist-info, byte code and console scripts left out: one wheel installed in
+    two venvs on two machines gives one digest), or over the package's files where no
+    RECORD lists them (a source checkout, an editable install); "" when no ``triton``
+    is importable."""
     import hashlib
     import importlib.metadata as md
     import importlib.util
@@ -243,7 +244,10 @@ def compiler_fingerprint() -> str:
         dist = md.distribution(name)
         names.append(f"{dist.metadata['Name']} {dist.version}")
         for f in sorted(dist.files or [], key=str):
-            if f.hash is None or "__pycache__" in f.parts or f.parts[0].endswith(".dist-info"):
+            top = f.parts[0]  # "..": a console script, whose shebang names the venv
+            if f.hash is None or top == ".." or top.endswith(".dist-info"):
+                continue
+            if "__pycache__" in f.parts:
                 continue
             h.update(f"{f.as_posix()},{f.hash.mode}={f.hash.value}\n".encode())
     if h.digest() == hashlib.sha256().digest():  # no RECORD with hashes: the files
