@@ -25,6 +25,7 @@ COMMANDS = (
     "gate",
     "report",
     "compare",
+    "ab",
     "baseline",
     "codegen",
     "explain",

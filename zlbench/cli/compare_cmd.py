@@ -1,8 +1,11 @@
 """`zlbench compare A B`: judge B against A as the gate does (record A, replay B, compare).
 
 A and B are each a run dir, a batch dir, a gate output dir or a baseline dir.
-Exit 0: nothing regressed; 1: a row regressed or failed; 2: bad input or no
-row in common.
+The report's first lines say in which caliber B was measured: pinned (B replayed
+A's autotune records, in the same tuning space) or not (B ran with winners of its
+own: own-best, tuner drift included); --caliber pinned refuses a B that did not
+(docs/judging.md "Calibers"). Exit 0: nothing regressed; 1: a row regressed or
+failed; 2: bad input, no row in common, or (--caliber pinned) B not pinned to A.
 """
 
 from __future__ import annotations
@@ -14,7 +17,8 @@ from zlbench.gate.load import load_baseline, load_results
 from zlbench.gate.thresholds import load_thresholds
 from zlbench.models import Row, RowKey, ThresholdDefaults
 from zlbench.protocol.layout import MANIFEST_YAML
-from zlbench.report.compare import compare, render_compare
+from zlbench.report.compare import caliber_lines, check_records, compare, render_compare
+from zlbench.runner.ab.records import op_records
 
 
 def add_parser(sub) -> None:
@@ -29,6 +33,14 @@ def add_parser(sub) -> None:
         "--thresholds",
         metavar="Y",
         help="thresholds yaml (default: A's manifest when A is a baseline, else zlbench's)",
+    )
+    p.add_argument(
+        "--caliber",
+        choices=("pinned", "any"),
+        default="any",
+        help="pinned: refuse (exit 2) unless B replayed A's autotune records in A's tuning "
+        "space for every op; any (default): compare, the report's first lines say which "
+        "caliber it is and which winners differ",
     )
     p.set_defaults(func=_run)
 
@@ -52,5 +64,8 @@ def _run(args) -> int:
     c = compare(a, b, th)
     if not c.rows:
         raise ZlbenchError(f"nothing to compare: {args.a} and {args.b} have no row in common")
-    print(render_compare(c, args.a, args.b), end="")
+    records = check_records(op_records(args.a), op_records(args.b))
+    if args.caliber == "pinned" and records.mismatch:
+        raise ZlbenchError(f"--caliber pinned: {'; '.join(caliber_lines(records)[:2])}")
+    print(render_compare(c, args.a, args.b, records), end="")
     return c.exit_code

@@ -131,8 +131,22 @@ class AbSummary(_Model):
     block_pairs_plain: int | None = Field(None, ge=1)
     threshold_plain: float | None = Field(None, gt=0, lt=1, allow_inf_nan=False)
     confidence: float | None = Field(None, gt=0, lt=1, allow_inf_nan=False)
+    # `zlbench ab` (docs/judging.md "Calibers"); the defaults are the gate's A/B: both
+    # sides replay the baseline's records, in one environment but for the compiler
+    caliber: Literal["pinned", "own-best"] = Field(
+        "pinned",
+        description="pinned: both sides replayed the same records (the code's change "
+        "alone); own-best: each side tuned fresh and replayed its own winners",
+    )
+    env_vars: dict[str, dict[str, str]] = Field(
+        default_factory=dict, description="side -> environment variables set for it alone"
+    )
+    records: dict[str, str] = Field(
+        default_factory=dict, description="side -> the autotune records dir it replayed"
+    )
+    aa: bool = Field(False, description="an A/A on purpose: both sides alike")
 
-    @field_validator("order", "seconds")
+    @field_validator("order", "seconds", "env_vars", "records")
     @classmethod
     def _known_sides(cls, v):
         """``order`` items and ``seconds`` keys name a side, nothing else (an

@@ -10,7 +10,9 @@ string escaped).
 * :func:`ab_line`: the same A/B's mode, rule and compilers in one plain line
   (report.html);
 * :func:`accept_block`: every row an accept entry matched, with the entry's
-  allowance and reason and what it did, then the entries that matched no row.
+  allowance and reason and what it did, then the entries that matched no row;
+* :func:`render_ab_run`: the report of ``zlbench ab`` (two sides that differ in the
+  compiler, in environment variables or both; its caliber named first).
 
 Each is None when the verdict has nothing for it. ``zlbench.report.sections.blocks``
 lists them right after the regressions, so the full report and the PR comment show
@@ -20,13 +22,15 @@ them whenever they exist (an accepted row is never silent).
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass, field
 
 from zlbench.gate.numbers import counted
 from zlbench.gate.paired import interval_text, us_text
-from zlbench.models import AbCompiler, AbSummary, GateVerdict, RowVerdict
+from zlbench.models import AbCompiler, AbSummary, GateVerdict, PairedRow, RowKey, RowVerdict
 from zlbench.protocol.pairs import PairRule
-from zlbench.report.blocks import Block
-from zlbench.report.escape import md_code, md_text
+from zlbench.report.blocks import Block, table
+from zlbench.report.compare import RecordsCheck, caliber_lines, winners_table
+from zlbench.report.escape import log_line, md_code, md_text
 from zlbench.report.facts import pct, plain_mark
 
 AB_HEADER = [
@@ -48,10 +52,12 @@ def _compiler(c: AbCompiler) -> str:
 
 def _measured(ab: AbSummary, mode: str) -> str:
     """``Mode full: 34 ops measured both ways in 1 round``, or for an interleaved A/B
-    ``Mode changed: 20 ops measured by both compilers at once, paired row by row``."""
+    ``Mode changed, caliber pinned: 20 ops measured by both compilers at once, paired
+    row by row``."""
     if ab.method == "interleaved":
         return (
-            f"Mode {mode}: {counted(len(ab.ops), 'op')} measured by both compilers at once, "
+            f"Mode {mode}, caliber {ab.caliber}: {counted(len(ab.ops), 'op')} measured by "
+            "both compilers at once, "
             f"paired row by row ({ab.min_pairs}–{ab.max_pairs} pairs a row; a row timed "
             f"without CUDA graphs up to {ab.max_pairs_plain}, judged on medians of blocks of "
             f"{ab.block_pairs_plain or PairRule().block_pairs_plain} pairs)"
@@ -281,3 +287,115 @@ def render_ab_section(v: GateVerdict) -> str:
 def render_accept_section(v: GateVerdict) -> str:
     b = accept_block(v)
     return b.render(None) if b else ""
+
+
+# --------------------------------------------------------------------------- zlbench ab
+
+CALIBER_WORDS = {
+    "pinned": "both sides replayed the same autotune records (A's): the code's change alone",
+    "own-best": "each side tuned fresh into its own records and replayed its own winners: "
+    "what a user gets, tuner drift included",
+}
+
+
+@dataclass
+class AbRunCaliber:
+    """One caliber of a ``zlbench ab``: its summary (``ab.json``), each row's pairs
+    judged, the check of the records the two replays ran with, and the ops a side
+    did not pass (``side op: STATUS``)."""
+
+    summary: AbSummary
+    rows: dict[RowKey, PairedRow]
+    records: RecordsCheck
+    failed: list[str] = field(default_factory=list)
+
+    def count(self, decision: str) -> int:
+        return sum(1 for p in self.rows.values() if p.decision == decision)
+
+
+@dataclass
+class AbRun:
+    """A ``zlbench ab``: the caliber asked for and, when both were measured, the
+    pinned one beside it."""
+
+    primary: AbRunCaliber
+    pinned: AbRunCaliber | None = None
+
+    @property
+    def exit_code(self) -> int:
+        """1 when a row of the caliber asked for is a REGRESSION or a side failed an
+        op, 2 when no row was paired, else 0."""
+        p = self.primary
+        if not any(r.rounds for r in p.rows.values()):
+            return 2
+        return 1 if p.count("REGRESSION") or p.failed else 0
+
+
+def _side_line(name: str, side: str, ab: AbSummary) -> str:
+    env = ab.env_vars.get(side) or {}
+    vars_ = " ".join(md_code(f"{k}={v}", 120, table=False) for k, v in sorted(env.items()))
+    rec = ab.records.get(side)
+    c = ab.pr if side == "pr" else ab.base
+    return f"- {name}: {_compiler(c)}; env {vars_ or 'as this one'}" + (
+        f"; records {md_code(rec, 200, table=False)}" if rec else ""
+    )
+
+
+def _vs_a(p: PairedRow | None) -> str:
+    if p is None:
+        return "not measured"
+    if not p.rounds:
+        return "no pair"
+    return f"{p.decision}: " + interval_text(p).replace("vs the base", "vs A")
+
+
+def render_ab_run(run: AbRun) -> str:
+    """``<out>/report.md`` of ``zlbench ab``: the caliber first (named, with what it
+    means and whether B's records were A's), the verdict, both sides (compiler,
+    variables, records), the rule, each row B vs A (and the pinned caliber's number
+    when it was measured too), the winners that differ, the ops a side failed."""
+    p, ab = run.primary, run.primary.summary
+    n = len(p.rows)
+    verdict = "FAIL" if run.exit_code == 1 else ("ERROR" if run.exit_code == 2 else "PASS")
+    lines = [
+        f"# zlbench ab: B vs A, caliber {ab.caliber}",
+        "",
+        f'caliber {ab.caliber}: {CALIBER_WORDS[ab.caliber]} (docs/judging.md "Calibers")'
+        + (" — an A/A on purpose: both sides alike" if ab.aa else ""),
+        f"verdict: {verdict}: {p.count('REGRESSION')} REGRESSION, "
+        f"{p.count('INCONCLUSIVE')} INCONCLUSIVE, {p.count('IMPROVEMENT')} IMPROVEMENT of "
+        f"{counted(n, 'row')} (+ = B slower)"
+        + (f"; {len(p.failed)} op(s) failed on a side" if p.failed else ""),
+        *caliber_lines(p.records),
+    ]
+    if run.pinned is not None:
+        q = run.pinned
+        lines.append(
+            f"pinned caliber (B replaying A's records): {q.count('REGRESSION')} REGRESSION, "
+            f"{q.count('INCONCLUSIVE')} INCONCLUSIVE of {counted(len(q.rows), 'row')}"
+        )
+    lines += [
+        "",
+        _side_line("A (reference, the base side)", "base", ab),
+        _side_line("B (judged, the PR side)", "pr", ab),
+        "",
+        f"{_measured(ab, 'full')}; {paired_rule(ab)}.",
+        "",
+    ]
+    header = ["row", f"B vs A, {ab.caliber} [interval]"]
+    if run.pinned is not None:
+        header.append("B vs A, pinned [interval]")
+    body = []
+    for key, row in p.rows.items():
+        cells = [md_code(key.label()), md_text(_vs_a(row), 300)]
+        if run.pinned is not None:
+            cells.append(md_text(_vs_a(run.pinned.rows.get(key)), 300))
+        body.append(cells)
+    lines.append(table(header, "l" * len(header), body))
+    diffs = p.records.diffs
+    if diffs:
+        lines += ["", f"## Winners that differ (A vs B): {len(diffs)}", "", winners_table(diffs)]
+    if p.failed:
+        lines += ["", "## Ops a side did not pass", ""]
+        lines += [f"- {md_text(f, 200)}" for f in p.failed]
+    return log_line("\n".join(lines)) + "\n"

@@ -11,7 +11,8 @@ Exit code as the gate's: 0 nothing regressed, 1 a row regressed or failed.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Protocol
 
 from zlbench.gate.estimators import Estimator, estimate, torch_drift
 from zlbench.gate.judge import judge_row
@@ -77,13 +78,18 @@ def _cells(r: RowVerdict) -> list[str]:
     return [*measured_cells(r), r.verdict.value + failed]
 
 
-def render_compare(c: Comparison, label_a: str = "A", label_b: str = "B") -> str:
-    """Markdown: the judged table (A's row order), the geomean and the correction."""
+def render_compare(
+    c: Comparison, label_a: str = "A", label_b: str = "B", records: RecordsCheck | None = None
+) -> str:
+    """Markdown: the caliber (``records``: what B's autotune records were checked
+    against, a mismatch first), the judged table (A's row order), the geomean and the
+    correction."""
     header = ["op", "dtype", "shape", "FlagGems µs", "kernel time", "torch µs"]
     header += ["judged change", "limit", "verdict"]
     judged, kernel, n = geomean_changes(c.rows)
     how = "corrected" if c.speed.applied else f"each row by its own torch latency ({c.estimator})"
-    lines = [
+    lines = caliber_lines(records) if records is not None else []
+    lines += [
         f"A (baseline side): {md_code(label_a, 200, table=False)}",
         f"B (judged side): {md_code(label_b, 200, table=False)}",
         "",
@@ -102,4 +108,165 @@ def render_compare(c: Comparison, label_a: str = "A", label_b: str = "B") -> str
         lines.append(f"only in A: {c.only_a} rows · only in B: {c.only_b} rows")
     failing = sum(1 for r in c.rows if r.verdict in FAILING_VERDICTS)
     lines.append(f"verdict: {'FAIL' if failing else 'PASS'} ({failing} failing rows)")
+    if records is not None and records.diffs:
+        lines += ["", "Winners that differ (A vs B):", "", winners_table(records.diffs)]
     return log_line("\n".join(lines)) + "\n"
+
+
+# --------------------------------------------------------------------------- calibers
+
+
+class RecordsSource(Protocol):
+    """The records one op ran with (:class:`zlbench.runner.ab.records.OpRecords`)."""
+
+    mode: str  # record | replay | baseline
+    source: str  # the records dir, normalized
+    records: dict[str, dict[str, dict]] | None  # None: not readable here
+    use_flagtune: str | None
+
+
+@dataclass
+class WinnerDiff:
+    """One tuning key whose winner differs between the sides (None: that side has none)."""
+
+    op: str
+    kernel: str
+    key: str
+    a: dict | None
+    b: dict | None
+
+
+@dataclass
+class RecordsCheck:
+    """Did B run with A's autotune records? ``pinned``: ops B replayed A's records for
+    (the same records dir, or records of the same content); ``own``: ops B ran with
+    winners of its own (recorded fresh, or replayed other records); ``unverified``: B's
+    records are not readable here; ``diffs``: the winners that differ; ``space``: the
+    tuning-space differences (USE_FLAGTUNE), one line each."""
+
+    ops: int = 0
+    pinned: list[str] = field(default_factory=list)
+    own: list[str] = field(default_factory=list)
+    unverified: list[str] = field(default_factory=list)
+    diffs: list[WinnerDiff] = field(default_factory=list)
+    space: list[str] = field(default_factory=list)
+
+    @property
+    def caliber(self) -> str:
+        """``pinned`` (every op, same tuning space), ``own-best`` (every op B's own),
+        else ``mixed``."""
+        if self.ops and len(self.pinned) == self.ops and not self.space:
+            return "pinned"
+        if self.ops and len(self.own) == self.ops:
+            return "own-best"
+        return "mixed"
+
+    @property
+    def mismatch(self) -> bool:
+        return self.caliber != "pinned"
+
+
+def winners_diff(op: str, a: Mapping[str, Mapping], b: Mapping[str, Mapping]) -> list[WinnerDiff]:
+    """Every (kernel, key) whose config differs between ``a`` and ``b`` (either missing
+    counts), in sorted order."""
+    out = []
+    for kernel in sorted({*a, *b}):
+        ka, kb = a.get(kernel) or {}, b.get(kernel) or {}
+        for key in sorted({*ka, *kb}):
+            if ka.get(key) != kb.get(key):
+                out.append(WinnerDiff(op, kernel, key, ka.get(key), kb.get(key)))
+    return out
+
+
+def check_records(a: Mapping[str, RecordsSource], b: Mapping[str, RecordsSource]) -> RecordsCheck:
+    """For every op both sides ran: did B run with A's records (A's own, or those A
+    replayed), and in the same tuning space (USE_FLAGTUNE)? Pure."""
+    c = RecordsCheck()
+    for op in sorted(set(a) & set(b)):
+        ra, rb = a[op], b[op]
+        c.ops += 1
+        if (ra.use_flagtune or "0") != (rb.use_flagtune or "0"):
+            c.space.append(
+                f"{op}: USE_FLAGTUNE {ra.use_flagtune or '0'} vs {rb.use_flagtune or '0'}"
+            )
+        same_dir = rb.mode != "record" and rb.source == ra.source
+        if same_dir or (
+            rb.mode != "record" and rb.records is not None and rb.records == ra.records
+        ):
+            c.pinned.append(op)
+            continue
+        if rb.records is None or ra.records is None:
+            c.unverified.append(op)
+            continue
+        c.own.append(op)
+        c.diffs += winners_diff(op, ra.records, rb.records)
+    return c
+
+
+def _config_text(cfg: dict | None) -> str:
+    if cfg is None:
+        return "none"
+    kw = cfg.get("kwargs") if isinstance(cfg.get("kwargs"), dict) else {}
+    parts = [f"{k}={v}" for k, v in sorted(kw.items())]
+    parts += [f"{k}={v}" for k, v in sorted(cfg.items()) if k != "kwargs" and v is not None]
+    return " ".join(parts)
+
+
+def caliber_lines(c: RecordsCheck) -> list[str]:
+    """The report's first lines: what was compared and in which caliber; a mismatch
+    says so first."""
+    n = c.ops
+    if not c.mismatch:
+        return [
+            f"caliber: pinned: B replayed A's autotune records for all {n} op(s) "
+            "(compared by records dir, else content); tuning space the same on both "
+            "sides (USE_FLAGTUNE; the tuners' config lists are not recorded)",
+        ]
+    lines = [
+        f"caliber: {c.caliber}: B did NOT replay A's autotune records for "
+        f"{n - len(c.pinned)} of {n} op(s): the comparison includes the tuner's own "
+        "choices (tuner drift), not the code's change alone"
+    ]
+    if c.own:
+        lines.append(
+            f"B ran with its own winners: {md_text(', '.join(c.own[:5]), 300)}"
+            + (f" and {len(c.own) - 5} more" if len(c.own) > 5 else "")
+            + f"; {len(c.diffs)} winner(s) differ"
+        )
+    if c.unverified:
+        lines.append(
+            f"B's records are not readable here for {md_text(', '.join(c.unverified[:5]), 300)}:"
+            " not verified"
+        )
+    if c.space:
+        lines.append("tuning space differs: " + md_text("; ".join(c.space[:5]), 300))
+    return lines
+
+
+WINNERS_HEADER = ["op", "kernel", "tuning key", "A's winner", "B's winner"]
+
+
+def winners_table(diffs: list[WinnerDiff], limit: int = 50) -> str:
+    """The winners that differ, A vs B, as a markdown table ("" when none)."""
+    if not diffs:
+        return ""
+    body = [
+        [
+            md_code(d.op),
+            md_code(d.kernel),
+            md_code(d.key, 80),
+            md_code(_config_text(d.a), 120),
+            md_code(_config_text(d.b), 120),
+        ]
+        for d in diffs[:limit]
+    ]
+    more = f"\n\n… and {len(diffs) - limit} more" if len(diffs) > limit else ""
+    return table(WINNERS_HEADER, "lllll", body) + more
+
+
+def render_records_check(c: RecordsCheck) -> str:
+    """The caliber lines and, when the winners differ, their table."""
+    lines = caliber_lines(c)
+    if c.diffs:
+        lines += ["", "Winners that differ (A vs B):", "", winners_table(c.diffs)]
+    return "\n".join(lines)

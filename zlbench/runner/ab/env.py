@@ -186,3 +186,30 @@ def side_config(config: BatchConfig, side: CompilerEnv) -> BatchConfig:
     executor = functools.partial(inner, python=side.python) if side.python else inner
     env = side.environ(dict(os.environ if config.env is None else config.env))
     return replace(config, executor=executor, env=env, python=side.python)
+
+
+def parse_env_vars(values: list[str] | None, flag: str) -> dict[str, str]:
+    """``K=V`` items (``--env-a``/``--env-b``, repeatable) -> ``{K: V}``; an item without
+    ``=`` or whose name is not an identifier (``1X``, ``A-B``, empty) is one line."""
+    out: dict[str, str] = {}
+    for item in values or []:
+        name, sep, value = item.partition("=")
+        if not sep or not name.isidentifier() or not name.isascii():
+            raise ZlbenchError(
+                f"{flag} {item!r}: expected NAME=VALUE with NAME an environment variable "
+                "name (letters, digits, _; not starting with a digit)"
+            )
+        out[name] = value
+    return out
+
+
+def with_vars(config: BatchConfig, variables: dict[str, str]) -> BatchConfig:
+    """``config`` whose benchmark processes also get ``variables`` (one A/B side's
+    switch); ``USE_FLAGTUNE`` among them is the batch's tuning space too."""
+    if not variables:
+        return config
+    from zlbench.runner.batch.config import FLAGTUNE_VAR
+
+    env = {**(os.environ if config.env is None else config.env), **variables}
+    flagtune = variables.get(FLAGTUNE_VAR, config.use_flagtune)
+    return replace(config, env=env, use_flagtune=flagtune)
