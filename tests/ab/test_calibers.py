@@ -13,7 +13,7 @@ from zlbench.cli import main
 from zlbench.errors import ZlbenchError
 from zlbench.models import AbCompiler, AbSummary, PairedRow, RowKey
 from zlbench.report.ab import AbRun, AbRunCaliber, render_ab_run
-from zlbench.report.compare import RecordsCheck, check_records, winners_diff
+from zlbench.report.compare import RecordsCheck, caliber_lines, check_records, winners_diff
 from zlbench.runner.ab.env import parse_env_vars
 from zlbench.runner.ab.records import OpRecords, op_records
 from zlbench.workflow.ab import AbRunJob, check_ab_job, check_sides_differ
@@ -122,7 +122,11 @@ def test_check_records_tells_pinned_own_best_unverified_and_the_tuning_space():
     assert c.caliber == "mixed" and c.unverified == ["main/add"]
     space = {"main/add": OpRecords("replay", "/r/a", None, use_flagtune="1")}
     c = check_records(a, space)
-    assert c.mismatch and c.space == ["main/add: USE_FLAGTUNE 0 vs 1"]
+    assert c.caliber == "pinned" and c.mismatch and c.space == ["main/add: USE_FLAGTUNE 0 vs 1"]
+    assert caliber_lines(c) == [
+        "caliber: pinned: B replayed A's autotune records for all 1 op(s) (compared by records "
+        "dir, else content); but the tuning space differs: main/add: USE\\_FLAGTUNE 0 vs 1"
+    ]
 
 
 def test_versioned_and_bare_records_files_read_alike(tmp_path):
@@ -168,7 +172,9 @@ def test_compare_of_b_replaying_a_s_records_says_pinned(tmp_path, capsys):
     b2 = recorded(tmp_path, "b2", None, mode="replay", replay_from=str(rec), flagtune="1")
     assert main(["compare", str(a), str(b2)]) == 0
     out = capsys.readouterr().out
-    assert "tuning space differs: main/add: USE\\_FLAGTUNE 0 vs 1" in out.splitlines()[1]
+    assert "but the tuning space differs: main/add: USE\\_FLAGTUNE 0 vs 1" in out.splitlines()[0]
+    assert main(["compare", str(a), str(b2), "--caliber", "pinned"]) == 2
+    assert "tuning space differs" in one_error_line(capsys)
 
 
 def test_compare_of_a_baseline_checks_the_records_it_ships(tmp_path, capsys):

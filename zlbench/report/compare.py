@@ -153,9 +153,9 @@ class RecordsCheck:
 
     @property
     def caliber(self) -> str:
-        """``pinned`` (every op, same tuning space), ``own-best`` (every op B's own),
-        else ``mixed``."""
-        if self.ops and len(self.pinned) == self.ops and not self.space:
+        """``pinned`` (B replayed A's records for every op), ``own-best`` (every op
+        B's own), else ``mixed``."""
+        if self.ops and len(self.pinned) == self.ops:
             return "pinned"
         if self.ops and len(self.own) == self.ops:
             return "own-best"
@@ -163,7 +163,9 @@ class RecordsCheck:
 
     @property
     def mismatch(self) -> bool:
-        return self.caliber != "pinned"
+        """Not the code's change alone: B not pinned to A's records, or another tuning
+        space (a tuner then tunes every key A's records lack in its own space)."""
+        return self.caliber != "pinned" or bool(self.space)
 
 
 def winners_diff(op: str, a: Mapping[str, Mapping], b: Mapping[str, Mapping]) -> list[WinnerDiff]:
@@ -216,11 +218,17 @@ def caliber_lines(c: RecordsCheck) -> list[str]:
     """The report's first lines: what was compared and in which caliber; a mismatch
     says so first."""
     n = c.ops
-    if not c.mismatch:
-        return [
+    space = "tuning space differs: " + md_text("; ".join(c.space[:5]), 300)
+    if c.caliber == "pinned":
+        line = (
             f"caliber: pinned: B replayed A's autotune records for all {n} op(s) "
-            "(compared by records dir, else content); tuning space the same on both "
-            "sides (USE_FLAGTUNE; the tuners' config lists are not recorded)",
+            "(compared by records dir, else content); "
+        )
+        if c.space:  # e.g. a USE_FLAGTUNE switch measured pinned: say it first
+            return [line + "but the " + space]
+        return [
+            line + "tuning space the same on both sides (USE_FLAGTUNE; the tuners' "
+            "config lists are not recorded)"
         ]
     lines = [
         f"caliber: {c.caliber}: B did NOT replay A's autotune records for "
@@ -239,7 +247,7 @@ def caliber_lines(c: RecordsCheck) -> list[str]:
             " not verified"
         )
     if c.space:
-        lines.append("tuning space differs: " + md_text("; ".join(c.space[:5]), 300))
+        lines.append(space)
     return lines
 
 
