@@ -10,7 +10,7 @@ import pytest
 import yaml
 from _corerun import copy_benchpkg, entry, run_plan
 
-from zlbench.models import MarkerKind, RunStatus
+from zlbench.models import MarkerKind, RunStatus, Timing
 
 ADD = "benchmark/test_add.py::test_add"
 MIS = "benchmark/test_misbehaving.py::"
@@ -69,7 +69,8 @@ def test_result_json_has_rows_and_environment(run):
         "triton", "flag_gems", "cudagraph", "core",
     )  # fmt: skip
     assert env.torch and env.triton_version and env.flaggems_version == "0.0.0+fake"
-    assert env.timing_method == "graph warmup_ms=1 replays=2"  # _corerun.FAST's budgets
+    # _corerun.FAST's budgets, upstream's --mode beside them
+    assert env.timing == Timing(mode="cudagraph", method="graph", warmup_ms=1, replays=2)
     assert res.started and res.duration_s is not None and res.bench_s is not None
     assert res.test_nodeids == [ADD] and res.timing == "cudagraph"
     assert (run.run_dir("add") / "shapes.yaml").read_text() == (

@@ -10,7 +10,10 @@ import sys
 
 from zlbench.cli.batch_cmd import add_tuning_db_option, parse_sweep_gpus
 from zlbench.cli.settings import Settings
-from zlbench.models import REPOS
+from zlbench.errors import ZlbenchError
+from zlbench.models import REPOS, Timing, TimingMethod
+from zlbench.models.timing import DEFAULT_REPLAYS, DEFAULT_WARMUP_MS
+from zlbench.protocol import options
 from zlbench.runner.execute.proc import TerminalSink
 from zlbench.runner.execute.run import RunRequest, prepare, run_plan
 from zlbench.runner.preflight import check_compiler
@@ -35,6 +38,7 @@ def add_parser(sub) -> None:
         default="cudagraph",
         help="upstream timing mode, recorded as the run's timing (default cudagraph)",
     )
+    add_timing_options(p)
     p.add_argument("--replay-from", metavar="DIR", help="run, batch or baseline dir to replay")
     p.add_argument("--out", metavar="DIR", help="run dir (default: runs/<op>; -2, -3... if taken)")
     p.add_argument("--timeout", type=float, metavar="S", help="kill the op after S seconds")
@@ -46,6 +50,45 @@ def add_parser(sub) -> None:
     )
     add_tuning_db_option(p)
     p.set_defaults(func=_run)
+
+
+def add_timing_options(p) -> None:
+    """zlbench's timing method and its budgets (``models.Timing``; unset: the plugin's
+    defaults, or what PYTEST_ADDOPTS says). A gate's reproduce command names all three
+    (``gate.verdict.timing_flags``)."""
+    p.add_argument(
+        "--timing-method",
+        choices=[m.value for m in TimingMethod],
+        default=None,
+        help="graph: zlbench's CUDA-graph timing (default); upstream: FlagGems' own do_bench",
+    )
+    p.add_argument(
+        "--warmup-ms",
+        type=float,
+        default=None,
+        metavar="MS",
+        help=f"graph-timing warmup budget per measurement (default {DEFAULT_WARMUP_MS:g})",
+    )
+    p.add_argument(
+        "--replays",
+        type=int,
+        default=None,
+        metavar="N",
+        help=f"graph replays per measurement, the median reported (default {DEFAULT_REPLAYS})",
+    )
+
+
+def timing_from_args(args) -> Timing | None:
+    """The Timing asked for (unset flags: the defaults); None when no flag was given."""
+    given = {"method": args.timing_method, "warmup_ms": args.warmup_ms, "replays": args.replays}
+    if all(v is None for v in given.values()):
+        return None
+    if args.warmup_ms is not None and not args.warmup_ms >= 0:
+        raise ZlbenchError(f"--warmup-ms {args.warmup_ms:g}: must be 0 or more")
+    if args.replays is not None and args.replays < 1:
+        raise ZlbenchError(f"--replays {args.replays}: must be at least 1")
+    fields = {k: v for k, v in given.items() if v is not None}
+    return Timing.model_validate({"mode": args.mode, **fields})
 
 
 def request_from_args(args, settings: Settings) -> RunRequest:
@@ -65,9 +108,16 @@ def request_from_args(args, settings: Settings) -> RunRequest:
     )
 
 
+def pytest_args(args) -> list[str]:
+    """The plugin options of the Timing asked for (``protocol.options.timing_args``)."""
+    how = timing_from_args(args)
+    return options.timing_args(how) if how is not None else []
+
+
 def _run(args) -> int:
     settings = Settings.from_env()
     req = request_from_args(args, settings)
+    extra = pytest_args(args)
     check_compiler()  # before the run dir is claimed: the benchmark process needs one
     plan, flaggems_dir = prepare(req)
     entry = plan.entries[0]
@@ -89,6 +139,7 @@ def _run(args) -> int:
         timeout_s=req.timeout_s,
         sweep_gpus=req.sweep_gpus,
         reuse_tuning_db=req.reuse_tuning_db,
+        extra_pytest_args=extra,
     )
     st = outcome.status
     note = f" ({st.note})" if st.note else ""

@@ -1,9 +1,10 @@
 """Environment checks: what the results were measured on vs the baseline manifest.
 
 Checked (a difference is a mismatch: exit 2 unless ``--allow-env-mismatch``):
-GPU model, FlagGems commit per repo, timing mode, zlbench's timing method and its
-budgets (``--warmup-ms``, ``--replays``: they change the noise; the baseline's is the one
-its ops' result.json files recorded, none before it was recorded), shape-file sha256, FlagGems'
+GPU model, FlagGems commit per repo, timing mode, how it was timed as a whole
+(``models.Timing``: upstream's mode, zlbench's method and its budgets ``--warmup-ms``,
+``--replays``: they change the noise; the baseline's is the one its ops' result.json
+files recorded, none before it was recorded), shape-file sha256, FlagGems'
 tuning space (``USE_FLAGTUNE``), benchmark processes per GPU (``--gpu-share``; a
 baseline or result from before sharing existed counts as one: a shared GPU measures
 small kernels ~2 % faster, docs/screening.md). A value the
@@ -20,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from zlbench.gate.load import BaselineSet, ResultsSet, in_scope
-from zlbench.models import EnvFinding, Environment, RunResult
+from zlbench.models import BaselineResult, EnvFinding, Environment, RunResult, Timing
 
 UNKNOWN = "(not recorded)"
 SEP = ", "
@@ -86,6 +87,44 @@ def _baseline_value(baseline: BaselineSet, name: str) -> str | None:
     return _joined(values) if any(v is not None for v in values) else None
 
 
+def timing_of(result: RunResult | BaselineResult) -> Timing | None:
+    """How ``result`` was timed; upstream's mode from the result's ``timing`` where its
+    environment did not record one (a file of before the model)."""
+    t = result.environment.timing
+    if t is None or t.mode is not None:
+        return t
+    return t.model_copy(update={"mode": result.timing})
+
+
+def _texts(timings: list[Timing | None]) -> str | None:
+    return _joined(t.text() if t is not None else None for t in timings)
+
+
+def _timing_finding(baseline: BaselineSet, runs: list[RunResult]) -> EnvFinding | None:
+    """The Timing compared as a whole: other budgets, another method or mode than the
+    baseline's is a mismatch, as are results that do not say. None when neither side
+    recorded one; a baseline that never recorded one is not compared."""
+    base = [timing_of(r) for r in baseline.ops.values()]
+    cur = [timing_of(r) for r in runs]
+    if all(t is None for t in [*base, *cur]):
+        return None
+    base_s = _texts(base) if any(t is not None for t in base) else None
+    cur_s = _texts(cur)
+    return EnvFinding(
+        field="timing_method",
+        baseline=base_s,
+        current=cur_s if cur_s is not None else (UNKNOWN if base_s is not None else None),
+        mismatch=base_s is not None and set(base) != set(cur),
+    )
+
+
+def common_timing(results: Iterable[RunResult | BaselineResult]) -> Timing | None:
+    """The one Timing every result that recorded one agrees on; None when none recorded
+    one or they differ."""
+    found = {t for t in (timing_of(r) for r in results) if t is not None}
+    return next(iter(found)) if len(found) == 1 else None
+
+
 def check_environment(baseline: BaselineSet, runs: list[RunResult]) -> list[EnvFinding]:
     """One finding per compared field; ``mismatch`` marks the checked differences."""
     m = baseline.manifest
@@ -102,13 +141,8 @@ def check_environment(baseline: BaselineSet, runs: list[RunResult]) -> list[EnvF
         _finding("use_flagtune", m.use_flagtune, _joined(e.use_flagtune for e in envs), True),
         _gpu_share_finding(m.gpu_share, envs),
     ]
-    timing = _finding(
-        "timing_method",
-        _baseline_value(baseline, "timing_method"),
-        _joined(e.timing_method for e in envs),
-        True,
-    )
-    if timing.baseline is not None or timing.current is not None:  # recorded by either
+    timing = _timing_finding(baseline, runs)
+    if timing is not None:  # recorded by either
         out.append(timing)
     repos = sorted(set(m.flaggems) | {r.repo for r in runs})
     for repo in repos:
@@ -170,6 +204,7 @@ def baseline_environment(baseline: BaselineSet) -> Environment:
         level=m.level,
         zlbench_version=m.zlbench_version,
         zlbench_commit=m.zlbench_commit,
+        timing=common_timing(baseline.ops.values()),
     )
 
 

@@ -17,7 +17,7 @@ from collections import Counter
 from zlbench.gate.estimators import geomean
 from zlbench.gate.judge import JUDGED, OP_ORDER
 from zlbench.gate.numbers import inverse_change
-from zlbench.gate.verdict import SUMMARY_SEP, _summary, reproduce_command
+from zlbench.gate.verdict import SUMMARY_SEP, _summary, reproduce_command, timing_from_words
 from zlbench.models import FAILING_VERDICTS, GateVerdict, OpVerdict, RowVerdict, Verdict
 
 # Op verdicts that come from the op itself, not only from its rows.
@@ -121,5 +121,6 @@ def _with_reproduce(v: GateVerdict, op: OpVerdict, rows: list[RowVerdict]) -> Op
     root = v.baseline_dir.rstrip("/") + "/"
     shape_file = shapes[len(root) :] if shapes and shapes.startswith(root) else None
     dtypes = list(dict.fromkeys(r.key.dtype for r in rows if r.verdict in FAILING_VERDICTS))
-    command = reproduce_command(op, dtypes, timing or "", v.baseline_dir, shape_file)
+    how = timing_from_words(words)
+    command = reproduce_command(op, dtypes, timing or "", v.baseline_dir, shape_file, how)
     return op.model_copy(update={"reproduce": command})

@@ -16,6 +16,7 @@ from zlbench.gate.confirm import Remeasure, apply_samples, confirm, flagged_ops
 from zlbench.gate.env import (
     baseline_environment,
     check_environment,
+    common_timing,
     current_environment,
     describe_mismatch,
     measured_results,
@@ -30,9 +31,12 @@ from zlbench.models import (
     GateVerdict,
     MachineSpeed,
     OpVerdict,
+    RunResult,
     ThresholdsFile,
+    Timing,
     Verdict,
 )
+from zlbench.models.timing import number_text
 
 SUMMARY_SEP = " — "  # between an ERROR's reason and the counts in GateVerdict.summary
 
@@ -49,11 +53,50 @@ class GateOptions:
     thresholds_label: str = ""  # the --thresholds file as given; "" = the manifest's
 
 
+# ``zlbench run``'s flags of a Timing beyond upstream's --mode (zlbench.cli.run_cmd)
+METHOD_FLAG, WARMUP_FLAG, REPLAYS_FLAG = "--timing-method", "--warmup-ms", "--replays"
+
+
+def timing_flags(how: Timing | None) -> list[str]:
+    """``zlbench run``'s flags that time as ``how`` does (its method and, for a method
+    with budgets, the budgets); none when it is not known. Upstream's mode is
+    ``--mode``, rendered beside them."""
+    if how is None:
+        return []
+    out = [METHOD_FLAG, how.method.value]
+    if how.warmup_ms is not None:
+        out += [WARMUP_FLAG, number_text(how.warmup_ms)]
+    if how.replays is not None:
+        out += [REPLAYS_FLAG, str(how.replays)]
+    return out
+
+
+def timing_from_words(words: list[str]) -> Timing | None:
+    """The Timing that :func:`timing_flags` (and ``--mode``) rendered into a command's
+    words; None when the command names no method."""
+
+    def after(flag: str) -> str | None:
+        return words[words.index(flag) + 1] if flag in words[:-1] else None
+
+    method = after(METHOD_FLAG)
+    if method is None:
+        return None
+    fields = {"mode": after("--mode"), "method": method}
+    fields |= {"warmup_ms": after(WARMUP_FLAG), "replays": after(REPLAYS_FLAG)}
+    return Timing.model_validate(fields)
+
+
 def reproduce_command(
-    op: OpVerdict, dtypes: list[str], timing: str, baseline: str, shape_file: str | None = None
+    op: OpVerdict,
+    dtypes: list[str],
+    timing: str,
+    baseline: str,
+    shape_file: str | None = None,
+    how: Timing | None = None,
 ) -> str:
     """The exact ``zlbench run`` that re-measures an op of the gate in replay mode,
-    with the baseline's records and the baseline's shape file."""
+    with the baseline's records and the baseline's shape file, timed as ``how`` (the
+    baseline's Timing, :func:`reproduce_timing`) with upstream's mode ``timing``."""
     var = FLAGGEMS_DIR_VARS.get(op.repo, FLAGGEMS_DIR_VARS["main"])
     parts = [
         "zlbench run --op",
@@ -66,9 +109,8 @@ def reproduce_command(
         parts += ["--dtypes", *(shlex.quote(d) for d in dtypes)]
     if shape_file:
         parts += ["--shape-file", shlex.quote(f"{baseline.rstrip('/')}/{shape_file}")]
+    parts += ["--mode", shlex.quote(timing), *timing_flags(how)]
     parts += [
-        "--mode",
-        shlex.quote(timing),
         "--replay-from",
         shlex.quote(f"{baseline.rstrip('/')}/{op.repo}/{op.run_name}"),
         "--out",
@@ -77,7 +119,9 @@ def reproduce_command(
     return " ".join(parts)
 
 
-def reproduce_template(timing: str, baseline: str, shape_file: str | None = None) -> str:
+def reproduce_template(
+    timing: str, baseline: str, shape_file: str | None = None, how: Timing | None = None
+) -> str:
     """:func:`reproduce_command` with placeholders (``$OP $REPO $RUN $DTYPES``) that the
     reports fill from a per-op table, and ``$FLAGGEMS_DIR`` for the repo's checkout."""
     root = baseline.rstrip("/")
@@ -85,7 +129,8 @@ def reproduce_template(timing: str, baseline: str, shape_file: str | None = None
     parts.append("--dtypes $DTYPES")
     if shape_file:
         parts.append("--shape-file " + shlex.quote(f"{root}/{shape_file}"))
-    parts += ["--mode", shlex.quote(timing), "--replay-from", f'"{root}/$REPO/$RUN"']
+    parts += ["--mode", shlex.quote(timing), *timing_flags(how)]
+    parts += ["--replay-from", f'"{root}/$REPO/$RUN"']
     parts.append('--out "repro/$RUN"')
     return " ".join(parts)
 
@@ -109,8 +154,19 @@ def _no_overlap_line(baseline: BaselineSet, results: ResultsSet, opts: GateOptio
     )
 
 
+def reproduce_timing(baseline: BaselineSet, runs: list[RunResult]) -> Timing | None:
+    """How a reproduce command times: the baseline's Timing (what the gate compares
+    with), else the results' when the baseline never recorded one; None when neither
+    side agrees on one."""
+    return common_timing(baseline.ops.values()) or common_timing(runs)
+
+
 def _finish_ops(
-    j: Judgement, th: ThresholdsFile, manifest: BaselineManifest, opts: GateOptions
+    j: Judgement,
+    th: ThresholdsFile,
+    manifest: BaselineManifest,
+    opts: GateOptions,
+    how: Timing | None = None,
 ) -> list[OpVerdict]:
     ops = []
     for case in j.cases.values():
@@ -119,7 +175,7 @@ def _finish_ops(
             bad = [r.key.dtype for r in case.rows if r.verdict in FAILING_VERDICTS]
             dtypes = list(dict.fromkeys(bad))
             ov.reproduce = reproduce_command(
-                ov, dtypes, manifest.timing, opts.baseline_label, manifest.shape_file
+                ov, dtypes, manifest.timing, opts.baseline_label, manifest.shape_file, how
             )
         ops.append(ov)
     return sorted(ops, key=lambda o: (o.repo, o.run_name))
@@ -164,7 +220,8 @@ def run_gate(
             j = apply_samples(j, results.confirm, baseline, th, flagged)
         elif remeasure is not None and opts.confirm_times > 0:
             j = confirm(j, remeasure, opts.confirm_times, baseline, th)
-    ops = _finish_ops(j, th, baseline.manifest, opts)
+    how = reproduce_timing(baseline, runs)
+    ops = _finish_ops(j, th, baseline.manifest, opts, how)
     rows = [r for c in j.cases.values() for r in c.rows]
     rows.sort(
         key=lambda r: (r.key.repo, r.key.run_name, r.key.dtype, r.key.shape, r.key.occurrence)
@@ -200,5 +257,6 @@ def run_gate(
             baseline.manifest.timing,
             opts.baseline_label or str(baseline.path),
             baseline.manifest.shape_file,
+            how,
         ),
     )

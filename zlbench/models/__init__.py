@@ -5,7 +5,8 @@ runner write these files, gate/report/cli read them. Every top-level file model
 carries ``schema_version``; reading an unknown version is a clear error.
 
 Import from ``zlbench.models`` itself; the split into modules is internal:
-``base`` (base class, loaders, atomic writers), ``codegen``
+``base`` (base class, loaders, atomic writers), ``timing`` (how a run was
+timed), ``codegen``
 (codegen records of compiled kernels), ``run`` (markers, rows,
 environment, ``result.json``, worker plan), ``batch`` (``ops_status.csv``,
 ``batch.json``), ``baseline`` (baseline sets, thresholds), ``codegen_screen``
@@ -110,6 +111,7 @@ from zlbench.models.run import (
     records_file_name,
 )
 from zlbench.models.steps import STEPS_JSON, GateSteps
+from zlbench.models.timing import Timing, TimingMethod, parse_timing
 from zlbench.models.verdict import (
     FAILING_VERDICTS,
     CodegenSummary,
@@ -196,6 +198,8 @@ __all__ = [
     "RunStatus",
     "ThresholdDefaults",
     "ThresholdsFile",
+    "Timing",
+    "TimingMethod",
     "Verdict",
     "WorkerPlan",
     "assign_occurrences",
@@ -207,6 +211,7 @@ __all__ = [
     "dump_yaml_model",
     "load_json_model",
     "load_yaml_model",
+    "parse_timing",
     "parse_yaml",
     "read_text",
     "read_ops_status",

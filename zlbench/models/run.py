@@ -2,17 +2,19 @@
 worker plan the runner hands to the plugins.
 
 The vocabulary every other model is built from (a ``Row``, a ``RowKey``, a
-``Marker``, an ``Environment``), so it imports only :mod:`zlbench.models.base`.
+``Marker``, an ``Environment``), so it imports only :mod:`zlbench.models.base` and
+:mod:`zlbench.models.timing` (the environment's ``Timing``).
 """
 
 from __future__ import annotations
 
 from enum import Enum
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import ConfigDict, Field, field_validator
+from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from zlbench.models.base import SCHEMA_VERSION, _Model
+from zlbench.models.timing import Timing, parse_timing
 
 # --------------------------------------------------------------------------- markers
 
@@ -138,11 +140,25 @@ class Environment(_Model):
     # benchmark processes per GPU that timed in turns (--gpu-share; None: not recorded,
     # i.e. before sharing existed: one)
     gpu_share: int | None = None
-    # zlbench's timing method and its budgets (zlbench.plugins.timing): "graph
-    # warmup_ms=100 replays=10", or "upstream" (do_bench left alone); None: not recorded
-    # (files written before it was). Budgets change the noise (docs/screening.md), so
-    # the gate compares it with the baseline's.
-    timing_method: str | None = None
+    # how it was timed (models.timing.Timing: upstream's --mode, zlbench's method and
+    # its budgets); None: not recorded (files written before it was). Budgets change
+    # the noise (docs/screening.md), so the gate compares it with the baseline's. Files
+    # written before it was a model hold the string ``timing_method`` instead ("graph
+    # warmup_ms=100 replays=10", or "upstream"): read into this field.
+    timing: Timing | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _old_timing_method(cls, data: Any) -> Any:
+        """An old file's ``timing_method`` string, parsed into ``timing``
+        (:func:`zlbench.models.timing.parse_timing`, upstream's mode from ``mode``)."""
+        if not isinstance(data, dict) or "timing_method" not in data:
+            return data
+        data = dict(data)
+        text = data.pop("timing_method")
+        if text is not None and data.get("timing") is None:
+            data["timing"] = parse_timing(text, data.get("mode"))
+        return data
 
 
 # --------------------------------------------------------------------------- run dir

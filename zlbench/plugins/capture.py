@@ -42,10 +42,9 @@ from zlbench.models import (
     count_markers,
     dump_json_model,
 )
-from zlbench.plugins import bench_adapter, environment, state
+from zlbench.plugins import bench_adapter, environment, state, timing
 from zlbench.plugins.devices import POISONED_EXIT_CODE
 from zlbench.plugins.state import entry_status, skipped_tests
-from zlbench.protocol import options
 from zlbench.protocol.boundary import begin_line, end_line, error_line
 from zlbench.protocol.layout import RESULT_JSON, SHAPES_YAML
 from zlbench.protocol.signature import OUTCOMES, location, outcome_location
@@ -226,9 +225,9 @@ class Capture:
 
     def environment(self) -> Any:
         if self.env is None:
-            self.env = environment.probe(_flaggems_module(), _opt(self.config, "--mode"),
-                                         _opt(self.config, "--level"),
-                                         _timing_method(self.config))  # fmt: skip
+            mode = _opt(self.config, "--mode")
+            self.env = environment.probe(_flaggems_module(), mode, _opt(self.config, "--level"),
+                                         timing.configured_timing(self.config, mode))  # fmt: skip
         return self.env.model_copy()
 
     @pytest.hookimpl(trylast=True)
@@ -305,17 +304,6 @@ def _opt(config: pytest.Config, name: str) -> str | None:
     except ValueError:
         return None
     return getattr(value, "value", value)
-
-
-def _timing_method(config: pytest.Config) -> str | None:
-    """zlbench's timing method and budgets of this process (``--zl-timing``,
-    ``--zl-warmup-ms``, ``--zl-replays``), None where the options are not registered."""
-    try:
-        method = options.get(config, "timing")
-        warmup, replays = options.get(config, "warmup-ms"), options.get(config, "replays")
-    except ValueError:
-        return None
-    return environment.timing_text(method, float(warmup), int(replays))
 
 
 def _flaggems_module() -> Any:

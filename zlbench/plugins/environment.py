@@ -28,7 +28,7 @@ from pathlib import Path
 from types import ModuleType
 
 from zlbench.gitinfo import git_state
-from zlbench.models import Environment
+from zlbench.models import Environment, Timing
 from zlbench.protocol.turn import GPU_SHARE_VAR
 
 _DRIVER_FILE = Path("/proc/driver/nvidia/version")
@@ -211,10 +211,10 @@ def probe(
     flaggems: ModuleType | None,
     mode: str | None,
     level: str | None,
-    timing_method: str | None = None,
+    timing: Timing | None = None,
 ) -> Environment:
     """The environment of this process; ``flaggems`` is the package the tests imported;
-    ``timing_method``: zlbench's timing method and budgets (:func:`timing_text`)."""
+    ``timing``: how it times (:func:`zlbench.plugins.timing.configured_timing`)."""
     gpu_model, gpu_count, driver, cuda = _gpu()
     dist, version, commit = triton_distribution()
     where = compiler_path()
@@ -240,7 +240,7 @@ def probe(
         zlbench_commit=os.environ.get("ZLBENCH_COMMIT") or git_state(Path(__file__).parent)[0],
         use_flagtune=os.environ.get("USE_FLAGTUNE"),
         gpu_share=_gpu_share(),
-        timing_method=timing_method,
+        timing=timing,
     )
     if flaggems is not None:
         name = flaggems.__name__.split(".")[0]
@@ -250,14 +250,6 @@ def probe(
         if where:
             env.flaggems_commit, env.flaggems_dirty = git_state(Path(where).parent)
     return env
-
-
-def timing_text(method: str, warmup_ms: float, replays: int) -> str:
-    """How zlbench times, as results record it: ``graph warmup_ms=100 replays=10``, or
-    ``upstream`` (upstream's do_bench left alone: no budgets of zlbench's)."""
-    if method != "graph":
-        return method
-    return f"graph warmup_ms={warmup_ms:g} replays={replays}"
 
 
 def _gpu_share() -> int:

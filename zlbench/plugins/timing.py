@@ -18,7 +18,9 @@ made directly from a benchmark's ``get_latency`` (autotuners that call
   plain do_bench instead; real device faults (matched on the error text, never
   on torch's generic footer) are re-raised.
 
-The triton patch is made here only, by :func:`install` / :func:`uninstall`.
+The triton patch is made here only, by :func:`install` / :func:`uninstall`. The
+method and budgets (``models.Timing``) are read from the options here only
+(:func:`configured_timing`); :data:`TIMERS` holds one timer per ``TimingMethod``.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from typing import Any
 
 import pytest
 
-from zlbench.models import Marker, MarkerKind
+from zlbench.models import Marker, MarkerKind, Timing, TimingMethod
 from zlbench.plugins import pairing as pairing_mod
 from zlbench.plugins import state
 from zlbench.plugins.pairing import Pairing
@@ -394,14 +396,39 @@ def _make_backend(name: str, plain_do_bench: Callable[..., Any]) -> Backend:
 # --------------------------------------------------------------------------- pytest hooks
 
 
+def configured_timing(config: pytest.Config, mode: str | None = None) -> Timing | None:
+    """How this process times (``--zl-timing``, ``--zl-warmup-ms``, ``--zl-replays``;
+    ``mode``: upstream's ``--mode``), the one reader of the budgets; None where the
+    options are not registered."""
+    try:
+        method = options.get(config, "timing")
+        warmup, replays = options.get(config, "warmup-ms"), options.get(config, "replays")
+    except ValueError:
+        return None
+    return Timing(mode=mode, method=method, warmup_ms=float(warmup), replays=int(replays))
+
+
+def _graph_timer(backend_name: str, timing: Timing) -> None:
+    """zlbench's CUDA-graph timing over ``do_bench`` (:func:`install`)."""
+    assert timing.warmup_ms is not None and timing.replays is not None  # a budgeted method
+    install(backend_name, TimingSettings(warmup_ms=timing.warmup_ms, replays=timing.replays))
+
+
+def _upstream_timer(backend_name: str, timing: Timing) -> None:
+    """Upstream's own ``do_bench`` / ``do_bench_cudagraph``: nothing is replaced."""
+
+
+# The timer of each method (models.TimingMethod): installs it for this process.
+TIMERS: dict[TimingMethod, Callable[[str, Timing], None]] = {
+    TimingMethod.GRAPH: _graph_timer,
+    TimingMethod.UPSTREAM: _upstream_timer,
+}
+
+
 def pytest_configure(config: pytest.Config) -> None:
-    if options.get(config, "timing") != "graph":
-        return
-    settings = TimingSettings(
-        warmup_ms=float(options.get(config, "warmup-ms")),
-        replays=int(options.get(config, "replays")),
-    )
-    install(options.get(config, "timing-backend"), settings)
+    timing = configured_timing(config)
+    if timing is not None:
+        TIMERS[timing.method](options.get(config, "timing-backend"), timing)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

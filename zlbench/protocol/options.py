@@ -4,13 +4,22 @@ Why: the runner builds the pytest command line and the plugins parse it. The
 plugins register every option of :data:`OPTIONS` (:func:`add_options`) and
 the runner spells each flag with :func:`flag` / :func:`arg`, which refuse a
 name that is not in the table, so the two can never disagree on an option.
-Imports nothing from torch/triton/pytest.
+:func:`timing_args` renders a ``models.Timing`` as these options. Imports nothing
+from torch/triton/pytest.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
+
+from zlbench.models.timing import (
+    DEFAULT_REPLAYS,
+    DEFAULT_WARMUP_MS,
+    Timing,
+    TimingMethod,
+    number_text,
+)
 
 PREFIX = "--zl-"
 
@@ -23,8 +32,8 @@ OPTIONS: dict[str, dict[str, Any]] = {
         help="zlbench worker plan (models.WorkerPlan): the ops to run in this process",
     ),
     "timing": dict(
-        default="graph",
-        choices=["graph", "upstream"],
+        default=TimingMethod.GRAPH.value,
+        choices=[m.value for m in TimingMethod],
         help="graph: replace upstream do_bench/do_bench_cudagraph by zlbench's "
         "CUDA-graph timing (default); upstream: leave upstream timing alone",
     ),
@@ -34,12 +43,12 @@ OPTIONS: dict[str, dict[str, Any]] = {
         help="timing backend: cuda on a GPU, cpu for the CPU test tier (auto: cuda if available)",
     ),
     "warmup-ms": dict(
-        default=100.0,
+        default=DEFAULT_WARMUP_MS,
         type=float,
         help="warmup budget before CUDA-graph capture, in ms (sized to 5-200 calls)",
     ),
     "replays": dict(
-        default=10,
+        default=DEFAULT_REPLAYS,
         type=int,
         help="graph replays per measurement (the median is reported)",
     ),
@@ -133,6 +142,18 @@ def flag(name: str, prefix: str = PREFIX) -> str:
 def arg(name: str, value: object, prefix: str = PREFIX) -> list[str]:
     """``[flag, value]``: one option with its value, for a pytest command line."""
     return [flag(name, prefix), str(value)]
+
+
+def timing_args(timing: Timing) -> list[str]:
+    """The plugin options that make a benchmark process time as ``timing`` does: its
+    method and, for a method with budgets, the budgets (upstream's ``--mode`` is
+    upstream's own option, passed from the plan)."""
+    out = arg("timing", timing.method.value)
+    if timing.warmup_ms is not None:
+        out += arg("warmup-ms", number_text(timing.warmup_ms))
+    if timing.replays is not None:
+        out += arg("replays", timing.replays)
+    return out
 
 
 def get(config: Any, name: str, prefix: str = PREFIX) -> Any:

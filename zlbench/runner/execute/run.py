@@ -9,6 +9,7 @@ hands it to :func:`zlbench.runner.execute.worker.execute_plan`.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -160,8 +161,10 @@ def run_plan(
     python: str | None = None,
     sweep_gpus: list[str] | None = None,
     reuse_tuning_db: bool = False,
+    extra_pytest_args: Sequence[str] = (),
 ) -> RunOutcome:
-    """Execute a prepared one-entry plan in one process.
+    """Execute a prepared one-entry plan in one process (``extra_pytest_args``
+    appended to its pytest argv, e.g. the timing's plugin options).
 
     ``sweep_gpus``: record through a multi-GPU sweep (:mod:`zlbench.runner.sweep.run`),
     then measure in one process on the first of them. ``reuse_tuning_db``: a record
@@ -182,6 +185,7 @@ def run_plan(
             env=env,
             sink=sink,
             python=python,
+            extra_pytest_args=extra_pytest_args,
         )
         return RunOutcome(status, Path(plan.entries[0].run_dir))
     (status,) = execute_plan(
@@ -192,5 +196,6 @@ def run_plan(
         env=env,
         sink=sink,
         python=python,
+        extra_pytest_args=extra_pytest_args,
     )
     return RunOutcome(status, Path(plan.entries[0].run_dir))
