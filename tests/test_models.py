@@ -10,7 +10,6 @@ import pytest
 from zlbench import models
 from zlbench.errors import ZlbenchError
 from zlbench.models import (
-    SCHEMA_VERSION,
     BaselineManifest,
     EnvFinding,
     Environment,
@@ -144,7 +143,7 @@ def test_round_trip(tmp_path, name, fmt):
     dump(path, obj)
     back = load(path, type(obj))
     assert back == obj
-    assert back.schema_version == SCHEMA_VERSION
+    assert back.schema_version == type(obj).FORMAT_VERSION
     assert [p.name for p in tmp_path.iterdir()] == [path.name]  # no temp file left
 
 
@@ -191,10 +190,11 @@ def test_wrong_schema_version(tmp_path, fmt):
     path = tmp_path / f"m.{fmt}"
     dump, load = IO[fmt]
     dump(path, _manifest())
+    version = BaselineManifest.FORMAT_VERSION
     path.write_text(
         path.read_text()
-        .replace(f"schema_version: {SCHEMA_VERSION}", "schema_version: 99")
-        .replace(f'"schema_version": {SCHEMA_VERSION}', '"schema_version": 99')
+        .replace(f"schema_version: {version}", "schema_version: 99")
+        .replace(f'"schema_version": {version}', '"schema_version": 99')
     )
     msg = _one_line_error(load, path, BaselineManifest)
     assert msg.startswith(f"{path}: schema_version 99 is not supported")

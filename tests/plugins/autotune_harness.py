@@ -39,7 +39,9 @@ class Run:
 
     def records(self) -> dict:
         path = self.run_dir / "autotune_records" / "op.json"
-        return json.loads(path.read_text())
+        data = json.loads(path.read_text())
+        assert data["schema_version"] == 1 and data["kind"] == "autotune_records"
+        return data["kernels"]
 
     def printed_json(self, name: str) -> dict:
         (line,) = self.lines(name + "=")

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from zlbench.cli import main
-from zlbench.models import MarkerKind, RunResult, load_json_model
+from zlbench.models import AutotuneRecords, MarkerKind, RunResult, load_json_model
 
 BENCHPKG = Path(__file__).resolve().parents[1] / "benchpkg"
 
@@ -72,7 +72,8 @@ def test_op_without_tuned_kernels_records_empty_and_replays(suite, tmp_path, cap
     rc, out = _run(capsys, *common)
     assert rc == 0, out
     rec_dir = tmp_path / "runs" / "nonzero"
-    assert (rec_dir / "autotune_records" / "nonzero.json").read_text().strip() == "{}"
+    record = load_json_model(rec_dir / "autotune_records" / "nonzero.json", AutotuneRecords)
+    assert record.kernels == {}
     rc, out = _run(capsys, *common, "--replay-from", str(rec_dir))
     assert rc == 0, out
     rep = load_json_model(tmp_path / "runs" / "nonzero-2" / "result.json", RunResult)

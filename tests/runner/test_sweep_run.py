@@ -69,10 +69,11 @@ def test_run_sweep_two_gpus_merges_and_measures_by_replay(suite, tmp_path, capsy
     assert "[sweep 1/2 gpu=1]" in out.out
 
     # merged record: every key every child recorded
-    merged = json.loads((run_dir / "autotune_records" / "softmax.json").read_text())
+    merged = json.loads((run_dir / "autotune_records" / "softmax.json").read_text())["kernels"]
     assert merged
     for k in (0, 1):
-        child = json.loads((sweep / f"shard-{k}" / "autotune_records" / "softmax.json").read_text())
+        child_file = sweep / f"shard-{k}" / "autotune_records" / "softmax.json"
+        child = json.loads(child_file.read_text())["kernels"]
         assert {(kn, key) for kn, keys in child.items() for key in keys} == {
             (kn, key) for kn, keys in merged.items() for key in keys
         }

@@ -1,15 +1,19 @@
 """Pydantic models of everything zlbench writes to disk.
 
 This package is the contract between the parts (docs/design.md §2, §3): plugins and
-runner write these files, gate/report/cli read them. Every top-level file model
-carries ``schema_version``; reading an unknown version is a clear error.
+runner write these files, gate/report/cli read them. Every model written as a file
+of its own is an ``OnDisk`` model with its own ``FORMAT_VERSION`` (its
+``schema_version`` field); the loaders upgrade an older version step by step and
+refuse a newer one with a clear error (docs/contributing.md "Changing an on-disk
+format").
 
 Import from ``zlbench.models`` itself; the split into modules is internal:
 ``base`` (base class, loaders, atomic writers), ``timing`` (how a run was
 timed), ``codegen``
 (codegen records of compiled kernels), ``run`` (markers, rows,
 environment, ``result.json``, worker plan), ``batch`` (``ops_status.csv``,
-``batch.json``), ``baseline`` (baseline sets, thresholds), ``codegen_screen``
+``batch.json``), ``autotune`` (autotune records, a sweep's ``trust.json``),
+``baseline`` (baseline sets, thresholds), ``codegen_screen``
 (the codegen screen's ``codegen.json``) and ``verdict``
 (``verdict.json``). Each imports only the ones before it in that list;
 ``paths`` (paths read from artifacts, kept inside their root) imports none.
@@ -30,11 +34,18 @@ from zlbench.models.ab import (
     PairsFile,
 )
 from zlbench.models.accept import AcceptedNote, AcceptEntry, AcceptList
+from zlbench.models.autotune import (
+    AutotuneRecords,
+    Records,
+    SweepChild,
+    SweepTrust,
+    records_json,
+)
 from zlbench.models.base import (
     FLAGGEMS_DIR_VARS,
     REPO_PACKAGES,
     REPOS,
-    SCHEMA_VERSION,
+    OnDisk,
     atomic_write_text,
     dump_json_model,
     dump_yaml_model,
@@ -42,6 +53,10 @@ from zlbench.models.base import (
     load_yaml_model,
     parse_yaml,
     read_text,
+    upgrade,
+    upgrade_from,
+    upgrades,
+    validate,
 )
 from zlbench.models.baseline import (
     MAX_NOISE,
@@ -172,9 +187,9 @@ __all__ = [
     "OP_STATUS_FIELDS",
     "REPOS",
     "REPO_PACKAGES",
-    "SCHEMA_VERSION",
     "STEPS_JSON",
     "SUMMARY_FIELDS",
+    "AutotuneRecords",
     "BaselineManifest",
     "BaselineResult",
     "BaselineRow",
@@ -188,6 +203,7 @@ __all__ = [
     "Marker",
     "MarkerKind",
     "OpStatus",
+    "OnDisk",
     "OpVerdict",
     "PlanEntry",
     "Row",
@@ -195,7 +211,10 @@ __all__ = [
     "RowOverride",
     "RowVerdict",
     "RunResult",
+    "Records",
     "RunStatus",
+    "SweepChild",
+    "SweepTrust",
     "ThresholdDefaults",
     "ThresholdsFile",
     "Timing",
@@ -216,5 +235,10 @@ __all__ = [
     "read_text",
     "read_ops_status",
     "records_file_name",
+    "records_json",
+    "upgrade",
+    "upgrade_from",
+    "upgrades",
+    "validate",
     "resolve_inside",
 ]

@@ -7,11 +7,11 @@ row is judged on the paired statistic of those rounds (docs/judging.md).
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import ClassVar, Literal
 
 from pydantic import Field, field_validator
 
-from zlbench.models.base import SCHEMA_VERSION, _Model
+from zlbench.models.base import OnDisk, _Model
 from zlbench.models.run import RowKey
 
 AbMode = Literal["suspects", "full", "changed"]
@@ -90,11 +90,12 @@ class PairedRow(_Model):
     base_mhz: float | None = Field(None, description="median SM clock of the base's samples")
 
 
-class AbSummary(_Model):
+class AbSummary(OnDisk):
     """What the A/B measured, with which compilers, at which cost; also
     ``<gate out>/ab/ab.json`` next to the rounds ``ab/<i>/{pr,base}/``."""
 
-    schema_version: int = SCHEMA_VERSION
+    FORMAT_VERSION: ClassVar[int] = 1
+    schema_version: int = FORMAT_VERSION
     mode: AbMode
     rounds: int
     order: list[str] = Field(default_factory=list, description="sides in the order measured")
@@ -174,8 +175,9 @@ class PairedSamples(_Model):
     alone: list[str] = Field(default_factory=list, description="sides that timed it alone")
 
 
-class PairsFile(_Model):
+class PairsFile(OnDisk):
     """``<gate out>/ab/pairs.json``: every row's samples of an interleaved A/B."""
 
-    schema_version: int = SCHEMA_VERSION
+    FORMAT_VERSION: ClassVar[int] = 1
+    schema_version: int = FORMAT_VERSION
     rows: list[PairedSamples] = Field(default_factory=list)

@@ -21,10 +21,11 @@ accept:
 from __future__ import annotations
 
 import math
+from typing import ClassVar
 
 from pydantic import Field, field_validator
 
-from zlbench.models.base import SCHEMA_VERSION, _Model
+from zlbench.models.base import OnDisk, _Model
 
 # An allowance past +100 % (twice the time) is no trade-off a list should hide.
 MAX_ACCEPTED_CHANGE = 1.0
@@ -58,10 +59,11 @@ class AcceptEntry(_Model):
         return " ".join(p for p in parts if p) + f" (up to +{self.change * 100:.1f} %)"
 
 
-class AcceptList(_Model):
+class AcceptList(OnDisk):
     """``--accept FILE``."""
 
-    schema_version: int = SCHEMA_VERSION
+    FORMAT_VERSION: ClassVar[int] = 1
+    schema_version: int = FORMAT_VERSION
     accept: list[AcceptEntry] = Field(default_factory=list)
 
 

@@ -1,10 +1,15 @@
-"""What every on-disk model shares: the base class, the schema version, the loaders
-and the atomic writers.
+"""What every on-disk model shares: the base classes, the format versions and their
+upgrades, the loaders and the atomic writers.
 
-Every top-level file model carries ``schema_version``; the loaders refuse an
-unknown version and turn any problem of reading or validating into one
-:class:`~zlbench.errors.ZlbenchError` line. The writers never leave a
-half-written file. The models themselves live in the sibling modules.
+Every model written as a file of its own is an :class:`OnDisk` model: it declares
+its own ``FORMAT_VERSION`` (the version this zlbench writes, as its
+``schema_version`` field) independent of every other format. The loaders read a
+file's version, upgrade an older one step by step to the current one (the pure
+``dict -> dict`` functions registered with :func:`upgrade_from`), refuse a newer
+one, and turn any problem of reading or validating into one
+:class:`~zlbench.errors.ZlbenchError` line (docs/contributing.md "Changing an
+on-disk format"). The writers never leave a half-written file. The models
+themselves live in the sibling modules.
 """
 
 from __future__ import annotations
@@ -13,16 +18,15 @@ import json
 import os
 import re
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, ClassVar, TypeVar
 
 import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError
 from pydantic_core import PydanticSerializationError
 
 from zlbench.errors import ZlbenchError
-
-SCHEMA_VERSION = 1
 
 REPOS = ("main", "vllm")
 # Python package that each repo label imports.
@@ -35,7 +39,55 @@ class _Model(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=False)
 
 
+# An upgrade of one format from version N to N+1: a pure function of the file's data
+# (a new dict; the loader then sets ``schema_version`` to N+1).
+Upgrade = Callable[[dict[str, Any]], dict[str, Any]]
+_UPGRADES: dict[type[BaseModel], dict[int, Upgrade]] = {}
+
+
+class OnDisk(_Model):
+    """A model written as a file of its own: its format has its own version.
+
+    A subclass declares ``FORMAT_VERSION: ClassVar[int] = N`` (the version this
+    zlbench writes) and ``schema_version: int = FORMAT_VERSION``; ``UNVERSIONED`` is
+    the version of a file without ``schema_version`` (1 for the formats that carried
+    the field from the start; 0 for autotune records, which had none). An older
+    file is upgraded by the functions registered with :func:`upgrade_from`."""
+
+    FORMAT_VERSION: ClassVar[int]
+    UNVERSIONED: ClassVar[int] = 1
+
+    @classmethod
+    def __pydantic_init_subclass__(cls, **kwargs: Any) -> None:
+        super().__pydantic_init_subclass__(**kwargs)
+        version = cls.__dict__.get("FORMAT_VERSION")
+        if isinstance(version, bool) or not isinstance(version, int) or version < 1:
+            raise TypeError(f"{cls.__name__}: an on-disk model declares its own FORMAT_VERSION")
+        field = cls.model_fields.get("schema_version")
+        if field is None or field.default != version:
+            raise TypeError(f"{cls.__name__}: schema_version must default to FORMAT_VERSION")
+
+
 _M = TypeVar("_M", bound=BaseModel)
+
+
+def upgrade_from(model: type[OnDisk], version: int) -> Callable[[Upgrade], Upgrade]:
+    """Register the upgrade of ``model``'s format from ``version`` to ``version + 1``
+    (a decorator; one function per step, each step below FORMAT_VERSION)."""
+
+    def register(fn: Upgrade) -> Upgrade:
+        steps = _UPGRADES.setdefault(model, {})
+        if version in steps or not 0 <= version < model.FORMAT_VERSION:
+            raise ValueError(f"{model.__name__}: no upgrade from version {version} to register")
+        steps[version] = fn
+        return fn
+
+    return register
+
+
+def upgrades(model: type[BaseModel]) -> dict[int, Upgrade]:
+    """The registered upgrades of ``model``'s format: {from version: function}."""
+    return dict(_UPGRADES.get(model, {}))
 
 
 def _short_error(path: Path, err: ValidationError) -> str:
@@ -45,20 +97,40 @@ def _short_error(path: Path, err: ValidationError) -> str:
     return f"{path}: field '{loc}': {e.get('msg')}{more}"
 
 
-def _check_version(path: Path, data: Any) -> None:
-    if isinstance(data, dict) and "schema_version" in data:
-        v = data["schema_version"]
-        if isinstance(v, bool) or not isinstance(v, int):
-            # "1" (a string), 1.0, true: not a version number, whatever it compares equal to
-            raise ZlbenchError(
-                f"{path}: field 'schema_version': {v!r} is not an integer "
-                f"(write schema_version: {SCHEMA_VERSION})"
-            )
-        if v != SCHEMA_VERSION:
-            raise ZlbenchError(
-                f"{path}: schema_version {v} is not supported "
-                f"(this zlbench reads version {SCHEMA_VERSION})"
-            )
+def upgrade(path: str | os.PathLike, model: type[_M], data: Any) -> Any:
+    """``data`` read from ``path`` as ``model``'s current format version: an older
+    version upgraded step by step, a newer or unknown one (or a version that is not an
+    integer) one ZlbenchError line. Data that is no object, or a model that is no
+    :class:`OnDisk` format, comes back as it is (the validation says what is wrong)."""
+    current = getattr(model, "FORMAT_VERSION", None)
+    if not isinstance(data, dict) or current is None:
+        return data
+    v = data.get("schema_version", model.UNVERSIONED)
+    if isinstance(v, bool) or not isinstance(v, int):
+        # "1" (a string), 1.0, true: not a version number, whatever it compares equal to
+        raise ZlbenchError(
+            f"{path}: field 'schema_version': {v!r} is not an integer "
+            f"(write schema_version: {current})"
+        )
+    name = model.__name__
+    if v > current:
+        raise ZlbenchError(
+            f"{path}: schema_version {v} is not supported (written by a newer zlbench; "
+            f"this one reads {name} up to version {current})"
+        )
+    steps = _UPGRADES.get(model, {})
+    if any(step not in steps for step in range(v, current)):
+        oldest = current
+        while oldest - 1 in steps:
+            oldest -= 1
+        since = f", upgraded from version {oldest}" if oldest < current else ""
+        raise ZlbenchError(
+            f"{path}: schema_version {v} is not supported "
+            f"(this zlbench reads {name} version {current}{since})"
+        )
+    for step in range(v, current):
+        data = {**steps[step](dict(data)), "schema_version": step + 1}
+    return data
 
 
 def read_text(path: str | os.PathLike, missing: str = "file not found") -> str:
@@ -170,8 +242,13 @@ def parse_json(text: str, path: str | os.PathLike) -> Any:
     return _clean(data, Path(path))
 
 
-def _validate(path: Path, model: type[_M], data: Any) -> _M:
-    _check_version(path, data)
+def validate(path: str | os.PathLike, model: type[_M], data: Any) -> _M:
+    """``data`` read from ``path`` (parsed JSON or YAML) as a ``model``: upgraded to
+    its current format version (:func:`upgrade`), then validated; any problem is one
+    ZlbenchError line. The loaders' one path; also for a reader that parsed the file
+    itself."""
+    path = Path(path)
+    data = upgrade(path, model, data)
     try:
         return model.model_validate(data)
     except ValidationError as e:
@@ -183,13 +260,13 @@ def _validate(path: Path, model: type[_M], data: Any) -> _M:
 def load_json_model(path: str | os.PathLike, model: type[_M]) -> _M:
     """Read and validate a JSON file; any problem is one ZlbenchError line."""
     path = Path(path)
-    return _validate(path, model, parse_json(read_text(path), path))
+    return validate(path, model, parse_json(read_text(path), path))
 
 
 def load_yaml_model(path: str | os.PathLike, model: type[_M]) -> _M:
     path = Path(path)
     data = parse_yaml(read_text(path), path, unique_keys=True)
-    return _validate(path, model, {} if data is None else data)
+    return validate(path, model, {} if data is None else data)
 
 
 def atomic_write_text(path: str | os.PathLike, text: str) -> None:

@@ -7,11 +7,11 @@ records are the defaults a ``--thresholds`` file overrides.
 from __future__ import annotations
 
 import math
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field, field_validator
 
-from zlbench.models.base import SCHEMA_VERSION, _Model
+from zlbench.models.base import OnDisk, _Model
 from zlbench.models.run import Environment, Row
 
 # A row's noise is a fraction of its median. One pass 50 % off the median is not a
@@ -42,10 +42,11 @@ class BaselineRow(Row):
         return v
 
 
-class BaselineResult(_Model):
+class BaselineResult(OnDisk):
     """``baselines/vN/<repo>/<run_name>/result.json``."""
 
-    schema_version: int = SCHEMA_VERSION
+    FORMAT_VERSION: ClassVar[int] = 1
+    schema_version: int = FORMAT_VERSION
     kind: Literal["baseline"] = "baseline"
     repo: str
     run_name: str
@@ -69,10 +70,11 @@ class ThresholdDefaults(_Model):
     confirm_repeats: int = 2
 
 
-class BaselineManifest(_Model):
+class BaselineManifest(OnDisk):
     """``baselines/vN/manifest.yaml``."""
 
-    schema_version: int = SCHEMA_VERSION
+    FORMAT_VERSION: ClassVar[int] = 1
+    schema_version: int = FORMAT_VERSION
     name: str
     created: str
     gpu_model: str | None = None
@@ -111,10 +113,11 @@ class RowOverride(_Model):
     threshold: float
 
 
-class ThresholdsFile(ThresholdDefaults):
+class ThresholdsFile(ThresholdDefaults, OnDisk):
     """A thresholds yaml (``--thresholds``): defaults plus per-op / per-row overrides."""
 
-    schema_version: int = SCHEMA_VERSION
+    FORMAT_VERSION: ClassVar[int] = 1
+    schema_version: int = FORMAT_VERSION
     ops: dict[str, float] = Field(default_factory=dict)
     rows: list[RowOverride] = Field(default_factory=list)
     # per op (name or run name): its rows' paired threshold in an A/B against the base

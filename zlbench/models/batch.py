@@ -11,12 +11,12 @@ import csv
 import io
 import os
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import Field, ValidationError
 
 from zlbench.errors import ZlbenchError
-from zlbench.models.base import SCHEMA_VERSION, _Model, read_text
+from zlbench.models.base import OnDisk, _Model, read_text
 from zlbench.models.paths import resolve_inside
 from zlbench.models.run import Environment, RunStatus
 
@@ -136,13 +136,14 @@ class SystemicFailure(_Model):
     line: str = ""  # "13 ops fail the same way: SystemError in triton/...:328"
 
 
-class BatchInfo(_Model):
+class BatchInfo(OnDisk):
     """``<batch>/batch.json``: what a batch was asked to do, and on what it ran.
 
     Written at the start of a batch and rewritten at its end (counts, environment);
     ``zlbench merge`` uses it to refuse mixing shards measured differently."""
 
-    schema_version: int = SCHEMA_VERSION
+    FORMAT_VERSION: ClassVar[int] = 1
+    schema_version: int = FORMAT_VERSION
     kind: Literal["batch"] = "batch"
     created: str  # ISO 8601 UTC
     finished: str | None = None

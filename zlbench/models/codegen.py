@@ -29,12 +29,12 @@ import json
 import os
 import zlib
 from pathlib import Path
-from typing import Literal
+from typing import ClassVar, Literal
 
 from pydantic import Field, JsonValue
 
 from zlbench.errors import ZlbenchError
-from zlbench.models.base import SCHEMA_VERSION, _Model, load_json_model
+from zlbench.models.base import OnDisk, _Model, load_json_model
 from zlbench.models.paths import resolve_inside
 from zlbench.models.store import is_store_ref, read_stored_text
 
@@ -213,13 +213,14 @@ class CompileRecord(_Model):
     used_by: list[KernelUse] = Field(default_factory=list)
 
 
-class CodegenIndex(_Model):
+class CodegenIndex(OnDisk):
     """``<run_dir>/codegen/index.json``: every compilation of a run, by id.
 
     Also the input (results ignored) and output format of the rebuild worker.
     """
 
-    schema_version: int = SCHEMA_VERSION
+    FORMAT_VERSION: ClassVar[int] = 1
+    schema_version: int = FORMAT_VERSION
     compiler: CompilerIdentity | None = None  # who compiled the results here
     records: list[CompileRecord] = Field(default_factory=list)
 

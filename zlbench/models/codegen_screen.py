@@ -9,11 +9,11 @@ the vocabulary and the file model; the comparison is :mod:`zlbench.codegen.diff`
 from __future__ import annotations
 
 from enum import Enum
-from typing import Literal
+from typing import ClassVar, Literal
 
 from pydantic import Field
 
-from zlbench.models.base import SCHEMA_VERSION, _Model
+from zlbench.models.base import OnDisk, _Model
 from zlbench.models.run import RowKey
 
 
@@ -95,10 +95,11 @@ class KernelNote(_Model):
     error: str | None = None
 
 
-class CodegenScreen(_Model):
+class CodegenScreen(OnDisk):
     """``<out>/codegen.json``: the codegen screen of one baseline."""
 
-    schema_version: int = SCHEMA_VERSION
+    FORMAT_VERSION: ClassVar[int] = 1
+    schema_version: int = FORMAT_VERSION
     kind: Literal["codegen_screen"] = "codegen_screen"
     baseline_dir: str
     compiler: str | None = None  # version of the triton that rebuilt the kernels
@@ -124,12 +125,13 @@ class CodegenScreen(_Model):
         return [k for k in self.kernels if k.status is CodegenClass.MISSING]
 
 
-class TimingPlanFile(_Model):
+class TimingPlanFile(OnDisk):
     """``<gate out>/codegen/timing.json``: which baseline ops the gate timed and which
     it skipped on the codegen screen's proof (``gate --time changed``), so that
     ``zlbench report`` re-judges the artifact with the same op set."""
 
-    schema_version: int = SCHEMA_VERSION
+    FORMAT_VERSION: ClassVar[int] = 1
+    schema_version: int = FORMAT_VERSION
     kind: Literal["codegen_timing"] = "codegen_timing"
     time: Literal["all", "changed"] = "all"
     timed: dict[str, str] = Field(default_factory=dict)  # op key -> why it is timed

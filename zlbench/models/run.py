@@ -9,11 +9,11 @@ The vocabulary every other model is built from (a ``Row``, a ``RowKey``, a
 from __future__ import annotations
 
 from enum import Enum
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import ConfigDict, Field, field_validator, model_validator
 
-from zlbench.models.base import SCHEMA_VERSION, _Model
+from zlbench.models.base import OnDisk, _Model
 from zlbench.models.timing import Timing, parse_timing
 
 # --------------------------------------------------------------------------- markers
@@ -173,10 +173,11 @@ class RunStatus(str, Enum):
     ERROR = "ERROR"  # could not be started (bad input)
 
 
-class RunResult(_Model):
+class RunResult(OnDisk):
     """``<run>/result.json``: one op in one pytest process (or one slot of a worker)."""
 
-    schema_version: int = SCHEMA_VERSION
+    FORMAT_VERSION: ClassVar[int] = 1
+    schema_version: int = FORMAT_VERSION
     kind: Literal["run"] = "run"
     repo: str
     run_name: str  # directory name under <repo>/; usually the op selector
@@ -248,7 +249,7 @@ class PlanEntry(_Model):
         return v
 
 
-class WorkerPlan(_Model):
+class WorkerPlan(OnDisk):
     """``plan.json`` handed by the runner to the plugins (``--zl-plan``).
 
     The plugins print ``ZLBENCH_OP_BEGIN run_name=<n>`` / ``ZLBENCH_OP_END
@@ -257,7 +258,8 @@ class WorkerPlan(_Model):
     process died.
     """
 
-    schema_version: int = SCHEMA_VERSION
+    FORMAT_VERSION: ClassVar[int] = 1
+    schema_version: int = FORMAT_VERSION
     kind: Literal["plan"] = "plan"
     timing: Literal["cudagraph", "kernel"] = "cudagraph"
     level: str = "core"

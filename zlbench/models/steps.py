@@ -5,17 +5,18 @@ the reports; read by whoever compares two gate runs (docs/measurements.md).
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import ClassVar, Literal
 
 from pydantic import Field
 
-from zlbench.models.base import SCHEMA_VERSION, _Model
+from zlbench.models.base import OnDisk
 
 STEPS_JSON = "steps.json"
 
 
-class GateSteps(_Model):
-    schema_version: int = SCHEMA_VERSION
+class GateSteps(OnDisk):
+    FORMAT_VERSION: ClassVar[int] = 1
+    schema_version: int = FORMAT_VERSION
     kind: Literal["gate_steps"] = "gate_steps"
     # step -> wall seconds: "screen" (codegen screen), "measure" (the replay batch),
     # "confirm" (the confirmation re-measures) or "ab" (the A/B rounds), "total"

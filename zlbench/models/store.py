@@ -36,7 +36,11 @@ STORE_DIR = "store"
 PACK_SUFFIX = ".xz"
 # A compact index's blob paths start with this: up from <root>/<repo>/<run>/codegen.
 STORE_REF = f"../../../{STORE_DIR}/"
-MAGIC = b"zlbench-pack 1"
+# The pack format's own version, in its first line (docs/contributing.md "Changing an
+# on-disk format": a newer pack is refused by name; there is no older one yet).
+PACK_VERSION = 1
+_PACK = b"zlbench-pack"
+MAGIC = b"%s %d" % (_PACK, PACK_VERSION)
 MAX_PACK_BYTES = 512 * 2**20  # uncompressed; a pack is written at most PACK_TARGET + one text
 PACK_TARGET = 8 * 2**20  # texts per pack, uncompressed, before the next pack starts
 _HEX64 = re.compile(r"[0-9a-f]{64}")
@@ -112,6 +116,16 @@ def read_pack(path: str | os.PathLike) -> dict[str, bytes]:
     return texts
 
 
+def _check_pack_version(path: Path, magic: bytes) -> None:
+    """A pack header of another version than PACK_VERSION: one line saying so."""
+    name, _, version = magic.partition(b" ")
+    if name == _PACK and version.isdigit():
+        raise ZlbenchError(
+            f"{path}: codegen store pack version {int(version)} is not supported "
+            f"(this zlbench reads version {PACK_VERSION})"
+        )
+
+
 def _decode(path: Path, data: bytes) -> dict[str, bytes]:
     try:
         raw = lzma.LZMADecompressor().decompress(data, max_length=MAX_PACK_BYTES + 1)
@@ -123,6 +137,7 @@ def _decode(path: Path, data: bytes) -> dict[str, bytes]:
         first, rest = raw.split(b"\n", 1)
         magic, n = first.rsplit(b" ", 1)
         if magic != MAGIC:
+            _check_pack_version(path, magic)
             raise ValueError("not a zlbench pack")
         lines = rest.split(b"\n", int(n))
         body = lines.pop()

@@ -6,11 +6,11 @@ process; GPU work is included where a phase synchronizes (warmup, capture, repla
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import ClassVar, Literal
 
 from pydantic import Field
 
-from zlbench.models.base import SCHEMA_VERSION, _Model
+from zlbench.models.base import OnDisk, _Model
 
 TIMINGS_JSON = "timings.json"
 
@@ -29,8 +29,9 @@ class SidePhases(_Model):
     gpu_wait_s: float = 0.0
 
 
-class OpTimings(_Model):
-    schema_version: int = SCHEMA_VERSION
+class OpTimings(OnDisk):
+    FORMAT_VERSION: ClassVar[int] = 1
+    schema_version: int = FORMAT_VERSION
     kind: Literal["timings"] = "timings"
     run_name: str
     first_in_process: bool  # the process start and collection below were paid for it

@@ -7,13 +7,13 @@ Built on :mod:`zlbench.models.run` (row keys, markers, environments) and
 from __future__ import annotations
 
 from enum import Enum
-from typing import Literal
+from typing import ClassVar, Literal
 
 from pydantic import Field
 
 from zlbench.models.ab import AbSummary, PairedRow
 from zlbench.models.accept import AcceptedNote, AcceptEntry
-from zlbench.models.base import SCHEMA_VERSION, _Model
+from zlbench.models.base import OnDisk, _Model
 from zlbench.models.baseline import ThresholdsFile
 from zlbench.models.codegen_screen import KernelNote
 from zlbench.models.run import Environment, Marker, RowKey
@@ -152,10 +152,11 @@ class EnvFinding(_Model):
     mismatch: bool = True  # False: informational (e.g. compiler commit differs, expected)
 
 
-class GateVerdict(_Model):
+class GateVerdict(OnDisk):
     """``verdict.json``: everything the reports are rendered from."""
 
-    schema_version: int = SCHEMA_VERSION
+    FORMAT_VERSION: ClassVar[int] = 1
+    schema_version: int = FORMAT_VERSION
     kind: Literal["verdict"] = "verdict"
     verdict: Literal["PASS", "FAIL", "ERROR"]
     exit_code: int

@@ -58,12 +58,16 @@ from typing import Any
 
 import pytest
 
+from zlbench.errors import ZlbenchError
 from zlbench.models import (
+    AutotuneRecords,
     Marker,
     MarkerKind,
     PlanEntry,
     atomic_write_text,
     records_file_name,
+    records_json,
+    validate,
 )
 from zlbench.plugins import state
 from zlbench.plugins import sweep as sweep_mod
@@ -110,9 +114,12 @@ def load_replay(entry: PlanEntry) -> tuple[Records, str | None]:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, json.JSONDecodeError) as e:
         return {}, f"cannot read {path}: {e}"
-    if not isinstance(data, dict) or not all(isinstance(v, dict) for v in data.values()):
-        return {}, f"{path}: not a {{kernel: {{key: config}}}} object"
-    return data, None
+    if not isinstance(data, dict):
+        return {}, f"{path}: not a records object"
+    try:  # any version: a record without one (version 0) is the bare mapping
+        return validate(path, AutotuneRecords, data).kernels, None
+    except ZlbenchError as e:  # one line naming the file and the field
+        return {}, str(e)
 
 
 def keeps_record(libtuner: bool, config: Any) -> bool:
@@ -244,8 +251,7 @@ class AutotuneHandler:
 
     def flush(self, book: OpBook) -> None:
         if book.entry.mode == "record" and book.dirty:
-            text = json.dumps(book.records, indent=1, sort_keys=True) + "\n"
-            atomic_write_text(records_path(book.entry), text)
+            atomic_write_text(records_path(book.entry), records_json(book.records))
         if self.sweep_out is not None and book.sweep:
             atomic_write_text(self.sweep_out, json.dumps(book.sweep, indent=1, sort_keys=True))
         book.dirty = False

@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import json
 
-from zlbench.models import SCHEMA_VERSION, GateVerdict
+from zlbench.models import GateVerdict
 
 
 def verdict_schema() -> dict:
     schema = GateVerdict.model_json_schema(mode="serialization")
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
-    schema["title"] = f"zlbench verdict.json (schema_version {SCHEMA_VERSION})"
+    schema["title"] = f"zlbench verdict.json (schema_version {GateVerdict.FORMAT_VERSION})"
     return schema
 
 

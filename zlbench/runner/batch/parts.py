@@ -18,7 +18,6 @@ so judging, reports and baselines never see them.
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import shutil
@@ -29,15 +28,19 @@ from pathlib import Path
 
 from zlbench.models import (
     CODEGEN_INDEX,
+    AutotuneRecords,
     CodegenIndex,
     OpStatus,
     RunResult,
     RunStatus,
     assign_occurrences,
+    atomic_write_text,
     codegen_dir,
     count_markers,
     dump_json_model,
     load_codegen_index,
+    load_json_model,
+    records_json,
 )
 from zlbench.protocol.layout import (
     COMPLETE,
@@ -344,13 +347,14 @@ def _merge_tree(src: Path, dest: Path, run_name: str) -> None:
 
 
 def _merge_records(src: Path, dest: Path) -> None:
-    """Autotune records ``{kernel: {key: config}}``: the union (first part wins)."""
-    new = json.loads(src.read_text(encoding="utf-8"))
-    old = json.loads(dest.read_text(encoding="utf-8")) if dest.exists() else {}
+    """Autotune records (any version; written in the current one): the union of their
+    ``{kernel: {key: config}}`` (first part wins)."""
+    new = load_json_model(src, AutotuneRecords).kernels
+    old = load_json_model(dest, AutotuneRecords).kernels if dest.exists() else {}
     for kernel, keys in new.items():
         for key, cfg in keys.items():
             old.setdefault(kernel, {}).setdefault(key, cfg)
-    dest.write_text(json.dumps(old, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    atomic_write_text(dest, records_json(old))
 
 
 def _merge_codegen(src_run: Path, dest_run: Path, run_name: str) -> None:

@@ -47,14 +47,19 @@ from pathlib import Path
 
 from zlbench.errors import ZlbenchError
 from zlbench.models import (
+    AutotuneRecords,
     MarkerKind,
     OpStatus,
     PlanEntry,
     RunStatus,
+    SweepChild,
+    SweepTrust,
     WorkerPlan,
     atomic_write_text,
     dump_json_model,
+    load_json_model,
     records_file_name,
+    records_json,
 )
 from zlbench.plugins import sweep as sweep_mod
 from zlbench.protocol import options
@@ -197,39 +202,36 @@ def _merge(op: _Op, children: Sequence[Child], close_rel: float) -> sweep_mod.Sw
         if not path.is_file():  # the plugin's name differs: take the only file there
             found = sorted(rec_dir.glob("*.json")) if rec_dir.is_dir() else []
             path = found[0] if len(found) == 1 else path
-        records.append(_read_json(path))
+        records.append(load_json_model(path, AutotuneRecords).kernels if path.is_file() else {})
     shards = [_read_json(op.sweep_dir / f"shard-{c.shard}.json") for c in children]
     merged, stats = merge_children(records, shards, close_rel)
-    text = json.dumps(merged, indent=1, sort_keys=True) + "\n"
-    atomic_write_text(records_dir(op.run_dir) / name, text)
+    atomic_write_text(records_dir(op.run_dir) / name, records_json(merged))
     return stats
 
 
 def _trust(op: _Op, children: Sequence[Child], stats, spec: SweepSpec, measured: dict) -> None:
-    data = {
-        "schema_version": 1,
-        "kind": "sweep_trust",
-        "repo": op.entry.repo,
-        "run_name": op.entry.run_name,
-        "gpus": list(spec.gpus),
-        "keys": stats.keys,
-        "differing": stats.differing,
-        "close": stats.close,
-        "close_rel": spec.close_rel,
-        "children": [
-            {
-                "shard": f"{c.shard}/{c.nshards}",
-                "gpu": c.gpu,
-                "rc": c.rc,
-                "seconds": c.seconds,
-                "sweep_out": f"{SWEEP_DIR}/shard-{c.shard}.json",
-                "log": f"{SWEEP_DIR}/shard-{c.shard}.log",
-            }
+    trust = SweepTrust(
+        repo=op.entry.repo,
+        run_name=op.entry.run_name,
+        gpus=list(spec.gpus),
+        keys=stats.keys,
+        differing=stats.differing,
+        close=stats.close,
+        close_rel=spec.close_rel,
+        children=[
+            SweepChild(
+                shard=f"{c.shard}/{c.nshards}",
+                gpu=c.gpu,
+                rc=c.rc,
+                seconds=c.seconds,
+                sweep_out=f"{SWEEP_DIR}/shard-{c.shard}.json",
+                log=f"{SWEEP_DIR}/shard-{c.shard}.log",
+            )
             for c in children
         ],
-        "measured": measured,
-    }
-    atomic_write_text(op.sweep_dir / TRUST_JSON, json.dumps(data, indent=1) + "\n")
+        measured=measured,
+    )
+    dump_json_model(op.sweep_dir / TRUST_JSON, trust)
 
 
 def _status(op: _Op, status: RunStatus, note: str, seconds: float, gpu: str) -> OpStatus:
