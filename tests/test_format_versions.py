@@ -342,3 +342,14 @@ def test_a_store_pack_of_a_newer_version_is_refused_by_its_version(tmp_path):
     )
     other = _pack(tmp_path, b"something 0")
     assert _one_line(store.read_pack, other).endswith("codegen store pack corrupt: bad header")
+
+
+def test_the_ab_records_reader_reads_every_version_through_the_loader(tmp_path):
+    from zlbench.runner.ab.records import read_records_dir
+
+    other = {"mod:other": {"[1]": {"kwargs": {}}}}
+    _write(tmp_path, V0, "a.json")  # version 0: the bare mapping
+    (tmp_path / "b.json").write_text(records_json(other))
+    assert read_records_dir(tmp_path) == {**V0, **other}
+    _write(tmp_path, {**json.loads(records_json(other)), "schema_version": 2}, "b.json")
+    assert read_records_dir(tmp_path) is None  # a newer version is not guessed at

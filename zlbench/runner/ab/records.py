@@ -9,12 +9,13 @@ ships. ``zlbench compare`` and ``zlbench ab`` compare two sides' records with
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from zlbench.errors import ZlbenchError
 from zlbench.gate.load import load_baseline, load_results
+from zlbench.models import AutotuneRecords, load_json_model
 from zlbench.protocol.layout import (
     MANIFEST_YAML,
     RESULT_JSON,
@@ -39,19 +40,6 @@ class OpRecords:
     use_flagtune: str | None = None
 
 
-def _kernels(data: object) -> dict | None:
-    """``{kernel: {key: config}}`` of a records file's JSON: a versioned file's
-    ``kernels``, or the bare mapping of the files written before records were
-    versioned (docs/autotune.md); None when it is neither."""
-    if not isinstance(data, dict):
-        return None
-    if data.get("kind") == "autotune_records":
-        data = data.get("kernels")
-        if not isinstance(data, dict):
-            return None
-    return {k: v for k, v in data.items() if k != "schema_version" and isinstance(v, dict)}
-
-
 def read_records_dir(d: str | os.PathLike) -> Records | None:
     """Every ``*.json`` of a records dir merged (one per op, as the plugins write them);
     None when the dir or a file cannot be read."""
@@ -61,12 +49,12 @@ def read_records_dir(d: str | os.PathLike) -> Records | None:
     out: Records = {}
     try:
         for f in sorted(path.glob("*.json")):
-            kernels = _kernels(json.loads(f.read_text(encoding="utf-8")))
-            if kernels is None:
-                return None
+            # any version, through the versioned loader: the bare mapping of the files
+            # written before records were versioned is version 0 (docs/autotune.md)
+            kernels = load_json_model(f, AutotuneRecords).kernels
             for kernel, keys in kernels.items():
                 out.setdefault(str(kernel), {}).update(keys)
-    except (OSError, ValueError, RecursionError):
+    except (OSError, ValueError, RecursionError, ZlbenchError):
         return None
     return out
 
