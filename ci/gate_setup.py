@@ -194,7 +194,7 @@ def resolve(env: dict[str, str], root: Path) -> dict[str, str]:
     if not ft_ref:
         raise CiError("no FlagTree ref given (input flagtree_ref)")
     if not g("IN_BASELINE"):
-        raise CiError("no baseline dir given (input baseline, e.g. baselines/v4)")
+        raise CiError("no baseline dir given (input baseline, e.g. baselines/v5)")
     baseline = check_relpath(root, "baseline dir", g("IN_BASELINE"), must_be_dir=True)
     ops_file = g("IN_OPS_FILE")
     commits = manifest_commits(root / baseline)

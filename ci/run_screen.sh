@@ -2,7 +2,7 @@
 # Run the gate's codegen screen alone (a CPU runner: no GPU) and leave it ready for upload.
 #
 # Usage: ci/run_screen.sh OUT_DIR
-# Env:   ZL_BASELINE     baseline dir (e.g. baselines/v4)
+# Env:   ZL_BASELINE     baseline dir (e.g. baselines/v5)
 #        ZL_OPS_FILE     optional ops file: the op set the shards measure (ci/run_shard.sh)
 #        ZL_TIME         unset | all | changed, as ci/run_shard.sh passes it to the shards
 #        ZL_AB_MODE      full, with ZL_BASE_SHA set and ZL_TIME unset: the shards time every

@@ -2,7 +2,7 @@
 # Measure one shard of the gate in replay mode and leave it ready for upload.
 #
 # Usage: ci/run_shard.sh OUT_DIR
-# Env:   ZL_BASELINE     baseline dir (e.g. baselines/v4)
+# Env:   ZL_BASELINE     baseline dir (e.g. baselines/v5)
 #        ZL_SHARD_INDEX  K, 1-based          ZL_SHARD_COUNT  N
 #        ZL_OPS_FILE     optional ops file (default: every op of the baseline)
 #        ZL_THRESHOLDS   optional thresholds yaml (default: the manifest's); give the judge
