@@ -5,10 +5,12 @@ name, size and ELF build id)."""
 
 from __future__ import annotations
 
+import os
 import shutil
 import struct
 import subprocess
 import sys
+import types
 from pathlib import Path
 
 import pytest
@@ -79,10 +81,32 @@ def test_the_probe_records_where_triton_came_from_and_its_build():
     env = environment.probe(None, "cudagraph", "core")
     import triton  # the probe itself must not need it imported
 
-    where = Path(triton.__file__).resolve().parent
+    where = Path(os.path.abspath(triton.__file__)).parent
     assert env.compiler_path == str(where)
     assert env.compiler_build == environment.compiler_build(where)
     assert env.compiler_build is not None  # triton ships backends/nvidia/compiler.py
+
+
+def test_a_symlink_copy_with_a_patched_backend_is_told_apart(tmp_path, monkeypatch):
+    # the device's patched compilers: a tree of links to one install with one backend
+    # file replaced; resolving the links would name (and fingerprint) the install
+    real = _fake_triton(tmp_path / "install")
+    copy = tmp_path / "copy" / "triton"
+    for f in real.rglob("*"):
+        if f.is_file():
+            (copy / f.relative_to(real)).parent.mkdir(parents=True, exist_ok=True)
+            (copy / f.relative_to(real)).symlink_to(f)
+    init = real / "__init__.py"
+    init.write_text("")
+    (copy / "__init__.py").symlink_to(init)
+    patched = copy / "backends" / "nvidia" / "compiler.py"
+    patched.unlink()
+    patched.write_text("def compile(): return 'without one pass'\n")
+    monkeypatch.setitem(
+        sys.modules, "triton", types.SimpleNamespace(__file__=str(copy / "__init__.py"))
+    )
+    assert environment.compiler_path() == copy
+    assert environment.compiler_build(copy) != environment.compiler_build(real)
 
 
 def test_the_probe_does_not_import_triton():

@@ -83,7 +83,9 @@ def compiler_path() -> Path | None:
         where = spec.origin if spec is not None else None
     if not where or where in ("built-in", "frozen"):
         return None
-    return Path(where).resolve().parent
+    # absolute, symlinks kept: a triton copy made of links to another install (a
+    # patched backend file among them) is that copy, not the install it links to
+    return Path(os.path.abspath(where)).parent
 
 
 def elf_build_id(path: Path) -> str | None:
