@@ -233,3 +233,68 @@ def test_the_own_best_report_names_its_caliber_the_winners_and_the_pinned_number
     assert run.exit_code == 1
     assert AbRun(pinned).exit_code == 0
     assert "Winners that differ" not in render_ab_run(AbRun(pinned))
+
+
+# ---------------------------------------------------------------- own-best, winners alike
+
+
+def test_own_best_winners_that_are_identical_are_said_so_and_never_called_pinned():
+    # the H200's softmax USE_FLAGTUNE 0 vs 1 (issue 30): both sides tuned fresh, same winners
+    a = {"main/softmax": OpRecords("replay", "/o/records/a/main/softmax", WIN_A, "0")}
+    b = {"main/softmax": OpRecords("replay", "/o/records/b/main/softmax", WIN_A, "1")}
+    assert check_records(a, b).caliber == "pinned"  # `zlbench compare`: B replayed A's content
+    c = check_records(a, b, own_best=True)
+    assert c.caliber == "own-best" and c.identical == ["main/softmax"] and not c.pinned
+    assert not c.diffs
+    (line,) = caliber_lines(c)
+    assert line.startswith(
+        "caliber: own-best: the two sides' own winners are identical for all 1 op(s)"
+    )
+    assert (
+        "pinned" not in line and "tuning space differs: main/softmax: USE\\_FLAGTUNE 0 vs 1" in line
+    )
+    run = AbRun(caliber("own-best", 0.0, "PASS", c))
+    text = render_ab_run(run)
+    assert text.splitlines()[4] == line and "caliber: pinned" not in text
+    assert "Winners that differ" not in text
+    # differing winners of an own-best run: the table of them, as before
+    other = {"main/softmax": OpRecords("replay", "/o/records/b/main/softmax", WIN_B, "1")}
+    d = check_records(a, other, own_best=True)
+    assert d.caliber == "own-best" and not d.identical and len(d.diffs) == 1
+    assert "## Winners that differ (A vs B): 1" in render_ab_run(
+        AbRun(caliber("own-best", 0, "PASS", d))
+    )
+
+
+def test_a_record_side_with_a_s_winners_is_identical_in_compare_too(tmp_path, capsys):
+    a = recorded(tmp_path, "a", WIN_A)
+    b = recorded(tmp_path, "b", WIN_A)  # B tuned fresh and found A's winners
+    c = check_records(op_records(a), op_records(b))
+    assert c.caliber == "own-best" and c.identical == ["main/add"]
+    assert main(["compare", str(a), str(b)]) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    assert first.startswith("caliber: own-best: the two sides' own winners are identical for all 1")
+
+
+def test_zlbench_ab_checks_an_own_best_run_s_records_as_own_winners(tmp_path):
+    from zlbench.workflow.ab import records_check
+
+    rec_a = recorded(tmp_path, "rec_a", WIN_A) / "main" / "add" / "autotune_records"
+    rec_b = recorded(tmp_path, "rec_b", WIN_A) / "main" / "add" / "autotune_records"
+    base = recorded(tmp_path, "base", None, mode="replay", replay_from=str(rec_a))
+    pr = recorded(tmp_path, "pr", None, mode="replay", replay_from=str(rec_b), flagtune="1")
+    own = records_check("own-best", base, pr)
+    assert own.caliber == "own-best" and own.identical == ["main/add"]
+    assert records_check("pinned", base, pr).caliber == "pinned"  # same content, pinned asked
+
+
+def test_an_env_switch_on_one_compiler_is_measured_by_both_sides():
+    c = AbCompiler(env="(this environment)", dist="triton", version="3.6.0", path="/site/triton")
+    check = check_records({}, {})
+    one = caliber("own-best", 0.0, "PASS", check)
+    one.summary.pr, one.summary.base = c, c
+    text = render_ab_run(AbRun(one))
+    assert "1 op measured by both sides at once" in text and "both compilers" not in text
+    two = caliber("own-best", 0.0, "PASS", check)
+    two.summary.pr, two.summary.base = c, c.model_copy(update={"path": "/base/triton"})
+    assert "1 op measured by both compilers at once" in render_ab_run(AbRun(two))

@@ -21,6 +21,7 @@ them whenever they exist (an accepted row is never silent).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -50,14 +51,24 @@ def _compiler(c: AbCompiler) -> str:
     return " ".join(parts) + f" from {md_code(c.path or '?')} (env {md_code(c.env)})"
 
 
+def _identity(c: AbCompiler) -> tuple:
+    return (c.dist, c.version, c.commit, os.path.normpath(c.path) if c.path else None)
+
+
+def two_compilers(ab: AbSummary) -> bool:
+    """Did the two sides run different compilers? (No: an A/B of environment variables
+    on one compiler, whose sides are then "both sides", never "both compilers".)"""
+    return _identity(ab.base) != _identity(ab.pr)
+
+
 def _measured(ab: AbSummary, mode: str) -> str:
     """``Mode full: 34 ops measured both ways in 1 round``, or for an interleaved A/B
     ``Mode changed, caliber pinned: 20 ops measured by both compilers at once, paired
-    row by row``."""
+    row by row`` ("both sides" when the sides ran one compiler)."""
     if ab.method == "interleaved":
         return (
             f"Mode {mode}, caliber {ab.caliber}: {counted(len(ab.ops), 'op')} measured by "
-            "both compilers at once, "
+            f"both {'compilers' if two_compilers(ab) else 'sides'} at once, "
             f"paired row by row ({ab.min_pairs}–{ab.max_pairs} pairs a row; a row timed "
             f"without CUDA graphs up to {ab.max_pairs_plain}, judged on medians of blocks of "
             f"{ab.block_pairs_plain or PairRule().block_pairs_plain} pairs)"

@@ -141,12 +141,15 @@ class RecordsCheck:
     """Did B run with A's autotune records? ``pinned``: ops B replayed A's records for
     (the same records dir, or records of the same content); ``own``: ops B ran with
     winners of its own (recorded fresh, or replayed other records); ``unverified``: B's
-    records are not readable here; ``diffs``: the winners that differ; ``space``: the
-    tuning-space differences (USE_FLAGTUNE), one line each."""
+    records are not readable here; ``identical``: those of ``own`` whose winners are
+    A's, by content (each side tuned its own, and they agreed: never "pinned");
+    ``diffs``: the winners that differ; ``space``: the tuning-space differences
+    (USE_FLAGTUNE), one line each."""
 
     ops: int = 0
     pinned: list[str] = field(default_factory=list)
     own: list[str] = field(default_factory=list)
+    identical: list[str] = field(default_factory=list)
     unverified: list[str] = field(default_factory=list)
     diffs: list[WinnerDiff] = field(default_factory=list)
     space: list[str] = field(default_factory=list)
@@ -180,9 +183,14 @@ def winners_diff(op: str, a: Mapping[str, Mapping], b: Mapping[str, Mapping]) ->
     return out
 
 
-def check_records(a: Mapping[str, RecordsSource], b: Mapping[str, RecordsSource]) -> RecordsCheck:
+def check_records(
+    a: Mapping[str, RecordsSource], b: Mapping[str, RecordsSource], *, own_best: bool = False
+) -> RecordsCheck:
     """For every op both sides ran: did B run with A's records (A's own, or those A
-    replayed), and in the same tuning space (USE_FLAGTUNE)? Pure."""
+    replayed), and in the same tuning space (USE_FLAGTUNE)? ``own_best``: each side
+    replayed winners it tuned itself (``zlbench ab --caliber own-best``), so records
+    of A's content in another dir are B's own winners, identical to A's, not A's
+    records replayed; a B that recorded (not replayed) is the same. Pure."""
     c = RecordsCheck()
     for op in sorted(set(a) & set(b)):
         ra, rb = a[op], b[op]
@@ -192,15 +200,16 @@ def check_records(a: Mapping[str, RecordsSource], b: Mapping[str, RecordsSource]
                 f"{op}: USE_FLAGTUNE {ra.use_flagtune or '0'} vs {rb.use_flagtune or '0'}"
             )
         same_dir = rb.mode != "record" and rb.source == ra.source
-        if same_dir or (
-            rb.mode != "record" and rb.records is not None and rb.records == ra.records
-        ):
+        equal = rb.records is not None and rb.records == ra.records
+        if same_dir or (rb.mode != "record" and not own_best and equal):
             c.pinned.append(op)
             continue
         if rb.records is None or ra.records is None:
             c.unverified.append(op)
             continue
         c.own.append(op)
+        if equal:
+            c.identical.append(op)
         c.diffs += winners_diff(op, ra.records, rb.records)
     return c
 
@@ -230,6 +239,12 @@ def caliber_lines(c: RecordsCheck) -> list[str]:
             line + "tuning space the same on both sides (USE_FLAGTUNE; the tuners' "
             "config lists are not recorded)"
         ]
+    if c.caliber == "own-best" and len(c.identical) == n:
+        line = (
+            f"caliber: own-best: the two sides' own winners are identical for all {n} op(s) "
+            "(each side tuned its own; compared by content): both ran the same configs"
+        )
+        return [line + ("; " + space if c.space else "")]
     lines = [
         f"caliber: {c.caliber}: B did NOT replay A's autotune records for "
         f"{n - len(c.pinned)} of {n} op(s): the comparison includes the tuner's own "
@@ -240,6 +255,12 @@ def caliber_lines(c: RecordsCheck) -> list[str]:
             f"B ran with its own winners: {md_text(', '.join(c.own[:5]), 300)}"
             + (f" and {len(c.own) - 5} more" if len(c.own) > 5 else "")
             + f"; {len(c.diffs)} winner(s) differ"
+            + (
+                f"; the two sides' own winners are identical for {len(c.identical)} of "
+                f"{len(c.own)} of them"
+                if c.identical
+                else ""
+            )
         )
     if c.unverified:
         lines.append(

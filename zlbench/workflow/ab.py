@@ -557,6 +557,16 @@ def _failed(dirs: dict[str, Path]) -> list[str]:
     return out
 
 
+def records_check(caliber: str, base_dir: Path, pr_dir: Path):
+    """The records the two replays of ``caliber`` ran with, checked: own-best's sides
+    replay winners each tuned itself, so equal ones are the two sides' identical
+    winners, never A's records replayed (an own-best run is never called pinned)."""
+    from zlbench.report.compare import check_records
+    from zlbench.runner.ab.records import op_records
+
+    return check_records(op_records(base_dir), op_records(pr_dir), own_best=caliber != "pinned")
+
+
 def _measure_caliber(
     job: AbRunJob,
     caliber: str,
@@ -567,8 +577,6 @@ def _measure_caliber(
     seams: AbRunSeams,
 ):
     from zlbench.report.ab import AbRunCaliber
-    from zlbench.report.compare import check_records
-    from zlbench.runner.ab.records import op_records
 
     root = job.out / caliber
     rule = job.options.pair_rule()
@@ -601,7 +609,7 @@ def _measure_caliber(
     write_summary(root, summary)
     pairs = load_pairs(root)
     rows = judge_pairs(pairs, rule) if pairs is not None else {}
-    check = check_records(op_records(base_dir), op_records(pr_dir))
+    check = records_check(caliber, base_dir, pr_dir)
     failed = _failed({"base": base_dir, "pr": pr_dir})
     return AbRunCaliber(summary=summary, rows=rows, records=check, failed=failed)
 
