@@ -35,7 +35,7 @@ DEFAULT_OUT = "zlbench-ab"
 
 
 def add_parser(sub) -> None:
-    from zlbench.cli.batch_cmd import add_measure_options, add_selection_options
+    from zlbench.cli.options import add_measure_options, add_selection_options
 
     p = sub.add_parser(
         "ab",
@@ -109,7 +109,7 @@ def add_parser(sub) -> None:
 
 def job_from_args(args, settings: Settings) -> AbRunJob:
     """The job the flags describe; bad variables are one line (exit 2)."""
-    from zlbench.cli.batch_cmd import config_from_args
+    from zlbench.cli.options import config_from_args
 
     env_a = parse_env_vars(args.env_a, "--env-a")
     env_b = parse_env_vars(args.env_b, "--env-b")
@@ -135,7 +135,7 @@ def job_from_args(args, settings: Settings) -> AbRunJob:
 
 
 def _run(args) -> int:
-    from zlbench.cli.batch_cmd import preflight
+    from zlbench.cli.options import preflight
 
     job = job_from_args(args, Settings.from_env())
     preflight(job.config)

@@ -103,7 +103,7 @@ def _compact(args) -> int:
 
 
 def _add_refresh(bsub) -> None:
-    from zlbench.cli.batch_cmd import add_measure_options, add_selection_options
+    from zlbench.cli.options import add_measure_options, add_selection_options
 
     r = bsub.add_parser(
         "refresh",
@@ -153,7 +153,7 @@ def _add_refresh(bsub) -> None:
 
 
 def _refresh(args) -> int:
-    from zlbench.cli.batch_cmd import config_from_args
+    from zlbench.cli.options import config_from_args
     from zlbench.runner.refresh import RefreshConfig, commit_baseline, refresh
 
     settings = Settings.from_env()

@@ -65,7 +65,7 @@ def add_parser(sub) -> None:
 
 def add_measure_options(p) -> None:
     """What `zlbench batch` offers for a replay's speed (docs/screening.md)."""
-    from zlbench.cli.batch_cmd import add_replay_speed_options
+    from zlbench.cli.options import add_replay_speed_options
 
     add_replay_speed_options(p.add_argument_group("measuring (as `zlbench batch`)"))
 
@@ -186,7 +186,7 @@ def _time_mode(args) -> str:
 def job_from_args(args, settings: Settings, ops_dir: Path) -> GateJob:
     """The job that ``gate`` and ``report`` flags describe (``report`` has no
     --shard / --confirm / --results flag: its results dir is positional)."""
-    from zlbench.cli.batch_cmd import measure_pytest_args
+    from zlbench.cli.options import measure_pytest_args
     from zlbench.runner.batch.shard import parse_shard
 
     shard = getattr(args, "shard", None)
@@ -228,7 +228,7 @@ def job_from_args(args, settings: Settings, ops_dir: Path) -> GateJob:
 
 
 def _run(args) -> int:
-    from zlbench.cli.batch_cmd import default_ops_dir
+    from zlbench.cli.options import default_ops_dir
 
     ops_dir = Path(args.ops_dir) if args.ops_dir else default_ops_dir()
     job = job_from_args(args, Settings.from_env(), ops_dir)

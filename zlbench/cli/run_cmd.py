@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sys
 
-from zlbench.cli.batch_cmd import add_tuning_db_option, parse_sweep_gpus
+from zlbench.cli.options import add_tuning_db_option, parse_sweep_gpus
 from zlbench.cli.settings import Settings
 from zlbench.errors import ZlbenchError
 from zlbench.models import REPOS, Timing, TimingMethod

@@ -1,0 +1,343 @@
+"""The options several commands share, declared once: argparse builders
+(``add_*_options``, as pytest-benchmark's and asv's common arguments) and the readers
+that turn parsed flags into values (issue 28 item 2).
+
+``batch``, ``baseline refresh``, ``ab``, ``gate``, ``report`` and ``run`` take their
+shared flags from here, never from one another's modules. Plugin flags are spelled
+by :mod:`zlbench.protocol.options` only.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+from zlbench.cli.settings import Settings
+from zlbench.errors import ZlbenchError
+from zlbench.models import REPOS
+from zlbench.protocol.ops import SPEC_GRAMMAR
+from zlbench.runner.batch.parts import SPLIT_MODES
+
+
+def add_selection_options(p, *, required: bool = True) -> None:
+    """--all / --ops / --ops-file / --repos / --ops-dir (shared with the gate)."""
+    g = p.add_mutually_exclusive_group(required=required)
+    g.add_argument("--all", action="store_true", help="every op of the inventories")
+    g.add_argument("--ops", nargs="+", metavar="SPEC", help=f"these ops (SPEC: {SPEC_GRAMMAR})")
+    g.add_argument("--ops-file", type=Path, metavar="F", help="one SPEC a line, # comments")
+    p.add_argument(
+        "--repos",
+        nargs="+",
+        choices=REPOS,
+        default=None,
+        metavar="R",
+        help="repos to select from (default: main)",
+    )
+    p.add_argument(
+        "--ops-dir",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="dir of inventory_<repo>.csv and dismiss.txt (default: ./ops, "
+        "else the ops/ dir of this zlbench checkout)",
+    )
+    p.add_argument(
+        "--recheck-dismissed",
+        action="store_true",
+        help="also run the ops the dismiss list names and those marked unconditional skip "
+        "(do they still need to be left out?)",
+    )
+
+
+def add_sweep_option(p) -> None:
+    """--sweep-gpus (shared with `baseline refresh`)."""
+    p.add_argument(
+        "--sweep-gpus",
+        default=None,
+        metavar="0,1",
+        help="record mode: split each op's autotune sweep over these GPUs, ops one at a "
+        "time, each measured in one process on the first (docs/autotune.md)",
+    )
+
+
+REUSE_TUNING_DB_HELP = (
+    "record mode: keep FlagGems' persistent tuning DB (FLAGGEMS_DB_URL, else its default "
+    "under FLAGGEMS_CACHE_DIR or ~/.flaggems) instead of a fresh one per process, so the "
+    "configs it already holds are recorded without tuning them again (faster; off by "
+    "default: they may come from another compiler or FlagGems, since FlagGems names the DB "
+    "by GPU or vendor and triton version only; docs/autotune.md). Refused by baseline refresh (a "
+    "baseline holds what the compiler under test tunes from a cold DB), with a replay and "
+    "with --sweep-gpus"
+)
+
+
+def add_tuning_db_option(p) -> None:
+    """--reuse-tuning-db (``batch``, ``run``; ``baseline refresh`` refuses it)."""
+    p.add_argument("--reuse-tuning-db", action="store_true", help=REUSE_TUNING_DB_HELP)
+
+
+def add_aot_compile_option(p) -> None:
+    """--no-aot-compile (``batch``, ``baseline refresh``): the old record path."""
+    p.add_argument(
+        "--no-aot-compile",
+        action="store_true",
+        help="record mode: do not compile each autotune sweep's configs in parallel on "
+        "the CPU cores before it benchmarks them (default: compile ahead; the winners "
+        "are the same either way; docs/autotune.md: fast record pass)",
+    )
+
+
+def aot_compile_args(args) -> list[str]:
+    """pytest arguments of --no-aot-compile."""
+    from zlbench.protocol.options import arg
+
+    return arg("aot-compile", "off") if getattr(args, "no_aot_compile", False) else []
+
+
+def parse_sweep_gpus(text: str | None, settings: Settings) -> list[str]:
+    """``--sweep-gpus`` checked against the inherited CUDA_VISIBLE_DEVICES; [] when
+    absent. Shared by ``batch``, ``baseline refresh`` and ``run``."""
+    from zlbench.runner.batch.shard import parse_gpu_list
+    from zlbench.runner.sweep.run import check_sweep_gpus
+
+    if text is None:
+        return []
+    return check_sweep_gpus(parse_gpu_list(text), settings.cuda_visible_devices)
+
+
+def add_replay_speed_options(p) -> None:
+    """--precompile-jobs, --gpu-share, --split-rows, --warmup-ms, --replays,
+    --phase-timings (a replay's speed and where it goes, docs/screening.md),
+    read by :func:`measure_pytest_args`. Shared by ``batch``, ``baseline refresh`` and
+    ``gate`` (``p``: a parser or an argument group)."""
+    p.add_argument(
+        "--precompile-jobs",
+        type=int,
+        default=0,
+        metavar="N",
+        help="replay: compile the recorded kernels with N CPU processes into a triton "
+        "cache every benchmark process shares, before the GPU starts (default 0: off; "
+        "docs/screening.md)",
+    )
+    p.add_argument(
+        "--gpu-share",
+        type=int,
+        default=1,
+        metavar="N",
+        help="N benchmark processes per GPU: each overlaps its start-up, Python and "
+        "first calls with another's timing, and times only in the GPU's turn "
+        "(default 1; docs/screening.md: sharing a GPU)",
+    )
+    p.add_argument(
+        "--split-rows",
+        choices=SPLIT_MODES,
+        default="auto",
+        help="replay: cut an op longer than its share of a process slot into row "
+        "parts measured by several processes, merged at the end (default auto: only with "
+        "2+ slots, i.e. --gpus or --gpu-share; docs/screening.md: row parts)",
+    )
+    p.add_argument(
+        "--warmup-ms",
+        type=float,
+        default=None,
+        metavar="MS",
+        help="graph-timing warmup budget per measurement (plugin default 100; "
+        "docs/screening.md: budgets)",
+    )
+    p.add_argument(
+        "--replays",
+        type=int,
+        default=None,
+        metavar="N",
+        help="graph replays per measurement, the median reported (plugin default 10)",
+    )
+    p.add_argument(
+        "--phase-timings",
+        action="store_true",
+        help="write <run_dir>/timings.json: where each op's wall time went "
+        "(zlbench.plugins.phases; docs/screening.md)",
+    )
+
+
+def add_measure_options(p, *, shape_file: Path | None = None, dtypes: list[str] = ()) -> None:
+    """How ops are measured: GPUs, sweep, timeouts, FlagGems dirs, shapes, dtypes,
+    timing. Shared by ``batch`` and ``baseline refresh`` (both feed
+    :func:`config_from_args`), so the two can never disagree."""
+    default_dtypes = " ".join(dtypes) or "each op's own"
+    p.add_argument(
+        "--gpus",
+        default=None,
+        metavar="0,1",
+        help="GPU ids (default: CUDA_VISIBLE_DEVICES, else every visible GPU)",
+    )
+    add_sweep_option(p)
+    add_tuning_db_option(p)
+    add_aot_compile_option(p)
+    p.add_argument(
+        "--op-timeout",
+        type=float,
+        default=None,
+        metavar="S",
+        help="per-op timeout in seconds (default 1800 when recording, whose cold autotune "
+        "sweeps can take 10+ minutes, 900 when replaying; 0 = no limit; not retried)",
+    )
+    p.add_argument(
+        "--per-process",
+        type=int,
+        default=None,
+        metavar="N",
+        help="at most N ops per pytest process (default: no limit; 1 = isolated)",
+    )
+    p.add_argument(
+        "--flaggems-dir",
+        action="append",
+        default=[],
+        metavar="[REPO=]PATH",
+        help="FlagGems checkout (repeat as vllm=PATH; env ZLBENCH_FLAGGEMS_DIR, "
+        "ZLBENCH_FLAGGEMS_VLLM_DIR)",
+    )
+    p.add_argument(
+        "--shape-file",
+        type=Path,
+        default=shape_file,
+        metavar="Y",
+        help=f"shape file replacing upstream's (default: {shape_file or 'upstream shapes'})",
+    )
+    p.add_argument(
+        "--dtypes",
+        nargs="+",
+        default=list(dtypes),
+        metavar="D",
+        help=f"dtypes to measure, e.g. bfloat16 float16 (default: {default_dtypes})",
+    )
+    p.add_argument(
+        "--mode",
+        choices=("cudagraph", "kernel"),
+        default="cudagraph",
+        help="timing method (default cudagraph)",
+    )
+    p.add_argument(
+        "--max-retries",
+        type=int,
+        default=2,
+        metavar="N",
+        help="extra attempts of an op that failed or crashed (default 2; timeouts never)",
+    )
+    add_replay_speed_options(p)
+    p.add_argument(
+        "--costs",
+        type=Path,
+        default=None,
+        metavar="CSV",
+        help="recorded op durations (an ops_status.csv or a dir holding one): shards and "
+        "GPUs are balanced by them, longest first (docs/screening.md)",
+    )
+    p.add_argument("--no-ttgir", action="store_true", help="do not dump TTGIR")
+    p.add_argument("--show-output", action="store_true", help="echo the pytest output")
+
+
+def default_ops_dir() -> Path:
+    """./ops when it holds an inventory, else the ops/ dir next to the zlbench package."""
+    local = Path("ops")
+    if any(local.glob("inventory_*.csv")):
+        return local
+    return Path(__file__).resolve().parents[2] / "ops"
+
+
+def flaggems_dirs(values: list[str], settings: Settings) -> dict[str, Path]:
+    dirs = {repo: Path(path) for repo, path in settings.flaggems_dirs.items()}
+    for value in values:
+        repo, sep, path = value.partition("=")
+        if not sep:
+            repo, path = "main", value
+        if repo not in REPOS:
+            raise ZlbenchError(f"--flaggems-dir {value}: unknown repo {repo!r}")
+        dirs[repo] = Path(path)
+    return dirs
+
+
+def measure_pytest_args(args) -> list[str]:
+    """pytest arguments of --warmup-ms, --replays and --phase-timings."""
+    extra = ["-p", "zlbench.plugins.phases"] if getattr(args, "phase_timings", False) else []
+    if args.warmup_ms is not None:
+        if args.warmup_ms < 0:
+            raise ZlbenchError(f"--warmup-ms {args.warmup_ms:g}: must be 0 or more")
+        extra += ["--zl-warmup-ms", f"{args.warmup_ms:g}"]
+    if args.replays is not None:
+        if args.replays < 1:
+            raise ZlbenchError(f"--replays {args.replays}: must be at least 1")
+        extra += ["--zl-replays", str(args.replays)]
+    return extra
+
+
+def config_from_args(args, settings: Settings):
+    from zlbench.runner.batch.config import BatchConfig
+    from zlbench.runner.batch.costs import load_durations
+    from zlbench.runner.batch.shard import default_gpus, parse_gpu_list, parse_shard
+
+    if getattr(args, "keep_failed", False) and not args.resume:
+        raise ZlbenchError("--keep-failed keeps the failures of a resumed batch: add --resume")
+
+    if args.resume and args.out is None:
+        raise ZlbenchError("--resume continues a batch dir: name it with --out DIR")
+    if args.sweep_gpus is not None and args.replay_root is not None:
+        raise ZlbenchError("--sweep-gpus records configs; it cannot be combined with --replay-root")
+    from zlbench.runner.execute.worker import check_reuse_tuning_db
+
+    check_reuse_tuning_db(
+        args.reuse_tuning_db,
+        replay="--replay-root" if args.replay_root is not None else None,
+        sweep=args.sweep_gpus,
+    )
+    gpus = parse_gpu_list(args.gpus) if args.gpus else default_gpus(settings.cuda_visible_devices)
+    if args.per_process is not None and args.per_process < 1:
+        raise ZlbenchError(f"--per-process {args.per_process}: must be at least 1")
+    out = args.out or Path("runs") / time.strftime("batch-%Y%m%d-%H%M%S", time.gmtime())
+    return BatchConfig(
+        out_dir=out,
+        flaggems_dirs=flaggems_dirs(args.flaggems_dir, settings),
+        ops_dir=args.ops_dir or default_ops_dir(),
+        all_ops=args.all,
+        ops=list(args.ops or []),
+        ops_file=args.ops_file,
+        repos=list(args.repos or []),
+        gpus=gpus,
+        shard=parse_shard(args.shard) if args.shard else None,
+        replay_root=args.replay_root,
+        resume=args.resume,
+        keep_failed=getattr(args, "keep_failed", False),
+        op_timeout_s="auto" if args.op_timeout is None else args.op_timeout,
+        per_process=args.per_process,
+        timing=args.mode,
+        dtypes=list(args.dtypes),
+        shape_file=args.shape_file,
+        ttgir=not args.no_ttgir,
+        max_retries=args.max_retries,
+        recheck_left_out=getattr(args, "recheck_dismissed", False),
+        reuse_tuning_db=args.reuse_tuning_db,
+        progress=sys.stdout,
+        sink=_echo if args.show_output else None,
+        argv=list(sys.argv),
+        sweep_gpus=parse_sweep_gpus(args.sweep_gpus, settings),
+        durations=load_durations(args.costs) if args.costs else {},
+        precompile_jobs=max(0, args.precompile_jobs),
+        gpu_share=args.gpu_share,
+        split_rows=args.split_rows,
+        extra_pytest_args=measure_pytest_args(args) + aot_compile_args(args),
+    )
+
+
+def _echo(line: str) -> None:
+    sys.stdout.write(line + "\n")
+
+
+def preflight(config) -> None:
+    """What the batch's processes need, before any work: an importable triton and a
+    FlagGems checkout for every repo of the selection (one line each, exit 2)."""
+    from zlbench.runner.batch.plan import plan_selection
+    from zlbench.runner.preflight import check_checkouts, check_compiler
+
+    check_compiler(config.python)
+    repos = {op.repo for op in plan_selection(config).ops}
+    check_checkouts(config.flaggems_dirs, repos, flag="--flaggems-dir")
