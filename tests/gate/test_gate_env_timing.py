@@ -104,3 +104,42 @@ def test_the_probe_records_the_timing_given():
     env = environment.probe(None, "cudagraph", "core", DEFAULT)
     assert env.timing == DEFAULT
     assert environment.probe(None, "cudagraph", "core").timing is None
+
+
+def test_the_manifests_timing_is_the_baselines_when_it_recorded_one(tmp_path):
+    # a refreshed baseline records its Timing in manifest.yaml; it decides even where
+    # its ops' result.json files say nothing (derived or older per-op files)
+    baseline = load_baseline(write_baseline(tmp_path / "bl", {"x": [brow("x", "[1]", 1.0)]}))
+    for result in baseline.ops.values():
+        result.environment.timing = None
+    baseline.manifest.timing_method = DEFAULT
+    other = ENV.model_copy(update={"timing": OTHERS[0]})
+    (bad,) = mismatches(
+        check_environment(baseline, [run_result("x", [crow("x", "[1]", 1.0)], env=other)])
+    )
+    assert (bad.field, bad.baseline, bad.current) == (
+        "timing_method",
+        DEFAULT.text(),
+        OTHERS[0].text(),
+    )
+    same = ENV.model_copy(update={"timing": DEFAULT})
+    assert (
+        mismatches(
+            check_environment(baseline, [run_result("x", [crow("x", "[1]", 1.0)], env=same)])
+        )
+        == []
+    )
+
+
+def test_refresh_records_the_one_timing_and_refuses_passes_timed_differently():
+    from zlbench.errors import ZlbenchError
+    from zlbench.runner.refresh import _timing
+
+    def res(t):
+        r = run_result("x", [crow("x", "[1]", 1.0)], env=ENV.model_copy(update={"timing": t}))
+        return r
+
+    assert _timing([res(DEFAULT), res(DEFAULT)]) == DEFAULT
+    assert _timing([res(None)]) is None
+    with pytest.raises(ZlbenchError, match="timed differently"):
+        _timing([res(DEFAULT), res(OTHERS[0])])

@@ -104,7 +104,8 @@ def _timing_finding(baseline: BaselineSet, runs: list[RunResult]) -> EnvFinding 
     """The Timing compared as a whole: other budgets, another method or mode than the
     baseline's is a mismatch, as are results that do not say. None when neither side
     recorded one; a baseline that never recorded one is not compared."""
-    base = [timing_of(r) for r in baseline.ops.values()]
+    recorded = baseline.manifest.timing_method
+    base = [recorded] if recorded is not None else [timing_of(r) for r in baseline.ops.values()]
     cur = [timing_of(r) for r in runs]
     if all(t is None for t in [*base, *cur]):
         return None

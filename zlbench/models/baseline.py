@@ -13,6 +13,7 @@ from pydantic import Field, field_validator
 
 from zlbench.models.base import OnDisk, _Model
 from zlbench.models.run import Environment, Row
+from zlbench.models.timing import Timing
 
 # A row's noise is a fraction of its median. One pass 50 % off the median is not a
 # measurement (baselines/v1's noisiest row: 1.4 %), and with the default
@@ -93,6 +94,9 @@ class BaselineManifest(OnDisk):
     shape_file_sha256: str | None = None
     dtypes: list[str] = Field(default_factory=list)
     timing: str = "cudagraph"
+    # how every pass was timed as a whole: upstream's mode, zlbench's method, its budgets
+    # (None: recorded before it was; the gate then reads its ops' result.json)
+    timing_method: Timing | None = None
     level: str = "core"
     use_flagtune: str | None = None  # USE_FLAGTUNE the baseline was measured with
     gpu_share: int | None = None  # --gpu-share of its passes (None: before sharing: one)

@@ -18,6 +18,7 @@ from typing import TextIO
 from zlbench import __version__
 from zlbench.errors import ZlbenchError
 from zlbench.gate import baselines
+from zlbench.gate.env import common_timing, timing_of
 from zlbench.gitinfo import git_state
 from zlbench.models import (
     CODEGEN_INDEX,
@@ -26,6 +27,7 @@ from zlbench.models import (
     CodegenIndex,
     RunResult,
     ThresholdDefaults,
+    Timing,
     codegen_dir,
     dump_json_model,
     dump_yaml_model,
@@ -352,6 +354,18 @@ def _gpu_share(cfg: RefreshConfig, results: list[BaselineResult]) -> int:
     return shares[0] if shares else cfg.batch.gpu_share
 
 
+def _timing(results: list[BaselineResult]) -> Timing | None:
+    """The one Timing the baseline's results were measured with; results timed
+    differently (another method or budgets) are refused, as differing shares are."""
+    found = sorted({t.text() for t in map(timing_of, results) if t is not None})
+    if len(found) > 1:
+        raise ZlbenchError(
+            f"the baseline's passes were timed differently: {'; '.join(found)}; refresh "
+            "them with one --timing-method/--warmup-ms/--replays"
+        )
+    return common_timing(results)
+
+
 def _manifest(
     cfg: RefreshConfig,
     tmp: Path,
@@ -396,6 +410,7 @@ def _manifest(
         # (its result.json says which), in the gate exactly as here.
         dtypes=list(cfg.batch.dtypes) or sorted({d for r in results for d in r.dtypes}),
         timing=cfg.batch.timing,
+        timing_method=_timing(results),
         level="core",
         ops=ops,
         repeats=cfg.repeats,
