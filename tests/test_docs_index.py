@@ -1,11 +1,13 @@
 """Every page under docs/ is linked from README.md's "Where to go next" list or from
 docs/contributing.md's "The docs" list (a new page linked from neither fails), every
 link there resolves; every other file under docs/ is named by some page; the paths the
-contributor's guide names exist."""
+contributor's guide names exist; docs/measurements.md's "Current numbers" link only
+to its own dated sections, and docs/judging.md points to them."""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -77,3 +79,28 @@ def test_the_contributors_guide_names_only_paths_that_exist():
     assert named, "no path found in docs/contributing.md"
     missing = [p for p in named if not (ROOT / p).exists() and not (ROOT / "zlbench" / p).exists()]
     assert sorted(missing) == []
+
+
+def slugs(text: str) -> Iterator[str]:
+    """GitHub's anchors of a page's headings: lower case, punctuation dropped, spaces to
+    hyphens, a repeated heading suffixed -1, -2, ..."""
+    seen: dict[str, int] = {}
+    for heading in re.findall(r"^#{1,6} (.+)$", text, flags=re.M):
+        slug = re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+        seen[slug] = seen.get(slug, -1) + 1
+        yield slug if seen[slug] == 0 else f"{slug}-{seen[slug]}"
+
+
+def test_current_numbers_link_to_dated_sections():
+    text = (DOCS / "measurements.md").read_text(encoding="utf-8")
+    current = section(DOCS / "measurements.md", "Current numbers")
+    assert text.index("## Current numbers") < text.index("\n## 2026-"), "not at the top"
+    bullets = re.findall(r"^- .+?(?=^- |\Z)", current, flags=re.M | re.S)
+    assert 5 <= len(bullets) <= 10, len(bullets)
+    anchors = set(slugs(text))
+    for bullet in bullets:
+        links = re.findall(r"\]\(#([^)]+)\)", bullet)
+        assert links, f"a current number without its section: {bullet[:60]}"
+        assert [a for a in links if a not in anchors] == [], bullet[:60]
+    judging = (DOCS / "judging.md").read_text(encoding="utf-8")
+    assert "(measurements.md#current-numbers)" in judging
