@@ -52,23 +52,34 @@ def test_shipped_file_is_what_the_inventories_derive():
 
 def test_an_old_name_in_an_error_says_whose_it_is_not_a_lookalike():
     rows = load_inventory(inventory_path(OPS, "main"))
-    with pytest.raises(ZlbenchError) as e:
-        select(rows, "abs_inplace")
-    assert str(e.value) == "unknown op 'abs_inplace': 'abs_inplace' is the old name of abs_"
+    with pytest.raises(ZlbenchError) as e:  # one selector, several ops: whose, not which
+        select(rows, "blas_benchmark", warn=lambda _: None)
+    assert str(e.value) == (
+        "unknown op 'blas_benchmark': 'blas_benchmark' is the old name of "
+        "addmm@test_blas_perf_parallel.py, baddbmm@test_blas_perf_parallel.py, "
+        "bmm@test_blas_perf_parallel.py, mm@test_blas_perf_parallel.py"
+    )
+    said: list[str] = []
+    assert select(rows, "abs_inplace", warn=said.append).selector == "abs_"  # one op: used
+    assert said == ["warning: old name abs_inplace: using abs_ (derived from the inventory)"]
     with pytest.raises(ZlbenchError, match="did you mean: abs_"):
         select(rows, "abs__")  # not an old name: the closest ops, as before
 
 
-def test_run_hints_an_old_name_from_the_scanned_checkout(tmp_path):
+def test_run_resolves_an_old_name_from_the_scanned_checkout(tmp_path, capsys):
     bench = tmp_path / "fg" / "benchmark"
     bench.mkdir(parents=True)
     (bench / "test_ok.py").write_text(
         "import pytest\n\n@pytest.mark.ok_\ndef test_ok_inplace():\n    pass\n"
     )
     req = RunRequest(op="ok_inplace", flaggems_dir=str(tmp_path / "fg"), out=str(tmp_path / "r"))
-    with pytest.raises(ZlbenchError, match="'ok_inplace' is the old name of ok_"):
-        prepare(req)
-    assert not (tmp_path / "r").exists()
+    plan, _ = prepare(req)
+    assert [(e.op, e.run_name) for e in plan.entries] == [("ok_", "ok_")]
+    assert "warning: old name ok_inplace: using ok_ (derived from the inventory)" in (
+        capsys.readouterr().err
+    )
+    with pytest.raises(ZlbenchError, match="unknown op 'nope_inplace'"):
+        prepare(RunRequest(op="nope_inplace", flaggems_dir=str(tmp_path / "fg")))
 
 
 def test_old_names_in_ops_resolve_with_one_note_each(tmp_path):
@@ -76,8 +87,8 @@ def test_old_names_in_ops_resolve_with_one_note_each(tmp_path):
     sel = select_ops(OPS, specs=["abs_inplace", "main:polygamma_inplace"], warn=notes.append)
     assert _keys(sel) == ["main/abs_", "main/polygamma_"]
     assert notes == [
-        "note: 'abs_inplace' is the old name of abs_: selected as such",
-        "note: 'polygamma_inplace' is the old name of polygamma_: selected as such",
+        "warning: old name abs_inplace: using abs_ (ops/old_names.csv)",
+        "warning: old name polygamma_inplace: using polygamma_ (ops/old_names.csv)",
     ]
     ops_file = tmp_path / "old_ops.txt"
     ops_file.write_text("# an old ops list\nbucketize_perf\nblas_benchmark  # all its ops\n")
@@ -89,7 +100,11 @@ def test_old_names_in_ops_resolve_with_one_note_each(tmp_path):
         "main/bmm__at__test_blas_perf_parallel.py",
         "main/mm__at__test_blas_perf_parallel.py",
     ]
-    assert len(notes) == 4
+    assert len(notes) == 4 and notes[3] == (
+        "warning: old name blas_benchmark: using addmm@test_blas_perf_parallel.py, "
+        "baddbmm@test_blas_perf_parallel.py, bmm@test_blas_perf_parallel.py, "
+        "mm@test_blas_perf_parallel.py (ops/old_names.csv)"
+    )
 
 
 def test_an_op_id_wins_over_an_old_name_and_says_so():
@@ -157,7 +172,7 @@ def test_an_ops_dir_without_old_names_csv_derives_them_from_its_inventory(tmp_pa
     write_inventory(inventory_path(tmp_path, "main"), [row])
     notes: list[str] = []
     assert _keys(select_ops(tmp_path, specs=["foo_inplace"], warn=notes.append)) == ["main/foo_"]
-    assert notes == ["note: 'foo_inplace' is the old name of foo_: selected as such"]
+    assert notes == ["warning: old name foo_inplace: using foo_ (derived from the inventory)"]
 
 
 def test_a_malformed_old_names_file_is_one_line(tmp_path):

@@ -70,6 +70,7 @@ from zlbench.report.junit import render_junit
 from zlbench.report.markdown import STEP_SUMMARY_LIMIT, render_comment, render_markdown
 from zlbench.runner.ab.env import PR_ENV, CompilerEnv
 from zlbench.runner.catalog.inventory import inventory_op_keys
+from zlbench.runner.catalog.select import current_specs
 from zlbench.runner.claim import hold_dir, write_file_set
 from zlbench.runner.preflight import check_checkouts, check_compiler
 from zlbench.workflow.ab import AbContext, AbOptions, evidence, measure_interleaved, prepare
@@ -377,6 +378,8 @@ def _load_inputs(job: GateJob, seams: GateSeams) -> _Inputs:
     names = override_names(baseline.ops.values())  # an override of no baseline op: refused
     th = load_thresholds(job.thresholds, baseline.manifest.thresholds, names)
     specs = job.ops or (read_ops_file(job.ops_file) if job.ops_file else None)
+    if specs:  # an old scripts' op name -> its op(s), one warning each (docs/ops.md)
+        specs = current_specs(job.ops_dir, specs, current=baseline.ops, warn=seams.warn)
     from_file = not job.ops and job.ops_file is not None  # only a file may be wider (plan.py)
     known = inventory_op_keys(job.ops_dir) if from_file else None
     source = f"--ops-file {job.ops_file}" if from_file else "--ops"

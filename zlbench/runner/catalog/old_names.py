@@ -16,7 +16,12 @@ test whose old name is not its op id) and shipped as ``ops/old_names.csv``
 * an old name selects every op of its test function (``blas_benchmark``: ``addmm``,
   ``bmm``, ...); one found in several files is ambiguous in an ops list, as a
   current op id is;
-* each use says so in one note line (:mod:`.notes`).
+* each use says so in one warning line (``old name abs_inplace: using abs_
+  (ops/old_names.csv)``, :meth:`OldNames.using`, :mod:`.notes`), in every command:
+  ``--ops`` / ``--ops-file`` of batch, baseline refresh and ab
+  (:func:`zlbench.runner.catalog.select.select_ops`), of gate and report
+  (:func:`zlbench.runner.catalog.select.current_specs`, before the baseline is
+  matched) and ``zlbench run --op`` (:func:`zlbench.runner.catalog.resolve.select`).
 """
 
 from __future__ import annotations
@@ -91,6 +96,11 @@ def write_old_names(path: str | os.PathLike, names: list[OldName]) -> None:
     atomic_write_text(path, render_old_names(names))
 
 
+def old_names_source(ops_dir: str | os.PathLike) -> str:
+    """How a warning names the old-names file of ``ops_dir``: ``ops/old_names.csv``."""
+    return f"{Path(ops_dir).name or Path(ops_dir).resolve().name}/{OLD_NAMES_FILE}"
+
+
 def load_old_names(path: str | os.PathLike) -> list[OldName]:
     """Read ``old_names.csv``; a missing file is no mapping, a malformed one an error."""
     path = Path(path)
@@ -107,10 +117,15 @@ def load_old_names(path: str | os.PathLike) -> list[OldName]:
     return out
 
 
-class OldNames:
-    """The mapping of one ops dir, per repo: old name -> the rows it names."""
+DERIVED = "derived from the inventory"  # OldNames.source without an old_names.csv
 
-    def __init__(self, names: Iterable[OldName] = ()):
+
+class OldNames:
+    """The mapping of one ops dir, per repo: old name -> the rows it names; ``source``
+    says where it came from in the warning of a use (``ops/old_names.csv``)."""
+
+    def __init__(self, names: Iterable[OldName] = (), source: str = DERIVED):
+        self.source = source
         self._map: dict[tuple[str, str], list[OldName]] = {}
         for n in names:
             self._map.setdefault((n.repo, n.old_name), []).append(n)
@@ -120,7 +135,9 @@ class OldNames:
         """``<ops_dir>/old_names.csv``; without one, derived from ``rows`` (the ops
         dir's inventories), so a private ops dir gets the same rule."""
         path = Path(ops_dir) / OLD_NAMES_FILE
-        return cls(load_old_names(path) if path.is_file() else derive_old_names(rows))
+        if path.is_file():
+            return cls(load_old_names(path), source=old_names_source(ops_dir))
+        return cls(derive_old_names(rows))
 
     def lookup(self, repo: str, selector: str) -> list[OldName]:
         """The rows old name ``selector`` names in ``repo`` ([] when it is none); an
@@ -131,6 +148,24 @@ class OldNames:
             want = file if file.endswith(".py") else f"{file}.py"
             found = [n for n in found if n.file_name == want]
         return list(found)
+
+    def using(self, spec: str, repo: str, selector: str, warn: Warn | None = None) -> list[str]:
+        """The selectors old name ``selector`` stands for in ``repo`` ([] when it is
+        none there), said in one warning line (``old name abs_inplace: using abs_
+        (ops/old_names.csv)``); an old name of tests in several files must name its
+        file, as an ambiguous op id must (ZlbenchError). The one rule of every
+        command's ``--ops`` / ``--ops-file`` and of ``zlbench run --op``; the caller
+        first made sure ``selector`` is no current op id (a current op id wins)."""
+        found = self.lookup(repo, selector)
+        if not found:
+            return []
+        files = {n.file_name for n in found}
+        if len(files) > 1:
+            line = self.line(repo, selector)
+            raise ZlbenchError(f"op spec {spec!r}: {line}, in {len(files)} files: name one of them")
+        using = [n.selector for n in found]
+        note(f"warning: old name {selector}: using {', '.join(using)} ({self.source})", warn)
+        return using
 
     def line(self, repo: str, selector: str) -> str:
         """``'abs_inplace' is the old name of abs_`` ("" when it is none)."""

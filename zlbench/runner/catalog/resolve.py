@@ -2,8 +2,9 @@
 
 A selector is an op (``softmax``) or an op with the file that holds it
 (``mm@test_blas_perf.py``) when the op appears in several files (the names of
-an op: :mod:`zlbench.protocol.ops`). An unknown op that is an old scripts' name says
-whose (``'abs_inplace' is the old name of abs_``, :mod:`.old_names`); other unknown
+an op: :mod:`zlbench.protocol.ops`). A selector that is an old scripts' name of one op
+resolves to it with a warning; an unknown op that is the old name of several says
+whose (``'blas_benchmark' is the old name of addmm@...``, :mod:`.old_names`); other unknown
 ops name their closest matches; ambiguous ones list the ``op@file`` candidates. All
 are ZlbenchError (one line, exit 2).
 """
@@ -16,6 +17,7 @@ from dataclasses import dataclass
 from zlbench.errors import ZlbenchError
 from zlbench.protocol.ops import run_name_for, split_selector
 from zlbench.runner.catalog.inventory import InventoryRow
+from zlbench.runner.catalog.notes import Warn
 from zlbench.runner.catalog.old_names import OldNames, derive_old_names
 
 
@@ -62,18 +64,27 @@ def select(
     *,
     repo: str | None = None,
     old: OldNames | None = None,
+    warn: Warn | None = None,
 ) -> Selection:
     """Resolve one selector; unknown / ambiguous / bad file -> ZlbenchError.
 
     ``repo``: only rows of that repo (None: the inventory must hold one repo's rows).
     An op found in several files needs ``op@file``; several test functions of
     one file with the same op mark are one op (all their node ids). ``old``: the
-    old names for the error of an unknown op (None: derived from the inventory).
+    old names (None: derived from the inventory): a selector naming no op but the
+    old name of one resolves to it with one warning line to ``warn``
+    (``zlbench run --op abs_inplace``); the old name of several ops is the error of
+    an unknown op, saying whose.
     """
     rows = [r for r in inventory if repo is None or r.repo == repo]
     op, file = split_selector(selector)
     mine = [r for r in rows if r.op == op]
     if not mine:
+        old = old if old is not None else OldNames(derive_old_names(rows))
+        where = repo or (rows[0].repo if rows else "")
+        if len({n.selector for n in old.lookup(where, selector)}) == 1:  # one op: use it
+            (current,) = old.using(selector, where, selector, warn)
+            return select(inventory, current, repo=repo, old=old)
         raise _unknown(op, rows, f" in repo {repo!r}" if repo else "", old)
     files = sorted({r.file for r in mine})
     if file is not None:

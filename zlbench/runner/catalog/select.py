@@ -9,7 +9,9 @@ and selected wherever it exists; it is unknown only when no repo has it.
 
 A SPEC or dismiss entry naming no op of a repo but an old scripts' name there
 (``abs_inplace``, :mod:`zlbench.runner.catalog.old_names`) resolves to its op(s)
-with one note line; a current op id always wins.
+with one warning line (``old name abs_inplace: using abs_ (ops/old_names.csv)``); a
+current op id always wins. :func:`current_specs` is the same translation for the
+commands that match SPECs against a baseline (gate, report).
 
 From the selection are removed, and reported as such: dismissed ops
 (ops/dismiss.txt) and ops whose every test is skipped unconditionally (the
@@ -27,7 +29,7 @@ from pathlib import Path
 from zlbench.errors import ZlbenchError
 from zlbench.models import REPOS
 from zlbench.protocol.layout import op_key
-from zlbench.protocol.ops import parse_spec, read_ops_file, split_selector
+from zlbench.protocol.ops import parse_spec, read_ops_file, selector_for, split_selector
 from zlbench.runner.catalog.dismiss import DismissEntry, find_dismissal, load_dismiss
 from zlbench.runner.catalog.inventory import InventoryRow, inventory_path, load_inventory
 from zlbench.runner.catalog.notes import Warn, note
@@ -36,6 +38,7 @@ from zlbench.runner.catalog.old_names import (
     OldNames,
     derive_old_names,
     load_old_names,
+    old_names_source,
     translate_dismiss,
 )
 from zlbench.runner.catalog.resolve import all_selectors, select
@@ -103,16 +106,23 @@ class _Inventories:
             self._rows[repo] = load_inventory(path, warn=self.warn)
         return self._rows[repo]
 
+    def has_inventory(self, repo: str) -> bool:
+        return repo in self._rows or inventory_path(self.ops_dir, repo).is_file()
+
     def has_op(self, repo: str, op_id: str) -> bool:
         return any(row.op == op_id for row in self.rows(repo))
 
     def old(self, repo: str) -> OldNames:
         """The old names of ``repo``: the ops dir's old_names.csv, else derived from
-        its inventory (a private ops dir gets the same rule)."""
+        its inventory (a private ops dir gets the same rule; none without either)."""
         if repo not in self._old:
             path = self.ops_dir / OLD_NAMES_FILE
-            names = load_old_names(path) if path.is_file() else derive_old_names(self.rows(repo))
-            self._old[repo] = OldNames(names)
+            if path.is_file():
+                self._old[repo] = OldNames(load_old_names(path), old_names_source(self.ops_dir))
+            elif self.has_inventory(repo):
+                self._old[repo] = OldNames(derive_old_names(self.rows(repo)))
+            else:
+                self._old[repo] = OldNames()
         return self._old[repo]
 
 
@@ -121,36 +131,58 @@ def _resolve(inv: _Inventories, repo: str, op: str) -> SelectedOp:
     return SelectedOp(repo, sel.selector, sel.run_name, tuple(sel.nodeids), sel.skip)
 
 
-def _resolve_old(inv: _Inventories, spec: str, repo: str, op: str) -> list[SelectedOp] | None:
-    """The ops of old name ``op`` in ``repo`` (None: it is none there), with a note; an
-    old name of tests in several files is ambiguous, as a current op id is."""
-    found = inv.old(repo).lookup(repo, op)
-    if not found:
-        return None
-    line = inv.old(repo).line(repo, op)
-    files = {n.file_name for n in found}
-    if len(files) > 1:
-        raise ZlbenchError(f"op spec {spec!r}: {line}, in {len(files)} files: name one of them")
-    note(f"note: {line}: selected as such", inv.warn)
-    return [_resolve(inv, repo, n.selector) for n in found]
+def _current(
+    inv: _Inventories, spec: str, repos: list[str], ids: set[tuple[str, str]]
+) -> list[str]:
+    """``spec``, or the SPECs of the ops it names when it is an old name (one warning
+    line): a name that is an op id of a repo looked in (its inventory, or ``ids``:
+    ``(repo, op id)`` pairs known to be current, e.g. a baseline's) is never
+    translated, and says so when it is an old name too."""
+    repo, op = parse_spec(spec)
+    op_id = split_selector(op)[0]
+    looked = [repo] if repo is not None else repos
+    current = False
+    for r in looked:
+        here = (r, op_id) in ids or (inv.has_inventory(r) and inv.has_op(r, op_id))
+        if here and (line := inv.old(r).line(r, op_id)):
+            note(f"note: {op_id!r} is an op of {r} (selected); {line} (not selected)", inv.warn)
+        current = current or here
+    if current:
+        return [spec]
+    out = [f"{r}:{sel}" for r in looked for sel in inv.old(r).using(spec, r, op, inv.warn)]
+    return out or [spec]
+
+
+def current_specs(
+    ops_dir: Path,
+    specs: Iterable[str],
+    *,
+    repos: Iterable[str] = REPOS,
+    current: Iterable[str] = (),
+    warn: Warn | None = None,
+) -> list[str]:
+    """``specs`` with every old scripts' op name replaced by the SPECs of its op(s)
+    (``abs_inplace`` -> ``main:abs_``, one warning line each; ``<ops_dir>/old_names.csv``,
+    else derived from the ops dir's inventories), for a command that matches SPECs
+    against something other than the inventory (gate, report: the baseline's op keys).
+    ``current``: op keys (``repo/run_name``) whose op ids are current besides the
+    inventory's; a current op id always wins. A name that is no old name is kept, for
+    the caller's own error."""
+    inv = _Inventories(ops_dir, warn)
+    ids = {
+        (k.split("/", 1)[0], split_selector(selector_for(k.split("/", 1)[1]))[0]) for k in current
+    }
+    return [c for spec in specs for c in _current(inv, spec, list(repos), ids)]
 
 
 def _resolve_spec(inv: _Inventories, spec: str, repos: list[str]) -> list[SelectedOp]:
     repo, op = parse_spec(spec)
-    op_id = split_selector(op)[0]
-    for r in [repo] if repo is not None else repos:
-        if inv.has_op(r, op_id) and (line := inv.old(r).line(r, op_id)):
-            note(f"note: {op_id!r} is an op of {r} (selected); {line} (not selected)", inv.warn)
     if repo is not None:
-        if not inv.has_op(repo, op_id) and (old := _resolve_old(inv, spec, repo, op)):
-            return old
         return [_resolve(inv, repo, op)]
+    op_id = split_selector(op)[0]
     having = [r for r in repos if inv.has_op(r, op_id)]
-    if having:
-        return [_resolve(inv, r, op) for r in having]
-    old = [sel for r in repos for sel in _resolve_old(inv, spec, r, op) or []]
     # Where no repo has it, the first repo's resolver names the closest matches.
-    return old or [_resolve(inv, repos[0], op)]
+    return [_resolve(inv, r, op) for r in having or repos[:1]]
 
 
 def _specs_of(all_ops: bool, specs: Iterable[str], ops_file: Path | None) -> list[str] | None:
@@ -195,7 +227,8 @@ def select_ops(
             chosen += [_resolve(inv, r, s) for s in all_selectors(inv.rows(r))]
     else:
         for spec in spec_list:
-            chosen += _resolve_spec(inv, spec, repo_list)
+            for current in _current(inv, spec, repo_list, set()):
+                chosen += _resolve_spec(inv, current, repo_list)
     dismiss_path = Path(dismiss_file) if dismiss_file else Path(ops_dir) / DISMISS_FILE
     dismiss = load_dismiss(dismiss_path, warn=warn)
     for r in dict.fromkeys(op.repo for op in chosen):
