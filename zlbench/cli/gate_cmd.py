@@ -11,19 +11,17 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
+from zlbench.cli.options import SPEC_HELP
 from zlbench.cli.settings import Settings
 from zlbench.codegen.screen import flaggems_sources
 from zlbench.errors import ZlbenchError
 from zlbench.gate.paired import DEFAULT_PAIRED_FLOOR_US, DEFAULT_PAIRED_THRESHOLD
 from zlbench.protocol.layout import CODEGEN_SCREEN_DIR
-from zlbench.protocol.ops import SPEC_GRAMMAR
 from zlbench.workflow import codegen
 from zlbench.workflow import gate as gate_workflow
 from zlbench.workflow.ab import DEFAULT_ROUNDS, AbOptions
 from zlbench.workflow.codegen import TIME_MODES
 from zlbench.workflow.gate import GateJob, GateSeams, run_gate
-
-SPEC_HELP = f"SPEC: {SPEC_GRAMMAR}"  # the --ops grammar of every command
 
 
 def add_parser(sub) -> None:
@@ -186,10 +184,12 @@ def _time_mode(args) -> str:
 def job_from_args(args, settings: Settings, ops_dir: Path) -> GateJob:
     """The job that ``gate`` and ``report`` flags describe (``report`` has no
     --shard / --confirm / --results flag: its results dir is positional)."""
-    from zlbench.cli.options import measure_pytest_args
+    from zlbench.cli.options import measuring_from, scheduling_from
+    from zlbench.protocol.options import measuring_args
     from zlbench.runner.batch.shard import parse_shard
 
     shard = getattr(args, "shard", None)
+    measuring, scheduling = measuring_from(args), scheduling_from(args, settings)
     return GateJob(
         baseline=args.baseline,
         out=Path(args.out),
@@ -211,10 +211,10 @@ def job_from_args(args, settings: Settings, ops_dir: Path) -> GateJob:
         time_budget_s=getattr(args, "time_budget", None),
         time_first=getattr(args, "time_first", None),
         codegen_jobs=getattr(args, "codegen_jobs", None) or os.cpu_count() or 1,
-        precompile_jobs=max(0, getattr(args, "precompile_jobs", 0) or 0),
-        gpu_share=getattr(args, "gpu_share", 1) or 1,
-        split_rows=getattr(args, "split_rows", "auto"),
-        measure_args=measure_pytest_args(args) if hasattr(args, "replays") else [],
+        precompile_jobs=scheduling.precompile_jobs,
+        gpu_share=scheduling.gpu_share or 1,
+        split_rows=measuring.split_rows,
+        measure_args=measuring_args(measuring),
         ab=AbOptions(
             base_compiler=getattr(args, "base_compiler", None),
             full=getattr(args, "full_ab", False),

@@ -1,10 +1,14 @@
-"""The options several commands share, declared once: argparse builders
-(``add_*_options``, as pytest-benchmark's and asv's common arguments) and the readers
-that turn parsed flags into values (issue 28 item 2).
+"""The options several commands share, declared once (issue 28 item 2): argparse
+builders (``add_*_options``, as pytest-benchmark's and asv's common arguments) and the
+readers that turn parsed flags into the option models of :mod:`zlbench.models.options`
+(:func:`selection_from`, :func:`measuring_from`, :func:`scheduling_from`), from which
+:func:`config_from_args` builds the ``BatchConfig`` of ``batch``, ``baseline refresh``
+and ``ab``.
 
 ``batch``, ``baseline refresh``, ``ab``, ``gate``, ``report`` and ``run`` take their
-shared flags from here, never from one another's modules. Plugin flags are spelled
-by :mod:`zlbench.protocol.options` only.
+shared flags from here, never from ``batch_cmd`` (``report``, the gate's offline
+re-judge, takes the gate's job from ``gate_cmd``). Plugin flags are spelled by
+:mod:`zlbench.protocol.options` only.
 """
 
 from __future__ import annotations
@@ -15,9 +19,11 @@ from pathlib import Path
 
 from zlbench.cli.settings import Settings
 from zlbench.errors import ZlbenchError
-from zlbench.models import REPOS
+from zlbench.models import REPOS, SPLIT_MODES, Measuring, Scheduling, Selection
+from zlbench.protocol import options as protocol_options
 from zlbench.protocol.ops import SPEC_GRAMMAR
-from zlbench.runner.batch.parts import SPLIT_MODES
+
+SPEC_HELP = f"SPEC: {SPEC_GRAMMAR}"  # the --ops grammar of every command
 
 
 def add_selection_options(p, *, required: bool = True) -> None:
@@ -90,9 +96,8 @@ def add_aot_compile_option(p) -> None:
 
 def aot_compile_args(args) -> list[str]:
     """pytest arguments of --no-aot-compile."""
-    from zlbench.protocol.options import arg
-
-    return arg("aot-compile", "off") if getattr(args, "no_aot_compile", False) else []
+    off = getattr(args, "no_aot_compile", False)
+    return protocol_options.measuring_args(Measuring(aot_compile=not off))
 
 
 def parse_sweep_gpus(text: str | None, settings: Settings) -> list[str]:
@@ -109,8 +114,8 @@ def parse_sweep_gpus(text: str | None, settings: Settings) -> list[str]:
 def add_replay_speed_options(p) -> None:
     """--precompile-jobs, --gpu-share, --split-rows, --warmup-ms, --replays,
     --phase-timings (a replay's speed and where it goes, docs/screening.md),
-    read by :func:`measure_pytest_args`. Shared by ``batch``, ``baseline refresh`` and
-    ``gate`` (``p``: a parser or an argument group)."""
+    read by :func:`measuring_from` and :func:`scheduling_from`. Shared by ``batch``,
+    ``baseline refresh`` and ``gate`` (``p``: a parser or an argument group)."""
     p.add_argument(
         "--precompile-jobs",
         type=int,
@@ -257,24 +262,77 @@ def flaggems_dirs(values: list[str], settings: Settings) -> dict[str, Path]:
     return dirs
 
 
-def measure_pytest_args(args) -> list[str]:
-    """pytest arguments of --warmup-ms, --replays and --phase-timings."""
-    extra = ["-p", "zlbench.plugins.phases"] if getattr(args, "phase_timings", False) else []
-    if args.warmup_ms is not None:
-        if args.warmup_ms < 0:
-            raise ZlbenchError(f"--warmup-ms {args.warmup_ms:g}: must be 0 or more")
-        extra += ["--zl-warmup-ms", f"{args.warmup_ms:g}"]
-    if args.replays is not None:
-        if args.replays < 1:
-            raise ZlbenchError(f"--replays {args.replays}: must be at least 1")
-        extra += ["--zl-replays", str(args.replays)]
-    return extra
+def selection_from(args) -> Selection:
+    """What the selection flags select (``add_selection_options``, and ``--dtypes`` /
+    ``--shape-file`` of ``add_measure_options``); ``ops_dir`` defaults here."""
+    return Selection(
+        all_ops=args.all,
+        ops=tuple(args.ops or ()),
+        ops_file=args.ops_file,
+        repos=tuple(args.repos or ()),
+        ops_dir=args.ops_dir or default_ops_dir(),
+        recheck_left_out=args.recheck_dismissed,
+        dtypes=tuple(args.dtypes),
+        shape_file=args.shape_file,
+    )
+
+
+def measuring_from(args) -> Measuring:
+    """How the flags say to measure; a flag the command does not have (``gate`` has
+    only those of ``add_replay_speed_options``, ``report`` none) keeps the model's
+    default. Bad budgets are one line (exit 2)."""
+    given = vars(args)
+    warmup_ms, replays = given.get("warmup_ms"), given.get("replays")
+    if warmup_ms is not None and warmup_ms < 0:
+        raise ZlbenchError(f"--warmup-ms {warmup_ms:g}: must be 0 or more")
+    if replays is not None and replays < 1:
+        raise ZlbenchError(f"--replays {replays}: must be at least 1")
+    fields = {
+        "mode": given.get("mode"),
+        "warmup_ms": warmup_ms,
+        "replays": replays,
+        "phase_timings": given.get("phase_timings"),
+        "ttgir": None if "no_ttgir" not in given else not given["no_ttgir"],
+        "aot_compile": None if "no_aot_compile" not in given else not given["no_aot_compile"],
+        "reuse_tuning_db": given.get("reuse_tuning_db"),
+        "split_rows": given.get("split_rows"),
+    }
+    return Measuring(**{k: v for k, v in fields.items() if v is not None})
+
+
+def scheduling_from(args, settings: Settings) -> Scheduling:
+    """How the flags say to spread the work; as :func:`measuring_from`, a flag the
+    command does not have keeps the model's default (``--gpus`` absent: ``("",)``, never
+    a look at the host's GPUs). ``--precompile-jobs`` below 0 is 0."""
+    from zlbench.runner.batch.shard import default_gpus, parse_gpu_list
+
+    given = vars(args)
+    fields: dict = {}
+    if "gpus" in given:
+        text = given["gpus"]
+        visible = settings.cuda_visible_devices
+        fields["gpus"] = parse_gpu_list(text) if text else default_gpus(visible)
+    per_process = given.get("per_process")
+    if per_process is not None and per_process < 1:
+        raise ZlbenchError(f"--per-process {per_process}: must be at least 1")
+    if "sweep_gpus" in given:
+        fields["sweep_gpus"] = parse_sweep_gpus(given["sweep_gpus"], settings)
+    if "op_timeout" in given:
+        fields["op_timeout_s"] = "auto" if given["op_timeout"] is None else given["op_timeout"]
+    if "precompile_jobs" in given:
+        fields["precompile_jobs"] = max(0, given["precompile_jobs"] or 0)
+    for name in ("gpu_share", "per_process", "max_retries"):
+        if given.get(name) is not None:
+            fields[name] = given[name]
+    return Scheduling(**fields)
 
 
 def config_from_args(args, settings: Settings):
+    """The ``BatchConfig`` of ``batch``, ``baseline refresh`` and ``ab`` flags: the
+    three option models, built from argv here once, and the batch's own I/O."""
     from zlbench.runner.batch.config import BatchConfig
     from zlbench.runner.batch.costs import load_durations
-    from zlbench.runner.batch.shard import default_gpus, parse_gpu_list, parse_shard
+    from zlbench.runner.batch.shard import parse_shard
 
     if getattr(args, "keep_failed", False) and not args.resume:
         raise ZlbenchError("--keep-failed keeps the failures of a resumed batch: add --resume")
@@ -290,41 +348,22 @@ def config_from_args(args, settings: Settings):
         replay="--replay-root" if args.replay_root is not None else None,
         sweep=args.sweep_gpus,
     )
-    gpus = parse_gpu_list(args.gpus) if args.gpus else default_gpus(settings.cuda_visible_devices)
-    if args.per_process is not None and args.per_process < 1:
-        raise ZlbenchError(f"--per-process {args.per_process}: must be at least 1")
+    scheduling = scheduling_from(args, settings)
     out = args.out or Path("runs") / time.strftime("batch-%Y%m%d-%H%M%S", time.gmtime())
-    return BatchConfig(
+    return BatchConfig.from_options(
+        selection_from(args),
+        measuring_from(args),
+        scheduling,
         out_dir=out,
         flaggems_dirs=flaggems_dirs(args.flaggems_dir, settings),
-        ops_dir=args.ops_dir or default_ops_dir(),
-        all_ops=args.all,
-        ops=list(args.ops or []),
-        ops_file=args.ops_file,
-        repos=list(args.repos or []),
-        gpus=gpus,
         shard=parse_shard(args.shard) if args.shard else None,
         replay_root=args.replay_root,
         resume=args.resume,
         keep_failed=getattr(args, "keep_failed", False),
-        op_timeout_s="auto" if args.op_timeout is None else args.op_timeout,
-        per_process=args.per_process,
-        timing=args.mode,
-        dtypes=list(args.dtypes),
-        shape_file=args.shape_file,
-        ttgir=not args.no_ttgir,
-        max_retries=args.max_retries,
-        recheck_left_out=getattr(args, "recheck_dismissed", False),
-        reuse_tuning_db=args.reuse_tuning_db,
         progress=sys.stdout,
         sink=_echo if args.show_output else None,
         argv=list(sys.argv),
-        sweep_gpus=parse_sweep_gpus(args.sweep_gpus, settings),
         durations=load_durations(args.costs) if args.costs else {},
-        precompile_jobs=max(0, args.precompile_jobs),
-        gpu_share=args.gpu_share,
-        split_rows=args.split_rows,
-        extra_pytest_args=measure_pytest_args(args) + aot_compile_args(args),
     )
 
 

@@ -4,8 +4,8 @@
 
 from __future__ import annotations
 
-from zlbench.cli.gate_cmd import SPEC_HELP, job_from_args
-from zlbench.cli.options import default_ops_dir
+from zlbench.cli.gate_cmd import job_from_args
+from zlbench.cli.options import SPEC_HELP, default_ops_dir
 from zlbench.cli.settings import Settings
 from zlbench.workflow.gate import rejudge
 

@@ -9,7 +9,7 @@ format").
 
 Import from ``zlbench.models`` itself; the split into modules is internal:
 ``base`` (base class, loaders, atomic writers), ``timing`` (how a run was
-timed), ``codegen``
+timed), ``options`` (a command's measuring options: never on disk), ``codegen``
 (codegen records of compiled kernels), ``run`` (markers, rows,
 environment, ``result.json``, worker plan), ``batch`` (``ops_status.csv``,
 ``batch.json``), ``autotune`` (autotune records, a sweep's ``trust.json``),
@@ -109,6 +109,7 @@ from zlbench.models.codegen_screen import (
     Resources,
     TimingPlanFile,
 )
+from zlbench.models.options import SPLIT_MODES, Measuring, Scheduling, Selection
 from zlbench.models.paths import check_tree_inside, resolve_inside
 from zlbench.models.run import (
     Environment,
@@ -202,6 +203,8 @@ __all__ = [
     "MachineSpeed",
     "Marker",
     "MarkerKind",
+    "Measuring",
+    "SPLIT_MODES",
     "OpStatus",
     "OnDisk",
     "OpVerdict",
@@ -213,6 +216,8 @@ __all__ = [
     "RunResult",
     "Records",
     "RunStatus",
+    "Scheduling",
+    "Selection",
     "SweepChild",
     "SweepTrust",
     "ThresholdDefaults",

@@ -4,8 +4,9 @@ Why: the runner builds the pytest command line and the plugins parse it. The
 plugins register every option of :data:`OPTIONS` (:func:`add_options`) and
 the runner spells each flag with :func:`flag` / :func:`arg`, which refuse a
 name that is not in the table, so the two can never disagree on an option.
-:func:`timing_args` renders a ``models.Timing`` as these options. Imports nothing
-from torch/triton/pytest.
+:func:`timing_args` renders a ``models.Timing`` as these options and
+:func:`measuring_args` a ``models.Measuring`` (the batch's measuring options). Imports
+nothing from torch/triton/pytest.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from zlbench.models.options import Measuring
 from zlbench.models.timing import (
     DEFAULT_REPLAYS,
     DEFAULT_WARMUP_MS,
@@ -22,6 +24,9 @@ from zlbench.models.timing import (
 )
 
 PREFIX = "--zl-"
+# The plugin writing <run_dir>/timings.json (where each op's wall time went), loaded only
+# when asked for (``Measuring.phase_timings``); the loader plugin does not register it.
+PHASES_PLUGIN = "zlbench.plugins.phases"
 
 # name -> (kwargs for argparse-style addoption). Names are without the prefix.
 # The loader plugin registers these (option group "zlbench").
@@ -153,6 +158,23 @@ def timing_args(timing: Timing) -> list[str]:
         out += arg("warmup-ms", number_text(timing.warmup_ms))
     if timing.replays is not None:
         out += arg("replays", timing.replays)
+    return out
+
+
+def measuring_args(how: Measuring) -> list[str]:
+    """The pytest arguments of the batch's measuring options: the phases plugin (when
+    ``phase_timings``), the graph-timing budgets that were given (None: the plugin's
+    default is left alone, so PYTEST_ADDOPTS can still set it) and ``--zl-aot-compile
+    off`` (when not ``aot_compile``), in that order. ``mode``, ``ttgir``,
+    ``reuse_tuning_db`` and ``split_rows`` reach the process through the plan and the
+    environment, not as options."""
+    out = ["-p", PHASES_PLUGIN] if how.phase_timings else []
+    if how.warmup_ms is not None:
+        out += arg("warmup-ms", number_text(how.warmup_ms))
+    if how.replays is not None:
+        out += arg("replays", how.replays)
+    if not how.aot_compile:
+        out += arg("aot-compile", "off")
     return out
 
 

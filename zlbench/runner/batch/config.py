@@ -9,9 +9,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal, TextIO
+from typing import Any, Literal, TextIO
 
-from zlbench.models import OpStatus
+from zlbench.models import Measuring, OpStatus, Scheduling, Selection
+from zlbench.protocol.options import measuring_args
 
 # FlagGems' autotune config space (flag_gems.runtime.flagtune): "0" its default
 # configs, "1" the expanded / cost-model space. Set in every benchmark process.
@@ -115,6 +116,41 @@ class BatchConfig:
     pair_dir: Path | None = None
     pair_side: str | None = None
     pair_rule: str | None = None
+
+    @classmethod
+    def from_options(
+        cls, selection: Selection, measuring: Measuring, scheduling: Scheduling, **rest: Any
+    ) -> BatchConfig:
+        """The config of the three option models (``zlbench.models.options``), the one
+        place their fields become this config's; ``rest``: the other fields (out dir,
+        FlagGems dirs, shard, I/O, seams). ``extra_pytest_args`` in ``rest`` go after the
+        measuring options' (:func:`zlbench.protocol.options.measuring_args`)."""
+        if selection.ops_dir is None:
+            raise ValueError("BatchConfig.from_options: the selection has no ops_dir")
+        extra = [*measuring_args(measuring), *rest.pop("extra_pytest_args", [])]
+        return cls(
+            ops_dir=selection.ops_dir,
+            all_ops=selection.all_ops,
+            ops=list(selection.ops),
+            ops_file=selection.ops_file,
+            repos=list(selection.repos),
+            recheck_left_out=selection.recheck_left_out,
+            dtypes=list(selection.dtypes),
+            shape_file=selection.shape_file,
+            timing=measuring.mode,
+            ttgir=measuring.ttgir,
+            reuse_tuning_db=measuring.reuse_tuning_db,
+            split_rows=measuring.split_rows,
+            gpus=list(scheduling.gpus),
+            sweep_gpus=list(scheduling.sweep_gpus),
+            gpu_share=scheduling.gpu_share,
+            per_process=scheduling.per_process,
+            op_timeout_s=scheduling.op_timeout_s,
+            max_retries=scheduling.max_retries,
+            precompile_jobs=scheduling.precompile_jobs,
+            extra_pytest_args=extra,
+            **rest,
+        )
 
     def op_timeout(self) -> float | None:
         """The per-op timeout in effect: ``op_timeout_s`` with "auto" resolved by mode;

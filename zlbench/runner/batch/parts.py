@@ -59,7 +59,6 @@ PARTS_DIR = ".parts"  # <batch>/.parts/<repo>/<run_name>~<k>of<n>/
 # <batch>/.parts/ops_status.csv: the rows of the parts merged (ops_status.csv holds their
 # op's), read by --resume for the parts it keeps
 PART_MARK = "~"
-SPLIT_MODES = ("auto", "off")
 # An op is cut when it is longer than this fraction of one slot's fair share of the
 # batch (total expected seconds / slots), into parts no longer than that. 1: only an op
 # that alone outlasts a slot's share; each part pays the op's fixed costs again (its own

@@ -1,0 +1,182 @@
+"""The measuring options in one place (issue 28 item 2): the option models
+(``zlbench.models.options``), the shared builders and readers (``zlbench.cli.options``),
+the plugin flags rendered only by ``zlbench.protocol.options.measuring_args``, and
+``BatchConfig.from_options`` as the one place the models become a batch's config."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+from pydantic import ValidationError
+
+import zlbench
+from zlbench.cli import build_parser
+from zlbench.cli.options import (
+    config_from_args,
+    measuring_from,
+    scheduling_from,
+    selection_from,
+)
+from zlbench.cli.settings import Settings
+from zlbench.models.options import Measuring, Scheduling, Selection
+from zlbench.protocol import options
+from zlbench.runner.batch.config import BatchConfig
+
+CLI = Path(zlbench.__file__).parent / "cli"
+
+
+def _args(*argv: str):
+    return build_parser().parse_args(list(argv))
+
+
+def test_the_models_are_frozen_and_refuse_unknown_fields():
+    m = Measuring()
+    with pytest.raises(ValidationError):
+        m.replays = 3  # type: ignore[misc]
+    for model in (Selection, Measuring, Scheduling):
+        with pytest.raises(ValidationError):
+            model(nonsense=1)
+
+
+@pytest.mark.parametrize("bad", [dict(warmup_ms=-1.0), dict(replays=0), dict(split_rows="on")])
+def test_measuring_refuses_what_the_cli_refuses(bad):
+    with pytest.raises(ValidationError):
+        Measuring(**bad)
+
+
+@pytest.mark.parametrize(
+    ("how", "expected"),
+    [
+        (Measuring(), []),
+        (Measuring(warmup_ms=25.0), ["--zl-warmup-ms", "25"]),
+        (Measuring(replays=5), ["--zl-replays", "5"]),
+        (Measuring(warmup_ms=0.5, replays=2), ["--zl-warmup-ms", "0.5", "--zl-replays", "2"]),
+        (Measuring(phase_timings=True), ["-p", options.PHASES_PLUGIN]),
+        (Measuring(aot_compile=False), ["--zl-aot-compile", "off"]),
+        (
+            Measuring(phase_timings=True, warmup_ms=1.0, replays=3, aot_compile=False),
+            ["-p", options.PHASES_PLUGIN, "--zl-warmup-ms", "1", "--zl-replays", "3"]
+            + ["--zl-aot-compile", "off"],
+        ),
+        # what the process gets through the plan and the environment is no option
+        (Measuring(mode="kernel", ttgir=False, reuse_tuning_db=True, split_rows="off"), []),
+    ],
+)
+def test_measuring_args_render_the_given_options_in_order(how, expected):
+    assert options.measuring_args(how) == expected
+
+
+def test_every_rendered_plugin_flag_is_in_the_plugins_table():
+    how = Measuring(phase_timings=True, warmup_ms=1.0, replays=3, aot_compile=False)
+    zl = [a for a in options.measuring_args(how) if a.startswith(options.PREFIX)]
+    tables = {**options.OPTIONS, **options.SWEEP_OPTIONS}
+    assert zl and all(a.removeprefix(options.PREFIX) in tables for a in zl)
+
+
+def test_batch_flags_become_the_three_models():
+    args = _args(
+        *["batch", "--ops", "abs", "mm", "--repos", "main", "vllm", "--dtypes", "float16"],
+        *["--shape-file", "s.yaml", "--recheck-dismissed", "--ops-dir", "od"],
+        *["--mode", "kernel", "--warmup-ms", "12.5", "--replays", "4", "--phase-timings"],
+        *["--no-ttgir", "--no-aot-compile", "--split-rows", "off"],
+        *["--gpus", "0,1", "--gpu-share", "2", "--per-process", "3", "--op-timeout", "0"],
+        *["--max-retries", "1", "--precompile-jobs", "-3"],
+    )
+    settings = Settings.from_env({})
+    assert selection_from(args) == Selection(
+        ops=("abs", "mm"),
+        repos=("main", "vllm"),
+        ops_dir=Path("od"),
+        recheck_left_out=True,
+        dtypes=("float16",),
+        shape_file=Path("s.yaml"),
+    )
+    assert measuring_from(args) == Measuring(
+        mode="kernel",
+        warmup_ms=12.5,
+        replays=4,
+        phase_timings=True,
+        ttgir=False,
+        aot_compile=False,
+        split_rows="off",
+    )
+    assert scheduling_from(args, settings) == Scheduling(
+        gpus=("0", "1"), gpu_share=2, per_process=3, op_timeout_s=0.0, max_retries=1
+    )
+
+
+def test_the_defaults_of_batch_flags_are_the_models_defaults():
+    args = _args("batch", "--all", "--ops-dir", "od")
+    settings = Settings.from_env({"CUDA_VISIBLE_DEVICES": ""})
+    assert selection_from(args) == Selection(all_ops=True, ops_dir=Path("od"))
+    assert measuring_from(args) == Measuring()
+    assert scheduling_from(args, settings) == Scheduling()
+
+
+@pytest.mark.parametrize("argv", [["gate", "--baseline", "b"], ["report", "r", "--baseline", "b"]])
+def test_a_command_without_a_flag_keeps_the_models_default(argv):
+    assert measuring_from(_args(*argv)) == Measuring()
+    # no --gpus flag: the host's GPUs are never looked at
+    assert scheduling_from(_args(*argv), Settings.from_env({})) == Scheduling()
+
+
+def test_the_gate_reads_its_replay_speed_flags_into_the_models():
+    args = _args(
+        *["gate", "--baseline", "b", "--gpu-share", "3", "--precompile-jobs", "2"],
+        *["--split-rows", "off", "--warmup-ms", "3", "--replays", "2"],
+    )
+    assert measuring_from(args) == Measuring(warmup_ms=3.0, replays=2, split_rows="off")
+    assert scheduling_from(args, Settings.from_env({})) == Scheduling(
+        gpu_share=3, precompile_jobs=2
+    )
+
+
+def test_config_from_args_is_from_options_of_the_three_models(tmp_path):
+    argv = ["batch", "--ops", "abs", "--ops-dir", str(tmp_path), "--gpus", "0"]
+    argv += ["--warmup-ms", "7", "--gpu-share", "2", "--no-aot-compile", "--out", "o"]
+    args, settings = _args(*argv), Settings.from_env({})
+    config = config_from_args(args, settings)
+    rebuilt = BatchConfig.from_options(
+        selection_from(args),
+        measuring_from(args),
+        scheduling_from(args, settings),
+        out_dir=Path("o"),
+        flaggems_dirs={},
+        progress=config.progress,
+        sink=config.sink,
+        argv=config.argv,
+    )
+    assert rebuilt == config
+    assert config.extra_pytest_args == ["--zl-warmup-ms", "7", "--zl-aot-compile", "off"]
+    assert (config.gpus, config.gpu_share, config.ops) == (["0"], 2, ["abs"])
+
+
+def test_from_options_puts_the_callers_pytest_args_after_the_measuring_ones(tmp_path):
+    config = BatchConfig.from_options(
+        Selection(all_ops=True, ops_dir=tmp_path),
+        Measuring(replays=3),
+        Scheduling(),
+        out_dir=tmp_path / "b",
+        flaggems_dirs={},
+        extra_pytest_args=["--zl-codegen-no-sass"],
+    )
+    assert config.extra_pytest_args == ["--zl-replays", "3", "--zl-codegen-no-sass"]
+    assert config.ops_dir == tmp_path and config.gpus == [""]
+
+
+def _cli_imports(path: Path) -> set[str]:
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("zlbench.cli."):
+            names.add(node.module)
+    return names
+
+
+@pytest.mark.parametrize("path", sorted(CLI.glob("*_cmd.py")), ids=lambda p: p.name)
+def test_no_command_takes_its_shared_flags_from_another_command(path):
+    others = {m for m in _cli_imports(path) if m.endswith("_cmd")}
+    # report is the gate's offline re-judge: it takes the gate's job
+    allowed = {"zlbench.cli.gate_cmd"} if path.name == "report_cmd.py" else set()
+    assert others <= allowed

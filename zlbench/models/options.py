@@ -1,0 +1,99 @@
+"""The measuring options of a command, as three small frozen models (issue 28 item 2):
+what is selected (:class:`Selection`), how it is measured (:class:`Measuring`) and how
+the work is spread over GPUs and processes (:class:`Scheduling`).
+
+The CLI reads them from argv once (:mod:`zlbench.cli.options`: ``selection_from``,
+``measuring_from``, ``scheduling_from``); :class:`zlbench.runner.batch.config.BatchConfig`
+is built from them in one place (``BatchConfig.from_options``), and the plugin flags of
+a :class:`Measuring` are rendered only by :func:`zlbench.protocol.options.measuring_args`.
+They are not written to disk: ``batch.json`` keeps its own fields
+(:class:`zlbench.models.BatchInfo`). Imports only :mod:`zlbench.models.base`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import ConfigDict, field_validator
+
+from zlbench.models.base import _Model
+
+# --split-rows: "auto" cuts a replayed op longer than its share of a process slot into
+# row parts (zlbench.runner.batch.parts); "off" never does.
+SPLIT_MODES = ("auto", "off")
+UpstreamMode = Literal["cudagraph", "kernel"]  # upstream FlagGems --mode
+
+
+class _Options(_Model):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Selection(_Options):
+    """What is selected: exactly one of ``all_ops``, ``ops`` (SPECs) or ``ops_file``,
+    from ``repos`` ([]: main), in the inventories and dismiss list of ``ops_dir`` (None:
+    the CLI's default); ``recheck_left_out`` also runs the dismissed and unconditionally
+    skipped ops; ``dtypes`` ([]: each op's own) and ``shape_file`` (None: upstream's
+    shapes) narrow what each op measures. Upstream's ``--level`` is always ``core``
+    (``BatchInfo.level``), not an option."""
+
+    all_ops: bool = False
+    ops: tuple[str, ...] = ()
+    ops_file: Path | None = None
+    repos: tuple[str, ...] = ()
+    ops_dir: Path | None = None
+    recheck_left_out: bool = False
+    dtypes: tuple[str, ...] = ()
+    shape_file: Path | None = None
+
+
+class Measuring(_Options):
+    """How each op is measured: upstream's ``mode``; the graph-timing budgets
+    (``warmup_ms``, ``replays``; None: the plugin's default, or what PYTEST_ADDOPTS
+    says; the whole :class:`zlbench.models.Timing` is what the plugins then record);
+    ``phase_timings`` (``<run_dir>/timings.json``); ``ttgir`` (dump TTGIR);
+    ``aot_compile`` (record mode: compile each sweep's configs ahead); ``reuse_tuning_db``
+    (record mode: keep FlagGems' persistent tuning DB); ``split_rows`` (replay: long
+    ops as row parts, :data:`SPLIT_MODES`)."""
+
+    mode: UpstreamMode = "cudagraph"
+    warmup_ms: float | None = None
+    replays: int | None = None
+    phase_timings: bool = False
+    ttgir: bool = True
+    aot_compile: bool = True
+    reuse_tuning_db: bool = False
+    split_rows: Literal["auto", "off"] = "auto"
+
+    @field_validator("warmup_ms")
+    @classmethod
+    def _warmup_not_negative(cls, v: float | None) -> float | None:
+        if v is not None and v < 0:
+            raise ValueError(f"warmup_ms must be 0 or more, got {v}")
+        return v
+
+    @field_validator("replays")
+    @classmethod
+    def _replays_positive(cls, v: int | None) -> int | None:
+        if v is not None and v < 1:
+            raise ValueError(f"replays must be at least 1, got {v}")
+        return v
+
+
+class Scheduling(_Options):
+    """How the work is spread: ``gpus`` (values of CUDA_VISIBLE_DEVICES, one worker
+    each; ``""`` leaves the variable alone), ``sweep_gpus`` (record mode: each op's
+    autotune sweep split over these), ``gpu_share`` (benchmark processes per GPU, timing
+    in turns), ``per_process`` (ops per pytest process at most; None: no limit),
+    ``op_timeout_s`` (seconds; "auto": by mode, ``BatchConfig.op_timeout``; 0 or None:
+    no limit), ``max_retries`` (extra attempts of a FAIL/CRASH op) and
+    ``precompile_jobs`` (replay: CPU processes compiling the recorded kernels first;
+    0: off)."""
+
+    gpus: tuple[str, ...] = ("",)
+    sweep_gpus: tuple[str, ...] = ()
+    gpu_share: int = 1
+    per_process: int | None = None
+    op_timeout_s: float | None | Literal["auto"] = "auto"
+    max_retries: int = 2
+    precompile_jobs: int = 0
