@@ -11,7 +11,7 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-from zlbench.cli.options import SPEC_HELP
+from zlbench.cli.options import add_baseline_options, add_replay_speed_options
 from zlbench.cli.settings import Settings
 from zlbench.codegen.screen import flaggems_sources
 from zlbench.errors import ZlbenchError
@@ -30,12 +30,7 @@ def add_parser(sub) -> None:
         help="screen the baseline's kernels' generated code, replay its ops, judge them, "
         "write junit.xml, report.md, comment.md, report.html, verdict.json",
     )
-    p.add_argument("--baseline", required=True, metavar="DIR", help="baseline dir (baselines/vN)")
-    sel = p.add_mutually_exclusive_group()
-    sel.add_argument(
-        "--ops", nargs="+", metavar="SPEC", help=f"judge only these baseline ops ({SPEC_HELP})"
-    )
-    sel.add_argument("--ops-file", metavar="F", help="file of op SPECs, one a line")
+    add_baseline_options(p)
     p.add_argument(
         "--shard",
         metavar="K/N",
@@ -56,16 +51,9 @@ def add_parser(sub) -> None:
     )
     p.add_argument("--out", default="zlbench-gate", metavar="DIR", help="output dir")
     add_codegen_options(p)
-    add_measure_options(p)
+    add_replay_speed_options(p.add_argument_group("measuring (as `zlbench batch`)"))
     add_ab_options(p)
     p.set_defaults(func=_run)
-
-
-def add_measure_options(p) -> None:
-    """What `zlbench batch` offers for a replay's speed (docs/screening.md)."""
-    from zlbench.cli.options import add_replay_speed_options
-
-    add_replay_speed_options(p.add_argument_group("measuring (as `zlbench batch`)"))
 
 
 def add_codegen_options(p) -> None:

@@ -56,6 +56,16 @@ def add_selection_options(p, *, required: bool = True) -> None:
     )
 
 
+def add_baseline_options(p) -> None:
+    """--baseline and the --ops / --ops-file narrowing its op set (``gate``, ``report``)."""
+    p.add_argument("--baseline", required=True, metavar="DIR", help="baseline dir (baselines/vN)")
+    sel = p.add_mutually_exclusive_group()
+    sel.add_argument(
+        "--ops", nargs="+", metavar="SPEC", help=f"judge only these baseline ops ({SPEC_HELP})"
+    )
+    sel.add_argument("--ops-file", metavar="F", help="file of op SPECs, one a line")
+
+
 def add_sweep_option(p) -> None:
     """--sweep-gpus (shared with `baseline refresh`)."""
     p.add_argument(

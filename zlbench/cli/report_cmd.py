@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 from zlbench.cli.gate_cmd import job_from_args
-from zlbench.cli.options import SPEC_HELP, default_ops_dir
+from zlbench.cli.options import add_baseline_options, default_ops_dir
 from zlbench.cli.settings import Settings
 from zlbench.workflow.gate import rejudge
 
@@ -16,12 +16,7 @@ def add_parser(sub) -> None:
         help="re-judge a results dir offline and re-render every report (codegen/ explained too)",
     )
     p.add_argument("results", metavar="RESULTS_DIR", help="gate output dir, batch dir or run dir")
-    p.add_argument("--baseline", required=True, metavar="DIR", help="baseline dir (baselines/vN)")
-    sel = p.add_mutually_exclusive_group()
-    sel.add_argument(
-        "--ops", nargs="+", metavar="SPEC", help=f"judge only these baseline ops ({SPEC_HELP})"
-    )
-    sel.add_argument("--ops-file", metavar="F", help="file of op SPECs, one a line")
+    add_baseline_options(p)
     p.add_argument("--thresholds", metavar="Y", help="thresholds yaml (default: the manifest's)")
     p.add_argument(
         "--allow-env-mismatch", action="store_true", help="judge despite an environment mismatch"
