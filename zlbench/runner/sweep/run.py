@@ -3,7 +3,11 @@
 ``zlbench run --sweep-gpus 0,1,2`` (and ``batch`` / ``baseline refresh`` in
 their record pass) records one op like this:
 
-1. one child pytest process per listed GPU, all at once, each with
+1. the op is dealt over the GPUs (:mod:`zlbench.runner.sweep.deal`): its configs
+   (child ``k`` of ``n`` tunes ``configs[k::n]``, every shape), its shapes (child
+   ``k`` runs row part ``k+1`` of ``n`` with every config: each shape's winners are
+   picked on one GPU) or both, by a small cost model;
+   one child pytest process per GPU of the deal, all at once, each with
    ``CUDA_VISIBLE_DEVICES`` set to its GPU, its own temp ``TRITON_CACHE_DIR``
    and FlagGems tuning DB (:func:`zlbench.runner.execute.worker.process_env`), run
    dir ``<run_dir>/sweep/shard-k/`` and ``--zl-sweep-shard k/N
@@ -77,6 +81,7 @@ from zlbench.runner.batch.status import load_run
 from zlbench.runner.execute.proc import Sink
 from zlbench.runner.execute.worker import build_pytest_argv, execute_plan, process_env
 from zlbench.runner.sweep.children import Child, run_group
+from zlbench.runner.sweep.deal import Deal, choose_deal, op_shapes
 
 Say = Callable[[str], None]
 
@@ -109,6 +114,9 @@ class SweepSpec:
     grace_s: float = 5.0
     say: Say | None = None  # receives the ZLBENCH_SWEEP line of each op
     name_ops: bool = False  # prefix that line with <repo>/<run_name> (batch progress)
+    # what the GPUs deal (zlbench.runner.sweep.deal): auto (the cost model), configs, shapes
+    deal: str = "auto"
+    configs: int | None = None  # configs of the op's largest kernel, when known
 
     def __post_init__(self) -> None:
         if not self.gpus:
@@ -135,15 +143,20 @@ class _Op:
         return self.run_dir / SWEEP_DIR
 
 
-def _child(op: _Op, k: int, n: int, gpu: str, tmp: Path) -> Child:
+def _child(op: _Op, k: int, deal: Deal, gpu: str, tmp: Path) -> Child:
+    """Child ``k`` of ``deal``: its shape part as the entry's row part (when shapes are
+    dealt), its config shard as ``--zl-sweep-shard`` (``0/1``: every config)."""
     run_dir = op.sweep_dir / f"shard-{k}"
     run_dir.mkdir(parents=True, exist_ok=True)
-    entry = op.entry.model_copy(
-        update={"run_dir": str(run_dir), "mode": "record", "replay_records": None}
-    )
+    part, shard = deal.of(k)
+    update: dict = {"run_dir": str(run_dir), "mode": "record", "replay_records": None}
+    if deal.shapes > 1:
+        update["part"] = [part + 1, deal.shapes]
+    entry = op.entry.model_copy(update=update)
     plan = op.template.model_copy(update={"entries": [entry]})
     dump_json_model(run_dir / PLAN_JSON, plan)
-    extra = list(op.extra) + options.arg("sweep-shard", f"{k}/{n}")
+    n = deal.children
+    extra = list(op.extra) + options.arg("sweep-shard", f"{shard}/{deal.configs}")
     extra += options.arg("sweep-out", op.sweep_dir / f"shard-{k}.json")
     argv = build_pytest_argv(run_dir / PLAN_JSON, plan, python=op.python, extra=extra)
     base = dict(op.env)
@@ -179,21 +192,39 @@ def _read_json(path: Path) -> dict:
 
 
 def merge_children(
-    records: Sequence[dict], shards: Sequence[dict], close_rel: float = 0.02
+    records: Sequence[dict],
+    shards: Sequence[dict],
+    close_rel: float = 0.02,
+    parts: Sequence[int] | None = None,
 ) -> tuple[dict, sweep_mod.SweepStats]:
-    """The children's own records (first seen wins), overlaid with the merged shard winners."""
+    """The children's own records (first seen wins), overlaid with the merged shard
+    winners. ``parts``: each child's shape part (None: one part, configs dealt only).
+    Within a part a key's winner is the fastest of its config shards; a key that
+    several shape parts tuned keeps the lowest part's winner: timings of different
+    shape parts (different GPUs) are never compared. The trust figure counts over
+    every child (a key two parts tuned to different winners is ``differing``)."""
     merged: dict[str, dict[str, dict]] = {}
     for rec in records:
         for kernel, keys in rec.items():
             for key, config in keys.items():
                 merged.setdefault(kernel, {}).setdefault(key, config)
-    winners, stats = sweep_mod.merge_shards(shards, close_rel)
-    for kernel, keys in winners.items():
+    _, stats = sweep_mod.merge_shards(shards, close_rel)
+    parts = list(parts) if parts is not None else [0] * len(shards)
+    picked: dict[str, dict[str, dict]] = {}
+    for p in sorted(set(parts)):
+        mine = [sh for sh, q in zip(shards, parts, strict=True) if q == p]
+        winners, _ = sweep_mod.merge_shards(mine, close_rel)
+        for kernel, keys in winners.items():
+            for key, config in keys.items():
+                picked.setdefault(kernel, {}).setdefault(key, config)
+    for kernel, keys in picked.items():
         merged.setdefault(kernel, {}).update(keys)
     return merged, stats
 
 
-def _merge(op: _Op, children: Sequence[Child], close_rel: float) -> sweep_mod.SweepStats:
+def _merge(
+    op: _Op, children: Sequence[Child], close_rel: float, deal: Deal
+) -> sweep_mod.SweepStats:
     name = records_file_name(op.entry.op)
     records = []
     for c in children:
@@ -204,7 +235,8 @@ def _merge(op: _Op, children: Sequence[Child], close_rel: float) -> sweep_mod.Sw
             path = found[0] if len(found) == 1 else path
         records.append(load_json_model(path, AutotuneRecords).kernels if path.is_file() else {})
     shards = [_read_json(op.sweep_dir / f"shard-{c.shard}.json") for c in children]
-    merged, stats = merge_children(records, shards, close_rel)
+    parts = [deal.of(c.shard)[0] for c in children]
+    merged, stats = merge_children(records, shards, close_rel, parts)
     atomic_write_text(records_dir(op.run_dir) / name, records_json(merged))
     return stats
 
@@ -213,7 +245,7 @@ def _trust(op: _Op, children: Sequence[Child], stats, spec: SweepSpec, measured:
     trust = SweepTrust(
         repo=op.entry.repo,
         run_name=op.entry.run_name,
-        gpus=list(spec.gpus),
+        gpus=[c.gpu for c in children],  # the GPUs the deal used (fewer when shapes are few)
         keys=stats.keys,
         differing=stats.differing,
         close=stats.close,
@@ -283,15 +315,24 @@ def _ignore(*_: object) -> None:
     pass
 
 
+def op_deal(entry: PlanEntry, spec: SweepSpec) -> Deal:
+    """How ``entry`` is dealt over ``spec.gpus`` (:func:`zlbench.runner.sweep.deal.choose_deal`
+    on the shapes of its shape file); an entry that is itself a row part deals configs."""
+    shapes = op_shapes(entry) if entry.part is None else None
+    return choose_deal(len(spec.gpus), shapes, spec.configs, spec.deal)
+
+
 def sweep_op(op: _Op, spec: SweepSpec, *, executor, sink: Sink | None, timeout_s) -> OpStatus:
     """Sweep one op over ``spec.gpus``, merge, measure on ``spec.gpus[0]``."""
     if op.sweep_dir.exists():
         shutil.rmtree(op.sweep_dir)
     op.sweep_dir.mkdir(parents=True)
     tmp = Path(tempfile.mkdtemp(prefix="zlbench-sweep-"))
-    n = len(spec.gpus)
+    deal = op_deal(op.entry, spec)
+    gpus = spec.gpus[: deal.children]
+    n = len(gpus)
     try:
-        children = [_child(op, k, n, gpu, tmp) for k, gpu in enumerate(spec.gpus)]
+        children = [_child(op, k, deal, gpu, tmp) for k, gpu in enumerate(gpus)]
         run_group(
             children, cwd=op.flaggems_dir, sink=sink, timeout_s=timeout_s, grace_s=spec.grace_s
         )
@@ -305,7 +346,7 @@ def sweep_op(op: _Op, spec: SweepSpec, *, executor, sink: Sink | None, timeout_s
         )
     if bad:
         return _fail(op, children, bad)
-    stats = _merge(op, children, spec.close_rel)
+    stats = _merge(op, children, spec.close_rel, deal)
     line = stats.line()
     if spec.say is not None:
         spec.say(f"{op.entry.repo}/{op.entry.run_name} {line}" if spec.name_ops else line)
@@ -315,9 +356,11 @@ def sweep_op(op: _Op, spec: SweepSpec, *, executor, sink: Sink | None, timeout_s
         "gpu": spec.gpus[0],
         "status": status.status.value,
         "replay_fallbacks": _mark_record(op.run_dir, line),
+        "deal": {"shapes": deal.shapes, "configs": deal.configs},  # how the sweep was dealt
     }
     _trust(op, children, stats, spec, measured)
-    note = f"configs from a {n}-GPU sweep ({','.join(spec.gpus)}): {line.split(' ', 1)[1]}"
+    how = f", {deal.words()}" if deal.shapes > 1 else ""
+    note = f"configs from a {n}-GPU sweep ({','.join(gpus)}{how}): {line.split(' ', 1)[1]}"
     if status.note:
         note = f"{status.note}; {note}"
     seconds = round(status.seconds + max(c.seconds for c in children), 3)
