@@ -29,6 +29,7 @@ from zlbench.errors import ZlbenchError
 from zlbench.models import GateVerdict, TimingPlanFile, load_json_model
 from zlbench.workflow import codegen
 from zlbench.workflow.gate import GateJob, GateSeams
+from zlbench.workflow.screen_job import run_gate_job
 
 FINGERPRINT = "flagtree 3.6.0+pr sha256:00112233aabbccdd"
 
@@ -64,7 +65,7 @@ def run(tmp_path, bl, ops_dir, out, *, screen=None, measure=None, seam=None, tim
     seams = GateSeams(measure=measure or FakeBatch(good()), screen=seam or NoScreen())
     seams.stdout = seams.stderr = err
     only = screen is None
-    rc = gate_cmd.run_job(job, seams, screen_only=only, screen=screen, time_given=time)
+    rc = run_gate_job(job, seams, screen_only=only, screen=screen, time_given=time)
     return rc, err.getvalue()
 
 

@@ -20,7 +20,6 @@ pytest.importorskip("triton")
 from codegen_support import REPO, load_index, record_benchpkg  # noqa: E402
 from zlsynth import brow, crow, run_result, write_baseline, write_results  # noqa: E402
 
-from zlbench.cli.gate_cmd import run_job  # noqa: E402
 from zlbench.models import (  # noqa: E402
     CODEGEN_BLOBS,
     CodegenIndex,
@@ -32,6 +31,7 @@ from zlbench.models import (  # noqa: E402
 )
 from zlbench.workflow.codegen import compiler_fingerprint  # noqa: E402
 from zlbench.workflow.gate import GateJob, GateSeams  # noqa: E402
+from zlbench.workflow.screen_job import run_gate_job  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
@@ -92,7 +92,7 @@ def test_a_real_screen_from_a_cpu_job_times_only_what_it_listed(bl, tmp_path):
     err, cpu, gpu = io.StringIO(), tmp_path / "cpu", tmp_path / "gpu"
     cpu_measure = Measure()
     seams = GateSeams(measure=cpu_measure, stdout=err, stderr=err)  # the real screen
-    assert run_job(job(cpu), seams, screen_only=True) == 0, err.getvalue()
+    assert run_gate_job(job(cpu), seams, screen_only=True) == 0, err.getvalue()
     assert cpu_measure.requests == []
     plan = load_json_model(cpu / "codegen" / "timing.json", TimingPlanFile)
     assert plan.order == ["main/add"] and set(plan.skipped) == {"main/mm", "main/softmax"}
@@ -100,7 +100,7 @@ def test_a_real_screen_from_a_cpu_job_times_only_what_it_listed(bl, tmp_path):
 
     measure, err = Measure(), io.StringIO()
     seams = GateSeams(measure=measure, stdout=err, stderr=err)
-    assert run_job(job(gpu), seams, screen=cpu) == 0, err.getvalue()
+    assert run_gate_job(job(gpu), seams, screen=cpu) == 0, err.getvalue()
     assert [r.ops for r in measure.requests] == [{"main/add"}]
     assert "codegen: chunk" not in err.getvalue()  # not screened again
     v = load_json_model(gpu / "verdict.json", GateVerdict)

@@ -8,20 +8,15 @@ from __future__ import annotations
 
 import os
 import sys
-from dataclasses import replace
 from pathlib import Path
 
 from zlbench.cli.options import add_baseline_options, add_replay_speed_options
 from zlbench.cli.settings import Settings
-from zlbench.codegen.screen import flaggems_sources
-from zlbench.errors import ZlbenchError
 from zlbench.gate.paired import DEFAULT_PAIRED_FLOOR_US, DEFAULT_PAIRED_THRESHOLD
-from zlbench.protocol.layout import CODEGEN_SCREEN_DIR
-from zlbench.workflow import codegen
-from zlbench.workflow import gate as gate_workflow
 from zlbench.workflow.ab import DEFAULT_ROUNDS, AbOptions
 from zlbench.workflow.codegen import TIME_MODES
-from zlbench.workflow.gate import GateJob, GateSeams, run_gate
+from zlbench.workflow.gate import GateJob, GateSeams
+from zlbench.workflow.screen_job import run_gate_job
 
 
 def add_parser(sub) -> None:
@@ -220,88 +215,6 @@ def _run(args) -> int:
 
     ops_dir = Path(args.ops_dir) if args.ops_dir else default_ops_dir()
     job = job_from_args(args, Settings.from_env(), ops_dir)
-    return run_job(
+    return run_gate_job(
         job, GateSeams(), screen_only=args.screen_only, screen=args.screen, time_given=args.time
     )
-
-
-def run_job(
-    job: GateJob,
-    seams: GateSeams,
-    *,
-    screen_only: bool = False,
-    screen: Path | None = None,
-    time_given: str | None = None,
-) -> int:
-    """``gate``, ``gate --screen-only`` (the screen and the plan of a CPU job) or ``gate
-    --screen DIR`` (a measuring gate that takes that plan: docs/codegen.md, "The screen on
-    a CPU job"). ``time_given``: ``--time`` as given (None: not given)."""
-    if screen_only and screen is not None:
-        raise ZlbenchError("--screen-only writes what --screen takes: not both")
-    if (screen_only or screen is not None) and job.results is not None:
-        raise ZlbenchError(
-            "--screen-only and --screen are for a gate that screens or measures: not with --results"
-        )
-    if screen_only:
-        return _screen_only(job, seams)
-    if screen is None:
-        return run_gate(job, seams)
-    if job.time_budget_s is not None or job.time_first is not None:
-        raise ZlbenchError(
-            "--time-budget and --time-first are the screen job's "
-            "(`gate --screen-only`): --screen times the ops it listed"
-        )
-    inputs = gate_workflow._load_inputs(job, seams)  # the baseline verified, the op set
-    artifact = codegen.load_screen_artifact(
-        screen, inputs.baseline, inputs.opts.scope, codegen.compiler_fingerprint()
-    )
-    mode = artifact.plan.time
-    wanted = time_given or ("all" if job.ab.full else None)  # --full-ab: --time all
-    if wanted is not None and wanted != mode:
-        given = f"--time {time_given}" if time_given else "--full-ab (--time all)"
-        raise ZlbenchError(
-            f"--screen {screen}: planned with --time {mode}, this gate asks for "
-            f"{given}: run the screen job with the same time mode"
-        )
-    job = replace(job, time=mode, time_budget_s=artifact.plan.budget_s)
-    return run_gate(job, replace(seams, screen=artifact))
-
-
-def _screen_only(job: GateJob, seams: GateSeams) -> int:
-    """The codegen screen and the plan of the ops to time into ``<out>/codegen/``; no GPU."""
-    if job.shard is not None or job.ab.base_compiler:
-        raise ZlbenchError(
-            "--screen-only measures nothing: --shard and --base-compiler "
-            "belong to the GPU job that takes its --screen"
-        )
-    inputs = gate_workflow._load_inputs(job, seams)  # the baseline verified; FlagGems found
-    out = gate_workflow._claim_out(Path(job.out), seams)
-    step = codegen.screen_for_gate(
-        inputs.baseline.path,
-        out,
-        time=job.time,
-        jobs=job.codegen_jobs,
-        pythonpath=flaggems_sources(job.flaggems_dirs.values()),
-        screen=seams.screen,
-        say=seams.say,
-        progress=seams.warn,
-    )
-    plan = codegen.screen_only(
-        step,
-        inputs.baseline,
-        inputs.opts.scope,
-        Path(job.ops_dir),
-        budget_s=job.time_budget_s,
-        first=job.time_first,
-        compiler=codegen.compiler_fingerprint(),
-        generated=seams.now(),
-        out=out,
-    )
-    over = f", {len(plan.over_budget)} beyond the budget" if plan.over_budget else ""
-    seams.say(
-        f"zlbench gate --screen-only: {len(plan.order)} op(s) to time, "
-        f"{len(plan.skipped)} proven unchanged{over} "
-        f"({out / CODEGEN_SCREEN_DIR / codegen.TIMING_JSON}); the GPU job: "
-        f"zlbench gate --baseline {job.baseline} --screen {out} ..."
-    )
-    return 1 if step.summary.failed else 0

@@ -370,7 +370,7 @@ def timed(steps: GateSteps, name: str) -> Iterator[None]:
         steps.seconds[name] = round(steps.seconds.get(name, 0.0) + time.monotonic() - t0, 3)
 
 
-def _load_inputs(job: GateJob, seams: GateSeams) -> _Inputs:
+def load_inputs(job: GateJob, seams: GateSeams) -> _Inputs:
     """The baseline, the thresholds in force and the judge's options (with the op
     scope that ``ops`` / ``ops_file`` ask for)."""
     baseline = load_baseline(job.baseline)
@@ -445,7 +445,7 @@ def rejudge(job: GateJob, seams: GateSeams | None = None) -> int:
     """``zlbench report``: judge ``job.results`` (a gate output dir, a batch dir or a
     run dir) offline and write every report into ``job.out``; the verdict's exit code."""
     seams = seams or GateSeams()
-    return _judge_given(_load_inputs(job, seams), job, seams, command="report")
+    return _judge_given(load_inputs(job, seams), job, seams, command="report")
 
 
 def _judge_given(inputs: _Inputs, job: GateJob, seams: GateSeams, command: str) -> int:
@@ -472,7 +472,7 @@ def run_gate(job: GateJob, seams: GateSeams | None = None) -> int:
     """``zlbench gate``: judge ``job.results`` when given, else measure (one shard
     when ``job.shard``), confirm, judge and write the reports; the exit code."""
     seams = seams or GateSeams()
-    inputs = _load_inputs(job, seams)
+    inputs = load_inputs(job, seams)
     if job.results is not None:
         if job.shard or job.confirm or job.ab.base_compiler or job.time == "changed":
             raise ZlbenchError(
@@ -480,7 +480,7 @@ def run_gate(job: GateJob, seams: GateSeams | None = None) -> int:
                 "not with --results (a gate dir's codegen/timing.json says what it timed)"
             )
         return _judge_given(inputs, job, seams, command="gate")
-    out = _claim_out(Path(job.out), seams)
+    out = claim_out(Path(job.out), seams)
     started = time.monotonic()
     try:  # steps.json also when a step stops the gate (the seconds spent so far)
         with tempfile.TemporaryDirectory(prefix="zl-gate-cache-") as cache:  # never in --out
@@ -649,7 +649,7 @@ def _remeasure_or_ab(
     return None, measure
 
 
-def _claim_out(out: Path, seams: GateSeams) -> Path:
+def claim_out(out: Path, seams: GateSeams) -> Path:
     from zlbench.runner.claim import claim_batch_dir
 
     if out.exists() and not out.is_dir():
