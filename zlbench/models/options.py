@@ -15,9 +15,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import ConfigDict, field_validator
+from pydantic import ConfigDict
 
 from zlbench.models.base import _Model
+from zlbench.models.timing import Replays, WarmupMs
 
 # --split-rows: "auto" cuts a replayed op longer than its share of a process slot into
 # row parts (zlbench.runner.batch.parts); "off" never does.
@@ -57,27 +58,13 @@ class Measuring(_Options):
     ops as row parts, :data:`SPLIT_MODES`)."""
 
     mode: UpstreamMode = "cudagraph"
-    warmup_ms: float | None = None
-    replays: int | None = None
+    warmup_ms: WarmupMs = None
+    replays: Replays = None
     phase_timings: bool = False
     ttgir: bool = True
     aot_compile: bool = True
     reuse_tuning_db: bool = False
     split_rows: Literal["auto", "off"] = "auto"
-
-    @field_validator("warmup_ms")
-    @classmethod
-    def _warmup_not_negative(cls, v: float | None) -> float | None:
-        if v is not None and v < 0:
-            raise ValueError(f"warmup_ms must be 0 or more, got {v}")
-        return v
-
-    @field_validator("replays")
-    @classmethod
-    def _replays_positive(cls, v: int | None) -> int | None:
-        if v is not None and v < 1:
-            raise ValueError(f"replays must be at least 1, got {v}")
-        return v
 
 
 class Scheduling(_Options):

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import math
 from enum import Enum
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import ConfigDict, field_validator, model_validator
+from pydantic import AfterValidator, ConfigDict, model_validator
 
 from zlbench.models.base import _Model
 
@@ -24,6 +24,23 @@ from zlbench.models.base import _Model
 # --zl-replays); upstream's own --warmup defaults to 1000 ms.
 DEFAULT_WARMUP_MS = 100.0
 DEFAULT_REPLAYS = 10
+
+
+def _finite_warmup(v: float | None) -> float | None:
+    if v is not None and not (math.isfinite(v) and v >= 0):
+        raise ValueError(f"warmup_ms must be a finite number >= 0, got {v}")
+    return v
+
+
+def _positive_replays(v: int | None) -> int | None:
+    if v is not None and v < 1:
+        raise ValueError(f"replays must be at least 1, got {v}")
+    return v
+
+
+# the budgets as every model holding them checks them (Timing, models.options.Measuring)
+WarmupMs = Annotated[float | None, AfterValidator(_finite_warmup)]
+Replays = Annotated[int | None, AfterValidator(_positive_replays)]
 
 
 class TimingMethod(str, Enum):
@@ -61,8 +78,8 @@ class Timing(_Model):
 
     mode: str | None = None  # upstream FlagGems --mode: cudagraph | kernel
     method: TimingMethod = TimingMethod.GRAPH
-    warmup_ms: float | None = DEFAULT_WARMUP_MS  # eager warmup budget before the capture
-    replays: int | None = DEFAULT_REPLAYS  # graph replays per measurement (median reported)
+    warmup_ms: WarmupMs = DEFAULT_WARMUP_MS  # eager warmup budget before the capture
+    replays: Replays = DEFAULT_REPLAYS  # graph replays per measurement (median reported)
 
     @model_validator(mode="before")
     @classmethod
@@ -81,20 +98,6 @@ class Timing(_Model):
             "warmup_ms": DEFAULT_WARMUP_MS if data.get("warmup_ms") is None else data["warmup_ms"],
             "replays": DEFAULT_REPLAYS if data.get("replays") is None else data["replays"],
         }
-
-    @field_validator("warmup_ms")
-    @classmethod
-    def _warmup_is_finite(cls, v: float | None) -> float | None:
-        if v is not None and not (math.isfinite(v) and v >= 0):
-            raise ValueError(f"warmup_ms must be a finite number >= 0, got {v}")
-        return v
-
-    @field_validator("replays")
-    @classmethod
-    def _replays_positive(cls, v: int | None) -> int | None:
-        if v is not None and v < 1:
-            raise ValueError(f"replays must be at least 1, got {v}")
-        return v
 
     def text(self) -> str:
         """One line: ``graph warmup_ms=100 replays=10 mode=cudagraph`` (the old
