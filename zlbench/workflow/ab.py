@@ -223,28 +223,41 @@ def measure_interleaved(
     run = run_interleaved(ops, out / AB_DIR, side)
     pr_dir, base_dir = run.dirs[0]
     check_sides(load_rounds([(pr_dir, base_dir)]), base_dir, ctx.options.base_compiler or "")
-    summary = AbSummary(
-        note=SCREEN_PR_NOTE,
+    summary = interleaved_summary(
+        run,
+        rule,
+        sorted(ops),
+        ctx.pr_id,
+        ctx.base_id,
         mode=mode,
+        note=SCREEN_PR_NOTE,
+        pr_is_screen=True,
+    )
+    write_summary(out / AB_DIR, summary)
+    return pr_dir, summary
+
+
+def interleaved_summary(run, rule, ops: list[str], pr, base, **extra) -> AbSummary:
+    """``ab.json`` of one interleaved run: its order, wall times and the pair rule it
+    was judged by, the sides' compilers, and what the caller adds (mode, caliber...)."""
+    return AbSummary(
         rounds=1,
         order=run.order,
+        ops=ops,
+        seconds={k: round(v, 1) for k, v in run.seconds.items()},
+        pr=pr,
+        base=base,
+        method="interleaved",
         threshold=rule.threshold,
         floor_us=rule.floor_us,
-        ops=sorted(ops),
-        seconds={k: round(v, 1) for k, v in run.seconds.items()},
-        pr=ctx.pr_id,
-        base=ctx.base_id,
-        method="interleaved",
-        pr_is_screen=True,
         min_pairs=rule.min_pairs,
         max_pairs=rule.max_pairs,
         max_pairs_plain=rule.max_pairs_plain,
         block_pairs_plain=rule.block_pairs_plain,
         threshold_plain=rule.threshold_plain,
         confidence=rule.confidence,
+        **extra,
     )
-    write_summary(out / AB_DIR, summary)
-    return pr_dir, summary
 
 
 def check_sides(loaded, where: Path, base_env: str) -> None:
@@ -584,23 +597,13 @@ def _measure_caliber(
     run = _paired(configs, keys, root, records, rule, seams)
     pr_dir, base_dir = run.dirs[0]
     check_sides(load_rounds([(pr_dir, base_dir)]), base_dir, job.base_compiler or "side A")
-    summary = AbSummary(
+    summary = interleaved_summary(
+        run,
+        rule,
+        sorted(keys),
+        ids["pr"],
+        ids["base"],
         mode="full",
-        rounds=1,
-        order=run.order,
-        threshold=rule.threshold,
-        floor_us=rule.floor_us,
-        ops=sorted(keys),
-        seconds={k: round(v, 1) for k, v in run.seconds.items()},
-        pr=ids["pr"],
-        base=ids["base"],
-        method="interleaved",
-        min_pairs=rule.min_pairs,
-        max_pairs=rule.max_pairs,
-        max_pairs_plain=rule.max_pairs_plain,
-        block_pairs_plain=rule.block_pairs_plain,
-        threshold_plain=rule.threshold_plain,
-        confidence=rule.confidence,
         caliber="pinned" if caliber == "pinned" else "own-best",
         env_vars={s: v for s, v in (("base", job.env_a), ("pr", job.env_b)) if v},
         records={s: str(d) for s, d in records.items()},

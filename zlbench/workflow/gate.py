@@ -510,7 +510,7 @@ def _measure_and_judge(
     if not inputs.ab.ab:
         inputs.steps.seconds["confirm"] = 0.0
     with timed(inputs.steps, "screen"):
-        codegen = _screen(inputs, job, out, seams, cache)
+        codegen = screen_step(inputs, job, out, seams, cache)
     ops = plan_timing(
         codegen,
         inputs.baseline,
@@ -567,10 +567,12 @@ def _measure_step(inputs: _Inputs, req: MeasureRequest, seams: GateSeams) -> tup
     return pr_dir, codes.get("pr", 0)
 
 
-def _screen(inputs: _Inputs, job: GateJob, out: Path, seams: GateSeams, cache: Path) -> CodegenStep:
+def screen_step(
+    inputs: _Inputs, job: GateJob, out: Path, seams: GateSeams, cache: Path | None = None
+) -> CodegenStep:
     """The codegen screen of the baseline's kernels, before any GPU time: the
     FlagGems checkouts' ``src/`` go first on the rebuild workers' path; the kernels
-    it compiles are kept in the triton cache dir ``cache``."""
+    it compiles are kept in the triton cache dir ``cache`` (None: not kept)."""
     return screen_for_gate(
         inputs.baseline.path,
         out,

@@ -8,7 +8,6 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from zlbench.codegen.screen import flaggems_sources
 from zlbench.errors import ZlbenchError
 from zlbench.protocol.layout import CODEGEN_SCREEN_DIR
 from zlbench.workflow import codegen
@@ -67,16 +66,7 @@ def _screen_only(job: GateJob, seams: GateSeams) -> int:
         )
     inputs = gate_workflow.load_inputs(job, seams)  # the baseline verified; FlagGems found
     out = gate_workflow.claim_out(Path(job.out), seams)
-    step = codegen.screen_for_gate(
-        inputs.baseline.path,
-        out,
-        time=job.time,
-        jobs=job.codegen_jobs,
-        pythonpath=flaggems_sources(job.flaggems_dirs.values()),
-        screen=seams.screen,
-        say=seams.say,
-        progress=seams.warn,
-    )
+    step = gate_workflow.screen_step(inputs, job, out, seams)
     plan = codegen.screen_only(
         step,
         inputs.baseline,
