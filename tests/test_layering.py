@@ -132,3 +132,48 @@ def test_there_is_no_import_cycle():
 
 def test_the_cycle_finder_finds_a_cycle():
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+# Inside runner/ (docs/architecture.md): leaves, then running one op's processes, then
+# sweeping one op over GPUs, then batches of ops, then what runs batches.
+RUNNER_ORDER = {
+    "catalog": 0,
+    "claim": 0,
+    "preflight": 0,
+    "derived": 0,
+    "execute": 1,
+    "sweep": 2,
+    "batch": 3,
+    "ab": 4,
+    "refresh": 5,
+    "run": 5,
+    "attribute": 5,
+    "compact": 5,
+}
+
+
+def _runner_part(name: str) -> str | None:
+    parts = name.split(".")
+    return parts[2] if len(parts) > 2 and parts[:2] == ["zlbench", "runner"] else None
+
+
+def test_every_part_of_the_runner_has_a_place_in_its_order():
+    parts = {_runner_part(m) for m in in_layer("runner")} - {None}
+    assert parts == set(RUNNER_ORDER)
+
+
+def test_nothing_in_the_runner_imports_against_its_order():
+    against = {}
+    for m in in_layer("runner"):
+        mine = _runner_part(m)
+        if mine is None:
+            continue
+        up = sorted(
+            n
+            for n in imported(m)
+            if (other := _runner_part(n)) not in (None, mine)
+            and RUNNER_ORDER[other] >= RUNNER_ORDER[mine]
+        )
+        if up:
+            against[m] = up
+    assert against == {}

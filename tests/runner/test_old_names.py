@@ -24,7 +24,7 @@ from zlbench.runner.catalog.old_names import (
 )
 from zlbench.runner.catalog.resolve import select
 from zlbench.runner.catalog.select import select_ops
-from zlbench.runner.execute.run import RunRequest, prepare
+from zlbench.runner.run import RunRequest, prepare
 
 REPOS = ["main", "vllm"]
 ROOT = Path(__file__).resolve().parents[2]

@@ -40,7 +40,10 @@ def test_the_models_are_frozen_and_refuse_unknown_fields():
             model(nonsense=1)
 
 
-@pytest.mark.parametrize("bad", [dict(warmup_ms=-1.0), dict(warmup_ms=float("nan")), dict(replays=0), dict(split_rows="on")])
+@pytest.mark.parametrize(
+    "bad",
+    [dict(warmup_ms=-1.0), dict(warmup_ms=float("nan")), dict(replays=0), dict(split_rows="on")],
+)
 def test_measuring_refuses_what_the_cli_refuses(bad):
     with pytest.raises(ValidationError):
         Measuring(**bad)

@@ -29,14 +29,14 @@ from zlbench.errors import ZlbenchError  # noqa: E402
 from zlbench.models import CodegenIndex  # noqa: E402
 from zlbench.protocol.cache import SHARED_CACHE_READY_VAR, wait_ready  # noqa: E402
 from zlbench.runner.batch.config import BatchConfig  # noqa: E402
-from zlbench.runner.batch.run import run_batch  # noqa: E402
-from zlbench.runner.execute.worker import SHARED_TRITON_CACHE, process_env  # noqa: E402
-from zlbench.runner.precompile import (  # noqa: E402
+from zlbench.runner.batch.precompile import (  # noqa: E402
     collect_records,
     compile_seconds,
     deal_records,
     precompile,
 )
+from zlbench.runner.batch.run import run_batch  # noqa: E402
+from zlbench.runner.execute.worker import SHARED_TRITON_CACHE, process_env  # noqa: E402
 
 
 @pytest.fixture(scope="module")

@@ -11,13 +11,13 @@ from batch_fakes import FakeExecutor, batch_cli, batch_config_factory
 
 from zlbench.cli import main
 from zlbench.errors import ZlbenchError
+from zlbench.runner import run as run_mod
 from zlbench.runner.batch.config import BatchConfig
 from zlbench.runner.batch.info import read_batch_info
 from zlbench.runner.batch.run import run_batch
-from zlbench.runner.execute import run as run_mod
-from zlbench.runner.execute.run import RunRequest, prepare
 from zlbench.runner.execute.worker import REUSE_TUNING_DB, process_env
 from zlbench.runner.refresh import RefreshConfig, refresh
+from zlbench.runner.run import RunRequest, prepare
 
 DB_VARS = ("FLAGGEMS_CACHE_DIR", "FLAGGEMS_DB_URL")
 

@@ -12,7 +12,7 @@ import pytest
 from zlbench.cli import main
 from zlbench.models import RunStatus
 from zlbench.runner.catalog.inventory import load_inventory
-from zlbench.runner.execute.run import RunRequest, prepare, run_plan
+from zlbench.runner.run import RunRequest, prepare, run_plan
 
 FAKE = Path(__file__).with_name("fake_pytest.py")
 
@@ -172,7 +172,7 @@ def test_inventory_command_and_migrate(capsys, checkout, tmp_path):
 
 
 def test_default_shape_file_is_the_shipped_set_when_it_applies(checkout, tmp_path, monkeypatch):
-    import zlbench.runner.execute.run as run_mod
+    import zlbench.runner.run as run_mod
 
     ops = tmp_path / "shipped_ops"
     ops.mkdir()

@@ -15,7 +15,7 @@ from zlbench.models import REPOS, Timing, TimingMethod
 from zlbench.models.timing import DEFAULT_REPLAYS, DEFAULT_WARMUP_MS
 from zlbench.protocol import options
 from zlbench.runner.execute.proc import TerminalSink
-from zlbench.runner.execute.run import RunRequest, prepare, run_plan
+from zlbench.runner.run import RunRequest, prepare, run_plan
 from zlbench.runner.preflight import check_compiler
 
 

@@ -102,7 +102,7 @@ class BatchConfig:
     durations: dict[str, float] = field(default_factory=dict)
     # Replay mode: compile the replay root's recorded kernels (codegen records) with
     # this many CPU processes into one triton cache the batch's processes share,
-    # before the GPU starts (runner.precompile); 0 = off, each process compiles.
+    # before the GPU starts (runner.batch.precompile); 0 = off, each process compiles.
     precompile_jobs: int = 0
     # Benchmark processes per GPU; > 1: they overlap everything but their timing, which
     # takes the GPU's turn (zlbench.protocol.turn, docs/screening.md "Sharing a GPU").

@@ -14,6 +14,7 @@ PASS/SKIP only, and ``--resume`` keeps complete ops and reruns the rest.
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import tempfile
 import threading
@@ -29,13 +30,13 @@ from zlbench.runner.batch.costs import OpCosts
 from zlbench.runner.batch.forecast import expected_line
 from zlbench.runner.batch.parts import most_parts, part_counts, split_ops
 from zlbench.runner.batch.plan import plan_selection, selection_costs
+from zlbench.runner.batch.precompile import collect_records, precompile
 from zlbench.runner.batch.progress import say
 from zlbench.runner.batch.workers import BatchRun
 from zlbench.runner.catalog.select import OpSelection
 from zlbench.runner.claim import claim_batch_dir
 from zlbench.runner.execute.worker import SHARED_TRITON_CACHE, process_env
-from zlbench.runner.precompile import collect_records, precompile
-from zlbench.runner.sweep.run import sweep_batch_config
+from zlbench.runner.sweep.run import SweepExecutor, SweepSpec
 
 
 def run_batch(config: BatchConfig) -> BatchOutcome:
@@ -181,3 +182,13 @@ def sharing_cache(config: BatchConfig, cache: Path) -> BatchConfig:
 
 def _say(config: BatchConfig, line: str) -> None:
     say(config.progress, line)
+
+
+def sweep_batch_config(config):
+    """A record-mode :class:`zlbench.runner.batch.BatchConfig` that sweeps: one worker
+    (on the first sweep GPU) whose executor sweeps each op over ``config.sweep_gpus``."""
+    spec = SweepSpec(
+        list(config.sweep_gpus), say=functools.partial(say, config.progress), name_ops=True
+    )
+    executor = SweepExecutor(spec, inner=config.executor)
+    return replace(config, gpus=[spec.gpus[0]], executor=executor)

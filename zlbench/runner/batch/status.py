@@ -18,12 +18,13 @@ from zlbench.models import (
     SUMMARY_FIELDS,
     OpStatus,
     Row,
-    RunResult,
     atomic_write_text,
-    load_json_model,
 )
 from zlbench.protocol.layout import COMPLETE as COMPLETE  # re-exported for older importers
 from zlbench.protocol.layout import OPS_STATUS, RESULT_JSON, RUN_LOG, SUMMARY_CSV
+from zlbench.runner.execute.result import (
+    load_run as load_run,  # re-exported: one reader of a run dir
+)
 
 
 def _csv_text(fields: list[str], records: Iterable[dict]) -> str:
@@ -71,37 +72,6 @@ def write_summary(batch_dir: Path, records: Iterable[dict]) -> int:
     recs = list(records)
     atomic_write_text(Path(batch_dir) / SUMMARY_CSV, _csv_text(SUMMARY_FIELDS, recs))
     return len(recs)
-
-
-def load_run(run_dir: Path) -> RunResult | None:
-    """result.json of a run dir; else a RunResult rebuilt from run.log; else None."""
-    run_dir = Path(run_dir)
-    result = run_dir / RESULT_JSON
-    if result.is_file():
-        try:
-            return load_json_model(result, RunResult)
-        except ZlbenchError:
-            pass  # truncated or foreign: fall back to the log
-    log = run_dir / RUN_LOG
-    if log.is_file():
-        return _result_from_log(run_dir, log)
-    return None
-
-
-def _result_from_log(run_dir: Path, log: Path) -> RunResult | None:
-    from zlbench import parse  # lazy: only old dirs without result.json need it
-
-    text = log.read_text(encoding="utf-8", errors="replace")
-    rows = parse.parse_rows(text)
-    return RunResult(
-        repo=run_dir.parent.name,
-        run_name=run_dir.name,
-        op=run_dir.name.replace("__at__", "@"),
-        status="PASS" if rows else "FAIL",
-        mode="record",
-        timing="cudagraph",
-        rows=rows,
-    )
 
 
 def find_run_dirs(batch_dir: Path) -> list[Path]:

@@ -75,7 +75,7 @@ def exit_code_for(status: RunStatus) -> int:
 
 
 # Base-env variable naming a triton cache dir that every process of a batch shares
-# (filled by zlbench.runner.precompile); absent: each process gets a fresh one.
+# (filled by zlbench.runner.batch.precompile); absent: each process gets a fresh one.
 SHARED_TRITON_CACHE = "ZLBENCH_SHARED_TRITON_CACHE"
 # Base-env variable set by the runner for a record run with --reuse-tuning-db: "1" keeps
 # FLAGGEMS_CACHE_DIR / FLAGGEMS_DB_URL as the environment has them (unset: FlagGems'
@@ -103,7 +103,7 @@ def process_env(
     """The environment of one pytest process: ``base`` plus per-process isolation."""
     env = dict(base)
     tmp = Path(tmp_dir)
-    # a shared cache filled before the batch (runner.precompile), else a fresh one
+    # a shared cache filled before the batch (runner.batch.precompile), else a fresh one
     triton_cache = Path(base.get(SHARED_TRITON_CACHE) or tmp / "triton_cache")
     fg_cache = tmp / "flaggems_cache"
     triton_cache.mkdir(parents=True, exist_ok=True)

@@ -40,13 +40,12 @@ merge and the trust figure), which imports neither torch, triton nor pytest.
 
 from __future__ import annotations
 
-import functools
 import json
 import os
 import shutil
 import tempfile
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 from zlbench.errors import ZlbenchError
@@ -76,9 +75,8 @@ from zlbench.protocol.layout import (
     TRUST_JSON,
     records_dir,
 )
-from zlbench.runner.batch import progress
-from zlbench.runner.batch.status import load_run
 from zlbench.runner.execute.proc import Sink
+from zlbench.runner.execute.result import load_run
 from zlbench.runner.execute.worker import build_pytest_argv, execute_plan, process_env
 from zlbench.runner.sweep.children import Child, run_group
 from zlbench.runner.sweep.deal import Deal, choose_deal, op_shapes
@@ -472,12 +470,3 @@ class SweepExecutor:
                 on_op_done(entry, status, load_run(Path(entry.run_dir)))
             out.append(status)
         return out
-
-
-def sweep_batch_config(config):
-    """A record-mode :class:`zlbench.runner.batch.BatchConfig` that sweeps: one worker
-    (on the first sweep GPU) whose executor sweeps each op over ``config.sweep_gpus``."""
-    say = functools.partial(progress.say, config.progress)
-    spec = SweepSpec(list(config.sweep_gpus), say=say, name_ops=True)
-    executor = SweepExecutor(spec, inner=config.executor)
-    return replace(config, gpus=[spec.gpus[0]], executor=executor)
