@@ -267,7 +267,7 @@ def test_autotune_records_without_a_version_are_version_0_and_upgraded(tmp_path)
 def test_autotune_records_are_written_with_their_version(tmp_path):
     text = records_json(V0)
     data = json.loads(text)
-    assert data == {"kernels": V0, "kind": "autotune_records", "schema_version": 1}
+    assert data == {"kernels": V0, "kind": "autotune_record_set", "schema_version": 1}
     assert text == records_json(dict(reversed(list(V0.items()))))  # sorted: same bytes
     back = load_json_model(_write(tmp_path, data, "op.json"), AutotuneRecords)
     assert back.kernels == V0

@@ -26,7 +26,7 @@ class AutotuneRecords(OnDisk):
     FORMAT_VERSION: ClassVar[int] = 1
     UNVERSIONED: ClassVar[int] = 0  # the bare mapping written before the version field
     schema_version: int = FORMAT_VERSION
-    kind: Literal["autotune_records"] = "autotune_records"
+    kind: Literal["autotune_record_set"] = "autotune_record_set"
     kernels: dict[str, dict[str, Any]] = {}
 
 
@@ -34,7 +34,7 @@ class AutotuneRecords(OnDisk):
 def _records_from_v0(data: dict[str, Any]) -> dict[str, Any]:
     """Version 0 is the bare ``{kernel: {key: config}}`` mapping."""
     kernels = {k: v for k, v in data.items() if k != "schema_version"}
-    return {"kind": "autotune_records", "kernels": kernels}
+    return {"kind": "autotune_record_set", "kernels": kernels}
 
 
 def records_json(kernels: Records) -> str:

@@ -47,7 +47,7 @@ from zlbench.models import (
     atomic_write_text,
     resolve_inside,
 )
-from zlbench.protocol.layout import RESULTS_DIR, op_key
+from zlbench.protocol.layout import REPORT_MD, RESULTS_DIR, op_key
 from zlbench.protocol.pairs import PairRule, final_decision
 from zlbench.runner.ab.env import (
     PR_ENV,
@@ -659,7 +659,7 @@ def run_ab(job: AbRunJob, seams: AbRunSeams | None = None) -> int:
     return result.exit_code
 
 
-AB_REPORT = "report.md"
+AB_REPORT = REPORT_MD  # zlbench ab writes its one report where a gate writes its own
 
 
 __all__ = [
