@@ -174,21 +174,12 @@ def run_plan(
     env.pop(REUSE_TUNING_DB, None)
     if reuse_tuning_db and plan.entries[0].mode == "record":
         env[REUSE_TUNING_DB] = "1"
+    executor = execute_plan
     if sweep_gpus:
         from zlbench.runner.sweep.run import SweepExecutor, SweepSpec
 
-        sweep = SweepExecutor(SweepSpec(list(sweep_gpus), say=sink))
-        (status,) = sweep(
-            plan,
-            flaggems_dir=flaggems_dir,
-            op_timeout_s=timeout_s,
-            env=env,
-            sink=sink,
-            python=python,
-            extra_pytest_args=extra_pytest_args,
-        )
-        return RunOutcome(status, Path(plan.entries[0].run_dir))
-    (status,) = execute_plan(
+        executor = SweepExecutor(SweepSpec(list(sweep_gpus), say=sink))
+    (status,) = executor(
         plan,
         flaggems_dir=flaggems_dir,
         per_process=1,
