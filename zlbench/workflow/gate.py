@@ -48,8 +48,11 @@ from zlbench.models import (
     STEPS_JSON,
     GateSteps,
     GateVerdict,
+    Measuring,
     Row,
     RowKey,
+    Scheduling,
+    Selection,
     ThresholdsFile,
     dump_json_model,
 )
@@ -178,27 +181,34 @@ def measure_batch(req: MeasureRequest) -> tuple[Path, int]:
     from zlbench.runner.batch.shard import default_gpus
 
     job, m = req.job, req.baseline.manifest
-    config = BatchConfig(
+    selection = Selection(  # the baseline's ops, dtypes and shapes
+        all_ops=True,
+        repos=tuple(sorted({split_op_key(k)[0] for k in req.ops})),
+        ops_dir=job.ops_dir,
+        dtypes=tuple(m.dtypes),
+        shape_file=baseline_shape_file(req.baseline),
+    )
+    measuring = Measuring(mode="kernel" if m.timing == "kernel" else "cudagraph",
+                          split_rows=job.split_rows)  # fmt: skip
+    scheduling = Scheduling(
+        gpus=tuple(default_gpus(job.cuda_visible_devices)),
+        gpu_share=job.gpu_share,
+        precompile_jobs=job.precompile_jobs,
+    )
+    config = BatchConfig.from_options(
+        selection,
+        measuring,
+        scheduling,
         out_dir=req.out_dir,
         flaggems_dirs={k: Path(v) for k, v in job.flaggems_dirs.items()},
-        ops_dir=job.ops_dir,
-        all_ops=True,
-        repos=sorted({split_op_key(k)[0] for k in req.ops}),
         restrict_to=set(req.ops),
-        gpus=default_gpus(job.cuda_visible_devices),
         shard=req.shard,
         replay_root=req.baseline.path,
-        timing="kernel" if m.timing == "kernel" else "cudagraph",
-        dtypes=list(m.dtypes),
-        shape_file=baseline_shape_file(req.baseline),
         progress=sys.stderr,
         argv=list(job.argv),
         budget_factor=DEFAULT_BUDGET_FACTOR,  # a broken compiler fails in bounded time
         durations=baseline_durations(req.baseline.path),
         use_flagtune=m.use_flagtune,  # the tuning space the baseline was measured in
-        precompile_jobs=job.precompile_jobs,
-        gpu_share=job.gpu_share,
-        split_rows=job.split_rows,
         extra_pytest_args=[*job.measure_args, *([] if req.sass else [NO_SASS_FLAG])],
     )
     if req.shared_cache is not None:  # the screen compiled the kernels there
