@@ -13,6 +13,7 @@ from zlbench.cli import build_parser, main
 from zlbench.cli.gate_cmd import job_from_args
 from zlbench.cli.settings import Settings
 from zlbench.gate.load import load_baseline
+from zlbench.protocol.options import measuring_args
 from zlbench.workflow.gate import MeasureRequest, measure_batch
 
 
@@ -43,7 +44,7 @@ def test_gate_precompiles_nothing_and_keeps_the_plugin_budgets_by_default(tmp_pa
 def test_report_has_no_measuring_flags_and_its_job_measures_nothing_extra(tmp_path):
     args = build_parser().parse_args(["report", str(tmp_path), "--baseline", str(tmp_path)])
     job = job_from_args(args, Settings.from_env({}), tmp_path)
-    assert (job.precompile_jobs, job.measure_args) == (0, [])
+    assert (job.scheduling.precompile_jobs, measuring_args(job.measuring)) == (0, [])
 
 
 @pytest.mark.parametrize(

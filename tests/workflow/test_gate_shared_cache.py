@@ -26,7 +26,7 @@ from test_gate_codegen import (
 from test_gate_codegen import ops_dir as ops_dir  # noqa: F401 - the fixture
 
 from zlbench.errors import ZlbenchError
-from zlbench.models import STEPS_JSON, GateSteps, load_json_model
+from zlbench.models import STEPS_JSON, GateSteps, Scheduling, load_json_model
 from zlbench.runner.ab.env import PR_ENV, CompilerEnv
 from zlbench.runner.execute.worker import SHARED_TRITON_CACHE
 from zlbench.workflow.gate import NO_SASS_FLAG, MeasureRequest
@@ -148,7 +148,8 @@ def test_the_ab_gives_the_cache_to_the_pr_side_only(tmp_path, ops_dir):
     from zlbench.workflow.gate import GateJob, GateSeams, _Inputs, _remeasure_or_ab
 
     bl = load_baseline(baseline(tmp_path / "bl"))
-    job = GateJob(baseline=str(bl.path), out=tmp_path / "out", ops_dir=ops_dir, gpu_share=4)
+    share = Scheduling(gpu_share=4)
+    job = GateJob(baseline=str(bl.path), out=tmp_path / "out", ops_dir=ops_dir, scheduling=share)
     cache = tmp_path / "cache"
     req = MeasureRequest(bl, {"main/mm"}, tmp_path / "out" / "results", None, job)
     req.shared_cache, req.sass = cache, False
@@ -163,7 +164,7 @@ def test_the_ab_gives_the_cache_to_the_pr_side_only(tmp_path, ops_dir):
     assert [(r.compiler, r.shared_cache) for r in batch.requests] == [(PR_ENV, cache), (base, None)]
     assert [r.sass for r in batch.requests] == [False, False]  # both sides record alike
     # both sides measured as the baseline was (recorded unshared), not --gpu-share 4
-    assert [r.job.gpu_share for r in batch.requests] == [1, 1]
+    assert [r.job.scheduling.gpu_share for r in batch.requests] == [1, 1]
     assert set(inputs.steps.seconds) == {"ab"}
 
 
@@ -173,7 +174,8 @@ def test_measure_batch_points_every_process_at_the_shared_cache(tmp_path, ops_di
 
     configs = batch_configs
     bl = load_baseline(baseline(tmp_path / "bl"))
-    job = GateJob(baseline=str(bl.path), out=tmp_path / "o", ops_dir=ops_dir, precompile_jobs=4)
+    four = Scheduling(precompile_jobs=4)
+    job = GateJob(baseline=str(bl.path), out=tmp_path / "o", ops_dir=ops_dir, scheduling=four)
     plain = MeasureRequest(bl, {"main/mm"}, tmp_path / "o" / "a", None, job)
     shared = MeasureRequest(bl, {"main/mm"}, tmp_path / "o" / "b", None, job)
     shared.shared_cache, shared.sass = Path(tmp_path / "cache"), False

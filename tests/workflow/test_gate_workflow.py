@@ -10,7 +10,7 @@ import pytest
 from zlsynth import brow, crow, run_result, write_baseline, write_results
 
 from zlbench.cli import main
-from zlbench.models import GateVerdict
+from zlbench.models import GateVerdict, Scheduling
 from zlbench.workflow.gate import GateJob, GateSeams, rejudge, run_gate
 
 S = "[1024]"
@@ -131,13 +131,13 @@ def test_a_shared_screen_confirms_with_the_baselines_processes_per_gpu(tmp_path,
     fake = FakeBatch([slowed(), good_results(), good_results()])
     out, said = tmp_path / "o", io.StringIO()
     seams = GateSeams(measure=fake, stdout=said)
-    rc = run_gate(job(bl, out, gpu_share=4, allow_env_mismatch=True), seams)
+    rc = run_gate(job(bl, out, scheduling=Scheduling(gpu_share=4), allow_env_mismatch=True), seams)
     assert rc == 0  # the shared screen's blip is not confirmed unshared
     assert ("zlbench gate: confirmation passes measure with 1 process(es) per GPU as the "
             "baseline was (--gpu-share 4 screens only)") in said.getvalue()  # fmt: skip
     first, *confirms = fake.requests
-    assert first.job.gpu_share == 4
-    assert [c.job.gpu_share for c in confirms] == [1, 1]
+    assert first.job.scheduling.gpu_share == 4
+    assert [c.job.scheduling.gpu_share for c in confirms] == [1, 1]
     assert all(c.job.ops_dir == first.job.ops_dir for c in confirms)
 
 
@@ -146,10 +146,12 @@ def test_a_baseline_recorded_shared_is_confirmed_shared(tmp_path, bl):
     from zlbench.workflow.gate import MeasureRequest, remeasure_job
 
     baseline = load_baseline(bl)
-    j = job(bl, tmp_path / "o", gpu_share=4)
+    j = job(bl, tmp_path / "o", scheduling=Scheduling(gpu_share=4))
     req = MeasureRequest(baseline, {"main/add"}, tmp_path / "o" / "results", None, j)
-    assert remeasure_job(req).gpu_share == 1  # recorded before sharing: one
+    assert remeasure_job(req).scheduling.gpu_share == 1  # recorded before sharing: one
     baseline.manifest.gpu_share = 4
     assert remeasure_job(req) is j
     baseline.manifest.gpu_share = 2
-    assert remeasure_job(req).gpu_share == 2 and j.gpu_share == 4  # the job is not changed
+    assert (
+        remeasure_job(req).scheduling.gpu_share == 2 and j.scheduling.gpu_share == 4
+    )  # the job is not changed

@@ -168,11 +168,11 @@ def job_from_args(args, settings: Settings, ops_dir: Path) -> GateJob:
     """The job that ``gate`` and ``report`` flags describe (``report`` has no
     --shard / --confirm / --results flag: its results dir is positional)."""
     from zlbench.cli.options import measuring_from, scheduling_from
-    from zlbench.protocol.options import measuring_args
     from zlbench.runner.batch.shard import parse_shard
 
     shard = getattr(args, "shard", None)
-    measuring, scheduling = measuring_from(args), scheduling_from(args, settings)
+    scheduling = scheduling_from(args, settings)  # --gpu-share 0 is 1
+    scheduling = scheduling.model_copy(update={"gpu_share": scheduling.gpu_share or 1})
     return GateJob(
         baseline=args.baseline,
         out=Path(args.out),
@@ -194,10 +194,8 @@ def job_from_args(args, settings: Settings, ops_dir: Path) -> GateJob:
         time_budget_s=getattr(args, "time_budget", None),
         time_first=getattr(args, "time_first", None),
         codegen_jobs=getattr(args, "codegen_jobs", None) or os.cpu_count() or 1,
-        precompile_jobs=scheduling.precompile_jobs,
-        gpu_share=scheduling.gpu_share or 1,
-        split_rows=measuring.split_rows,
-        measure_args=measuring_args(measuring),
+        measuring=measuring_from(args),
+        scheduling=scheduling,
         ab=AbOptions(
             base_compiler=getattr(args, "base_compiler", None),
             full=getattr(args, "full_ab", False),

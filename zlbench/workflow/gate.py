@@ -112,9 +112,12 @@ class GateJob:
     summary); ``artifact_url``: where the full reports are (the CI run's page).
     ``time``: ``all`` ops, or only the ops the codegen screen did not prove
     unchanged plus the sentinel ops (``changed``); ``codegen_jobs``: the screen's
-    rebuild processes. ``precompile_jobs``: CPU processes compiling the baseline's
-    recorded kernels before the GPU times (0: off); ``measure_args``: pytest
-    arguments of every measuring batch (the warmup and replay budgets)."""
+    rebuild processes. ``measuring`` (the budgets, ``--phase-timings``, ``--split-rows``;
+    its ``mode`` is not the job's: every batch times as the baseline was timed) and
+    ``scheduling`` (``--gpu-share``, ``--precompile-jobs``; its ``gpus`` are not the
+    job's: ``cuda_visible_devices`` picks them when a batch starts) are the option models
+    of :mod:`zlbench.models.options`, from which every measuring batch is built
+    (:func:`measure_batch`)."""
 
     baseline: str | Path  # shown in the reports as given
     out: Path
@@ -137,10 +140,8 @@ class GateJob:
     time_budget_s: float | None = None  # --time-budget: GPU seconds for the changed ops
     time_first: Path | None = None  # --time-first: ops timed first within the budget
     codegen_jobs: int = 1
-    precompile_jobs: int = 0  # --precompile-jobs
-    gpu_share: int = 1  # --gpu-share: benchmark processes per GPU
-    split_rows: str = "auto"  # --split-rows: long ops' rows over several processes
-    measure_args: list[str] = field(default_factory=list)  # --warmup-ms, --replays
+    measuring: Measuring = field(default_factory=Measuring)  # --warmup-ms, --replays...
+    scheduling: Scheduling = field(default_factory=Scheduling)  # --gpu-share...
 
 
 @dataclass
@@ -188,13 +189,10 @@ def measure_batch(req: MeasureRequest) -> tuple[Path, int]:
         dtypes=tuple(m.dtypes),
         shape_file=baseline_shape_file(req.baseline),
     )
-    measuring = Measuring(mode="kernel" if m.timing == "kernel" else "cudagraph",
-                          split_rows=job.split_rows)  # fmt: skip
-    scheduling = Scheduling(
-        gpus=tuple(default_gpus(job.cuda_visible_devices)),
-        gpu_share=job.gpu_share,
-        precompile_jobs=job.precompile_jobs,
-    )
+    mode = "kernel" if m.timing == "kernel" else "cudagraph"  # as the baseline was timed
+    measuring = job.measuring.model_copy(update={"mode": mode})
+    gpus = tuple(default_gpus(job.cuda_visible_devices))
+    scheduling = job.scheduling.model_copy(update={"gpus": gpus})
     config = BatchConfig.from_options(
         selection,
         measuring,
@@ -209,7 +207,7 @@ def measure_batch(req: MeasureRequest) -> tuple[Path, int]:
         budget_factor=DEFAULT_BUDGET_FACTOR,  # a broken compiler fails in bounded time
         durations=baseline_durations(req.baseline.path),
         use_flagtune=m.use_flagtune,  # the tuning space the baseline was measured in
-        extra_pytest_args=[*job.measure_args, *([] if req.sass else [NO_SASS_FLAG])],
+        extra_pytest_args=[] if req.sass else [NO_SASS_FLAG],  # after the measuring's
     )
     if req.shared_cache is not None:  # the screen compiled the kernels there
         config = sharing_cache(config, req.shared_cache)
@@ -288,12 +286,14 @@ def remeasure_job(req: MeasureRequest) -> GateJob:
     rows measured +28 to +43 % slower shared than the baseline, with their kernels
     identical, and a shared confirmation confirmed them (docs/measurements.md, ninth
     session). A re-measure decides a FAIL, so it runs with the baseline's share. Only
-    the share changes: ``--warmup-ms``/``--replays`` (``measure_args``) stay the job's.
+    the share changes: ``--warmup-ms``/``--replays`` (``measuring``) stay the job's.
     A screen shared unlike its baseline is still an environment mismatch (exit 2
     unless ``--allow-env-mismatch``): a shared GPU shifts small kernels, so a shared
     screen can also pass a row the baseline's share would flag (docs/screening.md)."""
-    share = req.baseline.manifest.gpu_share or 1
-    return req.job if req.job.gpu_share == share else replace(req.job, gpu_share=share)
+    share, job = req.baseline.manifest.gpu_share or 1, req.job
+    if job.scheduling.gpu_share == share:
+        return job
+    return replace(job, scheduling=job.scheduling.model_copy(update={"gpu_share": share}))
 
 
 def make_remeasure(req: MeasureRequest, confirm_root: Path, measure: Measure) -> Remeasure:
@@ -636,11 +636,11 @@ def _remeasure_or_ab(
     it: ``measure(side env, op keys, batch dir)`` replays the ops in that env."""
     if inputs.ab_measured:  # the measure step was the A/B: nothing to re-measure
         return None, None
-    share = remeasure_job(req).gpu_share
-    if share != req.job.gpu_share:
+    share, given = remeasure_job(req).scheduling.gpu_share, req.job.scheduling.gpu_share
+    if share != given:
         what = "the A/B" if inputs.ab.ab else "confirmation passes"
         seams.say(f"zlbench gate: {what} measure with {share} process(es) per GPU as the "
-                  f"baseline was (--gpu-share {req.job.gpu_share} screens only)")  # fmt: skip
+                  f"baseline was (--gpu-share {given} screens only)")  # fmt: skip
     if not inputs.ab.ab:
 
         def confirm(sub: MeasureRequest) -> tuple[Path, int]:
