@@ -247,9 +247,10 @@ def test_gate_help_states_both_paired_defaults(capsys):
     with pytest.raises(SystemExit):
         main(["gate", "--help"])
     text = " ".join(capsys.readouterr().out.split())
+    # the interleaved A/B's defaults (PairRule), which the measuring gate pairs by
     assert "paired threshold vs the base (default 0.03;" in text
-    assert "--ab-floor-us F" in text and "(default 0.3; 0: none;" in text
-    assert text.count("with --results: the A/B's recorded one unless given") == 2
+    assert "--ab-floor-us F" in text and "(default 0.2; 0: none;" in text
+    assert text.count("gate --results: its recorded one unless given") == 2
 
 
 def two_row_op(tmp_path, lat: dict[str, tuple[float, float]]):

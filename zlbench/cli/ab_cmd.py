@@ -27,15 +27,18 @@ import argparse
 from pathlib import Path
 
 from zlbench.cli.settings import Settings
-from zlbench.protocol.pairs import PairRule
 from zlbench.runner.ab.env import parse_env_vars
-from zlbench.workflow.ab import CALIBERS, AbOptions, AbRunJob, run_ab
+from zlbench.workflow.ab import CALIBERS, AbRunJob, run_ab
 
 DEFAULT_OUT = "zlbench-ab"
 
 
 def add_parser(sub) -> None:
-    from zlbench.cli.options import add_measure_options, add_selection_options
+    from zlbench.cli.options import (
+        add_measure_options,
+        add_pair_rule_options,
+        add_selection_options,
+    )
 
     p = sub.add_parser(
         "ab",
@@ -78,23 +81,7 @@ def add_parser(sub) -> None:
         metavar="DIR",
         help="pinned: the autotune records both sides replay (baseline, batch or run dir)",
     )
-    g.add_argument(
-        "--ab-threshold",
-        type=float,
-        default=None,
-        metavar="T",
-        help=f"paired threshold (default {PairRule().threshold:g}, the gate's A/B's)",
-    )
-    g.add_argument(
-        "--ab-floor-us",
-        type=float,
-        default=None,
-        metavar="F",
-        help=f"paired floor in µs per call (default {PairRule().floor_us:g}, the gate's A/B's)",
-    )
-    g.add_argument(
-        "--ab-max-pairs", type=int, default=None, metavar="N", help="pairs per row at most"
-    )
+    add_pair_rule_options(g)
     p.add_argument(
         "--out",
         type=Path,
@@ -109,7 +96,7 @@ def add_parser(sub) -> None:
 
 def job_from_args(args, settings: Settings) -> AbRunJob:
     """The job the flags describe; bad variables are one line (exit 2)."""
-    from zlbench.cli.options import config_from_args
+    from zlbench.cli.options import ab_options_from, config_from_args
 
     env_a = parse_env_vars(args.env_a, "--env-a")
     env_b = parse_env_vars(args.env_b, "--env-b")
@@ -117,9 +104,7 @@ def job_from_args(args, settings: Settings) -> AbRunJob:
     given = args.out is not None
     args.out = out
     config = config_from_args(args, settings)
-    options = AbOptions(
-        threshold=args.ab_threshold, floor_us=args.ab_floor_us, max_pairs=args.ab_max_pairs
-    )
+    options = ab_options_from(args)
     return AbRunJob(
         config=config,
         out=out,

@@ -10,10 +10,14 @@ import os
 import sys
 from pathlib import Path
 
-from zlbench.cli.options import add_baseline_options, add_replay_speed_options
+from zlbench.cli.options import (
+    ab_options_from,
+    add_baseline_options,
+    add_pair_rule_options,
+    add_replay_speed_options,
+)
 from zlbench.cli.settings import Settings
-from zlbench.gate.paired import DEFAULT_PAIRED_FLOOR_US, DEFAULT_PAIRED_THRESHOLD
-from zlbench.workflow.ab import DEFAULT_ROUNDS, AbOptions
+from zlbench.workflow.ab import DEFAULT_ROUNDS
 from zlbench.workflow.codegen import TIME_MODES
 from zlbench.workflow.gate import GateJob, GateSeams
 from zlbench.workflow.screen_job import run_gate_job
@@ -125,31 +129,7 @@ def add_ab_options(p) -> None:
         metavar="N",
         help="ignored: the A/B is interleaved row by row (kept so old scripts still run)",
     )
-    g.add_argument(
-        "--ab-max-pairs",
-        type=int,
-        default=None,
-        metavar="N",
-        help="pairs per row at most while its interval straddles the threshold (default 16; "
-        "rows timed without CUDA graphs: twice that)",
-    )
-    g.add_argument(
-        "--ab-threshold",
-        type=float,
-        default=None,
-        metavar="T",
-        help=f"paired threshold vs the base (default {DEFAULT_PAIRED_THRESHOLD:g}; with "
-        "--results: the A/B's recorded one unless given)",
-    )
-    g.add_argument(
-        "--ab-floor-us",
-        type=float,
-        default=None,
-        metavar="F",
-        help="paired floor in µs per call: a row is a REGRESSION vs the base only when "
-        f"also slower by more than F µs (default {DEFAULT_PAIRED_FLOOR_US:g}; 0: none; "
-        "with --results: the A/B's recorded one unless given)",
-    )
+    add_pair_rule_options(g)
     g.add_argument("--accept", metavar="FILE", help="accept list of intended regressions")
 
 
@@ -196,13 +176,11 @@ def job_from_args(args, settings: Settings, ops_dir: Path) -> GateJob:
         codegen_jobs=getattr(args, "codegen_jobs", None) or os.cpu_count() or 1,
         measuring=measuring_from(args),
         scheduling=scheduling,
-        ab=AbOptions(
+        ab=ab_options_from(
+            args,
             base_compiler=getattr(args, "base_compiler", None),
             full=getattr(args, "full_ab", False),
             rounds=getattr(args, "ab_rounds", None) or DEFAULT_ROUNDS,
-            max_pairs=getattr(args, "ab_max_pairs", None),
-            threshold=getattr(args, "ab_threshold", None),
-            floor_us=getattr(args, "ab_floor_us", None),
             accept=Path(args.accept) if getattr(args, "accept", None) else None,
         ),
     )

@@ -22,6 +22,7 @@ from zlbench.errors import ZlbenchError
 from zlbench.models import REPOS, SPLIT_MODES, Measuring, Scheduling, Selection
 from zlbench.protocol import options as protocol_options
 from zlbench.protocol.ops import SPEC_GRAMMAR
+from zlbench.protocol.pairs import PairRule
 
 SPEC_HELP = f"SPEC: {SPEC_GRAMMAR}"  # the --ops grammar of every command
 
@@ -172,6 +173,51 @@ def add_replay_speed_options(p) -> None:
         action="store_true",
         help="write <run_dir>/timings.json: where each op's wall time went "
         "(zlbench.plugins.phases; docs/screening.md)",
+    )
+
+
+def add_pair_rule_options(p) -> None:
+    """--ab-threshold, --ab-floor-us, --ab-max-pairs: the interleaved A/B's pair rule
+    (:class:`zlbench.protocol.pairs.PairRule`, docs/judging.md), read by
+    :func:`ab_options_from`. Shared by ``gate`` and ``ab`` (``p``: a parser or a group)."""
+    rule = PairRule()
+    recorded = "judging a stored A/B, gate --results: its recorded one unless given"
+    p.add_argument(
+        "--ab-threshold",
+        type=float,
+        default=None,
+        metavar="T",
+        help=f"paired threshold vs the base (default {rule.threshold:g}; {recorded})",
+    )
+    p.add_argument(
+        "--ab-floor-us",
+        type=float,
+        default=None,
+        metavar="F",
+        help="paired floor in µs per call: a row is a REGRESSION vs the base only when "
+        f"also slower by more than F µs (default {rule.floor_us:g}; 0: none; {recorded})",
+    )
+    p.add_argument(
+        "--ab-max-pairs",
+        type=int,
+        default=None,
+        metavar="N",
+        help="pairs per row at most while its interval straddles the threshold (default "
+        f"{rule.max_pairs}; rows timed without CUDA graphs: at least {rule.max_pairs_plain})",
+    )
+
+
+def ab_options_from(args, **rest):
+    """The ``AbOptions`` of :func:`add_pair_rule_options`' flags (absent, as in
+    ``report``: None, the defaults) and ``rest`` (the command's other A/B options)."""
+    from zlbench.workflow.ab import AbOptions
+
+    given = vars(args)
+    return AbOptions(
+        threshold=given.get("ab_threshold"),
+        floor_us=given.get("ab_floor_us"),
+        max_pairs=given.get("ab_max_pairs"),
+        **rest,
     )
 
 
