@@ -20,6 +20,7 @@ from zlbench.cli.options import (
     selection_from,
 )
 from zlbench.cli.settings import Settings
+from zlbench.errors import ZlbenchError
 from zlbench.models.options import Measuring, Scheduling, Selection
 from zlbench.protocol import options
 from zlbench.runner.batch.config import BatchConfig
@@ -134,6 +135,15 @@ def test_the_gate_reads_its_replay_speed_flags_into_the_models():
     assert scheduling_from(args, Settings.from_env({})) == Scheduling(
         gpu_share=3, precompile_jobs=2
     )
+
+
+def test_run_reads_mode_sweep_and_budgets_as_every_command_does():
+    args = _args("run", "--op", "abs", "--mode", "kernel", "--replays", "3", "--reuse-tuning-db")
+    assert measuring_from(args) == Measuring(mode="kernel", replays=3, reuse_tuning_db=True)
+    assert scheduling_from(args, Settings.from_env({})) == Scheduling()
+    nan = _args("run", "--op", "abs", "--warmup-ms", "nan")
+    with pytest.raises(ZlbenchError, match="--warmup-ms nan: must be 0 or more"):
+        measuring_from(nan)  # one line, not the model's validation error
 
 
 def test_config_from_args_is_from_options_of_the_three_models(tmp_path):

@@ -16,10 +16,12 @@ from __future__ import annotations
 import sys
 import time
 from pathlib import Path
+from typing import get_args
 
 from zlbench.cli.settings import Settings
 from zlbench.errors import ZlbenchError
 from zlbench.models import REPOS, SPLIT_MODES, Measuring, Scheduling, Selection
+from zlbench.models.options import UpstreamMode
 from zlbench.protocol import options as protocol_options
 from zlbench.protocol.ops import SPEC_GRAMMAR
 from zlbench.protocol.pairs import PairRule
@@ -67,14 +69,36 @@ def add_baseline_options(p) -> None:
     sel.add_argument("--ops-file", metavar="F", help="file of op SPECs, one a line")
 
 
-def add_sweep_option(p) -> None:
-    """--sweep-gpus (shared with `baseline refresh`)."""
+SWEEP_HELP = (
+    "record mode: split each op's autotune sweep over these GPUs, ops one at a "
+    "time, each measured in one process on the first (docs/autotune.md)"
+)
+MODE_HELP = "timing method (default cudagraph)"
+UPSTREAM_MODES = get_args(UpstreamMode)
+
+
+def add_sweep_option(p, help: str = SWEEP_HELP) -> None:
+    """--sweep-gpus (``batch``, ``baseline refresh``, ``ab``, ``run``; ``help``: the
+    command's words), read by :func:`scheduling_from`."""
+    p.add_argument("--sweep-gpus", default=None, metavar="0,1", help=help)
+
+
+def add_mode_option(p, help: str = MODE_HELP) -> None:
+    """--mode, upstream's timing mode (``batch``, ``baseline refresh``, ``ab``, ``run``;
+    ``help``: the command's words), read by :func:`measuring_from`."""
+    p.add_argument("--mode", choices=UPSTREAM_MODES, default="cudagraph", help=help)
+
+
+def add_dtypes_option(p, dtypes: list[str] = (), help: str | None = None) -> None:
+    """--dtypes (``batch``, ``baseline refresh``, ``ab``, ``run``); ``dtypes``: the
+    default; ``help`` None: the words of ``batch``."""
+    default_dtypes = " ".join(dtypes) or "each op's own"
     p.add_argument(
-        "--sweep-gpus",
-        default=None,
-        metavar="0,1",
-        help="record mode: split each op's autotune sweep over these GPUs, ops one at a "
-        "time, each measured in one process on the first (docs/autotune.md)",
+        "--dtypes",
+        nargs="+",
+        default=list(dtypes),
+        metavar="D",
+        help=help or f"dtypes to measure, e.g. bfloat16 float16 (default: {default_dtypes})",
     )
 
 
@@ -225,7 +249,6 @@ def add_measure_options(p, *, shape_file: Path | None = None, dtypes: list[str] 
     """How ops are measured: GPUs, sweep, timeouts, FlagGems dirs, shapes, dtypes,
     timing. Shared by ``batch`` and ``baseline refresh`` (both feed
     :func:`config_from_args`), so the two can never disagree."""
-    default_dtypes = " ".join(dtypes) or "each op's own"
     p.add_argument(
         "--gpus",
         default=None,
@@ -265,19 +288,8 @@ def add_measure_options(p, *, shape_file: Path | None = None, dtypes: list[str] 
         metavar="Y",
         help=f"shape file replacing upstream's (default: {shape_file or 'upstream shapes'})",
     )
-    p.add_argument(
-        "--dtypes",
-        nargs="+",
-        default=list(dtypes),
-        metavar="D",
-        help=f"dtypes to measure, e.g. bfloat16 float16 (default: {default_dtypes})",
-    )
-    p.add_argument(
-        "--mode",
-        choices=("cudagraph", "kernel"),
-        default="cudagraph",
-        help="timing method (default cudagraph)",
-    )
+    add_dtypes_option(p, dtypes)
+    add_mode_option(p)
     p.add_argument(
         "--max-retries",
         type=int,
@@ -339,7 +351,7 @@ def measuring_from(args) -> Measuring:
     default. Bad budgets are one line (exit 2)."""
     given = vars(args)
     warmup_ms, replays = given.get("warmup_ms"), given.get("replays")
-    if warmup_ms is not None and warmup_ms < 0:
+    if warmup_ms is not None and not warmup_ms >= 0:  # NaN too
         raise ZlbenchError(f"--warmup-ms {warmup_ms:g}: must be 0 or more")
     if replays is not None and replays < 1:
         raise ZlbenchError(f"--replays {replays}: must be at least 1")

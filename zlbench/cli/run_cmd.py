@@ -8,15 +8,21 @@ from __future__ import annotations
 
 import sys
 
-from zlbench.cli.options import add_tuning_db_option, parse_sweep_gpus
+from zlbench.cli.options import (
+    add_dtypes_option,
+    add_mode_option,
+    add_sweep_option,
+    add_tuning_db_option,
+    measuring_from,
+    scheduling_from,
+)
 from zlbench.cli.settings import Settings
-from zlbench.errors import ZlbenchError
 from zlbench.models import REPOS, Timing, TimingMethod
 from zlbench.models.timing import DEFAULT_REPLAYS, DEFAULT_WARMUP_MS
 from zlbench.protocol import options
 from zlbench.runner.execute.proc import TerminalSink
-from zlbench.runner.run import RunRequest, prepare, run_plan
 from zlbench.runner.preflight import check_compiler
+from zlbench.runner.run import RunRequest, prepare, run_plan
 
 
 def add_parser(sub) -> None:
@@ -31,20 +37,16 @@ def add_parser(sub) -> None:
     p.add_argument(
         "--shape-file", help="shape yaml (default: ops/shapes_single.yaml if it has the op)"
     )
-    p.add_argument("--dtypes", nargs="+", default=[], metavar="D", help="e.g. bfloat16")
-    p.add_argument(
-        "--mode",
-        choices=("cudagraph", "kernel"),
-        default="cudagraph",
-        help="upstream timing mode, recorded as the run's timing (default cudagraph)",
+    add_dtypes_option(p, help="e.g. bfloat16")
+    add_mode_option(
+        p, help="upstream timing mode, recorded as the run's timing (default cudagraph)"
     )
     add_timing_options(p)
     p.add_argument("--replay-from", metavar="DIR", help="run, batch or baseline dir to replay")
     p.add_argument("--out", metavar="DIR", help="run dir (default: runs/<op>; -2, -3... if taken)")
     p.add_argument("--timeout", type=float, metavar="S", help="kill the op after S seconds")
-    p.add_argument(
-        "--sweep-gpus",
-        metavar="0,1",
+    add_sweep_option(
+        p,
         help="record mode: split each kernel's autotune sweep over these GPUs (one child "
         "each), merge, then measure in one process on the first (docs/autotune.md)",
     )
@@ -79,19 +81,22 @@ def add_timing_options(p) -> None:
 
 
 def timing_from_args(args) -> Timing | None:
-    """The Timing asked for (unset flags: the defaults); None when no flag was given."""
-    given = {"method": args.timing_method, "warmup_ms": args.warmup_ms, "replays": args.replays}
+    """The Timing asked for (unset flags: the defaults); None when no flag was given.
+    Mode and budgets are read (and bad budgets refused) as every command's are
+    (:func:`zlbench.cli.options.measuring_from`)."""
+    how = measuring_from(args)
+    given = {"method": args.timing_method, "warmup_ms": how.warmup_ms, "replays": how.replays}
     if all(v is None for v in given.values()):
         return None
-    if args.warmup_ms is not None and not args.warmup_ms >= 0:
-        raise ZlbenchError(f"--warmup-ms {args.warmup_ms:g}: must be 0 or more")
-    if args.replays is not None and args.replays < 1:
-        raise ZlbenchError(f"--replays {args.replays}: must be at least 1")
     fields = {k: v for k, v in given.items() if v is not None}
-    return Timing.model_validate({"mode": args.mode, **fields})
+    return Timing.model_validate({"mode": how.mode, **fields})
 
 
 def request_from_args(args, settings: Settings) -> RunRequest:
+    """The run the flags describe; --sweep-gpus, --mode and --reuse-tuning-db read by
+    the shared readers (:mod:`zlbench.cli.options`)."""
+    scheduling = scheduling_from(args, settings)  # --sweep-gpus checked first, as before
+    measuring = measuring_from(args)
     return RunRequest(
         op=args.op,
         op_file=args.op_file,
@@ -99,12 +104,12 @@ def request_from_args(args, settings: Settings) -> RunRequest:
         flaggems_dir=args.flaggems_dir or settings.flaggems_dirs.get(args.repo),
         shape_file=args.shape_file,
         dtypes=args.dtypes,
-        timing=args.mode,
+        timing=measuring.mode,
         replay_from=args.replay_from,
         out=args.out,
         timeout_s=args.timeout,
-        sweep_gpus=parse_sweep_gpus(args.sweep_gpus, settings),
-        reuse_tuning_db=args.reuse_tuning_db,
+        sweep_gpus=list(scheduling.sweep_gpus),
+        reuse_tuning_db=measuring.reuse_tuning_db,
     )
 
 
