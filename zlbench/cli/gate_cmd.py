@@ -13,6 +13,7 @@ from pathlib import Path
 from zlbench.cli.options import (
     ab_options_from,
     add_baseline_options,
+    add_judging_options,
     add_pair_rule_options,
     add_replay_speed_options,
 )
@@ -37,8 +38,7 @@ def add_parser(sub) -> None:
         "from `zlbench merge` of the shards' --out dirs + `gate --results`",
     )
     p.add_argument("--results", metavar="DIR", help="judge this results dir; measure nothing")
-    p.add_argument("--thresholds", metavar="Y", help="thresholds yaml (default: the manifest's)")
-    p.add_argument("--allow-env-mismatch", action="store_true", help="judge despite a mismatch")
+    add_judging_options(p)
     p.add_argument(
         "--confirm", type=int, metavar="N", help="re-measures of a flagged op (default: manifest)"
     )

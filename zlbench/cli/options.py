@@ -69,6 +69,13 @@ def add_baseline_options(p) -> None:
     sel.add_argument("--ops-file", metavar="F", help="file of op SPECs, one a line")
 
 
+def add_judging_options(p, mismatch_help: str = "judge despite a mismatch") -> None:
+    """--thresholds and --allow-env-mismatch (``gate``, ``report``: both fill the gate's
+    job, ``gate_cmd.job_from_args``; ``mismatch_help``: the command's words)."""
+    p.add_argument("--thresholds", metavar="Y", help="thresholds yaml (default: the manifest's)")
+    p.add_argument("--allow-env-mismatch", action="store_true", help=mismatch_help)
+
+
 SWEEP_HELP = (
     "record mode: split each op's autotune sweep over these GPUs, ops one at a "
     "time, each measured in one process on the first (docs/autotune.md)"

@@ -5,7 +5,7 @@
 from __future__ import annotations
 
 from zlbench.cli.gate_cmd import job_from_args
-from zlbench.cli.options import add_baseline_options, default_ops_dir
+from zlbench.cli.options import add_baseline_options, add_judging_options, default_ops_dir
 from zlbench.cli.settings import Settings
 from zlbench.workflow.gate import rejudge
 
@@ -17,10 +17,7 @@ def add_parser(sub) -> None:
     )
     p.add_argument("results", metavar="RESULTS_DIR", help="gate output dir, batch dir or run dir")
     add_baseline_options(p)
-    p.add_argument("--thresholds", metavar="Y", help="thresholds yaml (default: the manifest's)")
-    p.add_argument(
-        "--allow-env-mismatch", action="store_true", help="judge despite an environment mismatch"
-    )
+    add_judging_options(p, "judge despite an environment mismatch")
     p.add_argument("--out", default="zlbench-report", metavar="DIR", help="output dir")
     p.set_defaults(func=_run)
 
