@@ -27,7 +27,7 @@ from zlbench.models import (
     load_json_model,
     read_ops_status,
 )
-from zlbench.runner.batch import workers
+from zlbench.runner.batch import partmerge
 from zlbench.runner.batch.info import read_batch_info
 from zlbench.runner.batch.run import run_batch
 from zlbench.runner.batch.status import write_ops_status
@@ -326,7 +326,7 @@ def test_the_parts_of_one_failing_op_are_one_op_for_systemic_failures(setup, roo
 
 def test_resume_merges_the_parts_of_a_batch_stopped_before_its_merge(setup, root, monkeypatch):
     with monkeypatch.context() as m:  # the batch ends (killed) before it merges
-        m.setattr(workers.BatchRun, "_merge_parts", lambda self: None)
+        m.setattr(partmerge.PartsMerge, "merge_all", lambda self: None)
         out = run_batch(setup(RowsExecutor(), gpus=["0"], gpu_share=3, replay_root=root))
     assert sorted(statuses(out.out_dir)) == sorted(["a", "b", "c", *PARTS3])
     assert not (out.out_dir / "main" / "big").exists()

@@ -26,13 +26,13 @@ from zlbench.models import FLAGGEMS_DIR_VARS
 from zlbench.protocol.cache import READY_MARKER, SHARED_CACHE_READY_VAR
 from zlbench.runner.batch.attempts import baseline_rows
 from zlbench.runner.batch.config import BatchConfig, BatchOutcome
+from zlbench.runner.batch.coordinator import BatchRun
 from zlbench.runner.batch.costs import OpCosts
 from zlbench.runner.batch.forecast import expected_line
 from zlbench.runner.batch.parts import most_parts, part_counts, split_ops
 from zlbench.runner.batch.plan import plan_selection, selection_costs
 from zlbench.runner.batch.precompile import collect_records, precompile
 from zlbench.runner.batch.progress import say
-from zlbench.runner.batch.workers import BatchRun
 from zlbench.runner.catalog.select import OpSelection
 from zlbench.runner.claim import claim_batch_dir
 from zlbench.runner.execute.worker import SHARED_TRITON_CACHE, process_env
