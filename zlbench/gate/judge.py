@@ -32,7 +32,7 @@ from zlbench.models import (
 )
 
 FAILED_STATUSES = frozenset({RunStatus.FAIL, RunStatus.TIMEOUT, RunStatus.CRASH, RunStatus.ERROR})
-# ops_status.csv notes of ops a batch left out on purpose (zlbench.runner.batch.workers).
+# ops_status.csv notes of ops a batch left out on purpose (zlbench.runner.batch.resume).
 LEFT_OUT_NOTES = ("dismissed", "unconditional skip")
 JUDGED = frozenset({Verdict.PASS, Verdict.REGRESSION, Verdict.IMPROVEMENT})
 # Worst first: an op's verdict is the first of these that any of its rows (or the op) has.
