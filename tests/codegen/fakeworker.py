@@ -6,7 +6,8 @@ to "compile" in the JSON file named by ``FAKE_CODEGEN_PLAN``: kernel name ->
 ``{"texts": {stage: text}, "figures": {...}}``, ``"fail"`` (a compile error),
 ``"loadfail"`` (source not importable), ``"crash"`` (the process dies: SIGSEGV)
 or ``"skip"`` (no result written). A
-dict with ``"crash_unless_alone": true`` dies unless the chunk holds only it.
+dict with ``"crash_unless_alone": true`` dies unless the chunk holds only it. It speaks
+the compile pool's line protocol (zlbench.protocol.compile_lines), as the real one.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from pathlib import Path
 from cgsynth import result, write_index
 
 from zlbench.models.codegen import CodegenIndex, CompileRecord
+from zlbench.protocol.compile_lines import REBUILD_END, write_end, write_item
 
 
 def rebuild(rec: CompileRecord, how, alone: bool) -> CompileRecord | None:
@@ -46,10 +48,12 @@ def main(argv: list[str]) -> int:
         if got is None:
             continue
         out.append(got)
+        write_item(got.id, got.error)
         if isinstance(how, dict):
             blobs.append({k: v.encode() for k, v in how["texts"].items()})
     write_index(Path(argv[1]), out, blobs)
     print(f"fakeworker: {len(out)} rebuilt", file=sys.stderr)
+    write_end(REBUILD_END, kernels=len(out), failed=sum(1 for r in out if r.error))
     return 0
 
 

@@ -14,8 +14,9 @@ Entry point (one process; run several on shards for parallelism)::
 
     python -m zlbench.plugins.precompile INDEX_JSON CACHE_DIR [--shard K/N]
 
-prints one line ``ZLBENCH_PRECOMPILE kernels=N failed=F seconds=S`` and, per kernel
-that failed, ``ZLBENCH_PRECOMPILE_FAILED <id> <error>``. Exit 0 even when kernels fail
+speaks the compile pool's line protocol (:mod:`zlbench.protocol.compile_lines`): per
+kernel as it is done ``ZLBENCH_COMPILED <id> ok`` or ``ZLBENCH_COMPILED <id> failed
+<error>``, then ``ZLBENCH_PRECOMPILE kernels=N failed=F seconds=S``. Exit 0 even when kernels fail
 (the benchmark then compiles them itself, as without precompile); exit 2 with one line
 on stderr for unusable input. Shards are ``K/N`` with 0 <= K < N (record i goes to
 shard i % N), as the rebuild worker's.
@@ -27,6 +28,7 @@ import argparse
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from zlbench.errors import ZlbenchError
@@ -40,6 +42,7 @@ from zlbench.plugins.compiler.rebuild import (
     target_spec,
 )
 from zlbench.plugins.sweep import parse_sweep_shard
+from zlbench.protocol.compile_lines import PRECOMPILE_END, write_end, write_item
 
 
 def precompile_one(rec: CompileRecord, loader: Loader) -> str | None:
@@ -61,11 +64,13 @@ def precompile_index(
     cache_dir: Path,
     shard: tuple[int, int] | None = None,
     exec_generated: bool = False,
+    on_item: Callable[[str, str | None], None] | None = None,
 ) -> dict[str, str]:
     """Compile (a shard of) ``index`` into ``cache_dir``; ``{record id: error}`` of
-    failures. A generated kernel's recorded module text is executed only with
-    ``exec_generated`` (the records are a verified baseline's); else such a kernel is
-    left to the benchmark process, which generates its own (docs/security.md)."""
+    failures (``on_item(id, error or None)`` as each kernel is done). A generated
+    kernel's recorded module text is executed only with ``exec_generated`` (the records
+    are a verified baseline's); else such a kernel is left to the benchmark process,
+    which generates its own (docs/security.md)."""
     import triton
 
     cache_dir.mkdir(parents=True, exist_ok=True)
@@ -77,6 +82,8 @@ def precompile_index(
             error = precompile_one(rec, loader)
             if error:
                 failed[rec.id] = error
+            if on_item is not None:
+                on_item(rec.id, error or None)
     return failed
 
 
@@ -95,15 +102,14 @@ def main(argv: list[str] | None = None) -> int:
     try:
         shard = parse_sweep_shard(args.shard, "--shard") if args.shard else None
         index = load_json_model(args.index, CodegenIndex)
-        failed = precompile_index(index, Path(args.cache_dir), shard, args.exec_generated)
+        cache_dir = Path(args.cache_dir)
+        failed = precompile_index(index, cache_dir, shard, args.exec_generated, write_item)
     except ZlbenchError as e:
         print(f"zlbench: {e}", file=sys.stderr)
         return 2
-    for rid, error in failed.items():
-        print(f"ZLBENCH_PRECOMPILE_FAILED {rid} {error}")
     n = len(select(index.records, shard))
-    secs = time.monotonic() - t0
-    print(f"ZLBENCH_PRECOMPILE kernels={n} failed={len(failed)} seconds={secs:.2f}")
+    secs = f"{time.monotonic() - t0:.2f}"
+    write_end(PRECOMPILE_END, kernels=n, failed=len(failed), seconds=secs)
     return 0
 
 

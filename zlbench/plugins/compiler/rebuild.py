@@ -16,8 +16,12 @@ Entry point (one process; run several on shards for parallelism)::
 
 writes ``OUT_DIR/index.json`` (a CodegenIndex: the input records in input order,
 ``used_by`` kept, ``result``/``error``/``notes`` from this rebuild) and
-``OUT_DIR/blobs/``. Exit 0 even when kernels fail (their ``error`` says so); exit
-2 with one line on stderr when the input is unusable.
+``OUT_DIR/blobs/``. On stdout it speaks the compile pool's line protocol
+(:mod:`zlbench.protocol.compile_lines`): per kernel as it is rebuilt ``ZLBENCH_COMPILED
+<id> ok`` or ``... failed <error>``, then, once the index is written,
+``ZLBENCH_CODEGEN_REBUILD kernels=N failed=F out=OUT_DIR``. Exit 0 even when kernels
+fail (their ``error`` says so); exit 2 with one line on stderr when the input is
+unusable.
 
 ``CACHE_DIR``: after the rebuild (its index written), every kernel it compiled is
 also put into that triton cache dir (the gate's measure step then loads them from
@@ -41,6 +45,7 @@ import json
 import os
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +54,7 @@ from zlbench.models import CodegenIndex, CompileRecord, CompileRequest, load_jso
 from zlbench.plugins.compiler import capture
 from zlbench.plugins.compiler import standin as standin_mod
 from zlbench.plugins.sweep import parse_sweep_shard
+from zlbench.protocol.compile_lines import REBUILD_END, write_end, write_item
 
 
 def _tuples(v: Any) -> Any:
@@ -243,9 +249,11 @@ def rebuild_index(
     shard: tuple[int, int] | None = None,
     cache_out: Path | None = None,
     exec_generated: bool = False,
+    on_item: Callable[[str, str | None], None] | None = None,
 ) -> CodegenIndex:
     """Rebuild (a shard of) ``index``'s requests; write and return the new index
-    (the compiled kernels also put into the triton cache dir ``cache_out``, if given).
+    (the compiled kernels also put into the triton cache dir ``cache_out``, if given;
+    ``on_item(id, error)`` as each kernel is rebuilt).
     ``exec_generated``: the records are a verified baseline's, so a generated kernel's
     recorded module text may be executed to rebuild it (module docstring)."""
     import triton
@@ -259,6 +267,8 @@ def rebuild_index(
         for rec in todo:
             with standin_mod.standin(target_spec(rec.request)):
                 done.append(rebuild_one(rec, loader, store, roots))
+            if on_item is not None:
+                on_item(rec.id, done[-1].error)
         out = CodegenIndex(compiler=capture.compiler_identity(), records=done)
         store.write(Path(out_dir))
         capture.write_index(Path(out_dir), out)
@@ -334,12 +344,13 @@ def main(argv: list[str] | None = None) -> int:
         shard = parse_sweep_shard(args.shard, "--shard") if args.shard else None
         index = load_json_model(args.index, CodegenIndex)
         cache_out = Path(args.cache_dir) if args.cache_dir else None
-        out = rebuild_index(index, Path(args.out_dir), shard, cache_out, args.exec_generated)
+        out_dir, trusted = Path(args.out_dir), args.exec_generated
+        out = rebuild_index(index, out_dir, shard, cache_out, trusted, write_item)
     except ZlbenchError as e:
         print(f"zlbench: {e}", file=sys.stderr)
         return 2
     failed = sum(1 for r in out.records if r.error)
-    print(f"ZLBENCH_CODEGEN_REBUILD kernels={len(out.records)} failed={failed} out={args.out_dir}")
+    write_end(REBUILD_END, kernels=len(out.records), failed=failed, out=args.out_dir)
     return 0
 
 

@@ -7,17 +7,17 @@ signature, constexprs, specialisation, pinned config options, target). They are
 deduplicated by request id, dealt over ``jobs`` processes of
 :mod:`zlbench.plugins.precompile` longest recorded compile time first
 (:func:`zlbench.runner.batch.balance.lpt_bins`), which compile them into one triton
-cache dir without a GPU. The batch's benchmark processes then use that dir as their
-``TRITON_CACHE_DIR`` and find every recorded kernel there: the GPU loads kernels
-instead of waiting for them to compile. A kernel that fails to precompile (or one
-the records lack: a new shape, a changed op) is compiled by the benchmark process as
-without precompile, so precompile changes only when compiling happens, never what
-is measured.
+cache dir without a GPU; the processes are the CPU compile pool's
+(:mod:`zlbench.codegen.pool`, shared with the codegen screen's rebuild). The batch's
+benchmark processes then use that dir as their ``TRITON_CACHE_DIR`` and find every
+recorded kernel there: the GPU loads kernels instead of waiting for them to compile.
+A kernel that fails to precompile (or one the records lack: a new shape, a changed op)
+is compiled by the benchmark process as without precompile, so precompile changes only
+when compiling happens, never what is measured.
 """
 
 from __future__ import annotations
 
-import subprocess
 import sys
 import tempfile
 import threading
@@ -26,11 +26,12 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from zlbench.codegen import pool
 from zlbench.models import CodegenIndex, CompileRecord, load_codegen_index
+from zlbench.protocol.compile_lines import PRECOMPILE_END
 from zlbench.runner.batch.balance import lpt_bins
 
-_LINE = "ZLBENCH_PRECOMPILE "
-_FAILED = "ZLBENCH_PRECOMPILE_FAILED "
+WORKER_MODULE = "zlbench.plugins.precompile"
 
 
 @dataclass
@@ -89,61 +90,47 @@ def precompile(
     stop: threading.Event | None = None,
     exec_generated: bool = False,
 ) -> PrecompileOutcome:
-    """Compile ``records`` into ``cache_dir`` with ``jobs`` worker processes in parallel.
-    ``stop`` set (the batch ended or failed first): the workers still running are killed."""
+    """Compile ``records`` into ``cache_dir`` with ``jobs`` worker processes in parallel
+    (the CPU compile pool, :mod:`zlbench.codegen.pool`: no retries, a worker's failed
+    kernels are left to the benchmark processes). ``stop`` set (the batch ended or
+    failed first): the workers still running are killed."""
     out = PrecompileOutcome(kernels=len(records))
     chunks = deal_records(records, jobs)
     out.processes = len(chunks)
+    by_id = {r.id: r for r in records}
     t0 = time.monotonic()
+    spec = pool.PoolSpec(
+        python=python or sys.executable,
+        module=WORKER_MODULE,
+        end=PRECOMPILE_END,
+        env=env,
+        jobs=max(1, len(chunks)),
+        timeout_s=timeout_s,
+        stop=stop,
+    )
+
+    def prepare(job: pool.Job) -> list[str]:
+        path = job.dir / "in.json"
+        index = CodegenIndex(records=[by_id[i] for i in job.ids])
+        path.write_text(index.model_dump_json(), encoding="utf-8")
+        return ["--exec-generated"] * exec_generated + [str(path), str(cache_dir)]
+
     with tempfile.TemporaryDirectory(prefix="zl-precompile-") as tmp:
-        procs = []
-        for i, chunk in enumerate(chunks):
-            path = Path(tmp) / f"chunk{i}.json"
-            path.write_text(CodegenIndex(records=chunk).model_dump_json(), encoding="utf-8")
-            argv = [python or sys.executable, "-m", "zlbench.plugins.precompile"]
-            argv += ["--exec-generated"] * exec_generated + [str(path)]
-            try:
-                procs.append(_start([*argv, str(cache_dir)], env))
-            except OSError as e:
-                out.worker_errors.append(f"precompile worker failed: {e}")
-        for proc in procs:
-            _collect(proc, out, timeout_s, stop)
+        ids = [[r.id for r in chunk] for chunk in chunks]
+        done = pool.run_pool(spec, ids, Path(tmp), prepare)
+    out.failed = {i: error for i, error in done.results.items() if error is not None}
+    out.worker_errors = [_worker_error(ended, timeout_s) for ended in done.died]
     out.seconds = time.monotonic() - t0
     return out
 
 
-def _start(argv: list[str], env: Mapping[str, str]) -> subprocess.Popen:
-    return subprocess.Popen(
-        argv, env=dict(env), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
-
-
-def _collect(
-    proc: subprocess.Popen,
-    out: PrecompileOutcome,
-    timeout_s: float,
-    stop: threading.Event | None = None,
-    poll_s: float = 0.5,
-) -> None:
-    deadline = time.monotonic() + timeout_s
-    while True:
-        try:
-            stdout, stderr = proc.communicate(timeout=poll_s)
-            break
-        except subprocess.TimeoutExpired:
-            stopped = stop is not None and stop.is_set()
-            if not stopped and time.monotonic() < deadline:
-                continue
-            proc.kill()
-            proc.communicate()
-            why = f"timed out after {timeout_s:.0f} s"
-            why = "stopped: the batch ended first" if stopped else why
-            out.worker_errors.append(f"precompile worker {why}")
-            return
-    for line in stdout.splitlines():
-        if line.startswith(_FAILED):
-            rid, _, error = line[len(_FAILED) :].partition(" ")
-            out.failed[rid] = error
-    if proc.returncode != 0 or _LINE not in stdout:
-        last = (stderr.strip().splitlines() or [f"exit code {proc.returncode}"])[-1]
-        out.worker_errors.append(f"precompile worker failed: {last}")
+def _worker_error(ended: pool.Ended, timeout_s: float) -> str:
+    """One progress line for a worker that did not finish."""
+    if ended.start_error is not None:
+        return f"precompile worker failed: {ended.start_error}"
+    if ended.killed == pool.STOPPED:
+        return "precompile worker stopped: the batch ended first"
+    if ended.killed == pool.TIMED_OUT:
+        return f"precompile worker timed out after {timeout_s:.0f} s"
+    last = (ended.tail(1) or [f"exit code {ended.rc}"])[-1]
+    return f"precompile worker failed: {last}"
