@@ -14,6 +14,7 @@ from zlbench.cli.options import (
     ab_options_from,
     add_baseline_options,
     add_judging_options,
+    add_ops_dir_option,
     add_pair_rule_options,
     add_replay_speed_options,
 )
@@ -42,12 +43,7 @@ def add_parser(sub) -> None:
     p.add_argument(
         "--confirm", type=int, metavar="N", help="re-measures of a flagged op (default: manifest)"
     )
-    p.add_argument(
-        "--ops-dir",
-        default=None,
-        metavar="D",
-        help="inventories and dismiss list (default: ./ops, else this zlbench checkout's ops/)",
-    )
+    add_ops_dir_option(p)
     p.add_argument("--out", default="zlbench-gate", metavar="DIR", help="output dir")
     add_codegen_options(p)
     add_replay_speed_options(p.add_argument_group("measuring (as `zlbench batch`)"))

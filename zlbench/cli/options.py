@@ -43,14 +43,7 @@ def add_selection_options(p, *, required: bool = True) -> None:
         metavar="R",
         help="repos to select from (default: main)",
     )
-    p.add_argument(
-        "--ops-dir",
-        type=Path,
-        default=None,
-        metavar="DIR",
-        help="dir of inventory_<repo>.csv and dismiss.txt (default: ./ops, "
-        "else the ops/ dir of this zlbench checkout)",
-    )
+    add_ops_dir_option(p)
     p.add_argument(
         "--recheck-dismissed",
         action="store_true",
@@ -184,21 +177,7 @@ def add_replay_speed_options(p) -> None:
         "parts measured by several processes, merged at the end (default auto: only with "
         "2+ slots, i.e. --gpus or --gpu-share; docs/screening.md: row parts)",
     )
-    p.add_argument(
-        "--warmup-ms",
-        type=float,
-        default=None,
-        metavar="MS",
-        help="graph-timing warmup budget per measurement (plugin default 100; "
-        "docs/screening.md: budgets)",
-    )
-    p.add_argument(
-        "--replays",
-        type=int,
-        default=None,
-        metavar="N",
-        help="graph replays per measurement, the median reported (plugin default 10)",
-    )
+    add_budget_options(p)
     p.add_argument(
         "--phase-timings",
         action="store_true",
@@ -455,3 +434,36 @@ def preflight(config) -> None:
     check_compiler(config.python)
     repos = {op.repo for op in plan_selection(config).ops}
     check_checkouts(config.flaggems_dirs, repos, flag="--flaggems-dir")
+
+
+def add_ops_dir_option(p) -> None:
+    """``--ops-dir``: where the inventories and the dismiss list are (every command that
+    selects ops, and the gate)."""
+    p.add_argument(
+        "--ops-dir",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="dir of inventory_<repo>.csv and dismiss.txt (default: ./ops, "
+        "else the ops/ dir of this zlbench checkout)",
+    )
+
+
+def add_budget_options(p) -> None:
+    """The graph timing's budgets (``models.Timing``, read by :func:`measuring_from`):
+    unset, the plugin's defaults (or what PYTEST_ADDOPTS says)."""
+    p.add_argument(
+        "--warmup-ms",
+        type=float,
+        default=None,
+        metavar="MS",
+        help="graph-timing warmup budget per measurement (plugin default 100; "
+        "docs/screening.md: budgets)",
+    )
+    p.add_argument(
+        "--replays",
+        type=int,
+        default=None,
+        metavar="N",
+        help="graph replays per measurement, the median reported (plugin default 10)",
+    )

@@ -9,6 +9,7 @@ from __future__ import annotations
 import sys
 
 from zlbench.cli.options import (
+    add_budget_options,
     add_dtypes_option,
     add_mode_option,
     add_sweep_option,
@@ -18,7 +19,6 @@ from zlbench.cli.options import (
 )
 from zlbench.cli.settings import Settings
 from zlbench.models import REPOS, Timing, TimingMethod
-from zlbench.models.timing import DEFAULT_REPLAYS, DEFAULT_WARMUP_MS
 from zlbench.protocol import options
 from zlbench.runner.execute.proc import TerminalSink
 from zlbench.runner.preflight import check_compiler
@@ -64,20 +64,7 @@ def add_timing_options(p) -> None:
         default=None,
         help="graph: zlbench's CUDA-graph timing (default); upstream: FlagGems' own do_bench",
     )
-    p.add_argument(
-        "--warmup-ms",
-        type=float,
-        default=None,
-        metavar="MS",
-        help=f"graph-timing warmup budget per measurement (default {DEFAULT_WARMUP_MS:g})",
-    )
-    p.add_argument(
-        "--replays",
-        type=int,
-        default=None,
-        metavar="N",
-        help=f"graph replays per measurement, the median reported (default {DEFAULT_REPLAYS})",
-    )
+    add_budget_options(p)
 
 
 def timing_from_args(args) -> Timing | None:
