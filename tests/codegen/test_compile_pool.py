@@ -61,12 +61,20 @@ def prepare(job: pool.Job) -> list[str]:
     return [str(job.dir / "in.json"), str(job.dir / "env.json")]
 
 
-def _alive(pid: int) -> bool:
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return False
-    return state != "Z"
+def _alive(pid: int, within_s: float = 10.0) -> bool:
+    """Whether ``pid`` still runs ``within_s`` after (a signalled process may take a
+    moment to exit on a loaded machine; a zombie does not run)."""
+    deadline = time.monotonic() + within_s
+    while True:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            return False
+        if state == "Z":
+            return False
+        if time.monotonic() > deadline:
+            return True
+        time.sleep(0.05)
 
 
 def test_the_line_protocol_round_trips_and_ignores_other_lines():
