@@ -16,7 +16,7 @@ from zlbench.report.ab import AbRun, AbRunCaliber, render_ab_run
 from zlbench.report.compare import RecordsCheck, caliber_lines, check_records, winners_diff
 from zlbench.runner.ab.env import parse_env_vars
 from zlbench.runner.ab.records import OpRecords, op_records
-from zlbench.workflow.ab import AbRunJob, check_ab_job, check_sides_differ
+from zlbench.workflow.ab_run import AbRunJob, check_ab_job, check_sides_differ
 
 S = "[1024]"
 WIN_A = {"k:softmax_kernel": {'[8,"torch.float32"]': {"kwargs": {"BLOCK_N": 32}}}}
@@ -277,7 +277,7 @@ def test_a_record_side_with_a_s_winners_is_identical_in_compare_too(tmp_path, ca
 
 
 def test_zlbench_ab_checks_an_own_best_run_s_records_as_own_winners(tmp_path):
-    from zlbench.workflow.ab import records_check
+    from zlbench.workflow.ab_run import records_check
 
     rec_a = recorded(tmp_path, "rec_a", WIN_A) / "main" / "add" / "autotune_records"
     rec_b = recorded(tmp_path, "rec_b", WIN_A) / "main" / "add" / "autotune_records"

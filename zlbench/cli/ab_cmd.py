@@ -28,7 +28,7 @@ from pathlib import Path
 
 from zlbench.cli.settings import Settings
 from zlbench.runner.ab.env import parse_env_vars
-from zlbench.workflow.ab import CALIBERS, AbRunJob, run_ab
+from zlbench.workflow.ab_run import CALIBERS, AbRunJob, run_ab
 
 DEFAULT_OUT = "zlbench-ab"
 
