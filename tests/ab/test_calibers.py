@@ -130,7 +130,9 @@ def test_check_records_tells_pinned_own_best_unverified_and_the_tuning_space():
 
 
 def test_versioned_and_bare_records_files_read_alike(tmp_path):
-    a = recorded(tmp_path, "a", {"kind": "autotune_record_set", "schema_version": 1, "kernels": WIN_A})
+    a = recorded(
+        tmp_path, "a", {"kind": "autotune_record_set", "schema_version": 1, "kernels": WIN_A}
+    )
     bare = recorded(tmp_path, "bare", WIN_A)  # written before records were versioned
     copy = bare / "main" / "add" / "autotune_records"
     b = recorded(tmp_path, "b", None, mode="replay", replay_from=str(copy))
