@@ -40,7 +40,7 @@ class Run:
     def records(self) -> dict:
         path = self.run_dir / "autotune_records" / "op.json"
         data = json.loads(path.read_text())
-        assert data["schema_version"] == 1 and data["kind"] == "autotune_records"
+        assert data["schema_version"] == 1 and data["kind"] == "autotune_record_set"
         return data["kernels"]
 
     def printed_json(self, name: str) -> dict:

@@ -209,8 +209,11 @@ def run_jobs(
         while queue or running:
             if spec.stop is not None and spec.stop.is_set():
                 for job in running + queue:
-                    _end(job)
-                    done(job, Ended(job.ids, job.dir, _rc(job), killed=STOPPED))
+                    # a worker that ended on its own before the stop says how it ended
+                    exited = job.proc is not None and job.proc.poll() is not None
+                    if not exited:
+                        _end(job)
+                    done(job, Ended(job.ids, job.dir, _rc(job), killed=None if exited else STOPPED))
                 running, queue = [], []
                 break
             while queue and len(running) < max(1, spec.jobs):
