@@ -298,3 +298,24 @@ def part_indices(rows: Sequence, part: tuple[int, int]) -> list[int]:
             out.append(i)
         seen[group] += 1
     return out
+
+
+def fake_sweep_children(tmp_path: Path, monkeypatch, child: str) -> None:
+    """Every sweep child runs ``child`` (a Python script's source) instead of pytest:
+    the sweep's argv builder gets a ``python`` that execs it; CUDA_VISIBLE_DEVICES unset."""
+    import sys
+
+    from zlbench.runner.sweep import run as sweep_run
+
+    script = tmp_path / "child.py"
+    script.write_text(child)
+    exe = tmp_path / "fakepython"
+    exe.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{script}" "$@"\n')
+    exe.chmod(0o755)
+    real = sweep_run.build_pytest_argv
+
+    def argv(plan_path, plan, *, python=None, **kw):
+        return real(plan_path, plan, python=str(exe), **kw)
+
+    monkeypatch.setattr(sweep_run, "build_pytest_argv", argv)
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)

@@ -6,17 +6,15 @@ from __future__ import annotations
 
 import io
 import json
-import sys
 from pathlib import Path
 
 import pytest
-from batch_fakes import FakeExecutor, make_inventory
+from batch_fakes import FakeExecutor, fake_sweep_children, make_inventory
 
 from zlbench.cli import main
 from zlbench.models import RunResult, RunStatus, load_json_model, read_ops_status
 from zlbench.runner.batch.config import BatchConfig
 from zlbench.runner.batch.run import run_batch
-from zlbench.runner.sweep import run as sweep_run
 
 # Stand-in for `python -m pytest` in a sweep child: shard k of n writes its record,
 # its shard winner (shard 0 is the fastest) and result.json; op "bad" fails on shard 1.
@@ -46,18 +44,7 @@ sys.exit(1 if status == "FAIL" else 0)
 
 @pytest.fixture
 def fake_children(tmp_path, monkeypatch) -> None:
-    script = tmp_path / "child.py"
-    script.write_text(CHILD)
-    exe = tmp_path / "fakepython"
-    exe.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{script}" "$@"\n')
-    exe.chmod(0o755)
-    real = sweep_run.build_pytest_argv
-
-    def argv(plan_path, plan, *, python=None, **kw):
-        return real(plan_path, plan, python=str(exe), **kw)
-
-    monkeypatch.setattr(sweep_run, "build_pytest_argv", argv)
-    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    fake_sweep_children(tmp_path, monkeypatch, CHILD)
 
 
 def _config(tmp_path: Path, ops: list[str], **kw) -> BatchConfig:

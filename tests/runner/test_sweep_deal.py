@@ -8,17 +8,15 @@ from __future__ import annotations
 
 import io
 import json
-import sys
 from pathlib import Path
 
 import pytest
-from batch_fakes import FakeExecutor, make_inventory
+from batch_fakes import FakeExecutor, fake_sweep_children, make_inventory
 
 from zlbench.errors import ZlbenchError
 from zlbench.models import PlanEntry, read_ops_status
 from zlbench.runner.batch.config import BatchConfig
 from zlbench.runner.batch.run import run_batch
-from zlbench.runner.sweep import run as sweep_run
 from zlbench.runner.sweep.deal import Deal, choose_deal, op_shapes, sweep_cost
 from zlbench.runner.sweep.run import SweepSpec, merge_children, op_deal
 
@@ -139,18 +137,7 @@ print(f"ZLBENCH_OP_END run_name={name} status=PASS", flush=True)
 
 @pytest.fixture
 def children(tmp_path, monkeypatch) -> None:
-    script = tmp_path / "child.py"
-    script.write_text(CHILD)
-    exe = tmp_path / "fakepython"
-    exe.write_text(f'#!/bin/sh\nexec "{sys.executable}" "{script}" "$@"\n')
-    exe.chmod(0o755)
-    real = sweep_run.build_pytest_argv
-
-    def argv(plan_path, plan, *, python=None, **kw):
-        return real(plan_path, plan, python=str(exe), **kw)
-
-    monkeypatch.setattr(sweep_run, "build_pytest_argv", argv)
-    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    fake_sweep_children(tmp_path, monkeypatch, CHILD)
 
 
 def _batch(tmp_path: Path, shapes: str | None) -> tuple[Path, str]:
