@@ -22,7 +22,7 @@ import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 
-from zlbench.models import CodegenIndex, load_json_model
+from zlbench.models import CODEGEN_BLOBS, CodegenIndex, KernelUse, dump_json_model, load_json_model
 
 REPO = Path(__file__).resolve().parents[1]
 BENCHPKG_SRC = REPO / "tests" / "benchpkg" / "src"
@@ -251,6 +251,26 @@ def rebuild(
 
 def load_index(cg_dir: Path) -> CodegenIndex:
     return load_json_model(cg_dir / "index.json", CodegenIndex)
+
+
+def write_op_codegen(recorded: Path, root: Path, ops: dict[str, str], shape: str) -> None:
+    """``root/main/<op>/codegen/`` for each op of ``ops`` (op -> kernel name): the
+    benchpkg records of its kernel (``recorded``, :func:`record_benchpkg`), used by its
+    one bfloat16 row ``shape``, and their blobs; a baseline's codegen records."""
+    import shutil
+
+    index = load_index(recorded / "codegen")
+    for op, name in ops.items():
+        cg = root / "main" / op / "codegen"
+        shutil.copytree(recorded / "codegen" / CODEGEN_BLOBS, cg / CODEGEN_BLOBS)
+        use = KernelUse(run_name=op, op=op, dtype="bfloat16", shape=shape)
+        recs = [
+            r.model_copy(update={"used_by": [use]})
+            for r in index.records
+            if r.request.kernel.name == name
+        ]
+        assert recs, name
+        dump_json_model(cg / "index.json", CodegenIndex(compiler=index.compiler, records=recs))
 
 
 def digests(index: CodegenIndex) -> dict[str, dict[str, str]]:

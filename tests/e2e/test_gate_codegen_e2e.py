@@ -12,23 +12,24 @@ from __future__ import annotations
 
 import io
 import os
-import shutil
 import sys
 from pathlib import Path
 
 import pytest
-from codegen_support import NO_DOT, REPO, load_index, patched_triton, record_benchpkg
+from codegen_support import (
+    NO_DOT,
+    REPO,
+    patched_triton,
+    record_benchpkg,
+    write_op_codegen,
+)
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "gate"))
 from zlsynth import brow, crow, run_result, write_baseline, write_results  # noqa: E402
 
 from zlbench.models import (  # noqa: E402
-    CODEGEN_BLOBS,
-    CodegenIndex,
     CodegenScreen,
     GateVerdict,
-    KernelUse,
-    dump_json_model,
     load_json_model,
 )
 from zlbench.workflow.gate import GateJob, GateSeams, run_gate  # noqa: E402
@@ -55,19 +56,8 @@ def recorded(tmp_path_factory) -> Path:
 @pytest.fixture
 def bl(recorded, tmp_path) -> Path:
     """A baseline whose ops each hold the records of their kernel, used by their row."""
-    index = load_index(recorded / "codegen")
     root = tmp_path / "bl"
-    for op, name in OPS.items():
-        cg = root / "main" / op / "codegen"
-        shutil.copytree(recorded / "codegen" / CODEGEN_BLOBS, cg / CODEGEN_BLOBS)
-        use = KernelUse(run_name=op, op=op, dtype="bfloat16", shape=S)
-        recs = [
-            r.model_copy(update={"used_by": [use]})
-            for r in index.records
-            if r.request.kernel.name == name
-        ]
-        assert recs, name
-        dump_json_model(cg / "index.json", CodegenIndex(compiler=index.compiler, records=recs))
+    write_op_codegen(recorded, root, OPS, S)
     return write_baseline(root, {op: [brow(op, S, 1.0)] for op in OPS})
 
 

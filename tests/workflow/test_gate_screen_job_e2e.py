@@ -10,23 +10,18 @@ from __future__ import annotations
 
 import io
 import os
-import shutil
 from pathlib import Path
 
 import pytest
 
 pytest.importorskip("triton")
 
-from codegen_support import REPO, load_index, record_benchpkg  # noqa: E402
+from codegen_support import REPO, record_benchpkg, write_op_codegen  # noqa: E402
 from zlsynth import brow, crow, run_result, write_baseline, write_results  # noqa: E402
 
 from zlbench.models import (  # noqa: E402
-    CODEGEN_BLOBS,
-    CodegenIndex,
     GateVerdict,
-    KernelUse,
     TimingPlanFile,
-    dump_json_model,
     load_json_model,
 )
 from zlbench.workflow.codegen import compiler_fingerprint  # noqa: E402
@@ -53,18 +48,8 @@ def bl(recorded, tmp_path, monkeypatch) -> Path:
     monkeypatch.delenv("TRITON_INTERPRET", raising=False)
     monkeypatch.delenv("GEMS_VENDOR", raising=False)
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(recorded / "helpers")]))
-    index = load_index(recorded / "codegen")
     root = tmp_path / "bl"
-    for op, name in OPS.items():
-        cg = root / "main" / op / "codegen"
-        shutil.copytree(recorded / "codegen" / CODEGEN_BLOBS, cg / CODEGEN_BLOBS)
-        use = KernelUse(run_name=op, op=op, dtype="bfloat16", shape=S)
-        recs = [
-            r.model_copy(update={"used_by": [use]})
-            for r in index.records
-            if r.request.kernel.name == name
-        ]
-        dump_json_model(cg / "index.json", CodegenIndex(compiler=index.compiler, records=recs))
+    write_op_codegen(recorded, root, OPS, S)
     return write_baseline(root, {op: [brow(op, S, 1.0)] for op in OPS})
 
 
