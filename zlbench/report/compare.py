@@ -291,11 +291,3 @@ def winners_table(diffs: list[WinnerDiff], limit: int = 50) -> str:
     ]
     more = f"\n\n… and {len(diffs) - limit} more" if len(diffs) > limit else ""
     return table(WINNERS_HEADER, "lllll", body) + more
-
-
-def render_records_check(c: RecordsCheck) -> str:
-    """The caliber lines and, when the winners differ, their table."""
-    lines = caliber_lines(c)
-    if c.diffs:
-        lines += ["", "Winners that differ (A vs B):", "", winners_table(c.diffs)]
-    return "\n".join(lines)

@@ -130,15 +130,6 @@ class OldNames:
         for n in names:
             self._map.setdefault((n.repo, n.old_name), []).append(n)
 
-    @classmethod
-    def of_ops_dir(cls, ops_dir: str | os.PathLike, rows: Iterable[InventoryRow]) -> OldNames:
-        """``<ops_dir>/old_names.csv``; without one, derived from ``rows`` (the ops
-        dir's inventories), so a private ops dir gets the same rule."""
-        path = Path(ops_dir) / OLD_NAMES_FILE
-        if path.is_file():
-            return cls(load_old_names(path), source=old_names_source(ops_dir))
-        return cls(derive_old_names(rows))
-
     def lookup(self, repo: str, selector: str) -> list[OldName]:
         """The rows old name ``selector`` names in ``repo`` ([] when it is none); an
         ``@file`` keeps those of that file (base name, ``.py`` optional)."""
