@@ -18,7 +18,7 @@ from typing import TextIO
 from zlbench import __version__
 from zlbench.errors import ZlbenchError
 from zlbench.gate import baselines
-from zlbench.gate.env import common_timing, timing_of
+from zlbench.gate.env import timing_of
 from zlbench.gitinfo import git_state
 from zlbench.models import (
     CODEGEN_INDEX,
@@ -357,13 +357,14 @@ def _gpu_share(cfg: RefreshConfig, results: list[BaselineResult]) -> int:
 def _timing(results: list[BaselineResult]) -> Timing | None:
     """The one Timing the baseline's results were measured with; results timed
     differently (another method or budgets) are refused, as differing shares are."""
-    found = sorted({t.text() for t in map(timing_of, results) if t is not None})
+    found = {t for t in map(timing_of, results) if t is not None}
     if len(found) > 1:
         raise ZlbenchError(
-            f"the baseline's passes were timed differently: {'; '.join(found)}; refresh "
-            "them with one --timing-method/--warmup-ms/--replays"
+            f"the baseline's passes were timed differently: "
+            f"{'; '.join(sorted(t.text() for t in found))}; refresh them with one "
+            "--timing-method/--warmup-ms/--replays"
         )
-    return common_timing(results)
+    return next(iter(found), None)
 
 
 def _manifest(
