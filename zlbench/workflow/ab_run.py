@@ -283,12 +283,9 @@ def run_ab(job: AbRunJob, seams: AbRunSeams | None = None) -> int:
     primary = measured["own-best" if job.caliber == "both" else job.caliber]
     result = AbRun(primary, measured.get("pinned") if job.caliber == "both" else None)
     text = render_ab_run(result)
-    atomic_write_text(job.out / AB_REPORT, text)
+    atomic_write_text(job.out / REPORT_MD, text)  # where a gate writes its own
     print(text, end="")
     return result.exit_code
-
-
-AB_REPORT = REPORT_MD  # zlbench ab writes its one report where a gate writes its own
 
 
 __all__ = ["CALIBERS", "AbRunJob", "AbRunSeams", "run_ab"]
