@@ -193,3 +193,37 @@ def test_no_command_takes_its_shared_flags_from_another_command(path):
     # report is the gate's offline re-judge: it takes the gate's job
     allowed = {"zlbench.cli.gate_cmd"} if path.name == "report_cmd.py" else set()
     assert others <= allowed
+
+
+def _flag_help(argv: list[str], flag: str) -> str:
+    parser = build_parser()
+    for word in argv:  # down to the command's own parser
+        sub = next(a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction")
+        parser = sub.choices[word]
+    return next(a.help for a in parser._actions if flag in a.option_strings)
+
+
+@pytest.mark.parametrize("flag", ["--base-compiler", "--thresholds"])
+def test_a_flag_of_two_meanings_is_declared_once_in_the_options_module(flag):
+    declared = {
+        path.name
+        for path in CLI.glob("*.py")
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "add_argument"
+        if any(isinstance(a, ast.Constant) and a.value == flag for a in node.args)
+    }
+    assert declared == {"options.py"}
+
+
+def test_each_command_says_what_its_base_compiler_and_thresholds_mean():
+    ab, gate = _flag_help(["ab"], "--base-compiler"), _flag_help(["gate"], "--base-compiler")
+    shared = "the base compiler: a venv dir, interpreter or site dir; "
+    assert ab.startswith(shared) and gate.startswith(shared)
+    assert "side A" in ab and "--aa" in ab  # ab: side A, default an A/A
+    assert "paired row by row" in gate and "default: no A/B" in gate
+    compare = _flag_help(["compare"], "--thresholds")
+    assert compare == "thresholds yaml (default: A's manifest when A is a baseline, else zlbench's)"
+    for argv in (["gate"], ["report"]):
+        assert (
+            _flag_help(argv, "--thresholds") == "thresholds yaml (default: the baseline manifest's)"
+        )

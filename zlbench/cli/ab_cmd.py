@@ -35,6 +35,7 @@ DEFAULT_OUT = "zlbench-ab"
 
 def add_parser(sub) -> None:
     from zlbench.cli.options import (
+        add_base_compiler_option,
         add_measure_options,
         add_pair_rule_options,
         add_selection_options,
@@ -49,11 +50,10 @@ def add_parser(sub) -> None:
     )
     add_selection_options(p)
     g = p.add_argument_group("the two sides")
-    g.add_argument(
-        "--base-compiler",
-        metavar="ENV",
-        help="side A's compiler: a venv dir, interpreter or site dir (default: this "
-        "environment, as side B's)",
+    add_base_compiler_option(
+        g,
+        "ab runs it as side A, side B being this environment (default: this environment "
+        "for side A too: an A/A, refused without --aa unless --env-a/--env-b differ)",
     )
     g.add_argument(
         "--env-a",

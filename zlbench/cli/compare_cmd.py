@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from zlbench.cli.options import add_thresholds_option
 from zlbench.errors import ZlbenchError
 from zlbench.gate.load import load_baseline, load_results
 from zlbench.gate.thresholds import load_thresholds
@@ -29,11 +30,7 @@ def add_parser(sub) -> None:
     )
     p.add_argument("a", metavar="A", help="run, batch, gate output or baseline dir (the reference)")
     p.add_argument("b", metavar="B", help="run, batch, gate output or baseline dir (judged)")
-    p.add_argument(
-        "--thresholds",
-        metavar="Y",
-        help="thresholds yaml (default: A's manifest when A is a baseline, else zlbench's)",
-    )
+    add_thresholds_option(p, "A's manifest when A is a baseline, else zlbench's")
     p.add_argument(
         "--caliber",
         choices=("pinned", "any"),

@@ -12,6 +12,7 @@ from pathlib import Path
 
 from zlbench.cli.options import (
     ab_options_from,
+    add_base_compiler_option,
     add_baseline_options,
     add_judging_options,
     add_ops_dir_option,
@@ -108,12 +109,11 @@ def add_codegen_options(p) -> None:
 def add_ab_options(p) -> None:
     """The A/B against the base compiler and the accept list (docs/judging.md)."""
     g = p.add_argument_group("A/B against the base compiler")
-    g.add_argument(
-        "--base-compiler",
-        metavar="ENV",
-        help="venv dir, interpreter or site dir holding the base build: every timed op is "
-        "measured by both compilers at once on this runner, paired row by row, and judged "
-        "on the pairs (this environment is the PR's; docs/judging.md)",
+    add_base_compiler_option(
+        g,
+        "the gate measures every timed op with it and with this environment (the PR's) at "
+        "once on this runner, paired row by row, and judges the pairs (default: no A/B, "
+        "judged against the baseline alone; docs/judging.md)",
     )
     g.add_argument(
         "--full-ab", action="store_true", help="time and pair every op (implies --time all)"

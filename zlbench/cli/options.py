@@ -62,11 +62,32 @@ def add_baseline_options(p) -> None:
     sel.add_argument("--ops-file", metavar="F", help="file of op SPECs, one a line")
 
 
+def add_thresholds_option(p, default: str) -> None:
+    """--thresholds, a thresholds yaml (docs/thresholds.md) that replaces the default
+    thresholds. Declared here once: ``gate`` and ``report`` (:func:`add_judging_options`)
+    default to the baseline manifest's, ``compare`` to A's manifest when A is a baseline,
+    else zlbench's; ``default``: the command's default, in its words."""
+    p.add_argument("--thresholds", metavar="Y", help=f"thresholds yaml (default: {default})")
+
+
 def add_judging_options(p, mismatch_help: str = "judge despite a mismatch") -> None:
     """--thresholds and --allow-env-mismatch (``gate``, ``report``: both fill the gate's
     job, ``gate_cmd.job_from_args``; ``mismatch_help``: the command's words)."""
-    p.add_argument("--thresholds", metavar="Y", help="thresholds yaml (default: the manifest's)")
+    add_thresholds_option(p, "the baseline manifest's")
     p.add_argument("--allow-env-mismatch", action="store_true", help=mismatch_help)
+
+
+def add_base_compiler_option(p, role: str) -> None:
+    """--base-compiler: the compiler a change is measured against, as a venv dir,
+    interpreter or site dir (:func:`zlbench.runner.ab.env.resolve_env`); this
+    environment is the other side. Declared here once with ``role``, what the command
+    does with it: ``ab`` makes it side A (default: this environment, an A/A that needs
+    --aa), ``gate`` pairs every timed op against it (default: no A/B)."""
+    p.add_argument(
+        "--base-compiler",
+        metavar="ENV",
+        help=f"the base compiler: a venv dir, interpreter or site dir; {role}",
+    )
 
 
 SWEEP_HELP = (
