@@ -19,7 +19,7 @@ from batch_fakes import make_inventory  # noqa: E402
 from zlsynth import brow, crow, run_result, write_baseline, write_results  # noqa: E402
 
 from zlbench.cli import main  # noqa: E402
-from zlbench.models import GateVerdict, Verdict, load_json_model, read_ops_status  # noqa: E402
+from zlbench.models import GateVerdict, Selection, Verdict, load_json_model, read_ops_status  # noqa: E402
 from zlbench.runner.batch.config import BatchConfig  # noqa: E402
 from zlbench.runner.batch.plan import plan_selection  # noqa: E402
 from zlbench.workflow.gate import GateJob, GateSeams, run_gate  # noqa: E402
@@ -46,7 +46,7 @@ class FakeMeasure:
         cfg = BatchConfig(
             out_dir=req.out_dir,
             flaggems_dirs={},
-            ops_dir=req.job.ops_dir,
+            ops_dir=req.job.selection.ops_dir,
             all_ops=True,
             restrict_to=set(req.ops),
             shard=req.shard,
@@ -80,7 +80,11 @@ def gate(world, *args) -> int:
 def gate_shard(world, fake, shard, out, confirm=None) -> int:
     """`gate --shard K/N` through the workflow, measuring with ``fake``."""
     job = GateJob(
-        baseline=str(world / "bl"), out=out, ops_dir=world / "ops", shard=shard, confirm=confirm
+        baseline=str(world / "bl"),
+        out=out,
+        selection=Selection(ops_dir=world / "ops"),
+        shard=shard,
+        confirm=confirm,
     )
     return run_gate(job, GateSeams(measure=fake))
 

@@ -26,6 +26,7 @@ from zlbench.models import (  # noqa: E402
     GateVerdict,
     PlanEntry,
     RunResult,
+    Selection,
     WorkerPlan,
     load_codegen_index,
     load_json_model,
@@ -127,8 +128,9 @@ def gate(bl: Path, out: Path, measure: Measure, site: Path, monkeypatch) -> tupl
     ops_dir = out.parent / "ops"
     ops_dir.mkdir(exist_ok=True)
     (ops_dir / "sentinels.txt").write_text("add\n")
-    job = GateJob(baseline=str(bl), out=out, ops_dir=ops_dir, flaggems_dirs={"main": BENCHPKG},
-                  time="changed", codegen_jobs=2, confirm=0)  # fmt: skip
+    job = GateJob(baseline=str(bl), out=out, selection=Selection(ops_dir=ops_dir),
+                  flaggems_dirs={"main": BENCHPKG}, time="changed", codegen_jobs=2,
+                  confirm=0)  # fmt: skip
     err = io.StringIO()
     return run_gate(job, GateSeams(measure=measure, stdout=err, stderr=err)), err.getvalue()
 

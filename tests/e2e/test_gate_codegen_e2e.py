@@ -30,6 +30,7 @@ from zlsynth import brow, crow, run_result, write_baseline, write_results  # noq
 from zlbench.models import (  # noqa: E402
     CodegenScreen,
     GateVerdict,
+    Selection,
     load_json_model,
 )
 from zlbench.workflow.gate import GateJob, GateSeams, run_gate  # noqa: E402
@@ -96,7 +97,7 @@ def gate(bl: Path, out: Path, measure: Measure, jobs: int = 2) -> tuple[int, str
     job = GateJob(
         baseline=str(bl),
         out=out,
-        ops_dir=ops_dir,
+        selection=Selection(ops_dir=ops_dir),
         flaggems_dirs={"main": REPO / "tests" / "benchpkg"},
         time="changed",
         codegen_jobs=jobs,

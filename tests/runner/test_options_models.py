@@ -227,3 +227,20 @@ def test_each_command_says_what_its_base_compiler_and_thresholds_mean():
         assert (
             _flag_help(argv, "--thresholds") == "thresholds yaml (default: the baseline manifest's)"
         )
+
+
+@pytest.mark.parametrize(
+    ("flags", "selection"),
+    [
+        ([], Selection(ops_dir=Path("od"))),
+        (["--ops", "abs", "mm"], Selection(ops=("abs", "mm"), ops_dir=Path("od"))),
+        (["--ops-file", "f.txt"], Selection(ops_file=Path("f.txt"), ops_dir=Path("od"))),
+    ],
+)
+def test_the_gate_job_embeds_the_selection_of_its_flags(flags, selection):
+    from zlbench.cli.gate_cmd import job_from_args
+
+    args = _args("gate", "--baseline", "b", *flags)
+    job = job_from_args(args, Settings.from_env({}), Path("od"))
+    assert job.selection == selection
+    assert not any(hasattr(job, name) for name in ("ops", "ops_file", "ops_dir"))

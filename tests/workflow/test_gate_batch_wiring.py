@@ -12,7 +12,7 @@ from zlsynth import brow, crow, run_result, write_baseline, write_results
 
 from zlbench.cli import main
 from zlbench.gate.load import load_baseline
-from zlbench.models import BatchInfo, GateVerdict, OpStatus, RunStatus
+from zlbench.models import BatchInfo, GateVerdict, OpStatus, RunStatus, Selection
 from zlbench.models.batch import SystemicFailure
 from zlbench.runner.batch.budget import DEFAULT_BUDGET_FACTOR
 from zlbench.runner.batch.info import write_batch_info
@@ -46,7 +46,11 @@ def test_measure_batch_passes_the_budget_the_durations_and_use_flagtune(
 ):
     seen = batch_configs
     baseline = load_baseline(_baseline(tmp_path, durations=durations))
-    job = GateJob(baseline=str(baseline.path), out=tmp_path / "out", ops_dir=tmp_path / "ops")
+    job = GateJob(
+        baseline=str(baseline.path),
+        out=tmp_path / "out",
+        selection=Selection(ops_dir=tmp_path / "ops"),
+    )
     req = MeasureRequest(baseline, {"main/add", "main/mm"}, tmp_path / "out" / "r", None, job)
     measure_batch(req)
     (config,) = seen

@@ -25,6 +25,7 @@ from zlbench.models import (
     KernelScreen,
     Resources,
     RowKey,
+    Selection,
     TimingPlanFile,
     dump_json_model,
     load_json_model,
@@ -138,7 +139,9 @@ def ops_dir(tmp_path) -> Path:
 
 def gate(tmp_path, bl, ops_dir, screen, measure, **kw):
     out, err = tmp_path / "out", io.StringIO()
-    job = GateJob(baseline=str(bl), out=out, ops_dir=ops_dir, codegen_jobs=3, **kw)
+    job = GateJob(
+        baseline=str(bl), out=out, selection=Selection(ops_dir=ops_dir), codegen_jobs=3, **kw
+    )
     seams = GateSeams(measure=measure, screen=screen, stdout=err, stderr=err)
     return run_gate(job, seams), out, err.getvalue()
 
@@ -319,7 +322,13 @@ def test_sharded_changed_mode_merges_and_judges_like_one_gate(tmp_path, ops_dir)
     screen, outs = FakeScreen(ADD_SAME, MM_CHANGED), []
     for k in (1, 2):
         out = tmp_path / f"s{k}"
-        job = GateJob(baseline=str(bl), out=out, ops_dir=ops_dir, time="changed", shard=(k, 2))
+        job = GateJob(
+            baseline=str(bl),
+            out=out,
+            selection=Selection(ops_dir=ops_dir),
+            time="changed",
+            shard=(k, 2),
+        )
         seams = GateSeams(measure=ShardBatch(mm_slower()), screen=screen, stdout=io.StringIO())
         assert run_gate(job, seams) == 0
         outs.append(str(out))
@@ -337,7 +346,9 @@ def test_sharded_changed_mode_merges_and_judges_like_one_gate(tmp_path, ops_dir)
 
 def test_a_shard_whose_screen_found_a_compile_failure_exits_1(tmp_path, ops_dir):
     bl = baseline(tmp_path / "bl")
-    job = GateJob(baseline=str(bl), out=tmp_path / "s1", ops_dir=ops_dir, shard=(1, 2))
+    job = GateJob(
+        baseline=str(bl), out=tmp_path / "s1", selection=Selection(ops_dir=ops_dir), shard=(1, 2)
+    )
     seams = GateSeams(
         measure=ShardBatch(good()), screen=FakeScreen(ADD_SAME, MM_FAILED), stdout=io.StringIO()
     )

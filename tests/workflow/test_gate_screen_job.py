@@ -26,7 +26,7 @@ from zlsynth import brow, write_baseline
 
 from zlbench.cli import gate_cmd, main
 from zlbench.errors import ZlbenchError
-from zlbench.models import GateVerdict, TimingPlanFile, load_json_model
+from zlbench.models import GateVerdict, Selection, TimingPlanFile, load_json_model
 from zlbench.workflow import codegen
 from zlbench.workflow.gate import GateJob, GateSeams
 from zlbench.workflow.screen_job import run_gate_job
@@ -59,9 +59,17 @@ class NoScreen:
         raise AssertionError("the screen ran again")
 
 
-def run(tmp_path, bl, ops_dir, out, *, screen=None, measure=None, seam=None, time=None, **kw):
+def run(
+    tmp_path, bl, ops_dir, out, *, screen=None, measure=None, seam=None, time=None, ops=(), **kw
+):
     err = io.StringIO()
-    job = GateJob(baseline=str(bl), out=out, ops_dir=ops_dir, time=time or "changed", **kw)
+    job = GateJob(
+        baseline=str(bl),
+        out=out,
+        selection=Selection(ops=tuple(ops), ops_dir=ops_dir),
+        time=time or "changed",
+        **kw,
+    )
     seams = GateSeams(measure=measure or FakeBatch(good()), screen=seam or NoScreen())
     seams.stdout = seams.stderr = err
     only = screen is None

@@ -21,6 +21,7 @@ from zlsynth import brow, crow, run_result, write_baseline, write_results  # noq
 
 from zlbench.models import (  # noqa: E402
     GateVerdict,
+    Selection,
     TimingPlanFile,
     load_json_model,
 )
@@ -71,8 +72,9 @@ def test_a_real_screen_from_a_cpu_job_times_only_what_it_listed(bl, tmp_path):
 
     def job(out: Path) -> GateJob:
         flaggems = {"main": REPO / "tests" / "benchpkg"}
-        return GateJob(baseline=str(bl), out=out, ops_dir=ops_dir, flaggems_dirs=flaggems,
-                       time="changed", codegen_jobs=2, confirm=0)  # fmt: skip
+        return GateJob(baseline=str(bl), out=out, selection=Selection(ops_dir=ops_dir),
+                       flaggems_dirs=flaggems, time="changed", codegen_jobs=2,
+                       confirm=0)  # fmt: skip
 
     err, cpu, gpu = io.StringIO(), tmp_path / "cpu", tmp_path / "gpu"
     cpu_measure = Measure()

@@ -144,12 +144,18 @@ def test_steps_json_is_written_when_a_step_stops_the_gate(tmp_path, ops_dir, fai
 
 def test_the_ab_gives_the_cache_to_the_pr_side_only(tmp_path, ops_dir):
     from zlbench.gate.load import load_baseline
+    from zlbench.models import Selection
     from zlbench.workflow.ab import AbContext, AbOptions
     from zlbench.workflow.gate import GateJob, GateSeams, _Inputs, _remeasure_or_ab
 
     bl = load_baseline(baseline(tmp_path / "bl"))
     share = Scheduling(gpu_share=4)
-    job = GateJob(baseline=str(bl.path), out=tmp_path / "out", ops_dir=ops_dir, scheduling=share)
+    job = GateJob(
+        baseline=str(bl.path),
+        out=tmp_path / "out",
+        selection=Selection(ops_dir=ops_dir),
+        scheduling=share,
+    )
     cache = tmp_path / "cache"
     req = MeasureRequest(bl, {"main/mm"}, tmp_path / "out" / "results", None, job)
     req.shared_cache, req.sass = cache, False
@@ -170,12 +176,18 @@ def test_the_ab_gives_the_cache_to_the_pr_side_only(tmp_path, ops_dir):
 
 def test_measure_batch_points_every_process_at_the_shared_cache(tmp_path, ops_dir, batch_configs):
     from zlbench.gate.load import load_baseline
+    from zlbench.models import Selection
     from zlbench.workflow.gate import GateJob, measure_batch
 
     configs = batch_configs
     bl = load_baseline(baseline(tmp_path / "bl"))
     four = Scheduling(precompile_jobs=4)
-    job = GateJob(baseline=str(bl.path), out=tmp_path / "o", ops_dir=ops_dir, scheduling=four)
+    job = GateJob(
+        baseline=str(bl.path),
+        out=tmp_path / "o",
+        selection=Selection(ops_dir=ops_dir),
+        scheduling=four,
+    )
     plain = MeasureRequest(bl, {"main/mm"}, tmp_path / "o" / "a", None, job)
     shared = MeasureRequest(bl, {"main/mm"}, tmp_path / "o" / "b", None, job)
     shared.shared_cache, shared.sass = Path(tmp_path / "cache"), False

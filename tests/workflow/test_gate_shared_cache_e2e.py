@@ -29,7 +29,7 @@ from codegen_support import (  # noqa: E402
 )
 from zlsynth import brow, crow, run_result, write_baseline, write_results  # noqa: E402
 
-from zlbench.models import STEPS_JSON, CodegenScreen, GateSteps, load_json_model  # noqa: E402
+from zlbench.models import STEPS_JSON, CodegenScreen, GateSteps, Selection, load_json_model  # noqa: E402
 from zlbench.runner.execute.worker import SHARED_TRITON_CACHE, process_env  # noqa: E402
 from zlbench.workflow.gate import GateJob, GateSeams, run_gate  # noqa: E402
 
@@ -76,7 +76,7 @@ def _gate(bl: Path, tmp: Path, launch: Launch) -> tuple[int, str]:
     job = GateJob(
         baseline=str(bl),
         out=tmp / "out",
-        ops_dir=tmp / "ops",
+        selection=Selection(ops_dir=tmp / "ops"),
         flaggems_dirs={"main": REPO / "tests" / "benchpkg"},
         codegen_jobs=2,
         confirm=0,

@@ -10,7 +10,7 @@ import pytest
 from zlsynth import brow, crow, run_result, write_baseline, write_results
 
 from zlbench.cli import main
-from zlbench.models import GateVerdict, Scheduling
+from zlbench.models import GateVerdict, Scheduling, Selection
 from zlbench.workflow.gate import GateJob, GateSeams, rejudge, run_gate
 
 S = "[1024]"
@@ -51,7 +51,7 @@ class FakeBatch:
 
 
 def job(bl, out, **kw) -> GateJob:
-    return GateJob(baseline=str(bl), out=out, ops_dir=OPS_DIR, **kw)
+    return GateJob(baseline=str(bl), out=out, selection=Selection(ops_dir=OPS_DIR), **kw)
 
 
 def test_measure_then_confirm_a_real_regression(tmp_path, bl):
@@ -138,7 +138,7 @@ def test_a_shared_screen_confirms_with_the_baselines_processes_per_gpu(tmp_path,
     first, *confirms = fake.requests
     assert first.job.scheduling.gpu_share == 4
     assert [c.job.scheduling.gpu_share for c in confirms] == [1, 1]
-    assert all(c.job.ops_dir == first.job.ops_dir for c in confirms)
+    assert all(c.job.selection == first.job.selection for c in confirms)
 
 
 def test_a_baseline_recorded_shared_is_confirmed_shared(tmp_path, bl):

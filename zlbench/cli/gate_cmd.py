@@ -18,6 +18,7 @@ from zlbench.cli.options import (
     add_ops_dir_option,
     add_pair_rule_options,
     add_replay_speed_options,
+    baseline_selection_from,
 )
 from zlbench.cli.settings import Settings
 from zlbench.workflow.ab import DEFAULT_ROUNDS
@@ -152,11 +153,9 @@ def job_from_args(args, settings: Settings, ops_dir: Path) -> GateJob:
     return GateJob(
         baseline=args.baseline,
         out=Path(args.out),
-        ops_dir=ops_dir,
+        selection=baseline_selection_from(args, ops_dir),
         results=args.results,
         thresholds=args.thresholds,
-        ops=args.ops,
-        ops_file=args.ops_file,
         shard=parse_shard(shard) if shard else None,
         confirm=getattr(args, "confirm", None),
         allow_env_mismatch=args.allow_env_mismatch,

@@ -62,6 +62,13 @@ def add_baseline_options(p) -> None:
     sel.add_argument("--ops-file", metavar="F", help="file of op SPECs, one a line")
 
 
+def baseline_selection_from(args, ops_dir: Path) -> Selection:
+    """The :class:`Selection` of :func:`add_baseline_options`' --ops / --ops-file (the
+    gate's job, ``gate_cmd.job_from_args``): the SPECs narrowing the baseline's op set
+    (neither: all of it), with the inventories and dismiss list of ``ops_dir``."""
+    return Selection(ops=tuple(args.ops or ()), ops_file=args.ops_file, ops_dir=ops_dir)
+
+
 def add_thresholds_option(p, default: str) -> None:
     """--thresholds, a thresholds yaml (docs/thresholds.md) that replaces the default
     thresholds. Declared here once: ``gate`` and ``report`` (:func:`add_judging_options`)

@@ -105,27 +105,27 @@ class GateJob:
     baseline's ops (replay) into ``<out>/results/`` (``out`` claimed as a new dir),
     re-measure flagged ops ``confirm`` times (None: the thresholds' default) into
     ``<out>/confirm/<i>/``; ``shard`` ``(K, N)`` (K 1-based) measures one shard only.
-    ``ops`` / ``ops_file``: op specs narrowing the baseline's op set.
-    ``ops_dir``: the inventories and dismiss list. ``flaggems_dirs``,
+    ``selection``: its ``ops`` / ``ops_file`` (op specs) narrow the baseline's op set
+    (neither: all of it), its ``ops_dir`` holds the inventories and dismiss list (never
+    None here); the rest of a :class:`~zlbench.models.options.Selection` is the
+    baseline's, not the job's (:func:`measure_batch`). ``flaggems_dirs``,
     ``cuda_visible_devices`` and ``argv`` are handed to the batch runner;
     ``step_summary``: a file the comment-sized report is appended to (GitHub's step
     summary); ``artifact_url``: where the full reports are (the CI run's page).
     ``time``: ``all`` ops, or only the ops the codegen screen did not prove
     unchanged plus the sentinel ops (``changed``); ``codegen_jobs``: the screen's
-    rebuild processes. ``measuring`` (the budgets, ``--phase-timings``, ``--split-rows``;
-    its ``mode`` is not the job's: every batch times as the baseline was timed) and
-    ``scheduling`` (``--gpu-share``, ``--precompile-jobs``; its ``gpus`` are not the
-    job's: ``cuda_visible_devices`` picks them when a batch starts) are the option models
-    of :mod:`zlbench.models.options`, from which every measuring batch is built
-    (:func:`measure_batch`)."""
+    rebuild processes. ``selection``, ``measuring`` (the budgets, ``--phase-timings``,
+    ``--split-rows``; its ``mode`` is not the job's: every batch times as the baseline
+    was timed) and ``scheduling`` (``--gpu-share``, ``--precompile-jobs``; its ``gpus``
+    are not the job's: ``cuda_visible_devices`` picks them when a batch starts) are the
+    option models of :mod:`zlbench.models.options`, from which every measuring batch is
+    built (:func:`measure_batch`)."""
 
     baseline: str | Path  # shown in the reports as given
     out: Path
-    ops_dir: Path
+    selection: Selection  # --ops / --ops-file / --ops-dir
     results: str | Path | None = None  # shown in the reports as given
     thresholds: Path | None = None
-    ops: list[str] | None = None
-    ops_file: Path | None = None
     shard: tuple[int, int] | None = None
     confirm: int | None = None
     allow_env_mismatch: bool = False
@@ -142,6 +142,10 @@ class GateJob:
     codegen_jobs: int = 1
     measuring: Measuring = field(default_factory=Measuring)  # --warmup-ms, --replays...
     scheduling: Scheduling = field(default_factory=Scheduling)  # --gpu-share...
+
+    def __post_init__(self) -> None:
+        if self.selection.ops_dir is None:
+            raise ValueError("GateJob: the selection has no ops_dir")
 
 
 @dataclass
@@ -185,7 +189,7 @@ def measure_batch(req: MeasureRequest) -> tuple[Path, int]:
     selection = Selection(  # the baseline's ops, dtypes and shapes
         all_ops=True,
         repos=tuple(sorted({split_op_key(k)[0] for k in req.ops})),
-        ops_dir=job.ops_dir,
+        ops_dir=job.selection.ops_dir,
         dtypes=tuple(m.dtypes),
         shape_file=baseline_shape_file(req.baseline),
     )
@@ -382,17 +386,18 @@ def timed(steps: GateSteps, name: str) -> Iterator[None]:
 
 def load_inputs(job: GateJob, seams: GateSeams) -> _Inputs:
     """The baseline, the thresholds in force and the judge's options (with the op
-    scope that ``ops`` / ``ops_file`` ask for)."""
+    scope that the selection's ``ops`` / ``ops_file`` ask for)."""
     baseline = load_baseline(job.baseline)
     check_out_outside_baseline(job.out, baseline.path)
     names = override_names(baseline.ops.values())  # an override of no baseline op: refused
     th = load_thresholds(job.thresholds, baseline.manifest.thresholds, names)
-    specs = job.ops or (read_ops_file(job.ops_file) if job.ops_file else None)
+    sel = job.selection
+    specs = list(sel.ops) or (read_ops_file(sel.ops_file) if sel.ops_file else None)
     if specs:  # an old scripts' op name -> its op(s), one warning each (docs/ops.md)
-        specs = current_specs(job.ops_dir, specs, current=baseline.ops, warn=seams.warn)
-    from_file = not job.ops and job.ops_file is not None  # only a file may be wider (plan.py)
-    known = inventory_op_keys(job.ops_dir) if from_file else None
-    source = f"--ops-file {job.ops_file}" if from_file else "--ops"
+        specs = current_specs(sel.ops_dir, specs, current=baseline.ops, warn=seams.warn)
+    from_file = not sel.ops and sel.ops_file is not None  # only a file may be wider (plan.py)
+    known = inventory_op_keys(sel.ops_dir) if from_file else None
+    source = f"--ops-file {sel.ops_file}" if from_file else "--ops"
     scope, unmatched = baseline_scope(baseline, specs, source=source, known=known)
     if unmatched:
         seams.warn(f"zlbench: not in the baseline, skipped: {', '.join(unmatched)}")
@@ -430,7 +435,7 @@ def judge_and_write(
     list; put the codegen screen's findings in (``codegen``); write the reports
     into ``out``; the verdict's exit code."""
     opts = inputs.opts
-    opts.dismissed = dismissed_ops(job.ops_dir, {*inputs.baseline.ops, *results.ops})
+    opts.dismissed = dismissed_ops(job.selection.ops_dir, {*inputs.baseline.ops, *results.ops})
     with hold_dir(out):  # one writer of out's reports at a time; exit 2 for the other
         verdict = judging.run_gate(inputs.baseline, results, inputs.thresholds, opts, remeasure)
         screen = screen_evidence(codegen, verdict.rows)
@@ -525,7 +530,7 @@ def _measure_and_judge(
         codegen,
         inputs.baseline,
         inputs.opts.scope,
-        Path(job.ops_dir),
+        job.selection.ops_dir,
         job.time_budget_s,
         job.time_first,
     )

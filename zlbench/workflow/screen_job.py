@@ -71,7 +71,7 @@ def _screen_only(job: GateJob, seams: GateSeams) -> int:
         step,
         inputs.baseline,
         inputs.opts.scope,
-        Path(job.ops_dir),
+        job.selection.ops_dir,
         budget_s=job.time_budget_s,
         first=job.time_first,
         compiler=codegen.compiler_fingerprint(),
