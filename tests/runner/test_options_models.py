@@ -244,3 +244,52 @@ def test_the_gate_job_embeds_the_selection_of_its_flags(flags, selection):
     job = job_from_args(args, Settings.from_env({}), Path("od"))
     assert job.selection == selection
     assert not any(hasattr(job, name) for name in ("ops", "ops_file", "ops_dir"))
+
+
+def test_a_configs_options_are_the_models_it_was_built_from(tmp_path):
+    selection = Selection(ops=("abs",), repos=("main",), ops_dir=tmp_path, dtypes=("float16",))
+    measuring = Measuring(mode="kernel", ttgir=False, reuse_tuning_db=True, split_rows="off")
+    scheduling = Scheduling(gpus=("0", "1"), gpu_share=2, per_process=3, op_timeout_s=0.0)
+    config = BatchConfig.from_options(
+        selection, measuring, scheduling, out_dir=tmp_path, flaggems_dirs={}
+    )
+    assert config.options() == (selection, measuring, scheduling)
+    # the budgets became plugin flags: the config's options keep the models' defaults
+    budgets = Measuring(warmup_ms=5.0, replays=2, phase_timings=True, aot_compile=False)
+    config = BatchConfig.from_options(
+        selection, budgets, scheduling, out_dir=tmp_path, flaggems_dirs={}
+    )
+    assert config.options()[1] == Measuring()
+
+
+def test_batch_json_is_built_from_the_option_models_in_its_own_flat_format(tmp_path):
+    from zlbench.models import BatchInfo
+
+    info = BatchInfo.from_options(
+        Selection(ops=("abs", "mm"), ops_file=None, repos=("main",), dtypes=("float16",),
+                  shape_file=Path("s.yaml")),
+        Measuring(mode="kernel", reuse_tuning_db=True),
+        Scheduling(gpus=("0",), gpu_share=2, per_process=3, max_retries=1),
+        replay_root="bl", restricted=True, op_timeout_s=900.0, created="T",
+    )  # fmt: skip
+    flat = info.model_dump(exclude_defaults=True)
+    assert flat == {
+        "created": "T",
+        "selection": {
+            "all": False,
+            "ops": ["abs", "mm"],
+            "ops_file": None,
+            "repos": ["main"],
+            "restricted": True,
+        },
+        "mode": "replay",
+        "replay_root": "bl",
+        "timing": "kernel",
+        "dtypes": ["float16"],
+        "shape_file": "s.yaml",
+        "gpus": ["0"],
+        "per_process": 3,
+        "gpu_share": 2,
+        "op_timeout_s": 900.0,
+        "max_retries": 1,
+    }  # a replay never reuses a tuning DB: reuse_tuning_db stays False

@@ -17,6 +17,7 @@ from pydantic import Field, ValidationError
 
 from zlbench.errors import ZlbenchError
 from zlbench.models.base import OnDisk, _Model, read_text
+from zlbench.models.options import Measuring, Scheduling, Selection
 from zlbench.models.paths import resolve_inside
 from zlbench.models.run import Environment, RunStatus
 
@@ -179,3 +180,46 @@ class BatchInfo(OnDisk):
     systemic: list[SystemicFailure] = Field(default_factory=list)  # worst first
     budget_s: float | None = None  # time budget of the batch (gate); None: none
     not_measured: list[str] = Field(default_factory=list)  # keys never measured (budget, systemic)
+
+    @classmethod
+    def from_options(
+        cls,
+        selection: Selection,
+        measuring: Measuring,
+        scheduling: Scheduling,
+        *,
+        replay_root: str | None,
+        restricted: bool,
+        op_timeout_s: float | None,
+        **rest: Any,
+    ) -> BatchInfo:
+        """batch.json of the three option models (:mod:`zlbench.models.options`): the one
+        place their fields become this file's flat ones, whose names and layout stay
+        the file's own (format version 1). ``replay_root``: None for a record batch;
+        ``restricted``: the selection was intersected with a given op set (the gate's
+        baseline); ``op_timeout_s``: the scheduling's timeout resolved by mode
+        (``BatchConfig.op_timeout``); ``rest``: the other fields. What batch.json does
+        not record (``ops_dir``, ``recheck_left_out``, the budgets, which every result's
+        ``Environment.timing`` holds, ``ttgir``, ``sweep_gpus``...) is left out."""
+        return cls(
+            selection={
+                "all": selection.all_ops,
+                "ops": list(selection.ops),
+                "ops_file": str(selection.ops_file) if selection.ops_file else None,
+                "repos": list(selection.repos),
+                "restricted": restricted,
+            },
+            mode="replay" if replay_root else "record",
+            replay_root=replay_root,
+            timing=measuring.mode,
+            dtypes=list(selection.dtypes),
+            shape_file=str(selection.shape_file) if selection.shape_file else None,
+            gpus=list(scheduling.gpus),
+            per_process=scheduling.per_process,
+            gpu_share=scheduling.gpu_share,
+            op_timeout_s=op_timeout_s,
+            max_retries=scheduling.max_retries,
+            # a replay tunes nothing: what a tuning DB holds is never used
+            reuse_tuning_db=measuring.reuse_tuning_db and not replay_root,
+            **rest,
+        )

@@ -6,8 +6,10 @@ The CLI reads them from argv once (:mod:`zlbench.cli.options`: ``selection_from`
 ``measuring_from``, ``scheduling_from``); :class:`zlbench.runner.batch.config.BatchConfig`
 is built from them in one place (``BatchConfig.from_options``), and the plugin flags of
 a :class:`Measuring` are rendered only by :func:`zlbench.protocol.options.measuring_args`.
-They are not written to disk: ``batch.json`` keeps its own fields
-(:class:`zlbench.models.BatchInfo`). Imports only :mod:`zlbench.models.base`.
+They are not written to disk: ``batch.json`` keeps its own flat fields, built from them in
+one place (:meth:`zlbench.models.BatchInfo.from_options`, from a config's
+``BatchConfig.options``). Imports only :mod:`zlbench.models.base` and
+:mod:`zlbench.models.timing`.
 """
 
 from __future__ import annotations

@@ -152,6 +152,39 @@ class BatchConfig:
             **rest,
         )
 
+    def options(self) -> tuple[Selection, Measuring, Scheduling]:
+        """The three option models of this config, the inverse of :meth:`from_options`
+        for the fields the config holds: the measuring's budgets, ``phase_timings`` and
+        ``aot_compile`` went into ``extra_pytest_args`` as plugin flags and are the
+        models' defaults here (``batch.json`` is built from these,
+        :meth:`zlbench.models.BatchInfo.from_options`)."""
+        selection = Selection(
+            all_ops=self.all_ops,
+            ops=tuple(self.ops),
+            ops_file=self.ops_file,
+            repos=tuple(self.repos),
+            ops_dir=self.ops_dir,
+            recheck_left_out=self.recheck_left_out,
+            dtypes=tuple(self.dtypes),
+            shape_file=self.shape_file,
+        )
+        measuring = Measuring(
+            mode=self.timing,
+            ttgir=self.ttgir,
+            reuse_tuning_db=self.reuse_tuning_db,
+            split_rows=self.split_rows,
+        )
+        scheduling = Scheduling(
+            gpus=tuple(self.gpus),
+            sweep_gpus=tuple(self.sweep_gpus),
+            gpu_share=self.gpu_share,
+            per_process=self.per_process,
+            op_timeout_s=self.op_timeout_s,
+            max_retries=self.max_retries,
+            precompile_jobs=self.precompile_jobs,
+        )
+        return selection, measuring, scheduling
+
     def op_timeout(self) -> float | None:
         """The per-op timeout in effect: ``op_timeout_s`` with "auto" resolved by mode;
         None for no limit."""

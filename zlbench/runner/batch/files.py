@@ -126,40 +126,28 @@ def mark_complete(run_dir: Path, status: OpStatus) -> None:
 
 
 def batch_info(config: BatchConfig, selection: OpSelection) -> BatchInfo:
-    """batch.json as the batch starts: how it measures and what it selected."""
+    """batch.json as the batch starts: how it measures and what it selected (the
+    config's option models, :meth:`BatchInfo.from_options`)."""
     c = config
-    sel = selection
-    return BatchInfo(
+    return BatchInfo.from_options(
+        *c.options(),
+        replay_root=str(c.replay_root) if c.replay_root else None,
+        restricted=c.restrict_to is not None,
+        op_timeout_s=c.op_timeout(),
         created=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         argv=list(c.argv),
-        selection={
-            "all": c.all_ops,
-            "ops": list(c.ops),
-            "ops_file": str(c.ops_file) if c.ops_file else None,
-            "repos": list(c.repos),
-            "restricted": c.restrict_to is not None,
-        },
-        mode="replay" if c.replay_root else "record",
-        replay_root=str(c.replay_root) if c.replay_root else None,
-        timing=c.timing,
-        dtypes=list(c.dtypes),
-        shape_file=str(c.shape_file) if c.shape_file else None,
         shape_file_sha256=_sha256(c.shape_file),
         shard=f"{c.shard[0]}/{c.shard[1]}" if c.shard else None,
-        gpus=list(c.gpus),
-        per_process=c.per_process,
-        gpu_share=c.gpu_share,
-        op_timeout_s=c.op_timeout(),
-        max_retries=c.max_retries,
-        reuse_tuning_db=c.reuse_tuning_db and c.replay_root is None,
         budget_s=c.budget_s,
         resume=c.resume,
         flaggems_dirs={k: str(v) for k, v in c.flaggems_dirs.items()},
         hostname=socket.gethostname(),
         zlbench_version=__version__,
-        ops=list(dict.fromkeys(o.whole_key for o in sel.ops)),
-        dismissed=[DismissedOp(key=o.key, date=e.when, reason=e.reason) for o, e in sel.dismissed],
-        skipped=[o.key for o in sel.skipped],
+        ops=list(dict.fromkeys(o.whole_key for o in selection.ops)),
+        dismissed=[
+            DismissedOp(key=o.key, date=e.when, reason=e.reason) for o, e in selection.dismissed
+        ],
+        skipped=[o.key for o in selection.skipped],
     )
 
 
