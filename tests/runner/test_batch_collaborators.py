@@ -12,7 +12,7 @@ from batch_fakes import FakeExecutor
 
 from zlbench.errors import ZlbenchError
 from zlbench.models import OpStatus, RunStatus, read_ops_status
-from zlbench.protocol.layout import COMPLETE, GPU_TURNS_CSV, OPS_STATUS
+from zlbench.protocol.layout import COMPLETE, GPU_TURNS_CSV, OPS_STATUS, RUN_LOG
 from zlbench.protocol.turn import GPU_SHARE_VAR, GPU_TURN_VAR, TURN_LOG_HEADER
 from zlbench.runner.batch.attempts import OpAttempts
 from zlbench.runner.batch.config import BatchConfig
@@ -107,6 +107,30 @@ def test_resume_keeps_complete_and_kept_failed_ops_and_tracks_the_rest(tmp_path)
     fresh: dict[str, OpStatus] = {}
     todo = Resume(config(tmp_path), tmp_path, fresh).tracks({"0": [a, b, c]}, {"0": "0"})
     assert [t.sel.run_name for t in todo["0"]] == ["a", "b", "c"] and fresh == {}
+
+
+def test_resume_runs_the_ops_an_earlier_run_cut_after_the_ops_not_started(tmp_path):
+    # the stop of the last call cut b and d in flight (run.log, no .complete): a resumed
+    # call starts with the ops it has not tried yet, the cut ones last, in their order
+    a, b, c, d, e = (sel(n) for n in "abcde")
+    for op in (b, d):
+        run_dir = tmp_path / "main" / op.run_name
+        run_dir.mkdir(parents=True)
+        (run_dir / RUN_LOG).write_text("ZLBENCH_OP_BEGIN\n")
+    (tmp_path / "main" / "a").mkdir()
+    (tmp_path / "main" / "a" / COMPLETE).write_text("PASS\n")
+    (tmp_path / "main" / "a" / RUN_LOG).write_text("ZLBENCH_OP_END\n")
+    cfg = config(tmp_path, resume=True, keep_failed=True)
+    todo = Resume(cfg, tmp_path, {}).tracks({"0": [a, b, c], "1": [d, e]}, {"0": "0", "1": "0"})
+    assert {k: [t.sel.run_name for t in v] for k, v in todo.items()} == {
+        "0": ["c", "b"],
+        "1": ["e", "d"],
+    }
+    # without --resume nothing is kept and the order is the deal's
+    (tmp_path / "main" / "c").mkdir()
+    (tmp_path / "main" / "c" / RUN_LOG).write_text("ZLBENCH_OP_BEGIN\n")
+    todo = Resume(config(tmp_path), tmp_path, {}).tracks({"0": [a, b, c]}, {"0": "0"})
+    assert [t.sel.run_name for t in todo["0"]] == ["a", "b", "c"]
 
 
 def test_resume_refuses_a_batch_measured_another_way(tmp_path):

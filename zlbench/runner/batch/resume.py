@@ -5,7 +5,10 @@ Dismissed and unconditionally skipped ops never run (:func:`left_out`: SKIP rows
 (:func:`check_resumable`), and an op it completed (or, with ``--keep-failed``, left FAIL,
 TIMEOUT or CRASH) keeps its status; an op cut into row parts that an earlier run merged
 runs no part again. Every other op becomes a track (:class:`OpAttempts`) of its worker
-slot, its earlier run dir archived.
+slot, its earlier run dir archived. An op that an earlier run started and did not finish
+(cut by the stop of that run, or failed without ``--keep-failed``) runs after the slot's
+ops not started yet: a batch resumed in calls shorter than its long ops otherwise spends
+each call's start re-running the ops the last call cut, and never gets further.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from pathlib import Path
 
 from zlbench.errors import ZlbenchError
 from zlbench.models import BatchInfo, OpStatus, RunStatus
+from zlbench.protocol.layout import RUN_LOG
 from zlbench.runner.batch.attempts import (
     OpAttempts,
     archive_run_dir,
@@ -59,6 +63,11 @@ def _skip_row(op: SelectedOp, note: str) -> OpStatus:
     return OpStatus(repo=op.repo, op=op.op, run_name=op.run_name, status=RunStatus.SKIP, note=note)
 
 
+def started_before(run_dir: Path) -> bool:
+    """An earlier run started the op in ``run_dir`` and did not complete it."""
+    return (run_dir / RUN_LOG).is_file() and not is_complete(run_dir)
+
+
 class Resume:
     """The resume decisions of a batch into ``out``: the ops kept go into ``final``
     (the batch's final statuses), the rest become tracks."""
@@ -79,7 +88,7 @@ class Resume:
         parts_before = load_previous(self.out / PARTS_DIR) if resume else {}
         todo: dict[str, list[OpAttempts]] = {}
         for slot, ops in dealt.items():
-            tracks = []
+            tracks, started = [], []
             for op in ops:
                 whole_dir = self.out / op.repo / op.whole_run_name
                 merged = previous.get(op.whole_key)
@@ -99,9 +108,10 @@ class Resume:
                 if resume and is_complete(run_dir):
                     self.final[op.key] = before or self._from_result(op, run_dir)
                     continue
-                tracks.append(self._track(op, run_dir, slot_gpu[slot]))
-            if tracks:
-                todo[slot] = tracks
+                begun = resume and started_before(run_dir)
+                (started if begun else tracks).append(self._track(op, run_dir, slot_gpu[slot]))
+            if tracks or started:
+                todo[slot] = tracks + started
         return todo
 
     def kept_failed(self, before: OpStatus | None) -> bool:
