@@ -14,6 +14,12 @@
 #              per op result.json, .complete and the last 200 lines of run.log (no
 #              codegen blobs, no TTGIR): what the screen's counts and the dismiss list
 #              need, and what --resume needs to skip the complete ops
+#   records    $OUT/records.tgz: what a baseline of the complete ops needs beyond that, of
+#              the ops complete on this machine that still have it (a restored op has
+#              not: its records came back with an earlier call): autotune_records/ and
+#              codegen/index.json with the TTIR and TTGIR texts only (blobs/<sha>.gz; the
+#              other stages keep their digests, blob "", as `zlbench baseline compact`
+#              keeps them); unpack every call's into one dir (docs/baselines.md, v6)
 #
 # Needs $ZLBENCH_FLAGGEMS_DIR and zlbench importable. Env: FULL (runs/full-screen),
 # GPUS (0), SHARE (3), SHAPES (ops/shapes_single.yaml), OP_TIMEOUT (300), RETRIES (0).
@@ -61,6 +67,43 @@ with tarfile.open(dest, "w:gz") as tar:
         info.size = len(data)
         tar.addfile(info, io.BytesIO(data))
 print(dest, Path(dest).stat().st_size, "bytes")
+PY
+      ;;
+    records)
+      python3 - "$FULL" "$OUT/records.tgz" <<'PY'
+import io, sys, tarfile
+from pathlib import Path
+from zlbench.models import CodegenIndex, load_json_model
+from zlbench.models.base import model_json
+from zlbench.models.codegen import CODEGEN_DIR, CODEGEN_INDEX
+from zlbench.protocol.layout import RECORDS_DIR
+from zlbench.runner.compact import KEPT_STAGES
+full, dest = Path(sys.argv[1]), sys.argv[2]
+ops = texts = 0
+with tarfile.open(dest, "w:gz") as tar:
+    for run in sorted(p.parent for p in full.glob("*/*/.complete")):
+        rel = run.relative_to(full)
+        cg, recs = run / CODEGEN_DIR, run / RECORDS_DIR
+        if not (cg / CODEGEN_INDEX).is_file() and not recs.is_dir():
+            continue
+        ops += 1
+        if recs.is_dir():
+            tar.add(recs, arcname=str(rel / RECORDS_DIR))
+        if (cg / CODEGEN_INDEX).is_file():
+            index = load_json_model(cg / CODEGEN_INDEX, CodegenIndex)
+            for rec in index.records:
+                stages = rec.result.stages if rec.result else {}
+                for stage, d in list(stages.items()):
+                    if stage in KEPT_STAGES and d.blob and (cg / d.blob).is_file():
+                        tar.add(cg / d.blob, arcname=str(rel / CODEGEN_DIR / d.blob))
+                        texts += 1
+                    else:
+                        stages[stage] = d.model_copy(update={"blob": "", "compressed_size": 0})
+            data = (model_json(index) + "\n").encode()
+            info = tarfile.TarInfo(str(rel / CODEGEN_DIR / CODEGEN_INDEX))
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+print(dest, Path(dest).stat().st_size, "bytes,", ops, "ops,", texts, "texts")
 PY
       ;;
     *) echo "unknown stage $stage"; exit 2 ;;
