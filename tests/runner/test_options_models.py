@@ -142,7 +142,7 @@ def test_run_reads_mode_sweep_and_budgets_as_every_command_does():
     assert measuring_from(args) == Measuring(mode="kernel", replays=3, reuse_tuning_db=True)
     assert scheduling_from(args, Settings.from_env({})) == Scheduling()
     nan = _args("run", "--op", "abs", "--warmup-ms", "nan")
-    with pytest.raises(ZlbenchError, match="--warmup-ms nan: must be 0 or more"):
+    with pytest.raises(ZlbenchError, match="^--warmup-ms nan: must be a finite number$"):
         measuring_from(nan)  # one line, not the model's validation error
 
 
@@ -293,3 +293,68 @@ def test_batch_json_is_built_from_the_option_models_in_its_own_flat_format(tmp_p
         "op_timeout_s": 900.0,
         "max_retries": 1,
     }  # a replay never reuses a tuning DB: reuse_tuning_db stays False
+
+
+# (flag, value, the option model and its field the flag sets)
+OUT_OF_RANGE = [
+    ("--warmup-ms", "-1", Measuring, "warmup_ms"),
+    ("--warmup-ms", "nan", Measuring, "warmup_ms"),
+    ("--replays", "0", Measuring, "replays"),
+    ("--gpu-share", "9", Scheduling, "gpu_share"),
+    ("--gpu-share", "0", Scheduling, "gpu_share"),
+    ("--per-process", "0", Scheduling, "per_process"),
+    ("--max-retries", "-1", Scheduling, "max_retries"),
+    ("--precompile-jobs", "-1", Scheduling, "precompile_jobs"),
+    ("--op-timeout", "-5", Scheduling, "op_timeout_s"),
+]
+
+
+@pytest.mark.parametrize(("flag", "value", "model", "field"), OUT_OF_RANGE)
+def test_a_value_out_of_range_is_refused_alike_from_argv_and_from_the_model(
+    flag, value, model, field, capsys
+):
+    from zlbench.cli import main
+    from zlbench.models.ranges import options_error
+
+    assert main(["batch", "--ops", "abs", flag, value]) == 2
+    from_argv = capsys.readouterr().err.strip().removeprefix("zlbench batch: error: ")
+    number = float(value) if model is Measuring or field == "op_timeout_s" else int(value)
+    with pytest.raises(ValidationError) as e:
+        model(**{field: number})
+    assert "\n" not in from_argv and from_argv == str(options_error(e.value))
+    assert from_argv.startswith(f"{flag} {value}: must be ")
+
+
+def test_the_budgets_of_a_recorded_timing_are_refused_in_the_same_words():
+    from zlbench.models import Timing
+    from zlbench.models.ranges import options_error
+
+    with pytest.raises(ValidationError) as e:
+        Timing(replays=0)
+    assert str(options_error(e.value)) == "--replays 0: must be at least 1"
+
+
+@pytest.mark.parametrize(("flag", "value", "model", "field"), OUT_OF_RANGE)
+def test_the_cli_checks_an_option_models_flag_with_the_models_own_range(flag, value, model, field):
+    from zlbench.cli.numbers import RULES
+
+    annotated = model.model_fields[field].metadata  # the field's AfterValidator
+    dest = flag.removeprefix("--").replace("-", "_")
+    assert annotated and RULES[dest].problem(flag, float(value)) is not None
+    assert RULES[dest] is _model_range(model, field)
+
+
+def _model_range(model, field):
+    from zlbench.models import options as option_models
+    from zlbench.models import timing
+
+    ranges = {
+        "warmup_ms": timing.WARMUP_MS,
+        "replays": timing.REPLAYS,
+        "gpu_share": option_models.GPU_SHARE,
+        "per_process": option_models.PER_PROCESS,
+        "max_retries": option_models.MAX_RETRIES,
+        "precompile_jobs": option_models.PRECOMPILE_JOBS,
+        "op_timeout_s": option_models.OP_TIMEOUT,
+    }
+    return ranges[field]

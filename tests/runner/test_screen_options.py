@@ -38,7 +38,7 @@ def test_precompile_jobs_and_costs_reach_the_config(tmp_path):
 @pytest.mark.parametrize(
     ("argv", "message"),
     [(["--replays", "0"], "--replays 0: must be at least 1"),
-     (["--warmup-ms", "-1"], "--warmup-ms -1: must be 0 or more")],
+     (["--warmup-ms", "-1"], "--warmup-ms -1: must be at least 0")],
 )  # fmt: skip
 def test_bad_budgets_are_refused(argv, message):
     with pytest.raises(ZlbenchError, match=message):

@@ -148,8 +148,7 @@ def job_from_args(args, settings: Settings, ops_dir: Path) -> GateJob:
     from zlbench.runner.batch.shard import parse_shard
 
     shard = getattr(args, "shard", None)
-    scheduling = scheduling_from(args, settings)  # --gpu-share 0 is 1
-    scheduling = scheduling.model_copy(update={"gpu_share": scheduling.gpu_share or 1})
+    scheduling = scheduling_from(args, settings)  # --gpu-share 0: refused, as by every command
     return GateJob(
         baseline=args.baseline,
         out=Path(args.out),

@@ -1,57 +1,43 @@
 """Every numeric flag of every command checked before the command runs: one
 ZlbenchError line (exit 2) for a value out of its range, NaN or infinite.
 
-:data:`RULES` names each numeric option by its argparse ``dest``; the test
-``tests/untrusted/test_untrusted_numbers.py`` walks every ``type=int`` /
-``type=float`` option of the parser and fails on one without a rule, so a new
-numeric flag cannot go unchecked. ``--shard K/N`` and the GPU lists are parsed
-here too, so their errors come before any work.
+:data:`RULES` names each numeric option by its argparse ``dest``. A flag that sets a
+field of an option model (:mod:`zlbench.models.options`, the budgets of
+:mod:`zlbench.models.timing`) takes that field's range from the model, so argv and the
+model refuse a value alike, in the same words (:class:`zlbench.models.ranges.Range`);
+the other flags' ranges are here. The test ``tests/untrusted/test_untrusted_numbers.py``
+walks every ``type=int`` / ``type=float`` option of the parser and fails on one without
+a rule, so a new numeric flag cannot go unchecked. ``--shard K/N`` and the GPU lists are
+parsed here too, so their errors come before any work.
 """
 
 from __future__ import annotations
 
 import argparse
-import math
-from dataclasses import dataclass
 
-from zlbench.errors import ZlbenchError
 from zlbench.gate.thresholds import MAX_CONFIRM_REPEATS
+from zlbench.models.options import (
+    GPU_SHARE,
+    MAX_RETRIES,
+    OP_TIMEOUT,
+    PER_PROCESS,
+    PRECOMPILE_JOBS,
+)
+from zlbench.models.ranges import AT_LEAST_1, POSITIVE, Range
+from zlbench.models.timing import REPLAYS, WARMUP_MS
 from zlbench.workflow.ab import MAX_ROUNDS as MAX_AB_ROUNDS
 
-
-@dataclass(frozen=True)
-class Range:
-    """``low`` <= value (or < value when ``open_low``), <= ``high`` when given; finite always."""
-
-    low: float
-    open_low: bool = False
-    note: str = ""
-    high: float | None = None
-
-    def check(self, flag: str, value: float) -> None:
-        if not math.isfinite(value):
-            raise ZlbenchError(f"{flag} {value}: must be a finite number")
-        note = f" ({self.note})" if self.note else ""
-        if value < self.low or (self.open_low and value == self.low):
-            word = "more than" if self.open_low else "at least"
-            raise ZlbenchError(f"{flag} {value:g}: must be {word} {self.low:g}{note}")
-        if self.high is not None and value > self.high:
-            raise ZlbenchError(f"{flag} {value:g}: must be at most {self.high:g}{note}")
-
-
-AT_LEAST_0 = Range(0)
-AT_LEAST_1 = Range(1)
-POSITIVE = Range(0, open_low=True)
-
 RULES: dict[str, Range] = {
-    "op_timeout": Range(0, note="0 = no limit"),  # batch, baseline refresh
-    "timeout": Range(0, note="0 = no limit"),  # run --timeout
-    "per_process": AT_LEAST_1,
-    "max_retries": AT_LEAST_0,
-    "precompile_jobs": AT_LEAST_0,
-    "gpu_share": Range(1, high=8, note="benchmark processes per GPU"),
-    "warmup_ms": AT_LEAST_0,
-    "replays": AT_LEAST_1,
+    # the option models' fields: their ranges are the models' (one source, one message)
+    "op_timeout": OP_TIMEOUT,  # batch, baseline refresh: Scheduling.op_timeout_s
+    "timeout": OP_TIMEOUT,  # run --timeout
+    "per_process": PER_PROCESS,
+    "max_retries": MAX_RETRIES,
+    "precompile_jobs": PRECOMPILE_JOBS,
+    "gpu_share": GPU_SHARE,
+    "warmup_ms": WARMUP_MS,  # Measuring's and Timing's budgets
+    "replays": REPLAYS,
+    # the flags of no option model
     "target_wall": POSITIVE,
     "repeats": AT_LEAST_1,  # baseline refresh
     "min_repeats": AT_LEAST_1,  # baseline refresh (at most --repeats: refresh checks)

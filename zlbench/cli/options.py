@@ -18,10 +18,13 @@ import time
 from pathlib import Path
 from typing import get_args
 
+from pydantic import ValidationError
+
 from zlbench.cli.settings import Settings
 from zlbench.errors import ZlbenchError
 from zlbench.models import REPOS, SPLIT_MODES, Measuring, Scheduling, Selection
 from zlbench.models.options import UpstreamMode
+from zlbench.models.ranges import options_error
 from zlbench.protocol import options as protocol_options
 from zlbench.protocol.ops import SPEC_GRAMMAR
 from zlbench.protocol.pairs import PairRule
@@ -362,30 +365,35 @@ def selection_from(args) -> Selection:
 def measuring_from(args) -> Measuring:
     """How the flags say to measure; a flag the command does not have (``gate`` has
     only those of ``add_replay_speed_options``, ``report`` none) keeps the model's
-    default. Bad budgets are one line (exit 2)."""
+    default. Bad budgets are the model's one line (exit 2), as ``check_numbers`` words
+    them (:mod:`zlbench.models.ranges`)."""
     given = vars(args)
-    warmup_ms, replays = given.get("warmup_ms"), given.get("replays")
-    if warmup_ms is not None and not warmup_ms >= 0:  # NaN too
-        raise ZlbenchError(f"--warmup-ms {warmup_ms:g}: must be 0 or more")
-    if replays is not None and replays < 1:
-        raise ZlbenchError(f"--replays {replays}: must be at least 1")
     fields = {
         "mode": given.get("mode"),
-        "warmup_ms": warmup_ms,
-        "replays": replays,
+        "warmup_ms": given.get("warmup_ms"),
+        "replays": given.get("replays"),
         "phase_timings": given.get("phase_timings"),
         "ttgir": None if "no_ttgir" not in given else not given["no_ttgir"],
         "aot_compile": None if "no_aot_compile" not in given else not given["no_aot_compile"],
         "reuse_tuning_db": given.get("reuse_tuning_db"),
         "split_rows": given.get("split_rows"),
     }
-    return Measuring(**{k: v for k, v in fields.items() if v is not None})
+    return _options(Measuring, {k: v for k, v in fields.items() if v is not None})
+
+
+def _options(model, fields: dict):
+    """``model(**fields)``; a value out of its range is the model's one line (exit 2)."""
+    try:
+        return model(**fields)
+    except ValidationError as e:
+        raise options_error(e) from None
 
 
 def scheduling_from(args, settings: Settings) -> Scheduling:
     """How the flags say to spread the work; as :func:`measuring_from`, a flag the
     command does not have keeps the model's default (``--gpus`` absent: ``("",)``, never
-    a look at the host's GPUs). ``--precompile-jobs`` below 0 is 0."""
+    a look at the host's GPUs). ``--precompile-jobs`` below 0 is 0; other values out
+    of range are the model's one line (exit 2)."""
     from zlbench.runner.batch.shard import default_gpus, parse_gpu_list
 
     given = vars(args)
@@ -394,9 +402,6 @@ def scheduling_from(args, settings: Settings) -> Scheduling:
         text = given["gpus"]
         visible = settings.cuda_visible_devices
         fields["gpus"] = parse_gpu_list(text) if text else default_gpus(visible)
-    per_process = given.get("per_process")
-    if per_process is not None and per_process < 1:
-        raise ZlbenchError(f"--per-process {per_process}: must be at least 1")
     if "sweep_gpus" in given:
         fields["sweep_gpus"] = parse_sweep_gpus(given["sweep_gpus"], settings)
     if "op_timeout" in given:
@@ -406,7 +411,7 @@ def scheduling_from(args, settings: Settings) -> Scheduling:
     for name in ("gpu_share", "per_process", "max_retries"):
         if given.get(name) is not None:
             fields[name] = given[name]
-    return Scheduling(**fields)
+    return _options(Scheduling, fields)
 
 
 def config_from_args(args, settings: Settings):

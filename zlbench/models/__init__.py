@@ -8,7 +8,8 @@ refuse a newer one with a clear error (docs/contributing.md "Changing an on-disk
 format").
 
 Import from ``zlbench.models`` itself; the split into modules is internal:
-``base`` (base class, loaders, atomic writers), ``timing`` (how a run was
+``base`` (base class, loaders, atomic writers), ``ranges`` (the numeric ranges of
+options and budgets, shared with the CLI's checks), ``timing`` (how a run was
 timed), ``options`` (a command's measuring options: never on disk), ``codegen``
 (codegen records of compiled kernels), ``run`` (markers, rows,
 environment, ``result.json``, worker plan), ``batch`` (``ops_status.csv``,

@@ -8,24 +8,35 @@ is built from them in one place (``BatchConfig.from_options``), and the plugin f
 a :class:`Measuring` are rendered only by :func:`zlbench.protocol.options.measuring_args`.
 They are not written to disk: ``batch.json`` keeps its own flat fields, built from them in
 one place (:meth:`zlbench.models.BatchInfo.from_options`, from a config's
-``BatchConfig.options``). Imports only :mod:`zlbench.models.base` and
-:mod:`zlbench.models.timing`.
+``BatchConfig.options``). Every numeric field is checked by its range
+(:mod:`zlbench.models.ranges`), the one the CLI checks the flag with. Imports only
+:mod:`zlbench.models.base`, :mod:`zlbench.models.ranges` and :mod:`zlbench.models.timing`.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import ConfigDict
 
 from zlbench.models.base import _Model
+from zlbench.models.ranges import AT_LEAST_0, AT_LEAST_1, Range
 from zlbench.models.timing import Replays, WarmupMs
 
 # --split-rows: "auto" cuts a replayed op longer than its share of a process slot into
 # row parts (zlbench.runner.batch.parts); "off" never does.
 SPLIT_MODES = ("auto", "off")
 UpstreamMode = Literal["cudagraph", "kernel"]  # upstream FlagGems --mode
+
+
+# The scheduling's ranges, as the CLI checks them before any work (zlbench.cli.numbers
+# takes them from here) and the model validates them, in the same words.
+GPU_SHARE = Range(1, high=8, note="benchmark processes per GPU")
+PER_PROCESS = AT_LEAST_1
+OP_TIMEOUT = Range(0, note="0 = no limit")
+MAX_RETRIES = AT_LEAST_0
+PRECOMPILE_JOBS = AT_LEAST_0
 
 
 class _Options(_Model):
@@ -81,8 +92,10 @@ class Scheduling(_Options):
 
     gpus: tuple[str, ...] = ("",)
     sweep_gpus: tuple[str, ...] = ()
-    gpu_share: int = 1
-    per_process: int | None = None
-    op_timeout_s: float | None | Literal["auto"] = "auto"
-    max_retries: int = 2
-    precompile_jobs: int = 0
+    gpu_share: Annotated[int, GPU_SHARE.validator("--gpu-share")] = 1
+    per_process: Annotated[int | None, PER_PROCESS.validator("--per-process")] = None
+    op_timeout_s: Annotated[
+        float | None | Literal["auto"], OP_TIMEOUT.validator("--op-timeout")
+    ] = "auto"
+    max_retries: Annotated[int, MAX_RETRIES.validator("--max-retries")] = 2
+    precompile_jobs: Annotated[int, PRECOMPILE_JOBS.validator("--precompile-jobs")] = 0

@@ -7,18 +7,18 @@ it with the baseline's (:mod:`zlbench.gate.env`) and the reproduce command rende
 (:mod:`zlbench.gate.verdict`). Files written before it was a model hold the string
 ``timing_method`` (``graph warmup_ms=100 replays=10``, or ``upstream``);
 :func:`parse_timing` reads that string into the model. Imports only
-:mod:`zlbench.models.base`.
+:mod:`zlbench.models.base` and :mod:`zlbench.models.ranges` (the budgets' ranges).
 """
 
 from __future__ import annotations
 
-import math
 from enum import Enum
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, ConfigDict, model_validator
+from pydantic import ConfigDict, model_validator
 
 from zlbench.models.base import _Model
+from zlbench.models.ranges import AT_LEAST_0, AT_LEAST_1
 
 # The plugin defaults of the budgets (zlbench.protocol.options: --zl-warmup-ms,
 # --zl-replays); upstream's own --warmup defaults to 1000 ms.
@@ -26,21 +26,12 @@ DEFAULT_WARMUP_MS = 100.0
 DEFAULT_REPLAYS = 10
 
 
-def _finite_warmup(v: float | None) -> float | None:
-    if v is not None and not (math.isfinite(v) and v >= 0):
-        raise ValueError(f"warmup_ms must be a finite number >= 0, got {v}")
-    return v
-
-
-def _positive_replays(v: int | None) -> int | None:
-    if v is not None and v < 1:
-        raise ValueError(f"replays must be at least 1, got {v}")
-    return v
-
-
-# the budgets as every model holding them checks them (Timing, models.options.Measuring)
-WarmupMs = Annotated[float | None, AfterValidator(_finite_warmup)]
-Replays = Annotated[int | None, AfterValidator(_positive_replays)]
+# the budgets as every model holding them checks them (Timing, models.options.Measuring),
+# in the words of the CLI's check (zlbench.cli.numbers.RULES takes these ranges)
+WARMUP_MS = AT_LEAST_0
+REPLAYS = AT_LEAST_1
+WarmupMs = Annotated[float | None, WARMUP_MS.validator("--warmup-ms")]
+Replays = Annotated[int | None, REPLAYS.validator("--replays")]
 
 
 class TimingMethod(str, Enum):
