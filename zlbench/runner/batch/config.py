@@ -121,69 +121,34 @@ class BatchConfig:
     def from_options(
         cls, selection: Selection, measuring: Measuring, scheduling: Scheduling, **rest: Any
     ) -> BatchConfig:
-        """The config of the three option models (``zlbench.models.options``), the one
-        place their fields become this config's; ``rest``: the other fields (out dir,
+        """The config of the three option models (``zlbench.models.options``), their
+        fields put in by :data:`OPTION_FIELDS`; ``rest``: the other fields (out dir,
         FlagGems dirs, shard, I/O, seams). ``extra_pytest_args`` in ``rest`` go after the
         measuring options' (:func:`zlbench.protocol.options.measuring_args`)."""
         if selection.ops_dir is None:
             raise ValueError("BatchConfig.from_options: the selection has no ops_dir")
+        models = {Selection: selection, Measuring: measuring, Scheduling: scheduling}
+        fields = {
+            name: _listed(getattr(models[model], option))
+            for name, (model, option) in OPTION_FIELDS.items()
+        }
         extra = [*measuring_args(measuring), *rest.pop("extra_pytest_args", [])]
-        return cls(
-            ops_dir=selection.ops_dir,
-            all_ops=selection.all_ops,
-            ops=list(selection.ops),
-            ops_file=selection.ops_file,
-            repos=list(selection.repos),
-            recheck_left_out=selection.recheck_left_out,
-            dtypes=list(selection.dtypes),
-            shape_file=selection.shape_file,
-            timing=measuring.mode,
-            ttgir=measuring.ttgir,
-            reuse_tuning_db=measuring.reuse_tuning_db,
-            split_rows=measuring.split_rows,
-            gpus=list(scheduling.gpus),
-            sweep_gpus=list(scheduling.sweep_gpus),
-            gpu_share=scheduling.gpu_share,
-            per_process=scheduling.per_process,
-            op_timeout_s=scheduling.op_timeout_s,
-            max_retries=scheduling.max_retries,
-            precompile_jobs=scheduling.precompile_jobs,
-            extra_pytest_args=extra,
-            **rest,
-        )
+        return cls(**fields, extra_pytest_args=extra, **rest)
 
     def options(self) -> tuple[Selection, Measuring, Scheduling]:
         """The three option models of this config, the inverse of :meth:`from_options`
-        for the fields the config holds: the measuring's budgets, ``phase_timings`` and
-        ``aot_compile`` went into ``extra_pytest_args`` as plugin flags and are the
-        models' defaults here (``batch.json`` is built from these,
+        through the same :data:`OPTION_FIELDS`: the measuring's budgets,
+        ``phase_timings`` and ``aot_compile`` went into ``extra_pytest_args`` as plugin
+        flags and are the models' defaults here (``batch.json`` is built from these,
         :meth:`zlbench.models.BatchInfo.from_options`)."""
-        selection = Selection(
-            all_ops=self.all_ops,
-            ops=tuple(self.ops),
-            ops_file=self.ops_file,
-            repos=tuple(self.repos),
-            ops_dir=self.ops_dir,
-            recheck_left_out=self.recheck_left_out,
-            dtypes=tuple(self.dtypes),
-            shape_file=self.shape_file,
+        given: dict[type, dict[str, Any]] = {Selection: {}, Measuring: {}, Scheduling: {}}
+        for name, (model, option) in OPTION_FIELDS.items():
+            given[model][option] = getattr(self, name)
+        return (
+            Selection(**given[Selection]),
+            Measuring(**given[Measuring]),
+            Scheduling(**given[Scheduling]),
         )
-        measuring = Measuring(
-            mode=self.timing,
-            ttgir=self.ttgir,
-            reuse_tuning_db=self.reuse_tuning_db,
-            split_rows=self.split_rows,
-        )
-        scheduling = Scheduling(
-            gpus=tuple(self.gpus),
-            sweep_gpus=tuple(self.sweep_gpus),
-            gpu_share=self.gpu_share,
-            per_process=self.per_process,
-            op_timeout_s=self.op_timeout_s,
-            max_retries=self.max_retries,
-            precompile_jobs=self.precompile_jobs,
-        )
-        return selection, measuring, scheduling
 
     def op_timeout(self) -> float | None:
         """The per-op timeout in effect: ``op_timeout_s`` with "auto" resolved by mode;
@@ -192,6 +157,31 @@ class BatchConfig:
         if t == "auto":
             return REPLAY_OP_TIMEOUT_S if self.replay_root else RECORD_OP_TIMEOUT_S
         return float(t) if t else None
+
+
+# The config's fields that are an option model's field of the same name, by model.
+_SAME_NAMES: dict[type, tuple[str, ...]] = {
+    Selection: (
+        "ops_dir", "all_ops", "ops", "ops_file", "repos", "recheck_left_out", "dtypes",
+        "shape_file",
+    ),
+    Measuring: ("ttgir", "reuse_tuning_db", "split_rows"),
+    Scheduling: (
+        "gpus", "sweep_gpus", "gpu_share", "per_process", "op_timeout_s", "max_retries",
+        "precompile_jobs",
+    ),
+}  # fmt: skip
+# BatchConfig field -> (option model, its field): the one place the models' fields and
+# the config's meet, both ways (BatchConfig.from_options, BatchConfig.options)
+OPTION_FIELDS: dict[str, tuple[type, str]] = {
+    "timing": (Measuring, "mode"),  # the config's name of upstream's --mode
+    **{name: (model, name) for model, names in _SAME_NAMES.items() for name in names},
+}
+
+
+def _listed(value: Any) -> Any:
+    """A model's tuple as the config's list; any other value as it is."""
+    return list(value) if isinstance(value, tuple) else value
 
 
 @dataclass
