@@ -9,7 +9,9 @@
 #              --gpu-share $SHARE, --resume --keep-failed into $FULL (an op that failed or
 #              timed out in an earlier call is not run again); stopped with SIGINT after S
 #              seconds (complete ops are kept, the ones in flight run again on resume)
-#   restore F  unpack a tarball written by `pack` into $FULL (a fresh machine resumes)
+#   restore F  $FULL emptied, then the tarball written by `pack` unpacked into it (a fresh
+#              machine resumes; on a warm one, the last call's records are not packed
+#              again by `records`: they came back with that call)
 #   pack       $OUT/full.tgz: batch.json, ops_status.csv, summary.csv, gpu_turns.csv and
 #              per op result.json, .complete and the last 200 lines of run.log (no
 #              codegen blobs, no TTGIR): what the screen's counts and the dismiss list
@@ -19,7 +21,8 @@
 #              not: its records came back with an earlier call): autotune_records/ and
 #              codegen/index.json with the TTIR and TTGIR texts only (blobs/<sha>.gz; the
 #              other stages keep their digests, blob "", as `zlbench baseline compact`
-#              keeps them); unpack every call's into one dir (docs/baselines.md, v6)
+#              keeps them); benchmarks/full_records.py merges every call's and packs
+#              them for git (docs/baselines.md, v6)
 #
 # Needs $ZLBENCH_FLAGGEMS_DIR and zlbench importable. Env: FULL (runs/full-screen),
 # GPUS (0), SHARE (3), SHAPES (ops/shapes_single.yaml), OP_TIMEOUT (300), RETRIES (0).
@@ -43,7 +46,7 @@ while [ $# -gt 0 ]; do
       echo "rc=${PIPESTATUS[0]}"
       ;;
     restore)
-      mkdir -p "$FULL" && tar xzf "$1" -C "$FULL"
+      rm -rf "$FULL" && mkdir -p "$FULL" && tar xzf "$1" -C "$FULL"
       shift
       ;;
     pack)

@@ -1,0 +1,142 @@
+"""The full-inventory record pass's records, carried between device calls and kept in
+git until the next baseline is assembled from them (docs/baselines.md, "v6").
+
+    python benchmarks/full_records.py merge DIR RECORDS.tgz [RECORDS.tgz ...]
+    python benchmarks/full_records.py pack DIR OUT.tar.xz
+    python benchmarks/full_records.py unpack ARCHIVE.tar.xz [...] DIR
+
+``benchmarks/gpu_full_screen.sh records`` writes, per device call, a ``records.tgz`` of
+the ops that call completed: ``<repo>/<run_name>/autotune_records/`` and
+``codegen/index.json`` with only the TTIR and TTGIR texts (``codegen/blobs/<sha>.gz``;
+every other stage keeps its digest, blob ``""``, as ``zlbench baseline compact`` keeps
+them). ``merge`` unpacks them into DIR (a later call's op replaces an earlier one's).
+
+``pack`` writes DIR as one xz archive (preset 9) with each text stored decompressed as
+``codegen/blobs/<sha>`` beside the gzip'd names it replaces: xz then sees every text,
+and every record's repeated kernel source, together in its 64 MiB window, as the
+compact layout's store packs do (141 ops' 102 MB of plain files packed to 1.7 MB on
+2026-12-01, against 69 MB as gzip'd files). ``unpack`` restores the device's layout:
+each text gzip'd again under its own name, and checked against its sha256.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import hashlib
+import io
+import shutil
+import sys
+import tarfile
+from pathlib import Path
+
+BLOBS = "blobs"
+
+
+def merge(dest: Path, archives: list[Path]) -> list[str]:
+    """Unpack each device call's records.tgz into ``dest``, op by op: an op in a later
+    archive replaces the earlier one whole. Returns the op dirs written."""
+    written: list[str] = []
+    for archive in archives:
+        with tarfile.open(archive, "r:gz") as tar:
+            members = _checked(tar, archive)
+            ops = sorted({_op_of(m.name) for m in members if _op_of(m.name)})
+            for op in ops:
+                shutil.rmtree(dest / op, ignore_errors=True)
+            tar.extractall(dest, members=members, filter="data")
+            written += ops
+    return sorted(set(written))
+
+
+def pack(src: Path, out: Path) -> tuple[int, int]:
+    """``src`` as one tar.xz, the gzip'd texts stored decompressed. Written under a
+    temp name and renamed. Returns (ops, texts)."""
+    tmp = out.with_name(out.name + ".tmp")
+    ops: set[str] = set()
+    texts = 0
+    with tarfile.open(tmp, "w:xz", preset=9) as tar:
+        for path in sorted(p for p in src.rglob("*") if p.is_file()):
+            rel = path.relative_to(src).as_posix()
+            ops.add(_op_of(rel))
+            data = path.read_bytes()
+            if path.parent.name == BLOBS and path.suffix == ".gz":
+                rel, data = rel[: -len(".gz")], gzip.decompress(data)
+                texts += 1
+            info = tarfile.TarInfo(rel)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    tmp.replace(out)
+    return len(ops - {""}), texts
+
+
+def unpack(archives: list[Path], dest: Path) -> tuple[int, int]:
+    """The packed archives into ``dest`` (later ones replace earlier ops), each text
+    gzip'd again as ``<sha>.gz`` once its sha256 matches its name. Returns (ops,
+    texts)."""
+    ops: set[str] = set()
+    texts = 0
+    for archive in archives:
+        with tarfile.open(archive, "r:xz") as tar:
+            members = _checked(tar, archive)
+            for op in sorted({_op_of(m.name) for m in members} - {""}):
+                shutil.rmtree(dest / op, ignore_errors=True)
+                ops.add(op)
+            for m in members:
+                data = tar.extractfile(m).read()
+                target = dest / m.name
+                if Path(m.name).parent.name == BLOBS:
+                    sha = Path(m.name).name
+                    if hashlib.sha256(data).hexdigest() != sha:
+                        raise SystemExit(f"{archive}: {m.name}: text does not match its sha256")
+                    target, data = target.with_name(sha + ".gz"), gzip.compress(data, 9, mtime=0)
+                    texts += 1
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(data)
+    return len(ops), texts
+
+
+def _op_of(name: str) -> str:
+    """``<repo>/<run_name>`` of a member's path, or "" for a file above the op dirs."""
+    parts = Path(name).parts
+    return "/".join(parts[:2]) if len(parts) > 2 else ""
+
+
+def _checked(tar: tarfile.TarFile, archive: Path) -> list[tarfile.TarInfo]:
+    """The archive's files; refused whole when one is not a plain file or dir inside."""
+    members = []
+    for m in tar.getmembers():
+        p = Path(m.name)
+        if p.is_absolute() or ".." in p.parts or not (m.isfile() or m.isdir()):
+            raise SystemExit(f"{archive}: {m.name}: not a plain file inside the archive")
+        if m.isfile():
+            members.append(m)
+    return members
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    m = sub.add_parser("merge")
+    m.add_argument("dir", type=Path)
+    m.add_argument("archives", type=Path, nargs="+")
+    p = sub.add_parser("pack")
+    p.add_argument("dir", type=Path)
+    p.add_argument("out", type=Path)
+    u = sub.add_parser("unpack")
+    u.add_argument("paths", type=Path, nargs="+", help="ARCHIVE.tar.xz ... DIR")
+    a = ap.parse_args(argv)
+    if a.cmd == "merge":
+        print(f"{len(merge(a.dir, a.archives))} op(s) merged into {a.dir}")
+    elif a.cmd == "pack":
+        ops, texts = pack(a.dir, a.out)
+        print(f"{a.out}: {ops} op(s), {texts} text(s), {a.out.stat().st_size} bytes")
+    else:
+        if len(a.paths) < 2:
+            ap.error("unpack: ARCHIVE.tar.xz ... DIR")
+        ops, texts = unpack(a.paths[:-1], a.paths[-1])
+        print(f"{a.paths[-1]}: {ops} op(s), {texts} text(s)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
