@@ -6,7 +6,9 @@ the stand-in driver (no GPU; launches do nothing), counted at ``triton.compile``
 
 from __future__ import annotations
 
+import sys
 import threading
+import types
 from types import SimpleNamespace
 
 import pytest
@@ -179,6 +181,56 @@ def test_will_sweep_follows_the_tuners_cache_and_policy():
     forced = Default()
     forced._run_mode = SimpleNamespace(value="force_policy")
     assert not aot.will_sweep(forced, ("k",), libtuner=True)
+
+
+def test_will_sweep_a_flagtune_tuner_that_hands_its_configs_to_the_default_policy(
+    monkeypatch,
+):
+    class Tuner:
+        configs = [1, 2]
+        cache: dict = {}
+
+        @classmethod
+        def get(cls, name):
+            return {"default": Default, "flagtune": FlagTune}[name]
+
+    class Default(Tuner):
+        pass
+
+    class FlagTune(Tuner):
+        pass
+
+    modes = {}
+    monkeypatch.setattr(aot, "flagtune_mode", lambda tuner: modes.get("mode"))
+    for mode, sweeps in [("default", True), ("expanded", True), ("cost_model", False),
+                         (None, False)]:  # fmt: skip
+        modes["mode"] = mode
+        assert aot.will_sweep(FlagTune(), ("k",), libtuner=True) is sweeps, mode
+    assert aot.will_sweep(Default(), ("k",), libtuner=True)
+
+
+def test_flagtune_mode_asks_flaggems_own_resolver(monkeypatch):
+    # the resolver FlagGems' flagtune policy itself calls, given the tuner's op name and
+    # whether FlagTree's cost model supports it; unknown (no such FlagGems): None
+    calls = []
+    runtime = types.ModuleType("flag_gems.runtime")
+    runtime.resolve_tuning_mode = lambda op, supports_cost_model: (
+        calls.append((op, supports_cost_model)) or SimpleNamespace(value="default")
+    )
+    libentry = types.ModuleType("flag_gems.utils.libentry")
+    libentry._supports_flagtune_cost_model = lambda tuner: False
+    utils = types.ModuleType("flag_gems.utils")
+    utils.libentry = libentry
+    gems = types.ModuleType("flag_gems")
+    gems.runtime, gems.utils = runtime, utils
+    mods = {"flag_gems": gems, "flag_gems.runtime": runtime, "flag_gems.utils": utils}
+    mods["flag_gems.utils.libentry"] = libentry
+    for name, mod in mods.items():
+        monkeypatch.setitem(sys.modules, name, mod)
+    tuner = SimpleNamespace(_flagtune_op_name="mm")
+    assert aot.flagtune_mode(tuner) == "default" and calls == [("mm", False)]
+    del libentry._supports_flagtune_cost_model
+    assert aot.flagtune_mode(tuner) is None
 
 
 def test_parse_jobs():

@@ -93,10 +93,11 @@ def _warn_once(text: str) -> None:
 
 def will_sweep(tuner: Any, key: tuple, libtuner: bool) -> bool:
     """Whether this ``run`` is about to benchmark the tuner's configs for ``key``: more
-    than one config, ``key`` not in its cache, and (LibTuner) the default policy in
-    normal run mode, which benchmarks every pruned config (another policy, e.g.
-    FlagTune's proposer, benchmarks configs of its own: nothing to compile ahead; a
-    LibTuner without a policy table sweeps its pruned configs like triton's)."""
+    than one config, ``key`` not in its cache, and (LibTuner) in normal run mode the
+    default policy, which benchmarks every pruned config, or the ``flagtune`` policy
+    where it hands them to the default one (:func:`flagtune_mode`). Another policy, e.g.
+    FlagTree's cost-model proposer, benchmarks configs of its own: nothing to compile
+    ahead. A LibTuner without a policy table sweeps its pruned configs like triton's."""
     if len(getattr(tuner, "configs", ())) <= 1:
         return False
     try:
@@ -113,9 +114,36 @@ def will_sweep(tuner: Any, key: tuple, libtuner: bool) -> bool:
     if not callable(get):  # no policy table (an older LibTuner): it sweeps its configs
         return True
     try:
-        return type(tuner) is get("default")
+        if type(tuner) is get("default"):
+            return True
+        flagtune = type(tuner) is get("flagtune")
     except Exception:  # noqa: BLE001 - no registered default policy: unknown, leave it
         return False
+    return flagtune and flagtune_mode(tuner) in ("default", "expanded")
+
+
+def flagtune_mode(tuner: Any) -> str | None:
+    """The tuning mode FlagGems' ``flagtune`` policy resolves for ``tuner`` (its own
+    call: ``runtime.resolve_tuning_mode``): ``default`` or ``expanded`` hand the pruned
+    configs to the default policy, which benchmarks every one (on upstream triton, which
+    has no FlagTree cost model, always: the Hopper ``mm`` family's tuners, 101 s of
+    record pass for one ``mm`` shape on the H200 before this); ``cost_model`` lets
+    FlagTree's proposer pick and benchmark configs of its own. None when it cannot be
+    told (another FlagGems): nothing is compiled ahead."""
+    try:
+        from flag_gems import runtime
+        from flag_gems.utils import libentry
+
+        op = (
+            getattr(tuner, "_flagtune_op_name", None)
+            or getattr(tuner, "_flagtune_expand_op_name", None)
+            or getattr(tuner, "__name__", "unknown")
+        )
+        cost_model = libentry._supports_flagtune_cost_model(tuner)
+        mode = runtime.resolve_tuning_mode(op, supports_cost_model=cost_model)
+        return str(getattr(mode, "value", mode))
+    except Exception:  # noqa: BLE001 - not FlagGems' flagtune as we know it
+        return None
 
 
 def sweep_configs(tuner: Any, args: tuple, kwargs: dict) -> list | None:
