@@ -4,6 +4,7 @@ git until the next baseline is assembled from them (docs/baselines.md, "v6").
     python benchmarks/full_records.py merge DIR RECORDS.tgz [RECORDS.tgz ...]
     python benchmarks/full_records.py pack DIR OUT.tar.xz
     python benchmarks/full_records.py unpack ARCHIVE.tar.xz [...] DIR
+    python benchmarks/full_records.py unrecorded FULL PACKS_DIR
 
 ``benchmarks/gpu_full_screen.sh records`` writes, per device call, a ``records.tgz`` of
 the ops that call completed: ``<repo>/<run_name>/autotune_records/`` and
@@ -17,6 +18,12 @@ and every record's repeated kernel source, together in its 64 MiB window, as the
 compact layout's store packs do (141 ops' 102 MB of plain files packed to 1.7 MB on
 2026-12-01, against 69 MB as gzip'd files). ``unpack`` restores the device's layout:
 each text gzip'd again under its own name, and checked against its sha256.
+
+``unrecorded`` (the ``gpu_full_screen.sh unrecorded`` stage, on the device) takes the
+``.complete`` marker from every PASS op of the record pass's dir FULL whose records no
+``PACKS_DIR/*.tar.xz`` holds: ``--resume`` then records it again, after the ops not
+started yet (it has a ``run.log``). The ops made final before the records stage existed
+kept no records, and the next baseline needs them.
 """
 
 from __future__ import annotations
@@ -95,6 +102,28 @@ def unpack(archives: list[Path], dest: Path) -> tuple[int, int]:
     return len(ops), texts
 
 
+def packed_ops(packs: list[Path]) -> set[str]:
+    """The ``<repo>/<run_name>`` op dirs the packs hold records of."""
+    ops: set[str] = set()
+    for pack in packs:
+        with tarfile.open(pack, "r:xz") as tar:
+            ops |= {_op_of(n) for n in tar.getnames()} - {""}
+    return ops
+
+
+def forget_unrecorded(full: Path, packs: list[Path]) -> list[str]:
+    """Unmark every PASS op complete in ``full`` that no pack holds records of (its
+    ``.complete`` removed, the rest kept). Returns those ops."""
+    kept = packed_ops(packs)
+    again = []
+    for done in sorted(full.glob("*/*/.complete")):
+        op = done.parent.relative_to(full).as_posix()
+        if done.read_text().strip() == "PASS" and op not in kept:
+            done.unlink()
+            again.append(op)
+    return again
+
+
 def _op_of(name: str) -> str:
     """``<repo>/<run_name>`` of a member's path, or "" for a file above the op dirs."""
     parts = Path(name).parts
@@ -124,7 +153,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("out", type=Path)
     u = sub.add_parser("unpack")
     u.add_argument("paths", type=Path, nargs="+", help="ARCHIVE.tar.xz ... DIR")
+    r = sub.add_parser("unrecorded")
+    r.add_argument("full", type=Path)
+    r.add_argument("packs", type=Path)
     a = ap.parse_args(argv)
+    if a.cmd == "unrecorded":
+        packs = sorted(a.packs.glob("*.tar.xz"))
+        again = forget_unrecorded(a.full, packs)
+        print(f"unrecorded: {len(again)} PASS op(s) to record again ({len(packs)} pack(s))")
+        return 0
     if a.cmd == "merge":
         print(f"{len(merge(a.dir, a.archives))} op(s) merged into {a.dir}")
     elif a.cmd == "pack":

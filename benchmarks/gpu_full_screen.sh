@@ -16,6 +16,10 @@
 #              per op result.json, .complete and the last 200 lines of run.log (no
 #              codegen blobs, no TTGIR): what the screen's counts and the dismiss list
 #              need, and what --resume needs to skip the complete ops
+#   unrecorded D  every PASS op complete in $FULL whose records no D/*.tar.xz (the packs of
+#              benchmarks/full_records.py) holds loses its .complete: --resume records it
+#              again, after the ops not started yet (ops final before the records stage
+#              existed kept none, and the next baseline needs them)
 #   records    $OUT/records.tgz: what a baseline of the complete ops needs beyond that, of
 #              the ops complete on this machine that still have it (a restored op has
 #              not: its records came back with an earlier call): autotune_records/ and
@@ -71,6 +75,10 @@ with tarfile.open(dest, "w:gz") as tar:
         tar.addfile(info, io.BytesIO(data))
 print(dest, Path(dest).stat().st_size, "bytes")
 PY
+      ;;
+    unrecorded)
+      python3 "$(dirname "$0")/full_records.py" unrecorded "$FULL" "$1"
+      shift
       ;;
     records)
       python3 - "$FULL" "$OUT/records.tgz" <<'PY'

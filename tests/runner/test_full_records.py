@@ -92,3 +92,19 @@ def test_merge_refuses_a_member_outside_the_dir(fr, tmp_path):
     with pytest.raises(SystemExit, match="not a plain file inside"):
         fr.merge(tmp_path / "m", [evil])
     assert not (tmp_path / "outside").exists()
+
+
+def test_unrecorded_unmarks_the_pass_ops_no_pack_holds(fr, tmp_path):
+    merged = tmp_path / "merged"
+    fr.merge(merged, [_call(tmp_path / "1.tgz", {"abs": "tt.func @abs"})])
+    (tmp_path / "packs").mkdir()
+    fr.pack(merged, tmp_path / "packs" / "a.tar.xz")
+    full = tmp_path / "full"
+    for op, status in [("abs", "PASS"), ("cos", "PASS"), ("sin", "SKIP")]:
+        (full / "main" / op).mkdir(parents=True)
+        (full / "main" / op / ".complete").write_text(status + "\n")
+        (full / "main" / op / "run.log").write_text("ZLBENCH_OP_END\n")
+    assert fr.forget_unrecorded(full, sorted((tmp_path / "packs").glob("*.tar.xz"))) == ["main/cos"]
+    left = sorted(p.parent.name for p in full.glob("main/*/.complete"))
+    assert left == ["abs", "sin"]  # recorded, and a SKIP: nothing to record
+    assert (full / "main" / "cos" / "run.log").is_file()  # resume runs it after new ops
