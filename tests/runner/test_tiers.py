@@ -7,12 +7,14 @@ import os
 from pathlib import Path
 
 import pytest
+import yaml
 
 from zlbench.runner.batch.costs import PROCESS_START_S, estimate_costs, load_durations, op_families
 from zlbench.runner.catalog.dismiss import load_dismiss
 from zlbench.runner.catalog.inventory import InventoryRow, inventory_path, load_inventory
 from zlbench.runner.catalog.select import read_ops_file, select_ops
 from zlbench.runner.catalog.tiers import (
+    MOE_DSV4_BODY,
     PR_BUDGET_S,
     TIERS,
     TIERS_DIR,
@@ -43,10 +45,14 @@ def _dismissed() -> set[str]:
 def _rendered() -> dict[str, str]:
     pr = pr_body(_core())
     nightly = nightly_specs(_inventory(), [s for s, _ in pr], _dismissed())
-    return {"pr": render_tier(TIERS["pr"], pr), "nightly": render_tier(TIERS["nightly"], nightly)}
+    return {
+        "pr": render_tier(TIERS["pr"], pr),
+        "nightly": render_tier(TIERS["nightly"], nightly),
+        "moe-dsv4": render_tier(TIERS["moe-dsv4"], list(MOE_DSV4_BODY)),
+    }
 
 
-@pytest.mark.parametrize("name", ["pr", "nightly"])
+@pytest.mark.parametrize("name", ["pr", "nightly", "moe-dsv4"])
 def test_shipped_tier_file_is_what_the_inventory_gives(name):
     path = OPS / TIERS_DIR / TIERS[name].file
     text = _rendered()[name]
@@ -56,7 +62,7 @@ def test_shipped_tier_file_is_what_the_inventory_gives(name):
     assert path.read_text() == text, "rerun with ZLBENCH_UPDATE_TIERS=1 and review the diff"
 
 
-@pytest.mark.parametrize("name", ["pr", "nightly"])
+@pytest.mark.parametrize("name", ["pr", "nightly", "moe-dsv4"])
 def test_every_op_of_a_tier_resolves_in_the_inventory(name):
     sel = select_ops(OPS, ops_file=OPS / TIERS_DIR / TIERS[name].file)
     specs = read_ops_file(OPS / TIERS_DIR / TIERS[name].file)
@@ -82,6 +88,19 @@ def test_nightly_holds_the_moe_benchmarks_with_their_deepseek_shapes():
     moe = {f for f in families(_inventory()) if "moe" in f.lower()}
     assert len(moe) >= 10
     assert all(nightly & set(families(_inventory())[f]) for f in moe)
+
+
+def test_moe_dsv4_tier_runs_its_op_at_the_shape_sets_shapes():
+    # the shape file's one key is the op's Benchmark op_name, and it is the tier's file
+    tier = TIERS["moe-dsv4"]
+    shapes = yaml.safe_load((OPS / tier.shape_file).read_text())
+    assert list(shapes) == ["fused_marlin_moe_w4a16_mxfp4"]
+    assert [s[0] for s in shapes["fused_marlin_moe_w4a16_mxfp4"]["shapes"]] == [
+        2**i for i in range(16)
+    ]
+    assert read_ops_file(OPS / TIERS_DIR / tier.file) == [s for s, _ in MOE_DSV4_BODY]
+    text = (OPS / TIERS_DIR / tier.file).read_text()
+    assert f"--shape-file ops/{tier.shape_file}" in text
 
 
 def test_pr_tier_fits_its_budget_by_the_durations_measured_on_the_h200():

@@ -9,6 +9,8 @@
   inventory, each op's own dtypes (FlagGems float benchmarks offer bfloat16,
   float16 and float32), core shapes.
 * **full**: every op of the inventory (``--all``), each op's own dtypes.
+* **moe-dsv4**: the MXFP4 fused Marlin MoE alone, at the DeepSeek-V4-Flash trace
+  shapes (``ops/shapes_fused_marlin_moe_dsv4_flash.yaml``), on a runner with vllm.
 
 An op family is the Benchmark class an op's test builds (``UnaryPointwiseBenchmark``,
 ``NormBenchmark``...), except for the catch-all classes (``GenericBenchmark*``,
@@ -60,7 +62,21 @@ TIERS = {
         "the PR tier plus one op of every other op family, each op's own dtypes",
     ),
     "full": Tier("full", "", (), "shapes_single.yaml", "the whole inventory (--all)"),
+    "moe-dsv4": Tier(
+        "moe-dsv4",
+        "moe_dsv4.txt",
+        (),
+        "shapes_fused_marlin_moe_dsv4_flash.yaml",
+        "the MXFP4 fused Marlin MoE at the DeepSeek-V4-Flash trace shapes the old tool was"
+        " built around (16 token counts); needs vllm on the runner: its test and its"
+        " weights' repacking call vllm, and it SKIPs without",
+    ),
 }
+
+# The moe-dsv4 tier: the one op its shape file is for (docs/ops.md).
+MOE_DSV4_BODY: tuple[tuple[str, str], ...] = (
+    ("fused_marlin_moe@test_fused_marlin_moe_w4a16_mxfp4.py", "MoE (MXFP4 Marlin)"),
+)
 
 # Op families the gate core lacks, one op each (SPEC, why): the PR tier's widening.
 # Ops that need vLLM as their reference (most MoE benchmarks) are left to nightly:
