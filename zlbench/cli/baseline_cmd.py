@@ -115,7 +115,16 @@ def _add_refresh(bsub) -> None:
         "--out", type=Path, required=True, metavar="baselines/vN", help="the new baseline dir"
     )
     add_selection_options(r)
-    r.add_argument("--repeats", type=int, default=3, metavar="K", help="replay passes (default 3)")
+    r.add_argument(
+        "--repeats", type=int, default=None, metavar="K", help="replay passes (default 3)"
+    )
+    r.add_argument(
+        "--no-replay",
+        action="store_true",
+        help="no replay pass: the rows are the record pass's own measurements (one sample "
+        "each, noise 0), context numbers, as the manifest's summary.numbers says (with "
+        "--from-work: a record pass alone; not with --repeats)",
+    )
     r.add_argument(
         "--min-repeats",
         type=int,
@@ -147,6 +156,13 @@ def _add_refresh(bsub) -> None:
         help="measure nothing: build from the --keep-work dir of an earlier refresh",
     )
     r.add_argument(
+        "--require-codegen",
+        action="store_true",
+        help="only ops whose record pass kept codegen records enter; the others are listed "
+        "in the manifest's summary.excluded (a record pass whose records were kept for some "
+        "ops only)",
+    )
+    r.add_argument(
         "--commit", action="store_true", help="commit the new dir on branch baseline/<name>"
     )
     r.set_defaults(func=_refresh, shard=None, replay_root=None, resume=False)
@@ -156,6 +172,9 @@ def _refresh(args) -> int:
     from zlbench.cli.options import config_from_args
     from zlbench.runner.refresh import RefreshConfig, commit_baseline, refresh
 
+    if args.no_replay and args.repeats is not None:
+        raise ZlbenchError("--no-replay and --repeats: give one of them")
+    repeats = 0 if args.no_replay else (3 if args.repeats is None else args.repeats)
     settings = Settings.from_env()
     batch = config_from_args(args, settings)
     flagtree = args.flagtree_dir or (Path(settings.flagtree_dir) if settings.flagtree_dir else None)
@@ -163,8 +182,9 @@ def _refresh(args) -> int:
         RefreshConfig(
             out=args.out,
             batch=batch,
-            repeats=args.repeats,
+            repeats=repeats,
             min_repeats=args.min_repeats,
+            require_codegen=args.require_codegen,
             flagtree_dir=flagtree,
             keep_work=args.keep_work,
             from_work=args.from_work,

@@ -1,5 +1,10 @@
 """`zlbench baseline refresh`: record pass + K replay passes -> a new baseline dir.
 
+K may be 0 (``--repeats 0``): no replay pass, the rows are the record pass's own
+measurements (one sample each, noise 0), which the manifest's ``summary.numbers`` says;
+for a whole-inventory record pass whose verdicts come from the same-runner A/B, not
+from these numbers (docs/baselines.md "v6").
+
 The new dir is built as ``.<name>.tmp-<pid>`` beside the target and renamed at
 the very end, so an interrupted or failed refresh leaves nothing that looks
 like a baseline; an existing target is never touched (baselines are immutable).
@@ -26,6 +31,7 @@ from zlbench.models import (
     BaselineResult,
     CodegenIndex,
     RunResult,
+    RunStatus,
     ThresholdDefaults,
     Timing,
     codegen_dir,
@@ -48,6 +54,7 @@ from zlbench.runner.batch.config import BatchConfig, BatchOutcome
 from zlbench.runner.batch.info import read_batch_info
 from zlbench.runner.batch.plan import plan_selection
 from zlbench.runner.batch.run import run_batch
+from zlbench.runner.batch.status import write_ops_status
 
 WORK = "_work"  # inside the temp dir; removed before the rename
 
@@ -56,7 +63,7 @@ WORK = "_work"  # inside the temp dir; removed before the rename
 class RefreshConfig:
     out: Path  # baselines/vN (must not exist)
     batch: BatchConfig  # selection, FlagGems dirs, GPUs, timing, dtypes, shape file
-    repeats: int = 3
+    repeats: int = 3  # 0: no replay pass, the record pass's rows are the numbers
     flagtree_dir: Path | None = None
     thresholds: ThresholdDefaults = field(default_factory=ThresholdDefaults)
     keep_work: Path | None = None  # move the record/replay batch dirs here instead of deleting
@@ -68,6 +75,9 @@ class RefreshConfig:
     # it when they are at least this many; its rows say how many (``repeats``) and the
     # manifest's summary lists it under ``short``. None: every pass must hold every op.
     min_repeats: int | None = None
+    # Only ops with codegen records enter (a record pass whose records were kept for some
+    # ops only, docs/baselines.md "v6"); the others are listed in summary.excluded.
+    require_codegen: bool = False
     zlbench_commit: str | None = None  # when this checkout has no .git (device copies, CI)
     progress: TextIO | None = None
     batch_runner: Callable[[BatchConfig], BatchOutcome] = run_batch
@@ -80,6 +90,13 @@ class RefreshOutcome:
     excluded: dict[str, str]  # "<repo>/<run_name>" -> why it is not in the baseline
 
 
+RECORD_NUMBERS = (
+    "record pass: no replay pass (--repeats 0); each row is the record pass's own "
+    "measurement (repeats 1, noise 0), a context number; ops_status.csv holds its "
+    "record-mode seconds (autotune sweeps included)"
+)
+NO_CODEGEN = "no codegen records kept (--require-codegen)"
+
 REUSED_DB = (
     "--reuse-tuning-db: a baseline is recorded from a cold tuning DB, so its configs are "
     "the ones the compiler under test tunes (FlagGems' persistent DB may hold another "
@@ -91,8 +108,8 @@ def refresh(cfg: RefreshConfig) -> RefreshOutcome:
     out = Path(cfg.out)
     if out.exists():
         raise ZlbenchError(f"{out} already exists: baselines are immutable, pick the next version")
-    if cfg.repeats < 1:
-        raise ZlbenchError(f"--repeats must be at least 1 (got {cfg.repeats})")
+    if cfg.repeats < 0:
+        raise ZlbenchError(f"--repeats must be at least 0 (got {cfg.repeats})")
     if cfg.batch.reuse_tuning_db:
         raise ZlbenchError(REUSED_DB)
     if cfg.min_repeats is not None and not 1 <= cfg.min_repeats <= cfg.repeats:
@@ -106,16 +123,24 @@ def refresh(cfg: RefreshConfig) -> RefreshOutcome:
     tmp.mkdir()
     started = _dt.datetime.now(_dt.timezone.utc)
     finished = None
+    asked = list(cfg.batch.dtypes) or None
     try:
+        left: dict[str, str] = {}
         if cfg.from_work is not None:
-            record, replays = _from_work(Path(cfg.from_work), cfg.repeats, cfg.batch)
+            record, replays, left, recorded = _from_work(
+                Path(cfg.from_work), cfg.repeats, cfg.batch
+            )
+            asked = recorded if recorded is not None else asked
             started, finished = _work_span(record, replays)
         else:
             record, replays = _measure(cfg, tmp / WORK)
         excluded, short, results = _assemble(cfg, tmp, record, replays)
-        manifest = _manifest(cfg, tmp, results, started, finished, excluded)
+        excluded.update((k, v) for k, v in left.items() if k not in excluded)
+        manifest = _manifest(cfg, tmp, results, started, finished, excluded, asked)
         if short:
             manifest.summary["short"] = short
+        if not replays:
+            manifest.summary["numbers"] = RECORD_NUMBERS
         if not manifest.ops:
             raise ZlbenchError(
                 "no op could enter the baseline: "
@@ -153,9 +178,16 @@ def _measure(cfg: RefreshConfig, work: Path) -> tuple[BatchOutcome, list[BatchOu
 
 def _from_work(
     work: Path, repeats: int, batch: BatchConfig
-) -> tuple[BatchOutcome, list[BatchOutcome]]:
-    """The batches of an earlier refresh, cut to today's selection (dismiss list)."""
-    wanted = {op.key for op in plan_selection(batch).ops}
+) -> tuple[BatchOutcome, list[BatchOutcome], dict[str, str], list[str] | None]:
+    """The batches of an earlier refresh, cut to today's selection (dismiss list).
+
+    Also returns the selected ops that cannot enter whatever the passes hold (key ->
+    why: dismissed, unconditionally skipped, or never run by the record pass, as a
+    record pass cut before its end leaves them) and the dtypes the record pass was
+    asked for (its batch.json; [] = each op's own), which the manifest states and a
+    gate measures with; None without a batch.json (then this refresh's ``--dtypes``)."""
+    sel = plan_selection(batch)
+    wanted = {op.key for op in sel.ops}
 
     def outcome(d: Path) -> BatchOutcome:
         if not (d / OPS_STATUS).is_file():
@@ -169,7 +201,26 @@ def _from_work(
     info = read_batch_info(work / "record")
     if info is not None and info.reuse_tuning_db:
         raise ZlbenchError(f"{work / 'record'}: recorded with {REUSED_DB}")
-    return outcome(work / "record"), replays
+    if info is not None:
+        _check_shape_file(work / "record", info.shape_file_sha256, batch.shape_file)
+    record = outcome(work / "record")
+    left = {o.key: f"dismissed {e.when}: {e.reason}" for o, e in sel.dismissed}
+    left.update((o.key, f"unconditional skip: {o.skip}") for o in sel.skipped)
+    ran = {op_key(s.repo, s.run_name) for s in record.statuses}
+    left.update((k, "record pass did not run it") for k in sorted(wanted - ran))
+    return record, replays, left, (list(info.dtypes) if info is not None else None)
+
+
+def _check_shape_file(record: Path, recorded: str | None, shape_file: Path | None) -> None:
+    """A record pass measured with another shape file than this refresh's is refused:
+    the baseline would state one file and hold rows of another."""
+    if not recorded or shape_file is None:
+        return
+    if baselines.sha256_file(Path(shape_file)) != recorded:
+        raise ZlbenchError(
+            f"{record}: recorded with another shape file (sha256 {recorded[:12]}) than "
+            f"--shape-file {shape_file}; pass the one it was recorded with"
+        )
 
 
 def _load(batch_dir: Path, key: str) -> RunResult | None:
@@ -202,11 +253,16 @@ def _assemble(
             short[key] = _short_note(replays, ops_passes)
         reps = [_load(r.out_dir, key) for r in ops_passes]
         why = baselines.usable(rec, reps)
+        if st.status is not RunStatus.PASS:  # its own words: TIMEOUT after S, a dismissal
+            why = f"record pass {st.status.value}" + (f": {st.note}" if st.note else "")
         records_dir = record.out_dir / key / RECORDS_DIR
+        if why is None and cfg.require_codegen and not _has_codegen(record.out_dir / key):
+            why = NO_CODEGEN
         if why is None:
-            result = baselines.aggregate_op(rec, reps)  # type: ignore[arg-type]
+            # no replay pass (--repeats 0): the record pass's rows are the numbers
+            result = baselines.aggregate_op(rec, reps or [rec])  # type: ignore[arg-type]
             if not result.rows:
-                why = "no row measured in every replay pass"
+                why = "no row measured in every replay pass" if reps else "no row measured"
         if why is not None:
             short.pop(key, None)
             excluded[key] = why
@@ -214,14 +270,24 @@ def _assemble(
             continue
         dst = tmp / key
         _copy_records(records_dir, dst / RECORDS_DIR, st.run_name)
-        ttgir = ops_passes[0].out_dir / key / TTGIR_DIR
+        ttgir = (ops_passes[0] if ops_passes else record).out_dir / key / TTGIR_DIR
         if ttgir.is_dir():
             shutil.copytree(ttgir, dst / TTGIR_DIR)
         _copy_codegen(cfg, key, dst, [r.out_dir for r in [*ops_passes[:1], record]])
         dump_json_model(dst / RESULT_JSON, result)
         written[(st.repo, st.run_name)] = result
-    _copy_durations(cfg, replays, tmp)
+    if replays:
+        _copy_durations(cfg, replays, tmp)
+    else:
+        _record_durations(record, set(written), tmp)
     return excluded, short, [written[k] for k in sorted(written)]
+
+
+def _has_codegen(run_dir: Path) -> bool:
+    """The record pass's run dir holds a codegen index (valid or not: an unusable one
+    is reported where it is copied). A replay pass records no candidate the record
+    pass did not, so the record pass decides."""
+    return (codegen_dir(run_dir) / CODEGEN_INDEX).is_file()
 
 
 def _op_passes(
@@ -262,6 +328,15 @@ def _copy_durations(cfg: RefreshConfig, replays: list[BatchOutcome], tmp: Path) 
         return
     read_ops_status(src)  # one ZlbenchError line when it is not a valid ops_status.csv
     shutil.copyfile(src, tmp / OPS_STATUS)
+
+
+def _record_durations(record: BatchOutcome, kept: set[tuple[str, str]], tmp: Path) -> None:
+    """Without a replay pass: the record pass's ops_status.csv rows of the ops that
+    entered (record-mode seconds, autotune sweeps included: the gate's shard balance
+    and budget then overestimate the tuned ops; summary.numbers says so)."""
+    rows = [s for s in record.statuses if (s.repo, s.run_name) in kept]
+    if rows:
+        write_ops_status(tmp, rows)
 
 
 def _copy_records(src: Path, dst: Path, run_name: str) -> None:
@@ -374,8 +449,11 @@ def _manifest(
     started: _dt.datetime,
     finished: _dt.datetime | None,
     excluded: dict[str, str],
+    asked: list[str] | None = None,
 ) -> BaselineManifest:
-    """The manifest of the baseline in ``tmp``; ``results``: what :func:`_assemble` wrote."""
+    """The manifest of the baseline in ``tmp``; ``results``: what :func:`_assemble` wrote;
+    ``asked``: the dtypes the passes were asked for ([]: each op's own; None: unknown,
+    then this refresh's, else every dtype the results hold)."""
     ops = sorted(op_key(r.repo, r.run_name) for r in results)
     env = results[0].environment if results else None
     shape_file, shape_sha = _copy_shape_file(cfg, tmp)
@@ -389,6 +467,9 @@ def _manifest(
     if cfg.zlbench_commit:
         zl_commit, zl_dirty = cfg.zlbench_commit, False
     elapsed = ((finished or _dt.datetime.now(_dt.timezone.utc)) - started).total_seconds()
+    # reused passes none of which stamped an end (a record pass cut and never finished):
+    # no span to state (now minus its start would be the age of the work dir)
+    wall = None if cfg.from_work is not None and finished is None else round(elapsed, 1)
     return BaselineManifest(
         name=Path(cfg.out).name,
         created=started.isoformat(timespec="seconds"),
@@ -409,7 +490,7 @@ def _manifest(
         shape_file_sha256=shape_sha,
         # What was asked for; an op that rejects it falls back to its own dtypes
         # (its result.json says which), in the gate exactly as here.
-        dtypes=list(cfg.batch.dtypes) or sorted({d for r in results for d in r.dtypes}),
+        dtypes=asked if asked is not None else sorted({d for r in results for d in r.dtypes}),
         timing=cfg.batch.timing,
         timing_method=_timing(results),
         level="core",
@@ -421,7 +502,7 @@ def _manifest(
             "rows": sum(len(r.rows) for r in results),
             "noise": baselines.noise_distribution(results),
             "excluded": excluded,
-            "refresh_wall_s": round(elapsed, 1),
+            "refresh_wall_s": wall,
             "host": env.hostname if env else None,
         },
     )
