@@ -72,4 +72,7 @@ def test_a_sentinel_is_timed_whatever_the_budget_and_a_failed_rebuild_ranks_firs
     assert set(cut.time) == {"main/add"} and len(cut.over_budget) == 4
     assert change_size([_kernel("x", CodegenClass.MISSING)]) == float("inf")
     assert change_size([_kernel("x", CHANGED)]) == 1.0  # a change with no SASS figure counts
+    # changed before SASS, so not disassembled: the size of its first stage's diff
+    early = _kernel("x", CHANGED).model_copy(update={"changed_lines": 37})
+    assert change_size([early, _kernel("y", CHANGED, sass=-5)]) == 42.0
     assert change_size([_kernel("x", CodegenClass.IDENTICAL)]) == 0.0

@@ -85,6 +85,22 @@ def test_patched_compiler_reports_exactly_the_touched_kernels(name, baseline, sc
         assert (k.status, k.first_stage) == (STAGE_CLASS[patch.stage], patch.stage)
         diff = (tmp_path / "out" / k.diff_file).read_text()
         assert f"--- baseline/{k.kernel_id}.{patch.stage}" in diff
+        assert (
+            k.changed_lines
+            == sum(
+                1
+                for line in diff.splitlines()
+                if line[:1] in "+-" and line[:4] not in ("+++ ", "--- ")
+            )
+            > 0
+        )
+        # SASS is disassembled only where every earlier stage is the baseline's
+        early = patch.stage != "sass"
+        assert (k.current.sass_instructions is None) is early, k.kernel_id
+        assert any("SASS not disassembled" in n for n in k.notes) is early
+    for k in s.kernels:
+        if k not in touched:
+            assert k.current.sass_instructions == k.baseline.sass_instructions is not None
     assert s.counts["identical"] == len(s.kernels) - len(touched)
 
 

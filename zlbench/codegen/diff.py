@@ -203,6 +203,18 @@ def stage_diff(kernel_id: str, stage: str, base: bytes, cur: bytes) -> str:
     return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
 
 
+def changed_lines(diff: str) -> int | None:
+    """Lines a :func:`stage_diff` adds or removes (its ``---``/``+++`` headers not
+    counted); None for a binary diff, which has no lines."""
+    if not diff.startswith("--- "):
+        return None
+    return sum(
+        1
+        for line in diff.splitlines()
+        if line[:1] in "+-" and not line.startswith(("+++ ", "--- "))
+    )
+
+
 def _lines(data: bytes) -> list[str] | None:
     """Text lines of a stage output; None for binary data."""
     if b"\0" in data:

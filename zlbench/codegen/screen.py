@@ -28,7 +28,7 @@ from pathlib import Path
 from zlbench.codegen import worker_pool
 from zlbench.codegen.chunks import n_chunks, split
 from zlbench.codegen.collect import BaselineKernels, collect
-from zlbench.codegen.diff import count_classes, resources, screen_kernel, stage_diff
+from zlbench.codegen.diff import changed_lines, count_classes, resources, screen_kernel, stage_diff
 from zlbench.models.base import atomic_write_text, dump_json_model
 from zlbench.models.codegen import CompileRecord, StageDigest, read_blob, text_stored
 from zlbench.models.codegen_screen import CHANGED_CLASSES, CodegenClass, CodegenScreen, KernelScreen
@@ -138,7 +138,9 @@ def _write_diffs(
         else:
             a = _stage_bytes(base.blob_dirs[k.kernel_id], rec, k.first_stage)
             b = _stage_bytes(dirs[k.kernel_id], rebuilt[k.kernel_id], k.first_stage)
-            text = _header(k) + stage_diff(k.kernel_id, k.first_stage, a, b)
+            diff = stage_diff(k.kernel_id, k.first_stage, a, b)
+            k.changed_lines = changed_lines(diff)
+            text = _header(k) + diff
         (into / f"{k.kernel_id}.diff").write_text(text, encoding="utf-8")
 
 

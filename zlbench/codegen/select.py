@@ -100,14 +100,19 @@ def ops_to_time(
 
 def change_size(kernels: Iterable[KernelScreen]) -> float:
     """How much an op's code changed, to order ops within a GPU budget: per changed
-    kernel that counts for it, the SASS instructions it gained or lost (at least 1);
-    a kernel that could not be rebuilt counts as the largest change."""
+    kernel that counts for it, the SASS instructions it gained or lost where its SASS
+    was disassembled, else the lines its first differing stage's diff adds or removes
+    (a kernel changed before SASS is not disassembled: about one line per
+    instruction); at least 1. A kernel that could not be rebuilt counts as the largest
+    change."""
     size = 0.0
     for k in kernels:
         if k.status in (CodegenClass.FAILED, CodegenClass.MISSING):
             return float("inf")
         if k.status in CHANGED_CLASSES:
-            size += max(1.0, abs(k.deltas.get("sass_instructions", 0.0)))
+            sass = k.deltas.get("sass_instructions")
+            lines = k.changed_lines if sass is None else None
+            size += max(1.0, abs(sass if sass is not None else lines or 0.0))
     return size
 
 

@@ -66,9 +66,16 @@ def rebuild_all(base, chunks: list[list[str]], opts, work: Path, on_chunk: OnChu
 
 
 def _prepare(base, opts, job: pool.Job) -> list[str]:
-    """Write the job's requests to ``in.json``; the worker's arguments."""
+    """Write the job's requests to ``in.json`` (each with the baseline's result: the
+    worker disassembles SASS only where the earlier stages' digests are the same); the
+    worker's arguments."""
     requests = [
-        CompileRecord(id=i, request=base.records[i].request, used_by=base.records[i].used_by)
+        CompileRecord(
+            id=i,
+            request=base.records[i].request,
+            used_by=base.records[i].used_by,
+            result=base.records[i].result,
+        )
         for i in job.ids
     ]
     dump_json_model(job.dir / "in.json", CodegenIndex(records=requests))

@@ -68,6 +68,9 @@ class KernelScreen(_Model):
     current: Resources | None = None  # None: no successful rebuild
     deltas: dict[str, float] = Field(default_factory=dict)  # RESOURCES: current - baseline
     diff_file: str | None = None  # relative to the screen's out dir: diffs/<id>.diff
+    # Lines added or removed in that diff (its first differing stage's text); None where
+    # no text diff was written (not changed, the baseline's text not stored, binary)
+    changed_lines: int | None = None
     error: str | None = None  # compile failure (first lines) or why missing
     notes: list[str] = Field(default_factory=list)  # the rebuild's remarks ("source changed")
     ops: list[str] = Field(default_factory=list)  # "<repo>/<run_name>" that launched it

@@ -8,6 +8,9 @@ no GPU is needed. The results are captured through triton's compilation listener
 and normalised exactly as the recording plugin does, so the same compiler gives
 the same digests. A kernel that cannot be loaded or compiled gets ``error``
 (``compile failed: <ExcType>: <first line>`` or ``load failed: ...``) and no result.
+Its cubin is disassembled (the SASS stage, registers, spills) only where every stage
+before it has the baseline record's digest: a kernel changed earlier is changed
+whatever its SASS (:func:`earlier_stage_differs`; a note on the record says so).
 
 Entry point (one process; run several on shards for parallelism)::
 
@@ -51,6 +54,7 @@ from typing import Any
 
 from zlbench.errors import ZlbenchError
 from zlbench.models import CodegenIndex, CompileRecord, CompileRequest, load_json_model
+from zlbench.models.codegen import STAGES, CompileResult
 from zlbench.plugins.compiler import capture
 from zlbench.plugins.compiler import standin as standin_mod
 from zlbench.plugins.sweep import parse_sweep_shard
@@ -231,9 +235,27 @@ def rebuild_one(
         return out
     files = capture.stage_files(kw["metadata_group"])
     out.result, cubin = capture.result_from(kw["metadata"], files, kw["times"], False, store, roots)
-    if cubin is not None:
+    differs = earlier_stage_differs(rec.result, out.result)
+    if cubin is not None and differs is None:
         capture.add_disassembly(out.result, cubin, store, roots)
+    elif cubin is not None:
+        out.notes.append(f"SASS not disassembled: the {differs} already differs")
     return out
+
+
+def earlier_stage_differs(base: CompileResult | None, cur: CompileResult) -> str | None:
+    """The first stage before SASS whose digest differs from the baseline record's
+    (a stage only one side has counts), or None. Such a kernel is changed at that stage,
+    whatever its SASS, so the screen classifies it without disassembling its cubin
+    (cuobjdump: about 0.13-0.2 s of CPU per kernel, often as much as its compile); its
+    registers, spills and SASS instruction count are then not known."""
+    if base is None:
+        return None  # nothing to compare: the screen says so, the SASS is recorded
+    for stage in STAGES[:-1]:
+        a, b = base.stages.get(stage), cur.stages.get(stage)
+        if (a is None) != (b is None) or (a is not None and a.sha256 != b.sha256):
+            return stage
+    return None
 
 
 def select(records: list[CompileRecord], shard: tuple[int, int] | None) -> list[CompileRecord]:
