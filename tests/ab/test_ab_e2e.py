@@ -25,6 +25,7 @@ import pytest
 
 from zlbench.cli import main
 from zlbench.gate.baselines import content_hashes
+from zlbench.gate.load import load_results
 from zlbench.models import (
     BaselineManifest,
     GateVerdict,
@@ -34,6 +35,7 @@ from zlbench.models import (
     load_json_model,
     load_yaml_model,
 )
+from zlbench.protocol.pairs import PairRule
 from zlbench.runner.catalog.inventory import inventory_path, scan_checkout, write_inventory
 
 BENCHPKG = Path(__file__).resolve().parents[1] / "benchpkg"
@@ -142,6 +144,10 @@ def test_pr_slower_than_the_base_is_a_regression_measured_interleaved(world, mon
     assert v.ab is not None and v.ab.mode == "changed" and v.ab.method == "interleaved"
     assert v.ab.ops == ["main/add"] and v.ab.pr_is_screen
     assert v.ab.base.env == str(world / "site-base") and v.ab.pr.dist and v.ab.pr.version
+    # how it sampled: the Timing both sides' runs recorded, and the default adaptive pairs
+    timing = load_results(world / "slow-pr" / "results").ops["main/add"].result.environment.timing
+    assert timing is not None and timing.method.pairs
+    assert v.ab.sampling == PairRule().sampling.timed(timing)
     rows = [r for r in v.rows if r.ab is not None]
     assert rows and all(r.verdict is Verdict.REGRESSION for r in rows)
     assert all(r.ab.decision == "REGRESSION" and r.ab.rounds >= 5 for r in rows)

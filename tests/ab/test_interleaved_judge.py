@@ -71,10 +71,7 @@ def gate_dir(tmp_path, pairs: dict[str, list[tuple[float, float]]], screen: floa
             base=AbCompiler(env="/envs/base", path="/envs/base/triton"),
             method="interleaved",
             pr_is_screen=True,
-            min_pairs=RULE.min_pairs,
-            max_pairs=RULE.max_pairs,
-            max_pairs_plain=RULE.max_pairs_plain,
-            confidence=RULE.confidence,
+            sampling=RULE.sampling,
         ),
     )
     return bl, gate

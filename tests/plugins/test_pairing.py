@@ -9,13 +9,14 @@ import time
 
 import pytest
 
+from zlbench.models.timing import PairSampling
 from zlbench.plugins import pairing
 from zlbench.plugins.pairing import Pairing, read_stats
 from zlbench.protocol.pairs import PairRule, decide, read_samples, slot_side
 from zlbench.protocol.turn import GpuTurn
 
 KEY = {"repo": "main", "run_name": "add", "op": "add", "dtype": "float32", "shape": "[64]"}
-RULE = PairRule(threshold=0.03, floor_us=0.05, min_pairs=5, max_pairs=10)
+RULE = PairRule(threshold=0.03, floor_us=0.05, sampling=PairSampling(min_pairs=5, max_pairs=10))
 
 
 class FixedClock:
@@ -124,7 +125,7 @@ def test_active_reads_the_side_from_the_environment(tmp_path, monkeypatch):
     pairing.reset()
     monkeypatch.setenv("ZLBENCH_PAIR_DIR", str(tmp_path))
     monkeypatch.setenv("ZLBENCH_PAIR_SIDE", "base")
-    monkeypatch.setenv("ZLBENCH_PAIR_RULE", PairRule(max_pairs=7).to_json())
+    monkeypatch.setenv("ZLBENCH_PAIR_RULE", PairRule(sampling=PairSampling(max_pairs=7)).to_json())
     try:
         p = pairing.active()
         assert p is not None and p.side == "base" and p.rule.max_pairs == 7
@@ -169,7 +170,8 @@ def test_a_side_whose_partners_batch_has_ended_does_not_wait(tmp_path):
 
 
 def test_a_row_plain_on_one_side_is_plain_for_both_and_both_stop_at_the_same_pair(tmp_path):
-    rule = PairRule(threshold=0.03, floor_us=0.05, min_pairs=5, max_pairs=6, max_pairs_plain=24)
+    sampling = PairSampling(min_pairs=5, max_pairs=6, max_pairs_plain=24)
+    rule = PairRule(threshold=0.03, floor_us=0.05, sampling=sampling)
     pr = itertools.repeat(0.150)  # +50 % throughout: decided once it has five blocks
 
     got, _, row = run_both(tmp_path, pr, itertools.repeat(0.100), plain_sides=("pr",), rule=rule)

@@ -7,6 +7,7 @@ from dataclasses import replace
 
 import pytest
 
+from zlbench.models.timing import PairSampling
 from zlbench.protocol.pairs import (
     INCONCLUSIVE,
     REGRESSION,
@@ -69,7 +70,7 @@ def _stats(changes, base_ms=0.1, confidence=0.9):
     return pair_stats([b * (1 + c) for b, c in zip(base, changes, strict=True)], base, confidence)
 
 
-RULE = PairRule(threshold=0.03, floor_us=0.05, min_pairs=5, max_pairs=8)
+RULE = PairRule(threshold=0.03, floor_us=0.05, sampling=PairSampling(min_pairs=5, max_pairs=8))
 
 
 def test_a_row_clearly_slower_beyond_threshold_and_floor_is_a_regression():
@@ -134,7 +135,7 @@ def test_complete_pairs_leave_out_a_pair_with_a_throttled_sample_and_an_unfinish
 
 
 def test_the_rule_round_trips_through_the_environment_and_ignores_unknown_keys():
-    rule = PairRule(threshold=0.05, floor_us=0.1, max_pairs=12)
+    rule = PairRule(threshold=0.05, floor_us=0.1, sampling=PairSampling(max_pairs=12))
     assert PairRule.from_json(rule.to_json()) == rule
     assert PairRule.from_json('{"threshold": 0.02, "future": 1}') == PairRule(threshold=0.02)
 

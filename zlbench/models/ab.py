@@ -7,12 +7,13 @@ row is judged on the paired statistic of those rounds (docs/judging.md).
 
 from __future__ import annotations
 
-from typing import ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
-from zlbench.models.base import OnDisk, _Model
+from zlbench.models.base import OnDisk, _Model, upgrade_from
 from zlbench.models.run import RowKey
+from zlbench.models.timing import SAMPLING_FIELDS, PairSampling
 
 AbMode = Literal["suspects", "full", "changed"]
 SIDES = ("pr", "base")
@@ -94,7 +95,7 @@ class AbSummary(OnDisk):
     """What the A/B measured, with which compilers, at which cost; also
     ``<gate out>/ab/ab.json`` next to the rounds ``ab/<i>/{pr,base}/``."""
 
-    FORMAT_VERSION: ClassVar[int] = 1
+    FORMAT_VERSION: ClassVar[int] = 2
     schema_version: int = FORMAT_VERSION
     mode: AbMode
     rounds: int
@@ -125,13 +126,12 @@ class AbSummary(OnDisk):
     pr_is_screen: bool = Field(
         False, description="the PR side is the gate's results/ (no ab/1/pr/ of its own)"
     )
-    # the interleaved A/B's pair rule besides threshold and floor (zlbench.protocol.pairs)
-    min_pairs: int | None = Field(None, ge=1)
-    max_pairs: int | None = Field(None, ge=1)
-    max_pairs_plain: int | None = Field(None, ge=1)
-    block_pairs_plain: int | None = Field(None, ge=1)
+    # how the interleaved A/B sampled (models.timing.PairSampling: the sides' per-sample
+    # Timing and the adaptive pairs; None for rounds); version 1 held the adaptive pairs'
+    # fields at the top level (_sampling_of_v1)
+    sampling: PairSampling | None = None
+    # the plain rows' threshold of the pair rule (verdict policy, zlbench.protocol.pairs)
     threshold_plain: float | None = Field(None, gt=0, lt=1, allow_inf_nan=False)
-    confidence: float | None = Field(None, gt=0, lt=1, allow_inf_nan=False)
     # `zlbench ab` (docs/judging.md "Calibers"); the defaults are the gate's A/B: both
     # sides replay the baseline's records, in one environment but for the compiler
     caliber: Literal["pinned", "own-best"] = Field(
@@ -147,6 +147,34 @@ class AbSummary(OnDisk):
     )
     aa: bool = Field(False, description="an A/A on purpose: both sides alike")
 
+    @model_validator(mode="before")
+    @classmethod
+    def _v1_sampling(cls, data: Any) -> Any:
+        """The adaptive pairs' fields at the top level (version 1; also a verdict.json's
+        copy of one, and an ab.json edited so) read into ``sampling``."""
+        return _sampling_of_v1(data) if isinstance(data, dict) else data
+
+    # the sampling's adaptive pairs as version 1 named them (None: a rounds A/B)
+    @property
+    def min_pairs(self) -> int | None:
+        return self.sampling.min_pairs if self.sampling else None
+
+    @property
+    def max_pairs(self) -> int | None:
+        return self.sampling.max_pairs if self.sampling else None
+
+    @property
+    def max_pairs_plain(self) -> int | None:
+        return self.sampling.max_pairs_plain if self.sampling else None
+
+    @property
+    def block_pairs_plain(self) -> int | None:
+        return self.sampling.block_pairs_plain if self.sampling else None
+
+    @property
+    def confidence(self) -> float | None:
+        return self.sampling.confidence if self.sampling else None
+
     @field_validator("order", "seconds", "env_vars", "records")
     @classmethod
     def _known_sides(cls, v):
@@ -155,6 +183,29 @@ class AbSummary(OnDisk):
         if bad := [s for s in v if s not in SIDES]:
             raise ValueError(f"{str(bad[0])[:40]!r} is not a side (one of {', '.join(SIDES)})")
         return v
+
+
+def _sampling_of_v1(data: dict[str, Any]) -> dict[str, Any]:
+    """``data`` with version 1's top-level ``min_pairs``, ``max_pairs``,
+    ``max_pairs_plain``, ``block_pairs_plain`` and ``confidence`` moved into
+    ``sampling`` (a value given there is kept unless the top level names it; None at the
+    top level: not recorded). Without any of them: unchanged (a rounds A/B's sampling
+    stays None; an interleaved one of version 1 gets the defaults of what it lacked, as
+    its judge read it). Its ``Timing`` was not recorded: None."""
+    flat = {k: data[k] for k in SAMPLING_FIELDS if k in data}
+    if not flat:
+        return data
+    out = {k: v for k, v in data.items() if k not in SAMPLING_FIELDS}
+    given = {k: v for k, v in flat.items() if v is not None}
+    if given or out.get("sampling") is not None:
+        out["sampling"] = {**(out.get("sampling") or {}), **given}
+    return out
+
+
+@upgrade_from(AbSummary, 1)
+def _ab_from_v1(data: dict[str, Any]) -> dict[str, Any]:
+    """Version 1 -> 2: the adaptive pairs moved into ``sampling`` (models.timing)."""
+    return _sampling_of_v1(data)
 
 
 class PairSample(_Model):

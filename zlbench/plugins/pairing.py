@@ -20,6 +20,12 @@ most ``wait_s`` for the row, then both time alone and the row has no pairs; afte
 one such wait the next rows wait ``short_wait_s`` only until a pair succeeds again.
 Once a side's whole batch has ended (``<pair dir>/done.<side>``, written by the
 runner), the other waits for it no more.
+
+How a row is sampled is :class:`zlbench.models.timing.PairSampling`, the rule's
+``sampling`` (from ``$ZLBENCH_PAIR_RULE``): one sample is what the timer hands to
+:meth:`Pairing.measure` (graph: one replay of the row's graph, or one plain do_bench
+median), the clock read after it is :data:`CLOCKS`' reader of ``sampling.clock``, and
+the adaptive pairs (``min_pairs``, ``max_pairs``, ...) are its stopping rule's.
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from zlbench.models.timing import SampleClock
 from zlbench.plugins import state
 from zlbench.protocol.pairs import (
     DONE_PREFIX,
@@ -86,6 +93,11 @@ class Clock:
             return int(mhz), int(get(self.handle))
         except Exception:  # noqa: BLE001
             return None, None
+
+
+# The clock reader of each SampleClock (models.timing.PairSampling.clock): read after each
+# sample, in its GPU turn; read(): (SM clock MHz, clock event reasons), None where unknown.
+CLOCKS: dict[SampleClock, Callable[[], Any]] = {SampleClock.NVML: Clock}
 
 
 @dataclass
@@ -141,7 +153,8 @@ class Pairing:
         return self._pairs(d, text, sample, plain) or None
 
     def _pairs(self, d: Path, key: str, sample: Callable[[], float], plain: bool) -> list[float]:
-        turn, clock = self.turn or process_turn(), self.clock or Clock()
+        turn = self.turn or process_turn()
+        clock = self.clock or CLOCKS[self.rule.sampling.clock]()
         self.clock = clock
         mine: list[float] = []
         slot = 0
@@ -223,4 +236,4 @@ def reset() -> None:
     _PAIRING.clear()
 
 
-__all__ = ["Clock", "Pairing", "active", "read_stats", "reset"]
+__all__ = ["CLOCKS", "Clock", "Pairing", "active", "read_stats", "reset"]

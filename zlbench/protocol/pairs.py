@@ -36,7 +36,8 @@ hop between modes 250-460 µs apart, host launch time). So a plain row is also j
 at a threshold of its own, ``threshold_plain`` (25 %; the largest such A/A change seen
 was 21 %): it fails only when it is slower than that beyond its interval.
 
-Imported by the plugins (which measure) and by the judge; stdlib only.
+Imported by the plugins (which measure) and by the judge; stdlib and
+:mod:`zlbench.models.timing` only (the rule's sampling, :class:`PairSampling`).
 """
 
 from __future__ import annotations
@@ -45,10 +46,12 @@ import hashlib
 import json
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from statistics import median
 from typing import Any
+
+from zlbench.models.timing import SAMPLING_FIELDS, PairSampling
 
 PAIR_DIR_VAR = "ZLBENCH_PAIR_DIR"  # the dir both sides' processes meet in
 PAIR_SIDE_VAR = "ZLBENCH_PAIR_SIDE"  # "pr" or "base"
@@ -66,35 +69,69 @@ THROTTLE_MASK = 0x8 | 0x20 | 0x40 | 0x80  # HW slowdown, SW/HW thermal, HW power
 
 @dataclass(frozen=True)
 class PairRule:
-    """What both sides of an interleaved A/B stop by and the judge judges by."""
+    """What both sides of an interleaved A/B stop by and the judge judges by: the
+    verdict policy (threshold, floor, the plain rows' threshold) and how the rows are
+    sampled (``sampling``: the adaptive pairs and the per-sample timing,
+    :class:`zlbench.models.timing.PairSampling`, recorded in ``ab.json``)."""
 
     threshold: float = 0.03  # relative: slower than the base beyond this ...
     # ... and by more than this many µs per call: interleaved A/A gates on the H200 showed
     # per-process offsets of up to 0.15-0.25 µs on ~3 µs kernels that pairing does not
     # cancel (docs/judging.md "The interleaved A/B")
     floor_us: float = 0.2
-    min_pairs: int = 5  # never decide on fewer pairs
-    max_pairs: int = 16  # the budget of a row timed with a CUDA graph
-    max_pairs_plain: int = 32  # the budget of a row timed by the plain fallback (noisier)
-    # a plain row's intervals are over the medians of blocks of this many pairs (1: of
-    # the pairs themselves, as a row timed with a CUDA graph)
-    block_pairs_plain: int = 4
     # the relative threshold of a row timed by the plain fallback (at least ``threshold``):
     # one process per side cannot tell such a row's process state from a change below it
     threshold_plain: float = 0.25
-    confidence: float = 0.9  # of the intervals of the median
+    sampling: PairSampling = PairSampling()
+
+    # the sampling's adaptive pairs, read where the rule is applied
+    @property
+    def min_pairs(self) -> int:
+        return self.sampling.min_pairs
+
+    @property
+    def max_pairs(self) -> int:
+        return self.sampling.max_pairs
+
+    @property
+    def max_pairs_plain(self) -> int:
+        return self.sampling.max_pairs_plain
+
+    @property
+    def block_pairs_plain(self) -> int:
+        return self.sampling.block_pairs_plain
+
+    @property
+    def confidence(self) -> float:
+        return self.sampling.confidence
+
+    def with_sampling(self, **changes: Any) -> PairRule:
+        """This rule with the sampling's fields ``changes`` changed (validated)."""
+        sampling = PairSampling.model_validate({**self.sampling.model_dump(), **changes})
+        return replace(self, sampling=sampling)
 
     def to_json(self) -> str:
-        return json.dumps(asdict(self), sort_keys=True)
+        data = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "sampling"}
+        return json.dumps(
+            data | {"sampling": self.sampling.model_dump(mode="json")}, sort_keys=True
+        )
 
     @classmethod
     def from_json(cls, text: str) -> PairRule:
+        """The rule of :meth:`to_json` (unknown keys ignored; the sampling's fields at
+        the top level, as before they were a model, read into it)."""
         data = json.loads(text)
-        known = {k: data[k] for k in asdict(cls()) if k in data}
-        return cls(**known)
+        policy = {
+            f.name: data[f.name] for f in fields(cls) if f.name != "sampling" and f.name in data
+        }
+        given = dict(data.get("sampling") or {}) | {
+            k: data[k] for k in SAMPLING_FIELDS if k in data
+        }
+        known = {k: v for k, v in given.items() if k in PairSampling.model_fields}
+        return cls(**policy, sampling=PairSampling.model_validate(known))
 
     def budget(self, plain: bool) -> int:
-        return self.max_pairs_plain if plain else self.max_pairs
+        return self.sampling.budget(plain)
 
     def threshold_for(self, plain: bool) -> float:
         """The relative threshold of a row (``threshold_plain`` for a plain row)."""
@@ -102,7 +139,7 @@ class PairRule:
 
     def block(self, plain: bool) -> int:
         """Pairs per block of a row's intervals (1 for a row timed with a graph)."""
-        return max(1, self.block_pairs_plain) if plain else 1
+        return self.sampling.block(plain)
 
 
 def pair_environ(root: object, side: str, rule_json: str | None, gpu: str) -> dict[str, str]:

@@ -43,6 +43,7 @@ from zlbench.models import (
     Verdict,
     resolve_inside,
 )
+from zlbench.models.timing import PairSampling, Timing, paired_method_why, sides_timing
 from zlbench.protocol.layout import RESULTS_DIR, op_key
 from zlbench.protocol.pairs import PairRule
 from zlbench.runner.ab.env import (
@@ -96,7 +97,7 @@ class AbOptions:
             rule = replace(rule, floor_us=self.floor_us)
         if self.max_pairs is not None:
             m = max(rule.min_pairs, self.max_pairs)
-            rule = replace(rule, max_pairs=m, max_pairs_plain=max(m, rule.max_pairs_plain))
+            rule = rule.with_sampling(max_pairs=m, max_pairs_plain=max(m, rule.max_pairs_plain))
         return rule
 
 
@@ -217,10 +218,11 @@ def measure_interleaved(
 
     run = run_interleaved(ops, out / AB_DIR, side)
     pr_dir, base_dir = run.dirs[0]
-    check_sides(load_rounds([(pr_dir, base_dir)]), base_dir, ctx.options.base_compiler or "")
+    loaded = load_rounds([(pr_dir, base_dir)])
+    timing = check_sides(loaded, base_dir, ctx.options.base_compiler or "", rule.sampling)
     summary = interleaved_summary(
         run,
-        rule,
+        rule.with_sampling(timing=timing),
         sorted(ops),
         ctx.pr_id,
         ctx.base_id,
@@ -233,8 +235,9 @@ def measure_interleaved(
 
 
 def interleaved_summary(run, rule, ops: list[str], pr, base, **extra) -> AbSummary:
-    """``ab.json`` of one interleaved run: its order, wall times and the pair rule it
-    was judged by, the sides' compilers, and what the caller adds (mode, caliber...)."""
+    """``ab.json`` of one interleaved run: its order, wall times, how it sampled
+    (``rule.sampling``, with the sides' recorded Timing) and the verdict policy it was
+    judged by, the sides' compilers, and what the caller adds (mode, caliber...)."""
     return AbSummary(
         rounds=1,
         order=run.order,
@@ -245,19 +248,20 @@ def interleaved_summary(run, rule, ops: list[str], pr, base, **extra) -> AbSumma
         method="interleaved",
         threshold=rule.threshold,
         floor_us=rule.floor_us,
-        min_pairs=rule.min_pairs,
-        max_pairs=rule.max_pairs,
-        max_pairs_plain=rule.max_pairs_plain,
-        block_pairs_plain=rule.block_pairs_plain,
+        sampling=rule.sampling,
         threshold_plain=rule.threshold_plain,
-        confidence=rule.confidence,
         **extra,
     )
 
 
-def check_sides(loaded, where: Path, base_env: str) -> None:
+def check_sides(
+    loaded, where: Path, base_env: str, sampling: PairSampling | None = None
+) -> Timing | None:
     """Refuse an A/B whose base measured nothing, or measured another FlagGems,
-    torch or GPU than the PR's side (one line, exit 2)."""
+    torch or GPU than the PR's side, or whose runs were timed differently (between the
+    sides, within a side, or other than its recorded ``sampling`` says; a method that
+    takes no paired samples): one line, exit 2. Returns the ``Timing`` both sides'
+    runs recorded (None where none did)."""
     if loaded.base_rows == 0:
         raise ZlbenchError(
             f"the base compiler ({base_env}) measured no row in {where}: "
@@ -265,6 +269,30 @@ def check_sides(loaded, where: Path, base_env: str) -> None:
         )
     if why := side_mismatch(loaded.pr_envs, loaded.base_envs):
         raise ZlbenchError(why)
+    return check_sampling(loaded, where, sampling)
+
+
+def check_sampling(loaded, where: Path, sampling: PairSampling | None) -> Timing | None:
+    """The one ``Timing`` of both sides' runs (:func:`zlbench.models.timing.sides_timing`),
+    checked against the ``sampling`` ab.json recorded (None: a rounds A/B, whose runs
+    are compared with each other only) and, for an interleaved A/B, paired by its
+    method; any mismatch is one line, exit 2."""
+    try:
+        timing = sides_timing(
+            [e.timing for e in loaded.pr_envs], [e.timing for e in loaded.base_envs]
+        )
+    except ValueError as e:
+        raise ZlbenchError(f"{where}: {e}") from None
+    if sampling is None or timing is None:
+        return timing
+    if not timing.method.pairs:
+        raise ZlbenchError(f"{where}: {paired_method_why(timing)}")
+    if sampling.timing is not None and sampling.timing != timing:
+        raise ZlbenchError(
+            f"{where}: the A/B records sampling with {sampling.timing.text()}, its sides' "
+            f"runs were timed {timing.text()}: re-measure the A/B"
+        )
+    return timing
 
 
 def load_paired(
@@ -284,7 +312,7 @@ def load_paired(
         check_recorded_rule(summary, options, gate_dir / AB_DIR / AB_FILE)
         summary = with_rule(summary, options)
     loaded = load_rounds(dirs)
-    check_sides(loaded, gate_dir / AB_DIR, summary.base.env)
+    check_sides(loaded, gate_dir / AB_DIR, summary.base.env, summary.sampling)
     pairs = (
         load_pairs(resolve_inside(gate_dir, AB_DIR)) if summary.method == "interleaved" else None
     )
@@ -303,21 +331,15 @@ def judge_ab(verdict: GateVerdict, gate_dir: Path, options: AbOptions | None = N
 
 
 def summary_rule(summary: AbSummary) -> PairRule:
-    """The pair rule an interleaved A/B recorded (the defaults for what it did not)."""
+    """The pair rule an interleaved A/B recorded: its verdict policy (threshold, floor,
+    the plain rows' threshold) and its sampling (``AbSummary.sampling``), the defaults
+    for what it did not record."""
     rule = PairRule(threshold=summary.threshold, floor_us=summary.floor_us)
-    given = {
-        k: v
-        for k in (
-            "min_pairs",
-            "max_pairs",
-            "max_pairs_plain",
-            "block_pairs_plain",
-            "threshold_plain",
-            "confidence",
-        )
-        if (v := getattr(summary, k)) is not None
-    }
-    return replace(rule, **given)
+    if summary.threshold_plain is not None:
+        rule = replace(rule, threshold_plain=summary.threshold_plain)
+    if summary.sampling is not None:
+        rule = replace(rule, sampling=summary.sampling)
+    return rule
 
 
 def default_rule(summary: AbSummary) -> PairRule:
@@ -332,17 +354,17 @@ def looser_than_default(summary: AbSummary, options: AbOptions) -> list[str]:
     explicitly, each as ``what recorded (default D): FLAG``. A pair rule field no flag
     sets (min_pairs, confidence: either way can pass a regression, as INCONCLUSIVE or
     on too few pairs) counts whenever it differs from the default."""
-    d, out = default_rule(summary), []
+    d, out, s = default_rule(summary), [], summary.sampling
     if options.threshold is None and summary.threshold > d.threshold:
         out.append(f"threshold {summary.threshold:g} (default {d.threshold:g}): --ab-threshold")
     if options.floor_us is None and summary.floor_us > d.floor_us:
         out.append(f"floor {summary.floor_us:g} µs (default {d.floor_us:g}): --ab-floor-us")
     for k in ("max_pairs", "max_pairs_plain"):  # fewer pairs: more rows INCONCLUSIVE
-        v = getattr(summary, k)
+        v = getattr(s, k) if s is not None else None
         if options.max_pairs is None and v is not None and v < getattr(d, k):
             out.append(f"{k} {v} (default {getattr(d, k)}): --ab-max-pairs")
     for k in ("min_pairs", "block_pairs_plain", "threshold_plain", "confidence"):
-        v = getattr(summary, k)
+        v = summary.threshold_plain if k == "threshold_plain" else getattr(s, k, None)
         if v is not None and v != getattr(d, k):
             out.append(f"{k} {v:g} (default {getattr(d, k):g}): no flag sets it")
     return out

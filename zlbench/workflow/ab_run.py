@@ -38,7 +38,7 @@ from zlbench.runner.ab.rounds import (
     write_summary,
 )
 from zlbench.runner.batch.config import BatchConfig
-from zlbench.workflow.ab import AbOptions, check_sides, interleaved_summary
+from zlbench.workflow.ab import AbOptions, check_sides, interleaved_summary, summary_rule
 
 CALIBERS = ("pinned", "own-best", "both")
 # A is the reference, measured as the base side; B is judged, measured as the PR side
@@ -225,10 +225,11 @@ def _measure_caliber(
     seams.say(f"zlbench ab: caliber {caliber}: {len(keys)} op(s), both sides at once")
     run = _paired(configs, keys, root, records, rule, seams)
     pr_dir, base_dir = run.dirs[0]
-    check_sides(load_rounds([(pr_dir, base_dir)]), base_dir, job.base_compiler or "side A")
+    loaded = load_rounds([(pr_dir, base_dir)])
+    timing = check_sides(loaded, base_dir, job.base_compiler or "side A", rule.sampling)
     summary = interleaved_summary(
         run,
-        rule,
+        rule.with_sampling(timing=timing),
         sorted(keys),
         ids["pr"],
         ids["base"],
@@ -240,7 +241,7 @@ def _measure_caliber(
     )
     write_summary(root, summary)
     pairs = load_pairs(root)
-    rows = judge_pairs(pairs, rule) if pairs is not None else {}
+    rows = judge_pairs(pairs, summary_rule(summary)) if pairs is not None else {}
     check = records_check(caliber, base_dir, pr_dir)
     failed = _failed({"base": base_dir, "pr": pr_dir})
     return AbRunCaliber(summary=summary, rows=rows, records=check, failed=failed)

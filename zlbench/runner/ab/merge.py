@@ -4,7 +4,8 @@ judge (``gate --results MERGED``) reads every shard's rounds as one A/B.
 Round ``i`` of side ``s`` is the merge of the shards' ``ab/<i>/<s>/`` batch dirs
 (each shard measured its own suspects); ``ab.json`` is the first shard's with
 the op lists joined and the wall times added. Shards that measured with
-different modes, paired rules or compilers cannot be one A/B: one line naming what differs.
+different modes, paired rules, samplings or compilers cannot be one A/B: one line naming
+what differs (exit 2).
 """
 
 from __future__ import annotations
@@ -19,11 +20,13 @@ from zlbench.runner.batch.merge import merge_batches
 
 
 def _identity(s: AbSummary) -> dict[str, object]:
-    """What every shard of one A/B shares: mode, rule and both compilers."""
+    """What every shard of one A/B shares: mode, rule, sampling (the sides' per-sample
+    Timing and the adaptive pairs, models.timing.PairSampling) and both compilers."""
     return {
         "mode": s.mode,
         "threshold": s.threshold,
         "floor": s.floor_us,
+        "sampling": s.sampling.model_dump() if s.sampling is not None else None,
         "PR compiler": (s.pr.dist, s.pr.version, s.pr.commit),
         "base compiler": (s.base.dist, s.base.version, s.base.commit),
     }
