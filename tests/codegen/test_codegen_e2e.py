@@ -19,7 +19,7 @@ from zlsynth import brow, write_baseline  # noqa: E402
 
 from zlbench.cli import main
 from zlbench.models import load_json_model
-from zlbench.models.codegen_screen import CodegenClass, CodegenScreen
+from zlbench.models.codegen_screen import CodegenClass, CodegenScreen, RebuiltShard
 
 pytestmark = pytest.mark.slow
 
@@ -112,3 +112,24 @@ def test_compiler_that_fails_a_kernel_exits_1(baseline, screen_env, tmp_path, ca
     assert all("zl patch: no dot" in k.error for k in s.failed())
     assert s.counts["identical"] == len(s.kernels) - len(s.failed())
     assert "FAILED mm_kernel" in capsys.readouterr().err
+
+
+def test_a_rebuild_sharded_over_jobs_screens_as_one(baseline, screen_env, tmp_path, capsys):
+    screen_env(None)
+    shards = [tmp_path / f"shard{k}" for k in (1, 2)]
+    for k, d in enumerate(shards, 1):
+        argv = ["codegen", "--baseline", str(baseline), "--shard", f"{k}/2", "--out", str(d)]
+        assert main(argv) == 0
+    ids = [load_json_model(d / "rebuilt.json", RebuiltShard).ids for d in shards]
+    recorded = load_index(baseline / "main" / "benchpkg" / "codegen").records
+    assert sorted(ids[0] + ids[1]) == sorted(r.id for r in recorded) and all(ids)
+    given = [a for d in shards for a in ("--rebuilt", str(d))]
+    out = tmp_path / "out"
+    assert main(["codegen", "--baseline", str(baseline), "--out", str(out), *given]) == 0
+    s = load_json_model(out / "codegen.json", CodegenScreen)
+    assert s.counts["identical"] == len(s.kernels) == len(recorded)
+    assert "rebuilt by 2 shard job(s)" in capsys.readouterr().err
+    # taken only whole: one shard missing, or given twice, is one line, exit 2
+    for bad in (given[:2], given[:2] * 2):
+        assert main(["codegen", "--baseline", str(baseline), "--out", str(out), *bad]) == 2
+        assert "every shard 1..2 once is needed" in capsys.readouterr().err

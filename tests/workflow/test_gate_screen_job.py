@@ -302,3 +302,20 @@ def test_one_wheel_in_two_venvs_has_one_fingerprint_and_another_build_another(
     assert a.startswith("flagtree 3.6.0 sha256:")
     assert a == b  # the same wheel, other venvs and machines
     assert a != c  # a file of the package differs: another compiler
+
+
+def test_screen_only_hands_the_shard_jobs_rebuild_to_the_screen(tmp_path, ops_dir):
+    # --rebuilt: the screen classifies what `zlbench codegen --shard K/N` jobs rebuilt,
+    # checked against this baseline's manifest and this compiler (codegen.shards)
+    bl = baseline(tmp_path / "bl")
+    seam = FakeScreen(ADD_SAME, MM_CHANGED)
+    shards = (tmp_path / "s1", tmp_path / "s2")
+    rc, err = run(tmp_path, bl, ops_dir, tmp_path / "screen", seam=seam, codegen_rebuilt=shards)
+    assert rc == 0, err
+    (opts,) = seam.calls
+    sha = hashlib.sha256((bl / "manifest.yaml").read_bytes()).hexdigest()
+    assert opts.rebuilt == codegen.RebuiltInput(shards, sha, FINGERPRINT)
+    # the GPU job takes a finished screen: --rebuilt there is refused
+    with pytest.raises(ZlbenchError, match="--rebuilt feeds the screen"):
+        run(tmp_path, bl, ops_dir, tmp_path / "gpu", screen=tmp_path / "screen",
+            codegen_rebuilt=shards)  # fmt: skip

@@ -13,12 +13,24 @@ import shutil
 import sys
 from pathlib import Path
 
+from zlbench.cli.options import add_rebuilt_option
 from zlbench.cli.settings import Settings
-from zlbench.codegen.screen import SCREEN_MD, ScreenOptions, flaggems_sources, run_screen
+from zlbench.codegen.screen import (
+    SCREEN_MD,
+    RebuiltInput,
+    ScreenOptions,
+    flaggems_sources,
+    rebuild_shard,
+    run_screen,
+)
 from zlbench.errors import ZlbenchError
 from zlbench.gate.baselines import check_out_outside_baseline, verified_baseline
+from zlbench.models.codegen_screen import RebuiltShard
+from zlbench.protocol.layout import MANIFEST_YAML
 from zlbench.report.codegen import headline
 from zlbench.report.escape import log_line
+from zlbench.runner.batch.shard import parse_shard
+from zlbench.workflow.codegen import compiler_fingerprint, manifest_sha256
 
 
 def add_parser(sub) -> None:
@@ -37,7 +49,19 @@ def add_parser(sub) -> None:
         metavar="PY",
         help="interpreter whose triton rebuilds the kernels (default: this one)",
     )
+    add_rebuild_shard_options(p)
     p.set_defaults(func=_run)
+
+
+def add_rebuild_shard_options(p) -> None:
+    """The screen's rebuild split over CPU jobs (docs/codegen.md, "Sharded rebuild")."""
+    p.add_argument(
+        "--shard",
+        metavar="K/N",
+        help="rebuild only shard K of N of the kernels into --out (no classification): "
+        "what --rebuilt takes",
+    )
+    add_rebuilt_option(p)
 
 
 def _run(args) -> int:
@@ -51,7 +75,11 @@ def _run(args) -> int:
         pythonpath=flaggems_sources(Settings.from_env().flaggems_dirs.values()),
         exec_generated=verified,
     )
-    screen = run_screen(opts, say=lambda s: print(s, file=sys.stderr, flush=True))
+    say = lambda s: print(s, file=sys.stderr, flush=True)  # noqa: E731
+    if args.shard:
+        return _rebuild_shard(opts, args, say)
+    opts.rebuilt = rebuilt_input(args.rebuilt, Path(args.baseline))
+    screen = run_screen(opts, say=say)
     print(f"zlbench codegen: {headline(screen)}; wrote {opts.out / SCREEN_MD}")
     for k in screen.failed():
         print(log_line(f"FAILED {k.name} [{k.config}]: {k.error}"), file=sys.stderr)
@@ -71,6 +99,32 @@ def _run(args) -> int:
             "ZLBENCH_FLAGGEMS_DIR / importable?)"
         )
     return 1 if screen.failed() else 0
+
+
+def rebuilt_input(dirs: list[Path], baseline: Path) -> RebuiltInput | None:
+    """``--rebuilt`` dirs, to be checked against ``baseline`` and this compiler."""
+    if not dirs:
+        return None
+    return RebuiltInput(tuple(dirs), _manifest_sha256(baseline), compiler_fingerprint())
+
+
+def _manifest_sha256(baseline: Path) -> str:
+    return manifest_sha256(baseline) if (baseline / MANIFEST_YAML).is_file() else ""
+
+
+def _rebuild_shard(opts: ScreenOptions, args, say) -> int:
+    if args.rebuilt:
+        raise ZlbenchError("--shard rebuilds what --rebuilt takes: not both")
+    stamp = RebuiltShard(
+        baseline_sha256=_manifest_sha256(opts.baseline),
+        compiler=compiler_fingerprint(),
+        shard=parse_shard(args.shard),
+    )
+    done = rebuild_shard(opts, stamp.shard, stamp, say=say)
+    k, n = done.shard
+    print(f"zlbench codegen: shard {k}/{n}: {len(done.ids)} kernel(s) rebuilt in "
+          f"{done.wall_s} s; wrote {opts.out} (for --rebuilt)")  # fmt: skip
+    return 0
 
 
 def _interpreter(python: str | None) -> str:

@@ -17,6 +17,7 @@ from zlbench.cli.options import (
     add_judging_options,
     add_ops_dir_option,
     add_pair_rule_options,
+    add_rebuilt_option,
     add_replay_speed_options,
     baseline_selection_from,
 )
@@ -105,6 +106,7 @@ def add_codegen_options(p) -> None:
         metavar="N",
         help="parallel processes rebuilding the baseline's kernels (default: CPU count)",
     )
+    add_rebuilt_option(g)
 
 
 def add_ab_options(p) -> None:
@@ -168,6 +170,7 @@ def job_from_args(args, settings: Settings, ops_dir: Path) -> GateJob:
         time_budget_s=getattr(args, "time_budget", None),
         time_first=getattr(args, "time_first", None),
         codegen_jobs=getattr(args, "codegen_jobs", None) or os.cpu_count() or 1,
+        codegen_rebuilt=tuple(getattr(args, "rebuilt", None) or ()),
         measuring=measuring_from(args),
         scheduling=scheduling,
         ab=ab_options_from(

@@ -500,3 +500,18 @@ def add_budget_options(p) -> None:
         metavar="N",
         help="graph replays per measurement, the median reported (plugin default 10)",
     )
+
+
+def add_rebuilt_option(p) -> None:
+    """``--rebuilt DIR`` (repeated): the codegen screen classifies the kernels that
+    ``zlbench codegen --shard K/N`` jobs rebuilt instead of rebuilding them (codegen,
+    gate; docs/codegen.md "Sharded rebuild")."""
+    p.add_argument(
+        "--rebuilt",
+        action="append",
+        type=Path,
+        default=[],
+        metavar="DIR",
+        help="classify the kernels rebuilt by `zlbench codegen --shard K/N` jobs (one "
+        "--rebuilt per shard, every shard once) instead of rebuilding them here",
+    )

@@ -29,9 +29,16 @@ from zlbench.codegen import worker_pool
 from zlbench.codegen.chunks import n_chunks, split
 from zlbench.codegen.collect import BaselineKernels, collect
 from zlbench.codegen.diff import changed_lines, count_classes, resources, screen_kernel, stage_diff
+from zlbench.codegen.shards import load_shards, shard_ids, write_shard
 from zlbench.models.base import atomic_write_text, dump_json_model
 from zlbench.models.codegen import CompileRecord, StageDigest, read_blob, text_stored
-from zlbench.models.codegen_screen import CHANGED_CLASSES, CodegenClass, CodegenScreen, KernelScreen
+from zlbench.models.codegen_screen import (
+    CHANGED_CLASSES,
+    CodegenClass,
+    CodegenScreen,
+    KernelScreen,
+    RebuiltShard,
+)
 from zlbench.report.codegen import render_codegen
 
 SCREEN_JSON = "codegen.json"
@@ -55,6 +62,19 @@ class ScreenOptions:
     # the records are a baseline verified against its manifest: the workers may execute
     # a generated kernel's recorded module text to rebuild it (never for a batch dir)
     exec_generated: bool = False
+    # the rebuild made by other jobs (`zlbench codegen --shard K/N`): classified here,
+    # nothing compiled (zlbench.codegen.shards.load_shards checks it whole)
+    rebuilt: RebuiltInput | None = None
+
+
+@dataclass(frozen=True)
+class RebuiltInput:
+    """The shard dirs of a rebuild made elsewhere, and what they must have been made
+    for: the baseline's manifest sha256 and the compiler's fingerprint."""
+
+    dirs: tuple[Path, ...]
+    baseline_sha256: str
+    compiler: str
 
 
 def flaggems_sources(checkouts: Iterable[str | os.PathLike]) -> list[str]:
@@ -70,14 +90,17 @@ def run_screen(opts: ScreenOptions, say: Callable[[str], None] = lambda s: None)
     started = time.monotonic()
     base = collect(opts.baseline)
     ids = sorted(base.records)
-    estimates = {i: _compile_s(base.records[i]) for i in ids}
-    chunks = split(estimates, n_chunks(len(ids), opts.jobs, opts.chunks_per_job))
     opts.out.mkdir(parents=True, exist_ok=True)
     staged = Path(tempfile.mkdtemp(dir=opts.out, prefix=f".{DIFFS_DIR}."))
     try:
         with tempfile.TemporaryDirectory(prefix="zlbench-codegen-") as tmp:
-            progress = _Progress(say, len(ids), started, lambda i, r: _screen_one(base, i, r))
-            rebuilt, dirs = worker_pool.rebuild_all(base, chunks, opts, Path(tmp), progress)
+            if opts.rebuilt is not None:
+                r = opts.rebuilt
+                estimates = compile_estimates(base)
+                rebuilt, dirs = load_shards(list(r.dirs), estimates, r.baseline_sha256, r.compiler)
+                say(f"codegen: {len(rebuilt)} kernel(s) rebuilt by {len(r.dirs)} shard job(s)")
+            else:
+                rebuilt, dirs = _rebuild(base, ids, opts, Path(tmp), say, started)
             kernels = [_screen_one(base, i, rebuilt.get(i)) for i in ids]
             _write_diffs(base, kernels, rebuilt, dirs, staged)
         screen = CodegenScreen(
@@ -95,6 +118,44 @@ def run_screen(opts: ScreenOptions, say: Callable[[str], None] = lambda s: None)
     finally:
         shutil.rmtree(staged, ignore_errors=True)
     return screen
+
+
+def compile_estimates(base: BaselineKernels) -> dict[str, float | None]:
+    """Each kernel's recorded compile seconds (None: unknown), what the rebuild is
+    dealt into chunks and shards by."""
+    return {i: _compile_s(base.records[i]) for i in sorted(base.records)}
+
+
+def _rebuild(base: BaselineKernels, ids: list[str], opts: ScreenOptions, tmp: Path, say, started):
+    """``ids`` rebuilt in the worker pool: (id -> record, id -> its codegen dir)."""
+    estimates = {i: _compile_s(base.records[i]) for i in ids}
+    chunks = split(estimates, n_chunks(len(ids), opts.jobs, opts.chunks_per_job))
+    progress = _Progress(say, len(ids), started, lambda i, r: _screen_one(base, i, r))
+    return worker_pool.rebuild_all(base, chunks, opts, tmp, progress)
+
+
+def rebuild_shard(
+    opts: ScreenOptions, shard: tuple[int, int], stamp: RebuiltShard, say=lambda s: None
+) -> RebuiltShard:
+    """``zlbench codegen --shard K/N``: rebuild the baseline's kernels of ``shard``
+    (:func:`zlbench.codegen.shards.shard_ids`) into ``opts.out``, classify nothing;
+    ``stamp`` (baseline, compiler) completed with the shard, its ids and its time."""
+    started = time.monotonic()
+    base = collect(opts.baseline)
+    ids = shard_ids(compile_estimates(base), shard)
+    with tempfile.TemporaryDirectory(prefix="zlbench-codegen-") as tmp:
+        rebuilt, dirs = _rebuild(base, ids, opts, Path(tmp), say, started) if ids else ({}, {})
+        stamp = stamp.model_copy(
+            update=dict(
+                shard=shard,
+                ids=ids,
+                generated=datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+                wall_s=round(time.monotonic() - started, 2),
+                jobs=opts.jobs,
+            )
+        )
+        write_shard(opts.out, stamp, rebuilt, dirs)
+    return stamp
 
 
 def _compile_s(rec: CompileRecord) -> float | None:

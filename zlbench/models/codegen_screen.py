@@ -154,3 +154,19 @@ class TimingPlanFile(OnDisk):
     scope: list[str] = Field(default_factory=list)  # the op keys in scope, sorted
     order: list[str] = Field(default_factory=list)  # the timed ops, in priority order
     generated: str = ""  # ISO 8601 UTC
+
+
+class RebuiltShard(OnDisk):
+    """``<out>/rebuilt.json`` of ``zlbench codegen --shard K/N``: one shard of a
+    screen's rebuild, made on its own CPU job (zlbench.codegen.shards)."""
+
+    FORMAT_VERSION: ClassVar[int] = 1
+    schema_version: int = FORMAT_VERSION
+    kind: Literal["codegen_rebuilt_shard"] = "codegen_rebuilt_shard"
+    baseline_sha256: str  # sha256 of the baseline's manifest.yaml
+    compiler: str  # fingerprint of the compiler that rebuilt (workflow.codegen)
+    shard: tuple[int, int]  # (K, N), K 1-based
+    ids: list[str] = Field(default_factory=list)  # the kernel ids dealt to the shard
+    generated: str = ""  # ISO 8601 UTC
+    wall_s: float | None = None
+    jobs: int = 1

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from zlbench.codegen.collect import has_codegen_records
-from zlbench.codegen.screen import DIFFS_DIR, SCREEN_JSON, SCREEN_MD, ScreenOptions
+from zlbench.codegen.screen import DIFFS_DIR, SCREEN_JSON, SCREEN_MD, RebuiltInput, ScreenOptions
 from zlbench.codegen.select import (
     EXPLAINED,
     SENTINEL_WHY,
@@ -134,11 +134,14 @@ def screen_for_gate(
     say: Callable[[str], None],
     progress: Callable[[str], None],
     cache_out: Path | None = None,
+    rebuilt: tuple[Path, ...] = (),
 ) -> CodegenStep:
     """Screen the baseline's kernels into ``<out>/codegen/`` (nothing when the
     baseline has no codegen records: a note, every op timed). ``say``: what it
     found (stdout); ``progress``: the screen's progress lines (stderr);
-    ``cache_out``: a triton cache dir the rebuilt kernels are also put in."""
+    ``cache_out``: a triton cache dir the rebuilt kernels are also put in;
+    ``rebuilt``: shard dirs of `zlbench codegen --shard K/N` jobs, classified instead
+    of rebuilding (then nothing is put in ``cache_out``)."""
     if not has_codegen_records(baseline_dir):
         say(f"zlbench gate: {NO_RECORDS}")
         return no_screen(time)
@@ -150,6 +153,9 @@ def screen_for_gate(
         pythonpath=pythonpath,
         cache_out=cache_out,
         exec_generated=True,  # the gate loaded the baseline only as its manifest says
+        rebuilt=RebuiltInput(rebuilt, manifest_sha256(baseline_dir), compiler_fingerprint())
+        if rebuilt
+        else None,
     )
     result = screen(opts, progress)
     setup = TimedKernels.of(result).setup_changed()

@@ -140,6 +140,8 @@ class GateJob:
     time_budget_s: float | None = None  # --time-budget: GPU seconds for the changed ops
     time_first: Path | None = None  # --time-first: ops timed first within the budget
     codegen_jobs: int = 1
+    # --rebuilt: the shard dirs of `zlbench codegen --shard K/N` jobs the screen classifies
+    codegen_rebuilt: tuple[Path, ...] = ()
     measuring: Measuring = field(default_factory=Measuring)  # --warmup-ms, --replays...
     scheduling: Scheduling = field(default_factory=Scheduling)  # --gpu-share...
 
@@ -598,6 +600,7 @@ def screen_step(
         say=seams.say,
         progress=seams.warn,
         cache_out=cache,
+        rebuilt=job.codegen_rebuilt,
     )
 
 

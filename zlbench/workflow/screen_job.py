@@ -36,6 +36,11 @@ def run_gate_job(
         return _screen_only(job, seams)
     if screen is None:
         return run_gate(job, seams)
+    if job.codegen_rebuilt:
+        raise ZlbenchError(
+            "--rebuilt feeds the screen; --screen takes a finished one: give --rebuilt to "
+            "the screen job (`gate --screen-only`)"
+        )
     if job.time_budget_s is not None or job.time_first is not None:
         raise ZlbenchError(
             "--time-budget and --time-first are the screen job's "
