@@ -120,3 +120,29 @@ def test_codegen_on_a_batch_dir_never_executes_recorded_source(tmp_path, capsys)
     (k,) = load_json_model(tmp_path / "cg" / "codegen.json", CodegenScreen).kernels
     assert k.status.value == "missing" and "UntrustedSource" in (k.error or "")
     assert "1 generated kernel(s) not rebuilt" in capsys.readouterr().err
+
+
+def test_the_generators_globals_never_hide_what_the_recorded_text_binds(tmp_path):
+    # a plain module's kernel recorded as generated names the module it imported a JIT
+    # function from as a home; that home's globals are merged in, but not over the
+    # text's own names (triton.language.random's ``tl`` hid the text's ``tl.philox``)
+    pytest.importorskip("triton")
+    import triton.language.random as home
+
+    from zlbench.plugins.compiler.rebuild import Loader
+
+    req = request("gen_kernel")
+    kernel = req.kernel.model_copy(
+        update={
+            "module": "_zl_gen_home",
+            "path": "gen.py",
+            "generated_source": "tl = 'the text binds it'\n",
+            "generated_globals": {"philox2": "triton.language.random:philox"},
+        }
+    )
+    mod = Loader(tmp_path / "w", exec_generated=True)._load_generated(
+        req.model_copy(update={"kernel": kernel}), "0" * 64
+    )
+    assert mod.tl == "the text binds it" != home.tl
+    assert mod.randint is home.randint  # the home's other names merged in
+    assert mod.philox2 is home.philox

@@ -157,9 +157,17 @@ class Loader:
         mod = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(mod)
         homes = {q.split(":", 1)[0] for q in k.generated_globals.values()}
-        for home in sorted(homes):  # as FlagGems does: the generator's globals merged in
+        own = set(mod.__dict__)  # what the recorded text binds itself
+        for home in sorted(homes):  # as FlagGems does: the generator's globals merged in,
+            # except over the text's own names: a kernel of a plain module recorded as
+            # generated (its JIT function not found by import where it was recorded)
+            # names the module it imported a JIT function from as a home, e.g.
+            # triton.language.random, whose ``tl`` is triton.language.core, and that
+            # would hide the text's own ``tl`` (``tl.philox``: AttributeError)
             src = importlib.import_module(home).__dict__
-            mod.__dict__.update({n: v for n, v in src.items() if not n.startswith("__")})
+            mod.__dict__.update(
+                {n: v for n, v in src.items() if not n.startswith("__") and n not in own}
+            )
         for name, qual in k.generated_globals.items():
             mod.__dict__[name] = capture.resolve(*qual.split(":", 1))
         return mod
@@ -227,8 +235,10 @@ def rebuild_one(
     except Exception as e:  # noqa: BLE001 - any failure to load is this kernel's error
         out.error = f"load failed: {first_line(e)}"
         return out
-    out.notes = _notes(rec.request, fn)
     try:
+        # triton's cache key walks the source's dependencies: a name it cannot resolve
+        # fails it as it fails the compile (the kernel's error, never the worker's end)
+        out.notes = _notes(rec.request, fn)
         kw = compile_request(rec.request, fn)
     except Exception as e:  # noqa: BLE001 - any compile failure is this kernel's error
         out.error = f"compile failed: {first_line(e)}"
