@@ -6,6 +6,7 @@ whose records were kept enter, their codegen indexes hold digest-only stages (bl
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -33,6 +34,7 @@ from zlbench.models.codegen import (
     CompileRequest,
     CompileResult,
     CompilerIdentity,
+    ConstValue,
     KernelConfig,
     KernelSource,
     StageDigest,
@@ -241,3 +243,33 @@ def test_cli_no_replay(tmp_path, work, capsys, monkeypatch):
     assert f"left out main/abs: {NO_CODEGEN}" in out
     m = load_yaml_model(tmp_path / "v9" / "manifest.yaml", BaselineManifest)
     assert m.repeats == 0 and m.summary["numbers"] == RECORD_NUMBERS
+
+
+def test_a_sweeps_unpinned_configs_leave_the_record_passs_codegen(tmp_path, work):
+    # the record pass compiled two configs of an autotuned kernel; its records pinned
+    # one: a replay launches only that one, so only its record enters the baseline
+    run_dir = work / "record" / "main" / "mm"
+    (base,) = _index(run_dir / "codegen", "mm_kernel").records
+    tuned = base.request.model_copy(update={"signature": {"x_ptr": "*fp32", "BLOCK": "constexpr"}})
+    recs = []
+    for block in (64, 128):
+        const = ConstValue(path=[1], kind="int", value=block)
+        req = tuned.model_copy(update={"constexprs": [const]})
+        recs.append(base.model_copy(update={"id": req.key(), "request": req}))
+    loser_blob = run_dir / "codegen" / "blobs" / "loser.gz"
+    loser_blob.write_bytes(b"")
+    stages = dict(recs[1].result.stages)
+    stages["ttir"] = stages["ttir"].model_copy(update={"blob": "blobs/loser.gz"})
+    recs[1] = recs[1].model_copy(
+        update={"result": recs[1].result.model_copy(update={"stages": stages})}
+    )
+    dump_json_model(run_dir / "codegen" / "index.json", CodegenIndex(records=recs))
+    pin = {"kwargs": {"BLOCK": 64}, "num_warps": 4, "num_stages": 3}
+    records = {"schema_version": 1, "kind": "autotune_record_set",
+               "kernels": {"flag_gems.ops.x:mm_kernel": {"[1024]": pin}}}  # fmt: skip
+    (run_dir / "autotune_records" / "mm.json").write_text(json.dumps(records))
+    out = _refresh(tmp_path, work)
+    kept = load_codegen_index(out.out / "main" / "mm")
+    assert [r.id for r in kept.records] == [recs[0].id]
+    assert not (out.out / "main" / "mm" / "codegen" / "blobs" / "loser.gz").exists()
+    assert verify(out.out, out.manifest).ok

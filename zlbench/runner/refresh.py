@@ -21,12 +21,14 @@ from pathlib import Path
 from typing import TextIO
 
 from zlbench import __version__
+from zlbench.codegen.pinned import pinned_only
 from zlbench.errors import ZlbenchError
 from zlbench.gate import baselines
 from zlbench.gate.env import timing_of
 from zlbench.gitinfo import git_state
 from zlbench.models import (
     CODEGEN_INDEX,
+    AutotuneRecords,
     BaselineManifest,
     BaselineResult,
     CodegenIndex,
@@ -367,6 +369,8 @@ def _copy_codegen(cfg: RefreshConfig, key: str, dst: Path, passes: list[Path]) -
         if found is None:
             continue
         index, blobs = found
+        if batch_dir == passes[-1]:  # the record pass: its sweeps' losers are never replayed
+            index, blobs = _pinned_only(cfg, key, index, dst)
         src, out = codegen_dir(batch_dir / key), codegen_dir(dst)
         for blob in blobs:
             (out / blob).parent.mkdir(parents=True, exist_ok=True)
@@ -374,6 +378,28 @@ def _copy_codegen(cfg: RefreshConfig, key: str, dst: Path, passes: list[Path]) -
         index = baselines.with_compile_times(index, _other_indexes(passes, batch_dir, key))
         dump_json_model(out / CODEGEN_INDEX, index)
         return
+
+
+def _pinned_only(
+    cfg: RefreshConfig, key: str, index: CodegenIndex, dst: Path
+) -> tuple[CodegenIndex, list[str]]:
+    """The record pass's ``index`` without the configs its autotune records (already
+    in ``dst``) did not pin (:func:`zlbench.codegen.pinned.pinned_only`): a replay of
+    this baseline launches only the pinned ones, so the screen need not rebuild the
+    rest. The blobs the kept records name."""
+    records: dict = {}
+    for path in sorted((dst / RECORDS_DIR).glob("*.json")):
+        records.update(load_json_model(path, AutotuneRecords).kernels)
+    kept, dropped = pinned_only(index, records)
+    if dropped:
+        _say(
+            cfg,
+            f"refresh: {key}: {dropped} codegen record(s) of unpinned autotune configs left out",
+        )
+    blobs = sorted(
+        {d.blob for r in kept.records if r.result for d in r.result.stages.values() if d.blob}
+    )
+    return kept, blobs
 
 
 def _other_indexes(passes: list[Path], chosen: Path, key: str) -> list[CodegenIndex]:
