@@ -1,16 +1,19 @@
 """The full-inventory record pass's records, carried between device calls and kept in
 git until the next baseline is assembled from them (docs/baselines.md, "v6").
 
+    python benchmarks/full_records.py records FULL OUT.tgz       (on the device)
     python benchmarks/full_records.py merge DIR RECORDS.tgz [RECORDS.tgz ...]
     python benchmarks/full_records.py pack DIR OUT.tar.xz
     python benchmarks/full_records.py unpack ARCHIVE.tar.xz [...] DIR
     python benchmarks/full_records.py unrecorded FULL PACKS_DIR
 
-``benchmarks/gpu_full_screen.sh records`` writes, per device call, a ``records.tgz`` of
-the ops that call completed: ``<repo>/<run_name>/autotune_records/`` and
-``codegen/index.json`` with only the TTIR and TTGIR texts (``codegen/blobs/<sha>.gz``;
-every other stage keeps its digest, blob ``""``, as ``zlbench baseline compact`` keeps
-them). ``merge`` unpacks them into DIR (a later call's op replaces an earlier one's).
+``records`` (the ``benchmarks/gpu_full_screen.sh records`` stage) writes, per device
+call, a ``records.tgz`` of the ops complete in the record pass's dir FULL that still
+have their records (a restored op has not: they came back with an earlier call):
+``<repo>/<run_name>/autotune_records/`` and ``codegen/index.json`` with only the TTIR
+and TTGIR texts (``codegen/blobs/<sha>.gz``; every other stage keeps its digest, blob
+``""``, as ``zlbench baseline compact`` keeps them). ``merge`` unpacks them into DIR
+(a later call's op replaces an earlier one's).
 
 ``pack`` writes DIR as one xz archive (preset 9) with each text stored decompressed as
 ``codegen/blobs/<sha>`` beside the gzip'd names it replaces: xz then sees every text,
@@ -38,6 +41,47 @@ import tarfile
 from pathlib import Path
 
 BLOBS = "blobs"
+
+
+def records(full: Path, dest: Path) -> tuple[int, int]:
+    """``dest``: the records of every op complete in ``full`` that has them, its codegen
+    index with the TTIR/TTGIR texts only (the other stages digest-only, as ``zlbench
+    baseline compact`` keeps them). Returns (ops, texts)."""
+    from zlbench.models import CodegenIndex, load_json_model
+    from zlbench.models.base import model_json
+    from zlbench.models.codegen import CODEGEN_DIR, CODEGEN_INDEX
+    from zlbench.protocol.layout import RECORDS_DIR
+    from zlbench.runner.compact import KEPT_STAGES, digest_only
+
+    ops = texts = 0
+    with tarfile.open(dest, "w:gz") as tar:
+        for run in sorted(p.parent for p in full.glob("*/*/.complete")):
+            rel = run.relative_to(full)
+            cg, recs = run / CODEGEN_DIR, run / RECORDS_DIR
+            if not (cg / CODEGEN_INDEX).is_file() and not recs.is_dir():
+                continue
+            ops += 1
+            if recs.is_dir():
+                tar.add(recs, arcname=str(rel / RECORDS_DIR))
+            if not (cg / CODEGEN_INDEX).is_file():
+                continue
+            index = load_json_model(cg / CODEGEN_INDEX, CodegenIndex)
+            for rec in index.records:
+                stages = rec.result.stages if rec.result else {}
+                for stage, d in list(stages.items()):
+                    if stage in KEPT_STAGES and d.blob and (cg / d.blob).is_file():
+                        tar.add(cg / d.blob, arcname=str(rel / CODEGEN_DIR / d.blob))
+                        texts += 1
+                    else:
+                        stages[stage] = digest_only(d)
+            _add(tar, str(rel / CODEGEN_DIR / CODEGEN_INDEX), (model_json(index) + "\n").encode())
+    return ops, texts
+
+
+def _add(tar: tarfile.TarFile, name: str, data: bytes) -> None:
+    info = tarfile.TarInfo(name)
+    info.size = len(data)
+    tar.addfile(info, io.BytesIO(data))
 
 
 def merge(dest: Path, archives: list[Path]) -> list[str]:
@@ -69,9 +113,7 @@ def pack(src: Path, out: Path) -> tuple[int, int]:
             if path.parent.name == BLOBS and path.suffix == ".gz":
                 rel, data = rel[: -len(".gz")], gzip.decompress(data)
                 texts += 1
-            info = tarfile.TarInfo(rel)
-            info.size = len(data)
-            tar.addfile(info, io.BytesIO(data))
+            _add(tar, rel, data)
     tmp.replace(out)
     return len(ops - {""}), texts
 
@@ -145,6 +187,9 @@ def _checked(tar: tarfile.TarFile, archive: Path) -> list[tarfile.TarInfo]:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
+    rec = sub.add_parser("records")
+    rec.add_argument("full", type=Path)
+    rec.add_argument("out", type=Path)
     m = sub.add_parser("merge")
     m.add_argument("dir", type=Path)
     m.add_argument("archives", type=Path, nargs="+")
@@ -157,6 +202,10 @@ def main(argv: list[str] | None = None) -> int:
     r.add_argument("full", type=Path)
     r.add_argument("packs", type=Path)
     a = ap.parse_args(argv)
+    if a.cmd == "records":
+        ops, texts = records(a.full, a.out)
+        print(f"{a.out} {a.out.stat().st_size} bytes, {ops} ops, {texts} texts")
+        return 0
     if a.cmd == "unrecorded":
         packs = sorted(a.packs.glob("*.tar.xz"))
         again = forget_unrecorded(a.full, packs)

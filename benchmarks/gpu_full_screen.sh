@@ -81,41 +81,7 @@ PY
       shift
       ;;
     records)
-      python3 - "$FULL" "$OUT/records.tgz" <<'PY'
-import io, sys, tarfile
-from pathlib import Path
-from zlbench.models import CodegenIndex, load_json_model
-from zlbench.models.base import model_json
-from zlbench.models.codegen import CODEGEN_DIR, CODEGEN_INDEX
-from zlbench.protocol.layout import RECORDS_DIR
-from zlbench.runner.compact import KEPT_STAGES
-full, dest = Path(sys.argv[1]), sys.argv[2]
-ops = texts = 0
-with tarfile.open(dest, "w:gz") as tar:
-    for run in sorted(p.parent for p in full.glob("*/*/.complete")):
-        rel = run.relative_to(full)
-        cg, recs = run / CODEGEN_DIR, run / RECORDS_DIR
-        if not (cg / CODEGEN_INDEX).is_file() and not recs.is_dir():
-            continue
-        ops += 1
-        if recs.is_dir():
-            tar.add(recs, arcname=str(rel / RECORDS_DIR))
-        if (cg / CODEGEN_INDEX).is_file():
-            index = load_json_model(cg / CODEGEN_INDEX, CodegenIndex)
-            for rec in index.records:
-                stages = rec.result.stages if rec.result else {}
-                for stage, d in list(stages.items()):
-                    if stage in KEPT_STAGES and d.blob and (cg / d.blob).is_file():
-                        tar.add(cg / d.blob, arcname=str(rel / CODEGEN_DIR / d.blob))
-                        texts += 1
-                    else:
-                        stages[stage] = d.model_copy(update={"blob": "", "compressed_size": 0})
-            data = (model_json(index) + "\n").encode()
-            info = tarfile.TarInfo(str(rel / CODEGEN_DIR / CODEGEN_INDEX))
-            info.size = len(data)
-            tar.addfile(info, io.BytesIO(data))
-print(dest, Path(dest).stat().st_size, "bytes,", ops, "ops,", texts, "texts")
-PY
+      python3 "$(dirname "$0")/full_records.py" records "$FULL" "$OUT/records.tgz"
       ;;
     *) echo "unknown stage $stage"; exit 2 ;;
   esac

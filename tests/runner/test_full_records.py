@@ -7,6 +7,7 @@ import gzip
 import hashlib
 import importlib.util
 import io
+import shutil
 import tarfile
 from pathlib import Path
 
@@ -108,3 +109,38 @@ def test_unrecorded_unmarks_the_pass_ops_no_pack_holds(fr, tmp_path):
     left = sorted(p.parent.name for p in full.glob("main/*/.complete"))
     assert left == ["abs", "sin"]  # recorded, and a SKIP: nothing to record
     assert (full / "main" / "cos" / "run.log").is_file()  # resume runs it after new ops
+
+
+def test_records_packs_the_complete_ops_records_with_ttir_and_ttgir_texts_only(fr, tmp_path):
+    # the device side: v3's addmm as a complete op of the record pass; a restored op
+    # (no records: they came back with an earlier call) and an op in flight are skipped
+    from zlbench.models import CodegenIndex
+    from zlbench.runner.compact import KEPT_STAGES
+
+    src = BENCH.parent / "baselines" / "v3" / "main" / "addmm__at__test_addmm.py"
+    full = tmp_path / "full"
+    done = full / "main" / "addmm"
+    shutil.copytree(src, done)
+    (done / ".complete").write_text("PASS\n")
+    (full / "main" / "restored").mkdir()
+    (full / "main" / "restored" / ".complete").write_text("PASS\n")
+    shutil.copytree(src, full / "main" / "in_flight")  # no .complete
+    ops, texts = fr.records(full, tmp_path / "records.tgz")
+    recorded = CodegenIndex.model_validate_json((src / "codegen" / "index.json").read_text())
+    kept = {
+        d.blob for r in recorded.records for s, d in r.result.stages.items() if s in KEPT_STAGES
+    }
+    assert (ops, texts) == (1, sum(1 for r in recorded.records for s in r.result.stages
+                                   if s in KEPT_STAGES))  # fmt: skip
+    with tarfile.open(tmp_path / "records.tgz") as tar:
+        names = set(tar.getnames())
+        index = CodegenIndex.model_validate_json(
+            tar.extractfile("main/addmm/codegen/index.json").read()
+        )
+    assert {n.split("codegen/")[1] for n in names if "/blobs/" in n} == kept
+    assert any("autotune_records/" in n for n in names)
+    assert not any(n.startswith(("main/restored", "main/in_flight")) for n in names)
+    for rec, old in zip(index.records, recorded.records, strict=True):
+        for stage, d in rec.result.stages.items():
+            assert d.sha256 == old.result.stages[stage].sha256  # every digest kept
+            assert bool(d.blob) is (stage in KEPT_STAGES)

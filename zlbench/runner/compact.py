@@ -174,8 +174,14 @@ def _place(store: Path, texts, order, prior, done: Compaction) -> dict[str, str]
 
 
 def _restored(d: StageDigest, pack: str | None) -> StageDigest:
-    blob = store_ref(pack) if pack else ""
-    return d.model_copy(update={"blob": blob, "compressed_size": 0})
+    if not pack:
+        return digest_only(d)
+    return d.model_copy(update={"blob": store_ref(pack), "compressed_size": 0})
 
 
-__all__ = ["KEPT_STAGES", "Compaction", "compact"]
+def digest_only(d: StageDigest) -> StageDigest:
+    """A stage whose text is not kept: its sha256 and size, blob ""."""
+    return d.model_copy(update={"blob": "", "compressed_size": 0})
+
+
+__all__ = ["KEPT_STAGES", "Compaction", "compact", "digest_only"]
