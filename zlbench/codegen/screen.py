@@ -120,15 +120,17 @@ def run_screen(opts: ScreenOptions, say: Callable[[str], None] = lambda s: None)
     return screen
 
 
-def compile_estimates(base: BaselineKernels) -> dict[str, float | None]:
-    """Each kernel's recorded compile seconds (None: unknown), what the rebuild is
-    dealt into chunks and shards by."""
-    return {i: _compile_s(base.records[i]) for i in sorted(base.records)}
+def compile_estimates(
+    base: BaselineKernels, ids: list[str] | None = None
+) -> dict[str, float | None]:
+    """Each kernel's (of ``ids``; None: all) recorded compile seconds (None: unknown),
+    what the rebuild is dealt into chunks and shards by."""
+    return {i: _compile_s(base.records[i]) for i in (sorted(base.records) if ids is None else ids)}
 
 
 def _rebuild(base: BaselineKernels, ids: list[str], opts: ScreenOptions, tmp: Path, say, started):
     """``ids`` rebuilt in the worker pool: (id -> record, id -> its codegen dir)."""
-    estimates = {i: _compile_s(base.records[i]) for i in ids}
+    estimates = compile_estimates(base, ids)
     chunks = split(estimates, n_chunks(len(ids), opts.jobs, opts.chunks_per_job))
     progress = _Progress(say, len(ids), started, lambda i, r: _screen_one(base, i, r))
     return worker_pool.rebuild_all(base, chunks, opts, tmp, progress)
