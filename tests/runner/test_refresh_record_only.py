@@ -121,7 +121,7 @@ def _ops_dir(tmp_path: Path) -> Path:
     return ops
 
 
-def _refresh(tmp_path: Path, work: Path, **kw):
+def _refresh(tmp_path: Path, work: Path, shape_file: Path | None = None, **kw):
     fg = tmp_path / "fg"
     fg.mkdir(exist_ok=True)
     cfg = RefreshConfig(
@@ -132,6 +132,7 @@ def _refresh(tmp_path: Path, work: Path, **kw):
             ops_dir=_ops_dir(tmp_path),
             all_ops=True,
             dtypes=["bfloat16"],  # the CLI's default: the record pass's batch.json wins
+            shape_file=shape_file,
         ),
         from_work=work,
         zlbench_commit="abc",
@@ -203,28 +204,8 @@ def test_a_record_pass_of_another_shape_file_is_refused(tmp_path, work):
     shapes = tmp_path / "shapes.yaml"
     shapes.write_text("{}\n")
     with pytest.raises(ZlbenchError, match="another shape file"):
-        _refresh_shapes(tmp_path, work, shapes)
+        _refresh(tmp_path, work, shape_file=shapes)
     assert not (tmp_path / "baselines" / "v9").exists()
-
-
-def _refresh_shapes(tmp_path: Path, work: Path, shapes: Path):
-    fg = tmp_path / "fg"
-    fg.mkdir(exist_ok=True)
-    return refresh(
-        RefreshConfig(
-            out=tmp_path / "baselines" / "v9",
-            batch=BatchConfig(
-                out_dir=tmp_path / "unused",
-                flaggems_dirs={"main": fg},
-                ops_dir=_ops_dir(tmp_path),
-                all_ops=True,
-                shape_file=shapes,
-            ),
-            repeats=0,
-            from_work=work,
-            zlbench_commit="abc",
-        )
-    )
 
 
 def test_cli_no_replay(tmp_path, work, capsys, monkeypatch):
