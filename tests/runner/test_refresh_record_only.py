@@ -7,6 +7,7 @@ whose records were kept enter, their codegen indexes hold digest-only stages (bl
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 
 import pytest
@@ -31,14 +32,8 @@ from zlbench.models import (
 )
 from zlbench.models.codegen import (
     CompileRecord,
-    CompileRequest,
     CompileResult,
-    CompilerIdentity,
-    ConstValue,
-    KernelConfig,
-    KernelSource,
     StageDigest,
-    Target,
     blob_digest,
 )
 from zlbench.runner.batch.config import BatchConfig
@@ -46,6 +41,12 @@ from zlbench.runner.batch.info import write_batch_info
 from zlbench.runner.batch.status import write_ops_status
 from zlbench.runner.compact import compact
 from zlbench.runner.refresh import NO_CODEGEN, RECORD_NUMBERS, RefreshConfig, refresh
+
+_CODEGEN = str(Path(__file__).parent.parent / "codegen")
+if _CODEGEN not in sys.path:
+    sys.path.insert(0, _CODEGEN)
+
+from cgsynth import COMPILER, request  # noqa: E402
 
 ENV = Environment(gpu_model="NVIDIA H200", triton_dist="triton", triton_version="3.6.0")
 # op -> (status in the record pass, its note, records kept)
@@ -61,12 +62,13 @@ NOT_RUN = ["zeros"]  # selected, the record pass not there yet
 DISMISSED = "tanh"
 
 
-def _index(cg: Path, kernel: str) -> CodegenIndex:
-    """One kernel as the record pass keeps it: TTIR and TTGIR texts, the other stages'
-    digests only (blob "", as ``gpu_full_screen.sh records`` and ``compact`` keep them)."""
+def _index(cg: Path, kernel: str, block: int = 256) -> CodegenIndex:
+    """One kernel (config ``BLOCK=block``) as the record pass keeps it: TTIR and TTGIR
+    texts, the other stages' digests only (blob "", as ``gpu_full_screen.sh records``
+    and ``compact`` keep them)."""
     stages = {}
     for stage in ("ttir", "ttgir", "llir", "ptx", "sass"):
-        data = f"{stage} of {kernel}\n".encode()
+        data = f"{stage} of {kernel} BLOCK={block}\n".encode()
         digest, gz = blob_digest(data)
         blob = ""
         if stage in ("ttir", "ttgir"):
@@ -76,17 +78,8 @@ def _index(cg: Path, kernel: str) -> CodegenIndex:
         stages[stage] = StageDigest(
             sha256=digest, size=len(data), compressed_size=len(gz) if blob else 0, blob=blob
         )
-    req = CompileRequest(
-        kernel=KernelSource(
-            name=kernel, module="flag_gems.ops.x", qualname=kernel, source_sha256="0" * 64
-        ),
-        signature={"x_ptr": "*fp32"},
-        config=KernelConfig(num_warps=4, num_stages=3),
-        target=Target(backend="cuda", arch=90, warp_size=32),
-    )
-    result = CompileResult(
-        stages=stages, compiler=CompilerIdentity(distribution="triton", version="3.6.0")
-    )
+    req = request(kernel, block=block)
+    result = CompileResult(stages=stages, compiler=COMPILER)
     return CodegenIndex(records=[CompileRecord(id=req.key(), request=req, result=result)])
 
 
@@ -230,20 +223,7 @@ def test_a_sweeps_unpinned_configs_leave_the_record_passs_codegen(tmp_path, work
     # the record pass compiled two configs of an autotuned kernel; its records pinned
     # one: a replay launches only that one, so only its record enters the baseline
     run_dir = work / "record" / "main" / "mm"
-    (base,) = _index(run_dir / "codegen", "mm_kernel").records
-    tuned = base.request.model_copy(update={"signature": {"x_ptr": "*fp32", "BLOCK": "constexpr"}})
-    recs = []
-    for block in (64, 128):
-        const = ConstValue(path=[1], kind="int", value=block)
-        req = tuned.model_copy(update={"constexprs": [const]})
-        recs.append(base.model_copy(update={"id": req.key(), "request": req}))
-    loser_blob = run_dir / "codegen" / "blobs" / "loser.gz"
-    loser_blob.write_bytes(b"")
-    stages = dict(recs[1].result.stages)
-    stages["ttir"] = stages["ttir"].model_copy(update={"blob": "blobs/loser.gz"})
-    recs[1] = recs[1].model_copy(
-        update={"result": recs[1].result.model_copy(update={"stages": stages})}
-    )
+    recs = [r for b in (64, 128) for r in _index(run_dir / "codegen", "mm_kernel", b).records]
     dump_json_model(run_dir / "codegen" / "index.json", CodegenIndex(records=recs))
     pin = {"kwargs": {"BLOCK": 64}, "num_warps": 4, "num_stages": 3}
     records = {"schema_version": 1, "kind": "autotune_record_set",
@@ -252,5 +232,6 @@ def test_a_sweeps_unpinned_configs_leave_the_record_passs_codegen(tmp_path, work
     out = _refresh(tmp_path, work)
     kept = load_codegen_index(out.out / "main" / "mm")
     assert [r.id for r in kept.records] == [recs[0].id]
-    assert not (out.out / "main" / "mm" / "codegen" / "blobs" / "loser.gz").exists()
+    loser = [d.blob for d in recs[1].result.stages.values() if d.blob]
+    assert loser and not any((out.out / "main" / "mm" / "codegen" / b).exists() for b in loser)
     assert verify(out.out, out.manifest).ok
