@@ -6,6 +6,7 @@ git until the next baseline is assembled from them (docs/baselines.md, "v6").
     python benchmarks/full_records.py pack DIR OUT.tar.xz
     python benchmarks/full_records.py unpack ARCHIVE.tar.xz [...] DIR
     python benchmarks/full_records.py unrecorded FULL PACKS_DIR
+    python benchmarks/full_records.py gaps PACKS_DIR
 
 ``records`` (the ``benchmarks/gpu_full_screen.sh records`` stage) writes, per device
 call, a ``records.tgz`` of the ops complete in the record pass's dir FULL that still
@@ -26,7 +27,11 @@ each text gzip'd again under its own name, and checked against its sha256.
 ``.complete`` marker from every PASS op of the record pass's dir FULL whose records no
 ``PACKS_DIR/*.tar.xz`` holds: ``--resume`` then records it again, after the ops not
 started yet (it has a ``run.log``). The ops made final before the records stage existed
-kept no records, and the next baseline needs them.
+kept no records, and the next baseline needs them. An op whose packed records show the
+recorder's gap before 2026-12-01's fix (:func:`recording_gap`) is recorded again too;
+its new records, in a later pack (packs are read in name order), replace them.
+
+``gaps PACKS_DIR`` lists the packed ops with such a gap, one line each.
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ import argparse
 import gzip
 import hashlib
 import io
+import json
 import shutil
 import sys
 import tarfile
@@ -144,19 +150,45 @@ def unpack(archives: list[Path], dest: Path) -> tuple[int, int]:
     return len(ops), texts
 
 
-def packed_ops(packs: list[Path]) -> set[str]:
-    """The ``<repo>/<run_name>`` op dirs the packs hold records of."""
-    ops: set[str] = set()
+def recording_gap(index: dict) -> str | None:
+    """Why an op's codegen index (its JSON) is to be recorded again, or None: the gap of
+    the recorder before 2026-12-01's fix (docs/codegen.md, "Modules imported twice"),
+    seen in what it recorded. A kernel of a plain module kept as a generated one (its
+    module's last name is its file's stem: ``flag_gems.ops.softmax``, ``softmax.py``),
+    or a FlagGems pointwise kernel (``_gen_module_*``) without the globals of its scalar
+    function's module, which its rebuild needs (``NameError``)."""
+    for rec in index.get("records", []):
+        k = rec.get("request", {}).get("kernel", {})
+        module, path = k.get("module") or "", k.get("path") or ""
+        if module.startswith("_gen_module_"):
+            if not k.get("generated_globals"):
+                return f"{k.get('qualname')}: a pointwise kernel without its globals"
+        elif k.get("generated_source") is not None and "." in module:
+            if module.rsplit(".", 1)[1] == Path(path).stem:
+                return f"{module}:{k.get('qualname')}: a plain module's kernel kept as generated"
+    return None
+
+
+def packed_ops(packs: list[Path]) -> dict[str, str | None]:
+    """The ``<repo>/<run_name>`` op dirs the packs hold records of, each with its
+    :func:`recording_gap` (of the last pack holding it) or None."""
+    ops: dict[str, str | None] = {}
     for pack in packs:
         with tarfile.open(pack, "r:xz") as tar:
-            ops |= {_op_of(n) for n in tar.getnames()} - {""}
+            members = _checked(tar, pack)
+            for op in {_op_of(m.name) for m in members} - {""}:
+                ops[op] = None
+            for m in members:
+                if Path(m.name).name == "index.json" and Path(m.name).parent.name == "codegen":
+                    ops[_op_of(m.name)] = recording_gap(json.loads(tar.extractfile(m).read()))
     return ops
 
 
 def forget_unrecorded(full: Path, packs: list[Path]) -> list[str]:
-    """Unmark every PASS op complete in ``full`` that no pack holds records of (its
-    ``.complete`` removed, the rest kept). Returns those ops."""
-    kept = packed_ops(packs)
+    """Unmark every PASS op complete in ``full`` that no pack holds records of, or only
+    records with a :func:`recording_gap` (its ``.complete`` removed, the rest kept).
+    Returns those ops."""
+    kept = {op for op, gap in packed_ops(packs).items() if gap is None}
     again = []
     for done in sorted(full.glob("*/*/.complete")):
         op = done.parent.relative_to(full).as_posix()
@@ -201,6 +233,8 @@ def main(argv: list[str] | None = None) -> int:
     r = sub.add_parser("unrecorded")
     r.add_argument("full", type=Path)
     r.add_argument("packs", type=Path)
+    g = sub.add_parser("gaps")
+    g.add_argument("packs", type=Path)
     a = ap.parse_args(argv)
     if a.cmd == "records":
         ops, texts = records(a.full, a.out)
@@ -210,6 +244,13 @@ def main(argv: list[str] | None = None) -> int:
         packs = sorted(a.packs.glob("*.tar.xz"))
         again = forget_unrecorded(a.full, packs)
         print(f"unrecorded: {len(again)} PASS op(s) to record again ({len(packs)} pack(s))")
+        return 0
+    if a.cmd == "gaps":
+        ops = packed_ops(sorted(a.packs.glob("*.tar.xz")))
+        gaps = {op: gap for op, gap in sorted(ops.items()) if gap}
+        for op, gap in gaps.items():
+            print(f"{op}: {gap}")
+        print(f"gaps: {len(gaps)} of {len(ops)} packed op(s) to record again")
         return 0
     if a.cmd == "merge":
         print(f"{len(merge(a.dir, a.archives))} op(s) merged into {a.dir}")

@@ -19,7 +19,9 @@
 #   unrecorded D  every PASS op complete in $FULL whose records no D/*.tar.xz (the packs of
 #              benchmarks/full_records.py) holds loses its .complete: --resume records it
 #              again, after the ops not started yet (ops final before the records stage
-#              existed kept none, and the next baseline needs them)
+#              existed kept none, and the next baseline needs them); so does every op
+#              whose packed records show the recorder's gap before 2026-12-01's fix
+#              (`full_records.py gaps D` lists them)
 #   records    $OUT/records.tgz: what a baseline of the complete ops needs beyond that, of
 #              the ops complete on this machine that still have it (a restored op has
 #              not: its records came back with an earlier call): autotune_records/ and
