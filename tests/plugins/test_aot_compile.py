@@ -220,7 +220,7 @@ def test_flagtune_mode_asks_flaggems_own_resolver(monkeypatch):
     libentry = types.ModuleType("flag_gems.utils.libentry")
     libentry._supports_flagtune_cost_model = lambda tuner: False
     utils = types.ModuleType("flag_gems.utils")
-    utils.libentry = libentry
+    utils.libentry = lambda: None  # as in FlagGems: the decorator hides the module
     gems = types.ModuleType("flag_gems")
     gems.runtime, gems.utils = runtime, utils
     mods = {"flag_gems": gems, "flag_gems.runtime": runtime, "flag_gems.utils": utils}

@@ -131,8 +131,13 @@ def flagtune_mode(tuner: Any) -> str | None:
     FlagTree's proposer pick and benchmark configs of its own. None when it cannot be
     told (another FlagGems): nothing is compiled ahead."""
     try:
+        import importlib
+
         from flag_gems import runtime
-        from flag_gems.utils import libentry
+
+        # by its module name: ``flag_gems.utils.libentry`` as an attribute of
+        # flag_gems.utils is the decorator of that name, which hides the module
+        libentry = importlib.import_module("flag_gems.utils.libentry")
 
         op = (
             getattr(tuner, "_flagtune_op_name", None)
