@@ -155,12 +155,14 @@ def recording_gap(index: dict) -> str | None:
     the recorder before 2026-12-01's fix (docs/codegen.md, "Modules imported twice"),
     seen in what it recorded. A kernel of a plain module kept as a generated one (its
     module's last name is its file's stem: ``flag_gems.ops.softmax``, ``softmax.py``),
-    or a FlagGems pointwise kernel (``_gen_module_*``) without the globals of its scalar
-    function's module, which its rebuild needs (``NameError``)."""
+    or a FlagGems ``pointwise_dynamic`` kernel (module ``_gen_module_*``, file
+    ``pointwise_dynamic_*.py``) without the globals of its scalar function's module,
+    which its rebuild needs (``NameError``); FlagGems' other generators (scatter, index)
+    inject none."""
     for rec in index.get("records", []):
         k = rec.get("request", {}).get("kernel", {})
         module, path = k.get("module") or "", k.get("path") or ""
-        if module.startswith("_gen_module_"):
+        if module.startswith("_gen_module_") and Path(path).name.startswith("pointwise_dynamic_"):
             if not k.get("generated_globals"):
                 return f"{k.get('qualname')}: a pointwise kernel without its globals"
         elif k.get("generated_source") is not None and "." in module:
