@@ -11,6 +11,11 @@
 #        ZL_TIME_BUDGET  optional GPU seconds for the changed ops (--time-budget)
 #        GEMS_VENDOR     FlagGems' vendor (default nvidia: without a device FlagGems
 #                        finds none, and every kernel would be missing; docs/codegen.md)
+#        ZL_REBUILD_COUNT  N rebuild jobs (the screen_shards input; unset or 1: the
+#                        screen rebuilds the kernels itself)
+#        ZL_REBUILT      with N > 1: the dir holding the N rebuild artifacts, one dir
+#                        zlbench-rebuild-K-of-N each (ci/run_rebuild.sh), passed as
+#                        --rebuilt DIR (every K once): the screen classifies, rebuilds nothing
 # Writes OUT_DIR/screen/ (`zlbench gate --screen-only --out`: codegen/ with codegen.json,
 # diffs/ and timing.json, the ops to time in priority order, stamped with the baseline
 # and the compiler under test) for the shards' `zlbench gate --screen`, and
@@ -41,6 +46,23 @@ case ${ZL_TIME:-} in
 esac
 if [[ -n "${ZL_TIME_BUDGET:-}" ]]; then
   args+=(--time-budget "$ZL_TIME_BUDGET")
+fi
+n=${ZL_REBUILD_COUNT:-1}
+[[ "$n" =~ ^[1-9][0-9]*$ ]] || zl_fail 2 "bad rebuild count '$n' (ZL_REBUILD_COUNT): a positive integer"
+if ((n > 1)); then
+  rebuilt=${ZL_REBUILT:-}
+  [[ -n "$rebuilt" && -d "$rebuilt" ]] || zl_fail 2 "rebuild dir '$rebuilt' (ZL_REBUILT) does not exist: no rebuild shard of $n downloaded"
+  for ((k = 1; k <= n; k++)); do
+    d="$rebuilt/zlbench-rebuild-$k-of-$n"
+    [[ -d "$d" ]] || zl_fail 2 "rebuild shard $k/$n is missing: no artifact zlbench-rebuild-$k-of-$n in $rebuilt"
+    args+=(--rebuilt "$d")
+  done
+  shopt -s nullglob
+  found=("$rebuilt"/zlbench-rebuild-*-of-"$n")
+  shopt -u nullglob
+  if ((${#found[@]} != n)); then
+    zl_fail 2 "expected $n rebuild shard dirs in $rebuilt, found ${#found[@]}"
+  fi
 fi
 export GEMS_VENDOR=${GEMS_VENDOR:-nvidia}
 

@@ -44,6 +44,13 @@ if tool == "zlbench":
         with open(os.path.join(opt("--out"), "comment.md"), "w") as f:
             f.write("<!-- zlbench-gate -->\nFAKE COMMENT\n")
         sys.exit(int(os.environ.get("FAKE_GATE_RC", "0")))
+    if args[:1] == ["codegen"] and "--shard" in args:
+        rc = int(os.environ.get("FAKE_CODEGEN_RC", "0"))
+        if rc == 0 and not os.environ.get("FAKE_CODEGEN_NO_STAMP"):
+            os.makedirs(opt("--out"), exist_ok=True)
+            with open(os.path.join(opt("--out"), "rebuilt.json"), "w") as f:
+                f.write(json.dumps({"shard": opt("--shard")}))
+        sys.exit(rc)
     if args[:2] == ["baseline", "refresh"]:
         os.makedirs(opt("--out"), exist_ok=True)
         open(os.path.join(opt("--out"), "manifest.yaml"), "w").write("name: x\n")

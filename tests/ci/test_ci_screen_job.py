@@ -27,7 +27,7 @@ def uses(job: dict, action: str) -> list[dict]:
 def test_the_screen_runs_on_a_cpu_runner_after_the_build_and_before_every_shard(gate):
     jobs = gate["jobs"]
     screen = jobs["screen"]
-    assert screen["needs"] == ["setup", "build"]  # the FlagTree wheel under test
+    assert screen["needs"] == ["setup", "build", "rebuild"]  # the wheel under test, its shards
     assert screen["runs-on"] == "${{ fromJSON(needs.setup.outputs.screen_runner_labels) }}"
     assert screen["runs-on"] != GPU
     runs = " ".join(s.get("run", "") for s in screen["steps"])
@@ -50,7 +50,7 @@ def test_the_screen_runs_on_a_cpu_runner_after_the_build_and_before_every_shard(
 def test_the_screen_job_rebuilds_with_the_measured_wheel_and_the_baselines_flaggems(gate):
     jobs = gate["jobs"]
     screen, shard = jobs["screen"], jobs["shard"]
-    (wheel,) = uses(screen, "download-artifact")
+    (wheel,) = [s for s in uses(screen, "download-artifact") if "name" in s["with"]]
     assert wheel["with"]["name"] == "flagtree-wheel"  # what the shards install too
     assert any(s["with"]["name"] == "flagtree-wheel" for s in uses(shard, "download-artifact"))
     assert (
