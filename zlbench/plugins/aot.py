@@ -23,6 +23,7 @@ this module. Off (the old path) with ``--zl-aot-compile off``, under
 from __future__ import annotations
 
 import contextlib
+import importlib
 import os
 import threading
 import time
@@ -131,8 +132,6 @@ def flagtune_mode(tuner: Any) -> str | None:
     FlagTree's proposer pick and benchmark configs of its own. None when it cannot be
     told (another FlagGems): nothing is compiled ahead."""
     try:
-        import importlib
-
         from flag_gems import runtime
 
         # by its module name: ``flag_gems.utils.libentry`` as an attribute of
