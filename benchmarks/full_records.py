@@ -7,6 +7,7 @@ git until the next baseline is assembled from them (docs/baselines.md, "v6").
     python benchmarks/full_records.py unpack ARCHIVE.tar.xz [...] DIR
     python benchmarks/full_records.py unrecorded FULL PACKS_DIR
     python benchmarks/full_records.py gaps PACKS_DIR
+    python benchmarks/full_records.py sent FULL                  (on the device)
 
 ``records`` (the ``benchmarks/gpu_full_screen.sh records`` stage) writes, per device
 call, a ``records.tgz`` of the ops complete in the record pass's dir FULL that still
@@ -32,6 +33,12 @@ recorder's gap before 2026-12-01's fix (:func:`recording_gap`) is recorded again
 its new records, in a later pack (packs are read in name order), replace them.
 
 ``gaps PACKS_DIR`` lists the packed ops with such a gap, one line each.
+
+``sent FULL`` (run by the ``gpu_full_screen.sh pack`` stage) keeps in
+``FULL/records_sent.txt``, which travels in full.tgz, every op whose records a call
+sent back. ``unrecorded`` refuses to run while one of them is in no pack: the records
+of the call before were not merged and packed yet, and it would unmark (and the pass
+record again) the ops just recorded.
 """
 
 from __future__ import annotations
@@ -186,11 +193,39 @@ def packed_ops(packs: list[Path]) -> dict[str, str | None]:
     return ops
 
 
+SENT = "records_sent.txt"
+
+
+def note_sent(full: Path) -> list[str]:
+    """Add to ``full/records_sent.txt`` every op complete in ``full`` whose records are
+    here (what the ``records`` stage sends back), keeping the ops listed before (a
+    restored op's records came back with an earlier call). Returns the whole list. The
+    ``pack`` stage runs it, so the list travels in full.tgz."""
+    path = full / SENT
+    sent = set(path.read_text().split()) if path.is_file() else set()
+    for run in (p.parent for p in full.glob("*/*/.complete")):
+        if (run / "codegen" / "index.json").is_file() or (run / "autotune_records").is_dir():
+            sent.add(run.relative_to(full).as_posix())
+    path.write_text("".join(f"{op}\n" for op in sorted(sent)))
+    return sorted(sent)
+
+
 def forget_unrecorded(full: Path, packs: list[Path]) -> list[str]:
     """Unmark every PASS op complete in ``full`` that no pack holds records of, or only
     records with a :func:`recording_gap` (its ``.complete`` removed, the rest kept).
-    Returns those ops."""
-    kept = {op for op, gap in packed_ops(packs).items() if gap is None}
+    Returns those ops. Refused (SystemExit, nothing unmarked) while an op whose records
+    an earlier call sent back (``records_sent.txt``) is in no pack: that call's
+    records.tgz was not merged and packed yet, and unmarking would record it again."""
+    packed = packed_ops(packs)
+    sent = (full / SENT).read_text().split() if (full / SENT).is_file() else []
+    lost = [op for op in sent if op not in packed and (full / op / ".complete").is_file()]
+    if lost:
+        raise SystemExit(
+            f"unrecorded: {len(lost)} op(s) whose records an earlier call sent back are in"
+            f" no pack (e.g. {lost[0]}): merge and pack that call's records.tgz first"
+            " (benchmarks/full_records.py merge, pack)"
+        )
+    kept = {op for op, gap in packed.items() if gap is None}
     again = []
     for done in sorted(full.glob("*/*/.complete")):
         op = done.parent.relative_to(full).as_posix()
@@ -235,6 +270,8 @@ def main(argv: list[str] | None = None) -> int:
     r = sub.add_parser("unrecorded")
     r.add_argument("full", type=Path)
     r.add_argument("packs", type=Path)
+    n = sub.add_parser("sent")
+    n.add_argument("full", type=Path)
     g = sub.add_parser("gaps")
     g.add_argument("packs", type=Path)
     a = ap.parse_args(argv)
@@ -246,6 +283,9 @@ def main(argv: list[str] | None = None) -> int:
         packs = sorted(a.packs.glob("*.tar.xz"))
         again = forget_unrecorded(a.full, packs)
         print(f"unrecorded: {len(again)} PASS op(s) to record again ({len(packs)} pack(s))")
+        return 0
+    if a.cmd == "sent":
+        print(f"{a.full / SENT}: {len(note_sent(a.full))} op(s) whose records were sent back")
         return 0
     if a.cmd == "gaps":
         ops = packed_ops(sorted(a.packs.glob("*.tar.xz")))

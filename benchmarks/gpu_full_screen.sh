@@ -15,13 +15,18 @@
 #   pack       $OUT/full.tgz: batch.json, ops_status.csv, summary.csv, gpu_turns.csv and
 #              per op result.json, .complete and the last 200 lines of run.log (no
 #              codegen blobs, no TTGIR): what the screen's counts and the dismiss list
-#              need, and what --resume needs to skip the complete ops
+#              need, and what --resume needs to skip the complete ops; and
+#              records_sent.txt (`full_records.py sent`: every op whose records a call
+#              sent back, so that `unrecorded` can tell when a call's records.tgz was
+#              not merged and packed before the next call)
 #   unrecorded D  every PASS op complete in $FULL whose records no D/*.tar.xz (the packs of
 #              benchmarks/full_records.py) holds loses its .complete: --resume records it
 #              again, after the ops not started yet (ops final before the records stage
 #              existed kept none, and the next baseline needs them); so does every op
 #              whose packed records show the recorder's gap before 2026-12-01's fix
-#              (`full_records.py gaps D` lists them)
+#              (`full_records.py gaps D` lists them); refused (exit 2, nothing
+#              unmarked, no later stage run) while an op of records_sent.txt is in
+#              no pack of D
 #   records    $OUT/records.tgz: what a baseline of the complete ops needs beyond that, of
 #              the ops complete on this machine that still have it (a restored op has
 #              not: its records came back with an earlier call): autotune_records/ and
@@ -56,11 +61,12 @@ while [ $# -gt 0 ]; do
       shift
       ;;
     pack)
+      python3 "$(dirname "$0")/full_records.py" sent "$FULL" || exit 2
       python3 - "$FULL" "$OUT/full.tgz" <<'PY'
 import io, sys, tarfile
 from pathlib import Path
 full, dest = Path(sys.argv[1]), sys.argv[2]
-keep = ("batch.json", "ops_status.csv", "summary.csv", "gpu_turns.csv")
+keep = ("batch.json", "ops_status.csv", "summary.csv", "gpu_turns.csv", "records_sent.txt")
 with tarfile.open(dest, "w:gz") as tar:
     for name in keep:
         if (full / name).is_file():
@@ -79,7 +85,7 @@ print(dest, Path(dest).stat().st_size, "bytes")
 PY
       ;;
     unrecorded)
-      python3 "$(dirname "$0")/full_records.py" unrecorded "$FULL" "$1"
+      python3 "$(dirname "$0")/full_records.py" unrecorded "$FULL" "$1" || exit 2
       shift
       ;;
     records)

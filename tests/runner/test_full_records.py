@@ -9,6 +9,8 @@ import importlib.util
 import io
 import json
 import shutil
+import subprocess
+import sys
 import tarfile
 from pathlib import Path
 
@@ -208,3 +210,54 @@ def test_unrecorded_unmarks_ops_with_a_gap_until_a_later_pack_records_them_whole
     _pack_with(fr, tmp_path, "2026-12-01-b.tar.xz", {"cos": cos_ok})
     mark()
     assert fr.forget_unrecorded(full, sorted(packs.glob("*.tar.xz"))) == []
+
+
+def test_unrecorded_refuses_while_a_sent_op_is_in_no_pack(fr, tmp_path):
+    # a call recorded "cos" (its records are here), the pack stage noted it as sent;
+    # the next call restores full.tgz, but that call's records.tgz was not packed yet
+    full = tmp_path / "full"
+    for op in ("abs", "cos"):
+        (full / "main" / op).mkdir(parents=True)
+        (full / "main" / op / ".complete").write_text("PASS\n")
+    (full / "main" / "cos" / "autotune_records").mkdir()
+    assert fr.note_sent(full) == ["main/cos"]
+    shutil.rmtree(full / "main" / "cos" / "autotune_records")  # restored elsewhere
+    (full / "main" / "abs" / "codegen").mkdir()
+    (full / "main" / "abs" / "codegen" / "index.json").write_text("{}")
+    assert fr.note_sent(full) == ["main/abs", "main/cos"]  # the earlier call's kept
+
+    ok = _kernel("flag_gems.ops.abs", "flag_gems/ops/abs.py", False)
+    packs = _pack_with(fr, tmp_path, "2026-12-01-a.tar.xz", {"abs": ok})
+    with pytest.raises(SystemExit, match=r"1 op\(s\) .* in no pack \(e.g. main/cos\)"):
+        fr.forget_unrecorded(full, sorted(packs.glob("*.tar.xz")))
+    assert (full / "main" / "cos" / ".complete").is_file()  # nothing unmarked
+
+    cos = _kernel("flag_gems.ops.cos", "flag_gems/ops/cos.py", False)
+    _pack_with(fr, tmp_path, "2026-12-01-b.tar.xz", {"cos": cos})
+    assert fr.forget_unrecorded(full, sorted(packs.glob("*.tar.xz"))) == []
+
+
+def test_the_script_packs_the_sent_list_and_stops_at_a_refused_unrecorded(fr, tmp_path):
+    full, out = tmp_path / "full", tmp_path / "out"
+    out.mkdir()
+    run = full / "main" / "cos"
+    (run / "autotune_records").mkdir(parents=True)
+    (run / ".complete").write_text("PASS\n")
+    (run / "run.log").write_text("ZLBENCH_OP_END run_name=cos status=PASS\n")
+    (tmp_path / "packs").mkdir()
+    env = {"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin", "FULL": str(full)}
+    script = str(BENCH / "gpu_full_screen.sh")
+    done = subprocess.run(
+        ["bash", script, "pack", "unrecorded", str(tmp_path / "packs"), "records"],
+        env={**env, "OUT": str(out)},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 2, done.stdout + done.stderr
+    with tarfile.open(out / "full.tgz") as tar:
+        assert tar.extractfile("records_sent.txt").read() == b"main/cos\n"
+        assert "main/cos/.complete" in tar.getnames()
+    assert "in no pack (e.g. main/cos)" in done.stderr
+    assert "stage records" not in done.stdout  # no later stage ran
+    assert (run / ".complete").is_file()
