@@ -10,11 +10,13 @@ import fnmatch
 import json
 import re
 import subprocess
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from conftest import REPO
 from test_workflows import load, step_named
+
+REPO = Path(__file__).resolve().parents[2]
 
 COUNT = "${{ needs.setup.outputs.screen_shard_count }}"
 
