@@ -8,6 +8,7 @@ git until the next baseline is assembled from them (docs/baselines.md, "v6").
     python benchmarks/full_records.py unrecorded FULL PACKS_DIR
     python benchmarks/full_records.py gaps PACKS_DIR
     python benchmarks/full_records.py sent FULL                  (on the device)
+    python benchmarks/full_records.py retry FULL RUN_NAME [...]  (on the device)
 
 ``records`` (the ``benchmarks/gpu_full_screen.sh records`` stage) writes, per device
 call, a ``records.tgz`` of the ops complete in the record pass's dir FULL that still
@@ -39,6 +40,10 @@ its new records, in a later pack (packs are read in name order), replace them.
 sent back. ``unrecorded`` refuses to run while one of them is in no pack: the records
 of the call before were not merged and packed yet, and it would unmark (and the pass
 record again) the ops just recorded.
+
+``retry FULL RUN_NAME ...`` (the ``gpu_full_screen.sh retry`` stage) takes FAIL, TIMEOUT
+or CRASH ops out of ``ops_status.csv``, so that ``--resume --keep-failed`` runs them
+again (:func:`retry`).
 """
 
 from __future__ import annotations
@@ -235,6 +240,38 @@ def forget_unrecorded(full: Path, packs: list[Path]) -> list[str]:
     return again
 
 
+RETRIED = ("FAIL", "TIMEOUT", "CRASH")
+
+
+def retry(full: Path, run_names: list[str]) -> list[str]:
+    """Let ``--resume --keep-failed`` run these ops of ``full`` again: each one's row,
+    which must be FAIL, TIMEOUT or CRASH, leaves ``full/ops_status.csv`` (the statuses
+    --keep-failed keeps); its run dir (run.log) stays, so it runs after the ops not
+    started yet. E.g. the mm-family ops that timed out before their flagtune sweep was
+    compiled ahead. Refused whole (SystemExit, the file unchanged) for a name that is
+    not there or has another status. Returns the run names taken out."""
+    import csv
+
+    path = full / "ops_status.csv"
+    with path.open(newline="") as f:
+        reader = csv.DictReader(f)
+        fields, rows = reader.fieldnames or [], list(reader)
+    status = {r["run_name"]: r["status"] for r in rows}
+    for name in run_names:
+        if status.get(name) not in RETRIED:
+            raise SystemExit(
+                f"retry: {name}: {status.get(name, 'not in ops_status.csv')}, not one of"
+                f" {', '.join(RETRIED)}"
+            )
+    tmp = path.with_name(path.name + ".tmp")
+    with tmp.open("w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=fields)
+        writer.writeheader()
+        writer.writerows(r for r in rows if r["run_name"] not in run_names)
+    tmp.replace(path)
+    return sorted(set(run_names))
+
+
 def _op_of(name: str) -> str:
     """``<repo>/<run_name>`` of a member's path, or "" for a file above the op dirs."""
     parts = Path(name).parts
@@ -270,6 +307,9 @@ def main(argv: list[str] | None = None) -> int:
     r = sub.add_parser("unrecorded")
     r.add_argument("full", type=Path)
     r.add_argument("packs", type=Path)
+    t = sub.add_parser("retry")
+    t.add_argument("full", type=Path)
+    t.add_argument("run_names", nargs="+")
     n = sub.add_parser("sent")
     n.add_argument("full", type=Path)
     g = sub.add_parser("gaps")
@@ -283,6 +323,9 @@ def main(argv: list[str] | None = None) -> int:
         packs = sorted(a.packs.glob("*.tar.xz"))
         again = forget_unrecorded(a.full, packs)
         print(f"unrecorded: {len(again)} PASS op(s) to record again ({len(packs)} pack(s))")
+        return 0
+    if a.cmd == "retry":
+        print(f"retry: {len(retry(a.full, a.run_names))} op(s) to run again")
         return 0
     if a.cmd == "sent":
         print(f"{a.full / SENT}: {len(note_sent(a.full))} op(s) whose records were sent back")

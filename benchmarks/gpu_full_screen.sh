@@ -27,6 +27,9 @@
 #              (`full_records.py gaps D` lists them); refused (exit 2, nothing
 #              unmarked, no later stage run) while an op of records_sent.txt is in
 #              no pack of D
+#   retry "R…" the FAIL/TIMEOUT/CRASH ops named (run names) leave ops_status.csv, so that
+#              --resume --keep-failed runs them again, after the ops not started yet
+#              (`full_records.py retry`; any other name: exit 2, nothing changed)
 #   records    $OUT/records.tgz: what a baseline of the complete ops needs beyond that, of
 #              the ops complete on this machine that still have it (a restored op has
 #              not: its records came back with an earlier call): autotune_records/ and
@@ -90,6 +93,11 @@ PY
       ;;
     records)
       python3 "$(dirname "$0")/full_records.py" records "$FULL" "$OUT/records.tgz"
+      ;;
+    retry)
+      # shellcheck disable=SC2086 # the run names, one word each
+      python3 "$(dirname "$0")/full_records.py" retry "$FULL" $1 || exit 2
+      shift
       ;;
     *) echo "unknown stage $stage"; exit 2 ;;
   esac

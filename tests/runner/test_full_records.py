@@ -261,3 +261,43 @@ def test_the_script_packs_the_sent_list_and_stops_at_a_refused_unrecorded(fr, tm
     assert "in no pack (e.g. main/cos)" in done.stderr
     assert "stage records" not in done.stdout  # no later stage ran
     assert (run / ".complete").is_file()
+
+
+def test_retry_takes_failed_ops_out_of_the_statuses_keep_failed_keeps(fr, tmp_path):
+    full = tmp_path / "full"
+    full.mkdir()
+    text = "repo,op,run_name,status\nmain,mm,mm_out,TIMEOUT\nmain,abs,abs,PASS\nmain,x,x,FAIL\n"
+    (full / "ops_status.csv").write_text(text)
+    with pytest.raises(SystemExit, match="retry: abs: PASS, not one of FAIL, TIMEOUT, CRASH"):
+        fr.retry(full, ["mm_out", "abs"])
+    with pytest.raises(SystemExit, match="retry: nope: not in ops_status.csv"):
+        fr.retry(full, ["nope"])
+    assert (full / "ops_status.csv").read_text() == text  # refused whole
+    assert fr.retry(full, ["mm_out", "x"]) == ["mm_out", "x"]
+    assert (full / "ops_status.csv").read_text() == "repo,op,run_name,status\nmain,abs,abs,PASS\n"
+
+
+def test_a_retried_timeout_runs_again_after_the_ops_not_started(fr, tmp_path):
+    # the batch's own resume decision over the file retry rewrote
+    from test_batch_collaborators import config, sel, status
+
+    from zlbench.models import RunStatus
+    from zlbench.protocol.layout import RUN_LOG
+    from zlbench.runner.batch.resume import Resume
+    from zlbench.runner.batch.status import write_ops_status
+
+    a, b, c = (sel(n) for n in "abc")
+    (tmp_path / "main" / "b").mkdir(parents=True)
+    (tmp_path / "main" / "b" / RUN_LOG).write_text("ZLBENCH_OP_BEGIN\n")
+    write_ops_status(tmp_path, [status(a, RunStatus.FAIL), status(b, RunStatus.TIMEOUT)])
+    cfg = config(tmp_path, resume=True, keep_failed=True)
+
+    def todo() -> list[str]:
+        return [
+            t.sel.run_name
+            for t in Resume(cfg, tmp_path, {}).tracks({"0": [a, b, c]}, {"0": "0"})["0"]
+        ]
+
+    assert todo() == ["c"]  # both kept as they ended
+    fr.retry(tmp_path, ["b"])
+    assert todo() == ["c", "b"]  # b again, after the op not started
