@@ -49,6 +49,7 @@ again (:func:`retry`).
 from __future__ import annotations
 
 import argparse
+import csv
 import gzip
 import hashlib
 import io
@@ -76,7 +77,7 @@ def records(full: Path, dest: Path) -> tuple[int, int]:
         for run in sorted(p.parent for p in full.glob("*/*/.complete")):
             rel = run.relative_to(full)
             cg, recs = run / CODEGEN_DIR, run / RECORDS_DIR
-            if not (cg / CODEGEN_INDEX).is_file() and not recs.is_dir():
+            if not has_records(run):
                 continue
             ops += 1
             if recs.is_dir():
@@ -94,6 +95,15 @@ def records(full: Path, dest: Path) -> tuple[int, int]:
                         stages[stage] = digest_only(d)
             _add(tar, str(rel / CODEGEN_DIR / CODEGEN_INDEX), (model_json(index) + "\n").encode())
     return ops, texts
+
+
+def has_records(run: Path) -> bool:
+    """Whether an op's run dir still holds its records (what ``records`` sends back):
+    a codegen index or autotune records; a restored op's came back with an earlier call."""
+    from zlbench.models.codegen import CODEGEN_DIR, CODEGEN_INDEX
+    from zlbench.protocol.layout import RECORDS_DIR
+
+    return (run / CODEGEN_DIR / CODEGEN_INDEX).is_file() or (run / RECORDS_DIR).is_dir()
 
 
 def _add(tar: tarfile.TarFile, name: str, data: bytes) -> None:
@@ -209,7 +219,7 @@ def note_sent(full: Path) -> list[str]:
     path = full / SENT
     sent = set(path.read_text().split()) if path.is_file() else set()
     for run in (p.parent for p in full.glob("*/*/.complete")):
-        if (run / "codegen" / "index.json").is_file() or (run / "autotune_records").is_dir():
+        if has_records(run):
             sent.add(run.relative_to(full).as_posix())
     path.write_text("".join(f"{op}\n" for op in sorted(sent)))
     return sorted(sent)
@@ -250,8 +260,6 @@ def retry(full: Path, run_names: list[str]) -> list[str]:
     started yet. E.g. the mm-family ops that timed out before their flagtune sweep was
     compiled ahead. Refused whole (SystemExit, the file unchanged) for a name that is
     not there or has another status. Returns the run names taken out."""
-    import csv
-
     path = full / "ops_status.csv"
     with path.open(newline="") as f:
         reader = csv.DictReader(f)
