@@ -109,3 +109,93 @@ def test_same_kernel_refuses_other_names_and_non_jit_objects(module_dir):
     assert capture.same_kernel(mod.twice, mod.twice)
     assert not capture.same_kernel(mod.twice, mod.twice_kernel)
     assert not capture.same_kernel(mod.twice, object())
+
+
+CONST_FN_TEXT = """
+import triton
+import triton.language as tl
+
+
+@tl.constexpr
+def accum_type(dtype):
+    return tl.float32
+
+
+@triton.jit
+def add_one(x):
+    acc: tl.constexpr = accum_type(x.dtype)
+    return x.to(acc) + 1
+
+
+@triton.jit
+def scan_kernel(X, N, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    acc: tl.constexpr = accum_type(X.type.element_ty)
+    tl.store(X + offs, tl.cumsum(tl.load(X + offs).to(acc), 0))
+
+
+@triton.jit
+def caller_kernel(X, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    tl.store(X + offs, add_one(tl.load(X + offs)))
+"""
+
+
+def test_a_kernel_reading_a_constexpr_function_is_recorded_by_name(module_dir):
+    """FlagGems' cumsum and cumprod kernels read ``@tl.constexpr def
+    get_scan_accum_type``: triton's cache key holds that function's address, so it
+    differs between two imports of the same file (seen on the H200, 2026-12-02: nonzero_numpy
+    and cumprod recorded after the first fix still kept them as generated)."""
+    (module_dir / f"{MOD}.py").write_text(CONST_FN_TEXT)
+    first = importlib.import_module(MOD)
+    del sys.modules[MOD]
+    second = importlib.import_module(MOD)
+    for name in ("scan_kernel", "caller_kernel"):  # read directly, or by a JIT callee
+        a, b = getattr(first, name), getattr(second, name)
+        assert a.cache_key != b.cache_key  # triton's own key: the address
+        assert capture.portable_key(a) == capture.portable_key(b)
+        k = capture.kernel_source(a)
+        assert k.generated_source is None and (k.module, k.qualname) == (MOD, name)
+
+
+def test_a_kernel_whose_constexpr_function_changed_stays_generated(module_dir):
+    (module_dir / f"{MOD}.py").write_text(CONST_FN_TEXT)
+    first = importlib.import_module(MOD)
+    del sys.modules[MOD]
+    (module_dir / f"{MOD}.py").write_text(CONST_FN_TEXT.replace("tl.float32", "tl.float64"))
+    importlib.invalidate_caches()
+    second = importlib.import_module(MOD)
+    for name in ("scan_kernel", "caller_kernel"):
+        a, b = getattr(first, name), getattr(second, name)
+        assert a.src == b.src and capture.portable_key(a) != capture.portable_key(b)
+        assert capture.kernel_source(a).generated_source is not None
+
+
+def test_portable_key_is_stable_and_tells_kernels_apart(module_dir):
+    (module_dir / f"{MOD}.py").write_text(CONST_FN_TEXT)
+    mod = importlib.import_module(MOD)
+    assert capture.portable_key(mod.scan_kernel) == capture.portable_key(mod.scan_kernel)
+    assert capture.portable_key(mod.scan_kernel) != capture.portable_key(mod.caller_kernel)
+
+
+def test_a_rebuilt_kernel_keyed_by_an_address_gets_no_dependencies_note(module_dir):
+    """A recorded cache key of such a kernel differs in every process; the rebuild does
+    not call that a change of its dependencies (its stages still decide)."""
+    from types import SimpleNamespace
+
+    from zlbench.plugins.compiler import rebuild
+
+    plain = TEXT.split("import triton.language as tl", 1)[1]
+    (module_dir / f"{MOD}.py").write_text(CONST_FN_TEXT + plain)
+    mod = importlib.import_module(MOD)
+    assert capture.address_keyed(mod.scan_kernel) and capture.address_keyed(mod.caller_kernel)
+    assert not capture.address_keyed(mod.twice_kernel)
+
+    def req(fn):
+        k = SimpleNamespace(source_sha256=capture.sha256_hex(fn.src), cache_key="other-process",
+                            module=MOD, qualname=fn.fn.__qualname__)  # fmt: skip
+        return SimpleNamespace(kernel=k)
+
+    assert rebuild._notes(req(mod.scan_kernel), mod.scan_kernel) == []
+    (note,) = rebuild._notes(req(mod.twice_kernel), mod.twice_kernel)
+    assert note.startswith("dependencies changed: ")

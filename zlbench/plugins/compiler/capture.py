@@ -194,10 +194,83 @@ def same_kernel(a: Any, b: Any) -> bool:
             (fa.__module__, fa.__qualname__) == (fb.__module__, fb.__qualname__)
             and a.src == b.src
             and inspect.getsourcefile(fa) == inspect.getsourcefile(fb)
-            and a.cache_key == b.cache_key
+            and (a.cache_key == b.cache_key or portable_key(a) == portable_key(b))
         )
     except Exception:  # noqa: BLE001 - a key triton cannot compute: not the same
         return False
+
+
+def portable_key(jit_fn: Any) -> str:
+    """triton's cache key of ``jit_fn`` as :attr:`JITFunction.cache_key` computes it, except
+    that a ``tl.constexpr`` global wrapping a Python function (FlagGems' cumsum and
+    cumprod: ``@tl.constexpr def get_scan_accum_type``) counts by its module, qualified
+    name and code, where triton takes ``str()`` of it, i.e. the function's address: two
+    imports of one module then give two cache keys for the same code
+    (docs/codegen.md, "Modules imported twice"). JIT functions called are keyed the same
+    way, recursively."""
+    return _portable(jit_fn, {})[0]
+
+
+def address_keyed(jit_fn: Any) -> bool:
+    """Whether triton's cache key of ``jit_fn`` holds an address (:func:`portable_key`),
+    its own or a JIT function's it calls: then it differs in every process, and a key
+    recorded in another cannot be compared with it."""
+    return _portable(jit_fn, {})[1]
+
+
+def _portable(jit_fn: Any, memo: dict) -> tuple[str, bool]:
+    """``(portable key, address keyed)`` of ``jit_fn``; ``memo`` breaks recursion."""
+    from triton.language.core import constexpr
+    from triton.runtime.jit import DependenciesFinder
+
+    if id(jit_fn) in memo:
+        return memo[id(jit_fn)]
+    memo[id(jit_fn)] = (f"recursion:{jit_fn.fn.__qualname__}", False)
+    address = False
+
+    class Finder(DependenciesFinder):
+        def _update_hash(self, func: Any) -> None:
+            nonlocal address
+            key, keyed = _portable(func, memo)
+            address = address or keyed
+            self.hasher.update((key + str(getattr(func, "noinline", False))).encode("utf-8"))
+
+    finder = Finder(
+        name=jit_fn.fn.__name__,
+        globals=jit_fn.__globals__,
+        nonlocals=inspect.getclosurevars(jit_fn.fn).nonlocals,
+        src=jit_fn.src,
+    )
+    finder.visit(jit_fn.parse())
+    consts = [
+        (name, val)
+        for (name, _), (val, _) in sorted(finder.used_global_vals.items())
+        if isinstance(val, constexpr)
+    ]
+    address = address or any(inspect.isfunction(getattr(v, "value", None)) for _, v in consts)
+    text = finder.ret + str(jit_fn.starting_line_number)
+    text += str([(name, _portable_value(val)) for name, val in consts])
+    memo[id(jit_fn)] = (sha256_hex(text), address)
+    return memo[id(jit_fn)]
+
+
+def _portable_value(val: Any) -> str:
+    """``str()`` of a constexpr, but a function value by name and code, not address."""
+    fn = getattr(val, "value", None)
+    if inspect.isfunction(fn):
+        code = sha256_hex(repr(_code_shape(fn.__code__)) + repr(fn.__defaults__))
+        return f"constexpr[{fn.__module__}:{fn.__qualname__}:{code}]"
+    return str(val)
+
+
+def _code_shape(code: Any) -> tuple:
+    """What a code object computes, without addresses: the bytecode and the names and
+    constants it uses (nested code objects the same way). Not the file's text on disk,
+    which may have changed since the module was imported."""
+    consts = tuple(
+        _code_shape(c) if inspect.iscode(c) else (type(c).__name__, repr(c)) for c in code.co_consts
+    )
+    return (code.co_code, code.co_names, code.co_varnames, code.co_freevars, consts)
 
 
 def _relative(file: str | None) -> str | None:
