@@ -73,6 +73,15 @@ def _os_error(e: OSError) -> str:
     return line if len(line) <= ERROR_LINE_MAX else line[: ERROR_LINE_MAX - 1] + "…"
 
 
+def _quiet_stdout() -> None:
+    import os
+
+    try:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except (OSError, ValueError, AttributeError):  # no real file behind it (tests)
+        pass
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     argv = sys.argv[1:] if argv is None else argv
@@ -120,6 +129,10 @@ def _dispatch(args: argparse.Namespace) -> int:
     except ZlbenchError as e:
         print(f"zlbench {args.command}: error: {e}", file=sys.stderr)
         return e.exit_code
+    except BrokenPipeError:  # the reader went away (``| head``): as a shell tool does,
+        # stop without a message; stdout to devnull, so that the exit's flush is quiet
+        _quiet_stdout()
+        return 141  # 128 + SIGPIPE, as a shell reports a process its pipe stopped
     except OSError as e:  # a full disk, a read-only dir...: could not do the job
         print(f"zlbench {args.command}: error: {_os_error(e)}", file=sys.stderr)
         return 2
