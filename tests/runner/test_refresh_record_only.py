@@ -235,3 +235,43 @@ def test_a_sweeps_unpinned_configs_leave_the_record_passs_codegen(tmp_path, work
     loser = [d.blob for d in recs[1].result.stages.values() if d.blob]
     assert loser and not any((out.out / "main" / "mm" / "codegen" / b).exists() for b in loser)
     assert verify(out.out, out.manifest).ok
+
+
+# --------------------------------------------------------------------------- FlagGems commit
+
+
+def _ran(work: Path, commits: dict[str, str | None]) -> None:
+    """The record pass's add and mm ran FlagGems ``commits[op]`` (None: a checkout
+    without .git, as a tarball unpacked on the device names none)."""
+    for op, commit in commits.items():
+        env = ENV.model_copy(update={"flaggems_commit": commit, "flaggems_dirty": False})
+        write_one_row_pass(work / "record" / "main" / op, op, "record", env)
+
+
+def test_the_manifest_names_the_flaggems_commit_that_ran(tmp_path, work):
+    """Assembled with a checkout that names no commit (tmp_path/fg has no .git): the
+    manifest takes the results' commit, not the assembler's checkout's."""
+    _ran(work, {"add": "ed2508bcb5a0" + "0" * 28, "mm": "ed2508bcb5a0" + "0" * 28})
+    m = _refresh(tmp_path, work).manifest
+    assert m.flaggems["main"] == {"package": None, "commit": "ed2508bcb5a0" + "0" * 28,
+                                  "dirty": False}  # fmt: skip
+
+
+def test_results_that_name_no_commit_are_counted(tmp_path, work):
+    _ran(work, {"add": "ed2508bcb5a0" + "0" * 28, "mm": None})
+    fg = _refresh(tmp_path, work).manifest.flaggems["main"]
+    assert fg["commit"] == "ed2508bcb5a0" + "0" * 28 and fg["results_without_commit"] == 1
+
+
+def test_results_of_two_flaggems_commits_are_refused_and_nothing_is_written(tmp_path, work):
+    _ran(work, {"add": "a" * 40, "mm": "b" * 40})
+    with pytest.raises(ZlbenchError, match=r"2 FlagGems commits \(aaaaaaaaaaaa, bbbbbbbbbbbb\)"):
+        _refresh(tmp_path, work)
+    assert not (tmp_path / "baselines" / "v9").exists()
+
+
+def test_results_that_name_none_take_the_checkouts_commit(tmp_path, work):
+    """No result names a commit: the checkout's state (here: none, it has no .git)."""
+    _ran(work, {"add": None, "mm": None})
+    fg = _refresh(tmp_path, work).manifest.flaggems["main"]
+    assert fg["commit"] is None and "results_without_commit" not in fg

@@ -468,6 +468,35 @@ def _timing(results: list[BaselineResult]) -> Timing | None:
     return next(iter(found), None)
 
 
+def _flaggems_state(repo: str, checkout: Path, results: list[BaselineResult]) -> dict:
+    """The manifest's FlagGems entry of ``repo``: the commit the results' environments
+    name, which is what ran (``--from-work`` may assemble elsewhere, with another
+    checkout, or one unpacked from a tarball that names no commit), else the
+    checkout's own; ``results_without_commit`` counts results that named none (their
+    FlagGems had no .git where they ran). Results of two commits are refused: one
+    baseline is one FlagGems."""
+    mine = [r for r in results if r.repo == repo]
+    ran = {r.environment.flaggems_commit for r in mine if r.environment.flaggems_commit}
+    if len(ran) > 1:
+        raise ZlbenchError(
+            f"the results of {repo} ran {len(ran)} FlagGems commits "
+            f"({', '.join(sorted(c[:12] for c in ran))}): a baseline is one FlagGems; "
+            "record the other ops again with one checkout"
+        )
+    pkg = next((r.environment.flaggems_package for r in mine), None)
+    if not ran:
+        commit, dirty = git_state(checkout)
+        return {"package": pkg, "commit": commit, "dirty": dirty}
+    entry = {
+        "package": pkg,
+        "commit": ran.pop(),
+        "dirty": any(r.environment.flaggems_dirty for r in mine),
+    }
+    if unnamed := sum(1 for r in mine if not r.environment.flaggems_commit):
+        entry["results_without_commit"] = unnamed
+    return entry
+
+
 def _manifest(
     cfg: RefreshConfig,
     tmp: Path,
@@ -483,11 +512,10 @@ def _manifest(
     ops = sorted(op_key(r.repo, r.run_name) for r in results)
     env = results[0].environment if results else None
     shape_file, shape_sha = _copy_shape_file(cfg, tmp)
-    flaggems = {}
-    for repo, d in sorted(cfg.batch.flaggems_dirs.items()):
-        commit, dirty = git_state(d)
-        pkg = next((r.environment.flaggems_package for r in results if r.repo == repo), None)
-        flaggems[repo] = {"package": pkg, "commit": commit, "dirty": dirty}
+    flaggems = {
+        repo: _flaggems_state(repo, Path(d), results)
+        for repo, d in sorted(cfg.batch.flaggems_dirs.items())
+    }
     ft_commit, ft_dirty = git_state(cfg.flagtree_dir) if cfg.flagtree_dir else (None, None)
     zl_commit, zl_dirty = git_state(Path(__file__).resolve().parents[2])
     if cfg.zlbench_commit:
