@@ -43,5 +43,10 @@ def test_never_more_chunks_than_kernels():
     assert n_chunks(3, jobs=16) == 3
     assert n_chunks(100, jobs=4) == 8
     assert n_chunks(0, jobs=4) == 1
+    # a whole inventory on a small machine: chunks of at most 300 kernels, so that a
+    # progress line comes every few minutes, not after half the screen
+    assert n_chunks(6000, jobs=2) == 20
+    assert n_chunks(6001, jobs=2) == 21
+    assert n_chunks(6000, jobs=16) == 32  # enough already: 2 per slot
     with pytest.raises(ValueError):
         split({"a": 1.0}, 0)

@@ -26,7 +26,15 @@ def split(estimates: Mapping[str, float | None], n_chunks: int) -> list[list[str
     return chunks
 
 
-def n_chunks(kernels: int, jobs: int, per_job: int = 2) -> int:
+# at most this many kernels per chunk: a progress line at least every ~1-2 minutes of
+# one worker (~0.3 s a kernel on a slow CPU), for ~3 s more of start-up per chunk
+MAX_CHUNK_KERNELS = 300
+
+
+def n_chunks(
+    kernels: int, jobs: int, per_job: int = 2, max_kernels: int = MAX_CHUNK_KERNELS
+) -> int:
     """How many chunks: ``per_job`` per worker slot (finer progress, better balance),
-    never more than there are kernels."""
-    return max(1, min(kernels, jobs * per_job))
+    more where a chunk would hold over ``max_kernels``, never more than there are
+    kernels."""
+    return max(1, min(kernels, max(jobs * per_job, -(-kernels // max_kernels))))
