@@ -39,7 +39,10 @@
 #              them for git (docs/baselines.md, v6)
 #
 # Needs $ZLBENCH_FLAGGEMS_DIR and zlbench importable. Env: FULL (runs/full-screen),
-# GPUS (0), SHARE (3), SHAPES (ops/shapes_single.yaml), OP_TIMEOUT (300), RETRIES (0).
+# GPUS (0), SHARE (3), SHAPES (ops/shapes_single.yaml), OP_TIMEOUT (300), RETRIES (0),
+# RECHECK (unset; 1: `run` adds --recheck-dismissed, so the resumed pass also runs the
+# ops the dismiss list names and those marked unconditional skip: does an H20 limit
+# hold on this GPU? docs/ops.md).
 set -uo pipefail
 FULL=${FULL:-runs/full-screen}
 GPUS=${GPUS:-0}
@@ -56,7 +59,8 @@ while [ $# -gt 0 ]; do
       shift
       timeout -s INT -k 30 "$secs" python3 -m zlbench batch --all --shape-file "$SHAPES" \
         --gpus "$GPUS" --gpu-share "$SHARE" --op-timeout "${OP_TIMEOUT:-300}" \
-        --max-retries "${RETRIES:-0}" --out "$FULL" --resume --keep-failed 2>&1 | tail -40
+        --max-retries "${RETRIES:-0}" --out "$FULL" --resume --keep-failed \
+        ${RECHECK:+--recheck-dismissed} 2>&1 | tail -40
       echo "rc=${PIPESTATUS[0]}"
       ;;
     restore)

@@ -301,3 +301,29 @@ def test_a_retried_timeout_runs_again_after_the_ops_not_started(fr, tmp_path):
     assert todo() == ["c"]  # both kept as they ended
     fr.retry(tmp_path, ["b"])
     assert todo() == ["c", "b"]  # b again, after the op not started
+
+
+@pytest.mark.parametrize("recheck", [None, "1"])
+def test_the_run_stage_rechecks_the_dismissed_ops_only_when_asked(tmp_path, recheck):
+    """RECHECK=1: the resumed pass also runs the dismissed and unconditionally skipped
+    ops (--recheck-dismissed); unset, the same batch command as before."""
+    shim = tmp_path / "bin"
+    shim.mkdir()
+    argv = tmp_path / "argv.txt"
+    (shim / "python3").write_text(f'#!/bin/sh\necho "$@" > {argv}\n')
+    (shim / "python3").chmod(0o755)
+    env = {"PATH": f"{shim}:/usr/bin:/bin", "FULL": str(tmp_path / "full")}
+    if recheck:
+        env["RECHECK"] = recheck
+    done = subprocess.run(
+        ["bash", str(BENCH / "gpu_full_screen.sh"), "run", "5"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0 and "rc=0" in done.stdout, done.stdout + done.stderr
+    args = argv.read_text().split()
+    assert args[:4] == ["-m", "zlbench", "batch", "--all"]
+    assert {"--resume", "--keep-failed"} <= set(args)
+    assert ("--recheck-dismissed" in args) == bool(recheck)
