@@ -170,6 +170,10 @@ class CompileResult(_Model):
     # line info names source paths; compare stages["sass"] instead.
     cubin_sha256: str | None = None
     cubin_size: int | None = None
+    # sha256 of the cubin without its debug and line-info sections (capture.code_sha256):
+    # the same on every machine; equal code digests mean equal SASS, registers, spills.
+    # None in records made before 2026-12-02 and for a cubin that is not an ELF.
+    cubin_code_sha256: str | None = None
     # From the cubin (cuobjdump -res-usage: REG, LOCAL/4 as triton's driver
     # reports n_spills); None without a disassembler.
     n_regs: int | None = None

@@ -447,6 +447,7 @@ def result_from(
         stages=stages,
         cubin_sha256=sha256_hex(cubin) if cubin is not None else None,
         cubin_size=len(cubin) if cubin is not None else None,
+        cubin_code_sha256=code_sha256(cubin) if cubin is not None else None,
         shared=metadata.get("shared"),
         times=times_from(times),
         cache_hit=cache_hit,
@@ -454,6 +455,65 @@ def result_from(
         compiler=compiler_identity(),
     )
     return result, cubin
+
+
+# Sections of a cubin that hold debug and line info (source paths, PTX text), not code.
+DEBUG_SECTIONS = (".debug", ".nv_debug", ".rela.debug", ".rela.nv_debug", ".rel.debug",
+                  ".rel.nv_debug")  # fmt: skip
+_SHT_NOBITS = 8
+
+
+def code_sha256(cubin: bytes) -> str | None:
+    """sha256 of what a cubin runs: its ELF header's machine and flags, and every
+    section but those of :data:`DEBUG_SECTIONS` (name, type, flags, size, contents).
+    The whole cubin's digest differs between machines (its line info names source
+    paths); this one does not, and two cubins with equal code digests disassemble to the
+    same SASS with the same registers and spills. None for bytes that are not a 64-bit
+    little-endian ELF, or one whose section table lies outside it."""
+    import struct
+
+    if len(cubin) < 64 or cubin[:4] != b"\x7fELF" or cubin[4] != 2 or cubin[5] != 1:
+        return None
+    try:
+        (machine,) = struct.unpack_from("<H", cubin, 0x12)
+        (shoff,) = struct.unpack_from("<Q", cubin, 0x28)
+        (flags,) = struct.unpack_from("<I", cubin, 0x30)
+        shentsize, shnum, shstrndx = struct.unpack_from("<HHH", cubin, 0x3A)
+        heads = [struct.unpack_from("<IIQQQQ", cubin, shoff + i * shentsize) for i in range(shnum)]
+        names_at = heads[shstrndx][4]
+        h = hashlib.sha256(struct.pack("<HI", machine, flags))
+        for name_off, kind, sflags, _addr, off, size in heads:
+            end = cubin.index(b"\0", names_at + name_off)
+            name = cubin[names_at + name_off : end]
+            if name.decode("latin-1").startswith(DEBUG_SECTIONS):
+                continue
+            body = b"" if kind == _SHT_NOBITS else cubin[off : off + size]
+            if kind != _SHT_NOBITS and len(body) != size:
+                return None
+            h.update(struct.pack("<IIQQ", len(name), kind, sflags, size) + name + body)
+    except (struct.error, IndexError, ValueError):
+        return None
+    return h.hexdigest()
+
+
+def same_code(base: CompileResult | None, cur: CompileResult) -> bool:
+    """Whether ``cur``'s cubin is the code of ``base``'s, by code digest (both known)."""
+    return bool(
+        base is not None
+        and base.cubin_code_sha256
+        and base.cubin_code_sha256 == cur.cubin_code_sha256
+    )
+
+
+def copy_disassembly(base: CompileResult, cur: CompileResult) -> None:
+    """``base``'s SASS digest, registers, spills and instruction count into ``cur``, whose
+    cubin has the same code (:func:`same_code`): what disassembling it would give. The
+    SASS text is not stored again (blob ""), as a compact baseline keeps it."""
+    if "sass" in base.stages:
+        d = base.stages["sass"]
+        cur.stages["sass"] = d.model_copy(update={"blob": "", "compressed_size": 0})
+    cur.n_regs, cur.n_spills = base.n_regs, base.n_spills
+    cur.sass_instructions = base.sass_instructions
 
 
 def add_disassembly(result: CompileResult, cubin: bytes, store: BlobStore, roots: list[str]):

@@ -249,12 +249,27 @@ def rebuild_one(
         return out
     files = capture.stage_files(kw["metadata_group"])
     out.result, cubin = capture.result_from(kw["metadata"], files, kw["times"], False, store, roots)
-    differs = earlier_stage_differs(rec.result, out.result)
-    if cubin is not None and differs is None:
-        capture.add_disassembly(out.result, cubin, store, roots)
-    elif cubin is not None:
-        out.notes.append(f"SASS not disassembled: the {differs} already differs")
+    if cubin is not None:
+        note = finish_sass(rec.result, out.result, cubin, store, roots)
+        out.notes += [note] if note else []
     return out
+
+
+def finish_sass(
+    base: CompileResult | None, cur: CompileResult, cubin: bytes, store, roots
+) -> str | None:
+    """``cur``'s SASS stage, registers and spills: none where an earlier stage already
+    differs from ``base`` (returns the note saying so); ``base``'s where the cubin's code
+    is ``base``'s (:func:`capture.same_code`: no disassembler run, ~0.7 s a kernel of a
+    small CPU); else disassembled."""
+    differs = earlier_stage_differs(base, cur)
+    if differs is not None:
+        return f"SASS not disassembled: the {differs} already differs"
+    if capture.same_code(base, cur):
+        capture.copy_disassembly(base, cur)
+    else:
+        capture.add_disassembly(cur, cubin, store, roots)
+    return None
 
 
 def earlier_stage_differs(base: CompileResult | None, cur: CompileResult) -> str | None:
