@@ -149,6 +149,7 @@ RUNNER_ORDER = {
     "run": 5,
     "attribute": 5,
     "compact": 5,
+    "code_digests": 5,
 }
 
 

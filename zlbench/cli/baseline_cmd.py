@@ -1,4 +1,5 @@
-"""`zlbench baseline refresh | show | verify | attribute | compact`: pinned record sets
+"""`zlbench baseline refresh | show | verify | attribute | compact | code-digests`: pinned
+record sets
 (docs/design.md §3)."""
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ def add_parser(sub) -> None:
     verify.set_defaults(func=_verify)
     _add_attribute(bsub)
     _add_compact(bsub)
+    _add_code_digests(bsub)
 
 
 def _derived_parser(bsub, name: str, help: str, description: str):
@@ -98,6 +100,41 @@ def _compact(args) -> int:
         f"{args.out}: {manifest.name} from {manifest.derived_from}: {done.texts} stage texts "
         f"in {len(done.packs)} pack(s) ({len(done.reused)} reused), "
         f"{done.digests_only} stage(s) kept as digests only"
+    )
+    return 0
+
+
+def _add_code_digests(bsub) -> None:
+    c = _derived_parser(
+        bsub,
+        "code-digests",
+        help="a new version: an older baseline whose records carry their cubin's code digest",
+        description="Copy baseline SRC to --out with each codegen record's cubin code digest "
+        "taken from a rebuild of it (`zlbench codegen --baseline SRC --shard 1/1 --out D` "
+        "under the compiler that recorded SRC) where that rebuild is the record: every "
+        "stage, registers and spills the same. The screen then takes such a kernel's SASS "
+        "from the record when its cubin has that code, without a disassembler run "
+        "(docs/baselines.md 'Code digests').",
+    )
+    c.add_argument(
+        "--rebuilt",
+        type=Path,
+        action="append",
+        required=True,
+        metavar="DIR",
+        help="the --out of `zlbench codegen --baseline SRC --shard K/N` (repeatable)",
+    )
+    c.set_defaults(func=_code_digests)
+
+
+def _code_digests(args) -> int:
+    from zlbench.runner.code_digests import derive
+
+    manifest, done = derive(args.src, args.rebuilt, args.out)
+    print(
+        f"{args.out}: {manifest.name} from {manifest.derived_from}: {done.filled} record(s) "
+        f"given a code digest, {done.had} had one, {done.differ} not reproduced by the "
+        f"rebuild, {done.not_rebuilt} not rebuilt"
     )
     return 0
 
