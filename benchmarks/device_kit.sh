@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# What a device call carries (docs/screening.md, "the full-inventory screen"), made the
+# same way every session:
+#   .cache/kit/flaggems.tgz  a FlagGems git checkout at COMMIT, shallow (.git kept, so
+#                            every result.json names the commit it ran; a `git archive`
+#                            names none, as on 2026-12-02)
+#   .whl/                    cp312 wheels of what the device lacks (sqlalchemy, greenlet
+#                            for FlagGems; pydantic, gitpython, junit-xml for zlbench)
+#   .cache/snap/             `git archive HEAD` of zlbench, benchmarks and ops: the code
+#                            of the commit named by ZLBENCH_COMMIT on the device
+# Usage: benchmarks/device_kit.sh FLAGGEMS_REPO COMMIT   (a path or URL git can fetch)
+# Env: WHEELS (1; 0: leave .whl/ as it is), KIT (.cache/kit). Prints the sizes and
+# whether tracked files + carry fit the device's 64 MiB.
+set -euo pipefail
+[ $# -eq 2 ] || { echo "usage: $0 FLAGGEMS_REPO COMMIT" >&2; exit 2; }
+repo=$1
+commit=$2
+KIT=${KIT:-.cache/kit}
+src=$(dirname "$KIT")/kit-src
+rm -rf "$src" && mkdir -p "$src/flaggems" "$KIT"
+git -C "$src/flaggems" init -q
+git -C "$src/flaggems" fetch -q --depth 1 "$repo" "$commit" || {
+  echo "device_kit: cannot fetch $commit from $repo" >&2
+  exit 2
+}
+git -C "$src/flaggems" checkout -q FETCH_HEAD
+got=$(git -C "$src/flaggems" rev-parse HEAD)
+case $got in
+  "$commit"*) ;;
+  *) echo "device_kit: fetched $got, not $commit" >&2; exit 2 ;;
+esac
+tar czf "$KIT/flaggems.tgz.tmp" -C "$src" flaggems && mv "$KIT/flaggems.tgz.tmp" "$KIT/flaggems.tgz"
+if [ "${WHEELS:-1}" = 1 ]; then
+  mkdir -p .whl
+  python3 -m pip download -q --only-binary=:all: --python-version 3.12 \
+    --platform manylinux_2_28_x86_64 --platform manylinux2014_x86_64 \
+    --platform manylinux_2_17_x86_64 -d .whl \
+    sqlalchemy==2.0.48 greenlet pydantic GitPython junit-xml
+fi
+rm -rf .cache/snap && mkdir -p .cache/snap
+git archive HEAD zlbench benchmarks ops | tar x -C .cache/snap
+python3 - "$KIT" "$got" <<'PY'
+import subprocess, sys
+from pathlib import Path
+kit, got = Path(sys.argv[1]), sys.argv[2]
+tracked = sum(
+    Path(p).stat().st_size
+    for p in subprocess.run(["git", "ls-files", "-z"], capture_output=True, text=True,
+                            check=True).stdout.split("\0")
+    if p and Path(p).is_file()
+)
+def size(p: Path) -> int:
+    return sum(f.stat().st_size for f in p.rglob("*") if f.is_file()) if p.is_dir() else 0
+carry = {str(kit): size(kit), ".whl": size(Path(".whl")), ".cache/snap": size(Path(".cache/snap"))}
+total = tracked + sum(carry.values())
+mib = 1024 * 1024
+print(f"device_kit: FlagGems {got[:12]}; tracked {tracked / mib:.1f} MiB + carry "
+      + ", ".join(f"{k} {v / mib:.1f} MiB" for k, v in carry.items())
+      + f" = {total / mib:.1f} MiB of 64 MiB" + ("" if total < 64 * mib else ": TOO BIG"))
+sys.exit(0 if total < 64 * mib else 1)
+PY
