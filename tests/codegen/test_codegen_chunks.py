@@ -46,7 +46,8 @@ def test_never_more_chunks_than_kernels():
     # a whole inventory on a small machine: chunks of at most 300 kernels, so that a
     # progress line comes every few minutes, not after half the screen
     assert n_chunks(6000, jobs=2) == 20
-    assert n_chunks(6001, jobs=2) == 21
+    assert n_chunks(6001, jobs=2) == 22  # 21 rounded up to a multiple of the slots
+    assert n_chunks(2456, jobs=2) == 10  # not 9: the last round would leave a slot idle
     assert n_chunks(6000, jobs=16) == 32  # enough already: 2 per slot
     with pytest.raises(ValueError):
         split({"a": 1.0}, 0)

@@ -35,6 +35,8 @@ def n_chunks(
     kernels: int, jobs: int, per_job: int = 2, max_kernels: int = MAX_CHUNK_KERNELS
 ) -> int:
     """How many chunks: ``per_job`` per worker slot (finer progress, better balance),
-    more where a chunk would hold over ``max_kernels``, never more than there are
-    kernels."""
-    return max(1, min(kernels, max(jobs * per_job, -(-kernels // max_kernels))))
+    more where a chunk would hold over ``max_kernels`` (then a multiple of ``jobs``, so
+    that the last round keeps every slot busy), never more than there are kernels."""
+    n = max(jobs * per_job, -(-kernels // max_kernels))
+    n = -(-n // max(1, jobs)) * max(1, jobs)
+    return max(1, min(kernels, n))
