@@ -8,13 +8,20 @@
 #                            for FlagGems; pydantic, gitpython, junit-xml for zlbench)
 #   .cache/snap/             `git archive HEAD` of zlbench, benchmarks and ops: the code
 #                            of the commit named by ZLBENCH_COMMIT on the device
-# Usage: benchmarks/device_kit.sh FLAGGEMS_REPO COMMIT   (a path or URL git can fetch)
+# Usage: benchmarks/device_kit.sh FLAGGEMS_REPO COMMIT   (a path or URL git can fetch;
+# COMMIT in full for a URL, a short one is resolved in a local repo)
 # Env: WHEELS (1; 0: leave .whl/ as it is), KIT (.cache/kit). Prints the sizes and
 # whether tracked files + carry fit the device's 64 MiB.
 set -euo pipefail
 [ $# -eq 2 ] || { echo "usage: $0 FLAGGEMS_REPO COMMIT" >&2; exit 2; }
 repo=$1
 commit=$2
+if [ -d "$repo" ]; then  # a local repo (a mirror): a short commit is resolved there
+  commit=$(git -C "$repo" rev-parse --verify -q "$commit^{commit}") || {
+    echo "device_kit: no commit $2 in $repo" >&2
+    exit 2
+  }
+fi
 KIT=${KIT:-.cache/kit}
 src=$(dirname "$KIT")/kit-src
 rm -rf "$src" && mkdir -p "$src/flaggems" "$KIT"
@@ -56,6 +63,7 @@ total = tracked + sum(carry.values())
 mib = 1024 * 1024
 print(f"device_kit: FlagGems {got[:12]}; tracked {tracked / mib:.1f} MiB + carry "
       + ", ".join(f"{k} {v / mib:.1f} MiB" for k, v in carry.items())
-      + f" = {total / mib:.1f} MiB of 64 MiB" + ("" if total < 64 * mib else ": TOO BIG"))
+      + f" = {total / mib:.1f} MiB of 64 MiB" + ("" if total < 64 * mib else
+      ": TOO BIG; move the largest examples/ dirs out of the tree for the calls (and back)"))
 sys.exit(0 if total < 64 * mib else 1)
 PY

@@ -68,5 +68,15 @@ def test_a_commit_the_repo_lacks_is_one_line_and_exit_2(world):
     fg, _, zl = world
     done = _run(zl, str(fg), "f" * 40)
     assert done.returncode == 2
-    assert done.stderr.strip().splitlines()[-1].startswith("device_kit: cannot fetch")
+    assert done.stderr.strip().splitlines()[-1] == f"device_kit: no commit {'f' * 40} in {fg}"
     assert not (zl / ".cache" / "kit" / "flaggems.tgz").exists()
+
+
+def test_a_short_commit_is_resolved_in_a_local_repo(world, tmp_path):
+    fg, first, zl = world
+    done = _run(zl, str(fg), first[:7])
+    assert done.returncode == 0, done.stdout + done.stderr
+    out = tmp_path / "unpacked"
+    with tarfile.open(zl / ".cache" / "kit" / "flaggems.tgz") as tar:
+        tar.extractall(out, filter="tar")
+    assert _git(out / "flaggems", "rev-parse", "HEAD") == first
