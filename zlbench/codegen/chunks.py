@@ -26,8 +26,9 @@ def split(estimates: Mapping[str, float | None], n_chunks: int) -> list[list[str
     return chunks
 
 
-# at most this many kernels per chunk: a progress line at least every ~1-2 minutes of
-# one worker (~0.3 s a kernel on a slow CPU), for ~3 s more of start-up per chunk
+# at most this many kernels per chunk: a progress line every 1-4 minutes of one worker
+# at most (0.2-0.75 s a kernel measured, docs/baselines.md), for a few seconds more of
+# start-up per chunk
 MAX_CHUNK_KERNELS = 300
 
 
