@@ -155,6 +155,15 @@ def test_rebuild_elsewhere_gives_identical_stage_digests(recorded, tmp_path):
     proc = rebuild(recorded / "index.json", tmp_path / "out", tmp_path, src=src)
     assert proc.returncode == 0, proc.stderr
     assert digests(load_index(tmp_path / "out")) == digests(load_index(recorded))
+    # the cubins name the other path in their line info, their code is the same: the
+    # recorder wrote each one's code digest, and the rebuild took the record's SASS
+    # instead of disassembling (blob "": not stored again)
+    base = {r.id: r.result for r in load_index(recorded).records}
+    for r in load_index(tmp_path / "out").records:
+        assert base[r.id].cubin_code_sha256
+        assert r.result.cubin_code_sha256 == base[r.id].cubin_code_sha256
+        if sass.cuobjdump() is not None:
+            assert r.result.stages["sass"].blob == ""
 
 
 @pytest.mark.parametrize("name", sorted(PATCHES))
