@@ -23,6 +23,7 @@ from zlbench.codegen.screen import (
     rebuild_shard,
     run_screen,
 )
+from zlbench.codegen.shards import manifest_sha256
 from zlbench.errors import ZlbenchError
 from zlbench.gate.baselines import check_out_outside_baseline, verified_baseline
 from zlbench.models.codegen_screen import RebuiltShard
@@ -30,7 +31,7 @@ from zlbench.protocol.layout import MANIFEST_YAML
 from zlbench.report.codegen import headline
 from zlbench.report.escape import log_line
 from zlbench.runner.batch.shard import parse_shard
-from zlbench.workflow.codegen import compiler_fingerprint, manifest_sha256
+from zlbench.workflow.codegen import compiler_fingerprint
 
 
 def add_parser(sub) -> None:

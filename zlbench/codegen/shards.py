@@ -19,6 +19,7 @@ in exactly the shard it was dealt to; else one line, exit 2.
 
 from __future__ import annotations
 
+import hashlib
 import shutil
 from collections.abc import Mapping
 from pathlib import Path
@@ -29,8 +30,15 @@ from zlbench.models import CodegenIndex, CompileRecord, dump_json_model, load_js
 from zlbench.models.codegen import CODEGEN_BLOBS, CODEGEN_INDEX
 from zlbench.models.codegen_screen import RebuiltShard
 from zlbench.models.paths import resolve_inside
+from zlbench.protocol.layout import MANIFEST_YAML
 
 SHARD_JSON = "rebuilt.json"
+
+
+def manifest_sha256(baseline_dir: Path) -> str:
+    """sha256 of the baseline's manifest.yaml: it holds the hash of every file of the
+    baseline, so it names the baseline's content (a re-recorded vN differs)."""
+    return hashlib.sha256((Path(baseline_dir) / MANIFEST_YAML).read_bytes()).hexdigest()
 
 
 def shard_ids(estimates: Mapping[str, float | None], shard: tuple[int, int]) -> list[str]:
@@ -76,7 +84,7 @@ def load_shards(
     """(id -> rebuilt record, id -> its codegen dir) of the shards ``given``, checked
     whole against the baseline being screened (its kernels' ``estimates``, its
     manifest's sha256) and this machine's compiler fingerprint."""
-    stamps = [(d, _stamp(d)) for d in given]
+    stamps = [(d, read_stamp(d)) for d in given]
     ns = {s.shard[1] for _, s in stamps}
     if len(ns) != 1:
         raise ZlbenchError(f"--rebuilt: shards of different splits ({sorted(ns)}): rebuild again")
@@ -117,7 +125,8 @@ def _problem(s: RebuiltShard, expected: list[str], sha: str, compiler: str) -> s
     return None
 
 
-def _stamp(d: Path) -> RebuiltShard:
+def read_stamp(d: Path) -> RebuiltShard:
+    """The stamp of shard dir ``d``; a dir without one is one line (exit 2)."""
     if not (d / SHARD_JSON).is_file():
         raise ZlbenchError(
             f"--rebuilt {d}: no {SHARD_JSON}: not the --out of a finished "
@@ -126,4 +135,4 @@ def _stamp(d: Path) -> RebuiltShard:
     return load_json_model(d / SHARD_JSON, RebuiltShard)
 
 
-__all__ = ["SHARD_JSON", "load_shards", "shard_ids", "write_shard"]
+__all__ = ["SHARD_JSON", "load_shards", "manifest_sha256", "read_stamp", "shard_ids", "write_shard"]

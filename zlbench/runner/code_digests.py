@@ -20,19 +20,16 @@ as it is (baselines are immutable); the new dir is written as every derived vers
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
+from zlbench.codegen.shards import manifest_sha256, read_stamp
 from zlbench.errors import ZlbenchError
 from zlbench.models import CodegenIndex, CompileRecord, dump_json_model, load_json_model
 from zlbench.models.codegen import CODEGEN_DIR, CODEGEN_INDEX, CompileResult
-from zlbench.models.codegen_screen import RebuiltShard
 from zlbench.models.paths import resolve_inside
-from zlbench.protocol.layout import MANIFEST_YAML
 from zlbench.runner.derived import derive_version, shown_path
 
-SHARD_JSON = "rebuilt.json"  # what `zlbench codegen --shard K/N --out D` stamps D with
 SUMMARY_KEY = "code_digests"
 
 
@@ -58,7 +55,7 @@ class CodeDigests:
 def derive(src: Path, rebuilt: list[Path], out: Path, name: str | None = None):
     """Write ``out``: baseline ``src`` with code digests from the ``rebuilt`` shard dirs.
     Returns (the new manifest, what was done)."""
-    sha = _manifest_sha256(src)
+    sha = manifest_sha256(src)
     found = load_rebuilt(rebuilt, sha)
     done = CodeDigests()
 
@@ -82,13 +79,7 @@ def load_rebuilt(dirs: list[Path], baseline_sha256: str) -> dict[str, CompileRec
     whose manifest has ``baseline_sha256``; any other dir is one line (exit 2)."""
     out: dict[str, CompileRecord] = {}
     for d in dirs:
-        stamp_path = d / SHARD_JSON
-        if not stamp_path.is_file():
-            raise ZlbenchError(
-                f"--rebuilt {d}: no {SHARD_JSON}: not the --out of a finished "
-                "`zlbench codegen --baseline SRC --shard K/N`"
-            )
-        stamp = load_json_model(stamp_path, RebuiltShard)
+        stamp = read_stamp(d)
         if stamp.baseline_sha256 != baseline_sha256:
             raise ZlbenchError(
                 f"--rebuilt {d}: rebuilt from another baseline (manifest sha256 "
@@ -128,10 +119,6 @@ def reproduces(base: CompileResult, cur: CompileResult) -> bool:
         and (base.compiler.distribution, base.compiler.version)
         == (cur.compiler.distribution, cur.compiler.version)
     )
-
-
-def _manifest_sha256(src: Path) -> str:
-    return hashlib.sha256(resolve_inside(src, MANIFEST_YAML).read_bytes()).hexdigest()
 
 
 __all__ = ["CodeDigests", "derive", "load_rebuilt", "reproduces"]

@@ -34,6 +34,7 @@ from zlbench.codegen.select import (
     row_notes,
     within_budget,
 )
+from zlbench.codegen.shards import manifest_sha256
 from zlbench.codegen.timed import TimedKernels
 from zlbench.errors import ZlbenchError
 from zlbench.gate.decide import Evidence, ScreenEvidence, decide
@@ -55,7 +56,7 @@ from zlbench.models import (
     load_json_model,
     resolve_inside,
 )
-from zlbench.protocol.layout import CODEGEN_SCREEN_DIR, MANIFEST_YAML, op_key
+from zlbench.protocol.layout import CODEGEN_SCREEN_DIR, op_key
 from zlbench.protocol.ops import read_ops_file
 from zlbench.report.codegen import headline, row_explanation, setup_line
 from zlbench.report.escape import one_line
@@ -270,14 +271,6 @@ def compiler_fingerprint() -> str:
                 h.update(hashlib.sha256(path.read_bytes()).digest())
         names = names or ["triton (no distribution)"]
     return f"{', '.join(names)} sha256:{h.hexdigest()[:16]}"
-
-
-def manifest_sha256(baseline_dir: Path) -> str:
-    """sha256 of the baseline's manifest.yaml: it holds the hash of every file of the
-    baseline, so it names the baseline's content (a re-recorded vN differs)."""
-    import hashlib
-
-    return hashlib.sha256((Path(baseline_dir) / MANIFEST_YAML).read_bytes()).hexdigest()
 
 
 def cpu_note(plan: TimingPlanFile) -> str:
