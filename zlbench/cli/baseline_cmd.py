@@ -38,6 +38,19 @@ def _derived_parser(bsub, name: str, help: str, description: str):
     return p
 
 
+def _dirs_option(p, flag: str, what: str, dest: str | None = None) -> None:
+    """A required, repeatable ``flag DIR`` of a derived version's inputs."""
+    p.add_argument(
+        flag,
+        dest=dest or flag.lstrip("-"),
+        type=Path,
+        action="append",
+        required=True,
+        metavar="DIR",
+        help=f"{what} (repeatable)",
+    )
+
+
 def _add_attribute(bsub) -> None:
     a = _derived_parser(
         bsub,
@@ -48,15 +61,7 @@ def _add_attribute(bsub) -> None:
         "side's ab/1/base/): the screen then tells setup kernels from timed ones. Records, "
         "configs and numbers are unchanged (docs/baselines.md).",
     )
-    a.add_argument(
-        "--from",
-        dest="runs",
-        type=Path,
-        action="append",
-        required=True,
-        metavar="DIR",
-        help="a batch dir whose codegen records carry the attribution (repeatable)",
-    )
+    _dirs_option(a, "--from", "a batch dir whose codegen records carry the attribution", "runs")
     a.set_defaults(func=_attribute)
 
 
@@ -116,14 +121,7 @@ def _add_code_digests(bsub) -> None:
         "from the record when its cubin has that code, without a disassembler run "
         "(docs/baselines.md 'Code digests').",
     )
-    c.add_argument(
-        "--rebuilt",
-        type=Path,
-        action="append",
-        required=True,
-        metavar="DIR",
-        help="the --out of `zlbench codegen --baseline SRC --shard K/N` (repeatable)",
-    )
+    _dirs_option(c, "--rebuilt", "the --out of `zlbench codegen --baseline SRC --shard K/N`")
     c.set_defaults(func=_code_digests)
 
 
