@@ -50,20 +50,25 @@ python3 - "$KIT" "$got" <<'PY'
 import subprocess, sys
 from pathlib import Path
 kit, got = Path(sys.argv[1]), sys.argv[2]
+def in_tar(f: Path) -> int:
+    # what a file costs the device's 64 MiB: the working tree travels as a tar, a
+    # 512-byte header per file and its data padded to 512 bytes (2026-12-02: 61.1 MiB
+    # of files, 5,084 of them, were refused; as a tar they are 65.0 MiB)
+    return 512 + (f.stat().st_size + 511) // 512 * 512
 tracked = sum(
-    Path(p).stat().st_size
+    in_tar(Path(p))
     for p in subprocess.run(["git", "ls-files", "-z"], capture_output=True, text=True,
                             check=True).stdout.split("\0")
     if p and Path(p).is_file()
 )
 def size(p: Path) -> int:
-    return sum(f.stat().st_size for f in p.rglob("*") if f.is_file()) if p.is_dir() else 0
+    return sum(in_tar(f) for f in p.rglob("*") if f.is_file()) if p.is_dir() else 0
 carry = {str(kit): size(kit), ".whl": size(Path(".whl")), ".cache/snap": size(Path(".cache/snap"))}
 total = tracked + sum(carry.values())
 mib = 1024 * 1024
 print(f"device_kit: FlagGems {got[:12]}; tracked {tracked / mib:.1f} MiB + carry "
       + ", ".join(f"{k} {v / mib:.1f} MiB" for k, v in carry.items())
-      + f" = {total / mib:.1f} MiB of 64 MiB" + ("" if total < 64 * mib else
+      + f" = {total / mib:.1f} MiB of 64 MiB as a tar" + ("" if total < 64 * mib else
       ": TOO BIG; move the largest examples/ dirs out of the tree for the calls (and back)"))
 sys.exit(0 if total < 64 * mib else 1)
 PY

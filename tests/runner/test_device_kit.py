@@ -80,3 +80,22 @@ def test_a_short_commit_is_resolved_in_a_local_repo(world, tmp_path):
     with tarfile.open(zl / ".cache" / "kit" / "flaggems.tgz") as tar:
         tar.extractall(out, filter="tar")
     assert _git(out / "flaggems", "rev-parse", "HEAD") == first
+
+
+def test_the_size_is_what_the_tree_costs_as_a_tar(world):
+    """4,200 one-byte files and a 60 MiB one are 60.0 MiB of data, but 64.1 MiB as the
+    tar the device receives (512 bytes of header and one 512-byte block each): too big,
+    as the device said of 61.1 MiB of files on 2026-12-02."""
+    fg, first, zl = world
+    small = zl / "examples" / "many"
+    small.mkdir(parents=True)
+    for i in range(4200):
+        (small / f"{i}.txt").write_text("x")
+    (zl / "examples" / "big.bin").write_bytes(b"\0" * (60 * 1024 * 1024))
+    _git(zl, "add", ".")
+    _git(zl, "commit", "-q", "-m", "examples")
+    done = _run(zl, str(fg), first)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "of 64 MiB as a tar: TOO BIG" in done.stdout
+    (zl / "examples" / "big.bin").unlink()  # moved out for the calls: fits again
+    assert _run(zl, str(fg), first).returncode == 0
