@@ -1,0 +1,81 @@
+"""benchmarks/v6_assemble.sh refuses, in one line and exit 2 and before it writes
+anything, what would make a v6 of the wrong inputs: a scratch dir that exists (two
+passes mixed), a record pass without packs, no FlagGems dir."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "v6_assemble.sh"
+
+
+@pytest.fixture
+def src(tmp_path):
+    s = tmp_path / "screen"
+    (s / "records").mkdir(parents=True)
+    (s / "full.tgz").write_bytes(b"")
+    (s / "records" / "2026-12-02-a.tar.xz").write_bytes(b"")
+    fg = tmp_path / "fg"
+    fg.mkdir()
+    return s, fg
+
+
+def _run(tmp_path, *args, src=None, fg=None):
+    env = {"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin", "PYTHON": sys.executable}
+    if src is not None:
+        env["SRC"] = str(src)
+    if fg is not None:
+        env["ZLBENCH_FLAGGEMS_DIR"] = str(fg)
+    return subprocess.run(["bash", str(SCRIPT), *args], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=60)  # fmt: skip
+
+
+def test_no_scratch_dir_is_the_usage_and_exit_2(tmp_path):
+    done = _run(tmp_path)
+    assert done.returncode == 2
+    assert done.stderr.strip() == f"usage: {SCRIPT} SCRATCH [JOBS]"
+
+
+def test_a_scratch_dir_that_exists_is_refused_untouched(tmp_path, src):
+    s, fg = src
+    old = tmp_path / "old"
+    old.mkdir()
+    (old / "keep.txt").write_text("an earlier pass")
+    done = _run(tmp_path, str(old), src=s, fg=fg)
+    assert done.returncode == 2
+    assert done.stderr.strip() == f"v6_assemble: {old} exists; give a new dir"
+    assert [p.name for p in old.iterdir()] == ["keep.txt"]
+
+
+@pytest.mark.parametrize(
+    "what, line",
+    [
+        ("full.tgz", "v6_assemble: no {s}/full.tgz"),
+        ("records/2026-12-02-a.tar.xz", "v6_assemble: no packs in {s}/records"),
+        ("fg", "v6_assemble: ZLBENCH_FLAGGEMS_DIR is not a dir"),
+    ],
+)
+def test_a_missing_input_is_one_line_and_nothing_written(tmp_path, src, what, line):
+    s, fg = src
+    (fg.rmdir() if what == "fg" else (s / what).unlink())
+    done = _run(tmp_path, str(tmp_path / "v6"), src=s, fg=fg)
+    assert done.returncode == 2
+    assert done.stderr.strip() == line.format(s=s)
+    assert not (tmp_path / "v6").exists()
+
+
+def test_a_failing_step_stops_the_run_with_its_code_and_keeps_its_log(tmp_path, src):
+    s, fg = src  # the pack is no xz archive: the unpack step fails
+    done = _run(tmp_path, str(tmp_path / "v6"), src=s, fg=fg)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert done.stderr.strip().splitlines()[-1] == (
+        f"v6_assemble: step unpack failed (rc=1), see {tmp_path / 'v6'}/unpack.log"
+    )
+    rows = (tmp_path / "v6" / "steps.tsv").read_text().splitlines()
+    assert rows[0] == "step\twall_s\trc" and rows[1].startswith("unpack\t") and rows[1].endswith("\t1")
+    assert len(rows) == 2 and not (tmp_path / "v6" / "v6-full").exists()  # nothing after it
+    assert (tmp_path / "v6" / "unpack.log").read_text()
