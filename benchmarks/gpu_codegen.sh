@@ -11,8 +11,12 @@
 #   sizes    kernels and compressed bytes per kernel
 #   worker   rebuild with this triton by the worker alone (one process, all kernels
 #            merged): every kernel must be identical (independent of `zlbench codegen`)
-#   same     `zlbench codegen` with this triton for each --jobs in $JOBS_LIST (timed)
-#   patched  `zlbench codegen` with each patched triton of tests/codegen_support.py
+#   same     `zlbench codegen` of $CG_BASE with this triton for each --jobs in
+#            $JOBS_LIST (timed)
+#   patched  `zlbench codegen` of $CG_BASE with each patched triton of
+#            tests/codegen_support.py
+#   CG_BASE  what same and patched screen: $WORK/batch (the record stage's), or a
+#            baseline dir (the whole inventory's: CG_BASE=<v6> ... same patched)
 # Needs: FlagGems checkout in $ZLBENCH_FLAGGEMS_DIR (src/ importable), zlbench importable.
 set -uo pipefail
 WORK=${WORK:-runs/gpu-codegen}
@@ -21,6 +25,7 @@ BASE=${BASE:-baselines/v1}
 JOBS=${JOBS:-16}
 JOBS_LIST=${JOBS_LIST:-"1 4 8 16"}
 PATCHES=${PATCHES:-"no_accelerate_matmul ptxas_O0"}
+CG_BASE=${CG_BASE:-$WORK/batch}
 ZL=(python3 -m zlbench)
 CHECK=(python3 benchmarks/codegen_check.py)
 mkdir -p "$WORK"
@@ -46,13 +51,13 @@ for stage in "${stages[@]}"; do
       ;;
     same)
       for j in $JOBS_LIST; do
-        timed "${ZL[@]}" codegen --baseline "$WORK/batch" --jobs "$j" --out "$WORK/cg-same-j$j" 2>&1 | tail -3
+        timed "${ZL[@]}" codegen --baseline "$CG_BASE" --jobs "$j" --out "$WORK/cg-same-j$j" 2>&1 | tail -3
       done
       ;;
     patched)
       for p in $PATCHES; do
         site=$("${CHECK[@]}" patch "$p" "$WORK/site-$p" | tail -1) || exit 1
-        PYTHONPATH="$site${PYTHONPATH:+:$PYTHONPATH}" timed "${ZL[@]}" codegen --baseline "$WORK/batch" \
+        PYTHONPATH="$site${PYTHONPATH:+:$PYTHONPATH}" timed "${ZL[@]}" codegen --baseline "$CG_BASE" \
           --jobs "$JOBS" --out "$WORK/cg-$p" 2>&1 | tail -5
         head -30 "$WORK/cg-$p/codegen.md"
       done
