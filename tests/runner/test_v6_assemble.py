@@ -76,6 +76,7 @@ def test_a_failing_step_stops_the_run_with_its_code_and_keeps_its_log(tmp_path, 
         f"v6_assemble: step unpack failed (rc=1), see {tmp_path / 'v6'}/unpack.log"
     )
     rows = (tmp_path / "v6" / "steps.tsv").read_text().splitlines()
-    assert rows[0] == "step\twall_s\trc" and rows[1].startswith("unpack\t") and rows[1].endswith("\t1")
+    assert rows[0] == "step\twall_s\trc"
+    assert rows[1].startswith("unpack\t") and rows[1].endswith("\t1")
     assert len(rows) == 2 and not (tmp_path / "v6" / "v6-full").exists()  # nothing after it
     assert (tmp_path / "v6" / "unpack.log").read_text()
