@@ -7,7 +7,12 @@ from pathlib import Path
 from zlbench.codegen.select import EXPLAINED, annotate_rows, kernel_note, ops_to_time, row_notes
 from zlbench.gate.plan import read_ops_file
 from zlbench.models import BaselineResult, BaselineRow, RowKey, RowVerdict, Verdict
-from zlbench.models.codegen_screen import CodegenClass, CodegenScreen, KernelScreen
+from zlbench.models.codegen_screen import (
+    UNNAMED_SHAPE,
+    CodegenClass,
+    CodegenScreen,
+    KernelScreen,
+)
 from zlbench.report.codegen import note_text, row_explanation
 
 SHAPE = "[torch.Size([64])]"
@@ -95,6 +100,43 @@ def test_op_without_records_or_kernels_is_timed():
         "main/sum": "no kernel of this op in the codegen screen",
     }
     assert set(plan.skip) == {"main/mm"}
+
+
+def test_an_op_whose_index_is_empty_launches_no_kernel_and_is_skipped():
+    """v6's has_compatible_shallow_copy_type (2026-12-02): an index without a record is
+    the recorder's claim that the op compiled and launched no Triton kernel; an op the
+    screen merely holds no kernel of (no such claim) is still timed, a sentinel too."""
+    s = _screen(_kernel("mm_k", CodegenClass.IDENTICAL, _rows("mm", 1)))
+    s.ops_without_kernels = ["main/add"]
+    plan = ops_to_time(s, BASE)
+    assert plan.skip["main/add"] == (
+        "launches no Triton kernel (its record pass compiled and launched none); "
+        "all 2 row(s) covered"
+    )
+    assert plan.time == {"main/sum": "no kernel of this op in the codegen screen"}
+    assert ops_to_time(s, BASE, sentinels=["add"]).time["main/add"] == "sentinel op"
+
+
+def _unnamed(run_name: str, dtype: str = "float16") -> RowKey:
+    return RowKey(repo="main", run_name=run_name, op=run_name, dtype=dtype, shape=UNNAMED_SHAPE)
+
+
+def test_rows_of_a_dtype_whose_uses_named_no_shape_are_covered_by_them():
+    """v6's concat (2026-12-02): its kernels' uses named the dtype, not the shape (the
+    launch came before the benchmark named the row), and its 5 rows were timed on every
+    PR. They stand for every row of that dtype no use names; another dtype's row is not
+    covered, and a change in them makes the op and its rows changed."""
+    ok = _kernel("cat_k", CodegenClass.IDENTICAL, [_unnamed("add")], timed_rows=[_unnamed("add")])
+    plan = ops_to_time(_screen(ok), {"main/add": BASE["main/add"]})
+    assert plan.skip == {"main/add": "all 1 kernel(s) identical; all 2 row(s) covered"}
+    other = _kernel("cat_k", CodegenClass.IDENTICAL, [_unnamed("add", "float32")])
+    plan = ops_to_time(_screen(other), {"main/add": BASE["main/add"]})
+    assert plan.time == {"main/add": "2 row(s) whose kernels the records do not name"}
+    bad = _kernel("cat_k", CodegenClass.TTGIR, [_unnamed("add")], first_stage="ttgir")
+    plan = ops_to_time(_screen(bad), {"main/add": BASE["main/add"]})
+    assert plan.time == {"main/add": "kernel(s) cat_k (TTGIR changed)"}
+    notes = row_notes(_rows("add", 2), _screen(bad))
+    assert [[n.name for n in v] for v in notes.values()] == [["cat_k"], ["cat_k"]]
 
 
 def test_sentinels_are_always_timed_by_any_spec_form():

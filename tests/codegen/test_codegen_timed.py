@@ -15,7 +15,12 @@ from zlbench.codegen.diff import screen_kernel
 from zlbench.codegen.select import ops_to_time, row_notes
 from zlbench.codegen.timed import NO_ATTRIBUTION, TimedKernels
 from zlbench.models import BaselineResult, BaselineRow, KernelUse, RowKey, RowVerdict, Verdict
-from zlbench.models.codegen_screen import CodegenClass, CodegenScreen, KernelScreen
+from zlbench.models.codegen_screen import (
+    UNNAMED_SHAPE,
+    CodegenClass,
+    CodegenScreen,
+    KernelScreen,
+)
 from zlbench.plugins import codegen as recorder_plugin
 from zlbench.report.codegen import row_explanation
 from zlbench.report.why import why_lines
@@ -171,8 +176,14 @@ def test_collect_and_screen_keep_where_each_kernel_ran(tmp_path):
             op_timed=base.op_timed[kid], row_timed=base.row_timed[kid],
         )  # fmt: skip
     rows = [r.model_copy(update={"op": "embedding"}) for r in EMB_ROWS]
+    unnamed = rows[0].model_copy(update={"shape": UNNAMED_SHAPE})  # the use without a shape
     assert by_name["fill_kernel"].setup_ops == ["main/embedding"]
-    assert by_name["fill_kernel"].setup_rows == rows and by_name["fill_kernel"].timed_rows == []
+    assert by_name["fill_kernel"].setup_rows == [unnamed, *rows]
+    assert by_name["fill_kernel"].timed_rows == []
+    # the stand-in row is no row of its own: the setup kernel still counts nowhere
+    s = screen(*by_name.values())
+    counted = [k.name for k in TimedKernels.of(s).op_kernels("main/embedding")]
+    assert "fill_kernel" not in counted and "embedding_kernel" in counted
     assert by_name["embedding_kernel"].timed_ops == ["main/embedding"]
     assert by_name["embedding_kernel"].timed_rows == rows
     assert by_name["old_kernel"].timed_ops == by_name["old_kernel"].setup_ops == []
@@ -243,3 +254,14 @@ def test_a_row_explanation_names_one_kernel_and_counts_the_rest():
     s = screen(*(kernel(f"k{i}_kernel", C, timed=rows) for i in range(5)))
     text = row_explanation(row_notes(rows, s)[rows[0]])
     assert text == "codegen: k0_kernel: TTGIR differs; +4 other changed kernel(s)"
+
+
+def test_collect_names_the_ops_whose_index_is_empty(tmp_path):
+    """An empty index (the op launched no Triton kernel) is not a missing one."""
+    texts = stage_texts("add")
+    write_run(tmp_path, "add", [(record(request("add_kernel"), texts), texts)])
+    write_run(tmp_path, "shallow_copy_check", [])
+    write_run(tmp_path, "old", None)
+    base = collect(tmp_path)
+    assert base.ops_without_kernels == ["main/shallow_copy_check"]
+    assert base.ops_without_records == ["main/old"]

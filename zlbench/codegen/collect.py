@@ -17,6 +17,7 @@ from zlbench.models.codegen import (
     CompileRecord,
     load_codegen_index,
 )
+from zlbench.models.codegen_screen import UNNAMED_SHAPE
 from zlbench.models.run import RowKey
 from zlbench.protocol.layout import RESULT_JSON, op_key, split_op_key
 
@@ -37,6 +38,12 @@ class BaselineKernels:
     # id -> ops whose record of it has other stage outputs than the first one read
     # (the baseline's own compiles were not deterministic).
     conflicts: dict[str, set[str]] = field(default_factory=dict)
+
+    @property
+    def ops_without_kernels(self) -> list[str]:
+        """The ops whose codegen index holds no record (their record pass launched no
+        Triton kernel), sorted."""
+        return sorted(key for key, ids in self.op_kernels.items() if not ids)
 
 
 def run_dirs(root: Path) -> list[Path]:
@@ -98,13 +105,13 @@ def _add(out: BaselineKernels, key: str, cg_dir: Path, rec: CompileRecord) -> No
     row_timed = out.row_timed.setdefault(rec.id, {})
     for use in rec.used_by or [None]:
         op_timed.add(use.timed if use is not None else None)
-        if use is not None and use.dtype is not None and use.shape is not None:
+        if use is not None and use.dtype is not None:
             row = RowKey(
                 repo=repo,
                 run_name=use.run_name,
                 op=use.op,
                 dtype=use.dtype,
-                shape=use.shape,
+                shape=UNNAMED_SHAPE if use.shape is None else use.shape,
                 occurrence=use.occurrence,
             )
             rows.add(row)

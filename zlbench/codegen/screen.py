@@ -113,6 +113,7 @@ def run_screen(opts: ScreenOptions, say: Callable[[str], None] = lambda s: None)
             counts=count_classes(kernels),
             kernels=kernels,
             ops_without_records=sorted(base.ops_without_records),
+            ops_without_kernels=base.ops_without_kernels,
         )
         _publish(opts.out, screen, staged)
     finally:

@@ -2,9 +2,12 @@
 
 :func:`ops_to_time`: which baseline ops must be timed. An op may be skipped only
 on proof: it has codegen records, every baseline row of it is named by some
-record as a row that launched a kernel, and every kernel that counts for it
+record as a row that launched a kernel (by its shape, or, where the recorder saw
+the launch before the row's shape was named, by its dtype:
+:func:`zlbench.codegen.timed.known_ref`), and every kernel that counts for it
 (:mod:`zlbench.codegen.timed`: launched inside its rows' timed regions, or all of
-them where the records do not say) rebuilt identical. Sentinel ops
+them where the records do not say) rebuilt identical; or its codegen index holds
+no record at all (its record pass launched no Triton kernel). Sentinel ops
 (``ops/sentinels.txt``) are always timed: launcher and runtime changes move speed
 without changing a kernel.
 
@@ -24,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 
-from zlbench.codegen.timed import RowRef, TimedKernels, row_ref
+from zlbench.codegen.timed import RowRef, TimedKernels, known_ref, row_ref
 from zlbench.models.baseline import BaselineResult
 from zlbench.models.codegen_screen import (
     CHANGED_CLASSES,
@@ -81,12 +84,18 @@ def ops_to_time(
     view = TimedKernels.of(screen)
     rows_known = {row_ref(row) for k in screen.kernels for row in k.rows}
     no_records = set(screen.ops_without_records)
+    no_kernels = set(screen.ops_without_kernels)
     plan = TimingPlan()
     for key, result in sorted(baseline_ops.items()):
         kernels = view.op_kernels(key)
-        why = _why_time(key, result, kernels, rows_known, no_records, sentinels)
+        why = _why_time(key, result, kernels, rows_known, no_records, sentinels, no_kernels)
         if why:
             plan.time[key] = why
+        elif key in no_kernels and not kernels:
+            plan.skip[key] = (
+                f"launches no Triton kernel (its record pass compiled and launched none); "
+                f"all {len(result.rows)} row(s) covered"
+            )
         else:
             setup = [k for k in view.op_setup(key) if k.status in CHANGED_CLASSES]
             which = "timed kernel(s)" if setup else "kernel(s)"
@@ -167,10 +176,11 @@ def _why_time(
     rows_known: set[RowRef],
     no_records: set[str],
     sentinels: Collection[str],
+    no_kernels: Collection[str] = (),
 ) -> str | None:
     """Why op ``key`` must be timed; None when the screen proves it unchanged."""
     sentinel = any(matches_spec(s, key, result.op) for s in sentinels)
-    why = _why_unproven(key, result, kernels, rows_known, no_records)
+    why = _why_unproven(key, result, kernels, rows_known, no_records, no_kernels)
     if why is not None:  # the codegen reason first: it says what changed
         return why + (f"; {SENTINEL_WHY}" if sentinel else "")
     return SENTINEL_WHY if sentinel else None
@@ -182,16 +192,20 @@ def _why_unproven(
     kernels: list[KernelScreen],
     rows_known: set[RowRef],
     no_records: set[str],
+    no_kernels: Collection[str] = (),
 ) -> str | None:
     if key in no_records:
         return "no codegen records in the baseline"
     if not kernels:
-        return "no kernel of this op in the codegen screen"
+        # an empty index: the record pass launched no Triton kernel for it (proven)
+        return None if key in no_kernels else "no kernel of this op in the codegen screen"
     unproven = [k for k in kernels if k.status is not CodegenClass.IDENTICAL]
     if unproven:
         return "kernel(s) " + ", ".join(_short(k) for k in unproven[:5]) + _more(unproven, 5)
     unknown = [
-        r for r in result.rows if row_ref(r.key(result.repo, result.run_name)) not in rows_known
+        r
+        for r in result.rows
+        if known_ref(row_ref(r.key(result.repo, result.run_name)), rows_known) is None
     ]
     if unknown:
         return f"{len(unknown)} row(s) whose kernels the records do not name"

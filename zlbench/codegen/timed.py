@@ -18,11 +18,12 @@ kernel, listed once, apart.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 
 from zlbench.models.codegen_screen import (
     CHANGED_CLASSES,
+    UNNAMED_SHAPE,
     CodegenClass,
     CodegenScreen,
     KernelScreen,
@@ -38,6 +39,23 @@ ALWAYS_COUNTS = frozenset({CodegenClass.FAILED, CodegenClass.MISSING})
 def row_ref(row: RowKey) -> RowRef:
     """What a codegen record and a baseline row agree on: repo, run, dtype, shape."""
     return (row.repo, row.run_name, row.dtype, row.shape)
+
+
+def unnamed_ref(ref: RowRef) -> RowRef:
+    """The row that kernel uses of ``ref``'s op and dtype without a shape stand for
+    (:data:`~zlbench.models.codegen_screen.UNNAMED_SHAPE`)."""
+    return (ref[0], ref[1], ref[2], UNNAMED_SHAPE)
+
+
+def known_ref(ref: RowRef, known: Collection[RowRef]) -> RowRef | None:
+    """``ref`` when a kernel use names it; else its :func:`unnamed_ref` when uses of
+    its op and dtype named no shape (the kernels launched while that dtype's rows were
+    in flight, unnamed: they include this row's); else None (the records do not say
+    what this row launched)."""
+    if ref in known:
+        return ref
+    loose = unnamed_ref(ref)
+    return loose if loose in known else None
 
 
 @dataclass
@@ -61,7 +79,8 @@ class TimedKernels:
                 t.by_op.setdefault(op, []).append(k)
             for ref in dict.fromkeys(row_ref(r) for r in k.rows):
                 t.by_row.setdefault(ref, []).append(k)
-                t.rows_of_op.setdefault(f"{ref[0]}/{ref[1]}", set()).add(ref)
+                if ref[3] != UNNAMED_SHAPE:  # a stand-in for unnamed rows, no row itself
+                    t.rows_of_op.setdefault(f"{ref[0]}/{ref[1]}", set()).add(ref)
             t.timed_ops.update(k.timed_ops)
             t.timed_rows.update(row_ref(r) for r in k.timed_rows)
             t.setup_in_op[k.kernel_id] = set(k.setup_ops)
@@ -76,7 +95,9 @@ class TimedKernels:
     # ---- rows
 
     def row_kernels(self, ref: RowRef) -> list[KernelScreen]:
-        """The kernels that count for the row ``ref`` (module docstring)."""
+        """The kernels that count for the row ``ref`` (module docstring); a row no use
+        names by shape has those of its dtype's unnamed uses (:func:`known_ref`)."""
+        ref = known_ref(ref, self.by_row) or ref
         kernels = self.by_row.get(ref, [])
         if ref not in self.timed_rows:
             return list(kernels)

@@ -32,6 +32,11 @@ class CodegenClass(str, Enum):
 CHANGED_CLASSES = frozenset({CodegenClass.TTGIR, CodegenClass.LLIR_PTX, CodegenClass.SASS})
 # Classes that prove nothing about the kernel's speed (it must be timed).
 UNPROVEN_CLASSES = CHANGED_CLASSES | {CodegenClass.FAILED, CodegenClass.MISSING}
+# The shape of a KernelScreen row whose kernel use named its dtype but no shape: the
+# recorder saw the launch before the benchmark named the row's shape (FlagGems'
+# concat builds its inputs without the hook that names it). It stands for every row of
+# that op and dtype that no use names by shape. Never an upstream shape text.
+UNNAMED_SHAPE = "(shape not recorded)"
 
 CLASS_LABELS = {
     CodegenClass.IDENTICAL: "identical",
@@ -114,6 +119,11 @@ class CodegenScreen(OnDisk):
     kernels: list[KernelScreen] = Field(default_factory=list)
     # Baseline ops with rows but no codegen records: their speed is unproven.
     ops_without_records: list[str] = Field(default_factory=list)
+    # Baseline ops whose codegen index holds no record: their record pass launched no
+    # Triton kernel (the recorder writes an index for every op it saw end, an empty one
+    # for an op that compiled and launched nothing; docs/codegen.md), so no compiler
+    # change reaches their rows.
+    ops_without_kernels: list[str] = Field(default_factory=list)
 
     def by_id(self) -> dict[str, KernelScreen]:
         return {k.kernel_id: k for k in self.kernels}

@@ -110,6 +110,8 @@ def _screen_difference(a: CodegenScreen, b: CodegenScreen) -> str:
         return f"kernel {kid[:80]!r}: {sa} vs {sb}"
     if sorted(a.ops_without_records) != sorted(b.ops_without_records):
         return "ops without records"
+    if sorted(a.ops_without_kernels) != sorted(b.ops_without_kernels):
+        return "ops without kernels"
     return "compiler" if a.compiler != b.compiler else ""
 
 
