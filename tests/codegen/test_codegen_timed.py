@@ -6,6 +6,7 @@ screens and indexes; the benchpkg recording end to end: test_codegen_timed_e2e.p
 
 from __future__ import annotations
 
+import json
 from types import SimpleNamespace
 
 from cgsynth import record, request, stage_texts, use, write_run
@@ -265,3 +266,46 @@ def test_collect_names_the_ops_whose_index_is_empty(tmp_path):
     base = collect(tmp_path)
     assert base.ops_without_kernels == ["main/shallow_copy_check"]
     assert base.ops_without_records == ["main/old"]
+
+
+def test_recorder_counts_the_kernels_of_a_run_it_could_not_record(monkeypatch):
+    """A launch of a kernel without a record (compiled before the recorder, from IR, or
+    a record that failed) is counted in its run's index: the screen then proves nothing
+    of the op. A run with every kernel recorded says 0, not None (not counted)."""
+    entry = SimpleNamespace(run_name="embedding", op="embedding", run_dir="/nowhere")
+    op = SimpleNamespace(entry=entry, dtype="float16", shape=S1)
+    monkeypatch.setattr(recorder_plugin.state, "current_op", lambda: op)
+    monkeypatch.setattr(recorder_plugin.state, "in_timed_region", lambda: True)
+    monkeypatch.setattr(recorder_plugin.Recorder, "disassemble_pending", lambda self: None)
+    r = recorder_plugin.Recorder()
+    rec = r.by_hash["h"] = record(request("fill_kernel"), stage_texts("fill"))
+    r.by_id[rec.id] = rec
+    r.note("h")
+    assert r.index_for("embedding").unrecorded == 0
+    r.note("unknown")
+    r.note("unknown")  # one kernel, launched twice
+    r.on_compile(src=SimpleNamespace(), metadata={"hash": "ir"}, metadata_group={},
+                 times=None, cache_hit=False)  # fmt: skip
+    assert r.index_for("embedding").unrecorded == 2
+    assert r.index_for("other").unrecorded == 0
+
+
+def test_an_op_with_unrecorded_kernels_is_timed_and_its_empty_index_proves_nothing(tmp_path):
+    texts = stage_texts("add")
+    add = record(request("add_kernel"), texts, uses=[use("add")])
+    for run, kernels in (("add", [(add, texts)]), ("noop", [])):
+        write_run(tmp_path, run, kernels)
+        index_path = tmp_path / "main" / run / "codegen" / "index.json"
+        index = json.loads(index_path.read_text())
+        index_path.write_text(json.dumps({**index, "unrecorded": 1}))
+    base = collect(tmp_path)
+    assert base.unrecorded == {"main/add": 1, "main/noop": 1}
+    assert base.ops_without_kernels == []
+    s = screen(kernel("add_kernel", T, timed=[row("add")]))
+    s.ops_with_unrecorded = base.unrecorded
+    s.ops_without_kernels = base.ops_without_kernels
+    plan = ops_to_time(s, {"main/add": result("add"), "main/noop": result("noop")})
+    assert plan.time == {
+        "main/add": "1 kernel(s) its record pass ran without a record",
+        "main/noop": "1 kernel(s) its record pass ran without a record",
+    }

@@ -682,3 +682,18 @@ def test_only_the_ops_long_enough_to_cut_have_their_baseline_read():
 
     assert part_counts(GATE_CORE, 4, rows) == {"main/topk": 2}
     assert asked == ["main/topk"]
+
+
+@pytest.mark.parametrize("counts, merged", [((0, 2, 1), 3), ((0, None, 1), None)])
+def test_merged_codegen_index_counts_every_parts_unrecorded_kernels(
+    tmp_path, parts, counts, merged
+):
+    """The kernels a part ran without a record add up; a part that did not count them
+    (a recorder before 2026-12-02) makes the op's count unknown, not 0."""
+    for d, n in zip(parts, counts, strict=True):
+        path = d / CODEGEN_DIR / CODEGEN_INDEX
+        index = load_json_model(path, CodegenIndex)
+        dump_json_model(path, index.model_copy(update={"unrecorded": n}))
+    dest = tmp_path / "main" / "topk"
+    merge_part_dirs(parts, None, dest)
+    assert load_codegen_index(dest).unrecorded == merged

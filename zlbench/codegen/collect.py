@@ -35,6 +35,9 @@ class BaselineKernels:
     row_timed: dict[str, dict[RowKey, set[bool | None]]] = field(default_factory=dict)
     op_kernels: dict[str, set[str]] = field(default_factory=dict)  # op key -> ids
     ops_without_records: list[str] = field(default_factory=list)  # ops with result.json only
+    # op key -> kernels its record pass compiled or launched without a record
+    # (CodegenIndex.unrecorded > 0): nothing of it is proven
+    unrecorded: dict[str, int] = field(default_factory=dict)
     # id -> ops whose record of it has other stage outputs than the first one read
     # (the baseline's own compiles were not deterministic).
     conflicts: dict[str, set[str]] = field(default_factory=dict)
@@ -43,7 +46,9 @@ class BaselineKernels:
     def ops_without_kernels(self) -> list[str]:
         """The ops whose codegen index holds no record (their record pass launched no
         Triton kernel), sorted."""
-        return sorted(key for key, ids in self.op_kernels.items() if not ids)
+        return sorted(
+            key for key, ids in self.op_kernels.items() if not ids and key not in self.unrecorded
+        )
 
 
 def run_dirs(root: Path) -> list[Path]:
@@ -72,6 +77,8 @@ def collect(root: str | Path) -> BaselineKernels:
             out.ops_without_records.append(key)
             continue
         out.op_kernels[key] = set()
+        if index.unrecorded:
+            out.unrecorded[key] = index.unrecorded
         for rec in index.records:
             _add(out, key, run_dir / CODEGEN_DIR, rec)
     if not out.records:

@@ -114,6 +114,7 @@ def run_screen(opts: ScreenOptions, say: Callable[[str], None] = lambda s: None)
             kernels=kernels,
             ops_without_records=sorted(base.ops_without_records),
             ops_without_kernels=base.ops_without_kernels,
+            ops_with_unrecorded=dict(sorted(base.unrecorded.items())),
         )
         _publish(opts.out, screen, staged)
     finally:

@@ -85,10 +85,13 @@ def ops_to_time(
     rows_known = {row_ref(row) for k in screen.kernels for row in k.rows}
     no_records = set(screen.ops_without_records)
     no_kernels = set(screen.ops_without_kernels)
+    unrecorded = screen.ops_with_unrecorded
     plan = TimingPlan()
     for key, result in sorted(baseline_ops.items()):
         kernels = view.op_kernels(key)
-        why = _why_time(key, result, kernels, rows_known, no_records, sentinels, no_kernels)
+        why = _why_time(
+            key, result, kernels, rows_known, no_records, sentinels, no_kernels, unrecorded
+        )
         if why:
             plan.time[key] = why
         elif key in no_kernels and not kernels:
@@ -177,10 +180,11 @@ def _why_time(
     no_records: set[str],
     sentinels: Collection[str],
     no_kernels: Collection[str] = (),
+    unrecorded: Mapping[str, int] | None = None,
 ) -> str | None:
     """Why op ``key`` must be timed; None when the screen proves it unchanged."""
     sentinel = any(matches_spec(s, key, result.op) for s in sentinels)
-    why = _why_unproven(key, result, kernels, rows_known, no_records, no_kernels)
+    why = _why_unproven(key, result, kernels, rows_known, no_records, no_kernels, unrecorded)
     if why is not None:  # the codegen reason first: it says what changed
         return why + (f"; {SENTINEL_WHY}" if sentinel else "")
     return SENTINEL_WHY if sentinel else None
@@ -193,9 +197,12 @@ def _why_unproven(
     rows_known: set[RowRef],
     no_records: set[str],
     no_kernels: Collection[str] = (),
+    unrecorded: Mapping[str, int] | None = None,
 ) -> str | None:
     if key in no_records:
         return "no codegen records in the baseline"
+    if unrecorded and unrecorded.get(key):
+        return f"{unrecorded[key]} kernel(s) its record pass ran without a record"
     if not kernels:
         # an empty index: the record pass launched no Triton kernel for it (proven)
         return None if key in no_kernels else "no kernel of this op in the codegen screen"

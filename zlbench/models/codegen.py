@@ -227,6 +227,12 @@ class CodegenIndex(OnDisk):
     schema_version: int = FORMAT_VERSION
     compiler: CompilerIdentity | None = None  # who compiled the results here
     records: list[CompileRecord] = Field(default_factory=list)
+    # Kernels the run compiled or launched that have no record here (a compile the
+    # recorder could not record, a kernel compiled from IR rather than a JIT function,
+    # a launch of a kernel compiled before the recorder was installed); None: an index
+    # of a recorder before 2026-12-02, which did not count them. The codegen screen
+    # proves nothing of a run with some (docs/codegen.md).
+    unrecorded: int | None = None
 
     def by_id(self) -> dict[str, CompileRecord]:
         return {r.id: r for r in self.records}

@@ -124,6 +124,9 @@ class CodegenScreen(OnDisk):
     # for an op that compiled and launched nothing; docs/codegen.md), so no compiler
     # change reaches their rows.
     ops_without_kernels: list[str] = Field(default_factory=list)
+    # Baseline ops whose record pass compiled or launched kernels it could not record
+    # (CodegenIndex.unrecorded), with their number: their speed is unproven.
+    ops_with_unrecorded: dict[str, int] = Field(default_factory=dict)
 
     def by_id(self) -> dict[str, KernelScreen]:
         return {k.kernel_id: k for k in self.kernels}

@@ -66,6 +66,8 @@ class Recorder:
     warned: bool = False
     previous: Any = None
     sass: bool = True  # False: no cuobjdump at op end (records without SASS, registers)
+    # run -> kernels it compiled or launched that have no record (CodegenIndex.unrecorded)
+    unrecorded: dict[str, set[str]] = field(default_factory=dict)
 
     # ---- triton callbacks
 
@@ -79,6 +81,7 @@ class Recorder:
                 cache_hit=cache_hit,
             )
         if not hasattr(src, "fn"):  # an IRSource: nothing to rebuild from
+            self.missed(metadata.get("hash", "?"))
             return
         from zlbench.plugins.compiler import capture
 
@@ -88,6 +91,7 @@ class Recorder:
             )
         except Exception as e:  # noqa: BLE001 - recording must never break a benchmark
             self.warn(f"cannot record {getattr(src, 'name', '?')}: {type(e).__name__}: {e}")
+            self.missed(metadata.get("hash", "?"))
             return
         known = self.by_id.get(rec.id)
         if known is None:
@@ -125,6 +129,7 @@ class Recorder:
             return
         rec = self.by_hash.get(triton_hash)
         if rec is None:
+            self.missed(triton_hash)
             return
         self.seen.add(key + (triton_hash,))
         users = self.uses.setdefault(run, {}).setdefault(rec.id, [])
@@ -135,6 +140,14 @@ class Recorder:
             )
             _add_use(users, use)
         self.dirty.add(run)
+
+    def missed(self, triton_hash: str) -> None:
+        """A kernel of the op in flight that no record will name: its run's index says
+        so (``CodegenIndex.unrecorded``), and the screen proves nothing of the op."""
+        op = state.current_op()
+        self.unrecorded.setdefault(op.entry.run_name if op is not None else "", set()).add(
+            str(triton_hash)
+        )
 
     def warn(self, text: str) -> None:
         if not self.warned:
@@ -150,7 +163,9 @@ class Recorder:
         uses = self.uses.get(run, {})
         recs = [self.by_id[i].model_copy(update={"used_by": u}) for i, u in uses.items()]
         return CodegenIndex(
-            compiler=capture.compiler_identity(), records=sorted(recs, key=lambda r: r.id)
+            compiler=capture.compiler_identity(),
+            records=sorted(recs, key=lambda r: r.id),
+            unrecorded=len(self.unrecorded.get(run, ())),
         )
 
     def write(self, run: str, cg_dir: Path) -> None:

@@ -112,6 +112,8 @@ def _screen_difference(a: CodegenScreen, b: CodegenScreen) -> str:
         return "ops without records"
     if sorted(a.ops_without_kernels) != sorted(b.ops_without_kernels):
         return "ops without kernels"
+    if a.ops_with_unrecorded != b.ops_with_unrecorded:
+        return "ops with unrecorded kernels"
     return "compiler" if a.compiler != b.compiler else ""
 
 

@@ -364,7 +364,12 @@ def _merge_codegen(src_run: Path, dest_run: Path, run_name: str) -> None:
     new = load_codegen_index(src_run)
     if new is None:
         return
-    old = load_codegen_index(dest_run) or CodegenIndex(compiler=new.compiler)
+    first = load_codegen_index(dest_run)
+    old = first or CodegenIndex(compiler=new.compiler, unrecorded=0)
+    # kernels a part could not record: every part's count, unknown if one did not count
+    old.unrecorded = (
+        None if None in (old.unrecorded, new.unrecorded) else (old.unrecorded + new.unrecorded)
+    )
     by_id = {r.id: r for r in old.records}
     for rec in new.records:
         uses = [
