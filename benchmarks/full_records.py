@@ -16,7 +16,8 @@ have their records (a restored op has not: they came back with an earlier call):
 ``<repo>/<run_name>/autotune_records/`` and ``codegen/index.json`` with only the TTIR
 and TTGIR texts (``codegen/blobs/<sha>.gz``; every other stage keeps its digest, blob
 ``""``, as ``zlbench baseline compact`` keeps them). ``merge`` unpacks them into DIR
-(a later call's op replaces an earlier one's).
+(a later call's op replaces an earlier one's) and says how many of the merged ops
+ran kernels without a record (:func:`unrecorded_counts`).
 
 ``pack`` writes DIR as one xz archive (preset 9) with each text stored decompressed as
 ``codegen/blobs/<sha>`` beside the gzip'd names it replaces: xz then sees every text,
@@ -125,6 +126,20 @@ def merge(dest: Path, archives: list[Path]) -> list[str]:
             tar.extractall(dest, members=members, filter="data")
             written += ops
     return sorted(set(written))
+
+
+def unrecorded_counts(root: Path, ops: list[str]) -> dict[str, int | None]:
+    """Per op of ``ops`` (``<repo>/<run_name>`` under ``root``), the kernels its record
+    pass ran without a record (``CodegenIndex.unrecorded``; None: an index of a recorder
+    before 2026-12-02, which did not count them). Printed by ``merge`` after each call:
+    an op with some is timed on every PR (docs/codegen.md), and many such ops mean a
+    launch the recorder misses everywhere."""
+    out: dict[str, int | None] = {}
+    for op in ops:
+        index = root / op / "codegen" / "index.json"
+        if index.is_file():
+            out[op] = json.loads(index.read_text()).get("unrecorded")
+    return out
 
 
 def pack(src: Path, out: Path) -> tuple[int, int]:
@@ -346,7 +361,16 @@ def main(argv: list[str] | None = None) -> int:
         print(f"gaps: {len(gaps)} of {len(ops)} packed op(s) to record again")
         return 0
     if a.cmd == "merge":
-        print(f"{len(merge(a.dir, a.archives))} op(s) merged into {a.dir}")
+        merged = merge(a.dir, a.archives)
+        print(f"{len(merged)} op(s) merged into {a.dir}")
+        counts = unrecorded_counts(a.dir, merged)
+        some = {op: n for op, n in counts.items() if n}
+        shown = ", ".join(f"{op} {n}" for op, n in sorted(some.items())[:5])
+        print(
+            f"unrecorded kernels: {len(some)} op(s) ran some ({shown or '-'}), "
+            f"{sum(1 for n in counts.values() if n == 0)} none, "
+            f"{sum(1 for n in counts.values() if n is None)} not counted (older recorder)"
+        )
     elif a.cmd == "pack":
         ops, texts = pack(a.dir, a.out)
         print(f"{a.out}: {ops} op(s), {texts} text(s), {a.out.stat().st_size} bytes")

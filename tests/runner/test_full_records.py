@@ -327,3 +327,18 @@ def test_the_run_stage_rechecks_the_dismissed_ops_only_when_asked(tmp_path, rech
     assert args[:4] == ["-m", "zlbench", "batch", "--all"]
     assert {"--resume", "--keep-failed"} <= set(args)
     assert ("--recheck-dismissed" in args) == bool(recheck)
+
+
+def test_merge_says_which_ops_ran_kernels_without_a_record(fr, tmp_path, capsys):
+    """After each device call: the new recorder's count of kernels an op ran without a
+    record (many ops with some would mean a launch it misses everywhere)."""
+    call = tmp_path / "1.tgz"
+    with tarfile.open(call, "w:gz") as tar:
+        for op, extra in (("abs", {"unrecorded": 0}), ("cat", {"unrecorded": 3}), ("cos", {})):
+            _add(
+                tar, f"main/{op}/codegen/index.json", json.dumps({"records": [], **extra}).encode()
+            )
+    assert fr.main(["merge", str(tmp_path / "m"), str(call)]) == 0
+    assert capsys.readouterr().out.splitlines()[-1] == (
+        "unrecorded kernels: 1 op(s) ran some (main/cat 3), 1 none, 1 not counted (older recorder)"
+    )
