@@ -261,8 +261,10 @@ def test_ctrl_c_reaches_every_worker(setup):
     import time
 
     interrupted = []
+    started = threading.Semaphore(0)
 
     def executor(plan, **kw):
+        started.release()
         try:
             while True:
                 time.sleep(0.01)
@@ -270,7 +272,13 @@ def test_ctrl_c_reaches_every_worker(setup):
             interrupted.append(threading.current_thread().name)
             raise
 
-    timer = threading.Timer(0.3, os.kill, (os.getpid(), signal.SIGINT))
+    def ctrl_c() -> None:  # once both workers run: a fixed delay raced a loaded machine
+        for _ in range(2):
+            assert started.acquire(timeout=60)
+        time.sleep(0.05)
+        os.kill(os.getpid(), signal.SIGINT)
+
+    timer = threading.Thread(target=ctrl_c, daemon=True)
     timer.start()
     with pytest.raises(KeyboardInterrupt):
         run_batch(setup(executor, gpus=["0", "1"]))
