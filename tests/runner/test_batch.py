@@ -272,17 +272,29 @@ def test_ctrl_c_reaches_every_worker(setup):
             interrupted.append(threading.current_thread().name)
             raise
 
+    sent = threading.Event()
+
     def ctrl_c() -> None:  # once both workers run: a fixed delay raced a loaded machine
         for _ in range(2):
             assert started.acquire(timeout=60)
         time.sleep(0.05)
+        sent.set()
         os.kill(os.getpid(), signal.SIGINT)
 
-    timer = threading.Thread(target=ctrl_c, daemon=True)
-    timer.start()
-    with pytest.raises(KeyboardInterrupt):
-        run_batch(setup(executor, gpus=["0", "1"]))
-    timer.join()
+    def only_ours(signum, frame):  # a stray SIGINT/SIGTERM of an earlier test: ignored
+        if sent.is_set():
+            raise KeyboardInterrupt
+
+    old = {sig: signal.signal(sig, only_ours) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        timer = threading.Thread(target=ctrl_c, daemon=True)
+        timer.start()
+        with pytest.raises(KeyboardInterrupt):
+            run_batch(setup(executor, gpus=["0", "1"]))
+        timer.join()
+    finally:
+        for sig, handler in old.items():
+            signal.signal(sig, handler)
     assert sorted(interrupted) == ["gpu-0", "gpu-1"]
 
 
