@@ -83,18 +83,13 @@ def ops_to_time(
     inside its rows' timed regions) decide; a changed setup kernel changes no op."""
     view = TimedKernels.of(screen)
     rows_known = {row_ref(row) for k in screen.kernels for row in k.rows}
-    no_records = set(screen.ops_without_records)
-    no_kernels = set(screen.ops_without_kernels)
-    unrecorded = screen.ops_with_unrecorded
     plan = TimingPlan()
     for key, result in sorted(baseline_ops.items()):
         kernels = view.op_kernels(key)
-        why = _why_time(
-            key, result, kernels, rows_known, no_records, sentinels, no_kernels, unrecorded
-        )
+        why = _why_time(key, result, kernels, screen, rows_known, sentinels)
         if why:
             plan.time[key] = why
-        elif key in no_kernels and not kernels:
+        elif not kernels:  # proven with no kernel: an empty index (_why_unproven)
             plan.skip[key] = (
                 f"launches no Triton kernel (its record pass compiled and launched none); "
                 f"all {len(result.rows)} row(s) covered"
@@ -176,15 +171,13 @@ def _why_time(
     key: str,
     result: BaselineResult,
     kernels: list[KernelScreen],
+    screen: CodegenScreen,
     rows_known: set[RowRef],
-    no_records: set[str],
     sentinels: Collection[str],
-    no_kernels: Collection[str] = (),
-    unrecorded: Mapping[str, int] | None = None,
 ) -> str | None:
     """Why op ``key`` must be timed; None when the screen proves it unchanged."""
     sentinel = any(matches_spec(s, key, result.op) for s in sentinels)
-    why = _why_unproven(key, result, kernels, rows_known, no_records, no_kernels, unrecorded)
+    why = _why_unproven(key, result, kernels, screen, rows_known)
     if why is not None:  # the codegen reason first: it says what changed
         return why + (f"; {SENTINEL_WHY}" if sentinel else "")
     return SENTINEL_WHY if sentinel else None
@@ -194,18 +187,18 @@ def _why_unproven(
     key: str,
     result: BaselineResult,
     kernels: list[KernelScreen],
+    screen: CodegenScreen,
     rows_known: set[RowRef],
-    no_records: set[str],
-    no_kernels: Collection[str] = (),
-    unrecorded: Mapping[str, int] | None = None,
 ) -> str | None:
-    if key in no_records:
+    if key in screen.ops_without_records:
         return "no codegen records in the baseline"
-    if unrecorded and unrecorded.get(key):
-        return f"{unrecorded[key]} kernel(s) its record pass ran without a record"
+    if screen.ops_with_unrecorded.get(key):
+        return f"{screen.ops_with_unrecorded[key]} kernel(s) its record pass ran without a record"
     if not kernels:
         # an empty index: the record pass launched no Triton kernel for it (proven)
-        return None if key in no_kernels else "no kernel of this op in the codegen screen"
+        if key in screen.ops_without_kernels:
+            return None
+        return "no kernel of this op in the codegen screen"
     unproven = [k for k in kernels if k.status is not CodegenClass.IDENTICAL]
     if unproven:
         return "kernel(s) " + ", ".join(_short(k) for k in unproven[:5]) + _more(unproven, 5)
