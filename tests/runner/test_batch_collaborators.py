@@ -13,7 +13,7 @@ from batch_fakes import FakeExecutor
 from zlbench.errors import ZlbenchError
 from zlbench.models import OpStatus, RunStatus, read_ops_status
 from zlbench.protocol.layout import COMPLETE, GPU_TURNS_CSV, OPS_STATUS, RUN_LOG
-from zlbench.protocol.turn import GPU_SHARE_VAR, GPU_TURN_VAR, TURN_LOG_HEADER
+from zlbench.protocol.turn import GPU_SHARE_VAR, GPU_TURN_LOG_VAR, GPU_TURN_VAR, TURN_LOG_HEADER
 from zlbench.runner.batch.attempts import OpAttempts
 from zlbench.runner.batch.config import BatchConfig
 from zlbench.runner.batch.files import BatchFiles, batch_info
@@ -170,6 +170,13 @@ def test_a_pass_environment_names_its_gpu_share_and_turn(tmp_path):
     assert (env["CUDA_VISIBLE_DEVICES"], env[GPU_SHARE_VAR]) == ("3", "2")
     assert env[GPU_TURN_VAR] == str(tmp_path / "turns" / "gpu-3.lock")
     assert GPU_TURN_VAR not in pass_env(config(tmp_path), "", None, tmp_path)
+
+
+def test_the_turn_log_is_named_absolute_from_a_relative_out(tmp_path, monkeypatch):
+    # the processes run in the FlagGems checkout: a relative path would name a file there
+    monkeypatch.chdir(tmp_path)
+    env = pass_env(config(tmp_path, gpu_share=3), "0", "turns", Path("runs/full"))
+    assert env[GPU_TURN_LOG_VAR] == str(tmp_path / "runs" / "full" / GPU_TURNS_CSV)
 
 
 # --------------------------------------------------------------------------- outcomes

@@ -160,7 +160,10 @@ def pass_env(config: BatchConfig, gpu: str, turn_dir: str | None, out: Path) -> 
     env[GPU_SHARE_VAR] = str(c.gpu_share)  # recorded in each result's environment
     if turn_dir is not None:  # this GPU's turn, shared by its slots
         env[GPU_TURN_VAR] = str(Path(turn_dir) / f"gpu-{gpu or 'default'}.lock")
-        env[GPU_TURN_LOG_VAR] = str(out / GPU_TURNS_CSV)
+        # absolute: the benchmark processes run in the FlagGems checkout, where a
+        # relative --out names another file (2026-12-02: a batch run with --out
+        # runs/full-screen lost its turn log, silently)
+        env[GPU_TURN_LOG_VAR] = str((out / GPU_TURNS_CSV).absolute())
     if c.pair_dir is not None:  # an A/B side: the GPU's turn shared with the other side
         env |= pair_environ(c.pair_dir, c.pair_side or "", c.pair_rule, gpu)
     # FlagGems' tuning space, explicit and recorded (Environment.use_flagtune)
