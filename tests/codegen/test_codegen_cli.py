@@ -152,6 +152,39 @@ def test_nothing_rebuilt_is_exit_2(baseline, tmp_path, fake_worker, capsys):
     assert _screen(out).counts["missing"] == 3  # the result is still written
 
 
+def test_the_progress_line_counts_kernels_not_rebuilt(baseline, tmp_path, fake_worker, capsys):
+    fake_worker(SAME | {"mul_kernel": "loadfail"})
+    assert main(["codegen", "--baseline", str(baseline), "--out", str(tmp_path / "o")]) == 0
+    chunks = [ln for ln in capsys.readouterr().err.splitlines() if ln.startswith("codegen: chunk")]
+    assert "3/3 kernels, 0 changed, 0 failed, 1 not rebuilt;" in chunks[-1]
+
+
+def test_a_shard_that_loads_no_kernel_is_exit_2_and_writes_nothing(
+    baseline, tmp_path, fake_worker, capsys
+):
+    """2026-12-02: a rebuild on a CPU machine without GEMS_VENDOR loaded none of 3591
+    kernels, said "rebuilt" and exit 0, and `baseline code-digests` took it."""
+    fake_worker({k: "loadfail" for k in SAME})
+    out = tmp_path / "shard"
+    argv = ["codegen", "--baseline", str(baseline), "--shard", "1/1", "--out", str(out)]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert err.startswith("zlbench codegen: error: no kernel of the shard could be loaded here")
+    assert "load failed: NoModule: x" in err
+    assert not out.exists()
+
+
+def test_a_shard_says_which_kernels_it_could_not_load(baseline, tmp_path, fake_worker, capsys):
+    fake_worker(SAME | {"sum_kernel": "loadfail"})
+    out = tmp_path / "shard"
+    argv = ["codegen", "--baseline", str(baseline), "--shard", "1/1", "--out", str(out)]
+    assert main(argv) == 0
+    assert "codegen: 1 of 3 kernel(s) not rebuilt here, first: sum_kernel: load failed" in (
+        capsys.readouterr().err
+    )
+    assert (out / "rebuilt.json").is_file()
+
+
 def test_crashing_kernel_is_isolated_and_failed(baseline, tmp_path, fake_worker):
     # sum_kernel kills every process it is in; the others still rebuild alone.
     mul = {"texts": _texts("mul"), "figures": {"n_regs": 40}, "crash_unless_alone": True}

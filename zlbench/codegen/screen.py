@@ -28,8 +28,16 @@ from pathlib import Path
 from zlbench.codegen import worker_pool
 from zlbench.codegen.chunks import n_chunks, split
 from zlbench.codegen.collect import BaselineKernels, collect
-from zlbench.codegen.diff import changed_lines, count_classes, resources, screen_kernel, stage_diff
+from zlbench.codegen.diff import (
+    LOAD_FAILED,
+    changed_lines,
+    count_classes,
+    resources,
+    screen_kernel,
+    stage_diff,
+)
 from zlbench.codegen.shards import load_shards, shard_ids, write_shard
+from zlbench.errors import ZlbenchError
 from zlbench.models.base import atomic_write_text, dump_json_model
 from zlbench.models.codegen import CompileRecord, StageDigest, read_blob, text_stored
 from zlbench.models.codegen_screen import (
@@ -149,6 +157,7 @@ def rebuild_shard(
     ids = shard_ids(compile_estimates(base), shard)
     with tempfile.TemporaryDirectory(prefix="zlbench-codegen-") as tmp:
         rebuilt, dirs = _rebuild(base, ids, opts, Path(tmp), say, started) if ids else ({}, {})
+        _check_loaded(ids, rebuilt, say)
         stamp = stamp.model_copy(
             update=dict(
                 shard=shard,
@@ -160,6 +169,28 @@ def rebuild_shard(
         )
         write_shard(opts.out, stamp, rebuilt, dirs)
     return stamp
+
+
+def _check_loaded(ids: list[str], rebuilt: dict[str, CompileRecord], say) -> None:
+    """A shard whose kernels' source could not be loaded here proves nothing: every one
+    of them is refused (exit 2, nothing written), as the screen refuses (2026-12-02: a
+    rebuild without GEMS_VENDOR on a CPU machine loaded none of 3591 and said "0 failed");
+    some of them are said in one line (``--rebuilt`` then leaves those to rebuild)."""
+    unloaded = [(i, rebuilt[i]) for i in ids if i in rebuilt and _load_failed(rebuilt[i])]
+    if not unloaded:
+        return
+    i, rec = unloaded[0]
+    first = f"first: {rec.request.kernel.name}: {rec.error}"
+    if len(unloaded) == len(ids):
+        raise ZlbenchError(
+            f"no kernel of the shard could be loaded here ({first}); is the FlagGems "
+            "checkout on ZLBENCH_FLAGGEMS_DIR / importable?"
+        )
+    say(f"codegen: {len(unloaded)} of {len(ids)} kernel(s) not rebuilt here, {first}")
+
+
+def _load_failed(rec: CompileRecord) -> bool:
+    return rec.result is None and (rec.error or "").startswith(LOAD_FAILED)
 
 
 def _compile_s(rec: CompileRecord) -> float | None:
@@ -252,11 +283,12 @@ def _publish(out: Path, screen: CodegenScreen, staged: Path) -> None:
 
 
 class _Progress:
-    """One stderr line per finished chunk: kernels done, changed, failed, ETA."""
+    """One stderr line per finished chunk: kernels done, changed, failed, not rebuilt
+    (when any: a kernel not rebuilt is neither identical nor changed), ETA."""
 
     def __init__(self, say, total: int, started: float, classify):
         self.say, self.total, self.started, self.classify = say, total, started, classify
-        self.done = self.changed = self.failed = self.chunks = 0
+        self.done = self.changed = self.failed = self.missing = self.chunks = 0
 
     def __call__(self, n_chunks: int, ids: list[str], got: dict[str, CompileRecord]) -> None:
         kernels = [self.classify(i, got.get(i)) for i in ids]
@@ -264,9 +296,12 @@ class _Progress:
         self.done += len(kernels)
         self.changed += sum(k.status in CHANGED_CLASSES for k in kernels)
         self.failed += sum(k.status is CodegenClass.FAILED for k in kernels)
+        self.missing += sum(k.status is CodegenClass.MISSING for k in kernels)
         elapsed = time.monotonic() - self.started
         eta = elapsed / self.done * (self.total - self.done) if self.done else 0.0
+        missing = f", {self.missing} not rebuilt" if self.missing else ""
         self.say(
             f"codegen: chunk {self.chunks}/{n_chunks}: {self.done}/{self.total} kernels, "
-            f"{self.changed} changed, {self.failed} failed; {elapsed:.0f} s, ETA {eta:.0f} s"
+            f"{self.changed} changed, {self.failed} failed{missing}; {elapsed:.0f} s, "
+            f"ETA {eta:.0f} s"
         )
