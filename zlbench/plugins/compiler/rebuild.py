@@ -310,6 +310,9 @@ def rebuild_index(
     import triton
 
     todo = select(index.records, shard)
+    vendor = gems_vendor_for(todo, os.environ)
+    if vendor is not None:  # before any FlagGems module is loaded (this process's own)
+        os.environ["GEMS_VENDOR"] = vendor
     store, roots, done = capture.BlobStore(), capture.machine_roots(), []
     with tempfile.TemporaryDirectory(prefix="zl-rebuild-") as tmp:
         triton.knobs.cache.dir = str(Path(tmp) / "triton-cache")
@@ -369,6 +372,19 @@ def _put_group(dst: Any, grp: Path) -> int:
     paths = {c: dst.put(Path(p).read_bytes(), c) for c, p in children.items()}
     dst.put_group(name, paths)
     return 1
+
+
+def gems_vendor_for(records: list[CompileRecord], environ) -> str | None:
+    """The GEMS_VENDOR a rebuild sets: ``nvidia`` when the environment names none and
+    every record was compiled for a CUDA target, else None. FlagGems picks its vendor
+    at import from the device it finds; a rebuild on a machine without that device (a
+    CPU job) found none, and every kernel was "load failed: ... No device were detected"
+    or "'DeviceDetector' object has no attribute 'vendor_name'" (docs/codegen.md)."""
+    if environ.get("GEMS_VENDOR") or not records:
+        return None
+    if all(r.request.target.backend == "cuda" for r in records):
+        return "nvidia"
+    return None
 
 
 def target_spec(req: CompileRequest) -> str:
