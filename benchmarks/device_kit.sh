@@ -7,7 +7,8 @@
 #   .whl/                    cp312 wheels of what the device lacks (sqlalchemy, greenlet
 #                            for FlagGems; pydantic, gitpython, junit-xml for zlbench)
 #   .cache/snap/             `git archive HEAD` of zlbench, benchmarks and ops: the code
-#                            of the commit named by ZLBENCH_COMMIT on the device
+#                            of the commit in .cache/snap/COMMIT, which
+#                            benchmarks/device_env.sh exports as ZLBENCH_COMMIT there
 # Usage: benchmarks/device_kit.sh FLAGGEMS_REPO COMMIT   (a path or URL git can fetch;
 # COMMIT in full for a URL, a short one is resolved in a local repo)
 # Env: WHEELS (1; 0: leave .whl/ as it is), KIT (.cache/kit). Prints the sizes and
@@ -46,6 +47,7 @@ if [ "${WHEELS:-1}" = 1 ]; then
 fi
 rm -rf .cache/snap && mkdir -p .cache/snap
 git archive HEAD zlbench benchmarks ops | tar x -C .cache/snap
+git rev-parse HEAD >.cache/snap/COMMIT  # ZLBENCH_COMMIT on the device (device_env.sh)
 python3 - "$KIT" "$got" <<'PY'
 import subprocess, sys
 from pathlib import Path
@@ -69,6 +71,7 @@ mib = 1024 * 1024
 print(f"device_kit: FlagGems {got[:12]}; tracked {tracked / mib:.1f} MiB + carry "
       + ", ".join(f"{k} {v / mib:.1f} MiB" for k, v in carry.items())
       + f" = {total / mib:.1f} MiB of 64 MiB as a tar" + ("" if total < 64 * mib else
-      ": TOO BIG; move the largest examples/ dirs out of the tree for the calls (and back)"))
+      ": TOO BIG; park what the calls do not need: benchmarks/device_park.sh park "
+      "examples/h200-full-screen (and unpark after)"))
 sys.exit(0 if total < 64 * mib else 1)
 PY
