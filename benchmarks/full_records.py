@@ -9,6 +9,7 @@ git until the next baseline is assembled from them (docs/baselines.md, "v6").
     python benchmarks/full_records.py gaps PACKS_DIR
     python benchmarks/full_records.py sent FULL                  (on the device)
     python benchmarks/full_records.py retry FULL RUN_NAME [...]  (on the device)
+    python benchmarks/full_records.py timeouts FULL
 
 ``records`` (the ``benchmarks/gpu_full_screen.sh records`` stage) writes, per device
 call, a ``records.tgz`` of the ops complete in the record pass's dir FULL that still
@@ -45,6 +46,14 @@ record again) the ops just recorded.
 ``retry FULL RUN_NAME ...`` (the ``gpu_full_screen.sh retry`` stage) takes FAIL, TIMEOUT
 or CRASH ops out of ``ops_status.csv``, so that ``--resume --keep-failed`` runs them
 again (:func:`retry`).
+
+``timeouts FULL`` (FULL: a dir or a call's full.tgz) says, per TIMEOUT op, what its
+run.log's tail shows it was doing when the limit came (:func:`timeout_kind`): still
+over its test but not yet ended (``ended``: the pass mark printed), still timing rows
+(``rows``: a longer ``OP_TIMEOUT`` would likely finish either), falling back from
+CUDA-graph capture at every shape (``capture``), or silent after its start
+(``silent``); and the ``retry`` stage that would run the ``ended`` and ``rows`` ones
+again.
 """
 
 from __future__ import annotations
@@ -55,6 +64,7 @@ import gzip
 import hashlib
 import io
 import json
+import re
 import shutil
 import sys
 import tarfile
@@ -295,6 +305,57 @@ def retry(full: Path, run_names: list[str]) -> list[str]:
     return sorted(set(run_names))
 
 
+TIMEOUT_KINDS = ("ended", "rows", "capture", "silent")
+RETRY_KINDS = ("ended", "rows")  # what a longer OP_TIMEOUT would likely finish
+_PASS_MARKS = re.compile(r"^[.sxX]+$")  # pytest's progress after the last table
+
+
+def timeout_kind(log_tail: str) -> tuple[str, int, int, str]:
+    """(kind, rows, capture fallbacks, last line) of a TIMEOUT op's run.log tail:
+    ``ended`` when its last line is pytest's pass mark (the test was over, the process
+    was not), else ``rows`` / ``capture`` / ``silent``; the rows it printed
+    (``SUCCESS`` table lines) and the capture fallback markers it wrote (the marker
+    grammar of docs/design.md), counted in the tail only (a lower bound)."""
+    lines = [ln.strip() for ln in log_tail.splitlines() if ln.strip()]
+    lines = [ln for ln in lines if not ln.startswith("ZLBENCH_RUNNER ")]
+    rows = sum(1 for ln in lines if ln.startswith("SUCCESS"))
+    fallbacks = sum(1 for ln in lines if "BENCHMARK_DIRECT_NO_CUDAGRAPH" in ln)
+    last = lines[-1] if lines else ""
+    if _PASS_MARKS.match(last):
+        kind = "ended"  # the test ended, the process did not (records? op end?)
+    else:
+        kind = "rows" if rows else "capture" if fallbacks else "silent"
+    return kind, rows, fallbacks, last[:120]
+
+
+def timeouts(full: Path) -> list[tuple[str, str, int, int, str]]:
+    """(run_name, kind, rows, fallbacks, last line) of every TIMEOUT op of ``full``
+    (a record-pass dir or the full.tgz a call packed), in run-name order."""
+    if full.is_file():
+        with tarfile.open(full) as tar:
+            files = {m.name: m for m in _checked(tar, full)}
+            read = lambda name: (  # noqa: E731
+                tar.extractfile(files[name]).read().decode(errors="replace")
+                if name in files else ""
+            )  # fmt: skip
+            return _timeouts(read)
+    return _timeouts(
+        lambda n: (full / n).read_text(errors="replace") if (full / n).is_file() else ""
+    )
+
+
+def _timeouts(read) -> list[tuple[str, str, int, int, str]]:
+    rows = list(csv.DictReader(io.StringIO(read("ops_status.csv"))))
+    if not rows:
+        raise SystemExit("timeouts: no ops_status.csv with rows")
+    out = []
+    for r in sorted(rows, key=lambda r: r["run_name"]):
+        if r["status"] == "TIMEOUT":
+            tail = read(f"{r['repo']}/{r['run_name']}/run.log")
+            out.append((r["run_name"], *timeout_kind(tail)))
+    return out
+
+
 def _op_of(name: str) -> str:
     """``<repo>/<run_name>`` of a member's path, or "" for a file above the op dirs."""
     parts = Path(name).parts
@@ -337,7 +398,19 @@ def main(argv: list[str] | None = None) -> int:
     n.add_argument("full", type=Path)
     g = sub.add_parser("gaps")
     g.add_argument("packs", type=Path)
+    o = sub.add_parser("timeouts")
+    o.add_argument("full", type=Path)
     a = ap.parse_args(argv)
+    if a.cmd == "timeouts":
+        found = timeouts(a.full)
+        for name, kind, n_rows, n_fb, last in found:
+            print(f"{name}: {kind} (rows {n_rows}, capture fallbacks {n_fb}): {last}")
+        counts = ", ".join(f"{sum(1 for t in found if t[1] == k)} {k}" for k in TIMEOUT_KINDS)
+        print(f"timeouts: {len(found)} ({counts})")
+        again = [t[0] for t in found if t[1] in RETRY_KINDS]
+        if again:
+            print(f'retry with a longer OP_TIMEOUT: retry "{" ".join(again)}"')
+        return 0
     if a.cmd == "records":
         ops, texts = records(a.full, a.out)
         print(f"{a.out} {a.out.stat().st_size} bytes, {ops} ops, {texts} texts")

@@ -342,3 +342,55 @@ def test_merge_says_which_ops_ran_kernels_without_a_record(fr, tmp_path, capsys)
     assert capsys.readouterr().out.splitlines()[-1] == (
         "unrecorded kernels: 1 op(s) ran some (main/cat 3), 1 none, 1 not counted (older recorder)"
     )
+
+
+TAILS = {  # run.log tails of the four kinds, as the H200's TIMEOUTs ended (2026-12-02)
+    "sdpa": "benchmark/test_attention.py\nSUCCESS  1.0  0.5  2.0  [x]\n\n.\n"
+    "ZLBENCH_RUNNER run_name=sdpa status=TIMEOUT timed out after 300 s\n",
+    "pad": "SUCCESS  0.05  0.03  1.58  [a]\nSUCCESS  5.8  2.7  2.1  [b]\n"
+    "ZLBENCH_RUNNER run_name=pad status=TIMEOUT timed out after 300 s\n",
+    "lu": "ZLBENCH_OP_BEGIN run_name=lu\nBENCHMARK_DIRECT_NO_CUDAGRAPH phase=capture reason=E\n"
+    "BENCHMARK_DIRECT_NO_CUDAGRAPH phase=capture reason=E\n",
+    "pool": "collected 191 items\n\nZLBENCH_OP_BEGIN run_name=pool\n\nbenchmark/test_pool.py \n"
+    "ZLBENCH_RUNNER run_name=pool status=TIMEOUT timed out after 300 s\n",
+}
+
+
+def _timeout_pass(root: Path) -> None:
+    root.mkdir(parents=True, exist_ok=True)
+    lines = ["repo,op,run_name,status"] + [f"main,{n},{n},TIMEOUT" for n in TAILS]
+    (root / "ops_status.csv").write_text("\n".join([*lines, "main,abs,abs,PASS"]) + "\n")
+    for name, tail in TAILS.items():
+        (root / "main" / name).mkdir(parents=True)
+        (root / "main" / name / "run.log").write_text(tail)
+
+
+def test_timeouts_say_what_each_op_was_doing_from_a_dir_or_a_pack(fr, tmp_path):
+    full = tmp_path / "full"
+    _timeout_pass(full)
+    want = [
+        ("lu", "capture", 0, 2, "BENCHMARK_DIRECT_NO_CUDAGRAPH phase=capture reason=E"),
+        ("pad", "rows", 2, 0, "SUCCESS  5.8  2.7  2.1  [b]"),
+        ("pool", "silent", 0, 0, "benchmark/test_pool.py"),
+        ("sdpa", "ended", 1, 0, "."),
+    ]
+    assert fr.timeouts(full) == want
+    packed = tmp_path / "full.tgz"
+    with tarfile.open(packed, "w:gz") as tar:  # as the pack stage names its members
+        for f in sorted(full.rglob("*")):
+            if f.is_file():
+                tar.add(f, arcname=str(f.relative_to(full)))
+    assert fr.timeouts(packed) == want
+
+
+def test_the_timeouts_command_names_the_retry_of_the_ops_a_longer_limit_finishes(
+    fr, tmp_path, capsys
+):
+    _timeout_pass(tmp_path)
+    assert fr.main(["timeouts", str(tmp_path)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[-2] == "timeouts: 4 (1 ended, 1 rows, 1 capture, 1 silent)"
+    assert out[-1] == 'retry with a longer OP_TIMEOUT: retry "pad sdpa"'
+    (tmp_path / "ops_status.csv").write_text("repo,op,run_name,status\n")
+    with pytest.raises(SystemExit, match="timeouts: no ops_status.csv with rows"):
+        fr.main(["timeouts", str(tmp_path)])
