@@ -49,11 +49,11 @@ again (:func:`retry`).
 
 ``timeouts FULL`` (FULL: a dir or a call's full.tgz) says, per TIMEOUT op, what its
 run.log's tail shows it was doing when the limit came (:func:`timeout_kind`): still
-over its test but not yet ended (``ended``: the pass mark printed), still timing rows
-(``rows``: a longer ``OP_TIMEOUT`` would likely finish either), falling back from
-CUDA-graph capture at every shape (``capture``), or silent after its start
-(``silent``); and the ``retry`` stage that would run the ``ended`` and ``rows`` ones
-again.
+silent since a test's pass mark (``after-pass``: a later test of the op that had not
+printed yet, or the op's end), still timing rows (``rows``; a longer ``OP_TIMEOUT``
+would likely finish either), falling back from CUDA-graph capture at every shape
+(``capture``), or silent after its start (``silent``); and the ``retry`` stage that
+would run the ``after-pass`` and ``rows`` ones again.
 """
 
 from __future__ import annotations
@@ -305,24 +305,25 @@ def retry(full: Path, run_names: list[str]) -> list[str]:
     return sorted(set(run_names))
 
 
-TIMEOUT_KINDS = ("ended", "rows", "capture", "silent")
-RETRY_KINDS = ("ended", "rows")  # what a longer OP_TIMEOUT would likely finish
+TIMEOUT_KINDS = ("after-pass", "rows", "capture", "silent")
+RETRY_KINDS = ("after-pass", "rows")  # what a longer OP_TIMEOUT would likely finish
 _PASS_MARKS = re.compile(r"^[.sxX]+$")  # pytest's progress after the last table
 
 
 def timeout_kind(log_tail: str) -> tuple[str, int, int, str]:
     """(kind, rows, capture fallbacks, last line) of a TIMEOUT op's run.log tail:
-    ``ended`` when its last line is pytest's pass mark (the test was over, the process
-    was not), else ``rows`` / ``capture`` / ``silent``; the rows it printed
-    (``SUCCESS`` table lines) and the capture fallback markers it wrote (the marker
-    grammar of docs/design.md), counted in the tail only (a lower bound)."""
+    ``after-pass`` when its last line is pytest's pass mark (nothing printed since a
+    test passed: a later test of the op that had not printed yet, or the op's end),
+    else ``rows`` / ``capture`` / ``silent``; the rows it printed (``SUCCESS`` table
+    lines) and the capture fallback markers it wrote (the marker grammar of
+    docs/design.md), counted in the tail only (a lower bound)."""
     lines = [ln.strip() for ln in log_tail.splitlines() if ln.strip()]
     lines = [ln for ln in lines if not ln.startswith("ZLBENCH_RUNNER ")]
     rows = sum(1 for ln in lines if ln.startswith("SUCCESS"))
     fallbacks = sum(1 for ln in lines if "BENCHMARK_DIRECT_NO_CUDAGRAPH" in ln)
     last = lines[-1] if lines else ""
     if _PASS_MARKS.match(last):
-        kind = "ended"  # the test ended, the process did not (records? op end?)
+        kind = "after-pass"  # silent since a test's pass mark: a later test of the op, or its end
     else:
         kind = "rows" if rows else "capture" if fallbacks else "silent"
     return kind, rows, fallbacks, last[:120]

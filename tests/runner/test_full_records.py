@@ -372,7 +372,7 @@ def test_timeouts_say_what_each_op_was_doing_from_a_dir_or_a_pack(fr, tmp_path):
         ("lu", "capture", 0, 2, "BENCHMARK_DIRECT_NO_CUDAGRAPH phase=capture reason=E"),
         ("pad", "rows", 2, 0, "SUCCESS  5.8  2.7  2.1  [b]"),
         ("pool", "silent", 0, 0, "benchmark/test_pool.py"),
-        ("sdpa", "ended", 1, 0, "."),
+        ("sdpa", "after-pass", 1, 0, "."),
     ]
     assert fr.timeouts(full) == want
     packed = tmp_path / "full.tgz"
@@ -389,7 +389,7 @@ def test_the_timeouts_command_names_the_retry_of_the_ops_a_longer_limit_finishes
     _timeout_pass(tmp_path)
     assert fr.main(["timeouts", str(tmp_path)]) == 0
     out = capsys.readouterr().out.splitlines()
-    assert out[-2] == "timeouts: 4 (1 ended, 1 rows, 1 capture, 1 silent)"
+    assert out[-2] == "timeouts: 4 (1 after-pass, 1 rows, 1 capture, 1 silent)"
     assert out[-1] == 'retry with a longer OP_TIMEOUT: retry "pad sdpa"'
     (tmp_path / "ops_status.csv").write_text("repo,op,run_name,status\n")
     with pytest.raises(SystemExit, match="timeouts: no ops_status.csv with rows"):
