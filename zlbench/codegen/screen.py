@@ -179,7 +179,7 @@ def _check_loaded(ids: list[str], rebuilt: dict[str, CompileRecord], say) -> Non
     unloaded = [(i, rebuilt[i]) for i in ids if i in rebuilt and _load_failed(rebuilt[i])]
     if not unloaded:
         return
-    i, rec = unloaded[0]
+    rec = unloaded[0][1]
     first = f"first: {rec.request.kernel.name}: {rec.error}"
     if len(unloaded) == len(ids):
         raise ZlbenchError(
