@@ -311,3 +311,27 @@ def test_batch_no_aot_compile_turns_the_plugin_option_off():
     assert batch_cmd.aot_compile_args(p.parse_args([])) == []
     off = batch_cmd.aot_compile_args(p.parse_args(["--no-aot-compile"]))
     assert off == ["--zl-aot-compile", "off"] and aot.parse_jobs(off[1]) == 0
+
+
+def test_on_a_shared_gpu_the_compiles_ahead_give_the_shared_turn_up(compiles, env_turn):
+    """The sweep starts in a measurement's first call, in the GPU's shared turn: its
+    compiles ahead (CPU work) run with the turn given up, so another process may time
+    meanwhile, and the turn is the process's again once they are done."""
+    import triton.compiler as compiler_pkg
+
+    spied = compiler_pkg.compile
+    held: list[bool] = []
+
+    def spy(src, target=None, options=None, _env_vars=None):
+        if threading.current_thread().name.startswith("zl-aot"):
+            held.append(env_turn.sharing)
+        return spied(src, target=target, options=options, _env_vars=_env_vars)
+
+    compiler_pkg.compile = spy
+    try:
+        with env_turn.share():
+            sweep(jobs=2)
+            assert env_turn.sharing  # taken again after the compiles
+    finally:
+        compiler_pkg.compile = spied
+    assert held == [False] * 4  # every compile ahead ran with the turn given up

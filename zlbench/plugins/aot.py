@@ -18,6 +18,16 @@ before, where triton handles its error as before; which config wins never depend
 this module. Off (the old path) with ``--zl-aot-compile off``, under
 ``TRITON_INTERPRET=1`` (nothing is compiled) and on a triton without
 ``AsyncCompileMode`` (one ``ZLBENCH_AOT_COMPILE_WARNING`` line).
+
+On a shared GPU (``--gpu-share N``) the sweep starts in the first call of a
+measurement, which holds the GPU's shared turn (zlbench.protocol.turn). The compiles
+ahead are CPU work: the turn is given up while they run (:meth:`GpuTurn.released`).
+Before 2026-12-02 it was not: the pool compiled while this process held the shared turn
+and waited for it, triton's ``_do_compile`` (which gives the turn up) only submitting,
+so another process that wanted to time waited at the turnstile for the whole sweep's
+compile, and every process behind it too. The H200's turn log of 2026-12-02 has such
+stretches: no timing for 46-127 s, one process waiting 125 s for its turn (that this
+was their cause is not measured; docs/measurements.md, seventeenth session).
 """
 
 from __future__ import annotations
@@ -30,6 +40,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, fields
 from typing import Any
+
+from zlbench.protocol.turn import process_turn
 
 MAX_JOBS = 16  # threads per process: the GIL-held front end caps the gain well below
 
@@ -252,7 +264,8 @@ def before_sweep(
     if not configs or len(configs) < 2:
         return
     try:
-        got = compile_configs(tuner, configs, args, kwargs, jobs)
+        with process_turn().released():  # CPU work: another process may time meanwhile
+            got = compile_configs(tuner, configs, args, kwargs, jobs)
     except Exception as e:  # noqa: BLE001 - never break a sweep for a speed-up
         _warn_once(f"compiling ahead failed ({type(e).__name__}: {e}): sweeps compile serially")
         return
