@@ -10,6 +10,7 @@ git until the next baseline is assembled from them (docs/baselines.md, "v6").
     python benchmarks/full_records.py sent FULL                  (on the device)
     python benchmarks/full_records.py retry FULL RUN_NAME [...]  (on the device)
     python benchmarks/full_records.py timeouts FULL
+    python benchmarks/full_records.py status FULL [--tier OPS_FILE]
 
 ``records`` (the ``benchmarks/gpu_full_screen.sh records`` stage) writes, per device
 call, a ``records.tgz`` of the ops complete in the record pass's dir FULL that still
@@ -54,6 +55,10 @@ printed yet, or the op's end), still timing rows (``rows``; a longer ``OP_TIMEOU
 would likely finish either), falling back from CUDA-graph capture at every shape
 (``capture``), or silent after its start (``silent``); and the ``retry`` stage that
 would run the ``after-pass`` and ``rows`` ones again.
+
+``status FULL [--tier OPS_FILE]`` says where the pass stands (:func:`pass_status`): the
+final ops by status, the rows of the PASS ops, how many of the batch's selected ops are
+left to run, and which ops of a tier (e.g. ``ops/tiers/pr.txt``) are not final yet.
 """
 
 from __future__ import annotations
@@ -329,9 +334,9 @@ def timeout_kind(log_tail: str) -> tuple[str, int, int, str]:
     return kind, rows, fallbacks, last[:120]
 
 
-def timeouts(full: Path) -> list[tuple[str, str, int, int, str]]:
-    """(run_name, kind, rows, fallbacks, last line) of every TIMEOUT op of ``full``
-    (a record-pass dir or the full.tgz a call packed), in run-name order."""
+def _with_pass(full: Path, fn):
+    """``fn(read)`` over a record-pass dir or the full.tgz a call packed, ``read(name)``
+    giving a file's text ("" when it is not there)."""
     if full.is_file():
         with tarfile.open(full) as tar:
             files = {m.name: m for m in _checked(tar, full)}
@@ -339,22 +344,70 @@ def timeouts(full: Path) -> list[tuple[str, str, int, int, str]]:
                 tar.extractfile(files[name]).read().decode(errors="replace")
                 if name in files else ""
             )  # fmt: skip
-            return _timeouts(read)
-    return _timeouts(
-        lambda n: (full / n).read_text(errors="replace") if (full / n).is_file() else ""
-    )
+            return fn(read)
+    return fn(lambda n: (full / n).read_text(errors="replace") if (full / n).is_file() else "")
 
 
-def _timeouts(read) -> list[tuple[str, str, int, int, str]]:
+def _statuses(read, cmd: str) -> list[dict]:
     rows = list(csv.DictReader(io.StringIO(read("ops_status.csv"))))
     if not rows:
-        raise SystemExit("timeouts: no ops_status.csv with rows")
-    out = []
-    for r in sorted(rows, key=lambda r: r["run_name"]):
-        if r["status"] == "TIMEOUT":
-            tail = read(f"{r['repo']}/{r['run_name']}/run.log")
-            out.append((r["run_name"], *timeout_kind(tail)))
-    return out
+        raise SystemExit(f"{cmd}: no ops_status.csv with rows")
+    return rows
+
+
+def timeouts(full: Path) -> list[tuple[str, str, int, int, str]]:
+    """(run_name, kind, rows, fallbacks, last line) of every TIMEOUT op of ``full``
+    (a record-pass dir or the full.tgz a call packed), in run-name order."""
+
+    def found(read) -> list[tuple[str, str, int, int, str]]:
+        out = []
+        for r in sorted(_statuses(read, "timeouts"), key=lambda r: r["run_name"]):
+            if r["status"] == "TIMEOUT":
+                tail = read(f"{r['repo']}/{r['run_name']}/run.log")
+                out.append((r["run_name"], *timeout_kind(tail)))
+        return out
+
+    return _with_pass(full, found)
+
+
+def run_name(selector: str) -> str:
+    """The run name of an op selector (``mm@test_mm.py`` -> ``mm__at__test_mm.py``)."""
+    return selector.replace("@", "__at__")
+
+
+def pass_status(full: Path, tier: list[str] | None = None) -> dict:
+    """Where the record pass stands: final ops by status, rows of the PASS ops, the
+    batch's selected ops not final yet, and (``tier``: op selectors) the tier's ops
+    not final yet, in the tier's order."""
+
+    def status(read) -> dict:
+        rows = _statuses(read, "status")
+        final = {r["run_name"]: r for r in rows}
+        info = json.loads(read("batch.json") or "{}")
+        selected = [k.split("/", 1)[-1] for k in info.get("ops", [])]
+        counts: dict[str, int] = {}
+        for r in rows:
+            counts[r["status"]] = counts.get(r["status"], 0) + 1
+        return {
+            "final": len(rows),
+            "counts": counts,
+            "rows": sum(int(r.get("rows") or 0) for r in rows if r["status"] == "PASS"),
+            "selected": len(selected),
+            "left": [s for s in selected if run_name(s) not in final],
+            # final ops the batch does not select: dismissed and unconditional skips
+            "outside": len(set(final) - {run_name(s) for s in selected}) if selected else 0,
+            "tier_left": [s for s in (tier or []) if run_name(s) not in final],
+        }
+
+    return _with_pass(full, status)
+
+
+def _ops_file(path: Path) -> list[str]:
+    """The op selectors of an ops file (one a line, ``#`` comments)."""
+    if not path.is_file():
+        raise SystemExit(f"status: --tier {path}: no such file")
+    lines = (ln.split("#", 1)[0].strip() for ln in path.read_text().splitlines())
+    return [ln for ln in lines if ln]
 
 
 def _op_of(name: str) -> str:
@@ -401,7 +454,24 @@ def main(argv: list[str] | None = None) -> int:
     g.add_argument("packs", type=Path)
     o = sub.add_parser("timeouts")
     o.add_argument("full", type=Path)
+    st = sub.add_parser("status")
+    st.add_argument("full", type=Path)
+    st.add_argument("--tier", type=Path, help="an ops file: its ops not final yet")
     a = ap.parse_args(argv)
+    if a.cmd == "status":
+        tier = _ops_file(a.tier) if a.tier else None
+        got = pass_status(a.full, tier)
+        by = ", ".join(f"{n} {k}" for k, n in sorted(got["counts"].items(), key=lambda x: -x[1]))
+        print(
+            f"status: {got['final']} op(s) final ({by}; {got['outside']} not selected: "
+            f"dismissed or unconditional skips), {got['rows']} rows of PASS ops; "
+            f"{len(got['left'])} of the batch's {got['selected']} selected op(s) to run"
+        )
+        if tier is not None:
+            left = got["tier_left"]
+            print(f"status: {a.tier}: {len(tier) - len(left)} of {len(tier)} final"
+                  + (f", to run: {' '.join(left)}" if left else ""))  # fmt: skip
+        return 0
     if a.cmd == "timeouts":
         found = timeouts(a.full)
         for name, kind, n_rows, n_fb, last in found:

@@ -394,3 +394,29 @@ def test_the_timeouts_command_names_the_retry_of_the_ops_a_longer_limit_finishes
     (tmp_path / "ops_status.csv").write_text("repo,op,run_name,status\n")
     with pytest.raises(SystemExit, match="timeouts: no ops_status.csv with rows"):
         fr.main(["timeouts", str(tmp_path)])
+
+
+def test_status_says_what_is_final_what_is_left_and_what_of_a_tier(fr, tmp_path, capsys):
+    full = tmp_path / "full"
+    full.mkdir()
+    (full / "ops_status.csv").write_text(
+        "repo,op,run_name,status,rows\nmain,abs,abs,PASS,3\nmain,mm,mm__at__test_mm.py,PASS,2\n"
+        "main,exp,exp,TIMEOUT,0\nmain,index_add,index_add,SKIP,0\n"
+    )
+    ops = ["main/abs", "main/mm@test_mm.py", "main/exp", "main/add", "main/sum"]
+    (full / "batch.json").write_text(json.dumps({"ops": ops}))
+    tier = tmp_path / "pr.txt"
+    tier.write_text("# tier\nabs  # core\nsum\nmm@test_mm.py\nadd\n")
+    got = fr.pass_status(full, fr._ops_file(tier))
+    assert (got["final"], got["rows"], got["selected"], got["outside"]) == (4, 5, 5, 1)
+    assert got["counts"] == {"PASS": 2, "TIMEOUT": 1, "SKIP": 1}
+    assert (got["left"], got["tier_left"]) == (["add", "sum"], ["sum", "add"])
+    assert fr.main(["status", str(full), "--tier", str(tier)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == (
+        "status: 4 op(s) final (2 PASS, 1 TIMEOUT, 1 SKIP; 1 not selected: dismissed or "
+        "unconditional skips), 5 rows of PASS ops; 2 of the batch's 5 selected op(s) to run"
+    )
+    assert out[1] == f"status: {tier}: 2 of 4 final, to run: sum add"
+    with pytest.raises(SystemExit, match="status: --tier .*nope.txt: no such file"):
+        fr.main(["status", str(full), "--tier", str(tmp_path / "nope.txt")])
