@@ -213,3 +213,47 @@ def test_process_turn_reads_the_environment_once(tmp_path, monkeypatch):
         assert process_turn().path is None  # unset: no turn (one process per GPU)
     finally:
         reset_process_turn()
+
+
+def test_a_long_shared_hold_is_logged_with_the_op_a_short_one_is_not(tmp_path, monkeypatch):
+    """A shared hold keeps every other process from timing: one of SHARED_LOG_S or longer
+    is a line of the log (kind shared), ended by the share's end or by released()."""
+    from zlbench.protocol import turn as turn_mod
+
+    lock, log = tmp_path / "gpu-0.lock", tmp_path / "gpu_turns.csv"
+    turn = GpuTurn(str(lock), log=str(log), gpu="0")
+    turn.label = "mm__at__test_mm.py"
+    with turn.share():
+        pass  # far below the second: not logged
+    assert not log.exists()
+    monkeypatch.setattr(turn_mod, "SHARED_LOG_S", 0.05)
+    with turn.share():
+        time.sleep(0.08)
+        with turn.released():  # the hold so far ends here; compiling holds nothing
+            time.sleep(0.08)
+        time.sleep(0.08)
+        with turn.hold():  # gives the shared turn up for the timing, takes it again
+            pass
+    kinds = [(t.kind, t.op) for t in parse_turns(log.read_text())]
+    assert kinds == [
+        ("shared", "mm__at__test_mm.py"),  # until released()
+        ("shared", "mm__at__test_mm.py"),  # after it, until the hold
+        ("timed", "mm__at__test_mm.py"),
+    ]
+    shared = [t for t in parse_turns(log.read_text()) if t.kind == "shared"]
+    assert all(0.07 < t.end - t.start < 1.0 and t.wait_s == 0.0 for t in shared)
+    (g,) = summarize_turns(parse_turns(log.read_text()))
+    assert g.turns == 1 and g.shared_max_op == "mm__at__test_mm.py"  # a hold is no turn
+
+
+def test_the_op_named_in_the_log_is_the_op_the_plugins_started(monkeypatch):
+    from types import SimpleNamespace
+
+    from zlbench.plugins import timing
+
+    reset_process_turn()
+    try:
+        timing._label_turn(SimpleNamespace(entry=SimpleNamespace(run_name="softmax")))
+        assert process_turn().label == "softmax"
+    finally:
+        reset_process_turn()

@@ -89,3 +89,40 @@ def test_turns_lines_carry_the_numbers():
 def test_turns_lines_without_a_wall_time_give_no_share(wall):
     (line,) = turns_lines([GpuTurns("0", 1, 1, 1.0, 0.0, 0)], wall)
     assert "wall," in line and "%" not in line
+
+
+def test_lines_of_seven_fields_carry_the_kind_and_the_op_and_old_lines_are_timed():
+    from zlbench.protocol.turn import OLD_TURN_LOG_HEADER
+
+    text = "\n".join(
+        [
+            OLD_TURN_LOG_HEADER,  # a resumed batch: the old header, then both kinds of line
+            "0,101,10.0,10.5,0.25",
+            TURN_LOG_HEADER,
+            "0,102,11.0,11.5,0.5,timed,abs",
+            "0,103,12.0,140.0,0.0,shared,mm__at__test_mm.py",
+            "0,104,12.0,13.0,0.0,other,abs",  # not a kind: skipped
+            "0,105,13.0,14.0,0.0,shared",  # a torn line: 6 fields
+        ]
+    )
+    assert parse_turns(text) == [
+        Turn("0", 101, 10.0, 10.5, 0.25),
+        Turn("0", 102, 11.0, 11.5, 0.5, "timed", "abs"),
+        Turn("0", 103, 12.0, 140.0, 0.0, "shared", "mm__at__test_mm.py"),
+    ]
+
+
+def test_a_shared_hold_is_no_turn_and_the_longest_is_named():
+    turns = [
+        Turn("0", 5, 0.0, 1.0, 0.0),
+        Turn("0", 6, 1.0, 3.0, 0.0, "shared", "abs"),
+        Turn("0", 7, 3.0, 128.0, 0.0, "shared", "mm"),  # overlaps nothing it is not
+        Turn("0", 5, 128.0, 129.0, 125.0, "timed", "sum"),
+    ]
+    (g,) = summarize_turns(turns)
+    assert (g.turns, g.busy_s, g.wait_s, g.overlaps) == (2, 2.0, 125.0, 0)
+    assert (g.shared_max_s, g.shared_max_op) == (125.0, "mm")
+    assert turns_lines([g], 200.0) == [
+        "gpu turns: GPU 0: 1 processes, 2 turns, timing 2.0 s of 200.0 s wall (1%), "
+        "waited 125.0 s, 0 overlapping, longest shared hold 125.0 s (mm)"
+    ]

@@ -425,6 +425,15 @@ TIMERS: dict[TimingMethod, Callable[[str, Timing], None]] = {
 }
 
 
+def _label_turn(op: state.OpState) -> None:
+    """The turn log's lines of this process name the op in flight (a long shared hold
+    says whose it was)."""
+    process_turn().label = op.entry.run_name
+
+
+state.subscribe(on_start=_label_turn)
+
+
 def pytest_configure(config: pytest.Config) -> None:
     timing = configured_timing(config)
     if timing is not None:

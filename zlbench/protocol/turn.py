@@ -26,10 +26,15 @@ per GPU). Unset: no turn is taken (one process per GPU, as without sharing).
 * The seconds spent waiting, exclusive or shared, are counted
   (:attr:`GpuTurn.waited_s`), so a time breakdown can tell waiting from working.
 * Each exclusive turn taken is one line of the CSV named by ``$ZLBENCH_GPU_TURN_LOG`` (the
-  batch's ``gpu_turns.csv``): ``gpu,pid,start,end,wait_s`` (epoch seconds), one
-  ``O_APPEND`` write per line, so the processes never interleave within a line. The
-  runner sums it per GPU (:mod:`zlbench.runner.batch.turns`): how much of the wall
-  some process was timing, and that no two turns of one GPU overlapped.
+  batch's ``gpu_turns.csv``): ``gpu,pid,start,end,wait_s,kind,op`` (epoch seconds;
+  kind ``timed``; op the run name in flight, :attr:`GpuTurn.label`), one ``O_APPEND``
+  write per line, so the processes never interleave within a line. So is each
+  **shared** hold of :data:`SHARED_LOG_S` or longer (kind ``shared``, wait 0): while
+  one lasts no other process can time, so a long one is the GPU left idle (on the
+  H200, 2026-12-02, a sweep's compiles held it so for up to ~2 minutes). The runner
+  sums the log per GPU (:mod:`zlbench.runner.batch.turns`): how much of the wall some
+  process was timing, that no two turns of one GPU overlapped, and the longest shared
+  hold. Logs written before the two last columns existed are read as timed turns.
 
 Stdlib only (``fcntl``): imported by the plugins, named by the runner.
 """
@@ -47,7 +52,9 @@ GPU_TURN_LOG_VAR = "ZLBENCH_GPU_TURN_LOG"
 # environment and the baseline manifest, and checked by the gate (a shared GPU
 # measures small kernels faster, docs/screening.md "Sharing a GPU")
 GPU_SHARE_VAR = "ZLBENCH_GPU_SHARE"
-TURN_LOG_HEADER = "gpu,pid,start,end,wait_s"
+TURN_LOG_HEADER = "gpu,pid,start,end,wait_s,kind,op"
+OLD_TURN_LOG_HEADER = "gpu,pid,start,end,wait_s"  # logs before 2026-12-02: timed turns only
+SHARED_LOG_S = 1.0  # a shared hold this long or longer is logged
 
 
 class GpuTurn:
@@ -62,6 +69,8 @@ class GpuTurn:
         self._fd: int | None = None
         self.shared_depth = 0  # nesting of share() (0: not sharing)
         self._sh_fd: int | None = None  # the shared lock's descriptor while it is held
+        self._sh_since = 0.0  # when the shared lock held now was taken
+        self.label = ""  # the op in flight (its run name), named in the log's lines
 
     @contextlib.contextmanager
     def hold(self) -> Iterator[None]:
@@ -167,17 +176,24 @@ class GpuTurn:
 
         asked = time.time()
         self._sh_fd = self._locked(fcntl.LOCK_SH)
-        self.waited_s += time.time() - asked  # waits for a timing count as waits
+        self._sh_since = time.time()
+        self.waited_s += self._sh_since - asked  # waits for a timing count as waits
 
     def _unlock_shared(self) -> None:
         fd, self._sh_fd = self._sh_fd, None
         if fd is not None:
             os.close(fd)  # closing drops the lock
+            end = time.time()
+            if end - self._sh_since >= SHARED_LOG_S:
+                self._log(self._sh_since, end, 0.0, "shared")
 
-    def _log(self, start: float, end: float, wait: float) -> None:
+    def _log(self, start: float, end: float, wait: float, kind: str = "timed") -> None:
         if self.log is None:
             return
-        line = f"{self.gpu},{os.getpid()},{start:.6f},{end:.6f},{wait:.6f}\n".encode()
+        label = self.label.replace(",", ";").replace("\n", " ")
+        line = (
+            f"{self.gpu},{os.getpid()},{start:.6f},{end:.6f},{wait:.6f},{kind},{label}\n".encode()
+        )
         try:
             fd = os.open(self.log, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o666)
             try:
@@ -211,6 +227,8 @@ __all__ = [
     "GPU_SHARE_VAR",
     "GPU_TURN_LOG_VAR",
     "GPU_TURN_VAR",
+    "OLD_TURN_LOG_HEADER",
+    "SHARED_LOG_S",
     "TURN_LOG_HEADER",
     "GpuTurn",
     "process_turn",

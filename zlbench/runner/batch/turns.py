@@ -5,7 +5,9 @@
 (its **busy** share of the batch's wall: how close the batch came to the GPU's
 limit), the turns, the seconds processes waited for one, and how many pairs of
 turns overlapped (0 unless the turn is broken: the check that sharing never let
-two processes time at once). Pure: parses text, returns values and a line. A
+two processes time at once), and the longest shared hold the processes logged (one
+second or more in the shared turn, during which no other process could time: the GPU
+idle unless that process used it). Pure: parses text, returns values and a line. A
 process killed in the middle of writing its line leaves a partial line that the
 next process's line is appended to; that one line is skipped, so its turn is
 missing from the sums.
@@ -15,7 +17,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from zlbench.protocol.turn import TURN_LOG_HEADER
+from zlbench.protocol.turn import OLD_TURN_LOG_HEADER, TURN_LOG_HEADER
+
+KINDS = ("timed", "shared")
 
 
 @dataclass(frozen=True)
@@ -25,6 +29,8 @@ class Turn:
     start: float
     end: float
     wait_s: float
+    kind: str = "timed"  # "shared": a long shared hold (no one else could time)
+    op: str = ""  # the run name in flight ("" in logs before 2026-12-02)
 
 
 @dataclass(frozen=True)
@@ -35,21 +41,27 @@ class GpuTurns:
     busy_s: float  # seconds some process held the turn
     wait_s: float  # seconds processes waited for it, summed over processes
     overlaps: int  # turns that began before the previous one ended (must be 0)
+    shared_max_s: float = 0.0  # the longest shared hold logged (the GPU left idle)
+    shared_max_op: str = ""  # whose it was
 
 
 def parse_turns(text: str) -> list[Turn]:
-    """The turns of a ``gpu_turns.csv`` (header optional); malformed lines (a
-    process killed mid-write) are skipped."""
+    """The turns and long shared holds of a ``gpu_turns.csv`` (header optional; lines
+    of 5 fields, as logs before 2026-12-02 wrote them, are timed turns); malformed lines
+    (a process killed mid-write) are skipped."""
     out = []
     for line in text.splitlines():
         parts = line.strip().split(",")
-        if len(parts) != 5 or line.strip() == TURN_LOG_HEADER:
+        if line.strip() in (TURN_LOG_HEADER, OLD_TURN_LOG_HEADER) or len(parts) not in (5, 7):
+            continue
+        kind, op = (parts[5], parts[6]) if len(parts) == 7 else ("timed", "")
+        if kind not in KINDS:
             continue
         try:
-            gpu, pid, start, end, wait = parts[0], int(parts[1]), *map(float, parts[2:])
+            gpu, pid, start, end, wait = parts[0], int(parts[1]), *map(float, parts[2:5])
         except ValueError:
             continue
-        out.append(Turn(gpu, pid, start, end, wait))
+        out.append(Turn(gpu, pid, start, end, wait, kind, op))
     return out
 
 
@@ -57,7 +69,11 @@ def summarize_turns(turns: list[Turn]) -> list[GpuTurns]:
     """One :class:`GpuTurns` per GPU, in GPU order."""
     out = []
     for gpu in sorted({t.gpu for t in turns}):
-        mine = sorted((t for t in turns if t.gpu == gpu), key=lambda t: (t.start, t.end))
+        shared = [t for t in turns if t.gpu == gpu and t.kind == "shared"]
+        longest = max(shared, key=lambda t: t.end - t.start, default=None)
+        mine = sorted(
+            (t for t in turns if t.gpu == gpu and t.kind == "timed"), key=lambda t: (t.start, t.end)
+        )
         overlaps, last_end = 0, float("-inf")
         for t in mine:
             if t.start < last_end:
@@ -71,6 +87,8 @@ def summarize_turns(turns: list[Turn]) -> list[GpuTurns]:
                 busy_s=sum(t.end - t.start for t in mine),
                 wait_s=sum(t.wait_s for t in mine),
                 overlaps=overlaps,
+                shared_max_s=longest.end - longest.start if longest else 0.0,
+                shared_max_op=longest.op if longest else "",
             )
         )
     return out
@@ -78,14 +96,18 @@ def summarize_turns(turns: list[Turn]) -> list[GpuTurns]:
 
 def turns_lines(summary: list[GpuTurns], wall_s: float) -> list[str]:
     """``gpu turns: GPU 0: 3 processes, 98 turns, timing 41.2 s of 52.0 s wall (79 %),
-    waited 60.1 s, 0 overlapping``: one line per GPU."""
+    waited 60.1 s, 0 overlapping``: one line per GPU; ``, longest shared hold 4.2 s
+    (mm)`` after it when one was logged."""
     lines = []
     for g in summary:
         share = f" ({g.busy_s / wall_s:.0%})" if wall_s > 0 else ""
+        held = ""
+        if g.shared_max_s:
+            held = f", longest shared hold {g.shared_max_s:.1f} s ({g.shared_max_op or '-'})"
         lines.append(
             f"gpu turns: GPU {g.gpu or 'default'}: {g.processes} processes, {g.turns} turns, "
             f"timing {g.busy_s:.1f} s of {wall_s:.1f} s wall{share}, waited {g.wait_s:.1f} s, "
-            f"{g.overlaps} overlapping"
+            f"{g.overlaps} overlapping{held}"
         )
     return lines
 
