@@ -50,7 +50,8 @@ again (:func:`retry`).
 
 ``timeouts FULL`` (FULL: a dir or a call's full.tgz) says, per TIMEOUT op, what its
 run.log's tail shows it was doing when the limit came (:func:`timeout_kind`): still
-silent since a test's pass mark (``after-pass``: a later test of the op that had not
+in an op-end hook (``op-end``: the hook's slow line names it), silent since a test's
+pass mark (``after-pass``: a later test of the op that had not
 printed yet, or the op's end), still timing rows (``rows``; a longer ``OP_TIMEOUT``
 would likely finish either), falling back from CUDA-graph capture at every shape
 (``capture``), or silent after its start (``silent``); and the ``retry`` stage that
@@ -310,14 +311,15 @@ def retry(full: Path, run_names: list[str]) -> list[str]:
     return sorted(set(run_names))
 
 
-TIMEOUT_KINDS = ("after-pass", "rows", "capture", "silent")
-RETRY_KINDS = ("after-pass", "rows")  # what a longer OP_TIMEOUT would likely finish
+TIMEOUT_KINDS = ("op-end", "after-pass", "rows", "capture", "silent")
+RETRY_KINDS = ("op-end", "after-pass", "rows")  # what a longer OP_TIMEOUT may finish
 _PASS_MARKS = re.compile(r"^[.sxX]+$")  # pytest's progress after the last table
 
 
 def timeout_kind(log_tail: str) -> tuple[str, int, int, str]:
     """(kind, rows, capture fallbacks, last line) of a TIMEOUT op's run.log tail:
-    ``after-pass`` when its last line is pytest's pass mark (nothing printed since a
+    ``op-end`` when an op-end hook said it was still running (its line is the last
+    line given), ``after-pass`` when its last line is pytest's pass mark (nothing printed since a
     test passed: a later test of the op that had not printed yet, or the op's end),
     else ``rows`` / ``capture`` / ``silent``; the rows it printed (``SUCCESS`` table
     lines) and the capture fallback markers it wrote (the marker grammar of
@@ -326,8 +328,13 @@ def timeout_kind(log_tail: str) -> tuple[str, int, int, str]:
     lines = [ln for ln in lines if not ln.startswith("ZLBENCH_RUNNER ")]
     rows = sum(1 for ln in lines if ln.startswith("SUCCESS"))
     fallbacks = sum(1 for ln in lines if "BENCHMARK_DIRECT_NO_CUDAGRAPH" in ln)
+    from zlbench.protocol.boundary import SLOW_HOOK
+
     last = lines[-1] if lines else ""
-    if _PASS_MARKS.match(last):
+    slow = [ln for ln in lines if ln.startswith(SLOW_HOOK)]
+    if slow:
+        kind, last = "op-end", slow[-1]  # which op-end hook it was in (since 2026-12-02)
+    elif _PASS_MARKS.match(last):
         kind = "after-pass"  # silent since a test's pass mark: a later test of the op, or its end
     else:
         kind = "rows" if rows else "capture" if fallbacks else "silent"

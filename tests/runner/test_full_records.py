@@ -344,7 +344,7 @@ def test_merge_says_which_ops_ran_kernels_without_a_record(fr, tmp_path, capsys)
     )
 
 
-TAILS = {  # run.log tails of the four kinds, as the H200's TIMEOUTs ended (2026-12-02)
+TAILS = {  # run.log tails of each kind, as the H200's TIMEOUTs ended (2026-12-02)
     "sdpa": "benchmark/test_attention.py\nSUCCESS  1.0  0.5  2.0  [x]\n\n.\n"
     "ZLBENCH_RUNNER run_name=sdpa status=TIMEOUT timed out after 300 s\n",
     "pad": "SUCCESS  0.05  0.03  1.58  [a]\nSUCCESS  5.8  2.7  2.1  [b]\n"
@@ -353,6 +353,9 @@ TAILS = {  # run.log tails of the four kinds, as the H200's TIMEOUTs ended (2026
     "BENCHMARK_DIRECT_NO_CUDAGRAPH phase=capture reason=E\n",
     "pool": "collected 191 items\n\nZLBENCH_OP_BEGIN run_name=pool\n\nbenchmark/test_pool.py \n"
     "ZLBENCH_RUNNER run_name=pool status=TIMEOUT timed out after 300 s\n",
+    "addmv": "SUCCESS  0.003  0.003  0.98  [a]\n\n.\n\n"
+    "ZLBENCH_OP_HOOK_SLOW run_name=addmv hook=Recorder.on_end after=30s\n"
+    "ZLBENCH_RUNNER run_name=addmv status=TIMEOUT timed out after 300 s\n",
 }
 
 
@@ -369,6 +372,13 @@ def test_timeouts_say_what_each_op_was_doing_from_a_dir_or_a_pack(fr, tmp_path):
     full = tmp_path / "full"
     _timeout_pass(full)
     want = [
+        (
+            "addmv",
+            "op-end",
+            1,
+            0,
+            "ZLBENCH_OP_HOOK_SLOW run_name=addmv hook=Recorder.on_end after=30s",
+        ),
         ("lu", "capture", 0, 2, "BENCHMARK_DIRECT_NO_CUDAGRAPH phase=capture reason=E"),
         ("pad", "rows", 2, 0, "SUCCESS  5.8  2.7  2.1  [b]"),
         ("pool", "silent", 0, 0, "benchmark/test_pool.py"),
@@ -389,8 +399,8 @@ def test_the_timeouts_command_names_the_retry_of_the_ops_a_longer_limit_finishes
     _timeout_pass(tmp_path)
     assert fr.main(["timeouts", str(tmp_path)]) == 0
     out = capsys.readouterr().out.splitlines()
-    assert out[-2] == "timeouts: 4 (1 after-pass, 1 rows, 1 capture, 1 silent)"
-    assert out[-1] == 'retry with a longer OP_TIMEOUT: retry "pad sdpa"'
+    assert out[-2] == "timeouts: 5 (1 op-end, 1 after-pass, 1 rows, 1 capture, 1 silent)"
+    assert out[-1] == 'retry with a longer OP_TIMEOUT: retry "addmv pad sdpa"'
     (tmp_path / "ops_status.csv").write_text("repo,op,run_name,status\n")
     with pytest.raises(SystemExit, match="timeouts: no ops_status.csv with rows"):
         fr.main(["timeouts", str(tmp_path)])

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import sys
+import threading
 import time
 import traceback
 from datetime import datetime, timezone
@@ -45,11 +46,12 @@ from zlbench.models import (
 from zlbench.plugins import bench_adapter, environment, state, timing
 from zlbench.plugins.devices import POISONED_EXIT_CODE
 from zlbench.plugins.state import entry_status, skipped_tests
-from zlbench.protocol.boundary import begin_line, end_line, error_line
+from zlbench.protocol.boundary import begin_line, end_line, error_line, slow_hook_line
 from zlbench.protocol.layout import RESULT_JSON, SHAPES_YAML
 from zlbench.protocol.signature import OUTCOMES, location, outcome_location
 
 # item.stash: index of the item's plan entry; whether it is the entry's last item.
+SLOW_HOOK_S = 30.0  # an op-end hook running this long says so in the op's run.log
 ENTRY_KEY = pytest.StashKey[int]()
 LAST_KEY = pytest.StashKey[bool]()
 
@@ -173,6 +175,25 @@ def on_metric(metric: Any) -> None:
         )
 
 
+def _end_hook(cb: state.OpCallback, op: state.OpState) -> None:
+    """Run one op-end callback; one line in the op's run.log if it is still running
+    after :data:`SLOW_HOOK_S` (a hook that hangs is then named by the log's tail)."""
+    line = slow_hook_line(op.entry.run_name, _hook_name(cb), SLOW_HOOK_S)
+    timer = threading.Timer(SLOW_HOOK_S, state.say, args=(line,))
+    timer.daemon = True
+    timer.start()
+    try:
+        cb(op)
+    finally:
+        timer.cancel()
+
+
+def _hook_name(cb: Any) -> str:
+    """``Recorder.on_end``; through a wrapper with a ``cb`` (phases' timed hooks)."""
+    inner = getattr(cb, "cb", cb)
+    return getattr(inner, "__qualname__", None) or type(inner).__name__
+
+
 def collect_rows(op: state.OpState) -> None:
     """Turn the live metric objects into rows; name the first failing shape."""
     for op_name, dtype, metric in op.live:
@@ -210,7 +231,7 @@ class Capture:
     def finish(self, op: state.OpState) -> None:
         collect_rows(op)
         for cb in list(self.session.on_end):
-            cb(op)
+            _end_hook(cb, op)
         result = build_result(op, self.session.plan.timing, self.environment(), time.time())
         run_dir = Path(op.entry.run_dir)
         run_dir.mkdir(parents=True, exist_ok=True)

@@ -25,6 +25,9 @@ BEGIN = "ZLBENCH_OP_BEGIN"
 END = "ZLBENCH_OP_END"
 RUNNER = "ZLBENCH_RUNNER"
 ERROR = "ZLBENCH_OP_ERROR"
+# an op-end hook still running after a while: where an op that printed all of its rows
+# and its pass mark spends its time (two TIMEOUTs on the H200, 2026-12-02)
+SLOW_HOOK = "ZLBENCH_OP_HOOK_SLOW"
 
 _BEGIN_RE = re.compile(BEGIN + r" run_name=(\S+)")
 _END_RE = re.compile(END + r" run_name=(\S+) status=(\w+)")
@@ -61,6 +64,10 @@ def find_error(line: str) -> tuple[str, str] | None:
     """``(run_name, signature)`` of the ERROR line in ``line``, or None."""
     m = _ERROR_RE.search(line)
     return (m.group(1), m.group(2)) if m else None
+
+
+def slow_hook_line(run_name: str, hook: str, after_s: float) -> str:
+    return f"{SLOW_HOOK} run_name={run_name} hook={hook} after={after_s:g}s"
 
 
 def runner_line(text: str) -> str:
