@@ -16,7 +16,12 @@ set -euo pipefail
 PARK=${PARK:-.cache/parked}
 usage() { echo "usage: $0 park KEEP... | unpark | status" >&2; exit 2; }
 [ $# -ge 1 ] || usage
-parked() { [ -d "$PARK" ] && (cd "$PARK" && find examples baselines -mindepth 1 -maxdepth 1 -type d 2>/dev/null | sort); }
+parked() {  # the parked dirs, one a line (none: nothing, exit 0)
+  if [ -d "$PARK" ]; then
+    (cd "$PARK" && find examples baselines -mindepth 1 -maxdepth 1 -type d 2>/dev/null | sort)
+  fi
+  return 0
+}
 
 case $1 in
   park)

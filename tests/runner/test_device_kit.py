@@ -149,6 +149,13 @@ def test_park_moves_all_but_the_kept_dirs_and_unpark_restores_them(shipped):
     assert _park(zl, "status").returncode == 0
 
 
+def test_nothing_parked_yet_is_said_with_exit_0(shipped):
+    for verb in ("status", "unpark"):
+        done = _park(shipped, verb)
+        assert done.returncode == 0, (verb, done.stderr)
+        assert done.stdout.startswith("device_park: nothing parked")
+
+
 def test_park_refuses_twice_and_a_missing_keep(shipped):
     zl = shipped
     bad = _park(zl, "park", "examples/nope")
