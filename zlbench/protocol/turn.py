@@ -30,8 +30,9 @@ per GPU). Unset: no turn is taken (one process per GPU, as without sharing).
   kind ``timed``; op the run name in flight, :attr:`GpuTurn.label`), one ``O_APPEND``
   write per line, so the processes never interleave within a line. So is each
   **shared** hold of :data:`SHARED_LOG_S` or longer (kind ``shared``, wait 0): while
-  one lasts no other process can time, so a long one is the GPU left idle (on the
-  H200, 2026-12-02, a sweep's compiles held it so for up to ~2 minutes). The runner
+  one lasts no other process can time, so a long one may leave the GPU idle (the
+  H200's log of 2026-12-02 has stretches of up to ~2 minutes without a timing, when it
+  could not yet say who held the turn). The runner
   sums the log per GPU (:mod:`zlbench.runner.batch.turns`): how much of the wall some
   process was timing, that no two turns of one GPU overlapped, and the longest shared
   hold. Logs written before the two last columns existed are read as timed turns.
