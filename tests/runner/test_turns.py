@@ -126,3 +126,16 @@ def test_a_shared_hold_is_no_turn_and_the_longest_is_named():
         "gpu turns: GPU 0: 1 processes, 2 turns, timing 2.0 s of 200.0 s wall (1%), "
         "waited 125.0 s, 0 overlapping, longest shared hold 125.0 s (mm)"
     ]
+
+
+def test_runs_are_cut_at_long_silences_and_idle_stretches_are_between_timings():
+    from zlbench.runner.batch.turns import idle_stretches, split_runs
+
+    a = [Turn("0", 5, 0.0, 1.0, 0.0), Turn("0", 6, 1.0, 40.0, 0.0, "shared", "mm")]
+    a += [Turn("0", 5, 40.0, 41.0, 39.0), Turn("0", 7, 45.0, 46.0, 0.0)]
+    b = [Turn("0", 8, 5000.0, 5001.0, 0.0)]  # the next device call, an hour later
+    runs = split_runs(list(reversed(a + b)))
+    assert [len(r) for r in runs] == [4, 1] and runs[0][0].start == 0.0
+    assert idle_stretches(runs[0], 20.0) == [(1.0, 40.0)]  # the shared hold's stretch
+    assert idle_stretches(runs[0], 3.0) == [(1.0, 40.0), (41.0, 45.0)]
+    assert idle_stretches(runs[1], 1.0) == [] and split_runs([]) == []

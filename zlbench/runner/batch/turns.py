@@ -112,4 +112,37 @@ def turns_lines(summary: list[GpuTurns], wall_s: float) -> list[str]:
     return lines
 
 
-__all__ = ["GpuTurns", "Turn", "parse_turns", "summarize_turns", "turns_lines"]
+def split_runs(turns: list[Turn], gap_s: float = 600.0) -> list[list[Turn]]:
+    """The log's turns (of all kinds) in start order, cut where no turn began or ended
+    for ``gap_s``: one list per batch run (a resumed pass appends a device call's turns
+    to the same file)."""
+    out: list[list[Turn]] = []
+    last_end = float("-inf")
+    for t in sorted(turns, key=lambda t: (t.start, t.end)):
+        if not out or t.start - last_end > gap_s:
+            out.append([])
+        out[-1].append(t)
+        last_end = max(last_end, t.end)
+    return out
+
+
+def idle_stretches(turns: list[Turn], min_s: float) -> list[tuple[float, float]]:
+    """(start, end) of each stretch of ``min_s`` or longer between the first and the last
+    timed turn of ``turns`` in which no timed turn ran: the GPU not timing."""
+    out, last_end = [], None
+    for t in sorted((t for t in turns if t.kind == "timed"), key=lambda t: (t.start, t.end)):
+        if last_end is not None and t.start - last_end >= min_s:
+            out.append((last_end, t.start))
+        last_end = t.end if last_end is None else max(last_end, t.end)
+    return out
+
+
+__all__ = [
+    "GpuTurns",
+    "Turn",
+    "idle_stretches",
+    "parse_turns",
+    "split_runs",
+    "summarize_turns",
+    "turns_lines",
+]
