@@ -1,6 +1,7 @@
-"""An op-end hook that runs long names itself in the op's run.log, once, while it runs
-(zlbench.plugins.capture): two ops on the H200 printed every row and pytest's pass
-mark, then used the rest of their 300 s with nothing in their logs (2026-12-02)."""
+"""An op-end hook, or a test's teardown after its pass mark, that runs long names itself
+in the op's run.log, once, while it runs (zlbench.plugins.capture): two ops on the H200
+printed every row and pytest's pass mark, then used the rest of their 300 s with
+nothing in their logs (2026-12-02)."""
 
 from __future__ import annotations
 
@@ -47,3 +48,34 @@ def test_a_wrapped_hook_is_named_by_what_it_wraps():
     wrapper = SimpleNamespace(cb=Recorder(0).on_end)
     assert capture._hook_name(wrapper) == "Recorder.on_end"
     assert capture._hook_name(Recorder(0).on_end) == "Recorder.on_end"
+
+
+def _report(when: str):
+    return SimpleNamespace(when=when, outcome="passed", longrepr=None)
+
+
+def _capture(op):
+    session = SimpleNamespace(current=op)
+    return capture.Capture(config=None, session=session)
+
+
+def test_a_slow_teardown_after_the_pass_mark_says_so(monkeypatch, capsys):
+    monkeypatch.setattr(capture, "SLOW_HOOK_S", 0.05)
+    cap = _capture(SimpleNamespace(entry=OP.entry, outcomes=[], error=None))
+    cap.pytest_runtest_logreport(_report("call"))
+    time.sleep(0.2)  # the test's fixtures tearing down
+    cap.pytest_runtest_logreport(_report("teardown"))
+    out = [ln for ln in capsys.readouterr().out.splitlines() if ln]
+    assert out == [
+        "ZLBENCH_OP_HOOK_SLOW run_name=addmv__at__test_addmv.py hook=pytest-teardown after=0.05s"
+    ]
+    assert cap.teardown_timer is None
+
+
+def test_a_quick_teardown_says_nothing(monkeypatch, capsys):
+    monkeypatch.setattr(capture, "SLOW_HOOK_S", 0.2)
+    cap = _capture(SimpleNamespace(entry=OP.entry, outcomes=[], error=None))
+    cap.pytest_runtest_logreport(_report("call"))
+    cap.pytest_runtest_logreport(_report("teardown"))
+    time.sleep(0.3)
+    assert capsys.readouterr().out == ""

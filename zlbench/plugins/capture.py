@@ -178,14 +178,21 @@ def on_metric(metric: Any) -> None:
 def _end_hook(cb: state.OpCallback, op: state.OpState) -> None:
     """Run one op-end callback; one line in the op's run.log if it is still running
     after :data:`SLOW_HOOK_S` (a hook that hangs is then named by the log's tail)."""
-    line = slow_hook_line(op.entry.run_name, _hook_name(cb), SLOW_HOOK_S)
-    timer = threading.Timer(SLOW_HOOK_S, state.say, args=(line,))
-    timer.daemon = True
-    timer.start()
+    timer = _slow_timer(op.entry.run_name, _hook_name(cb))
     try:
         cb(op)
     finally:
         timer.cancel()
+
+
+def _slow_timer(run_name: str, what: str) -> threading.Timer:
+    """Started: says ``what`` of op ``run_name`` still runs after :data:`SLOW_HOOK_S`,
+    unless cancelled first."""
+    line = slow_hook_line(run_name, what, SLOW_HOOK_S)
+    timer = threading.Timer(SLOW_HOOK_S, state.say, args=(line,))
+    timer.daemon = True
+    timer.start()
+    return timer
 
 
 def _hook_name(cb: Any) -> str:
@@ -218,6 +225,7 @@ class Capture:
         self.session = session
         self.env: Any = None
         self.signed: set[str] = set()  # run names whose ZLBENCH_OP_ERROR line is out
+        self.teardown_timer: threading.Timer | None = None  # a test's teardown running
 
     def start(self, index: int) -> state.OpState:
         entry = self.session.plan.entries[index]
@@ -309,8 +317,13 @@ class Capture:
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         op = self.session.current
+        if self.teardown_timer is not None:  # the test's teardown ended
+            self.teardown_timer.cancel()
+            self.teardown_timer = None
         if op is None:
             return
+        if report.when == "call":  # its pass mark is out; its teardown is next
+            self.teardown_timer = _slow_timer(op.entry.run_name, "pytest-teardown")
         if report.when == "call" or report.outcome != "passed":
             op.outcomes.append(report.outcome)
         if report.outcome == "failed" and op.error is None:
