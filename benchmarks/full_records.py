@@ -55,7 +55,7 @@ pass mark (``after-pass``: a later test of the op that had not
 printed yet, or the op's end), still timing rows (``rows``; a longer ``OP_TIMEOUT``
 would likely finish either), falling back from CUDA-graph capture at every shape
 (``capture``), or silent after its start (``silent``); and the ``retry`` stage that
-would run the ``after-pass`` and ``rows`` ones again.
+would run the ``op-end``, ``after-pass`` and ``rows`` ones again.
 
 ``status FULL [--tier OPS_FILE]`` says where the pass stands (:func:`pass_status`): the
 final ops by status, the rows of the PASS ops, how many of the batch's selected ops are
@@ -318,18 +318,19 @@ _PASS_MARKS = re.compile(r"^[.sxX]+$")  # pytest's progress after the last table
 
 def timeout_kind(log_tail: str) -> tuple[str, int, int, str]:
     """(kind, rows, capture fallbacks, last line) of a TIMEOUT op's run.log tail:
-    ``op-end`` when an op-end hook said it was still running (its line is the last
-    line given), ``after-pass`` when its last line is pytest's pass mark (nothing printed since a
-    test passed: a later test of the op that had not printed yet, or the op's end),
+    ``op-end`` when an op-end hook or a test's teardown said it was still running (its
+    line is the last line given), ``after-pass`` when its last line is pytest's pass
+    mark (nothing printed since a test passed: a later test of the op, or its end),
     else ``rows`` / ``capture`` / ``silent``; the rows it printed (``SUCCESS`` table
     lines) and the capture fallback markers it wrote (the marker grammar of
     docs/design.md), counted in the tail only (a lower bound)."""
-    lines = [ln.strip() for ln in log_tail.splitlines() if ln.strip()]
-    lines = [ln for ln in lines if not ln.startswith("ZLBENCH_RUNNER ")]
-    rows = sum(1 for ln in lines if ln.startswith("SUCCESS"))
-    fallbacks = sum(1 for ln in lines if "BENCHMARK_DIRECT_NO_CUDAGRAPH" in ln)
-    from zlbench.protocol.boundary import SLOW_HOOK
+    from zlbench.models.run import MarkerKind
+    from zlbench.protocol.boundary import RUNNER, SLOW_HOOK
 
+    lines = [ln.strip() for ln in log_tail.splitlines() if ln.strip()]
+    lines = [ln for ln in lines if not ln.startswith(RUNNER + " ")]
+    rows = sum(1 for ln in lines if ln.startswith("SUCCESS"))
+    fallbacks = sum(1 for ln in lines if MarkerKind.NO_CUDAGRAPH.value in ln)
     last = lines[-1] if lines else ""
     slow = [ln for ln in lines if ln.startswith(SLOW_HOOK)]
     if slow:
@@ -377,21 +378,18 @@ def timeouts(full: Path) -> list[tuple[str, str, int, int, str]]:
     return _with_pass(full, found)
 
 
-def run_name(selector: str) -> str:
-    """The run name of an op selector (``mm@test_mm.py`` -> ``mm__at__test_mm.py``)."""
-    return selector.replace("@", "__at__")
-
-
 def pass_status(full: Path, tier: list[str] | None = None) -> dict:
     """Where the record pass stands: final ops by status, rows of the PASS ops, the
     batch's selected ops not final yet, and (``tier``: op selectors) the tier's ops
     not final yet, in the tier's order."""
+    from zlbench.protocol.layout import split_op_key
+    from zlbench.protocol.ops import run_name_for as run_name
 
     def status(read) -> dict:
         rows = _statuses(read, "status")
         final = {r["run_name"]: r for r in rows}
         info = json.loads(read("batch.json") or "{}")
-        selected = [k.split("/", 1)[-1] for k in info.get("ops", [])]
+        selected = [split_op_key(k)[1] for k in info.get("ops", [])]
         counts: dict[str, int] = {}
         for r in rows:
             counts[r["status"]] = counts.get(r["status"], 0) + 1
@@ -411,10 +409,11 @@ def pass_status(full: Path, tier: list[str] | None = None) -> dict:
 
 def _ops_file(path: Path) -> list[str]:
     """The op selectors of an ops file (one a line, ``#`` comments)."""
+    from zlbench.protocol.ops import read_ops_file
+
     if not path.is_file():
         raise SystemExit(f"status: --tier {path}: no such file")
-    lines = (ln.split("#", 1)[0].strip() for ln in path.read_text().splitlines())
-    return [ln for ln in lines if ln]
+    return read_ops_file(path)
 
 
 def _op_of(name: str) -> str:

@@ -24,6 +24,7 @@ import tarfile
 from datetime import datetime, timezone
 from pathlib import Path
 
+from zlbench.protocol.turn import SHARED, TIMED
 from zlbench.runner.batch.turns import idle_stretches, parse_turns, split_runs
 
 LOG = "gpu_turns.csv"
@@ -53,10 +54,10 @@ def report(text: str, min_idle_s: float = 20.0) -> list[str]:
     """The lines printed for a turn log's text."""
     lines = []
     for run in split_runs(parse_turns(text)):
-        timed = [t for t in run if t.kind == "timed"]
+        timed = [t for t in run if t.kind == TIMED]
         start, end = run[0].start, max(t.end for t in run)
         wall = max(end - start, 1e-9)
-        busy = sum(t.end - t.start for t in timed)
+        busy = sum(t.held_s for t in timed)
         idle = idle_stretches(run, min_idle_s)
         wait = max((t.wait_s for t in timed), default=0.0)
         lines.append(
@@ -64,11 +65,9 @@ def report(text: str, min_idle_s: float = 20.0) -> list[str]:
             f"({busy / wall:.0%}); {len(idle)} stretch(es) of {min_idle_s:g} s or more "
             f"without a timing, {sum(b - a for a, b in idle):.0f} s; longest wait {wait:.1f} s"
         )
-        shared = sorted((t for t in run if t.kind == "shared"), key=lambda t: t.start - t.end)
+        shared = sorted((t for t in run if t.kind == SHARED), key=lambda t: -t.held_s)
         for t in shared[:3]:
-            lines.append(
-                f"  shared hold {t.end - t.start:.1f} s by {t.op or '-'} at {_utc(t.start)}"
-            )
+            lines.append(f"  shared hold {t.held_s:.1f} s by {t.op or '-'} at {_utc(t.start)}")
     return lines or ["turn_log: no turns"]
 
 

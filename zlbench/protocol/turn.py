@@ -56,6 +56,7 @@ GPU_SHARE_VAR = "ZLBENCH_GPU_SHARE"
 TURN_LOG_HEADER = "gpu,pid,start,end,wait_s,kind,op"
 OLD_TURN_LOG_HEADER = "gpu,pid,start,end,wait_s"  # logs before 2026-12-02: timed turns only
 SHARED_LOG_S = 1.0  # a shared hold this long or longer is logged
+TIMED, SHARED = "timed", "shared"  # the log's kinds of line: a timing, a long shared hold
 
 
 class GpuTurn:
@@ -186,9 +187,9 @@ class GpuTurn:
             os.close(fd)  # closing drops the lock
             end = time.time()
             if end - self._sh_since >= SHARED_LOG_S:
-                self._log(self._sh_since, end, 0.0, "shared")
+                self._log(self._sh_since, end, 0.0, SHARED)
 
-    def _log(self, start: float, end: float, wait: float, kind: str = "timed") -> None:
+    def _log(self, start: float, end: float, wait: float, kind: str = TIMED) -> None:
         if self.log is None:
             return
         label = self.label.replace(",", ";").replace("\n", " ")
@@ -229,7 +230,9 @@ __all__ = [
     "GPU_TURN_LOG_VAR",
     "GPU_TURN_VAR",
     "OLD_TURN_LOG_HEADER",
+    "SHARED",
     "SHARED_LOG_S",
+    "TIMED",
     "TURN_LOG_HEADER",
     "GpuTurn",
     "process_turn",

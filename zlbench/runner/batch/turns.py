@@ -17,9 +17,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from zlbench.protocol.turn import OLD_TURN_LOG_HEADER, TURN_LOG_HEADER
+from zlbench.protocol.turn import OLD_TURN_LOG_HEADER, SHARED, TIMED, TURN_LOG_HEADER
 
-KINDS = ("timed", "shared")
+KINDS = (TIMED, SHARED)
 
 
 @dataclass(frozen=True)
@@ -29,8 +29,13 @@ class Turn:
     start: float
     end: float
     wait_s: float
-    kind: str = "timed"  # "shared": a long shared hold (no one else could time)
+    kind: str = TIMED  # SHARED: a long shared hold (no one else could time)
     op: str = ""  # the run name in flight ("" in logs before 2026-12-02)
+
+    @property
+    def held_s(self) -> float:
+        """How long the turn (or the shared hold) was held."""
+        return self.end - self.start
 
 
 @dataclass(frozen=True)
@@ -54,7 +59,7 @@ def parse_turns(text: str) -> list[Turn]:
         parts = line.strip().split(",")
         if line.strip() in (TURN_LOG_HEADER, OLD_TURN_LOG_HEADER) or len(parts) not in (5, 7):
             continue
-        kind, op = (parts[5], parts[6]) if len(parts) == 7 else ("timed", "")
+        kind, op = (parts[5], parts[6]) if len(parts) == 7 else (TIMED, "")
         if kind not in KINDS:
             continue
         try:
@@ -69,10 +74,10 @@ def summarize_turns(turns: list[Turn]) -> list[GpuTurns]:
     """One :class:`GpuTurns` per GPU, in GPU order."""
     out = []
     for gpu in sorted({t.gpu for t in turns}):
-        shared = [t for t in turns if t.gpu == gpu and t.kind == "shared"]
-        longest = max(shared, key=lambda t: t.end - t.start, default=None)
+        shared = [t for t in turns if t.gpu == gpu and t.kind == SHARED]
+        longest = max(shared, key=lambda t: t.held_s, default=None)
         mine = sorted(
-            (t for t in turns if t.gpu == gpu and t.kind == "timed"), key=lambda t: (t.start, t.end)
+            (t for t in turns if t.gpu == gpu and t.kind == TIMED), key=lambda t: (t.start, t.end)
         )
         overlaps, last_end = 0, float("-inf")
         for t in mine:
@@ -84,10 +89,10 @@ def summarize_turns(turns: list[Turn]) -> list[GpuTurns]:
                 gpu=gpu,
                 turns=len(mine),
                 processes=len({t.pid for t in mine}),
-                busy_s=sum(t.end - t.start for t in mine),
+                busy_s=sum(t.held_s for t in mine),
                 wait_s=sum(t.wait_s for t in mine),
                 overlaps=overlaps,
-                shared_max_s=longest.end - longest.start if longest else 0.0,
+                shared_max_s=longest.held_s if longest else 0.0,
                 shared_max_op=longest.op if longest else "",
             )
         )
@@ -130,7 +135,7 @@ def idle_stretches(turns: list[Turn], min_s: float) -> list[tuple[float, float]]
     """(start, end) of each stretch of ``min_s`` or longer between the first and the last
     timed turn of ``turns`` in which no timed turn ran: the GPU not timing."""
     out, last_end = [], None
-    for t in sorted((t for t in turns if t.kind == "timed"), key=lambda t: (t.start, t.end)):
+    for t in sorted((t for t in turns if t.kind == TIMED), key=lambda t: (t.start, t.end)):
         if last_end is not None and t.start - last_end >= min_s:
             out.append((last_end, t.start))
         last_end = t.end if last_end is None else max(last_end, t.end)
