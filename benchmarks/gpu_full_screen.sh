@@ -8,10 +8,20 @@
 #   run S      `zlbench batch --all` (each op's own dtypes, $SHAPES) on $GPUS with
 #              --gpu-share $SHARE, --resume --keep-failed into $FULL (an op that failed or
 #              timed out in an earlier call is not run again); stopped with SIGINT after S
-#              seconds (complete ops are kept, the ones in flight run again on resume)
+#              seconds (complete ops are kept, the ones in flight run again on resume).
+#              Refused (exit 2) when $FULL holds no pass (no ops_status.csv) unless
+#              NEW_PASS=1: on 2026-12-02 a call that found a fresh machine instead of the
+#              warm one began the pass again from its first op and spent 9 minutes of
+#              the H200 on 87 ops already final
 #   restore F  $FULL emptied, then the tarball written by `pack` unpacked into it (a fresh
 #              machine resumes; on a warm one, the last call's records are not packed
 #              again by `records`: they came back with that call)
+#   resume F   the stage of every call after a session's first: on a warm machine (its
+#              $FULL holds a pass) nothing; on a fresh one (the warm machine was given
+#              back between the calls) `restore F`, F being the last call's full.tgz
+#              copied here before the call (.cache/carry/full.tgz). No `unrecorded`
+#              then: the ops the session's calls recorded are complete in F and their
+#              records.tgz files are here, not yet packed
 #   pack       $OUT/full.tgz: batch.json, ops_status.csv, summary.csv, gpu_turns.csv and
 #              per op result.json, .complete and the last 200 lines of run.log (no
 #              codegen blobs, no TTGIR): what the screen's counts and the dismiss list
@@ -42,12 +52,17 @@
 # GPUS (0), SHARE (3), SHAPES (ops/shapes_single.yaml), OP_TIMEOUT (300), RETRIES (0),
 # RECHECK (unset; 1: `run` adds --recheck-dismissed, so the resumed pass also runs the
 # ops the dismiss list names and those marked unconditional skip: does an H20 limit
-# hold on this GPU? docs/ops.md).
+# hold on this GPU? docs/ops.md), NEW_PASS (unset; 1: `run` may begin a new pass in an
+# empty $FULL).
 set -uo pipefail
 FULL=${FULL:-runs/full-screen}
 GPUS=${GPUS:-0}
 SHARE=${SHARE:-3}
 SHAPES=${SHAPES:-ops/shapes_single.yaml}
+
+final_ops() { # the ops final in $FULL: ops_status.csv's rows
+  if [ -f "$FULL/ops_status.csv" ]; then echo $(($(wc -l <"$FULL/ops_status.csv") - 1)); else echo 0; fi
+}
 
 while [ $# -gt 0 ]; do
   stage=$1
@@ -57,6 +72,10 @@ while [ $# -gt 0 ]; do
     run)
       secs=$1
       shift
+      if [ ! -f "$FULL/ops_status.csv" ] && [ -z "${NEW_PASS:-}" ]; then
+        echo "run: $FULL holds no pass (no ops_status.csv): restore or resume one first, or NEW_PASS=1 to begin a new pass" >&2
+        exit 2
+      fi
       timeout -s INT -k 30 "$secs" python3 -m zlbench batch --all --shape-file "$SHAPES" \
         --gpus "$GPUS" --gpu-share "$SHARE" --op-timeout "${OP_TIMEOUT:-300}" \
         --max-retries "${RETRIES:-0}" --out "$FULL" --resume --keep-failed \
@@ -64,7 +83,18 @@ while [ $# -gt 0 ]; do
       echo "rc=${PIPESTATUS[0]}"
       ;;
     restore)
-      rm -rf "$FULL" && mkdir -p "$FULL" && tar xzf "$1" -C "$FULL"
+      [ -f "$1" ] || { echo "restore: no $1" >&2; exit 2; }
+      rm -rf "$FULL" && mkdir -p "$FULL" && tar xzf "$1" -C "$FULL" || exit 2
+      shift
+      ;;
+    resume)
+      if [ -f "$FULL/ops_status.csv" ]; then
+        echo "resume: warm machine, $FULL kept ($(final_ops) op(s) final)"
+      else
+        [ -f "$1" ] || { echo "resume: a fresh machine and no $1 to restore" >&2; exit 2; }
+        rm -rf "$FULL" && mkdir -p "$FULL" && tar xzf "$1" -C "$FULL" || exit 2
+        echo "resume: fresh machine, $FULL restored from $1 ($(final_ops) op(s) final)"
+      fi
       shift
       ;;
     pack)

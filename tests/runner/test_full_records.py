@@ -312,7 +312,10 @@ def test_the_run_stage_rechecks_the_dismissed_ops_only_when_asked(tmp_path, rech
     argv = tmp_path / "argv.txt"
     (shim / "python3").write_text(f'#!/bin/sh\necho "$@" > {argv}\n')
     (shim / "python3").chmod(0o755)
-    env = {"PATH": f"{shim}:/usr/bin:/bin", "FULL": str(tmp_path / "full")}
+    full = tmp_path / "full"
+    full.mkdir()
+    (full / "ops_status.csv").write_text("repo,op,run_name,status\n")
+    env = {"PATH": f"{shim}:/usr/bin:/bin", "FULL": str(full)}
     if recheck:
         env["RECHECK"] = recheck
     done = subprocess.run(
@@ -327,6 +330,67 @@ def test_the_run_stage_rechecks_the_dismissed_ops_only_when_asked(tmp_path, rech
     assert args[:4] == ["-m", "zlbench", "batch", "--all"]
     assert {"--resume", "--keep-failed"} <= set(args)
     assert ("--recheck-dismissed" in args) == bool(recheck)
+
+
+def _script(tmp_path, *stages, **env):
+    """gpu_full_screen.sh STAGES with a python3 that records its argv instead of running."""
+    shim = tmp_path / "bin"
+    shim.mkdir(exist_ok=True)
+    (shim / "python3").write_text(f'#!/bin/sh\necho "$@" >> {tmp_path / "argv.txt"}\n')
+    (shim / "python3").chmod(0o755)
+    return subprocess.run(
+        ["bash", str(BENCH / "gpu_full_screen.sh"), *stages],
+        env={"PATH": f"{shim}:/usr/bin:/bin", **env},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def _pass_tgz(path: Path, *final: str) -> Path:
+    with tarfile.open(path, "w:gz") as tar:
+        rows = "".join(f"main,{op},{op},PASS\n" for op in final).encode()
+        data = b"repo,op,run_name,status\n" + rows
+        info = tarfile.TarInfo("ops_status.csv")
+        info.size = len(data)
+        tar.addfile(info, io.BytesIO(data))
+    return path
+
+
+def test_the_run_stage_refuses_to_begin_a_new_pass_unless_asked(tmp_path):
+    """A call that finds a fresh machine and runs without restoring would begin the whole
+    pass again (2026-12-02: 9 minutes of the H200 on 87 ops already final)."""
+    full = tmp_path / "full"
+    done = _script(tmp_path, "run", "5", "pack", FULL=str(full), OUT=str(tmp_path))
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "holds no pass" in done.stderr and "NEW_PASS=1" in done.stderr
+    assert not (tmp_path / "argv.txt").exists()  # no batch, no later stage
+    done = _script(tmp_path, "run", "5", FULL=str(full), NEW_PASS="1")
+    assert done.returncode == 0 and "rc=0" in done.stdout, done.stdout + done.stderr
+    assert (tmp_path / "argv.txt").read_text().split()[:3] == ["-m", "zlbench", "batch"]
+
+
+def test_resume_keeps_a_warm_machines_pass_and_restores_a_fresh_ones(tmp_path):
+    full, carried = tmp_path / "full", _pass_tgz(tmp_path / "full.tgz", "abs", "cos")
+    done = _script(tmp_path, "resume", str(carried), FULL=str(full))  # fresh
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"fresh machine, {full} restored from {carried} (2 op(s) final)" in done.stdout
+    (full / "ops_status.csv").write_text(
+        (full / "ops_status.csv").read_text() + "main,exp,exp,PASS\n"
+    )
+    (full / "main" / "exp").mkdir(parents=True)
+    done = _script(tmp_path, "resume", str(carried), FULL=str(full))  # warm
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert f"warm machine, {full} kept (3 op(s) final)" in done.stdout
+    assert (full / "main" / "exp").is_dir()  # this machine's work is not replaced
+
+
+def test_resume_on_a_fresh_machine_without_the_carried_pass_stops_the_call(tmp_path):
+    done = _script(tmp_path, "resume", str(tmp_path / "none.tgz"), "run", "5",
+                   FULL=str(tmp_path / "full"))  # fmt: skip
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert f"a fresh machine and no {tmp_path / 'none.tgz'}" in done.stderr
+    assert "stage run" not in done.stdout
 
 
 def test_merge_says_which_ops_ran_kernels_without_a_record(fr, tmp_path, capsys):
