@@ -12,7 +12,7 @@
 #              Refused (exit 2) when $FULL holds no pass (no ops_status.csv) unless
 #              NEW_PASS=1: on 2026-12-02 a call that found a fresh machine instead of the
 #              warm one began the pass again from its first op and spent 9 minutes of
-#              the H200 on 87 ops already final
+#              the H200 on 111 ops already final
 #   restore F  $FULL emptied, then the tarball written by `pack` unpacked into it (a fresh
 #              machine resumes; on a warm one, the last call's records are not packed
 #              again by `records`: they came back with that call)

@@ -359,7 +359,7 @@ def _pass_tgz(path: Path, *final: str) -> Path:
 
 def test_the_run_stage_refuses_to_begin_a_new_pass_unless_asked(tmp_path):
     """A call that finds a fresh machine and runs without restoring would begin the whole
-    pass again (2026-12-02: 9 minutes of the H200 on 87 ops already final)."""
+    pass again (2026-12-02: 9 minutes of the H200 on 111 ops already final)."""
     full = tmp_path / "full"
     done = _script(tmp_path, "run", "5", "pack", FULL=str(full), OUT=str(tmp_path))
     assert done.returncode == 2, done.stdout + done.stderr
