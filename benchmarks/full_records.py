@@ -11,6 +11,7 @@ git until the next baseline is assembled from them (docs/baselines.md, "v6").
     python benchmarks/full_records.py retry FULL RUN_NAME [...]  (on the device)
     python benchmarks/full_records.py timeouts FULL
     python benchmarks/full_records.py status FULL [--tier OPS_FILE]
+    python benchmarks/full_records.py dismiss FULL --date D [--dismiss F] [--retried]
 
 ``records`` (the ``benchmarks/gpu_full_screen.sh records`` stage) writes, per device
 call, a ``records.tgz`` of the ops complete in the record pass's dir FULL that still
@@ -56,6 +57,12 @@ printed yet, or the op's end), still timing rows (``rows``; a longer ``OP_TIMEOU
 would likely finish either), falling back from CUDA-graph capture at every shape
 (``capture``), or silent after its start (``silent``); and the ``retry`` stage that
 would run the ``op-end``, ``after-pass`` and ``rows`` ones again.
+
+``dismiss FULL --date YYYY-MM-DD`` says what the pass means for the dismiss list
+(``ops/dismiss.txt``, or ``--dismiss F``; :func:`dismiss_proposal`): on stdout, the
+entries to add for its FAIL, CRASH and TIMEOUT ops, each with what the pass saw as the
+reason; as ``#`` lines, the TIMEOUTs to retry first (until ``--retried``) and the
+entries whose op PASSed (a ``RECHECK=1`` run), to drop. It writes nothing.
 
 ``status FULL [--tier OPS_FILE]`` says where the pass stands (:func:`pass_status`): the
 final ops by status, the rows of the PASS ops, how many of the batch's selected ops are
@@ -378,6 +385,64 @@ def timeouts(full: Path) -> list[tuple[str, str, int, int, str]]:
     return _with_pass(full, found)
 
 
+_KIND_SAYS = {
+    "op-end": "an op-end hook or teardown still running",
+    "after-pass": "silent after its last pass mark",
+    "rows": "still timing rows",
+    "capture": "CUDA-graph capture failing at every shape it reached",
+    "silent": "nothing printed after its test started",
+}
+
+
+def dismiss_proposal(
+    full: Path, entries: list, date: str, retried: bool = False
+) -> tuple[list[str], list[str], list[str]]:
+    """What the pass says about the dismiss list (``entries``: its parsed entries):
+    the lines to add (each FAIL, CRASH or TIMEOUT op no entry dismisses, as ``repo:op
+    # DATE reason``, the reason what the pass saw), the TIMEOUT ops a longer
+    ``OP_TIMEOUT`` may still finish (``RETRY_KINDS``; lines to add once ``retried``),
+    and the entries whose op PASSed in the pass (``RECHECK=1``: the H20's limit does
+    not hold on this GPU), to drop. Nothing is written: a curated list is edited by
+    hand, from this."""
+    from zlbench.runner.catalog.dismiss import find_dismissal
+
+    def propose(read) -> tuple[list[str], list[str], list[str]]:
+        info = json.loads(read("batch.json") or "{}")
+        where = f"H200 record pass, --gpu-share {info.get('gpu_share', '?')}"
+        add, wait, drop = [], [], []
+        for r in sorted(_statuses(read, "dismiss"), key=lambda r: (r["repo"], r["op"])):
+            entry = find_dismissal(entries, r["repo"], r["op"])
+            if r["status"] == "PASS":
+                if entry is not None:
+                    drop.append(
+                        f"{r['repo']}:{r['op']} (line {entry.line}): PASS in the {where},"
+                        f" {r.get('rows') or 0} rows"
+                    )
+                continue
+            if r["status"] not in RETRIED or entry is not None:
+                continue
+            if r["status"] == "TIMEOUT":
+                kind, rows, fallbacks, last = timeout_kind(
+                    read(f"{r['repo']}/{r['run_name']}/run.log")
+                )
+                seen = f"{rows} rows, {fallbacks} capture fallbacks in its log tail"
+                why = f"{r.get('note') or 'TIMEOUT'}: {_KIND_SAYS[kind]} ({seen}"
+                why += f"; last line {last!r})" if kind in ("op-end", "capture") else ")"
+                if kind in RETRY_KINDS and not retried:
+                    wait.append(f"{r['repo']}:{r['op']}: {why}")
+                    continue
+            else:
+                sig = f"; {r['signature']}" if r.get("signature") else ""
+                why = f"{r['status']}: {r.get('note') or 'no note'}{sig}"
+            add.append(
+                f"{r['repo']}:{r['op']}  # {date} {why} ({where};"
+                " examples/h200-full-screen)".replace("\n", " ")
+            )
+        return add, wait, drop
+
+    return _with_pass(full, propose)
+
+
 def pass_status(full: Path, tier: list[str] | None = None) -> dict:
     """Where the record pass stands: final ops by status, rows of the PASS ops, the
     batch's selected ops not final yet, and (``tier``: op selectors) the tier's ops
@@ -460,6 +525,13 @@ def main(argv: list[str] | None = None) -> int:
     g.add_argument("packs", type=Path)
     o = sub.add_parser("timeouts")
     o.add_argument("full", type=Path)
+    d = sub.add_parser("dismiss")
+    d.add_argument("full", type=Path)
+    d.add_argument("--dismiss", type=Path, default=Path("ops/dismiss.txt"))
+    d.add_argument("--date", required=True, help="YYYY-MM-DD: the runs' date")
+    d.add_argument(
+        "--retried", action="store_true", help="the retry with a longer OP_TIMEOUT has run"
+    )
     st = sub.add_parser("status")
     st.add_argument("full", type=Path)
     st.add_argument("--tier", type=Path, help="an ops file: its ops not final yet")
@@ -477,6 +549,30 @@ def main(argv: list[str] | None = None) -> int:
             left = got["tier_left"]
             print(f"status: {a.tier}: {len(tier) - len(left)} of {len(tier)} final"
                   + (f", to run: {' '.join(left)}" if left else ""))  # fmt: skip
+        return 0
+    if a.cmd == "dismiss":
+        import datetime as dt
+
+        from zlbench.errors import ZlbenchError
+        from zlbench.runner.catalog.dismiss import load_dismiss
+
+        try:
+            dt.date.fromisoformat(a.date)
+            entries = load_dismiss(a.dismiss, warn=lambda _: None)
+        except (ValueError, ZlbenchError) as e:
+            raise SystemExit(f"dismiss: {e}") from None
+        add, wait, drop = dismiss_proposal(a.full, entries, a.date, a.retried)
+        for line in add:
+            print(line)
+        for line in wait:
+            print(f"# retry first (a longer OP_TIMEOUT may finish it): {line}")
+        for line in drop:
+            print(f"# drop: {line}")
+        print(
+            f"dismiss: {len(add)} to add, {len(wait)} to retry first, {len(drop)} to drop"
+            f" ({a.dismiss}: {len(entries)} entries)",
+            file=sys.stderr,
+        )
         return 0
     if a.cmd == "timeouts":
         found = timeouts(a.full)

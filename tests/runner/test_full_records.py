@@ -494,3 +494,48 @@ def test_status_says_what_is_final_what_is_left_and_what_of_a_tier(fr, tmp_path,
     assert out[1] == f"status: {tier}: 2 of 4 final, to run: sum add"
     with pytest.raises(SystemExit, match="status: --tier .*nope.txt: no such file"):
         fr.main(["status", str(full), "--tier", str(tmp_path / "nope.txt")])
+
+
+def test_dismiss_proposes_the_failed_ops_waits_for_the_retry_and_drops_what_passed(
+    fr, tmp_path, capsys
+):
+    """The dismiss list updated from the pass: a line to add per FAIL and per TIMEOUT
+    a longer limit will not finish, the rest after the retry, the entries whose op
+    passed (RECHECK=1) to drop; an op already dismissed is not proposed again."""
+    from zlbench.runner.catalog.dismiss import parse_dismiss
+
+    _timeout_pass(tmp_path)
+    with (tmp_path / "ops_status.csv").open("a") as f:
+        f.write("main,beam,beam,FAIL\nmain,lcm,lcm,PASS\n")
+    (tmp_path / "batch.json").write_text('{"gpu_share": 3}')
+    listed = tmp_path / "dismiss.txt"
+    listed.write_text(
+        "main:lcm  # 2026-08-12 NVRTC on the H20\nmain:pool  # 2026-08-12 hangs on the H20\n"
+    )
+    entries = parse_dismiss(listed.read_text())
+    add, wait, drop = fr.dismiss_proposal(tmp_path, entries, "2026-12-03")
+    assert [line.split()[0] for line in add] == ["main:beam", "main:lu"]
+    assert "FAIL: no note" in add[0] and "--gpu-share 3" in add[0]
+    assert "capture failing at every shape" in add[1] and "2 capture fallbacks" in add[1]
+    proposed = parse_dismiss("\n".join(add))  # each line an entry the list reads
+    assert [(e.repo, e.op, str(e.date)) for e in proposed] == [
+        ("main", "beam", "2026-12-03"),
+        ("main", "lu", "2026-12-03"),
+    ]
+    assert [w.split(":")[1] for w in wait] == ["addmv", "pad", "sdpa"]  # RETRY_KINDS
+    assert drop == ["main:lcm (line 1): PASS in the H200 record pass, --gpu-share 3, 0 rows"]
+    add, wait, _ = fr.dismiss_proposal(tmp_path, entries, "2026-12-03", retried=True)
+    assert wait == [] and [a.split()[0] for a in add] == [
+        "main:addmv", "main:beam", "main:lu", "main:pad", "main:sdpa"
+    ]  # fmt: skip
+    assert "pool" not in " ".join(add)  # dismissed already
+
+    assert (
+        fr.main(["dismiss", str(tmp_path), "--dismiss", str(listed), "--date", "2026-12-03"]) == 0
+    )
+    out = capsys.readouterr()
+    assert out.out.splitlines()[0].startswith("main:beam  # 2026-12-03 FAIL")
+    assert "# drop: main:lcm" in out.out
+    assert "dismiss: 2 to add, 3 to retry first, 1 to drop" in out.err
+    with pytest.raises(SystemExit, match="dismiss: Invalid isoformat"):
+        fr.main(["dismiss", str(tmp_path), "--dismiss", str(listed), "--date", "Dec 3"])
