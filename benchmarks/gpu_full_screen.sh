@@ -60,6 +60,11 @@ GPUS=${GPUS:-0}
 SHARE=${SHARE:-3}
 SHAPES=${SHAPES:-ops/shapes_single.yaml}
 
+restore_pass() { # $FULL emptied, then the pack F unpacked into it; exit 2 when F is not there
+  [ -f "$1" ] || { echo "$2 no $1 to restore" >&2; exit 2; }
+  rm -rf "$FULL" && mkdir -p "$FULL" && tar xzf "$1" -C "$FULL" || exit 2
+}
+
 final_ops() { # the ops final in $FULL: ops_status.csv's rows
   if [ -f "$FULL/ops_status.csv" ]; then echo $(($(wc -l <"$FULL/ops_status.csv") - 1)); else echo 0; fi
 }
@@ -83,16 +88,14 @@ while [ $# -gt 0 ]; do
       echo "rc=${PIPESTATUS[0]}"
       ;;
     restore)
-      [ -f "$1" ] || { echo "restore: no $1" >&2; exit 2; }
-      rm -rf "$FULL" && mkdir -p "$FULL" && tar xzf "$1" -C "$FULL" || exit 2
+      restore_pass "$1" restore:
       shift
       ;;
     resume)
       if [ -f "$FULL/ops_status.csv" ]; then
         echo "resume: warm machine, $FULL kept ($(final_ops) op(s) final)"
       else
-        [ -f "$1" ] || { echo "resume: a fresh machine and no $1 to restore" >&2; exit 2; }
-        rm -rf "$FULL" && mkdir -p "$FULL" && tar xzf "$1" -C "$FULL" || exit 2
+        restore_pass "$1" "resume: a fresh machine and"
         echo "resume: fresh machine, $FULL restored from $1 ($(final_ops) op(s) final)"
       fi
       shift

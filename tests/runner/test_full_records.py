@@ -307,26 +307,13 @@ def test_a_retried_timeout_runs_again_after_the_ops_not_started(fr, tmp_path):
 def test_the_run_stage_rechecks_the_dismissed_ops_only_when_asked(tmp_path, recheck):
     """RECHECK=1: the resumed pass also runs the dismissed and unconditionally skipped
     ops (--recheck-dismissed); unset, the same batch command as before."""
-    shim = tmp_path / "bin"
-    shim.mkdir()
-    argv = tmp_path / "argv.txt"
-    (shim / "python3").write_text(f'#!/bin/sh\necho "$@" > {argv}\n')
-    (shim / "python3").chmod(0o755)
     full = tmp_path / "full"
     full.mkdir()
     (full / "ops_status.csv").write_text("repo,op,run_name,status\n")
-    env = {"PATH": f"{shim}:/usr/bin:/bin", "FULL": str(full)}
-    if recheck:
-        env["RECHECK"] = recheck
-    done = subprocess.run(
-        ["bash", str(BENCH / "gpu_full_screen.sh"), "run", "5"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    env = {"FULL": str(full), **({"RECHECK": recheck} if recheck else {})}
+    done = _script(tmp_path, "run", "5", **env)
     assert done.returncode == 0 and "rc=0" in done.stdout, done.stdout + done.stderr
-    args = argv.read_text().split()
+    args = (tmp_path / "argv.txt").read_text().split()
     assert args[:4] == ["-m", "zlbench", "batch", "--all"]
     assert {"--resume", "--keep-failed"} <= set(args)
     assert ("--recheck-dismissed" in args) == bool(recheck)
@@ -349,11 +336,8 @@ def _script(tmp_path, *stages, **env):
 
 def _pass_tgz(path: Path, *final: str) -> Path:
     with tarfile.open(path, "w:gz") as tar:
-        rows = "".join(f"main,{op},{op},PASS\n" for op in final).encode()
-        data = b"repo,op,run_name,status\n" + rows
-        info = tarfile.TarInfo("ops_status.csv")
-        info.size = len(data)
-        tar.addfile(info, io.BytesIO(data))
+        rows = "".join(f"main,{op},{op},PASS\n" for op in final)
+        _add(tar, "ops_status.csv", f"repo,op,run_name,status\n{rows}".encode())
     return path
 
 
