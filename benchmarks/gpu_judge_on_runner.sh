@@ -20,19 +20,23 @@
 #   patched-v4    the default gate of gate_core against $V4 with PR = patched
 #   aa-v5-N, patched-v5  the same against $V5 (v3 plus the attribution of the narrowed
 #                 timed region, compact layout)
+#   aa-v6-N, patched-v6  the default gate of ops/tiers/pr.txt against $V6 (the whole
+#                 inventory's record pass), PR = same resp. patched
 #   patched       the default gate of gate_core against $V2 with PR = patched
 #   patchedfull   the same with --full-ab --time all (the whole broad change paired)
 #   timeall       the one-sided gate of the same change: --time all, no base compiler
 #   nocompile     the default gate with PR = no_compile
 #   swap-core-N   aa-core-N with the two copies' roles swapped (PR = base, base = same)
 #   pack          verdicts, reports, steps, pairs, logs into $OUT/judge.tgz
-# Env: W (/tmp/w), V2 (baselines/v2), V3 (baselines/v3), V4 (baselines/v4), V5 (baselines/v5), JOBS (nproc - 1). Needs:
+# Env: W (/tmp/w), V2 (baselines/v2), V3 (baselines/v3), V4 (baselines/v4), V5 (baselines/v5),
+# V6 (baselines/v6), JOBS (nproc - 1). Needs:
 # $ZLBENCH_FLAGGEMS_DIR, zlbench importable, a CUDA GPU.
 set -u
 BUDGET=$1; shift
 T0=$SECONDS
 W=${W:-/tmp/w}; mkdir -p "$W"
 V2=${V2:-baselines/v2}; V3=${V3:-baselines/v3}; V4=${V4:-baselines/v4}; V5=${V5:-baselines/v5}
+V6=${V6:-baselines/v6}
 JOBS=${JOBS:-$(( $(nproc) > 1 ? $(nproc) - 1 : 1 ))}
 LOG=${OUT:-$W}/log.txt
 say() { echo "[$(date -u +%H:%M:%S) +$((SECONDS - T0))s] $*" | tee -a "$LOG"; }
@@ -52,6 +56,7 @@ core=(--baseline "$V2" --ops-file ops/gate_core.txt)
 prt=(--baseline "$V3" --ops-file ops/tiers/pr.txt)
 pr4=(--baseline "$V4" --ops-file ops/tiers/pr.txt)
 pr5=(--baseline "$V5" --ops-file ops/tiers/pr.txt)
+pr6=(--baseline "$V6" --ops-file ops/tiers/pr.txt)
 ab=(--base-compiler "$W/triton/base")
 for spec in "$@"; do
   stage=${spec%%:*}; est=${spec##*:}; [ "$est" = "$spec" ] && est=60
@@ -72,6 +77,8 @@ for spec in "$@"; do
     patched-v4) gate "$stage" patched --baseline "$V4" --ops-file ops/gate_core.txt "${ab[@]}" ;;
     aa-v5-*) gate "$stage" same "${pr5[@]}" "${ab[@]}" ;;
     patched-v5) gate "$stage" patched --baseline "$V5" --ops-file ops/gate_core.txt "${ab[@]}" ;;
+    aa-v6-*) gate "$stage" same "${pr6[@]}" "${ab[@]}" ;;
+    patched-v6) gate "$stage" patched "${pr6[@]}" "${ab[@]}" ;;
     patched) gate "$stage" patched "${core[@]}" "${ab[@]}" ;;
     patchedfull) gate "$stage" patched "${core[@]}" "${ab[@]}" --full-ab ;;
     timeall) gate "$stage" patched "${core[@]}" --time all ;;
