@@ -255,6 +255,23 @@ def test_specific_shape_entry(keys, cls, owner, expected):
     assert (found[0] if found else None) == expected
 
 
+def test_shape_rows_become_tuples_nested_ones_too(tmp_path):
+    """A flat row is the tuple upstream's set_shapes makes of it; a nested row (curated
+    ``[[1, 64, 16, 16], 4]``) becomes upstream pixel_shuffle's ``((N, C, H, W), factor)``,
+    hashable, so the benchmark's ``shape, factor = config`` unpacks it."""
+    assert shapes.as_shape([4096, 4096]) == (4096, 4096)
+    assert shapes.as_shape(7) == (7,)
+    nested = shapes.as_shape([[1, 64, 16, 16], 4])
+    assert nested == ((1, 64, 16, 16), 4) and hash(nested)
+    path = tmp_path / "s.yaml"
+    path.write_text("op:\n  shapes:\n  - [[2, 4, 12, 6], 3]\n  - [8, 8]\n")
+    shapes._YAML_CACHE.pop(str(path), None)
+    bench = PinnedChild()
+    bench.op_name = "op"
+    key, rows, _, what = shapes.shapes_from_file(bench, Base, str(path))
+    assert (key, what) == ("op", "set_shapes()") and rows == [((2, 4, 12, 6), 3), (8, 8)]
+
+
 def test_option_names_round_trip():
     seen = {}
     options.add_options(lambda flag, **kw: seen.setdefault(flag, kw["dest"]))

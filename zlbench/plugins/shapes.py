@@ -77,6 +77,15 @@ def specific_entry(config: dict, op_name: str, cls: type, owner: type) -> tuple[
     return None
 
 
+def as_shape(row: Any) -> tuple:
+    """A shape-file row as the tuple a benchmark iterates: nested lists become tuples too,
+    so a curated row ``[[1, 64, 16, 16], 4]`` is upstream pixel_shuffle's own
+    ``((N, C, H, W), upscale_factor)`` form (docs/ops.md), hashable like upstream's."""
+    if not isinstance(row, (list, tuple)):
+        return (row,)
+    return tuple(as_shape(x) if isinstance(x, (list, tuple)) else x for x in row)
+
+
 def load_shape_yaml(path: str) -> dict:
     if path not in _YAML_CACHE:
         data = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
@@ -95,7 +104,7 @@ def shapes_from_file(bench: Any, base_cls: type, path: str) -> tuple[str, list, 
         found = specific_entry(config, bench.op_name, type(bench), owner)
         if found is not None and found[1].get("shapes"):
             key, entry = found
-            shapes = [tuple(s) if isinstance(s, (list, tuple)) else (s,) for s in entry["shapes"]]
+            shapes = [as_shape(s) for s in entry["shapes"]]
             return key, shapes, entry.get("shape_desc"), what
     raise LookupError(bench.op_name)
 
