@@ -17,6 +17,8 @@ text), checks them, and writes step outputs:
   flaggems_repository, flaggems_commit            (from the baseline manifest)
   flaggems_vllm_repository, flaggems_vllm_commit  ("" when the baseline has no vllm ops)
   zlbench_repository, zlbench_sha  (the checkout this job runs in: every job uses it)
+  time, time_budget  zlbench gate's --time and --time-budget (GPU seconds for the
+                   changed ops; "": no budget), for the screen job's plan
 
 Any bad input fails this job with one message in the job summary (exit 2).
 """
@@ -183,6 +185,25 @@ def zlbench_sha(root: Path) -> str:
     return out.stdout.strip()
 
 
+def time_budget(given: str, time_mode: str) -> str:
+    """The time_budget input as `zlbench gate --time-budget` takes it ("" for none), or
+    CiError before any runner builds: a number of GPU seconds > 0, with time changed."""
+    if not given:
+        return ""
+    from zlbench.errors import ZlbenchError
+    from zlbench.workflow.codegen import check_budget
+
+    try:
+        seconds = float(given)
+    except ValueError:
+        raise CiError(f"bad time_budget input '{given}': a number of GPU seconds > 0") from None
+    try:
+        check_budget(time_mode, seconds)
+    except ZlbenchError as e:
+        raise CiError(f"bad time_budget input '{given}': {e}") from None
+    return given
+
+
 def resolve(env: dict[str, str], root: Path) -> dict[str, str]:
     """All outputs of the setup job, from the IN_* variables; raises CiError."""
     dispatched = env.get("GITHUB_EVENT_NAME", "") in DISPATCH_EVENTS
@@ -211,6 +232,7 @@ def resolve(env: dict[str, str], root: Path) -> dict[str, str]:
         raise CiError(f"bad time input '{time_mode}': all or changed")
     return {
         "time": time_mode,
+        "time_budget": time_budget(g("IN_TIME_BUDGET"), time_mode),
         "shards": json.dumps(shards),
         "shard_count": str(len(shards)),
         "runner_labels": json.dumps(parse_labels(g("IN_RUNNER_LABELS"))),

@@ -65,6 +65,11 @@ def test_setup_plans_one_based_shards(ci_module, setup_root):
     assert len(out["zlbench_sha"]) == 40
     assert out["time"] == "changed"  # the default (docs/ci.md); "all" passes through
     assert setup.resolve({**CALLED, "IN_TIME": "changed"}, setup_root)["time"] == "changed"
+    assert out["time_budget"] == ""  # no budget unless given
+    given = setup.resolve({**CALLED, "IN_TIME_BUDGET": " 90 "}, setup_root)
+    assert given["time_budget"] == "90"
+    with pytest.raises(setup.CiError, match="only with --time changed"):
+        setup.resolve({**CALLED, "IN_TIME": "all", "IN_TIME_BUDGET": "90"}, setup_root)
 
 
 def test_setup_defaults_for_a_dispatch(ci_module, setup_root):
@@ -99,6 +104,11 @@ def test_setup_defaults_for_a_dispatch(ci_module, setup_root):
         ("IN_FLAGTREE_REF", "main;id", "not a valid git ref"),
         ("IN_FLAGTREE_REF", "a..b", "not a valid git ref"),
         ("IN_TIME", "some", "bad time input 'some'"),  # before any runner builds
+        ("IN_TIME_BUDGET", "ninety", "bad time_budget input 'ninety': a number"),
+        ("IN_TIME_BUDGET", "0", "must be a number of seconds > 0"),
+        ("IN_TIME_BUDGET", "-30", "must be a number of seconds > 0"),
+        ("IN_TIME_BUDGET", "nan", "must be a number of seconds > 0"),
+        ("IN_TIME_BUDGET", "inf", "must be a number of seconds > 0"),
     ],
 )
 def test_setup_rejects_bad_input(ci_module, setup_root, key, value, match):

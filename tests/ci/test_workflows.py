@@ -171,6 +171,22 @@ def test_gate_setup_feeds_every_input_through_env(gate):
         assert f"github.event.client_payload.{key.lower()}" in value
 
 
+def test_time_budget_reaches_the_screen_job_from_every_trigger(gate):
+    """A caller's time_budget is checked by the setup job and reaches the screen job's
+    plan (ci/run_screen.sh --time-budget); the GPU shards take the plan as it is."""
+    for trigger in ("workflow_call", "workflow_dispatch"):
+        spec = gate["on"][trigger]["inputs"]["time_budget"]
+        assert spec["type"] == "string" and spec["default"] == "", trigger
+    setup = gate["jobs"]["setup"]
+    value = step_named(setup, "ci/gate_setup.py")["env"]["IN_TIME_BUDGET"]
+    assert "inputs.time_budget" in value and "client_payload.time_budget" in value
+    assert setup["outputs"]["time_budget"] == "${{ steps.plan.outputs.time_budget }}"
+    screen = step_named(gate["jobs"]["screen"], "ci/run_screen.sh")
+    assert screen["env"]["ZL_TIME_BUDGET"] == "${{ needs.setup.outputs.time_budget }}"
+    shard = step_named(gate["jobs"]["shard"], "ci/run_shard.sh")
+    assert "ZL_TIME_BUDGET" not in shard["env"]  # `gate --screen` refuses --time-budget
+
+
 def test_shard_matrix_and_shard_argument_agree(gate, ci_module, tmp_path):
     shard = gate["jobs"]["shard"]
     assert shard["needs"] == ["setup", "build", "screen"]  # the CPU job plans the timing
