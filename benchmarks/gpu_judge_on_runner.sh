@@ -21,7 +21,9 @@
 #   aa-v5-N, patched-v5  the same against $V5 (v3 plus the attribution of the narrowed
 #                 timed region, compact layout)
 #   aa-v6-N, patched-v6  the default gate of ops/tiers/pr.txt against $V6 (the whole
-#                 inventory's record pass), PR = same resp. patched
+#                 inventory's record pass), PR = same resp. patched; patched-v6 with
+#                 --time-budget $V6_BUDGET (the screen of v6's 5973 kernels alone took
+#                 343 s under this change on 15 jobs, 2026-12-03: estimate it ~420)
 #   patched       the default gate of gate_core against $V2 with PR = patched
 #   patchedfull   the same with --full-ab --time all (the whole broad change paired)
 #   timeall       the one-sided gate of the same change: --time all, no base compiler
@@ -29,7 +31,7 @@
 #   swap-core-N   aa-core-N with the two copies' roles swapped (PR = base, base = same)
 #   pack          verdicts, reports, steps, pairs, logs into $OUT/judge.tgz
 # Env: W (/tmp/w), V2 (baselines/v2), V3 (baselines/v3), V4 (baselines/v4), V5 (baselines/v5),
-# V6 (baselines/v6), JOBS (nproc - 1). Needs:
+# V6 (baselines/v6), V6_BUDGET (90), JOBS (nproc - 1). Needs:
 # $ZLBENCH_FLAGGEMS_DIR, zlbench importable, a CUDA GPU.
 set -u
 BUDGET=$1; shift
@@ -37,6 +39,7 @@ T0=$SECONDS
 W=${W:-/tmp/w}; mkdir -p "$W"
 V2=${V2:-baselines/v2}; V3=${V3:-baselines/v3}; V4=${V4:-baselines/v4}; V5=${V5:-baselines/v5}
 V6=${V6:-baselines/v6}
+V6_BUDGET=${V6_BUDGET:-90}
 JOBS=${JOBS:-$(( $(nproc) > 1 ? $(nproc) - 1 : 1 ))}
 LOG=${OUT:-$W}/log.txt
 say() { echo "[$(date -u +%H:%M:%S) +$((SECONDS - T0))s] $*" | tee -a "$LOG"; }
@@ -78,7 +81,7 @@ for spec in "$@"; do
     aa-v5-*) gate "$stage" same "${pr5[@]}" "${ab[@]}" ;;
     patched-v5) gate "$stage" patched --baseline "$V5" --ops-file ops/gate_core.txt "${ab[@]}" ;;
     aa-v6-*) gate "$stage" same "${pr6[@]}" "${ab[@]}" ;;
-    patched-v6) gate "$stage" patched "${pr6[@]}" "${ab[@]}" ;;
+    patched-v6) gate "$stage" patched "${pr6[@]}" "${ab[@]}" --time-budget "$V6_BUDGET" ;;
     patched) gate "$stage" patched "${core[@]}" "${ab[@]}" ;;
     patchedfull) gate "$stage" patched "${core[@]}" "${ab[@]}" --full-ab ;;
     timeall) gate "$stage" patched "${core[@]}" --time all ;;
