@@ -35,15 +35,15 @@
 # $ZLBENCH_FLAGGEMS_DIR, zlbench importable, a CUDA GPU.
 set -u
 BUDGET=$1; shift
-T0=$SECONDS
 W=${W:-/tmp/w}; mkdir -p "$W"
 V2=${V2:-baselines/v2}; V3=${V3:-baselines/v3}; V4=${V4:-baselines/v4}; V5=${V5:-baselines/v5}
 V6=${V6:-baselines/v6}
 V6_BUDGET=${V6_BUDGET:-90}
 JOBS=${JOBS:-$(( $(nproc) > 1 ? $(nproc) - 1 : 1 ))}
 LOG=${OUT:-$W}/log.txt
-say() { echo "[$(date -u +%H:%M:%S) +$((SECONDS - T0))s] $*" | tee -a "$LOG"; }
-left() { echo $(( BUDGET - (SECONDS - T0) )); }
+# shellcheck source=benchmarks/lib_stages.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib_stages.sh"
+stages_begin "$BUDGET" "$LOG"
 gate() { # gate NAME PR_COPY ARGS...: one zlbench gate with that triton copy first on PYTHONPATH
   local name=$1 pr=$2; shift 2
   local t0; t0=$(date +%s.%N)
@@ -62,9 +62,7 @@ pr5=(--baseline "$V5" --ops-file ops/tiers/pr.txt)
 pr6=(--baseline "$V6" --ops-file ops/tiers/pr.txt)
 ab=(--base-compiler "$W/triton/base")
 for spec in "$@"; do
-  stage=${spec%%:*}; est=${spec##*:}; [ "$est" = "$spec" ] && est=60
-  # pack always runs: a call cut by its limit loses everything it did not pack
-  if [ "$stage" != pack ] && [ "$(left)" -lt "$est" ]; then say "SKIP $stage (left $(left)s < $est)"; continue; fi
+  stage_fits "$spec" || continue  # pack always runs (benchmarks/lib_stages.sh)
   case $stage in
     host)
       { nvidia-smi --query-gpu=name,uuid,serial,pci.bus_id,driver_version,clocks.max.sm \

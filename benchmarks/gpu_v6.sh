@@ -23,7 +23,6 @@
 set -u
 BUDGET=$1
 shift
-T0=$SECONDS
 V6=${V6:-baselines/v6}
 V6_TAR=${V6_TAR:-.cache/carry/v6.tar.xz}
 W=${W:-/tmp/v6w}
@@ -31,8 +30,9 @@ JOBS=${JOBS:-$(nproc)}
 PATCHES=${PATCHES:-no_accelerate_matmul}
 mkdir -p "$W"
 LOG=${OUT:-$W}/v6.log
-say() { echo "[$(date -u +%H:%M:%S) +$((SECONDS - T0))s] $*" | tee -a "$LOG"; }
-left() { echo $((BUDGET - (SECONDS - T0))); }
+# shellcheck source=benchmarks/lib_stages.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib_stages.sh"
+stages_begin "$BUDGET" "$LOG"
 timed() { # timed NAME CMD...: CMD cut 20 s before the budget, its wall in timings.txt
   local name=$1 t0=$SECONDS rc
   shift
@@ -42,10 +42,7 @@ timed() { # timed NAME CMD...: CMD cut 20 s before the budget, its wall in timin
   tail -4 "$W/$name.log" | tee -a "$LOG"
 }
 for spec in "$@"; do
-  stage=${spec%%:*}
-  est=${spec##*:}
-  [ "$est" = "$spec" ] && est=60
-  if [ "$stage" != pack ] && [ "$(left)" -lt "$est" ]; then say "SKIP $stage (left $(left)s < $est)"; continue; fi
+  stage_fits "$spec" || continue
   say "stage $stage"
   case $stage in
     unpack)
