@@ -12,9 +12,9 @@ REPO = Path(__file__).resolve().parents[2]
 LIB = REPO / "benchmarks" / "lib_stages.sh"
 
 
-def bash(script: str, cwd: Path, **env: str) -> subprocess.CompletedProcess:
+def bash(args: list[str], cwd: Path, **env: str) -> subprocess.CompletedProcess:
     return subprocess.run(
-        ["bash", "-c", script],
+        ["bash", *args],
         cwd=cwd,
         env={**os.environ, **env},
         capture_output=True,
@@ -23,13 +23,25 @@ def bash(script: str, cwd: Path, **env: str) -> subprocess.CompletedProcess:
     )
 
 
+def run_script(name: str, tmp_path: Path, *stages: str) -> tuple[Path, Path, str]:
+    """benchmarks/NAME with OUT and W in tmp_path: (OUT, W, its stdout and stderr)."""
+    out, work = tmp_path / "out", tmp_path / "w"
+    out.mkdir()
+    done = bash([str(REPO / "benchmarks" / name), *stages], tmp_path, OUT=str(out), W=str(work))
+    return out, work, done.stdout + done.stderr
+
+
 def test_stage_fits_parses_the_estimate_and_skips_what_no_longer_fits(tmp_path):
     log = tmp_path / "out" / "log.txt"
     done = bash(
-        f'source "{LIB}"; stages_begin 100 "{log}"\n'
-        "for spec in run:50 plain late:500 pack:999; do\n"
-        '  if stage_fits "$spec"; then echo "RAN $stage $est"; else echo "NOT $stage $est"; fi\n'
-        "done",
+        [
+            "-c",
+            f'source "{LIB}"; stages_begin 100 "{log}"\n'
+            "for spec in run:50 plain late:500 pack:999; do\n"
+            '  if stage_fits "$spec"; then echo "RAN $stage $est"\n'
+            '  else echo "NOT $stage $est"; fi\n'
+            "done",
+        ],
         tmp_path,
     )
     assert done.returncode == 0, done.stderr
@@ -41,52 +53,22 @@ def test_stage_fits_parses_the_estimate_and_skips_what_no_longer_fits(tmp_path):
 
 
 def test_gpu_v6_skips_what_does_not_fit_and_still_packs(tmp_path):
-    out, work = tmp_path / "out", tmp_path / "w"
-    out.mkdir()
-    done = subprocess.run(
-        [
-            "bash",
-            str(REPO / "benchmarks" / "gpu_v6.sh"),
-            "5",
-            "unpack:100",
-            "same:300",
-            "bogus:1",
-            "pack",
-        ],
-        cwd=tmp_path,
-        env={**os.environ, "OUT": str(out), "W": str(work)},
-        capture_output=True,
-        text=True,
-        timeout=60,
+    out, _, said = run_script(
+        "gpu_v6.sh", tmp_path, "5", "unpack:100", "same:300", "bogus:1", "pack"
     )
     log = (out / "v6.log").read_text()
-    assert "SKIP unpack (left" in log and "SKIP same (left" in log, done.stdout + done.stderr
+    assert "SKIP unpack (left" in log and "SKIP same (left" in log, said
     assert "unknown stage bogus" in log  # an estimate that fits runs the stage
     assert "stage pack" in log and (out / "v6.tgz").is_file()
     assert not (tmp_path / "baselines").exists()  # the skipped unpack wrote nothing
 
 
 def test_gpu_judge_on_runner_skips_a_gate_that_does_not_fit_and_still_packs(tmp_path):
-    out, work = tmp_path / "out", tmp_path / "w"
-    out.mkdir()
-    done = subprocess.run(
-        [
-            "bash",
-            str(REPO / "benchmarks" / "gpu_judge_on_runner.sh"),
-            "5",
-            "aa-v6-1:150",
-            "patched-v6:420",
-            "nope:1",
-            "pack",
-        ],
-        cwd=tmp_path,
-        env={**os.environ, "OUT": str(out), "W": str(work)},
-        capture_output=True,
-        text=True,
-        timeout=60,
+    out, work, said = run_script(
+        "gpu_judge_on_runner.sh", tmp_path, "5", "aa-v6-1:150", "patched-v6:420", "nope:1", "pack"
     )
     log = (out / "log.txt").read_text()
-    assert "SKIP aa-v6-1 (left" in log and "SKIP patched-v6 (left" in log, done.stderr
+    assert "SKIP aa-v6-1 (left" in log and "SKIP patched-v6 (left" in log, said
     assert "unknown stage nope" in log
     assert (out / "judge.tgz").is_file()
     assert not (work / "walls.txt").exists()  # no gate ran
