@@ -53,7 +53,9 @@
 # RECHECK (unset; 1: `run` adds --recheck-dismissed, so the resumed pass also runs the
 # ops the dismiss list names and those marked unconditional skip: does an H20 limit
 # hold on this GPU? docs/ops.md), NEW_PASS (unset; 1: `run` may begin a new pass in an
-# empty $FULL).
+# empty $FULL), OPS (unset: `run` selects --all; else these op specs, space separated:
+# with RECHECK=1, NEW_PASS=1 and a $FULL of its own, the dismissed entries a re-check is
+# for, apart from the pass, whose own dismissals were found on the H200).
 set -uo pipefail
 FULL=${FULL:-runs/full-screen}
 GPUS=${GPUS:-0}
@@ -81,7 +83,10 @@ while [ $# -gt 0 ]; do
         echo "run: $FULL holds no pass (no ops_status.csv): restore or resume one first, or NEW_PASS=1 to begin a new pass" >&2
         exit 2
       fi
-      timeout -s INT -k 30 "$secs" python3 -m zlbench batch --all --shape-file "$SHAPES" \
+      select=(--all)
+      # shellcheck disable=SC2206 # $OPS: the op specs, one word each
+      [ -n "${OPS:-}" ] && select=(--ops $OPS)
+      timeout -s INT -k 30 "$secs" python3 -m zlbench batch "${select[@]}" --shape-file "$SHAPES" \
         --gpus "$GPUS" --gpu-share "$SHARE" --op-timeout "${OP_TIMEOUT:-300}" \
         --max-retries "${RETRIES:-0}" --out "$FULL" --resume --keep-failed \
         ${RECHECK:+--recheck-dismissed} 2>&1 | tail -40

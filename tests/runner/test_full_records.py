@@ -319,6 +319,18 @@ def test_the_run_stage_rechecks_the_dismissed_ops_only_when_asked(tmp_path, rech
     assert ("--recheck-dismissed" in args) == bool(recheck)
 
 
+def test_the_run_stage_runs_the_ops_named_in_ops_instead_of_all(tmp_path):
+    """OPS="a b@t.py": a pass of those ops only (the dismiss list's re-check apart from
+    the whole pass), each spec one argument; unset, --all."""
+    full = tmp_path / "full"
+    env = {"FULL": str(full), "NEW_PASS": "1", "RECHECK": "1"}
+    done = _script(tmp_path, "run", "5", OPS="hstack mul@test_blas_perf_parallel.py", **env)
+    assert done.returncode == 0 and "rc=0" in done.stdout, done.stdout + done.stderr
+    args = (tmp_path / "argv.txt").read_text().split()
+    assert args[3:6] == ["--ops", "hstack", "mul@test_blas_perf_parallel.py"]
+    assert "--all" not in args and "--recheck-dismissed" in args
+
+
 def _script(tmp_path, *stages, **env):
     """gpu_full_screen.sh STAGES with a python3 that records its argv instead of running."""
     shim = tmp_path / "bin"
