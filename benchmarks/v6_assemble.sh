@@ -4,7 +4,9 @@
 #
 #   bash benchmarks/v6_assemble.sh SCRATCH [JOBS]
 #
-# Reads examples/h200-full-screen/full.tgz (results, ops_status.csv) and its records/
+# Reads $PASS_TGZ (results, ops_status.csv; default $SRC/full.tgz, the pass as it stands:
+# v6 was assembled from the copy kept as full-v6.tgz, before the TIMEOUT retries of
+# 2026-12-03, whose ops have no result.json there) and $SRC/records/
 # packs; writes only under SCRATCH (created; must not exist, so that a rerun never
 # mixes two passes): RECS (the packs unpacked), WORK/record (results + records),
 # v6-full (`baseline refresh --no-replay --require-codegen --from-work`), v6c
@@ -23,7 +25,8 @@ SCRATCH=$1
 JOBS=${2:-$(nproc)}
 SRC=${SRC:-examples/h200-full-screen}
 [ -e "$SCRATCH" ] && { echo "v6_assemble: $SCRATCH exists; give a new dir" >&2; exit 2; }
-[ -f "$SRC/full.tgz" ] || { echo "v6_assemble: no $SRC/full.tgz" >&2; exit 2; }
+PASS_TGZ=${PASS_TGZ:-$SRC/full.tgz}
+[ -f "$PASS_TGZ" ] || { echo "v6_assemble: no $PASS_TGZ" >&2; exit 2; }
 ls "$SRC"/records/*.tar.xz >/dev/null 2>&1 || { echo "v6_assemble: no packs in $SRC/records" >&2; exit 2; }
 [ -d "${ZLBENCH_FLAGGEMS_DIR:-}" ] || { echo "v6_assemble: ZLBENCH_FLAGGEMS_DIR is not a dir" >&2; exit 2; }
 PY=${PYTHON:-python3}
@@ -47,7 +50,7 @@ step() {  # step NAME CMD...: runs CMD, its output in SCRATCH/NAME.log (and the 
 
 zl() { "$PY" -m zlbench "$@"; }
 unpack_work() {
-  mkdir -p "$SCRATCH/WORK/record" && tar xzf "$SRC/full.tgz" -C "$SCRATCH/WORK/record" &&
+  mkdir -p "$SCRATCH/WORK/record" && tar xzf "$PASS_TGZ" -C "$SCRATCH/WORK/record" &&
     cp -r "$SCRATCH/RECS/main/." "$SCRATCH/WORK/record/main/"
 }
 
