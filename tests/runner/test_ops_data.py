@@ -31,18 +31,37 @@ def _dismiss():
 
 def test_every_dismiss_entry_has_a_date_and_a_reason():
     entries = _dismiss()
-    assert len(entries) == 41
+    assert len(entries) == 33
     for e in entries:
         assert e.reason and isinstance(e.date, dt.date), e
         assert dt.date(2026, 8, 1) <= e.date <= dt.date(2026, 12, 3), e
     carried = [e for e in entries if e.date == dt.date(2026, 8, 12)]
-    assert len(carried) == 27
+    assert len(carried) == 13
     assert all("2026-12-01" in e.reason for e in carried)  # each says how it was re-checked
     # found by zlbench's own record pass of the whole inventory on the H200
-    found = [e for e in entries if e.date == dt.date(2026, 12, 3)]
-    assert len(found) == 13
-    assert all(e.repo == "main" and "H200 record pass" in e.reason for e in found)
+    found = [e for e in entries if "H200 record pass" in e.reason]
+    assert len(found) == 13 and all(e.date == dt.date(2026, 12, 3) for e in found)
+    assert all(e.repo == "main" for e in found)
     assert {e.reason.split(":")[0] for e in found} <= {"FAIL", "timed out after 300 s"}
+
+
+def test_every_carried_main_entry_was_rechecked_on_the_h200():
+    """The H20 entries of the main repo were run again on the H200 (2026-12-03,
+    --recheck-dismissed): one still failing there carries that run's date and keeps the
+    H20's reason; one that skips itself there (no vLLM) says so and keeps its old date."""
+    main = [e for e in _dismiss() if e.repo == "main" and "H200 record pass" not in e.reason]
+    assert len(main) == 12
+    rechecked = [e for e in main if e.date == dt.date(2026, 12, 3)]
+    assert {e.op for e in rechecked} == {
+        "linalg_lu_factor_ex", "special_gammainc", "scaled_dot_product_cudnn_attention_backward",
+        "cholesky_solve", "cholesky_solve_out", "linalg_eigvals",
+    }  # fmt: skip
+    for e in rechecked:
+        assert "on the H200 (re-check" in e.reason and "2026-08-12" in e.reason, e
+    for e in main:
+        assert "recheck-2026-12-03" in e.reason, e
+        if e not in rechecked:
+            assert e.date == dt.date(2026, 8, 12) and "needs vLLM" in e.reason, e
 
 
 def test_index_add_stays_dismissed():
