@@ -6,7 +6,8 @@
 #
 # Reads $PASS_TGZ (results, ops_status.csv; default $SRC/full.tgz, the pass as it stands:
 # v6 was assembled from the copy kept as full-v6.tgz, before the TIMEOUT retries of
-# 2026-12-03, whose ops have no result.json there) and $SRC/records/
+# 2026-12-03, whose ops have no result.json there), $SHAPES (default baselines/v6/shapes.yaml)
+# and $SRC/records/
 # packs; writes only under SCRATCH (created; must not exist, so that a rerun never
 # mixes two passes): RECS (the packs unpacked), WORK/record (results + records),
 # v6-full (`baseline refresh --no-replay --require-codegen --from-work`), v6c
@@ -31,6 +32,10 @@ ls "$SRC"/records/*.tar.xz >/dev/null 2>&1 || { echo "v6_assemble: no packs in $
 [ -d "${ZLBENCH_FLAGGEMS_DIR:-}" ] || { echo "v6_assemble: ZLBENCH_FLAGGEMS_DIR is not a dir" >&2; exit 2; }
 PY=${PYTHON:-python3}
 HERE=$(cd "$(dirname "$0")" && pwd)
+# the shape file the pass recorded with (refresh refuses another): v6's copy of it, since
+# ops/shapes_single.yaml got curated rows after the pass (docs/ops.md)
+SHAPES=${SHAPES:-$HERE/../baselines/v6/shapes.yaml}
+[ -f "$SHAPES" ] || { echo "v6_assemble: no shape file $SHAPES" >&2; exit 2; }
 mkdir -p "$SCRATCH"
 STEPS=$SCRATCH/steps.tsv
 printf 'step\twall_s\trc\n' >"$STEPS"
@@ -57,7 +62,7 @@ unpack_work() {
 step unpack "$PY" "$HERE/full_records.py" unpack "$SRC"/records/*.tar.xz "$SCRATCH/RECS"
 step work unpack_work
 step refresh zl baseline refresh --out "$SCRATCH/v6-full" --all \
-  --shape-file "$HERE/../ops/shapes_single.yaml" --no-replay --require-codegen --from-work "$SCRATCH/WORK"
+  --shape-file "$SHAPES" --no-replay --require-codegen --from-work "$SCRATCH/WORK"
 step compact zl baseline compact "$SCRATCH/v6-full" --out "$SCRATCH/v6c"
 step rebuild zl codegen --baseline "$SCRATCH/v6c" --shard 1/1 --jobs "$JOBS" --out "$SCRATCH/rebuilt"
 step digests zl baseline code-digests "$SCRATCH/v6c" --out "$SCRATCH/v6" --rebuilt "$SCRATCH/rebuilt"

@@ -18,14 +18,17 @@ def src(tmp_path):
     s = tmp_path / "screen"
     (s / "records").mkdir(parents=True)
     (s / "full.tgz").write_bytes(b"")
+    (s / "shapes.yaml").write_text("abs: {shapes: [[1]]}\n")
     (s / "records" / "2026-12-02-a.tar.xz").write_bytes(b"")
     fg = tmp_path / "fg"
     fg.mkdir()
     return s, fg
 
 
-def _run(tmp_path, *args, src=None, fg=None):
+def _run(tmp_path, *args, src=None, fg=None, shapes=None):
     env = {"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin", "PYTHON": sys.executable}
+    if shapes is not None:
+        env["SHAPES"] = str(shapes)
     if src is not None:
         env["SRC"] = str(src)
     if fg is not None:
@@ -57,12 +60,13 @@ def test_a_scratch_dir_that_exists_is_refused_untouched(tmp_path, src):
         ("full.tgz", "v6_assemble: no {s}/full.tgz"),
         ("records/2026-12-02-a.tar.xz", "v6_assemble: no packs in {s}/records"),
         ("fg", "v6_assemble: ZLBENCH_FLAGGEMS_DIR is not a dir"),
+        ("shapes.yaml", "v6_assemble: no shape file {s}/shapes.yaml"),
     ],
 )
 def test_a_missing_input_is_one_line_and_nothing_written(tmp_path, src, what, line):
     s, fg = src
     (fg.rmdir() if what == "fg" else (s / what).unlink())
-    done = _run(tmp_path, str(tmp_path / "v6"), src=s, fg=fg)
+    done = _run(tmp_path, str(tmp_path / "v6"), src=s, fg=fg, shapes=s / "shapes.yaml")
     assert done.returncode == 2
     assert done.stderr.strip() == line.format(s=s)
     assert not (tmp_path / "v6").exists()
