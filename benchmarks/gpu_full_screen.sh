@@ -49,7 +49,10 @@
 #              them for git (docs/baselines.md, v6)
 #
 # Needs $ZLBENCH_FLAGGEMS_DIR and zlbench importable. Env: FULL (runs/full-screen),
-# GPUS (0), SHARE (3), SHAPES (ops/shapes_single.yaml), OP_TIMEOUT (300), RETRIES (0),
+# GPUS (0), SHARE (3), SHAPES (ops/shapes_single.yaml; the pass of
+# examples/h200-full-screen was recorded with the file before its curated rows, kept as
+# baselines/v6/shapes.yaml: --resume refuses another, so resume it with a copy of that
+# one, e.g. SHAPES=.cache/carry/shapes_pass.yaml), OP_TIMEOUT (300), RETRIES (0),
 # RECHECK (unset; 1: `run` adds --recheck-dismissed, so the resumed pass also runs the
 # ops the dismiss list names and those marked unconditional skip: does an H20 limit
 # hold on this GPU? docs/ops.md), NEW_PASS (unset; 1: `run` may begin a new pass in an

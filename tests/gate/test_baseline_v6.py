@@ -29,7 +29,7 @@ def manifest() -> BaselineManifest:
 @pytest.fixture(scope="module")
 def pass_status() -> dict[str, dict]:
     """run key -> ops_status.csv row of the record pass v6 was assembled from (the copy
-    inside full.tgz, the one the assembly read)."""
+    inside full-v6.tgz, the one the assembly read)."""
     return _statuses(PASS_DIR / "full-v6.tgz")
 
 
