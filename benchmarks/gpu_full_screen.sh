@@ -86,10 +86,10 @@ while [ $# -gt 0 ]; do
         echo "run: $FULL holds no pass (no ops_status.csv): restore or resume one first, or NEW_PASS=1 to begin a new pass" >&2
         exit 2
       fi
-      select=(--all)
+      chosen=(--all)
       # shellcheck disable=SC2206 # $OPS: the op specs, one word each
-      [ -n "${OPS:-}" ] && select=(--ops $OPS)
-      timeout -s INT -k 30 "$secs" python3 -m zlbench batch "${select[@]}" --shape-file "$SHAPES" \
+      [ -n "${OPS:-}" ] && chosen=(--ops $OPS)
+      timeout -s INT -k 30 "$secs" python3 -m zlbench batch "${chosen[@]}" --shape-file "$SHAPES" \
         --gpus "$GPUS" --gpu-share "$SHARE" --op-timeout "${OP_TIMEOUT:-300}" \
         --max-retries "${RETRIES:-0}" --out "$FULL" --resume --keep-failed \
         ${RECHECK:+--recheck-dismissed} 2>&1 | tail -40

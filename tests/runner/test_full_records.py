@@ -331,6 +331,17 @@ def test_the_run_stage_runs_the_ops_named_in_ops_instead_of_all(tmp_path):
     assert "--all" not in args and "--recheck-dismissed" in args
 
 
+@pytest.mark.parametrize("rel", ["h200-full-screen", "h200-full-screen/recheck-2026-12-03"])
+def test_a_shipped_ops_status_csv_is_the_one_inside_its_full_tgz(rel):
+    """examples/ ships each pass's ops_status.csv beside its full.tgz, to read as is: a
+    copy of the tarball's, which must not drift from it when the pass is updated."""
+    d = BENCH.parent / "examples" / rel
+    with tarfile.open(d / "full.tgz") as tar:
+        member = tar.extractfile("ops_status.csv")
+        assert member is not None
+        assert member.read() == (d / "ops_status.csv").read_bytes()
+
+
 def _script(tmp_path, *stages, **env):
     """gpu_full_screen.sh STAGES with a python3 that records its argv instead of running."""
     shim = tmp_path / "bin"
