@@ -38,6 +38,7 @@ from __future__ import annotations
 import atexit
 import os
 import sys
+import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -48,6 +49,9 @@ import pytest
 from zlbench.models import CodegenIndex, CompileRecord, KernelUse, codegen_dir
 from zlbench.plugins import state
 from zlbench.protocol import options
+
+# a per-op write taking this long says where its time went, in the op's run.log
+WRITE_NOTE_S = 10.0
 
 
 @dataclass
@@ -171,11 +175,22 @@ class Recorder:
     def write(self, run: str, cg_dir: Path) -> None:
         from zlbench.plugins.compiler import capture
 
+        t0, sass = time.monotonic(), len(self.pending)
         index = self.index_for(run)
         shas = {d.sha256 for r in index.records if r.result for d in r.result.stages.values()}
-        self.store.write(cg_dir, shas)
+        t1 = time.monotonic()
+        blobs, size = self.store.write(cg_dir, shas)
+        t2 = time.monotonic()
         capture.write_index(cg_dir, index)  # last: an index never names a missing blob
+        t3 = time.monotonic()
         self.dirty.discard(run)
+        if t3 - t0 >= WRITE_NOTE_S:  # where a slow op end went (one TIMEOUT on the H200)
+            state.say(
+                f"ZLBENCH_CODEGEN_WRITE run_name={run} records={len(index.records)} "
+                f"uses={sum(len(r.used_by) for r in index.records)} sass={sass} "
+                f"sass_index_s={t1 - t0:.1f} blobs={blobs} blob_mb={size / 1e6:.1f} "
+                f"blobs_s={t2 - t1:.1f} index_s={t3 - t2:.1f}"
+            )
 
     def flush_all(self) -> None:
         for run in sorted(self.dirty):

@@ -64,14 +64,18 @@ class BlobStore:
             sha256=sha, size=len(data), compressed_size=len(gz), blob=f"{CODEGEN_BLOBS}/{sha}.gz"
         )
 
-    def write(self, cg_dir: Path, shas: set[str] | None = None) -> None:
-        """Write the blobs (all, or ``shas``) not yet in ``cg_dir/blobs`` (atomic each)."""
+    def write(self, cg_dir: Path, shas: set[str] | None = None) -> tuple[int, int]:
+        """Write the blobs (all, or ``shas``) not yet in ``cg_dir/blobs`` (atomic each);
+        ``(blobs, bytes)`` written."""
         folder = Path(cg_dir) / CODEGEN_BLOBS
         folder.mkdir(parents=True, exist_ok=True)
+        count = size = 0
         for sha in sorted(self.blobs if shas is None else shas):
             path = folder / f"{sha}.gz"
             if not path.exists():
                 _atomic_write_bytes(path, self.blobs[sha])
+                count, size = count + 1, size + len(self.blobs[sha])
+        return count, size
 
 
 def _atomic_write_bytes(path: Path, data: bytes) -> None:
