@@ -331,7 +331,14 @@ def test_the_run_stage_runs_the_ops_named_in_ops_instead_of_all(tmp_path):
     assert "--all" not in args and "--recheck-dismissed" in args
 
 
-@pytest.mark.parametrize("rel", ["h200-full-screen", "h200-full-screen/recheck-2026-12-03"])
+@pytest.mark.parametrize(
+    "rel",
+    [
+        "h200-full-screen",
+        "h200-full-screen/recheck-2026-12-03",
+        "h200-full-screen/shapefix-2026-12-03/multi",
+    ],
+)
 def test_a_shipped_ops_status_csv_is_the_one_inside_its_full_tgz(rel):
     """examples/ ships each pass's ops_status.csv beside its full.tgz, to read as is: a
     copy of the tarball's, which must not drift from it when the pass is updated."""
