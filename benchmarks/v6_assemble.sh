@@ -17,6 +17,10 @@
 # (benchmarks/baseline_size.py --git). Stops at the first step that fails (its exit
 # code), the steps before it kept.
 #
+# REUSE (unset; an earlier compact version, e.g. baselines/v6): `compact --reuse` it, so
+# the packs holding texts it already has are copied byte for byte (what a further
+# version adds in git: docs/baselines.md).
+#
 # Needs $ZLBENCH_FLAGGEMS_DIR (FlagGems at the recorded commit) and triton (the
 # version that recorded). FlagGems imports sqlalchemy: the screen's workers need it
 # importable (PYTHONPATH). JOBS: the screen's processes (default: the CPU count).
@@ -63,7 +67,7 @@ step unpack "$PY" "$HERE/full_records.py" unpack "$SRC"/records/*.tar.xz "$SCRAT
 step work unpack_work
 step refresh zl baseline refresh --out "$SCRATCH/v6-full" --all \
   --shape-file "$SHAPES" --no-replay --require-codegen --from-work "$SCRATCH/WORK"
-step compact zl baseline compact "$SCRATCH/v6-full" --out "$SCRATCH/v6c"
+step compact zl baseline compact "$SCRATCH/v6-full" --out "$SCRATCH/v6c" ${REUSE:+--reuse "$REUSE"}
 step rebuild zl codegen --baseline "$SCRATCH/v6c" --shard 1/1 --jobs "$JOBS" --out "$SCRATCH/rebuilt"
 step digests zl baseline code-digests "$SCRATCH/v6c" --out "$SCRATCH/v6" --rebuilt "$SCRATCH/rebuilt"
 step verify zl baseline verify "$SCRATCH/v6"
