@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import tarfile
 from pathlib import Path
 
 import pytest
@@ -84,3 +85,35 @@ def test_a_failing_step_stops_the_run_with_its_code_and_keeps_its_log(tmp_path, 
     assert rows[1].startswith("unpack\t") and rows[1].endswith("\t1")
     assert len(rows) == 2 and not (tmp_path / "v6" / "v6-full").exists()  # nothing after it
     assert (tmp_path / "v6" / "unpack.log").read_text()
+
+
+FAKE_PY = """#!/bin/bash
+# every call's argv, one line each; `full_records.py unpack PACKS... DIR` makes DIR/main
+echo "$*" >> "$ARGV_LOG"
+[ "$2" = unpack ] && mkdir -p "${@: -1}/main"
+exit 0
+"""
+
+
+@pytest.mark.parametrize("reuse", [None, "baselines/v6"])
+def test_reuse_is_handed_to_compact_and_to_nothing_else(tmp_path, src, reuse):
+    """REUSE=<earlier version> makes the compact step share its packs (what a further
+    version adds in git is then measured, docs/baselines.md); unset, compact packs anew."""
+    s, fg = src
+    with tarfile.open(s / "full.tgz", "w:gz"):
+        pass  # an empty pass: the work step unpacks it
+    fake = tmp_path / "fakepy"
+    fake.write_text(FAKE_PY)
+    fake.chmod(0o755)
+    log = tmp_path / "argv.log"
+    env = {"PATH": "/usr/bin:/bin", "PYTHON": str(fake), "ARGV_LOG": str(log), "SRC": str(s),
+           "ZLBENCH_FLAGGEMS_DIR": str(fg), "SHAPES": str(s / "shapes.yaml")}  # fmt: skip
+    if reuse:
+        env["REUSE"] = reuse
+    done = subprocess.run(["bash", str(SCRIPT), str(tmp_path / "v7"), "2"], cwd=tmp_path,
+                          env=env, capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    calls = log.read_text().splitlines()
+    (compact,) = [c for c in calls if c.startswith("-m zlbench baseline compact")]
+    assert compact.endswith(f"--out {tmp_path}/v7/v6c" + (f" --reuse {reuse}" if reuse else ""))
+    assert [c for c in calls if "--reuse" in c] == ([compact] if reuse else [])
