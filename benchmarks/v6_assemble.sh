@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# v6 from the full-inventory record pass, every step of docs/baselines.md ("v6") in one
+# v6 or v7 from the full-inventory record pass, every step of docs/baselines.md ("v6") in one
 # run, each step's wall seconds in $SCRATCH/steps.tsv:
 #
 #   bash benchmarks/v6_assemble.sh SCRATCH [JOBS]
@@ -11,12 +11,14 @@
 # packs; writes only under SCRATCH (created; must not exist, so that a rerun never
 # mixes two passes): RECS (the packs unpacked), WORK/record (results + records),
 # v6-full (`baseline refresh --no-replay --require-codegen --from-work`), v6c
-# (compacted), rebuilt (one rebuild with every kernel disassembled), v6 (`baseline
-# code-digests`: the baseline), screen (the codegen screen of v6 under the compiler
+# (compacted), rebuilt (one rebuild with every kernel disassembled), $NAME (`baseline
+# code-digests`: the baseline), screen (the codegen screen of it under the compiler
 # installed: 0 changed when it is the one that recorded) and size.txt
 # (benchmarks/baseline_size.py --git). Stops at the first step that fails (its exit
 # code), the steps before it kept.
 #
+# NAME (default v6; v7's: NAME=v7 REUSE=baselines/v6): the name of the baseline the
+# digests step writes, SCRATCH/NAME, which verify, size and screen read.
 # REUSE (unset; an earlier compact version, e.g. baselines/v6): `compact --reuse` it, so
 # the packs holding texts it already has are copied byte for byte (what a further
 # version adds in git: docs/baselines.md).
@@ -31,6 +33,7 @@ JOBS=${2:-$(nproc)}
 SRC=${SRC:-examples/h200-full-screen}
 [ -e "$SCRATCH" ] && { echo "v6_assemble: $SCRATCH exists; give a new dir" >&2; exit 2; }
 PASS_TGZ=${PASS_TGZ:-$SRC/full.tgz}
+NAME=${NAME:-v6}  # the version the last steps make (its manifest's name: its dir's)
 [ -f "$PASS_TGZ" ] || { echo "v6_assemble: no $PASS_TGZ" >&2; exit 2; }
 ls "$SRC"/records/*.tar.xz >/dev/null 2>&1 || { echo "v6_assemble: no packs in $SRC/records" >&2; exit 2; }
 [ -d "${ZLBENCH_FLAGGEMS_DIR:-}" ] || { echo "v6_assemble: ZLBENCH_FLAGGEMS_DIR is not a dir" >&2; exit 2; }
@@ -69,9 +72,9 @@ step refresh zl baseline refresh --out "$SCRATCH/v6-full" --all \
   --shape-file "$SHAPES" --no-replay --require-codegen --from-work "$SCRATCH/WORK"
 step compact zl baseline compact "$SCRATCH/v6-full" --out "$SCRATCH/v6c" ${REUSE:+--reuse "$REUSE"}
 step rebuild zl codegen --baseline "$SCRATCH/v6c" --shard 1/1 --jobs "$JOBS" --out "$SCRATCH/rebuilt"
-step digests zl baseline code-digests "$SCRATCH/v6c" --out "$SCRATCH/v6" --rebuilt "$SCRATCH/rebuilt"
-step verify zl baseline verify "$SCRATCH/v6"
-step size "$PY" "$HERE/baseline_size.py" --git "$SCRATCH/v6"
+step digests zl baseline code-digests "$SCRATCH/v6c" --out "$SCRATCH/$NAME" --rebuilt "$SCRATCH/rebuilt"
+step verify zl baseline verify "$SCRATCH/$NAME"
+step size "$PY" "$HERE/baseline_size.py" --git "$SCRATCH/$NAME"
 cp "$SCRATCH/size.log" "$SCRATCH/size.txt"
-step screen zl codegen --baseline "$SCRATCH/v6" --jobs "$JOBS" --out "$SCRATCH/screen"
+step screen zl codegen --baseline "$SCRATCH/$NAME" --jobs "$JOBS" --out "$SCRATCH/screen"
 cat "$STEPS"

@@ -96,9 +96,10 @@ exit 0
 
 
 @pytest.mark.parametrize("reuse", [None, "baselines/v6"])
-def test_reuse_is_handed_to_compact_and_to_nothing_else(tmp_path, src, reuse):
+def test_reuse_and_name_reach_compact_and_the_last_steps(tmp_path, src, reuse):
     """REUSE=<earlier version> makes the compact step share its packs (what a further
-    version adds in git is then measured, docs/baselines.md); unset, compact packs anew."""
+    version adds in git is then measured, docs/baselines.md); unset, compact packs anew.
+    NAME names the baseline the digests step writes and verify reads (default v6)."""
     s, fg = src
     with tarfile.open(s / "full.tgz", "w:gz"):
         pass  # an empty pass: the work step unpacks it
@@ -109,7 +110,7 @@ def test_reuse_is_handed_to_compact_and_to_nothing_else(tmp_path, src, reuse):
     env = {"PATH": "/usr/bin:/bin", "PYTHON": str(fake), "ARGV_LOG": str(log), "SRC": str(s),
            "ZLBENCH_FLAGGEMS_DIR": str(fg), "SHAPES": str(s / "shapes.yaml")}  # fmt: skip
     if reuse:
-        env["REUSE"] = reuse
+        env["REUSE"], env["NAME"] = reuse, "v7"
     done = subprocess.run(["bash", str(SCRIPT), str(tmp_path / "v7"), "2"], cwd=tmp_path,
                           env=env, capture_output=True, text=True, timeout=60)  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
@@ -117,3 +118,8 @@ def test_reuse_is_handed_to_compact_and_to_nothing_else(tmp_path, src, reuse):
     (compact,) = [c for c in calls if c.startswith("-m zlbench baseline compact")]
     assert compact.endswith(f"--out {tmp_path}/v7/v6c" + (f" --reuse {reuse}" if reuse else ""))
     assert [c for c in calls if "--reuse" in c] == ([compact] if reuse else [])
+    (digests,) = [c for c in calls if c.startswith("-m zlbench baseline code-digests")]
+    name = "v7" if reuse else "v6"  # NAME: the baseline's dir, so its manifest's name
+    assert f"--out {tmp_path}/v7/{name} " in digests
+    (verify,) = [c for c in calls if c.startswith("-m zlbench baseline verify")]
+    assert verify.endswith(f"/v7/{name}")
