@@ -176,20 +176,22 @@ class Recorder:
         from zlbench.plugins.compiler import capture
 
         t0, sass = time.monotonic(), len(self.pending)
+        self.disassemble_pending()
+        t1 = time.monotonic()
         index = self.index_for(run)
         shas = {d.sha256 for r in index.records if r.result for d in r.result.stages.values()}
-        t1 = time.monotonic()
-        blobs, size = self.store.write(cg_dir, shas)
         t2 = time.monotonic()
-        capture.write_index(cg_dir, index)  # last: an index never names a missing blob
+        blobs, size = self.store.write(cg_dir, shas)
         t3 = time.monotonic()
+        capture.write_index(cg_dir, index)  # last: an index never names a missing blob
+        t4 = time.monotonic()
         self.dirty.discard(run)
-        if t3 - t0 >= WRITE_NOTE_S:  # where a slow op end went (one TIMEOUT on the H200)
+        if t4 - t0 >= WRITE_NOTE_S:  # where a slow op end went (one TIMEOUT on the H200)
             state.say(
                 f"ZLBENCH_CODEGEN_WRITE run_name={run} records={len(index.records)} "
                 f"uses={sum(len(r.used_by) for r in index.records)} sass={sass} "
-                f"sass_index_s={t1 - t0:.1f} blobs={blobs} blob_mb={size / 1e6:.1f} "
-                f"blobs_s={t2 - t1:.1f} index_s={t3 - t2:.1f}"
+                f"sass_s={t1 - t0:.1f} index_s={t2 - t1:.1f} blobs={blobs} "
+                f"blob_mb={size / 1e6:.1f} blobs_s={t3 - t2:.1f} index_write_s={t4 - t3:.1f}"
             )
 
     def flush_all(self) -> None:
