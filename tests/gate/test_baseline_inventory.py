@@ -117,5 +117,5 @@ def test_v7_holds_every_op_of_v6_the_same_and_shares_its_packs_byte_for_byte():
     assert set(ops6) < set(_manifest("v7").ops)
     changed = [k for k in ops6 if _files(v6 / k) != _files(v7 / k)]
     assert changed == []
-    packs6 = _files(v6 / "store")
-    assert packs6 and {k: _files(v7 / "store").get(k) for k in packs6} == packs6
+    packs6, packs7 = _files(v6 / "store"), _files(v7 / "store")
+    assert packs6 and {k: packs7.get(k) for k in packs6} == packs6

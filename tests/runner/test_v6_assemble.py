@@ -26,8 +26,9 @@ def src(tmp_path):
     return s, fg
 
 
-def _run(tmp_path, *args, src=None, fg=None, shapes=None):
+def _run(tmp_path, *args, src=None, fg=None, shapes=None, **extra: str):
     env = {"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin", "PYTHON": sys.executable}
+    env.update(extra)
     if shapes is not None:
         env["SHAPES"] = str(shapes)
     if src is not None:
@@ -107,12 +108,12 @@ def test_reuse_and_name_reach_compact_and_the_last_steps(tmp_path, src, reuse):
     fake.write_text(FAKE_PY)
     fake.chmod(0o755)
     log = tmp_path / "argv.log"
-    env = {"PATH": "/usr/bin:/bin", "PYTHON": str(fake), "ARGV_LOG": str(log), "SRC": str(s),
-           "ZLBENCH_FLAGGEMS_DIR": str(fg), "SHAPES": str(s / "shapes.yaml")}  # fmt: skip
+    extra = {"PYTHON": str(fake), "ARGV_LOG": str(log)}
     if reuse:
-        env["REUSE"], env["NAME"] = reuse, "v7"
-    done = subprocess.run(["bash", str(SCRIPT), str(tmp_path / "v7"), "2"], cwd=tmp_path,
-                          env=env, capture_output=True, text=True, timeout=60)  # fmt: skip
+        extra.update(REUSE=reuse, NAME="v7")
+    done = _run(
+        tmp_path, str(tmp_path / "v7"), "2", src=s, fg=fg, shapes=s / "shapes.yaml", **extra
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     calls = log.read_text().splitlines()
     (compact,) = [c for c in calls if c.startswith("-m zlbench baseline compact")]
