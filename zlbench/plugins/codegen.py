@@ -161,9 +161,10 @@ class Recorder:
     # ---- writing
 
     def index_for(self, run: str) -> CodegenIndex:
+        """The index of ``run``: its records with their uses (``write`` disassembles the
+        pending records first, so theirs carry SASS)."""
         from zlbench.plugins.compiler import capture
 
-        self.disassemble_pending()
         uses = self.uses.get(run, {})
         recs = [self.by_id[i].model_copy(update={"used_by": u}) for i, u in uses.items()]
         return CodegenIndex(
