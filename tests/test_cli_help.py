@@ -93,10 +93,8 @@ def test_every_flag_zlbench_names_exists():
 def test_gate_without_a_flaggems_checkout_names_no_flag_gate_lacks(tmp_path, capsys, monkeypatch):
     """The batch runner's "no FlagGems checkout" line reaches gate too, which has no
     --flaggems-dir: the line must only name what gate users can set."""
-    monkeypatch.syspath_prepend(str(Path(__file__).parent / "gate"))
-    monkeypatch.syspath_prepend(str(Path(__file__).parent / "runner"))
-    from batch_fakes import make_inventory
-    from zlsynth import brow, write_baseline
+    from tests.support.batch_fakes import make_inventory
+    from tests.support.zlsynth import brow, write_baseline
 
     for var in ("ZLBENCH_FLAGGEMS_DIR", "ZLBENCH_FLAGGEMS_VLLM_DIR"):
         monkeypatch.delenv(var, raising=False)

@@ -23,11 +23,8 @@ def world(tmp_path, monkeypatch):
     """A baseline of one op (``abs``), its inventory, a FlagGems checkout ``fg`` (with
     benchmark/), a dir that is none ``nofg``; no checkout in the environment, and any
     executor or GPU start fails the test."""
-    monkeypatch.syspath_prepend(str(TESTS / "gate"))
-    monkeypatch.syspath_prepend(str(TESTS / "runner"))
-    from batch_fakes import make_inventory
-    from zlsynth import brow, write_baseline
-
+    from tests.support.batch_fakes import make_inventory
+    from tests.support.zlsynth import brow, write_baseline
     from zlbench.runner.batch import workers
 
     for var in VARS:
@@ -118,7 +115,7 @@ def test_batch_without_a_flaggems_checkout_stops_before_any_work(
 
 
 def test_batch_names_the_vllm_checkout_it_lacks(world, capsys, monkeypatch):
-    from batch_fakes import make_inventory
+    from tests.support.batch_fakes import make_inventory
 
     make_inventory(world / "ops", "vllm", ["abs"])
     monkeypatch.setenv("ZLBENCH_FLAGGEMS_DIR", str(world / "fg"))

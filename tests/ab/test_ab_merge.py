@@ -4,8 +4,8 @@ compilers do not."""
 from __future__ import annotations
 
 import pytest
-from zlsynth import crow, run_result, write_results
 
+from tests.support.zlsynth import crow, run_result, write_results
 from zlbench.errors import ZlbenchError
 from zlbench.models import AbCompiler, AbSummary, load_json_model
 from zlbench.runner.ab.merge import merge_ab
@@ -64,8 +64,7 @@ def test_shards_judged_with_different_paired_floors_are_refused(tmp_path):
 def test_a_sharded_ab_reaches_the_judge_through_merge(tmp_path):
     """Two shards, each with its screen (results/) and its suspects' A/B (ab/):
     `zlbench merge` + `gate --results MERGED` judge the rows on the merged A/B."""
-    from zlsynth import brow, write_baseline
-
+    from tests.support.zlsynth import brow, write_baseline
     from zlbench.cli import main
     from zlbench.models import GateVerdict, Verdict
 

@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 from pydantic import ValidationError
-from test_interleaved_judge import RULE, gate_dir, judge, pairs_of
+from test_interleaved_judge import judge
 
+from tests.support.interleaved import RULE, gate_dir, pairs_of
 from zlbench.cli import main
 from zlbench.errors import ZlbenchError
 from zlbench.models import AbSummary, Timing, TimingMethod, dump_json_model, load_json_model

@@ -5,8 +5,8 @@ are reported."""
 from __future__ import annotations
 
 import pytest
-from zlsynth import brow, crow, run_result, write_baseline, write_results
 
+from tests.support.zlsynth import brow, crow, run_result, write_baseline, write_results
 from zlbench.errors import ZlbenchError
 from zlbench.gate import verdict as judging
 from zlbench.gate.accept import apply_accept, load_accept, match_entry

@@ -7,8 +7,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from zlsynth import crow, one_error_line, run_result, write_results
 
+from tests.support.zlsynth import crow, one_error_line, run_result, write_results
 from zlbench.cli import main
 from zlbench.errors import ZlbenchError
 from zlbench.models import AbCompiler, AbSummary, PairedRow, RowKey
@@ -180,7 +180,7 @@ def test_compare_of_b_replaying_a_s_records_says_pinned(tmp_path, capsys):
 
 
 def test_compare_of_a_baseline_checks_the_records_it_ships(tmp_path, capsys):
-    from zlsynth import brow, write_baseline
+    from tests.support.zlsynth import brow, write_baseline
 
     bl = tmp_path / "bl"
     (bl / "main" / "add" / "autotune_records").mkdir(parents=True)

@@ -4,9 +4,9 @@ one restatement. Synthetic verdicts from the real judge (zlsynth dirs)."""
 from __future__ import annotations
 
 import pytest
-from zlsynth import ENV, brow, crow, run_result, write_baseline, write_results
 
 import zlbench.gate.decide as decide_mod
+from tests.support.zlsynth import ENV, brow, crow, run_result, write_baseline, write_results
 from zlbench.gate import verdict as judging
 from zlbench.gate.decide import Evidence, PairedEvidence, ScreenEvidence, decide
 from zlbench.gate.load import load_baseline, load_results

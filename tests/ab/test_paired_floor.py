@@ -9,8 +9,15 @@ import json
 import math
 
 import pytest
-from zlsynth import brow, crow, one_error_line, run_result, write_baseline, write_results
 
+from tests.support.zlsynth import (
+    brow,
+    crow,
+    one_error_line,
+    run_result,
+    write_baseline,
+    write_results,
+)
 from zlbench.cli import main
 from zlbench.errors import ZlbenchError
 from zlbench.gate.paired import (

@@ -7,8 +7,8 @@ from __future__ import annotations
 import shutil
 
 import pytest
-from zlsynth import ENV, brow, crow, run_result, write_baseline, write_results
 
+from tests.support.zlsynth import ENV, brow, crow, run_result, write_baseline, write_results
 from zlbench.errors import ZlbenchError
 from zlbench.gate import verdict as judging
 from zlbench.gate.load import load_baseline, load_results

@@ -8,21 +8,17 @@ real batch) and writes synthetic results (tests/gate/zlsynth.py) for the ops of 
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "gate"))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "runner"))
-from batch_fakes import make_inventory  # noqa: E402
-from zlsynth import brow, crow, run_result, write_baseline, write_results  # noqa: E402
-
-from zlbench.cli import main  # noqa: E402
-from zlbench.models import GateVerdict, Selection, Verdict, load_json_model, read_ops_status  # noqa: E402
-from zlbench.runner.batch.config import BatchConfig  # noqa: E402
-from zlbench.runner.batch.plan import plan_selection  # noqa: E402
-from zlbench.workflow.gate import GateJob, GateSeams, run_gate  # noqa: E402
+from tests.support.batch_fakes import make_inventory
+from tests.support.zlsynth import brow, crow, run_result, write_baseline, write_results
+from zlbench.cli import main
+from zlbench.models import GateVerdict, Selection, Verdict, load_json_model, read_ops_status
+from zlbench.runner.batch.config import BatchConfig
+from zlbench.runner.batch.plan import plan_selection
+from zlbench.workflow.gate import GateJob, GateSeams, run_gate
 
 S = "[1024]"
 OPS = ["add", "mm", "mul"]

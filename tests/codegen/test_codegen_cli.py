@@ -1,5 +1,5 @@
 """`zlbench codegen` on tiny baseline dirs, with a stand-in rebuild worker
-(fakeworker.py: no triton) so the orchestration is tested on its own."""
+(tests/support/fakeworker.py: no triton) so the orchestration is tested on its own."""
 
 from __future__ import annotations
 
@@ -9,15 +9,15 @@ import sys
 from pathlib import Path
 
 import pytest
-from cgsynth import record, request, stage_texts, use, write_run
 
+from tests.support.cgsynth import record, request, stage_texts, use, write_run
 from zlbench.cli import main
 from zlbench.codegen import worker_pool
 from zlbench.codegen.collect import has_codegen_records
 from zlbench.models import load_json_model
 from zlbench.models.codegen_screen import CodegenScreen
 
-HERE = Path(__file__).resolve().parent
+REPO = Path(__file__).resolve().parents[2]
 
 ADD, MUL, SUM = request("add_kernel"), request("mul_kernel"), request("sum_kernel", block=128)
 
@@ -29,8 +29,8 @@ def _texts(tag: str, **changed: str) -> dict[str, str]:
 @pytest.fixture
 def fake_worker(monkeypatch, tmp_path):
     """Point the screen at fakeworker; returns a function that sets its plan."""
-    monkeypatch.setattr(worker_pool, "WORKER_MODULE", "fakeworker")
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")]))
+    monkeypatch.setattr(worker_pool, "WORKER_MODULE", "tests.support.fakeworker")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]))
     plan_file = tmp_path / "fake_plan.json"
     monkeypatch.setenv("FAKE_CODEGEN_PLAN", str(plan_file))
 

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from cgsynth import record, request, stage_texts
 
+from tests.support.cgsynth import record, request, stage_texts
 from zlbench.codegen.diff import (
     classify,
     config_text,

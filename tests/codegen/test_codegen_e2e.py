@@ -8,15 +8,12 @@ from __future__ import annotations
 
 import os
 import shutil
-import sys
 from pathlib import Path
 
 import pytest
-from codegen_support import NO_DOT, PATCHES, REPO, load_index, patched_triton, record_benchpkg
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "gate"))
-from zlsynth import brow, write_baseline  # noqa: E402
-
+from tests.support.codegen import NO_DOT, PATCHES, REPO, load_index, patched_triton, record_benchpkg
+from tests.support.zlsynth import brow, write_baseline
 from zlbench.cli import main
 from zlbench.models import load_json_model
 from zlbench.models.codegen_screen import CodegenClass, CodegenScreen, RebuiltShard

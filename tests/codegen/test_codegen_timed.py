@@ -9,8 +9,7 @@ from __future__ import annotations
 import json
 from types import SimpleNamespace
 
-from cgsynth import record, request, stage_texts, use, write_run
-
+from tests.support.cgsynth import record, request, stage_texts, use, write_run
 from zlbench.codegen.collect import collect
 from zlbench.codegen.diff import screen_kernel
 from zlbench.codegen.select import ops_to_time, row_notes

@@ -16,12 +16,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from codegen_support import REPO, patched_triton, ptxas_O0_for, subprocess_env
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "gate"))
-from zlsynth import brow, crow, run_result, write_baseline, write_results  # noqa: E402
-
-from zlbench.models import (  # noqa: E402
+from tests.support.codegen import REPO, patched_triton, ptxas_O0_for, subprocess_env
+from tests.support.zlsynth import brow, crow, run_result, write_baseline, write_results
+from zlbench.models import (
     BaselineResult,
     GateVerdict,
     PlanEntry,
@@ -31,7 +29,7 @@ from zlbench.models import (  # noqa: E402
     load_codegen_index,
     load_json_model,
 )
-from zlbench.workflow.gate import GateJob, GateSeams, run_gate  # noqa: E402
+from zlbench.workflow.gate import GateJob, GateSeams, run_gate
 
 pytest.importorskip("triton")
 pytestmark = pytest.mark.slow

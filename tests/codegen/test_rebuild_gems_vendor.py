@@ -4,8 +4,7 @@ without GEMS_VENDOR loaded none of v6's 3591 kernels (2026-12-02)."""
 
 from __future__ import annotations
 
-from cgsynth import record, request, stage_texts
-
+from tests.support.cgsynth import record, request, stage_texts
 from zlbench.models.codegen import Target
 from zlbench.plugins.compiler.rebuild import gems_vendor_for
 

@@ -7,8 +7,7 @@ from __future__ import annotations
 
 import json
 
-from cgsynth import COMPILER, record, request, stage_texts
-
+from tests.support.cgsynth import COMPILER, record, request, stage_texts
 from zlbench.models import KernelUse
 from zlbench.models.codegen import CODEGEN_BLOBS, CODEGEN_INDEX
 from zlbench.plugins import codegen as recorder_plugin

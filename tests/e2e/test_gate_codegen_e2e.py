@@ -12,28 +12,25 @@ from __future__ import annotations
 
 import io
 import os
-import sys
 from pathlib import Path
 
 import pytest
-from codegen_support import (
+
+from tests.support.codegen import (
     NO_DOT,
     REPO,
     patched_triton,
     record_benchpkg,
     write_op_codegen,
 )
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "gate"))
-from zlsynth import brow, crow, run_result, write_baseline, write_results  # noqa: E402
-
-from zlbench.models import (  # noqa: E402
+from tests.support.zlsynth import brow, crow, run_result, write_baseline, write_results
+from zlbench.models import (
     CodegenScreen,
     GateVerdict,
     Selection,
     load_json_model,
 )
-from zlbench.workflow.gate import GateJob, GateSeams, run_gate  # noqa: E402
+from zlbench.workflow.gate import GateJob, GateSeams, run_gate
 
 pytestmark = pytest.mark.slow
 

@@ -1,1 +1,1 @@
-"""Gate tier: synthetic baseline / results dirs (see zlsynth.py, importable from here)."""
+"""Gate tier: synthetic baseline / results dirs (see tests/support/zlsynth.py)."""

@@ -6,7 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
-from zlsynth import (
+
+from tests.support.zlsynth import (
     ENV,
     brow,
     crow,
@@ -17,7 +18,6 @@ from zlsynth import (
     write_baseline,
     write_results,
 )
-
 from zlbench.cli import main
 from zlbench.models import GateVerdict, OpStatus, RunStatus
 

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from zlsynth import brow, crow, run_result, write_baseline, write_results
 
+from tests.support.zlsynth import brow, crow, run_result, write_baseline, write_results
 from zlbench.gate.confirm import apply_samples, confirm, flagged_ops
 from zlbench.gate.judge import judge, op_verdict
 from zlbench.gate.load import load_baseline, load_results

@@ -6,8 +6,8 @@ with that drift, ignoring passes in which the op fell back or failed."""
 from __future__ import annotations
 
 import pytest
-from zlsynth import ENV, brow, crow, load_judge_inputs, run_result, write_results
 
+from tests.support.zlsynth import ENV, brow, crow, load_judge_inputs, run_result, write_results
 from zlbench.gate.confirm import confirm
 from zlbench.gate.judge import judge, op_verdict
 from zlbench.gate.load import load_results
@@ -40,7 +40,7 @@ def test_confirmation_uses_the_runs_drift_not_the_flagged_ops_own_torch_noise(tm
 
 
 def test_confirmation_ignores_passes_of_ops_that_fell_back_or_failed(tmp_path):
-    from zlsynth import replay_marker
+    from tests.support.zlsynth import replay_marker
 
     write_results(tmp_path / "c" / "results", [run_result("x", [crow("x", S, 1.7)])])
     write_results(

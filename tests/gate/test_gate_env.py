@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from zlsynth import ENV, FG_COMMIT, brow, crow, run_result, write_baseline
 
+from tests.support.zlsynth import ENV, FG_COMMIT, brow, crow, run_result, write_baseline
 from zlbench.gate.env import check_environment, current_environment, mismatches
 from zlbench.gate.load import load_baseline
 

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from zlsynth import env_findings
-
+from tests.support.zlsynth import env_findings
 from zlbench.gate.env import mismatches
 
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 import datetime as dt
 
 import pytest
-from zlsynth import brow, env_findings, write_baseline
 
+from tests.support.zlsynth import brow, env_findings, write_baseline
 from zlbench.gate.env import check_environment, mismatches
 from zlbench.gate.load import load_baseline
 from zlbench.models import BaselineResult, Environment

@@ -7,8 +7,8 @@ before the method was is not compared."""
 from __future__ import annotations
 
 import pytest
-from zlsynth import ENV, brow, crow, run_result, write_baseline
 
+from tests.support.zlsynth import ENV, brow, crow, run_result, write_baseline
 from zlbench.cli import main
 from zlbench.gate.env import check_environment, mismatches
 from zlbench.gate.load import load_baseline
@@ -81,7 +81,7 @@ def test_an_old_baselines_string_is_compared_as_the_model(tmp_path):
 def test_a_gate_at_other_budgets_exits_2(tmp_path, capsys, monkeypatch):
     """The whole gate: results measured at other budgets than the baseline's are not
     judged (exit 2, the mismatch named)."""
-    import zlsynth
+    from tests.support import zlsynth
 
     monkeypatch.setattr(zlsynth, "ENV", ENV.model_copy(update={"timing": DEFAULT}))
     bl = write_baseline(tmp_path / "bl", {"x": [brow("x", "[1]", 1.0)]})

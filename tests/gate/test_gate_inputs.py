@@ -4,20 +4,23 @@ anything is judged or measured."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
-from zlsynth import brow, crow, gate, one_error_line, run_result, write_baseline, write_results
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "runner"))
-from batch_fakes import make_inventory  # noqa: E402
-
-from zlbench.cli import main  # noqa: E402
-from zlbench.errors import ZlbenchError  # noqa: E402
-from zlbench.gate.load import load_baseline  # noqa: E402
-from zlbench.gate.plan import baseline_scope, suggest_op  # noqa: E402
-from zlbench.runner.catalog.inventory import inventory_op_keys  # noqa: E402
+from tests.support.batch_fakes import make_inventory
+from tests.support.zlsynth import (
+    brow,
+    crow,
+    gate,
+    one_error_line,
+    run_result,
+    write_baseline,
+    write_results,
+)
+from zlbench.cli import main
+from zlbench.errors import ZlbenchError
+from zlbench.gate.load import load_baseline
+from zlbench.gate.plan import baseline_scope, suggest_op
+from zlbench.runner.catalog.inventory import inventory_op_keys
 
 S = "[1024]"
 OPS = ["abs", "mm@test_mm.py", "softmax"]

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from zlsynth import (
+
+from tests.support.zlsynth import (
     brow,
     crow,
     nocg_marker,
@@ -12,7 +13,6 @@ from zlsynth import (
     write_baseline,
     write_results,
 )
-
 from zlbench.gate.judge import OP_ORDER, JudgeConfig, judge, op_verdict
 from zlbench.gate.load import load_baseline, load_results
 from zlbench.gate.thresholds import load_thresholds

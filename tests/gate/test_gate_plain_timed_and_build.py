@@ -8,8 +8,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from zlsynth import ENV, brow, crow, load_judge_inputs, run_result, write_baseline
 
+from tests.support.zlsynth import ENV, brow, crow, load_judge_inputs, run_result, write_baseline
 from zlbench.gate.env import baseline_environment, check_environment, current_environment
 from zlbench.gate.judge import judge
 from zlbench.gate.load import load_baseline

@@ -6,8 +6,8 @@ commit must match the baseline's."""
 from __future__ import annotations
 
 import pytest
-from zlsynth import ENV, brow, crow, load_judge_inputs, run_result
 
+from tests.support.zlsynth import ENV, brow, crow, load_judge_inputs, run_result
 from zlbench.gate.baselines import aggregate_op
 from zlbench.gate.env import check_environment
 from zlbench.gate.judge import judge, op_verdict

@@ -161,8 +161,7 @@ def test_noise_multiplier_in_range_is_kept(tmp_path, value):
 
 @pytest.mark.parametrize("flag", ["--thresholds", None])
 def test_gate_with_an_infinite_noise_multiplier_exits_2(tmp_path, capsys, flag):
-    from zlsynth import brow, crow, run_result, write_baseline, write_results
-
+    from tests.support.zlsynth import brow, crow, run_result, write_baseline, write_results
     from zlbench.cli import main
 
     s = "[1024]"

@@ -4,8 +4,15 @@ autotune plugin emits, named on a row or on the whole op, and a PASS without row
 from __future__ import annotations
 
 import pytest
-from zlsynth import brow, crow, replay_marker, run_result, write_baseline, write_results
 
+from tests.support.zlsynth import (
+    brow,
+    crow,
+    replay_marker,
+    run_result,
+    write_baseline,
+    write_results,
+)
 from zlbench.gate.judge import JudgeConfig, judge, op_verdict
 from zlbench.gate.load import load_baseline, load_results
 from zlbench.gate.thresholds import load_thresholds

@@ -9,8 +9,8 @@ import argparse
 import shlex
 
 import pytest
-from zlsynth import ENV, brow, crow, load_judge_inputs, run_result
 
+from tests.support.zlsynth import ENV, brow, crow, load_judge_inputs, run_result
 from zlbench.cli import build_parser
 from zlbench.cli.run_cmd import pytest_args, timing_from_args
 from zlbench.gate.restate import restate

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from zlsynth import one_error_line
 
+from tests.support.zlsynth import one_error_line
 from zlbench.cli import main
 from zlbench.errors import ZlbenchError
 from zlbench.gate.baselines import content_hashes, sha256_file

@@ -9,7 +9,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from zlsynth import (
+
+from tests.support.zlsynth import (
     brow,
     crow,
     gate,
@@ -19,7 +20,6 @@ from zlsynth import (
     write_results,
     write_status,
 )
-
 from zlbench.gate.baselines import content_hashes
 from zlbench.models import (
     GateVerdict,

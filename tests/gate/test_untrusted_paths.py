@@ -9,7 +9,8 @@ import os
 from pathlib import Path
 
 import pytest
-from zlsynth import (
+
+from tests.support.zlsynth import (
     brow,
     crow,
     gate,
@@ -19,7 +20,6 @@ from zlsynth import (
     write_results,
     write_status,
 )
-
 from zlbench.cli import main
 from zlbench.errors import ZlbenchError
 from zlbench.gate.baselines import sha256_file

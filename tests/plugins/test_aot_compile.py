@@ -264,8 +264,8 @@ def _record_mm(root, name: str, *extra: str) -> tuple[str, dict]:
     import sys
 
     from _corerun import FAST, entry
-    from codegen_support import subprocess_env
 
+    from tests.support.codegen import subprocess_env
     from zlbench.models import WorkerPlan
 
     e = entry(root, "mm", "benchmark/test_mm.py::test_mm")

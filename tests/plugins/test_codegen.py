@@ -14,7 +14,8 @@ import pytest
 triton = pytest.importorskip("triton")
 
 from _corerun import FAST, copy_benchpkg, entry  # noqa: E402
-from codegen_support import (  # noqa: E402
+
+from tests.support.codegen import (  # noqa: E402
     BENCHPKG_SRC,
     PATCHES,
     digests,
@@ -24,7 +25,6 @@ from codegen_support import (  # noqa: E402
     record_benchpkg,
     subprocess_env,
 )
-
 from zlbench.errors import ZlbenchError  # noqa: E402
 from zlbench.models import (  # noqa: E402
     STAGES,

@@ -13,7 +13,7 @@ import pytest
 
 triton = pytest.importorskip("triton")
 
-from codegen_support import (  # noqa: E402
+from tests.support.codegen import (  # noqa: E402
     BENCHPKG_SRC,
     TARGET,
     digests,
@@ -22,7 +22,6 @@ from codegen_support import (  # noqa: E402
     run_script,
     subprocess_env,
 )
-
 from zlbench.models import CodegenIndex  # noqa: E402
 from zlbench.plugins.compiler import capture  # noqa: E402
 

@@ -13,8 +13,8 @@ import pytest
 pytest.importorskip("triton")
 
 from _corerun import FAST, copy_benchpkg, entry  # noqa: E402
-from codegen_support import subprocess_env  # noqa: E402
 
+from tests.support.codegen import subprocess_env  # noqa: E402
 from zlbench.models import WorkerPlan, load_codegen_index, load_json_model  # noqa: E402
 from zlbench.models.timings import TIMINGS_JSON, OpTimings  # noqa: E402
 

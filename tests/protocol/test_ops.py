@@ -4,29 +4,23 @@ baseline)."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "gate"))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "runner"))
-from batch_fakes import make_inventory  # noqa: E402
-from zlsynth import brow, crow, run_result, write_baseline, write_results  # noqa: E402
-
-from zlbench.cli import main  # noqa: E402
-from zlbench.errors import ZlbenchError  # noqa: E402
-from zlbench.gate.load import load_baseline  # noqa: E402
-from zlbench.gate.plan import baseline_scope  # noqa: E402
-from zlbench.models import GateVerdict, load_json_model  # noqa: E402
-from zlbench.protocol.layout import op_key, split_op_key  # noqa: E402
-from zlbench.protocol.ops import (  # noqa: E402
+from tests.support.batch_fakes import make_inventory
+from tests.support.zlsynth import brow, crow, run_result, write_baseline, write_results
+from zlbench.cli import main
+from zlbench.errors import ZlbenchError
+from zlbench.gate.load import load_baseline
+from zlbench.gate.plan import baseline_scope
+from zlbench.models import GateVerdict, load_json_model
+from zlbench.protocol.layout import op_key, split_op_key
+from zlbench.protocol.ops import (
     parse_spec,
     run_name_for,
     selector_for,
     spec_matches,
 )
-from zlbench.runner.catalog.select import select_ops  # noqa: E402
+from zlbench.runner.catalog.select import select_ops
 
 S = "[1024]"
 OPS = ["abs", "add", "mm@test_mm.py"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from zlsynth import (
+from tests.support.zlsynth import (
     ENV,
     brow,
     crow,
@@ -14,7 +14,6 @@ from zlsynth import (
     write_baseline,
     write_results,
 )
-
 from zlbench.gate.load import load_baseline, load_results
 from zlbench.gate.thresholds import load_thresholds
 from zlbench.gate.verdict import GateOptions, run_gate

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 from realdata import BASELINE, FAIL_SLOWDOWNS, RESULTS, inject
-from zlsynth import crow, one_error_line, run_result, write_results
 
+from tests.support.zlsynth import crow, one_error_line, run_result, write_results
 from zlbench.cli import main
 from zlbench.models import RowKey, ThresholdsFile
 from zlbench.report.compare import compare, render_compare

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import pytest
 from cases import real_fail
-from mdcheck import fences
 from test_report_render import check_golden
 
+from tests.support.mdcheck import fences
 from zlbench.models import CodegenClass, CodegenScreen, GateVerdict, KernelScreen, Resources
 from zlbench.report.codegen import change_words
 from zlbench.report.html import render_html

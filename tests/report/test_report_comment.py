@@ -8,8 +8,8 @@ import re
 
 import pytest
 from cases import every_verdict, large_fail
-from mdcheck import cells, fences, tables
 
+from tests.support.mdcheck import cells, fences, tables
 from zlbench.report.facts import ReportExtras
 from zlbench.report.markdown import GITHUB_COMMENT_LIMIT, MARKER, render_comment, render_markdown
 

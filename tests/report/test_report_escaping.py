@@ -11,9 +11,17 @@ from pathlib import Path
 
 import pytest
 import xmlschema
-from mdcheck import StartTags, fences, live_text
-from zlsynth import ENV, brow, crow, replay_marker, run_result, write_baseline, write_results
 
+from tests.support.mdcheck import StartTags, fences, live_text
+from tests.support.zlsynth import (
+    ENV,
+    brow,
+    crow,
+    replay_marker,
+    run_result,
+    write_baseline,
+    write_results,
+)
 from zlbench.gate.load import load_baseline, load_results
 from zlbench.gate.thresholds import load_thresholds
 from zlbench.gate.verdict import GateOptions, run_gate

@@ -9,8 +9,8 @@ import subprocess
 
 import pytest
 from cases import every_verdict, real_fail
-from mdcheck import StartTags
 
+from tests.support.mdcheck import StartTags
 from zlbench.report.facts import ReportExtras
 from zlbench.report.html import render_html
 

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 import xmlschema
 from cases import error, every_verdict, real_fail
-from zlsynth import brow, crow, run_result, write_baseline, write_results
 
+from tests.support.zlsynth import brow, crow, run_result, write_baseline, write_results
 from zlbench.gate.load import load_baseline, load_results
 from zlbench.gate.thresholds import load_thresholds
 from zlbench.gate.verdict import GateOptions, run_gate

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 from cases import error, every_verdict, large_fail, real_aa, real_fail, real_slower
-from mdcheck import fences, live_text
 from realdata import BASELINE, FAIL_SLOWDOWNS, RESULTS, inject, real_verdict
 
+from tests.support.mdcheck import fences, live_text
 from zlbench.gate.load import load_baseline, load_results
 from zlbench.models import GateVerdict, ThresholdsFile, Verdict
 from zlbench.report.compare import compare, render_compare

@@ -4,8 +4,8 @@ recorded durations, and the plan is printed without measuring."""
 from __future__ import annotations
 
 import pytest
-from batch_fakes import batch_cli
 
+from tests.support.batch_fakes import batch_cli
 from zlbench.models import OpStatus, RunStatus
 from zlbench.runner.batch.status import write_ops_status
 

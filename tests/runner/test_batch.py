@@ -7,8 +7,13 @@ import csv
 import json
 
 import pytest
-from batch_fakes import FakeExecutor, batch_config_factory, dtypes_per_call, make_inventory
 
+from tests.support.batch_fakes import (
+    FakeExecutor,
+    batch_config_factory,
+    dtypes_per_call,
+    make_inventory,
+)
 from zlbench.errors import ZlbenchError
 from zlbench.models import RunStatus, read_ops_status
 from zlbench.runner.batch.config import BatchConfig

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from batch_fakes import batch_cli
+
+from tests.support.batch_fakes import batch_cli
 
 
 @pytest.fixture
@@ -100,8 +101,7 @@ def test_recheck_dismissed_runs_left_out_ops_and_op_timeout_zero_is_no_limit(cli
 
 def test_resume_without_out_is_refused(tmp_path, monkeypatch, capsys):
     # issue 30: the seed refused it; starting a new batch under runs/ was a surprise
-    from batch_fakes import make_inventory
-
+    from tests.support.batch_fakes import make_inventory
     from zlbench.cli import main
 
     make_inventory(tmp_path / "ops", "main", ["abs"])

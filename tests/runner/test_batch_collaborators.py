@@ -8,8 +8,8 @@ import time
 from pathlib import Path
 
 import pytest
-from batch_fakes import FakeExecutor
 
+from tests.support.batch_fakes import FakeExecutor
 from zlbench.errors import ZlbenchError
 from zlbench.models import OpStatus, RunStatus, read_ops_status
 from zlbench.protocol.layout import COMPLETE, GPU_TURNS_CSV, OPS_STATUS, RUN_LOG

@@ -9,8 +9,8 @@ import io
 import json
 
 import pytest
-from batch_fakes import FakeExecutor, batch_config_factory, dtypes_per_call
 
+from tests.support.batch_fakes import FakeExecutor, batch_config_factory, dtypes_per_call
 from zlbench.models import RunStatus, read_ops_status
 from zlbench.runner.batch.info import read_batch_info
 from zlbench.runner.batch.run import run_batch

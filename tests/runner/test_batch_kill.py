@@ -10,22 +10,20 @@ import textwrap
 import time
 from pathlib import Path
 
-from batch_fakes import make_inventory
-
+from tests.support.batch_fakes import make_inventory
 from zlbench.models import RunStatus, read_ops_status
 
-HERE = Path(__file__).parent
+REPO = Path(__file__).resolve().parents[2]
 
 SCRIPT = textwrap.dedent(
     """
     import sys
     from pathlib import Path
-    sys.path.insert(0, sys.argv[1])
-    from batch_fakes import FakeExecutor
+    from tests.support.batch_fakes import FakeExecutor
     from zlbench.runner.batch.config import BatchConfig
     from zlbench.runner.batch.run import run_batch
 
-    tmp = Path(sys.argv[2])
+    tmp = Path(sys.argv[1])
     run_batch(BatchConfig(
         out_dir=tmp / "out", flaggems_dirs={"main": tmp}, ops_dir=tmp / "ops",
         all_ops=True, gpus=["0", "1"], executor=FakeExecutor(delay_s=0.15),
@@ -40,7 +38,8 @@ def test_sigkill_mid_batch_leaves_valid_csv(tmp_path):
     log = tmp_path / "batch.out"
     with open(log, "w") as out:
         proc = subprocess.Popen(
-            [sys.executable, "-c", SCRIPT, str(HERE), str(tmp_path)],
+            [sys.executable, "-c", SCRIPT, str(tmp_path)],
+            env={**os.environ, "PYTHONPATH": str(REPO)},  # tests.support
             stdout=out,
             stderr=subprocess.STDOUT,
         )

@@ -11,9 +11,9 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from batch_fakes import FakeExecutor, batch_cli, batch_config_factory
 from benchpkg_batch import BENCHPKG, interpret_config
 
+from tests.support.batch_fakes import FakeExecutor, batch_cli, batch_config_factory
 from zlbench.errors import ZlbenchError
 from zlbench.models import RunStatus, read_ops_status
 from zlbench.protocol.turn import GPU_TURN_LOG_VAR, GPU_TURN_VAR, TURN_LOG_HEADER, GpuTurn

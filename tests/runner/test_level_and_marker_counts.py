@@ -9,9 +9,9 @@ import io
 import shutil
 from pathlib import Path
 
-from batch_fakes import FakeExecutor, batch_config_factory
 from benchpkg_batch import BENCHPKG, interpret_config
 
+from tests.support.batch_fakes import FakeExecutor, batch_config_factory
 from zlbench.models import (
     Marker,
     MarkerKind,

@@ -7,8 +7,8 @@ import json
 import shutil
 
 import pytest
-from batch_fakes import FakeExecutor, make_inventory
 
+from tests.support.batch_fakes import FakeExecutor, make_inventory
 from zlbench.cli import main
 from zlbench.errors import ZlbenchError
 from zlbench.gate.load import load_results

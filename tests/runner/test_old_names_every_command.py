@@ -9,24 +9,21 @@ unknown name is still the error it was. The rule is one function of the catalog
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "gate"))  # the gate's synthetic dirs
-from zlsynth import (  # noqa: E402
+from tests.support.zlsynth import (
     brow,
     crow,
     gate,
     one_error_line,
     run_result,
     write_baseline,
-    write_results,  # noqa: E402
+    write_results,
 )
-
-from zlbench.errors import ZlbenchError  # noqa: E402
-from zlbench.runner.catalog.select import current_specs  # noqa: E402
+from zlbench.errors import ZlbenchError
+from zlbench.runner.catalog.select import current_specs
 
 OPS = Path(__file__).resolve().parents[2] / "ops"  # the shipped ops dir: old_names.csv
 S = "[1024]"

@@ -15,16 +15,15 @@ import pytest
 
 triton = pytest.importorskip("triton")
 
-from batch_fakes import FakeExecutor, batch_config_factory  # noqa: E402
-from codegen_support import (  # noqa: E402
+import zlbench.runner.batch.run as run_mod  # noqa: E402
+from tests.support.batch_fakes import FakeExecutor, batch_config_factory  # noqa: E402
+from tests.support.codegen import (  # noqa: E402
     RECORD_SCRIPT,
     TARGET,
     load_index,
     record_benchpkg,
     subprocess_env,
 )
-
-import zlbench.runner.batch.run as run_mod  # noqa: E402
 from zlbench.errors import ZlbenchError  # noqa: E402
 from zlbench.models import CodegenIndex  # noqa: E402
 from zlbench.protocol.cache import SHARED_CACHE_READY_VAR, wait_ready  # noqa: E402

@@ -9,8 +9,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-from batch_fakes import refresh_with_fake_batches, write_one_row_pass
 
+from tests.support.batch_fakes import refresh_with_fake_batches, write_one_row_pass
 from zlbench.cli import main
 from zlbench.errors import ZlbenchError
 from zlbench.gate.baselines import verify

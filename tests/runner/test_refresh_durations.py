@@ -8,8 +8,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from batch_fakes import make_inventory, refresh_with_fake_batches, write_one_row_pass
 
+from tests.support.batch_fakes import make_inventory, refresh_with_fake_batches, write_one_row_pass
 from zlbench.errors import ZlbenchError
 from zlbench.gate.baselines import sha256_file, verify
 from zlbench.gate.load import load_baseline

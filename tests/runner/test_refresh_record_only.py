@@ -7,12 +7,12 @@ whose records were kept enter, their codegen indexes hold digest-only stages (bl
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
-from batch_fakes import make_inventory, write_one_row_pass
 
+from tests.support.batch_fakes import make_inventory, write_one_row_pass
+from tests.support.cgsynth import COMPILER, request
 from zlbench.cli import main
 from zlbench.errors import ZlbenchError
 from zlbench.gate.baselines import verify
@@ -41,12 +41,6 @@ from zlbench.runner.batch.info import write_batch_info
 from zlbench.runner.batch.status import write_ops_status
 from zlbench.runner.compact import compact
 from zlbench.runner.refresh import NO_CODEGEN, RECORD_NUMBERS, RefreshConfig, refresh
-
-_CODEGEN = str(Path(__file__).parent.parent / "codegen")
-if _CODEGEN not in sys.path:
-    sys.path.insert(0, _CODEGEN)
-
-from cgsynth import COMPILER, request  # noqa: E402
 
 ENV = Environment(gpu_model="NVIDIA H200", triton_dist="triton", triton_version="3.6.0")
 # op -> (status in the record pass, its note, records kept)

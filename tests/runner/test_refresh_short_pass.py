@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from batch_fakes import make_inventory, write_one_row_pass
 
+from tests.support.batch_fakes import make_inventory, write_one_row_pass
 from zlbench.cli import main
 from zlbench.errors import ZlbenchError
 from zlbench.gate.baselines import verify

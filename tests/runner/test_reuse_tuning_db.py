@@ -7,8 +7,8 @@ from __future__ import annotations
 import io
 
 import pytest
-from batch_fakes import FakeExecutor, batch_cli, batch_config_factory
 
+from tests.support.batch_fakes import FakeExecutor, batch_cli, batch_config_factory
 from zlbench.cli import main
 from zlbench.errors import ZlbenchError
 from zlbench.runner import run as run_mod

@@ -10,8 +10,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-from batch_fakes import part_indices
 
+from tests.support.batch_fakes import part_indices
 from zlbench.models import (
     CODEGEN_DIR,
     CODEGEN_INDEX,

@@ -14,9 +14,9 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from batch_fakes import FakeExecutor, batch_config_factory, part_indices
 from benchpkg_batch import BENCHPKG, interpret_config
 
+from tests.support.batch_fakes import FakeExecutor, batch_config_factory, part_indices
 from zlbench.models import (
     OpStatus,
     Row,

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from batch_fakes import make_inventory
 
+from tests.support.batch_fakes import make_inventory
 from zlbench.errors import ZlbenchError
 from zlbench.protocol.ops import read_ops_file
 from zlbench.runner.catalog.select import select_ops

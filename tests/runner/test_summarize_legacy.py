@@ -7,8 +7,8 @@ import csv
 import io
 
 import pytest
-from batch_fakes import FakeExecutor, batch_config_factory
 
+from tests.support.batch_fakes import FakeExecutor, batch_config_factory
 from zlbench.cli import main
 from zlbench.models import OP_STATUS_FIELDS, SUMMARY_FIELDS
 from zlbench.runner.batch.legacy import LEGACY_OPS_STATUS_FIELDS, LEGACY_SUMMARY_FIELDS

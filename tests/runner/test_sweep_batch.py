@@ -9,8 +9,8 @@ import json
 from pathlib import Path
 
 import pytest
-from batch_fakes import FakeExecutor, fake_sweep_children, make_inventory
 
+from tests.support.batch_fakes import FakeExecutor, fake_sweep_children, make_inventory
 from zlbench.cli import main
 from zlbench.models import RunResult, RunStatus, load_json_model, read_ops_status
 from zlbench.runner.batch.config import BatchConfig

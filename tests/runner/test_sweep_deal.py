@@ -11,8 +11,8 @@ import json
 from pathlib import Path
 
 import pytest
-from batch_fakes import FakeExecutor, fake_sweep_children, make_inventory
 
+from tests.support.batch_fakes import FakeExecutor, fake_sweep_children, make_inventory
 from zlbench.errors import ZlbenchError
 from zlbench.models import PlanEntry, read_ops_status
 from zlbench.runner.batch.config import BatchConfig

@@ -9,8 +9,15 @@ import sys
 from pathlib import Path
 
 import pytest
-from zlsynth import brow, crow, one_error_line, run_result, write_baseline, write_results
 
+from tests.support.zlsynth import (
+    brow,
+    crow,
+    one_error_line,
+    run_result,
+    write_baseline,
+    write_results,
+)
 from zlbench.cli import main
 from zlbench.errors import ZlbenchError
 from zlbench.models import AbCompiler, AbSummary, GateVerdict, load_json_model

@@ -5,8 +5,15 @@ notices files that no refresh writes."""
 from __future__ import annotations
 
 import pytest
-from zlsynth import brow, crow, one_error_line, run_result, write_baseline, write_results
 
+from tests.support.zlsynth import (
+    brow,
+    crow,
+    one_error_line,
+    run_result,
+    write_baseline,
+    write_results,
+)
 from zlbench.cli import main
 
 S = "[1024]"

@@ -5,27 +5,21 @@ verified baseline, never for a batch dir."""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
-from zlsynth import brow, one_error_line, write_baseline
 
-_CODEGEN = str(Path(__file__).parent.parent / "codegen")
-if _CODEGEN not in sys.path:
-    sys.path.insert(0, _CODEGEN)
-
-from cgsynth import record, request, stage_texts, use, write_index  # noqa: E402
-
-import zlbench.cli.codegen_cmd as codegen_cmd  # noqa: E402
-from zlbench.cli import main  # noqa: E402
-from zlbench.models import (  # noqa: E402
+import zlbench.cli.codegen_cmd as codegen_cmd
+from tests.support.cgsynth import record, request, stage_texts, use, write_index
+from tests.support.zlsynth import brow, one_error_line, write_baseline
+from zlbench.cli import main
+from zlbench.models import (
     CodegenClass,
     CodegenScreen,
     KernelScreen,
     load_json_model,
 )
-from zlbench.models.codegen import CODEGEN_DIR, CODEGEN_INDEX  # noqa: E402
+from zlbench.models.codegen import CODEGEN_DIR, CODEGEN_INDEX
 
 S = "[torch.Size([64, 64])]"
 

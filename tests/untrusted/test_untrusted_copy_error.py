@@ -6,8 +6,7 @@ from __future__ import annotations
 
 import shutil
 
-from zlsynth import crow, one_error_line, run_result, write_results
-
+from tests.support.zlsynth import crow, one_error_line, run_result, write_results
 from zlbench.cli import ERROR_LINE_MAX, main
 
 S = "[1024]"

@@ -4,12 +4,11 @@ a digit to ``str.isdigit()`` but not to ``int()``; never a traceback."""
 from __future__ import annotations
 
 import importlib.util
-import sys
 from pathlib import Path
 
 import pytest
-from zlsynth import brow, crow, run_result, write_baseline, write_results
 
+from tests.support.zlsynth import brow, crow, run_result, write_baseline, write_results
 from zlbench.cli import main
 
 S = "[1024]"
@@ -31,13 +30,10 @@ def test_a_confirm_pass_named_with_a_unicode_digit_is_judged(tmp_path):
 
 @pytest.mark.parametrize("text", ["²", "٣", "1²"])
 def test_a_shard_count_in_unicode_digits_is_one_line(text):
-    sys.path.insert(0, str(CI))
-    try:
-        spec = importlib.util.spec_from_file_location("zl_gate_setup", CI / "gate_setup.py")
-        mod = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(mod)
-    finally:
-        sys.path.remove(str(CI))
+    # the script puts its own dir (ci/: gha.py) on sys.path
+    spec = importlib.util.spec_from_file_location("zl_gate_setup", CI / "gate_setup.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
     with pytest.raises(mod.CiError, match="shard count must be an integer"):
         mod.parse_shards(text)
 

@@ -7,20 +7,22 @@ before GitHub autolinks the text)."""
 from __future__ import annotations
 
 import re
-import sys
-from pathlib import Path
 
 import pytest
-from zlsynth import ENV, brow, crow, gate, replay_marker, run_result, write_baseline, write_results
 
-_REPORT = str(Path(__file__).parent.parent / "report")
-if _REPORT not in sys.path:
-    sys.path.insert(0, _REPORT)
-
-from mdcheck import outside_fences, strip_code_spans  # noqa: E402
-
-from zlbench.models import OpStatus, RunStatus  # noqa: E402
-from zlbench.report.escape import WJ, md_text, neutralize  # noqa: E402
+from tests.support.mdcheck import outside_fences, strip_code_spans
+from tests.support.zlsynth import (
+    ENV,
+    brow,
+    crow,
+    gate,
+    replay_marker,
+    run_result,
+    write_baseline,
+    write_results,
+)
+from zlbench.models import OpStatus, RunStatus
+from zlbench.report.escape import WJ, md_text, neutralize
 
 S = "[1024]"
 REFS = "see #4242, org/repo#4243 and GH-4244 (fixes #1)"

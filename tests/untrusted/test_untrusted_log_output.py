@@ -9,8 +9,8 @@ import io
 import re
 
 import pytest
-from zlsynth import brow, crow, run_result, write_baseline, write_results
 
+from tests.support.zlsynth import brow, crow, run_result, write_baseline, write_results
 from zlbench.cli import main
 from zlbench.cli.logsafe import LogSafeStream, log_safe
 from zlbench.models import OP_STATUS_FIELDS, BatchInfo, OpStatus, RunStatus, dump_json_model

@@ -7,8 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from zlsynth import crow, one_error_line, run_result, write_results
 
+from tests.support.zlsynth import crow, one_error_line, run_result, write_results
 from zlbench.cli import main
 from zlbench.models import (
     CodegenClass,
@@ -84,16 +84,12 @@ def test_agreeing_screens_merge_whatever_their_timings(tmp_path):
 
 def _collect_shards():
     import importlib.util
-    import sys
 
     ci = Path(__file__).resolve().parents[2] / "ci"
-    sys.path.insert(0, str(ci))
-    try:
-        spec = importlib.util.spec_from_file_location("zl_collect_shards", ci / "collect_shards.py")
-        mod = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(mod)
-    finally:
-        sys.path.remove(str(ci))
+    # the script puts its own dir (ci/: gha.py) on sys.path
+    spec = importlib.util.spec_from_file_location("zl_collect_shards", ci / "collect_shards.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
     return mod
 
 

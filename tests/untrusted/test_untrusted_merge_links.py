@@ -4,8 +4,8 @@ link out of the artifact they read (issue 16): one error line, exit 2, nothing c
 from __future__ import annotations
 
 import pytest
-from zlsynth import crow, one_error_line, run_result, write_results
 
+from tests.support.zlsynth import crow, one_error_line, run_result, write_results
 from zlbench.cli import main
 from zlbench.errors import ZlbenchError
 

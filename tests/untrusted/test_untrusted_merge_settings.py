@@ -8,8 +8,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from zlsynth import crow, one_error_line, run_result, write_results
 
+from tests.support.zlsynth import crow, one_error_line, run_result, write_results
 from zlbench.cli import main
 from zlbench.models import BatchInfo, dump_json_model
 from zlbench.runner.batch.status import write_ops_status

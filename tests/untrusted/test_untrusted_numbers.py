@@ -7,8 +7,8 @@ from __future__ import annotations
 import argparse
 
 import pytest
-from zlsynth import one_error_line
 
+from tests.support.zlsynth import one_error_line
 from zlbench.cli import build_parser, main
 from zlbench.cli.numbers import RULES, check_numbers
 from zlbench.errors import ZlbenchError

@@ -14,8 +14,15 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from zlsynth import brow, crow, one_error_line, run_result, write_baseline, write_results
 
+from tests.support.zlsynth import (
+    brow,
+    crow,
+    one_error_line,
+    run_result,
+    write_baseline,
+    write_results,
+)
 from zlbench.cli import main
 
 S = "[1024]"

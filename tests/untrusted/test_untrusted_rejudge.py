@@ -8,12 +8,19 @@ from __future__ import annotations
 
 import json
 import os
-import sys
 from pathlib import Path
 
 import pytest
-from zlsynth import brow, crow, one_error_line, run_result, write_baseline, write_results
 
+from tests.support.interleaved import gate_dir, pairs_of
+from tests.support.zlsynth import (
+    brow,
+    crow,
+    one_error_line,
+    run_result,
+    write_baseline,
+    write_results,
+)
 from zlbench.cli import main
 from zlbench.models import (
     CodegenClass,
@@ -25,12 +32,6 @@ from zlbench.models import (
     dump_json_model,
     load_json_model,
 )
-
-_AB = str(Path(__file__).parent.parent / "ab")
-if _AB not in sys.path:
-    sys.path.insert(0, _AB)
-
-from test_interleaved_judge import gate_dir, pairs_of  # noqa: E402
 
 S = "[1024]"
 SLOWER = {"big": pairs_of([110.0, 110.5, 109.5, 110.2, 109.8], 100.0)}  # +10 % vs the base

@@ -6,8 +6,16 @@ with the closest op, for the ``ops``, ``rows`` and ``paired_ops`` entries of a
 from __future__ import annotations
 
 import pytest
-from zlsynth import brow, crow, gate, one_error_line, run_result, write_baseline, write_results
 
+from tests.support.zlsynth import (
+    brow,
+    crow,
+    gate,
+    one_error_line,
+    run_result,
+    write_baseline,
+    write_results,
+)
 from zlbench.cli import main
 
 S = "[1024]"

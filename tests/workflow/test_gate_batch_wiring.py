@@ -8,8 +8,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-from zlsynth import brow, crow, run_result, write_baseline, write_results
 
+from tests.support.zlsynth import brow, crow, run_result, write_baseline, write_results
 from zlbench.cli import main
 from zlbench.gate.load import load_baseline
 from zlbench.models import BatchInfo, GateVerdict, OpStatus, RunStatus, Selection

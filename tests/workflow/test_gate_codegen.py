@@ -13,8 +13,8 @@ import json
 from pathlib import Path
 
 import pytest
-from zlsynth import brow, crow, run_result, write_baseline, write_results
 
+from tests.support.zlsynth import brow, crow, run_result, write_baseline, write_results
 from zlbench.cli import main
 from zlbench.codegen.screen import ScreenOptions
 from zlbench.errors import ZlbenchError

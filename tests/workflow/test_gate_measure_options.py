@@ -7,8 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from zlsynth import brow, write_baseline
 
+from tests.support.zlsynth import brow, write_baseline
 from zlbench.cli import build_parser, main
 from zlbench.cli.gate_cmd import job_from_args
 from zlbench.cli.settings import Settings

@@ -22,8 +22,8 @@ from test_gate_codegen import (
     baseline,
     good,
 )
-from zlsynth import brow, write_baseline
 
+from tests.support.zlsynth import brow, write_baseline
 from zlbench.cli import gate_cmd, main
 from zlbench.errors import ZlbenchError
 from zlbench.models import GateVerdict, Selection, TimingPlanFile, load_json_model

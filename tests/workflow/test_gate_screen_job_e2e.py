@@ -16,9 +16,8 @@ import pytest
 
 pytest.importorskip("triton")
 
-from codegen_support import REPO, record_benchpkg, write_op_codegen  # noqa: E402
-from zlsynth import brow, crow, run_result, write_baseline, write_results  # noqa: E402
-
+from tests.support.codegen import REPO, record_benchpkg, write_op_codegen  # noqa: E402
+from tests.support.zlsynth import brow, crow, run_result, write_baseline, write_results  # noqa: E402
 from zlbench.models import (  # noqa: E402
     GateVerdict,
     Selection,

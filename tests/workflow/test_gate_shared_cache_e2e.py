@@ -17,7 +17,7 @@ import pytest
 
 pytest.importorskip("triton")
 
-from codegen_support import (  # noqa: E402
+from tests.support.codegen import (  # noqa: E402
     RECORD_SCRIPT,
     REPO,
     TARGET,
@@ -27,8 +27,7 @@ from codegen_support import (  # noqa: E402
     record_benchpkg,
     subprocess_env,
 )
-from zlsynth import brow, crow, run_result, write_baseline, write_results  # noqa: E402
-
+from tests.support.zlsynth import brow, crow, run_result, write_baseline, write_results  # noqa: E402
 from zlbench.models import STEPS_JSON, CodegenScreen, GateSteps, Selection, load_json_model  # noqa: E402
 from zlbench.runner.execute.worker import SHARED_TRITON_CACHE, process_env  # noqa: E402
 from zlbench.workflow.gate import GateJob, GateSeams, run_gate  # noqa: E402

@@ -7,8 +7,8 @@ import io
 from pathlib import Path
 
 import pytest
-from zlsynth import brow, crow, run_result, write_baseline, write_results
 
+from tests.support.zlsynth import brow, crow, run_result, write_baseline, write_results
 from zlbench.cli import main
 from zlbench.models import GateVerdict, Scheduling, Selection
 from zlbench.workflow.gate import GateJob, GateSeams, rejudge, run_gate

@@ -1,6 +1,6 @@
 """A stand-in for the rebuild worker in the screen's orchestration tests (no triton).
 
-``python -m fakeworker IN.json OUT_DIR`` (writes OUT_DIR/{index.json,blobs/}, as
+``python -m tests.support.fakeworker IN.json OUT_DIR`` (writes OUT_DIR/{index.json,blobs/}, as
 the real worker does): for each requested kernel, looks up what
 to "compile" in the JSON file named by ``FAKE_CODEGEN_PLAN``: kernel name ->
 ``{"texts": {stage: text}, "figures": {...}}``, ``"fail"`` (a compile error),
@@ -18,8 +18,7 @@ import signal
 import sys
 from pathlib import Path
 
-from cgsynth import result, write_index
-
+from tests.support.cgsynth import result, write_index
 from zlbench.models.codegen import CodegenIndex, CompileRecord
 from zlbench.protocol.compile_lines import REBUILD_END, write_end, write_item
 

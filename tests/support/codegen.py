@@ -1,5 +1,4 @@
-"""Helpers for codegen tests (import as ``from codegen_support import ...``; tests/ is
-on sys.path through the root conftest).
+"""Helpers for codegen tests (``from tests.support.codegen import ...``).
 
 * :func:`record_benchpkg`: compile the benchpkg kernels (tests/benchpkg) for sm_90 on
   this CPU under the stand-in driver, plus one FlagGems-style *generated* kernel,
@@ -24,7 +23,7 @@ from pathlib import Path
 
 from zlbench.models import CODEGEN_BLOBS, CodegenIndex, KernelUse, dump_json_model, load_json_model
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 BENCHPKG_SRC = REPO / "tests" / "benchpkg" / "src"
 TARGET = "cuda:90"
 

@@ -1,0 +1,1 @@
+"""The test suite; a package so that ``tests.support`` imports from any tier."""
