@@ -97,6 +97,33 @@ def aggregate_op(record: RunResult, replays: list[RunResult]) -> BaselineResult:
     )
 
 
+def why_no_rows(replays: list[RunResult]) -> str:
+    """Why :func:`aggregate_op` kept no row of these replay passes, in words: rows not
+    measured in every pass, rows measured in every pass whose passes scatter by
+    MAX_NOISE or more (with their noise), or both."""
+    passes = [{_rkey(r): r for r in rep.rows} for rep in replays]
+    missing, noisy = 0, []
+    for first in replays[0].rows if replays else []:
+        samples = [p.get(_rkey(first)) for p in passes]
+        if any(s is None or s.status != "SUCCESS" or not _usable(s.speedup) for s in samples):
+            missing += 1
+            continue
+        noise = _noise([float(s.speedup) for s in samples])  # type: ignore[union-attr,arg-type]
+        if not noise < MAX_NOISE:
+            noisy.append(noise)
+    if not noisy:
+        return "no row measured in every replay pass"
+    lo, hi = min(noisy), max(noisy)
+    figure = f"{lo:.1%}" if lo == hi else f"{lo:.1%} to {hi:.1%}"
+    said = (
+        f"{len(noisy)} row(s) measured in all {len(replays)} replay passes scatter by "
+        f"MAX_NOISE ({MAX_NOISE:.0%}) or more (noise {figure})"
+    ).replace("%", " %")
+    if missing:
+        return f"no row usable: {said}; {missing} row(s) not measured in every replay pass"
+    return f"every row too noisy: {said}"
+
+
 def _rkey(row: Row) -> tuple[str, str, str, int]:
     return (row.op, row.dtype, row.shape, row.occurrence)
 
@@ -105,10 +132,16 @@ def _usable(speedup: float | None) -> bool:
     return speedup is not None and math.isfinite(speedup) and speedup > 0
 
 
+def _noise(speedups: list[float]) -> float:
+    """A row's noise: the largest relative deviation of one pass from the median."""
+    med = statistics.median(speedups)
+    return max(abs(s / med - 1.0) for s in speedups)
+
+
 def _baseline_row(first: Row, samples: list[Row]) -> BaselineRow | None:
     speedups = [float(s.speedup) for s in samples]  # type: ignore[arg-type]
     med = statistics.median(speedups)
-    noise = max(abs(s / med - 1.0) for s in speedups)
+    noise = _noise(speedups)
     if not noise < MAX_NOISE:
         return None
     base_lat = statistics.median(float(s.latency_base_ms or 0.0) for s in samples)

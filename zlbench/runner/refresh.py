@@ -264,7 +264,8 @@ def _assemble(
             # no replay pass (--repeats 0): the record pass's rows are the numbers
             result = baselines.aggregate_op(rec, reps or [rec])  # type: ignore[arg-type]
             if not result.rows:
-                why = "no row measured in every replay pass" if reps else "no row measured"
+                # not measured in every pass, or measured but scattered past MAX_NOISE
+                why = baselines.why_no_rows(reps) if reps else "no row measured"  # type: ignore[arg-type]
         if why is not None:
             short.pop(key, None)
             excluded[key] = why
