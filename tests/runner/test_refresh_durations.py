@@ -24,7 +24,7 @@ from zlbench.models import (
 from zlbench.runner.batch.config import BatchConfig, BatchOutcome
 from zlbench.runner.batch.plan import plan_selection, recorded_durations
 from zlbench.runner.batch.status import write_ops_status
-from zlbench.workflow.gate import baseline_durations
+from zlbench.workflow.codegen_step import baseline_durations
 
 ENV = Environment(gpu_model="NVIDIA H200", gpu_count=1, triton_version="3.6.0")
 OPS = ["a", "b", "c", "d"]

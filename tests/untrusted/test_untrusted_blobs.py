@@ -78,7 +78,7 @@ def _step_with_diff(tmp_path, diff: str):
 
 
 def test_a_huge_diff_file_is_read_only_up_to_the_reports_cut(tmp_path):
-    from zlbench.workflow.codegen import IR_DIFF_LIMIT, _diffs
+    from zlbench.workflow.codegen_verdict import IR_DIFF_LIMIT, _diffs
 
     step, note = _step_with_diff(tmp_path, "k.diff")
     (tmp_path / "diffs" / "k.diff").write_text("+ a changed line\n" * (3 * MiB))  # 48 MiB
@@ -94,7 +94,7 @@ def test_a_huge_diff_file_is_read_only_up_to_the_reports_cut(tmp_path):
 
 
 def test_a_fifo_as_a_diff_file_does_not_hang_the_report(tmp_path):
-    from zlbench.workflow.codegen import _diffs
+    from zlbench.workflow.codegen_verdict import _diffs
 
     step, note = _step_with_diff(tmp_path, "k.diff")
     os.mkfifo(tmp_path / "diffs" / "k.diff")

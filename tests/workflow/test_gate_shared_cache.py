@@ -146,7 +146,7 @@ def test_the_ab_gives_the_cache_to_the_pr_side_only(tmp_path, ops_dir):
     from zlbench.gate.load import load_baseline
     from zlbench.models import Selection
     from zlbench.workflow.ab import AbContext, AbOptions
-    from zlbench.workflow.gate import GateJob, GateSeams, _Inputs, _remeasure_or_ab
+    from zlbench.workflow.gate import GateInputs, GateJob, GateSeams, _remeasure_or_ab
 
     bl = load_baseline(baseline(tmp_path / "bl"))
     share = Scheduling(gpu_share=4)
@@ -161,7 +161,7 @@ def test_the_ab_gives_the_cache_to_the_pr_side_only(tmp_path, ops_dir):
     req.shared_cache, req.sass = cache, False
     base = CompilerEnv("/envs/base", python="/envs/base/bin/python")
     ab = AbContext(AbOptions(base_compiler="/envs/base"), base=base)
-    inputs = _Inputs(bl, None, None, ab)
+    inputs = GateInputs(bl, None, None, ab)
     batch = FakeBatch(good())
     remeasure, measure = _remeasure_or_ab(inputs, req, tmp_path / "out", GateSeams(measure=batch))
     assert remeasure is None

@@ -31,7 +31,7 @@ from zlbench.protocol.layout import MANIFEST_YAML
 from zlbench.report.codegen import headline
 from zlbench.report.escape import log_line
 from zlbench.runner.batch.shard import parse_shard
-from zlbench.workflow.codegen import compiler_fingerprint
+from zlbench.workflow.codegen_artifact import compiler_fingerprint
 
 
 def add_parser(sub) -> None:

@@ -24,7 +24,7 @@ from zlbench.cli.options import (
 from zlbench.cli.settings import Settings
 from zlbench.workflow.ab import DEFAULT_ROUNDS
 from zlbench.workflow.codegen import TIME_MODES
-from zlbench.workflow.gate import GateJob, GateSeams
+from zlbench.workflow.gate_job import GateJob, GateSeams
 from zlbench.workflow.screen_job import run_gate_job
 
 

@@ -124,7 +124,7 @@ def _copy_codegen(gate_dirs: list[Path], into: Path) -> None:
     longer compiles as an unsharded gate does. Shards that disagree, or some with a
     screen and some without, are refused in one line: the verdict never depends on
     which shard comes first."""
-    from zlbench.workflow.codegen import TIMING_JSON
+    from zlbench.workflow.codegen_step import TIMING_JSON
 
     found: list[tuple[Path, CodegenScreen, TimingPlanFile | None]] = []
     for g in gate_dirs:

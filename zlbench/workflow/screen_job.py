@@ -10,9 +10,11 @@ from pathlib import Path
 
 from zlbench.errors import ZlbenchError
 from zlbench.protocol.layout import CODEGEN_SCREEN_DIR
-from zlbench.workflow import codegen
-from zlbench.workflow import gate as gate_workflow
-from zlbench.workflow.gate import GateJob, GateSeams, run_gate
+from zlbench.workflow import codegen, codegen_artifact
+from zlbench.workflow.codegen_step import TIMING_JSON
+from zlbench.workflow.gate import run_gate, screen_step
+from zlbench.workflow.gate_job import GateJob, GateSeams
+from zlbench.workflow.gate_judge import claim_out, load_inputs
 
 
 def run_gate_job(
@@ -46,8 +48,8 @@ def run_gate_job(
             "--time-budget and --time-first are the screen job's "
             "(`gate --screen-only`): --screen times the ops it listed"
         )
-    inputs = gate_workflow.load_inputs(job, seams)  # the baseline verified, the op set
-    artifact = codegen.load_screen_artifact(
+    inputs = load_inputs(job, seams)  # the baseline verified, the op set
+    artifact = codegen_artifact.load_screen_artifact(
         screen, inputs.baseline, inputs.opts.scope, codegen.compiler_fingerprint()
     )
     mode = artifact.plan.time
@@ -69,10 +71,10 @@ def _screen_only(job: GateJob, seams: GateSeams) -> int:
             "--screen-only measures nothing: --shard and --base-compiler "
             "belong to the GPU job that takes its --screen"
         )
-    inputs = gate_workflow.load_inputs(job, seams)  # the baseline verified; FlagGems found
-    out = gate_workflow.claim_out(Path(job.out), seams)
-    step = gate_workflow.screen_step(inputs, job, out, seams)
-    plan = codegen.screen_only(
+    inputs = load_inputs(job, seams)  # the baseline verified; FlagGems found
+    out = claim_out(Path(job.out), seams)
+    step = screen_step(inputs, job, out, seams)
+    plan = codegen_artifact.screen_only(
         step,
         inputs.baseline,
         inputs.opts.scope,
@@ -87,7 +89,7 @@ def _screen_only(job: GateJob, seams: GateSeams) -> int:
     seams.say(
         f"zlbench gate --screen-only: {len(plan.order)} op(s) to time, "
         f"{len(plan.skipped)} proven unchanged{over} "
-        f"({out / CODEGEN_SCREEN_DIR / codegen.TIMING_JSON}); the GPU job: "
+        f"({out / CODEGEN_SCREEN_DIR / TIMING_JSON}); the GPU job: "
         f"zlbench gate --baseline {job.baseline} --screen {out} ..."
     )
     return 1 if step.summary.failed else 0
