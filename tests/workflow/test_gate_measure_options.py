@@ -42,8 +42,10 @@ def test_gate_precompiles_nothing_and_keeps_the_plugin_budgets_by_default(tmp_pa
 
 
 def test_report_has_no_measuring_flags_and_its_job_measures_nothing_extra(tmp_path):
+    from zlbench.cli import report_cmd
+
     args = build_parser().parse_args(["report", str(tmp_path), "--baseline", str(tmp_path)])
-    job = job_from_args(args, Settings.from_env({}), tmp_path)
+    job = report_cmd.job_from_args(args, Settings.from_env({}), tmp_path)
     assert (job.scheduling.precompile_jobs, measuring_args(job.measuring)) == (0, [])
 
 

@@ -41,6 +41,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"zlbench {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    parser.set_defaults(out=None)  # a command that writes nothing has no --out
     for name in COMMANDS:
         importlib.import_module(f"zlbench.cli.{name}_cmd").add_parser(sub)
     return parser
@@ -108,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
 def _check_out(args: argparse.Namespace) -> None:
     """Every command that writes refuses an ``--out`` that is or lies inside a
     baseline dir: a baseline is never written to (one line, exit 2)."""
-    out = getattr(args, "out", None)
+    out = args.out
     if not out:
         return
     from zlbench.gate.baselines import baseline_above

@@ -200,7 +200,7 @@ def _add_refresh(bsub) -> None:
     r.add_argument(
         "--commit", action="store_true", help="commit the new dir on branch baseline/<name>"
     )
-    r.set_defaults(func=_refresh, shard=None, replay_root=None, resume=False)
+    r.set_defaults(func=_refresh, shard=None, replay_root=None, resume=False, keep_failed=False)
 
 
 def _refresh(args) -> int:

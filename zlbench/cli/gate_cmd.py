@@ -135,30 +135,21 @@ def add_ab_options(p) -> None:
 def _time_mode(args) -> str:
     """``--time`` as given; else ``changed`` for a gate that measures, ``all`` with
     ``--full-ab`` or when judging ``--results`` (nothing is timed then)."""
-    given = getattr(args, "time", None)
-    if given:
-        return given
-    if getattr(args, "results", None) or getattr(args, "full_ab", False):
-        return "all"
-    return "changed"
+    if args.time:
+        return args.time
+    return "all" if args.results or args.full_ab else "changed"
 
 
-def job_from_args(args, settings: Settings, ops_dir: Path) -> GateJob:
-    """The job that ``gate`` and ``report`` flags describe (``report`` has no
-    --shard / --confirm / --results flag: its results dir is positional)."""
-    from zlbench.cli.options import measuring_from, scheduling_from
-    from zlbench.runner.batch.shard import parse_shard
-
-    shard = getattr(args, "shard", None)
-    scheduling = scheduling_from(args, settings)  # --gpu-share 0: refused, as by every command
-    return GateJob(
+def judging_fields(args, settings: Settings, ops_dir: Path) -> dict:
+    """The :class:`GateJob` fields of the flags ``gate`` and ``report`` share
+    (:func:`add_baseline_options`, :func:`add_judging_options`, ``--out``, the results
+    dir) and of the environment."""
+    return dict(
         baseline=args.baseline,
         out=Path(args.out),
         selection=baseline_selection_from(args, ops_dir),
         results=args.results,
         thresholds=args.thresholds,
-        shard=parse_shard(shard) if shard else None,
-        confirm=getattr(args, "confirm", None),
         allow_env_mismatch=args.allow_env_mismatch,
         flaggems_dirs={k: Path(v) for k, v in settings.flaggems_dirs.items()},
         cuda_visible_devices=settings.cuda_visible_devices,
@@ -166,19 +157,33 @@ def job_from_args(args, settings: Settings, ops_dir: Path) -> GateJob:
         argv=list(sys.argv),
         thresholds_label=args.thresholds or "",
         artifact_url=settings.run_url,
+    )
+
+
+def job_from_args(args, settings: Settings, ops_dir: Path) -> GateJob:
+    """The job that the ``gate`` flags describe: the judging flags ``report`` shares
+    (:func:`judging_fields`) and the gate's own (measuring, the codegen screen, the A/B)."""
+    from zlbench.cli.options import measuring_from, scheduling_from
+    from zlbench.runner.batch.shard import parse_shard
+
+    scheduling = scheduling_from(args, settings)  # --gpu-share 0: refused, as by every command
+    return GateJob(
+        **judging_fields(args, settings, ops_dir),
+        shard=parse_shard(args.shard) if args.shard else None,
+        confirm=args.confirm,
         time=_time_mode(args),
-        time_budget_s=getattr(args, "time_budget", None),
-        time_first=getattr(args, "time_first", None),
-        codegen_jobs=getattr(args, "codegen_jobs", None) or os.cpu_count() or 1,
-        codegen_rebuilt=tuple(getattr(args, "rebuilt", None) or ()),
+        time_budget_s=args.time_budget,
+        time_first=args.time_first,
+        codegen_jobs=args.codegen_jobs or os.cpu_count() or 1,
+        codegen_rebuilt=tuple(args.rebuilt),
         measuring=measuring_from(args),
         scheduling=scheduling,
         ab=ab_options_from(
             args,
-            base_compiler=getattr(args, "base_compiler", None),
-            full=getattr(args, "full_ab", False),
-            rounds=getattr(args, "ab_rounds", None) or DEFAULT_ROUNDS,
-            accept=Path(args.accept) if getattr(args, "accept", None) else None,
+            base_compiler=args.base_compiler,
+            full=args.full_ab,
+            rounds=args.ab_rounds or DEFAULT_ROUNDS,
+            accept=Path(args.accept) if args.accept else None,
         ),
     )
 

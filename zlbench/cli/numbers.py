@@ -58,15 +58,18 @@ def _flag(dest: str) -> str:
 
 
 def check_numbers(args: argparse.Namespace) -> None:
-    """Refuse a numeric flag out of range (RULES), a bad ``--shard`` or GPU list."""
+    """Refuse a numeric flag out of range (RULES), a bad ``--shard`` or GPU list, of
+    the flags the parsed command has (each has some of them)."""
+    given = vars(args)
+    numbers = {k: v for k, v in given.items() if isinstance(v, int | float)}
     for dest, rule in RULES.items():
-        value = getattr(args, dest, None)
-        if isinstance(value, int | float) and not isinstance(value, bool):
-            rule.check(_flag(dest), value)
+        if dest in numbers and not isinstance(numbers[dest], bool):  # a bool is an int
+            rule.check(_flag(dest), numbers[dest])
     from zlbench.runner.batch.shard import parse_gpu_list, parse_shard
 
-    if isinstance(getattr(args, "shard", None), str):
-        parse_shard(args.shard)
+    texts = {k: v for k, v in given.items() if isinstance(v, str)}
+    if "shard" in texts:
+        parse_shard(texts["shard"])
     for dest in ("gpus", "sweep_gpus"):
-        if isinstance(getattr(args, dest, None), str):
-            parse_gpu_list(getattr(args, dest))
+        if dest in texts:
+            parse_gpu_list(texts[dest])

@@ -7,7 +7,7 @@ and ``ab``.
 
 ``batch``, ``baseline refresh``, ``ab``, ``gate``, ``report`` and ``run`` take their
 shared flags from here, never from ``batch_cmd`` (``report``, the gate's offline
-re-judge, takes the gate's job from ``gate_cmd``). Plugin flags are spelled by
+re-judge, takes the judging fields of the gate's job from ``gate_cmd``). Plugin flags are spelled by
 :mod:`zlbench.protocol.options` only.
 """
 
@@ -162,8 +162,7 @@ def add_aot_compile_option(p) -> None:
 
 def aot_compile_args(args) -> list[str]:
     """pytest arguments of --no-aot-compile."""
-    off = getattr(args, "no_aot_compile", False)
-    return protocol_options.measuring_args(Measuring(aot_compile=not off))
+    return protocol_options.measuring_args(Measuring(aot_compile=not args.no_aot_compile))
 
 
 def parse_sweep_gpus(text: str | None, settings: Settings) -> list[str]:
@@ -249,15 +248,14 @@ def add_pair_rule_options(p) -> None:
 
 
 def ab_options_from(args, **rest):
-    """The ``AbOptions`` of :func:`add_pair_rule_options`' flags (absent, as in
-    ``report``: None, the defaults) and ``rest`` (the command's other A/B options)."""
+    """The ``AbOptions`` of :func:`add_pair_rule_options`' flags (not given: None, the
+    defaults) and ``rest`` (the command's other A/B options)."""
     from zlbench.workflow.ab import AbOptions
 
-    given = vars(args)
     return AbOptions(
-        threshold=given.get("ab_threshold"),
-        floor_us=given.get("ab_floor_us"),
-        max_pairs=given.get("ab_max_pairs"),
+        threshold=args.ab_threshold,
+        floor_us=args.ab_floor_us,
+        max_pairs=args.ab_max_pairs,
         **rest,
     )
 
@@ -421,7 +419,7 @@ def config_from_args(args, settings: Settings):
     from zlbench.runner.batch.costs import load_durations
     from zlbench.runner.batch.shard import parse_shard
 
-    if getattr(args, "keep_failed", False) and not args.resume:
+    if args.keep_failed and not args.resume:
         raise ZlbenchError("--keep-failed keeps the failures of a resumed batch: add --resume")
 
     if args.resume and args.out is None:
@@ -446,7 +444,7 @@ def config_from_args(args, settings: Settings):
         shard=parse_shard(args.shard) if args.shard else None,
         replay_root=args.replay_root,
         resume=args.resume,
-        keep_failed=getattr(args, "keep_failed", False),
+        keep_failed=args.keep_failed,
         progress=sys.stdout,
         sink=_echo if args.show_output else None,
         argv=list(sys.argv),

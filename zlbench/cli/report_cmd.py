@@ -4,10 +4,13 @@
 
 from __future__ import annotations
 
-from zlbench.cli.gate_cmd import job_from_args
+from pathlib import Path
+
+from zlbench.cli.gate_cmd import judging_fields
 from zlbench.cli.options import add_baseline_options, add_judging_options, default_ops_dir
 from zlbench.cli.settings import Settings
 from zlbench.workflow.gate import rejudge
+from zlbench.workflow.gate_job import GateJob
 
 
 def add_parser(sub) -> None:
@@ -20,6 +23,13 @@ def add_parser(sub) -> None:
     add_judging_options(p, "judge despite an environment mismatch")
     p.add_argument("--out", default="zlbench-report", metavar="DIR", help="output dir")
     p.set_defaults(func=_run)
+
+
+def job_from_args(args, settings: Settings, ops_dir: Path) -> GateJob:
+    """The job that the ``report`` flags describe: the judging flags it shares with
+    ``gate`` (:func:`zlbench.cli.gate_cmd.judging_fields`); it measures nothing, so the
+    rest is the job's defaults (``--time all``, no A/B, the option models' defaults)."""
+    return GateJob(**judging_fields(args, settings, ops_dir))
 
 
 def _run(args) -> int:
