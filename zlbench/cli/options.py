@@ -7,8 +7,8 @@ and ``ab``.
 
 ``batch``, ``baseline refresh``, ``ab``, ``gate``, ``report`` and ``run`` take their
 shared flags from here, never from ``batch_cmd`` (``report``, the gate's offline
-re-judge, takes the judging fields of the gate's job from ``gate_cmd``). Plugin flags are spelled by
-:mod:`zlbench.protocol.options` only.
+re-judge, takes the judging fields of the gate's job from ``gate_cmd``). Plugin flags
+are spelled by :mod:`zlbench.protocol.options` only.
 """
 
 from __future__ import annotations
