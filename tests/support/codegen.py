@@ -15,12 +15,14 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 
+from tests.support.cache import input_key, locked_cache_dir
 from zlbench.models import CODEGEN_BLOBS, CodegenIndex, KernelUse, dump_json_model, load_json_model
 
 REPO = Path(__file__).resolve().parents[2]
@@ -195,7 +197,29 @@ RECORD_SCRIPT = textwrap.dedent("""
 def record_benchpkg(dest: Path, target: str = TARGET, sass: bool = True) -> Path:
     """Compile the benchpkg kernels + one generated kernel with the recorder; returns
     the codegen dir (``dest/codegen``). Helper modules go to ``dest/helpers``.
-    ``sass=False``: the recorder of ``--zl-codegen-no-sass`` (no disassembly)."""
+    ``sass=False``: the recorder of ``--zl-codegen-no-sass`` (no disassembly).
+
+    The recording (a triton compile of every kernel: tens of seconds) is made once per
+    test run and copied (tests.support.cache: shared by the xdist workers, keyed by the
+    script, the target and the benchpkg sources)."""
+    key = input_key(RECORD_SCRIPT, SCALAR_MODULE, GENERATED, target, str(sass), _src_digest())
+    cached = locked_cache_dir("record-benchpkg", key, lambda d: _record(d, target, sass))
+    if cached is None:
+        return _record(dest, target, sass)
+    for sub in ("helpers", "gencache", "codegen"):
+        shutil.copytree(cached / sub, dest / sub, symlinks=True)
+    return dest / "codegen"
+
+
+def _src_digest() -> str:
+    """The benchpkg sources' contents, as one hash."""
+    files = sorted(
+        p for p in BENCHPKG_SRC.rglob("*") if p.is_file() and "__pycache__" not in p.parts
+    )
+    return input_key(*(f"{p.relative_to(BENCHPKG_SRC)}\0".encode() + p.read_bytes() for p in files))
+
+
+def _record(dest: Path, target: str, sass: bool) -> Path:
     helpers, gen_dir = dest / "helpers", dest / "gencache"
     helpers.mkdir(parents=True)
     gen_dir.mkdir(parents=True)
@@ -256,8 +280,6 @@ def write_op_codegen(recorded: Path, root: Path, ops: dict[str, str], shape: str
     """``root/main/<op>/codegen/`` for each op of ``ops`` (op -> kernel name): the
     benchpkg records of its kernel (``recorded``, :func:`record_benchpkg`), used by its
     one bfloat16 row ``shape``, and their blobs; a baseline's codegen records."""
-    import shutil
-
     index = load_index(recorded / "codegen")
     for op, name in ops.items():
         cg = root / "main" / op / "codegen"
