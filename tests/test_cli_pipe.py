@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.support.trees import shipped
+
 REPO = Path(__file__).resolve().parent.parent
 
 
@@ -15,7 +17,7 @@ def test_a_closed_stdout_is_a_quiet_stop():
     r, w = os.pipe()
     os.close(r)  # the reader is gone before the first line: every write raises EPIPE
     proc = subprocess.run(
-        [sys.executable, "-m", "zlbench", "baseline", "show", str(REPO / "baselines" / "v3")],
+        [sys.executable, "-m", "zlbench", "baseline", "show", str(shipped("baselines/v3"))],
         stdout=w,
         stderr=subprocess.PIPE,
         text=True,
@@ -29,7 +31,7 @@ def test_a_closed_stdout_is_a_quiet_stop():
 
 def test_an_open_stdout_still_gets_the_whole_table():
     proc = subprocess.run(
-        [sys.executable, "-m", "zlbench", "baseline", "show", str(REPO / "baselines" / "v3")],
+        [sys.executable, "-m", "zlbench", "baseline", "show", str(shipped("baselines/v3"))],
         capture_output=True,
         text=True,
         cwd=REPO,

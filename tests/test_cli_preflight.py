@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.trees import shipped
 from zlbench.cli import main
 
 TESTS = Path(__file__).resolve().parent
@@ -93,7 +94,7 @@ def test_gate_results_judges_without_a_compiler_or_a_checkout(tmp_path, capsys, 
     no_triton(monkeypatch)
     for var in VARS:
         monkeypatch.delenv(var, raising=False)
-    results = REPO / "examples" / "h200-gate-v2-no-coalesce"
+    results = shipped("examples/h200-gate-v2-no-coalesce")
     argv = ["gate", "--baseline", str(REPO / "baselines/v2"), "--results", str(results)]
     assert main([*argv, "--out", str(tmp_path / "out")]) == 1  # its FAIL, judged
     assert (tmp_path / "out" / "verdict.json").is_file()

@@ -7,13 +7,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from tests.support.trees import shipped
 from zlbench.cli import main
 from zlbench.models import GateVerdict, Verdict, load_json_model
 
 REPO = Path(__file__).resolve().parents[2]
 AA = REPO / "examples" / "h200-aa-interleaved"
-NO_COALESCE = REPO / "examples" / "h200-gate-v2-no-coalesce"
-AAFULL_PR = REPO / "examples" / "h200-aafull-pr"
+NO_COALESCE = shipped("examples/h200-gate-v2-no-coalesce")
+AAFULL_PR = shipped("examples/h200-aafull-pr")
 
 
 def judge(tmp_path, gate: Path, baseline: str = "v2") -> tuple[int, GateVerdict, str]:
@@ -94,7 +95,7 @@ def test_the_full_a_a_of_the_pr_tier_passes_its_plain_row_on_block_medians(tmp_p
 
 
 NO_COMPILE = REPO / "examples" / "h200-gate-no-compile"
-V4_NO_COALESCE = REPO / "examples" / "h200-gate-v4-no-coalesce"
+V4_NO_COALESCE = shipped("examples/h200-gate-v4-no-coalesce")
 
 
 def test_a_compiler_that_cannot_compile_fails_on_its_kernels_with_nothing_timed(tmp_path):
@@ -126,8 +127,8 @@ def test_the_broad_change_against_v4_fails_on_the_same_regressions_on_another_h2
             assert r.ab.change_lo > 0.03 and r.ab.delta_lo_us > 0.2
 
 
-V5_NO_COALESCE = REPO / "examples" / "h200-gate-v5-no-coalesce"
-AAFULL_V4 = REPO / "examples" / "h200-aafull-v4"
+V5_NO_COALESCE = shipped("examples/h200-gate-v5-no-coalesce")
+AAFULL_V4 = shipped("examples/h200-aafull-v4")
 
 
 def test_the_broad_change_against_v5_leaves_setup_only_changes_untimed(tmp_path):

@@ -9,13 +9,14 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.trees import shipped
 from zlbench.cli import main
 from zlbench.codegen.attribute import Seen, attribute
 from zlbench.models import BaselineManifest, CodegenIndex, load_json_model, load_yaml_model
 
 REPO = Path(__file__).resolve().parents[2]
 V3 = REPO / "baselines" / "v3"
-AAFULL = REPO / "examples" / "h200-aafull-pr"
+AAFULL = shipped("examples/h200-aafull-pr")
 
 
 def record(rid: str, kernel: str, uses: list[dict]) -> dict:

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.trees import shipped
 from zlbench.codegen import screen as screen_mod
 from zlbench.codegen import worker_pool
 from zlbench.codegen.collect import collect
@@ -25,7 +26,7 @@ from zlbench.models.store import STORE_DIR, read_pack
 from zlbench.runner.compact import KEPT_STAGES, compact
 
 REPO = Path(__file__).resolve().parents[2]
-V2, V3 = REPO / "baselines" / "v2", REPO / "baselines" / "v3"
+V2, V3 = REPO / "baselines" / "v2", shipped("baselines/v3")
 
 
 @pytest.fixture(scope="module")

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.trees import shipped
 from zlbench.cli import main
 from zlbench.models import BaselineManifest, load_codegen_index, load_yaml_model
 from zlbench.runner.catalog.dismiss import find_dismissal, load_dismiss
@@ -27,7 +28,7 @@ SOURCE = {"v6": "full-v6.tgz", "v7": "full.tgz"}
 
 @functools.cache
 def _manifest(version: str) -> BaselineManifest:
-    return load_yaml_model(ROOT / "baselines" / version / "manifest.yaml", BaselineManifest)
+    return load_yaml_model(shipped(f"baselines/{version}") / "manifest.yaml", BaselineManifest)
 
 
 @functools.cache
@@ -100,7 +101,7 @@ def test_every_op_has_codegen_records_and_no_dtype_is_forced(version):
     assert manifest.dtypes == [] and manifest.gpu_model == "NVIDIA H200"
     assert manifest.compiler_version == "3.6.0"
     missing = [
-        k for k in manifest.ops if load_codegen_index(ROOT / "baselines" / version / k) is None
+        k for k in manifest.ops if load_codegen_index(shipped(f"baselines/{version}") / k) is None
     ]
     assert missing == []
 
@@ -112,7 +113,7 @@ def _files(root: Path) -> dict[str, bytes]:
 def test_v7_holds_every_op_of_v6_the_same_and_shares_its_packs_byte_for_byte():
     """v7 is the same pass resumed, compacted with ``--reuse baselines/v6``: each op of
     v6 is in v7 with the same files (git stores them once) and so is each of v6's packs."""
-    v6, v7 = ROOT / "baselines" / "v6", ROOT / "baselines" / "v7"
+    v6, v7 = shipped("baselines/v6"), shipped("baselines/v7")
     ops6 = _manifest("v6").ops
     assert set(ops6) < set(_manifest("v7").ops)
     changed = [k for k in ops6 if _files(v6 / k) != _files(v7 / k)]

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from cases import real_fail
 
+from tests.support.trees import shipped
 from zlbench.cli import main
 from zlbench.models import (
     CodegenClass,
@@ -30,7 +31,7 @@ from zlbench.report.why import TITLE, why_lines
 from zlbench.workflow.codegen import CodegenStep, apply_screen, report_extras, summarize
 
 REPO = Path(__file__).resolve().parents[2]
-NO_COALESCE = REPO / "examples" / "h200-gate-v2-no-coalesce"
+NO_COALESCE = shipped("examples/h200-gate-v2-no-coalesce")
 C = CodegenClass.TTGIR
 
 

@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.trees import shipped
+
 BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
 
 
@@ -120,7 +122,7 @@ def test_records_packs_the_complete_ops_records_with_ttir_and_ttgir_texts_only(f
     from zlbench.models import CodegenIndex
     from zlbench.runner.compact import KEPT_STAGES
 
-    src = BENCH.parent / "baselines" / "v3" / "main" / "addmm__at__test_addmm.py"
+    src = shipped("baselines/v3") / "main" / "addmm__at__test_addmm.py"
     full = tmp_path / "full"
     done = full / "main" / "addmm"
     shutil.copytree(src, done)

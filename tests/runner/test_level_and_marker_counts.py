@@ -12,6 +12,7 @@ from pathlib import Path
 from benchpkg_batch import BENCHPKG, interpret_config
 
 from tests.support.batch_fakes import FakeExecutor, batch_config_factory
+from tests.support.trees import shipped
 from zlbench.models import (
     Marker,
     MarkerKind,
@@ -31,7 +32,7 @@ from zlbench.runner.execute.worker import build_pytest_argv
 ROOT = Path(__file__).resolve().parents[2]
 # A real run.log of the H200 (tenth session): softmax_backward replayed, its capture
 # failed, one BENCHMARK_DIRECT_NO_CUDAGRAPH marker; that batch's ops_status.csv says 1.
-H200 = ROOT / "examples" / "h200-gate-v4-no-coalesce" / "results"
+H200 = shipped("examples/h200-gate-v4-no-coalesce") / "results"
 H200_LOG = H200 / "main" / "softmax_backward" / "run.log"
 
 

@@ -14,6 +14,7 @@ import sys
 from zlbench import __version__
 from zlbench.cli.logsafe import safe_streams
 from zlbench.cli.numbers import check_numbers
+from zlbench.cli.trees import resolve_tree_args
 from zlbench.errors import ZlbenchError
 
 COMMANDS = (
@@ -29,6 +30,7 @@ COMMANDS = (
     "baseline",
     "codegen",
     "explain",
+    "pack",
 )
 
 
@@ -126,6 +128,7 @@ def _dispatch(args: argparse.Namespace) -> int:
     try:
         check_numbers(args)  # every numeric flag, before any work
         _check_out(args)
+        resolve_tree_args(args)  # a packed baseline or results dir: its unpacked copy
         return int(args.func(args) or 0)
     except ZlbenchError as e:
         print(f"zlbench {args.command}: error: {e}", file=sys.stderr)

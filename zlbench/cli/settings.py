@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
+from pathlib import Path
 
 from zlbench.models import FLAGGEMS_DIR_VARS
+from zlbench.models.packed import cache_dir
 
 
 @dataclass(frozen=True)
@@ -20,6 +22,11 @@ class Settings:
     force_color: bool  # FORCE_COLOR set: colour even without a tty
     # GITHUB_SERVER_URL / GITHUB_REPOSITORY / GITHUB_RUN_ID: this CI run's page
     run_url: str = ""
+    # ZLBENCH_CACHE_DIR (else $XDG_CACHE_HOME/zlbench, else ~/.cache/zlbench): unpacked trees
+    cache_dir: Path = Path(".cache/zlbench")
+    # ZLBENCH_ARCHIVE_SOURCE: where packed trees' archives live (a dir or an https://
+    # URL prefix); None: the archive/ dir of the repository the lock file sits in
+    archive_source: str | None = None
 
     @property
     def flaggems_dirs(self) -> dict[str, str]:
@@ -40,6 +47,8 @@ class Settings:
             no_color="NO_COLOR" in env,
             force_color=bool(env.get("FORCE_COLOR")),
             run_url=_run_url(env),
+            cache_dir=cache_dir(env),
+            archive_source=env.get("ZLBENCH_ARCHIVE_SOURCE") or None,
         )
 
 

@@ -32,6 +32,7 @@ from zlbench.models import (
     read_ops_status,
     resolve_inside,
 )
+from zlbench.models.packed import packed_label
 from zlbench.protocol.layout import (
     BATCH_JSON,
     CODEGEN_SCREEN_DIR,
@@ -302,8 +303,11 @@ def baseline_shape_file(baseline: BaselineSet) -> Path | None:
 
 def report_label(path: str | os.PathLike) -> str:
     """How a reports names a dir given on the command line, never as an absolute path
-    of the machine: relative to the working dir when inside it, else ``…/<parent>/<name>``."""
+    of the machine: a packed tree's copy as its lock names it (``baselines/v7``);
+    relative to the working dir when inside it, else ``…/<parent>/<name>``."""
     p = Path(path)
+    if (label := packed_label(p)) is not None:
+        return label
     if not p.is_absolute():
         return p.as_posix()
     try:

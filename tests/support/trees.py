@@ -1,0 +1,27 @@
+"""The shipped packed trees (zlbench/models/packed.py): a test reads a packed baseline
+or example through :func:`shipped`, as every command does, from the read-only cache
+(unpacked once, under a lock, whichever xdist worker comes first)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from zlbench.cli.settings import Settings
+from zlbench.models.packed import LOCK_SUFFIX, resolve_tree
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def shipped(path: str | Path) -> Path:
+    """The dir holding shipped tree ``path`` (relative to the repo, or absolute)."""
+    p = Path(path)
+    return resolve_tree(p if p.is_absolute() else REPO / p, cache=Settings.from_env().cache_dir)
+
+
+def shipped_dirs(parent: str) -> dict[str, Path]:
+    """Every shipped tree under ``parent`` (``baselines``, ``examples``), by name: the
+    dirs checked out and the packed ones (a ``NAME.lock``), each resolved."""
+    root = REPO / parent
+    names = {p.name for p in root.iterdir() if p.is_dir()}
+    names |= {p.name[: -len(LOCK_SUFFIX)] for p in root.glob(f"*{LOCK_SUFFIX}")}
+    return {n: shipped(root / n) for n in sorted(names)}
