@@ -17,7 +17,7 @@ import hashlib
 import math
 import os
 import statistics
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -208,14 +208,22 @@ class VerifyReport:
         return not self.problems
 
 
-def verify(root: Path, manifest: BaselineManifest) -> VerifyReport:
+def verify(
+    root: Path, manifest: BaselineManifest, progress: Callable[[int, int], None] | None = None
+) -> VerifyReport:
     """Schema, content hashes, shape file, every op with its records and rows, and
-    no file that a refresh does not write (a ``codegen --out`` aimed inside it)."""
+    no file that a refresh does not write (a ``codegen --out`` aimed inside it).
+    ``progress(done, total)`` is called before the first op and after each."""
     rep = VerifyReport(problems=integrity_problems(root, manifest) + stray_files(root, manifest))
     rep.problems += store_problems(root)
+    total = len(manifest.ops)
+    if progress is not None:
+        progress(0, total)
     for key in manifest.ops:
         rep.ops += 1
         _verify_op(root, key, rep)
+        if progress is not None:
+            progress(rep.ops, total)
     if not manifest.ops:
         rep.problems.append("manifest.yaml: field 'ops' is empty")
     return rep
@@ -399,8 +407,10 @@ def codegen_blobs(run_dir: Path) -> tuple[CodegenIndex, list[str]] | None:
                 raise ZlbenchError(f"{pack_path(cg_dir, blob)}: codegen store pack missing")
         elif not resolve_inside(cg_dir, blob, f"{cg_dir / CODEGEN_INDEX}: blob").is_file():
             raise ZlbenchError(f"{cg_dir / blob}: codegen blob missing")
+    # each pack once per index (read_pack keeps it decoded for the next index)
+    held = {b: read_pack(pack_path(cg_dir, b)) for b in blobs if is_store_ref(b)}
     for d in digests:
-        if is_store_ref(d.blob) and d.sha256 not in read_pack(pack_path(cg_dir, d.blob)):
+        if d.blob in held and d.sha256 not in held[d.blob]:
             raise ZlbenchError(
                 f"{cg_dir / CODEGEN_INDEX}: stage text {d.sha256[:12]} not in {d.blob}"
             )

@@ -172,6 +172,20 @@ def _clean(data: Any, path: Path, depth: int = 0) -> Any:
     return data
 
 
+# A JSON text yields a lone surrogate only from one in the text or a \uD800-\uDFFF
+# escape: without either, parse_json only checks the depth (no copy of every string).
+_SURROGATE_ESCAPE = re.compile("[\ud800-\udfff]|\\\\u[dD][89a-fA-F]")
+
+
+def _check_depth(data: Any, path: Path, depth: int = 0) -> None:
+    """:func:`_clean`'s depth rule alone: one line for data nested deeper than MAX_DEPTH."""
+    if depth >= MAX_DEPTH:
+        raise ZlbenchError(f"{path}: nested deeper than {MAX_DEPTH} levels: not a zlbench file")
+    for v in data.values() if isinstance(data, dict) else data:
+        if isinstance(v, dict | list):
+            _check_depth(v, path, depth + 1)
+
+
 class _DuplicateKey(ValueError):
     pass
 
@@ -239,7 +253,11 @@ def parse_json(text: str, path: str | os.PathLike) -> Any:
         raise ZlbenchError(f"{path}: not valid JSON (truncated or corrupted?): {e}") from None
     except RecursionError:
         raise ZlbenchError(f"{path}: nested too deeply: not a zlbench file") from None
-    return _clean(data, Path(path))
+    if _SURROGATE_ESCAPE.search(text):
+        return _clean(data, Path(path))
+    if isinstance(data, dict | list):
+        _check_depth(data, Path(path))
+    return data
 
 
 def validate(path: str | os.PathLike, model: type[_M], data: Any) -> _M:

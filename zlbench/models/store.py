@@ -27,6 +27,7 @@ import hashlib
 import lzma
 import os
 import re
+import time
 from collections import OrderedDict
 from pathlib import Path
 
@@ -87,33 +88,91 @@ def plan_packs(texts: dict[str, bytes], order: dict[str, str]) -> list[dict[str,
     return [p for p in packs if p]
 
 
-_CACHE: OrderedDict[str, dict[str, bytes]] = OrderedDict()
-_CACHE_PACKS = 4
+# Decoded packs, sha256 -> texts: a byte-bounded LRU that holds a whole store (v7's 16
+# packs are 128 MiB decoded), so a verify and then a screen decode each pack once.
+CACHE_BYTES = 256 * 2**20
+_TEXTS: OrderedDict[str, dict[str, bytes]] = OrderedDict()
+_texts_bytes = 0
+# Which file held which pack: (st_dev, st_ino) -> ((size, mtime_ns, ctime_ns), sha256), so
+# an unchanged pack file is not read and hashed again. A file changed within RACY_NS of
+# its reading may keep its stat (a filesystem's clock ticks coarsely): it is read and
+# hashed on every call until it is older than that (git's "racy clean" rule).
+_SEEN: dict[tuple[int, int], tuple[tuple[int, int, int], str]] = {}
+RACY_NS = 2 * 10**9
 
 
 def read_pack(path: str | os.PathLike) -> dict[str, bytes]:
     """Every text of a pack, sha256 -> bytes, each checked against its sha256, the pack
-    against its name (on every call: the decompressed texts of the last few packs are
-    kept, keyed by that sha256). Decompressed in a bounded stream (never more than
-    MAX_PACK_BYTES). A missing or corrupt pack is one ZlbenchError."""
+    against its name. Read, hashed and decoded once per process: a later call on the
+    same unchanged file (same inode, size, mtime and ctime) returns the decoded texts
+    (kept by sha256, CACHE_BYTES in all); a file changed on disk is read and checked
+    again. Decompressed in a bounded stream (never more than MAX_PACK_BYTES). A missing
+    or corrupt pack is one ZlbenchError. The dict returned is shared: do not change it."""
     path = Path(path)
+    st = _io(os.stat, path)
+    ident, sig = (st.st_dev, st.st_ino), (st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+    seen = _SEEN.get(ident)
+    if seen is not None and seen[0] == sig:
+        _check_name(path, seen[1])
+        texts = _TEXTS.get(seen[1])
+        if texts is not None:
+            _TEXTS.move_to_end(seen[1])
+            return texts
+    now = time.time_ns()
+    data = _read_file(path)
+    digest = hashlib.sha256(data).hexdigest()
+    if len(data) == st.st_size and max(st.st_mtime_ns, st.st_ctime_ns) < now - RACY_NS:
+        _SEEN[ident] = (sig, digest)
+    else:
+        _SEEN.pop(ident, None)
+    _check_name(path, digest)
+    texts = _TEXTS.get(digest)
+    if texts is None:
+        texts = _decode(path, data)
+        _keep(digest, texts)
+    _TEXTS.move_to_end(digest)
+    return texts
+
+
+def _read_file(path: Path) -> bytes:
+    return _io(Path.read_bytes, path)
+
+
+def _io(call, path: Path):
     try:
-        data = path.read_bytes()
+        return call(path)
     except FileNotFoundError:
         raise ZlbenchError(f"{path}: codegen store pack missing") from None
     except OSError as e:
         raise ZlbenchError(f"{path}: codegen store pack unreadable: {e}") from None
-    digest = hashlib.sha256(data).hexdigest()
+
+
+def _check_name(path: Path, digest: str) -> None:
     if digest + PACK_SUFFIX != path.name:
         raise ZlbenchError(f"{path}: codegen store pack corrupt: sha256 is not its name")
-    if digest in _CACHE:
-        _CACHE.move_to_end(digest)
-        return _CACHE[digest]
-    texts = _decode(path, data)
-    _CACHE[digest] = texts
-    while len(_CACHE) > _CACHE_PACKS:
-        _CACHE.popitem(last=False)
-    return texts
+
+
+def _keep(digest: str, texts: dict[str, bytes]) -> None:
+    """Add a decoded pack to the LRU, dropping the least recently read beyond
+    CACHE_BYTES (a pack larger than that alone stays until the next one comes)."""
+    global _texts_bytes
+    _TEXTS[digest] = texts
+    _texts_bytes += _size(texts)
+    while _texts_bytes > CACHE_BYTES and len(_TEXTS) > 1:
+        _, old = _TEXTS.popitem(last=False)
+        _texts_bytes -= _size(old)
+
+
+def _size(texts: dict[str, bytes]) -> int:
+    return sum(len(t) for t in texts.values())
+
+
+def clear_cache() -> None:
+    """Forget every pack read (tests: the next read of each is a first one)."""
+    global _texts_bytes
+    _TEXTS.clear()
+    _SEEN.clear()
+    _texts_bytes = 0
 
 
 def _check_pack_version(path: Path, magic: bytes) -> None:
@@ -170,6 +229,7 @@ __all__ = [
     "PACK_SUFFIX",
     "STORE_DIR",
     "STORE_REF",
+    "clear_cache",
     "encode_pack",
     "is_store_ref",
     "pack_path",
