@@ -40,8 +40,9 @@ ls "$SRC"/records/*.tar.xz >/dev/null 2>&1 || { echo "v6_assemble: no packs in $
 PY=${PYTHON:-python3}
 HERE=$(cd "$(dirname "$0")" && pwd)
 # the shape file the pass recorded with (refresh refuses another): v6's copy of it, since
-# ops/shapes_single.yaml got curated rows after the pass (docs/ops.md)
-SHAPES=${SHAPES:-$HERE/../baselines/v6/shapes.yaml}
+# ops/shapes_single.yaml got curated rows after the pass (docs/ops.md); v6 is packed, so
+# its unpacked copy's (zlbench unpack)
+SHAPES=${SHAPES:-$("$PY" -m zlbench unpack "$HERE/../baselines/v6")/shapes.yaml}
 [ -f "$SHAPES" ] || { echo "v6_assemble: no shape file $SHAPES" >&2; exit 2; }
 mkdir -p "$SCRATCH"
 STEPS=$SCRATCH/steps.tsv

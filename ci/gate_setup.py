@@ -57,7 +57,7 @@ def suggest_shards(root: Path, baseline: str, ops_file: str, target_s: int) -> i
     ops_status.csv (else every op estimated alike): docs/ci.md."""
     from zlbench.models import BaselineManifest, load_yaml_model
 
-    manifest = load_yaml_model(root / baseline / "manifest.yaml", BaselineManifest)
+    manifest = load_yaml_model(baseline_tree(root, baseline) / "manifest.yaml", BaselineManifest)
     cmd = [sys.executable, "-m", "zlbench", "batch", "--suggest-shards"]
     cmd += ["--target-wall", str(target_s), "--ops-dir", str(root / "ops")]
     cmd += ["--replay-root", str(root / baseline), "--gpus", "0"]
@@ -135,9 +135,26 @@ def check_relpath(root: Path, what: str, value: str, must_be_dir: bool) -> str:
         full = resolve_inside(root, value, what)
     except ZlbenchError:
         raise CiError(f"{what} must be a path inside the zlbench checkout, got {value!r}") from None
-    if not (full.is_dir() if must_be_dir else full.is_file()):
+    packed = must_be_dir and full.with_name(full.name + ".lock").is_file()  # zlbench pack
+    if not (full.is_dir() or packed if must_be_dir else full.is_file()):
         raise CiError(f"{what} {value!r} does not exist in the zlbench checkout")
     return Path(value).as_posix()
+
+
+def baseline_tree(root: Path, baseline: str) -> Path:
+    """The dir holding the baseline: itself, or a packed baseline's unpacked copy
+    (zlbench/models/packed.py; the later jobs' `zlbench gate` reads the same copy)."""
+    from zlbench.cli.settings import Settings
+    from zlbench.errors import ZlbenchError
+    from zlbench.models.packed import resolve_tree
+
+    settings = Settings.from_env()
+    try:
+        return resolve_tree(
+            root / baseline, cache=settings.cache_dir, source=settings.archive_source
+        )
+    except ZlbenchError as e:
+        raise CiError(str(e)) from None
 
 
 def check_baseline_intact(baseline: Path) -> None:
@@ -218,11 +235,12 @@ def resolve(env: dict[str, str], root: Path) -> dict[str, str]:
         raise CiError("no baseline dir given (input baseline, e.g. baselines/v5)")
     baseline = check_relpath(root, "baseline dir", g("IN_BASELINE"), must_be_dir=True)
     ops_file = g("IN_OPS_FILE")
-    commits = manifest_commits(root / baseline)
+    tree = baseline_tree(root, baseline)
+    commits = manifest_commits(tree)
     vllm_repo = g("IN_FLAGGEMS_VLLM_REPOSITORY")
     if "vllm" in commits and not vllm_repo:
         raise CiError("the baseline has vllm ops: give the flaggems_vllm_repository input")
-    check_baseline_intact(root / baseline)
+    check_baseline_intact(tree)
     ops_file = check_relpath(root, "ops file", ops_file, False) if ops_file else ""
     shards = plan_shards(g("IN_SHARDS"), root, baseline, ops_file)
     from zlbench.workflow.codegen import TIME_MODES  # zlbench gate --time

@@ -138,6 +138,26 @@ def test_setup_checks_the_manifest(ci_module, setup_root, flaggems, match):
         setup.resolve(CALLED, setup_root)
 
 
+def test_setup_reads_a_packed_baseline(ci_module, setup_root, tmp_path, monkeypatch):
+    """A baseline kept as a lock and an archive (zlbench pack) is unpacked and checked
+    like a checked-out one; its output names it as given."""
+    import shutil
+
+    from zlbench.models.packed import lock_path, pack_tree
+
+    setup = ci_module("gate_setup")
+    v1 = setup_root / "baselines" / "v1"
+    lock, _, _ = pack_tree(v1, setup_root / "archive")
+    lock_path(v1).write_text(lock.render())
+    shutil.rmtree(v1)
+    monkeypatch.setenv("ZLBENCH_CACHE_DIR", str(tmp_path / "cache"))
+    assert setup.resolve(CALLED, setup_root)["baseline"] == "baselines/v1"
+    (setup_root / "archive" / lock.archives[0]).unlink()
+    shutil.rmtree(tmp_path / "cache")
+    with pytest.raises(setup.CiError, match="archive missing"):
+        setup.resolve(CALLED, setup_root)
+
+
 def test_setup_refuses_a_baseline_that_does_not_match_its_manifest(ci_module, setup_root):
     setup = ci_module("gate_setup")
     (setup_root / "baselines" / "v1" / "main" / "add" / "result.json").write_text("{ }\n")

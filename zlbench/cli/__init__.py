@@ -31,6 +31,7 @@ COMMANDS = (
     "codegen",
     "explain",
     "pack",
+    "unpack",
 )
 
 

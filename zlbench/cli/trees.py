@@ -27,12 +27,17 @@ def resolve_tree_args(args: argparse.Namespace, settings: Settings | None = None
         value = given.get(name)
         if not isinstance(value, (str, Path)) or not value:
             continue
-        got = resolve_tree(
-            value,
-            cache=settings.cache_dir,
-            source=settings.archive_source,
-            progress=lambda line: print(f"zlbench: {line}", file=sys.stderr, flush=True),
-        )
+        got = resolve_one(value, settings)
         if got != Path(value):
             print(f"zlbench: {value} is packed; reading {got}", file=sys.stderr)
             given[name] = type(value)(got) if isinstance(value, Path) else str(got)
+
+
+def resolve_one(value: str | Path, settings: Settings) -> Path:
+    """The dir holding tree ``value``: itself, or its packed copy (progress on stderr)."""
+    return resolve_tree(
+        value,
+        cache=settings.cache_dir,
+        source=settings.archive_source,
+        progress=lambda line: print(f"zlbench: {line}", file=sys.stderr, flush=True),
+    )

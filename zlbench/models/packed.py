@@ -86,7 +86,7 @@ def lock_path(tree: str | os.PathLike) -> Path:
 def _safe_rel(rel: object, where: str) -> str:
     if not isinstance(rel, str) or not rel or rel.startswith("/") or "\\" in rel:
         raise ZlbenchError(f"{where}: file path {rel!r} is not a relative path")
-    parts = PurePosixPath(rel).parts
+    parts = rel.split("/")
     if any(p in ("", ".", "..") for p in parts) or parts[0] == _COMPLETE:
         raise ZlbenchError(f"{where}: file path {rel!r} leaves the tree")
     return rel
