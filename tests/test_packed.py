@@ -261,3 +261,21 @@ def test_pack_writes_the_lock_after_the_round_trip(repo, tmp_path, monkeypatch, 
     assert main(["pack", "examples/gate"]) == 2
     assert "not a plain file" in capsys.readouterr().err
     assert lock_path(d).read_text() == lock_before
+
+
+def test_unpack_verify_finds_a_changed_copy(repo, tmp_path, monkeypatch, capsys):
+    _packed_only(repo)
+    monkeypatch.setenv("ZLBENCH_CACHE_DIR", str(tmp_path / "c"))
+    monkeypatch.chdir(repo)
+    assert main(["unpack", "--verify", "baselines/v1"]) == 0
+    got = Path(capsys.readouterr().out.strip())
+    f = got / "main" / "abs" / "result.json"
+    os.chmod(f.parent, 0o755)
+    f.unlink()
+    f.write_text("{ }\n")
+    (got / "main" / "extra").write_text("x")
+    assert main(["unpack", "--verify", "baselines/v1"]) == 1
+    out = capsys.readouterr()
+    assert "FAIL main/abs/result.json: content changed" in out.out
+    assert "FAIL main/extra: not in the lock" in out.out
+    assert "differs from its lock in 2 file(s)" in out.err

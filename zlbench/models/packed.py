@@ -55,6 +55,7 @@ MAX_TREE_FILES = 100_000
 _HEX64 = re.compile(r"[0-9a-f]{64}")
 _PRESET = 9
 _COMPLETE = ".complete"
+_LOCK_COPY = "tree.lock"  # the lock the copy was built from, beside it
 
 Progress = Callable[[str], None]
 
@@ -298,8 +299,34 @@ def materialize(
         fcntl.flock(held, fcntl.LOCK_EX)
         if not ((home / _COMPLETE).is_file() and dest.is_dir()):
             _unpack(lock, source, cache, home, where, progress)
+            (home / _LOCK_COPY).write_text(lock.render(), encoding="utf-8")
             (home / _COMPLETE).write_text((label or lock.tree) + "\n", encoding="utf-8")
     return dest
+
+
+def unpacked_problems(path: str | os.PathLike) -> list[str]:
+    """How a packed tree's cached copy differs from its lock: every file re-hashed
+    (``zlbench unpack --verify``). Empty for an intact copy."""
+    p = Path(path)
+    if not (p.parent / _LOCK_COPY).is_file():
+        raise ZlbenchError(f"{p}: not an unpacked packed tree (no {_LOCK_COPY} beside it)")
+    return _tree_problems(p, read_lock(p.parent / _LOCK_COPY))
+
+
+def _tree_problems(root: Path, lock: TreeLock) -> list[str]:
+    want = {rel: (sha, size) for rel, sha, size in lock.files}
+    problems = []
+    for p in sorted(root.rglob("*")):
+        rel = p.relative_to(root).as_posix()
+        if p.is_symlink() or not (p.is_dir() or p.is_file()):
+            problems.append(f"{rel}: not a plain file")
+        elif p.is_file():
+            if rel not in want:
+                problems.append(f"{rel}: not in the lock")
+            elif hashlib.sha256(p.read_bytes()).hexdigest() != want.pop(rel)[0]:
+                problems.append(f"{rel}: content changed")
+    problems += [f"{rel}: missing" for rel in sorted(want)]
+    return problems
 
 
 def packed_label(path: str | os.PathLike) -> str | None:
@@ -454,4 +481,5 @@ __all__ = [
     "parse_lock",
     "read_lock",
     "resolve_tree",
+    "unpacked_problems",
 ]
