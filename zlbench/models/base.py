@@ -174,7 +174,14 @@ def _clean(data: Any, path: Path, depth: int = 0) -> Any:
 
 # A JSON text yields a lone surrogate only from one in the text or a \uD800-\uDFFF
 # escape: without either, parse_json only checks the depth (no copy of every string).
-_SURROGATE_ESCAPE = re.compile("[\ud800-\udfff]|\\\\u[dD][89a-fA-F]")
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F]")
+
+
+def _may_hold_surrogates(text: str) -> bool:
+    return bool(
+        ("\\u" in text and _SURROGATE_ESCAPE.search(text))
+        or (not text.isascii() and _SURROGATE.search(text))
+    )
 
 
 def _check_depth(data: Any, path: Path, depth: int = 0) -> None:
@@ -253,7 +260,7 @@ def parse_json(text: str, path: str | os.PathLike) -> Any:
         raise ZlbenchError(f"{path}: not valid JSON (truncated or corrupted?): {e}") from None
     except RecursionError:
         raise ZlbenchError(f"{path}: nested too deeply: not a zlbench file") from None
-    if _SURROGATE_ESCAPE.search(text):
+    if _may_hold_surrogates(text):
         return _clean(data, Path(path))
     if isinstance(data, dict | list):
         _check_depth(data, Path(path))
