@@ -15,7 +15,7 @@ from zlbench.codegen.attribute import Seen, attribute
 from zlbench.models import BaselineManifest, CodegenIndex, load_json_model, load_yaml_model
 
 REPO = Path(__file__).resolve().parents[2]
-V3 = REPO / "baselines" / "v3"
+V3 = shipped("baselines/v3")
 AAFULL = shipped("examples/h200-aafull-pr")
 
 

@@ -109,7 +109,7 @@ def test_a_second_version_reuses_the_first_versions_packs(made):
 
 
 def test_compact_and_old_layouts_verify(made):
-    for root in (V2, V3, REPO / "baselines" / "v4", made["c2"], made["c3"]):
+    for root in (V2, V3, shipped("baselines/v4"), made["c2"], made["c3"]):
         proc = _zl("baseline", "verify", str(root))
         assert proc.returncode == 0, proc.stdout + proc.stderr
 

@@ -3,13 +3,12 @@ pinned configs launches (the sweep's losers dropped), on v3's real addmm records
 
 from __future__ import annotations
 
-from pathlib import Path
-
+from tests.support.trees import shipped
 from zlbench.codegen.pinned import pinned_only
 from zlbench.models import CodegenIndex, load_json_model
 from zlbench.models.autotune import AutotuneRecords
 
-OP = Path(__file__).resolve().parents[2] / "baselines" / "v3" / "main" / "addmm__at__test_addmm.py"
+OP = shipped("baselines/v3") / "main" / "addmm__at__test_addmm.py"
 KERNEL = "flag_gems.ops.addmm:addmm_kernel"
 
 

@@ -8,12 +8,13 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.trees import shipped
 from zlbench.codegen.shards import SHARD_JSON, load_shards, shard_ids, write_shard
 from zlbench.errors import ZlbenchError
 from zlbench.models import CodegenIndex, dump_json_model, load_json_model
 from zlbench.models.codegen_screen import RebuiltShard
 
-V3 = Path(__file__).resolve().parents[2] / "baselines" / "v3" / "main"
+V3 = shipped("baselines/v3") / "main"
 ESTIMATES = {"a": 4.0, "b": 3.0, "c": 2.0, "d": 1.0, "e": None}
 
 

@@ -27,7 +27,7 @@ from pathlib import Path
 from zlbench.codegen.chunks import split
 from zlbench.errors import ZlbenchError
 from zlbench.models import CodegenIndex, CompileRecord, dump_json_model, load_json_model
-from zlbench.models.codegen import CODEGEN_BLOBS, CODEGEN_INDEX
+from zlbench.models.codegen import CODEGEN_BLOBS, CODEGEN_INDEX, dump_codegen_index
 from zlbench.models.codegen_screen import RebuiltShard
 from zlbench.models.paths import resolve_inside
 from zlbench.protocol.layout import MANIFEST_YAML
@@ -71,7 +71,7 @@ def write_shard(
                 if not dst.is_file():
                     dst.parent.mkdir(parents=True, exist_ok=True)
                     shutil.copyfile(src, dst)
-    dump_json_model(out / CODEGEN_INDEX, CodegenIndex(records=records))
+    dump_codegen_index(out / CODEGEN_INDEX, CodegenIndex(records=records))
     dump_json_model(out / SHARD_JSON, stamp)
 
 

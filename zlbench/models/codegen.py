@@ -34,7 +34,7 @@ from typing import ClassVar, Literal
 from pydantic import Field, JsonValue
 
 from zlbench.errors import ZlbenchError
-from zlbench.models.base import OnDisk, _Model, load_json_model
+from zlbench.models.base import OnDisk, _Model, atomic_write_text, load_json_model
 from zlbench.models.paths import resolve_inside
 from zlbench.models.store import is_store_ref, read_stored_text
 
@@ -251,6 +251,16 @@ def load_codegen_index(run_dir: str | os.PathLike) -> CodegenIndex | None:
     if not path.exists():
         return None
     return load_json_model(path, CodegenIndex)
+
+
+def codegen_index_text(index: CodegenIndex) -> str:
+    """An index's file text: compact JSON, one line (a whole-inventory baseline's
+    indexes were 87 MB pretty-printed; the loader reads either)."""
+    return index.model_dump_json() + "\n"
+
+
+def dump_codegen_index(path: str | os.PathLike, index: CodegenIndex) -> None:
+    atomic_write_text(path, codegen_index_text(index))
 
 
 def blob_digest(data: bytes) -> tuple[str, bytes]:

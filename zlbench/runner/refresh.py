@@ -43,6 +43,7 @@ from zlbench.models import (
     load_json_model,
     read_ops_status,
 )
+from zlbench.models.codegen import dump_codegen_index
 from zlbench.protocol.layout import (
     MANIFEST_YAML,
     OPS_STATUS,
@@ -377,7 +378,7 @@ def _copy_codegen(cfg: RefreshConfig, key: str, dst: Path, passes: list[Path]) -
             (out / blob).parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(src / blob, out / blob)
         index = baselines.with_compile_times(index, _other_indexes(passes, batch_dir, key))
-        dump_json_model(out / CODEGEN_INDEX, index)
+        dump_codegen_index(out / CODEGEN_INDEX, index)
         return
 
 

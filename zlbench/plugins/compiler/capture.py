@@ -551,7 +551,9 @@ def record_from(
 
 
 def index_text(index: Any) -> str:
-    return index.model_dump_json(indent=1) + "\n"
+    from zlbench.models.codegen import codegen_index_text
+
+    return codegen_index_text(index)
 
 
 def write_index(cg_dir: Path, index: Any) -> None:

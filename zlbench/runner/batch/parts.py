@@ -42,6 +42,7 @@ from zlbench.models import (
     load_json_model,
     records_json,
 )
+from zlbench.models.codegen import dump_codegen_index
 from zlbench.protocol.layout import (
     COMPLETE,
     PLAN_JSON,
@@ -379,7 +380,7 @@ def _merge_codegen(src_run: Path, dest_run: Path, run_name: str) -> None:
         have = by_id.setdefault(rec.id, rec.model_copy(update={"used_by": []}))
         have.used_by += [u for u in uses if u not in have.used_by]
     old.records = sorted(by_id.values(), key=lambda r: r.id)
-    dump_json_model(codegen_dir(dest_run) / CODEGEN_INDEX, old)
+    dump_codegen_index(codegen_dir(dest_run) / CODEGEN_INDEX, old)
 
 
 def _not_measured(statuses: Sequence[OpStatus]) -> list[str]:
