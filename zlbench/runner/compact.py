@@ -135,7 +135,8 @@ def _compact_ops(
         for rec in index.records:
             for stage, d in (rec.result.stages if rec.result else {}).items():
                 if stage in KEPT_STAGES and text_stored(d):
-                    texts.setdefault(d.sha256, read_blob(src_cg, d))
+                    if d.sha256 not in texts:  # each distinct text read once
+                        texts[d.sha256] = read_blob(src_cg, d)
                     order.setdefault(d.sha256, f"{stage}/{rec.request.kernel.name}")
                 else:
                     done.digests_only += 1
