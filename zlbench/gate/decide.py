@@ -34,6 +34,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from zlbench.gate.accept import apply_accept
+from zlbench.gate.aggregate import gate_outcome
 from zlbench.gate.paired import apply_paired
 from zlbench.gate.restate import restate
 from zlbench.gate.verdict import SUMMARY_SEP, _summary
@@ -178,16 +179,18 @@ def _compile_failed(v: GateVerdict, screen: ScreenEvidence) -> GateVerdict:
     held back (then the PR's compiler is what failed, and no environment was measured
     to tell apart from the baseline's)."""
     unmeasured = bool(screen.held_back) and all(r.current_speedup is None for r in v.rows)
-    if v.exit_code == 2 and not unmeasured:
+    error = v.exit_code == 2 and not unmeasured
+    verdict, code = gate_outcome(v.ops, error=error, compile_failed=True)
+    if verdict == "ERROR":
         return v
     update: dict = {}
     if unmeasured:
         update["environment"] = [f.model_copy(update={"mismatch": False}) for f in v.environment]
-    rest = _summary("FAIL", Counter(v.counts), v.ops, "").removeprefix("FAIL: ")
+    rest = _summary(verdict, Counter(v.counts), v.ops, "").removeprefix(f"{verdict}: ")
     update |= {
-        "verdict": "FAIL",
-        "exit_code": 1,
-        "summary": f"FAIL: {screen.compile_lead}{SUMMARY_SEP}{rest}",
+        "verdict": verdict,
+        "exit_code": code,
+        "summary": f"{verdict}: {screen.compile_lead}{SUMMARY_SEP}{rest}",
     }
     return v.model_copy(update=update)
 

@@ -3,7 +3,9 @@
 Pure: takes the in-memory sets of :mod:`zlbench.gate.load`, returns verdict
 models. The unit is a row (``models.RowKey``); an op's verdict is the worst of
 its rows' verdicts, its own failure / fallback, and the geometric mean of its
-row ratios against the op-aggregate threshold (docs/judging.md).
+row ratios against the op-aggregate threshold (docs/judging.md); the rules
+themselves (:func:`classify`, the limit, the op's aggregation) are
+:mod:`zlbench.gate.aggregate`'s.
 
 Besides the judged ``ratio``, every row verdict carries the numbers a reader
 checks it against: FlagGems and torch latencies in µs, the uncorrected kernel
@@ -14,7 +16,19 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from zlbench.gate.estimators import Estimator, estimate, geomean, positive, torch_drift
+# The rules are gate.aggregate's; JUDGED, OP_ORDER, classify and limit_of are
+# importable from here too.
+from zlbench.gate.aggregate import (
+    JUDGED,
+    classify,
+    geomean_reason,
+    improvement_limit,
+    limit_of,
+    op_outcome,
+    rows_reason,
+)
+from zlbench.gate.aggregate import OP_ORDER as OP_ORDER  # re-exported
+from zlbench.gate.estimators import Estimator, estimate, positive, torch_drift
 from zlbench.gate.load import BaselineSet, OpRun, ResultsSet, in_scope
 from zlbench.gate.markers import row_fallbacks
 from zlbench.gate.numbers import inverse_change, unusable_latency, with_latencies
@@ -34,19 +48,6 @@ from zlbench.models import (
 FAILED_STATUSES = frozenset({RunStatus.FAIL, RunStatus.TIMEOUT, RunStatus.CRASH, RunStatus.ERROR})
 # ops_status.csv notes of ops a batch left out on purpose (zlbench.runner.batch.resume).
 LEFT_OUT_NOTES = ("dismissed", "unconditional skip")
-JUDGED = frozenset({Verdict.PASS, Verdict.REGRESSION, Verdict.IMPROVEMENT})
-# Worst first: an op's verdict is the first of these that any of its rows (or the op) has.
-OP_ORDER = (
-    Verdict.FAILED,
-    Verdict.FALLBACK,
-    Verdict.MISSING,
-    Verdict.REGRESSION,
-    Verdict.IMPROVEMENT,
-    Verdict.INCONCLUSIVE,
-    Verdict.PASS,
-    Verdict.NEW,
-    Verdict.SKIPPED,
-)
 
 
 @dataclass
@@ -69,6 +70,15 @@ class OpCase:
     new: bool = False  # not in the baseline
     log_tail: list[str] = field(default_factory=list)
     duration_s: float | None = None
+
+    def own_verdicts(self) -> set[Verdict]:
+        """The op's verdicts besides its rows': its failure, its fallback, NEW."""
+        own = {Verdict.NEW} if self.new else set()
+        if self.failure:
+            own.add(Verdict.FAILED)
+        if self.fallback:
+            own.add(Verdict.FALLBACK)
+        return own
 
 
 @dataclass
@@ -94,14 +104,6 @@ class Judgement:
 
 
 # --------------------------------------------------------------------------- rows
-
-
-def classify(ratio: float, regression: float, improvement: float) -> Verdict:
-    if ratio < 1.0 - regression:
-        return Verdict.REGRESSION
-    if ratio > 1.0 + improvement:
-        return Verdict.IMPROVEMENT
-    return Verdict.PASS
 
 
 def judge_row(
@@ -153,9 +155,9 @@ def rejudge(v: RowVerdict, ratio: float, th: ThresholdsFile, noise: float) -> Ro
     t_imp = improvement_threshold(th, v.key, noise)
     verdict = classify(ratio, t_reg, t_imp)
     if verdict is Verdict.IMPROVEMENT:
-        t, limit = t_imp, 1.0 / (1.0 + t_imp) - 1.0
+        t, limit = t_imp, improvement_limit(t_imp)
     else:
-        t, limit = t_reg, 1.0 / (1.0 - t_reg) - 1.0
+        t, limit = t_reg, limit_of(t_reg)
     update = {"verdict": verdict, "ratio": ratio, "threshold": t, "limit": limit}
     return v.model_copy(update=update | {"judged_change": inverse_change(ratio)})
 
@@ -269,31 +271,13 @@ def new_op(run: OpRun, dismissed: str | None = None) -> OpCase:
 
 def op_verdict(case: OpCase, th: ThresholdsFile) -> OpVerdict:
     ratios = [r.ratio for r in case.rows if r.verdict in JUDGED and r.ratio is not None]
-    gm = geomean(ratios)
     t = aggregate_threshold(th, case.rows[0].key.op if case.rows else case.op, case.run_name)
-    if len(ratios) < 2:
-        # the geomean of one row is that row: judging it again with the op's
-        # threshold would bypass the row's noise floor and per-row override
-        gm_judged = None
-    else:
-        gm_judged = gm
-    present = {r.verdict for r in case.rows}
+    out = op_outcome((r.verdict for r in case.rows), case.own_verdicts(), ratios, t)
+    verdict, gm = out.verdict, out.geomean
     reason = case.failure or case.fallback or case.note
-    if case.failure:
-        present.add(Verdict.FAILED)
-    if case.fallback:
-        present.add(Verdict.FALLBACK)
-    if gm_judged is not None and gm_judged < 1.0 - t:
-        present.add(Verdict.REGRESSION)
-        reason = reason or f"geomean ratio {gm:.3f} < {1.0 - t:.3f}"
-    if case.new:
-        present = {Verdict.NEW}
-    verdict = next((v for v in OP_ORDER if v in present), Verdict.PASS)
-    if not reason:
-        worst = [r for r in case.rows if r.verdict is verdict]
-        reason = (
-            f"{len(worst)} row(s) {verdict.value}" if worst and verdict is not Verdict.PASS else ""
-        )
+    if out.geomean_regressed:
+        reason = reason or geomean_reason(gm, t)
+    reason = reason or rows_reason(case.rows, verdict)
     return OpVerdict(
         repo=case.repo,
         run_name=case.run_name,

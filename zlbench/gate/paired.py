@@ -27,8 +27,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from statistics import median
 
+from zlbench.gate.aggregate import JUDGED, classify
 from zlbench.gate.estimators import positive
-from zlbench.gate.judge import JUDGED
 from zlbench.gate.numbers import counted, inverse_change, pct
 from zlbench.models import (
     Environment,
@@ -236,9 +236,10 @@ def within_floor(p: PairedRow, full: bool) -> bool:
     within its floor in absolute time: the row passes, and says so."""
     if p.ratio is None or p.threshold is None:
         return False
-    if p.ratio < 1.0 - p.threshold:
+    moved = classify(p.ratio, p.threshold, p.threshold)
+    if moved is Verdict.REGRESSION:
         return not beyond_floor(p.delta_us, p.floor_us, +1)
-    return full and p.ratio > 1.0 + p.threshold and not beyond_floor(p.delta_us, p.floor_us, -1)
+    return full and moved is Verdict.IMPROVEMENT and not beyond_floor(p.delta_us, p.floor_us, -1)
 
 
 def _rounds_text(p: PairedRow) -> str:
@@ -258,9 +259,10 @@ def _paired_verdict(p: PairedRow, full: bool) -> tuple[Verdict, str]:
         said = f"{pct(p.change)} vs the base is {us_text(p.delta_us)} ({_rounds_text(p)})"
         return Verdict.PASS, f"within the {p.floor_us:g} µs floor: {said}"
     assert p.ratio is not None and p.threshold is not None
-    if p.ratio < 1.0 - p.threshold:
+    moved = classify(p.ratio, p.threshold, p.threshold)
+    if moved is Verdict.REGRESSION:
         return Verdict.REGRESSION, f"slower than the base: {vs_base}"
-    if full and p.ratio > 1.0 + p.threshold:
+    if full and moved is Verdict.IMPROVEMENT:
         return Verdict.IMPROVEMENT, f"faster than the base: {vs_base}"
     return Verdict.PASS, ""
 

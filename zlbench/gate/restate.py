@@ -6,7 +6,8 @@ new or skipped op); its other verdicts come from its rows again, and its
 geomean is taken over the rows' judged ratios (the paired ones for rows
 measured A/B, 1.0 for a row the A/B judged within its floor; accepted rows left
 out) against the op's threshold (the paired threshold when every judged row was
-measured A/B).
+measured A/B). The rules (the worst verdict, the geomean, PASS/FAIL/ERROR and the
+exit code) are :mod:`zlbench.gate.aggregate`'s, as for the first verdict.
 """
 
 from __future__ import annotations
@@ -14,16 +15,17 @@ from __future__ import annotations
 import shlex
 from collections import Counter
 
-from zlbench.gate.estimators import geomean
-from zlbench.gate.judge import JUDGED, OP_ORDER
+from zlbench.gate.aggregate import (
+    JUDGED,
+    OP_LEVEL,
+    gate_outcome,
+    geomean_reason,
+    op_outcome,
+    rows_reason,
+)
 from zlbench.gate.numbers import inverse_change
 from zlbench.gate.verdict import SUMMARY_SEP, _summary, reproduce_command, timing_from_words
 from zlbench.models import FAILING_VERDICTS, GateVerdict, OpVerdict, RowVerdict, Verdict
-
-# Op verdicts that come from the op itself, not only from its rows.
-OP_LEVEL = frozenset(
-    {Verdict.FAILED, Verdict.FALLBACK, Verdict.MISSING, Verdict.NEW, Verdict.SKIPPED}
-)
 
 
 def _judged(rows: list[RowVerdict]) -> list[RowVerdict]:
@@ -45,30 +47,20 @@ def _ratio(r: RowVerdict) -> float | None:
 
 def restate_op(op: OpVerdict, rows: list[RowVerdict]) -> OpVerdict:
     judged = _judged(rows)
-    gm = geomean(x for r in judged if (x := _ratio(r)) is not None)
+    ratios = [x for r in judged if (x := _ratio(r)) is not None]
     paired = bool(judged) and all(r.ab is not None and r.ab.ratio is not None for r in judged)
     t = judged[0].ab.threshold if paired and judged[0].ab else op.threshold
-    present = {r.verdict for r in rows}
-    if op.verdict in OP_LEVEL:
-        present.add(op.verdict)
-    gm_fails = gm is not None and len(judged) >= 2 and t is not None and gm < 1.0 - t
-    if gm_fails:
-        present.add(Verdict.REGRESSION)
-    verdict = (
-        op.verdict
-        if op.verdict is Verdict.NEW
-        else next((v for v in OP_ORDER if v in present), Verdict.PASS)
-    )
+    own = {op.verdict} & OP_LEVEL
+    out = op_outcome((r.verdict for r in rows), own, ratios, t)
+    verdict, gm = out.verdict, out.geomean
     # an A/B re-judged the op: its screen's reason (e.g. the screen's geomean) is stale
     kept = verdict is op.verdict and (not paired or verdict in OP_LEVEL)
     reason = op.reason if kept else ""
     if not reason and verdict is not Verdict.PASS:
-        n = sum(1 for r in rows if r.verdict is verdict)
-        geo = (
-            f"{'paired ' if paired else ''}geomean ratio {gm:.3f} < {1 - t:.3f}" if gm_fails else ""
-        )
-        reason = f"{n} row(s) {verdict.value}" if n else geo
-        if n and paired and geo and verdict is Verdict.REGRESSION:
+        geo = geomean_reason(gm, t, paired) if out.geomean_regressed else ""
+        counted = rows_reason(rows, verdict)
+        reason = counted or geo
+        if counted and paired and geo and verdict is Verdict.REGRESSION:
             reason += f"; {geo}"  # what the A/B judged, not the screen
     if verdict is Verdict.PASS and any(r.ab and r.ab.inherited for r in rows):
         reason = next(r.reason for r in rows if r.ab and r.ab.inherited)
@@ -89,12 +81,7 @@ def restate(v: GateVerdict, rows: list[RowVerdict], **fields) -> GateVerdict:
     ops = [restate_op(o, by_op.get((o.repo, o.run_name), [])) for o in v.ops]
     ops = [_with_reproduce(v, o, by_op.get((o.repo, o.run_name), [])) for o in ops]
     counts = Counter(r.verdict.value for r in rows)
-    if v.verdict == "ERROR":
-        verdict, code = "ERROR", 2
-    elif any(o.verdict in FAILING_VERDICTS for o in ops):
-        verdict, code = "FAIL", 1
-    else:
-        verdict, code = "PASS", 0
+    verdict, code = gate_outcome(ops, error=v.verdict == "ERROR")
     why = v.summary.split(SUMMARY_SEP)[0].removeprefix("ERROR: ") if verdict == "ERROR" else ""
     update = {
         "rows": rows,

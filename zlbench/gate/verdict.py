@@ -1,9 +1,9 @@
 """The whole gate, pure: baseline + results + thresholds -> ``GateVerdict``.
 
-Exit codes (docs/judging.md): 0 pass; 1 a failing verdict (confirmed or
-unconfirmable regression, fallback marker, failed op, missing row); 2 could not
-judge (environment mismatch without ``allow_env_mismatch``, results of another
-op set, nothing measured).
+Exit codes (docs/judging.md; :func:`zlbench.gate.aggregate.gate_outcome`): 0 pass;
+1 a failing verdict (confirmed or unconfirmable regression, fallback marker, failed
+op, missing row); 2 could not judge (environment mismatch without
+``allow_env_mismatch``, results of another op set, nothing measured).
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import shlex
 from collections import Counter
 from dataclasses import dataclass, field
 
+from zlbench.gate.aggregate import gate_outcome
 from zlbench.gate.confirm import Remeasure, apply_samples, confirm, flagged_ops
 from zlbench.gate.env import (
     baseline_environment,
@@ -227,12 +228,7 @@ def run_gate(
         key=lambda r: (r.key.repo, r.key.run_name, r.key.dtype, r.key.shape, r.key.occurrence)
     )
     counts = Counter(r.verdict.value for r in rows)
-    if error:
-        verdict, code = "ERROR", 2
-    elif any(o.verdict in FAILING_VERDICTS for o in ops):
-        verdict, code = "FAIL", 1
-    else:
-        verdict, code = "PASS", 0
+    verdict, code = gate_outcome(ops, error=bool(error))
     return GateVerdict(
         verdict=verdict,
         exit_code=code,
