@@ -314,12 +314,28 @@ def decided_texts(r: RowVerdict) -> tuple[str, str]:
     return f"{pct(ab.change)} vs base{stored}", f"{pct(ab.threshold)} and {ab.floor_us:g} µs"
 
 
-def op_limit(o: OpVerdict, rows: Iterable[RowVerdict]) -> float | None:
+OpRows = Mapping[tuple[str, str], list[RowVerdict]]
+
+
+def rows_by_op(rows: Iterable[RowVerdict]) -> OpRows:
+    """Each op's rows, in order, by ``(repo, run_name)``: built once per render, so
+    that what a report says per op reads that op's rows, never every row."""
+    out: dict[tuple[str, str], list[RowVerdict]] = {}
+    for r in rows:
+        out.setdefault((r.key.repo, r.key.run_name), []).append(r)
+    return out
+
+
+def op_rows(o: OpVerdict, by_op: OpRows) -> list[RowVerdict]:
+    """The rows of op ``o`` (``by_op``: :func:`rows_by_op`)."""
+    return by_op.get((o.repo, o.run_name), [])
+
+
+def op_limit(o: OpVerdict, by_op: OpRows) -> float | None:
     """The judged change at an op's threshold: for an op an interleaved A/B decided,
     the paired threshold itself (the pair rule bounds the change vs the base, as its
-    rows show), else ``1 / (1 - t) - 1``."""
-    mine = [r for r in rows if (r.key.repo, r.key.run_name) == (o.repo, o.run_name)]
-    if o.threshold is not None and any(decided_on_pairs(r) for r in mine):
+    rows show), else ``1 / (1 - t) - 1``. ``by_op``: :func:`rows_by_op`."""
+    if o.threshold is not None and any(decided_on_pairs(r) for r in op_rows(o, by_op)):
         return o.threshold
     return limit_of(o.threshold)
 

@@ -9,6 +9,7 @@ jinja2's autoescape; numbers and words come from :mod:`zlbench.report.facts`.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import jinja2
@@ -35,6 +36,7 @@ from zlbench.report.facts import (
     plain_rows,
     plain_sides,
     plain_words,
+    rows_by_op,
 )
 
 BAR_H, LABEL_W, CHART_W = 18, 220, 520
@@ -66,7 +68,9 @@ def bars(ops: list[OpVerdict]) -> tuple[list[Bar], float]:
     return out, scale
 
 
+@functools.cache
 def _env() -> jinja2.Environment:
+    """The one jinja2 environment: the template is compiled once per process."""
     env = jinja2.Environment(
         loader=jinja2.PackageLoader("zlbench.report", "templates"),
         autoescape=True,
@@ -124,6 +128,7 @@ def compiler_text(e: Environment) -> str:
 def render_html(v: GateVerdict, extras: ReportExtras | None = None) -> str:
     extras = extras or ReportExtras()
     chart, scale = bars(v.ops)
+    by_op = rows_by_op(v.rows)
     return (
         _env()
         .get_template("report.html.j2")
@@ -149,7 +154,7 @@ def render_html(v: GateVerdict, extras: ReportExtras | None = None) -> str:
             ir_diffs={k: diff_lines(t) for k, t in extras.ir_diffs.items()},
             logs=[o for o in v.ops if o.log_tail],
             ops=worst_first_ops(v.ops),
-            op_limit=lambda o: op_limit(o, v.rows),
+            op_limit=lambda o: op_limit(o, by_op),
             plain=plain_text(v),
             plain_mark=PLAIN_MARK,
             marked=lambda r: bool(plain_rows([r])),

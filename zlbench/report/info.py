@@ -21,6 +21,7 @@ from zlbench.report.facts import (
     near_threshold,
     nondefault_thresholds,
     op_limit,
+    rows_by_op,
     unconfirmed,
 )
 
@@ -186,7 +187,8 @@ def chart(v: GateVerdict) -> Block | None:
     chunks, left = [], []
     if slower:
         shown = slower[:CHART_OPS]
-        limits = [x for o in shown if (x := op_limit(o, v.rows)) is not None]
+        by_op = rows_by_op(v.rows)
+        limits = [x for o in shown if (x := op_limit(o, by_op)) is not None]
         limit = max(limits) * 100 if limits else None
         values = [o.judged_change * 100 for o in shown]
         title = "Slower: judged change, % (line: the limit)"

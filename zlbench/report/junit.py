@@ -72,11 +72,10 @@ def row_case(r: RowVerdict, seconds: float | None, context: str) -> ET.Element:
         "testcase", {"name": case_name(r), "classname": classname(r.key.repo, r.key.run_name)}
     )
     _time(tc, seconds)
-    body = xml_text("\n".join(x for x in (row_numbers(r), r.reason, context) if x))
-    if r.verdict is Verdict.FAILED:
-        _outcome(tc, "error", r.verdict.value, row_message(r), body)
-    elif r.verdict in FAILING_VERDICTS:
-        _outcome(tc, "failure", r.verdict.value, row_message(r), body)
+    if r.verdict in FAILING_VERDICTS:
+        tag = "error" if r.verdict is Verdict.FAILED else "failure"
+        body = xml_text("\n".join(x for x in (row_numbers(r), r.reason, context) if x))
+        _outcome(tc, tag, r.verdict.value, row_message(r), body)
     elif r.verdict is Verdict.SKIPPED:
         ET.SubElement(tc, "skipped", {"message": message(r.reason or "skipped")})
     else:

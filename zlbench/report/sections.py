@@ -15,10 +15,13 @@ from zlbench.report.ab import ab_block, accept_block, inconclusive_block
 from zlbench.report.blocks import Block, change_block, op_label, reason_block
 from zlbench.report.escape import md_code, md_fence, md_text
 from zlbench.report.facts import (
+    OpRows,
     ReportExtras,
     judged_on_ab,
     op_limit,
+    op_rows,
     pct,
+    rows_by_op,
     worst_first,
 )
 from zlbench.report.info import (
@@ -59,11 +62,12 @@ def aggregate(v: GateVerdict) -> Block | None:
     ops = [o for o in _failing_ops(v, Verdict.REGRESSION) if (o.repo, o.run_name) not in row_ops]
     if not ops:
         return None
+    by_op = rows_by_op(v.rows)
     cells = [
         [
             op_label(o.repo, o.run_name),
             pct(o.judged_change),
-            pct(op_limit(o, v.rows)),
+            pct(op_limit(o, by_op)),
             md_text(o.reason),
         ]
         for o in ops
@@ -179,12 +183,9 @@ def not_measured(v: GateVerdict) -> Block | None:
     return Block(title, intro, ["op"], "l", cells, noun="ops")
 
 
-def _dtypes(v: GateVerdict, o: OpVerdict) -> str:
-    bad = [
-        r.key.dtype
-        for r in v.rows
-        if (r.key.repo, r.key.run_name) == (o.repo, o.run_name) and r.verdict in FAILING_VERDICTS
-    ]
+def _dtypes(o: OpVerdict, by_op: OpRows) -> str:
+    """The dtypes of the op's failing rows, each once (``by_op``: ``rows_by_op``)."""
+    bad = [r.key.dtype for r in op_rows(o, by_op) if r.verdict in FAILING_VERDICTS]
     return " ".join(dict.fromkeys(bad))
 
 
@@ -198,12 +199,13 @@ def reproduce(v: GateVerdict) -> Block | None:
         "vllm: `$ZLBENCH_FLAGGEMS_VLLM_DIR`). Each op's full command is in verdict.json.\n\n"
         + md_fence([v.reproduce_template], "sh")
     )
+    by_op = rows_by_op(v.rows)
     cells = [
         [
             md_code(o.op),
             md_code(o.repo),
             md_code(o.run_name),
-            md_code(_dtypes(v, o)),
+            md_code(_dtypes(o, by_op)),
             o.verdict.value,
         ]
         for o in ops
