@@ -6,7 +6,11 @@ name per number (docs/reports.md).
 * **kernel time**: ``current / baseline - 1``, uncorrected;
 * **judged change**: ``1 / ratio - 1``, the kernel time change after the
   machine-speed correction: the number the gate judges;
-* **limit**: the judged change at the row's threshold (``1 / (1 - t) - 1``).
+* **limit**: the judged change at the row's threshold (``1 / (1 - t) - 1``,
+  :func:`zlbench.gate.aggregate.limit_of`).
+
+Which rows are judged (:data:`zlbench.gate.aggregate.JUDGED`) and the limit are
+the gate's rules, imported, never restated here.
 
 Pure: plain text without any artifact string (callers escape those).
 """
@@ -16,6 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
+from zlbench.gate.aggregate import JUDGED, limit_of
 from zlbench.gate.estimators import geomean
 from zlbench.gate.numbers import counted
 from zlbench.gate.numbers import pct as pct  # re-exported
@@ -31,7 +36,6 @@ from zlbench.models import (
 
 # A row is "near its threshold" when its judged change uses this share of its limit.
 NEAR = 0.6
-JUDGED = (Verdict.PASS, Verdict.REGRESSION, Verdict.IMPROVEMENT)
 
 
 @dataclass
@@ -51,11 +55,6 @@ def fmt_us(x: float | None) -> str:
     if x is None:
         return "n/a"
     return f"{x:.2f}" if abs(x) < 10 else f"{x:.1f}"
-
-
-def limit_of(threshold: float | None) -> float | None:
-    """The judged change at a (regression) threshold: ``1 / (1 - t) - 1``."""
-    return None if threshold is None or threshold >= 1 else 1.0 / (1.0 - threshold) - 1.0
 
 
 def us_pair(a: float | None, b: float | None) -> str:
