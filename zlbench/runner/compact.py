@@ -27,13 +27,18 @@ from zlbench.gate import baselines
 from zlbench.models import (
     BaselineManifest,
     CodegenIndex,
-    dump_json_model,
     load_json_model,
     load_yaml_model,
     read_blob,
     text_stored,
 )
-from zlbench.models.codegen import CODEGEN_BLOBS, CODEGEN_DIR, CODEGEN_INDEX, StageDigest
+from zlbench.models.codegen import (
+    CODEGEN_BLOBS,
+    CODEGEN_DIR,
+    CODEGEN_INDEX,
+    StageDigest,
+    dump_codegen_index,
+)
 from zlbench.models.paths import resolve_inside
 from zlbench.models.store import (
     PACK_SUFFIX,
@@ -149,7 +154,7 @@ def _compact_ops(
                     s: _restored(d, where.get(d.sha256) if s in KEPT_STAGES else None)
                     for s, d in rec.result.stages.items()
                 }
-        dump_json_model(path, index)
+        dump_codegen_index(path, index)
     done.texts = len(texts)
 
 
