@@ -109,6 +109,7 @@ def stale_copy(base: Path, out: Path) -> None:
 def _env(mp: pytest.MonkeyPatch, root: Path, **extra: str) -> None:
     mp.setenv("TRITON_INTERPRET", "1")
     mp.setenv("OMP_NUM_THREADS", "1")
+    mp.setenv("ZLBENCH_FAKE_CLOCK", "1")  # numbers from a virtual clock, not the CPU's load
     mp.setenv("PYTEST_ADDOPTS", FAST)
     mp.setenv("ZLBENCH_FLAGGEMS_DIR", str(root / "fg"))
     old = os.environ.get("PYTHONPATH")

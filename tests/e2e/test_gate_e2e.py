@@ -57,6 +57,7 @@ def world(tmp_path_factory):
 def _env(mp: pytest.MonkeyPatch, fg: Path) -> None:
     mp.setenv("TRITON_INTERPRET", "1")
     mp.setenv("OMP_NUM_THREADS", "1")  # torch's CPU ops: less jitter from thread contention
+    mp.setenv("ZLBENCH_FAKE_CLOCK", "1")  # numbers from a virtual clock, not the CPU's load
     mp.setenv("PYTEST_ADDOPTS", FAST)
     mp.setenv("ZLBENCH_FLAGGEMS_DIR", str(fg))
     mp.delenv("GEMS_VENDOR", raising=False)

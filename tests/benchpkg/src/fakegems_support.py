@@ -11,7 +11,11 @@ FlagGems that zlbench depends on, not its code:
   ``pre_hook`` by matching kwargs against its own configs;
 * a ``do_bench`` usable under ``TRITON_INTERPRET=1`` (triton's default needs CUDA);
 * ``ZLBENCH_FAKE_SLOWDOWN=<factor>``: every fake op runs its kernel ``factor``
-  times, so gate tests can make "FlagGems" measurably slower.
+  times, so gate tests can make "FlagGems" measurably slower;
+* ``ZLBENCH_FAKE_CLOCK=1``: zlbench's timing (and this ``do_bench``) read a virtual
+  clock instead of the wall clock: each read costs :data:`READ_S` and each fake op
+  call ``slowdown()`` times :data:`LAUNCH_S`, so a test's numbers do not depend on
+  the machine's load (an A/A is exactly equal, a 16x slowdown exactly slower).
 
 :func:`build_libtuner` builds new classes on each call, so each fake package
 owns a distinct ``LibTuner`` class, as two real packages would.
@@ -59,12 +63,44 @@ class DeviceFn:
 
 
 def slowdown() -> int:
-    """How many times each fake op runs its kernel (``ZLBENCH_FAKE_SLOWDOWN``)."""
+    """How many times each fake op runs its kernel (``ZLBENCH_FAKE_SLOWDOWN``); under
+    the virtual clock, the op's kernels' time passes here."""
     raw = os.environ.get("ZLBENCH_FAKE_SLOWDOWN", "1")
     try:
-        return max(1, math.ceil(float(raw)))
+        n = max(1, math.ceil(float(raw)))
     except ValueError:
-        return 1
+        n = 1
+    _VIRTUAL_S[0] += n * LAUNCH_S
+    return n
+
+
+# The virtual clock (ZLBENCH_FAKE_CLOCK=1): seconds; a read, a fake kernel launch.
+FAKE_CLOCK = os.environ.get("ZLBENCH_FAKE_CLOCK") == "1"
+READ_S = 2e-5
+LAUNCH_S = 1e-4
+_VIRTUAL_S = [0.0]
+
+
+class VirtualTime:
+    """The ``time`` module, but ``perf_counter`` reads the virtual clock."""
+
+    @staticmethod
+    def perf_counter() -> float:
+        _VIRTUAL_S[0] += READ_S
+        return _VIRTUAL_S[0]
+
+    def __getattr__(self, name):
+        return getattr(time, name)
+
+
+def _clock() -> float:
+    return VirtualTime.perf_counter() if FAKE_CLOCK else time.perf_counter()
+
+
+if FAKE_CLOCK:
+    from zlbench.plugins import timing_backends
+
+    timing_backends.time = VirtualTime()
 
 
 def interp_do_bench(kernel_call, quantiles=(0.5, 0.2, 0.8)):
@@ -72,9 +108,9 @@ def interp_do_bench(kernel_call, quantiles=(0.5, 0.2, 0.8)):
     kernel_call()
     times = []
     for _ in range(3):
-        t0 = time.perf_counter()
+        t0 = _clock()
         kernel_call()
-        times.append((time.perf_counter() - t0) * 1e3)
+        times.append((_clock() - t0) * 1e3)
     times.sort()
     return [statistics.median(times), times[0], times[-1]][: len(quantiles)]
 
