@@ -3,7 +3,7 @@
 
 The fake is the workflow's measure seam (``zlbench.workflow.gate.GateSeams``): it
 selects and shards with the real ``plan_selection`` (so an empty shard raises as in a
-real batch) and writes synthetic results (tests/gate/zlsynth.py) for the ops of the request.
+real batch) and writes synthetic results (tests/support/zlsynth.py) for the ops of the request.
 """
 
 from __future__ import annotations

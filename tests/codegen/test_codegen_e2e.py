@@ -2,7 +2,7 @@
 generated kernel) recorded for sm_90 under the stand-in driver, then screened
 with the same triton (nothing changed) and with patched copies of it (exactly
 the kernels the patch touches, at the stage it touches). Uses the compiler
-side's helpers (tests/codegen_support.py)."""
+side's helpers (tests/support/codegen.py)."""
 
 from __future__ import annotations
 

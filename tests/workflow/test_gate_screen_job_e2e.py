@@ -1,6 +1,6 @@
 """The screen on a CPU job with the real codegen screen (docs/codegen.md, "The screen
 on a CPU job"): the benchpkg kernels recorded for sm_90 under the stand-in driver
-(tests/codegen_support.py) are a baseline's records; ``gate --screen-only`` rebuilds
+(tests/support/codegen.py) are a baseline's records; ``gate --screen-only`` rebuilds
 them with this triton (nothing changed: only the sentinel op is listed, every other op
 proven unchanged) and stamps the plan with this interpreter's compiler fingerprint;
 ``gate --screen`` then takes that real codegen.json, re-proves every skip from it and

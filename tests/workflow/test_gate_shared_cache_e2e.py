@@ -1,5 +1,5 @@
 """The real codegen screen of a gate puts the benchpkg kernels (recorded for sm_90
-under the stand-in driver, tests/codegen_support.py) into the gate's triton cache:
+under the stand-in driver, tests/support/codegen.py) into the gate's triton cache:
 a benchmark process started the way the measure step starts it (its env from
 ``SHARED_TRITON_CACHE``, zlbench.runner.execute.worker.process_env) launches every
 kernel as a cache hit, and the screen's verdict is the same as without the cache
