@@ -1,5 +1,5 @@
-"""`zlbench baseline refresh | show | verify | attribute | compact | code-digests`: pinned
-record sets
+"""`zlbench baseline refresh | bootstrap | show | verify | attribute | compact |
+code-digests`: pinned record sets
 (docs/design.md §3)."""
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ def add_parser(sub) -> None:
     p = sub.add_parser("baseline", help="refresh, show or verify a baseline dir")
     bsub = p.add_subparsers(dest="baseline_command", metavar="ACTION", required=True)
     _add_refresh(bsub)
+    _add_bootstrap(bsub)
     show = bsub.add_parser("show", help="manifest and a per-op summary")
     show.add_argument("dir", type=Path, help="baseline dir (baselines/vN)")
     show.set_defaults(func=_show)
@@ -139,7 +140,7 @@ def _code_digests(args) -> int:
 
 
 def _add_refresh(bsub) -> None:
-    from zlbench.cli.options import add_measure_options, add_selection_options
+    from zlbench.cli.options import add_selection_options
 
     r = bsub.add_parser(
         "refresh",
@@ -151,6 +152,17 @@ def _add_refresh(bsub) -> None:
         "--out", type=Path, required=True, metavar="baselines/vN", help="the new baseline dir"
     )
     add_selection_options(r)
+    _add_refresh_options(r)
+    r.add_argument(
+        "--commit", action="store_true", help="commit the new dir on branch baseline/<name>"
+    )
+    r.set_defaults(func=_refresh, shard=None, replay_root=None, resume=False, keep_failed=False)
+
+
+def _add_refresh_options(r) -> None:
+    """How a refresh records (``refresh`` and ``bootstrap``): passes, measuring, work dirs."""
+    from zlbench.cli.options import add_measure_options
+
     r.add_argument(
         "--repeats", type=int, default=None, metavar="K", help="replay passes (default 3)"
     )
@@ -198,15 +210,12 @@ def _add_refresh(bsub) -> None:
         "in the manifest's summary.excluded (a record pass whose records were kept for some "
         "ops only)",
     )
-    r.add_argument(
-        "--commit", action="store_true", help="commit the new dir on branch baseline/<name>"
-    )
-    r.set_defaults(func=_refresh, shard=None, replay_root=None, resume=False, keep_failed=False)
 
 
-def _refresh(args) -> int:
+def _refresh_config(args):
+    """The ``RefreshConfig`` of the refresh flags (``refresh`` and ``bootstrap``)."""
     from zlbench.cli.options import config_from_args
-    from zlbench.runner.refresh import RefreshConfig, commit_baseline, refresh
+    from zlbench.runner.refresh import RefreshConfig
 
     if args.no_replay and args.repeats is not None:
         raise ZlbenchError("--no-replay and --repeats: give one of them")
@@ -214,29 +223,119 @@ def _refresh(args) -> int:
     settings = Settings.from_env()
     batch = config_from_args(args, settings)
     flagtree = args.flagtree_dir or (Path(settings.flagtree_dir) if settings.flagtree_dir else None)
-    out = refresh(
-        RefreshConfig(
-            out=args.out,
-            batch=batch,
-            repeats=repeats,
-            min_repeats=args.min_repeats,
-            require_codegen=args.require_codegen,
-            flagtree_dir=flagtree,
-            keep_work=args.keep_work,
-            from_work=args.from_work,
-            zlbench_commit=settings.zlbench_commit,
-            progress=sys.stdout,
-        )
+    return RefreshConfig(
+        out=args.out,
+        batch=batch,
+        repeats=repeats,
+        min_repeats=args.min_repeats,
+        require_codegen=args.require_codegen,
+        flagtree_dir=flagtree,
+        keep_work=args.keep_work,
+        from_work=args.from_work,
+        zlbench_commit=settings.zlbench_commit,
+        progress=sys.stdout,
     )
+
+
+def _print_refreshed(out) -> None:
     m = out.manifest
     print(f"baseline {m.name}: {len(m.ops)} ops, {m.summary.get('rows')} rows -> {out.out}")
     for key, why in out.excluded.items():
         print(f"  left out {key}: {why}")
     for key, which in m.summary.get("short", {}).items():
         print(f"  fewer passes {key}: {which}")
+
+
+def _refresh(args) -> int:
+    from zlbench.runner.refresh import commit_baseline, refresh
+
+    out = refresh(_refresh_config(args))
+    _print_refreshed(out)
     if args.commit:
-        print(f"committed on branch {commit_baseline(out.out, m)}")
+        print(f"committed on branch {commit_baseline(out.out, out.manifest)}")
     return 0
+
+
+def _add_bootstrap(bsub) -> None:
+    from zlbench.cli.options import add_ops_dir_option
+    from zlbench.models import REPOS
+
+    b = bsub.add_parser(
+        "bootstrap",
+        help="a runner's first baseline: refresh a tier, verify it, put it where the gate reads",
+        description="Record the tier NAME (ops/tiers/NAME.txt) on this runner with this "
+        "compiler, as `baseline refresh --ops-file ops/tiers/NAME.txt` does, verify it as "
+        "`baseline verify` does, and only then put it at --out; a bootstrap that fails, "
+        "does not verify or is stopped leaves nothing there. Prints the gate command to "
+        "use next and the pack step before committing (docs/ci.md 'Adopt zlbench in "
+        "FlagTree').",
+    )
+    b.add_argument(
+        "--tier",
+        required=True,
+        metavar="NAME",
+        help="the op set: a tier of ops/tiers/ (pr, nightly, ...; --ops-dir's tiers/)",
+    )
+    b.add_argument(
+        "--out",
+        type=Path,
+        required=True,
+        metavar="baselines/RUNNER",
+        help="the new baseline dir, named for the runner class (e.g. baselines/h100); "
+        "must not exist, nor its packed lock",
+    )
+    b.add_argument(
+        "--repos",
+        nargs="+",
+        choices=REPOS,
+        default=None,
+        metavar="R",
+        help="repos the tier's ops are selected from (default: main)",
+    )
+    add_ops_dir_option(b)
+    _add_refresh_options(b)
+    b.set_defaults(
+        func=_bootstrap,
+        shard=None,
+        replay_root=None,
+        resume=False,
+        keep_failed=False,
+        all=False,
+        ops=None,
+        ops_file=None,
+        recheck_dismissed=False,
+    )
+
+
+def _bootstrap(args) -> int:
+    from zlbench.cli.options import default_ops_dir
+    from zlbench.runner.refresh import bootstrap, check_out_free, tier_file
+
+    check_out_free(args.out)  # before any other check: an existing --out is the first word
+    args.ops_file = tier_file(args.ops_dir or default_ops_dir(), args.tier)
+    done = bootstrap(_refresh_config(args), args.ops_file)
+    _print_refreshed(done.refreshed)
+    rep = done.verified
+    print(f"verified: {rep.ops} ops, {rep.rows} rows: OK (tier {args.tier}: {args.ops_file})")
+    out = done.out
+    print("next, gate against it on this runner (add --base-compiler ENV for the A/B):")
+    print(f"  zlbench gate --baseline {out} --out out/gate-{out.name}")
+    print(f"  (the caller workflow: baseline: {out})")
+    print('before committing it, pack it (docs/baselines.md "Packed versions"):')
+    print(f"  zlbench pack {out} --archive-dir {_archive_dir(out)} && rm -rf {out}")
+    print(f"  git add {out}.lock {_archive_dir(out)}")
+    return 0
+
+
+def _archive_dir(out: Path) -> Path:
+    """Where ``zlbench pack`` must put --out's archive: the nearest ancestor's
+    ``archive/``, where every command looks for it (docs/baselines.md)."""
+    from zlbench.models.packed import ARCHIVE_DIR
+
+    for parent in Path(out).parents:
+        if (parent / ARCHIVE_DIR).is_dir():
+            return parent / ARCHIVE_DIR
+    return Path(out).parent.parent / ARCHIVE_DIR
 
 
 def _show(args) -> int:

@@ -8,12 +8,16 @@ from these numbers (docs/baselines.md "v6").
 The new dir is built as ``.<name>.tmp-<pid>`` beside the target and renamed at
 the very end, so an interrupted or failed refresh leaves nothing that looks
 like a baseline; an existing target is never touched (baselines are immutable).
+
+`zlbench baseline bootstrap` (the end of this module): a named tier refreshed into a
+stage, verified, and only then renamed to where the gate reads it.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
 import os
+import re
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -624,3 +628,115 @@ def commit_message(m: BaselineManifest) -> str:
     for key, which in sorted(m.summary.get("short", {}).items()):
         lines.append(f"Fewer passes: {key}: {which}")
     return "\n".join(lines) + "\n"
+
+
+# --------------------------------------------------------------------------- bootstrap
+
+# `zlbench baseline bootstrap` (issue 48 item 3): a runner class's baseline from zero.
+# The refresh above records a named tier into a stage beside --out, `baseline verify`'s
+# checks run on the staged dir, and only a baseline that verifies is renamed to --out,
+# where the gate reads it. The stage is `.<name>.bootstrap-<pid>/<name>` (the manifest
+# is named after --out): a bootstrap that fails, does not verify or is stopped
+# (Ctrl-C, SIGTERM: the CLI unwinds it like Ctrl-C) removes its stage; one killed
+# with SIGKILL leaves it, dot-named beside --out, never at --out, and the next
+# bootstrap there removes the stages of processes that are gone.
+
+TIER_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
+_STAGE = re.compile(r"^\.(?P<name>.+)\.bootstrap-(?P<pid>[0-9]+)$")
+
+
+@dataclass
+class BootstrapOutcome:
+    out: Path
+    tier: Path  # the tier's ops file
+    refreshed: RefreshOutcome  # its manifest names --out; its dir was the stage
+    verified: baselines.VerifyReport
+
+
+def tier_file(ops_dir: Path, name: str) -> Path:
+    """``ops_dir/tiers/NAME.txt``; an unknown or malformed tier name is one line that
+    lists the tiers there."""
+    from zlbench.runner.catalog.tiers import TIERS_DIR
+
+    tiers = Path(ops_dir) / TIERS_DIR
+    path = tiers / f"{name}.txt"
+    if not TIER_NAME.match(name) or not path.is_file():
+        have = sorted(p.stem for p in tiers.glob("*.txt")) if tiers.is_dir() else []
+        raise ZlbenchError(
+            f"--tier {name!r}: no tier of that name in {tiers} (tiers: {', '.join(have) or 'none'})"
+        )
+    return path
+
+
+def check_out_free(out: Path) -> None:
+    """A bootstrap writes a new dir only: --out, or a packed baseline of that name
+    (``<out>.lock``, which every command reads as ``<out>``), must not exist."""
+    from zlbench.models.packed import lock_path
+
+    if out.exists() or out.is_symlink():
+        raise ZlbenchError(
+            f"--out {out} already exists: a bootstrap never writes over a baseline "
+            "(baselines are immutable); pick a new dir"
+        )
+    if lock_path(out).exists():
+        raise ZlbenchError(
+            f"--out {out}: {lock_path(out)} is a packed baseline of that name "
+            "(every command reads it as that dir); pick a new dir"
+        )
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's live process
+        return True
+    return True
+
+
+def sweep_stale_stages(parent: Path, name: str) -> list[Path]:
+    """Remove the stages of earlier bootstraps of ``name`` whose process is gone
+    (killed with SIGKILL); returns them."""
+    gone = []
+    if not parent.is_dir():
+        return gone
+    for p in parent.iterdir():
+        m = _STAGE.match(p.name)
+        if m and m["name"] == name and p.is_dir() and not _alive(int(m["pid"])):
+            shutil.rmtree(p, ignore_errors=True)
+            gone.append(p)
+    return gone
+
+
+def bootstrap(
+    cfg: RefreshConfig,
+    tier: Path,
+    *,
+    refresh_fn: Callable[[RefreshConfig], RefreshOutcome] = refresh,
+    verify_fn: Callable[..., baselines.VerifyReport] = baselines.verify,
+) -> BootstrapOutcome:
+    """Record ``cfg.batch``'s selection (the tier ``tier``, set by the caller) as the
+    refresh does, verify it, and rename it to ``cfg.out``: nothing is at ``cfg.out``
+    unless all three succeeded. ``refresh_fn`` / ``verify_fn``: seams for tests."""
+    out = Path(cfg.out)
+    check_out_free(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    sweep_stale_stages(out.parent, out.name)
+    stage = out.parent / f".{out.name}.bootstrap-{os.getpid()}"
+    shutil.rmtree(stage, ignore_errors=True)
+    try:
+        stage.mkdir()
+        done = refresh_fn(replace(cfg, out=stage / out.name))
+        _say(cfg, f"bootstrap: verifying {out.name}")
+        rep = verify_fn(done.out, done.manifest)
+        if not rep.ok:
+            raise ZlbenchError(
+                f"the recorded baseline does not verify ({len(rep.problems)} problem(s), "
+                f"first: {rep.problems[0]}); nothing was written at {out}"
+            )
+        check_out_free(out)  # nothing appeared there meanwhile
+        os.rename(done.out, out)
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
+    return BootstrapOutcome(out, Path(tier), replace(done, out=out), rep)
