@@ -88,7 +88,8 @@ def add_codegen_options(p) -> None:
         help="screen and plan only, measure nothing (a CPU job): write <out>/codegen/ "
         "(codegen.json, diffs/, timing.json: the ops to time in priority order, stamped with "
         "the baseline and the compiler under test) for a GPU job's --screen; exit 1 when a "
-        "kernel fails to compile",
+        "kernel fails to compile. With --base-compiler the kernels are diffed against the "
+        "base compiler (the plan is stamped with it: the GPU job must give the same one)",
     )
     g.add_argument(
         "--screen",
@@ -98,6 +99,16 @@ def add_codegen_options(p) -> None:
         help="take the codegen screen and the ops to time from DIR, the --out of `gate "
         "--screen-only` for this baseline, op set and compiler (else one line, exit 2): the "
         "screen is not re-run and exactly its listed ops are timed",
+    )
+    g.add_argument(
+        "--base-screen-cache",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="with --base-compiler: the screen diffs the PR's kernels against the base "
+        "compiler's rebuild of the same requests (only kernels that differ from the base "
+        "are timed); that rebuild is kept in DIR, one entry per base build and baseline, "
+        "and reused by every PR on the same base (default: $ZLBENCH_CACHE_DIR/base-screen)",
     )
     g.add_argument(
         "--codegen-jobs",
@@ -116,7 +127,8 @@ def add_ab_options(p) -> None:
         g,
         "the gate measures every timed op with it and with this environment (the PR's) at "
         "once on this runner, paired row by row, and judges the pairs (default: no A/B, "
-        "judged against the baseline alone; docs/judging.md)",
+        "judged against the baseline alone; docs/judging.md); the codegen screen then times "
+        "only the ops whose kernels differ from this compiler's (docs/codegen.md)",
     )
     g.add_argument(
         "--full-ab", action="store_true", help="time and pair every op (implies --time all)"
@@ -130,6 +142,9 @@ def add_ab_options(p) -> None:
     )
     add_pair_rule_options(g)
     g.add_argument("--accept", metavar="FILE", help="accept list of intended regressions")
+
+
+BASE_SCREEN_CACHE = "base-screen"  # under ZLBENCH_CACHE_DIR: the base side's rebuilds
 
 
 def _time_mode(args) -> str:
@@ -176,6 +191,7 @@ def job_from_args(args, settings: Settings, ops_dir: Path) -> GateJob:
         time_first=args.time_first,
         codegen_jobs=args.codegen_jobs or os.cpu_count() or 1,
         codegen_rebuilt=tuple(args.rebuilt),
+        base_screen_cache=args.base_screen_cache or settings.cache_dir / BASE_SCREEN_CACHE,
         measuring=measuring_from(args),
         scheduling=scheduling,
         ab=ab_options_from(

@@ -183,19 +183,25 @@ def count_classes(kernels: list[KernelScreen]) -> dict[str, int]:
     return counts
 
 
-def stage_diff(kernel_id: str, stage: str, base: bytes, cur: bytes) -> str:
-    """Unified diff of one stage's two outputs; binary data (a cubin standing in
-    for SASS) gets a one-line header naming both sizes."""
+def stage_diff(
+    kernel_id: str,
+    stage: str,
+    base: bytes,
+    cur: bytes,
+    labels: tuple[str, str] = ("baseline", "current"),
+) -> str:
+    """Unified diff of one stage's two outputs (``labels``: what each side is, "base"
+    for the base compiler's rebuild); binary data (a cubin standing in for SASS) gets a
+    one-line header naming both sizes."""
     a, b = _lines(base), _lines(cur)
+    old, new = labels
     if a is None or b is None:
         return (
             f"# {kernel_id} {stage}: binary outputs differ "
-            f"(baseline {len(base)} bytes, current {len(cur)} bytes)\n"
+            f"({old} {len(base)} bytes, {new} {len(cur)} bytes)\n"
         )
     lines = list(
-        difflib.unified_diff(
-            a, b, f"baseline/{kernel_id}.{stage}", f"current/{kernel_id}.{stage}", n=3
-        )
+        difflib.unified_diff(a, b, f"{old}/{kernel_id}.{stage}", f"{new}/{kernel_id}.{stage}", n=3)
     )
     if len(lines) > DIFF_LINE_LIMIT:
         cut = len(lines) - DIFF_LINE_LIMIT

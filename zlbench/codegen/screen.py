@@ -1,6 +1,14 @@
 """Run the codegen screen: rebuild a baseline's kernels in parallel worker
 processes with the compiler under test, classify them, write the output.
 
+With a base compiler (:class:`BaseSide`, ``gate --base-compiler ENV``) the same requests
+are also rebuilt by the base compiler (its workers run in its environment; the rebuild
+kept in a cache dir per base build and baseline, :mod:`zlbench.codegen.base_cache`) and
+each kernel's class compares the PR's rebuild with the base's: a kernel that differs
+from the baseline's records but not from the base is identical. The comparison with the
+baseline's records stays as context (``KernelScreen.vs_baseline``, a note). A kernel the
+base compiler did not build is compared with the baseline's records, as without a base.
+
 Never imports triton: the workers (the compiler side's rebuild worker, run as
 ``python -m``) do, in the interpreter given (default: this one). Output
 (docs/codegen.md)::
@@ -20,12 +28,13 @@ import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from pathlib import Path
 
 from zlbench.codegen import worker_pool
+from zlbench.codegen.base_cache import cacheable, load_entry, store_entry
 from zlbench.codegen.chunks import n_chunks, split
 from zlbench.codegen.collect import BaselineKernels, collect
 from zlbench.codegen.diff import (
@@ -36,7 +45,7 @@ from zlbench.codegen.diff import (
     screen_kernel,
     stage_diff,
 )
-from zlbench.codegen.shards import load_shards, shard_ids, write_shard
+from zlbench.codegen.shards import load_shards, manifest_sha256, shard_ids, write_shard
 from zlbench.errors import ZlbenchError
 from zlbench.models.base import atomic_write_text, dump_json_model
 from zlbench.models.codegen import CompileRecord, StageDigest, read_blob, text_stored
@@ -47,6 +56,7 @@ from zlbench.models.codegen_screen import (
     KernelScreen,
     RebuiltShard,
 )
+from zlbench.protocol.layout import MANIFEST_YAML
 from zlbench.report.codegen import render_codegen
 
 SCREEN_JSON = "codegen.json"
@@ -73,6 +83,35 @@ class ScreenOptions:
     # the rebuild made by other jobs (`zlbench codegen --shard K/N`): classified here,
     # nothing compiled (zlbench.codegen.shards.load_shards checks it whole)
     rebuilt: RebuiltInput | None = None
+    # the base compiler: each kernel is classified against its rebuild (None: against
+    # the baseline's records)
+    base: BaseSide | None = None
+
+
+@dataclass(frozen=True)
+class BaseSide:
+    """The base compiler of a PR-vs-base screen (``gate --base-compiler ENV``): its build
+    fingerprint (:func:`zlbench.workflow.codegen_artifact.compiler_fingerprint` as its
+    environment sees it), how its rebuild workers run (``python``: its interpreter, None:
+    the screen's; ``front``: dirs first on their PYTHONPATH, a site dir; ``env``: more
+    environment) and the cache dir its rebuild is kept in for the next PR on the same
+    base (None: not kept)."""
+
+    spec: str
+    fingerprint: str
+    python: str | None = None
+    front: tuple[str, ...] = ()
+    cache: Path | None = None
+    env: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class _BaseRebuild:
+    """The base compiler's rebuild: id -> record, id -> its codegen dir, whence."""
+
+    records: dict[str, CompileRecord]
+    dirs: dict[str, Path]
+    where: str  # "rebuilt" | "cached <entry dir>"
 
 
 @dataclass(frozen=True)
@@ -102,15 +141,21 @@ def run_screen(opts: ScreenOptions, say: Callable[[str], None] = lambda s: None)
     staged = Path(tempfile.mkdtemp(dir=opts.out, prefix=f".{DIFFS_DIR}."))
     try:
         with tempfile.TemporaryDirectory(prefix="zlbench-codegen-") as tmp:
+            side = None
+            if opts.base is not None:  # first: the PR's progress then counts against it
+                (Path(tmp) / "base").mkdir()
+                side = _base_rebuild(base, ids, opts, Path(tmp) / "base", say)
             if opts.rebuilt is not None:
                 r = opts.rebuilt
                 estimates = compile_estimates(base)
                 rebuilt, dirs = load_shards(list(r.dirs), estimates, r.baseline_sha256, r.compiler)
                 say(f"codegen: {len(rebuilt)} kernel(s) rebuilt by {len(r.dirs)} shard job(s)")
             else:
-                rebuilt, dirs = _rebuild(base, ids, opts, Path(tmp), say, started)
-            kernels = [_screen_one(base, i, rebuilt.get(i)) for i in ids]
-            _write_diffs(base, kernels, rebuilt, dirs, staged)
+                (Path(tmp) / "pr").mkdir()
+                t0 = started if side is None else time.monotonic()  # the PR's own ETA
+                rebuilt, dirs = _rebuild(base, ids, opts, Path(tmp) / "pr", say, t0, side)
+            kernels = [_screen_one(base, i, rebuilt.get(i), side) for i in ids]
+            _write_diffs(base, kernels, rebuilt, dirs, staged, side)
         screen = CodegenScreen(
             baseline_dir=str(opts.baseline),
             compiler=worker_pool.compiler_version(rebuilt),
@@ -123,7 +168,12 @@ def run_screen(opts: ScreenOptions, say: Callable[[str], None] = lambda s: None)
             ops_without_records=sorted(base.ops_without_records),
             ops_without_kernels=base.ops_without_kernels,
             ops_with_unrecorded=dict(sorted(base.unrecorded.items())),
+            decided_by="baseline" if side is None else "base",
         )
+        if side is not None and opts.base is not None:
+            screen.base_compiler = opts.base.fingerprint
+            screen.base_rebuild = side.where
+            screen.vs_baseline_counts = _count_vs_baseline(kernels)
         _publish(opts.out, screen, staged)
     finally:
         shutil.rmtree(staged, ignore_errors=True)
@@ -138,12 +188,95 @@ def compile_estimates(
     return {i: _compile_s(base.records[i]) for i in (sorted(base.records) if ids is None else ids)}
 
 
-def _rebuild(base: BaselineKernels, ids: list[str], opts: ScreenOptions, tmp: Path, say, started):
-    """``ids`` rebuilt in the worker pool: (id -> record, id -> its codegen dir)."""
+def _rebuild(
+    base: BaselineKernels,
+    ids: list[str],
+    opts: ScreenOptions,
+    tmp: Path,
+    say,
+    started,
+    side: _BaseRebuild | None = None,
+    label: str = "",
+):
+    """``ids`` rebuilt in the worker pool: (id -> record, id -> its codegen dir); the
+    progress lines count the changes against ``side`` when given."""
     estimates = compile_estimates(base, ids)
     chunks = split(estimates, n_chunks(len(ids), opts.jobs, opts.chunks_per_job))
-    progress = _Progress(say, len(ids), started, lambda i, r: _screen_one(base, i, r))
+    classify = lambda i, r: _screen_one(base, i, r, side)  # noqa: E731
+    progress = _Progress(say, len(ids), started, classify, label)
     return worker_pool.rebuild_all(base, chunks, opts, tmp, progress)
+
+
+def _baseline_sha256(baseline: Path) -> str:
+    """The manifest's sha256 of a baseline; "" for a batch dir (no manifest)."""
+    return manifest_sha256(baseline) if (Path(baseline) / MANIFEST_YAML).is_file() else ""
+
+
+def _base_rebuild(
+    base: BaselineKernels, ids: list[str], opts: ScreenOptions, tmp: Path, say
+) -> _BaseRebuild:
+    """The base compiler's rebuild of ``ids``: the cache's entry for this base build and
+    baseline, else rebuilt in its environment (then kept in the cache when whole)."""
+    side = opts.base
+    assert side is not None
+    sha = _baseline_sha256(opts.baseline)
+    cache = side.cache if sha else None  # a batch dir has no content digest: not kept
+    if cache is not None:
+        got = load_entry(cache, side.fingerprint, sha, compile_estimates(base), say)
+        if got is not None:
+            records, dirs, entry = got
+            say(f"codegen: base side ({side.fingerprint}): {len(records)} kernel(s) from "
+                f"the cache {entry}, nothing rebuilt")  # fmt: skip
+            return _BaseRebuild(records, dirs, f"cached {entry}")
+    started = time.monotonic()
+    say(f"codegen: rebuilding {len(ids)} kernel(s) with the base compiler {side.fingerprint}")
+    bopts = replace(
+        opts,
+        python=side.python or opts.python,
+        pythonpath=[*opts.pythonpath, *side.front],
+        env={**opts.env, **side.env},
+        cache_out=None,  # the base's kernels never go where the PR's measure step looks
+        base=None,
+        rebuilt=None,
+    )
+    records, dirs = _rebuild(base, ids, bopts, tmp, say, started, label="base ")
+    _check_base_built(ids, records, side)
+    if cache is not None:
+        why = cacheable(records, ids)
+        if why:
+            say(f"codegen: base side not kept in the cache: {why}")
+        else:
+            stamp = RebuiltShard(
+                baseline_sha256=sha,
+                compiler=side.fingerprint,
+                shard=(1, 1),
+                ids=ids,
+                generated=datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+                wall_s=round(time.monotonic() - started, 2),
+                jobs=opts.jobs,
+            )
+            entry = store_entry(cache, stamp, records, dirs)
+            if entry is not None:
+                say(f"codegen: base side kept in {entry} for the next PR on this base")
+    return _BaseRebuild(records, dirs, "rebuilt")
+
+
+def _check_base_built(ids: list[str], records: dict[str, CompileRecord], side: BaseSide) -> None:
+    """A base compiler that built none of the kernels (nor failed to compile any) proves
+    nothing of the PR: its environment cannot load them. One line, exit 2."""
+    if not ids or any(i in records and not _not_built(records[i]) for i in ids):
+        return
+    first = next((records[i] for i in ids if i in records), None)
+    why = f" (first: {first.request.kernel.name}: {first.error})" if first else ""
+    raise ZlbenchError(
+        f"--base-compiler {side.spec}: the base compiler rebuilt none of the {len(ids)} "
+        f"kernel(s){why}: can its environment import triton and the FlagGems sources?"
+    )
+
+
+def _not_built(rec: CompileRecord) -> bool:
+    err = rec.error or ""
+    return rec.result is None and (err.startswith(LOAD_FAILED) or "crashed" in err)
 
 
 def rebuild_shard(
@@ -198,9 +331,28 @@ def _compile_s(rec: CompileRecord) -> float | None:
     return res.compile_s if res else None
 
 
-def _screen_one(base: BaselineKernels, kid: str, cur: CompileRecord | None) -> KernelScreen:
-    k = screen_kernel(
-        base.records[kid],
+def _screen_one(
+    base: BaselineKernels,
+    kid: str,
+    cur: CompileRecord | None,
+    side: _BaseRebuild | None = None,
+) -> KernelScreen:
+    """Kernel ``kid``'s entry: its rebuild ``cur`` against the baseline's record, or
+    against the base compiler's rebuild (``side``) where the base built it."""
+    k = _against(base, kid, base.records[kid], cur)
+    if side is not None:
+        k = _against_base(base, kid, cur, side, k)
+    if kid in base.conflicts:
+        others = ", ".join(sorted(base.conflicts[kid]))
+        k.notes.append(f"baseline not deterministic: other outputs recorded in {others}")
+    return k
+
+
+def _against(
+    base: BaselineKernels, kid: str, ref: CompileRecord, cur: CompileRecord | None
+) -> KernelScreen:
+    return screen_kernel(
+        ref,
         cur,
         base.ops.get(kid, ()),
         base.rows.get(kid, ()),
@@ -208,10 +360,45 @@ def _screen_one(base: BaselineKernels, kid: str, cur: CompileRecord | None) -> K
         op_timed=base.op_timed.get(kid),
         row_timed=base.row_timed.get(kid),
     )
-    if kid in base.conflicts:
-        others = ", ".join(sorted(base.conflicts[kid]))
-        k.notes.append(f"baseline not deterministic: other outputs recorded in {others}")
+
+
+def _against_base(
+    base: BaselineKernels,
+    kid: str,
+    cur: CompileRecord | None,
+    side: _BaseRebuild,
+    vs_baseline: KernelScreen,
+) -> KernelScreen:
+    """``vs_baseline`` (the PR against the baseline's record) decided again against the
+    base compiler's rebuild of ``kid``; kept as it is, with a note, where the base did
+    not build it (the PR then fails to compile it as the base does, or the baseline's
+    records decide)."""
+    ref = side.records.get(kid)
+    if ref is None or ref.result is None:
+        why = (ref.error if ref is not None else None) or "no result"
+        if vs_baseline.status is CodegenClass.FAILED and ref is not None and not _not_built(ref):
+            vs_baseline.notes.append(f"fails with the base compiler too: {why}")
+        else:
+            vs_baseline.notes.append(
+                f"not built by the base compiler ({why}): compared with the baseline's records"
+            )
+        return vs_baseline
+    rec = base.records[kid]
+    k = _against(base, kid, rec.model_copy(update={"result": ref.result}), cur)
+    k.vs_baseline = vs_baseline.status
+    if vs_baseline.status in CHANGED_CLASSES:
+        k.notes.append(
+            f"also differs from the baseline's compiler (from {vs_baseline.first_stage} on)"
+        )
     return k
+
+
+def _count_vs_baseline(kernels: list[KernelScreen]) -> dict[str, int]:
+    """CodegenClass value -> kernels, of the PR against the baseline's records."""
+    counts = {c.value: 0 for c in CodegenClass}
+    for k in kernels:
+        counts[(k.vs_baseline or k.status).value] += 1
+    return counts
 
 
 def _write_diffs(
@@ -220,10 +407,21 @@ def _write_diffs(
     rebuilt: dict[str, CompileRecord],
     dirs: dict[str, Path],
     into: Path,
+    side: _BaseRebuild | None = None,
 ) -> None:
-    """Write ``<kernel>.diff`` of every changed kernel into ``into``."""
+    """Write ``<kernel>.diff`` of every changed kernel into ``into``: its first differing
+    stage, the base compiler's text against the PR's where the base decided (a
+    ``vs_baseline`` set), else the baseline's."""
     for k in kernels:
         if k.status not in CHANGED_CLASSES or k.first_stage is None:
+            continue
+        if side is not None and k.vs_baseline is not None:
+            ref = side.records[k.kernel_id]
+            a = _stage_bytes(side.dirs[k.kernel_id], ref, k.first_stage)
+            b = _stage_bytes(dirs[k.kernel_id], rebuilt[k.kernel_id], k.first_stage)
+            diff = stage_diff(k.kernel_id, k.first_stage, a, b, ("base", "current"))
+            k.changed_lines = changed_lines(diff)
+            (into / f"{k.kernel_id}.diff").write_text(_header(k) + diff, encoding="utf-8")
             continue
         rec = base.records[k.kernel_id]
         if not _base_text_stored(rec, k.first_stage):
@@ -286,8 +484,9 @@ class _Progress:
     """One stderr line per finished chunk: kernels done, changed, failed, not rebuilt
     (when any: a kernel not rebuilt is neither identical nor changed), ETA."""
 
-    def __init__(self, say, total: int, started: float, classify):
+    def __init__(self, say, total: int, started: float, classify, label: str = ""):
         self.say, self.total, self.started, self.classify = say, total, started, classify
+        self.label = label  # "base ": the base compiler's rebuild
         self.done = self.changed = self.failed = self.missing = self.chunks = 0
 
     def __call__(self, n_chunks: int, ids: list[str], got: dict[str, CompileRecord]) -> None:
@@ -301,7 +500,8 @@ class _Progress:
         eta = elapsed / self.done * (self.total - self.done) if self.done else 0.0
         missing = f", {self.missing} not rebuilt" if self.missing else ""
         self.say(
-            f"codegen: chunk {self.chunks}/{n_chunks}: {self.done}/{self.total} kernels, "
+            f"codegen: {self.label}chunk {self.chunks}/{n_chunks}: {self.done}/{self.total} "
+            "kernels, "
             f"{self.changed} changed, {self.failed} failed{missing}; {elapsed:.0f} s, "
             f"ETA {eta:.0f} s"
         )

@@ -80,11 +80,13 @@ def load_shards(
     estimates: Mapping[str, float | None],
     baseline_sha256: str,
     compiler: str,
+    what: str = "--rebuilt",
 ) -> tuple[dict[str, CompileRecord], dict[str, Path]]:
     """(id -> rebuilt record, id -> its codegen dir) of the shards ``given``, checked
     whole against the baseline being screened (its kernels' ``estimates``, its
-    manifest's sha256) and this machine's compiler fingerprint."""
-    stamps = [(d, read_stamp(d)) for d in given]
+    manifest's sha256) and this machine's compiler fingerprint; ``what`` names them in
+    the one-line errors."""
+    stamps = [(d, read_stamp(d, what)) for d in given]
     ns = {s.shard[1] for _, s in stamps}
     if len(ns) != 1:
         raise ZlbenchError(f"--rebuilt: shards of different splits ({sorted(ns)}): rebuild again")
@@ -105,7 +107,7 @@ def load_shards(
             lost = len(set(expected) - set(got))
             problem = f"{lost} kernel(s) of its shard missing from its index.json: rebuild it"
         if problem is not None:
-            raise ZlbenchError(f"--rebuilt {d}: {problem}")
+            raise ZlbenchError(f"{what} {d}: {problem}")
         rebuilt.update(got)
         dirs.update(dict.fromkeys(got, d))
     return rebuilt, dirs
@@ -125,11 +127,11 @@ def _problem(s: RebuiltShard, expected: list[str], sha: str, compiler: str) -> s
     return None
 
 
-def read_stamp(d: Path) -> RebuiltShard:
+def read_stamp(d: Path, what: str = "--rebuilt") -> RebuiltShard:
     """The stamp of shard dir ``d``; a dir without one is one line (exit 2)."""
     if not (d / SHARD_JSON).is_file():
         raise ZlbenchError(
-            f"--rebuilt {d}: no {SHARD_JSON}: not the --out of a finished "
+            f"{what} {d}: no {SHARD_JSON}: not the --out of a finished "
             "`zlbench codegen --shard K/N`"
         )
     return load_json_model(d / SHARD_JSON, RebuiltShard)

@@ -88,6 +88,10 @@ class KernelScreen(_Model):
     setup_ops: list[str] = Field(default_factory=list)
     timed_rows: list[RowKey] = Field(default_factory=list)
     setup_rows: list[RowKey] = Field(default_factory=list)
+    # A screen decided against the base compiler (CodegenScreen.decided_by "base"): the
+    # class of the PR's rebuild against the baseline's records, as context only (None:
+    # the status above is that comparison, or the kernel was not compared with them)
+    vs_baseline: CodegenClass | None = None
 
 
 class KernelNote(_Model):
@@ -127,6 +131,15 @@ class CodegenScreen(OnDisk):
     # Baseline ops whose record pass compiled or launched kernels it could not record
     # (CodegenIndex.unrecorded), with their number: their speed is unproven.
     ops_with_unrecorded: dict[str, int] = Field(default_factory=dict)
+    # What each kernel's status compares the PR's rebuild with: "base" (the same requests
+    # rebuilt by the base compiler, ``gate --base-compiler``), "baseline" (the records
+    # the baseline's recording compiler wrote) or "" (a screen written before either)
+    decided_by: Literal["", "base", "baseline"] = ""
+    base_compiler: str = ""  # fingerprint of the base compiler (decided_by "base")
+    base_rebuild: str = ""  # where the base side came from: "cached <dir>" / "rebuilt"
+    # CodegenClass value -> kernels, of the PR's rebuild against the baseline's records
+    # (decided_by "base": context, what a screen without a base would have found)
+    vs_baseline_counts: dict[str, int] = Field(default_factory=dict)
 
     def by_id(self) -> dict[str, KernelScreen]:
         return {k.kernel_id: k for k in self.kernels}
@@ -167,6 +180,11 @@ class TimingPlanFile(OnDisk):
     scope: list[str] = Field(default_factory=list)  # the op keys in scope, sorted
     order: list[str] = Field(default_factory=list)  # the timed ops, in priority order
     generated: str = ""  # ISO 8601 UTC
+    # What the screen compared the PR's kernels with (CodegenScreen.decided_by) and the
+    # base compiler's fingerprint when "base": a measuring gate given this plan checks
+    # it against its own --base-compiler
+    decided_by: Literal["", "base", "baseline"] = ""
+    base_compiler: str = ""
 
 
 class RebuiltShard(OnDisk):

@@ -8,6 +8,7 @@ Pure: returns strings. Every string from an artifact goes through
 from __future__ import annotations
 
 from zlbench.models.codegen_screen import (
+    CHANGED_CLASSES,
     CLASS_LABELS,
     RESOURCES,
     UNPROVEN_CLASSES,
@@ -49,6 +50,7 @@ def render_codegen(screen: CodegenScreen, top: int = TOP) -> str:
         "## Codegen screen",
         f"**{headline(screen)}**",
         _inputs(screen),
+        _decided(screen),
         table(["class", "kernels"], "lr", _count_rows(screen)),
     ]
     parts += _failed(screen)
@@ -69,6 +71,32 @@ def _inputs(s: CodegenScreen) -> str:
     return (
         f"Baseline {md_code(s.baseline_dir, 120)} rebuilt by {md_code(s.compiler or '?', 80)} "
         f"· {s.jobs} job(s) · {wall}"
+    )
+
+
+def decided_label(decided_by: str, base_compiler: str) -> str:
+    """``PR vs base compiler <fingerprint>`` / ``PR vs the baseline's recording compiler``
+    ("" for a screen written before it said)."""
+    if decided_by == "base":
+        return f"PR vs base compiler {base_compiler}"
+    return "PR vs the baseline's recording compiler" if decided_by == "baseline" else ""
+
+
+def _decided(s: CodegenScreen) -> str:
+    """Which comparison classified the kernels (and so decided what is timed); against
+    the base compiler, what the baseline's recording compiler would have said."""
+    label = decided_label(s.decided_by, s.base_compiler)
+    if not label:
+        return ""
+    line = f"Decided by: {md_text(label, 200)}"
+    if s.decided_by != "base":
+        return line
+    where = md_text(s.base_rebuild or "?", 200)
+    vs = sum(s.vs_baseline_counts.get(c.value, 0) for c in CHANGED_CLASSES)
+    return (
+        f"{line} (base side: {where}) · against the baseline's recording compiler "
+        f"{vs} of {len(s.kernels)} kernels differ (context only: a kernel identical "
+        "to the base's is not timed)"
     )
 
 

@@ -13,18 +13,23 @@ reports :mod:`zlbench.workflow.codegen_verdict`'s (the step they share:
 from __future__ import annotations
 
 import math
+import os
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
 from zlbench.codegen.collect import has_codegen_records
-from zlbench.codegen.screen import SCREEN_JSON, SCREEN_MD, RebuiltInput, ScreenOptions
+from zlbench.codegen.screen import SCREEN_JSON, SCREEN_MD, BaseSide, RebuiltInput, ScreenOptions
 from zlbench.codegen.shards import manifest_sha256
 from zlbench.codegen.timed import TimedKernels
 from zlbench.errors import ZlbenchError
 from zlbench.gate.load import ResultsSet, load_results
 from zlbench.models import CodegenScreen
+from zlbench.models.codegen_screen import CHANGED_CLASSES
 from zlbench.protocol.layout import CODEGEN_SCREEN_DIR
 from zlbench.report.codegen import headline
+from zlbench.runner.ab.env import CompilerEnv
 from zlbench.workflow.codegen_artifact import ScreenArtifact, compiler_fingerprint
 from zlbench.workflow.codegen_step import (
     NO_RECORDS,
@@ -38,9 +43,12 @@ from zlbench.workflow.codegen_verdict import apply_screen, report_extras
 
 __all__ = [  # the names the tests take from here
     "TIME_MODES",
+    "BaseSide",
     "CodegenStep",
     "Screen",
     "apply_screen",
+    "base_fingerprint",
+    "base_side",
     "cached_kernels",
     "check_budget",
     "compiler_fingerprint",
@@ -76,13 +84,15 @@ def screen_for_gate(
     progress: Callable[[str], None],
     cache_out: Path | None = None,
     rebuilt: tuple[Path, ...] = (),
+    base: BaseSide | None = None,
 ) -> CodegenStep:
     """Screen the baseline's kernels into ``<out>/codegen/`` (nothing when the
     baseline has no codegen records: a note, every op timed). ``say``: what it
     found (stdout); ``progress``: the screen's progress lines (stderr);
     ``cache_out``: a triton cache dir the rebuilt kernels are also put in;
     ``rebuilt``: shard dirs of `zlbench codegen --shard K/N` jobs, classified instead
-    of rebuilding (then nothing is put in ``cache_out``)."""
+    of rebuilding (then nothing is put in ``cache_out``); ``base``: the base compiler
+    (:func:`base_side`), whose rebuild each kernel is classified against."""
     if not has_codegen_records(baseline_dir):
         say(f"zlbench gate: {NO_RECORDS}")
         return no_screen(time)
@@ -97,11 +107,14 @@ def screen_for_gate(
         rebuilt=RebuiltInput(rebuilt, manifest_sha256(baseline_dir), compiler_fingerprint())
         if rebuilt
         else None,
+        base=base,
     )
     result = screen(opts, progress)
     setup = TimedKernels.of(result).setup_changed()
     apart = f", {len(setup)} of them only outside the timed region" if setup else ""
-    say(f"zlbench gate: codegen screen: {headline(result)}{apart} ({cg_dir / SCREEN_MD})")
+    against = decided_words(result)
+    say(f"zlbench gate: codegen screen: {headline(result)}{apart}{against} "
+        f"({cg_dir / SCREEN_MD})")  # fmt: skip
     for k in result.failed():
         progress(f"zlbench gate: codegen: FAILED {failed_line(k)}")
     summary = summarize(result, time, f"{CODEGEN_SCREEN_DIR}/{SCREEN_JSON}")
@@ -145,3 +158,79 @@ def unmeasured_results(batch_dir: Path) -> ResultsSet:
     batch_dir.mkdir(parents=True, exist_ok=True)
     write_ops_status(batch_dir, [])
     return load_results(batch_dir)
+
+
+def decided_words(screen: CodegenScreen) -> str:
+    """`` against the base compiler X (N differ from the baseline's compiler)`` for a
+    screen decided against the base compiler; "" otherwise."""
+    if screen.decided_by != "base":
+        return ""
+    changed = sum(screen.vs_baseline_counts.get(c.value, 0) for c in CHANGED_CLASSES)
+    return (
+        f" against the base compiler {screen.base_compiler} ({changed} differ from the "
+        "baseline's recording compiler)"
+    )
+
+
+FINGERPRINT_TAG = "ZLBENCH_FINGERPRINT "
+FINGERPRINT_TIMEOUT_S = 300.0
+
+
+def base_fingerprint(env: CompilerEnv) -> str:
+    """:func:`compiler_fingerprint` as the base compiler's environment ``env`` sees it
+    (its interpreter, its PYTHONPATH front dirs); the function's own source runs there,
+    so the environment needs only a triton. One line when it cannot run."""
+    import inspect
+    import textwrap
+
+    from zlbench.runner.ab.env import ZLBENCH_ROOT
+    from zlbench.workflow import codegen_artifact
+
+    script = "\n".join(
+        [
+            "from pathlib import Path",
+            textwrap.dedent(inspect.getsource(codegen_artifact.compiler_fingerprint)),
+            f"print({FINGERPRINT_TAG!r} + compiler_fingerprint())",
+        ]
+    )
+    python = env.python or sys.executable
+    try:
+        proc = subprocess.run(
+            [python, "-c", script],
+            env=env.environ(dict(os.environ)),
+            cwd=ZLBENCH_ROOT,
+            capture_output=True,
+            text=True,
+            timeout=FINGERPRINT_TIMEOUT_S,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as e:
+        raise ZlbenchError(f"--base-compiler {env.spec}: cannot run {python}: {e}") from None
+    found = [ln[len(FINGERPRINT_TAG) :] for ln in proc.stdout.splitlines()
+             if ln.startswith(FINGERPRINT_TAG)]  # fmt: skip
+    if proc.returncode != 0 or not found:
+        tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+        raise ZlbenchError(
+            f"--base-compiler {env.spec}: its compiler fingerprint could not be read "
+            f"(exit {proc.returncode}): {tail[:300]}"
+        )
+    return found[-1].strip()
+
+
+def base_side(spec: str, cache: Path | None) -> BaseSide:
+    """``--base-compiler ENV`` as the screen's base side: its environment
+    (:func:`zlbench.runner.ab.env.resolve_env`), its build fingerprint
+    (:func:`base_fingerprint`), the cache dir of its rebuild (None: not kept). A base
+    that is the PR's own build (the same fingerprint) or has no triton: one line, exit 2."""
+    from zlbench.runner.ab.env import resolve_env
+
+    env = resolve_env(spec)
+    fingerprint = base_fingerprint(env)
+    if not fingerprint:
+        raise ZlbenchError(f"--base-compiler {spec}: no triton importable there")
+    if fingerprint == compiler_fingerprint():
+        raise ZlbenchError(
+            f"--base-compiler {spec} is the PR's own build ({fingerprint}): a screen of the "
+            "PR against itself proves nothing; give the PR's merge-base build"
+        )
+    return BaseSide(spec, fingerprint, python=env.python, front=env.front, cache=cache)

@@ -93,14 +93,23 @@ class ScreenArtifact:
 
 
 def load_screen_artifact(
-    given: Path, baseline: BaselineSet, scope: set[str] | None, compiler: str
+    given: Path,
+    baseline: BaselineSet,
+    scope: set[str] | None,
+    compiler: str,
+    base_compiler: str = "",
 ) -> ScreenArtifact:
     """The screen-only gate's output ``given`` (its ``--out``, or the ``codegen/`` in it)
     for a gate of ``baseline`` over ``scope`` (None: every op) with the compiler
-    ``compiler`` (:func:`compiler_fingerprint`), or one line, exit 2: not a screen-only
-    plan, a broken file, another baseline (its manifest's sha256), another compiler,
-    another op set, a plan that does not cover the op set or skips an op its screen
-    does not prove unchanged. Read only inside ``given``; nothing is written."""
+    ``compiler`` (:func:`compiler_fingerprint`) and the base compiler of fingerprint
+    ``base_compiler`` ("": none), or one line, exit 2: not a screen-only plan, a broken
+    file, another baseline (its manifest's sha256), another compiler, a screen against
+    another base compiler (or against one, for a gate without: only the A/B judges what
+    differs from the baseline's compiler but not from the base), another op set, a plan
+    that does not cover the op set or skips an op its screen does not prove unchanged. A
+    plan screened against the baseline's records times a superset of what a screen
+    against the base would: taken by a gate with a base too. Read only inside ``given``;
+    nothing is written."""
     where = f"--screen {given}"
     if not Path(given).is_dir():
         raise ZlbenchError(f"{where}: no such directory")
@@ -129,6 +138,7 @@ def load_screen_artifact(
             f"{where}: screened with another compiler ({plan.compiler or 'none'}"
             f"), this gate's is {compiler or 'none'}: re-run the screen job"
         )
+    check_base(where, plan, base_compiler)
     keys = sorted(k for k in baseline.ops if scope is None or k in scope)
     if plan.scope != keys:
         raise ZlbenchError(
@@ -152,9 +162,31 @@ def load_screen_artifact(
         screen = CodegenScreen(baseline_dir=str(baseline.path))  # v1: every op timed
     else:
         screen = load_json_model(screen_file, CodegenScreen)
+        if (screen.decided_by, screen.base_compiler) != (plan.decided_by, plan.base_compiler):
+            raise ZlbenchError(
+                f"{where}: its {SCREEN_JSON} and {TIMING_JSON} say different comparisons "
+                "decided: not a screen-only gate's own output"
+            )
         listed = {k: r for k, r in baseline.ops.items() if k in plan.skipped}
         proven_skips(plan, screen, listed, timing_file)  # every skip proven again
     return ScreenArtifact(timing_file.parent, plan, screen)
+
+
+def check_base(where: str, plan: TimingPlanFile, base_compiler: str) -> None:
+    """A plan screened against a base compiler is taken only by a gate with that base
+    (the same fingerprint); else one line, exit 2."""
+    if plan.decided_by != "base":
+        return
+    if not base_compiler:
+        raise ZlbenchError(
+            f"{where}: screened against the base compiler {plan.base_compiler}; this gate "
+            "has no --base-compiler: give it the same one (or re-run the screen job without)"
+        )
+    if plan.base_compiler != base_compiler:
+        raise ZlbenchError(
+            f"{where}: screened against another base compiler ({plan.base_compiler}), "
+            f"this gate's is {base_compiler}: re-run the screen job with this --base-compiler"
+        )
 
 
 def screen_only(

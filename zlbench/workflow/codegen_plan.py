@@ -95,6 +95,8 @@ def plan_timing(
         over_budget=plan.over_budget,
         budget_s=budget_s,
         order=order,
+        decided_by=step.screen.decided_by,
+        base_compiler=step.screen.base_compiler,
     )
     if step.given is not None:  # keep where the plan came from (the reports say so)
         timing = timing.model_copy(update=_origin(step.given))
@@ -104,7 +106,8 @@ def plan_timing(
 
 
 def _origin(plan: TimingPlanFile) -> dict:
-    keys = ("screen_only", "baseline_sha256", "compiler", "scope", "generated")
+    keys = ("screen_only", "baseline_sha256", "compiler", "scope", "generated", "decided_by")
+    keys += ("base_compiler",)
     return {k: getattr(plan, k) for k in keys}
 
 

@@ -54,6 +54,7 @@ def summarize(screen: CodegenScreen, time: str, screen_file: str) -> CodegenSumm
     notes = [f"{missing} kernel(s) could not be rebuilt: their ops are timed"] * bool(missing)
     view = TimedKernels.of(screen)
     notes.append(view.note(view.by_op))  # setup kernels counted as timed, when any are
+    notes.append(decided_note(screen.decided_by, screen.base_compiler))
     return CodegenSummary(
         screened=True,
         note="; ".join(n for n in notes if n),
@@ -63,6 +64,17 @@ def summarize(screen: CodegenScreen, time: str, screen_file: str) -> CodegenSumm
         failed=[failed_line(k) for k in screen.failed()],
         screen_file=screen_file,
         wall_s=screen.wall_s,  # the JUnit codegen suite's time
+    )
+
+
+def decided_note(decided_by: str, base_compiler: str) -> str:
+    """Which comparison decided what was timed, for a screen against the base compiler
+    ("" otherwise: the baseline's records decided, as they always did)."""
+    if decided_by != "base":
+        return ""
+    return (
+        f"codegen screen: PR vs base compiler {base_compiler} (a kernel that differs only "
+        "from the baseline's recording compiler is not timed)"
     )
 
 

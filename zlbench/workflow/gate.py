@@ -215,6 +215,7 @@ def screen_step(
         progress=seams.warn,
         cache_out=cache,
         rebuilt=job.codegen_rebuilt,
+        base=job.codegen_base,  # PR vs base compiler (screen_job resolved it)
     )
 
 

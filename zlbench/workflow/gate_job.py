@@ -23,7 +23,7 @@ from zlbench.protocol.options import flag as plugin_flag
 from zlbench.runner.ab.env import CompilerEnv
 from zlbench.runner.preflight import check_checkouts, check_compiler
 from zlbench.workflow.ab import AbOptions
-from zlbench.workflow.codegen import Screen, run_screen
+from zlbench.workflow.codegen import BaseSide, Screen, run_screen
 from zlbench.workflow.codegen_step import baseline_durations
 
 
@@ -72,6 +72,11 @@ class GateJob:
     codegen_jobs: int = 1
     # --rebuilt: the shard dirs of `zlbench codegen --shard K/N` jobs the screen classifies
     codegen_rebuilt: tuple[Path, ...] = ()
+    # --base-screen-cache: where the base compiler's rebuild is kept per base build and
+    # baseline (None: not kept); the base side itself is resolved from ab.base_compiler
+    # by the gate job (workflow.screen_job) before the screen: codegen.base_side
+    base_screen_cache: Path | None = None
+    codegen_base: BaseSide | None = None
     measuring: Measuring = field(default_factory=Measuring)  # --warmup-ms, --replays...
     scheduling: Scheduling = field(default_factory=Scheduling)  # --gpu-share...
 

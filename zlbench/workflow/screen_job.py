@@ -34,10 +34,11 @@ def run_gate_job(
         raise ZlbenchError(
             "--screen-only and --screen are for a gate that screens or measures: not with --results"
         )
+    base = _base_side(job)  # the base compiler the screen diffs against (before --out)
     if screen_only:
-        return _screen_only(job, seams)
+        return _screen_only(replace(job, codegen_base=base), seams)
     if screen is None:
-        return run_gate(job, seams)
+        return run_gate(replace(job, codegen_base=base), seams)
     if job.codegen_rebuilt:
         raise ZlbenchError(
             "--rebuilt feeds the screen; --screen takes a finished one: give --rebuilt to "
@@ -50,7 +51,11 @@ def run_gate_job(
         )
     inputs = load_inputs(job, seams)  # the baseline verified, the op set
     artifact = codegen_artifact.load_screen_artifact(
-        screen, inputs.baseline, inputs.opts.scope, codegen.compiler_fingerprint()
+        screen,
+        inputs.baseline,
+        inputs.opts.scope,
+        codegen.compiler_fingerprint(),
+        base.fingerprint if base is not None else "",
     )
     mode = artifact.plan.time
     wanted = time_given or ("all" if job.ab.full else None)  # --full-ab: --time all
@@ -66,10 +71,9 @@ def run_gate_job(
 
 def _screen_only(job: GateJob, seams: GateSeams) -> int:
     """The codegen screen and the plan of the ops to time into ``<out>/codegen/``; no GPU."""
-    if job.shard is not None or job.ab.base_compiler:
+    if job.shard is not None:
         raise ZlbenchError(
-            "--screen-only measures nothing: --shard and --base-compiler "
-            "belong to the GPU job that takes its --screen"
+            "--screen-only measures nothing: --shard belongs to the GPU job that takes its --screen"
         )
     inputs = load_inputs(job, seams)  # the baseline verified; FlagGems found
     out = claim_out(Path(job.out), seams)
@@ -86,13 +90,23 @@ def _screen_only(job: GateJob, seams: GateSeams) -> int:
         out=out,
     )
     over = f", {len(plan.over_budget)} beyond the budget" if plan.over_budget else ""
+    base = f" --base-compiler {job.ab.base_compiler}" if job.codegen_base else ""
     seams.say(
         f"zlbench gate --screen-only: {len(plan.order)} op(s) to time, "
         f"{len(plan.skipped)} proven unchanged{over} "
         f"({out / CODEGEN_SCREEN_DIR / TIMING_JSON}); the GPU job: "
-        f"zlbench gate --baseline {job.baseline} --screen {out} ..."
+        f"zlbench gate --baseline {job.baseline} --screen {out}{base} ..."
     )
     return 1 if step.summary.failed else 0
+
+
+def _base_side(job: GateJob) -> codegen.BaseSide | None:
+    """With ``--base-compiler`` on a gate that screens or measures: the screen's base
+    side (:func:`zlbench.workflow.codegen.base_side`; one that is the PR's own build is
+    one line, exit 2); else None (the baseline's records decide, as without a base)."""
+    if not job.ab.base_compiler or job.results is not None:
+        return None
+    return codegen.base_side(job.ab.base_compiler, job.base_screen_cache)
 
 
 __all__ = ["run_gate_job"]
