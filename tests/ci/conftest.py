@@ -51,7 +51,7 @@ if tool == "zlbench":
             with open(os.path.join(opt("--out"), "rebuilt.json"), "w") as f:
                 f.write(json.dumps({"shard": opt("--shard")}))
         sys.exit(rc)
-    if args[:2] == ["baseline", "refresh"]:
+    if args[:2] in (["baseline", "refresh"], ["baseline", "bootstrap"]):
         os.makedirs(opt("--out"), exist_ok=True)
         open(os.path.join(opt("--out"), "manifest.yaml"), "w").write("name: x\n")
         sys.exit(int(os.environ.get("FAKE_REFRESH_RC", "0")))

@@ -402,3 +402,49 @@ def test_refresh_bad_input(sandbox, refresh_env, env, text):
     proc = sandbox.run("refresh_baseline.sh", "out", **{**refresh_env, **env})
     assert proc.returncode != 0
     assert text in sandbox.summary_text()
+
+
+def test_refresh_with_a_tier_bootstraps_the_runner_class(sandbox, refresh_env):
+    """The `tier` dispatch input: `zlbench baseline bootstrap --tier T` into
+    baselines/<runner name>, and the PR body says how the caller gates against it."""
+    (sandbox.tmp / "ops" / "tiers").mkdir(parents=True)
+    (sandbox.tmp / "ops" / "tiers" / "pr.txt").write_text("abs\n")
+    env = {**refresh_env, "ZL_VERSION": "h100", "ZL_TIER": "pr"}
+    proc = sandbox.run("refresh_baseline.sh", "out", **env)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    boot, show = sandbox.calls("zlbench")
+    assert boot["argv"] == [
+        "baseline", "bootstrap", "--tier", "pr", "--out", "out/baselines/h100", "--repeats", "5"
+    ]  # fmt: skip
+    assert show["argv"] == ["baseline", "show", "out/baselines/h100"]
+    body = (sandbox.tmp / "out" / "pr-body.md").read_text()
+    assert "tier `pr` bootstrapped" in body and "`baseline: baselines/h100`" in body
+    assert sandbox.outputs()["version"] == "h100"
+
+
+@pytest.mark.parametrize(
+    "env,text",
+    [
+        ({"ZL_TIER": "weekly"}, "ops/tiers/weekly.txt does not exist"),
+        ({"ZL_TIER": "../pr"}, "tier must be a name of ops/tiers/"),
+        ({"ZL_OPS_FILE": "ops/tiers/pr.txt"}, "give tier or ops_file, not both"),
+        ({"ZL_VERSION": "H100 x"}, "names the runner class's baseline dir"),
+        ({"ZL_VERSION": "../v1"}, "names the runner class's baseline dir"),
+        ({"ZL_VERSION": "v1"}, "baselines/v1 already exists"),
+        ({"ZL_VERSION": "v7"}, "baselines/v7.lock (a packed baseline of that name) already"),
+        ({"FAKE_REFRESH_RC": "2"}, "zlbench baseline bootstrap failed (exit 2)"),
+    ],
+)
+def test_bootstrap_bad_input(sandbox, refresh_env, env, text):
+    (sandbox.tmp / "ops" / "tiers").mkdir(parents=True)
+    (sandbox.tmp / "ops" / "tiers" / "pr.txt").write_text("abs\n")
+    (sandbox.tmp / "baselines" / "v7.lock").write_text("{}\n")
+    proc = sandbox.run(
+        "refresh_baseline.sh",
+        "out",
+        **{**refresh_env, "ZL_VERSION": "h100", "ZL_TIER": "pr", **env},
+    )
+    assert proc.returncode != 0
+    assert text in sandbox.summary_text()
+    if "FAKE_REFRESH_RC" not in env:  # refused before zlbench ran
+        assert sandbox.calls("zlbench") == []

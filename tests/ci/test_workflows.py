@@ -275,6 +275,28 @@ def test_baseline_refresh_opens_a_pull_request():
     assert "zlbench baseline refresh" not in json.dumps(pr)  # the writer runs no benchmark
 
 
+def test_baseline_refresh_bootstraps_a_runner_class_from_its_tier_input():
+    """The `tier` dispatch input reaches ci/refresh_baseline.sh (which then runs
+    `zlbench baseline bootstrap`) through env:, and the writer accepts a runner's name."""
+    wf = load("baseline-refresh.yml")
+    tier = wf["on"]["workflow_dispatch"]["inputs"]["tier"]
+    assert tier["type"] == "string" and tier["default"] == ""
+    step = step_named(wf["jobs"]["refresh"], "ci/refresh_baseline.sh")
+    assert step["env"]["ZL_TIER"] == "${{ inputs.tier }}"
+    assert "zlbench baseline bootstrap" in (REPO / "ci" / "refresh_baseline.sh").read_text()
+    add = next(s for s in wf["jobs"]["open-pr"]["steps"] if s.get("name") == "Add the baseline dir")
+    pattern = re.search(r'\[\[ "\$ZL_VERSION" =~ (\S+) \]\]', add["run"])[1]
+    for name, ok in [
+        ("v8", True),
+        ("h100", True),
+        ("h100-pr", True),
+        ("../v1", False),
+        ("", False),
+    ]:
+        assert bool(re.fullmatch(pattern.strip("^$"), name)) is ok, name
+    assert "baselines/$ZL_VERSION.lock" in add["run"]
+
+
 def test_ci_runs_exactly_dot_ci_run():
     wf = load("ci.yml")
     assert {"push", "pull_request"} <= set(wf["on"])
