@@ -51,6 +51,21 @@ def add_parser(sub) -> None:
         help="interpreter whose triton rebuilds the kernels (default: this one)",
     )
     add_rebuild_shard_options(p)
+    p.add_argument(
+        "--base-compiler",
+        metavar="ENV",
+        help="the base compiler (a venv dir, interpreter or site dir): its rebuild of the "
+        "same requests, not the baseline's records, is what each kernel is compared with "
+        '(docs/codegen.md, "PR against its base compiler")',
+    )
+    p.add_argument(
+        "--base-screen-cache",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="with --base-compiler: keep and reuse its rebuild there, per base build and "
+        "baseline (default: $ZLBENCH_CACHE_DIR/base-screen)",
+    )
     p.set_defaults(func=_run)
 
 
@@ -68,14 +83,23 @@ def add_rebuild_shard_options(p) -> None:
 def _run(args) -> int:
     check_out_outside_baseline(args.out, args.baseline)  # nor inside a batch dir given
     verified = verified_baseline(args.baseline)  # a baseline that fails: one line, exit 2
+    settings = Settings.from_env()
+    if args.base_compiler and args.shard:
+        raise ZlbenchError("--shard rebuilds the PR's side only: not with --base-compiler")
     opts = ScreenOptions(
         baseline=Path(args.baseline),
         out=Path(args.out),
         jobs=args.jobs,
         python=_interpreter(args.python),
-        pythonpath=flaggems_sources(Settings.from_env().flaggems_dirs.values()),
+        pythonpath=flaggems_sources(settings.flaggems_dirs.values()),
         exec_generated=verified,
     )
+    if args.base_compiler:
+        from zlbench.cli.gate_cmd import BASE_SCREEN_CACHE
+        from zlbench.workflow.codegen import base_side
+
+        cache = args.base_screen_cache or settings.cache_dir / BASE_SCREEN_CACHE
+        opts.base = base_side(args.base_compiler, cache)
     say = lambda s: print(s, file=sys.stderr, flush=True)  # noqa: E731
     if args.shard:
         return _rebuild_shard(opts, args, say)
