@@ -14,14 +14,25 @@ distribution providing ``triton``, its version, the FlagTree commit and its buil
 fingerprint: the thing under test), torch, driver, CUDA, GPU count, a dirty
 FlagGems tree. The manifest records no build fingerprint: the baseline's is the one
 its ops' result.json files recorded (None before fingerprints were recorded).
+
+Another GPU model (:func:`gpu_difference`): with a base compiler measured beside the
+PR on this GPU (the interleaved A/B: the stored timings are context only) and the same
+architecture (H200 -> H100, both sm_90), accepted and named in the report's first
+lines; another architecture, one not known, or no base compiler: refused in one line
+that names the command recording this runner's own baseline (``BOOTSTRAP_HINT``).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 
+from zlbench.errors import ZlbenchError
 from zlbench.gate.load import BaselineSet, ResultsSet, in_scope
 from zlbench.models import BaselineResult, EnvFinding, Environment, RunResult, Timing
+from zlbench.models.codegen import load_codegen_index
+from zlbench.models.run import arch_text
+from zlbench.models.verdict import GpuDifference
 
 UNKNOWN = "(not recorded)"
 SEP = ", "
@@ -190,6 +201,7 @@ def baseline_environment(baseline: BaselineSet) -> Environment:
     main = m.flaggems.get("main") or next(iter(m.flaggems.values()), {})
     return Environment(
         gpu_model=m.gpu_model,
+        gpu_arch=_baseline_value(baseline, "gpu_arch"),
         gpu_count=m.gpu_count,
         driver=m.driver,
         cuda=m.cuda,
@@ -223,3 +235,164 @@ def current_environment(runs: list[RunResult]) -> Environment:
         else:
             data[name] = ", ".join(str(v) for v in distinct)
     return Environment.model_validate(data)
+
+
+# --------------------------------------------------------------------------- GPU arch
+
+# A GPU model's name -> its architecture, for baselines and results recorded before
+# ``Environment.gpu_arch`` was: the name's words (letters and digits, upper-cased),
+# matched as a whole run of words, so "H20" is not "H200" nor "A10" "A100".
+GPU_ARCHS: dict[str, str] = {
+    "H100": "sm_90",
+    "H200": "sm_90",
+    "H800": "sm_90",
+    "H20": "sm_90",
+    "GH200": "sm_90",
+    "A100": "sm_80",
+    "A800": "sm_80",
+    "A30": "sm_80",
+    "A10": "sm_86",
+    "A10G": "sm_86",
+    "A40": "sm_86",
+    "L4": "sm_89",
+    "L40": "sm_89",
+    "L40S": "sm_89",
+    "RTX 4090": "sm_89",
+    "B200": "sm_100",
+    "GB200": "sm_100",
+}
+
+
+def _words(text: str) -> list[str]:
+    return re.findall(r"[A-Z0-9]+", text.upper())
+
+
+def gpu_arch_of(model: str | None) -> str | None:
+    """The architecture of a GPU model's name ("NVIDIA H100 80GB HBM3" -> "sm_90")
+    from :data:`GPU_ARCHS`; None for a name it does not know, or one that names
+    models of two architectures."""
+    if not model:
+        return None
+    words = _words(model)
+    found = set()
+    for name, arch in GPU_ARCHS.items():
+        key = _words(name)
+        n = len(key)
+        if any(words[i : i + n] == key for i in range(len(words) - n + 1)):
+            found.add(arch)
+    return found.pop() if len(found) == 1 else None
+
+
+def _codegen_arch(baseline: BaselineSet) -> str | None:
+    """The compile target of the baseline's first op with codegen records (what its
+    kernels were compiled for); None when none has records, or one cannot be read."""
+    for key in sorted(baseline.ops):
+        try:
+            index = load_codegen_index(baseline.path / key)
+        except (ZlbenchError, OSError, ValueError):
+            continue
+        if index is not None and index.records:
+            return arch_text(index.records[0].request.target.arch)
+    return None
+
+
+def baseline_arch(baseline: BaselineSet) -> str | None:
+    """The baseline's GPU architecture: what its ops recorded (``gpu_arch``), else its
+    codegen records' compile target, else its GPU model's name (:func:`gpu_arch_of`)."""
+    recorded = {r.environment.gpu_arch for r in baseline.ops.values()} - {None}
+    if recorded:
+        return SEP.join(sorted(str(a) for a in recorded))
+    return _codegen_arch(baseline) or gpu_arch_of(baseline.manifest.gpu_model)
+
+
+def runner_arch(runs: list[RunResult]) -> str | None:
+    """The results' GPU architecture: each run's recorded ``gpu_arch``, else its GPU
+    model's name; several distinct values joined; None when one run's is not known."""
+    arches = [r.environment.gpu_arch or gpu_arch_of(r.environment.gpu_model) for r in runs]
+    if not arches or any(a is None for a in arches):
+        return None
+    return SEP.join(sorted(set(str(a) for a in arches)))
+
+
+# the command that records a runner's own baseline (cli/baseline_cmd.py, docs/ci.md)
+BOOTSTRAP_HINT = "zlbench baseline bootstrap --tier pr --out baselines/<runner>"
+ACCEPTED_TAIL = "accepted, the A/B pairs PR and base on this GPU; stored timings are context only"
+
+
+def _gpu(model: str | None, arch: str | None) -> str:
+    return f"{model or UNKNOWN} ({arch or 'architecture not known'})"
+
+
+def _same_arch(diff: GpuDifference) -> bool:
+    a = diff.baseline_arch
+    return a is not None and a == diff.runner_arch and SEP not in a
+
+
+def _head(diff: GpuDifference) -> str:
+    return (
+        f"baseline recorded on {_gpu(diff.baseline_gpu, diff.baseline_arch)}, "
+        f"this runner is {_gpu(diff.runner_gpu, diff.runner_arch)}"
+    )
+
+
+def _why_refused(diff: GpuDifference) -> str:
+    if _same_arch(diff):
+        return (
+            "the same architecture, but no base compiler (--base-compiler ENV) is paired "
+            "with the PR on this GPU"
+        )
+    if diff.baseline_arch is None or diff.runner_arch is None:
+        return "an architecture not known"
+    return "another architecture"
+
+
+RECORD_OWN = "record this runner's own baseline: " + BOOTSTRAP_HINT
+
+
+def gpu_difference(
+    baseline: BaselineSet, runs: list[RunResult], findings: list[EnvFinding], paired_base: bool
+) -> GpuDifference | None:
+    """None unless the ``gpu_model`` finding is a mismatch. Accepted when a base
+    compiler is paired with the PR on this GPU (``paired_base``) and both sides'
+    architectures are known and the same; else refused with the bootstrap hint."""
+    gpu = next((f for f in findings if f.field == "gpu_model" and f.mismatch), None)
+    if gpu is None:
+        return None
+    diff = GpuDifference(
+        baseline_gpu=gpu.baseline,
+        baseline_arch=baseline_arch(baseline),
+        runner_gpu=gpu.current,
+        runner_arch=runner_arch(runs),
+    )
+    diff.accepted = paired_base and _same_arch(diff)
+    head = _head(diff)
+    if diff.accepted:
+        diff.line = f"{head[0].upper()}{head[1:]}: {ACCEPTED_TAIL}"
+    else:
+        diff.line = f"{head}: {_why_refused(diff)}; {RECORD_OWN}"
+    return diff
+
+
+def accept_gpu(findings: list[EnvFinding], diff: GpuDifference | None) -> list[EnvFinding]:
+    """``findings`` with the ``gpu_model`` finding informational when ``diff`` was
+    accepted (not a refusal); unchanged otherwise."""
+    if diff is None or not diff.accepted:
+        return findings
+    return [
+        f.model_copy(update={"mismatch": False}) if f.field == "gpu_model" else f for f in findings
+    ]
+
+
+ALLOW_HINT = " (--allow-env-mismatch judges anyway)"
+
+
+def env_error(bad: list[EnvFinding], diff: GpuDifference | None) -> str:
+    """The one line of a gate refused for its environment: every mismatch; a GPU model
+    that was not accepted leads, and the line ends with the command that records this
+    runner's own baseline."""
+    head = "environment differs from the baseline: "
+    others = "; ".join(describe_mismatch(f) for f in bad if diff is None or f.field != "gpu_model")
+    if diff is None or diff.accepted:
+        return head + others + ALLOW_HINT
+    gpu = f"gpu_model: {_head(diff)}: {_why_refused(diff)}"
+    return f"{head}{gpu}{'; ' + others if others else ''}{ALLOW_HINT}; {RECORD_OWN}"

@@ -15,11 +15,13 @@ from dataclasses import dataclass, field
 from zlbench.gate.aggregate import gate_outcome
 from zlbench.gate.confirm import Remeasure, apply_samples, confirm, flagged_ops
 from zlbench.gate.env import (
+    accept_gpu,
     baseline_environment,
     check_environment,
     common_timing,
     current_environment,
-    describe_mismatch,
+    env_error,
+    gpu_difference,
     measured_results,
     mismatches,
 )
@@ -47,6 +49,10 @@ class GateOptions:
     scope: set[str] | None = None  # op keys; None: every baseline op
     dismissed: dict[str, str] = field(default_factory=dict)
     allow_env_mismatch: bool = False
+    # a base compiler is measured beside the PR on this GPU (the interleaved A/B, row
+    # by row): the stored timings are context, so a baseline of another GPU model of
+    # the same architecture is accepted (gate.env.gpu_difference)
+    paired_base: bool = False
     confirm_times: int = 0  # re-measures per flagged op (with a remeasure callable)
     baseline_label: str = ""  # the baseline path as the user gave it (reproduce commands)
     results_label: str = ""
@@ -204,6 +210,8 @@ def run_gate(
     speed = machine_speed(j)
     runs = measured_results(results, opts.scope)
     findings = check_environment(baseline, runs)
+    gpu = gpu_difference(baseline, runs, findings, opts.paired_base)
+    findings = accept_gpu(findings, gpu)  # accepted: informational, not a refusal
     bad_env = mismatches(findings)
     error = ""
     if j.overlap == 0 and results.ops:
@@ -211,10 +219,7 @@ def run_gate(
     elif j.measured_rows == 0:
         error = f"nothing measured: results dir {opts.results_label or results.path} has no row"
     elif bad_env and not opts.allow_env_mismatch:
-        error = "environment differs from the baseline: " + "; ".join(
-            describe_mismatch(f) for f in bad_env
-        )
-        error += " (--allow-env-mismatch judges anyway)"
+        error = env_error(bad_env, gpu)
     if not error:
         flagged = flagged_ops(j, th)
         if results.confirm:
@@ -242,6 +247,7 @@ def run_gate(
         rows=rows,
         environment=findings,
         allow_env_mismatch=opts.allow_env_mismatch,
+        gpu_difference=gpu,
         baseline_env=baseline_environment(baseline),
         current_env=current_environment(runs),
         markers=[m for r in runs for m in r.markers],

@@ -106,10 +106,27 @@ def assign_occurrences(rows: list[Row]) -> list[Row]:
 # --------------------------------------------------------------------------- environment
 
 
+def arch_text(arch: int | str | tuple[int, int] | None) -> str | None:
+    """A GPU architecture as the gate compares it: ``"sm_90"`` for a CUDA compute
+    capability (9, 0) or triton's target arch 90 (``models.codegen.Target``); a string
+    is kept as it is (``"sm_90"``, ``"gfx942"`` on hip); None stays None."""
+    if arch is None:
+        return None
+    if isinstance(arch, tuple):
+        return f"sm_{arch[0]}{arch[1]}"
+    if isinstance(arch, int) or arch.isdigit():
+        return f"sm_{int(arch)}"
+    return arch
+
+
 class Environment(_Model):
     """What a run was measured on. Unknown fields stay None, never guessed."""
 
     gpu_model: str | None = None
+    # the GPU's architecture, "sm_90" (models.run.arch_text of torch's compute
+    # capability); None in files written before it was recorded (the gate then reads
+    # it from the codegen records or the GPU model's name: gate.env.gpu_arch_of)
+    gpu_arch: str | None = None
     gpu_count: int | None = None
     driver: str | None = None
     cuda: str | None = None

@@ -152,6 +152,21 @@ class EnvFinding(_Model):
     mismatch: bool = True  # False: informational (e.g. compiler commit differs, expected)
 
 
+class GpuDifference(_Model):
+    """The baseline was recorded on another GPU model than the results were measured
+    on (``gate.env.gpu_difference``). Accepted only with a base compiler (the
+    interleaved A/B pairs PR and base on this GPU, the stored timings are context)
+    and the same architecture; else the gate refuses, naming the command that records
+    this runner's own baseline."""
+
+    baseline_gpu: str | None = None
+    baseline_arch: str | None = None  # "sm_90"; None: not known
+    runner_gpu: str | None = None
+    runner_arch: str | None = None
+    accepted: bool = False
+    line: str = ""  # the report's first lines (accepted) or the refusal
+
+
 class GateVerdict(OnDisk):
     """``verdict.json``: everything the reports are rendered from."""
 
@@ -170,6 +185,11 @@ class GateVerdict(OnDisk):
     rows: list[RowVerdict] = Field(default_factory=list)
     environment: list[EnvFinding] = Field(default_factory=list)
     allow_env_mismatch: bool = False
+    gpu_difference: GpuDifference | None = Field(
+        None,
+        description="the baseline's GPU model differs from the runner's: accepted (same "
+        "architecture, a base compiler paired on this GPU) or why not; None: same GPU",
+    )
     baseline_env: Environment = Field(default_factory=Environment)
     current_env: Environment = Field(default_factory=Environment)
     markers: list[Marker] = Field(default_factory=list)

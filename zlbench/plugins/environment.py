@@ -29,6 +29,7 @@ from types import ModuleType
 
 from zlbench.gitinfo import git_state
 from zlbench.models import Environment, Timing
+from zlbench.models.run import arch_text
 from zlbench.protocol.turn import GPU_SHARE_VAR
 
 _DRIVER_FILE = Path("/proc/driver/nvidia/version")
@@ -204,6 +205,24 @@ def _gpu() -> tuple[str | None, int | None, str | None, str | None]:
     return torch.cuda.get_device_name(0), torch.cuda.device_count(), nvidia_driver(), cuda
 
 
+def gpu_arch() -> str | None:
+    """This process's GPU 0 architecture: "sm_90" from torch's compute capability
+    (:func:`zlbench.models.run.arch_text`), the gfx name on hip ("gfx942"); None
+    without a GPU or when torch cannot tell."""
+    try:
+        import torch
+
+        if not torch.cuda.is_available():
+            return None
+        if getattr(torch.version, "hip", None):
+            name = getattr(torch.cuda.get_device_properties(0), "gcnArchName", "") or ""
+            return name.split(":")[0] or None
+        major, minor = torch.cuda.get_device_capability(0)
+        return arch_text((int(major), int(minor)))
+    except Exception:  # noqa: BLE001  (a broken driver: not recorded, never guessed)
+        return None
+
+
 def _torch_version() -> str | None:
     mod = sys.modules.get("torch")
     return getattr(mod, "__version__", None) if mod is not None else None
@@ -222,6 +241,7 @@ def probe(
     where = compiler_path()
     env = Environment(
         gpu_model=gpu_model,
+        gpu_arch=gpu_arch() if gpu_model is not None else None,
         gpu_count=gpu_count,
         driver=driver,
         cuda=cuda,

@@ -171,6 +171,7 @@ def gate_options(
     return GateOptions(
         scope=scope,
         allow_env_mismatch=job.allow_env_mismatch,
+        paired_base=job.ab.base_compiler is not None,  # measured beside the PR, row by row
         confirm_times=thresholds.confirm_repeats if job.confirm is None else job.confirm,
         baseline_label=report_label(job.baseline),
         generated=generated,
@@ -201,6 +202,7 @@ def judge_and_write(
     into ``out``; the verdict's exit code."""
     dismissed = dismissed_ops(job.selection.ops_dir, {*inputs.baseline.ops, *results.ops})
     opts = replace(inputs.opts, scope=scope, results_label=results_label, dismissed=dismissed)
+    opts.paired_base = opts.paired_base or interleaved_ab(ab_dir or out)  # gate --results
     with hold_dir(out):  # one writer of out's reports at a time; exit 2 for the other
         verdict = judging.run_gate(inputs.baseline, results, inputs.thresholds, opts, remeasure)
         screen = screen_evidence(codegen, verdict.rows)
@@ -216,6 +218,16 @@ def judge_and_write(
         why = verdict.summary.split(SUMMARY_SEP)[0].removeprefix("ERROR: ")
         seams.warn(f"zlbench {command}: error: {why}")
     return verdict.exit_code
+
+
+def interleaved_ab(gate_dir: Path) -> bool:
+    """``gate_dir`` holds an interleaved A/B whose PR side is its ``results/`` (a gate
+    measured with a base compiler, or the judge job's merge of its shards): every row
+    judged was paired with the base on the GPU that measured it."""
+    from zlbench.runner.ab.rounds import load_summary
+
+    found = load_summary(gate_dir)
+    return found is not None and found[0].method == "interleaved" and found[0].pr_is_screen
 
 
 def claim_out(out: Path, seams: GateSeams) -> Path:
