@@ -352,3 +352,11 @@ def over_budget_line(v: GateVerdict, code: Callable[[str], str] = str, bold: str
         f"{bold}, beyond the gate's GPU budget ({code('--time-budget')}): {shown}{more} "
         "(listed under Generated code)."
     )
+
+
+def gpu_difference_line(v: GateVerdict) -> str:
+    """The header's line on a baseline recorded on another GPU model of the runner's
+    architecture, accepted because a base compiler was paired with the PR on this GPU
+    (``GateVerdict.gpu_difference``); "" otherwise (a refused one is the summary)."""
+    d = v.gpu_difference
+    return d.line if d is not None and d.accepted else ""

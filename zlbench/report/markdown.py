@@ -14,7 +14,13 @@ from zlbench.models import GateVerdict
 from zlbench.report.ab import judged_by
 from zlbench.report.blocks import Block, plain_line
 from zlbench.report.escape import md_code, md_text
-from zlbench.report.facts import ReportExtras, geomean_words, machine_speed_line, over_budget_line
+from zlbench.report.facts import (
+    ReportExtras,
+    geomean_words,
+    gpu_difference_line,
+    machine_speed_line,
+    over_budget_line,
+)
 from zlbench.report.sections import blocks
 
 MARKER = "<!-- zlbench-gate -->"
@@ -42,6 +48,8 @@ def header(v: GateVerdict) -> str:
         "",
         judged_by(v),
     ]
+    if gpu := gpu_difference_line(v):  # another GPU model, accepted: said up front
+        lines[-1:-1] = [md_text(gpu, 400), ""]
     for line in v.drift[:5]:  # sentinels with identical kernels that moved: never failing
         lines += [
             "",
