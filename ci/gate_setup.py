@@ -19,6 +19,14 @@ text), checks them, and writes step outputs:
   zlbench_repository, zlbench_sha  (the checkout this job runs in: every job uses it)
   time, time_budget  zlbench gate's --time and --time-budget (GPU seconds for the
                    changed ops; "": no budget), for the screen job's plan
+  checkout_paths   what every later job checks out of zlbench (sparse, non-cone
+                   patterns, one a line): the code (zlbench/, ci/, ops/, pyproject.toml,
+                   README.md) and the one baseline: its dir, or its lock and only the
+                   archives that lock names (docs/ci.md "What each job checks out")
+
+`python ci/gate_setup.py --checkout-paths` (the setup job's own first step, before the
+baseline's archives are there) writes only checkout_paths and `packed` (true when the
+baseline is a lock: the setup job then checks out those archives too).
 
 Any bad input fails this job with one message in the job summary (exit 2).
 """
@@ -34,7 +42,7 @@ from pathlib import Path
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from gha import CiError, output, run_main, summary  # noqa: E402
+from gha import CiError, output, output_lines, run_main, summary  # noqa: E402
 
 MAX_SHARDS = 64
 DEFAULT_LABELS = ["self-hosted", "linux", "x64", "gpu"]
@@ -157,6 +165,28 @@ def baseline_tree(root: Path, baseline: str) -> Path:
         raise CiError(str(e)) from None
 
 
+CODE_PATHS = ("/zlbench/", "/ci/", "/ops/", "/pyproject.toml", "/README.md")
+
+
+def checkout_paths(root: Path, baseline: str) -> tuple[list[str], bool]:
+    """The sparse-checkout patterns (non-cone, anchored at the checkout's root) of a
+    job that runs zlbench against ``baseline``: the code and that baseline, a dir, or
+    a lock and the archives it names (docs/baselines.md "Packed versions"); and whether
+    it is packed. ``baseline`` is checked (check_relpath) first."""
+    from zlbench.errors import ZlbenchError
+    from zlbench.models.packed import ARCHIVE_DIR, lock_path, read_lock
+
+    baseline = check_relpath(root, "baseline dir", baseline, must_be_dir=True)
+    if (root / baseline).is_dir():
+        return [*CODE_PATHS, f"/{baseline}/"], False
+    try:
+        lock = read_lock(lock_path(root / baseline))
+    except ZlbenchError as e:
+        raise CiError(str(e)) from None
+    archives = [f"/{ARCHIVE_DIR}/{name}" for name in lock.archives]
+    return [*CODE_PATHS, f"/{lock_path(baseline).as_posix()}", *archives], True
+
+
 def check_baseline_intact(baseline: Path) -> None:
     """The baseline matches its manifest (content hashes, shape file): refused here,
     before any GPU job, as every `zlbench gate` would refuse it."""
@@ -221,8 +251,9 @@ def time_budget(given: str, time_mode: str) -> str:
     return given
 
 
-def resolve(env: dict[str, str], root: Path) -> dict[str, str]:
-    """All outputs of the setup job, from the IN_* variables; raises CiError."""
+def resolve(env: dict[str, str], root: Path) -> dict[str, str | list[str]]:
+    """All outputs of the setup job, from the IN_* variables; raises CiError.
+    ``checkout_paths`` is a list (a multiline output), every other output a string."""
     dispatched = env.get("GITHUB_EVENT_NAME", "") in DISPATCH_EVENTS
     g = lambda k: (env.get(k) or "").strip()  # noqa: E731
     ft_repo = g("IN_FLAGTREE_REPOSITORY") or (
@@ -248,7 +279,9 @@ def resolve(env: dict[str, str], root: Path) -> dict[str, str]:
     time_mode = g("IN_TIME") or "changed"
     if time_mode not in TIME_MODES:
         raise CiError(f"bad time input '{time_mode}': all or changed")
+    paths, _ = checkout_paths(root, baseline)
     return {
+        "checkout_paths": paths,
         "time": time_mode,
         "time_budget": time_budget(g("IN_TIME_BUDGET"), time_mode),
         "shards": json.dumps(shards),
@@ -277,9 +310,20 @@ def resolve(env: dict[str, str], root: Path) -> dict[str, str]:
 
 
 def main() -> int:
+    if sys.argv[1:] == ["--checkout-paths"]:
+        baseline = (os.environ.get("IN_BASELINE") or "").strip()
+        if not baseline:
+            raise CiError("no baseline dir given (input baseline, e.g. baselines/v5)")
+        paths, packed = checkout_paths(Path.cwd(), baseline)
+        output_lines("checkout_paths", paths)
+        output("packed", "true" if packed else "false")
+        return 0
     outputs = resolve(dict(os.environ), Path.cwd())
     for key, value in outputs.items():
-        output(key, value)
+        if isinstance(value, list):
+            output_lines(key, value)
+        else:
+            output(key, value)
     summary(
         f"zlbench gate: FlagTree `{outputs['flagtree_repository']}@{outputs['flagtree_ref']}`"
         f" against `{outputs['baseline']}`, {outputs['shard_count']} shard(s)",

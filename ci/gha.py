@@ -41,6 +41,20 @@ def output(key: str, value: str) -> None:
         print(f"output {key}={value}")
 
 
+def output_lines(key: str, lines: list[str]) -> None:
+    """A step output of several lines (an action's multiline input, e.g. actions/checkout's
+    sparse-checkout), written with GitHub's ``key<<DELIMITER`` form."""
+    if any("\n" in line or "\r" in line for line in lines):
+        raise ValueError(f"step output {key}: one item a line")
+    path = os.environ.get("GITHUB_OUTPUT")
+    if not path:
+        print(f"output {key}=" + " ".join(lines))
+        return
+    delimiter = f"ZL_EOF_{os.urandom(8).hex()}"
+    with open(path, "a", encoding="utf-8") as f:
+        f.write(f"{key}<<{delimiter}\n" + "".join(f"{line}\n" for line in lines) + f"{delimiter}\n")
+
+
 def warn(message: str) -> None:
     print(f"::warning title=zlbench::{_escape(message)}")
     print(f"warning: {message}", file=sys.stderr)

@@ -126,9 +126,20 @@ class Sandbox:
         return [r for r in rows if tool is None or r["tool"] == tool]
 
     def outputs(self) -> dict[str, str]:
+        """The step outputs: ``key=value`` lines and ``key<<DELIMITER`` blocks (a
+        multiline value, its lines joined by newlines)."""
         if not self.output.exists():
             return {}
-        return dict(line.split("=", 1) for line in self.output.read_text().splitlines())
+        out: dict[str, str] = {}
+        lines = iter(self.output.read_text().splitlines())
+        for line in lines:
+            if "<<" in line and "=" not in line.split("<<", 1)[0]:
+                key, delimiter = line.split("<<", 1)
+                out[key] = "\n".join(iter(lines.__next__, delimiter))
+            else:
+                key, value = line.split("=", 1)
+                out[key] = value
+        return out
 
     def summary_text(self) -> str:
         return self.summary.read_text() if self.summary.exists() else ""

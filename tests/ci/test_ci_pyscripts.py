@@ -158,6 +158,65 @@ def test_setup_reads_a_packed_baseline(ci_module, setup_root, tmp_path, monkeypa
         setup.resolve(CALLED, setup_root)
 
 
+# --------------------------------------------------------------------------- checkout paths
+
+CODE = ["/zlbench/", "/ci/", "/ops/", "/pyproject.toml", "/README.md"]
+
+
+def test_a_job_checks_out_the_code_and_the_one_baseline_dir(ci_module, setup_root):
+    setup = ci_module("gate_setup")
+    (setup_root / "baselines" / "v2").mkdir()  # another baseline: not checked out
+    assert setup.checkout_paths(setup_root, "baselines/v1") == ([*CODE, "/baselines/v1/"], False)
+    assert setup.resolve(CALLED, setup_root)["checkout_paths"] == [*CODE, "/baselines/v1/"]
+
+
+def test_a_packed_baseline_is_its_lock_and_only_the_archives_it_names(
+    ci_module, setup_root, tmp_path, monkeypatch
+):
+    import shutil
+
+    from zlbench.models.packed import lock_path, pack_tree
+
+    setup = ci_module("gate_setup")
+    v1 = setup_root / "baselines" / "v1"
+    lock, name, _ = pack_tree(v1, setup_root / "archive")
+    lock_path(v1).write_text(lock.render())
+    shutil.rmtree(v1)
+    (setup_root / "archive" / ("f" * 64 + ".tar.xz")).write_bytes(b"another version's")
+    paths, packed = setup.checkout_paths(setup_root, "baselines/v1")
+    assert packed and paths == [*CODE, "/baselines/v1.lock", f"/archive/{name}"]
+    monkeypatch.setenv("ZLBENCH_CACHE_DIR", str(tmp_path / "cache"))
+    assert setup.resolve(CALLED, setup_root)["checkout_paths"] == paths
+
+
+@pytest.mark.parametrize(
+    "baseline,match",
+    [("baselines/v9", "does not exist"), ("../x", "inside the zlbench checkout")],
+)
+def test_checkout_paths_of_a_bad_baseline_is_one_line(ci_module, setup_root, baseline, match):
+    setup = ci_module("gate_setup")
+    with pytest.raises(setup.CiError, match=match):
+        setup.checkout_paths(setup_root, baseline)
+    (setup_root / "baselines" / "v3.lock").write_text("{not a lock")
+    with pytest.raises(setup.CiError, match="v3.lock"):
+        setup.checkout_paths(setup_root, "baselines/v3")
+
+
+def test_setup_writes_checkout_paths_as_a_multiline_output(setup_root, sandbox):
+    """`--checkout-paths` (the setup job's first step) and the plan both write the list
+    as GitHub's ``key<<DELIMITER`` output, one pattern a line."""
+    proc = sandbox.run(
+        "gate_setup.py", "--checkout-paths", cwd=setup_root, IN_BASELINE="baselines/v1"
+    )
+    assert proc.returncode == 0, proc.stderr
+    text = sandbox.output.read_text()
+    head, *body = text.splitlines()
+    key, delimiter = head.split("<<")
+    assert key == "checkout_paths" and delimiter.startswith("ZL_EOF_")
+    assert body[: len(CODE) + 2] == [*CODE, "/baselines/v1/", delimiter]
+    assert body[len(CODE) + 2 :] == ["packed=false"]
+
+
 def test_setup_refuses_a_baseline_that_does_not_match_its_manifest(ci_module, setup_root):
     setup = ci_module("gate_setup")
     (setup_root / "baselines" / "v1" / "main" / "add" / "result.json").write_text("{ }\n")
@@ -180,6 +239,7 @@ def test_setup_script_writes_outputs_or_fails_clearly(sandbox, setup_root):
     proc = sandbox.run("gate_setup.py", cwd=setup_root, **CALLED, IN_SHARDS="2")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert sandbox.outputs()["shards"] == "[1, 2]"
+    assert sandbox.outputs()["checkout_paths"].splitlines() == [*CODE, "/baselines/v1/"]
     proc = sandbox.run("gate_setup.py", cwd=setup_root, **{**CALLED, "IN_BASELINE": "nope"})
     assert proc.returncode == 2
     assert "baseline dir 'nope' does not exist" in sandbox.summary_text()

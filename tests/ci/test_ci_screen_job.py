@@ -39,7 +39,7 @@ def test_the_screen_runs_on_a_cpu_runner_after_the_build_and_before_every_shard(
     assert setup["outputs"]["screen_runner_labels"] == (
         "${{ steps.plan.outputs.screen_runner_labels }}"
     )
-    env = step_named(setup, "ci/gate_setup.py")["env"]["IN_SCREEN_RUNNER_LABELS"]
+    env = step_named(setup, "python ci/gate_setup.py")["env"]["IN_SCREEN_RUNNER_LABELS"]
     assert "inputs.screen_runner_labels" in env
     assert "github.event.client_payload.screen_runner_labels" in env
     for trigger in ("workflow_call", "workflow_dispatch"):

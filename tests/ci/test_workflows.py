@@ -52,7 +52,15 @@ def job_ids():
 
 
 def step_named(job: dict, fragment: str) -> dict:
-    found = [s for s in job["steps"] if fragment in (s.get("run") or "") + s.get("uses", "")]
+    """The one step whose run: or uses: holds ``fragment``; a fragment ending a run:
+    script (``python ci/gate_setup.py``) is not found in one that goes on
+    (``... --checkout-paths``)."""
+    found = [
+        s
+        for s in job["steps"]
+        if fragment in (s.get("run") or "") + s.get("uses", "")
+        and not (s.get("run") or "").strip().startswith(fragment + " ")
+    ]
     assert len(found) == 1, f"expected one step with {fragment!r}, found {len(found)}"
     return found[0]
 
@@ -164,7 +172,7 @@ def test_shards_input_takes_a_count_or_auto_from_every_trigger(gate, ci_module, 
 
 
 def test_gate_setup_feeds_every_input_through_env(gate):
-    step = step_named(gate["jobs"]["setup"], "ci/gate_setup.py")
+    step = step_named(gate["jobs"]["setup"], "python ci/gate_setup.py")
     for key in ("FLAGTREE_REPOSITORY", "FLAGTREE_REF", "BASELINE", "SHARDS", "RUNNER_LABELS"):
         value = step["env"][f"IN_{key}"]
         assert f"inputs.{key.lower()}" in value
@@ -178,7 +186,7 @@ def test_time_budget_reaches_the_screen_job_from_every_trigger(gate):
         spec = gate["on"][trigger]["inputs"]["time_budget"]
         assert spec["type"] == "string" and spec["default"] == "", trigger
     setup = gate["jobs"]["setup"]
-    value = step_named(setup, "ci/gate_setup.py")["env"]["IN_TIME_BUDGET"]
+    value = step_named(setup, "python ci/gate_setup.py")["env"]["IN_TIME_BUDGET"]
     assert "inputs.time_budget" in value and "client_payload.time_budget" in value
     assert setup["outputs"]["time_budget"] == "${{ steps.plan.outputs.time_budget }}"
     screen = step_named(gate["jobs"]["screen"], "ci/run_screen.sh")
@@ -257,6 +265,57 @@ def test_judge_publishes_artifact_comment_and_junit(gate):
     comment = step_named(judge, "ci/pr_comment.py")
     assert comment["env"]["GITHUB_TOKEN"] == "${{ github.token }}"
     assert comment["run"].endswith('/gate/comment.md"')  # cut to fit, never sliced
+
+
+def zlbench_checkouts(job: dict) -> list[dict]:
+    """The job's checkouts of zlbench itself (not FlagTree's, not FlagGems')."""
+    return [
+        s
+        for s in job["steps"]
+        if s.get("uses", "").startswith("actions/checkout@")
+        and "path" not in s["with"]
+        and "zlbench_repository" in s["with"]["repository"]
+    ]
+
+
+def test_every_gate_job_checks_out_only_what_it_needs(gate, ci_module):
+    """Issue 48 item 4: no job checks out all of zlbench. The setup job lists the code
+    and the one baseline (its dir, or its lock and only the archives it names) and
+    every job that runs zlbench checks out that list; build runs ci/ scripts only."""
+    setup = gate["jobs"]["setup"]
+    assert setup["outputs"]["checkout_paths"] == "${{ steps.plan.outputs.checkout_paths }}"
+    for job_id, job in gate["jobs"].items():
+        checkouts = zlbench_checkouts(job)
+        assert checkouts, job_id
+        for step in checkouts:
+            assert step["with"].get("sparse-checkout"), f"{job_id}: full checkout of zlbench"
+        if job_id == "setup":
+            continue
+        [step] = checkouts
+        if job_id == "build":
+            assert step["with"]["sparse-checkout"] == "ci"  # cone mode: ci/ and root files
+            scripts = re.findall(r"\bci/[\w.-]+", json.dumps(job["steps"]))
+            assert scripts and all(p.startswith("ci/") for p in scripts)
+            continue
+        assert step["with"]["sparse-checkout"] == "${{ needs.setup.outputs.checkout_paths }}"
+        assert step["with"]["sparse-checkout-cone-mode"] is False, job_id
+        assert "setup" in (job["needs"] if isinstance(job["needs"], list) else [job["needs"]])
+    # setup itself: the code and the baseline's dir or lock, then (packed) its archives
+    first, archives = zlbench_checkouts(setup)
+    patterns = first["with"]["sparse-checkout"].splitlines()
+    code = list(ci_module("gate_setup").CODE_PATHS)
+    baseline = "${{ inputs.baseline || github.event.client_payload.baseline || 'baselines/v5' }}"
+    assert patterns == [*code, f"/{baseline}/", f"/{baseline}.lock"]
+    assert first["with"]["sparse-checkout-cone-mode"] is False
+    listing = step_named(setup, "--checkout-paths")
+    assert listing["env"]["IN_BASELINE"] == baseline
+    assert archives["if"] == "steps.paths.outputs.packed == 'true'"
+    assert archives["with"]["sparse-checkout"] == "${{ steps.paths.outputs.checkout_paths }}"
+    assert archives["with"]["ref"] == "${{ steps.zlbench.outputs.commit }}"  # the same commit
+    plan = step_named(setup, "python ci/gate_setup.py")
+    assert plan["id"] == "plan"
+    order = [setup["steps"].index(s) for s in (first, listing, archives, plan)]
+    assert order == sorted(order)
 
 
 # --------------------------------------------------------------------------- the others
