@@ -207,3 +207,21 @@ def test_the_reports_say_which_comparison_decided():
     s = CodegenScreen(baseline_dir="bl", decided_by="base", base_compiler=BASE_FP["base-a"])
     assert f"PR vs base compiler {BASE_FP['base-a']}" in summarize(s, "changed", "x").note
     assert summarize(s.model_copy(update={"decided_by": "baseline"}), "changed", "x").note == ""
+
+
+@pytest.mark.proc
+def test_this_venv_given_as_its_own_base_is_the_prs_own_build(monkeypatch):
+    """The real fingerprint, read in the base's environment (a child process): this
+    interpreter's venv as --base-compiler is the PR's own build."""
+    import sys
+
+    from zlbench.runner.ab.env import resolve_env
+    from zlbench.workflow.codegen_artifact import compiler_fingerprint
+
+    monkeypatch.undo()  # the real fingerprints, not the fixture's
+    venv = Path(sys.prefix)
+    if not (venv / "bin" / "python").exists():
+        pytest.skip("not a venv")
+    assert codegen.base_fingerprint(resolve_env(str(venv))) == compiler_fingerprint()
+    with pytest.raises(ZlbenchError, match="is the PR's own build"):
+        codegen.base_side(str(venv), None)
