@@ -58,6 +58,9 @@ def pr_number(env: dict[str, str]) -> int | None:
     with open(path, encoding="utf-8") as f:
         event = json.load(f)
     pr = event.get("pull_request") or {}
+    if not pr.get("number"):  # a comment on a pull request (`/zlbench`): issue_comment
+        issue = event.get("issue") or {}
+        pr = issue if issue.get("pull_request") else {}
     return int(pr["number"]) if pr.get("number") else None
 
 

