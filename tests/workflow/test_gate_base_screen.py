@@ -185,11 +185,25 @@ def test_a_base_that_is_the_prs_own_build_is_one_line_and_writes_nothing(
 ):
     bl = baseline(tmp_path / "bl")
     monkeypatch.setattr(codegen, "base_fingerprint", lambda env: PR_FP)
+    monkeypatch.setattr(codegen, "base_triton_dir", lambda env: codegen.triton_dir())
     out = tmp_path / "screen"
     with pytest.raises(ZlbenchError) as e:
         run(job(bl, ops_dir, out, sites["base-a"], tmp_path), screen_only=True)
-    assert "is the PR's own build" in str(e.value) and "\n" not in str(e.value)
+    assert "is the PR's own install" in str(e.value) and "\n" not in str(e.value)
     assert not out.exists()
+
+
+def test_another_install_of_the_prs_build_is_an_aa_decided_by_the_baseline(
+    tmp_path, ops_dir, sites, monkeypatch, capsys
+):
+    """The same build installed apart (an A/A): no kernel can differ between PR and base,
+    so the baseline's records decide what is timed, and a line says so."""
+    bl = baseline(tmp_path / "bl")
+    monkeypatch.setattr(codegen, "base_fingerprint", lambda env: PR_FP)
+    monkeypatch.setattr(codegen, "base_triton_dir", lambda env: str(tmp_path / "other"))
+    j = job(bl, ops_dir, tmp_path / "screen", sites["base-a"], tmp_path)
+    assert codegen.base_side(j.ab.base_compiler, None, print) is None
+    assert "is the same build as the PR's" in capsys.readouterr().out
 
 
 def test_the_base_screen_cache_defaults_under_the_cache_dir(tmp_path):
@@ -210,7 +224,7 @@ def test_the_reports_say_which_comparison_decided():
 
 
 @pytest.mark.proc
-def test_this_venv_given_as_its_own_base_is_the_prs_own_build(monkeypatch):
+def test_this_venv_given_as_its_own_base_is_the_prs_own_install(monkeypatch):
     """The real fingerprint, read in the base's environment (a child process): this
     interpreter's venv as --base-compiler is the PR's own build."""
     import sys
@@ -223,5 +237,5 @@ def test_this_venv_given_as_its_own_base_is_the_prs_own_build(monkeypatch):
     if not (venv / "bin" / "python").exists():
         pytest.skip("not a venv")
     assert codegen.base_fingerprint(resolve_env(str(venv))) == compiler_fingerprint()
-    with pytest.raises(ZlbenchError, match="is the PR's own build"):
+    with pytest.raises(ZlbenchError, match="is the PR.s own install"):
         codegen.base_side(str(venv), None)

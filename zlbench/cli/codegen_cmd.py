@@ -94,13 +94,13 @@ def _run(args) -> int:
         pythonpath=flaggems_sources(settings.flaggems_dirs.values()),
         exec_generated=verified,
     )
+    say = lambda s: print(s, file=sys.stderr, flush=True)  # noqa: E731
     if args.base_compiler:
         from zlbench.cli.gate_cmd import BASE_SCREEN_CACHE
         from zlbench.workflow.codegen import base_side
 
         cache = args.base_screen_cache or settings.cache_dir / BASE_SCREEN_CACHE
-        opts.base = base_side(args.base_compiler, cache)
-    say = lambda s: print(s, file=sys.stderr, flush=True)  # noqa: E731
+        opts.base = base_side(args.base_compiler, cache, print)  # a note on stdout
     if args.shard:
         return _rebuild_shard(opts, args, say)
     opts.rebuilt = rebuilt_input(args.rebuilt, Path(args.baseline))

@@ -217,11 +217,15 @@ def base_fingerprint(env: CompilerEnv) -> str:
     return found[-1].strip()
 
 
-def base_side(spec: str, cache: Path | None) -> BaseSide:
+def base_side(
+    spec: str, cache: Path | None, say: Callable[[str], None] = lambda s: None
+) -> BaseSide | None:
     """``--base-compiler ENV`` as the screen's base side: its environment
     (:func:`zlbench.runner.ab.env.resolve_env`), its build fingerprint
     (:func:`base_fingerprint`), the cache dir of its rebuild (None: not kept). A base
-    that is the PR's own build (the same fingerprint) or has no triton: one line, exit 2."""
+    that is the PR's own install (the same triton dir) or has no triton: one line, exit
+    2. Another install of the PR's very build (an A/A): None, with a line to ``say``
+    (the baseline's records decide, as without a base)."""
     from zlbench.runner.ab.env import resolve_env
 
     env = resolve_env(spec)
@@ -229,8 +233,52 @@ def base_side(spec: str, cache: Path | None) -> BaseSide:
     if not fingerprint:
         raise ZlbenchError(f"--base-compiler {spec}: no triton importable there")
     if fingerprint == compiler_fingerprint():
-        raise ZlbenchError(
-            f"--base-compiler {spec} is the PR's own build ({fingerprint}): a screen of the "
-            "PR against itself proves nothing; give the PR's merge-base build"
+        if (where := base_triton_dir(env)) == triton_dir():
+            raise ZlbenchError(
+                f"--base-compiler {spec} is the PR's own install ({where}): "
+                "a screen of the PR against itself proves nothing; give the PR's "
+                "merge-base build"
+            )
+        # another install of the same build: an A/A. No kernel can differ between the
+        # two, so the baseline's records decide what is timed, as without a base.
+        say(
+            f"zlbench: --base-compiler {spec} is the same build as the PR's ({fingerprint}): "
+            "an A/A; the screen compares with the baseline's recording compiler"
         )
+        return None
     return BaseSide(spec, fingerprint, python=env.python, front=env.front, cache=cache)
+
+
+_TRITON_DIR = (  # triton_dir(), run in the base's environment
+    "import importlib.util as u, os\n"
+    "s = u.find_spec('triton')\n"
+    "print(os.path.dirname(os.path.abspath(s.origin)) if s and s.origin else '')\n"
+)
+
+
+def triton_dir() -> str:
+    """The dir of the triton package this process would import (not importing it), as
+    found, links not followed: a linked copy of an install is another install (an A/A)."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("triton")
+    return os.path.dirname(os.path.abspath(spec.origin)) if spec and spec.origin else ""
+
+
+def base_triton_dir(env: CompilerEnv) -> str:
+    """:func:`triton_dir` as the base environment ``env`` sees it; "" when unknown."""
+    from zlbench.runner.ab.env import ZLBENCH_ROOT
+
+    try:
+        proc = subprocess.run(
+            [env.python or sys.executable, "-c", _TRITON_DIR],
+            env=env.environ(dict(os.environ)),
+            cwd=ZLBENCH_ROOT,
+            capture_output=True,
+            text=True,
+            timeout=FINGERPRINT_TIMEOUT_S,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return ""
+    return proc.stdout.strip() if proc.returncode == 0 else ""

@@ -106,7 +106,7 @@ def _base_side(job: GateJob) -> codegen.BaseSide | None:
     one line, exit 2); else None (the baseline's records decide, as without a base)."""
     if not job.ab.base_compiler or job.results is not None:
         return None
-    return codegen.base_side(job.ab.base_compiler, job.base_screen_cache)
+    return codegen.base_side(job.ab.base_compiler, job.base_screen_cache, print)
 
 
 __all__ = ["run_gate_job"]
