@@ -155,8 +155,8 @@ def test_every_flag_the_readme_names_exists():
     """Prose too: a flag the README names is some command's (or pip's / pytest's)."""
     readme = (PKG.parent / "README.md").read_text(encoding="utf-8")
     named = set(re.findall(r"(?<![\w-])--[a-z][\w-]*[a-z0-9](?![\w-])", readme))
-    pip = {"--extra-index-url"}
-    assert named - set(command_flags()) - FOREIGN - pip == set()
+    pip, pytest_ = {"--extra-index-url"}, {"--dist", "--durations"}
+    assert named - set(command_flags()) - FOREIGN - pip - pytest_ == set()
 
 
 def test_readme_names_flaggems_dir_only_for_commands_that_take_it():

@@ -54,7 +54,7 @@ MAX_BLOB_BYTES = 256 * 2**20
 MAX_TREE_FILES = 100_000
 _HEX64 = re.compile(r"[0-9a-f]{64}")
 _PRESET = 9
-_COMPLETE = ".complete"
+_COMPLETE = ".unpacked"  # the marker of a whole copy
 _LOCK_COPY = "tree.lock"  # the lock the copy was built from, beside it
 
 Progress = Callable[[str], None]
