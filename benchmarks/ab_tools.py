@@ -6,7 +6,7 @@
     python benchmarks/ab_tools.py aa GATE_DIR...           # A/A: quantiles, threshold x floor
     python benchmarks/ab_tools.py rows GATE_DIR            # verdict rows measured A/B
 
-``copies`` writes three symlink trees of the installed triton (tests/codegen_support.py
+``copies`` writes three symlink trees of the installed triton (tests/support/codegen.py
 ``patched_triton``): ``DEST/same`` (unchanged: the A/A "PR"), ``DEST/base`` (unchanged:
 the base, given as a site dir so it comes before the PR's on PYTHONPATH) and
 ``DEST/patched`` (``--patch``, default ``no_accelerate_matmul``: a TTGIR pass removed,
@@ -25,10 +25,9 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "tests"))
+sys.path.insert(0, str(REPO))  # the tests.support package
 
-from codegen_support import Patch, patched_triton, triton_dir  # noqa: E402
-
+from tests.support.codegen import Patch, patched_triton, triton_dir  # noqa: E402
 from zlbench.gate.baselines import content_hashes  # noqa: E402
 from zlbench.gate.paired import judge_paired, paired_delta_us  # noqa: E402
 from zlbench.models import (  # noqa: E402
@@ -237,7 +236,9 @@ def main() -> None:
     sub = ap.add_subparsers(dest="cmd", required=True)
     cp = sub.add_parser("copies")
     cp.add_argument("dest", type=Path)
-    cp.add_argument("--patch", default="no_accelerate_matmul", help="tests/codegen_support PATCHES")
+    cp.add_argument(
+        "--patch", default="no_accelerate_matmul", help="tests/support/codegen.py PATCHES"
+    )
     cp.add_argument("--also", nargs="*", default=[], help="more copies, named by their patch")
     sub.add_parser("pairs").add_argument("gates", type=Path, nargs="+")
     st = sub.add_parser("stale")

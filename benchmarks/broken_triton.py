@@ -4,7 +4,7 @@ that breaks most kernels must fail fast and say once what is broken).
     python benchmarks/broken_triton.py copies DEST     # DEST/same, DEST/broken triton copies
     python benchmarks/broken_triton.py check WORK      # wall times and the diagnosis
 
-``copies`` writes two symlink trees of the installed triton (tests/codegen_support.py
+``copies`` writes two symlink trees of the installed triton (tests/support/codegen.py
 ``patched_triton``): ``DEST/same`` (unchanged) and ``DEST/broken``, whose CUDA
 launcher raises ``SystemError`` on every kernel launch while ``ZL_BROKEN=1`` is set
 (the failure seen on the H200 with triton 3.7.1 and this FlagGems: a SystemError in
@@ -21,10 +21,9 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "tests"))
+sys.path.insert(0, str(REPO))  # the tests.support package
 
-from codegen_support import Patch, patched_triton, triton_dir  # noqa: E402
-
+from tests.support.codegen import Patch, patched_triton, triton_dir  # noqa: E402
 from zlbench.models import load_json_model  # noqa: E402
 from zlbench.models.batch import BatchInfo  # noqa: E402
 

@@ -5,7 +5,7 @@
   (deduplicated by id);
 * ``sizes ROOT``: ops, distinct kernels, compressed bytes per kernel;
 * ``compare A_DIR B_DIR``: per kernel, identical or the first differing stage;
-* ``patch NAME DEST``: a patched triton (PATCHES of tests/codegen_support.py)
+* ``patch NAME DEST``: a patched triton (PATCHES of tests/support/codegen.py)
   under DEST; prints the dir to put first on PYTHONPATH.
 """
 
@@ -79,8 +79,8 @@ def compare(a_dir: Path, b_dir: Path) -> int:
 
 
 def patch(name: str, dest: Path) -> None:
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-    from codegen_support import patched_triton
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from tests.support.codegen import patched_triton
 
     print(patched_triton(dest, name))
 

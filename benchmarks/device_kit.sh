@@ -46,7 +46,7 @@ if [ "${WHEELS:-1}" = 1 ]; then
     sqlalchemy==2.0.48 greenlet pydantic GitPython junit-xml
 fi
 rm -rf .cache/snap && mkdir -p .cache/snap
-git archive HEAD zlbench benchmarks ops | tar x -C .cache/snap
+git archive HEAD zlbench benchmarks ops tests/__init__.py tests/support | tar x -C .cache/snap  # ab_tools: tests.support
 git rev-parse HEAD >.cache/snap/COMMIT  # ZLBENCH_COMMIT on the device (device_env.sh)
 python3 - "$KIT" "$got" <<'PY'
 import subprocess, sys

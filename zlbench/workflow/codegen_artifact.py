@@ -35,13 +35,23 @@ def compiler_fingerprint() -> str:
     without importing it: ``<distribution> <version> sha256:<16 hex>`` for the
     distribution that provides ``triton``, the digest over the file hashes its RECORD
     lists (dist-info, byte code and console scripts left out: one wheel installed in
-    two venvs on two machines gives one digest), or over the package's files where no
-    RECORD lists them (a source checkout, an editable install); "" when no ``triton``
-    is importable."""
+    two venvs on two machines gives one digest; a file of the package this interpreter
+    imports that is not the installed one, as in a patched copy of links first on the
+    path, by its own content), or over the package's files where no RECORD lists them
+    (a source checkout, an editable install); "" when no ``triton`` is importable."""
+    import base64
     import hashlib
     import importlib.metadata as md
     import importlib.util
+    import os
 
+    try:  # the package this interpreter imports: maybe not the one RECORD describes
+        found = importlib.util.find_spec("triton")
+    except (ImportError, ValueError):
+        found = None
+    here = None
+    if found is not None and found.submodule_search_locations:
+        here = os.path.dirname(os.path.abspath(next(iter(found.submodule_search_locations))))
     h, names = hashlib.sha256(), []
     for name in sorted(set(md.packages_distributions().get("triton", []))):
         dist = md.distribution(name)
@@ -52,12 +62,21 @@ def compiler_fingerprint() -> str:
                 continue
             if "__pycache__" in f.parts:
                 continue
-            h.update(f"{f.as_posix()},{f.hash.mode}={f.hash.value}\n".encode())
+            digest = f"{f.hash.mode}={f.hash.value}"
+            # A copy of the package first on the path (a site dir of links, one file
+            # replaced): RECORD still names the installed files, so a file that is not
+            # the installed one is hashed as it is (a patched compiler is another build).
+            local = os.path.join(here, *f.parts) if here and top == "triton" else None
+            if local and os.path.realpath(local) != os.path.realpath(dist.locate_file(f)):
+                try:
+                    with open(local, "rb") as fh:  # RECORD's own form: one content, one digest
+                        raw = hashlib.new(f.hash.mode, fh.read()).digest()
+                    digest = f"{f.hash.mode}={base64.urlsafe_b64encode(raw).rstrip(b'=').decode()}"
+                except OSError:
+                    digest = "missing"
+            h.update(f"{f.as_posix()},{digest}\n".encode())
     if h.digest() == hashlib.sha256().digest():  # no RECORD with hashes: the files
-        try:
-            spec = importlib.util.find_spec("triton")
-        except (ImportError, ValueError):
-            spec = None
+        spec = found
         if spec is None or not spec.submodule_search_locations:
             return ""
         root = Path(next(iter(spec.submodule_search_locations)))
