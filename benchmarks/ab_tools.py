@@ -54,6 +54,25 @@ def noop_patch() -> Patch:
 # their vectorised layouts), and a compiler that cannot compile any kernel.
 EXTRA_PATCHES = {
     "no_coalesce": Patch(NOOP_FILE, "        passes.ttgpuir.add_coalesce(pm)\n", "", "ttgir", None),
+    # both of these TTGIR passes removed: against a base without coalescing, only the
+    # tl.dot kernels differ (benchmarks/gpu_adopt.sh v5-prbase)
+    "no_coalesce_no_accelerate_matmul": Patch(
+        NOOP_FILE,
+        "        passes.ttgpuir.add_coalesce(pm)\n"
+        "        passes.ttgpuir.add_f32_dot_tc(pm, emuTF32)\n"
+        "        # TODO(Qingyi): Move PlanCTAPass to the front of CoalescePass\n"
+        "        nvidia.passes.ttnvgpuir.add_plan_cta(pm)\n"
+        "        passes.ttgpuir.add_remove_layout_conversions(pm)\n"
+        "        passes.ttgpuir.add_optimize_thread_locality(pm)\n"
+        "        passes.ttgpuir.add_accelerate_matmul(pm)\n",
+        "        passes.ttgpuir.add_f32_dot_tc(pm, emuTF32)\n"
+        "        # TODO(Qingyi): Move PlanCTAPass to the front of CoalescePass\n"
+        "        nvidia.passes.ttnvgpuir.add_plan_cta(pm)\n"
+        "        passes.ttgpuir.add_remove_layout_conversions(pm)\n"
+        "        passes.ttgpuir.add_optimize_thread_locality(pm)\n",
+        "ttgir",
+        None,
+    ),
     "no_compile": Patch(
         NOOP_FILE,
         "        # Set maxnreg on all kernels, if it was provided.\n",

@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# Adopting zlbench on a GPU no baseline was recorded on (issue 48, docs/ci.md "Adopt
+# zlbench in FlagTree", docs/measurements.md): bootstrap the PR tier's baseline on this
+# runner, gate it, and gate the H200's v5 here with a base compiler.
+#
+#   benchmarks/gpu_adopt.sh BUDGET_S STAGE...
+#
+# Stages (skipped when the estimate, the word after the last ':', no longer fits):
+#   host        which machine this is (GPU name, UUID, driver, boot id)
+#   copies      $W/triton/{same,base} (unchanged), patched (no_accelerate_matmul: only
+#               tl.dot kernels change), no_compile, no_coalesce, and
+#               no_coalesce_no_accelerate_matmul (benchmarks/ab_tools.py copies)
+#   bootstrap   zlbench baseline bootstrap --tier pr --out $W/bl/$NAME (REPEATS replay
+#               passes); then $OUT/bl.tgz holds it
+#   restore F   $W/bl from F (a bl.tgz an earlier call brought back: a fresh machine)
+#   aa-N        A/A: the default gate of the PR tier against $W/bl/$NAME, PR = same,
+#               base = base (the same build: the baseline's records decide)
+#   patched     the same gate with PR = patched: PR vs base, only the dot ops timed
+#   nocompile   the same gate with PR = no_compile (FAIL, exit 1)
+#   v5-aa       the H200's baselines/v5 here, PR = same, base = base: the GPU model
+#               differs, the architecture does not (accepted, named in the report)
+#   v5-prbase   v5 with a base that is not v5's recording compiler: base = no_coalesce,
+#               PR = no_coalesce_no_accelerate_matmul: only the PR's own change (the dot
+#               kernels) is timed, not the thousands of kernels both differ in from v5
+#   pack        gate dirs (verdicts, reports, screens, logs) into $OUT/adopt.tgz
+# Env: W (/tmp/w), NAME (h100), REPEATS (2), JOBS (nproc - 1). Needs
+# $ZLBENCH_FLAGGEMS_DIR, zlbench importable, a CUDA GPU (benchmarks/device_env.sh).
+set -u
+BUDGET=$1; shift
+W=${W:-/tmp/w}; mkdir -p "$W"
+NAME=${NAME:-h100}
+REPEATS=${REPEATS:-2}
+JOBS=${JOBS:-$(( $(nproc) > 1 ? $(nproc) - 1 : 1 ))}
+LOG=${OUT:-$W}/log.txt
+# shellcheck source=benchmarks/lib_stages.sh
+source "$(dirname "${BASH_SOURCE[0]}")/lib_stages.sh"
+stage=""
+stages_begin "$BUDGET" "$LOG"
+timed() { # timed NAME PR_COPY CMD...: CMD with that triton copy first on PYTHONPATH
+  local name=$1 pr=$2; shift 2
+  local t0=$SECONDS
+  say "start $name (PR=$pr): $*"
+  PYTHONPATH="$W/triton/$pr${PYTHONPATH:+:$PYTHONPATH}" timeout -s INT -k 20 "$(( $(left) - 30 ))" \
+    "$@" > "$W/$name.log" 2>&1
+  local rc=$?
+  echo "$name rc=$rc wall=$((SECONDS - t0))" >> "$W/walls.txt"
+  say "end $name rc=$rc wall=$((SECONDS - t0))s"
+  grep -E "^(PASS|FAIL|ERROR)|zlbench gate: (codegen|environment|error)|baseline recorded" \
+    "$W/$name.log" | cut -c1-400 | tee -a "$LOG"
+}
+gate() { local name=$1 pr=$2; shift 2; timed "$name" "$pr" python3 -m zlbench gate \
+  --codegen-jobs "$JOBS" --out "$W/$name" "$@"; }
+pr=(--baseline "$W/bl/$NAME" --ops-file ops/tiers/pr.txt)
+for spec in "$@"; do
+  stage_fits "$spec" || continue
+  case $stage in
+    host)
+      { nvidia-smi --query-gpu=name,uuid,pci.bus_id,driver_version,clocks.max.sm,compute_cap \
+          --format=csv,noheader; echo "boot_id $(cat /proc/sys/kernel/random/boot_id)"; } 2>&1 \
+        | tee "$W/host.txt" | tee -a "$LOG" ;;
+    copies)
+      python3 benchmarks/ab_tools.py copies "$W/triton" --patch no_accelerate_matmul \
+        --also no_compile no_coalesce no_coalesce_no_accelerate_matmul | tee -a "$LOG" ;;
+    bootstrap)
+      mkdir -p "$W/bl"
+      timed bootstrap same python3 -m zlbench baseline bootstrap --tier pr \
+        --out "$W/bl/$NAME" --repeats "$REPEATS"
+      tail -5 "$W/bootstrap.log" | tee -a "$LOG"
+      [ -d "$W/bl/$NAME" ] && tar czf "${OUT:-$W}/bl.tgz" -C "$W" bl ;;
+    restore/*)
+      f=${spec#restore/}; mkdir -p "$W" && tar xzf "$f" -C "$W" && say "restored $f" ;;
+    aa-*) gate "$stage" same "${pr[@]}" --base-compiler "$W/triton/base" ;;
+    patched) gate "$stage" patched "${pr[@]}" --base-compiler "$W/triton/base" ;;
+    nocompile) gate "$stage" no_compile "${pr[@]}" --base-compiler "$W/triton/base" ;;
+    v5-aa) gate "$stage" same --baseline baselines/v5 --ops-file ops/tiers/pr.txt \
+      --base-compiler "$W/triton/base" ;;
+    v5-prbase) gate "$stage" no_coalesce_no_accelerate_matmul --baseline baselines/v5 \
+      --ops-file ops/tiers/pr.txt --base-compiler "$W/triton/no_coalesce" ;;
+    pack)
+      dirs=()
+      for d in "$W"/*/; do
+        d=$(basename "$d"); [ "$d" = triton ] || [ "$d" = bl ] || dirs+=("$d")
+      done
+      (cd "$W" && tar czf "${OUT:-$W}/adopt.tgz" --exclude='ttgir' --exclude='*.ttgir' \
+        --exclude='blobs' --exclude='triton' --exclude='store' -- ./*.log ./*.txt \
+        "${dirs[@]}" 2>/dev/null)
+      ls -la "${OUT:-$W}" ;;
+    *) say "unknown stage $stage" ;;
+  esac
+done
