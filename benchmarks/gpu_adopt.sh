@@ -17,19 +17,22 @@
 #               base = base (the same build: the baseline's records decide)
 #   patched     the same gate with PR = patched: PR vs base, only the dot ops timed
 #   nocompile   the same gate with PR = no_compile (FAIL, exit 1)
+#   v5-patched, v5-nocompile  patched / nocompile against v5 (the H200's baseline)
 #   v5-aa       the H200's baselines/v5 here, PR = same, base = base: the GPU model
 #               differs, the architecture does not (accepted, named in the report)
 #   v5-prbase   v5 with a base that is not v5's recording compiler: base = no_coalesce,
 #               PR = no_coalesce_no_accelerate_matmul: only the PR's own change (the dot
 #               kernels) is timed, not the thousands of kernels both differ in from v5
 #   pack        gate dirs (verdicts, reports, screens, logs) into $OUT/adopt.tgz
-# Env: W (/tmp/w), NAME (h100), REPEATS (2), JOBS (nproc - 1). Needs
+# Env: W (/tmp/w), NAME (h100), TIER (pr; smoke: 5 ops, minutes), REPEATS (2), JOBS
+# (nproc - 1). Needs
 # $ZLBENCH_FLAGGEMS_DIR, zlbench importable, a CUDA GPU (benchmarks/device_env.sh).
 set -u
 BUDGET=$1; shift
 W=${W:-/tmp/w}; mkdir -p "$W"
 NAME=${NAME:-h100}
 REPEATS=${REPEATS:-2}
+TIER=${TIER:-pr}
 JOBS=${JOBS:-$(( $(nproc) > 1 ? $(nproc) - 1 : 1 ))}
 LOG=${OUT:-$W}/log.txt
 # shellcheck source=benchmarks/lib_stages.sh
@@ -50,7 +53,7 @@ timed() { # timed NAME PR_COPY CMD...: CMD with that triton copy first on PYTHON
 }
 gate() { local name=$1 pr=$2; shift 2; timed "$name" "$pr" python3 -m zlbench gate \
   --codegen-jobs "$JOBS" --out "$W/$name" "$@"; }
-pr=(--baseline "$W/bl/$NAME" --ops-file ops/tiers/pr.txt)
+pr=(--baseline "$W/bl/$NAME" --ops-file "ops/tiers/$TIER.txt")
 for spec in "$@"; do
   stage_fits "$spec" || continue
   case $stage in
@@ -63,7 +66,7 @@ for spec in "$@"; do
         --also no_compile no_coalesce no_coalesce_no_accelerate_matmul | tee -a "$LOG" ;;
     bootstrap)
       mkdir -p "$W/bl"
-      timed bootstrap same python3 -m zlbench baseline bootstrap --tier pr \
+      timed bootstrap same python3 -m zlbench baseline bootstrap --tier "$TIER" \
         --out "$W/bl/$NAME" --repeats "$REPEATS"
       tail -5 "$W/bootstrap.log" | tee -a "$LOG"
       [ -d "$W/bl/$NAME" ] && tar czf "${OUT:-$W}/bl.tgz" -C "$W" bl ;;
@@ -72,6 +75,10 @@ for spec in "$@"; do
     aa-*) gate "$stage" same "${pr[@]}" --base-compiler "$W/triton/base" ;;
     patched) gate "$stage" patched "${pr[@]}" --base-compiler "$W/triton/base" ;;
     nocompile) gate "$stage" no_compile "${pr[@]}" --base-compiler "$W/triton/base" ;;
+    v5-patched) gate "$stage" patched --baseline baselines/v5 --ops-file ops/tiers/pr.txt \
+      --base-compiler "$W/triton/base" ;;
+    v5-nocompile) gate "$stage" no_compile --baseline baselines/v5 --ops-file ops/tiers/pr.txt \
+      --base-compiler "$W/triton/base" ;;
     v5-aa) gate "$stage" same --baseline baselines/v5 --ops-file ops/tiers/pr.txt \
       --base-compiler "$W/triton/base" ;;
     v5-prbase) gate "$stage" no_coalesce_no_accelerate_matmul --baseline baselines/v5 \
