@@ -83,7 +83,25 @@ EXTRA_PATCHES = {
 }
 
 
+COALESCE = "        passes.ttgpuir.add_coalesce(pm)\n"
+HOPPER_PIPELINE = "            passes.ttgpuir.add_pipeline(pm, opt.num_stages, dump_enabled)\n"
+
+
+def no_coalesce_no_pipeline() -> Patch:
+    """Both the coalescing pass and Hopper's software pipeliner removed: against a base
+    without coalescing, only the kernels with a pipelined loop differ (mm, bmm, addmm,
+    attention), and they still compile (benchmarks/gpu_adopt.sh v5-prbase)."""
+    text = (triton_dir() / NOOP_FILE).read_text(encoding="utf-8")
+    start = text.index(COALESCE)
+    end = text.index(HOPPER_PIPELINE, start) + len(HOPPER_PIPELINE)
+    old = text[start:end]
+    return Patch(
+        NOOP_FILE, old, old.replace(COALESCE, "").replace(HOPPER_PIPELINE, ""), "ttgir", None
+    )
+
+
 def copies(dest: Path, patch: str, also: list[str] | None = None) -> None:
+    EXTRA_PATCHES.setdefault("no_coalesce_no_pipeline", no_coalesce_no_pipeline())
     for name in ("same", "base"):
         patched_triton(dest / name, noop_patch())
     patched_triton(dest / "patched", EXTRA_PATCHES.get(patch, patch))

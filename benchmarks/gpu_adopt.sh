@@ -9,7 +9,7 @@
 #   host        which machine this is (GPU name, UUID, driver, boot id)
 #   copies      $W/triton/{same,base} (unchanged), patched (no_accelerate_matmul: only
 #               tl.dot kernels change), no_compile, no_coalesce, and
-#               no_coalesce_no_accelerate_matmul (benchmarks/ab_tools.py copies)
+#               no_coalesce_no_pipeline (benchmarks/ab_tools.py copies)
 #   bootstrap   zlbench baseline bootstrap --tier pr --out $W/bl/$NAME (REPEATS replay
 #               passes); then $OUT/bl.tgz holds it
 #   restore F   $W/bl from F (a bl.tgz an earlier call brought back: a fresh machine)
@@ -21,8 +21,8 @@
 #   v5-aa       the H200's baselines/v5 here, PR = same, base = base: the GPU model
 #               differs, the architecture does not (accepted, named in the report)
 #   v5-prbase   v5 with a base that is not v5's recording compiler: base = no_coalesce,
-#               PR = no_coalesce_no_accelerate_matmul: only the PR's own change (the dot
-#               kernels) is timed, not the thousands of kernels both differ in from v5
+#               PR = no_coalesce_no_pipeline: only the PR's own change (the kernels with
+#               a pipelined loop) is timed, not the kernels both differ in from v5
 #   pack        gate dirs (verdicts, reports, screens, logs) into $OUT/adopt.tgz
 # Env: W (/tmp/w), NAME (h100), TIER (pr; smoke: 5 ops, minutes), REPEATS (2), JOBS
 # (nproc - 1). Needs
@@ -62,8 +62,9 @@ for spec in "$@"; do
           --format=csv,noheader; echo "boot_id $(cat /proc/sys/kernel/random/boot_id)"; } 2>&1 \
         | tee "$W/host.txt" | tee -a "$LOG" ;;
     copies)
+      rm -rf "$W/triton"
       python3 benchmarks/ab_tools.py copies "$W/triton" --patch no_accelerate_matmul \
-        --also no_compile no_coalesce no_coalesce_no_accelerate_matmul | tee -a "$LOG" ;;
+        --also no_compile no_coalesce no_coalesce_no_pipeline | tee -a "$LOG" ;;
     bootstrap)
       mkdir -p "$W/bl"
       timed bootstrap same python3 -m zlbench baseline bootstrap --tier "$TIER" \
@@ -81,7 +82,7 @@ for spec in "$@"; do
       --base-compiler "$W/triton/base" ;;
     v5-aa) gate "$stage" same --baseline baselines/v5 --ops-file ops/tiers/pr.txt \
       --base-compiler "$W/triton/base" ;;
-    v5-prbase) gate "$stage" no_coalesce_no_accelerate_matmul --baseline baselines/v5 \
+    v5-prbase) gate "$stage" no_coalesce_no_pipeline --baseline baselines/v5 \
       --ops-file ops/tiers/pr.txt --base-compiler "$W/triton/no_coalesce" ;;
     pack)
       dirs=()
