@@ -13,7 +13,12 @@ import shutil
 import sys
 from pathlib import Path
 
-from zlbench.cli.options import add_rebuilt_option
+from zlbench.cli.options import (
+    add_base_compiler_option,
+    add_base_screen_cache_option,
+    add_rebuilt_option,
+    base_screen_cache,
+)
 from zlbench.cli.settings import Settings
 from zlbench.codegen.screen import (
     SCREEN_MD,
@@ -51,21 +56,12 @@ def add_parser(sub) -> None:
         help="interpreter whose triton rebuilds the kernels (default: this one)",
     )
     add_rebuild_shard_options(p)
-    p.add_argument(
-        "--base-compiler",
-        metavar="ENV",
-        help="the base compiler (a venv dir, interpreter or site dir): its rebuild of the "
-        "same requests, not the baseline's records, is what each kernel is compared with "
-        '(docs/codegen.md, "PR against its base compiler")',
+    add_base_compiler_option(
+        p,
+        "its rebuild of the same requests, not the baseline's records, is what each kernel "
+        'is compared with (docs/codegen.md, "PR against its base compiler")',
     )
-    p.add_argument(
-        "--base-screen-cache",
-        type=Path,
-        default=None,
-        metavar="DIR",
-        help="with --base-compiler: keep and reuse its rebuild there, per base build and "
-        "baseline (default: $ZLBENCH_CACHE_DIR/base-screen)",
-    )
+    add_base_screen_cache_option(p)
     p.set_defaults(func=_run)
 
 
@@ -96,10 +92,9 @@ def _run(args) -> int:
     )
     say = lambda s: print(s, file=sys.stderr, flush=True)  # noqa: E731
     if args.base_compiler:
-        from zlbench.cli.gate_cmd import BASE_SCREEN_CACHE
         from zlbench.workflow.codegen import base_side
 
-        cache = args.base_screen_cache or settings.cache_dir / BASE_SCREEN_CACHE
+        cache = base_screen_cache(args, settings.cache_dir)
         opts.base = base_side(args.base_compiler, cache, print)  # a note on stdout
     if args.shard:
         return _rebuild_shard(opts, args, say)

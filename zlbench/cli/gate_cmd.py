@@ -13,12 +13,14 @@ from pathlib import Path
 from zlbench.cli.options import (
     ab_options_from,
     add_base_compiler_option,
+    add_base_screen_cache_option,
     add_baseline_options,
     add_judging_options,
     add_ops_dir_option,
     add_pair_rule_options,
     add_rebuilt_option,
     add_replay_speed_options,
+    base_screen_cache,
     baseline_selection_from,
 )
 from zlbench.cli.settings import Settings
@@ -100,16 +102,7 @@ def add_codegen_options(p) -> None:
         "--screen-only` for this baseline, op set and compiler (else one line, exit 2): the "
         "screen is not re-run and exactly its listed ops are timed",
     )
-    g.add_argument(
-        "--base-screen-cache",
-        type=Path,
-        default=None,
-        metavar="DIR",
-        help="with --base-compiler: the screen diffs the PR's kernels against the base "
-        "compiler's rebuild of the same requests (only kernels that differ from the base "
-        "are timed); that rebuild is kept in DIR, one entry per base build and baseline, "
-        "and reused by every PR on the same base (default: $ZLBENCH_CACHE_DIR/base-screen)",
-    )
+    add_base_screen_cache_option(g)
     g.add_argument(
         "--codegen-jobs",
         type=int,
@@ -142,9 +135,6 @@ def add_ab_options(p) -> None:
     )
     add_pair_rule_options(g)
     g.add_argument("--accept", metavar="FILE", help="accept list of intended regressions")
-
-
-BASE_SCREEN_CACHE = "base-screen"  # under ZLBENCH_CACHE_DIR: the base side's rebuilds
 
 
 def _time_mode(args) -> str:
@@ -191,7 +181,7 @@ def job_from_args(args, settings: Settings, ops_dir: Path) -> GateJob:
         time_first=args.time_first,
         codegen_jobs=args.codegen_jobs or os.cpu_count() or 1,
         codegen_rebuilt=tuple(args.rebuilt),
-        base_screen_cache=args.base_screen_cache or settings.cache_dir / BASE_SCREEN_CACHE,
+        base_screen_cache=base_screen_cache(args, settings.cache_dir),
         measuring=measuring_from(args),
         scheduling=scheduling,
         ab=ab_options_from(

@@ -100,6 +100,29 @@ def add_base_compiler_option(p, role: str) -> None:
     )
 
 
+BASE_SCREEN_CACHE = "base-screen"  # under ZLBENCH_CACHE_DIR: the base side's rebuilds
+
+
+def add_base_screen_cache_option(p) -> None:
+    """--base-screen-cache (``gate``, ``codegen``): where the base compiler's rebuild of
+    the baseline's requests is kept and reused (docs/codegen.md)."""
+    p.add_argument(
+        "--base-screen-cache",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="with --base-compiler: the screen diffs the PR's kernels against the base "
+        "compiler's rebuild of the same requests (only kernels that differ from the base "
+        "count as changed); that rebuild is kept in DIR, one entry per base build and "
+        "baseline, and reused by every PR on the same base "
+        "(default: $ZLBENCH_CACHE_DIR/base-screen)",
+    )
+
+
+def base_screen_cache(args, cache_dir: Path) -> Path:
+    return args.base_screen_cache or cache_dir / BASE_SCREEN_CACHE
+
+
 SWEEP_HELP = (
     "record mode: split each op's autotune sweep over these GPUs, ops one at a "
     "time, each measured in one process on the first (docs/autotune.md)"
