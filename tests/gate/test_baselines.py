@@ -150,8 +150,8 @@ def test_commit_creates_a_branch_with_a_summary(tmp_path):
         cw.set_value("user", "name", "t")
         cw.set_value("user", "email", "t@example.com")
     (tmp_path / "repo" / "README").write_text("x\n")
-    repo.index.add(["README"])
-    repo.index.commit("init")
+    repo.git.add("README")
+    repo.git.commit("-q", "-m", "init")  # git itself (index.commit failed under xdist)
     out = tmp_path / "repo" / "baselines" / "v1"
     shutil.copytree(SHIPPED, out)
     manifest = load_yaml_model(out / "manifest.yaml", BaselineManifest)

@@ -603,7 +603,7 @@ def commit_baseline(out: Path, manifest: BaselineManifest) -> str:
         raise ZlbenchError(f"branch {branch} already exists")
     repo.git.checkout("-b", branch)
     repo.git.add(str(Path(out).resolve()))
-    repo.index.commit(commit_message(manifest))
+    repo.git.commit("-q", "-m", commit_message(manifest))  # git itself, as for add
     return branch
 
 
