@@ -22,7 +22,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 list=${1:?usage: judge.sh SHARD_LIST OUT_DIR}
 out=${2:?usage: judge.sh SHARD_LIST OUT_DIR}
 baseline=${ZL_BASELINE:-}
-[[ -n "$baseline" && -d "$baseline" ]] || zl_fail 2 "baseline dir '$baseline' does not exist"
+zl_check_baseline "$baseline"
 [[ -s "$list" ]] || zl_fail 2 "no shard results listed in $list"
 if [[ -n "${ZL_OPS_FILE:-}" && ! -f "$ZL_OPS_FILE" ]]; then
   zl_fail 2 "ops file '$ZL_OPS_FILE' does not exist"

@@ -64,3 +64,10 @@ zl_output() {
 
 # Python interpreter of the job (the venv put on PATH by prepare_venv.sh); overridable.
 ZL_PYTHON=${ZL_PYTHON:-python}
+
+# zl_check_baseline DIR: the baseline exists, checked out as a dir or packed as
+# DIR.lock (zlbench unpacks it on first use: docs/baselines.md "Packed versions").
+zl_check_baseline() {
+  [[ -n "$1" && (-d "$1" || -f "$1.lock") ]] ||
+    zl_fail 2 "baseline dir '$1' does not exist (nor its lock '$1.lock')"
+}

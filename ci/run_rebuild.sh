@@ -18,7 +18,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 out=${1:?usage: run_rebuild.sh OUT_DIR}
 baseline=${ZL_BASELINE:-}
-[[ -n "$baseline" && -d "$baseline" ]] || zl_fail 2 "baseline dir '$baseline' does not exist"
+zl_check_baseline "$baseline"
 k=${ZL_REBUILD_INDEX:-}
 n=${ZL_REBUILD_COUNT:-}
 if [[ ! "$k" =~ ^[1-9][0-9]*$ || ! "$n" =~ ^[1-9][0-9]*$ ]] || ((k > n)); then

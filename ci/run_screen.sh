@@ -8,6 +8,9 @@
 #        ZL_AB_MODE      full, with ZL_BASE_SHA set and ZL_TIME unset: the shards time every
 #                        op (--full-ab), so the plan is --time all
 #        ZL_BASE_SHA     the base build's commit ("": no A/B)
+#        ZL_BASE_COMPILER optional base compiler env (ci/install_base.sh's site dir): the
+#                        screen diffs the PR's kernels against the base's (--base-compiler;
+#                        its rebuild is cached on the runner per base build and baseline)
 #        ZL_TIME_BUDGET  optional GPU seconds for the changed ops (--time-budget)
 #        GEMS_VENDOR     FlagGems' vendor (default nvidia: without a device FlagGems
 #                        finds none, and every kernel would be missing; docs/codegen.md)
@@ -28,7 +31,7 @@ source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"
 
 out=${1:?usage: run_screen.sh OUT_DIR}
 baseline=${ZL_BASELINE:-}
-[[ -n "$baseline" && -d "$baseline" ]] || zl_fail 2 "baseline dir '$baseline' does not exist"
+zl_check_baseline "$baseline"
 args=(gate --baseline "$baseline" --screen-only --out "$out/screen")
 if [[ -n "${ZL_OPS_FILE:-}" ]]; then
   [[ -f "$ZL_OPS_FILE" ]] || zl_fail 2 "ops file '$ZL_OPS_FILE' does not exist"
@@ -46,6 +49,10 @@ case ${ZL_TIME:-} in
 esac
 if [[ -n "${ZL_TIME_BUDGET:-}" ]]; then
   args+=(--time-budget "$ZL_TIME_BUDGET")
+fi
+if [[ -n "${ZL_BASE_COMPILER:-}" ]]; then
+  [[ -d "$ZL_BASE_COMPILER" ]] || zl_fail 2 "base compiler dir '$ZL_BASE_COMPILER' does not exist"
+  args+=(--base-compiler "$ZL_BASE_COMPILER")
 fi
 n=${ZL_REBUILD_COUNT:-1}
 [[ "$n" =~ ^[1-9][0-9]*$ ]] || zl_fail 2 "bad rebuild count '$n' (ZL_REBUILD_COUNT): a positive integer"

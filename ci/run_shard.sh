@@ -34,7 +34,7 @@ baseline=${ZL_BASELINE:-}
 if ! [[ "$k" =~ ^[0-9]+$ && "$n" =~ ^[0-9]+$ ]] || ((k < 1 || k > n)); then
   zl_fail 2 "bad shard '$k/$n': K/N needs 1 <= K <= N"
 fi
-[[ -n "$baseline" && -d "$baseline" ]] || zl_fail 2 "baseline dir '$baseline' does not exist"
+zl_check_baseline "$baseline"
 args=(gate --baseline "$baseline" --shard "$k/$n" --out "$out/gate")
 if [[ -n "${ZL_OPS_FILE:-}" ]]; then
   [[ -f "$ZL_OPS_FILE" ]] || zl_fail 2 "ops file '$ZL_OPS_FILE' does not exist"

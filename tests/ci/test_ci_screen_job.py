@@ -50,8 +50,8 @@ def test_the_screen_runs_on_a_cpu_runner_after_the_build_and_before_every_shard(
 def test_the_screen_job_rebuilds_with_the_measured_wheel_and_the_baselines_flaggems(gate):
     jobs = gate["jobs"]
     screen, shard = jobs["screen"], jobs["shard"]
-    (wheel,) = [s for s in uses(screen, "download-artifact") if "name" in s["with"]]
-    assert wheel["with"]["name"] == "flagtree-wheel"  # what the shards install too
+    wheels = [s["with"]["name"] for s in uses(screen, "download-artifact") if "name" in s["with"]]
+    assert wheels == ["flagtree-wheel", "flagtree-base-wheel"]  # what the shards install too
     assert any(s["with"]["name"] == "flagtree-wheel" for s in uses(shard, "download-artifact"))
     assert (
         step_named(screen, "ci/install_flagtree.sh")["run"]
@@ -127,6 +127,7 @@ def test_run_screen_runs_the_screen_only(sandbox, screen_env):
         ({"ZL_AB_MODE": "full", "ZL_BASE_SHA": "c" * 40}, ["--time", "all"]),  # --full-ab
         ({"ZL_AB_MODE": "full"}, []),  # no base build: no A/B
         ({"ZL_TIME_BUDGET": "600"}, ["--time-budget", "600"]),
+        ({"ZL_BASE_COMPILER": "."}, ["--base-compiler", "."]),  # PR vs base screen
     ],
 )
 def test_run_screen_plans_as_the_shards_time(sandbox, screen_env, env, tail):
@@ -134,6 +135,26 @@ def test_run_screen_plans_as_the_shards_time(sandbox, screen_env, env, tail):
     assert proc.returncode == 0, proc.stderr
     argv = sandbox.calls("zlbench")[0]["argv"]
     assert argv[6:] == tail
+
+
+def test_the_screen_job_diffs_against_the_base_build_when_there_is_one(gate):
+    """The screen job installs the base wheel as the shards do and hands its site dir to
+    run_screen.sh (--base-compiler): the plan is decided PR vs base."""
+    steps = gate["jobs"]["screen"]["steps"]
+    install = next(s for s in steps if s.get("id") == "base_env")
+    assert "ci/install_base.sh" in install["run"] and "base_sha != ''" in install["if"]
+    run = next(s for s in steps if "run_screen.sh" in s.get("run", ""))
+    assert run["env"]["ZL_BASE_COMPILER"] == "${{ steps.base_env.outputs.site }}"
+    names = [s.get("name", "") for s in steps]
+    assert names.index(install["name"]) < names.index(run["name"])
+
+
+def test_run_screen_takes_a_packed_baseline(sandbox, screen_env):
+    (sandbox.tmp / "packed.lock").write_text("{}")
+    proc = sandbox.run("run_screen.sh", "out", ZL_BASELINE="packed")
+    assert proc.returncode == 0, proc.stderr
+    proc = sandbox.run("run_screen.sh", "out", ZL_BASELINE="nothing")
+    assert proc.returncode == 2 and "nor its lock" in proc.stderr
 
 
 def test_run_screen_with_ops_file(sandbox, screen_env):
