@@ -3,13 +3,20 @@
 transformation applied, and a manifest that says so (``derived_from``, a summary entry
 of its own). The older version is verified first and never changed (baselines are
 immutable); the new dir is written whole under a temporary name beside ``out`` and
-renamed into place, so a failure leaves neither it nor the temporary dir.
+renamed into place, so a failure leaves neither it nor the temporary dir; one that a
+SIGKILL left is removed by the next writer of that name.
+
+:func:`stage_beside` (the end of this module) is that temporary name for every writer
+of a new dir beside its ``--out``: these, ``baseline refresh``/``bootstrap``, a batch
+merge.
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime as _dt
 import os
+import re
 import shutil
 from collections.abc import Callable
 from pathlib import Path
@@ -40,9 +47,7 @@ def derive_version(
         raise ZlbenchError(f"{out} already exists: baselines are immutable, pick the next version")
     manifest = load_yaml_model(resolve_inside(src, MANIFEST_YAML), BaselineManifest)
     baselines.check_intact(src, manifest)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.parent / f".{out.name}.tmp-{os.getpid()}"
-    shutil.rmtree(tmp, ignore_errors=True)
+    tmp = stage_beside(out)  # stale stages of killed writers of this name swept
     try:
         shutil.copytree(src, tmp, symlinks=True, ignore=ignore)
         key, summary = transform(tmp, manifest)
@@ -69,4 +74,78 @@ def shown_path(path: Path) -> str:
     return path.as_posix() if not path.is_absolute() else "/".join(path.parts[-2:])
 
 
-__all__ = ["Transform", "derive_version", "shown_path"]
+# --------------------------------------------------------------------------- stages
+
+# A new dir built beside its final name and renamed into place at the very end (a
+# baseline's refresh, compact, attribute, bootstrap; a batch merge):
+# ``.<name>.<kind>-<pid>``. A writer that fails or is stopped removes its own; one
+# killed with SIGKILL leaves it, dot-named and git-ignored (.gitignore), and the next
+# writer of that name beside it removes the stages of processes that are gone.
+STAGE_KINDS = ("tmp", "bootstrap")
+_STAGE = re.compile(r"^\.(?P<name>.+)\.(?:tmp|bootstrap)-(?P<pid>[0-9]+)$")
+
+
+def stage_beside(out: Path, kind: str = "tmp") -> Path:
+    """This process's stage for ``out``: ``out.parent/.<out.name>.<kind>-<pid>``, absent
+    (an earlier one of this pid is removed). The stale stages of ``out.name`` beside
+    it are swept first (:func:`sweep_stale_stages`). The parent is created."""
+    if kind not in STAGE_KINDS:
+        raise ValueError(f"stage kind {kind!r} is not one of {STAGE_KINDS}")
+    out = Path(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    sweep_stale_stages(out.parent, out.name)
+    stage = out.parent / f".{out.name}.{kind}-{os.getpid()}"
+    _remove_path(stage)
+    return stage
+
+
+def sweep_stale_stages(parent: Path, name: str) -> list[Path]:
+    """Remove the stages of ``name`` in ``parent`` (every kind) whose process is gone
+    (killed with SIGKILL); those of live processes, this one included, are left.
+    Best effort; returns the ones removed."""
+    gone: list[Path] = []
+    try:
+        found = list(Path(parent).iterdir())
+    except OSError:
+        return gone
+    for p in found:
+        m = _STAGE.match(p.name)
+        if m and m["name"] == name and not pid_alive(int(m["pid"])):
+            _remove_path(p)
+            gone.append(p)
+    return gone
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether a process ``pid`` exists (another user's counts as alive)."""
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's live process
+        return True
+    except OverflowError:  # no pid is that large
+        return False
+    return True
+
+
+def _remove_path(p: Path) -> None:
+    """Remove ``p`` whatever it is (a symlink itself, never what it points at)."""
+    with contextlib.suppress(OSError):
+        if p.is_symlink() or (p.exists() and not p.is_dir()):
+            p.unlink()
+        else:
+            shutil.rmtree(p, ignore_errors=True)
+
+
+__all__ = [
+    "STAGE_KINDS",
+    "Transform",
+    "derive_version",
+    "pid_alive",
+    "shown_path",
+    "stage_beside",
+    "sweep_stale_stages",
+]

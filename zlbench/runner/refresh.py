@@ -62,6 +62,7 @@ from zlbench.runner.batch.info import read_batch_info
 from zlbench.runner.batch.plan import plan_selection
 from zlbench.runner.batch.run import run_batch
 from zlbench.runner.batch.status import write_ops_status
+from zlbench.runner.derived import stage_beside, sweep_stale_stages  # noqa: F401 (tests)
 
 WORK = "_work"  # inside the temp dir; removed before the rename
 
@@ -123,10 +124,7 @@ def refresh(cfg: RefreshConfig) -> RefreshOutcome:
         raise ZlbenchError(
             f"--min-repeats must be between 1 and --repeats {cfg.repeats} (got {cfg.min_repeats})"
         )
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.parent / f".{out.name}.tmp-{os.getpid()}"
-    if tmp.exists():
-        shutil.rmtree(tmp)
+    tmp = stage_beside(out)  # stale stages of killed writers of this name swept
     tmp.mkdir()
     started = _dt.datetime.now(_dt.timezone.utc)
     finished = None
@@ -642,7 +640,6 @@ def commit_message(m: BaselineManifest) -> str:
 # bootstrap there removes the stages of processes that are gone.
 
 TIER_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
-_STAGE = re.compile(r"^\.(?P<name>.+)\.bootstrap-(?P<pid>[0-9]+)$")
 
 
 @dataclass
@@ -685,30 +682,6 @@ def check_out_free(out: Path) -> None:
         )
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # another user's live process
-        return True
-    return True
-
-
-def sweep_stale_stages(parent: Path, name: str) -> list[Path]:
-    """Remove the stages of earlier bootstraps of ``name`` whose process is gone
-    (killed with SIGKILL); returns them."""
-    gone = []
-    if not parent.is_dir():
-        return gone
-    for p in parent.iterdir():
-        m = _STAGE.match(p.name)
-        if m and m["name"] == name and p.is_dir() and not _alive(int(m["pid"])):
-            shutil.rmtree(p, ignore_errors=True)
-            gone.append(p)
-    return gone
-
-
 def bootstrap(
     cfg: RefreshConfig,
     tier: Path,
@@ -721,10 +694,7 @@ def bootstrap(
     unless all three succeeded. ``refresh_fn`` / ``verify_fn``: seams for tests."""
     out = Path(cfg.out)
     check_out_free(out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    sweep_stale_stages(out.parent, out.name)
-    stage = out.parent / f".{out.name}.bootstrap-{os.getpid()}"
-    shutil.rmtree(stage, ignore_errors=True)
+    stage = stage_beside(out, "bootstrap")  # stale stages of killed writers swept
     try:
         stage.mkdir()
         done = refresh_fn(replace(cfg, out=stage / out.name))

@@ -9,14 +9,14 @@ differently (mode, replay root, timing, dtypes, shape file) or on different
 environments (GPU model, driver, torch, compiler, FlagGems commit...).
 
 The output is built in a temp dir next to ``out`` and renamed at the end, so an
-interrupted merge leaves nothing behind.
+interrupted merge leaves nothing behind (one killed with SIGKILL: a dot-named stage that
+the next merge of that name removes).
 """
 
 from __future__ import annotations
 
 import filecmp
 import shutil
-import tempfile
 from pathlib import Path
 
 from zlbench.errors import ZlbenchError
@@ -38,6 +38,7 @@ from zlbench.runner.batch.status import (
     write_summary,
 )
 from zlbench.runner.batch.systemic import not_measured, systemic_failures
+from zlbench.runner.derived import stage_beside
 
 # batch.json fields that must agree between shards.
 SAME_CONFIG = (
@@ -175,8 +176,8 @@ def merge_batches(shard_dirs: list[Path], out: Path) -> tuple[Path, list[OpStatu
     shards = [_Shard(p) for p in shard_dirs]
     _check_config(shards)
     chosen = _collect(shards)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    tmp = stage_beside(out)  # stale stages of killed merges of this name swept
+    tmp.mkdir()
     try:
         statuses, rows = _build(shards, chosen, tmp)
         tmp.rename(out)
