@@ -72,18 +72,60 @@ left to run, and which ops of a tier (e.g. ``ops/tiers/pr.txt``) are not final y
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import gzip
 import hashlib
 import io
 import json
+import lzma
 import re
 import shutil
 import sys
 import tarfile
+import zlib
+from collections.abc import Iterator
 from pathlib import Path
 
 BLOBS = "blobs"
+
+
+class BadPack(SystemExit):
+    """A records pack (or records.tgz, full.tgz) that cannot be read whole: truncated,
+    corrupt, or holding what no pack holds. ``main`` prints its one line, exit 2."""
+
+
+# what reading a truncated or corrupt archive raises, wherever in it the damage is
+_UNREADABLE = (
+    tarfile.TarError,
+    lzma.LZMAError,
+    EOFError,
+    zlib.error,
+    gzip.BadGzipFile,
+    UnicodeDecodeError,
+    json.JSONDecodeError,
+)
+
+
+@contextlib.contextmanager
+def _archive(path: Path, mode: str = "r") -> Iterator[tarfile.TarFile]:
+    """``tarfile.open(path, mode)`` for reading; a truncated or corrupt archive, found
+    at its opening or anywhere later in the ``with`` body, is one :class:`BadPack`."""
+    try:
+        with tarfile.open(path, mode) as tar:
+            yield tar
+    except _UNREADABLE as e:
+        why = (str(e).splitlines() or [type(e).__name__])[0][:200]
+        raise BadPack(f"{path}: not a readable archive (truncated or corrupt?): {why}") from None
+
+
+def _check_all(archives: list[Path], mode: str) -> None:
+    """Read every archive whole before anything is written: a bad one is refused
+    (:class:`BadPack`) with the dest untouched."""
+    for archive in archives:
+        with _archive(archive, mode) as tar:
+            for m in _checked(tar, archive):
+                tar.extractfile(m).read()
 
 
 def records(full: Path, dest: Path) -> tuple[int, int]:
@@ -140,8 +182,9 @@ def merge(dest: Path, archives: list[Path]) -> list[str]:
     """Unpack each device call's records.tgz into ``dest``, op by op: an op in a later
     archive replaces the earlier one whole. Returns the op dirs written."""
     written: list[str] = []
+    _check_all(archives, "r:gz")
     for archive in archives:
-        with tarfile.open(archive, "r:gz") as tar:
+        with _archive(archive, "r:gz") as tar:
             members = _checked(tar, archive)
             ops = sorted({_op_of(m.name) for m in members if _op_of(m.name)})
             for op in ops:
@@ -190,8 +233,9 @@ def unpack(archives: list[Path], dest: Path) -> tuple[int, int]:
     texts)."""
     ops: set[str] = set()
     texts = 0
+    _check_all(archives, "r:xz")
     for archive in archives:
-        with tarfile.open(archive, "r:xz") as tar:
+        with _archive(archive, "r:xz") as tar:
             members = _checked(tar, archive)
             for op in sorted({_op_of(m.name) for m in members} - {""}):
                 shutil.rmtree(dest / op, ignore_errors=True)
@@ -202,7 +246,7 @@ def unpack(archives: list[Path], dest: Path) -> tuple[int, int]:
                 if Path(m.name).parent.name == BLOBS:
                     sha = Path(m.name).name
                     if hashlib.sha256(data).hexdigest() != sha:
-                        raise SystemExit(f"{archive}: {m.name}: text does not match its sha256")
+                        raise BadPack(f"{archive}: {m.name}: text does not match its sha256")
                     target, data = target.with_name(sha + ".gz"), gzip.compress(data, 9, mtime=0)
                     texts += 1
                 target.parent.mkdir(parents=True, exist_ok=True)
@@ -236,7 +280,7 @@ def packed_ops(packs: list[Path]) -> dict[str, str | None]:
     :func:`recording_gap` (of the last pack holding it) or None."""
     ops: dict[str, str | None] = {}
     for pack in packs:
-        with tarfile.open(pack, "r:xz") as tar:
+        with _archive(pack, "r:xz") as tar:
             members = _checked(tar, pack)
             for op in {_op_of(m.name) for m in members} - {""}:
                 ops[op] = None
@@ -353,7 +397,7 @@ def _with_pass(full: Path, fn):
     """``fn(read)`` over a record-pass dir or the full.tgz a call packed, ``read(name)``
     giving a file's text ("" when it is not there)."""
     if full.is_file():
-        with tarfile.open(full) as tar:
+        with _archive(full) as tar:
             files = {m.name: m for m in _checked(tar, full)}
             read = lambda name: (  # noqa: E731
                 tar.extractfile(files[name]).read().decode(errors="replace")
@@ -493,13 +537,21 @@ def _checked(tar: tarfile.TarFile, archive: Path) -> list[tarfile.TarInfo]:
     for m in tar.getmembers():
         p = Path(m.name)
         if p.is_absolute() or ".." in p.parts or not (m.isfile() or m.isdir()):
-            raise SystemExit(f"{archive}: {m.name}: not a plain file inside the archive")
+            raise BadPack(f"{archive}: {m.name}: not a plain file inside the archive")
         if m.isfile():
             members.append(m)
     return members
 
 
 def main(argv: list[str] | None = None) -> int:
+    try:
+        return _main(argv)
+    except BadPack as e:
+        print(f"full_records.py: {e}", file=sys.stderr)
+        return 2
+
+
+def _main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
     rec = sub.add_parser("records")

@@ -14,9 +14,11 @@ themselves live in the sibling modules.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import re
+import stat
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -133,18 +135,36 @@ def upgrade(path: str | os.PathLike, model: type[_M], data: Any) -> Any:
     return data
 
 
+def read_regular(path: str | os.PathLike) -> bytes:
+    """A regular file's bytes. Anything else (a FIFO, whose reading would wait for a
+    writer forever; a device such as /dev/zero, endless; a dir) raises OSError
+    ("not a regular file") before a byte is read: opened without blocking, checked by
+    its own descriptor (no window between the check and the read)."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(errno.EINVAL, "not a regular file")
+        os.set_blocking(fd, True)
+        with os.fdopen(fd, "rb", closefd=False) as f:
+            return f.read()
+    finally:
+        os.close(fd)
+
+
 def read_text(path: str | os.PathLike, missing: str = "file not found") -> str:
-    """A file's text; a missing (``<path>: <missing>``), unreadable or non-UTF-8 file
-    is one ZlbenchError line."""
+    """A file's text; a missing (``<path>: <missing>``), unreadable, non-regular (a
+    FIFO: never waited on) or non-UTF-8 file is one ZlbenchError line."""
     path = Path(path)
     try:
-        return path.read_text(encoding="utf-8")
+        text = read_regular(path).decode("utf-8")
     except FileNotFoundError:
         raise ZlbenchError(f"{path}: {missing}") from None
     except OSError as e:
         raise ZlbenchError(f"{path}: cannot read: {e.strerror}") from None
     except UnicodeDecodeError as e:
         raise ZlbenchError(f"{path}: cannot read: not UTF-8 text ({e.reason})") from None
+    # newlines as a text-mode read gives them (universal newlines)
+    return text.replace("\r\n", "\n").replace("\r", "\n") if "\r" in text else text
 
 
 # Every model nests a handful of levels; an artifact nested deeper is refused before
@@ -159,17 +179,29 @@ def clean_surrogates(text: str) -> str:
     return _SURROGATE.sub("\ufffd", text)
 
 
-def _clean(data: Any, path: Path, depth: int = 0) -> Any:
-    """``data`` with every string cleaned of surrogates; deeper than MAX_DEPTH: one line."""
+def _clean(data: Any, path: Path, depth: int = 0, seen: dict | None = None) -> Any:
+    """``data`` with every string cleaned of surrogates; deeper than MAX_DEPTH: one line.
+    A dict or list reached twice (a graph, not a tree: YAML aliases) is cleaned once per
+    depth (``seen``: (id, depth) -> its copy), so a "billion laughs" costs its nodes,
+    not its expansion."""
     if isinstance(data, str):
         return clean_surrogates(data)
-    if depth >= MAX_DEPTH and isinstance(data, dict | list):
+    if not isinstance(data, dict | list):
+        return data
+    if depth >= MAX_DEPTH:
         raise ZlbenchError(f"{path}: nested deeper than {MAX_DEPTH} levels: not a zlbench file")
+    seen = {} if seen is None else seen
+    key = (id(data), depth)
+    if key in seen:
+        return seen[key][1]
     if isinstance(data, dict):
-        return {_clean(k, path, depth): _clean(v, path, depth + 1) for k, v in data.items()}
-    if isinstance(data, list):
-        return [_clean(v, path, depth + 1) for v in data]
-    return data
+        out: Any = {
+            _clean(k, path, depth, seen): _clean(v, path, depth + 1, seen) for k, v in data.items()
+        }
+    else:
+        out = [_clean(v, path, depth + 1, seen) for v in data]
+    seen[key] = (data, out)  # data kept: its id is not reused while seen lives
+    return out
 
 
 # A JSON text yields a lone surrogate only from one in the text or a \uD800-\uDFFF
@@ -206,9 +238,25 @@ def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return d
 
 
+class _Alias(ValueError):
+    pass
+
+
 class _UniqueKeyLoader(yaml.SafeLoader):
-    """``yaml.SafeLoader`` that refuses a mapping holding one key twice (PyYAML keeps
-    the last: an accept entry read by a reviewer at its first value would take another)."""
+    """``yaml.SafeLoader`` for zlbench's own files (manifests, accept and thresholds
+    files): refuses a mapping holding one key twice (PyYAML keeps the last: an accept
+    entry read by a reviewer at its first value would take another) and every alias
+    (``*name``): no zlbench file needs one, and nested aliases ("billion laughs")
+    expand exponentially in whatever walks the data."""
+
+    def compose_node(self, parent, index):
+        if self.check_event(yaml.AliasEvent):
+            event = self.peek_event()
+            raise _Alias(
+                f"YAML alias *{str(event.anchor)[:40]} (line {event.start_mark.line + 1}): "
+                "a zlbench file uses no anchors or aliases"
+            )
+        return super().compose_node(parent, index)
 
     def construct_mapping(self, node, deep=False):
         if isinstance(node, yaml.MappingNode):
@@ -230,13 +278,16 @@ class _UniqueKeyLoader(yaml.SafeLoader):
 
 
 def parse_yaml(text: str, path: str | os.PathLike, unique_keys: bool = False) -> Any:
-    """``yaml.safe_load`` (``unique_keys``: a key twice in one mapping is refused);
-    a syntax error, a duplicate key or nesting past MAX_DEPTH is one ZlbenchError
-    line; strings come back cleaned of lone surrogates."""
+    """``yaml.safe_load`` (``unique_keys``: a zlbench file, where a key twice in one
+    mapping and any alias are refused); a syntax error, a duplicate key, an alias or
+    nesting past MAX_DEPTH is one ZlbenchError line; strings come back cleaned of lone
+    surrogates (a shared value cleaned once: aliases cost no expansion)."""
     try:
         data = yaml.load(text, Loader=_UniqueKeyLoader if unique_keys else yaml.SafeLoader)
     except _DuplicateKey as e:
         raise ZlbenchError(f"{path}: {e}: one value per key") from None
+    except _Alias as e:
+        raise ZlbenchError(f"{path}: {e}") from None
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark else ""

@@ -45,6 +45,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
 from zlbench.errors import ZlbenchError
+from zlbench.models.base import read_regular
 
 LOCK_SUFFIX = ".lock"
 FORMAT = "zlbench-packed-tree 1"
@@ -147,7 +148,7 @@ def _refuse_file_under_file(rels: set[str], where: str) -> None:
 def read_lock(path: str | os.PathLike) -> TreeLock:
     path = Path(path)
     try:
-        return parse_lock(path.read_text(encoding="utf-8"), str(path))
+        return parse_lock(read_regular(path).decode("utf-8"), str(path))
     except (OSError, UnicodeDecodeError) as e:
         raise ZlbenchError(f"{path}: lock unreadable: {e}") from None
 
@@ -170,7 +171,7 @@ def _fetch(name: str, source: str | Path, cache: Path) -> bytes:
     if isinstance(source, str) and source.startswith("https://"):
         kept = cache / "archives" / name
         if kept.is_file():
-            data = kept.read_bytes()
+            data = _read_archive_file(kept, "archive unreadable")
         else:
             url = source.rstrip("/") + "/" + name
             try:
@@ -186,7 +187,7 @@ def _fetch(name: str, source: str | Path, cache: Path) -> bytes:
             raise ZlbenchError(f"archive source {source!r}: only a dir or an https:// URL")
         path = Path(source) / name
         try:
-            data = path.read_bytes()
+            data = read_regular(path)  # a FIFO in the archive's place: refused, not waited on
         except FileNotFoundError:
             raise ZlbenchError(
                 f"{path}: archive missing (the archive source is set by "
@@ -196,6 +197,14 @@ def _fetch(name: str, source: str | Path, cache: Path) -> bytes:
             raise ZlbenchError(f"{path}: archive unreadable: {e}") from None
     _check_archive(data, name, str(source))
     return data
+
+
+def _read_archive_file(path: Path, unreadable: str) -> bytes:
+    """A regular file's bytes (a FIFO or device refused unread); any failure one line."""
+    try:
+        return read_regular(path)
+    except OSError as e:
+        raise ZlbenchError(f"{path}: {unreadable}: {e.strerror}") from None
 
 
 def _check_archive(data: bytes, name: str, where: str) -> None:
@@ -260,7 +269,7 @@ def resolve_tree(
     lock = lock_path(p)
     if p.is_dir() or not lock.is_file() or p.name != lock.name[: -len(LOCK_SUFFIX)]:
         return p
-    raw = lock.read_bytes()
+    raw = _read_archive_file(lock, "lock unreadable")
     parsed = read_lock(lock)
     if parsed.tree != p.name:
         raise ZlbenchError(f"{lock}: field 'tree' {parsed.tree!r} is not {p.name!r}")
@@ -418,7 +427,7 @@ def archive_blobs(archive_dir: Path) -> dict[str, str]:
     """sha256 -> archive name of every blob the archives in ``archive_dir`` hold."""
     held: dict[str, str] = {}
     for a in sorted(archive_dir.glob(f"*{ARCHIVE_SUFFIX}")):
-        data = a.read_bytes()
+        data = _read_archive_file(a, "archive unreadable")
         _check_archive(data, a.name, str(archive_dir))
         for sha, _ in iter_blobs(data, str(a)):
             held.setdefault(sha, a.name)

@@ -32,6 +32,7 @@ from collections import OrderedDict
 from pathlib import Path
 
 from zlbench.errors import ZlbenchError
+from zlbench.models.base import read_regular
 
 STORE_DIR = "store"
 PACK_SUFFIX = ".xz"
@@ -45,6 +46,7 @@ MAGIC = b"%s %d" % (_PACK, PACK_VERSION)
 MAX_PACK_BYTES = 512 * 2**20  # uncompressed; a pack is written at most PACK_TARGET + one text
 PACK_TARGET = 8 * 2**20  # texts per pack, uncompressed, before the next pack starts
 _HEX64 = re.compile(r"[0-9a-f]{64}")
+_ENTRY_MIN = len(b"%s 0\n" % (b"0" * 64))  # the shortest header entry line
 _PRESET = 9
 
 
@@ -135,7 +137,8 @@ def read_pack(path: str | os.PathLike) -> dict[str, bytes]:
 
 
 def _read_file(path: Path) -> bytes:
-    return _io(Path.read_bytes, path)
+    """The pack file's bytes; a FIFO or device in its place is refused unread."""
+    return _io(read_regular, path)
 
 
 def _io(call, path: Path):
@@ -198,7 +201,14 @@ def _decode(path: Path, data: bytes) -> dict[str, bytes]:
         if magic != MAGIC:
             _check_pack_version(path, magic)
             raise ValueError("not a zlbench pack")
-        lines = rest.split(b"\n", int(n))
+        count = int(n)
+        # each entry line is "<64 hex> <size>\n": a count the data cannot hold is refused
+        # before it is used (10**30 would overflow split's index)
+        if not 0 <= count <= len(rest) // _ENTRY_MIN:
+            raise ValueError("entry count out of range")
+        lines = rest.split(b"\n", count)
+        if len(lines) != count + 1:
+            raise ValueError("fewer entry lines than the count")
         body = lines.pop()
         entries = [(s.decode("ascii"), int(size)) for s, size in (ln.split(b" ") for ln in lines)]
     except (ValueError, UnicodeDecodeError):
