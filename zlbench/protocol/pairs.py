@@ -44,7 +44,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
@@ -184,15 +183,18 @@ def median_ci(values: Sequence[float], confidence: float) -> tuple[float, float]
     None when ``values`` are too few for that coverage (e.g. fewer than 5 at 90 %)."""
     x = sorted(values)
     n = len(x)
-    alpha = 1.0 - confidence
     # P(B <= j) for B ~ Binomial(n, 1/2); the interval [x_(k), x_(n-k+1)] misses the
-    # median with probability 2 * P(B <= k - 1)
-    k, tail = 0, 0.0
+    # median with probability 2 * P(B <= k - 1). In exact integers (the float 2.0**n
+    # overflows past n = 1023): 2 * cum / 2**n > alpha, alpha = p / q exactly.
+    p, q = (1.0 - confidence).as_integer_ratio()
+    limit = p << max(n - 1, 0)  # 2 * cum * q > p * 2**n  <=>  cum * q > p * 2**(n-1)
+    k, term, cum = 0, 1, 0  # term: comb(n, k), cum: sum of comb(n, j) for j <= k
     while k < n // 2:
-        nxt = tail + math.comb(n, k) / 2.0**n
-        if 2 * nxt > alpha:
+        cum += term
+        if cum * q > limit:
             break
-        tail, k = nxt, k + 1
+        term = term * (n - k) // (k + 1)
+        k += 1
     if k == 0:
         return None
     return x[k - 1], x[n - k]
