@@ -306,7 +306,7 @@ def load_paired(
     if found is None or verdict.exit_code == 2:
         return None
     summary, dirs = found
-    if why := same_compiler_why(summary.pr, summary.base):
+    if why := same_compiler_why(summary.pr, summary.base, recorded=True):
         raise ZlbenchError(why)
     if options is not None:
         check_recorded_rule(summary, options, gate_dir / AB_DIR / AB_FILE)
@@ -317,7 +317,10 @@ def load_paired(
         load_pairs(resolve_inside(gate_dir, AB_DIR)) if summary.method == "interleaved" else None
     )
     rule = summary_rule(summary)
-    paired = pair_samples(pairs, rule) if pairs is not None else pair_rounds(loaded.rounds)
+    if pairs is not None:  # the sides' own runs tell each row's instrument
+        paired = pair_samples(pairs, rule, loaded.rounds[0] if loaded.rounds else ({}, {}))
+    else:
+        paired = pair_rounds(loaded.rounds)
     return PairedEvidence(summary=summary, rows=paired, rule=rule)
 
 

@@ -146,13 +146,20 @@ def _sentinels(ops_dir: Path) -> list[str]:
 
 
 def load_for_rejudge(
-    results: Path, label: str, baseline_ops: Mapping[str, BaselineResult]
+    results: Path,
+    label: str,
+    baseline_ops: Mapping[str, BaselineResult],
+    baseline_dir: Path | None = None,
+    ops_dir: Path | None = None,
 ) -> CodegenStep | None:
     """The screen and timing plan a gate left in ``<results>/codegen/`` (None when it
     holds none), both opened only inside ``results`` (never through a link out); diff
     paths shown as ``<label>/codegen/diffs/…`` (the results dir as given). Every op the
     plan says was not timed is proven again from the screen and ``baseline_ops``
-    (:func:`proven_skips`): an artifact's list alone drops no op from the verdict."""
+    (:func:`proven_skips`), every op it lists beyond the GPU budget re-planned from the
+    screen, the recorded seconds of the baseline at ``baseline_dir`` and the sentinels
+    and PR tier of ``ops_dir`` (:func:`replanned_over_budget`): an artifact's list alone
+    drops no op from the verdict."""
     screen_file = resolve_inside(results, f"{CODEGEN_SCREEN_DIR}/{SCREEN_JSON}")
     if not screen_file.is_file():
         return None
@@ -167,7 +174,9 @@ def load_for_rejudge(
     if timing.screen_only:
         summary.note = "; ".join(n for n in (summary.note, cpu_note(timing)) if n)
     summary.not_timed = proven_skips(timing, screen, baseline_ops, timing_file)
-    summary.over_budget = {k: v for k, v in timing.over_budget.items() if k in baseline_ops}
+    summary.over_budget = replanned_over_budget(
+        timing, screen, baseline_ops, timing_file, baseline_dir, ops_dir
+    )
     step = CodegenStep(summary, screen, cg_dir, prefix, held_back=dict(timing.failed))
     step.sentinel_only = sentinel_only(timing.timed)
     return step
@@ -201,6 +210,56 @@ def proven_skips(
             )
         )
     return dict(plan.skip)
+
+
+def replanned_over_budget(
+    timing: TimingPlanFile,
+    screen: CodegenScreen,
+    baseline_ops: Mapping[str, BaselineResult],
+    where: Path,
+    baseline_dir: Path | None,
+    ops_dir: Path | None,
+) -> dict[str, str]:
+    """Op key -> why, for the baseline ops ``timing`` lists beyond the GPU budget, each
+    re-planned as the gate plans them (:func:`plan_timing`): the ops its plan covers
+    (timed, skipped, beyond the budget) split by ``screen`` with the sentinels of
+    ``ops_dir``, then cut to its recorded ``budget_s`` in priority order (the PR tier of
+    ``ops_dir`` first) at the recorded seconds of the baseline at ``baseline_dir``. A
+    list without a budget, or one the re-plan does not give, is refused: one line,
+    exit 2 (docs/security.md "The judge re-derives")."""
+    listed = {k for k in timing.over_budget if k in baseline_ops}
+    if not listed:
+        return {}
+    if timing.budget_s is None:
+        raise ZlbenchError(
+            f"{where}: {len(listed)} op(s) listed as beyond the GPU budget, but no budget "
+            "(budget_s) was given: the artifact is not a gate's own plan"
+        )
+    if baseline_dir is None or ops_dir is None:
+        raise ZlbenchError(f"{where}: ops beyond the GPU budget cannot be re-planned here")
+    planned = {*timing.timed, *timing.skipped, *timing.over_budget}
+    in_plan = {k: r for k, r in baseline_ops.items() if k in planned}
+    sentinels = _sentinels(ops_dir) if timing.time == "changed" else []
+    plan = ops_to_time(screen, in_plan, sentinels)
+    if timing.time == "all":
+        plan.time.update({k: "--time all" for k in plan.skip})
+        plan.skip = {}
+    costs = baseline_durations(baseline_dir, per_dtype=False)
+    tier = _tier(ops_dir, None, in_plan)
+    plan = within_budget(plan, screen, costs, timing.budget_s, tier)
+    if wrong := sorted(listed ^ set(plan.over_budget)):
+        said = "lists" if wrong[0] in listed else "does not list"
+        more = f" (+{len(wrong) - 1} more op(s))" if len(wrong) > 1 else ""
+        raise ZlbenchError(
+            one_line(
+                f"{where}: {said} {wrong[0]} as beyond the GPU budget of "
+                f"{timing.budget_s:g} s, which a re-plan from the codegen screen, the "
+                f"baseline's recorded seconds and {ops_dir}/{PRIORITY_TIER} does not "
+                f"give{more}: the artifact is not a gate's own plan",
+                500,
+            )
+        )
+    return dict(plan.over_budget)
 
 
 def sentinel_only(timed: dict[str, str]) -> set[str]:

@@ -93,7 +93,9 @@ def _judge_given(inputs: GateInputs, job: GateJob, seams: GateSeams, command: st
     results = load_results(job.results)
     check_results_root(job.results, results, scope or inputs.baseline.ops)
     out, ab_dir = Path(job.out), Path(job.results)  # a merged gate dir holds ab/
-    codegen = load_for_rejudge(Path(job.results), label, inputs.baseline.ops)
+    codegen = load_for_rejudge(
+        Path(job.results), label, inputs.baseline.ops, inputs.baseline.path, job.selection.ops_dir
+    )
     if codegen is not None and (codegen.skipped or codegen.summary.over_budget):
         # the gate timed only these (--time changed, --time-budget); an op listed as beyond
         # the budget whose rows the results hold is judged all the same
