@@ -17,7 +17,14 @@ from test_interleaved_judge import judge
 from tests.support.interleaved import RULE, gate_dir, pairs_of
 from zlbench.cli import main
 from zlbench.errors import ZlbenchError
-from zlbench.models import AbSummary, Timing, TimingMethod, dump_json_model, load_json_model
+from zlbench.models import (
+    AbCompiler,
+    AbSummary,
+    Timing,
+    TimingMethod,
+    dump_json_model,
+    load_json_model,
+)
 from zlbench.models.timing import SAMPLING_FIELDS, PairSampling, SampleClock, sides_timing
 from zlbench.protocol.pairs import PairRule
 from zlbench.runner.ab.merge import merge_summaries
@@ -37,7 +44,8 @@ def timings_of(method: TimingMethod) -> list[Timing]:
 
 
 def summary(**kw) -> AbSummary:
-    return AbSummary(mode="full", rounds=1, threshold=0.03, method="interleaved", **kw)
+    sides = {"pr": AbCompiler(path="/pr/triton"), "base": AbCompiler(path="/b/triton")}
+    return AbSummary(mode="full", rounds=1, threshold=0.03, method="interleaved", **sides, **kw)
 
 
 # --------------------------------------------------------------------------- the model
@@ -225,11 +233,19 @@ def test_sides_timed_otherwise_than_the_recorded_sampling_are_refused(tmp_path, 
 
 
 def test_the_judge_reads_the_adaptive_pairs_from_the_record(tmp_path, capsys):
-    """20 pairs +10 %: past the default graph budget (16) a row reads as plain (block
-    medians, judged at 25 %: PASS); with a recorded budget of 24 it is a graph row and a
-    REGRESSION. A min_pairs other than the default (no flag sets it) is refused."""
+    """20 pairs +10 %: past the default graph budget (16) a row its sides' runs timed
+    plain (its base's ``no_cudagraph``) reads as plain (block medians, judged at 25 %: PASS); one
+    they timed with a graph never does (issue 49). With a recorded budget of 24 it is a
+    graph row and a REGRESSION. A min_pairs other than the default (no flag sets it) is
+    refused."""
     slower = {"big": pairs_of([110.0, 110.4, 109.6, 110.2, 109.8] * 4, 100.0)}
     bl, g = gate_dir(tmp_path, slower)
+    r = judge(tmp_path, bl, g)[1].rows[0]
+    assert not r.ab.plain and r.ab.decision == "REGRESSION"  # its runs timed a graph
+    for f in (g / "ab").rglob("result.json"):  # the base side's run timed it plain
+        data = json.loads(f.read_text())
+        data["rows"] = [{**row, "no_cudagraph": True} for row in data["rows"]]
+        f.write_text(json.dumps(data))
     r = judge(tmp_path, bl, g)[1].rows[0]
     assert r.ab.plain and r.ab.decision == "PASS"
     set_sampling(g, RULE.sampling.model_copy(update={"max_pairs": 24, "max_pairs_plain": 48}))
