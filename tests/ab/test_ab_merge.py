@@ -24,7 +24,8 @@ def shard(root, op, base_version="3.5.0", rounds=2, floor_us=0.3):
         mode="suspects", rounds=rounds, threshold=0.03, floor_us=floor_us, ops=[f"main/{op}"]
     )
     s.seconds = {"pr": 10.0, "base": 12.0}
-    s.base = AbCompiler(env="b", dist="flagtree", version=base_version)
+    s.pr = AbCompiler(env="pr", path="/pr/triton")
+    s.base = AbCompiler(env="b", dist="flagtree", version=base_version, path="/b/triton")
     write_summary(ab, s)
     return root
 

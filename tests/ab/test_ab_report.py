@@ -62,7 +62,8 @@ def test_a_row_the_base_did_not_measure_stays_unconfirmed_with_the_rerun_hint(sc
     write_batch(root / "1" / "pr", {"x": rows_of(1.10, [S, T])})
     write_batch(root / "1" / "base", {"x": rows_of(1.00, [T])})  # the base lost shape S
     summary = AbSummary(mode="suspects", rounds=1, order=["pr", "base"], threshold=0.03)
-    summary.pr, summary.base, summary.ops = AbCompiler(env="pr"), AbCompiler(env="b"), ["main/x"]
+    summary.pr = AbCompiler(env="pr", path="/pr/triton")
+    summary.base, summary.ops = AbCompiler(env="b", path="/b/triton"), ["main/x"]
     write_summary(root, summary)
     judged = judge_ab(v, gate)
     (row,) = [r for r in judged.rows if r.verdict.value == "REGRESSION"]

@@ -83,8 +83,8 @@ def gate_dir(tmp_path, rounds, *, screen=1.10, mode="suspects", rounds_n=1, floo
         threshold=DEFAULT_PAIRED_THRESHOLD,
         floor_us=floor_us or 0.0,
         ops=[f"main/{op}" for op in rounds],
-        pr=AbCompiler(env="pr"),
-        base=AbCompiler(env="/envs/base"),
+        pr=AbCompiler(env="pr", path="/pr/triton"),
+        base=AbCompiler(env="/envs/base", path="/envs/base/triton"),
     )
     write_summary(gate / AB_DIR, summary)
     if floor_us is None:
@@ -278,7 +278,11 @@ def two_row_op(tmp_path, lat: dict[str, tuple[float, float]]):
     side(gate / AB_DIR / "1" / "pr", 1)
     side(gate / AB_DIR / "1" / "base", 0)
     summary = AbSummary(mode="full", rounds=1, order=["pr", "base"], threshold=0.03, floor_us=0.3)
-    summary.ops, summary.pr, summary.base = ["main/op"], AbCompiler(env="pr"), AbCompiler(env="b")
+    summary.ops, summary.pr, summary.base = (
+        ["main/op"],
+        AbCompiler(env="pr", path="/pr/triton"),
+        AbCompiler(env="b", path="/b/triton"),
+    )
     write_summary(gate / AB_DIR, summary)
     return bl, gate, summary
 

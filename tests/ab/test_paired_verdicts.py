@@ -55,7 +55,8 @@ def write_ab(gate, rounds, mode="suspects", threshold=0.03, env=ENV):
         write_batch(root / str(i) / "base", {"x": rows(base)["x"]}, env=env)
     order = ["pr", "base"] * len(rounds)
     summary = AbSummary(mode=mode, rounds=len(rounds), order=order, threshold=threshold)
-    summary.pr, summary.base = AbCompiler(env="pr"), AbCompiler(env="/envs/base")
+    summary.pr = AbCompiler(env="pr", path="/pr/triton")
+    summary.base = AbCompiler(env="/envs/base", path="/envs/base/triton")
     summary.ops = ["main/x"]
     write_summary(root, summary)
 
@@ -222,6 +223,7 @@ def test_full_ab_reuses_the_screen_as_round_1s_pr_side_suspects_never(screen, fu
 
     ctx = AbContext(AbOptions(base_compiler="/envs/base", full=full, rounds=2))
     ctx.base = CompilerEnv("/envs/base")
+    ctx.pr_id, ctx.base_id = AbCompiler(path="/pr/triton"), AbCompiler(path="/envs/base/triton")
     summary = measure_ab(ctx, v, gate, measure)
     if full:
         assert calls == ["1/base", "2/pr", "2/base"] and summary.note == FIRST_PR_NOTE

@@ -306,7 +306,7 @@ def load_paired(
     if found is None or verdict.exit_code == 2:
         return None
     summary, dirs = found
-    if why := same_compiler_why(summary.pr, summary.base):
+    if why := same_compiler_why(summary.pr, summary.base, recorded=True):
         raise ZlbenchError(why)
     if options is not None:
         check_recorded_rule(summary, options, gate_dir / AB_DIR / AB_FILE)

@@ -9,7 +9,13 @@ shard with fewer passes adds nothing to the higher ones) and ``<out>/ab/`` the
 merge of their A/B rounds (:func:`zlbench.runner.ab.merge.merge_ab`) and
 ``<out>/codegen/`` the shards' codegen screen (they must agree), which
 ``zlbench gate --results`` judges with the confirmation samples
-(:func:`zlbench.gate.load.load_results`). The output is built in a temp dir next
+(:func:`zlbench.gate.load.load_results`). Shards that are not one gate run are refused
+in one line, whatever their order: every field that changes a verdict is part of a
+shard's identity (batch.json's settings and environment,
+:mod:`zlbench.runner.batch.merge`; the codegen screen and its timing plan, below;
+ab.json's mode, method, caliber, rule, sampling, A/A claim and compilers,
+:func:`zlbench.runner.ab.merge._identity`), and the shards that measured ops either all
+carry an A/B or none does (:func:`_check_ab_everywhere`). The output is built in a temp dir next
 to ``out`` and renamed at the end, so an interrupted merge leaves nothing behind.
 """
 
@@ -29,10 +35,12 @@ from zlbench.models import (
     TimingPlanFile,
     check_tree_inside,
     load_json_model,
+    read_ops_status,
     resolve_inside,
 )
 from zlbench.protocol.layout import CODEGEN_SCREEN_DIR, CONFIRM_DIR, OPS_STATUS, RESULTS_DIR
 from zlbench.runner.ab.merge import merge_ab
+from zlbench.runner.ab.rounds import AB_DIR, AB_FILE
 from zlbench.runner.batch.merge import merge_batches
 
 
@@ -68,6 +76,29 @@ def _confirm_passes(gate_dirs: list[Path]) -> dict[str, list[Path]]:
     return {name: passes[name] for name in sorted(passes, key=pass_order)}
 
 
+def _holds_ops(gate_dir: Path) -> bool:
+    """Did this shard measure anything (an empty shard of ``gate --shard`` writes an
+    empty ``results/ops_status.csv`` and nothing else)?"""
+    status = resolve_inside(gate_dir, f"{RESULTS_DIR}/{OPS_STATUS}")
+    return status.is_file() and bool(read_ops_status(status))
+
+
+def _check_ab_everywhere(gate_dirs: list[Path]) -> None:
+    """Shards of one gate either all carry an A/B (``ab/ab.json``) or none does: a gate
+    with a base compiler measures every shard's ops as its A/B, so a shard without one
+    beside shards with one is another gate run, whose rows the merged A/B would not
+    judge. An empty shard (no op measured) cannot disagree and is left out. One line."""
+    holding = [g for g in gate_dirs if _holds_ops(g)]
+    with_ab = [g for g in holding if resolve_inside(g, f"{AB_DIR}/{AB_FILE}").is_file()]
+    if with_ab and len(with_ab) != len(holding):
+        bare = next(g for g in holding if g not in with_ab)
+        raise ZlbenchError(
+            f"{bare} has no A/B ({AB_DIR}/{AB_FILE}) but {with_ab[0]} has one: every shard "
+            "of one gate run with a base compiler measures its ops as an A/B; merge shards "
+            "of one gate run only"
+        )
+
+
 def merge_gate_dirs(gate_dirs: list[Path], out: Path) -> MergeOutcome:
     """Merge shard gate dirs into a new gate-shaped dir ``out`` (module docstring)."""
     out = Path(out)
@@ -75,6 +106,7 @@ def merge_gate_dirs(gate_dirs: list[Path], out: Path) -> MergeOutcome:
     if out.exists():
         raise ZlbenchError(f"{out} already exists: merge writes a new dir")
     passes = _confirm_passes(gate_dirs)
+    _check_ab_everywhere(gate_dirs)
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
     try:

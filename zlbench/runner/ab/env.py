@@ -159,12 +159,19 @@ def outside_site_dir(side: CompilerEnv, path: str | None) -> str:
     )
 
 
-def same_compiler_why(pr: AbCompiler, base: AbCompiler) -> str:
+def same_compiler_why(pr: AbCompiler, base: AbCompiler, *, recorded: bool = False) -> str:
     """Why the two sides are one compiler ("" when they are not, or either side's
     path is unknown): both loaded triton from one directory (the PR's own venv or
     interpreter given as the base), so the A/B compares the PR with itself and its
     verdict says nothing. A copy at another path is another compiler: the A/A gates
-    (docs/judging.md) measure two copies of one build."""
+    (docs/judging.md) measure two copies of one build. ``recorded``: the sides of an
+    artifact's ab.json (every probe records a path), where a side without a path is
+    refused too: the check never skips on what the artifact left out."""
+    if recorded and (missing := [n for n, c in (("PR", pr), ("base", base)) if not c.path]):
+        return (
+            f"the A/B records no triton path for the {' and '.join(missing)} compiler: "
+            "whether its two sides are two compilers cannot be checked (re-run the A/B)"
+        )
     if not pr.path or not base.path:
         return ""
     if os.path.normpath(pr.path) != os.path.normpath(base.path):

@@ -4,7 +4,8 @@ judge (``gate --results MERGED``) reads every shard's rounds as one A/B.
 Round ``i`` of side ``s`` is the merge of the shards' ``ab/<i>/<s>/`` batch dirs
 (each shard measured its own suspects); ``ab.json`` is the first shard's with
 the op lists joined and the wall times added. Shards that measured with
-different modes, paired rules, samplings or compilers cannot be one A/B: one line naming
+different modes, methods, paired rules, samplings, claims (an A/A) or compilers cannot be
+one A/B (``_identity``), nor can a shard whose two sides are one compiler: one line naming
 what differs (exit 2).
 """
 
@@ -14,25 +15,42 @@ from pathlib import Path
 
 from zlbench.errors import ZlbenchError
 from zlbench.models import SIDES, AbSummary, PairsFile, dump_json_model, resolve_inside
+from zlbench.runner.ab.env import same_compiler_why
 from zlbench.runner.ab.interleave import PAIRS_JSON, load_pairs
-from zlbench.runner.ab.rounds import AB_DIR, load_summary, write_summary
+from zlbench.runner.ab.rounds import AB_DIR, AB_FILE, load_summary, write_summary
 from zlbench.runner.batch.merge import merge_batches
 
 
+# Every ab.json field that changes a verdict, so every shard of one A/B must agree on it
+# (docs/security.md "zlbench merge"): how it measured (mode, method, caliber, the PR side
+# as the screen, sampling: the sides' Timing and the adaptive pairs, env_vars, records),
+# the rule that judges it (threshold, floor_us, threshold_plain), what it claims to be (aa,
+# an A/A on purpose) and both compilers. Per shard and joined instead: ops, seconds,
+# rounds (the most); the first shard's order and note are kept (they judge nothing). Each
+# shard's own sides are checked to be two compilers (same_compiler_why) before this.
 def _identity(s: AbSummary) -> dict[str, object]:
-    """What every shard of one A/B shares: mode, rule, sampling (the sides' per-sample
-    Timing and the adaptive pairs, models.timing.PairSampling) and both compilers."""
+    """What every shard of one A/B shares (the comment above)."""
     return {
         "mode": s.mode,
+        "method": s.method,
+        "caliber": s.caliber,
+        "PR side": s.pr_is_screen,
         "threshold": s.threshold,
         "floor": s.floor_us,
+        "plain threshold": s.threshold_plain,
         "sampling": s.sampling.model_dump() if s.sampling is not None else None,
+        "A/A": s.aa,
+        "environment variables": s.env_vars,
+        "records": s.records,
         "PR compiler": (s.pr.dist, s.pr.version, s.pr.commit),
         "base compiler": (s.base.dist, s.base.version, s.base.commit),
     }
 
 
 def merge_summaries(found: list[tuple[Path, AbSummary]]) -> AbSummary:
+    for d, s in found:
+        if why := same_compiler_why(s.pr, s.base, recorded=True):
+            raise ZlbenchError(f"{d / AB_DIR / AB_FILE}: {why}")
     first_dir, first = found[0]
     for d, s in found[1:]:
         a, b = _identity(s), _identity(first)
