@@ -13,7 +13,7 @@ import sys
 
 from zlbench import __version__
 from zlbench.cli.logsafe import safe_streams
-from zlbench.cli.numbers import check_numbers
+from zlbench.cli.numbers import OneLineParser, check_numbers
 from zlbench.cli.trees import resolve_tree_args
 from zlbench.errors import ZlbenchError
 
@@ -38,7 +38,7 @@ COMMANDS = (
 def build_parser() -> argparse.ArgumentParser:
     import importlib
 
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(  # a value argparse refuses is one line, not the usage
         prog="zlbench",
         description="Performance regression gate for FlagTree (FlagGems operator benchmarks).",
     )

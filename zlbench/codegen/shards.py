@@ -14,7 +14,8 @@ shard, :func:`shard_ids`) and writes, without classifying anything::
 --rebuilt``) then classifies, diffs and plans from those records as if it had
 rebuilt them itself. :func:`load_shards` takes them only whole: the same baseline and
 compiler as the screen's, the same N, every K once, and every kernel of the baseline
-in exactly the shard it was dealt to; else one line, exit 2.
+in exactly the shard it was dealt to, each file read inside its shard dir (a symlink
+leading out is refused); else one line, exit 2.
 """
 
 from __future__ import annotations
@@ -101,7 +102,11 @@ def load_shards(
     for d, s in stamps:
         expected = shard_ids(estimates, tuple(s.shard))
         problem = _problem(s, expected, baseline_sha256, compiler)
-        index = load_json_model(d / CODEGEN_INDEX, CodegenIndex) if problem is None else None
+        index = (
+            load_json_model(resolve_inside(d, CODEGEN_INDEX, f"{what} {d}"), CodegenIndex)
+            if problem is None
+            else None
+        )
         got = {r.id: r for r in index.records} if index is not None else {}
         if problem is None and sorted(got) != expected:
             lost = len(set(expected) - set(got))
@@ -128,13 +133,15 @@ def _problem(s: RebuiltShard, expected: list[str], sha: str, compiler: str) -> s
 
 
 def read_stamp(d: Path, what: str = "--rebuilt") -> RebuiltShard:
-    """The stamp of shard dir ``d``; a dir without one is one line (exit 2)."""
-    if not (d / SHARD_JSON).is_file():
+    """The stamp of shard dir ``d``; a dir without one is one line (exit 2). Each file
+    of a shard is read inside its dir: a symlink leading out of it is one line too."""
+    stamp = resolve_inside(d, SHARD_JSON, f"{what} {d}")
+    if not stamp.is_file():
         raise ZlbenchError(
             f"{what} {d}: no {SHARD_JSON}: not the --out of a finished "
             "`zlbench codegen --shard K/N`"
         )
-    return load_json_model(d / SHARD_JSON, RebuiltShard)
+    return load_json_model(stamp, RebuiltShard)
 
 
 __all__ = ["SHARD_JSON", "load_shards", "manifest_sha256", "read_stamp", "shard_ids", "write_shard"]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, StrictBool, StrictFloat, StrictInt, field_validator, model_validator
 
 from zlbench.models.base import OnDisk, _Model, upgrade_from
 from zlbench.models.run import RowKey
@@ -93,28 +93,33 @@ class PairedRow(_Model):
 
 class AbSummary(OnDisk):
     """What the A/B measured, with which compilers, at which cost; also
-    ``<gate out>/ab/ab.json`` next to the rounds ``ab/<i>/{pr,base}/``."""
+    ``<gate out>/ab/ab.json`` next to the rounds ``ab/<i>/{pr,base}/``.
+
+    Its numbers and flags are strict (an artifact's ``"0.03"`` or ``true`` where a
+    number stands is refused, never coerced; an int where a float stands is a number)."""
 
     FORMAT_VERSION: ClassVar[int] = 2
     schema_version: int = FORMAT_VERSION
     mode: AbMode
-    rounds: int
+    rounds: StrictInt
     order: list[str] = Field(default_factory=list, description="sides in the order measured")
-    threshold: float = Field(
+    threshold: StrictFloat = Field(
         gt=0,
         lt=1,
         allow_inf_nan=False,
         description="paired threshold: a row is a REGRESSION when slower than the base "
         "beyond it AND by more than floor_us",
     )
-    floor_us: float = Field(
+    floor_us: StrictFloat = Field(
         0.0,
         ge=0,
         allow_inf_nan=False,
         description="paired floor in µs (0: none, as in files written without it)",
     )
     ops: list[str] = Field(default_factory=list, description="op keys measured both ways")
-    seconds: dict[str, float] = Field(default_factory=dict, description="side -> wall time, s")
+    seconds: dict[str, StrictFloat] = Field(
+        default_factory=dict, description="side -> wall time, s"
+    )
     pr: AbCompiler = Field(default_factory=AbCompiler)
     base: AbCompiler = Field(default_factory=AbCompiler)
     note: str = ""
@@ -123,7 +128,7 @@ class AbSummary(OnDisk):
         description="rounds: each side of each round a fresh batch (files written before "
         "the interleaved A/B); interleaved: one process per side, pairs row by row",
     )
-    pr_is_screen: bool = Field(
+    pr_is_screen: StrictBool = Field(
         False, description="the PR side is the gate's results/ (no ab/1/pr/ of its own)"
     )
     # how the interleaved A/B sampled (models.timing.PairSampling: the sides' per-sample
@@ -131,7 +136,7 @@ class AbSummary(OnDisk):
     # fields at the top level (_sampling_of_v1)
     sampling: PairSampling | None = None
     # the plain rows' threshold of the pair rule (verdict policy, zlbench.protocol.pairs)
-    threshold_plain: float | None = Field(None, gt=0, lt=1, allow_inf_nan=False)
+    threshold_plain: StrictFloat | None = Field(None, gt=0, lt=1, allow_inf_nan=False)
     # `zlbench ab` (docs/judging.md "Calibers"); the defaults are the gate's A/B: both
     # sides replay the baseline's records, in one environment but for the compiler
     caliber: Literal["pinned", "own-best"] = Field(
@@ -145,7 +150,7 @@ class AbSummary(OnDisk):
     records: dict[str, str] = Field(
         default_factory=dict, description="side -> the autotune records dir it replayed"
     )
-    aa: bool = Field(False, description="an A/A on purpose: both sides alike")
+    aa: StrictBool = Field(False, description="an A/A on purpose: both sides alike")
 
     @model_validator(mode="before")
     @classmethod
@@ -209,13 +214,15 @@ def _ab_from_v1(data: dict[str, Any]) -> dict[str, Any]:
 
 
 class PairSample(_Model):
-    """One sample of an interleaved A/B: one side's per-call ms of one row."""
+    """One sample of an interleaved A/B: one side's per-call ms of one row. Strict: a
+    number given as a string (``"0.002"``) or a bool (``true``), a flag given as a
+    number or a string, is refused, never coerced (an int ms is a number)."""
 
     side: Literal["pr", "base"]
-    ms: float = Field(gt=0, allow_inf_nan=False)
-    mhz: int | None = Field(None, description="SM clock after the sample (NVML)")
-    reasons: int | None = Field(None, description="NVML clock event reasons after the sample")
-    plain: bool = Field(False, description="timed by the plain fallback (no CUDA graph)")
+    ms: StrictFloat = Field(gt=0, allow_inf_nan=False)
+    mhz: StrictInt | None = Field(None, description="SM clock after the sample (NVML)")
+    reasons: StrictInt | None = Field(None, description="NVML clock event reasons after the sample")
+    plain: StrictBool = Field(False, description="timed by the plain fallback (no CUDA graph)")
 
 
 class PairedSamples(_Model):
