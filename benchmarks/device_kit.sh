@@ -46,7 +46,9 @@ if [ "${WHEELS:-1}" = 1 ]; then
     sqlalchemy==2.0.48 greenlet pydantic GitPython junit-xml
 fi
 rm -rf .cache/snap && mkdir -p .cache/snap
-git archive HEAD zlbench benchmarks ops tests/__init__.py tests/support | tar x -C .cache/snap  # ab_tools: tests.support
+# tests.support too, where HEAD has it (benchmarks/ab_tools.py imports it)
+mapfile -t support < <(git ls-tree --name-only HEAD tests/__init__.py tests/support 2>/dev/null)
+git archive HEAD zlbench benchmarks ops "${support[@]}" | tar x -C .cache/snap
 git rev-parse HEAD >.cache/snap/COMMIT  # ZLBENCH_COMMIT on the device (device_env.sh)
 python3 - "$KIT" "$got" <<'PY'
 import subprocess, sys

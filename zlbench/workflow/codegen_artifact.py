@@ -56,6 +56,11 @@ def compiler_fingerprint() -> str:
     for name in sorted(set(md.packages_distributions().get("triton", []))):
         dist = md.distribution(name)
         names.append(f"{dist.metadata['Name']} {dist.version}")
+        # the imported package is this distribution's, or a copy of links into it
+        init = os.path.join(here, "triton", "__init__.py") if here else ""
+        linked = bool(init) and os.path.realpath(init) == os.path.realpath(
+            dist.locate_file("triton/__init__.py")
+        )
         for f in sorted(dist.files or [], key=str):
             top = f.parts[0]  # "..": a console script, whose shebang names the venv
             if f.hash is None or top == ".." or top.endswith(".dist-info"):
@@ -66,7 +71,7 @@ def compiler_fingerprint() -> str:
             # A copy of the package first on the path (a site dir of links, one file
             # replaced): RECORD still names the installed files, so a file that is not
             # the installed one is hashed as it is (a patched compiler is another build).
-            local = os.path.join(here, *f.parts) if here and top == "triton" else None
+            local = os.path.join(here, *f.parts) if linked and top == "triton" else None
             if local and os.path.realpath(local) != os.path.realpath(dist.locate_file(f)):
                 try:
                     with open(local, "rb") as fh:  # RECORD's own form: one content, one digest
