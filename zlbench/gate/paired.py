@@ -117,6 +117,14 @@ def pair_samples(
                 f"ab/pairs.json lists {row.key.label()} twice: an A/B pairs a row once "
                 "(not a gate's own artifact)"
             )
+        # a row stops at twice its budget of pairs taken, dropped ones included
+        # (protocol.pairs.should_stop): more samples than that is no gate's sampling
+        most = 2 * (2 * max(rule.max_pairs, rule.max_pairs_plain) + 1)
+        if len(row.samples) > most:
+            raise ZlbenchError(
+                f"ab/pairs.json: {row.key.label()}: {len(row.samples)} samples, more than "
+                f"a row's budget of pairs allows ({most}): not a gate's own artifact"
+            )
         samples = [x.model_dump() for x in row.samples]
         pr_ms, base_ms, dropped = complete_pairs(samples)
         is_plain = sampled_plain(samples, len(pr_ms) + dropped, rule)
