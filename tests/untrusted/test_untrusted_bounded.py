@@ -387,13 +387,8 @@ def test_a_pairs_json_row_of_4200_pairs_is_refused_in_one_line(tmp_path, capsys)
     row["samples"] = [dict(x) for _ in range(2100) for x in row["samples"][:4]]
     f.write_text(json.dumps(d))
     out = tmp_path / "out"
-    argv = ["report", str(g), "--baseline", "baselines/v5", "--ops-file", "ops/gate_core.txt"]
-    cwd = os.getcwd()
-    os.chdir(REPO)
-    try:
-        rc = main([*argv, "--out", str(out)])
-    finally:
-        os.chdir(cwd)
+    bl, ops = REPO / "baselines" / "v5", REPO / "ops" / "gate_core.txt"
+    rc = main(["report", str(g), "--baseline", str(bl), "--ops-file", str(ops), "--out", str(out)])
     assert rc == 2
     line = one_error_line(capsys)
     assert "8400 samples, more than a row's budget of pairs allows" in line
