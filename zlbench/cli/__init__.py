@@ -51,6 +51,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _term_as_interrupt(signum, frame):  # noqa: ARG001
+    """SIGINT, SIGTERM: stop measuring in every thread (runner.execute.stop: the
+    benchmark processes' threads never see the KeyboardInterrupt), then unwind."""
+    from zlbench.runner.execute import stop
+
+    stop.request()
     raise KeyboardInterrupt
 
 
@@ -94,19 +99,24 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     args = parser.parse_args(argv)
     # A CI job cancelled or a `timeout` sends SIGTERM: unwind like Ctrl-C, so child
-    # process groups are killed and temp dirs (refresh, output claims) are removed.
+    # process groups are killed and temp dirs (refresh, output claims) are removed;
+    # either stops every thread's benchmark processes (runner.execute.stop)
     import signal
     import threading
 
-    restore = None
+    from zlbench.runner.execute import stop
+
+    stop.clear()
+    restore = {}
     if threading.current_thread() is threading.main_thread():
-        restore = signal.signal(signal.SIGTERM, _term_as_interrupt)
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            restore[sig] = signal.signal(sig, _term_as_interrupt)
     try:
         with safe_streams():  # artifact text never prints as a workflow command
             return _dispatch(args)
     finally:
-        if restore is not None:
-            signal.signal(signal.SIGTERM, restore)
+        for sig, handler in restore.items():
+            signal.signal(sig, handler)
 
 
 def _check_out(args: argparse.Namespace) -> None:
@@ -143,7 +153,25 @@ def _dispatch(args: argparse.Namespace) -> int:
         return 2
     except KeyboardInterrupt:
         print(f"zlbench {args.command}: interrupted", file=sys.stderr)
+        _stop_measuring()
         return 130
+
+
+STOP_WAIT_S = 10.0  # how long an interrupted command waits for its batches to unwind
+
+
+def _stop_measuring() -> None:
+    """After an interrupt: kill every benchmark process group still running, then wait
+    (bounded) for the batches of other threads, which see the stop flag, to unwind and
+    write their partial markers."""
+    from zlbench.runner.execute import stop
+    from zlbench.runner.execute.proc import stop_all
+
+    try:
+        stop_all()
+        stop.wait_units(STOP_WAIT_S)
+    except KeyboardInterrupt:  # a second Ctrl-C: the groups got SIGTERM already
+        pass
 
 
 if __name__ == "__main__":  # pragma: no cover

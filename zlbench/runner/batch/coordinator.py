@@ -26,6 +26,7 @@ from zlbench.runner.batch.resume import Resume, check_resumable, left_out
 from zlbench.runner.batch.systemic import not_measured, systemic_failures
 from zlbench.runner.batch.workers import SlotWorkers, slot_gpus
 from zlbench.runner.catalog.select import OpSelection
+from zlbench.runner.execute import stop
 
 
 class BatchRun:
@@ -44,11 +45,23 @@ class BatchRun:
         self.budget_s = config.budget_s  # or derived from the durations in run
 
     def run(self) -> BatchOutcome:
+        """The batch; interrupted (SIGINT, SIGTERM), it leaves ``INTERRUPTED`` beside
+        the partial ops_status.csv (files.INTERRUPTED) and re-raises."""
         c, files = self.config, self.files
         info = batch_info(c, self.selection)
         if c.resume:
             check_resumable(files.read_info(), info, self.out)
         files.write_info(info)
+        files.clear_interrupted()  # a resumed run: the dir is no longer what was cut
+        with stop.unit():  # an interrupted CLI waits for this to unwind
+            try:
+                return self._run(info)
+            except KeyboardInterrupt:
+                files.mark_interrupted()
+                raise
+
+    def _run(self, info) -> BatchOutcome:
+        c, files = self.config, self.files
         files.final |= left_out(self.selection)
         if self.budget_s is None and c.budget_factor:
             self.budget_s = self._budget()

@@ -3,9 +3,10 @@
 :class:`BatchFiles` holds the ops' final statuses and writes what follows from them:
 ``ops_status.csv`` (rewritten atomically each time an op becomes final, so a killed
 batch leaves a complete, valid file), the row parts' ``.parts/ops_status.csv``, the run
-dirs' ``.complete`` markers, ``batch.json`` and ``gpu_turns.csv``. The progress lines go
-through the same lock: an op's done line and its CSV rewrite are one step, and lines of
-different worker threads never interleave.
+dirs' ``.complete`` markers, ``batch.json``, ``gpu_turns.csv`` and, after a run of it was
+interrupted (SIGINT, SIGTERM), ``INTERRUPTED`` (its ops_status.csv is partial). The
+progress lines go through the same lock: an op's done line and its CSV rewrite are one
+step, and lines of different worker threads never interleave.
 """
 
 from __future__ import annotations
@@ -31,6 +32,11 @@ from zlbench.runner.batch.parts import PARTS_DIR
 from zlbench.runner.batch.status import write_ops_status
 from zlbench.runner.batch.turns import parse_turns, summarize_turns, turns_lines
 from zlbench.runner.catalog.select import OpSelection
+
+# In a batch dir whose last run was interrupted: its ops_status.csv lists only the ops
+# decided before the stop ("interrupted: partial"); a later --resume, or a run that
+# ends, removes it.
+INTERRUPTED = "INTERRUPTED"
 
 
 class BatchFiles:
@@ -83,6 +89,24 @@ class BatchFiles:
 
     def sorted_statuses(self) -> list[OpStatus]:
         return sorted(self.final.values(), key=lambda s: (s.repo, s.run_name))
+
+    # ------------------------------------------------------------------ interrupted
+
+    def mark_interrupted(self) -> None:
+        """``INTERRUPTED``: this run stopped early; best effort (the batch is unwinding)."""
+        with self.lock:
+            decided, total = self.done, self.total
+        text = (
+            "interrupted: partial\n"
+            f"{decided} of {total} op(s) of this run decided before the stop; "
+            "ops_status.csv lists only the decided ones, the others were not measured\n"
+        )
+        with contextlib.suppress(OSError):
+            (self.out / INTERRUPTED).write_text(text, encoding="utf-8")
+
+    def clear_interrupted(self) -> None:
+        with contextlib.suppress(OSError):
+            (self.out / INTERRUPTED).unlink(missing_ok=True)
 
     # ------------------------------------------------------------------ batch.json
 

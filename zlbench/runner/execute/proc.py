@@ -20,6 +20,11 @@ Output (stdout and stderr merged) is read by a thread and handed to the caller
 line by line; :meth:`GroupProcess.lines` also yields ``None`` on idle ticks so
 the caller can enforce deadlines that move while the child runs (the worker's
 per-op timeout starts at each op's BEGIN line).
+
+Once this process is stopping (:mod:`zlbench.runner.execute.stop`: a SIGINT or SIGTERM
+reached the CLI), no child starts, :meth:`GroupProcess.lines` kills its group and ends
+in whichever thread reads it, and :func:`stop_all` kills every group still running
+from the main thread.
 """
 
 from __future__ import annotations
@@ -37,7 +42,7 @@ from pathlib import Path
 from typing import TextIO
 
 from zlbench.parse import strip_ansi
-from zlbench.runner.execute import proc_guard
+from zlbench.runner.execute import proc_guard, stop
 
 __all__ = [
     "GroupProcess",
@@ -46,6 +51,7 @@ __all__ = [
     "TerminalSink",
     "kill_group",
     "run_streaming",
+    "stop_all",
     "strip_ansi",
 ]
 
@@ -149,8 +155,42 @@ def kill_group(proc: subprocess.Popen, grace_s: float = 5.0, tag: str | None = N
         time.sleep(0.02)
 
 
+STOP_GRACE_S = 2.0  # SIGTERM to SIGKILL of a group killed because this process stops
+
+# Every GroupProcess started and not yet waited for, by pid: what :func:`stop_all` kills.
+_LIVE: dict[int, GroupProcess] = {}
+_LIVE_LOCK = threading.Lock()
+
+
+def stop_all(grace_s: float = STOP_GRACE_S) -> int:
+    """Stop measuring (:func:`stop.request`) and kill the process group (and the tagged
+    processes) of every child still running, all at once: SIGTERM, up to ``grace_s``,
+    then SIGKILL. Their threads reap them. How many groups were running."""
+    stop.request()
+    with _LIVE_LOCK:
+        live = list(_LIVE.values())
+    if not live:
+        return 0
+
+    def alive(g: GroupProcess) -> bool:
+        return _group_alive(g.proc.pid) or bool(proc_guard.tagged(g.tag))
+
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for g in live:
+            _signal_group(g.proc.pid, sig)
+            proc_guard.signal_tagged(g.tag, sig)
+        deadline = time.monotonic() + (grace_s if sig == signal.SIGTERM else 2.0)
+        while any(alive(g) for g in live) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        if not any(alive(g) for g in live):
+            break
+    return len(live)
+
+
 class GroupProcess:
-    """A child started in its own session, stdout+stderr merged and read by a thread."""
+    """A child started in its own session, stdout+stderr merged and read by a thread.
+
+    Refused (KeyboardInterrupt) once this process is stopping (:mod:`.stop`)."""
 
     def __init__(
         self,
@@ -163,6 +203,8 @@ class GroupProcess:
         self.tag = proc_guard.new_tag()
         env = dict(os.environ if env is None else env)
         env[proc_guard.TAG_VAR] = self.tag
+        if stop.requested():  # interrupted: nothing more is started
+            raise KeyboardInterrupt
         proc_guard.ensure_guard()
         self.started = time.monotonic()
         self.proc = subprocess.Popen(
@@ -174,9 +216,15 @@ class GroupProcess:
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
+        with _LIVE_LOCK:
+            _LIVE[self.proc.pid] = self
         self._queue: queue.Queue = queue.Queue()
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
+        if stop.requested():  # the stop came while it started (stop_all missed it)
+            self.kill(grace_s=1.0)
+            self.wait()
+            raise KeyboardInterrupt
 
     @property
     def pid(self) -> int:
@@ -196,10 +244,15 @@ class GroupProcess:
         EOF comes when every holder of the pipe exited. If the child itself has
         exited but a stray descendant keeps the pipe open, the group and the
         tagged processes are killed after a short wait; a pipe still open 3 s
-        after that is given up, so this never hangs.
+        after that is given up, so this never hangs. Once this process is stopping
+        (:mod:`.stop`), the group is killed and the lines end at the next tick: the
+        caller checks :func:`stop.requested` before it reads anything into the end.
         """
         exited_at: float | None = None
         while True:
+            if stop.requested():  # interrupted: the group is killed, the output ends
+                self.kill(grace_s=STOP_GRACE_S)
+                return
             try:
                 item = self._queue.get(timeout=poll_s)
             except queue.Empty:
@@ -225,6 +278,8 @@ class GroupProcess:
         rc = self.proc.wait()
         if _group_alive(self.proc.pid) or proc_guard.tagged(self.tag):
             kill_group(self.proc, grace_s=1.0, tag=self.tag)
+        with _LIVE_LOCK:
+            _LIVE.pop(self.proc.pid, None)
         self._reader.join(timeout=5.0)
         # closing a pipe that a blocked reader holds would block: leave it to exit
         if self.proc.stdout is not None and not self._reader.is_alive():

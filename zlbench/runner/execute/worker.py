@@ -44,6 +44,7 @@ from zlbench.models import (
 from zlbench.protocol import options
 from zlbench.protocol.boundary import END, runner_line
 from zlbench.protocol.layout import PLAN_JSON, RESULT_JSON, RUN_LOG
+from zlbench.runner.execute import stop
 from zlbench.runner.execute.failsig import signature
 from zlbench.runner.execute.oplog import LoggedOp, OpLogSplitter
 from zlbench.runner.execute.proc import GroupProcess, Sink
@@ -416,6 +417,8 @@ def _run_process(ctx: _Ctx, entries: list[PlanEntry]) -> list[PlanEntry]:
             child.wait()
             raise
         rc = child.wait()
+        if stop.requested():  # killed because zlbench stops: its op in flight is not
+            raise KeyboardInterrupt  # a CRASH, and nothing more runs
         for track in split.ops.values():  # ended, but result.json came late
             if track.ended is not None and track.entry.run_name not in ctx.done:
                 _decide_ended(ctx, track)
@@ -505,6 +508,8 @@ def execute_plan(
     _prepare_run_dirs(plan)
     queue = deque(_chunks(list(plan.entries), per_process))
     while queue:
+        if stop.requested():  # interrupted (SIGINT/SIGTERM): no next process
+            raise KeyboardInterrupt
         entries = queue.popleft()
         why = ctx.stop_reason()
         if why is not None:
