@@ -16,6 +16,7 @@ from zlbench.cli.logsafe import safe_streams
 from zlbench.cli.numbers import OneLineParser, check_numbers
 from zlbench.cli.trees import resolve_tree_args
 from zlbench.errors import ZlbenchError
+from zlbench.report.escape import log_escape
 
 COMMANDS = (
     "run",
@@ -141,8 +142,8 @@ def _dispatch(args: argparse.Namespace) -> int:
         _check_out(args)
         resolve_tree_args(args)  # a packed baseline or results dir: its unpacked copy
         return int(args.func(args) or 0)
-    except ZlbenchError as e:
-        print(f"zlbench {args.command}: error: {e}", file=sys.stderr)
+    except ZlbenchError as e:  # one line, whatever names from input it holds
+        print(f"zlbench {args.command}: error: {log_escape(e)}", file=sys.stderr)
         return e.exit_code
     except BrokenPipeError:  # the reader went away (``| head``): as a shell tool does,
         # stop without a message; stdout to devnull, so that the exit's flush is quiet

@@ -45,6 +45,7 @@ from zlbench.models import (
 )
 from zlbench.models.store import PACK_SUFFIX, STORE_DIR, is_store_ref, pack_path, read_pack
 from zlbench.protocol.layout import MANIFEST_YAML, OPS_STATUS, RECORDS_DIR, RESULT_JSON, TTGIR_DIR
+from zlbench.report.escape import log_escape
 
 # Files of a baseline dir covered by the manifest's content hashes; a baseline
 # without codegen records or recorded durations (v1) simply has no file of the
@@ -331,9 +332,9 @@ def stray_files(root: Path, manifest: BaselineManifest, limit: int = 5) -> list[
         if (p.is_file() or p.is_symlink()) and p not in known
     )
     more = f" (+{len(stray) - limit} more)" if len(stray) > limit else ""
-    return [f"{rel}: not part of a baseline (no refresh writes it)" for rel in stray[:limit]] + (
-        [f"{len(stray)} files that are not part of the baseline{more}"] if more else []
-    )
+    return [
+        f"{log_escape(rel)}: not part of a baseline (no refresh writes it)" for rel in stray[:limit]
+    ] + ([f"{len(stray)} files that are not part of the baseline{more}"] if more else [])
 
 
 def baseline_above(path: str | os.PathLike) -> Path | None:

@@ -17,7 +17,10 @@ wrote it. It passes through one of these functions before it is rendered:
 * :func:`xml_text` for JUnit attributes and bodies: characters XML cannot hold
   removed, mentions, URLs and workflow commands neutralised (test-report
   actions copy them into annotations and check-run markdown);
-* :func:`log_line` for anything printed to a CI log;
+* :func:`log_line` for anything printed to a CI log; :func:`log_escape` for a name
+  from input inside a one-line message (an error, a warning, a file named by
+  ``baseline verify``): every control, bidi or non-character shown as its escape
+  (``\\n``, ``\\u202e``), so the message stays one line and reads as it is;
 * :func:`mermaid_label` for chart labels; HTML goes through jinja2's autoescape
   and :func:`script_json`.
 """
@@ -115,6 +118,24 @@ def log_line(text: object) -> str:
     """Untrusted text for a CI log: no control characters, no line that a runner
     would read as a ``::workflow-command::``."""
     return _COMMAND.sub(r"\1:" + WJ + r"\2", clean(text))
+
+
+_HIDDEN = re.compile(
+    "[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069\ufeff"
+    "\ufffe\uffff\ud800-\udfff]"
+)
+
+
+def log_escape(text: object) -> str:
+    """``text`` as one visible line: each control character (newline, carriage return
+    and tab included), bidi control or non-character replaced by its Python escape
+    (``\\n``, ``\\u202e``). For a name from input in a one-line message."""
+    s = "" if text is None else str(text)
+    return _HIDDEN.sub(_escaped, s)
+
+
+def _escaped(m: re.Match) -> str:
+    return m.group().encode("unicode_escape", "backslashreplace").decode("ascii")
 
 
 def mermaid_label(text: object, limit: int = 24) -> str:

@@ -7,12 +7,16 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 
+from zlbench.report.escape import log_escape
+
 Warn = Callable[[str], None]
 _said: set[str] = set()
 
 
 def note(line: str, warn: Warn | None = None) -> None:
-    """Say ``line``: to ``warn``, else to stderr unless this process already said it."""
+    """Say ``line``: to ``warn``, else to stderr unless this process already said it.
+    One line: the names from input in it shown escaped (report.escape.log_escape)."""
+    line = log_escape(line)
     if warn is not None:
         warn(line)
     elif line not in _said:
