@@ -37,6 +37,7 @@ from zlbench.protocol.layout import (
     BATCH_JSON,
     CODEGEN_SCREEN_DIR,
     CONFIRM_DIR,
+    INTERRUPTED,
     MANIFEST_YAML,
     OPS_STATUS,
     RESULT_JSON,
@@ -227,6 +228,11 @@ def log_tail(path: Path, lines: int = LOG_TAIL_LINES) -> list[str]:
 
 
 def _load_batch_dir(path: Path) -> dict[str, OpRun]:
+    if (path / INTERRUPTED).exists():  # partial: its missing ops would read as missing
+        raise ZlbenchError(
+            f"{path}: the run that wrote it was interrupted ({INTERRUPTED}): its results "
+            "are partial; re-run the gate (or `zlbench batch --resume` it)"
+        )
     status_file = path / OPS_STATUS
     statuses = read_ops_status(status_file) if status_file.is_file() else []
     runs: dict[str, OpRun] = {}

@@ -32,6 +32,10 @@ TTGIR_DIR = "ttgir"
 SWEEP_DIR = "sweep"
 TRUST_JSON = "trust.json"  # in SWEEP_DIR
 COMPLETE = ".complete"
+# In a batch dir whose last run was interrupted (SIGINT, SIGTERM): its ops_status.csv
+# lists only the ops decided before the stop ("interrupted: partial"); a later
+# --resume, or a run that ends, removes it; the judge refuses such a dir.
+INTERRUPTED = "INTERRUPTED"
 
 # ------------------------------------------------------------------ a batch dir
 OPS_STATUS = "ops_status.csv"

@@ -23,7 +23,11 @@ from typing import TextIO
 from zlbench import __version__
 from zlbench.gate.baselines import sha256_file
 from zlbench.models import BatchInfo, DismissedOp, OpStatus, RunStatus
-from zlbench.protocol.layout import COMPLETE, GPU_TURNS_CSV
+from zlbench.protocol.layout import (
+    COMPLETE,
+    GPU_TURNS_CSV,
+    INTERRUPTED,
+)
 from zlbench.protocol.turn import TURN_LOG_HEADER
 from zlbench.runner.batch import progress
 from zlbench.runner.batch.config import BatchConfig
@@ -32,11 +36,6 @@ from zlbench.runner.batch.parts import PARTS_DIR
 from zlbench.runner.batch.status import write_ops_status
 from zlbench.runner.batch.turns import parse_turns, summarize_turns, turns_lines
 from zlbench.runner.catalog.select import OpSelection
-
-# In a batch dir whose last run was interrupted: its ops_status.csv lists only the ops
-# decided before the stop ("interrupted: partial"); a later --resume, or a run that
-# ends, removes it.
-INTERRUPTED = "INTERRUPTED"
 
 
 class BatchFiles:
