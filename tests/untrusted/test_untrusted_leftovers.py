@@ -113,6 +113,29 @@ def test_batch_merge_removes_the_stages_its_killed_runs_left(tmp_path):
     assert [n for n in _names(tmp_path) if n.startswith(".")] == []
 
 
+def test_gate_merge_removes_the_stages_its_killed_runs_left(tmp_path):
+    """`zlbench merge` of shard gate dirs builds its dir as a stage of the swept kind
+    too (it was a random name that no one swept)."""
+    from zlbench.workflow.merge import merge_gate_dirs
+
+    make_inventory(tmp_path / "ops", "main", ["op1"])
+    gate = tmp_path / "shard-1"
+    run_batch(
+        BatchConfig(
+            out_dir=gate / "results",
+            flaggems_dirs={"main": tmp_path},
+            ops_dir=tmp_path / "ops",
+            all_ops=True,
+            progress=io.StringIO(),
+            executor=FakeExecutor(),
+        )
+    )
+    _killed_stage(tmp_path, "merged")
+    merge_gate_dirs([gate], tmp_path / "merged")
+    assert (tmp_path / "merged" / "results").is_dir()
+    assert [n for n in _names(tmp_path) if n.startswith(".")] == []
+
+
 @pytest.mark.proc
 @pytest.mark.parametrize(
     "rel",

@@ -22,7 +22,6 @@ to ``out`` and renamed at the end, so an interrupted merge leaves nothing behind
 from __future__ import annotations
 
 import shutil
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -42,6 +41,7 @@ from zlbench.protocol.layout import CODEGEN_SCREEN_DIR, CONFIRM_DIR, OPS_STATUS,
 from zlbench.runner.ab.merge import merge_ab
 from zlbench.runner.ab.rounds import AB_DIR, AB_FILE
 from zlbench.runner.batch.merge import merge_batches
+from zlbench.runner.derived import stage_beside
 
 
 @dataclass
@@ -107,8 +107,8 @@ def merge_gate_dirs(gate_dirs: list[Path], out: Path) -> MergeOutcome:
         raise ZlbenchError(f"{out} already exists: merge writes a new dir")
     passes = _confirm_passes(gate_dirs)
     _check_ab_everywhere(gate_dirs)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
+    tmp = stage_beside(out)  # a killed merge's stage is swept by the next (git-ignored)
+    tmp.mkdir()
     try:
         results = [resolve_inside(g, RESULTS_DIR) for g in gate_dirs]
         _, statuses, rows = merge_batches(results, tmp / RESULTS_DIR)
