@@ -152,6 +152,18 @@ def _unit_starts_no_child(request, monkeypatch):
     yield
 
 
+@pytest.fixture(autouse=True)
+def _measuring_again():
+    """A test that stops measuring (runner.execute.stop: an interrupt, stop_all) leaves
+    the process-wide flag set; the next test in this worker measures again (else its
+    first benchmark process raises KeyboardInterrupt and ends the xdist worker)."""
+    from zlbench.runner.execute import stop
+
+    stop.clear()
+    yield
+    stop.clear()
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _fixture_cache(tmp_path_factory):
     """tests.support.cache's root: the run's temp dir that every xdist worker shares."""

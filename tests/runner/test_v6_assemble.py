@@ -75,15 +75,15 @@ def test_a_missing_input_is_one_line_and_nothing_written(tmp_path, src, what, li
 
 
 def test_a_failing_step_stops_the_run_with_its_code_and_keeps_its_log(tmp_path, src):
-    s, fg = src  # the pack is no xz archive: the unpack step fails
+    s, fg = src  # the pack is no xz archive: the unpack step fails (bad input: exit 2)
     done = _run(tmp_path, str(tmp_path / "v6"), src=s, fg=fg)
-    assert done.returncode == 1, done.stdout + done.stderr
+    assert done.returncode == 2, done.stdout + done.stderr
     assert done.stderr.strip().splitlines()[-1] == (
-        f"v6_assemble: step unpack failed (rc=1), see {tmp_path / 'v6'}/unpack.log"
+        f"v6_assemble: step unpack failed (rc=2), see {tmp_path / 'v6'}/unpack.log"
     )
     rows = (tmp_path / "v6" / "steps.tsv").read_text().splitlines()
     assert rows[0] == "step\twall_s\trc"
-    assert rows[1].startswith("unpack\t") and rows[1].endswith("\t1")
+    assert rows[1].startswith("unpack\t") and rows[1].endswith("\t2")
     assert len(rows) == 2 and not (tmp_path / "v6" / "v6-full").exists()  # nothing after it
     assert (tmp_path / "v6" / "unpack.log").read_text()
 

@@ -118,6 +118,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         for sig, handler in restore.items():
             signal.signal(sig, handler)
+        stop.clear()  # the command is over: a caller in this process may measure again
 
 
 def _check_out(args: argparse.Namespace) -> None:
