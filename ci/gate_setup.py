@@ -153,14 +153,11 @@ def baseline_tree(root: Path, baseline: str) -> Path:
     """The dir holding the baseline: itself, or a packed baseline's unpacked copy
     (zlbench/models/packed.py; the later jobs' `zlbench gate` reads the same copy)."""
     from zlbench.cli.settings import Settings
+    from zlbench.cli.trees import resolve_one
     from zlbench.errors import ZlbenchError
-    from zlbench.models.packed import resolve_tree
 
-    settings = Settings.from_env()
     try:
-        return resolve_tree(
-            root / baseline, cache=settings.cache_dir, source=settings.archive_source
-        )
+        return resolve_one(root / baseline, Settings.from_env())
     except ZlbenchError as e:
         raise CiError(str(e)) from None
 

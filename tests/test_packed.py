@@ -9,6 +9,7 @@ import io
 import json
 import lzma
 import os
+import shutil
 import tarfile
 import threading
 from pathlib import Path
@@ -62,13 +63,10 @@ def _pack(repo: Path, name: str, files: dict[str, str]) -> tuple[Path, str | Non
 
 def test_a_packed_tree_unpacks_to_the_same_files_read_only(repo, tmp_path):
     want = _digests(repo / "baselines" / "v1")
-    import shutil
-
     shutil.rmtree(repo / "baselines" / "v1")
     got = resolve_tree(repo / "baselines" / "v1", cache=tmp_path / "cache")
     assert _digests(got) == want
     assert got != repo / "baselines" / "v1" and got.name == "v1"
-    assert not os.access(got / "main" / "abs" / "result.json", os.W_OK) or os.getuid() == 0
     assert (got / "main" / "abs" / "result.json").stat().st_mode & 0o222 == 0
     assert got.stat().st_mode & 0o222 == 0
     assert packed_label(got) == "baselines/v1"  # how reports name it
@@ -102,8 +100,6 @@ def test_archives_and_locks_are_deterministic(repo, tmp_path):
 
 
 def _packed_only(repo: Path) -> Path:
-    import shutil
-
     shutil.rmtree(repo / "baselines" / "v1")
     return repo / "baselines" / "v1"
 

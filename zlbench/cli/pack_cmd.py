@@ -37,7 +37,7 @@ def _run(args) -> int:
             got = materialize(
                 lock, key="check", cache=Path(cache), source=args.archive_dir, where=str(d)
             )
-            want = {rel: hashlib.sha256(b).hexdigest() for rel, b in tree_files(d).items()}
+            want = {rel: sha for rel, sha, _ in lock.files}  # the tree as pack_tree read it
             back = {rel: hashlib.sha256(b).hexdigest() for rel, b in tree_files(got).items()}
             if back != want:
                 raise ZlbenchError(f"{d}: unpacked copy differs from the tree; lock not written")

@@ -167,7 +167,7 @@ def default_source(lock: Path) -> Path | None:
 
 def _fetch(name: str, source: str | Path, cache: Path) -> bytes:
     """An archive's bytes from ``source`` (a dir or an https URL prefix), checked
-    against its name. A downloaded archive is kept in the cache."""
+    against its name. A downloaded archive is kept in the cache once it checks."""
     if isinstance(source, str) and source.startswith("https://"):
         kept = cache / "archives" / name
         if kept.is_file():
@@ -182,19 +182,17 @@ def _fetch(name: str, source: str | Path, cache: Path) -> bytes:
             _check_archive(data, name, url)
             kept.parent.mkdir(parents=True, exist_ok=True)
             _write_atomic(kept, data)
+            return data
     else:
         if isinstance(source, str) and "://" in source:
             raise ZlbenchError(f"archive source {source!r}: only a dir or an https:// URL")
         path = Path(source) / name
-        try:
-            data = read_regular(path)  # a FIFO in the archive's place: refused, not waited on
-        except FileNotFoundError:
+        if not path.exists() and not path.is_symlink():
             raise ZlbenchError(
                 f"{path}: archive missing (the archive source is set by "
                 "ZLBENCH_ARCHIVE_SOURCE; docs/baselines.md 'Packed versions')"
-            ) from None
-        except OSError as e:
-            raise ZlbenchError(f"{path}: archive unreadable: {e}") from None
+            )
+        data = _read_archive_file(path, "archive unreadable")  # a FIFO: refused, unread
     _check_archive(data, name, str(source))
     return data
 

@@ -249,13 +249,6 @@ def base_side(
     return BaseSide(spec, fingerprint, python=env.python, front=env.front, cache=cache)
 
 
-_TRITON_DIR = (  # triton_dir(), run in the base's environment
-    "import importlib.util as u, os\n"
-    "s = u.find_spec('triton')\n"
-    "print(os.path.dirname(os.path.abspath(s.origin)) if s and s.origin else '')\n"
-)
-
-
 def triton_dir() -> str:
     """The dir of the triton package this process would import (not importing it), as
     found, links not followed: a linked copy of an install is another install (an A/A)."""
@@ -266,19 +259,8 @@ def triton_dir() -> str:
 
 
 def base_triton_dir(env: CompilerEnv) -> str:
-    """:func:`triton_dir` as the base environment ``env`` sees it; "" when unknown."""
-    from zlbench.runner.ab.env import ZLBENCH_ROOT
+    """:func:`triton_dir` as the base environment ``env`` sees it (the A/B's probe of
+    that side: ``triton.__path__``, as found)."""
+    from zlbench.runner.ab.env import probe_compiler
 
-    try:
-        proc = subprocess.run(
-            [env.python or sys.executable, "-c", _TRITON_DIR],
-            env=env.environ(dict(os.environ)),
-            cwd=ZLBENCH_ROOT,
-            capture_output=True,
-            text=True,
-            timeout=FINGERPRINT_TIMEOUT_S,
-            check=False,
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return ""
-    return proc.stdout.strip() if proc.returncode == 0 else ""
+    return probe_compiler(env).path or ""
