@@ -39,7 +39,6 @@ import re
 import shutil
 import tarfile
 import tempfile
-import urllib.request
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -173,6 +172,8 @@ def _fetch(name: str, source: str | Path, cache: Path) -> bytes:
         if kept.is_file():
             data = _read_archive_file(kept, "archive unreadable")
         else:
+            import urllib.request  # only for a remote source (not at every start)
+
             url = source.rstrip("/") + "/" + name
             try:
                 with urllib.request.urlopen(url, timeout=60) as r:  # noqa: S310 (https only)
