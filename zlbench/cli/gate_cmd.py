@@ -196,9 +196,17 @@ def job_from_args(args, settings: Settings, ops_dir: Path) -> GateJob:
 
 def _run(args) -> int:
     from zlbench.cli.options import default_ops_dir
+    from zlbench.cli.trees import resolve_one
+    from zlbench.errors import ZlbenchError
+    from zlbench.workflow.gate_record import as_gated
 
+    if args.baseline is None and args.results is None:
+        raise ZlbenchError("--baseline DIR is required (without it only --results DIR of a gate)")
     ops_dir = Path(args.ops_dir) if args.ops_dir else default_ops_dir()
-    job = job_from_args(args, Settings.from_env(), ops_dir)
+    settings = Settings.from_env()
+    job = job_from_args(args, settings, ops_dir)
+    if job.results is not None:  # a gate dir is re-judged as it was gated, unless told
+        job = as_gated(job, lambda v: resolve_one(v, settings), print, "gate")
     return run_gate_job(
         job, GateSeams(), screen_only=args.screen_only, screen=args.screen, time_given=args.time
     )

@@ -57,7 +57,12 @@ def add_selection_options(p, *, required: bool = True) -> None:
 
 def add_baseline_options(p) -> None:
     """--baseline and the --ops / --ops-file narrowing its op set (``gate``, ``report``)."""
-    p.add_argument("--baseline", required=True, metavar="DIR", help="baseline dir (baselines/vN)")
+    p.add_argument(
+        "--baseline",
+        metavar="DIR",
+        help="baseline dir (baselines/vN); required, except to re-judge a gate dir, which "
+        "records its baseline and op set (gated.json: re-judged as gated unless given)",
+    )
     sel = p.add_mutually_exclusive_group()
     sel.add_argument(
         "--ops", nargs="+", metavar="SPEC", help=f"judge only these baseline ops ({SPEC_HELP})"

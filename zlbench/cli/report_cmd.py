@@ -9,8 +9,10 @@ from pathlib import Path
 from zlbench.cli.gate_cmd import judging_fields
 from zlbench.cli.options import add_baseline_options, add_judging_options, default_ops_dir
 from zlbench.cli.settings import Settings
+from zlbench.cli.trees import resolve_one
 from zlbench.workflow.gate import rejudge
 from zlbench.workflow.gate_job import GateJob
+from zlbench.workflow.gate_record import as_gated
 
 
 def add_parser(sub) -> None:
@@ -33,4 +35,6 @@ def job_from_args(args, settings: Settings, ops_dir: Path) -> GateJob:
 
 
 def _run(args) -> int:
-    return rejudge(job_from_args(args, Settings.from_env(), default_ops_dir()))
+    settings = Settings.from_env()
+    job = job_from_args(args, settings, default_ops_dir())
+    return rejudge(as_gated(job, lambda v: resolve_one(v, settings), print, "report"))

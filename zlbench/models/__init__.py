@@ -110,6 +110,7 @@ from zlbench.models.codegen_screen import (
     Resources,
     TimingPlanFile,
 )
+from zlbench.models.gated import GATED_JSON, GateRecord
 from zlbench.models.options import SPLIT_MODES, Measuring, Scheduling, Selection
 from zlbench.models.paths import check_tree_inside, resolve_inside
 from zlbench.models.run import (
@@ -190,6 +191,8 @@ __all__ = [
     "REPOS",
     "REPO_PACKAGES",
     "STEPS_JSON",
+    "GATED_JSON",
+    "GateRecord",
     "SUMMARY_FIELDS",
     "AutotuneRecords",
     "BaselineManifest",

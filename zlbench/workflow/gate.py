@@ -60,6 +60,7 @@ from zlbench.workflow.gate_judge import (
     timed,
     write_steps,
 )
+from zlbench.workflow.gate_record import record_of, write_record
 
 __all__ = [  # the entry paths, and the names the tests take from here
     "NO_SASS_FLAG",
@@ -125,6 +126,7 @@ def run_gate(job: GateJob, seams: GateSeams | None = None) -> int:
             )
         return _judge_given(inputs, job, seams, command="gate")
     out = claim_out(Path(job.out), seams)
+    write_record(out, record_of(job, inputs.baseline.path, inputs.specs, inputs.opts.scope))
     started = time.monotonic()
     try:  # steps.json also when a step stops the gate (the seconds spent so far)
         with tempfile.TemporaryDirectory(prefix="zl-gate-cache-") as cache:  # never in --out

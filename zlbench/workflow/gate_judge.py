@@ -122,6 +122,7 @@ class GateInputs:
     ab: AbContext = field(default_factory=lambda: AbContext(AbOptions()))
     steps: GateSteps = field(default_factory=GateSteps)  # written to <out>/steps.json
     ab_measured: bool = False  # the measure step was the interleaved A/B
+    specs: list[str] = field(default_factory=list)  # --ops, or the ops file's SPECs
 
 
 @contextmanager
@@ -143,6 +144,7 @@ def load_inputs(job: GateJob, seams: GateSeams) -> GateInputs:
     th = load_thresholds(job.thresholds, baseline.manifest.thresholds, names)
     sel = job.selection
     specs = list(sel.ops) or (read_ops_file(sel.ops_file) if sel.ops_file else None)
+    given = list(specs or ())
     if specs:  # an old scripts' op name -> its op(s), one warning each (docs/ops.md)
         specs = current_specs(sel.ops_dir, specs, current=baseline.ops, warn=seams.warn)
     from_file = not sel.ops and sel.ops_file is not None  # only a file may be wider (plan.py)
@@ -158,7 +160,7 @@ def load_inputs(job: GateJob, seams: GateSeams) -> GateInputs:
     if job.results is None and seams.preflight is not None:  # before the screen and --out
         keys = scope if scope is not None else baseline.ops
         seams.preflight(job, {split_op_key(k)[0] for k in keys})
-    return GateInputs(baseline, th, opts, ab)
+    return GateInputs(baseline, th, opts, ab, specs=given)
 
 
 def gate_options(
