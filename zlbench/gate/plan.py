@@ -15,7 +15,14 @@ from collections.abc import Iterable
 from zlbench.errors import ZlbenchError
 from zlbench.gate.load import BaselineSet
 from zlbench.protocol.layout import split_op_key
-from zlbench.protocol.ops import parse_spec, read_ops_file, selector_for, spec_matches
+from zlbench.protocol.ops import (
+    op_name_of,
+    parse_spec,
+    read_ops_file,
+    select_keys,
+    selector_for,
+    spec_matches,
+)
 
 __all__ = ["baseline_scope", "read_ops_file", "suggest_op"]
 
@@ -28,7 +35,11 @@ def suggest_op(spec: str, keys: Iterable[str]) -> str | None:
     except ZlbenchError:
         return None
     names = {selector_for(split_op_key(k)[1]): k for k in keys}
+    # a plain op name is also compared with the ops' names (bmmm -> bmm@test_bmm.py)
+    plain = {op_name_of(k): selector_for(split_op_key(k)[1]) for k in reversed(keys)}
     hit = difflib.get_close_matches(selector, list(names), n=1, cutoff=0.6)
+    if not hit and "@" not in selector:
+        hit = [plain[h] for h in difflib.get_close_matches(selector, list(plain), 1, 0.6)]
     if not hit:
         return None
     return f"{repo}:{hit[0]}" if repo else hit[0]
@@ -44,7 +55,9 @@ def baseline_scope(
     """(op keys to judge or None for all, the specs skipped as outside the baseline).
 
     A SPEC names a baseline op as everywhere: ``[repo:]selector`` or the op key
-    ``<repo>/<run_name>``; a selector is also matched by its run name. ``source``
+    ``<repo>/<run_name>``; a selector is also matched by its run name, and a plain op
+    name by the one baseline op of that name (several: one line listing them,
+    :func:`zlbench.protocol.ops.select_keys`). ``source``
     names where the specs came from (``--ops`` or the ops file's path) in the
     error. ``known``: the op keys of FlagGems' inventory (``repo/op`` and
     ``repo/op__at__file``) when the specs come from an ops file; a SPEC that
@@ -56,7 +69,7 @@ def baseline_scope(
     skipped, wrong = [], []
     known_keys = list(known) if known is not None else []
     for spec in specs:
-        hits = {key for key in baseline.ops if spec_matches(spec, key)}
+        hits = select_keys(spec, baseline.ops, f" of baseline {baseline.path}")
         chosen |= hits
         if hits:
             continue

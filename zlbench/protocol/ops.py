@@ -82,3 +82,54 @@ def read_ops_file(path: str | os.PathLike) -> list[str]:
     text = read_text(path, missing="ops file not found")
     specs = [line.split("#", 1)[0].strip() for line in text.splitlines()]
     return [s for s in specs if s]
+
+
+def op_name_of(key: str) -> str:
+    """The FlagGems op name of an op key: ``main/bmm__at__test_bmm.py`` -> ``bmm``."""
+    return split_selector(selector_for(split_op_key(key)[1]))[0]
+
+
+def spec_of(key: str) -> str:
+    """The SPEC naming exactly one op key, as a person writes it: its selector
+    (``bmm@test_bmm.py``), with its repo when not ``main`` (``vllm:mm``)."""
+    repo, run_name = split_op_key(key)
+    selector = selector_for(run_name)
+    return selector if repo == "main" else f"{repo}:{selector}"
+
+
+def select_keys(spec: str, keys, where: str = "") -> set[str]:
+    """The op keys of ``keys`` that ``spec`` names: those it matches exactly
+    (:func:`spec_matches`); else, for a plain op name (no ``@file``), the one op of
+    that name (``bmm`` selects ``main/bmm__at__test_bmm.py`` when it is the only bmm).
+    A plain name that fits several ops is one ZlbenchError line listing them (``where``:
+    what ``keys`` are, for that line); none at all: an empty set."""
+    keys = list(keys)
+    hits = {k for k in keys if spec_matches(spec, k)}
+    if hits:
+        return hits
+    repo, selector = parse_spec(spec)
+    if "@" in selector:
+        return set()
+    fits = sorted(
+        k for k in keys if repo in (None, split_op_key(k)[0]) and op_name_of(k) == selector
+    )
+    if len(fits) > 1:
+        names = ", ".join(spec_of(k) for k in fits[:10])
+        more = f" and {len(fits) - 10} more" if len(fits) > 10 else ""
+        raise ZlbenchError(
+            f"op {spec!r} fits {len(fits)} ops{where}: {names}{more}; name one of them"
+        )
+    return set(fits)
+
+
+def display_names(keys) -> dict[str, str]:
+    """The one spelling of each op key of ``keys`` that a person reads in every report
+    and types after ``--ops`` (docs/reports.md, "One name per op"): its op name
+    (``bmm``) when no other op of ``keys`` has that name, else :func:`spec_of`
+    (``bmm@test_bmm.py``; ``vllm:mm`` outside main). Each name selects its op through
+    :func:`select_keys` among ``keys``."""
+    keys = list(dict.fromkeys(keys))
+    count: dict[str, int] = {}
+    for k in keys:
+        count[op_name_of(k)] = count.get(op_name_of(k), 0) + 1
+    return {k: op_name_of(k) if count[op_name_of(k)] == 1 else spec_of(k) for k in keys}
