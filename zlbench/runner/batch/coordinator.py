@@ -71,6 +71,8 @@ class BatchRun:
         if c.resume and files.final:
             files.say(f"resume: {len(files.final)} op(s) already complete or left out")
         files.total = sum(len(v) for v in todo.values())
+        mine = {t.sel.key for v in todo.values() for t in v}  # the ETA's ops: this run's
+        files.expected = progress.Expected({k: self.costs.seconds.get(k, 0.0) for k in mine})
         files.say(f"batch: {files.total} op(s) to run on {len(todo)} worker(s) -> {self.out}")
         if self.budget_s is not None:
             files.say(f"batch: time budget {progress.fmt_seconds(self.budget_s)}")

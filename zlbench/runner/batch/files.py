@@ -49,6 +49,8 @@ class BatchFiles:
         self.final: dict[str, OpStatus] = {}
         self.done = 0  # ops made final by this run's attempts
         self.total = 0  # ops this run measures
+        # the ops' expected seconds, for an ETA corrected by the ops done (coordinator)
+        self.expected: progress.Expected | None = None
 
     # ------------------------------------------------------------------ progress
 
@@ -72,7 +74,10 @@ class BatchFiles:
             self.done += 1
             write_ops_status(self.out, self.final.values())
             elapsed = time.monotonic() - self.t0
-            progress.say(self.stream, progress.done_line(status, self.done, self.total, elapsed))
+            if self.expected is not None:
+                self.expected.op_done(key, status.seconds)
+            line = progress.done_line(status, self.done, self.total, elapsed, self.expected)
+            progress.say(self.stream, line)
 
     def parts_merged(
         self, key: str, part_keys: list[str], status: OpStatus, kept: dict[str, OpStatus]
