@@ -17,7 +17,15 @@ def test_a_closed_stdout_is_a_quiet_stop():
     r, w = os.pipe()
     os.close(r)  # the reader is gone before the first line: every write raises EPIPE
     proc = subprocess.run(
-        [sys.executable, "-m", "zlbench", "baseline", "show", str(shipped("baselines/v3"))],
+        [
+            sys.executable,
+            "-m",
+            "zlbench",
+            "baseline",
+            "show",
+            str(shipped("baselines/v3")),
+            "--table",
+        ],
         stdout=w,
         stderr=subprocess.PIPE,
         text=True,
@@ -31,7 +39,15 @@ def test_a_closed_stdout_is_a_quiet_stop():
 
 def test_an_open_stdout_still_gets_the_whole_table():
     proc = subprocess.run(
-        [sys.executable, "-m", "zlbench", "baseline", "show", str(shipped("baselines/v3"))],
+        [
+            sys.executable,
+            "-m",
+            "zlbench",
+            "baseline",
+            "show",
+            str(shipped("baselines/v3")),
+            "--table",
+        ],
         capture_output=True,
         text=True,
         cwd=REPO,

@@ -97,7 +97,7 @@ def copy_v1(tmp_path) -> Path:
 
 def test_shipped_v1_verifies_and_shows(copy_v1, capsys):
     assert main(["baseline", "verify", str(copy_v1)]) == 0
-    assert main(["baseline", "show", str(copy_v1)]) == 0
+    assert main(["baseline", "show", str(copy_v1), "--table"]) == 0
     out = capsys.readouterr().out
     assert "NVIDIA H200" in out and "main/mm__at__test_mm.py" in out and "row noise" in out
 

@@ -19,8 +19,11 @@ def add_parser(sub) -> None:
     bsub = p.add_subparsers(dest="baseline_command", metavar="ACTION", required=True)
     _add_refresh(bsub)
     _add_bootstrap(bsub)
-    show = bsub.add_parser("show", help="manifest and a per-op summary")
+    show = bsub.add_parser("show", help="manifest and a summary of its ops (--table: each op)")
     show.add_argument("dir", type=Path, help="baseline dir (baselines/vN)")
+    show.add_argument(
+        "--table", action="store_true", help="one line per op (default: a summary of the ops)"
+    )
     show.set_defaults(func=_show)
     verify = bsub.add_parser("verify", help="schema, content hashes, records and rows of every op")
     verify.add_argument("dir", type=Path, help="baseline dir (baselines/vN)")
@@ -344,7 +347,7 @@ def _show(args) -> int:
     from zlbench.report.baseline import render_show
 
     b = load_baseline(args.dir)
-    print(render_show(b.manifest, summarize(sorted(b.ops.items()))))
+    print(render_show(b.manifest, summarize(sorted(b.ops.items())), table=args.table))
     return 0
 
 
