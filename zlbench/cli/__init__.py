@@ -33,6 +33,9 @@ COMMANDS = (
     "explain",
     "pack",
     "unpack",
+    "history",
+    "changes",
+    "bisect",
 )
 
 
