@@ -319,3 +319,13 @@ def test_screen_only_hands_the_shard_jobs_rebuild_to_the_screen(tmp_path, ops_di
     with pytest.raises(ZlbenchError, match="--rebuilt feeds the screen"):
         run(tmp_path, bl, ops_dir, tmp_path / "gpu", screen=tmp_path / "screen",
             codegen_rebuilt=shards)  # fmt: skip
+
+
+def test_a_screen_left_interrupted_is_refused(tmp_path, ops_dir):
+    """A screen job stopped after an earlier whole screen in the same dir: its
+    INTERRUPTED marker stands, so the GPU job does not time the stale plan."""
+    bl = baseline(tmp_path / "bl")
+    screen = screen_job(tmp_path, bl, ops_dir)
+    (screen / "codegen" / "INTERRUPTED").write_text("codegen screen interrupted\n")
+    why = refused(tmp_path, bl, ops_dir, screen)
+    assert "interrupted" in why and "codegen.partial.md" in why

@@ -18,7 +18,11 @@ Never imports triton: the workers (the compiler side's rebuild worker, run as
     <out>/diffs/<kernel>.diff   unified diff of the first differing stage
 
 Every file is written atomically, and ``diffs/`` is replaced as a whole, so an
-interrupted screen never leaves a half-written or mixed output.
+interrupted screen never leaves a half-written or mixed output. Interrupted (SIGINT,
+SIGTERM), it leaves what it has found instead: ``codegen.partial.json`` and
+``codegen.partial.md`` (the kernels classified before the stop, ``partial_of`` the whole)
+and the ``INTERRUPTED`` marker, which the gate and ``--screen`` refuse; a whole screen
+removes all three.
 """
 
 from __future__ import annotations
@@ -56,11 +60,13 @@ from zlbench.models.codegen_screen import (
     KernelScreen,
     RebuiltShard,
 )
-from zlbench.protocol.layout import MANIFEST_YAML
+from zlbench.protocol.layout import INTERRUPTED, MANIFEST_YAML
 from zlbench.report.codegen import render_codegen
 
 SCREEN_JSON = "codegen.json"
 SCREEN_MD = "codegen.md"
+PARTIAL_JSON = "codegen.partial.json"  # an interrupted screen's findings (never a plan)
+PARTIAL_MD = "codegen.partial.md"
 DIFFS_DIR = "diffs"
 
 
@@ -132,19 +138,32 @@ def flaggems_sources(checkouts: Iterable[str | os.PathLike]) -> list[str]:
     return [str(d.resolve()) for d in dirs if d.is_dir()]
 
 
+@dataclass
+class _Found:
+    """What the screen has classified so far: its partial output when interrupted."""
+
+    total: int
+    kernels: dict[str, KernelScreen] = field(default_factory=dict)
+    side: _BaseRebuild | None = None
+    base_done: int = 0  # kernels the base compiler has rebuilt (its progress)
+
+
 def run_screen(opts: ScreenOptions, say: Callable[[str], None] = lambda s: None) -> CodegenScreen:
-    """Screen every kernel of ``opts.baseline``; write and return the result."""
+    """Screen every kernel of ``opts.baseline``; write and return the result.
+    Interrupted, it writes what it has found (:func:`_leave_partial`) and re-raises."""
     started = time.monotonic()
     base = collect(opts.baseline)
     ids = sorted(base.records)
     opts.out.mkdir(parents=True, exist_ok=True)
+    found = _Found(len(ids))
     staged = Path(tempfile.mkdtemp(dir=opts.out, prefix=f".{DIFFS_DIR}."))
     try:
         with tempfile.TemporaryDirectory(prefix="zlbench-codegen-") as tmp:
             side = None
             if opts.base is not None:  # first: the PR's progress then counts against it
                 (Path(tmp) / "base").mkdir()
-                side = _base_rebuild(base, ids, opts, Path(tmp) / "base", say)
+                side = _base_rebuild(base, ids, opts, Path(tmp) / "base", say, found)
+                found.side = side
             if opts.rebuilt is not None:
                 r = opts.rebuilt
                 estimates = compile_estimates(base)
@@ -153,9 +172,15 @@ def run_screen(opts: ScreenOptions, say: Callable[[str], None] = lambda s: None)
             else:
                 (Path(tmp) / "pr").mkdir()
                 t0 = started if side is None else time.monotonic()  # the PR's own ETA
-                rebuilt, dirs = _rebuild(base, ids, opts, Path(tmp) / "pr", say, t0, side)
+                rebuilt, dirs = _rebuild(
+                    base, ids, opts, Path(tmp) / "pr", say, t0, side, found=found
+                )
+            t1 = time.monotonic()
             kernels = [_screen_one(base, i, rebuilt.get(i), side) for i in ids]
+            n_diffs = sum(k.status in CHANGED_CLASSES for k in kernels)
+            say(f"codegen: {len(kernels)} kernel(s) classified; writing {n_diffs} diff(s)")
             _write_diffs(base, kernels, rebuilt, dirs, staged, side)
+            say(f"codegen: {n_diffs} diff(s) written in {time.monotonic() - t1:.0f} s")
         screen = CodegenScreen(
             baseline_dir=str(opts.baseline),
             compiler=worker_pool.compiler_version(rebuilt),
@@ -175,9 +200,52 @@ def run_screen(opts: ScreenOptions, say: Callable[[str], None] = lambda s: None)
             screen.base_rebuild = side.where
             screen.vs_baseline_counts = _count_vs_baseline(kernels)
         _publish(opts.out, screen, staged)
+    except KeyboardInterrupt:
+        _leave_partial(opts, found, started, say)
+        raise
     finally:
         shutil.rmtree(staged, ignore_errors=True)
+    say(f"codegen: screen done in {time.monotonic() - started:.0f} s")
     return screen
+
+
+def _leave_partial(opts: ScreenOptions, found: _Found, started: float, say) -> None:
+    """An interrupted screen's findings: ``codegen.partial.json`` and ``.md`` (the
+    kernels classified before the stop) and ``INTERRUPTED``; ``codegen.json`` is never
+    written from them. Best effort: the screen is unwinding."""
+    kernels = [found.kernels[i] for i in sorted(found.kernels)]
+    side = found.side
+    screen = CodegenScreen(
+        baseline_dir=str(opts.baseline),
+        python=opts.python,
+        generated=datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        wall_s=round(time.monotonic() - started, 2),
+        jobs=opts.jobs,
+        counts=count_classes(kernels),
+        kernels=kernels,
+        decided_by="base" if side is not None else "baseline",
+        base_compiler=opts.base.fingerprint if side is not None and opts.base else "",
+        base_rebuild=side.where if side is not None else "",
+        partial_of=found.total,
+    )
+    base = ""
+    if opts.base is not None and side is None:
+        base = f"; the base compiler's rebuild stopped at {found.base_done} of {found.total}"
+    what = (
+        f"interrupted: {len(kernels)} of {found.total} kernel(s) screened, "
+        f"{len(screen.changed())} changed, {len(screen.failed())} failed{base}"
+    )
+    try:
+        dump_json_model(opts.out / PARTIAL_JSON, screen)
+        atomic_write_text(
+            opts.out / PARTIAL_MD,
+            f"**Interrupted**: {what}. Not a plan: a gate times nothing from it.\n\n"
+            + render_codegen(screen),
+        )
+        atomic_write_text(opts.out / INTERRUPTED, f"codegen screen {what}\n")
+    except OSError:
+        return
+    say(f"codegen: {what} ({opts.out / PARTIAL_MD})")
 
 
 def compile_estimates(
@@ -197,13 +265,15 @@ def _rebuild(
     started,
     side: _BaseRebuild | None = None,
     label: str = "",
+    found: _Found | None = None,
 ):
     """``ids`` rebuilt in the worker pool: (id -> record, id -> its codegen dir); the
-    progress lines count the changes against ``side`` when given."""
+    progress lines count the changes against ``side`` when given; ``found`` collects
+    each finished chunk's kernels (the PR's) or counts them (``label``: the base's)."""
     estimates = compile_estimates(base, ids)
     chunks = split(estimates, n_chunks(len(ids), opts.jobs, opts.chunks_per_job))
     classify = lambda i, r: _screen_one(base, i, r, side)  # noqa: E731
-    progress = _Progress(say, len(ids), started, classify, label)
+    progress = _Progress(say, len(ids), started, classify, label, found)
     return worker_pool.rebuild_all(base, chunks, opts, tmp, progress)
 
 
@@ -213,7 +283,12 @@ def _baseline_sha256(baseline: Path) -> str:
 
 
 def _base_rebuild(
-    base: BaselineKernels, ids: list[str], opts: ScreenOptions, tmp: Path, say
+    base: BaselineKernels,
+    ids: list[str],
+    opts: ScreenOptions,
+    tmp: Path,
+    say,
+    found: _Found | None = None,
 ) -> _BaseRebuild:
     """The base compiler's rebuild of ``ids``: the cache's entry for this base build and
     baseline, else rebuilt in its environment (then kept in the cache when whole)."""
@@ -239,7 +314,7 @@ def _base_rebuild(
         base=None,
         rebuilt=None,
     )
-    records, dirs = _rebuild(base, ids, bopts, tmp, say, started, label="base ")
+    records, dirs = _rebuild(base, ids, bopts, tmp, say, started, label="base ", found=found)
     _check_base_built(ids, records, side)
     if cache is not None:
         why = cacheable(records, ids)
@@ -255,6 +330,7 @@ def _base_rebuild(
                 wall_s=round(time.monotonic() - started, 2),
                 jobs=opts.jobs,
             )
+            say(f"codegen: keeping the base side ({len(records)} kernel(s)) in the cache")
             entry = store_entry(cache, stamp, records, dirs)
             if entry is not None:
                 say(f"codegen: base side kept in {entry} for the next PR on this base")
@@ -471,6 +547,8 @@ def _publish(out: Path, screen: CodegenScreen, staged: Path) -> None:
     """Swap ``staged`` in as ``diffs/`` (an old one removed), then write the json and
     the markdown (each atomically)."""
     final, old = out / DIFFS_DIR, out / f".{DIFFS_DIR}.old"
+    for name in (INTERRUPTED, PARTIAL_JSON, PARTIAL_MD):  # an earlier stop's
+        (out / name).unlink(missing_ok=True)
     shutil.rmtree(old, ignore_errors=True)
     if final.exists():
         os.replace(final, old)
@@ -484,13 +562,18 @@ class _Progress:
     """One stderr line per finished chunk: kernels done, changed, failed, not rebuilt
     (when any: a kernel not rebuilt is neither identical nor changed), ETA."""
 
-    def __init__(self, say, total: int, started: float, classify, label: str = ""):
+    def __init__(self, say, total: int, started: float, classify, label: str = "", found=None):
         self.say, self.total, self.started, self.classify = say, total, started, classify
         self.label = label  # "base ": the base compiler's rebuild
+        self.found: _Found | None = found
         self.done = self.changed = self.failed = self.missing = self.chunks = 0
 
     def __call__(self, n_chunks: int, ids: list[str], got: dict[str, CompileRecord]) -> None:
         kernels = [self.classify(i, got.get(i)) for i in ids]
+        if self.found is not None and self.label:
+            self.found.base_done += len(kernels)
+        elif self.found is not None:
+            self.found.kernels.update((k.kernel_id, k) for k in kernels)
         self.chunks += 1
         self.done += len(kernels)
         self.changed += sum(k.status in CHANGED_CLASSES for k in kernels)

@@ -140,6 +140,10 @@ class CodegenScreen(OnDisk):
     # CodegenClass value -> kernels, of the PR's rebuild against the baseline's records
     # (decided_by "base": context, what a screen without a base would have found)
     vs_baseline_counts: dict[str, int] = Field(default_factory=dict)
+    # An interrupted screen's partial output (``codegen.partial.json``, never
+    # ``codegen.json``): the kernels classified before the stop, of ``total`` in all;
+    # 0 for a whole screen. No plan is ever made from it.
+    partial_of: int = 0
 
     def by_id(self) -> dict[str, KernelScreen]:
         return {k.kernel_id: k for k in self.kernels}

@@ -13,7 +13,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from zlbench.codegen.collect import has_codegen_records
-from zlbench.codegen.screen import DIFFS_DIR, SCREEN_JSON, SCREEN_MD, ScreenOptions
+from zlbench.codegen.screen import (
+    DIFFS_DIR,
+    PARTIAL_MD,
+    SCREEN_JSON,
+    SCREEN_MD,
+    ScreenOptions,
+)
 from zlbench.codegen.shards import manifest_sha256
 from zlbench.errors import ZlbenchError
 from zlbench.gate.load import BaselineSet
@@ -25,7 +31,7 @@ from zlbench.models import (
     load_json_model,
     resolve_inside,
 )
-from zlbench.protocol.layout import CODEGEN_SCREEN_DIR
+from zlbench.protocol.layout import CODEGEN_SCREEN_DIR, INTERRUPTED
 from zlbench.workflow.codegen_plan import plan_timing, proven_skips
 from zlbench.workflow.codegen_step import NO_RECORDS, TIMING_JSON, CodegenStep, cpu_note
 
@@ -144,6 +150,11 @@ def load_screen_artifact(
         raise ZlbenchError(
             f"{where}: no {CODEGEN_SCREEN_DIR}/{TIMING_JSON}: not the --out of "
             "`zlbench gate --screen-only`"
+        )
+    if (timing_file.parent / INTERRUPTED).exists():
+        raise ZlbenchError(
+            f"{where}: its screen was interrupted ({INTERRUPTED}; what it found is in "
+            f"{PARTIAL_MD}): re-run the screen job"
         )
     plan = load_json_model(timing_file, TimingPlanFile)  # broken: one line
     if not plan.screen_only:
