@@ -33,7 +33,6 @@ COMMANDS = (
     "explain",
     "pack",
     "unpack",
-    "history",
     "changes",
     "bisect",
 )
