@@ -172,3 +172,18 @@ def test_recorded_allow_env_mismatch_is_kept(gated, capsys):
     assert "re-judged as gated: gate_ops.txt (2 ops), bl, --allow-env-mismatch" in (
         capsys.readouterr().out
     )
+
+
+def test_merge_carries_the_shards_record_when_they_agree(gated, tmp_path):
+    from zlbench.workflow.gate_record import carry_record, load_record
+
+    rec = load_record("g")
+    for name in ("s1", "s2", "s3"):
+        Path(name).mkdir()
+        (Path(name) / GATED_JSON).write_text((Path("g") / GATED_JSON).read_text())
+    _tamper(Path("s3"), baseline="other")
+    carry_record([Path("s1"), Path("s2")], Path("m1"))
+    assert load_record("m1") == rec
+    Path("m2").mkdir()
+    carry_record([Path("s1"), Path("s3")], Path("m2"))  # two gates: no record
+    assert load_record("m2") is None

@@ -205,3 +205,12 @@ def as_gated(
         thresholds_label=job.thresholds_label or (rec.thresholds or ""),
         allow_env_mismatch=allow,
     )
+
+
+def carry_record(gate_dirs: list[Path], into: Path) -> None:
+    """``zlbench merge``: the shards' record into the merged dir when every shard holds
+    the same one (shards of one gate); else none (the merged dir is then judged as the
+    command line says)."""
+    records = [load_record(g) for g in gate_dirs]
+    if records and all(r is not None and r == records[0] for r in records):
+        write_record(into, records[0])

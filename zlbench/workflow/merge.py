@@ -42,6 +42,7 @@ from zlbench.runner.ab.merge import merge_ab
 from zlbench.runner.ab.rounds import AB_DIR, AB_FILE
 from zlbench.runner.batch.merge import merge_batches
 from zlbench.runner.derived import stage_beside
+from zlbench.workflow.gate_record import carry_record
 
 
 @dataclass
@@ -116,6 +117,7 @@ def merge_gate_dirs(gate_dirs: list[Path], out: Path) -> MergeOutcome:
             merge_batches(dirs, tmp / CONFIRM_DIR / name)
         merge_ab(gate_dirs, tmp)  # the shards' A/B rounds, ab/<i>/
         _copy_codegen(gate_dirs, tmp)
+        carry_record(gate_dirs, tmp)  # how the shards were gated, when they agree
         tmp.rename(out)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
