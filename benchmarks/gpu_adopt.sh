@@ -23,7 +23,15 @@
 #   v5-prbase   v5 with a base that is not v5's recording compiler: base = no_coalesce,
 #               PR = no_coalesce_no_pipeline: only the PR's own change (the kernels with
 #               a pipelined loop) is timed, not the kernels both differ in from v5
+#   v7-unpack   baselines/v7 unpacked into the cache (so no screen below pays for it)
+#   v7-one      the screen alone (`gate --screen-only`) of v7 under PR = no_coalesce (a
+#               broad change), one-sided: against v7's recording compiler
+#   v7-uncached the same PR against base = base (unchanged triton), the base side
+#               rebuilt and kept in $W/basecache (emptied first)
+#   v7-cached   the same again: the base side from $W/basecache
+#   v7-aa       PR = same, base = base, cached: the A/A's screen (decided by the records)
 #   pack        gate dirs (verdicts, reports, screens, logs) into $OUT/adopt.tgz
+#   pack-v7     the v7 screens' logs, codegen.md and timing.json into $OUT/v7.tgz
 # Env: W (/tmp/w), NAME (h100), TIER (pr; smoke: 5 ops, minutes), REPEATS (2), JOBS
 # (nproc - 1). Needs
 # $ZLBENCH_FLAGGEMS_DIR, zlbench importable, a CUDA GPU (benchmarks/device_env.sh).
@@ -84,6 +92,23 @@ for spec in "$@"; do
       --base-compiler "$W/triton/base" ;;
     v5-prbase) gate "$stage" no_coalesce_no_pipeline --baseline baselines/v5 \
       --ops-file ops/tiers/pr.txt --base-compiler "$W/triton/no_coalesce" ;;
+    v7-unpack) timed v7-unpack same python3 -m zlbench unpack baselines/v7 ;;
+    v7-one) timed "$stage" no_coalesce python3 -m zlbench gate --baseline baselines/v7 \
+      --screen-only --codegen-jobs "$JOBS" --out "$W/$stage" ;;
+    v7-uncached) rm -rf "$W/basecache"
+      timed "$stage" no_coalesce python3 -m zlbench gate --baseline baselines/v7 \
+        --screen-only --codegen-jobs "$JOBS" --out "$W/$stage" \
+        --base-compiler "$W/triton/base" --base-screen-cache "$W/basecache" ;;
+    v7-cached) timed "$stage" no_coalesce python3 -m zlbench gate --baseline baselines/v7 \
+      --screen-only --codegen-jobs "$JOBS" --out "$W/$stage" \
+      --base-compiler "$W/triton/base" --base-screen-cache "$W/basecache" ;;
+    v7-aa) timed "$stage" same python3 -m zlbench gate --baseline baselines/v7 \
+      --screen-only --codegen-jobs "$JOBS" --out "$W/$stage" \
+      --base-compiler "$W/triton/base" --base-screen-cache "$W/basecache" ;;
+    pack-v7)
+      (cd "$W" && shopt -s nullglob && tar czf "${OUT:-$W}/v7.tgz" ./*.log ./*.txt \
+        v7-*/codegen/codegen.md v7-*/codegen/timing.json v7-*/codegen/*.partial.*)
+      ls -la "${OUT:-$W}" ;;
     pack)
       dirs=()
       for d in "$W"/*/; do
