@@ -33,6 +33,7 @@ COMMANDS = (
     "explain",
     "pack",
     "unpack",
+    "history",
     "changes",
     "bisect",
 )

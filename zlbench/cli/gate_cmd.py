@@ -20,6 +20,7 @@ from zlbench.cli.options import (
     add_pair_rule_options,
     add_rebuilt_option,
     add_replay_speed_options,
+    add_store_options,
     base_screen_cache,
     baseline_selection_from,
 )
@@ -53,6 +54,7 @@ def add_parser(sub) -> None:
     add_codegen_options(p)
     add_replay_speed_options(p.add_argument_group("measuring (as `zlbench batch`)"))
     add_ab_options(p)
+    add_store_options(p)  # issue 52: the results store
     p.set_defaults(func=_run)
 
 
@@ -179,6 +181,8 @@ def job_from_args(args, settings: Settings, ops_dir: Path) -> GateJob:
         time=_time_mode(args),
         time_budget_s=args.time_budget,
         time_first=args.time_first,
+        store=args.store or settings.store,
+        store_branch=args.store_branch,
         codegen_jobs=args.codegen_jobs or os.cpu_count() or 1,
         codegen_rebuilt=tuple(args.rebuilt),
         base_screen_cache=base_screen_cache(args, settings.cache_dir),

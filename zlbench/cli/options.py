@@ -541,3 +541,20 @@ def add_rebuilt_option(p) -> None:
         help="classify the kernels rebuilt by `zlbench codegen --shard K/N` jobs (one "
         "--rebuilt per shard, every shard once) instead of rebuilding them here",
     )
+
+
+def add_store_options(p) -> None:
+    """--store and --store-branch (``gate`` and ``history``)."""
+    g = p.add_argument_group("results store (docs/history.md)")
+    g.add_argument(
+        "--store",
+        metavar="URL",
+        help="results store: a SQLite file (PATH or sqlite:///PATH) or postgresql://...; "
+        "default: $ZLBENCH_STORE",
+    )
+    g.add_argument(
+        "--store-branch",
+        default="main",
+        metavar="NAME",
+        help="the branch the commit's series is on (default main)",
+    )

@@ -27,6 +27,7 @@ class Settings:
     # ZLBENCH_ARCHIVE_SOURCE: where packed trees' archives live (a dir or an https://
     # URL prefix); None: the archive/ dir of the repository the lock file sits in
     archive_source: str | None = None
+    store: str | None = None  # ZLBENCH_STORE: the results store (docs/history.md)
 
     @property
     def flaggems_dirs(self) -> dict[str, str]:
@@ -49,6 +50,7 @@ class Settings:
             run_url=_run_url(env),
             cache_dir=cache_dir(env),
             archive_source=env.get("ZLBENCH_ARCHIVE_SOURCE") or None,
+            store=env.get("ZLBENCH_STORE") or None,
         )
 
 

@@ -33,6 +33,7 @@ from zlbench.models import (
     ThresholdsFile,
     Verdict,
 )
+from zlbench.models.history import RowHistory
 
 # A row is "near its threshold" when its judged change uses this share of its limit.
 NEAR = 0.6
@@ -49,6 +50,8 @@ class ReportExtras:
     setup_changed: list[str] = field(default_factory=list)
     ir_diffs: Mapping[str, str] = field(default_factory=dict)  # op key -> diff text (HTML)
     durations: Mapping[str, float] = field(default_factory=dict)  # op key -> s (JUnit)
+    # row label -> its history in the results store (zlbench.history.context: issue 52)
+    history: Mapping[str, RowHistory] = field(default_factory=dict)
 
 
 def fmt_us(x: float | None) -> str:

@@ -24,6 +24,7 @@ from zlbench.report.facts import (
     rows_by_op,
     worst_first,
 )
+from zlbench.report.history import history_block
 from zlbench.report.info import (
     chart,
     codegen,
@@ -250,6 +251,7 @@ def blocks(v: GateVerdict, extras: ReportExtras) -> list[Block]:
         reproduce(v),
         moves(v),
         near(v),
+        history_block(v, extras),  # issue 52: the results store's noise
         not_confirmed(v),
         improvements(v),
         thresholds(v),

@@ -69,6 +69,8 @@ class GateJob:
     time: str = "all"  # --time all | changed
     time_budget_s: float | None = None  # --time-budget: GPU seconds for the changed ops
     time_first: Path | None = None  # --time-first: ops timed first within the budget
+    store: str | None = None  # --store / ZLBENCH_STORE: the results store (issue 52)
+    store_branch: str = "main"  # --store-branch: the branch the gate's commit is on
     codegen_jobs: int = 1
     # --rebuilt: the shard dirs of `zlbench codegen --shard K/N` jobs the screen classifies
     codegen_rebuilt: tuple[Path, ...] = ()

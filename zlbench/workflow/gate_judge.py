@@ -45,6 +45,7 @@ from zlbench.workflow.ab import AbContext, AbOptions, evidence, prepare
 from zlbench.workflow.codegen import check_budget
 from zlbench.workflow.codegen_step import CodegenStep
 from zlbench.workflow.codegen_verdict import explain, report_extras, screen_evidence
+from zlbench.workflow.gate_history import record_verdict, with_history
 from zlbench.workflow.gate_job import GateJob, GateSeams
 
 COMMENT_LIMIT = 64_000  # comment.md: room for ci/pr_comment.py's footer under GitHub's 65,536
@@ -212,7 +213,9 @@ def judge_and_write(
         verdict = explain(verdict, codegen)
         verdict = with_batch_notes(verdict, results.path)
         extras = report_extras(verdict, codegen, job.artifact_url)
+        extras = with_history(job, verdict, extras, seams)  # the results store, if any
         write_reports(verdict, out, job, seams, extras)
+        record_verdict(job, verdict, inputs.baseline.path, seams)
     seams.say(log_line(verdict.summary))
     seams.say(f"reports: {out / REPORT_MD}, {out / REPORT_HTML}, {out / JUNIT_XML}, "
               f"{out / VERDICT_JSON}")  # fmt: skip
