@@ -187,3 +187,9 @@ def test_merge_carries_the_shards_record_when_they_agree(gated, tmp_path):
     Path("m2").mkdir()
     carry_record([Path("s1"), Path("s3")], Path("m2"))  # two gates: no record
     assert load_record("m2") is None
+
+
+def test_the_reports_line_names_every_report_with_comment_md(gated):
+    (line,) = [ln for ln in gated[1].getvalue().splitlines() if ln.startswith("reports: ")]
+    names = [Path(p).name for p in line.removeprefix("reports: ").split(", ")]
+    assert names == ["report.md", "comment.md", "report.html", "junit.xml", "verdict.json"]

@@ -217,8 +217,8 @@ def judge_and_write(
         write_reports(verdict, out, job, seams, extras)
         record_verdict(job, verdict, inputs.baseline.path, seams)
     seams.say(log_line(verdict.summary))
-    seams.say(f"reports: {out / REPORT_MD}, {out / REPORT_HTML}, {out / JUNIT_XML}, "
-              f"{out / VERDICT_JSON}")  # fmt: skip
+    seams.say(f"reports: {out / REPORT_MD}, {out / COMMENT_MD}, {out / REPORT_HTML}, "
+              f"{out / JUNIT_XML}, {out / VERDICT_JSON}")  # fmt: skip
     if verdict.exit_code == 2:
         why = verdict.summary.split(SUMMARY_SEP)[0].removeprefix("ERROR: ")
         seams.warn(f"zlbench {command}: error: {why}")
