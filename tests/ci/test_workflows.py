@@ -22,7 +22,7 @@ import yaml
 
 REPO = Path(__file__).resolve().parents[2]
 WORKFLOWS = REPO / ".github" / "workflows"
-NAMES = ("flagtree-gate.yml", "baseline-refresh.yml", "ci.yml")
+NAMES = ("flagtree-gate.yml", "baseline-refresh.yml", "ci.yml", "history-nightly.yml")
 CALLER = REPO / "ci" / "flagtree-caller.yml"  # FlagTree copies it (docs/ci.md)
 HOSTED = re.compile(r"^(ubuntu|windows|macos)-")
 SHA_PIN = re.compile(r"^[\w.-]+/[\w./-]+@[0-9a-f]{40}$")
