@@ -85,8 +85,9 @@ def read_ops_file(path: str | os.PathLike) -> list[str]:
 
 
 def op_name_of(key: str) -> str:
-    """The FlagGems op name of an op key: ``main/bmm__at__test_bmm.py`` -> ``bmm``."""
-    return split_selector(selector_for(split_op_key(key)[1]))[0]
+    """The FlagGems op name of an op key: ``main/bmm__at__test_bmm.py`` -> ``bmm``
+    (never raises: a key without a run name gives "")."""
+    return selector_for(split_op_key(key)[1]).partition("@")[0].strip()
 
 
 def spec_of(key: str) -> str:
