@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from zlbench.gate.noise import MIN_POINTS, WINDOW
 from zlbench.models import GateVerdict
-from zlbench.report.blocks import Block, op_label
+from zlbench.report.blocks import Block
 from zlbench.report.escape import md_code
 from zlbench.report.facts import ReportExtras, pct
 
@@ -34,7 +34,7 @@ def history_block(v: GateVerdict, extras: ReportExtras) -> Block | None:
         change = r.ab.change if r.ab is not None and r.ab.ratio is not None else r.judged_change
         occ = f" #{r.key.occurrence}" if r.key.occurrence else ""
         cells.append([
-            op_label(r.key.repo, r.key.op),
+            md_code(f"{r.key.repo}/{r.key.op}"),
             md_code(r.key.dtype),
             md_code(r.key.shape + occ),
             r.verdict.value,
