@@ -315,3 +315,39 @@ def test_the_cli_refuses_bad_input_in_one_line(tmp_path, baseline, argv, said):
     )
     assert p.returncode == 2, p.stderr
     assert said in p.stderr and len(p.stderr.strip().splitlines()) == 1, p.stderr
+
+
+def test_a_store_where_good_is_not_faster_is_one_line(tmp_path):
+    from zlbench.history.store import open_store
+    from zlbench.models.history import GateRun, RowPoint
+
+    path = tmp_path / "h.sqlite"
+    with open_store(path) as store:
+        for i, us in enumerate((20.0, 19.0)):
+            run = GateRun(run_key=f"r{i}", commit=f"c{i:02d}", position=i, verdict="PASS")
+            store.add_run(run, [RowPoint(row=ROW, op="main/softmax", value_us=us, verdict="PASS")])
+    with pytest.raises(ZlbenchError, match="GOOD is not faster than BAD"):
+        wf.check_store(str(path), ROW, "c00", "c01")
+    with pytest.raises(ZlbenchError, match="no measured point at BAD c09"):
+        wf.check_store(str(path), ROW, "c00", "c09")
+    wf.check_store(str(path), ROW, "c01", "c00")  # slower at "BAD": fine
+
+
+def test_confirm_runs_the_ab_of_the_commit_against_its_parent(tmp_path, baseline):
+    seen = {}
+
+    def confirm(cmd, env, out):
+        seen.update(cmd=cmd, env=env)
+        return 1  # the commit's side slower
+
+    j = job(tmp_path, baseline, confirm=True, confirm_args=["--ab-max-pairs", "40"])
+    fake = FakeCompilers(first=11)
+    state = wf.run_bisect(j, wf.BisectSeams(fake.build, fake.rebuild, confirm), say=lambda s: None)
+    cmd = seen["cmd"]
+    assert cmd[1:4] == ["-m", "zlbench", "ab"] and cmd[-2:] == ["--ab-max-pairs", "40"]
+    assert cmd[cmd.index("--base-compiler") + 1] == str(tmp_path / "compilers" / "c10")
+    assert seen["env"]["PYTHONPATH"].startswith(str(tmp_path / "compilers" / "c11"))
+    assert cmd[cmd.index("--ops") + 1] == "main:softmax" and "float16" in cmd
+    assert (
+        state.confirmation.confirmed and "Phase 2" in (tmp_path / "out" / "report.md").read_text()
+    )
