@@ -174,3 +174,30 @@ def test_no_arguments_lists_the_commands(capsys):
     for path in (p for p, _, _ in COMMANDS if len(p) == 1):
         assert re.search(rf"^\s+{path[0]}\b", err, re.M), path
     assert "usage: zlbench" in err
+
+
+@pytest.mark.proc
+@pytest.mark.parametrize("command", ["gate", "report", "batch"])
+def test_help_builds_no_verdict_or_ab_model(command):
+    """`zlbench COMMAND --help` imports its command's module alone and no model it does
+    not need: not the verdict's, the A/B's or the workflow (issue 50 item 7; the
+    measured seconds are in docs/contributing.md, never timed here)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from zlbench.cli import main\n"
+        "try:\n"
+        f"    main([{command!r}, '--help'])\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "print(sorted(m for m in sys.modules if m.startswith('zlbench')))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
+    loaded = ast.literal_eval(out.strip().splitlines()[-1])
+    assert "zlbench.cli.gate_cmd" in loaded or command != "gate"
+    for heavy in ("zlbench.models.verdict", "zlbench.models.ab", "zlbench.workflow.gate"):
+        assert heavy not in loaded, (command, heavy)

@@ -24,7 +24,7 @@ from test_gate_codegen import (
 )
 
 from tests.support.zlsynth import brow, write_baseline
-from zlbench.cli import gate_cmd, main
+from zlbench.cli import main
 from zlbench.errors import ZlbenchError
 from zlbench.models import GateVerdict, Selection, TimingPlanFile, load_json_model
 from zlbench.workflow import codegen
@@ -204,7 +204,8 @@ def test_a_truncated_screen_is_one_line_exit_2_and_nothing_written(
     path = screen / "codegen" / name
     path.write_text(path.read_text()[:40])  # an upload cut short
     batch = FakeBatch(good())
-    monkeypatch.setattr(gate_cmd, "GateSeams", lambda: GateSeams(measure=batch, screen=NoScreen()))
+    seams = lambda: GateSeams(measure=batch, screen=NoScreen())  # noqa: E731
+    monkeypatch.setattr("zlbench.workflow.gate_job.GateSeams", seams)  # gate_cmd's, at run time
     out = tmp_path / "gpu"
     argv = ["gate", "--baseline", str(bl), "--ops-dir", str(ops_dir), "--screen", str(screen)]
     rc = main([*argv, "--out", str(out)])

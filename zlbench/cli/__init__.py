@@ -13,10 +13,8 @@ import sys
 
 from zlbench import __version__
 from zlbench.cli.logsafe import safe_streams
-from zlbench.cli.numbers import OneLineParser, check_numbers
-from zlbench.cli.trees import resolve_tree_args
+from zlbench.cli.parser import OneLineParser
 from zlbench.errors import ZlbenchError
-from zlbench.report.escape import log_escape
 
 COMMANDS = (
     "run",
@@ -39,7 +37,10 @@ COMMANDS = (
 )
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The parser of every command; ``only``: of that command alone (``main`` parses
+    one command: its module alone is imported, so ``zlbench gate --help`` loads no
+    other command's layers)."""
     import importlib
 
     parser = OneLineParser(  # a value argparse refuses is one line, not the usage
@@ -49,7 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"zlbench {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     parser.set_defaults(out=None)  # a command that writes nothing has no --out
-    for name in COMMANDS:
+    for name in COMMANDS if only not in COMMANDS else (only,):
         importlib.import_module(f"zlbench.cli.{name}_cmd").add_parser(sub)
     return parser
 
@@ -96,8 +97,8 @@ def _quiet_stdout() -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
     argv = sys.argv[1:] if argv is None else argv
+    parser = build_parser(argv[0] if argv else None)
     if not argv:  # no command: list the commands (stderr, exit 2: nothing was done)
         parser.print_help(sys.stderr)
         return 2
@@ -141,6 +142,10 @@ def _check_out(args: argparse.Namespace) -> None:
 
 def _dispatch(args: argparse.Namespace) -> int:
     """Run the command; a user error or an I/O failure is one line (exit 2)."""
+    from zlbench.cli.numbers import check_numbers
+    from zlbench.cli.trees import resolve_tree_args
+    from zlbench.report.escape import log_escape
+
     try:
         check_numbers(args)  # every numeric flag, before any work
         _check_out(args)

@@ -25,10 +25,10 @@ from zlbench.cli.options import (
     baseline_selection_from,
 )
 from zlbench.cli.settings import Settings
-from zlbench.workflow.ab import DEFAULT_ROUNDS
-from zlbench.workflow.codegen import TIME_MODES
-from zlbench.workflow.gate_job import GateJob, GateSeams
-from zlbench.workflow.screen_job import run_gate_job
+from zlbench.models.options import TIME_MODES
+
+# the workflow's modules are imported by the functions that run the gate, not here:
+# `zlbench gate --help` builds this parser only (tests/test_cli_help.py)
 
 
 def add_parser(sub) -> None:
@@ -167,11 +167,14 @@ def judging_fields(args, settings: Settings, ops_dir: Path) -> dict:
     )
 
 
-def job_from_args(args, settings: Settings, ops_dir: Path) -> GateJob:
+def job_from_args(args, settings: Settings, ops_dir: Path):
     """The job that the ``gate`` flags describe: the judging flags ``report`` shares
-    (:func:`judging_fields`) and the gate's own (measuring, the codegen screen, the A/B)."""
+    (:func:`judging_fields`) and the gate's own (measuring, the codegen screen, the A/B):
+    a :class:`zlbench.workflow.gate_job.GateJob`."""
     from zlbench.cli.options import measuring_from, scheduling_from
     from zlbench.runner.batch.shard import parse_shard
+    from zlbench.workflow.ab import DEFAULT_ROUNDS
+    from zlbench.workflow.gate_job import GateJob
 
     scheduling = scheduling_from(args, settings)  # --gpu-share 0: refused, as by every command
     return GateJob(
@@ -202,7 +205,9 @@ def _run(args) -> int:
     from zlbench.cli.options import default_ops_dir
     from zlbench.cli.trees import resolve_one
     from zlbench.errors import ZlbenchError
+    from zlbench.workflow.gate_job import GateSeams
     from zlbench.workflow.gate_record import as_gated
+    from zlbench.workflow.screen_job import run_gate_job
 
     if args.baseline is None and args.results is None:
         raise ZlbenchError("--baseline DIR is required (without it only --results DIR of a gate)")

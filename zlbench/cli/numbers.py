@@ -14,8 +14,8 @@ parsed here too, so their errors come before any work.
 from __future__ import annotations
 
 import argparse
-from typing import NoReturn
 
+from zlbench.cli.parser import OneLineParser  # noqa: F401 (its old home)
 from zlbench.gate.thresholds import MAX_CONFIRM_REPEATS
 from zlbench.models.options import (
     GPU_SHARE,
@@ -52,17 +52,6 @@ RULES: dict[str, Range] = {
     "codegen_jobs": AT_LEAST_1,  # gate: the codegen screen's processes
     "time_budget": POSITIVE,  # gate --time-budget: GPU seconds for the changed ops
 }
-
-
-class OneLineParser(argparse.ArgumentParser):
-    """The parser of every command (subparsers take their parent's class): a value
-    argparse itself refuses (``--time-budget ''``: ``type=float`` fails; a choice not
-    among the choices; a flag missing its value) is one line, exit 2, as every check
-    below is, not the command's whole usage; ``-h`` still prints it."""
-
-    def error(self, message: str) -> NoReturn:
-        line = " ".join(str(message).split())  # argparse quotes the value with repr
-        self.exit(2, f"{self.prog}: error: {line} (see {self.prog} -h)\n")
 
 
 def _flag(dest: str) -> str:

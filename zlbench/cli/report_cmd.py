@@ -9,10 +9,6 @@ from pathlib import Path
 from zlbench.cli.gate_cmd import judging_fields
 from zlbench.cli.options import add_baseline_options, add_judging_options, default_ops_dir
 from zlbench.cli.settings import Settings
-from zlbench.cli.trees import resolve_one
-from zlbench.workflow.gate import rejudge
-from zlbench.workflow.gate_job import GateJob
-from zlbench.workflow.gate_record import as_gated
 
 
 def add_parser(sub) -> None:
@@ -27,14 +23,21 @@ def add_parser(sub) -> None:
     p.set_defaults(func=_run)
 
 
-def job_from_args(args, settings: Settings, ops_dir: Path) -> GateJob:
-    """The job that the ``report`` flags describe: the judging flags it shares with
+def job_from_args(args, settings: Settings, ops_dir: Path):
+    """The job that the ``report`` flags describe (a
+    :class:`zlbench.workflow.gate_job.GateJob`): the judging flags it shares with
     ``gate`` (:func:`zlbench.cli.gate_cmd.judging_fields`); it measures nothing, so the
     rest is the job's defaults (``--time all``, no A/B, the option models' defaults)."""
+    from zlbench.workflow.gate_job import GateJob
+
     return GateJob(**judging_fields(args, settings, ops_dir))
 
 
 def _run(args) -> int:
+    from zlbench.cli.trees import resolve_one
+    from zlbench.workflow.gate import rejudge
+    from zlbench.workflow.gate_record import as_gated
+
     settings = Settings.from_env()
     job = job_from_args(args, settings, default_ops_dir())
     return rejudge(as_gated(job, lambda v: resolve_one(v, settings), print, "report"))

@@ -27,6 +27,7 @@ from zlbench.models.timing import Replays, WarmupMs
 # --split-rows: "auto" cuts a replayed op longer than its share of a process slot into
 # row parts (zlbench.runner.batch.parts); "off" never does.
 SPLIT_MODES = ("auto", "off")
+TIME_MODES = ("all", "changed")  # gate --time: every op, or those the codegen screen left
 UpstreamMode = Literal["cudagraph", "kernel"]  # upstream FlagGems --mode
 
 

@@ -27,6 +27,7 @@ from zlbench.errors import ZlbenchError
 from zlbench.gate.load import ResultsSet, load_results
 from zlbench.models import CodegenScreen
 from zlbench.models.codegen_screen import CHANGED_CLASSES
+from zlbench.models.options import TIME_MODES  # declared with the option models
 from zlbench.protocol.layout import CODEGEN_SCREEN_DIR
 from zlbench.report.codegen import headline
 from zlbench.runner.ab.env import CompilerEnv
@@ -59,8 +60,6 @@ __all__ = [  # the names the tests take from here
     "summarize",
     "unmeasured_results",
 ]
-
-TIME_MODES = ("all", "changed")
 
 Screen = Callable[[ScreenOptions, Callable[[str], None]], CodegenScreen]
 
