@@ -105,8 +105,7 @@ def test_a_dir_without_record_needs_a_baseline(tmp_path, monkeypatch, capsys):
     assert main(["report", str(rdir), "--out", "rep"]) == 2
     err = capsys.readouterr().err.strip()
     assert err == (
-        f"zlbench report: error: --baseline DIR is required: {rdir} does not record how it was "
-        "gated"
+        "zlbench report: error: --baseline DIR is required: r does not record how it was gated"
     )
     assert main(["gate", "--out", "o"]) == 2
     assert "--baseline DIR is required" in capsys.readouterr().err

@@ -98,7 +98,8 @@ def _here(text: str, results: Path) -> Path | None:
 
 def _refuse(results: Path, what: str, flag: str, text: str, why: str) -> ZlbenchError:
     return ZlbenchError(
-        f"{results} was gated with {what} {text!r}, which {why}: give {flag} on the command line"
+        f"{report_label(results)} was gated with {what} {text!r}, which {why}: give {flag} "
+        "on the command line"
     )
 
 
@@ -165,7 +166,7 @@ def as_gated(
         if job.baseline is None:
             raise ZlbenchError(
                 "--baseline DIR is required"
-                + (f": {results} does not record how it was gated" if results else "")
+                + (f": {report_label(results)} does not record how it was gated" if results else "")
             )
         return job
     sel, taken, told = job.selection, [], []
@@ -195,8 +196,9 @@ def as_gated(
         line = f"zlbench {command}: re-judged as gated: {', '.join(taken)}"
         say(line + (f" ({', '.join(told)} as given)" if told else ""))
     else:
-        say(f"zlbench {command}: {', '.join(told)} as given (not as {results} was gated: "
-            f"{_ops_words(rec, results)}, {rec.baseline})")  # fmt: skip
+        gated = f"{_ops_words(rec, results)}, {rec.baseline}"
+        say(f"zlbench {command}: {', '.join(told)} as given "
+            f"(not as {report_label(results)} was gated: {gated})")  # fmt: skip
     return replace(
         job,
         baseline=baseline,
