@@ -99,6 +99,26 @@ def test_gate_replay_passes(world, monkeypatch):
     assert not suites.findall(".//failure")
 
 
+def test_a_real_gate_dir_re_judges_as_gated(world, monkeypatch, capsys):
+    """issue 50 item 2: a gate run from a checkout with relative paths, as CI runs it,
+    records its op set, baseline and thresholds (gated.json); `report DIR` alone
+    re-judges it that way and says so."""
+    _env(monkeypatch, world / "fg")
+    monkeypatch.chdir(world)
+    Path("gate_ops.txt").write_text("add\nsoftmax\n")
+    argv = ["gate", "--baseline", "baselines/v1", "--ops-file", "gate_ops.txt"]
+    argv += ["--thresholds", "thresholds.yaml", "--out", "gate-rec"]
+    assert main(argv) == 0
+    assert (world / "gate-rec" / "gated.json").is_file()
+    capsys.readouterr()
+    assert main(["report", "gate-rec", "--out", "rep-rec"]) == 0
+    said = capsys.readouterr().out
+    want = "re-judged as gated: gate_ops.txt (2 ops), baselines/v1, --thresholds thresholds.yaml"
+    assert want in said
+    v = load_json_model(world / "rep-rec" / "verdict.json", GateVerdict)
+    assert {r.key.op for r in v.rows} == {"add", "softmax"} and v.verdict == "PASS"
+
+
 def test_gate_slowed_build_fails_naming_the_op(world, monkeypatch):
     assert _gate(world, "gate-slow", monkeypatch, ZLBENCH_FAKE_SLOWDOWN="16") == 1
     suites = ET.parse(world / "gate-slow" / "junit.xml").getroot()
