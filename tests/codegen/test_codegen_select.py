@@ -189,7 +189,7 @@ def test_row_explanation_text():
         "b_kernel [BLOCK=64]: TTGIR differs; regs +8; diff codegen/diffs/x.diff"
     )
     assert row_explanation([note]) == (
-        "codegen: b_kernel: TTGIR differs; regs +8; diff codegen/diffs/x.diff"
+        "codegen: b_kernel: regs +8; TTGIR differs; diff codegen/diffs/x.diff"
     )
     same = kernel_note(_kernel("a", CodegenClass.IDENTICAL, rows))
     assert row_explanation([same, same]) == "codegen: all 2 kernel(s) identical to the baseline's"

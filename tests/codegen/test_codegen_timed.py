@@ -230,19 +230,19 @@ def test_a_kernel_shared_by_many_regressed_rows_is_explained_once():
     rows = [RowVerdict(key=k, verdict=Verdict.REGRESSION, codegen=notes[k]) for k in keys]
     lines = why_lines(rows)
     assert lines[0] == (
-        "- `helper_kernel`, the largest change of 3 rows below: TTGIR differs; regs +2"
+        "- `helper_kernel`, the largest change of 3 rows below: regs +2; TTGIR differs"
     )
     assert lines[1] == (
-        "- `main/a` `float16` `[torch.Size([64])]`: `a_kernel`: TTGIR differs; "
-        "SASS +300 instructions"
+        "- `a` `float16` `[torch.Size([64])]`: `a_kernel`: SASS +300 instructions; "
+        "TTGIR differs"
     )
     assert lines[2:5] == [
-        f"- `main/{op}` `float16` `[torch.Size([64])]`: `helper_kernel` (above: the largest "
+        f"- `{op}` `float16` `[torch.Size([64])]`: `helper_kernel` (above: the largest "
         "change of 3 rows)"
         for op in "bcd"
     ]
     assert lines[5] == (
-        "- `main/e` `float16` `[torch.Size([64])]`: codegen: all 1 kernel\\(s\\) identical to "
+        "- `e` `float16` `[torch.Size([64])]`: codegen: all 1 kernel\\(s\\) identical to "
         "the baseline's"
     )
     assert len(lines) == 6  # helper_kernel also ran in row a: it explains b-d, named there

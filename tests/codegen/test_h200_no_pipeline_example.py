@@ -52,5 +52,5 @@ def test_untimed_ops_are_listed_with_their_proof(judged):
     _, v, text = judged
     assert "4 of 61 kernels changed their generated code" in text
     assert "27 op(s) not timed" in text
-    assert "| `main/topk` | all 17 kernel\\(s\\) identical; all 14 row\\(s\\) covered |" in text
+    assert "| `topk` | all 17 kernel\\(s\\) identical; all 14 row\\(s\\) covered |" in text
     assert v["counts"] == {"PASS": 4, "REGRESSION": 4}  # nothing MISSING: untimed is not lost

@@ -137,7 +137,7 @@ def test_patched_compiler_times_mm_and_explains_its_regression(bl, use_triton, t
     diff = (out / note.diff_file).read_text()
     assert f"--- baseline/{note.kernel_id}.ttgir" in diff
     md = (out / "report.md").read_text()
-    why = md.split("### Regressed kernels", 1)[1].split("\n### ", 1)[0]
+    why = md.split("### Regressed rows", 1)[1].split("\n### ", 1)[0]
     junit = (out / "junit.xml").read_text().split('type="REGRESSION"', 1)[1]
     for text in (why.replace("\\", ""), junit.split("</failure>", 1)[0]):
         assert "mm_kernel: TTGIR differs" in text.replace("`", "")

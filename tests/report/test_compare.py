@@ -29,7 +29,7 @@ def test_a_regressed_row_exits_1_with_the_reports_words(tmp_path, capsys):
     a, b = results(tmp_path, "a"), results(tmp_path, "b", add=0.8)  # torch 20 % faster
     assert main(["compare", str(a), str(b), "--thresholds", str(ratio_yaml(tmp_path))]) == 1
     out = capsys.readouterr().out
-    assert "| `main/add` | `bfloat16` | `[1024]` | 1000.0 → 1000.0 | +0.0 % |" in out
+    assert "| `add` | `bfloat16` | `[1024]` | 1000.0 → 1000.0 | +0.0 % |" in out
     assert "| +25.0 % | +5.3 % | REGRESSION |" in out
 
 

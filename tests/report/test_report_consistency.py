@@ -84,7 +84,7 @@ def test_near_lists_only_rows_below_their_limit():
     assert [r.key.op for r in near_threshold(rows)] == ["close"]
     md = render_markdown(verdict(rows))
     near = section(md, "Near the threshold")
-    assert near.startswith("### Near the threshold (1)") and "`main/close`" in near
+    assert near.startswith("### Near the threshold (1 row)") and "`close`" in near
     assert "inherited" not in near and "unconfirmed" not in near
 
 
@@ -96,8 +96,8 @@ def test_improvements_never_list_a_slower_row():
         row("ab_slower", -0.09, Verdict.IMPROVEMENT, ab=ab(0.01)),
     ]
     assert [r.key.op for r in improved(rows)] == ["faster"]
-    imp = section(render_markdown(verdict(rows)), "Improvements")
-    assert imp.startswith("### Improvements (1:") and "ab_faster_base" not in imp
+    imp = section(render_markdown(verdict(rows)), "Improved rows")
+    assert imp.startswith("### Improved rows (1:") and "ab_faster_base" not in imp
 
 
 def test_an_op_failed_by_the_rejudging_gets_a_reproduce_command():
@@ -157,12 +157,12 @@ def test_largest_moves_are_ranked_by_the_change_that_decided():
     moves = [r.key.op for r in largest_moves(rows)]
     assert moves == ["sum", "embedding", "exp", "mm"]  # 3 slower (vs the base), 1 faster
     md = section(render_markdown(verdict(rows)), "Largest moves")
-    lines = [line for line in md.splitlines() if line.startswith("| `main/")]
+    lines = [line for line in md.splitlines() if line.startswith("| `")]
     assert [line.split("`")[1] for line in lines] == [
-        "main/sum",
-        "main/embedding",
-        "main/exp",
-        "main/mm",
+        "sum",
+        "embedding",
+        "exp",
+        "mm",
     ]
     assert "+6.6 % vs base (-4.2 % vs stored)" in lines[0]
 
@@ -188,7 +188,8 @@ def test_html_rows_show_the_change_that_decided():
     html = render_html(verdict(ab_rows()))
     body = html.split('id="rows"', 1)[1]
     assert "+6.6 % vs base (-4.2 % vs stored)" in body and "+3.0 % and 0.2 µs" in body
-    assert '<td class="n" data-v="0.066">+6.6 % vs base' in body  # sorts by the deciding change
+    # sorts by the deciding change
+    assert '<td class="n wrap" data-v="0.066">+6.6 % vs base' in body
 
 
 def interleaved(**kw) -> AbSummary:
@@ -220,7 +221,7 @@ def test_an_ab_row_whose_verdict_is_not_its_pairs_says_why():
     why = "sentinel with identical kernels (INCONCLUSIVE shown, not failing)"
     sentinel = row("sum", -0.042, ab=pairs(0.066, "INCONCLUSIVE"), reason=f"{why}: inconclusive")
     ab_section = section(render_markdown(verdict([sentinel], ab=interleaved())), "A/B against")
-    line = next(x for x in ab_section.splitlines() if x.startswith("| `main/sum"))
+    line = next(x for x in ab_section.splitlines() if x.startswith("| `sum"))
     assert line.endswith(
         "| sentinel with identical kernels \\(INCONCLUSIVE shown, not failing\\) |"
     )
@@ -291,7 +292,7 @@ def test_the_plain_timing_line_leaves_out_rows_this_run_never_measured():
     md = render_markdown(v)
     assert "†" not in md and "†" not in render_html(v)
     v.rows[0].current_us = 5.0  # measured: marked
-    assert "1 row in the baseline only: `main/op0`" in render_markdown(v)
+    assert "1 row in the baseline only: `op0`" in render_markdown(v)
 
 
 def test_an_ab_judged_op_has_the_limit_its_rows_show():

@@ -43,11 +43,11 @@ def test_markdown_marks_the_row_and_explains_the_mark_once(slower):
     md = render_markdown(slower)
     lines = md.splitlines()
     (note,) = [line for line in lines if line.startswith(PLAIN_NOTE)]
-    assert "1 row in the baseline and this run" in note and "`main/softmax_backward`" in note
+    assert "1 row in the baseline and this run" in note and "`softmax_backward`" in note
     assert "index_add" not in note  # a dismissed op's rows are not judged: no mark
-    rows = [line for line in lines if line.startswith("| `main/softmax_backward`")]
+    rows = [line for line in lines if line.startswith("| `softmax_backward`")]
     assert rows and all(f"`{SHAPE}` {PLAIN_MARK} |" in line for line in rows)
-    others = [line for line in lines if line.startswith("| `main/") and PLAIN_MARK in line]
+    others = [line for line in lines if line.startswith("| `") and PLAIN_MARK in line]
     assert others == rows  # no other row is marked
     assert lines.index(note) < next(i for i, x in enumerate(lines) if x.startswith("### "))
 
@@ -91,7 +91,7 @@ def test_compare_marks_and_explains_in_its_own_words(fail):
 
     text = render_compare(compare(side(row.baseline_us), side(row.current_us), fail.thresholds))
     assert f"`{SHAPE}` {PLAIN_MARK}" in text
-    assert f"{PLAIN_NOTE}. 1 row in A and B: `main/softmax_backward`." in text
+    assert f"{PLAIN_NOTE}. 1 row in A and B: `softmax_backward`." in text
 
 
 # --------------------------------------------------------------------------- compiler

@@ -7,7 +7,9 @@
   :func:`improvement_limit`;
 - an op's verdict from its rows: :func:`op_outcome` (the worst verdict, the geomean
   rule);
-- the gate's outcome and exit code from its ops: :func:`gate_outcome`.
+- the gate's outcome and exit code from its ops: :func:`gate_outcome`;
+- the ops a gate checked, counted once so that they add up (:func:`count_ops`), and
+  the verdict's first line (:func:`summary_line`).
 
 The first verdict (:func:`zlbench.gate.judge.op_verdict`,
 :func:`zlbench.gate.verdict.run_gate`), its restatement after rows were re-judged
@@ -17,12 +19,13 @@ The first verdict (:func:`zlbench.gate.judge.op_verdict`,
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections import Counter
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
 from zlbench.gate.estimators import geomean
-from zlbench.models import FAILING_VERDICTS, OpVerdict, RowVerdict, Verdict
+from zlbench.models import FAILING_VERDICTS, CodegenSummary, OpVerdict, RowVerdict, Verdict
 
 # Row verdicts that are judged numbers (a ratio against a threshold).
 JUDGED = frozenset({Verdict.PASS, Verdict.REGRESSION, Verdict.IMPROVEMENT})
@@ -144,3 +147,92 @@ def gate_outcome(
     else:
         verdict = "PASS"
     return verdict, EXIT_CODES[verdict]
+
+
+# --------------------------------------------------------------------------- the counts
+
+
+@dataclass(frozen=True)
+class OpCounts:
+    """The ops a gate checked, each in one term (docs/reports.md, "The first line"):
+    ``checked = timed + identical + skipped + over_budget``."""
+
+    timed: int  # ops the gate timed or meant to (a missing or failed op counts here)
+    failing: int  # of the timed ops, those with a failing verdict
+    identical: int  # not timed: the codegen screen proved their kernels identical
+    skipped: int  # dismissed or unsupported (SKIPPED)
+    over_budget: int = 0  # changed, not timed: beyond the GPU budget (not judged)
+
+    @property
+    def checked(self) -> int:
+        return self.timed + self.identical + self.skipped + self.over_budget
+
+
+def count_ops(
+    ops: Iterable[OpVerdict],
+    identical: Collection[str] = (),
+    over_budget: Collection[str] = (),
+) -> OpCounts:
+    """The :class:`OpCounts` of a verdict's ``ops`` and the codegen screen's
+    ``identical`` (``CodegenSummary.not_timed``) and ``over_budget`` op keys (neither
+    is among the judged ops)."""
+    ops = list(ops)
+    skipped = sum(1 for o in ops if o.verdict is Verdict.SKIPPED)
+    failing = sum(1 for o in ops if o.verdict in FAILING_VERDICTS)
+    return OpCounts(len(ops) - skipped, failing, len(identical), skipped, len(over_budget))
+
+
+def ops_words(c: OpCounts) -> str:
+    """``34 ops checked = 7 timed (3 failing) + 27 proven identical + 0 skipped``: every
+    term always (``+ N over the GPU budget`` only when there are some), so the sum
+    reads the same in every report."""
+    words = (
+        f"{c.checked} ops checked = {c.timed} timed ({c.failing} failing) + "
+        f"{c.identical} proven identical + {c.skipped} skipped"
+    )
+    return words + (f" + {c.over_budget} over the GPU budget" if c.over_budget else "")
+
+
+def rows_words(counts: Mapping[str, int]) -> str:
+    """``8 rows: 4 pass, 4 regression``: the rows of the timed ops by verdict."""
+    shown = ", ".join(
+        f"{counts[v.value]} {v.value.lower()}" for v in Verdict if counts.get(v.value)
+    )
+    return f"{sum(counts.values())} rows: {shown or 'none'}"
+
+
+SUMMARY_SEP = " — "  # between the lead (an ERROR's reason, a compile failure) and the counts
+
+
+def summary_line(
+    verdict: str,
+    why: str,
+    counts: Mapping[str, int] | Counter,
+    ops: Iterable[OpVerdict],
+    identical: Collection[str] = (),
+    over_budget: Collection[str] = (),
+) -> str:
+    """The verdict's first line (``GateVerdict.summary``): ``FAIL: 34 ops checked = 7
+    timed (3 failing) + 27 proven identical + 0 skipped; 8 rows: 4 pass, 4 regression``,
+    led by ``why`` when given. An ERROR judged nothing: its line is the reason alone."""
+    if verdict == "ERROR":
+        return f"ERROR: {why}"
+    head = f"{verdict}: {why}{SUMMARY_SEP}" if why else f"{verdict}: "
+    return f"{head}{ops_words(count_ops(ops, identical, over_budget))}; {rows_words(counts)}"
+
+
+def screened(codegen: CodegenSummary | None) -> tuple[Collection[str], Collection[str]]:
+    """(the op keys the codegen screen proved identical, those beyond the GPU budget)
+    of a verdict's ``codegen`` (empty without a screen): :func:`count_ops`' terms."""
+    if codegen is None:
+        return (), ()
+    return list(codegen.not_timed), list(codegen.over_budget)
+
+
+def lead_of(summary: str, verdict: str) -> str:
+    """The lead of a :func:`summary_line` (an ERROR's reason, a compile failure's line),
+    "" when it has none."""
+    text = summary.removeprefix(f"{verdict}: ")
+    if verdict == "ERROR":
+        return text.split(SUMMARY_SEP)[0]
+    return text.split(SUMMARY_SEP)[0] if SUMMARY_SEP in text else ""

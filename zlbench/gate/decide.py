@@ -34,10 +34,15 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from zlbench.gate.accept import apply_accept
-from zlbench.gate.aggregate import gate_outcome
+from zlbench.gate.aggregate import (
+    SUMMARY_SEP,
+    gate_outcome,
+    lead_of,
+    screened,
+    summary_line,
+)
 from zlbench.gate.paired import apply_paired
 from zlbench.gate.restate import restate
-from zlbench.gate.verdict import SUMMARY_SEP, _summary
 from zlbench.models import (
     AbSummary,
     AcceptEntry,
@@ -121,6 +126,10 @@ def decide(v: GateVerdict, ev: Evidence) -> GateVerdict:
         out = restate(v.model_copy(update={"ops": ops}), rows, **fields)
     else:
         out = v.model_copy(update=fields) if fields else v
+        if "codegen" in fields:  # the first line counts the ops the screen proved identical
+            lead = lead_of(v.summary, v.verdict)
+            counted = summary_line(v.verdict, lead, v.counts, v.ops, *screened(out.codegen))
+            out = out.model_copy(update={"summary": counted})
     return _compile_failed(out, screen) if screen.compile_lead else out
 
 
@@ -186,7 +195,8 @@ def _compile_failed(v: GateVerdict, screen: ScreenEvidence) -> GateVerdict:
     update: dict = {}
     if unmeasured:
         update["environment"] = [f.model_copy(update={"mismatch": False}) for f in v.environment]
-    rest = _summary(verdict, Counter(v.counts), v.ops, "").removeprefix(f"{verdict}: ")
+    counted = summary_line(verdict, "", Counter(v.counts), v.ops, *screened(v.codegen))
+    rest = counted.removeprefix(f"{verdict}: ")
     update |= {
         "verdict": verdict,
         "exit_code": code,

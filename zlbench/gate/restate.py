@@ -20,11 +20,14 @@ from zlbench.gate.aggregate import (
     OP_LEVEL,
     gate_outcome,
     geomean_reason,
+    lead_of,
     op_outcome,
     rows_reason,
+    screened,
+    summary_line,
 )
 from zlbench.gate.numbers import inverse_change
-from zlbench.gate.verdict import SUMMARY_SEP, _summary, reproduce_command, timing_from_words
+from zlbench.gate.verdict import reproduce_command, timing_from_words
 from zlbench.models import FAILING_VERDICTS, GateVerdict, OpVerdict, RowVerdict, Verdict
 
 
@@ -82,14 +85,15 @@ def restate(v: GateVerdict, rows: list[RowVerdict], **fields) -> GateVerdict:
     ops = [_with_reproduce(v, o, by_op.get((o.repo, o.run_name), [])) for o in ops]
     counts = Counter(r.verdict.value for r in rows)
     verdict, code = gate_outcome(ops, error=v.verdict == "ERROR")
-    why = v.summary.split(SUMMARY_SEP)[0].removeprefix("ERROR: ") if verdict == "ERROR" else ""
+    why = lead_of(v.summary, "ERROR") if verdict == "ERROR" else ""
+    codegen = fields.get("codegen", v.codegen)
     update = {
         "rows": rows,
         "ops": ops,
         "counts": {x.value: counts[x.value] for x in Verdict if counts[x.value]},
         "verdict": verdict,
         "exit_code": code,
-        "summary": _summary(verdict, counts, ops, why),
+        "summary": summary_line(verdict, why, counts, ops, *screened(codegen)),
     }
     return v.model_copy(update=update | fields)
 

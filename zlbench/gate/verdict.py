@@ -12,7 +12,8 @@ import shlex
 from collections import Counter
 from dataclasses import dataclass, field
 
-from zlbench.gate.aggregate import gate_outcome
+from zlbench.gate.aggregate import SUMMARY_SEP as SUMMARY_SEP  # re-exported
+from zlbench.gate.aggregate import gate_outcome, summary_line
 from zlbench.gate.confirm import Remeasure, apply_samples, confirm, flagged_ops
 from zlbench.gate.env import (
     accept_gpu,
@@ -40,8 +41,6 @@ from zlbench.models import (
     Verdict,
 )
 from zlbench.models.timing import number_text
-
-SUMMARY_SEP = " — "  # between an ERROR's reason and the counts in GateVerdict.summary
 
 
 @dataclass
@@ -189,12 +188,7 @@ def _finish_ops(
 
 
 def _summary(verdict: str, counts: Counter, ops: list[OpVerdict], why: str) -> str:
-    failing = sum(1 for o in ops if o.verdict in FAILING_VERDICTS)
-    shown = ", ".join(f"{counts[v.value]} {v.value.lower()}" for v in Verdict if counts[v.value])
-    head = f"{verdict}: {why}{SUMMARY_SEP}" if why else f"{verdict}: "
-    return (
-        f"{head}{len(ops)} ops ({failing} failing), {sum(counts.values())} rows: {shown or 'none'}"
-    )
+    return summary_line(verdict, why, counts, ops)  # the rule: gate.aggregate
 
 
 def run_gate(

@@ -22,7 +22,7 @@ them whenever they exist (an accepted row is never silent).
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from zlbench.gate.numbers import counted
@@ -32,7 +32,7 @@ from zlbench.protocol.pairs import PairRule
 from zlbench.report.blocks import Block, table
 from zlbench.report.compare import RecordsCheck, caliber_lines, winners_table
 from zlbench.report.escape import log_line, md_code, md_text
-from zlbench.report.facts import pct, plain_mark
+from zlbench.report.facts import op_names, pct, plain_mark, row_label
 
 AB_HEADER = [
     "row",
@@ -130,6 +130,7 @@ def inconclusive_block(v: GateVerdict) -> Block | None:
     rows = [r for r in v.rows if r.verdict.value == "INCONCLUSIVE" and r.ab is not None]
     if not rows:
         return None
+    names = op_names(v)
     intro = (
         f"{counted(len(rows), 'row')} could not be decided within the pair budget: the "
         "interval of the % change or of the µs difference still straddles the row's limit, "
@@ -138,7 +139,7 @@ def inconclusive_block(v: GateVerdict) -> Block | None:
     )
     body = [
         [
-            md_code(r.key.label()) + plain_mark(r),
+            md_code(row_label(r.key, names)) + plain_mark(r),
             interval_text(r.ab),
             _pair_limit(r, v),
             pct(r.judged_change),
@@ -196,7 +197,7 @@ def _note(r: RowVerdict) -> str:
     return "; ".join(notes)
 
 
-def _ab_row(r: RowVerdict) -> list[str]:
+def _ab_row(r: RowVerdict, names: Mapping[str, str]) -> list[str]:
     ab = r.ab
     assert ab is not None
     if ab.decision is not None:  # interleaved pairs
@@ -206,7 +207,7 @@ def _ab_row(r: RowVerdict) -> list[str]:
             else ""
         )
         return [
-            md_code(r.key.label()) + plain_mark(r),
+            md_code(row_label(r.key, names)) + plain_mark(r),
             r.verdict.value,
             interval_text(ab) if ab.rounds else "no pair",
             pct(r.judged_change),
@@ -215,7 +216,7 @@ def _ab_row(r: RowVerdict) -> list[str]:
         ]
     us = f"{us_text(ab.delta_us)}, " if ab.delta_us is not None else ""
     return [
-        md_code(r.key.label()) + plain_mark(r),
+        md_code(row_label(r.key, names)) + plain_mark(r),
         r.verdict.value,
         f"{pct(ab.change)} ({us}{counted(ab.rounds, 'round')})",
         pct(r.judged_change),
@@ -242,7 +243,8 @@ def ab_block(v: GateVerdict) -> Block | None:
             f"- base: {_compiler(ab.base)}",
         ]
     )
-    rows = [_ab_row(r) for r in v.rows if r.ab is not None]
+    names = op_names(v)
+    rows = [_ab_row(r, names) for r in v.rows if r.ab is not None]
     return Block("A/B against the base compiler", intro, AB_HEADER, "llrrll", rows)
 
 
@@ -258,13 +260,13 @@ def ab_line(v: GateVerdict) -> str:
     )
 
 
-def _accept_row(r: RowVerdict) -> list[str]:
+def _accept_row(r: RowVerdict, names: Mapping[str, str]) -> list[str]:
     assert r.accepted is not None
     e = r.accepted.entry
     change = r.ab.change if r.ab is not None and r.ab.change is not None else r.judged_change
     did = "yes" if r.accepted.applied else ("no: beyond" if r.accepted.exceeded else "not needed")
     return [
-        md_code(r.key.label()) + plain_mark(r),
+        md_code(row_label(r.key, names)) + plain_mark(r),
         r.verdict.value,
         pct(change),
         pct(e.change),
@@ -282,7 +284,8 @@ def accept_block(v: GateVerdict) -> Block | None:
         f"{n} accept entr{'y' if n == 1 else 'ies'}{src}. A matched REGRESSION within its "
         "allowance passes; every matched row is listed, whatever its verdict."
     )
-    rows = [_accept_row(r) for r in v.rows if r.accepted is not None]
+    names = op_names(v)
+    rows = [_accept_row(r, names) for r in v.rows if r.accepted is not None]
     rows += [
         [md_code(e.label()), "matched no row", "", pct(e.change), "", md_text(e.reason)]
         for e in v.accept_unmatched

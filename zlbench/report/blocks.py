@@ -7,18 +7,22 @@ how many were left out. Plus the one table of row numbers every section shares.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from zlbench.models import RowVerdict
 from zlbench.report.escape import md_code, md_text
 from zlbench.report.facts import (
+    LIMIT_WORDS,
     PLAIN_NOTE,
     confirmed_text,
     decided_texts,
+    name_of,
     pct,
     plain_mark,
     plain_rows,
     plain_sides,
+    row_op,
     us_pair,
 )
 
@@ -38,7 +42,8 @@ LEGEND = (
     "machine-speed correction. judged change: after it, the number the gate judges "
     "(median of the samples when re-measured; for a row judged on an interleaved A/B its "
     "median change vs the base, the stored baseline's beside it). limit: the judged "
-    "change at the row's threshold (A/B: the paired threshold and floor). + = slower._"
+    "change at the row's threshold (A/B: the paired threshold and floor): " + LIMIT_WORDS + ". "
+    "+ = slower._"
 )
 
 
@@ -94,16 +99,20 @@ def cut_bullets(text: str, keep: int | None) -> str:
     return "\n".join(out)
 
 
-def op_label(repo: str, name: str) -> str:
-    return md_code(f"{repo}/{name}")
+Names = Mapping[str, str] | None  # op key -> its spelling (facts.op_names); None: op names
 
 
-def measured_cells(r: RowVerdict) -> list[str]:
+def op_label(repo: str, run_name: str, names: Names = None) -> str:
+    """An op as a code span, in its one spelling (:func:`zlbench.report.facts.name_of`)."""
+    return md_code(name_of(names or {}, repo, run_name))
+
+
+def measured_cells(r: RowVerdict, names: Names = None) -> list[str]:
     """A judged row's table cells from its op to its limit (the gate's change table
     and ``zlbench compare`` add their own verdict cell)."""
     occ = f" #{r.key.occurrence}" if r.key.occurrence else ""
     return [
-        op_label(r.key.repo, r.key.op),
+        md_code(row_op(r.key, names)),
         md_code(r.key.dtype),
         md_code(r.key.shape + occ) + plain_mark(r),
         us_pair(r.baseline_us, r.current_us),
@@ -113,22 +122,25 @@ def measured_cells(r: RowVerdict) -> list[str]:
     ]
 
 
-def change_row(r: RowVerdict) -> list[str]:
-    return [*measured_cells(r), confirmed_text(r)]
+def change_row(r: RowVerdict, names: Names = None) -> list[str]:
+    return [*measured_cells(r, names), confirmed_text(r)]
 
 
-def change_block(title: str, rows: list[RowVerdict], intro: str = "") -> Block | None:
+def change_block(
+    title: str, rows: list[RowVerdict], intro: str = "", names: Names = None
+) -> Block | None:
     if not rows:
         return None
-    return Block(title, intro, CHANGE_HEADER, "llllrlrrl", [change_row(r) for r in rows])
+    cells = [change_row(r, names) for r in rows]
+    return Block(title, intro, CHANGE_HEADER, "llllrlrrl", cells)
 
 
-def reason_block(title: str, rows: list[RowVerdict]) -> Block | None:
+def reason_block(title: str, rows: list[RowVerdict], names: Names = None) -> Block | None:
     if not rows:
         return None
     cells = [
         [
-            op_label(r.key.repo, r.key.op),
+            md_code(row_op(r.key, names)),
             md_code(r.key.dtype),
             md_code(r.key.shape) + plain_mark(r),
             md_text(r.reason),
@@ -141,13 +153,13 @@ def reason_block(title: str, rows: list[RowVerdict]) -> Block | None:
 PLAIN_OPS = 5  # ops named in the plain-timing line
 
 
-def plain_line(rows: list[RowVerdict]) -> str:
+def plain_line(rows: list[RowVerdict], names: Names = None) -> str:
     """The line that explains the † of the tables: how many rows were timed without
     CUDA graphs, where, and of which ops ("" when none was)."""
     plain = plain_rows(rows)
     if not plain:
         return ""
-    ops = list(dict.fromkeys(f"{r.key.repo}/{r.key.run_name}" for r in plain))
+    ops = list(dict.fromkeys(name_of(names or {}, r.key.repo, r.key.run_name) for r in plain))
     more = f" +{len(ops) - PLAIN_OPS} more" if len(ops) > PLAIN_OPS else ""
     names = ", ".join(md_code(k) for k in ops[:PLAIN_OPS]) + more
     n = len(plain)

@@ -266,20 +266,23 @@ def note_text(note: KernelNote) -> str:
     return one_line(head, 400)
 
 
-def fit_kernel(head: str, note: KernelNote, diff: str, limit: int, tail: str = "") -> str:
-    """``head; figures; diff; tail`` (``; `` between the non-empty ones), the fullest
-    form within ``limit`` characters: ``tail`` goes first, then the figures that weigh
-    least, one by one, then the diff; ``head`` alone when nothing else fits (the caller
-    bounds it)."""
+def fit_kernel(
+    name: str, note: KernelNote, diff: str, limit: int, tail: str = "", words: str = ""
+) -> str:
+    """``name: figures; words; diff; tail`` (``; `` between the non-empty parts;
+    ``words``: what changed, :func:`change_words` by default): the figures lead, and the
+    fullest form within ``limit`` characters is kept: ``tail`` goes first, then the
+    diff, then the figures that weigh least, one by one; ``name: words`` when nothing
+    else fits (the caller bounds it)."""
+    words = words or change_words(note)
     figures = sum(bool(note.deltas.get(n)) for n in DELTA_WORDS)
-    forms = [[delta_words(note), diff, tail]]
-    forms += [[delta_words(note, k), diff] for k in range(figures, -1, -1)]
-    forms += [[delta_words(note, 1)], []]
+    forms = [[delta_words(note), words, diff, tail], [delta_words(note), words, diff]]
+    forms += [[delta_words(note, k), words] for k in range(figures, 0, -1)]
     for rest in forms:
-        text = "; ".join(p for p in [head, *rest] if p)
+        text = f"{name}: " + "; ".join(p for p in rest if p)
         if len(text) <= limit:
             return text
-    return head
+    return f"{name}: {words}"
 
 
 def row_explanation(notes: list[KernelNote], limit: int = WHY_MAX) -> str:
@@ -293,9 +296,10 @@ def row_explanation(notes: list[KernelNote], limit: int = WHY_MAX) -> str:
     if top is None:
         return f"codegen: all {len(notes)} kernel(s) identical to the baseline's"
     others = sum(n.status in UNPROVEN_CLASSES for n in notes) - 1
-    head = f"codegen: {one_line(top.name, 60)}: {change_words(top)}"
+    words = change_words(top)
     if top.status in (CodegenClass.FAILED, CodegenClass.MISSING) and top.error:
-        head += f": {one_line(top.error.removeprefix('compile failed: '), 80)}"
+        words += f": {one_line(top.error.removeprefix('compile failed: '), 80)}"
     diff = f"diff {one_line(top.diff_file, 90)}" if top.diff_file else ""
     tail = f"+{others} other changed kernel(s)" if others > 0 else ""
-    return one_line(fit_kernel(head, top, diff, limit, tail), limit)
+    name = f"codegen: {one_line(top.name, 60)}"
+    return one_line(fit_kernel(name, top, diff, limit, tail, words), limit)

@@ -26,6 +26,8 @@ from zlbench.models import (
     ThresholdsFile,
     Verdict,
 )
+from zlbench.protocol.layout import op_key
+from zlbench.protocol.ops import display_names
 from zlbench.report.blocks import measured_cells, plain_line, table
 from zlbench.report.escape import log_line, md_code, md_text
 from zlbench.report.facts import geomean_changes, pct, speed_words
@@ -73,9 +75,9 @@ def compare(a: Mapping[RowKey, Row], b: Mapping[RowKey, Row], th: ThresholdsFile
     return Comparison(rows, estimator.value, speed, len(a) - len(pairs), len(b) - len(pairs))
 
 
-def _cells(r: RowVerdict) -> list[str]:
+def _cells(r: RowVerdict, names: Mapping[str, str]) -> list[str]:
     failed = f": {md_text(r.reason, 80)}" if r.verdict is Verdict.FAILED else ""
-    return [*measured_cells(r), r.verdict.value + failed]
+    return [*measured_cells(r, names), r.verdict.value + failed]
 
 
 def render_compare(
@@ -87,13 +89,14 @@ def render_compare(
     header = ["op", "dtype", "shape", "FlagGems µs", "kernel time", "torch µs"]
     header += ["judged change", "limit", "verdict"]
     judged, kernel, n = geomean_changes(c.rows)
+    names = display_names(op_key(r.key.repo, r.key.run_name) for r in c.rows if r.key.run_name)
     how = "corrected" if c.speed.applied else f"each row by its own torch latency ({c.estimator})"
     lines = caliber_lines(records) if records is not None else []
     lines += [
         f"A (baseline side): {md_code(label_a, 200, table=False)}",
         f"B (judged side): {md_code(label_b, 200, table=False)}",
         "",
-        table(header, "llllrlrrl", [_cells(r) for r in c.rows]),
+        table(header, "llllrlrrl", [_cells(r, names) for r in c.rows]),
         "",
         f"matched rows: {len(c.rows)} · geomean judged change B vs A over {n} rows: "
         f"{pct(judged, 2)} (kernel time {pct(kernel, 2)}; + = slower)",

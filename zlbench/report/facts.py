@@ -25,15 +25,20 @@ from zlbench.gate.estimators import geomean
 from zlbench.gate.numbers import counted
 from zlbench.gate.numbers import pct as pct  # re-exported
 from zlbench.models import (
+    AbCompiler,
+    Environment,
     GateVerdict,
     MachineSpeed,
     OpVerdict,
+    RowKey,
     RowVerdict,
     ThresholdDefaults,
     ThresholdsFile,
     Verdict,
 )
 from zlbench.models.history import RowHistory
+from zlbench.protocol.layout import op_key
+from zlbench.protocol.ops import display_names, op_name_of
 
 # A row is "near its threshold" when its judged change uses this share of its limit.
 NEAR = 0.6
@@ -310,8 +315,8 @@ def decided_texts(r: RowVerdict) -> tuple[str, str]:
     (the stored baseline's change beside it, labelled), else the stored baseline's
     change and limit."""
     ab = r.ab
-    if not decided_on_pairs(r) or ab.threshold is None:
-        return pct(r.judged_change), pct(r.limit)
+    if not decided_on_pairs(r) or ab.threshold is None:  # a row judged on no number: no limit
+        return pct(r.judged_change), (pct(r.limit) if r.judged_change is not None else "")
     stored = f" ({pct(r.judged_change)} vs stored)" if r.judged_change is not None else ""
     return f"{pct(ab.change)} vs base{stored}", f"{pct(ab.threshold)} and {ab.floor_us:g} µs"
 
@@ -348,7 +353,8 @@ def over_budget_line(v: GateVerdict, code: Callable[[str], str] = str, bold: str
     over = v.codegen.over_budget if v.codegen is not None else {}
     if not over:
         return ""
-    shown = ", ".join(code(k) for k in sorted(over)[:5])
+    names = op_names(v)
+    shown = ", ".join(code(key_name(names, k)) for k in sorted(over)[:5])
     more = f" and {len(over) - 5} more" if len(over) > 5 else ""
     return (
         f"{bold}Not judged: {len(over)} op(s) whose timed kernels changed were not timed"
@@ -363,3 +369,91 @@ def gpu_difference_line(v: GateVerdict) -> str:
     (``GateVerdict.gpu_difference``); "" otherwise (a refused one is the summary)."""
     d = v.gpu_difference
     return d.line if d is not None and d.accepted else ""
+
+
+# --------------------------------------------------------------------------- op names
+
+
+def op_names(v: GateVerdict) -> dict[str, str]:
+    """Op key -> the one spelling a person reads and types, for every op the verdict
+    names (judged, proven identical, over the budget, not measured):
+    :func:`zlbench.protocol.ops.display_names` over them all."""
+    keys = [op_key(o.repo, o.run_name) for o in v.ops]
+    keys += [op_key(r.key.repo, r.key.run_name) for r in v.rows]
+    if v.codegen is not None:
+        keys += [*v.codegen.not_timed, *v.codegen.over_budget]
+    return display_names([*keys, *v.not_measured])
+
+
+def name_of(names: Mapping[str, str], repo: str, run_name: str) -> str:
+    """The spelling of op ``repo/run_name`` in ``names`` (:func:`op_names`); an op
+    ``names`` lacks is spelled as if alone."""
+    key = op_key(repo, run_name)
+    return names.get(key) or (display_names([key])[key] if run_name else "")
+
+
+def row_op(key: RowKey, names: Mapping[str, str] | None = None) -> str:
+    """A row's op: its op's spelling (:func:`name_of`), then the benchmark's own op
+    name in parentheses where the op's test file times another one too
+    (``mm (mm_self_transpose)``)."""
+    if not key.run_name:  # rows aligned across runs of other names (zlbench compare)
+        return key.op
+    name = name_of(names or {}, key.repo, key.run_name)
+    own = op_name_of(op_key(key.repo, key.run_name))
+    return name if key.op in (own, name) else f"{name} ({key.op})"
+
+
+def row_label(key: RowKey, names: Mapping[str, str] | None = None) -> str:
+    """``bmm bfloat16 [shape]``: a row by its op (:func:`row_op`)."""
+    occ = f" #{key.occurrence}" if key.occurrence else ""
+    return f"{row_op(key, names)} {key.dtype} {key.shape}{occ}"
+
+
+def key_name(names: Mapping[str, str], key: str) -> str:
+    """:func:`name_of` of an op key (``main/bmm__at__test_bmm.py``)."""
+    return names.get(key) or display_names([key])[key]
+
+
+# --------------------------------------------------------------------------- compilers
+
+
+def _build(dist, version, commit, build=None, path=None) -> str:
+    said = f"{dist or 'unknown'} {version or '?'}"
+    ids = [f"commit {commit}" if commit else "", f"build {build}" if build else ""]
+    ids = [x for x in ids if x]
+    said += f", {', '.join(ids)}" if ids else " (no commit or build fingerprint recorded)"
+    return said + (f", from {path}" if path else "")
+
+
+def env_compiler(e: Environment) -> str:
+    """``triton 3.6.0, build cf2eb46954aaab91, from /venv/.../triton``: one side's
+    compiler by its build, as its run recorded it."""
+    return _build(
+        e.triton_dist, e.triton_version, e.flagtree_commit, e.compiler_build, e.compiler_path
+    )
+
+
+def ab_compiler(c: AbCompiler, build: str | None = None) -> str:
+    """An A/B side's compiler (:func:`env_compiler`'s words)."""
+    return _build(c.dist, c.version, c.commit, build, c.path)
+
+
+def compiler_line(v: GateVerdict) -> str:
+    """The header's line naming the compiler under test by its build and the base's
+    beside it: the A/B's base compiler where one ran, else the compiler the baseline
+    was recorded with. Plain text with artifact strings (the caller escapes it)."""
+    cur = v.current_env
+    if v.ab is not None:
+        pr = cur if (cur.compiler_build or cur.flagtree_commit) else None
+        under = env_compiler(pr) if pr is not None else ab_compiler(v.ab.pr)
+        return f"Compilers: under test {under}; base (the A/B's) {ab_compiler(v.ab.base)}."
+    base = env_compiler(v.baseline_env)
+    return f"Compilers: under test {env_compiler(cur)}; the baseline was recorded with {base}."
+
+
+# The limit of a row, in words (every report's legend, docs/reports.md): a threshold is
+# on the speedup ratio, the limit on the judged change (kernel time).
+LIMIT_WORDS = (
+    "a threshold t bounds the speedup ratio (fails below 1 − t); in kernel time that is "
+    "a judged change of 1/(1 − t) − 1, so 5 % per row is a limit of +5.3 %"
+)

@@ -15,27 +15,32 @@ from dataclasses import dataclass
 import jinja2
 
 from zlbench.models import FAILING_VERDICTS, Environment, GateVerdict, OpVerdict
-from zlbench.protocol.layout import op_key
 from zlbench.report.ab import ab_line, judged_by
 from zlbench.report.escape import clean
 from zlbench.report.facts import (
+    LIMIT_WORDS,
     PLAIN_MARK,
     PLAIN_NOTE,
     ReportExtras,
+    compiler_line,
     confirmed_text,
     decided_change,
     decided_texts,
     fmt_us,
     geomean_words,
+    key_name,
     limit_of,
     machine_speed_line,
+    name_of,
     nondefault_thresholds,
     op_limit,
+    op_names,
     over_budget_line,
     pct,
     plain_rows,
     plain_sides,
     plain_words,
+    row_op,
     rows_by_op,
 )
 
@@ -53,8 +58,9 @@ class Bar:
     text_x: float
 
 
-def bars(ops: list[OpVerdict]) -> tuple[list[Bar], float]:
-    """Horizontal bars around a zero line, scaled to the largest change (>= 5 %)."""
+def bars(ops: list[OpVerdict], names: dict[str, str] | None = None) -> tuple[list[Bar], float]:
+    """Horizontal bars around a zero line, scaled to the largest change (>= 5 %),
+    each labelled with its op's one spelling (``facts.op_names``)."""
     shown = sorted((o for o in ops if o.judged_change is not None), key=lambda o: -o.judged_change)
     scale = max([0.05, *(abs(o.judged_change) for o in shown)])
     half = CHART_W / 2
@@ -63,7 +69,7 @@ def bars(ops: list[OpVerdict]) -> tuple[list[Bar], float]:
         w = abs(o.judged_change) / scale * (half - 50)
         x = half if o.judged_change >= 0 else half - w
         tx = x + w + 4 if o.judged_change >= 0 else x - 4
-        label = op_key(o.repo, o.run_name)
+        label = name_of(names or {}, o.repo, o.run_name)
         out.append(Bar(label, o.verdict.value, o.judged_change, i * BAR_H, x, w, tx))
     return out, scale
 
@@ -104,12 +110,12 @@ def worst_first_ops(ops: list[OpVerdict]) -> list[OpVerdict]:
     )
 
 
-def plain_text(v: GateVerdict) -> str:
+def plain_text(v: GateVerdict, names: dict[str, str]) -> str:
     """The line that explains the rows table's † ("" when no row was plain-timed)."""
     plain = plain_rows(v.rows)
     if not plain:
         return ""
-    ops = ", ".join(dict.fromkeys(op_key(r.key.repo, r.key.run_name) for r in plain))
+    ops = ", ".join(dict.fromkeys(name_of(names, r.key.repo, r.key.run_name) for r in plain))
     n = len(plain)
     return f"{PLAIN_NOTE}. {n} row{'' if n == 1 else 's'} {plain_sides(plain)}: {ops}."
 
@@ -125,9 +131,35 @@ def compiler_text(e: Environment) -> str:
     return " ".join(parts)
 
 
+def render_error_html(v: GateVerdict) -> str:
+    """report.html of an ERROR: what went wrong and what to do, nothing judged
+    (:mod:`zlbench.report.error`): no chart, no tables of ops or rows, a few kB."""
+    from zlbench.report.error import NAMED, error_steps, reason, unjudged
+
+    v = unjudged(v)
+    names = op_names(v)
+    return (
+        _env()
+        .get_template("error.html.j2")
+        .render(
+            v=v,
+            reason=reason(v),
+            compilers=compiler_line(v),
+            mismatched=[f for f in v.environment if f.mismatch],
+            failed=[(name_of(names, o.repo, o.run_name), o) for o in v.ops],
+            not_measured=[key_name(names, k) for k in v.not_measured[:NAMED]],
+            steps=error_steps(v),
+        )
+    )
+
+
 def render_html(v: GateVerdict, extras: ReportExtras | None = None) -> str:
+    """report.html (an ERROR's: :func:`render_error_html`)."""
+    if v.verdict == "ERROR":
+        return render_error_html(v)
     extras = extras or ReportExtras()
-    chart, scale = bars(v.ops)
+    names = op_names(v)
+    chart, scale = bars(v.ops, names)
     by_op = rows_by_op(v.rows)
     return (
         _env()
@@ -155,7 +187,12 @@ def render_html(v: GateVerdict, extras: ReportExtras | None = None) -> str:
             logs=[o for o in v.ops if o.log_tail],
             ops=worst_first_ops(v.ops),
             op_limit=lambda o: op_limit(o, by_op),
-            plain=plain_text(v),
+            plain=plain_text(v, names),
+            op_name=lambda o: name_of(names, o.repo, o.run_name),
+            row_op=lambda r: row_op(r.key, names),
+            key_name=lambda k: key_name(names, k),
+            compilers=compiler_line(v),
+            limit_words=LIMIT_WORDS,
             plain_mark=PLAIN_MARK,
             marked=lambda r: bool(plain_rows([r])),
             plain_words=plain_words,

@@ -7,9 +7,10 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Mapping
 
+from zlbench.gate.numbers import counted
 from zlbench.models import EnvFinding, GateVerdict, OpVerdict, Verdict
-from zlbench.protocol.ops import AT
 from zlbench.report.blocks import LEGEND, Block, change_block
 from zlbench.report.codegen import SETUP_CHANGED
 from zlbench.report.escape import md_code, md_fence, md_text, mermaid_label
@@ -17,10 +18,15 @@ from zlbench.report.facts import (
     NEAR,
     ReportExtras,
     improved,
+    key_name,
     largest_moves,
+    limit_of,
+    name_of,
     near_threshold,
     nondefault_thresholds,
     op_limit,
+    op_names,
+    pct,
     rows_by_op,
     unconfirmed,
 )
@@ -30,24 +36,28 @@ CHART_LABEL = 20  # characters of a chart label
 
 
 def moves(v: GateVerdict) -> Block | None:
-    return change_block("Largest moves (slower, then faster)", largest_moves(v.rows), LEGEND)
+    rows = largest_moves(v.rows)
+    return change_block("Largest moves (rows: slower, then faster)", rows, LEGEND, op_names(v))
 
 
 def near(v: GateVerdict) -> Block | None:
     rows = near_threshold(v.rows)
     intro = f"Passing rows whose judged change reached {NEAR:.0%} of their limit, not past it."
-    return change_block(f"Near the threshold ({len(rows)})", rows, intro)
+    title = f"Near the threshold ({counted(len(rows), 'row')})"
+    return change_block(title, rows, intro, op_names(v))
 
 
 def not_confirmed(v: GateVerdict) -> Block | None:
     rows = unconfirmed(v.rows)
     intro = "Flagged on the first measurement; the median of the re-measures passed."
-    return change_block(f"Flagged but not confirmed ({len(rows)})", rows, intro)
+    title = f"Flagged but not confirmed ({counted(len(rows), 'row')})"
+    return change_block(title, rows, intro, op_names(v))
 
 
 def improvements(v: GateVerdict) -> Block | None:
     rows = improved(v.rows)
-    return change_block(f"Improvements ({len(rows)}: the baseline may be stale)", rows)
+    title = f"Improved rows ({len(rows)}: the baseline may be stale)"
+    return change_block(title, rows, names=op_names(v))
 
 
 def thresholds(v: GateVerdict) -> Block | None:
@@ -59,7 +69,8 @@ def thresholds(v: GateVerdict) -> Block | None:
         return Block(
             "Thresholds",
             f"zlbench's defaults (from {src}): estimator `{v.thresholds.estimator}`, "
-            f"{v.thresholds.default:.0%} per row, floored at "
+            f"{v.thresholds.default:.0%} per row (a limit of {pct(limit_of(v.thresholds.default))} "
+            "in judged change: the legend of *Largest moves* says why), floored at "
             f"{v.thresholds.noise_multiplier}× the baseline row's noise.",
         )
     lines = "\n".join(f"- {md_text(d, 200)}" for d in diff)
@@ -79,6 +90,7 @@ def codegen(v: GateVerdict, extras: ReportExtras) -> Block | None:
     cg = v.codegen
     if extras.codegen is None and cg is None:
         return None
+    names = op_names(v)
     said = []
     if extras.codegen is not None:
         changed, total = extras.codegen
@@ -97,7 +109,8 @@ def codegen(v: GateVerdict, extras: ReportExtras) -> Block | None:
             "were not timed (beyond the GPU budget) and are not judged:\n\n"
         )
         intro += "\n".join(
-            f"- {md_code(k)}: {md_text(why, 240)}" for k, why in sorted(cg.over_budget.items())
+            f"- {md_code(key_name(names, k))}: {md_text(why, 240)}"
+            for k, why in sorted(cg.over_budget.items())
         )
     if cg is None or not cg.not_timed:
         return Block("Generated code", intro)
@@ -105,7 +118,9 @@ def codegen(v: GateVerdict, extras: ReportExtras) -> Block | None:
         f"\n\n`--time changed`: {len(cg.not_timed)} op(s) not timed: every kernel they "
         "launched rebuilt identical, and every row names its kernels."
     )
-    cells = [[md_code(k), md_text(why, 200)] for k, why in sorted(cg.not_timed.items())]
+    cells = [
+        [md_code(key_name(names, k)), md_text(why, 200)] for k, why in sorted(cg.not_timed.items())
+    ]
     return Block("Generated code", intro, ["op not timed", "proof"], "ll", cells, noun="ops")
 
 
@@ -146,10 +161,10 @@ def codegen_failed(v: GateVerdict) -> Block | None:
     return Block(f"Kernels that no longer compile ({len(failed)})", f"{intro}\n\n{lines}")
 
 
-def chart_label(o: OpVerdict) -> str:
-    """An op's chart label: its op name without the test file (``mm`` for
-    ``mm__at__test_mm.py``); the caller keeps the file where two ops share a name."""
-    return o.run_name.split(AT)[0]
+def chart_label(o: OpVerdict, names: Mapping[str, str] | None = None) -> str:
+    """An op's chart label: its one spelling (``facts.name_of``: ``mm``, with the test
+    file only where two ops share the name)."""
+    return name_of(names or {}, o.repo, o.run_name)
 
 
 def _nice_ceil(x: float) -> float:
@@ -158,10 +173,14 @@ def _nice_ceil(x: float) -> float:
     return next(m * k for m in (1, 1.5, 2, 2.5, 3, 4, 5, 6, 8, 10) if m * k >= x - 1e-12)
 
 
-def _bars(title: str, ops: list[OpVerdict], values: list[float], limit: float | None) -> str:
-    names = [chart_label(o) for o in ops]
-    if len(set(names)) < len(names):  # an op in two test files: keep the file
-        names = [o.run_name for o in ops]
+def _bars(
+    title: str,
+    ops: list[OpVerdict],
+    values: list[float],
+    limit: float | None,
+    spelled: Mapping[str, str] | None = None,
+) -> str:
+    names = [chart_label(o, spelled) for o in ops]
     top = _nice_ceil(max([*values, limit or 0.0, 0.1]))
     lines = [
         "xychart-beta horizontal",
@@ -192,12 +211,12 @@ def chart(v: GateVerdict) -> Block | None:
         limit = max(limits) * 100 if limits else None
         values = [o.judged_change * 100 for o in shown]
         title = "Slower: judged change, % (line: the limit)"
-        chunks.append(_bars(title, shown, values, limit))
+        chunks.append(_bars(title, shown, values, limit, op_names(v)))
         left += [f"{len(slower) - len(shown)} more slower"] if len(slower) > len(shown) else []
     if faster:
         shown = faster[:CHART_OPS]
         values = [-o.judged_change * 100 for o in shown]
-        chunks.append(_bars("Faster: judged change, % faster", shown, values, None))
+        chunks.append(_bars("Faster: judged change, % faster", shown, values, None, op_names(v)))
         left += [f"{len(faster) - len(shown)} more faster"] if len(faster) > len(shown) else []
     unchanged = len(ops) - len(slower) - len(faster)
     left += [f"{unchanged} unchanged"] if unchanged else []

@@ -1,13 +1,18 @@
 """JUnit XML of a gate verdict, for the CI's test-report views.
 
-One testsuite per repo, one testcase per row: classname ``<repo>.<run_name>``
-(dots in the run name become ``_``; the run name carries the benchmark file, so
-one op from two benchmark files never collides), name ``<op> <dtype> <shape>``.
-Failing verdicts are failures (an op that failed or crashed: errors) whose
-``message`` is one line and whose body holds the numbers (GitLab shows only
-bodies); dismissed / unsupported rows are skipped. An op whose failure no row
-carries gets an op-level testcase, and an ERROR verdict a ``zlbench.gate`` error
-testcase, so a failing gate always shows a failing testcase.
+One testsuite per repo, one testcase per row: classname ``<repo>.<name>``, name
+``<name> <dtype> <shape>``, where ``<name>`` is the op's one spelling in every
+report (:func:`zlbench.report.facts.op_names`: ``bmm``, or ``bmm@test_bmm.py`` where
+two ops share the name; a ``.`` of it is ``_`` in the classname, where a dot splits
+package from class). Failing verdicts are failures (an op that failed or crashed:
+errors) whose ``message`` is one line, the verdict and its % change against the
+limit (never a speedup ratio beside it), and whose body holds the numbers and the
+reason (GitLab shows only bodies); dismissed / unsupported rows are skipped. An op
+whose failure no row carries gets an op-level testcase, so a failing gate always
+shows a failing testcase. The ops the codegen screen proved identical (not timed)
+are passed testcases of classname ``zlbench.proven_identical`` with the proof as
+output, so the test count adds up to the ops checked. An ERROR judged nothing: one
+``zlbench.gate`` error testcase and no other (:func:`error_suite`).
 
 Times: an op's run duration (``OpVerdict.duration_s``, or ``durations``) split
 evenly over its testcases; every testcase has a ``time`` (``0.000`` where nothing
@@ -29,7 +34,19 @@ from collections.abc import Mapping
 from zlbench.models import FAILING_VERDICTS, GateVerdict, OpVerdict, RowVerdict, Verdict
 from zlbench.protocol.layout import op_key
 from zlbench.report.escape import one_line, xml_text
-from zlbench.report.facts import machine_speed_line, pct, row_numbers
+from zlbench.report.facts import (
+    OpRows,
+    compiler_line,
+    decided_texts,
+    machine_speed_line,
+    name_of,
+    op_limit,
+    op_names,
+    pct,
+    row_numbers,
+    row_op,
+    rows_by_op,
+)
 
 MESSAGE_MAX = 200  # characters of a failure / error / skipped ``message``
 
@@ -40,20 +57,25 @@ def message(text: str) -> str:
     return xml_text(one_line(first, MESSAGE_MAX))
 
 
-def classname(repo: str, run_name: str) -> str:
-    return xml_text(f"{repo}.{run_name.replace('.', '_')}")
+def classname(repo: str, name: str) -> str:
+    """``<repo>.<name>`` of an op's one spelling ``name`` (its dots as ``_``)."""
+    return xml_text(f"{repo}.{name.replace('.', '_')}")
 
 
-def case_name(r: RowVerdict) -> str:
+def case_name(r: RowVerdict, names: dict[str, str] | None = None) -> str:
+    """``<op> <dtype> <shape>``, the op as every report spells a row's
+    (``facts.row_op``)."""
     occ = f" #{r.key.occurrence}" if r.key.occurrence else ""  # ours: not a reference
-    return xml_text(f"{r.key.op} {r.key.dtype} {r.key.shape}") + occ
+    return xml_text(f"{row_op(r.key, names)} {r.key.dtype} {r.key.shape}") + occ
 
 
 def row_message(r: RowVerdict) -> str:
-    """One line: the verdict and the judged change against its limit, or the reason."""
+    """One line: the verdict and the change it was decided on against its limit, as
+    the tables show them (``facts.decided_texts``: a % change, never a ratio), or the
+    verdict and its reason for a row without a judged change."""
     if r.judged_change is not None:
-        msg = f"{r.verdict.value}: judged change {pct(r.judged_change)} (limit {pct(r.limit)})"
-        return xml_text(f"{msg}; {r.reason}" if r.reason else msg)
+        change, limit = decided_texts(r)
+        return xml_text(f"{r.verdict.value}: judged change {change} (limit {limit})")
     return xml_text(f"{r.verdict.value}: {r.reason}" if r.reason else r.verdict.value)
 
 
@@ -67,9 +89,12 @@ def _time(tc: ET.Element, seconds: float | None) -> None:
     tc.set("time", f"{seconds if ok else 0.0:.3f}")
 
 
-def row_case(r: RowVerdict, seconds: float | None, context: str) -> ET.Element:
+def row_case(
+    r: RowVerdict, seconds: float | None, context: str, names: dict[str, str] | None = None
+) -> ET.Element:
+    name = name_of(names or {}, r.key.repo, r.key.run_name)
     tc = ET.Element(
-        "testcase", {"name": case_name(r), "classname": classname(r.key.repo, r.key.run_name)}
+        "testcase", {"name": case_name(r, names), "classname": classname(r.key.repo, name)}
     )
     _time(tc, seconds)
     if r.verdict in FAILING_VERDICTS:
@@ -83,16 +108,42 @@ def row_case(r: RowVerdict, seconds: float | None, context: str) -> ET.Element:
     return tc
 
 
-def op_case(op: OpVerdict, seconds: float | None) -> ET.Element:
-    tc = ET.Element("testcase", {"name": "op", "classname": classname(op.repo, op.run_name)})
+def op_case(
+    op: OpVerdict, seconds: float | None, name: str | None = None, by_op: OpRows | None = None
+) -> ET.Element:
+    name = name or op.op
+    tc = ET.Element("testcase", {"name": "op", "classname": classname(op.repo, name)})
     _time(tc, seconds)
-    msg = f"{op.verdict.value}: {op.reason}".rstrip(": ")
-    if op.judged_change is not None:
-        msg += f"; judged change (geomean) {pct(op.judged_change)}, threshold {pct(op.threshold)}"
-    body = "\n".join([msg, *(op.log_tail or [])])
+    if op.judged_change is not None:  # the % change, its reason (a ratio) in the body
+        limit = op_limit(op, by_op or {})
+        msg = f"{op.verdict.value}: judged change (geomean) {pct(op.judged_change)}"
+        msg += f" (limit {pct(limit)})"
+        lines = [msg, op.reason]
+    else:
+        msg = f"{op.verdict.value}: {op.reason}".rstrip(": ")
+        lines = [msg]
+    body = "\n".join([*(x for x in lines if x), *(op.log_tail or [])])
     tag = "error" if op.verdict is Verdict.FAILED else "failure"
     _outcome(tc, tag, op.verdict.value, msg, xml_text(body))
     return tc
+
+
+def identical_cases(v: GateVerdict, names: dict[str, str]) -> list[ET.Element]:
+    """A passed testcase per op the codegen screen proved identical and did not time
+    (``CodegenSummary.not_timed``), its proof as output."""
+    proven = v.codegen.not_timed if v.codegen is not None else {}
+    cases = []
+    for key, proof in sorted(proven.items()):
+        repo = key.split("/", 1)[0]
+        name = names.get(key, key)
+        tc = ET.Element(
+            "testcase", {"name": xml_text(name), "classname": "zlbench.proven_identical"}
+        )
+        _time(tc, None)
+        said = f"{repo}: not timed, its kernels proven identical by the codegen screen: {proof}"
+        ET.SubElement(tc, "system-out").text = xml_text(said)
+        cases.append(tc)
+    return cases
 
 
 def _properties(v: GateVerdict) -> dict[str, str]:
@@ -100,6 +151,7 @@ def _properties(v: GateVerdict) -> dict[str, str]:
         "zlbench.verdict": v.verdict,
         "zlbench.baseline": v.baseline,
         "zlbench.estimator": v.estimator,
+        "zlbench.compilers": compiler_line(v),
     }
     for f in v.environment:
         props[f"baseline.{f.field}"] = f.baseline or ""
@@ -146,7 +198,11 @@ def _op_seconds(v: GateVerdict, durations: Mapping[str, float]) -> dict[tuple[st
     return out
 
 
-def repo_cases(v: GateVerdict, repo: str, durations: Mapping[str, float]) -> list[ET.Element]:
+def repo_cases(
+    v: GateVerdict, repo: str, durations: Mapping[str, float], names: dict[str, str] | None = None
+) -> list[ET.Element]:
+    names = names if names is not None else op_names(v)
+    by_op = rows_by_op(v.rows)
     seconds = _op_seconds(v, durations)
     failing_rows = {(r.key.repo, r.key.run_name) for r in v.rows if r.verdict in FAILING_VERDICTS}
     per_op: dict[tuple[str, str], int] = {}
@@ -162,11 +218,14 @@ def repo_cases(v: GateVerdict, repo: str, durations: Mapping[str, float]) -> lis
         return seconds[k] / per_op[k] if k in seconds else None
 
     cases = [
-        row_case(r, share((r.key.repo, r.key.run_name)), context)
+        row_case(r, share((r.key.repo, r.key.run_name)), context, names)
         for r in v.rows
         if r.key.repo == repo
     ]
-    return cases + [op_case(o, share((o.repo, o.run_name))) for o in extra]
+    return cases + [
+        op_case(o, share((o.repo, o.run_name)), name_of(names, o.repo, o.run_name), by_op)
+        for o in extra
+    ]
 
 
 def codegen_cases(failed: list[str], seconds: float | None = None) -> list[ET.Element]:
@@ -197,23 +256,20 @@ def _unique_names(suites: list[ET.Element]) -> None:
         tc.set("name", candidate)
 
 
-def render_junit(v: GateVerdict, durations: Mapping[str, float] | None = None) -> str:
-    """``junit.xml``; ``durations`` (op key -> seconds) overrides the verdict's."""
-    durations = durations or {}
-    repos = sorted({r.key.repo for r in v.rows} | {o.repo for o in v.ops})
-    suites = [_suite(repo, repo_cases(v, repo, durations), v) for repo in repos]
-    cg = v.codegen
-    if cg is not None and cg.failed:
-        per_kernel = cg.wall_s / cg.kernels if cg.wall_s is not None and cg.kernels else None
-        cases = codegen_cases(cg.failed, per_kernel)
-        suites.append(_suite("zlbench.codegen", cases, v, cg.wall_s))
-    if v.verdict == "ERROR" or not suites:
-        tc = ET.Element("testcase", {"name": "gate", "classname": "zlbench.gate"})
-        _time(tc, None)
-        if v.verdict == "ERROR":
-            _outcome(tc, "error", "ERROR", v.summary, xml_text(v.summary))
-        suites.append(_suite("zlbench", [tc], v))
-    _unique_names(suites)
+def error_suite(v: GateVerdict) -> ET.Element:
+    """An ERROR judged nothing: one ``zlbench.gate`` error testcase, its message the
+    reason, its body the reason and what to do (:mod:`zlbench.report.error`)."""
+    from zlbench.report.error import error_steps, reason, unjudged
+
+    tc = ET.Element("testcase", {"name": "gate", "classname": "zlbench.gate"})
+    _time(tc, None)
+    why = reason(v)
+    body = "\n".join([f"ERROR (nothing judged): {why}", *(f"- {s}" for s in error_steps(v))])
+    _outcome(tc, "error", "ERROR", f"ERROR: {why}", xml_text(body))
+    return _suite("zlbench", [tc], unjudged(v))
+
+
+def _document(suites: list[ET.Element]) -> str:
     root = ET.Element("testsuites", {"name": "zlbench gate"})
     for attr in ("tests", "failures", "errors"):
         root.set(attr, str(sum(int(s.get(attr, 0)) for s in suites)))
@@ -221,3 +277,27 @@ def render_junit(v: GateVerdict, durations: Mapping[str, float] | None = None) -
     root.extend(suites)
     ET.indent(root, "\t")
     return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+
+
+def render_junit(v: GateVerdict, durations: Mapping[str, float] | None = None) -> str:
+    """``junit.xml``; ``durations`` (op key -> seconds) overrides the verdict's. An
+    ERROR: :func:`error_suite` alone."""
+    if v.verdict == "ERROR":
+        return _document([error_suite(v)])
+    durations = durations or {}
+    names = op_names(v)
+    repos = sorted({r.key.repo for r in v.rows} | {o.repo for o in v.ops})
+    suites = [_suite(repo, repo_cases(v, repo, durations, names), v) for repo in repos]
+    if proven := identical_cases(v, names):
+        suites.append(_suite("zlbench.proven_identical", proven, v))
+    cg = v.codegen
+    if cg is not None and cg.failed:
+        per_kernel = cg.wall_s / cg.kernels if cg.wall_s is not None and cg.kernels else None
+        cases = codegen_cases(cg.failed, per_kernel)
+        suites.append(_suite("zlbench.codegen", cases, v, cg.wall_s))
+    if not suites:
+        tc = ET.Element("testcase", {"name": "gate", "classname": "zlbench.gate"})
+        _time(tc, None)
+        suites.append(_suite("zlbench", [tc], v))
+    _unique_names(suites)
+    return _document(suites)

@@ -13,12 +13,15 @@ from __future__ import annotations
 from zlbench.models import GateVerdict
 from zlbench.report.ab import judged_by
 from zlbench.report.blocks import Block, plain_line
+from zlbench.report.error import error_blocks, error_header
 from zlbench.report.escape import md_code, md_text
 from zlbench.report.facts import (
     ReportExtras,
+    compiler_line,
     geomean_words,
     gpu_difference_line,
     machine_speed_line,
+    op_names,
     over_budget_line,
 )
 from zlbench.report.sections import blocks
@@ -34,8 +37,11 @@ ICONS = {"PASS": "✅", "FAIL": "❌", "ERROR": "⚠️"}
 
 
 def header(v: GateVerdict) -> str:
-    """Title, summary, inputs, machine-speed correction, the geomean and the rows timed
-    without CUDA graphs (the tables' †): never cut."""
+    """Title, summary, inputs, the compilers, machine-speed correction, the geomean and
+    the rows timed without CUDA graphs (the tables' †): never cut. An ERROR's:
+    :func:`zlbench.report.error.error_header`."""
+    if v.verdict == "ERROR":
+        return error_header(v, MARKER, ICONS["ERROR"])
     lines = [
         MARKER,
         f"## {ICONS.get(v.verdict, '')} zlbench gate: {v.verdict}",
@@ -47,9 +53,11 @@ def header(v: GateVerdict) -> str:
         + (f" · {md_text(v.generated, 40)}" if v.generated else ""),
         "",
         judged_by(v),
+        "",
+        md_text(compiler_line(v), 600),
     ]
     if gpu := gpu_difference_line(v):  # another GPU model, accepted: said up front
-        lines[-1:-1] = [md_text(gpu, 400), ""]
+        lines[-3:-3] = [md_text(gpu, 400), ""]
     for line in v.drift[:5]:  # sentinels with identical kernels that moved: never failing
         lines += [
             "",
@@ -58,15 +66,20 @@ def header(v: GateVerdict) -> str:
     if line := over_budget_line(v, md_code, bold="**"):  # changed, not timed: never silently
         lines += ["", line]
     geo = geomean_words(v.rows)
-    if geo and v.verdict != "ERROR":
+    if geo:
         lines += ["", f"**{geo[0]}** {geo[1]}"]
     speed = machine_speed_line(v, host="runner")
-    if speed and v.verdict != "ERROR":
+    if speed:
         lines += ["", speed]
-    plain = plain_line(v.rows)  # explains the † of the tables below
-    if plain and v.verdict != "ERROR":
+    plain = plain_line(v.rows, op_names(v))  # explains the † of the tables below
+    if plain:
         lines += ["", plain]
     return "\n".join(lines) + "\n"
+
+
+def _blocks(v: GateVerdict, extras: ReportExtras) -> list[Block]:
+    """The sections after the header: an ERROR's say only what went wrong and what to do."""
+    return error_blocks(v) if v.verdict == "ERROR" else blocks(v, extras)
 
 
 def _join(head: str, parts: list[str]) -> str:
@@ -75,7 +88,7 @@ def _join(head: str, parts: list[str]) -> str:
 
 def render_markdown(v: GateVerdict, extras: ReportExtras | None = None) -> str:
     """The full report (``report.md`` in the artifact): every section, every row."""
-    return _join(header(v), [b.render(None) for b in blocks(v, extras or ReportExtras())])
+    return _join(header(v), [b.render(None) for b in _blocks(v, extras or ReportExtras())])
 
 
 def _cut_note(extras: ReportExtras, hidden_sections: list[str]) -> str:
@@ -100,7 +113,7 @@ def render_comment(
     (whole rows), then fewer sections (whole sections, from the end), always with a
     note and the link to the full report."""
     extras = extras or ReportExtras()
-    head, bs = header(v), blocks(v, extras)
+    head, bs = header(v), _blocks(v, extras)
     full = _join(head, [b.render(None) for b in bs])
     if _fits(full, limit):
         return full

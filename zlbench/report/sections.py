@@ -18,7 +18,9 @@ from zlbench.report.facts import (
     OpRows,
     ReportExtras,
     judged_on_ab,
+    key_name,
     op_limit,
+    op_names,
     op_rows,
     pct,
     rows_by_op,
@@ -50,11 +52,12 @@ def _failing_ops(v: GateVerdict, verdict: Verdict) -> list[OpVerdict]:
 
 def regressions(v: GateVerdict, extras: ReportExtras) -> Block | None:
     rows = worst_first(r for r in v.rows if r.verdict is Verdict.REGRESSION)
-    b = change_block(f"Regressed kernels ({len(rows)}, worst first)", rows)
+    names = op_names(v)
+    b = change_block(f"Regressed rows ({len(rows)}, worst first)", rows, names=names)
     if b is None:
         return None
     # the kernels verdict.json says the rows ran timed (gate with a codegen screen)
-    b.outro = why_outro(rows, extras.explanations)
+    b.outro = why_outro(rows, extras.explanations, names)
     return b
 
 
@@ -63,10 +66,10 @@ def aggregate(v: GateVerdict) -> Block | None:
     ops = [o for o in _failing_ops(v, Verdict.REGRESSION) if (o.repo, o.run_name) not in row_ops]
     if not ops:
         return None
-    by_op = rows_by_op(v.rows)
+    by_op, names = rows_by_op(v.rows), op_names(v)
     cells = [
         [
-            op_label(o.repo, o.run_name),
+            op_label(o.repo, o.run_name, names),
             pct(o.judged_change),
             pct(op_limit(o, by_op)),
             md_text(o.reason),
@@ -83,14 +86,16 @@ def failed_ops(v: GateVerdict) -> Block | None:
     ops = _failing_ops(v, Verdict.FAILED)
     if not ops:
         return None
-    cells = [[op_label(o.repo, o.run_name), md_text(o.reason, 300)] for o in ops]
+    names = op_names(v)
+    cells = [[op_label(o.repo, o.run_name, names), md_text(o.reason, 300)] for o in ops]
     title = f"Failed ops ({len(ops)})"
     return Block(title, "", ["op", "what happened"], "ll", cells, noun="ops")
 
 
 def fallbacks(v: GateVerdict) -> Block | None:
     rows = [r for r in v.rows if r.verdict is Verdict.FALLBACK]
-    b = reason_block(f"Fallbacks ({len(rows)} rows)", rows) if rows else None
+    names = op_names(v)
+    b = reason_block(f"Fallbacks ({len(rows)} rows)", rows, names) if rows else None
     with_rows = {(r.key.repo, r.key.run_name) for r in rows}
     op_level = [
         o for o in _failing_ops(v, Verdict.FALLBACK) if (o.repo, o.run_name) not in with_rows
@@ -98,7 +103,7 @@ def fallbacks(v: GateVerdict) -> Block | None:
     if not op_level:
         return b
     items = "\n".join(
-        f"- {op_label(o.repo, o.run_name)}: {md_text(o.reason, 300)}" for o in op_level
+        f"- {op_label(o.repo, o.run_name, names)}: {md_text(o.reason, 300)}" for o in op_level
     )
     if b is None:
         return Block(f"Fallbacks ({len(op_level)} ops)", items)
@@ -108,20 +113,12 @@ def fallbacks(v: GateVerdict) -> Block | None:
 
 def missing(v: GateVerdict) -> Block | None:
     rows = [r for r in v.rows if r.verdict is Verdict.MISSING]
-    return reason_block(f"Missing rows ({len(rows)})", rows)
+    return reason_block(f"Missing rows ({len(rows)})", rows, op_names(v))
 
 
 def next_steps(v: GateVerdict) -> Block | None:
     if v.verdict == "PASS":
         return None
-    if v.verdict == "ERROR":
-        steps = [
-            "Nothing was judged: fix what the line above names and run the gate again.",
-            "An environment mismatch means the results come from another machine type, "
-            "FlagGems commit, timing mode or shape file than the baseline; run on the "
-            "baseline's, or judge anyway with `--allow-env-mismatch` (every report says so).",
-        ]
-        return Block("What to do next", "\n".join(f"- {s}" for s in steps))
     regressed = [r for r in v.rows if r.verdict is Verdict.REGRESSION]
     baseline = v.baseline_dir or "BASELINE_DIR"
     steps = []
@@ -179,7 +176,8 @@ def not_measured(v: GateVerdict) -> Block | None:
     if not v.not_measured:
         return None
     intro = "Never measured (time budget spent, or a systemic failure before they began)."
-    cells = [[md_code(k)] for k in v.not_measured]
+    names = op_names(v)
+    cells = [[md_code(key_name(names, k))] for k in v.not_measured]
     title = f"Not measured ({len(v.not_measured)} ops)"
     return Block(title, intro, ["op"], "l", cells, noun="ops")
 
@@ -197,12 +195,14 @@ def reproduce(v: GateVerdict) -> Block | None:
     intro = (
         "One command for every failing op: set `OP`, `REPO`, `RUN` and `DTYPES` from a row "
         "below and `FLAGGEMS_DIR` to the FlagGems checkout (`$ZLBENCH_FLAGGEMS_DIR`; "
-        "vllm: `$ZLBENCH_FLAGGEMS_VLLM_DIR`). Each op's full command is in verdict.json.\n\n"
-        + md_fence([v.reproduce_template], "sh")
+        "vllm: `$ZLBENCH_FLAGGEMS_VLLM_DIR`). `OP` is the op as `zlbench run` takes it "
+        "(with its test file where FlagGems has the op in several). Each op's full "
+        "command is in verdict.json.\n\n" + md_fence([v.reproduce_template], "sh")
     )
-    by_op = rows_by_op(v.rows)
+    by_op, names = rows_by_op(v.rows), op_names(v)
     cells = [
         [
+            op_label(o.repo, o.run_name, names),
             md_code(o.op),
             md_code(o.repo),
             md_code(o.run_name),
@@ -211,16 +211,17 @@ def reproduce(v: GateVerdict) -> Block | None:
         ]
         for o in ops
     ]
-    header = ["OP", "REPO", "RUN", "DTYPES", "verdict"]
-    return Block(f"Reproduce ({len(ops)} ops)", intro, header, "lllll", cells, noun="ops")
+    header = ["op", "OP", "REPO", "RUN", "DTYPES", "verdict"]
+    return Block(f"Reproduce ({len(ops)} ops)", intro, header, "llllll", cells, noun="ops")
 
 
 def logs(v: GateVerdict) -> Block | None:
     ops = [o for o in v.ops if o.log_tail]
     if not ops:
         return None
+    names = op_names(v)
     chunks = [
-        f"{op_label(o.repo, o.run_name)} ({o.verdict.value}), last lines of run.log:\n\n"
+        f"{op_label(o.repo, o.run_name, names)} ({o.verdict.value}), last lines of run.log:\n\n"
         + md_fence(o.log_tail[-LOG_LINES:])
         for o in ops
     ]
@@ -228,12 +229,8 @@ def logs(v: GateVerdict) -> Block | None:
 
 
 def blocks(v: GateVerdict, extras: ReportExtras) -> list[Block]:
-    """Every section that has something to say, in reading order."""
-    if v.verdict == "ERROR":  # nothing was judged: no judged numbers
-        built = [env_warning(v), systemic(v), codegen_failed(v), failed_ops(v), not_measured(v)]
-        built.append(next_steps(v))  # codegen_failed: whenever report.html has it
-        built += [logs(v), counts(v), environment(v)]
-        return [b for b in built if b is not None]
+    """Every section that has something to say, in reading order (an ERROR's:
+    :func:`zlbench.report.error.error_blocks`)."""
     built = [
         env_warning(v),
         systemic(v),

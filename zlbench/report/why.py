@@ -21,12 +21,12 @@ from zlbench.models import UNPROVEN_CLASSES, KernelNote, RowVerdict
 from zlbench.protocol.layout import op_key
 from zlbench.report.codegen import (
     WHY_MAX,
-    change_words,
     deciding,
     fit_kernel,
     row_explanation,
 )
 from zlbench.report.escape import md_code, md_text, one_line
+from zlbench.report.facts import key_name, row_op
 
 TITLE = (
     "Why, from the code-generation screen (per row, the largest change among the kernels "
@@ -53,21 +53,24 @@ def _code(text: object, width: int) -> str:
     return within(md_code, text, width)
 
 
-def why_outro(rows: list[RowVerdict], explanations: Mapping[str, str]) -> str:
+def why_outro(
+    rows: list[RowVerdict], explanations: Mapping[str, str], names: Mapping[str, str] | None = None
+) -> str:
     """The section's outro: :data:`TITLE`, then :func:`why_lines`, then a line per op
     of ``explanations`` (op key -> plain text) that no row's kernels explain; "" when
-    there is nothing to say."""
-    lines = why_lines(rows)
+    there is nothing to say. ``names``: each op's spelling (``facts.op_names``)."""
+    names = names or {}
+    lines = why_lines(rows, names)
     noted = {op_key(r.key.repo, r.key.run_name) for r in rows if r.codegen}
     seen = dict.fromkeys(op_key(r.key.repo, r.key.run_name) for r in rows)
     for k in seen:
         if k in explanations and k not in noted:
-            label = _code(k, 60)
+            label = _code(key_name(names, k), 60)
             lines.append(f"- {label}: {within(md_text, explanations[k], WHY_MAX - len(label) - 4)}")
     return "\n".join([TITLE, *lines]) if lines else ""
 
 
-def why_lines(rows: list[RowVerdict]) -> list[str]:
+def why_lines(rows: list[RowVerdict], names: Mapping[str, str] | None = None) -> list[str]:
     """The bullet lines (module docstring), each at most ``WHY_MAX`` characters:
     first one per kernel that explains several rows, then one per row that carries
     its kernels (``RowVerdict.codegen``), in the order of ``rows``, then one naming
@@ -80,7 +83,8 @@ def why_lines(rows: list[RowVerdict]) -> list[str]:
             shared.setdefault(n.kernel_id, n)
     lines = [_kernel_line(n, uses[n.kernel_id]) for n in shared.values()]
     for r, n in explained:
-        lines.append(_row_line(r, n, uses[n.kernel_id] if n and n.kernel_id in shared else 0))
+        shared_rows = uses[n.kernel_id] if n and n.kernel_id in shared else 0
+        lines.append(_row_line(r, n, shared_rows, names or {}))
     others = _others_line([r for r, _ in explained], set(uses))
     return lines + ([others] if others else [])
 
@@ -89,7 +93,7 @@ def _describe(n: KernelNote, width: int, lead: str = "") -> str:
     """The kernel's name (then ``lead``), what changed, its figures and its diff file,
     the fullest form within ``width`` (``report.codegen.fit_kernel``)."""
     diff = f"diff {_code(n.diff_file, 90)}" if n.diff_file else ""
-    return fit_kernel(f"{_code(n.name, 50)}{lead}: {change_words(n)}", n, diff, width)
+    return fit_kernel(f"{_code(n.name, 50)}{lead}", n, diff, width)
 
 
 def _kernel_line(n: KernelNote, rows: int) -> str:
@@ -98,12 +102,13 @@ def _kernel_line(n: KernelNote, rows: int) -> str:
     return "- " + _describe(n, WHY_MAX - 2, f", the largest change of {rows} rows below")
 
 
-def _row_line(r: RowVerdict, n: KernelNote | None, shared: int) -> str:
+def _row_line(r: RowVerdict, n: KernelNote | None, shared: int, names: Mapping[str, str]) -> str:
     """``- `op` `dtype` `shape…`: `kernel`: TTGIR differs; figures; diff `…```: the
     shape is cut to what the line leaves it; the figures, then the diff, are left out
     where even ``SHAPE_MIN`` characters of it would not fit."""
     occ = f" #{r.key.occurrence}" if r.key.occurrence else ""
-    head = f"- {_code(f'{r.key.repo}/{r.key.op}', 48)} {_code(r.key.dtype, 20)} "
+    op = row_op(r.key, names)
+    head = f"- {_code(op, 48)} {_code(r.key.dtype, 20)} "
     width = WHY_MAX - len(head) - SHAPE_MIN - 2
     if n is None:
         text = within(md_text, row_explanation(r.codegen), width)

@@ -33,6 +33,7 @@ from zlbench.protocol.layout import (
     split_op_key,
 )
 from zlbench.protocol.ops import selector_for
+from zlbench.report.error import unjudged
 from zlbench.report.escape import log_line
 from zlbench.report.facts import ReportExtras
 from zlbench.report.html import render_html
@@ -68,7 +69,8 @@ def write_reports(
         REPORT_MD: render_markdown(verdict, extras),
         COMMENT_MD: render_comment(verdict, COMMENT_LIMIT, extras),
         REPORT_HTML: render_html(verdict, extras),
-        VERDICT_JSON: verdict.model_dump_json(indent=2) + "\n",
+        # an ERROR judged nothing: written without rows and counts (report.error)
+        VERDICT_JSON: unjudged(verdict).model_dump_json(indent=2) + "\n",
     }
     write_file_set(out, files, last=VERDICT_JSON)
     if job.step_summary:
