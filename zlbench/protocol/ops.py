@@ -19,6 +19,7 @@ The vocabulary (docs/design.md):
 from __future__ import annotations
 
 import os
+from collections import Counter
 
 from zlbench.errors import ZlbenchError
 from zlbench.models import REPOS, read_text
@@ -126,11 +127,19 @@ def select_keys(spec: str, keys, where: str = "") -> set[str]:
 def display_names(keys) -> dict[str, str]:
     """The one spelling of each op key of ``keys`` that a person reads in every report
     and types after ``--ops`` (docs/reports.md, "One name per op"): its op name
-    (``bmm``) when no other op of ``keys`` has that name, else :func:`spec_of`
-    (``bmm@test_bmm.py``; ``vllm:mm`` outside main). Each name selects its op through
-    :func:`select_keys` among ``keys``."""
+    (``bmm``) when no other op of ``keys`` has that name, else its selector
+    (``bmm@test_bmm.py``) when no op of another repo has that selector, else
+    ``repo:selector`` (``main:mm``, ``vllm:mm``). Each name selects its op, and only it,
+    through :func:`select_keys` among ``keys``."""
     keys = list(dict.fromkeys(keys))
-    count: dict[str, int] = {}
-    for k in keys:
-        count[op_name_of(k)] = count.get(op_name_of(k), 0) + 1
-    return {k: op_name_of(k) if count[op_name_of(k)] == 1 else spec_of(k) for k in keys}
+    names = Counter(op_name_of(k) for k in keys)
+    selectors = Counter(selector_for(split_op_key(k)[1]) for k in keys)
+
+    def name(k: str) -> str:
+        repo, run_name = split_op_key(k)
+        if names[op_name_of(k)] == 1:
+            return op_name_of(k)
+        selector = selector_for(run_name)
+        return selector if selectors[selector] == 1 else f"{repo}:{selector}"
+
+    return {k: name(k) for k in keys}

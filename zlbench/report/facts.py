@@ -316,7 +316,8 @@ def decided_texts(r: RowVerdict) -> tuple[str, str]:
     change and limit."""
     ab = r.ab
     if not decided_on_pairs(r) or ab.threshold is None:  # a row judged on no number: no limit
-        return pct(r.judged_change), (pct(r.limit) if r.judged_change is not None else "")
+        judged = r.judged_change is not None and r.verdict is not Verdict.SKIPPED
+        return pct(r.judged_change), (pct(r.limit) if judged else "")
     stored = f" ({pct(r.judged_change)} vs stored)" if r.judged_change is not None else ""
     return f"{pct(ab.change)} vs base{stored}", f"{pct(ab.threshold)} and {ab.floor_us:g} µs"
 
