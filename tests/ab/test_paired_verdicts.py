@@ -96,8 +96,7 @@ def test_slower_than_stored_baseline_but_not_than_the_base_is_an_inherited_pass(
     assert op.verdict is Verdict.PASS and "inherited" in op.reason and op.reproduce is None
     assert out.ab.base.env == "/envs/base" and out.counts == {"PASS": 3}
     assert out.summary == (
-        "PASS: 2 ops checked = 2 timed (0 failing) + 0 proven identical + 0 skipped; "
-        "3 rows: 3 pass"
+        "PASS: 2 ops checked = 2 timed (0 failing) + 0 proven identical + 0 skipped; 3 rows: 3 pass"
     )
 
 

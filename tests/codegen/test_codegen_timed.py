@@ -233,8 +233,7 @@ def test_a_kernel_shared_by_many_regressed_rows_is_explained_once():
         "- `helper_kernel`, the largest change of 3 rows below: regs +2; TTGIR differs"
     )
     assert lines[1] == (
-        "- `a` `float16` `[torch.Size([64])]`: `a_kernel`: SASS +300 instructions; "
-        "TTGIR differs"
+        "- `a` `float16` `[torch.Size([64])]`: `a_kernel`: SASS +300 instructions; TTGIR differs"
     )
     assert lines[2:5] == [
         f"- `{op}` `float16` `[torch.Size([64])]`: `helper_kernel` (above: the largest "

@@ -419,6 +419,8 @@ def key_name(names: Mapping[str, str], key: str) -> str:
 
 
 def _build(dist, version, commit, build=None, path=None) -> str:
+    if not (dist or version or commit or build or path):
+        return "not recorded (no run measured it)"
     said = f"{dist or 'unknown'} {version or '?'}"
     ids = [f"commit {commit}" if commit else "", f"build {build}" if build else ""]
     ids = [x for x in ids if x]
