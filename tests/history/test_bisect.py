@@ -338,6 +338,8 @@ def test_confirm_runs_the_ab_of_the_commit_against_its_parent(tmp_path, baseline
 
     def confirm(cmd, env, out):
         seen.update(cmd=cmd, env=env)
+        out.mkdir(parents=True)
+        (out / "report.md").write_text(ab_report(r"REGRESSION: +8.1 % \[+7.9, +8.4\]"))
         return 1  # the commit's side slower
 
     j = job(tmp_path, baseline, confirm=True, confirm_args=["--ab-max-pairs", "40"])
@@ -351,3 +353,43 @@ def test_confirm_runs_the_ab_of_the_commit_against_its_parent(tmp_path, baseline
     assert (
         state.confirmation.confirmed and "Phase 2" in (tmp_path / "out" / "report.md").read_text()
     )
+
+
+def ab_report(row_says: str, other_says: str = r"PASS: +0.1 % \[-0.2, +0.3\]") -> str:
+    """The phase-2 A/B's report.md: the bisected row and another shape of its op."""
+    other = ROW.replace(cgsynth.SHAPE, "[torch.Size([1073741824])]")
+    return (
+        "| row | verdict |\n| --- | --- |\n"
+        f"| `{other}` | {other_says} (+290 µs) vs A, 5 pairs |\n"
+        f"| `{ROW}` | {row_says} (+0.66 µs) vs A, 5 pairs |\n"
+    )
+
+
+@pytest.mark.parametrize(
+    "row_says, other_says, confirmed",
+    [
+        # the row's own step, under the threshold: real (its interval above zero)
+        (r"PASS: +1.9 % \[+1.6, +2.2\]", r"REGRESSION: +13.3 % \[+13.2, +13.4\]", True),
+        # the op's other shape regressed, the row did not move: not this row's step
+        (r"PASS: -0.3 % \[-2.0, +11.1\]", r"REGRESSION: +13.3 % \[+13.2, +13.4\]", False),
+        (r"REGRESSION: +8.1 % \[+7.9, +8.4\]", r"PASS: +0.1 % \[-0.2, +0.3\]", True),
+    ],
+)
+def test_the_confirmation_judges_the_bisected_row_itself(
+    tmp_path, baseline, row_says, other_says, confirmed
+):
+    """The A/B times the row's whole op and dtype and exits 1 when any shape regressed
+    (on the H100, 2026-12-05: `add`'s 1G-element rows +13 %, the bisected 4096x4096 row
+    +1.9 % [+1.6, +2.2]); the step is the row's own line."""
+
+    def confirm(cmd, env, out):
+        out.mkdir(parents=True)
+        (out / "report.md").write_text(ab_report(row_says, other_says))
+        return 1
+
+    j = job(tmp_path, baseline, confirm=True)
+    fake = FakeCompilers(first=11)
+    state = wf.run_bisect(j, wf.BisectSeams(fake.build, fake.rebuild, confirm), say=lambda s: None)
+    c = state.confirmation
+    assert c.confirmed is confirmed and c.exit_code == 1
+    assert f"`{ROW}`" in c.row_verdict and c.change == float(row_says.split(": ")[1].split(" %")[0])

@@ -22,6 +22,7 @@ resumed bisect picks up exactly where it stopped.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -202,7 +203,12 @@ def render_report(state) -> str:
     c = state.confirmation
     if c is not None:
         lines += ["", "## Phase 2: A/B on the GPU", ""]
-        said = "confirmed: slower than its parent" if c.confirmed else "NOT confirmed"
+        moved = f" (the row {c.change:+.1f} %)" if c.change is not None else ""
+        said = (
+            "confirmed: the row slower than at its parent"
+            if c.confirmed
+            else "NOT confirmed: the row's interval does not lie above zero"
+        ) + moved
         lines.append(f"`zlbench ab` of the commit against its parent exited {c.exit_code}: {said} "
                      f"({c.seconds:.0f} s, {c.out_dir}).")  # fmt: skip
         if c.row_verdict:
@@ -224,3 +230,35 @@ def render_report(state) -> str:
             f"| {i} | `{commit[:12]}` | {what} | {p.seconds:.1f} | {p.why or p.compiler} |"
         )
     return "\n".join(lines) + "\n"
+
+
+@dataclass(frozen=True)
+class RowStep:
+    """The bisected row's paired change in the phase-2 A/B (+ = the commit slower)."""
+
+    verdict: str  # the A/B's verdict of the row: REGRESSION, PASS, ...
+    change: float  # %
+    low: float  # % (the interval)
+    high: float
+
+    @property
+    def slower(self) -> bool:
+        """The step is confirmed: the row's interval lies above zero (a REGRESSION, or a
+        real slowdown under the gate's threshold)."""
+        return self.verdict == "REGRESSION" or self.low > 0
+
+
+_STEP = re.compile(
+    r"\b(?P<verdict>[A-Z]+): (?P<change>[+-]?\d+(?:\.\d+)?) % \\?\["
+    r"(?P<low>[+-]?\d+(?:\.\d+)?), (?P<high>[+-]?\d+(?:\.\d+)?)\\?\]"
+)
+
+
+def row_step(line: str) -> RowStep | None:
+    """The row's verdict and paired change from its line of the A/B's report
+    (``| `row` | REGRESSION: +13.3 % \\[+13.2, +13.4\\] ...``); None when the line has
+    none (the row not measured: not confirmed)."""
+    m = _STEP.search(line)
+    if m is None:
+        return None
+    return RowStep(m["verdict"], float(m["change"]), float(m["low"]), float(m["high"]))

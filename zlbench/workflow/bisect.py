@@ -19,7 +19,7 @@ a re-run over a finished one rebuilds nothing.
 Phase 2 (GPU, ``--confirm``): ``zlbench ab`` run in the found commit's environment with
 its parent's compiler as the base side, on the row's op and dtype, replaying the
 baseline's autotune records (the interleaved A/B, adding pairs while unsure, as the
-gate does). Exit 1 of the A/B (B slower) confirms the step.
+gate does). The row's own line in the A/B (its paired interval above zero) confirms the step.
 """
 
 from __future__ import annotations
@@ -461,12 +461,14 @@ def confirm(job: BisectJob, state: BisectState, seams: BisectSeams, say: Say) ->
     started = time.monotonic()
     rc = (seams.confirm or _run_confirm)(cmd, env, out)
     line = _row_line(out / REPORT_MD, job.row)
+    judged = logic.row_step(line)
     return Confirmation(
         command=cmd,
         exit_code=rc,
         out_dir=str(out),
         row_verdict=line,
-        confirmed=rc == 1,
+        change=judged.change if judged else None,
+        confirmed=bool(judged and judged.slower),
         seconds=round(time.monotonic() - started, 1),
     )
 
@@ -480,12 +482,12 @@ def _run_confirm(cmd: list[str], env: dict[str, str], out: Path) -> int:
 
 
 def _row_line(report: Path, row: str) -> str:
-    """The A/B report's line of the row (its table row), "" when not found."""
+    """The A/B report's table line of the row itself (the A/B times the row's whole op
+    and dtype: its other shapes are other rows), "" when not found."""
     if not report.is_file():
         return ""
-    op_dtype = " ".join(row.split(" ")[:2])
     for line in report.read_text(encoding="utf-8", errors="replace").splitlines():
-        if row in line or (line.startswith("|") and op_dtype in line):
+        if line.startswith("|") and f"`{row}`" in line:
             return line.strip()[:300]
     return ""
 
