@@ -13,6 +13,8 @@ differ only in embedded source paths, so they count as a SASS change.
 from __future__ import annotations
 
 import difflib
+import hashlib
+import json
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -58,6 +60,30 @@ def first_differing_stage(base: CompileResult, cur: CompileResult) -> str | None
             if a.get(stage) != b.get(stage):
                 return stage
     return None
+
+
+CODE_DIGEST_HEX = 16  # hex digits of a kernel's code digest (KernelScreen.code_digest)
+
+
+def code_digest(rec: CompileRecord | None) -> str:
+    """What a rebuild built, in 16 hex: the sha256 of its stages' digests
+    (``{"ttir": sha, ..., "ptx": sha, "sass": sha}`` as sorted JSON, the form
+    ``benchmarks/history_sim.py`` stores), the cubin's code digest standing in for SASS
+    where no disassembler ran; of ``{"error": its first line}`` where it failed to
+    compile; "" where nothing was compiled (no rebuild, its source not loadable).
+    Equal digests: the same code, whatever the baseline it was compared with."""
+    if rec is None or (rec.result is None and (rec.error or "").startswith(LOAD_FAILED)):
+        return ""
+    if rec.result is None:
+        parts = {"error": (rec.error or "compile failed").splitlines()[0][:300]}
+    else:
+        parts = {name: d.sha256 for name, d in rec.result.stages.items()}
+        if "sass" not in parts and rec.result.cubin_code_sha256:
+            parts["cubin"] = rec.result.cubin_code_sha256
+        if not parts:
+            return ""
+    text = json.dumps(parts, sort_keys=True)
+    return hashlib.sha256(text.encode()).hexdigest()[:CODE_DIGEST_HEX]
 
 
 def resources(result: CompileResult | None) -> Resources | None:
@@ -172,6 +198,7 @@ def screen_kernel(
         setup_ops=sorted(setup_ops),
         timed_rows=sorted(timed_rows, key=_row_order),
         setup_rows=sorted(setup_rows, key=_row_order),
+        code_digest=code_digest(cur),
     )
 
 

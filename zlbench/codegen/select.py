@@ -235,6 +235,7 @@ def kernel_note(k: KernelScreen, diff_prefix: str = "") -> KernelNote:
         deltas=k.deltas,
         diff_file=diff_prefix + k.diff_file if k.diff_file else None,
         error=k.error,
+        code_digest=k.code_digest,
     )
 
 

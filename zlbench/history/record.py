@@ -5,12 +5,16 @@ The verdict is the judge's own (``gate --store``), or the one ``zlbench history 
 re-derives by re-judging the gate dir against a trusted baseline (docs/security.md:
 the judge re-derives, never believes an artifact's verdict.json).
 
-A row's **timed-kernel digest** is the sha256 (first 16 hex) of its kernels as the
-gate's codegen screen saw them: each kernel's compile-request id (source, config,
-target) with what the compiler under test made of it against the baseline
-(identical, or the first stage that differs). It changes between two commits when a
-kernel the row launches is built differently relative to the baseline, or when the
-row launches other kernels; "" where the gate ran no screen (docs/history.md).
+A row's **timed-kernel digest** names each kernel the row timed with what the compiler
+under test built of it: ``name@kernel_id=code`` pairs joined by ``;`` (sorted), ``code``
+the screen's :attr:`~zlbench.models.codegen_screen.KernelScreen.code_digest` (16 hex of
+the rebuild's stage digests, or of its compile error; ``none`` where nothing was
+rebuilt). Two commits' points then name the kernels whose code changed between them
+(``zlbench changes``, :func:`zlbench.history.bisect.digest_changes`). Codegen notes
+written before the screen kept code digests (a re-judged old gate dir) give the older
+one hash of each kernel's class against the baseline (``kernel_id:status:first_stage``),
+which can only say that the row's digest changed; "" where the gate ran no screen
+(docs/history.md).
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from zlbench.models.history import DEFAULT_BRANCH, CommitRef, GateRun, RowPoint
 from zlbench.models.verdict import GateVerdict, RowVerdict
 
 DIGEST_HEX = 16
+NO_CODE = "none"  # a kernel of the row that the screen did not rebuild
 
 
 def row_name(r: RowVerdict) -> str:
@@ -35,9 +40,13 @@ def op_name(r: RowVerdict) -> str:
 
 
 def kernel_digest(r: RowVerdict) -> str:
-    """The row's timed-kernel digest ("" without codegen notes)."""
+    """The row's timed-kernel digest: ``name@id=code`` pairs joined by ``;`` ("" without
+    codegen notes; one hash of the kernels' classes where no note has a code digest)."""
     if not r.codegen:
         return ""
+    if any(k.code_digest for k in r.codegen):
+        pairs = {f"{k.name}@{k.kernel_id}": k.code_digest or NO_CODE for k in r.codegen}
+        return ";".join(f"{k}={pairs[k]}" for k in sorted(pairs))
     parts = sorted(f"{k.kernel_id}:{k.status.value}:{k.first_stage or ''}" for k in r.codegen)
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:DIGEST_HEX]
 

@@ -92,6 +92,10 @@ class KernelScreen(_Model):
     # class of the PR's rebuild against the baseline's records, as context only (None:
     # the status above is that comparison, or the kernel was not compared with them)
     vs_baseline: CodegenClass | None = None
+    # What the compiler under test built (the history store's per-kernel digest,
+    # zlbench.codegen.diff.code_digest): 16 hex of its rebuild's stage digests, or of
+    # its compile error; "" where nothing was rebuilt (or a screen written before it)
+    code_digest: str = ""
 
 
 class KernelNote(_Model):
@@ -105,6 +109,7 @@ class KernelNote(_Model):
     deltas: dict[str, float] = Field(default_factory=dict)
     diff_file: str | None = None  # relative to the report's dir
     error: str | None = None
+    code_digest: str = ""  # KernelScreen.code_digest: what the compiler under test built
 
 
 class CodegenScreen(OnDisk):
