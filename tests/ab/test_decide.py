@@ -85,7 +85,7 @@ def test_every_rule_in_one_order_then_one_restatement(screen, monkeypatch):
     assert by["z"].verdict is Verdict.FAILED and "z_kernel" in by["z"].reason  # 3.
     # 4. the sentinel's A/B REGRESSION is drift: it never fails on its own
     assert by["s"].verdict is Verdict.PASS and by["s"].ab.decision == "REGRESSION"
-    assert out.drift and out.drift[0].startswith("main/s ")
+    assert out.drift and out.drift[0].startswith("s bfloat16 ")  # the op as reports spell it
     assert out.verdict == "FAIL" and out.exit_code == 1
     assert out.summary.startswith("FAIL: 1 kernel(s) the baseline compiled fail to compile")
     assert out.ab is ev.paired.summary and out.codegen.screened
@@ -138,7 +138,31 @@ def test_a_drift_line_says_the_verdict_once():
     ]  # fmt: skip
     rows, drift = sentinels(moved, {"main/sum"})
     assert drift == [
-        "main/sum bfloat16 [8]: inconclusive: +6.6 % [+5.8, +7.9]",
-        "main/sum bfloat16 [16]: regression, slower than the base: +9 %",
+        "sum bfloat16 [8]: inconclusive: +6.6 % [+5.8, +7.9]",
+        "sum bfloat16 [16]: regression, slower than the base: +9 %",
     ]
     assert all(r.verdict is Verdict.PASS for r in rows)
+
+
+def test_a_drift_line_spells_its_op_as_every_report_does(screen):
+    """Issue 50 item 3: the drift line names its row by the op's one spelling
+    (protocol.ops.display_names over every op the verdict names), never ``main/s``; where
+    another repo has an op of that name too, the spelling that tells them apart."""
+    from zlbench.models import OpVerdict
+    from zlbench.report.facts import op_names
+    from zlbench.report.markdown import render_markdown
+
+    ev = Evidence(
+        paired=paired(screen, s=0.10),
+        screen=ScreenEvidence(
+            summary=CodegenSummary(screened=True), identical_sentinels={"main/s"}
+        ),
+    )
+    out = decide(screen, ev)
+    assert out.drift and out.drift[0].startswith(f"{op_names(out)['main/s']} bfloat16 [4096]: ")
+    assert out.drift[0].startswith("s bfloat16") and "main/s" not in "".join(out.drift)
+    assert "not failing): s bfloat16 \\[4096\\]: regression" in render_markdown(out)
+    # a second repo's op of the same name: the drift line says which one moved
+    other = OpVerdict(repo="vllm", run_name="s", op="s", verdict=Verdict.MISSING)
+    both = screen.model_copy(update={"ops": [*screen.ops, other]})
+    assert decide(both, ev).drift[0].startswith("main:s bfloat16 [4096]: ")

@@ -31,13 +31,13 @@ def test_the_a_a_gate_passes_and_shows_its_moved_sentinel_as_runner_drift(tmp_pa
     assert v.ab is not None and v.ab.method == "interleaved" and len(v.ab.ops) == 5
     assert v.codegen is not None and len(v.codegen.not_timed) == 29  # proven unchanged
     (drift,) = v.drift
-    assert drift.startswith("main/sum bfloat16")
+    assert drift.startswith("sum bfloat16")  # spelled as every report spells the op
     row = next(r for r in v.rows if r.key.op == "sum")
     assert row.verdict is Verdict.PASS and row.ab.decision == "INCONCLUSIVE"
     assert row.reason.startswith(
         "sentinel with identical kernels (INCONCLUSIVE shown, not failing)"
     )
-    assert "Runner drift (sentinel, kernels identical, not failing): main/sum" in md
+    assert "Runner drift (sentinel, kernels identical, not failing): sum bfloat16" in md
 
 
 def test_the_broad_change_fails_on_rows_beyond_both_intervals_and_reasons_agree(tmp_path):

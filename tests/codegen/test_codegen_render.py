@@ -47,15 +47,15 @@ def test_render_codegen_exact():
         "| only SASS changed | 0 |\n| compile failed | 1 |\n| missing | 1 |\n\n"
         "### Failed to compile\n\n"
         "| kernel | config | ops | error |\n| --- | --- | --- | --- |\n"
-        "| `broken\\|kernel` | `B=2` | `main/x` | compile failed: RuntimeError: \\*bad\\* |\n\n"
+        "| `broken\\|kernel` | `B=2` | `x` | compile failed: RuntimeError: \\*bad\\* |\n\n"
         "### Top changes by resource delta\n\n"
         "| kernel | config | class | first stage | regs | spills | shared B | SASS instr "
         "| compile s | ops | diff |\n"
         "| --- | --- | --- | --- | ---: | ---: | ---: | ---: | ---: | --- | --- |\n"
         "| `spills` | `B=1` | only LLIR/PTX changed | llir | 32 | 0→2 (+2) |  |  "
-        "| 0.50→0.25 | `main/a`, `main/b`, `main/c` +1 | `diffs/id-spills.diff` |\n\n"
+        "| 0.50→0.25 | `a`, `b`, `c` +1 | `diffs/id-spills.diff` |\n\n"
         "_… 1 more changed kernels in codegen.json._\n\n"
-        "Ops without codegen records (always timed): `main/old`\n"
+        "Ops without codegen records (always timed): `old`\n"
     )
 
 
@@ -70,3 +70,24 @@ def test_headline_without_failures():
 def test_resource_cell_unknown_is_empty():
     k = _k("x", CodegenClass.SASS, baseline=Resources(n_regs=3), current=None)
     assert resource_cell(k, "n_regs") == "" and resource_cell(k, "shared") == ""
+
+
+def test_codegen_md_and_the_setup_line_spell_each_op_as_the_reports_do():
+    """Issue 50 item 3: one spelling per op (protocol.ops.display_names): the plain op
+    name, the selector where two ops share a name, ``repo:selector`` across repos."""
+    from zlbench.report.codegen import screen_names, setup_line
+
+    ops = ["main/bmm__at__test_bmm.py", "main/mm", "vllm/mm"]
+    k = _k("fill_kernel", CodegenClass.TTGIR, config="BLOCK=8", ops=ops)
+    s = _screen([k], ops_without_records=["main/abs"])
+    assert screen_names(s) == {
+        "main/bmm__at__test_bmm.py": "bmm", "main/mm": "main:mm", "vllm/mm": "vllm:mm",
+        "main/abs": "abs",
+    }  # fmt: skip
+    md = render_codegen(s)
+    assert "| `bmm`, `main:mm`, `vllm:mm` |" in md and "(always timed): `abs`" in md
+    assert "main/" not in md
+    assert setup_line(k, screen_names(s)) == (
+        "fill_kernel [BLOCK=8]: TTGIR differs; 3 op(s): bmm, main:mm, vllm:mm"
+    )
+    assert setup_line(k).endswith("3 op(s): bmm, main:mm, vllm:mm")  # names of its own ops

@@ -56,6 +56,7 @@ from zlbench.models import (
 from zlbench.models.ab import PairedRow
 from zlbench.protocol.layout import op_key
 from zlbench.protocol.pairs import PairRule
+from zlbench.report.facts import op_names, row_label
 
 MOVED = (Verdict.REGRESSION, Verdict.IMPROVEMENT, Verdict.INCONCLUSIVE)
 
@@ -119,7 +120,8 @@ def decide(v: GateVerdict, ev: Evidence) -> GateVerdict:
         rows, ops = held_back(rows, ops, screen.held_back, screen.row_failures)
         judged = judged or rows != v.rows or ops != v.ops
     if screen.identical_sentinels and not error:
-        rows, drift = sentinels(rows, screen.identical_sentinels)
+        names = op_names(v.model_copy(update={"codegen": screen.summary}))  # as reports spell
+        rows, drift = sentinels(rows, screen.identical_sentinels, names)
         if drift:
             fields["drift"], judged = drift, True
     if judged:  # the ops, counts, summary and exit code from the rows, once
@@ -164,18 +166,19 @@ def held_back(
 
 
 def sentinels(
-    rows: list[RowVerdict], identical: Collection[str]
+    rows: list[RowVerdict], identical: Collection[str], names: Mapping[str, str] | None = None
 ) -> tuple[list[RowVerdict], list[str]]:
     """Sentinel rows whose kernels are all identical never fail a PR on their own: a
     REGRESSION, IMPROVEMENT or INCONCLUSIVE of theirs is runner drift (or a launcher or
-    runtime change): (rows, the drift lines), such a row PASS with the drift in its
-    reason."""
+    runtime change): (rows, the drift lines, each row spelled as every report spells
+    it: ``names``, :func:`zlbench.report.facts.op_names`), such a row PASS with the
+    drift in its reason."""
     out, drift = [], []
     for r in rows:
         if op_key(r.key.repo, r.key.run_name) in identical and r.verdict in MOVED:
             said = r.verdict.value.lower()
             reason = r.reason if r.reason.lower().startswith(said) else f"{said}, {r.reason}"
-            drift.append(f"{r.key.label()}: {reason}")
+            drift.append(f"{row_label(r.key, names)}: {reason}")
             why = f"sentinel with identical kernels ({r.verdict.value} shown, not failing): "
             r = r.model_copy(update={"verdict": Verdict.PASS, "reason": why + r.reason})
         out.append(r)

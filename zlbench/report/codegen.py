@@ -17,6 +17,7 @@ from zlbench.models.codegen_screen import (
     KernelNote,
     KernelScreen,
 )
+from zlbench.protocol.ops import display_names
 from zlbench.report.blocks import table
 from zlbench.report.escape import md_code, md_text, one_line
 
@@ -44,8 +45,17 @@ def headline(screen: CodegenScreen) -> str:
     return f"{len(screen.changed())} of {total} kernels changed{tail}"
 
 
+def screen_names(screen: CodegenScreen) -> dict[str, str]:
+    """Op key -> the one spelling a person reads (:func:`zlbench.protocol.ops.display_names`)
+    of every op the screen names: the ops of its kernels, those without records."""
+    keys = [o for k in screen.kernels for o in k.ops]
+    return display_names([*keys, *screen.ops_without_records])
+
+
 def render_codegen(screen: CodegenScreen, top: int = TOP) -> str:
-    """The screen's markdown section: headline, counts, failures, top changes."""
+    """The screen's markdown section: headline, counts, failures, top changes; every op
+    spelled as the reports spell it (:func:`screen_names`)."""
+    names = screen_names(screen)
     parts = [
         "## Codegen screen",
         f"**{headline(screen)}**",
@@ -53,11 +63,11 @@ def render_codegen(screen: CodegenScreen, top: int = TOP) -> str:
         _decided(screen),
         table(["class", "kernels"], "lr", _count_rows(screen)),
     ]
-    parts += _failed(screen)
-    parts += _top_changes(screen, top)
+    parts += _failed(screen, names)
+    parts += _top_changes(screen, top, names)
     parts += _notes(screen, top)
     if screen.ops_without_records:
-        ops = ", ".join(md_code(o, 60) for o in screen.ops_without_records[:20])
+        ops = ", ".join(md_code(names[o], 60) for o in screen.ops_without_records[:20])
         more = len(screen.ops_without_records) - 20
         parts.append(
             f"Ops without codegen records (always timed): {ops}"
@@ -104,12 +114,12 @@ def _count_rows(s: CodegenScreen) -> list[list[str]]:
     return [[CLASS_LABELS[c], str(s.counts.get(c.value, 0))] for c in CodegenClass]
 
 
-def _failed(s: CodegenScreen) -> list[str]:
+def _failed(s: CodegenScreen, names: dict[str, str]) -> list[str]:
     failed = s.failed()
     if not failed:
         return []
     rows = [
-        [md_code(k.name, 60), md_code(k.config, 80), _ops(k), md_text(k.error or "", 200)]
+        [md_code(k.name, 60), md_code(k.config, 80), _ops(k, names), md_text(k.error or "", 200)]
         for k in failed
     ]
     return ["### Failed to compile", table(["kernel", "config", "ops", "error"], "llll", rows)]
@@ -135,19 +145,19 @@ def weight(k: KernelScreen | KernelNote) -> float:
     return sum(abs(k.deltas.get(n, 0.0)) * w for n, w in _WEIGHTS.items())
 
 
-def _top_changes(s: CodegenScreen, top: int) -> list[str]:
+def _top_changes(s: CodegenScreen, top: int, names: dict[str, str]) -> list[str]:
     changed = sorted(s.changed(), key=lambda k: (-weight(k), k.name, k.kernel_id))
     if not changed:
         return []
     head = ["kernel", "config", "class", "first stage"]
     head += [RESOURCE_LABELS[n] for n in RESOURCES] + ["ops", "diff"]
-    rows = [_change_row(k) for k in changed[:top]]
+    rows = [_change_row(k, names) for k in changed[:top]]
     more = len(changed) - top
     note = f"_… {more} more changed kernels in codegen.json._" if more > 0 else ""
     return ["### Top changes by resource delta", table(head, "llll" + "r" * 5 + "ll", rows), note]
 
 
-def _change_row(k: KernelScreen) -> list[str]:
+def _change_row(k: KernelScreen, names: dict[str, str]) -> list[str]:
     figures = [resource_cell(k, n) for n in RESOURCES]
     return [
         md_code(k.name, 60),
@@ -155,7 +165,7 @@ def _change_row(k: KernelScreen) -> list[str]:
         CLASS_LABELS[k.status],
         k.first_stage or "",
         *figures,
-        _ops(k),
+        _ops(k, names),
         md_code(k.diff_file or "", 80),
     ]
 
@@ -175,8 +185,8 @@ def _signed(x: float) -> str:
     return f"{x:+g}"
 
 
-def _ops(k: KernelScreen, n: int = 3) -> str:
-    shown = ", ".join(md_code(o, 60) for o in k.ops[:n])
+def _ops(k: KernelScreen, names: dict[str, str], n: int = 3) -> str:
+    shown = ", ".join(md_code(names.get(o, o), 60) for o in k.ops[:n])
     return shown + (f" +{len(k.ops) - n}" if len(k.ops) > n else "")
 
 
@@ -243,11 +253,14 @@ def delta_words(note: KernelNote, top: int | None = None) -> str:
     return ", ".join(words)
 
 
-def setup_line(k: KernelScreen) -> str:
+def setup_line(k: KernelScreen, names: dict[str, str] | None = None) -> str:
     """A changed kernel that ran only outside the timed regions, plain text:
-    ``fill_kernel [BLOCK=1024]: TTGIR differs; 3 op(s): a, b, c``."""
+    ``fill_kernel [BLOCK=1024]: TTGIR differs; 3 op(s): a, b, c``, each op spelled as
+    ``names`` (:func:`screen_names`; None: as if its ops were the only ones) says."""
+    names = names if names is not None else display_names(k.ops)
     config = f" [{k.config}]" if k.config else ""
-    ops = ", ".join(k.ops[:3]) + (f" +{len(k.ops) - 3}" if len(k.ops) > 3 else "")
+    shown = [names.get(o, o) for o in k.ops[:3]]
+    ops = ", ".join(shown) + (f" +{len(k.ops) - 3}" if len(k.ops) > 3 else "")
     head = f"{k.name}{config}: {CHANGE_WORDS[k.status]}"
     return one_line(f"{head}; {len(k.ops)} op(s): {ops}", 300)
 

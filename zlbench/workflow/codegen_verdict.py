@@ -28,9 +28,9 @@ from zlbench.models import (
     resolve_inside,
 )
 from zlbench.protocol.layout import op_key
-from zlbench.report.codegen import row_explanation, setup_line
+from zlbench.report.codegen import row_explanation, screen_names, setup_line
 from zlbench.report.escape import one_line
-from zlbench.report.facts import ReportExtras
+from zlbench.report.facts import ReportExtras, op_names
 from zlbench.workflow.codegen_plan import identical_sentinels
 from zlbench.workflow.codegen_step import CodegenStep, not_timed_line
 
@@ -140,7 +140,9 @@ def report_extras(v: GateVerdict, step: CodegenStep | None, artifact_url: str) -
     if step is None or step.screen is None:
         return extras
     extras.codegen = (step.summary.changed, step.summary.kernels)
-    extras.setup_changed = [setup_line(k) for k in TimedKernels.of(step.screen).setup_changed()]
+    names = screen_names(step.screen) | op_names(v)  # spelled as the report spells its ops
+    setup = TimedKernels.of(step.screen).setup_changed()
+    extras.setup_changed = [setup_line(k, names) for k in setup]
     regressed = _op_notes(v.rows, frozenset({Verdict.REGRESSION}))
     extras.explanations = {k: row_explanation(ns) for k, ns in regressed.items()}
     explained = _op_notes(v.rows, EXPLAINED)
