@@ -217,6 +217,11 @@ class GateVerdict(OnDisk):
         "a launcher or runtime change, shown and never failing on their own",
     )
     ab: AbSummary | None = Field(None, description="the A/B against the base compiler, if any")
+    base_compiler: str = Field(
+        "",
+        description="--base-compiler as the gate was given it ('' : none); set also when "
+        "nothing was A/B-measured (ab None), so the reports say why",
+    )
     codegen: CodegenSummary | None = Field(
         None, description="the codegen screen of the baseline's kernels, if the gate ran one"
     )

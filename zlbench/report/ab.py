@@ -85,6 +85,8 @@ def judged_by(v: GateVerdict, code: Callable[[str], str] = lambda s: md_code(s, 
     ``code`` formats an identifier (markdown: a code span; HTML: the text, escaped by
     the template)."""
     ab = v.ab
+    if ab is None and v.base_compiler:
+        return _no_ab(v, code)
     if ab is None:
         return (
             f"Judged against the stored baseline {code(v.baseline)} alone (no base "
@@ -99,6 +101,26 @@ def judged_by(v: GateVerdict, code: Callable[[str], str] = lambda s: md_code(s, 
             "intervals); the stored baseline's numbers are context."
         )
     return "Judged on an A/B against the base compiler in rounds; the stored baseline is context."
+
+
+def _no_ab(v: GateVerdict, code: Callable[[str], str]) -> str:
+    """:func:`judged_by` of a gate given a base compiler that A/B-measured nothing:
+    why, and what decided instead."""
+    base = f"Nothing was measured on the A/B against the base compiler {code(v.base_compiler)}"
+    if any(r.current_speedup is not None for r in v.rows):  # timed, but no A/B here
+        return (
+            f"{base}: this gate dir holds no A/B; judged against the stored baseline "
+            f"{code(v.baseline)} alone (its numbers come from another host and day)."
+        )
+    if any(o.verdict.value == "FAILED" for o in v.ops):
+        return (
+            f"{base}: every op to time failed to compile, so nothing was timed; the "
+            f"compile failures decide (the stored baseline {code(v.baseline)} judged no row)."
+        )
+    return (
+        f"{base}: nothing changed that needed timing (the codegen screen proved the "
+        f"kernels unchanged); the stored baseline {code(v.baseline)} judged no row."
+    )
 
 
 INCONCLUSIVE_HEADER = [

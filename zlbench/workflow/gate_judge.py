@@ -48,6 +48,7 @@ from zlbench.workflow.codegen_step import CodegenStep
 from zlbench.workflow.codegen_verdict import explain, report_extras, screen_evidence
 from zlbench.workflow.gate_history import record_verdict, with_history
 from zlbench.workflow.gate_job import GateJob, GateSeams
+from zlbench.workflow.gate_record import load_record
 
 COMMENT_LIMIT = 64_000  # comment.md: room for ci/pr_comment.py's footer under GitHub's 65,536
 
@@ -212,6 +213,8 @@ def judge_and_write(
         verdict = judging.run_gate(inputs.baseline, results, inputs.thresholds, opts, remeasure)
         screen = screen_evidence(codegen, verdict.rows)
         verdict = decide(verdict, evidence(verdict, inputs.ab, ab_dir or out, ab_measure, screen))
+        if base := base_given(job, ab_dir or out):  # said also when nothing was A/B-measured
+            verdict = verdict.model_copy(update={"base_compiler": base})
         verdict = explain(verdict, codegen)
         verdict = with_batch_notes(verdict, results.path)
         extras = report_extras(verdict, codegen, job.artifact_url)
@@ -225,6 +228,18 @@ def judge_and_write(
         why = verdict.summary.split(SUMMARY_SEP)[0].removeprefix("ERROR: ")
         seams.warn(f"zlbench {command}: error: {why}")
     return verdict.exit_code
+
+
+def base_given(job: GateJob, gate_dir: Path) -> str:
+    """``--base-compiler`` as this gate was given it, else as ``gate_dir``'s record
+    (gated.json) says a re-judged gate was ("": none, or no readable record)."""
+    if job.ab.base_compiler:
+        return str(job.ab.base_compiler)
+    try:
+        rec = load_record(gate_dir)
+    except ZlbenchError:  # as_gated already refused a record it had to read
+        return ""
+    return rec.base_compiler or "" if rec is not None else ""
 
 
 def interleaved_ab(gate_dir: Path) -> bool:
