@@ -95,6 +95,11 @@ def test_the_progress_header_forecasts_the_batch(cli):
     rc, out, err, _ = cli("--costs", cli.costs, "--gpus", "0")
     assert rc == 0, err
     # 66.1 s recorded + 2 ops at the median 6.1 s + one 23 s process start = 101.3 s
-    assert "expected: 8 op(s) on 1 GPU(s), about 1m41s (2 op(s) estimated)" in out
+    assert (
+        "expected: 8 op(s) on 1 GPU(s), about 1m41s by the recorded op seconds (2 op(s) estimated)"
+    ) in out
     rc, out, err, _ = cli("--gpus", "0")
-    assert "expected: 8 op(s) on 1 GPU(s), about 39.0s (no recorded durations)" in out
+    assert (
+        "expected: 8 op(s) on 1 GPU(s), about 39.0s by an estimate of 2.0s an op "
+        "(no recorded durations)"
+    ) in out

@@ -58,6 +58,9 @@ def test_measure_batch_passes_the_budget_the_durations_and_use_flagtune(
     assert config.use_flagtune == "1"
     want = {"main/add": 12.0, "main/mm": 15.0} if durations else {}  # seconds per dtype
     assert config.durations == want
+    # the progress header's forecast names whose seconds they are and their GPU model
+    assert config.durations_source == "the baseline's"
+    assert config.durations_gpu == baseline.manifest.gpu_model
 
 
 @pytest.mark.parametrize("add_passes", [True, False])

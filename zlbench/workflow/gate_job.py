@@ -149,6 +149,8 @@ def measure_batch(req: MeasureRequest) -> tuple[Path, int]:
         argv=list(job.argv),
         budget_factor=DEFAULT_BUDGET_FACTOR,  # a broken compiler fails in bounded time
         durations=baseline_durations(req.baseline.path),
+        durations_source="the baseline's",  # the forecast names them and their GPU model
+        durations_gpu=m.gpu_model,
         use_flagtune=m.use_flagtune,  # the tuning space the baseline was measured in
         extra_pytest_args=[] if req.sass else [NO_SASS_FLAG],  # after the measuring's
     )

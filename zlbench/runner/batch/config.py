@@ -100,6 +100,10 @@ class BatchConfig:
     # Recorded seconds per "repo/run_name" (an ops_status.csv, runner.batch.costs):
     # shards and GPUs are balanced by them; {} = every op costs the same (hash deal).
     durations: dict[str, float] = field(default_factory=dict)
+    # Whose they are and the GPU model they were recorded on (the progress header's
+    # forecast says so: runner.batch.forecast.expected_line); "" / None: not said.
+    durations_source: str = ""
+    durations_gpu: str | None = None
     # Replay mode: compile the replay root's recorded kernels (codegen records) with
     # this many CPU processes into one triton cache the batch's processes share,
     # before the GPU starts (runner.batch.precompile); 0 = off, each process compiles.

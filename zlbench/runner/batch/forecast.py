@@ -86,17 +86,53 @@ def render_forecast(rows: list[ShardForecast], source: str) -> str:
     return "\n".join(lines)
 
 
-def expected_line(costs: OpCosts, gpus: int, per_process: int | None = None) -> str:
-    """The progress header's forecast: ``expected: 34 op(s) on 2 GPU(s), about 1m03s
-    (3 op(s) estimated)``; the busiest GPU as the batch will deal them."""
+def same_gpu(a: str, b: str) -> bool:
+    """Two GPU model names name one model (``NVIDIA H200`` / ``nvidia h200 ``)."""
+    return " ".join(a.lower().split()) == " ".join(b.lower().split())
+
+
+def expected_line(
+    costs: OpCosts,
+    gpus: int,
+    per_process: int | None = None,
+    *,
+    source: str = "",
+    recorded_on: str | None = None,
+    runner_gpu: str | None = None,
+) -> str:
+    """The progress header's forecast, one line that says where its seconds come from:
+    ``expected: 34 op(s) on 2 GPU(s), about 1m03s by the recorded op seconds (3 op(s)
+    estimated)``; the busiest GPU as the batch will deal them. ``source``: whose
+    recorded seconds (``the baseline's``); ``recorded_on``: the GPU model they were
+    recorded on, and ``runner_gpu`` this runner's (None: not known). Recorded seconds
+    undercount on another GPU model (up to 3x on an H100 against the H200's), so the
+    line says so there, and that the done lines' ETA corrects itself
+    (:func:`zlbench.runner.batch.progress.corrected_eta`)."""
     bins = list(gpu_bins(costs.seconds, [str(i) for i in range(max(1, gpus))]).values())
     wall = shard_wall(bins, costs.seconds, per_process)
-    recorded = (
-        "no recorded durations"
-        if not costs.recorded
-        else (f"{len(costs.estimated())} op(s) estimated")
+    head = (
+        f"expected: {len(costs.seconds)} op(s) on {max(1, gpus)} GPU(s), about {fmt_seconds(wall)}"
     )
+    if not costs.recorded:
+        each = fmt_seconds(max(costs.seconds.values(), default=0.0))
+        return f"{head} by an estimate of {each} an op (no recorded durations)"
+    notes = [f"{len(costs.estimated())} op(s) estimated"]
+    if recorded_on:
+        notes.append(_where(recorded_on, runner_gpu))
+    whose = f"{source} recorded seconds" if source else "the recorded op seconds"
+    return f"{head} by {whose} ({'; '.join(notes)})"
+
+
+CORRECTS = "the done lines' ETA corrects itself from the ops measured"
+
+
+def _where(recorded_on: str, runner_gpu: str | None) -> str:
+    """Where the recorded seconds come from against this runner's GPU model."""
+    if runner_gpu is None:
+        return f"recorded on {recorded_on}: another GPU model may take longer, {CORRECTS}"
+    if same_gpu(recorded_on, runner_gpu):
+        return f"recorded on {recorded_on}, this runner's GPU model"
     return (
-        f"expected: {len(costs.seconds)} op(s) on {max(1, gpus)} GPU(s), "
-        f"about {fmt_seconds(wall)} ({recorded})"
+        f"recorded on {recorded_on}, this runner has {runner_gpu}: they may undercount "
+        f"(up to 3x seen on an H100), {CORRECTS}"
     )

@@ -33,6 +33,7 @@ from zlbench.runner.batch.parts import most_parts, part_counts, split_ops
 from zlbench.runner.batch.plan import plan_selection, selection_costs
 from zlbench.runner.batch.precompile import collect_records, precompile
 from zlbench.runner.batch.progress import say
+from zlbench.runner.batch.shard import gpu_model
 from zlbench.runner.catalog.select import OpSelection
 from zlbench.runner.claim import claim_batch_dir
 from zlbench.runner.execute.worker import SHARED_TRITON_CACHE, process_env
@@ -64,7 +65,7 @@ def run_batch(config: BatchConfig) -> BatchOutcome:
         config = sweep_batch_config(config)
     out_dir = claim_batch_dir(Path(config.out_dir), config.resume)
     costs = selection_costs(config, selection.keys())
-    _say(config, expected_line(costs, len(config.gpus), config.per_process))
+    _say(config, forecast_line(config, costs))
     selection, costs = split_rows(config, selection, costs)
     if config.precompile_jobs > 0 and config.replay_root is not None:
         with tempfile.TemporaryDirectory(
@@ -72,6 +73,20 @@ def run_batch(config: BatchConfig) -> BatchOutcome:
         ) as cache:
             return run_while_precompiling(config, selection, out_dir, costs, Path(cache))
     return BatchRun(config, selection, out_dir, costs).run()
+
+
+def forecast_line(config: BatchConfig, costs: OpCosts) -> str:
+    """The progress header's forecast, naming whose recorded seconds it takes and, when
+    they say which GPU model recorded them, this runner's (``nvidia-smi``)."""
+    runner = gpu_model(config.gpus[0]) if config.durations_gpu and config.progress else None
+    return expected_line(
+        costs,
+        len(config.gpus),
+        config.per_process,
+        source=config.durations_source,
+        recorded_on=config.durations_gpu,
+        runner_gpu=runner,
+    )
 
 
 def split_rows(

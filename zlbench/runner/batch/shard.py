@@ -85,6 +85,21 @@ def count_visible_gpus() -> int:
     return sum(1 for line in out.stdout.splitlines() if line.startswith("GPU "))
 
 
+def gpu_model(gpu: str, timeout_s: float = 10.0) -> str | None:
+    """The model name nvidia-smi gives GPU ``gpu`` (an index or UUID as the batch deals
+    them), None when it cannot say (no GPU named, no nvidia-smi, a failure or a hang)."""
+    exe = shutil.which("nvidia-smi")
+    if not exe or not gpu:
+        return None
+    argv = [exe, "--query-gpu=name", "--format=csv,noheader", "-i", gpu]
+    try:
+        out = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s, check=False)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    lines = [x.strip() for x in out.stdout.splitlines() if x.strip()]
+    return lines[0] if out.returncode == 0 and lines else None
+
+
 def default_gpus(cuda_visible_devices: str | None, visible_count: int | None = None) -> list[str]:
     """The GPU list when ``--gpus`` is not given.
 
