@@ -16,6 +16,7 @@ temp triton cache dir that the measuring batches of the compiler under test shar
 
 from __future__ import annotations
 
+import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -84,7 +85,17 @@ def rejudge(job: GateJob, seams: GateSeams | None = None) -> int:
     """``zlbench report``: judge ``job.results`` (a gate output dir, a batch dir or a
     run dir) offline and write every report into ``job.out``; the verdict's exit code."""
     seams = seams or GateSeams()
-    return _judge_given(load_inputs(job, seams), job, seams, command="report")
+    started = time.monotonic()  # a big baseline takes seconds (v7: ~8 s): said on stderr
+    inputs = load_inputs(job, seams)
+    err = seams.stderr or sys.stderr
+    if getattr(err, "isatty", None) and err.isatty():  # a log keeps a refusal one line
+        scope = inputs.opts.scope
+        n = len(scope) if scope is not None else len(inputs.baseline.ops)
+        seams.warn(f"zlbench report: judging {n} op(s) of {report_label(job.results or '')} "
+                   f"against {inputs.opts.baseline_label} …")  # fmt: skip
+    code = _judge_given(inputs, job, seams, command="report")
+    seams.warn(f"zlbench report: judged in {time.monotonic() - started:.1f} s")
+    return code
 
 
 def _judge_given(inputs: GateInputs, job: GateJob, seams: GateSeams, command: str) -> int:
