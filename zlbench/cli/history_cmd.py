@@ -37,7 +37,8 @@ def add_parser(sub) -> None:
         help="the results store: a row's or op's series across commits, the trend page, "
         "or `history add GATE_DIR` to record a gate",
     )
-    p.add_argument("action", nargs="?", choices=["add"], help="add: record a gate dir")
+    # not argparse choices: a bad word is refused after the numeric flags are checked
+    p.add_argument("action", nargs="?", metavar="add", help="add: record a gate dir")
     p.add_argument("results", nargs="?", metavar="GATE_DIR", help="with add: the gate dir")
     add_store_options(p)
     show = p.add_argument_group("reading")
@@ -64,12 +65,15 @@ def _run(args) -> int:
     url = store_url(args, settings)
     if not url:
         raise ZlbenchError("no results store: give --store URL or set ZLBENCH_STORE")
+    if args.action not in (None, "add"):
+        raise ZlbenchError(
+            f"history {args.action!r}: the one action is add (history add GATE_DIR); "
+            "without it, history reads the store"
+        )
     if args.action == "add":
         return _add(args, url, settings)
     if args.results:
         raise ZlbenchError(f"{args.results}: a gate dir is only read by `history add`")
-    if args.last is not None and args.last < 1:
-        raise ZlbenchError(f"--last {args.last}: must be 1 or more")
     if args.commit or args.parent or args.position is not None or args.run_key:
         raise ZlbenchError("--commit, --parent, --position and --run-key are for `history add`")
     from zlbench.history.store import open_store
@@ -132,20 +136,22 @@ def _add(args, url: str, settings: Settings) -> int:
     """Re-judge the gate dir (never believe its verdict.json: docs/security.md), then
     record the judge's verdict."""
     from zlbench.cli.report_cmd import job_from_args
+    from zlbench.cli.trees import resolve_one
     from zlbench.history.record import manifest_digest
     from zlbench.history.store import open_store
     from zlbench.models import GateVerdict, load_json_model
     from zlbench.protocol.layout import VERDICT_JSON
     from zlbench.workflow.gate import rejudge
     from zlbench.workflow.gate_job import GateSeams
+    from zlbench.workflow.gate_record import as_gated
 
     if not args.results:
         raise ZlbenchError("history add: give the gate dir (history add GATE_DIR)")
-    if args.position is not None and args.position < 0:
-        raise ZlbenchError(f"--position {args.position}: must be 0 or more")
     with tempfile.TemporaryDirectory(prefix="zl-history-") as tmp:
         args.out = str(Path(tmp) / "judged")
         job = job_from_args(args, settings, default_ops_dir())
+        say = lambda line: print(line, file=sys.stderr)  # noqa: E731
+        job = as_gated(job, lambda v: resolve_one(v, settings), say, "history add")
         job.step_summary = None  # re-judged for the store, not for the job's summary
         said = io.StringIO()  # the judge's lines name the temp dir: only its summary shown
         rejudge(job, GateSeams(stdout=said))

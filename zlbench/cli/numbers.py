@@ -51,6 +51,11 @@ RULES: dict[str, Range] = {
     "jobs": AT_LEAST_1,  # codegen
     "codegen_jobs": AT_LEAST_1,  # gate: the codegen screen's processes
     "time_budget": POSITIVE,  # gate --time-budget: GPU seconds for the changed ops
+    "last": AT_LEAST_1,  # history --last N commits
+    "position": Range(0, note="a commit's place on its branch"),  # history add --position
+    "window": Range(3, note="points in Otava's window"),  # changes --window
+    "max_pvalue": Range(0, open_low=True, high=1, note="a p-value"),  # changes
+    "min_magnitude": Range(0, note="a relative change; 0 = any"),  # changes
 }
 
 
