@@ -9,12 +9,19 @@ go to docs/measurements.md and docs/history.md.
 
 The rows' names are shaped like real ones (op, dtype, shape text); each row's value
 moves ~1 % from gate to gate, with a step now and then; the timed-kernel digests
-change every ~100 gates; one gate in 20 is a REGRESSION somewhere.
+change every ~100 gates (``--change-every``); one gate in 20 is a REGRESSION somewhere.
+A row's digest is one 16-hex hash by default; ``--kernel-digests`` writes it as a gate
+records it since the per-kernel code digest (``name@kernel_id=code`` pairs, ``;``),
+two kernels of the row's own, so no two rows share a digest (the store keeps each
+distinct digest text once: the most it can cost):
+
+    python benchmarks/history_store.py --gates 100 --kernel-digests --change-every 1
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import os
 import random
 import statistics
@@ -42,8 +49,22 @@ def row_names(n: int) -> list[tuple[str, str]]:
     return out
 
 
-def gate_rows(rows, g: int, rng: random.Random, base: list[float]) -> list[RowPoint]:
+def kernel_pairs(j: int, op: str, epoch: int) -> str:
+    """Row ``j``'s digest as a gate records it: its two kernels, each
+    ``name@kernel_id=code`` (16 hex each), the code a hash of the epoch."""
+    pairs = []
+    for k in range(2):
+        kid = hashlib.sha256(f"{j}:{k}".encode()).hexdigest()[:16]
+        code = hashlib.sha256(f"{kid}:{epoch}".encode()).hexdigest()[:16]
+        pairs.append(f"{op.split('/')[1]}_kernel{k}@{kid}={code}")
+    return ";".join(pairs)
+
+
+def gate_rows(
+    rows, g: int, rng: random.Random, base: list[float], every: int = 100, pairs: bool = False
+) -> list[RowPoint]:
     pts = []
+    epoch = g // every
     for j, (row, op) in enumerate(rows):
         v = base[j] * (1 + rng.gauss(0, 0.01))
         verdict = "REGRESSION" if (g % 20 == 0 and j % 997 == 0) else "PASS"
@@ -54,13 +75,15 @@ def gate_rows(rows, g: int, rng: random.Random, base: list[float]) -> list[RowPo
                 value_us=round(v, 3),
                 change=round(v / base[j] - 1, 5),
                 verdict=verdict,
-                digest=f"{(j * 31 + g // 100) % 4096:016x}",
+                digest=kernel_pairs(j, op, epoch) if pairs else f"{(j * 31 + epoch) % 4096:016x}",
             )  # fmt: skip
         )
     return pts
 
 
-def build(store_url: str, gates: int, nrows: int, seed: int = 52) -> float:
+def build(
+    store_url: str, gates: int, nrows: int, seed: int = 52, every: int = 100, pairs: bool = False
+) -> float:
     rng = random.Random(seed)
     rows = row_names(nrows)
     base = [rng.uniform(5, 500) for _ in rows]
@@ -70,7 +93,7 @@ def build(store_url: str, gates: int, nrows: int, seed: int = 52) -> float:
             run = GateRun(run_key=f"bench-{g}", commit=f"{g:040x}", gpu="NVIDIA H200",
                           baseline="baselines/v7", instrument="ratio + A/B interleaved",
                           verdict="PASS", runner="sim")  # fmt: skip
-            s.add_run(run, gate_rows(rows, g, rng, base))
+            s.add_run(run, gate_rows(rows, g, rng, base, every, pairs))
             if g % 50 == 49:
                 el = time.monotonic() - t0
                 print(
@@ -85,6 +108,10 @@ def main() -> int:
     ap.add_argument("--rows", type=int, default=6500)
     ap.add_argument("--store", default="/tmp/zl-history-bench.sqlite")
     ap.add_argument("--reuse", action="store_true", help="time an existing store only")
+    ap.add_argument("--change-every", type=int, default=100, metavar="N",
+                    help="the kernels' code changes every N gates (default 100)")  # fmt: skip
+    ap.add_argument("--kernel-digests", action="store_true",
+                    help="digests as name@kernel_id=code pairs, two kernels a row")  # fmt: skip
     args = ap.parse_args()
     is_file = "://" not in args.store or args.store.startswith("sqlite:")
     path = Path(args.store.removeprefix("sqlite:///"))
@@ -92,7 +119,8 @@ def main() -> int:
         if is_file and path.exists():
             path.unlink()
         print(f"building {args.gates} gates x {args.rows} rows into {args.store}")
-        secs = build(args.store, args.gates, args.rows)
+        secs = build(args.store, args.gates, args.rows, every=max(1, args.change_every),
+                     pairs=args.kernel_digests)  # fmt: skip
         n = args.gates * args.rows
         rate, per = n / secs, secs / args.gates
         print(f"built: {n:,} rows in {secs:.1f} s ({rate:,.0f} rows/s, {per:.2f} s a gate)")
