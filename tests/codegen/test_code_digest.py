@@ -32,6 +32,18 @@ def test_the_digest_is_16_hex_of_the_stages_and_changes_with_any_stage():
         assert code_digest(changed) != d, stage
 
 
+def test_it_is_the_digest_bisect_and_the_history_simulator_give_a_kernel():
+    """zlbench bisect keeps each probe's kernels as {stage: sha256}; the simulator
+    (benchmarks/history_sim.py) stores 16 hex of their sorted JSON: the same text."""
+    import hashlib
+
+    from zlbench.workflow.bisect import _digests
+
+    rec = record(ADD, stage_texts("add"))
+    text = json.dumps(_digests(rec), sort_keys=True)
+    assert code_digest(rec) == hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
 def test_a_failed_compile_has_a_digest_and_nothing_compiled_has_none():
     failed = code_digest(record(ADD, None))
     assert len(failed) == 16 and failed != code_digest(record(ADD, stage_texts("add")))
