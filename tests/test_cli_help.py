@@ -20,6 +20,8 @@ PKG = Path(zlbench.__file__).parent
 FOREIGN = {
     "--collect-only", "--color", "--continue-on-collection-errors", "--rootdir", "--level",
     "--record", "--output", "--shape_file", "--no-deps", "--target", "--dtypes", "--mode",
+    # git (bisect's commit range) and nvidia-smi (the runner's GPU model)
+    "--first-parent", "--is-ancestor", "--merges", "--quiet", "--reverse", "--query-gpu",
 }  # fmt: skip
 # flags of zlbench's own worker modules (python -m ...), not of a command
 WORKER_FLAGS = {"--exec-generated"}  # zlbench.plugins.compiler.rebuild
