@@ -6,7 +6,9 @@ re-derives by re-judging the gate dir against a trusted baseline (docs/security.
 the judge re-derives, never believes an artifact's verdict.json).
 
 A row's **timed-kernel digest** names each kernel the row timed with what the compiler
-under test built of it: ``name@kernel_id=code`` pairs joined by ``;`` (sorted), ``code``
+under test built of it (``RowVerdict.kernel_code``, written for every row of a gate
+with a screen, also those whose kernels the screen proved identical and so carry no
+codegen notes): ``name@kernel_id=code`` pairs joined by ``;`` (sorted), ``code``
 the screen's :attr:`~zlbench.models.codegen_screen.KernelScreen.code_digest` (16 hex of
 the rebuild's stage digests, or of its compile error; ``none`` where nothing was
 rebuilt). Two commits' points then name the kernels whose code changed between them
@@ -23,6 +25,7 @@ import hashlib
 import json
 from pathlib import Path
 
+from zlbench.models.codegen_screen import KernelNote
 from zlbench.models.history import DEFAULT_BRANCH, CommitRef, GateRun, RowPoint
 from zlbench.models.verdict import GateVerdict, RowVerdict
 
@@ -39,14 +42,25 @@ def op_name(r: RowVerdict) -> str:
     return f"{r.key.repo}/{r.key.op}"
 
 
+def kernel_pairs(notes: list[KernelNote]) -> str:
+    """``name@kernel_id=code`` of each kernel, sorted, joined by ``;`` ("" where no note
+    has a code digest: a screen written before it)."""
+    if not any(k.code_digest for k in notes):
+        return ""
+    pairs = {f"{k.name}@{k.kernel_id}": k.code_digest or NO_CODE for k in notes}
+    return ";".join(f"{k}={pairs[k]}" for k in sorted(pairs))
+
+
 def kernel_digest(r: RowVerdict) -> str:
-    """The row's timed-kernel digest: ``name@id=code`` pairs joined by ``;`` ("" without
-    codegen notes; one hash of the kernels' classes where no note has a code digest)."""
+    """The row's timed-kernel digest: its ``kernel_code`` (every row of a gate whose
+    screen kept code digests), else the pairs of its codegen notes; one hash of the
+    kernels' classes where no note has a code digest; "" without either."""
+    if r.kernel_code:
+        return r.kernel_code
     if not r.codegen:
         return ""
-    if any(k.code_digest for k in r.codegen):
-        pairs = {f"{k.name}@{k.kernel_id}": k.code_digest or NO_CODE for k in r.codegen}
-        return ";".join(f"{k}={pairs[k]}" for k in sorted(pairs))
+    if pairs := kernel_pairs(r.codegen):
+        return pairs
     parts = sorted(f"{k.kernel_id}:{k.status.value}:{k.first_stage or ''}" for k in r.codegen)
     return hashlib.sha256("\n".join(parts).encode()).hexdigest()[:DIGEST_HEX]
 

@@ -78,6 +78,13 @@ class RowVerdict(_Model):
         "changed ones first, with what the codegen screen found (docs/codegen.md); empty: "
         "no screen, or no record names the row",
     )
+    kernel_code: str = Field(
+        "",
+        description="the kernels of `codegen`'s list (every row, a row without notes too) "
+        "with the code the compiler under test built of each: name@kernel_id=code_digest "
+        "pairs joined by ';', the history store's timed-kernel digest (docs/history.md); "
+        "empty: no screen, or no record names the row",
+    )
     plain_timed: bool = Field(
         False,
         description="the baseline row or the current row was timed by the plain do_bench "

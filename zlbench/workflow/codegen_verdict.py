@@ -17,6 +17,7 @@ from zlbench.codegen.select import EXPLAINED, explain_row, row_notes
 from zlbench.codegen.timed import TimedKernels
 from zlbench.errors import ZlbenchError
 from zlbench.gate.decide import Evidence, ScreenEvidence, decide
+from zlbench.history.record import kernel_pairs
 from zlbench.models import (
     UNPROVEN_CLASSES,
     CodegenClass,
@@ -67,7 +68,7 @@ def screen_evidence(step: CodegenStep | None, rows: list[RowVerdict]) -> ScreenE
 
 def explain(v: GateVerdict, step: CodegenStep | None) -> GateVerdict:
     """``v`` with each explained row's kernels (``codegen``) and its explanation in its
-    reason (no verdict changes: the judge decided them). A row of an op held back for
+    reason, every row's ``kernel_code`` (no verdict changes: the judge decided them). A row of an op held back for
     a compile failure already names its failing kernel."""
     if step is None or step.screen is None:
         return v
@@ -77,7 +78,8 @@ def explain(v: GateVerdict, step: CodegenStep | None) -> GateVerdict:
         if op_key(r.key.repo, r.key.run_name) not in step.held_back:
             r = explain_row(r, notes[r.key])
         noted = _noted(r, notes[r.key])
-        rows.append(r.model_copy(update={"codegen": notes[r.key]}) if noted else r)
+        code = {"kernel_code": kernel_pairs(notes[r.key])}
+        rows.append(r.model_copy(update={"codegen": notes[r.key], **code} if noted else code))
     return v.model_copy(update={"rows": rows})
 
 
