@@ -68,8 +68,8 @@ def screen_evidence(step: CodegenStep | None, rows: list[RowVerdict]) -> ScreenE
 
 def explain(v: GateVerdict, step: CodegenStep | None) -> GateVerdict:
     """``v`` with each explained row's kernels (``codegen``) and its explanation in its
-    reason, every row's ``kernel_code`` (no verdict changes: the judge decided them). A row of an op held back for
-    a compile failure already names its failing kernel."""
+    reason, every row's ``kernel_code`` (no verdict changes: the judge decided them). A
+    row of an op held back for a compile failure already names its failing kernel."""
     if step is None or step.screen is None:
         return v
     notes = row_notes([r.key for r in v.rows], step.screen, step.diff_prefix)
