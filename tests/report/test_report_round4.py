@@ -273,3 +273,22 @@ def test_the_rows_table_of_the_shipped_fail_fits_1280_px(tmp_path, monkeypatch):
     out = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
     table, room = map(int, re.search(r'<pre id="probe">(\d+) (\d+)</pre>', out.stdout).groups())
     assert table <= room <= 1280
+
+
+def test_the_compiler_under_test_is_the_one_the_ab_probed_where_the_runs_disagree(tmp_path):
+    """The runs' record names a build only where its path is the A/B's PR path: the
+    shipped H200 gates recorded the install a linked copy links to (build cf2eb...),
+    while the A/B ran the copy itself (<WORK>/triton/patched/triton)."""
+    from zlbench.models.ab import AbCompiler, AbSummary
+    from zlbench.report.facts import compiler_line
+
+    v = real_fail(tmp_path)
+    v.current_env.compiler_build = "cf2eb46954aaab91"
+    v.current_env.compiler_path = "/venv/site-packages/triton"
+    pr = AbCompiler(version="3.6.0", path="<WORK>/triton/patched/triton")
+    base = AbCompiler(version="3.6.0", path="<WORK>/triton/base/triton")
+    v.ab = AbSummary(mode="full", rounds=1, threshold=0.03, pr=pr, base=base)
+    line = compiler_line(v)
+    assert "patched" in line and "cf2eb46954aaab91" not in line
+    v.ab.pr.path = v.current_env.compiler_path  # one path: the run's record, with its build
+    assert "build cf2eb46954aaab91, from /venv/site-packages/triton" in compiler_line(v)

@@ -447,7 +447,11 @@ def compiler_line(v: GateVerdict) -> str:
     was recorded with. Plain text with artifact strings (the caller escapes it)."""
     cur = v.current_env
     if v.ab is not None:
-        pr = cur if (cur.compiler_build or cur.flagtree_commit) else None
+        # the runs' own record where it names a build of the compiler the A/B probed as
+        # the PR's; the A/B's probe where they disagree on its path (a run that followed
+        # a linked copy's links recorded the install it links to, 2026-12-01)
+        same = not (cur.compiler_path and v.ab.pr.path) or cur.compiler_path == v.ab.pr.path
+        pr = cur if (cur.compiler_build or cur.flagtree_commit) and same else None
         under = env_compiler(pr) if pr is not None else ab_compiler(v.ab.pr)
         return f"Compilers: under test {under}; base (the A/B's) {ab_compiler(v.ab.base)}."
     base = env_compiler(v.baseline_env)
