@@ -38,7 +38,8 @@ def test_rows_by_op_keeps_each_ops_rows_in_order():
 
 def test_an_ops_limit_is_the_paired_threshold_only_when_its_own_rows_were_paired():
     by_op = rows_by_op(ROWS)
-    assert op_limit(_op("b"), by_op) == 0.1  # decided on pairs: the threshold itself
+    # decided on pairs: the pair rule's threshold (its rows' 3 %), not the op's 10 %
+    assert op_limit(_op("b"), by_op) == 0.03
     assert op_limit(_op("a"), by_op) == limit_of(0.1)  # another op's pairs do not count
     assert op_limit(_op("c"), by_op) == limit_of(0.1)
 

@@ -341,10 +341,14 @@ def op_rows(o: OpVerdict, by_op: OpRows) -> list[RowVerdict]:
 
 def op_limit(o: OpVerdict, by_op: OpRows) -> float | None:
     """The judged change at an op's threshold: for an op an interleaved A/B decided,
-    the paired threshold itself (the pair rule bounds the change vs the base, as its
-    rows show), else ``1 / (1 - t) - 1``. ``by_op``: :func:`rows_by_op`."""
-    if o.threshold is not None and any(decided_on_pairs(r) for r in op_rows(o, by_op)):
-        return o.threshold
+    the pair rule's threshold itself (its rows' ``ab.threshold``: it bounds the change vs
+    the base, as the rows show), else ``1 / (1 - t) - 1``. ``by_op``:
+    :func:`rows_by_op`."""
+    paired = [r for r in op_rows(o, by_op) if decided_on_pairs(r)]
+    if o.threshold is not None and paired:
+        # the pair rule's own threshold (the rows' A/B: +3.0 % on the shipped gates),
+        # not the per-row threshold of the stored baseline's comparison
+        return next((r.ab.threshold for r in paired if r.ab and r.ab.threshold), o.threshold)
     return limit_of(o.threshold)
 
 
