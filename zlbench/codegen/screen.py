@@ -181,23 +181,17 @@ def run_screen(opts: ScreenOptions, say: Callable[[str], None] = lambda s: None)
             say(f"codegen: {len(kernels)} kernel(s) classified; writing {n_diffs} diff(s)")
             _write_diffs(base, kernels, rebuilt, dirs, staged, side)
             say(f"codegen: {n_diffs} diff(s) written in {time.monotonic() - t1:.0f} s")
-        screen = CodegenScreen(
-            baseline_dir=str(opts.baseline),
+        screen = _screen_model(
+            opts,
+            kernels,
+            started,
+            side,
             compiler=worker_pool.compiler_version(rebuilt),
-            python=opts.python,
-            generated=datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-            wall_s=round(time.monotonic() - started, 2),
-            jobs=opts.jobs,
-            counts=count_classes(kernels),
-            kernels=kernels,
             ops_without_records=sorted(base.ops_without_records),
             ops_without_kernels=base.ops_without_kernels,
             ops_with_unrecorded=dict(sorted(base.unrecorded.items())),
-            decided_by="baseline" if side is None else "base",
         )
-        if side is not None and opts.base is not None:
-            screen.base_compiler = opts.base.fingerprint
-            screen.base_rebuild = side.where
+        if side is not None:
             screen.vs_baseline_counts = _count_vs_baseline(kernels)
         _publish(opts.out, screen, staged)
     except KeyboardInterrupt:
@@ -209,13 +203,12 @@ def run_screen(opts: ScreenOptions, say: Callable[[str], None] = lambda s: None)
     return screen
 
 
-def _leave_partial(opts: ScreenOptions, found: _Found, started: float, say) -> None:
-    """An interrupted screen's findings: ``codegen.partial.json`` and ``.md`` (the
-    kernels classified before the stop) and ``INTERRUPTED``; ``codegen.json`` is never
-    written from them. Best effort: the screen is unwinding."""
-    kernels = [found.kernels[i] for i in sorted(found.kernels)]
-    side = found.side
-    screen = CodegenScreen(
+def _screen_model(
+    opts: ScreenOptions, kernels: list[KernelScreen], started: float, side, **more
+) -> CodegenScreen:
+    """The screen's model of ``kernels`` (whole, or what an interrupted one found):
+    which comparison decided, against the base side ``side`` when there is one."""
+    return CodegenScreen(
         baseline_dir=str(opts.baseline),
         python=opts.python,
         generated=datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
@@ -223,11 +216,20 @@ def _leave_partial(opts: ScreenOptions, found: _Found, started: float, say) -> N
         jobs=opts.jobs,
         counts=count_classes(kernels),
         kernels=kernels,
-        decided_by="base" if side is not None else "baseline",
+        decided_by="baseline" if side is None else "base",
         base_compiler=opts.base.fingerprint if side is not None and opts.base else "",
         base_rebuild=side.where if side is not None else "",
-        partial_of=found.total,
+        **more,
     )
+
+
+def _leave_partial(opts: ScreenOptions, found: _Found, started: float, say) -> None:
+    """An interrupted screen's findings: ``codegen.partial.json`` and ``.md`` (the
+    kernels classified before the stop) and ``INTERRUPTED``; ``codegen.json`` is never
+    written from them. Best effort: the screen is unwinding."""
+    kernels = [found.kernels[i] for i in sorted(found.kernels)]
+    side = found.side
+    screen = _screen_model(opts, kernels, started, side, partial_of=found.total)
     base = ""
     if opts.base is not None and side is None:
         base = f"; the base compiler's rebuild stopped at {found.base_done} of {found.total}"
