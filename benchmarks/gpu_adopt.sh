@@ -11,7 +11,8 @@
 #               tl.dot kernels change), no_compile, no_coalesce, and
 #               no_coalesce_no_pipeline (benchmarks/ab_tools.py copies)
 #   bootstrap   zlbench baseline bootstrap --tier pr --out $W/bl/$NAME (REPEATS replay
-#               passes); then $OUT/bl.tgz holds it
+#               passes, --work $W/bootwork: a call cut by its limit, the next call on the
+#               warm machine resumes); then $OUT/bl.tgz holds it
 #   restore F   $W/bl from F (a bl.tgz an earlier call brought back: a fresh machine)
 #   aa-N        A/A: the default gate of the PR tier against $W/bl/$NAME, PR = same,
 #               base = base (the same build: the baseline's records decide)
@@ -76,7 +77,7 @@ for spec in "$@"; do
     bootstrap)
       mkdir -p "$W/bl"
       timed bootstrap same python3 -m zlbench baseline bootstrap --tier "$TIER" \
-        --out "$W/bl/$NAME" --repeats "$REPEATS"
+        --out "$W/bl/$NAME" --repeats "$REPEATS" --work "$W/bootwork"
       tail -5 "$W/bootstrap.log" | tee -a "$LOG"
       [ -d "$W/bl/$NAME" ] && tar czf "${OUT:-$W}/bl.tgz" -C "$W" bl ;;
     restore/*)

@@ -294,3 +294,44 @@ def test_bootstrap_passes_the_refresh_config_through_with_the_stage_as_out(tmp_p
     assert seen.out.name == "h100" and seen.out.parent.name == f".h100.bootstrap-{os.getpid()}"
     assert dataclasses.replace(seen, out=cfg.out) == cfg
     assert done.out == out and done.refreshed.out == out and done.verified.ok
+
+
+def test_a_bootstrap_stopped_with_work_resumes_there_and_measures_no_pass_twice(tmp_path, ops_dir):
+    """--work DIR (a device call's or a job's time limit cuts a 20-minute bootstrap): the
+    first call records, then is stopped in replay pass 1 (nothing at --out, the record
+    pass kept in DIR); the same command again resumes: the record pass and the cut
+    replay pass resumed where they stopped (complete ops kept, failed ops kept), replay
+    pass 2 measured fresh, the baseline verified and put at --out."""
+    work = tmp_path / "work"
+    calls: list[tuple[str, bool, bool]] = []
+    stop = {"replay-1"}
+
+    def batch_runner(cfg: BatchConfig) -> BatchOutcome:
+        calls.append((cfg.out_dir.name, cfg.resume, cfg.keep_failed))
+        if cfg.out_dir.name in stop:
+            stop.clear()
+            _pass(cfg.out_dir, ["a"])  # one op measured, then the stop
+            raise KeyboardInterrupt
+        return _pass(cfg.out_dir, ["a", "b"])
+
+    out = tmp_path / "baselines" / "h100"
+    cfg = _cfg(tmp_path, ops_dir, out, batch_runner=batch_runner, work=work)
+    with pytest.raises(KeyboardInterrupt):
+        bootstrap(cfg, ops_dir / "tiers/pr.txt")
+    assert _leftovers(out.parent) == [] and _leftovers(work) == ["record", "replay-1"]
+    assert calls == [("record", False, False), ("replay-1", False, False)]
+    calls.clear()
+    done = bootstrap(cfg, ops_dir / "tiers/pr.txt")
+    assert calls == [("record", True, True), ("replay-1", True, True), ("replay-2", False, False)]
+    assert done.verified.ok and done.refreshed.manifest.ops == ["main/a", "main/b"]
+    assert _leftovers(out.parent) == ["h100"]
+    assert _leftovers(work) == ["record", "replay-1", "replay-2"]  # kept: the user's dir
+
+
+def test_work_is_not_with_from_work_or_keep_work(tmp_path, ops_dir, work, monkeypatch, capsys):
+    out = str(tmp_path / "baselines" / "h100")
+    for other in ("--from-work", "--keep-work"):
+        argv = ["--tier", "pr", "--out", out, "--work", str(tmp_path / "w"), other, str(work)]
+        assert _cli(tmp_path, monkeypatch, *argv) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and "--work keeps the passes where they are" in err[0]

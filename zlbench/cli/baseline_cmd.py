@@ -207,6 +207,15 @@ def _add_refresh_options(r) -> None:
         help="measure nothing: build from the --keep-work dir of an earlier refresh",
     )
     r.add_argument(
+        "--work",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="measure the passes in DIR and keep them there: stopped (a time limit), the "
+        "same command with the same --work resumes each pass where it stopped (complete "
+        "ops kept, a failed op stays failed)",
+    )
+    r.add_argument(
         "--require-codegen",
         action="store_true",
         help="only ops whose record pass kept codegen records enter; the others are listed "
@@ -222,6 +231,10 @@ def _refresh_config(args):
 
     if args.no_replay and args.repeats is not None:
         raise ZlbenchError("--no-replay and --repeats: give one of them")
+    if args.work is not None and (args.from_work is not None or args.keep_work is not None):
+        raise ZlbenchError(
+            "--work keeps the passes where they are measured: not with --from-work or --keep-work"
+        )
     repeats = 0 if args.no_replay else (3 if args.repeats is None else args.repeats)
     settings = Settings.from_env()
     batch = config_from_args(args, settings)
@@ -235,6 +248,7 @@ def _refresh_config(args):
         flagtree_dir=flagtree,
         keep_work=args.keep_work,
         from_work=args.from_work,
+        work=args.work,
         zlbench_commit=settings.zlbench_commit,
         progress=sys.stdout,
     )

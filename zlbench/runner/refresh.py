@@ -78,6 +78,11 @@ class RefreshConfig:
     # Build from the batch dirs of an earlier refresh (its --keep-work dir: record/,
     # replay-1/...) instead of measuring: re-assembles a baseline without a GPU.
     from_work: Path | None = None
+    # Measure the passes in this dir and keep them there (``--work``): a refresh stopped
+    # (a job's time limit, a device call's) and run again with the same dir resumes each
+    # pass where it stopped (complete ops kept, a failed op stays failed), and a pass
+    # already whole costs only its check. Never removed by the refresh.
+    work: Path | None = None
     # An op that a replay pass never finished (absent from that pass's ops_status.csv:
     # the pass was cut by its time limit first) enters with the passes that did finish
     # it when they are at least this many; its rows say how many (``repeats``) and the
@@ -137,6 +142,9 @@ def refresh(cfg: RefreshConfig) -> RefreshOutcome:
             )
             asked = recorded if recorded is not None else asked
             started, finished = _work_span(record, replays)
+        elif cfg.work is not None:
+            record, replays = _measure(cfg, Path(cfg.work), resume=True)
+            started, finished = _work_span(record, replays)  # over every resumed call
         else:
             record, replays = _measure(cfg, tmp / WORK)
         excluded, short, results = _assemble(cfg, tmp, record, replays)
@@ -151,7 +159,7 @@ def refresh(cfg: RefreshConfig) -> RefreshOutcome:
                 "no op could enter the baseline: "
                 + "; ".join(f"{k}: {v}" for k, v in excluded.items())
             )
-        if cfg.from_work is None:
+        if cfg.from_work is None and cfg.work is None:
             _finish_work(cfg, tmp / WORK)
         dump_yaml_model(tmp / MANIFEST_YAML, manifest)
         os.rename(tmp, out)
@@ -166,18 +174,29 @@ def _say(cfg: RefreshConfig, text: str) -> None:
         print(text, file=cfg.progress, flush=True)
 
 
-def _measure(cfg: RefreshConfig, work: Path) -> tuple[BatchOutcome, list[BatchOutcome]]:
-    _say(cfg, f"refresh: record pass -> {work / 'record'}")
-    record = cfg.batch_runner(replace(cfg.batch, out_dir=work / "record", replay_root=None))
+def _measure(
+    cfg: RefreshConfig, work: Path, resume: bool = False
+) -> tuple[BatchOutcome, list[BatchOutcome]]:
+    """The record pass, then ``cfg.repeats`` replay passes, in ``work``; ``resume``: a
+    pass whose dir is there already is resumed (``--work``), its complete and failed ops
+    kept."""
+
+    def run(out_dir: Path, replay_root: Path | None, what: str) -> BatchOutcome:
+        again = resume and out_dir.is_dir()
+        _say(cfg, f"refresh: {what} -> {out_dir}" + (" (resumed)" if again else ""))
+        cfg_ = replace(cfg.batch, out_dir=out_dir, replay_root=replay_root)
+        if again:
+            cfg_ = replace(cfg_, resume=True, keep_failed=True)
+        return cfg.batch_runner(cfg_)
+
+    if resume:
+        work.mkdir(parents=True, exist_ok=True)
+    record = run(work / "record", None, "record pass")
     if record.exit_code == 2:
         raise ZlbenchError("record pass measured nothing")
     replays = []
     for i in range(1, cfg.repeats + 1):
-        _say(cfg, f"refresh: replay pass {i}/{cfg.repeats}")
-        rep = cfg.batch_runner(
-            replace(cfg.batch, out_dir=work / f"replay-{i}", replay_root=record.out_dir)
-        )
-        replays.append(rep)
+        replays.append(run(work / f"replay-{i}", record.out_dir, f"replay pass {i}/{cfg.repeats}"))
     return record, replays
 
 
