@@ -13,19 +13,17 @@ from tests.support.trees import shipped
 REPO = Path(__file__).resolve().parent.parent
 
 
+def show_v3() -> list[str]:
+    """`zlbench baseline show baselines/v3 --table`: a long output."""
+    v3 = str(shipped("baselines/v3"))
+    return [sys.executable, "-m", "zlbench", "baseline", "show", v3, "--table"]
+
+
 def test_a_closed_stdout_is_a_quiet_stop():
     r, w = os.pipe()
     os.close(r)  # the reader is gone before the first line: every write raises EPIPE
     proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "zlbench",
-            "baseline",
-            "show",
-            str(shipped("baselines/v3")),
-            "--table",
-        ],
+        show_v3(),
         stdout=w,
         stderr=subprocess.PIPE,
         text=True,
@@ -39,15 +37,7 @@ def test_a_closed_stdout_is_a_quiet_stop():
 
 def test_an_open_stdout_still_gets_the_whole_table():
     proc = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "zlbench",
-            "baseline",
-            "show",
-            str(shipped("baselines/v3")),
-            "--table",
-        ],
+        show_v3(),
         capture_output=True,
         text=True,
         cwd=REPO,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 
@@ -20,3 +22,14 @@ def batch_configs(monkeypatch) -> list:
 
     monkeypatch.setattr(batch_run, "run_batch", fake_run_batch)
     return seen
+
+
+@pytest.fixture
+def ops_dir(tmp_path) -> Path:
+    """An ops dir of one sentinel (sum) and the PR tier (add); a module may define its
+    own."""
+    d = tmp_path / "ops"
+    (d / "tiers").mkdir(parents=True)
+    (d / "sentinels.txt").write_text("sum\n")
+    (d / "tiers" / "pr.txt").write_text("add\n")
+    return d

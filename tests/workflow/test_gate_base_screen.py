@@ -45,15 +45,6 @@ def compilers(monkeypatch):
 
 
 @pytest.fixture
-def ops_dir(tmp_path) -> Path:
-    d = tmp_path / "ops"
-    (d / "tiers").mkdir(parents=True)
-    (d / "sentinels.txt").write_text("sum\n")
-    (d / "tiers" / "pr.txt").write_text("add\n")
-    return d
-
-
-@pytest.fixture
 def sites(tmp_path) -> dict[str, str]:
     out = {}
     for name in BASE_FP:

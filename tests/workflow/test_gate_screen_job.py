@@ -40,15 +40,6 @@ def compiler(monkeypatch):
     monkeypatch.setattr(codegen, "compiler_fingerprint", lambda: FINGERPRINT)
 
 
-@pytest.fixture
-def ops_dir(tmp_path) -> Path:
-    d = tmp_path / "ops"
-    (d / "tiers").mkdir(parents=True)
-    (d / "sentinels.txt").write_text("sum\n")
-    (d / "tiers" / "pr.txt").write_text("add\n")
-    return d
-
-
 class NoScreen:
     """A screen seam that must not run: the GPU job takes the CPU job's screen."""
 
