@@ -14,8 +14,6 @@ from __future__ import annotations
 
 import math
 import os
-import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -182,7 +180,7 @@ def base_fingerprint(env: CompilerEnv) -> str:
     import inspect
     import textwrap
 
-    from zlbench.runner.ab.env import ZLBENCH_ROOT
+    from zlbench.runner.ab.env import run_tagged
     from zlbench.workflow import codegen_artifact
 
     script = "\n".join(
@@ -192,26 +190,13 @@ def base_fingerprint(env: CompilerEnv) -> str:
             f"print({FINGERPRINT_TAG!r} + compiler_fingerprint())",
         ]
     )
-    python = env.python or sys.executable
-    try:
-        proc = subprocess.run(
-            [python, "-c", script],
-            env=env.environ(dict(os.environ)),
-            cwd=ZLBENCH_ROOT,
-            capture_output=True,
-            text=True,
-            timeout=FINGERPRINT_TIMEOUT_S,
-            check=False,
-        )
-    except (OSError, subprocess.TimeoutExpired) as e:
-        raise ZlbenchError(f"--base-compiler {env.spec}: cannot run {python}: {e}") from None
-    found = [ln[len(FINGERPRINT_TAG) :] for ln in proc.stdout.splitlines()
-             if ln.startswith(FINGERPRINT_TAG)]  # fmt: skip
-    if proc.returncode != 0 or not found:
-        tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+    ran = run_tagged(env, script, FINGERPRINT_TAG, FINGERPRINT_TIMEOUT_S,
+                     f"--base-compiler {env.spec}")  # fmt: skip
+    found = ran.found
+    if ran.returncode != 0 or not found:
         raise ZlbenchError(
             f"--base-compiler {env.spec}: its compiler fingerprint could not be read "
-            f"(exit {proc.returncode}): {tail[:300]}"
+            f"(exit {ran.returncode}): {ran.tail[:300]}"
         )
     return found[-1].strip()
 

@@ -87,28 +87,54 @@ def resolve_env(spec: str) -> CompilerEnv:
     )
 
 
-def probe_compiler(side: CompilerEnv, base: dict[str, str] | None = None) -> AbCompiler:
-    """What ``import triton`` gives in ``side``: distribution, version, commit, path.
-    An environment that cannot import triton, pytest or zlbench is one line."""
-    env = side.environ(dict(os.environ if base is None else base))
+@dataclass(frozen=True)
+class Ran:
+    """A script run in a side's environment: its stdout lines that carried the tag (the
+    tag cut), its exit code, the last line of its stderr ("no output": none)."""
+
+    found: list[str]
+    returncode: int
+    tail: str
+
+
+def run_tagged(
+    side: CompilerEnv,
+    script: str,
+    tag: str,
+    timeout_s: float,
+    what: str,
+    base: dict[str, str] | None = None,
+) -> Ran:
+    """``python -c script`` in ``side``'s environment (its interpreter, its PYTHONPATH
+    front dirs over ``base``, default this process's), from the zlbench root: the lines
+    it printed after ``tag``. An interpreter that cannot run, or a run past
+    ``timeout_s``: one line naming ``what``."""
     python = side.python or sys.executable
     try:
         proc = subprocess.run(
-            [python, "-c", PROBE],
-            env=env,
+            [python, "-c", script],
+            env=side.environ(dict(os.environ if base is None else base)),
             cwd=ZLBENCH_ROOT,
             capture_output=True,
             text=True,
-            timeout=PROBE_TIMEOUT_S,
+            timeout=timeout_s,
             check=False,
         )
     except (OSError, subprocess.TimeoutExpired) as e:
-        raise ZlbenchError(f"compiler env {side.spec}: cannot run {python}: {e}") from None
-    found = [ln[len(_TAG) :] for ln in proc.stdout.splitlines() if ln.startswith(_TAG)]
+        raise ZlbenchError(f"{what}: cannot run {python}: {e}") from None
+    found = [ln[len(tag) :] for ln in proc.stdout.splitlines() if ln.startswith(tag)]
+    tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+    return Ran(found, proc.returncode, tail)
+
+
+def probe_compiler(side: CompilerEnv, base: dict[str, str] | None = None) -> AbCompiler:
+    """What ``import triton`` gives in ``side``: distribution, version, commit, path.
+    An environment that cannot import triton, pytest or zlbench is one line."""
+    ran = run_tagged(side, PROBE, _TAG, PROBE_TIMEOUT_S, f"compiler env {side.spec}", base)
+    found = ran.found
     if not found:
-        tail = (proc.stderr.strip().splitlines() or ["no output"])[-1]
         raise ZlbenchError(
-            f"compiler env {side.spec}: probe exited {proc.returncode}: {tail[:300]}"
+            f"compiler env {side.spec}: probe exited {ran.returncode}: {ran.tail[:300]}"
         )
     data = _probe_data(side, found[-1])
     if "error" in data:
