@@ -73,6 +73,17 @@ EXTRA_PATCHES = {
         "ttgir",
         None,
     ),
+    # ptxas without optimisation for three PR-tier kernels only (softmax, rms_norm, exp):
+    # a change that compiles and slows a few kernels, so only their ops are timed PR vs
+    # base (benchmarks/gpu_adopt.sh patched, issue 48 item 5)
+    "ptxas_O0_three": Patch(
+        NOOP_FILE,
+        "disable_opt = ['--opt-level', '0'] if knobs.nvidia.disable_ptxas_opt else []",
+        "disable_opt = ['--opt-level', '0'] if knobs.nvidia.disable_ptxas_opt or metadata['name'] "
+        "in ('softmax_kernel_inner', 'rms_norm_kernel', 'exp_func_kernel_rank_1') else []",
+        "sass",
+        frozenset({"softmax_kernel_inner", "rms_norm_kernel", "exp_func_kernel_rank_1"}),
+    ),
     "no_compile": Patch(
         NOOP_FILE,
         "        # Set maxnreg on all kernels, if it was provided.\n",

@@ -7,8 +7,8 @@
 #
 # Stages (skipped when the estimate, the word after the last ':', no longer fits):
 #   host        which machine this is (GPU name, UUID, driver, boot id)
-#   copies      $W/triton/{same,base} (unchanged), patched (no_accelerate_matmul: only
-#               tl.dot kernels change), no_compile, no_coalesce, and
+#   copies      $W/triton/{same,base} (unchanged), patched (ptxas_O0_three: ptxas -O0
+#               for the softmax, rms_norm and exp kernels only: slower), no_compile, no_coalesce, and
 #               no_coalesce_no_pipeline (benchmarks/ab_tools.py copies)
 #   bootstrap   zlbench baseline bootstrap --tier pr --out $W/bl/$NAME (REPEATS replay
 #               passes, --work $W/bootwork: a call cut by its limit, the next call on the
@@ -16,7 +16,8 @@
 #   restore F   $W/bl from F (a bl.tgz an earlier call brought back: a fresh machine)
 #   aa-N        A/A: the default gate of the PR tier against $W/bl/$NAME, PR = same,
 #               base = base (the same build: the baseline's records decide)
-#   patched     the same gate with PR = patched: PR vs base, only the dot ops timed
+#   patched     the same gate with PR = patched: PR vs base, only softmax, rms_norm, exp
+#               timed (with the sentinels)
 #   nocompile   the same gate with PR = no_compile (FAIL, exit 1)
 #   v5-patched, v5-nocompile  patched / nocompile against v5 (the H200's baseline)
 #   v5-aa       the H200's baselines/v5 here, PR = same, base = base: the GPU model
@@ -72,7 +73,7 @@ for spec in "$@"; do
         | tee "$W/host.txt" | tee -a "$LOG" ;;
     copies)
       rm -rf "$W/triton"
-      python3 benchmarks/ab_tools.py copies "$W/triton" --patch no_accelerate_matmul \
+      python3 benchmarks/ab_tools.py copies "$W/triton" --patch ptxas_O0_three \
         --also no_compile no_coalesce no_coalesce_no_pipeline | tee -a "$LOG" ;;
     bootstrap)
       mkdir -p "$W/bl"
