@@ -13,7 +13,9 @@
 #   bootstrap   zlbench baseline bootstrap --tier pr --out $W/bl/$NAME (REPEATS replay
 #               passes, --work $W/bootwork: a call cut by its limit, the next call on the
 #               warm machine resumes); then $OUT/bl.tgz holds it
-#   restore F   $W/bl from F (a bl.tgz an earlier call brought back: a fresh machine)
+#   pack-boot   $W/bootwork (the bootstrap's passes so far) into $OUT/boot.tgz
+#   restore F   $W/bl from F (a bl.tgz an earlier call brought back: a fresh machine),
+#               or $W/bootwork from a boot.tgz (the bootstrap resumes from it)
 #   aa-N        A/A: the default gate of the PR tier against $W/bl/$NAME, PR = same,
 #               base = base (the same build: the baseline's records decide)
 #   patched     the same gate with PR = patched: PR vs base, only softmax, rms_norm, exp
@@ -81,6 +83,9 @@ for spec in "$@"; do
         --out "$W/bl/$NAME" --repeats "$REPEATS" --work "$W/bootwork"
       tail -5 "$W/bootstrap.log" | tee -a "$LOG"
       [ -d "$W/bl/$NAME" ] && tar czf "${OUT:-$W}/bl.tgz" -C "$W" bl ;;
+    pack-boot)  # the bootstrap's passes so far: a fresh machine resumes from them
+      [ -d "$W/bootwork" ] && tar czf "${OUT:-$W}/boot.tgz" -C "$W" bootwork
+      ls -la "${OUT:-$W}" ;;
     restore/*)
       f=${spec#restore/}; mkdir -p "$W" && tar xzf "$f" -C "$W" && say "restored $f" ;;
     aa-*) gate "$stage" same "${pr[@]}" --base-compiler "$W/triton/base" ;;
