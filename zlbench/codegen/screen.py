@@ -495,11 +495,15 @@ def _write_diffs(
             continue
         if side is not None and k.vs_baseline is not None:
             ref = side.records[k.kernel_id]
-            a = _stage_bytes(side.dirs[k.kernel_id], ref, k.first_stage)
-            b = _stage_bytes(dirs[k.kernel_id], rebuilt[k.kernel_id], k.first_stage)
-            diff = stage_diff(k.kernel_id, k.first_stage, a, b, ("base", "current"))
-            k.changed_lines = changed_lines(diff)
-            (into / f"{k.kernel_id}.diff").write_text(_header(k) + diff, encoding="utf-8")
+            a = _side_bytes(base, k, side.dirs[k.kernel_id], ref)
+            b = _side_bytes(base, k, dirs[k.kernel_id], rebuilt[k.kernel_id])
+            if a is None or b is None:  # a side's text not kept (its code is the baseline's)
+                text = _header(k) + _not_kept(k, ref if a is None else rebuilt[k.kernel_id])
+            else:
+                diff = stage_diff(k.kernel_id, k.first_stage, a, b, ("base", "current"))
+                k.changed_lines = changed_lines(diff)
+                text = _header(k) + diff
+            (into / f"{k.kernel_id}.diff").write_text(text, encoding="utf-8")
             continue
         rec = base.records[k.kernel_id]
         if not _base_text_stored(rec, k.first_stage):
@@ -524,6 +528,31 @@ def _base_text_stored(rec: CompileRecord, stage: str) -> bool:
     baseline keeps only the TTIR and TTGIR texts, docs/baselines.md "Size")."""
     digest = rec.result.stages.get(stage) if rec.result else None
     return digest is None or text_stored(digest)
+
+
+def _side_bytes(
+    base: BaselineKernels, k: KernelScreen, cg_dir: Path, rec: CompileRecord
+) -> bytes | None:
+    """One side's text of ``k``'s first differing stage. A rebuild whose cubin has the
+    baseline record's code keeps only that stage's digest (``capture.copy_disassembly``):
+    its text is then the baseline's, read from there; None when the baseline does not
+    hold it either (a compact baseline) or holds another text."""
+    stage = k.first_stage or ""
+    digest = rec.result.stages.get(stage) if rec.result else None
+    if digest is None or text_stored(digest):
+        return _stage_bytes(cg_dir, rec, stage)
+    known = base.records.get(k.kernel_id)
+    kept = known.result.stages.get(stage) if known is not None and known.result else None
+    if kept is None or kept.sha256 != digest.sha256 or not text_stored(kept):
+        return None
+    return read_blob(base.blob_dirs[k.kernel_id], kept)
+
+
+def _not_kept(k: KernelScreen, rec: CompileRecord) -> str:
+    """A diff file's body when one side's text is not kept (:func:`_side_bytes`)."""
+    digest = rec.result.stages[k.first_stage or ""] if rec.result else None
+    sha = digest.sha256 if digest is not None else "?"
+    return f"# {k.kernel_id} {k.first_stage}: {NOT_STORED} (sha256 {sha})\n"
 
 
 def _stage_bytes(cg_dir: Path, rec: CompileRecord, stage: str) -> bytes:
