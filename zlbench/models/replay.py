@@ -1,0 +1,149 @@
+"""Models of the kernel-replay tier (issue 51, docs/replay.md).
+
+At record time the recorder keeps, for every kernel a row launched inside its timed
+region, what replaying that launch needs (:class:`LaunchSpec`): the kernel's compile
+request id (its record in the op's codegen index), the grid, and each argument:
+scalars and constexprs by value, tensors by shape, dtype, strides, storage offset,
+and their values exactly (integer, index and small tensors) or by statistics (large
+float tensors). Per op, ``<run_dir>/codegen/launches.json`` (:class:`LaunchCapture`).
+
+At gate time a changed row whose launches can all be replayed is timed standalone,
+PR and base binaries interleaved on one GPU (``zlbench.plugins.replay``); what was
+replayed, what fell back to the op path and why, is ``<gate>/replay/replay.json``
+(:class:`ReplayRun`); the samples are an ordinary ``PairsFile``
+(``<gate>/replay/pairs.json``), judged by the same pair rule as the op path's.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar, Literal
+
+from pydantic import Field, StrictBool, StrictFloat, StrictInt
+
+from zlbench.models.base import OnDisk, _Model
+from zlbench.models.run import RowKey
+
+LAUNCHES_JSON = "launches.json"  # in an op's codegen dir, next to index.json
+REPLAY_DIR = "replay"  # in a gate dir
+REPLAY_JSON = "replay.json"
+REPLAY_PAIRS = "pairs.json"
+
+# Tensors of at most this many elements keep their exact values (any dtype); integer and
+# bool tensors up to EXACT_INT_MAX (indices, masks, offsets: their values steer control
+# flow and addresses). Larger ones keep statistics only.
+EXACT_MAX = 16
+EXACT_INT_MAX = 64
+
+ArgKind = Literal["tensor", "int", "float", "bool", "none", "str", "dtype", "other"]
+Instrument = Literal["kernel-replay", "op"]
+
+
+class TensorStats(_Model):
+    """What a large tensor's values looked like: enough to draw stand-in values of the
+    same range and spread (integral values stay integral)."""
+
+    min: StrictFloat | StrictInt
+    max: StrictFloat | StrictInt
+    mean: StrictFloat | StrictInt
+    std: StrictFloat | StrictInt = 0.0
+    integral: StrictBool = False  # every finite value is a whole number
+    nonfinite: StrictInt = Field(0, ge=0)  # inf and nan among them
+
+
+class ArgSpec(_Model):
+    """One argument of a launch, in the kernel's parameter order (constexprs included:
+    the compile request pins them, the replay checks they agree)."""
+
+    name: str = ""  # the parameter's name
+    kind: ArgKind
+    value: StrictInt | StrictFloat | StrictBool | str | None = None  # scalars, str, dtype
+    # tensors
+    dtype: str = ""  # torch dtype without "torch.": "bfloat16", "int64"
+    shape: list[StrictInt] = Field(default_factory=list)
+    strides: list[StrictInt] = Field(default_factory=list)
+    offset: StrictInt = Field(0, ge=0)  # storage offset, in elements
+    storage: StrictInt = Field(0, ge=0)  # storage size, in elements (what may be touched)
+    buffer: StrictInt = Field(0, ge=0)  # the row's n-th distinct storage (aliasing)
+    align16: StrictBool = True  # data pointer 16-byte aligned (triton specialises on it)
+    data: list[StrictInt | StrictFloat | StrictBool] | None = None  # exact, storage order
+    stats: TensorStats | None = None  # otherwise
+    digest: str = ""  # sha256[:16] of the exact values' bytes (with data)
+
+
+class LaunchSpec(_Model):
+    """One distinct launch of a kernel inside a row's timed region."""
+
+    kernel_id: str  # CompileRecord.id in the op's codegen index
+    kernel: str  # the Triton function's name
+    grid: list[StrictInt] = Field(min_length=3, max_length=3)
+    args: list[ArgSpec] = Field(default_factory=list)
+    count: StrictInt = Field(1, ge=1)  # times this launch ran per timed call (last call)
+    # why this launch cannot be replayed standalone, "" when it can: "graph" (launched
+    # while a CUDA graph was captured), "side stream", "unsupported argument ..."
+    why_not: str = ""
+
+
+class RowLaunches(_Model):
+    """A row's timed launches, in first-launch order."""
+
+    run_name: str
+    op: str
+    dtype: str
+    shape: str
+    occurrence: int = 0
+    launches: list[LaunchSpec] = Field(default_factory=list)
+    # more distinct launches than the capture keeps for one row (MAX_LAUNCHES_PER_ROW):
+    # the row is not replayed
+    truncated: StrictBool = False
+
+
+class LaunchCapture(OnDisk):
+    """``<run_dir>/codegen/launches.json``: every row's timed launches of one op."""
+
+    FORMAT_VERSION: ClassVar[int] = 1
+    schema_version: int = FORMAT_VERSION
+    kind: Literal["launch_capture"] = "launch_capture"
+    rows: list[RowLaunches] = Field(default_factory=list)
+
+
+class ReplayedRow(_Model):
+    """How one changed row was timed at the gate."""
+
+    key: RowKey
+    instrument: Instrument
+    why: str = ""  # instrument "op": why not replayed; else ""
+    kernels: list[str] = Field(default_factory=list)  # kernel ids replayed (changed first)
+    outputs: Literal["", "match", "differ"] = ""  # PR vs base outputs after timing
+    max_error: StrictFloat | None = None  # largest |PR - base| / (|base| + atol) seen
+    pairs: StrictInt = Field(0, ge=0)
+
+
+class DeferredRow(_Model):
+    """A changed row left untimed by ``--time-budget``, with the command that times it."""
+
+    key: RowKey
+    score: StrictFloat  # how much its code changed (the ordering rule's key)
+    command: str
+
+
+class ReplayRun(OnDisk):
+    """``<gate>/replay/replay.json``: the replay tier's plan and outcome."""
+
+    FORMAT_VERSION: ClassVar[int] = 1
+    schema_version: int = FORMAT_VERSION
+    kind: Literal["replay_run"] = "replay_run"
+    changed_rows: StrictInt = Field(0, ge=0)  # rows whose timed kernels changed
+    rows: list[ReplayedRow] = Field(default_factory=list)
+    deferred: list[DeferredRow] = Field(default_factory=list)
+    seconds: StrictFloat = 0.0
+    gpu: str = ""
+
+    @property
+    def replayed(self) -> int:
+        return sum(1 for r in self.rows if r.instrument == "kernel-replay")
+
+    def coverage(self) -> str:
+        """``41 of 45 changed rows replayed (91 %)``."""
+        n = self.changed_rows
+        pct = f" ({100 * self.replayed / n:.0f} %)" if n else ""
+        return f"{self.replayed} of {n} changed rows replayed{pct}"
