@@ -135,6 +135,8 @@ class ReplayRun(OnDisk):
     changed_rows: StrictInt = Field(0, ge=0)  # rows whose timed kernels changed
     rows: list[ReplayedRow] = Field(default_factory=list)
     deferred: list[DeferredRow] = Field(default_factory=list)
+    # rows of replayed ops whose timed kernels the screen proved identical to the base's
+    identical: list[RowKey] = Field(default_factory=list)
     seconds: StrictFloat = 0.0
     gpu: str = ""
 
