@@ -1,0 +1,416 @@
+"""The kernel-replay tier's plan (zlbench.codegen.replay_plan, issue 51): which changed
+rows are replayed, in what order (the ordering rule), within the budget, which fall
+back to the op path and why, which are deferred with the command that times them, and
+one sentinel op per family. Hand-built screens and captures."""
+
+from __future__ import annotations
+
+import pytest
+
+from zlbench.codegen.replay_plan import (
+    CALL_OVERHEAD_US,
+    ROW_SETUP_S,
+    deferred_command,
+    plan_replay,
+    replay_cost_s,
+    replay_costs,
+    row_score,
+)
+from zlbench.models import BaselineResult, BaselineRow, RowKey
+from zlbench.models.codegen_screen import CodegenClass, CodegenScreen, KernelScreen
+from zlbench.models.replay import ArgSpec, LaunchCapture, LaunchSpec, RowLaunches, TensorStats
+from zlbench.report.replay_text import (
+    FALLBACK_GRAPH,
+    FALLBACK_INTERMEDIATE,
+    FALLBACK_NO_CAPTURE,
+    FALLBACK_NO_RECORDS,
+    FALLBACK_NO_ROW,
+    FALLBACK_NOT_NAMED,
+    FALLBACK_OVER_BUDGET,
+    FALLBACK_SIDE_STREAM,
+    FALLBACK_TRUNCATED,
+)
+
+T, C, S = CodegenClass.IDENTICAL, CodegenClass.TTGIR, CodegenClass.SASS
+SH = "[torch.Size([64])]"
+
+
+def row(op: str, shape: str = SH, occurrence: int = 0) -> RowKey:
+    return RowKey(
+        repo="main", run_name=op, op=op, dtype="bfloat16", shape=shape, occurrence=occurrence
+    )
+
+
+def kernel(kid: str, status=C, rows=(), lines=None, **deltas) -> KernelScreen:
+    return KernelScreen(
+        kernel_id=kid,
+        name=f"{kid}_kernel",
+        status=status,
+        ops=sorted({f"main/{r.run_name}" for r in rows}),
+        rows=list(rows),
+        deltas={k: float(v) for k, v in deltas.items()},
+        changed_lines=lines,
+        error="ptxas fatal" if status is CodegenClass.FAILED else None,
+    )
+
+
+def screen(*kernels: KernelScreen, **kw) -> CodegenScreen:
+    return CodegenScreen(baseline_dir="b", kernels=list(kernels), **kw)
+
+
+def tensor(buffer: int = 0, name: str = "x", **kw) -> ArgSpec:
+    spec = dict(name=name, kind="tensor", dtype="bfloat16", shape=[64], strides=[1])
+    spec |= dict(storage=64, buffer=buffer, stats=TensorStats(min=-1.0, max=1.0, mean=0.0))
+    return ArgSpec(**(spec | kw))
+
+
+def launch(kid: str, *args: ArgSpec, why_not: str = "") -> LaunchSpec:
+    args = args or (tensor(0), tensor(1, "y"))
+    return LaunchSpec(kernel_id=kid, kernel=f"{kid}_kernel", grid=[1, 1, 1], args=list(args),
+                      why_not=why_not)  # fmt: skip
+
+
+def captured(key: RowKey, *launches: LaunchSpec, truncated: bool = False) -> RowLaunches:
+    return RowLaunches(
+        **key.model_dump(include={"run_name", "op", "dtype", "shape", "occurrence"}),
+        launches=list(launches),
+        truncated=truncated,
+    )
+
+
+def capture(*rows: RowLaunches) -> LaunchCapture:
+    return LaunchCapture(rows=list(rows))
+
+
+def one_row(launches, status=C, truncated=False, **deltas):
+    """A plan of op ``a``'s one row launching kernel ``ka`` (changed) as ``launches``."""
+    r = row("a")
+    s = screen(kernel("ka", status, [r], **(deltas or {"sass_instructions": 4})))
+    caps = {"main/a": capture(captured(r, *launches, truncated=truncated))}
+    return r, plan_replay(s, [r], caps)
+
+
+# --------------------------------------------------------------------------- ordering
+
+
+def test_rows_are_taken_by_how_much_their_code_changed_largest_first():
+    a, b, c, d = row("a"), row("b"), row("c"), row("d")
+    s = screen(
+        kernel("ka", S, [a], sass_instructions=-50),  # 50
+        kernel("kb", C, [b], n_regs=8, lines=12),  # 80 + 12
+        kernel("kc", C, [c], n_spills=1, n_regs=-2),  # 1000 + 20
+        kernel("kd", C, [d]),  # no figure: 1
+    )
+    caps = {f"main/{r.op}": capture(captured(r, launch(f"k{r.op}"))) for r in (a, b, c, d)}
+    plan = plan_replay(s, [a, b, c, d], caps)
+    assert [(p.key.op, p.score) for p in plan.replay] == [
+        ("c", 1020.0),
+        ("b", 92.0),
+        ("a", 50.0),
+        ("d", 1.0),
+    ]
+    assert plan.changed_rows == 4 and not plan.fallback and not plan.deferred
+
+
+def test_equal_scores_are_ordered_by_row_label_whatever_the_input_order():
+    rows = [row("z"), row("m"), row("b")]
+    s = screen(*(kernel(f"k{r.op}", C, [r], sass_instructions=7) for r in rows))
+    caps = {f"main/{r.op}": capture(captured(r, launch(f"k{r.op}"))) for r in rows}
+    for order in (rows, rows[::-1]):
+        assert [p.key.op for p in plan_replay(s, order, caps).replay] == ["b", "m", "z"]
+
+
+def test_the_score_sums_the_changed_kernels_of_the_row_only():
+    r = row("a")
+    ks = [
+        kernel("k1", C, [r], sass_instructions=10, lines=5),
+        kernel("k2", S, [r], n_regs=-3),
+        kernel("k3", T, [r], sass_instructions=99),  # identical: does not score
+    ]
+    assert row_score(ks) == 15 + 30
+
+
+def test_a_replayed_row_lists_its_changed_kernels_first_then_the_others_it_launched():
+    r = row("a")
+    s = screen(
+        kernel("k1", T, [r]),
+        kernel("k2", C, [r], sass_instructions=3),
+        kernel("k3", C, [r], n_regs=8),
+    )
+    rl = captured(r, launch("k1", tensor(0)), launch("k2", tensor(1)), launch("k3", tensor(2)))
+    plan = plan_replay(s, [r], {"main/a": capture(rl)})
+    assert plan.replay[0].kernels == ("k3", "k2", "k1")
+    assert plan.replay[0].launches == rl
+
+
+# --------------------------------------------------------------------------- not replayed
+
+
+def test_unchanged_rows_are_never_replayed():
+    a, b = row("a"), row("b")
+    s = screen(kernel("ka", T, [a]), kernel("kb", C, [b], sass_instructions=2))
+    caps = {
+        "main/a": capture(captured(a, launch("ka"))),
+        "main/b": capture(captured(b, launch("kb"))),
+    }
+    plan = plan_replay(s, [a, b], caps)
+    assert [p.key for p in plan.replay] == [b]
+    assert a not in plan.fallback and plan.changed_rows == 1
+
+
+def test_a_row_whose_kernel_does_not_compile_is_the_op_paths_failure_never_replayed():
+    r, plan = one_row([launch("ka")], status=CodegenClass.FAILED)
+    assert plan.replay == [] and plan.fallback == {}
+    assert plan.failed == {r: "kernel `ka_kernel` does not compile: ptxas fatal"}
+    assert plan.changed_rows == 0
+
+
+def test_no_capture_for_the_op_falls_back():
+    r = row("a")
+    plan = plan_replay(screen(kernel("ka", C, [r])), [r], {"main/a": None})
+    assert plan.fallback == {r: FALLBACK_NO_CAPTURE} == {r: "no capture for this op"}
+    assert plan_replay(screen(kernel("ka", C, [r])), [r], {}).fallback == {r: FALLBACK_NO_CAPTURE}
+
+
+def test_a_row_the_capture_does_not_hold_falls_back():
+    r = row("a")
+    other = captured(row("a", "[torch.Size([8])]"), launch("ka"))
+    plan = plan_replay(screen(kernel("ka", C, [r])), [r], {"main/a": capture(other)})
+    assert plan.fallback == {r: FALLBACK_NO_ROW}
+
+
+def test_the_capture_of_another_occurrence_stands_in_for_a_row():
+    r = row("a", occurrence=1)
+    rl = captured(row("a"), launch("ka"))
+    plan = plan_replay(screen(kernel("ka", C, [row("a")])), [r], {"main/a": capture(rl)})
+    assert [p.key for p in plan.replay] == [r]
+
+
+def test_a_launch_captured_in_a_cuda_graph_falls_back():
+    r, plan = one_row([launch("ka", why_not="graph")])
+    assert plan.fallback == {r: FALLBACK_GRAPH} == {r: "launch captured in a CUDA graph"}
+
+
+def test_a_launch_on_a_side_stream_falls_back():
+    r, plan = one_row([launch("ka"), launch("ka", tensor(2), why_not="side stream")])
+    assert plan.fallback == {r: FALLBACK_SIDE_STREAM} == {r: "side stream"}
+
+
+def test_an_unsupported_argument_falls_back_with_its_name():
+    r, plan = one_row([launch("ka", tensor(0), ArgSpec(name="fn", kind="other", value="<f>"))])
+    assert plan.fallback == {r: "unsupported argument fn (other)"}
+    r, plan = one_row([launch("ka", why_not="unsupported argument cb")])
+    assert plan.fallback == {r: "unsupported argument cb"}
+
+
+def test_a_tensor_without_values_falls_back_an_empty_one_does_not():
+    r, plan = one_row([launch("ka", tensor(0, stats=None))])
+    assert plan.fallback == {r: "unsupported argument x (tensor without values)"}
+    r, plan = one_row([launch("ka", tensor(0, stats=None, shape=[0], strides=[1]))])
+    assert [p.key for p in plan.replay] == [r]
+
+
+def test_a_buffer_shared_by_two_launches_is_an_intermediate_buffer():
+    first = launch("ka", tensor(0), tensor(1, "out"))
+    second = launch("ka", tensor(1, "inp"), tensor(2, "out2"))  # reads the first's output
+    r, plan = one_row([first, second])
+    assert (
+        plan.fallback == {r: FALLBACK_INTERMEDIATE} == {r: "intermediate buffer between launches"}
+    )
+
+
+def test_a_buffer_shared_within_one_launch_is_in_place_and_replays():
+    r, plan = one_row([launch("ka", tensor(0, "x"), tensor(0, "out"))])
+    assert [p.key for p in plan.replay] == [r] and plan.fallback == {}
+
+
+def test_a_truncated_capture_falls_back():
+    r, plan = one_row([launch("ka")], truncated=True)
+    assert plan.fallback == {r: FALLBACK_TRUNCATED} == {r: "truncated capture"}
+
+
+@pytest.mark.skipif("why_not" not in RowLaunches.model_fields, reason="no RowLaunches.why_not")
+def test_a_row_whose_capture_failed_falls_back_with_its_words():
+    r = row("a")
+    rl = captured(r, launch("ka")).model_copy(update={"why_not": "capture failed: boom"})
+    plan = plan_replay(screen(kernel("ka", C, [r])), [r], {"main/a": capture(rl)})
+    assert plan.fallback == {r: "capture failed: boom"}
+
+
+def test_a_capture_naming_a_kernel_the_baseline_does_not_hold_is_never_replayed():
+    r, plan = one_row([launch("ka"), launch("forged", tensor(5))])
+    assert plan.replay == []
+    assert plan.fallback == {r: "kernel forged not in the baseline's codegen records"}
+
+
+def test_a_kernel_of_another_op_is_not_the_baseline_record_of_this_one():
+    a, b = row("a"), row("b")
+    s = screen(kernel("ka", C, [a]), kernel("kb", C, [b]))
+    plan = plan_replay(
+        s, [a], {"main/a": capture(captured(a, launch("ka"), launch("kb", tensor(3))))}
+    )
+    assert plan.fallback == {a: "kernel kb not in the baseline's codegen records"}
+
+
+def test_the_unknown_kernel_is_named_before_any_other_reason():
+    r, plan = one_row([launch("ka", why_not="graph"), launch("forged", tensor(5))])
+    assert plan.fallback == {r: "kernel forged not in the baseline's codegen records"}
+
+
+def test_a_changed_kernel_missing_from_the_launches_falls_back():
+    r = row("a")
+    s = screen(kernel("k1", C, [r], sass_instructions=1), kernel("k2", C, [r]))
+    plan = plan_replay(s, [r], {"main/a": capture(captured(r, launch("k1")))})
+    assert plan.fallback == {r: "changed kernel `k2_kernel` not among its captured launches"}
+
+
+def test_a_kernel_the_screen_did_not_rebuild_falls_back():
+    r, plan = one_row([launch("ka")], status=CodegenClass.MISSING)
+    assert plan.fallback == {r: "kernel `ka_kernel` not rebuilt by the screen"}
+
+
+def test_rows_the_screen_cannot_read_fall_back():
+    a, b, c = row("a"), row("b"), row("c")
+    named = row("c", "[torch.Size([1])]")
+    s = screen(kernel("kc", T, [named]), ops_without_records=["main/a"],
+               ops_with_unrecorded={"main/b": 2})  # fmt: skip
+    plan = plan_replay(s, [a, b, c], {})
+    assert plan.fallback == {
+        a: FALLBACK_NO_RECORDS,
+        b: "2 kernel(s) its record pass ran without a record",
+        c: FALLBACK_NOT_NAMED,
+    }
+
+
+def test_an_op_that_launches_no_kernel_is_proven_and_not_in_the_plan():
+    r = row("a")
+    plan = plan_replay(screen(ops_without_kernels=["main/a"]), [r], {})
+    assert plan.changed_rows == 0 and plan.failed == {}
+
+
+# --------------------------------------------------------------------------- budget
+
+
+def _three_ops():
+    a, b, c = row("a"), row("b"), row("c")
+    s = screen(
+        kernel("ka", C, [a], sass_instructions=300),
+        kernel("kb", C, [b], sass_instructions=200),
+        kernel("kc", C, [c], sass_instructions=100),
+    )
+    caps = {f"main/{r.op}": capture(captured(r, launch(f"k{r.op}"))) for r in (a, b, c)}
+    return (a, b, c), s, caps
+
+
+def test_the_budget_replays_the_largest_changes_and_defers_the_rest_with_commands():
+    (a, b, c), s, caps = _three_ops()
+    costs = {a: 4.0, b: 4.0, c: 1.0}
+    fams = {"main/a": "F", "main/b": "F", "main/c": "F"}
+    op_costs = {"main/a": 9.0, "main/b": 2.0, "main/c": 5.0}
+    rerun = "zlbench gate --baseline baselines/v7"
+    # op path: the sentinel of F, b (cheapest), 2 s; replay gets 10 - 2 = 8 s
+    plan = plan_replay(s, [c, b, a], caps, costs, op_costs, 10.0, fams, rerun)
+    assert plan.sentinels == {"F": "main/b"} and plan.op_path_s == 2.0
+    assert [p.key for p in plan.replay] == [a, b] and plan.replay_s == 8.0
+    assert [(d.key, d.score, d.command) for d in plan.deferred] == [
+        (c, 100.0, "zlbench gate --baseline baselines/v7 --ops c --time changed")
+    ]
+    assert plan.changed_rows == 3
+
+
+def test_a_row_too_large_for_what_is_left_does_not_stop_smaller_ones():
+    (a, b, c), s, caps = _three_ops()
+    costs = {a: 2.0, b: 9.0, c: 2.0}
+    fams = dict.fromkeys(["main/a", "main/b", "main/c"], "F")
+    plan = plan_replay(s, [a, b, c], caps, costs, {"main/a": 1.0}, 6.0, fams)
+    assert [p.key for p in plan.replay] == [a, c]
+    assert [d.key for d in plan.deferred] == [b]
+
+
+def test_a_row_beyond_the_budget_whose_op_is_on_the_op_path_falls_back_not_deferred():
+    (a, b, c), s, caps = _three_ops()
+    fams = dict.fromkeys(["main/a", "main/b", "main/c"], "F")
+    plan = plan_replay(s, [a, b, c], caps, {a: 5.0, b: 5.0, c: 5.0}, {"main/c": 1.0}, 6.0, fams)
+    assert plan.sentinels == {"F": "main/c"}
+    assert [p.key for p in plan.replay] == [a]
+    assert plan.fallback == {c: FALLBACK_OVER_BUDGET}
+    assert [d.key for d in plan.deferred] == [b]
+
+
+def test_without_a_budget_every_replayable_row_is_replayed():
+    (a, b, c), s, caps = _three_ops()
+    plan = plan_replay(s, [a, b, c], caps, {a: 1e6, b: 1e6, c: 1e6})
+    assert [p.key for p in plan.replay] == [a, b, c] and plan.deferred == []
+
+
+def test_the_deferred_command_names_the_op_as_a_person_types_it():
+    assert deferred_command("main/bmm__at__test_bmm.py") == (
+        "zlbench gate --ops bmm@test_bmm.py --time changed"
+    )
+    assert deferred_command("vllm/mm", "zlbench gate --baseline 'my dir'") == (
+        "zlbench gate --baseline 'my dir' --ops vllm:mm --time changed"
+    )
+
+
+def test_the_replay_cost_model():
+    assert replay_cost_s(40.0, pairs=16, reps=10) == pytest.approx(
+        ROW_SETUP_S + 2 * 16 * 10 * (40.0 + CALL_OVERHEAD_US) / 1e6
+    )
+    assert replay_cost_s(None) > replay_cost_s(0.0)
+    res = BaselineResult(repo="main", run_name="a", op="a", timing="cudagraph", rows=[
+        BaselineRow(op="a", dtype="bfloat16", shape=SH, latency_ms=0.04),
+        BaselineRow(op="a", dtype="bfloat16", shape="[torch.Size([8])]"),
+    ])  # fmt: skip
+    costs = replay_costs([res], pairs=16)
+    assert costs == {
+        row("a"): pytest.approx(replay_cost_s(40.0, 16)),
+        row("a", "[torch.Size([8])]"): replay_cost_s(None, 16),
+    }
+
+
+# --------------------------------------------------------------------------- sentinels
+
+
+def test_one_sentinel_op_per_family_of_the_replayed_rows():
+    a, b, c, d = row("a"), row("b"), row("c"), row("d")
+    s = screen(*(kernel(f"k{r.op}", C, [r]) for r in (a, b, c, d)))
+    caps = {f"main/{r.op}": capture(captured(r, launch(f"k{r.op}"))) for r in (a, b, c)}
+    fams = {"main/a": "Unary", "main/b": "Unary", "main/c": "Norm", "main/d": "Norm"}
+    op_costs = {"main/a": 8.0, "main/b": 3.0, "main/c": 1.0, "main/d": 7.0}
+    plan = plan_replay(s, [a, b, c, d], caps, op_costs=op_costs, families=fams)
+    # d has no capture: it is on the op path already, but no replayed row is its op's
+    assert plan.fallback == {d: FALLBACK_NO_CAPTURE}
+    assert plan.sentinels == {"Norm": "main/c", "Unary": "main/b"}
+    assert plan.op_path() == {
+        "main/b": "sentinel of op family Unary",
+        "main/c": "sentinel of op family Norm",
+        "main/d": "1 changed row(s) not replayed: no capture for this op",
+    }
+
+
+def test_a_sentinel_prefers_a_replayed_op_already_on_the_op_path():
+    a1, a2, b = row("a"), row("a", "[torch.Size([8])]"), row("b")
+    s = screen(kernel("ka", C, [a1, a2]), kernel("kb", C, [b]))
+    caps = {
+        "main/a": capture(captured(a1, launch("ka"), launch("ka", tensor(2), why_not="graph"))
+                          , captured(a2, launch("ka"))),
+        "main/b": capture(captured(b, launch("kb"))),
+    }  # fmt: skip
+    fams = {"main/a": "F", "main/b": "F"}
+    plan = plan_replay(s, [a1, a2, b], caps, op_costs={"main/a": 50.0, "main/b": 1.0},
+                       families=fams)  # fmt: skip
+    assert plan.sentinels == {"F": "main/a"}
+    assert plan.op_path() == {
+        "main/a": "1 changed row(s) not replayed: launch captured in a CUDA graph; "
+        "sentinel of op family F"
+    }
+    assert [r.model_dump(exclude_defaults=True) for r in plan.op_rows()] == [
+        {"key": a1.model_dump(exclude_defaults=True), "instrument": "op", "why": FALLBACK_GRAPH}
+    ]
+
+
+def test_an_op_without_a_family_is_a_family_of_its_own():
+    a, b = row("a"), row("b")
+    s = screen(kernel("ka", C, [a]), kernel("kb", C, [b]))
+    caps = {f"main/{r.op}": capture(captured(r, launch(f"k{r.op}"))) for r in (a, b)}
+    assert plan_replay(s, [a, b], caps).sentinels == {"op:a": "main/a", "op:b": "main/b"}

@@ -1,0 +1,403 @@
+"""Which changed rows the kernel-replay tier times, in what order (issue 51; pure: no
+torch, no files).
+
+Input: the codegen screen (through :class:`zlbench.codegen.timed.TimedKernels`: which
+kernels count for which row), the baseline rows to judge, each op's launch capture
+(``codegen/launches.json``, :class:`zlbench.models.replay.LaunchCapture`; None where
+the baseline has none), the rows' estimated replay seconds (:func:`replay_cost_s`),
+the op path's recorded seconds per op, the gate's ``--time-budget`` and each op's
+family. Output: a :class:`ReplayPlan`.
+
+**Changed rows.** A row is *changed* when the screen does not prove it unchanged:
+some kernel that counts for it (timed: :mod:`zlbench.codegen.timed`) is not
+identical, or the records cannot say (no records for its op, kernels its op's record
+pass ran unrecorded, a row no record names). A row with a kernel that no longer
+compiles is not changed but *failed* (``ReplayPlan.failed``): it is the op path's
+failure (the gate holds such ops back, their rows FAILED); it is never replayed. A row
+whose kernels are all identical is not in the plan at all.
+
+**Replayable.** A changed row is replayed only when every one of these holds; else it
+falls back to the op path (timed through FlagGems) with the first reason that applies,
+in this order (the words: ``zlbench.report.replay_text``'s ``FALLBACK_*``):
+
+1. the screen can tell what changed: the op has records, none unrecorded, the records
+   name the row's kernels, and every changed kernel was rebuilt (not MISSING);
+2. its op has a capture (``no capture for this op``) that holds the row
+   (``no launches captured for this row``; matched on run name, dtype and shape, the
+   same occurrence preferred: the recorder does not count occurrences) and is not
+   ``truncated`` and not marked incomplete (its ``why_not``: ``capture failed: ...``);
+3. every launch names a kernel the baseline's codegen records hold for this op (else
+   ``kernel <id> not in the baseline's codegen records``: bad input, never replayed);
+4. no launch says why it cannot be replayed (``why_not``: ``graph`` -> ``launch captured
+   in a CUDA graph``, ``side stream``, ``unsupported argument ...``, or its own words);
+5. every argument can be rebuilt: a known kind, a tensor with a dtype and its values
+   (exact ``data`` or ``stats``; an empty tensor needs neither);
+6. no launched kernel failed to build or was not rebuilt (FAILED / MISSING);
+7. no ``buffer`` is used by more than one launch (``intermediate buffer between
+   launches``: one launch's output may feed another; a buffer shared by the arguments
+   of one launch is an in-place kernel, which the replay restores);
+8. every changed kernel that counts for the row is among its launches (``changed
+   kernel `name` not among its captured launches``: replaying the rest would not time
+   the change).
+
+**The ordering rule.** Replayable rows are taken by how much their code changed, the
+largest first; the row label (``RowKey.label``) breaks ties, so the order is
+deterministic. A row's score is the sum over the changed kernels that count for it
+(TTGIR, LLIR/PTX or SASS changed) of::
+
+    max(1, 1000 |d spills| + 10 |d regs| + 0.01 |d shared B| + |d SASS instructions|
+           + changed_lines)
+
+The weights are the reports' ranking of a change (``report.codegen.weight``, written
+there once); ``changed_lines`` is the number of lines the kernel's first differing
+stage's diff adds or removes, 0 where no text diff was kept. Every changed kernel
+counts at least 1, so a row whose change leaves no figure still ranks above none.
+
+**Budget.** With ``--time-budget`` S, the op path's ops are charged first: every op of
+a fallback row and every sentinel (their recorded seconds, else
+:data:`~zlbench.codegen.select.DEFAULT_OP_COST_S`; cutting those is the op-level rule,
+:func:`zlbench.codegen.select.within_budget`). The rest of S goes to replay: rows in
+the ordering rule's order, each taken when its estimated seconds still fit (a row too
+large for what is left does not stop the smaller rows after it, as the op-level rule
+does). A row left out whose op is on the op path anyway falls back (its op's timing
+covers it); any other is *deferred* (:class:`~zlbench.models.replay.DeferredRow`) with
+its score and the command that times it: the gate again on its op alone, without a
+budget (``--time-budget`` takes only seconds > 0).
+
+**Sentinels.** One op per op family among the replayed rows' ops stays on the op path:
+an op-level timing through FlagGems catches what a standalone kernel replay cannot see
+(launcher overhead, host code, what users feel). Of a family's replayed ops, one already
+on the op path (a fallback row's op) is taken first, then the cheapest (recorded op
+seconds), then the op key. Families come from the inventory:
+``zlbench.runner.catalog.tiers.op_family`` (the Benchmark class, or ``op:<name>`` for
+catch-all classes), handed in by the caller (codegen may not import the runner); an op
+it does not name is a family of its own, ``op:<op name>``.
+
+**Replay cost** (:func:`replay_cost_s`): an estimate, not a measurement (written
+without a GPU): ``ROW_SETUP_S + 2 x pairs x REPS x (kernel µs + CALL_OVERHEAD_US)``,
+with ``pairs`` the pair rule's budget of a row (``PairSampling.max_pairs``, 16),
+``REPS`` single-call timings per sample, the row's FlagGems latency recorded in the
+baseline as its kernel time (an upper bound: it includes launches), and the per-call
+restore of written buffers, the L2 flush and the event sync as ``CALL_OVERHEAD_US``.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from zlbench.codegen.select import DEFAULT_OP_COST_S
+from zlbench.codegen.timed import TimedKernels, known_ref, row_ref
+from zlbench.models.baseline import BaselineResult
+from zlbench.models.codegen_screen import (
+    CHANGED_CLASSES,
+    CodegenClass,
+    CodegenScreen,
+    KernelScreen,
+)
+from zlbench.models.replay import (
+    DeferredRow,
+    LaunchCapture,
+    LaunchSpec,
+    ReplayedRow,
+    RowLaunches,
+)
+from zlbench.models.run import RowKey
+from zlbench.models.timing import PairSampling
+from zlbench.protocol.layout import op_key
+from zlbench.protocol.ops import op_name_of, spec_of
+from zlbench.report.codegen import weight
+from zlbench.report.replay_text import (
+    FALLBACK_GRAPH,
+    FALLBACK_INTERMEDIATE,
+    FALLBACK_NO_CAPTURE,
+    FALLBACK_NO_RECORDS,
+    FALLBACK_NO_ROW,
+    FALLBACK_NOT_CAPTURED,
+    FALLBACK_NOT_NAMED,
+    FALLBACK_NOT_REBUILT,
+    FALLBACK_OVER_BUDGET,
+    FALLBACK_SIDE_STREAM,
+    FALLBACK_TRUNCATED,
+    FALLBACK_UNKNOWN_KERNEL,
+    FALLBACK_UNRECORDED,
+    FALLBACK_UNSUPPORTED,
+)
+
+# The replay cost model (module docstring): estimates, not measurements.
+ROW_SETUP_S = 1.0  # build the arguments, load both binaries, warm up, compare outputs
+CALL_OVERHEAD_US = 60.0  # per timed call: restore written buffers, flush L2, sync events
+REPS = 10  # single-call timings per sample (zlbench.plugins.replay.timing)
+DEFAULT_KERNEL_US = 100.0  # a row the baseline recorded no latency for
+RERUN = "zlbench gate"  # the command a deferred row's line starts with (the caller's gate)
+WHY_NOT = {"graph": FALLBACK_GRAPH, "side stream": FALLBACK_SIDE_STREAM}
+ARG_KINDS = frozenset({"tensor", "int", "float", "bool", "none", "str", "dtype"})
+NOT_BUILT = frozenset({CodegenClass.FAILED, CodegenClass.MISSING})
+
+
+def replay_cost_s(kernel_us: float | None, pairs: int | None = None, reps: int = REPS) -> float:
+    """Estimated GPU seconds to replay one row (module docstring): ``kernel_us`` its
+    recorded time per call (None: :data:`DEFAULT_KERNEL_US`), ``pairs`` the pair
+    rule's budget of a row (None: ``PairSampling().max_pairs``)."""
+    us = DEFAULT_KERNEL_US if kernel_us is None else max(0.0, kernel_us)
+    n = PairSampling().max_pairs if pairs is None else pairs
+    return ROW_SETUP_S + 2 * n * reps * (us + CALL_OVERHEAD_US) / 1e6
+
+
+def replay_costs(
+    results: Iterable[BaselineResult], pairs: int | None = None
+) -> dict[RowKey, float]:
+    """RowKey -> :func:`replay_cost_s` of every row of ``results``, its FlagGems latency
+    recorded in the baseline as its kernel time."""
+    out: dict[RowKey, float] = {}
+    for res in results:
+        for r in res.rows:
+            us = r.latency_ms * 1000 if r.latency_ms is not None else None
+            out[r.key(res.repo, res.run_name)] = replay_cost_s(us, pairs)
+    return out
+
+
+def row_score(kernels: Iterable[KernelScreen]) -> float:
+    """How much a row's code changed: the ordering rule's score (module docstring) over
+    ``kernels``, the kernels that count for it; only the changed ones score."""
+    return sum(
+        max(1.0, weight(k) + (k.changed_lines or 0)) for k in kernels if k.status in CHANGED_CLASSES
+    )
+
+
+def deferred_command(key: str, rerun: str = RERUN) -> str:
+    """The command that times op ``key``'s changed rows with no budget: ``rerun`` (the
+    gate as the caller ran it: ``zlbench gate --baseline baselines/v7 --base-compiler
+    ENV``) on that op alone, ``--time changed``."""
+    return f"{rerun} --ops {shlex.quote(spec_of(key))} --time changed"
+
+
+@dataclass(frozen=True)
+class RowToReplay:
+    """A row the plan replays: its launches, the kernels replayed (changed first)."""
+
+    key: RowKey
+    score: float
+    cost_s: float
+    launches: RowLaunches
+    kernels: tuple[str, ...]  # kernel ids, the changed ones first (by weight), then the rest
+
+
+@dataclass
+class ReplayPlan:
+    """The kernel-replay tier's plan for one gate (module docstring)."""
+
+    replay: list[RowToReplay] = field(default_factory=list)  # in the ordering rule's order
+    fallback: dict[RowKey, str] = field(default_factory=dict)  # row -> why the op path
+    deferred: list[DeferredRow] = field(default_factory=list)  # in the ordering rule's order
+    sentinels: dict[str, str] = field(default_factory=dict)  # op family -> its sentinel op key
+    failed: dict[RowKey, str] = field(default_factory=dict)  # row -> the kernel that fails
+    budget_s: float | None = None
+    op_path_s: float = 0.0  # recorded seconds of the op path's ops (charged first)
+    replay_s: float = 0.0  # estimated seconds of the rows replayed
+
+    @property
+    def changed_rows(self) -> int:
+        """Rows whose code the screen did not prove unchanged: replayed + fallback + deferred."""
+        return len(self.replay) + len(self.fallback) + len(self.deferred)
+
+    def op_path(self) -> dict[str, str]:
+        """Op key -> why it is still timed through FlagGems: the ops of fallback rows
+        and the sentinels."""
+        out: dict[str, list[str]] = {}
+        for key, why in self.fallback.items():
+            out.setdefault(op_key(key.repo, key.run_name), []).append(why)
+        said = {k: f"{len(w)} changed row(s) not replayed: {w[0]}" for k, w in out.items()}
+        for fam, key in self.sentinels.items():
+            line = f"sentinel of op family {fam}"
+            said[key] = f"{said[key]}; {line}" if key in said else line
+        return dict(sorted(said.items()))
+
+    def op_rows(self) -> list[ReplayedRow]:
+        """The fallback rows as the replay run records them (instrument ``op``, why)."""
+        return [
+            ReplayedRow(key=k, instrument="op", why=why)
+            for k, why in sorted(self.fallback.items(), key=lambda kw: kw[0].label())
+        ]
+
+
+def plan_replay(
+    screen: CodegenScreen,
+    rows: Sequence[RowKey],
+    captures: Mapping[str, LaunchCapture | None],
+    costs: Mapping[RowKey, float] | None = None,
+    op_costs: Mapping[str, float] | None = None,
+    budget_s: float | None = None,
+    families: Mapping[str, str] | None = None,
+    rerun: str = RERUN,
+) -> ReplayPlan:
+    """The plan (module docstring). ``captures``: op key -> its launch capture (None or
+    absent: none); ``costs``: row -> estimated replay seconds (:func:`replay_costs`; a
+    row absent: :func:`replay_cost_s` of no recorded time); ``op_costs``: op key ->
+    its recorded seconds on the op path; ``families``: op key -> op family; ``rerun``:
+    the gate command a deferred row's command starts with (:func:`deferred_command`)."""
+    view = TimedKernels.of(screen)
+    costs, op_costs, families = costs or {}, op_costs or {}, families or {}
+    plan = ReplayPlan(budget_s=budget_s)
+    candidates: list[RowToReplay] = []
+    for key in dict.fromkeys(rows):
+        op = op_key(key.repo, key.run_name)
+        kernels = view.row_kernels(row_ref(key))
+        failed = [k for k in kernels if k.status is CodegenClass.FAILED]
+        if failed:
+            plan.failed[key] = f"kernel `{failed[0].name}` does not compile: {failed[0].error}"
+            continue
+        why = _unproven(screen, view, key, op, kernels)
+        if why is None and not any(k.status in CHANGED_CLASSES for k in kernels):
+            continue  # proven unchanged: not the replay tier's
+        why = why or _not_replayable(view, key, op, kernels, captures.get(op))
+        if why:
+            plan.fallback[key] = why
+            continue
+        launches = _row_launches(captures[op], key)  # type: ignore[arg-type]
+        cost = costs.get(key, replay_cost_s(None))
+        candidates.append(
+            RowToReplay(key, row_score(kernels), cost, launches, _ids(kernels, launches))
+        )
+    candidates.sort(key=lambda p: (-p.score, p.key.label()))
+    plan.sentinels = _sentinels(candidates, plan.fallback, op_costs, families)
+    on_op_path = set(plan.op_path())
+    plan.op_path_s = sum(op_costs.get(k, DEFAULT_OP_COST_S) for k in on_op_path)
+    left = None if budget_s is None else budget_s - plan.op_path_s
+    for p in candidates:
+        op = op_key(p.key.repo, p.key.run_name)
+        if left is None or plan.replay_s + p.cost_s <= left:
+            plan.replay.append(p)
+            plan.replay_s += p.cost_s
+        elif op in on_op_path:
+            plan.fallback[p.key] = FALLBACK_OVER_BUDGET
+        else:
+            plan.deferred.append(
+                DeferredRow(key=p.key, score=p.score, command=deferred_command(op, rerun))
+            )
+    return plan
+
+
+def _unproven(
+    screen: CodegenScreen, view: TimedKernels, key: RowKey, op: str, kernels: list[KernelScreen]
+) -> str | None:
+    """Why the screen cannot tell what changed in this row (rule 1), else None."""
+    if op in screen.ops_without_records:
+        return FALLBACK_NO_RECORDS
+    if screen.ops_with_unrecorded.get(op):
+        return f"{screen.ops_with_unrecorded[op]} {FALLBACK_UNRECORDED}"
+    if known_ref(row_ref(key), view.by_row) is None:
+        # no record names this row: proven only for an op whose record pass launched none
+        return (
+            None
+            if op in screen.ops_without_kernels and not view.by_op.get(op)
+            else FALLBACK_NOT_NAMED
+        )
+    missing = [k for k in kernels if k.status is CodegenClass.MISSING]
+    if missing:
+        return f"kernel `{missing[0].name}` {FALLBACK_NOT_REBUILT}"
+    return None
+
+
+def _row_launches(capture: LaunchCapture, key: RowKey) -> RowLaunches | None:
+    """The capture's row for ``key``: same run name, dtype and shape, the same
+    occurrence preferred (the recorder does not count occurrences)."""
+    same = [
+        r
+        for r in capture.rows
+        if (r.run_name, r.dtype, r.shape) == (key.run_name, key.dtype, key.shape)
+    ]
+    exact = [r for r in same if r.occurrence == key.occurrence]
+    return (exact or same or [None])[0]
+
+
+def _not_replayable(
+    view: TimedKernels,
+    key: RowKey,
+    op: str,
+    kernels: list[KernelScreen],
+    capture: LaunchCapture | None,
+) -> str:
+    """Why a changed row cannot be replayed (rules 2-8), "" when it can."""
+    if capture is None:
+        return FALLBACK_NO_CAPTURE
+    row = _row_launches(capture, key)
+    if row is None or not row.launches:
+        return FALLBACK_NO_ROW
+    if row.truncated:
+        return FALLBACK_TRUNCATED
+    if getattr(row, "why_not", ""):  # the capture says it is not whole ("capture failed: ...")
+        return row.why_not
+    held = {k.kernel_id: k for k in view.by_op.get(op, [])}
+    for launch in row.launches:
+        if launch.kernel_id not in held:
+            return f"kernel {launch.kernel_id} {FALLBACK_UNKNOWN_KERNEL}"
+    for launch in row.launches:
+        why = _launch_why(launch)
+        if why:
+            return why
+    for launch in row.launches:
+        k = held[launch.kernel_id]
+        if k.status in NOT_BUILT:
+            return f"kernel `{k.name}` {FALLBACK_NOT_REBUILT}"
+    users: dict[int, set[int]] = {}
+    for i, launch in enumerate(row.launches):
+        for a in launch.args:
+            if a.kind == "tensor":
+                users.setdefault(a.buffer, set()).add(i)
+    if any(len(u) > 1 for u in users.values()):
+        return FALLBACK_INTERMEDIATE
+    launched = {launch.kernel_id for launch in row.launches}
+    for k in kernels:
+        if k.status in CHANGED_CLASSES and k.kernel_id not in launched:
+            return f"changed kernel `{k.name}` {FALLBACK_NOT_CAPTURED}"
+    return ""
+
+
+def _launch_why(launch: LaunchSpec) -> str:
+    """Why this one launch cannot be replayed (rules 4-5), "" when it can."""
+    if launch.why_not:
+        return WHY_NOT.get(launch.why_not, launch.why_not)
+    for i, a in enumerate(launch.args):
+        name = a.name or f"#{i}"
+        if a.kind not in ARG_KINDS:
+            return f"{FALLBACK_UNSUPPORTED} {name} ({a.kind})"
+        if a.kind != "tensor":
+            continue
+        empty = any(n == 0 for n in a.shape)
+        if not a.dtype:
+            return f"{FALLBACK_UNSUPPORTED} {name} (tensor without a dtype)"
+        if not empty and a.data is None and a.stats is None:
+            return f"{FALLBACK_UNSUPPORTED} {name} (tensor without values)"
+    return ""
+
+
+def _ids(kernels: list[KernelScreen], launches: RowLaunches) -> tuple[str, ...]:
+    """The kernel ids a row replays: its changed kernels by weight (largest first), then
+    the other kernels it launched, in launch order."""
+    launched = list(dict.fromkeys(launch.kernel_id for launch in launches.launches))
+    changed = sorted(
+        (k for k in kernels if k.status in CHANGED_CLASSES and k.kernel_id in launched),
+        key=lambda k: (-weight(k), k.name, k.kernel_id),
+    )
+    first = [k.kernel_id for k in changed]
+    return tuple(first + [i for i in launched if i not in first])
+
+
+def _sentinels(
+    candidates: list[RowToReplay],
+    fallback: Mapping[RowKey, str],
+    op_costs: Mapping[str, float],
+    families: Mapping[str, str],
+) -> dict[str, str]:
+    """Op family -> the op of the replayed rows kept on the op path (module docstring)."""
+    on_path = {op_key(k.repo, k.run_name) for k in fallback}
+    by_family: dict[str, set[str]] = {}
+    for p in candidates:
+        op = op_key(p.key.repo, p.key.run_name)
+        by_family.setdefault(families.get(op) or f"op:{op_name_of(op)}", set()).add(op)
+    return {
+        fam: min(ops, key=lambda o: (o not in on_path, op_costs.get(o, DEFAULT_OP_COST_S), o))
+        for fam, ops in sorted(by_family.items())
+    }

@@ -1,0 +1,152 @@
+"""The report's words on the kernel-replay tier (issue 51, ``<gate>/replay/replay.json``).
+
+Pure: every function returns a markdown string; every string from an artifact goes
+through :mod:`zlbench.report.escape`. Also the vocabulary of why a changed row was
+not replayed (the ``FALLBACK_*`` reasons the plan writes,
+:mod:`zlbench.codegen.replay_plan`) and the short label each reason is counted under
+in the coverage line (:func:`reason_label`), so a reason is spelled once.
+
+The counts add up: a replay run's ``changed_rows`` are its replayed rows, its rows
+timed through FlagGems (instrument ``op``, each with a reason) and its deferred rows.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from zlbench.models.replay import DeferredRow, ReplayedRow, ReplayRun
+from zlbench.report.blocks import Block, Names
+from zlbench.report.escape import md_code, md_text, one_line
+from zlbench.report.facts import row_op
+
+# Why a changed row is timed through FlagGems (the op path) and not replayed: the plan's
+# reasons (zlbench.codegen.replay_plan), word for word.
+FALLBACK_NO_RECORDS = "no codegen records for this op"
+FALLBACK_UNRECORDED = "kernel(s) its record pass ran without a record"  # after a count
+FALLBACK_NOT_NAMED = "the codegen records do not name its kernels"
+FALLBACK_NOT_REBUILT = "not rebuilt by the screen"  # after "kernel `name` "
+FALLBACK_NO_CAPTURE = "no capture for this op"
+FALLBACK_NO_ROW = "no launches captured for this row"
+FALLBACK_GRAPH = "launch captured in a CUDA graph"
+FALLBACK_SIDE_STREAM = "side stream"
+FALLBACK_INTERMEDIATE = "intermediate buffer between launches"
+FALLBACK_TRUNCATED = "truncated capture"
+FALLBACK_UNKNOWN_KERNEL = "not in the baseline's codegen records"  # after "kernel <id> "
+FALLBACK_UNSUPPORTED = "unsupported argument"  # then the argument's name
+FALLBACK_NOT_CAPTURED = "not among its captured launches"  # after "changed kernel `name` "
+FALLBACK_OVER_BUDGET = "beyond the replay budget (its op is timed through FlagGems anyway)"
+
+# reason -> the label it is counted under in the coverage line: the first entry whose
+# text the reason contains. The replay's own failures (zlbench.plugins.replay: a tensor
+# digest or a binary that differs from the screen's, a fault, a hang) are matched by
+# their words; any other reason is counted under itself.
+REASON_LABELS: tuple[tuple[str, str], ...] = (
+    (FALLBACK_NO_RECORDS, "no codegen records"),
+    (FALLBACK_UNRECORDED, "unrecorded kernels"),
+    (FALLBACK_NOT_NAMED, "kernels not named by the records"),
+    (FALLBACK_NOT_REBUILT, "kernel not rebuilt"),
+    (FALLBACK_NO_CAPTURE, "no capture"),
+    (FALLBACK_NO_ROW, "no capture"),
+    (FALLBACK_GRAPH, "captured in a CUDA graph"),
+    (FALLBACK_SIDE_STREAM, "side stream"),
+    (FALLBACK_INTERMEDIATE, "intermediate buffer"),
+    (FALLBACK_TRUNCATED, "truncated capture"),
+    ("capture failed", "capture failed"),
+    (FALLBACK_UNKNOWN_KERNEL, "kernel not in the baseline"),
+    (FALLBACK_UNSUPPORTED, "unsupported argument"),
+    (FALLBACK_NOT_CAPTURED, "incomplete capture"),
+    (FALLBACK_OVER_BUDGET, "beyond the replay budget"),
+    ("digest", "digest mismatch"),
+    ("differs from the screen's", "digest mismatch"),
+    ("hang", "fault or hang"),
+    ("timed out", "fault or hang"),
+    ("faulted", "fault or hang"),
+    ("CUDA error", "fault or hang"),
+)
+LABEL_MAX = 60  # characters of a reason counted under itself
+WHY_CELL_MAX = 100  # characters of a reason in a table cell
+
+
+def reason_label(why: str) -> str:
+    """The short label a fallback reason is counted under (:data:`REASON_LABELS`);
+    a reason none of them matches is its own label (one line, cut)."""
+    for text, label in REASON_LABELS:
+        if text in why:
+            return label
+    return one_line(why, LABEL_MAX) or "no reason given"
+
+
+def instrument_cell(row: ReplayedRow | None) -> str:
+    """What timed a row, for a per-row column: ``kernel replay`` (``kernel replay
+    (outputs differ)`` when the PR's outputs differed from the base's), ``op (why)`` for
+    a changed row timed through FlagGems, ``op`` for a row the replay tier had nothing
+    to do with (None)."""
+    if row is None:
+        return "op"
+    if row.instrument == "kernel-replay":
+        return "kernel replay (outputs differ)" if row.outputs == "differ" else "kernel replay"
+    return f"op ({md_text(row.why, WHY_CELL_MAX)})" if row.why else "op"
+
+
+def fallback_counts(run: ReplayRun) -> list[tuple[str, int]]:
+    """(label, rows) of the rows timed through FlagGems, most rows first, then by label."""
+    counts = Counter(reason_label(r.why) for r in run.rows if r.instrument == "op")
+    return sorted(counts.items(), key=lambda lc: (-lc[1], lc[0]))
+
+
+def coverage_line(run: ReplayRun, budget_s: float | None = None) -> str:
+    """``Kernel replay: 38 of 45 changed rows replayed (84 %); 4 timed through FlagGems
+    (2 captured in a CUDA graph, 1 digest mismatch, 1 intermediate buffer); 3 deferred
+    beyond the `--time-budget` of 90 s.`` ``budget_s``: the gate's ``--time-budget``
+    (``timing.json``'s ``budget_s``), None when not known."""
+    if not run.changed_rows:
+        return "Kernel replay: no changed rows to replay."
+    parts = [f"Kernel replay: {run.coverage()}"]
+    counts = fallback_counts(run)
+    if counts:
+        said = ", ".join(f"{n} {md_text(label, LABEL_MAX)}" for label, n in counts)
+        parts.append(f"{sum(n for _, n in counts)} timed through FlagGems ({said})")
+    if run.deferred:
+        budget = f" of {budget_s:g} s" if budget_s is not None else ""
+        parts.append(f"{len(run.deferred)} deferred beyond the `--time-budget`{budget}")
+    return "; ".join(parts) + "."
+
+
+DEFERRED_TITLE = "Deferred beyond the time budget"
+DEFERRED_HEADER = ["op", "dtype", "shape", "code change", "command"]
+
+
+def _deferred_row(d: DeferredRow, names: Names) -> list[str]:
+    occ = f" #{d.key.occurrence}" if d.key.occurrence else ""
+    return [
+        md_code(row_op(d.key, names)),
+        md_code(d.key.dtype),
+        md_code(d.key.shape + occ),
+        f"{d.score:g}",
+        md_code(d.command, 300),
+    ]
+
+
+def deferred_block(
+    run: ReplayRun, budget_s: float | None = None, names: Names = None
+) -> Block | None:
+    """The deferred rows as a :class:`~zlbench.report.blocks.Block` (None when none):
+    each with its code-change score (the order they were taken in) and the command that
+    times it; ``names``: op key -> its spelling (``facts.op_names``)."""
+    if not run.deferred:
+        return None
+    budget = f" of {budget_s:g} s" if budget_s is not None else ""
+    intro = (
+        f"{len(run.deferred)} changed row(s) were not timed: replaying them would pass the "
+        f"`--time-budget`{budget}. They are not judged. Rows were taken by how much their "
+        "code changed, largest first (code change: 1000 a spill, 10 a register, 1 a SASS "
+        "instruction or changed diff line); each command times the row's op with no budget."
+    )
+    rows = [_deferred_row(d, names) for d in run.deferred]
+    return Block(DEFERRED_TITLE, intro, DEFERRED_HEADER, "lllrl", rows)
+
+
+def deferred_section(run: ReplayRun, budget_s: float | None = None, names: Names = None) -> str:
+    """The deferred rows' markdown section (:func:`deferred_block`), "" when none."""
+    block = deferred_block(run, budget_s, names)
+    return block.render(None) if block is not None else ""
