@@ -1,0 +1,275 @@
+"""A captured launch's arguments, rebuilt on a device (issue 51, ``LaunchSpec``).
+
+:func:`materialize` turns a :class:`zlbench.models.replay.LaunchSpec` into the launch's
+arguments in parameter order:
+
+* Scalars by value (``int``, ``float``, ``bool``, ``None``, ``str``); a ``dtype``
+  argument as the triton dtype its string names (``"fp32"`` -> ``tl.float32``; the
+  string itself where triton is not importable). A ``kind "other"`` argument, or a
+  launch with a ``why_not``, is a :class:`ReplayError`.
+* Tensors as views of one flat allocation per ``buffer``: every tensor argument with
+  the same ``buffer`` number shares one storage, big enough for each view's
+  ``storage`` (in its own dtype's elements, so views of one buffer in two dtypes share
+  bytes, as they did), and each argument is ``torch.as_strided(flat, shape, strides,
+  offset)``. In-place kernels and aliasing survive the replay. The allocation is
+  zeroed first (bytes no view covers are deterministic).
+
+Tensor values:
+
+* Exact ``data`` is written into the viewed elements. Order: **the distinct storage
+  positions the view addresses, in increasing storage order** (:func:`viewed_positions`;
+  for a contiguous tensor that is its row-major order; a broadcast stride 0 element
+  once). Its ``digest`` is checked first: sha256[:16] of the values' bytes in the
+  tensor's dtype, in that order (:func:`values_digest`; the capture computes it with
+  the same function). A mismatch, missing digest or wrong length is a ReplayError.
+* A stats-only tensor gets deterministic stand-in values over the span of storage its
+  view reaches (``offset`` .. the last addressed element): drawn from a generator
+  seeded by ``seed``, the buffer and the argument's index, ``normal(mean, std)``
+  clamped to ``[min, max]``, rounded when ``integral``, bool tensors Bernoulli(mean),
+  then cast to the dtype. **Nonfinite values are not re-injected**: the capture keeps
+  only their count, not where they were; a nan/inf written at a guessed place would
+  propagate through reductions and blind the PR-vs-base output comparison, while a
+  GPU's speed does not depend on them. A tensor whose statistics are themselves not
+  finite (all of it nan or inf) is filled with its one value (nan, or ``min`` when
+  ``min == max``). Stats fills are written before exact data, so where two views of a
+  buffer overlap the exact values win.
+
+Refused (:class:`ReplayError`, one line): strides that address outside the recorded
+storage (or negative strides), a dtype torch does not know, a tensor with neither
+data nor statistics, and **an alignment other than the capture's**: triton specialises
+a pointer argument on 16-byte alignment, so a replay whose pointer is aligned
+differently from ``align16`` would compile and time another binary.
+
+:func:`snapshot` / :func:`restore` copy each distinct storage of the arguments once and
+copy it back in place (storage-wise, so aliasing is respected): every repetition of a
+replay sees the same inputs, whatever an in-place kernel, an atomic or an output write
+did to them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from zlbench.errors import ZlbenchError
+from zlbench.models.replay import ArgSpec, LaunchSpec
+
+ALIGN = 16  # bytes: triton's pointer specialisation (tt.divisibility = 16)
+DRAW_CHUNK = 1 << 22  # stand-in values drawn per chunk (float64 on the host)
+
+
+class ReplayError(ZlbenchError):
+    """A row cannot be replayed (one line): it falls back to the op path or fails."""
+
+
+def _torch() -> Any:
+    import torch
+
+    return torch
+
+
+def torch_dtype(name: str) -> Any:
+    """The torch dtype ``name`` names (``"bfloat16"``, ``"torch.int64"``)."""
+    torch = _torch()
+    dt = getattr(torch, name.removeprefix("torch."), None) if name else None
+    if not isinstance(dt, torch.dtype):
+        raise ReplayError(f"unknown tensor dtype {name!r}")
+    return dt
+
+
+def extent(shape: Sequence[int], strides: Sequence[int]) -> int:
+    """Elements from a view's first addressed element to its last, inclusive (0 for an
+    empty view)."""
+    if any(n == 0 for n in shape):
+        return 0
+    return 1 + sum((n - 1) * s for n, s in zip(shape, strides, strict=True))
+
+
+def viewed_positions(shape: Sequence[int], strides: Sequence[int], offset: int) -> Any:
+    """The distinct storage positions (elements) a view addresses, increasing: the
+    order of an exact tensor's ``data`` (int64 tensor on the host)."""
+    torch = _torch()
+    idx = torch.full((), offset, dtype=torch.int64)
+    for n, s in zip(shape, strides, strict=True):
+        idx = idx.unsqueeze(-1) + torch.arange(n, dtype=torch.int64) * s
+    return torch.unique(idx.reshape(-1), sorted=True)
+
+
+def values_digest(values: Any) -> str:
+    """sha256[:16] of a tensor's values' bytes in its dtype, in its row-major order
+    (the capture's ``digest`` of exact ``data``)."""
+    torch = _torch()
+    t = values.detach().reshape(-1).contiguous().cpu()
+    raw = t.view(torch.uint8) if t.numel() else torch.empty(0, dtype=torch.uint8)
+    return hashlib.sha256(raw.numpy().tobytes()).hexdigest()[:16]
+
+
+def _check_view(i: int, a: ArgSpec) -> int:
+    """The view's extent, once its geometry is within its recorded storage."""
+    where = f"argument {i} {a.name!r}".replace(" ''", "")
+    if len(a.shape) != len(a.strides):
+        raise ReplayError(f"{where}: shape {a.shape} and strides {a.strides} differ in rank")
+    if any(n < 0 for n in a.shape) or any(s < 0 for s in a.strides):
+        raise ReplayError(f"{where}: negative size or stride ({a.shape}, {a.strides})")
+    span = extent(a.shape, a.strides)
+    if span and a.offset + span > a.storage:
+        raise ReplayError(
+            f"{where}: strides {a.strides} of shape {a.shape} at offset {a.offset} address "
+            f"element {a.offset + span - 1}, outside its storage of {a.storage}"
+        )
+    return span
+
+
+def _seed(seed: int, buffer: int, index: int) -> int:
+    h = hashlib.sha256(f"{seed}|{buffer}|{index}".encode()).digest()
+    return int.from_bytes(h[:8], "little") & ((1 << 63) - 1)
+
+
+def _fill_stats(flat: Any, a: ArgSpec, dtype: Any, span: int, seed: int) -> None:
+    """Stand-in values of ``a.stats`` into ``flat[offset : offset + span]``."""
+    torch = _torch()
+    st = a.stats
+    assert st is not None
+    lo, hi, mu, sd = float(st.min), float(st.max), float(st.mean), float(st.std)
+    target = flat[a.offset : a.offset + span]
+    if lo == hi or not (math.isfinite(lo) and math.isfinite(hi)):  # nan, inf, one value
+        one = lo if lo == hi else math.nan
+        target.fill_(one if dtype.is_floating_point or not math.isnan(one) else 0)
+        return
+    if not math.isfinite(mu):
+        mu = (lo + hi) / 2
+    mu = min(max(mu, lo), hi)
+    sd = sd if math.isfinite(sd) and sd >= 0 else (hi - lo) / 4
+    gen = torch.Generator().manual_seed(seed)
+    for start in range(0, span, DRAW_CHUNK):
+        n = min(DRAW_CHUNK, span - start)
+        if dtype == torch.bool:
+            p = torch.full((n,), min(max(mu, 0.0), 1.0), dtype=torch.float64)
+            vals = torch.bernoulli(p, generator=gen)
+        else:
+            vals = torch.normal(mu, sd, (n,), generator=gen, dtype=torch.float64)
+            vals = vals.clamp_(lo, hi)
+            if st.integral or not (dtype.is_floating_point or dtype.is_complex):
+                vals = vals.round_()
+        target[start : start + n].copy_(vals.to(dtype))
+
+
+def _fill_exact(flat: Any, a: ArgSpec, dtype: Any, where: str) -> None:
+    torch = _torch()
+    assert a.data is not None
+    if dtype.is_complex:
+        raise ReplayError(f"{where}: exact data of a complex tensor is not supported")
+    values = torch.tensor(a.data, dtype=dtype) if a.data else torch.empty(0, dtype=dtype)
+    if not a.digest:
+        raise ReplayError(f"{where}: tensor data without a digest")
+    if values_digest(values) != a.digest:
+        raise ReplayError(f"{where}: tensor data digest mismatch")
+    pos = viewed_positions(a.shape, a.strides, a.offset)
+    if pos.numel() != values.numel():
+        raise ReplayError(
+            f"{where}: {values.numel()} data values for a view of {pos.numel()} elements"
+        )
+    if pos.numel():
+        flat.index_copy_(0, pos.to(flat.device), values.to(flat.device))
+
+
+def _scalar(i: int, a: ArgSpec) -> Any:
+    if a.kind == "none":
+        return None
+    if a.kind == "dtype":
+        try:
+            import triton.language as tl
+
+            return tl.dtype(str(a.value))
+        except ImportError:
+            return a.value
+        except Exception as e:  # an unknown name: triton refuses it
+            raise ReplayError(f"argument {i} {a.name!r}: unknown triton dtype {a.value!r}") from e
+    if a.kind == "other":
+        raise ReplayError(f"argument {i} {a.name!r}: unsupported argument (kind other)")
+    return a.value  # int, float, bool, str
+
+
+def materialize(launch: LaunchSpec, device: str, seed: int) -> list[Any]:
+    """``launch``'s arguments in parameter order on ``device`` (module docstring)."""
+    torch = _torch()
+    if launch.why_not:
+        raise ReplayError(f"launch of {launch.kernel} not replayable: {launch.why_not}")
+    tensors: dict[int, tuple[ArgSpec, Any, int]] = {}  # arg index -> (spec, dtype, extent)
+    nbytes: dict[int, int] = {}  # buffer -> bytes to allocate
+    for i, a in enumerate(launch.args):
+        if a.kind != "tensor":
+            continue
+        dtype = torch_dtype(a.dtype)
+        span = _check_view(i, a)
+        if a.data is None and a.stats is None and span:
+            raise ReplayError(f"argument {i} {a.name!r}: tensor without data or statistics")
+        tensors[i] = (a, dtype, span)
+        size = max(a.storage, a.offset + span) * dtype.itemsize
+        nbytes[a.buffer] = max(nbytes.get(a.buffer, 0), size)
+    raw = {
+        b: torch.zeros(max(ALIGN, -(-n // ALIGN) * ALIGN), dtype=torch.uint8, device=device)
+        for b, n in nbytes.items()
+    }
+    views: dict[int, Any] = {}
+    for i, (a, dtype, span) in tensors.items():  # stats first: exact data wins overlaps
+        flat = raw[a.buffer].view(dtype)
+        if a.data is None and a.stats is not None and span:
+            _fill_stats(flat, a, dtype, span, _seed(seed, a.buffer, i))
+    for i, (a, dtype, _span) in tensors.items():
+        flat = raw[a.buffer].view(dtype)
+        where = f"argument {i} {a.name!r}"
+        if a.data is not None:
+            _fill_exact(flat, a, dtype, where)
+        view = torch.as_strided(flat, a.shape, a.strides, a.offset)
+        aligned = view.data_ptr() % ALIGN == 0
+        if aligned != a.align16:
+            raise ReplayError(
+                f"{where}: pointer {'is' if aligned else 'is not'} 16-byte aligned, the "
+                f"capture's {'was not' if aligned else 'was'} (triton would compile another "
+                "specialisation)"
+            )
+        views[i] = view
+    return [views[i] if i in views else _scalar(i, a) for i, a in enumerate(launch.args)]
+
+
+def _storages(args: Sequence[Any]) -> list[Any]:
+    """One uint8 tensor over each distinct storage of ``args``' tensors, in first-seen
+    order."""
+    torch = _torch()
+    seen: dict[tuple[str, int], Any] = {}
+    for x in args:
+        if isinstance(x, torch.Tensor):
+            s = x.untyped_storage()
+            key = (str(x.device), s.data_ptr())
+            if key not in seen and s.nbytes():
+                seen[key] = torch.empty(0, dtype=torch.uint8, device=x.device).set_(s)
+    return list(seen.values())
+
+
+def snapshot(args: Sequence[Any]) -> list[Any]:
+    """A copy of each distinct storage of ``args`` (once per storage), to
+    :func:`restore` before each repetition."""
+    return [(live, live.clone()) for live in _storages(args)]
+
+
+def restore(args: Sequence[Any], snap: Sequence[Any]) -> None:
+    """Copy :func:`snapshot`'s storages back into ``args``' storages, in place (on the
+    current stream: ordered before the next launch)."""
+    del args  # the snapshot holds the live storages it copies back into
+    for live, saved in snap:
+        live.copy_(saved)
+
+
+__all__ = [
+    "ReplayError",
+    "extent",
+    "materialize",
+    "restore",
+    "snapshot",
+    "torch_dtype",
+    "values_digest",
+    "viewed_positions",
+]
