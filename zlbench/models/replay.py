@@ -21,6 +21,7 @@ from typing import ClassVar, Literal
 from pydantic import Field, StrictBool, StrictFloat, StrictInt
 
 from zlbench.models.base import OnDisk, _Model
+from zlbench.models.codegen import CompileRequest
 from zlbench.models.run import RowKey
 
 LAUNCHES_JSON = "launches.json"  # in an op's codegen dir, next to index.json
@@ -149,3 +150,50 @@ class ReplayRun(OnDisk):
         n = self.changed_rows
         pct = f" ({100 * self.replayed / n:.0f} %)" if n else ""
         return f"{self.replayed} of {n} changed rows replayed{pct}"
+
+
+# --------------------------------------------------------------------------- the worker's plan
+
+REPLAY_PLAN = "plan.json"  # in <gate>/replay/: what the replay worker is asked to time
+Side = Literal["pr", "base"]
+
+
+class BinaryRef(_Model):
+    """One side's binary of one kernel: a triton cache group dir (``<cache>/<hash>/``:
+    the metadata json, the cubin and the IR files, ``__grp__<name>.json``) and the code
+    digest the screen's rebuild gave its cubin (``CompileResult.cubin_code_sha256``);
+    the replay refuses a group whose cubin has another."""
+
+    group_dir: str
+    code_digest: str = Field(min_length=1)
+
+
+class PlannedRow(_Model):
+    """One row the replay worker times: its launches and, per kernel id they name, each
+    side's binary."""
+
+    key: RowKey
+    launches: list[LaunchSpec] = Field(min_length=1)
+    binaries: dict[str, dict[Side, BinaryRef]] = Field(default_factory=dict)
+
+
+class ReplayPlanFile(OnDisk):
+    """``python -m zlbench.plugins.replay.worker PLAN_JSON OUT_DIR``'s input
+    (``<gate>/replay/plan.json``): the rows to replay, in order, with the compile
+    request of every kernel they launch, and how to time them."""
+
+    FORMAT_VERSION: ClassVar[int] = 1
+    schema_version: int = FORMAT_VERSION
+    kind: Literal["replay_plan"] = "replay_plan"
+    device: str = "cuda"
+    rule: str = ""  # zlbench.protocol.pairs.PairRule.to_json(); "" the default rule
+    warmup: StrictInt = Field(3, ge=0)
+    reps: StrictInt = Field(10, ge=1)  # timed single calls per sample (their median)
+    rtol: StrictFloat = Field(1e-3, ge=0)  # PR vs base outputs (widened by dtype)
+    atol: StrictFloat = Field(1e-5, ge=0)
+    row_timeout_s: StrictFloat | StrictInt = Field(120.0, gt=0)  # a row past it: hung
+    # the requests are a verified baseline's: a generated kernel's recorded module text
+    # may be executed to find its JIT function (docs/security.md)
+    exec_generated: StrictBool = False
+    requests: dict[str, CompileRequest] = Field(default_factory=dict)  # kernel id ->
+    rows: list[PlannedRow] = Field(default_factory=list)

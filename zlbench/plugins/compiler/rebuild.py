@@ -30,7 +30,10 @@ unusable.
 also put into that triton cache dir (the gate's measure step then loads them from
 there, docs/codegen.md "Gate integration"); best effort: a failure there is one
 stderr line. The rebuild itself still compiles in a fresh private cache, so the
-screen's output is the same with or without it.
+screen's output is the same with or without it. ``OUT_DIR/groups.json`` then maps each
+kernel id put there (or found there already) to its cache group dir's name (triton's
+hash of the compile, ``CACHE_DIR/<name>/``): the kernel-replay tier loads a side's
+binary from it (:mod:`zlbench.plugins.replay.binaries`).
 
 A kernel FlagGems generated at run time is recorded with its module's text
 (``generated_source``); rebuilding it means executing that text as Python. The worker
@@ -54,6 +57,7 @@ from typing import Any
 
 from zlbench.errors import ZlbenchError
 from zlbench.models import CodegenIndex, CompileRecord, CompileRequest, load_json_model
+from zlbench.models.base import atomic_write_text
 from zlbench.models.codegen import STAGES, CompileResult
 from zlbench.plugins.compiler import capture
 from zlbench.plugins.compiler import standin as standin_mod
@@ -196,17 +200,24 @@ def _notes(req: CompileRequest, fn: Any) -> list[str]:
     return notes
 
 
+def ast_source(req: CompileRequest, fn: Any) -> Any:
+    """The request's ``ASTSource``: what triton compiles, and what a CompiledKernel
+    loaded from a cache group needs to launch (its launcher reads the signature)."""
+    from triton.compiler.compiler import ASTSource
+
+    constexprs = {tuple(c.path): decode_const(c.kind, c.value) for c in req.constexprs}
+    attrs = {tuple(a.path): a.attrs for a in req.attrs}
+    signature = {k: _tuples(v) for k, v in req.signature.items()}
+    return ASTSource(fn, signature, constexprs, attrs)
+
+
 def compile_request(req: CompileRequest, fn: Any) -> dict:
     """Compile one request; returns the listener's keyword arguments."""
     import triton
     from triton.backends.compiler import GPUTarget
-    from triton.compiler.compiler import ASTSource
 
     t = req.target
-    constexprs = {tuple(c.path): decode_const(c.kind, c.value) for c in req.constexprs}
-    attrs = {tuple(a.path): a.attrs for a in req.attrs}
-    signature = {k: _tuples(v) for k, v in req.signature.items()}
-    src = ASTSource(fn, signature, constexprs, attrs)
+    src = ast_source(req, fn)
     options = {k: _tuples(v) for k, v in req.options.items()}
     seen: dict = {}
     knobs = getattr(getattr(triton, "knobs", None), "compilation", None)
@@ -229,8 +240,9 @@ def compile_request(req: CompileRequest, fn: Any) -> dict:
 
 
 def rebuild_one(
-    rec: CompileRecord, loader: Loader, store: capture.BlobStore, roots
+    rec: CompileRecord, loader: Loader, store: capture.BlobStore, roots, groups=None
 ) -> CompileRecord:
+    """``groups``: a dict that gets ``{id: cache group dir name}`` of what compiled."""
     out = CompileRecord(id=rec.id, request=rec.request, used_by=rec.used_by)
     try:  # not finding the kernel or its constexprs here is not the compiler's failure
         fn = loader.function(rec.request)
@@ -248,6 +260,8 @@ def rebuild_one(
         out.error = f"compile failed: {first_line(e)}"
         return out
     files = capture.stage_files(kw["metadata_group"])
+    if groups is not None and files:
+        groups[rec.id] = Path(next(iter(files.values()))).parent.name
     out.result, cubin = capture.result_from(kw["metadata"], files, kw["times"], False, store, roots)
     if cubin is not None:
         note = finish_sass(rec.result, out.result, cubin, store, roots)
@@ -313,14 +327,14 @@ def rebuild_index(
     vendor = gems_vendor_for(todo, os.environ)
     if vendor is not None:  # before any FlagGems module is loaded (this process's own)
         os.environ["GEMS_VENDOR"] = vendor
-    store, roots, done = capture.BlobStore(), capture.machine_roots(), []
+    store, roots, done, groups = capture.BlobStore(), capture.machine_roots(), [], {}
     with tempfile.TemporaryDirectory(prefix="zl-rebuild-") as tmp:
         triton.knobs.cache.dir = str(Path(tmp) / "triton-cache")
         loader = Loader(Path(tmp) / "generated", exec_generated)
         roots = [*roots, tmp]
         for rec in todo:
             with standin_mod.standin(target_spec(rec.request)):
-                done.append(rebuild_one(rec, loader, store, roots))
+                done.append(rebuild_one(rec, loader, store, roots, groups))
             if on_item is not None:
                 on_item(rec.id, done[-1].error)
         out = CodegenIndex(compiler=capture.compiler_identity(), records=done)
@@ -328,7 +342,18 @@ def rebuild_index(
         capture.write_index(Path(out_dir), out)
         if cache_out is not None:  # after the index: the screen never depends on it
             try_export(Path(tmp) / "triton-cache", cache_out)
+            write_groups(Path(out_dir), cache_out, groups)
     return out
+
+
+GROUPS_JSON = "groups.json"  # OUT_DIR/groups.json: kernel id -> cache group dir name
+
+
+def write_groups(out_dir: Path, cache: Path, groups: dict[str, str]) -> None:
+    """``out_dir/groups.json``: the kernels of ``groups`` whose group is complete in
+    the cache dir ``cache`` (its ``__grp__`` file there), id -> group dir name."""
+    there = {k: g for k, g in groups.items() if any((cache / g).glob("__grp__*.json"))}
+    atomic_write_text(out_dir / GROUPS_JSON, json.dumps(there, indent=1, sort_keys=True) + "\n")
 
 
 def try_export(private: Path, shared: Path) -> int:

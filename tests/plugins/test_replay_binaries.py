@@ -1,0 +1,195 @@
+"""Both sides' binaries of a replayed kernel (zlbench.plugins.replay.binaries), on this CPU:
+a small kernel recorded for sm_90 under the stand-in driver, then built twice by the
+rebuild worker into triton cache dirs of their own, once with the installed triton (the
+PR's side) and once with a triton whose ptxas runs without optimisation for that kernel
+(the base's side: its SASS differs). The rebuild worker names each kernel id's cache
+group (groups.json); a group's code digest is the screen's digest of its cubin; a binary
+whose digest is not the one expected is refused; a group loads as a triton
+CompiledKernel of this runtime (and launches, doing nothing, under the stand-in driver);
+arguments the binary was not specialised for are refused."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("triton")
+torch = pytest.importorskip("torch")
+
+from tests.support.codegen import patched_triton, ptxas_O0_for, subprocess_env  # noqa: E402
+from zlbench.models import BinaryRef, CodegenIndex, load_json_model  # noqa: E402
+from zlbench.plugins.compiler import rebuild, standin  # noqa: E402
+from zlbench.plugins.replay import binaries  # noqa: E402
+from zlbench.plugins.replay.materialize import ReplayError  # noqa: E402
+
+pytestmark = pytest.mark.proc
+
+KERNEL = """
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def zl_scale(X, Y, N, BLOCK: tl.constexpr):
+    offs = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    m = offs < N
+    tl.store(Y + offs, tl.load(X + offs, mask=m) * 2, mask=m)
+"""
+
+RECORD = textwrap.dedent("""
+    import sys
+    from pathlib import Path
+    import torch
+    from zlbench.plugins import codegen
+    from zlbench.plugins.compiler import standin
+
+    recorder = codegen.Recorder(sass=False)
+    standin.activate("cuda:90", launch="skip")
+    codegen.install(recorder)
+    import zl_replay_kern as k
+
+    x, y = torch.randn(1024), torch.empty(1024)
+    k.zl_scale[(8,)](x, y, 1024, BLOCK=128)
+    recorder.write("", Path(sys.argv[1]))
+""")
+
+
+class Built:
+    def __init__(self, root: Path):
+        self.root = root
+        self.mod = root / "mod"
+        self.index = load_json_model(root / "rec" / "index.json", CodegenIndex)
+        self.rec = self.index.records[0]
+
+    def env(self, *front: Path) -> dict[str, str]:
+        return subprocess_env(self.root, *front, self.mod)
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory) -> tuple[Built, binaries.SideBuild, binaries.SideBuild]:
+    """The recorded kernel, and its PR-side and base-side builds."""
+    root = tmp_path_factory.mktemp("replay-bin")
+    (root / "mod").mkdir()
+    (root / "mod" / "zl_replay_kern.py").write_text(KERNEL, encoding="utf-8")
+    proc = subprocess.run(
+        [sys.executable, "-c", RECORD, str(root / "rec")],
+        env=subprocess_env(root, root / "mod"), capture_output=True, text=True, timeout=600,
+        check=False,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    b = Built(root)
+    site = patched_triton(root / "site", ptxas_O0_for("zl_scale"))
+    pr = binaries.build_side([b.rec], root / "w-pr", root / "cache-pr", env=b.env())
+    base = binaries.build_side([b.rec], root / "w-base", root / "cache-base", env=b.env(site))
+    return b, pr, base
+
+
+def test_the_rebuild_worker_names_each_kernels_cache_group(built):
+    b, pr, _ = built
+    groups = json.loads((b.root / "w-pr" / "out" / rebuild.GROUPS_JSON).read_text())
+    assert list(groups) == [b.rec.id]
+    group = b.root / "cache-pr" / groups[b.rec.id]
+    assert len(list(group.glob("__grp__zl_scale.json"))) == 1
+    assert pr.refs[b.rec.id].group_dir == str(group)
+    assert pr.errors == {}
+
+
+def test_a_group_digest_is_the_screens_digest_of_its_cubin(built):
+    b, pr, base = built
+    recorded = b.rec.result.cubin_code_sha256
+    assert binaries.code_digest(pr.refs[b.rec.id].group_dir) == recorded  # same compiler
+    assert pr.refs[b.rec.id].code_digest == recorded
+    other = binaries.code_digest(base.refs[b.rec.id].group_dir)
+    assert other != recorded  # ptxas -O0: another binary
+
+
+def test_a_build_whose_binary_is_not_the_screens_is_refused(built, tmp_path):
+    b, _, _ = built
+    site = b.root / "site"  # the patched compiler, but the screen's digest is the PR's
+    expected = {b.rec.id: b.rec.result.cubin_code_sha256}
+    got = binaries.build_side([b.rec], tmp_path / "w", tmp_path / "c", env=b.env(site),
+                              expected=expected)  # fmt: skip
+    assert got.refs == {}
+    assert got.errors == {b.rec.id: binaries.DIFFERS}
+
+
+def test_loading_refuses_a_binary_whose_digest_differs(built, monkeypatch):
+    b, pr, base = built
+    monkeypatch.syspath_prepend(str(b.mod))
+    wrong = BinaryRef(group_dir=base.refs[b.rec.id].group_dir,
+                      code_digest=pr.refs[b.rec.id].code_digest)  # fmt: skip
+    loader = rebuild.Loader(b.root / "gen")
+    with pytest.raises(ReplayError, match="replayed binary differs from the screen's"):
+        binaries.load_kernel(wrong, b.rec.request, loader)
+
+
+def test_a_side_binary_loads_and_launches_through_this_runtime(built, monkeypatch, tmp_path):
+    """Under the stand-in driver (launch="skip") the CompiledKernel's handles and
+    launcher are built and the launch does nothing; with launch="error" loading the
+    cubin raises (no GPU)."""
+    b, pr, base = built
+    monkeypatch.syspath_prepend(str(b.mod))
+    moved = tmp_path / "moved"
+    shutil.copytree(base.refs[b.rec.id].group_dir, moved)  # a group read where it is now
+    ref = BinaryRef(group_dir=str(moved), code_digest=base.refs[b.rec.id].code_digest)
+    kernel = binaries.load_kernel(ref, b.rec.request, rebuild.Loader(tmp_path / "gen"))
+    assert kernel.name == "zl_scale"
+    assert kernel.hash == moved.name
+    assert all(Path(p).parent == moved for p in kernel.metadata_group.values())
+    x, y = torch.randn(1024), torch.zeros(1024)
+    with standin.standin("cuda:90", launch="skip"):
+        binaries.launch(kernel, [8, 1, 1], [x, y, 1024, 128])
+    assert kernel.function is None  # the stand-in's handle: nothing ran
+    assert torch.count_nonzero(y) == 0
+    other = binaries.load_kernel(pr.refs[b.rec.id], b.rec.request, rebuild.Loader(tmp_path))
+    with standin.standin("cuda:90"), pytest.raises(standin.StandinLaunchError):
+        binaries.launch(other, [8, 1, 1], [x, y, 1024, 128])
+
+
+def test_an_incomplete_group_is_refused(built, tmp_path):
+    b, pr, _ = built
+    moved = tmp_path / "g"
+    shutil.copytree(pr.refs[b.rec.id].group_dir, moved)
+    (moved / "zl_scale.cubin").unlink()
+    with pytest.raises(ReplayError, match="missing zl_scale.cubin"):
+        binaries.code_digest(moved)
+
+
+def test_arguments_the_binary_was_not_specialised_for_are_refused(built):
+    b, _, _ = built
+    req = b.rec.request  # X, Y 16-byte aligned pointers, N % 16 == 0, BLOCK=128
+    x, y = torch.randn(1040), torch.zeros(1024)
+    binaries.check_args(req, [x, y, 1024, 128])
+    with pytest.raises(ReplayError, match="BLOCK=64: the binary was compiled for 128"):
+        binaries.check_args(req, [x, y, 1024, 64])
+    with pytest.raises(ReplayError, match="argument N is not 16-byte divisible"):
+        binaries.check_args(req, [x, y, 1000, 128])
+    with pytest.raises(ReplayError, match="argument X is not 16-byte divisible"):
+        binaries.check_args(req, [x[1:], y, 1024, 128])
+    with pytest.raises(ReplayError, match="3 arguments for zl_scale's 4 parameters"):
+        binaries.check_args(req, [x, y, 1024])
+
+
+def test_a_build_that_cannot_run_is_every_kernels_error(built, tmp_path):
+    b, _, _ = built
+    broken = tmp_path / "python"
+    broken.write_text("#!/bin/sh\necho 'no such env' >&2\nexit 1\n")
+    broken.chmod(0o755)
+    got = binaries.build_side([b.rec], tmp_path / "w", tmp_path / "c", python=str(broken))
+    assert got.refs == {}
+    assert got.errors == {b.rec.id: "build failed (exit 1): no such env"}
+
+
+def test_a_kernel_the_side_cannot_load_is_that_kernels_error(built, tmp_path):
+    b, _, _ = built
+    env = {**b.env(), "PYTHONPATH": str(b.root / "nowhere")}  # the kernel's module not found
+    got = binaries.build_side([b.rec], tmp_path / "w", tmp_path / "c", env=env)
+    assert got.refs == {}
+    assert got.errors == {b.rec.id: "load failed: ModuleNotFoundError: No module named "
+                                    "'zl_replay_kern'"}  # fmt: skip

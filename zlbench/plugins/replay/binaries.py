@@ -1,0 +1,307 @@
+"""Both compilers' binaries of the replayed kernels: built, checked, loaded (issue 51).
+
+**Building.** Each side compiles the recorded compile requests of the kernels a row
+launches into a triton cache dir of its own, with the rebuild worker the codegen screen
+runs (``python -m zlbench.plugins.compiler.rebuild INDEX OUT CACHE_DIR``, under the
+stand-in driver for the recorded target, so no GPU is needed): the PR's side with this
+interpreter, the base's with the base environment's (the caller passes its interpreter
+and environment, ``zlbench.runner.ab.env.CompilerEnv``). The worker writes
+``OUT/groups.json`` (kernel id -> the cache group dir's name, triton's hash of the
+compile), so each kernel id names the group its binary is in (:func:`build_side`).
+
+**Checking.** A binary counts only when its code is the screen's: :func:`code_digest`
+is the digest the screen gives a rebuild's cubin (``capture.code_sha256``, the
+``cubin_code_sha256`` of the side's CompileRecord), and :func:`load_kernel` refuses a
+group whose cubin has another (``ReplayError: replayed binary differs from the
+screen's``) before any sample is taken.
+
+**Loading** in the timing process (the PR's environment: one triton runtime and one
+launcher for both sides): the request's JIT function is found as the rebuild finds it
+(:class:`~zlbench.plugins.compiler.rebuild.Loader`), its ``ASTSource`` rebuilt
+(``rebuild.ast_source``), and ``triton.compiler.compiler.CompiledKernel(src,
+metadata_group, hash)`` constructed from the group's files (read where the group dir is
+now, not where the group file says they were written), so ``kernel[grid](*args)``
+launches that side's cubin through this runtime's launcher, every parameter in order
+(constexprs included: the launcher skips them, as ``JITFunction.run`` passes them).
+triton 3.6: ``CompiledKernel.__getitem__`` calls ``_init_handles``, which asks
+``driver.active`` for the device, builds the launcher (``launcher_cls(src, metadata)``)
+and loads the cubin (``utils.load_binary``). On a CPU host under the stand-in driver
+with ``launch="skip"`` all of that runs and the launch does nothing (the tests use
+this); with the default ``launch="error"`` loading raises. Only a GPU launches.
+
+One runtime for both sides assumes the two compilers share the kernel ABI (the same
+triton minor version, as a FlagTree PR and its base do): the base's metadata is read by
+the PR's triton; a field the PR's launcher needs and the base's metadata lacks is a
+ReplayError when the kernel is loaded.
+
+:func:`check_args` guards what the binary was specialised on: the recorded constexprs
+(``== 1`` integers included) and 16-byte divisibility (pointers and integers): an
+argument that breaks one would need another binary, so the row is not replayed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from zlbench.models import CodegenIndex, CompileRecord, CompileRequest, load_json_model
+from zlbench.models.base import dump_json_model
+from zlbench.models.replay import BinaryRef
+from zlbench.plugins.compiler import capture, rebuild
+
+DIFFERS = "replayed binary differs from the screen's"
+BUILD_TIMEOUT_S = 1800.0
+LOG_TAIL = 3  # stderr lines kept in a failed build's error
+
+
+def _error(why: str) -> Exception:
+    from zlbench.plugins.replay.materialize import ReplayError
+
+    return ReplayError(why)
+
+
+# --------------------------------------------------------------------------- building
+
+
+@dataclass
+class SideBuild:
+    """One side's binaries: kernel id -> its group (and the digest it must have), and
+    kernel id -> why it has none (one line)."""
+
+    refs: dict[str, BinaryRef] = field(default_factory=dict)
+    errors: dict[str, str] = field(default_factory=dict)
+
+
+def build_side(
+    records: Sequence[CompileRecord],
+    work: Path,
+    cache_dir: Path,
+    *,
+    python: str | None = None,
+    env: Mapping[str, str] | None = None,
+    expected: Mapping[str, str] | None = None,
+    exec_generated: bool = False,
+    timeout_s: float = BUILD_TIMEOUT_S,
+) -> SideBuild:
+    """Compile ``records``' requests with the compiler of the environment ``python``
+    (None: this interpreter) and ``env`` (None: this process's) into ``cache_dir``;
+    ``work`` holds the worker's input and output. ``expected``: kernel id -> the
+    screen's code digest of this side's cubin; a kernel built with another is refused
+    (:data:`DIFFERS`), and a kernel's ref carries the screen's digest (without
+    ``expected``, the build's own). A build that fails as a whole is every kernel's
+    error; nothing raises."""
+    out = SideBuild()
+    if not records:
+        return out
+    work.mkdir(parents=True, exist_ok=True)
+    index_in, rebuilt = work / "in.json", work / "out"
+    compiler = capture.compiler_identity()
+    dump_json_model(index_in, CodegenIndex(compiler=compiler, records=list(records)))
+    cmd = [python or sys.executable, "-m", "zlbench.plugins.compiler.rebuild"]
+    cmd += ["--exec-generated"] if exec_generated else []
+    cmd += [str(index_in), str(rebuilt), str(cache_dir)]
+    why = _run_build(cmd, env, timeout_s)
+    if why is None:
+        try:
+            index = load_json_model(rebuilt / "index.json", CodegenIndex)
+            groups = json.loads((rebuilt / rebuild.GROUPS_JSON).read_text(encoding="utf-8"))
+        except Exception as e:  # noqa: BLE001 - any unreadable output: the build failed
+            why = f"build failed: {rebuild.first_line(e)}"
+    if why is not None:
+        out.errors = {r.id: why for r in records}
+        return out
+    by_id = {r.id: r for r in index.records}
+    for rec in records:
+        got = by_id.get(rec.id)
+        ref, err = _ref(rec.id, got, groups, cache_dir, (expected or {}).get(rec.id))
+        if ref is not None:
+            out.refs[rec.id] = ref
+        else:
+            out.errors[rec.id] = err or "not built"
+    return out
+
+
+def _run_build(cmd: list[str], env: Mapping[str, str] | None, timeout_s: float) -> str | None:
+    try:
+        proc = subprocess.run(
+            cmd,
+            env=dict(env) if env is not None else None,
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return f"build failed: {rebuild.first_line(e)}"
+    if proc.returncode != 0 or rebuild.REBUILD_END not in proc.stdout:
+        tail = " | ".join(proc.stderr.strip().splitlines()[-LOG_TAIL:])
+        return f"build failed (exit {proc.returncode}): {tail}".rstrip(": ")
+    return None
+
+
+def _ref(
+    kid: str,
+    rec: CompileRecord | None,
+    groups: Mapping[str, str],
+    cache_dir: Path,
+    expected: str | None,
+) -> tuple[BinaryRef | None, str | None]:
+    if rec is None:
+        return None, "not built"
+    if rec.error:
+        return None, rec.error
+    built = rec.result.cubin_code_sha256 if rec.result else None
+    group = groups.get(kid)
+    if not built or not group:
+        return None, "no cubin in the build" if not built else "not put into the cache dir"
+    if expected is not None and built != expected:
+        return None, DIFFERS
+    return BinaryRef(group_dir=str(Path(cache_dir) / group), code_digest=expected or built), None
+
+
+# --------------------------------------------------------------------------- checking
+
+
+def group_files(group_dir: str | os.PathLike) -> dict[str, str]:
+    """The group's ``metadata_group`` ({file name: path}) as triton's CompiledKernel
+    reads it, the paths under ``group_dir`` as it is now (a group file names the paths
+    it was written at). ReplayError when the group is not complete there."""
+    d = Path(group_dir)
+    grps = sorted(d.glob("__grp__*.json"))
+    if len(grps) != 1:
+        raise _error(f"cache group {d.name}: {len(grps)} group files (one expected)")
+    try:
+        children = json.loads(grps[0].read_text(encoding="utf-8"))["child_paths"]
+    except (OSError, ValueError, KeyError, TypeError) as e:
+        raise _error(f"cache group {d.name}: unreadable: {rebuild.first_line(e)}") from None
+    files = {name: str(d / name) for name in children}
+    missing = sorted(n for n, p in files.items() if not os.path.isfile(p))
+    if missing or not any(n.endswith(".json") for n in files):
+        raise _error(f"cache group {d.name}: missing {', '.join(missing) or 'metadata json'}")
+    return files
+
+
+def code_digest(group_dir: str | os.PathLike) -> str:
+    """The code digest of the group's cubin: the screen's digest of a rebuild's cubin
+    (``capture.code_sha256``: debug and line info left out). ReplayError without one."""
+    files = group_files(group_dir)
+    cubins = [p for n, p in files.items() if n.endswith(".cubin")]
+    if len(cubins) != 1:
+        raise _error(f"cache group {Path(group_dir).name}: {len(cubins)} cubins (one expected)")
+    digest = capture.code_sha256(Path(cubins[0]).read_bytes())
+    if digest is None:
+        raise _error(f"cache group {Path(group_dir).name}: its cubin is not an ELF")
+    return digest
+
+
+def verify(ref: BinaryRef) -> dict[str, str]:
+    """The group's files, once its cubin's code digest is the one ``ref`` expects
+    (ReplayError :data:`DIFFERS` when not)."""
+    files = group_files(ref.group_dir)
+    if code_digest(ref.group_dir) != ref.code_digest:
+        raise _error(DIFFERS)
+    return files
+
+
+# --------------------------------------------------------------------------- loading
+
+
+def load_kernel(ref: BinaryRef, request: CompileRequest, loader: rebuild.Loader) -> Any:
+    """Side binary ``ref`` of ``request`` as a triton ``CompiledKernel`` of this runtime
+    (module docstring), after :func:`verify`. ReplayError when its digest differs, its
+    JIT function cannot be found here, or triton cannot construct it."""
+    from triton.compiler.compiler import CompiledKernel
+
+    files = verify(ref)
+    try:
+        fn = loader.function(request)
+        src = rebuild.ast_source(request, fn)
+    except Exception as e:  # noqa: BLE001 - any failure to find the kernel: not replayable
+        raise _error(f"load failed: {rebuild.first_line(e)}") from None
+    try:
+        kernel = CompiledKernel(src, files, Path(ref.group_dir).name)
+    except Exception as e:  # noqa: BLE001 - a group this triton cannot read
+        raise _error(f"cache group {Path(ref.group_dir).name}: {rebuild.first_line(e)}") from None
+    if kernel.name != request.kernel.name:
+        raise _error(f"cache group {Path(ref.group_dir).name} holds {kernel.name}, not "
+                     f"{request.kernel.name}")  # fmt: skip
+    return kernel
+
+
+class Binaries:
+    """The timing process's loaded kernels, one per (kernel id, side), loaded once:
+    ``get(kid, side, ref)``. Generated kernels' module text is executed only with
+    ``exec_generated`` (a verified baseline's requests, docs/security.md)."""
+
+    def __init__(self, requests: Mapping[str, CompileRequest], exec_generated: bool = False):
+        self.requests = requests
+        self._tmp = tempfile.TemporaryDirectory(prefix="zl-replay-")
+        self.loader = rebuild.Loader(Path(self._tmp.name), exec_generated)
+        self.loaded: dict[tuple[str, str], Any] = {}
+
+    def get(self, kid: str, side: str, ref: BinaryRef) -> Any:
+        key = (kid, side)
+        if key not in self.loaded:
+            request = self.requests.get(kid)
+            if request is None:
+                raise _error(f"kernel {kid}: no compile request in the plan")
+            self.loaded[key] = load_kernel(ref, request, self.loader)
+        return self.loaded[key]
+
+    def close(self) -> None:
+        self._tmp.cleanup()
+
+
+def launch(kernel: Any, grid: Sequence[int], args: Sequence[Any]) -> None:
+    """One launch of a loaded side binary on the current stream (every parameter in
+    order, constexprs included)."""
+    kernel[tuple(grid)](*args)
+
+
+# --------------------------------------------------------------------------- specialisation
+
+
+def check_args(request: CompileRequest, args: Sequence[Any]) -> None:
+    """ReplayError unless ``args`` (every parameter in order) fit what the binary was
+    compiled for: as many as its signature, each recorded constexpr (``== 1`` integers
+    included) equal, and each argument compiled as 16-byte divisible (a pointer's
+    address, an integer's value) divisible. An argument that breaks one would make
+    triton compile another binary; launching this one with it would be wrong."""
+    names = list(request.signature)
+    if len(args) != len(names):
+        raise _error(f"{len(args)} arguments for {request.kernel.name}'s {len(names)} parameters")
+    for c in request.constexprs:
+        if len(c.path) != 1 or c.kind in ("jit", "repr") or not 0 <= c.path[0] < len(args):
+            continue  # a tuple member, a JIT function: not a launch value of its own
+        got, want = args[c.path[0]], c.value
+        if not _same_const(c.kind, got, want):
+            raise _error(f"argument {names[c.path[0]]}={got!r}: the binary was compiled for "
+                         f"{want!r}")  # fmt: skip
+    for a in request.attrs:
+        if len(a.path) != 1 or not 0 <= a.path[0] < len(args):
+            continue
+        if ["tt.divisibility", 16] in a.attrs:
+            value = args[a.path[0]]
+            at = value.data_ptr() if hasattr(value, "data_ptr") else value
+            if isinstance(at, int) and at % 16:
+                raise _error(f"argument {names[a.path[0]]} is not 16-byte divisible where "
+                             "the binary assumes it")  # fmt: skip
+
+
+def _same_const(kind: str, got: Any, want: Any) -> bool:
+    if kind == "dtype":
+        return str(got) == str(want) or str(getattr(got, "name", got)) == str(want)
+    if kind == "none":
+        return got is None
+    if kind == "bool":
+        return isinstance(got, bool) and got == want
+    if kind == "float":
+        return isinstance(got, (int, float)) and float(got) == float(want)
+    return type(got) is type(want) and got == want
