@@ -12,7 +12,8 @@ the rows once (:func:`zlbench.gate.restate.restate`):
 
 1. **A/B**: a row both compilers measured is judged on its pairs
    (:func:`zlbench.gate.paired.apply_paired`), the stored baseline's number kept as
-   context;
+   context; a row the kernel replay timed instead (its op not run through FlagGems) is
+   judged on its replay pairs by the same rule (:func:`zlbench.gate.replay.apply_replay`);
 2. **accept list**: an intended regression matching an entry is ACCEPTED
    (:func:`zlbench.gate.accept.apply_accept`);
 3. **compile failures**: the rows and ops held back because a kernel of theirs no
@@ -42,6 +43,7 @@ from zlbench.gate.aggregate import (
     summary_line,
 )
 from zlbench.gate.paired import apply_paired
+from zlbench.gate.replay import ReplayEvidence, apply_replay, replayed_ops
 from zlbench.gate.restate import restate
 from zlbench.models import (
     AbSummary,
@@ -98,6 +100,7 @@ class Evidence:
     paired: PairedEvidence | None = None
     accept: Sequence[AcceptEntry] = ()
     accept_source: str = ""
+    replay: ReplayEvidence | None = None  # rows the kernel replay timed (gate.replay)
     screen: ScreenEvidence | None = None
 
 
@@ -109,6 +112,9 @@ def decide(v: GateVerdict, ev: Evidence) -> GateVerdict:
     if ev.paired is not None and not error:
         rows = _paired(rows, v, ev.paired)
         fields["ab"], judged = ev.paired.summary, True
+    if ev.replay is not None and not error:
+        rows = _replayed(rows, v, ev.replay, ev.paired)
+        ops, judged = replayed_ops(ops, rows), True
     if ev.accept:
         rows, unmatched = apply_accept(rows, list(ev.accept))
         fields |= {"accept": list(ev.accept), "accept_source": ev.accept_source}
@@ -139,6 +145,19 @@ def _paired(rows: list[RowVerdict], v: GateVerdict, p: PairedEvidence) -> list[R
     per_op = v.thresholds.paired_ops if v.thresholds is not None else {}
     s = p.summary
     return apply_paired(rows, p.rows, s.threshold, v.baseline, p.full, per_op, s.floor_us, p.rule)
+
+
+def _replayed(
+    rows: list[RowVerdict], v: GateVerdict, ev: ReplayEvidence, p: PairedEvidence | None
+) -> list[RowVerdict]:
+    """The rows the kernel replay timed, judged at the A/B's own rule and thresholds."""
+    per_op = v.thresholds.paired_ops if v.thresholds is not None else {}
+    rule = (p.rule if p is not None else None) or PairRule()
+    t = p.summary.threshold if p is not None else rule.threshold
+    floor = p.summary.floor_us if p is not None else rule.floor_us
+    return apply_replay(
+        rows, ev, baseline=v.baseline, threshold=t, floor_us=floor, rule=rule, per_op=per_op
+    )
 
 
 def held_back(
