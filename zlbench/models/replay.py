@@ -96,6 +96,9 @@ class RowLaunches(_Model):
     # more distinct launches than the capture keeps for one row (MAX_LAUNCHES_PER_ROW):
     # the row is not replayed
     truncated: StrictBool = False
+    # why the row's capture is not whole, "" when it is: "capture failed: ..." (an
+    # exception while capturing one of its launches): the row is not replayed
+    why_not: str = ""
 
 
 class LaunchCapture(OnDisk):

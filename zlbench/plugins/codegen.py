@@ -9,6 +9,8 @@ GPU) and the normalised IR, PTX and SASS, and writes per op
 
     <run_dir>/codegen/index.json          CodegenIndex (zlbench.models)
     <run_dir>/codegen/blobs/<sha256>.gz   normalised stage texts
+    <run_dir>/codegen/launches.json       LaunchCapture: each row's timed launches,
+                                          for the kernel-replay tier (replay_capture)
 
 at op end (atomic; also at exit, for the op in flight when the process dies).
 
@@ -48,6 +50,7 @@ import pytest
 
 from zlbench.models import CodegenIndex, CompileRecord, KernelUse, codegen_dir
 from zlbench.plugins import state
+from zlbench.plugins.replay_capture import LaunchRecorder
 from zlbench.protocol import options
 
 # a per-op write taking this long says where its time went, in the op's run.log
@@ -72,6 +75,8 @@ class Recorder:
     sass: bool = True  # False: no cuobjdump at op end (records without SASS, registers)
     # run -> kernels it compiled or launched that have no record (CodegenIndex.unrecorded)
     unrecorded: dict[str, set[str]] = field(default_factory=dict)
+    # each row's timed launches, for the kernel-replay tier (codegen/launches.json)
+    launches: LaunchRecorder = field(default_factory=LaunchRecorder)
 
     # ---- triton callbacks
 
@@ -124,7 +129,10 @@ class Recorder:
     def note(self, triton_hash: str) -> None:
         """Attribute a compiled/launched kernel to the op and row in flight, and say
         whether it ran inside the row's timed region. A kernel launched both inside
-        and outside it for one row gets one use, ``timed=True``."""
+        and outside it for one row gets one use, ``timed=True``. Not while the launch
+        capture reads a tensor's values (its torch ops may launch FlagGems kernels)."""
+        if self.launches.busy:
+            return
         op = state.current_op()
         timed = state.in_timed_region()
         run = op.entry.run_name if op is not None else ""
@@ -183,6 +191,7 @@ class Recorder:
         shas = {d.sha256 for r in index.records if r.result for d in r.result.stages.values()}
         t2 = time.monotonic()
         blobs, size = self.store.write(cg_dir, shas)
+        self.launches.write(run, cg_dir)
         t3 = time.monotonic()
         capture.write_index(cg_dir, index)  # last: an index never names a missing blob
         t4 = time.monotonic()
@@ -258,7 +267,12 @@ def install(recorder: Recorder) -> None:
     orig = _ORIGINAL["launch_metadata"] = CompiledKernel.launch_metadata
 
     def launch_metadata(self, grid, stream, *args):
-        recorder.note(self.hash)
+        if not recorder.launches.busy:
+            recorder.note(self.hash)
+            rec = recorder.by_hash.get(self.hash)
+            recorder.launches.on_launch(
+                self, grid, stream, args, rec.id if rec else "", recorder.warn
+            )
         return orig(self, grid, stream, *args)
 
     CompiledKernel.launch_metadata = launch_metadata

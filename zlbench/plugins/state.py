@@ -161,6 +161,7 @@ def emit_marker(marker: Marker) -> None:
 
 
 _TIMED_DEPTH = [0]  # nesting of timed_region(): > 0 while a row's timed code runs
+_TIMED_CALLS = [0]  # outermost timed_region() entries so far: one per timed call
 
 
 @contextlib.contextmanager
@@ -170,6 +171,8 @@ def timed_region() -> Iterator[None]:
     fallback's loop): the kernels launched inside it are the row's *timed* kernels
     (docs/codegen.md). Input generation, the torch reference, and the harness around
     the calls (capture setup, do_bench's L2 flush) run outside it."""
+    if _TIMED_DEPTH[0] == 0:
+        _TIMED_CALLS[0] += 1
     _TIMED_DEPTH[0] += 1
     try:
         yield
@@ -180,6 +183,12 @@ def timed_region() -> Iterator[None]:
 def in_timed_region() -> bool:
     """A kernel launched now runs inside a row's timed region."""
     return _TIMED_DEPTH[0] > 0
+
+
+def timed_calls() -> int:
+    """How many timed calls (outermost :func:`timed_region` entries) this process has
+    begun: the kernel-replay capture counts a launch's runs per call by it."""
+    return _TIMED_CALLS[0]
 
 
 def set_row_context(dtype: str | None, shape: str | None) -> None:

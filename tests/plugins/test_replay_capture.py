@@ -1,0 +1,398 @@
+"""The kernel-replay tier's capture at record time (zlbench.plugins.replay_capture):
+argument descriptions, the per-row accumulation, graph and side-stream launches, the
+file. On CPU, with fake kernels; tests/plugins/test_replay_capture_hook.py drives the
+real launch_metadata hook."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sys
+from types import SimpleNamespace
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from zlbench.models import PlanEntry, WorkerPlan, load_json_model  # noqa: E402
+from zlbench.models.replay import (  # noqa: E402
+    EXACT_INT_MAX,
+    EXACT_MAX,
+    LAUNCHES_JSON,
+    LaunchCapture,
+)
+from zlbench.plugins import codegen, state  # noqa: E402
+from zlbench.plugins import replay_capture as rc  # noqa: E402
+
+# --------------------------------------------------------------------------- helpers
+
+
+def kernel(name: str = "k", names=("x", "y", "n"), h: str | None = None):
+    """A stand-in for triton's CompiledKernel: what the capture reads of one."""
+    return SimpleNamespace(
+        hash=h or f"hash-{name}",
+        name=name,
+        src=SimpleNamespace(fn=SimpleNamespace(arg_names=list(names))),
+    )
+
+
+@pytest.fixture
+def op(monkeypatch, tmp_path):
+    """An op in flight with a row (bfloat16, "[8]"), no graph capture."""
+    entry = PlanEntry(op="abs", run_name="abs", run_dir=str(tmp_path / "abs"), nodeids=["t::a"])
+    session = state.Session(plan=WorkerPlan(entries=[entry]))
+    session.current = state.OpState(entry=entry, dtype="bfloat16", shape="[8]")
+    monkeypatch.setattr(state, "_ACTIVE", session)
+    return session.current
+
+
+def recorder(**kw) -> rc.LaunchRecorder:
+    return rc.LaunchRecorder(in_graph=lambda: False, **kw)
+
+
+def launch(rec, k, args, grid=(4,), stream=0, kernel_id=None, warn=None):
+    rec.on_launch(k, grid, stream, args, f"id-{k.name}" if kernel_id is None else kernel_id,
+                  warn or (lambda line: None))  # fmt: skip
+
+
+def timed_call(fn):
+    with state.timed_region():
+        fn()
+
+
+def rows(rec, run="abs"):
+    return rec.capture_for(run).rows
+
+
+def desc(t, name="x"):
+    spec = rc.describe_arg(name, t, {})
+    if spec.kind == "tensor":
+        rc.add_values(spec, t)
+    return spec
+
+
+# --------------------------------------------------------------------------- arguments
+
+
+def test_small_float_tensor_keeps_exact_values_and_their_digest():
+    t = torch.arange(EXACT_MAX, dtype=torch.float32) / 4
+    spec = desc(t)
+    assert spec.kind == "tensor" and spec.dtype == "float32" and spec.stats is None
+    assert spec.data == [i / 4 for i in range(EXACT_MAX)]
+    assert spec.digest == hashlib.sha256(t.numpy().tobytes()).hexdigest()[:16]
+    assert (spec.shape, spec.strides, spec.offset, spec.storage) == ([EXACT_MAX], [1], 0, EXACT_MAX)
+
+
+def test_float_tensor_above_exact_max_keeps_statistics_only():
+    t = torch.arange(EXACT_MAX + 1, dtype=torch.float32) - 3.5
+    spec = desc(t)
+    assert spec.data is None and spec.digest == ""
+    s = spec.stats
+    assert (s.min, s.max, s.integral, s.nonfinite) == (-3.5, 12.5, False, 0)
+    assert s.mean == pytest.approx(float(t.double().mean()), rel=1e-6)
+    assert s.std == pytest.approx(float(t.double().std(unbiased=False)), rel=1e-6)
+
+
+def test_integer_tensors_are_exact_up_to_exact_int_max_then_integral_stats():
+    small = torch.arange(EXACT_INT_MAX, dtype=torch.int64) * 3
+    spec = desc(small)
+    assert spec.data == [3 * i for i in range(EXACT_INT_MAX)] and spec.dtype == "int64"
+    assert all(type(v) is int for v in spec.data)
+    big = desc(torch.arange(EXACT_INT_MAX + 1, dtype=torch.int32))
+    assert big.data is None
+    assert (big.stats.min, big.stats.max, big.stats.integral) == (0, EXACT_INT_MAX, True)
+    assert type(big.stats.min) is int
+
+
+def test_bool_tensors_are_integers_too():
+    mask = torch.tensor([True, False, True] * 10)  # 30 > EXACT_MAX: kept, bool
+    spec = desc(mask)
+    assert spec.dtype == "bool" and spec.data == [True, False, True] * 10
+    assert all(type(v) is bool for v in spec.data)
+    assert spec.digest == hashlib.sha256(mask.numpy().tobytes()).hexdigest()[:16]
+    big = desc(torch.ones(EXACT_INT_MAX + 1, dtype=torch.bool))
+    assert big.stats.integral and big.stats.min == 1 and big.stats.max == 1
+
+
+def test_view_with_offset_gives_its_storage_offset_size_and_storage_order_values():
+    base = torch.arange(20, dtype=torch.float32)
+    view = base.view(4, 5)[1:3, 1:3]  # elements 6, 7, 11, 12 of a 20-element storage
+    spec = desc(view)
+    assert (spec.shape, spec.strides, spec.offset, spec.storage) == ([2, 2], [5, 1], 6, 20)
+    assert spec.data == [6.0, 7.0, 11.0, 12.0]
+    assert spec.digest == hashlib.sha256(base[[6, 7, 11, 12]].numpy().tobytes()).hexdigest()[:16]
+    assert not desc(base[1:]).align16  # 4 bytes past a 16-byte boundary
+    assert desc(base[4:]).align16
+
+
+def test_non_contiguous_and_expanded_views_list_each_storage_element_once():
+    t = torch.arange(6, dtype=torch.int16).view(2, 3).t()  # shape [3, 2], strides [1, 3]
+    spec = desc(t)
+    assert (spec.shape, spec.strides) == ([3, 2], [1, 3])
+    assert spec.data == [0, 1, 2, 3, 4, 5]  # storage order, not the view's
+    wide = torch.tensor([7.0, 8.0]).view(2, 1).expand(2, 5)  # stride 0: 10 viewed, 2 stored
+    assert desc(wide).data == [7.0, 8.0] and desc(wide).strides == [1, 0]
+    assert rc.view_storage_indices([3, 2], [1, 3], 0) == [0, 1, 2, 3, 4, 5]
+    assert rc.view_storage_indices([2, 0], [1, 1], 5) == []
+
+
+def test_statistics_count_nan_and_inf_and_describe_the_finite_values():
+    t = torch.linspace(-1, 1, 101, dtype=torch.float16)
+    t[3], t[50], t[70] = float("nan"), float("inf"), float("-inf")
+    s = desc(t).stats
+    assert s.nonfinite == 3
+    assert (s.min, s.max) == (-1.0, 1.0)
+    finite = t.double()[torch.isfinite(t)]
+    assert s.mean == pytest.approx(float(finite.mean()), abs=1e-6)
+    allnan = desc(torch.full((40,), float("nan"))).stats
+    assert allnan.nonfinite == 40 and allnan.mean == 0.0
+
+
+def test_statistics_of_a_large_tensor_are_the_same_in_chunks(monkeypatch):
+    t = torch.randn(1000, dtype=torch.float32)
+    whole = rc.tensor_stats(t)
+    monkeypatch.setattr(rc, "STATS_CHUNK", 64)
+    chunked = rc.tensor_stats(t)
+    assert chunked.min == whole.min and chunked.max == whole.max
+    assert chunked.mean == pytest.approx(whole.mean, abs=1e-6)
+    assert chunked.std == pytest.approx(whole.std, rel=1e-5)
+
+
+def test_small_float_tensor_with_nan_keeps_it_exact():
+    spec = desc(torch.tensor([1.0, float("nan"), float("inf")]))
+    assert spec.data[0] == 1.0 and spec.data[1] != spec.data[1] and spec.data[2] == float("inf")
+
+
+def test_scalars_by_value_triton_dtypes_by_name_anything_else_other():
+    tl = pytest.importorskip("triton.language")
+    cases = {
+        "i": (7, "int", 7),
+        "f": (0.5, "float", 0.5),
+        "b": (True, "bool", True),
+        "n": (None, "none", None),
+        "s": ("max", "str", "max"),
+        "d": (tl.float32, "dtype", "fp32"),
+    }
+    for name, (v, kind, value) in cases.items():
+        spec = rc.describe_arg(name, v, {})
+        assert (spec.name, spec.kind, spec.value) == (name, kind, value)
+        assert type(spec.value) is type(value)
+    other = rc.describe_arg("desc", object(), {})
+    assert other.kind == "other" and other.value.startswith("<object object")
+
+
+def test_without_torch_nothing_is_a_tensor(monkeypatch):
+    monkeypatch.setitem(sys.modules, "torch", None)
+    assert not rc._is_tensor(torch.ones(2)) and not rc.capturing()
+    assert rc.describe_arg("n", 3, {}).kind == "int"
+
+
+# --------------------------------------------------------------------------- per row
+
+
+def test_identical_launches_are_captured_once_and_counted_per_timed_call(op):
+    rec, k = recorder(), kernel()
+    reads = []
+    rec.read_values = lambda spec, t: reads.append(spec.name) or rc.add_values(spec, t)
+    x, y = torch.ones(8), torch.zeros(8)
+    for _ in range(3):
+        timed_call(lambda: [launch(rec, k, [x, y, 8]) for _ in range(2)])
+    [row] = rows(rec)
+    assert (row.run_name, row.op, row.dtype, row.shape, row.occurrence) == (
+        "abs", "abs", "bfloat16", "[8]", 0)  # fmt: skip
+    [spec] = row.launches
+    assert (spec.kernel_id, spec.kernel, spec.grid, spec.count) == ("id-k", "k", [4, 1, 1], 2)
+    assert [a.name for a in spec.args] == ["x", "y", "n"] and spec.args[2].value == 8
+    assert spec.args[0].data == [1.0] * 8 and not spec.why_not
+    assert reads == ["x", "y"]  # values read once, at the first launch
+
+
+def test_another_grid_or_layout_or_scalar_is_another_launch(op):
+    rec, k = recorder(), kernel()
+    x = torch.ones(8)
+
+    def call():
+        launch(rec, k, [x, x, 8])
+        launch(rec, k, [x, x, 8], grid=(2, 2))
+        launch(rec, k, [x[1:], x, 7])
+        launch(rec, k, [x, x, 9])
+        launch(rec, k, [x.view(2, 4), x, 8])
+
+    timed_call(call)
+    assert len(rows(rec)[0].launches) == 5
+
+
+def test_launches_outside_the_timed_region_or_without_a_row_are_ignored(op):
+    rec, k = recorder(), kernel()
+    launch(rec, k, [torch.ones(2), torch.ones(2), 2])  # input generation, reference
+    op.dtype = None
+    timed_call(lambda: launch(rec, k, [torch.ones(2), torch.ones(2), 2]))
+    assert rec.capture_for("abs").rows == []
+
+
+def test_only_the_last_timed_calls_launches_are_kept_an_autotune_sweep_is_dropped(op):
+    rec = recorder()
+    x = torch.ones(8)
+    configs = [kernel("mm", h=f"cfg{i}") for i in range(20)]  # more than the cap
+
+    def first():  # the sweep times every config, then the winner runs
+        for k in configs:
+            launch(rec, k, [x, x, 8], kernel_id=f"id-{k.hash}")
+        launch(rec, configs[3], [x, x, 8], kernel_id="id-cfg3")
+
+    timed_call(first)
+    timed_call(lambda: launch(rec, configs[3], [x, x, 8], kernel_id="id-cfg3"))
+    [row] = rows(rec)
+    assert [(s.kernel_id, s.count) for s in row.launches] == [("id-cfg3", 1)]
+    assert not row.truncated  # the first call overflowed, the last did not
+
+
+def test_more_distinct_launches_than_the_cap_in_the_last_call_truncate_the_row(op):
+    rec, x = recorder(), torch.ones(4)
+    n = rc.MAX_LAUNCHES_PER_ROW
+    timed_call(lambda: [launch(rec, kernel(f"k{i}"), [x, x, 4]) for i in range(n)])
+    assert not rows(rec)[0].truncated and len(rows(rec)[0].launches) == n
+    timed_call(lambda: [launch(rec, kernel(f"k{i}"), [x, x, 4]) for i in range(n + 1)])
+    row = rows(rec)[0]
+    assert row.truncated and len(row.launches) == n
+
+
+def test_buffers_number_distinct_storages_across_the_rows_launches(op):
+    rec = recorder()
+    x, tmp, out = torch.ones(32), torch.empty(32), torch.empty(32)
+
+    def call():
+        launch(rec, kernel("a"), [x, tmp, 32])  # writes an intermediate buffer
+        launch(rec, kernel("b"), [tmp, out, 32])  # reads it
+        launch(rec, kernel("c"), [out, out[16:], 16])  # in place, on a view
+
+    timed_call(call)
+    a, b, c = rows(rec)[0].launches
+    assert [x.buffer for x in a.args[:2]] == [0, 1]
+    assert [x.buffer for x in b.args[:2]] == [1, 2]
+    assert [x.buffer for x in c.args[:2]] == [2, 2] and c.args[1].offset == 16
+
+
+def test_buffers_are_renumbered_densely_over_the_kept_launches(op):
+    rec = recorder()
+    dropped, kept = torch.ones(4), torch.ones(4)
+    timed_call(lambda: launch(rec, kernel("sweep"), [dropped, dropped, 4]))
+    timed_call(lambda: launch(rec, kernel("k"), [kept, kept, 4]))
+    [spec] = rows(rec)[0].launches
+    assert [a.buffer for a in spec.args[:2]] == [0, 0]
+
+
+def test_a_launch_first_seen_during_a_graph_capture_has_no_values(op):
+    rec, k = recorder(), kernel()
+    rec.in_graph = lambda: True
+    rec.read_values = lambda spec, t: pytest.fail("values read during a graph capture")
+    timed_call(lambda: launch(rec, k, [torch.ones(4), torch.ones(4), 4]))
+    [spec] = rows(rec)[0].launches
+    assert spec.why_not == "graph"
+    assert all(a.data is None and a.stats is None for a in spec.args)
+    assert spec.args[0].shape == [4]  # the structure is there
+
+
+def test_the_capturing_check_is_torchs(op, monkeypatch):
+    """The default ``in_graph`` asks torch whether the current stream is capturing."""
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "is_current_stream_capturing", lambda: True)
+    rec = rc.LaunchRecorder()
+    timed_call(lambda: launch(rec, kernel(), [torch.ones(4), torch.ones(4), 4]))
+    assert rows(rec)[0].launches[0].why_not == "graph"
+
+
+def test_an_eager_launch_then_its_graph_captured_repeats_keeps_values(op):
+    rec, k = recorder(), kernel()
+    x = torch.ones(4)
+    timed_call(lambda: launch(rec, k, [x, x, 4]))
+    rec.in_graph = lambda: True
+    timed_call(lambda: launch(rec, k, [x, x, 4], stream=99))  # the capture's own stream
+    [spec] = rows(rec)[0].launches
+    assert not spec.why_not and spec.args[0].data == [1.0] * 4
+
+
+def test_a_launch_on_another_stream_than_the_rows_is_a_side_stream(op):
+    rec, x = recorder(), torch.ones(4)
+
+    def call():
+        launch(rec, kernel("main"), [x, x, 4], stream=0)
+        launch(rec, kernel("side"), [x, x, 4], stream=7)
+
+    timed_call(call)
+    timed_call(lambda: (call(), launch(rec, kernel("main"), [x, x, 4], stream=7)))
+    main, side = rows(rec)[0].launches
+    assert side.why_not == "side stream" and side.args[0].data is None
+    assert main.why_not == "side stream"  # it ran on the side stream too
+
+
+def test_unsupported_arguments_and_unrecorded_kernels_name_why(op):
+    rec, x = recorder(), torch.ones(4)
+
+    def call():
+        launch(rec, kernel("d", ("x", "desc")), [x, object()])
+        launch(rec, kernel("u"), [x, x, 4], kernel_id="")
+
+    timed_call(call)
+    d, u = rows(rec)[0].launches
+    assert d.why_not == "unsupported argument desc" and d.args[0].data is None
+    assert u.why_not == "unrecorded kernel"
+
+
+def test_a_rows_second_occurrence_is_numbered(op):
+    rec, x = recorder(), torch.ones(4)
+    for shape in ("[8]", "[16]", "[8]"):
+        op.shape = shape
+        timed_call(lambda: launch(rec, kernel(), [x, x, 4]))
+    assert [(r.shape, r.occurrence) for r in rows(rec)] == [("[8]", 0), ("[16]", 0), ("[8]", 1)]
+
+
+def test_an_exception_while_capturing_marks_the_row_and_warns_once(op, capsys):
+    rec, x = recorder(), torch.ones(4)
+
+    def broken(spec, t):
+        raise RuntimeError("device lost\nmore")
+
+    rec.read_values = broken
+    lines = []
+    timed_call(lambda: launch(rec, kernel(), [x, x, 4], warn=lines.append))
+    timed_call(lambda: launch(rec, kernel("other"), [x, x, 4], warn=lines.append))
+    [row] = rows(rec)
+    assert row.why_not == "capture failed: RuntimeError: device lost"
+    assert lines == ["launch capture of k: capture failed: RuntimeError: device lost"]
+    assert not rec.busy
+
+
+def test_launches_while_values_are_read_are_not_the_rows(op):
+    """Reading values runs torch ops, which FlagGems may serve with its own kernels."""
+    rec, x = recorder(), torch.ones(4)
+    cg = codegen.Recorder(launches=rec)
+
+    def reentrant(spec, t):
+        launch(rec, kernel("fill"), [t, t, 4])
+        cg.note("hash-fill")
+        rc.add_values(spec, t)
+
+    rec.read_values = reentrant
+    timed_call(lambda: launch(rec, kernel(), [x, x, 4]))
+    assert [s.kernel for s in rows(rec)[0].launches] == ["k"]
+    assert cg.unrecorded == {} and cg.dirty == set()
+
+
+# --------------------------------------------------------------------------- the file
+
+
+def test_the_file_is_written_atomically_and_validates_as_a_launch_capture(op, tmp_path):
+    rec = recorder()
+    small = torch.tensor([1.0, float("nan")])
+    timed_call(lambda: launch(rec, kernel(), [small, torch.randn(100), 2]))
+    cg = tmp_path / "codegen"
+    rec.write("abs", cg)
+    assert sorted(os.listdir(cg)) == [LAUNCHES_JSON]  # no temp file left
+    loaded = load_json_model(cg / LAUNCHES_JSON, LaunchCapture)
+    assert loaded.model_dump_json() == rec.capture_for("abs").model_dump_json()
+    assert loaded.rows[0].launches[0].args[0].data[1] != loaded.rows[0].launches[0].args[0].data[1]
+    text = (cg / LAUNCHES_JSON).read_text()
+    assert text.count("\n") == 1 and '"align16"' not in text  # compact: defaults left out
+    rec.write("other-run", cg)  # a run without timed launches: an empty capture
+    assert load_json_model(cg / LAUNCHES_JSON, LaunchCapture).rows == []

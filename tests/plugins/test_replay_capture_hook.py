@@ -1,0 +1,93 @@
+"""The launch capture through the real hook: the codegen recorder installed
+(``CompiledKernel.launch_metadata`` wrapped), real Triton compiles for sm_90 under the
+stand-in driver (launches do nothing, the wrapper runs), a fake op in flight; the
+``launches.json`` written next to ``index.json`` at op end."""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+pytest.importorskip("triton")
+
+from tests.support.codegen import run_script, subprocess_env  # noqa: E402
+from zlbench.models import CODEGEN_INDEX, CodegenIndex, load_json_model  # noqa: E402
+from zlbench.models.replay import LAUNCHES_JSON, LaunchCapture  # noqa: E402
+
+SCRIPT = textwrap.dedent("""
+    import sys
+    from pathlib import Path
+    import torch
+    from zlbench.models import PlanEntry, WorkerPlan
+    from zlbench.plugins import codegen, state
+    from zlbench.plugins.compiler import standin
+
+    run_dir = Path(sys.argv[1])
+    recorder = codegen.Recorder(sass=False)
+    standin.activate("cuda:90", launch="skip")
+    codegen.install(recorder)
+    import flag_gems.ops as ops
+
+    entry = PlanEntry(op="add", run_name="add", run_dir=str(run_dir), nodeids=["t::a"])
+    session = state.Session(plan=WorkerPlan(entries=[entry]))
+    state._ACTIVE = session
+    op = session.current = state.OpState(entry=entry, dtype="float32", shape="[64, 128]")
+    x, y = torch.randn(64, 128), torch.arange(64 * 128, dtype=torch.float32).view(64, 128)
+    ops.add(x, y)  # outside the timed region: not captured
+    for _ in range(3):
+        with state.timed_region():
+            ops.add(x, y[:, :])
+    op.shape = "mm"
+    a, b = torch.randn(32, 64), torch.randn(64, 32)
+    for _ in range(2):  # the first call's autotune sweep launches every config
+        with state.timed_region():
+            ops.mm(a, b)
+    recorder.on_end(op)
+""")
+
+
+@pytest.mark.proc
+def test_the_hook_writes_each_rows_timed_launches_next_to_the_index(tmp_path):
+    run_dir = tmp_path / "add"
+    env = subprocess_env(tmp_path)
+    env["ZLBENCH_FAKE_SLOWDOWN"] = "1"
+    run_script(SCRIPT, [str(run_dir)], env)
+    cg = run_dir / "codegen"
+    index = load_json_model(cg / CODEGEN_INDEX, CodegenIndex)
+    capture = load_json_model(cg / LAUNCHES_JSON, LaunchCapture)
+    ids = {r.id: r for r in index.records}
+    add_row, mm_row = capture.rows
+    assert (add_row.op, add_row.dtype, add_row.shape, add_row.occurrence) == (
+        "add", "float32", "[64, 128]", 0)  # fmt: skip
+    assert not add_row.truncated and not add_row.why_not
+
+    [add] = add_row.launches
+    assert ids[add.kernel_id].request.kernel.name == "add_kernel" == add.kernel
+    assert add.grid == [64 * 128 // 256, 1, 1] and add.count == 1 and not add.why_not
+    args = {a.name: a for a in add.args}
+    assert list(args) == ["x_ptr", "y_ptr", "out_ptr", "n", "alpha", "BLOCK"]
+    assert (args["n"].kind, args["n"].value) == ("int", 64 * 128)
+    assert (args["alpha"].kind, args["alpha"].value) == ("float", 1.0)
+    assert (args["BLOCK"].kind, args["BLOCK"].value) == ("int", 256)  # a constexpr
+    for name in ("x_ptr", "y_ptr", "out_ptr"):
+        t = args[name]
+        assert (t.kind, t.dtype, t.shape, t.strides, t.storage) == (
+            "tensor", "float32", [64, 128], [128, 1], 64 * 128)  # fmt: skip
+        assert t.data is None and t.stats is not None
+    assert [args[n].buffer for n in ("x_ptr", "y_ptr", "out_ptr")] == [0, 1, 2]
+    y = args["y_ptr"].stats
+    assert (y.min, y.max, y.integral, y.nonfinite) == (0, 64 * 128 - 1, True, 0)
+
+    [mm] = mm_row.launches  # the sweep's other configs ran in the first call only
+    rec = ids[mm.kernel_id]
+    assert rec.request.kernel.name == "mm_kernel" == mm.kernel
+    assert any(u.timed and u.shape == "mm" for u in rec.used_by)
+    margs = {a.name: a for a in mm.args}
+    assert (margs["M"].value, margs["N"].value, margs["K"].value) == (32, 32, 64)
+    block = {c.path[0]: c.value for c in rec.request.constexprs}
+    names = [a.name for a in mm.args]
+    assert margs["BLOCK_M"].value == block[names.index("BLOCK_M")]
+    assert mm.grid == [32 // margs["BLOCK_M"].value, 32 // margs["BLOCK_N"].value, 1]
+    assert sum(r.request.kernel.name == "mm_kernel" for r in index.records) == 3
+

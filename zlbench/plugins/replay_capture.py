@@ -1,0 +1,459 @@
+"""Capture at record time, for the kernel-replay tier (issue 51, docs/replay.md).
+
+For every kernel a row launches inside its timed region (``state.in_timed_region()``,
+with an op and a row in flight), what replaying that launch needs
+(:class:`~zlbench.models.replay.LaunchSpec`): the kernel's compile record id, the grid
+and every argument in parameter order (constexprs included). Per op it is written as
+``<run_dir>/codegen/launches.json`` (:class:`~zlbench.models.replay.LaunchCapture`),
+next to the codegen index, by the codegen recorder (``zlbench.plugins.codegen``, whose
+``CompiledKernel.launch_metadata`` wrapper calls :meth:`LaunchRecorder.on_launch`).
+
+The rules:
+
+* A launch is keyed by (row, triton kernel hash, grid, argument structure: each
+  tensor's dtype, shape, strides, storage offset and 16-byte alignment, each scalar's
+  value). The first launch of a key captures the values (a device sync: only then);
+  later launches of the key only count.
+* ``count`` is the number of runs of the launch in the row's **last timed call** (one
+  call = one outermost ``state.timed_region()``: ``state.timed_calls()``). A launch
+  that did not run in the last timed call is dropped: an autotune sweep inside the
+  row's first call (every config timed) leaves only the launches of the steady state.
+* Tensors: dtype, shape, strides, storage offset, storage size in elements,
+  ``buffer`` (the n-th distinct storage, by its data pointer, among the row's kept
+  launches, in first-launch order: one buffer in two launches is an intermediate
+  buffer; twice in one launch, in-place), ``align16``. Values exactly (``data``, see
+  :func:`view_storage_indices` for the order, and ``digest``) when the tensor has at
+  most EXACT_MAX elements, or is an integer or bool tensor of at most EXACT_INT_MAX;
+  else :class:`~zlbench.models.replay.TensorStats`, computed on the tensor's device.
+* Scalars by value; a triton dtype as kind ``dtype``; anything else is kind ``other``
+  (its repr) and the launch's ``why_not`` is ``unsupported argument <name>``.
+* ``why_not "graph"``: the key's first launch came while a CUDA graph was being
+  captured (``torch.cuda.is_current_stream_capturing()``): no values (they cannot be
+  read then). ``why_not "side stream"``: an eager launch on another stream than the
+  row's stream, which is the stream of the row's first eager timed launch (the one
+  the harness runs the benchmark on); launches during a graph capture are not
+  compared (the capture runs on a stream of its own).
+* At most MAX_LAUNCHES_PER_ROW distinct launches in one timed call; beyond, the row
+  is ``truncated``. An exception while capturing is one ZLBENCH_CODEGEN_WARNING line
+  (the recorder's) and the row's ``why_not`` says so; it never breaks the benchmark.
+* The values are read with torch ops, which FlagGems may serve with its own Triton
+  kernels: while capturing, launches and compiles are not attributed (``busy``).
+
+Row occurrences: a row (dtype, shape) whose timed launches come again after another
+row's is the next occurrence; a row whose measurement launched no timed kernel is not
+counted (its later occurrence would be numbered one lower).
+
+torch and triton are never imported here: a tensor is recognised through
+``sys.modules["torch"]`` (no torch loaded: no tensor arguments), a triton dtype through
+``sys.modules["triton.language"]``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import numbers
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from zlbench.models.base import atomic_write_text
+from zlbench.models.replay import (
+    EXACT_INT_MAX,
+    EXACT_MAX,
+    LAUNCHES_JSON,
+    ArgSpec,
+    LaunchCapture,
+    LaunchSpec,
+    RowLaunches,
+    TensorStats,
+)
+from zlbench.plugins import state
+
+MAX_LAUNCHES_PER_ROW = 16  # distinct launches of one timed call
+STATS_CHUNK = 1 << 24  # elements per chunk of a statistics pass (bounds its memory)
+_DIGITS = 7  # significant digits kept of a statistic (float32's)
+_REPR_MAX = 80
+
+
+# --------------------------------------------------------------------------- arguments
+
+
+def _torch() -> Any:
+    return sys.modules.get("torch")
+
+
+def _is_tensor(v: Any) -> bool:
+    torch = _torch()
+    return torch is not None and isinstance(v, torch.Tensor)
+
+
+def _is_triton_dtype(v: Any) -> bool:
+    tl = sys.modules.get("triton.language")
+    return tl is not None and isinstance(v, getattr(tl, "dtype", ()))
+
+
+def _dtype_name(t: Any) -> str:
+    return str(t.dtype).removeprefix("torch.")
+
+
+def _integer(t: Any) -> bool:
+    return not t.dtype.is_floating_point and not t.dtype.is_complex
+
+
+def arg_key(v: Any) -> tuple:
+    """An argument's part of a launch's key: its structure (a tensor's layout, a
+    scalar's value), never a tensor's values or address beyond its alignment."""
+    if _is_tensor(v):
+        return ("t", v.dtype, tuple(v.shape), v.stride(), v.storage_offset(), v.data_ptr() % 16)
+    if v is None or isinstance(v, bool | str):
+        return (type(v).__name__, v)
+    if isinstance(v, numbers.Integral):
+        return ("i", int(v))
+    if isinstance(v, numbers.Real):
+        return ("f", repr(float(v)))  # nan equals itself here
+    if _is_triton_dtype(v):
+        return ("d", str(v))
+    return ("o", type(v).__qualname__)
+
+
+def grid3(grid: Any) -> list[int]:
+    """The launch grid as three ints (a shorter grid is padded with 1s)."""
+    g = [int(x) for x in (grid if isinstance(grid, Sequence) else (grid,))]
+    return (g + [1, 1, 1])[:3]
+
+
+def describe_arg(name: str, v: Any, buffers: dict[int, int]) -> ArgSpec:
+    """An argument's structure (no values): a tensor's layout and buffer, a scalar's
+    value. ``buffers`` maps storage data pointers to buffer numbers (added to)."""
+    if _is_tensor(v):
+        storage = v.untyped_storage()
+        size = v.element_size()
+        return ArgSpec(
+            name=name,
+            kind="tensor",
+            dtype=_dtype_name(v),
+            shape=list(v.shape),
+            strides=list(v.stride()),
+            offset=v.storage_offset(),
+            storage=storage.nbytes() // size if size else 0,
+            buffer=buffers.setdefault(storage.data_ptr(), len(buffers)),
+            align16=v.data_ptr() % 16 == 0,
+        )
+    if v is None:
+        return ArgSpec(name=name, kind="none")
+    if isinstance(v, bool):
+        return ArgSpec(name=name, kind="bool", value=v)
+    if isinstance(v, numbers.Integral):
+        return ArgSpec(name=name, kind="int", value=int(v))
+    if isinstance(v, numbers.Real):
+        return ArgSpec(name=name, kind="float", value=float(v))
+    if isinstance(v, str):
+        return ArgSpec(name=name, kind="str", value=v)
+    if _is_triton_dtype(v):
+        return ArgSpec(name=name, kind="dtype", value=str(v))
+    return ArgSpec(name=name, kind="other", value=repr(v)[:_REPR_MAX])
+
+
+def exact(t: Any) -> bool:
+    """Whether a tensor's values are kept exactly (else by statistics)."""
+    n = t.numel()
+    return n <= EXACT_MAX or (_integer(t) and n <= EXACT_INT_MAX)
+
+
+def view_storage_indices(shape: Sequence[int], strides: Sequence[int], offset: int) -> list[int]:
+    """The storage elements a view touches, each once, in increasing storage order:
+    the order of an exact tensor's ``data`` (for a contiguous tensor, its elements in
+    order; an expanded view's repeated element is there once)."""
+    if any(n == 0 for n in shape):
+        return []
+    idx = {offset}
+    for n, s in zip(shape, strides, strict=True):
+        idx = {i + k * s for i in idx for k in range(n)}
+    return sorted(idx)
+
+
+def exact_values(t: Any) -> tuple[list, str]:
+    """(values, digest) of a small tensor: the elements of :func:`view_storage_indices`
+    and the sha256[:16] of their bytes (the dtype's own, little-endian as stored)."""
+    torch = _torch()
+    idx = view_storage_indices(list(t.shape), list(t.stride()), t.storage_offset())
+    storage = t.untyped_storage().nbytes() // t.element_size()
+    base = t.detach().as_strided((storage,), (1,), 0)
+    vals = base[torch.tensor(idx, dtype=torch.int64, device=t.device)].cpu().contiguous()
+    digest = hashlib.sha256(vals.reshape(-1).view(torch.uint8).numpy().tobytes()).hexdigest()
+    if t.dtype == torch.bool:
+        data = [bool(x) for x in vals.tolist()]
+    elif _integer(t):
+        data = [int(x) for x in vals.tolist()]
+    else:
+        data = [float(x) for x in vals.to(torch.float64).tolist()]
+    return data, digest[:16]
+
+
+def _round(x: float) -> float:
+    return float(f"{x:.{_DIGITS}g}")
+
+
+def tensor_stats(t: Any) -> TensorStats:
+    """min, max, mean and std of the finite values, whether they are all whole, and how
+    many are not finite: computed on the tensor's device, chunk by chunk, with one
+    device sync at the end."""
+    torch = _torch()
+    x = t.detach().reshape(-1)
+    parts = []
+    for chunk in x.split(STATS_CHUNK):
+        c = chunk.to(torch.float64)
+        fin = torch.isfinite(c)
+        z = torch.where(fin, c, torch.zeros_like(c))
+        parts.append(
+            torch.stack(
+                [
+                    fin.sum().to(torch.float64),
+                    torch.where(fin, c, torch.full_like(c, float("inf"))).min(),
+                    torch.where(fin, c, torch.full_like(c, float("-inf"))).max(),
+                    z.sum(),
+                    (z * z).sum(),
+                    (z != z.trunc()).sum().to(torch.float64),
+                ]
+            )
+        )
+    n, lo, hi, s, ss, frac = 0.0, float("inf"), float("-inf"), 0.0, 0.0, 0.0
+    for p in torch.stack(parts).cpu().tolist() if parts else []:
+        n, s, ss, frac = n + p[0], s + p[3], ss + p[4], frac + p[5]
+        lo, hi = min(lo, p[1]), max(hi, p[2])
+    nonfinite = x.numel() - int(n)
+    if n == 0:
+        return TensorStats(min=0.0, max=0.0, mean=0.0, integral=True, nonfinite=nonfinite)
+    mean = s / n
+    std = max(ss / n - mean * mean, 0.0) ** 0.5
+    integral = frac == 0
+    if integral:
+        lo, hi = int(lo), int(hi)
+    return TensorStats(
+        min=lo if integral else _round(lo),
+        max=hi if integral else _round(hi),
+        mean=_round(mean),
+        std=_round(std),
+        integral=integral,
+        nonfinite=nonfinite,
+    )
+
+
+def add_values(spec: ArgSpec, t: Any) -> None:
+    """Fill a tensor argument's values: exact (``data``, ``digest``) or ``stats``."""
+    if exact(t):
+        spec.data, spec.digest = exact_values(t)
+    else:
+        spec.stats = tensor_stats(t)
+
+
+def capturing() -> bool:
+    """A CUDA graph is being captured on the current stream (never on a machine
+    without CUDA, or without torch loaded)."""
+    torch = _torch()
+    if torch is None or not torch.cuda.is_available():
+        return False
+    return bool(torch.cuda.is_current_stream_capturing())
+
+
+# --------------------------------------------------------------------------- per row
+
+
+@dataclass
+class _Entry:
+    spec: LaunchSpec
+    call: int  # the newest timed call this launch ran in
+    count: int  # its runs in that call
+
+
+@dataclass
+class RowCapture:
+    """One row's distinct timed launches."""
+
+    run_name: str
+    op: str
+    dtype: str
+    shape: str
+    occurrence: int = 0
+    entries: dict[tuple, _Entry] = field(default_factory=dict)
+    buffers: dict[int, int] = field(default_factory=dict)  # storage data_ptr -> buffer
+    stream: Any = None  # the row's stream: its first eager launch's
+    call: int | None = None  # the newest timed call with a launch of the row
+    in_call: int = 0  # distinct launches seen in that call
+    overflow: int | None = None  # the timed call that had more than the cap
+    why_not: str = ""
+
+    def launch(
+        self,
+        kernel_id: str,
+        kernel: str,
+        triton_hash: str,
+        grid: Any,
+        stream: Any,
+        names: Sequence[str],
+        args: Sequence[Any],
+        call: int,
+        in_graph: bool,
+        read_values: Callable[[ArgSpec, Any], None] = add_values,
+    ) -> None:
+        g = grid3(grid)
+        key = (triton_hash, tuple(g), tuple(arg_key(a) for a in args))
+        if call != self.call:
+            if self.call is not None:  # keep only what ran in the call just finished
+                last = self.call
+                self.entries = {k: e for k, e in self.entries.items() if e.call == last}
+            self.call, self.in_call = call, 0
+        known = self.entries.get(key)
+        if known is not None:
+            if known.call != call:
+                known.call, known.count = call, 0
+                self.in_call += 1
+            known.count += 1
+            if not in_graph and not known.spec.why_not and self._other_stream(stream):
+                known.spec.why_not = "side stream"
+            return
+        if self.in_call >= MAX_LAUNCHES_PER_ROW:
+            self.overflow = call
+            return
+        spec = LaunchSpec(kernel_id=kernel_id, kernel=kernel, grid=g)
+        spec.args = [
+            describe_arg(names[i] if i < len(names) else "", a, self.buffers)
+            for i, a in enumerate(args)
+        ]
+        spec.why_not = self._why_not(kernel_id, spec.args, stream, in_graph)
+        if not spec.why_not:
+            for a, v in zip(spec.args, args, strict=True):
+                if a.kind == "tensor":
+                    read_values(a, v)
+        self.entries[key] = _Entry(spec, call, 1)
+        self.in_call += 1
+
+    def _other_stream(self, stream: Any) -> bool:
+        if self.stream is None:
+            self.stream = stream
+        return stream != self.stream
+
+    def _why_not(self, kernel_id: str, args: list[ArgSpec], stream: Any, in_graph: bool) -> str:
+        if in_graph:
+            return "graph"
+        if self._other_stream(stream):
+            return "side stream"
+        if not kernel_id:
+            return "unrecorded kernel"
+        other = next((a for a in args if a.kind == "other"), None)
+        return f"unsupported argument {other.name}" if other is not None else ""
+
+    def model(self) -> RowLaunches:
+        """The row's launches of its last timed call, buffers numbered densely in
+        first-launch order."""
+        kept = [e for e in self.entries.values() if e.call == self.call]
+        renumber: dict[int, int] = {}
+        launches = []
+        for e in kept:
+            args = []
+            for a in e.spec.args:
+                if a.kind == "tensor":
+                    n = renumber.setdefault(a.buffer, len(renumber))
+                    a = a.model_copy(update={"buffer": n})
+                args.append(a)
+            launches.append(e.spec.model_copy(update={"count": e.count, "args": args}))
+        return RowLaunches(
+            run_name=self.run_name,
+            op=self.op,
+            dtype=self.dtype,
+            shape=self.shape,
+            occurrence=self.occurrence,
+            launches=launches,
+            truncated=self.overflow is not None and self.overflow == self.call,
+            why_not=self.why_not,
+        )
+
+
+# --------------------------------------------------------------------------- per process
+
+
+@dataclass
+class LaunchRecorder:
+    """Every run's rows' timed launches (see the module doc)."""
+
+    rows: dict[str, list[RowCapture]] = field(default_factory=dict)  # run -> rows
+    busy: bool = False  # values being read: launches and compiles now are not the row's
+    in_graph: Callable[[], bool] = capturing
+    read_values: Callable[[ArgSpec, Any], None] = add_values
+
+    def row_for(self, op: state.OpState) -> RowCapture:
+        """The row in flight's capture: the run's newest unless the row changed."""
+        rows = self.rows.setdefault(op.entry.run_name, [])
+        if rows and (rows[-1].dtype, rows[-1].shape) == (op.dtype, op.shape):
+            return rows[-1]
+        occ = sum((r.dtype, r.shape) == (op.dtype, op.shape) for r in rows)
+        row = RowCapture(op.entry.run_name, op.entry.op, op.dtype or "", op.shape or "", occ)
+        rows.append(row)
+        return row
+
+    def on_launch(
+        self,
+        kernel: Any,
+        grid: Any,
+        stream: Any,
+        args: Sequence[Any],
+        kernel_id: str,
+        warn: Callable[[str], None],
+    ) -> None:
+        """One launch of ``kernel`` (a triton CompiledKernel: ``hash``, ``name``,
+        ``src.fn.arg_names``), ``args`` its bound arguments in parameter order. Never
+        raises."""
+        if self.busy or not state.in_timed_region():
+            return
+        op = state.current_op()
+        if op is None or op.dtype is None or op.shape is None:
+            return
+        row = None
+        self.busy = True
+        try:
+            row = self.row_for(op)
+            if row.why_not:
+                return
+            names = getattr(getattr(getattr(kernel, "src", None), "fn", None), "arg_names", ())
+            row.launch(
+                kernel_id,
+                str(getattr(kernel, "name", "")),
+                str(kernel.hash),
+                grid,
+                stream,
+                list(names or ()),
+                args,
+                state.timed_calls(),
+                self.in_graph(),
+                self.read_values,
+            )
+        except Exception as e:  # noqa: BLE001 - a capture must never break a benchmark
+            why = f"capture failed: {type(e).__name__}: {e}".splitlines()[0][:200]
+            if row is not None:
+                row.why_not = why
+            warn(f"launch capture of {getattr(kernel, 'name', '?')}: {why}")
+        finally:
+            self.busy = False
+
+    def capture_for(self, run: str) -> LaunchCapture:
+        return LaunchCapture(rows=[r.model() for r in self.rows.get(run, [])])
+
+    def write(self, run: str, cg_dir: Path) -> None:
+        write_launches(Path(cg_dir), self.capture_for(run))
+
+
+def launches_text(capture: LaunchCapture) -> str:
+    """A capture's file text: compact JSON, one line, defaults left out (a packed
+    baseline's size, benchmarks/replay_capture_size.py); non-finite exact values are
+    written as JSON's NaN / Infinity, which the loaders read."""
+    data = capture.model_dump(exclude_defaults=True)
+    data = {"schema_version": capture.schema_version, "kind": capture.kind, **data}
+    return json.dumps(data, separators=(",", ":")) + "\n"
+
+
+def write_launches(cg_dir: Path, capture: LaunchCapture) -> None:
+    """``<cg_dir>/launches.json``, atomically."""
+    atomic_write_text(Path(cg_dir) / LAUNCHES_JSON, launches_text(capture))
