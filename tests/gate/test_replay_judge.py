@@ -144,3 +144,13 @@ def test_decide_passes_a_gate_whose_replayed_rows_are_unchanged(tmp_path):
     _, v = _gate(tmp_path, 10.0)
     assert {o.run_name: o.verdict for o in v.ops} == {"x": Verdict.PASS, "softmax": Verdict.PASS}
     assert v.verdict == "PASS" and v.exit_code == 0
+
+
+def test_the_reports_name_the_instrument_of_a_replayed_row():
+    from zlbench.report.facts import confirmed_text
+
+    k = key("softmax")
+    ev = evidence({k: (20.0, 10.0, 8)}, ReplayRun(changed_rows=1, rows=[replayed(k)]))
+    (r,) = judge([missing(k)], ev)
+    assert r.ab is not None and r.ab.instrument == "kernel-replay"
+    assert confirmed_text(r) == "kernel replay, 8 pairs"

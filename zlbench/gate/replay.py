@@ -101,6 +101,7 @@ def _judged(
         return r.model_copy(update={"ab": p, "reason": why})
     t = paired_threshold(r.key, threshold, per_op or {})
     start = r.model_copy(update={"verdict": Verdict.PASS, "reason": ""})
+    p = p.model_copy(update={"instrument": "kernel-replay"})
     judged = judge_paired(start, p, t, baseline, True, floor_us, rule)
     reason = f"{REPLAYED}: {judged.reason}" if judged.reason else REPLAYED
     return judged.model_copy(update={"reason": reason})

@@ -87,6 +87,9 @@ class PairedRow(_Model):
     blocks: int | None = Field(
         None, ge=0, description="a plain row's intervals are over this many block medians"
     )
+    instrument: Literal["", "kernel-replay"] = Field(
+        "", description="kernel-replay: the PR and base binaries timed standalone (issue 51)"
+    )
     pr_mhz: float | None = Field(None, description="median SM clock of the PR's samples")
     base_mhz: float | None = Field(None, description="median SM clock of the base's samples")
 

@@ -82,7 +82,8 @@ def confirmed_text(r: RowVerdict) -> str:
     n = len(r.samples)
     if judged_on_ab(r):
         unit = "pair" if r.ab.decision is not None else "round"  # interleaved: pairs
-        return f"A/B, {counted(r.ab.rounds, unit)}"
+        how = "kernel replay" if r.ab.instrument == "kernel-replay" else "A/B"
+        return f"{how}, {counted(r.ab.rounds, unit)}"
     if r.confirmed is True:
         return f"yes (median of {n})"
     if r.confirmed is False:
