@@ -23,9 +23,22 @@ pytest.importorskip("triton")
 torch = pytest.importorskip("torch")
 
 from tests.support.codegen import patched_triton, ptxas_O0_for, subprocess_env  # noqa: E402
-from zlbench.models import BinaryRef, CodegenIndex, load_json_model  # noqa: E402
+from zlbench.models import (  # noqa: E402
+    REPLAY_PAIRS,
+    ArgSpec,
+    BinaryRef,
+    CodegenIndex,
+    LaunchSpec,
+    PairsFile,
+    PlannedRow,
+    ReplayPlanFile,
+    ReplayRun,
+    RowKey,
+    TensorStats,
+    load_json_model,
+)
 from zlbench.plugins.compiler import rebuild, standin  # noqa: E402
-from zlbench.plugins.replay import binaries  # noqa: E402
+from zlbench.plugins.replay import binaries, worker  # noqa: E402
 from zlbench.plugins.replay.materialize import ReplayError  # noqa: E402
 
 pytestmark = pytest.mark.proc
@@ -193,3 +206,45 @@ def test_a_kernel_the_side_cannot_load_is_that_kernels_error(built, tmp_path):
     assert got.refs == {}
     assert got.errors == {b.rec.id: "load failed: ModuleNotFoundError: No module named "
                                     "'zl_replay_kern'"}  # fmt: skip
+
+
+def _row(op: str, pr: BinaryRef, base: BinaryRef, kid: str, block: int = 128):
+    stats = TensorStats(min=-1.0, max=1.0, mean=0.0, std=0.5)
+    x, y = (
+        ArgSpec(name=n, kind="tensor", dtype="float32", shape=[1024], strides=[1],
+                storage=1024, buffer=i, stats=stats)
+        for i, n in enumerate("XY")
+    )  # fmt: skip
+    args = [x, y, ArgSpec(name="N", kind="int", value=1024),
+            ArgSpec(name="BLOCK", kind="int", value=block)]  # fmt: skip
+    launch = LaunchSpec(kernel_id=kid, kernel="zl_scale", grid=[8, 1, 1], args=args)
+    key = RowKey(repo="main", run_name=op, op=op, dtype="float32", shape="[1024]")
+    return PlannedRow(key=key, launches=[launch], binaries={kid: {"pr": pr, "base": base}})
+
+
+def test_a_planned_row_replays_end_to_end_under_the_standin(built, monkeypatch, tmp_path):
+    """The worker's real seams on this CPU: both sides' cubins checked and loaded, the
+    arguments materialized and checked against the specialisation, the pair timed
+    (host clock; the stand-in's launches do nothing, so the outputs match). A base
+    binary that is not the screen's, and an argument the binary was not compiled for,
+    fall back."""
+    b, pr, base = built
+    monkeypatch.syspath_prepend(str(b.mod))
+    kid = b.rec.id
+    p, q = pr.refs[kid], base.refs[kid]
+    wrong = BinaryRef(group_dir=q.group_dir, code_digest=p.code_digest)
+    rows = [_row("same", p, q, kid), _row("wrong", p, wrong, kid),
+            _row("block", p, q, kid, block=64)]  # fmt: skip
+    plan = ReplayPlanFile(device="cpu", warmup=0, reps=1, rows=rows,
+                          requests={kid: b.rec.request})  # fmt: skip
+    with standin.standin("cuda:90", launch="skip"):
+        assert worker.replay_plan(plan, tmp_path / "out", worker.real_seams()) == 0
+    run = load_json_model(tmp_path / "out" / worker.ROWS_JSON, ReplayRun)
+    got = {r.key.op: r for r in run.rows}
+    assert got["same"].instrument == "kernel-replay"
+    assert got["same"].outputs == "match"
+    assert got["same"].pairs >= 1
+    assert got["wrong"].why == "replayed binary differs from the screen's"
+    assert got["block"].why == "argument BLOCK=64: the binary was compiled for 128"
+    pairs = load_json_model(tmp_path / "out" / REPLAY_PAIRS, PairsFile)
+    assert [r.key.op for r in pairs.rows] == ["same"]

@@ -229,6 +229,8 @@ def load_kernel(ref: BinaryRef, request: CompileRequest, loader: rebuild.Loader)
         kernel = CompiledKernel(src, files, Path(ref.group_dir).name)
     except Exception as e:  # noqa: BLE001 - a group this triton cannot read
         raise _error(f"cache group {Path(ref.group_dir).name}: {rebuild.first_line(e)}") from None
+    if capture.code_sha256(bytes(kernel.kernel)) != ref.code_digest:  # the bytes it loads
+        raise _error(DIFFERS)
     if kernel.name != request.kernel.name:
         raise _error(f"cache group {Path(ref.group_dir).name} holds {kernel.name}, not "
                      f"{request.kernel.name}")  # fmt: skip
@@ -236,18 +238,18 @@ def load_kernel(ref: BinaryRef, request: CompileRequest, loader: rebuild.Loader)
 
 
 class Binaries:
-    """The timing process's loaded kernels, one per (kernel id, side), loaded once:
-    ``get(kid, side, ref)``. Generated kernels' module text is executed only with
+    """The timing process's loaded kernels, each (kernel id, side, binary) loaded and
+    checked once: ``get(kid, side, ref)``. Generated kernels' module text is executed only with
     ``exec_generated`` (a verified baseline's requests, docs/security.md)."""
 
     def __init__(self, requests: Mapping[str, CompileRequest], exec_generated: bool = False):
         self.requests = requests
         self._tmp = tempfile.TemporaryDirectory(prefix="zl-replay-")
         self.loader = rebuild.Loader(Path(self._tmp.name), exec_generated)
-        self.loaded: dict[tuple[str, str], Any] = {}
+        self.loaded: dict[tuple[str, str, str, str], Any] = {}
 
     def get(self, kid: str, side: str, ref: BinaryRef) -> Any:
-        key = (kid, side)
+        key = (kid, side, ref.group_dir, ref.code_digest)
         if key not in self.loaded:
             request = self.requests.get(kid)
             if request is None:

@@ -1,0 +1,357 @@
+"""The replay worker (zlbench.plugins.replay.worker) with injected fakes: the plan's
+validation (a row that cannot be replayed falls back with one line and launches
+nothing; a malformed plan is exit 2 with one line), its outputs (rows.json a ReplayRun,
+pairs.json the samples of the replayed rows only: a failing row has none), the sides'
+launch callables, the line protocol, a broken device stopping the worker, and the
+caller's restarts after a worker dies, hangs or breaks its device (real processes,
+fake seams). Loading real binaries end to end: tests/plugins/test_replay_binaries.py."""
+
+from __future__ import annotations
+
+import json
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from zlbench.models import (
+    REPLAY_PAIRS,
+    ArgSpec,
+    BinaryRef,
+    CompileRequest,
+    LaunchSpec,
+    PairsFile,
+    PlannedRow,
+    ReplayPlanFile,
+    ReplayRun,
+    RowKey,
+    dump_json_model,
+    load_json_model,
+)
+from zlbench.models.codegen import KernelConfig, KernelSource, Target
+from zlbench.plugins.replay import worker
+from zlbench.plugins.replay.binaries import DIFFERS
+from zlbench.plugins.replay.materialize import ReplayError
+
+REPO = Path(__file__).resolve().parents[2]
+SIDES = ("pr", "base")
+SAMPLES = [{"side": "pr", "ms": 1.0}, {"side": "base", "ms": 1.1},
+           {"side": "base", "ms": 1.2}, {"side": "pr", "ms": 1.05}]  # fmt: skip
+
+
+def request(kid: str) -> CompileRequest:
+    return CompileRequest(
+        kernel=KernelSource(
+            name=f"k_{kid}", module="m", qualname=f"k_{kid}", source_sha256="0" * 64
+        ),  # fmt: skip
+        signature={"X": "*fp32", "N": "i32"},
+        config=KernelConfig(num_warps=4, num_stages=3),
+        target=Target(backend="cuda", arch=90, warp_size=32),
+    )
+
+
+def spec(kid: str, buffer: int = 0, count: int = 1, why_not: str = "") -> LaunchSpec:
+    x = ArgSpec(name="X", kind="tensor", dtype="float32", shape=[4], strides=[1], storage=4,
+                buffer=buffer, data=[1.0, 2.0, 3.0, 4.0])  # fmt: skip
+    n = ArgSpec(name="N", kind="int", value=4)
+    return LaunchSpec(kernel_id=kid, kernel=f"k_{kid}", grid=[4, 1, 1], args=[x, n],
+                      count=count, why_not=why_not)  # fmt: skip
+
+
+def key(op: str) -> RowKey:
+    return RowKey(repo="main", run_name=op, op=op, dtype="bfloat16", shape="[4]")
+
+
+def row(op: str, *launches: LaunchSpec, sides=SIDES, kids=None) -> PlannedRow:
+    kids = kids if kids is not None else [s.kernel_id for s in launches]
+    binaries = {
+        k: {s: BinaryRef(group_dir=f"/g/{s}/{k}", code_digest=f"{s}-{k}") for s in sides}
+        for k in kids
+    }
+    return PlannedRow(key=key(op), launches=list(launches), binaries=binaries)
+
+
+def plan_of(*rows: PlannedRow, **kw) -> ReplayPlanFile:
+    kids = {s.kernel_id for r in rows for s in r.launches}
+    return ReplayPlanFile(device="cpu", rows=list(rows),
+                          requests={k: request(k) for k in sorted(kids)}, **kw)  # fmt: skip
+
+
+class Fake:
+    """Seams that log what the worker asks of them. Kernel ids in ``refuse`` fail to
+    load (a digest mismatch); those in ``differ`` give other outputs on the PR's side."""
+
+    def __init__(self, refuse=(), differ=(), healthy=True):
+        self.refuse, self.differ, self.ok = set(refuse), set(differ), healthy
+        self.loads: list[tuple[str, str]] = []
+        self.launches: list[tuple] = []
+        self.seeds: list[int] = []
+
+    def seams(self) -> worker.Seams:
+        return worker.Seams(
+            binaries=lambda plan: self,
+            materialize=self.materialize,
+            check_args=lambda req, args: None,
+            launch=lambda kernel, grid, args: self.launches.append((kernel, tuple(grid),
+                                                                    tuple(args))),
+            timer=lambda device: None,
+            flush=lambda device: None,
+            time_paired=self.time_paired,
+            side_outputs=self.side_outputs,
+            compare_outputs=self.compare,
+            healthy=lambda device: self.ok,
+        )  # fmt: skip
+
+    def get(self, kid, side, ref):
+        if kid in self.refuse:
+            raise ReplayError(DIFFERS)
+        self.loads.append((kid, side))
+        assert ref.code_digest == f"{side}-{kid}"
+        return f"{kid}@{side}"
+
+    def close(self):
+        pass
+
+    def materialize(self, launch, device, seed):
+        self.seeds.append(seed)
+        return [f"{launch.kernel_id}:X", 4]
+
+    def time_paired(self, launch, args, *, rule, timer, flush, warmup, reps):
+        for side in SIDES:
+            launch[side](args)
+        return [dict(s) for s in SAMPLES]
+
+    def side_outputs(self, launch, args):
+        return {s: list(args) for s in SIDES}
+
+    def compare(self, pr, base, *, rtol, atol):
+        bad = any(str(a).split(":")[0] in self.differ for a in pr)
+        return (False, 0.5) if bad else (True, 0.0)
+
+
+def run_main(tmp_path, plan: ReplayPlanFile | str, fake: Fake, *extra: str) -> int:
+    path = tmp_path / "plan.json"
+    if isinstance(plan, str):
+        path.write_text(plan, encoding="utf-8")
+    else:
+        dump_json_model(path, plan)
+    return worker.main([str(path), str(tmp_path / "out"), *extra], seams=fake.seams())
+
+
+def outputs(out: Path) -> tuple[ReplayRun, PairsFile]:
+    run = load_json_model(out / worker.ROWS_JSON, ReplayRun)
+    return run, load_json_model(out / REPLAY_PAIRS, PairsFile)
+
+
+def test_rows_json_and_pairs_json_a_failing_row_has_no_samples(tmp_path, capsys):
+    plan = plan_of(
+        row("good", spec("a")),
+        row("refused", spec("r")),
+        row("differs", spec("d")),
+    )
+    fake = Fake(refuse={"r"}, differ={"d"})
+    assert run_main(tmp_path, plan, fake) == 0
+    run, pairs = outputs(tmp_path / "out")
+    got = {r.key.op: r for r in run.rows}
+    assert [r.key.op for r in run.rows] == ["good", "refused", "differs"]
+    assert got["good"].instrument == "kernel-replay"
+    assert (got["good"].outputs, got["good"].pairs, got["good"].kernels) == ("match", 2, ["a"])
+    assert got["refused"].instrument == "op"
+    assert got["refused"].why == "replayed binary differs from the screen's"
+    assert got["differs"].instrument == "op"
+    assert got["differs"].outputs == "differ"
+    assert got["differs"].why == "PR and base outputs differ after replay (max error 0.5)"
+    assert [p.key.op for p in pairs.rows] == ["good"]
+    assert [s.model_dump(include={"side", "ms"}) for s in pairs.rows[0].samples] == SAMPLES
+    lines = capsys.readouterr().out.splitlines()
+    assert lines == [
+        "ZLBENCH_COMPILED 0 ok",
+        "ZLBENCH_COMPILED 1 failed replayed binary differs from the screen's",
+        "ZLBENCH_COMPILED 2 failed PR and base outputs differ after replay (max error 0.5)",
+        f"ZLBENCH_REPLAY rows=3 failed=2 out={tmp_path / 'out'}",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("planned", "why"),
+    [
+        (row("m", spec("a"), sides=("pr",)), "kernel a: no base binary"),
+        (row("m", spec("a"), kids=[]), "kernel a: no pr and no base binary"),
+        (row("m", spec("a", why_not="graph")), "launch of k_a not replayable: graph"),
+        (row("m", spec("a"), spec("b", buffer=0)), "intermediate buffer between launches"),
+    ],
+    ids=["one side missing", "absent from the binaries", "why_not", "intermediate buffer"],
+)
+def test_a_row_that_cannot_be_replayed_falls_back_with_one_line(tmp_path, planned, why):
+    fake = Fake()
+    assert run_main(tmp_path, plan_of(planned), fake) == 0
+    run, pairs = outputs(tmp_path / "out")
+    assert [(r.instrument, r.why) for r in run.rows] == [("op", why)]
+    assert pairs.rows == []
+    assert fake.loads == fake.launches == []  # nothing loaded, nothing launched
+
+
+def test_a_launch_whose_kernel_has_no_compile_request_falls_back(tmp_path):
+    plan = plan_of(row("m", spec("a")))
+    plan.requests = {}
+    assert run_main(tmp_path, plan, Fake()) == 0
+    run, _ = outputs(tmp_path / "out")
+    assert run.rows[0].why == "kernel a: no compile request in the plan"
+
+
+def test_each_side_launches_its_own_binaries_in_launch_order_count_times(tmp_path):
+    fake = Fake()
+    plan = plan_of(row("m", spec("a", buffer=0), spec("b", buffer=1, count=2)))
+    assert run_main(tmp_path, plan, fake) == 0
+    grid = (4, 1, 1)
+    calls = {
+        side: [("a@" + side, grid, ("a:X", 4))] + [("b@" + side, grid, ("b:X", 4))] * 2
+        for side in SIDES
+    }
+    assert fake.launches == calls["pr"] + calls["base"]  # the fake time_paired: pr, base
+    assert sorted(fake.loads) == [("a", "base"), ("a", "pr"), ("b", "base"), ("b", "pr")]
+    k = key("m")
+    assert fake.seeds == [worker.row_seed(k, 0), worker.row_seed(k, 1)]
+    assert len(set(fake.seeds)) == 2
+
+
+def test_the_seed_is_a_hash_of_the_row_key():
+    assert worker.row_seed(key("m"), 0) == worker.row_seed(key("m"), 0)
+    assert worker.row_seed(key("m"), 0) != worker.row_seed(key("n"), 0)
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        ("{", "plan.json"),
+        (json.dumps({"kind": "replay_plan", "rows": [{"key": {}}]}), "plan.json"),
+        (json.dumps({"kind": "replay_plan", "rule": "{"}), "rule"),
+    ],
+    ids=["not json", "invalid row", "bad rule"],
+)
+def test_a_malformed_plan_is_exit_2_with_one_line(tmp_path, capsys, text, says):
+    assert run_main(tmp_path, text, Fake()) == 2
+    err = capsys.readouterr()
+    assert err.out == ""
+    assert len(err.err.strip().splitlines()) == 1
+    assert err.err.startswith("zlbench: ") and says in err.err
+    assert not (tmp_path / "out" / worker.ROWS_JSON).exists()
+
+
+def test_a_skip_past_the_plan_is_exit_2(tmp_path, capsys):
+    assert run_main(tmp_path, plan_of(row("m", spec("a"))), Fake(), "--skip", "2") == 2
+    assert "--skip 2: the plan has 1 rows" in capsys.readouterr().err
+
+
+def test_a_row_that_breaks_the_device_stops_the_worker(tmp_path, capsys):
+    """A failed row after which the device is broken: its line, its fallback in
+    rows.json, exit POISONED and no end line (the caller restarts for the rest)."""
+    plan = plan_of(row("bad", spec("r")), row("next", spec("a")))
+    fake = Fake(refuse={"r"}, healthy=False)
+    assert run_main(tmp_path, plan, fake) == worker.POISONED
+    run, pairs = outputs(tmp_path / "out")
+    assert [r.key.op for r in run.rows] == ["bad"]
+    assert pairs.rows == []
+    out = capsys.readouterr().out.splitlines()
+    assert out == ["ZLBENCH_COMPILED 0 failed replayed binary differs from the screen's"]
+
+
+def test_a_skipped_worker_starts_at_its_row(tmp_path, capsys):
+    plan = plan_of(row("first", spec("a")), row("second", spec("b")))
+    assert run_main(tmp_path, plan, Fake(), "--skip", "1") == 0
+    run, _ = outputs(tmp_path / "out")
+    assert [r.key.op for r in run.rows] == ["second"]
+    assert capsys.readouterr().out.splitlines()[0] == "ZLBENCH_COMPILED 1 ok"
+
+
+# --------------------------------------------------------------------------- the caller
+
+FAKE_WORKER = textwrap.dedent("""
+    import os, sys, time
+    from zlbench.plugins.replay import worker
+    from zlbench.plugins.replay.materialize import ReplayError
+
+    state = {"ok": True}
+
+    class Loaded:
+        def get(self, kid, side, ref):
+            return kid
+        def close(self):
+            pass
+
+    def materialize(launch, device, seed):
+        what = launch.kernel_id
+        if what == "die":
+            os._exit(9)
+        if what == "hang":
+            time.sleep(600)
+        if what == "poison":
+            state["ok"] = False
+            raise ReplayError("illegal memory access")
+        return [what]
+
+    def time_paired(launch, args, **kw):
+        return [{"side": "pr", "ms": 1.0}, {"side": "base", "ms": 1.0}]
+
+    seams = worker.Seams(
+        binaries=lambda plan: Loaded(), materialize=materialize,
+        check_args=lambda r, a: None, launch=lambda k, g, a: None,
+        timer=lambda d: None, flush=lambda d: None, time_paired=time_paired,
+        side_outputs=lambda launch, args: {"pr": args, "base": args},
+        compare_outputs=lambda p, b, **kw: (True, 0.0),
+        healthy=lambda d: state["ok"],
+    )
+    sys.exit(worker.main(seams=seams))
+""")
+
+
+@pytest.fixture
+def fake_worker(tmp_path) -> tuple[str, dict[str, str]]:
+    mods = tmp_path / "mods"
+    mods.mkdir()
+    (mods / "zl_fake_replay_worker.py").write_text(FAKE_WORKER, encoding="utf-8")
+    import os
+
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(mods), str(REPO)])}
+    return "zl_fake_replay_worker", env
+
+
+@pytest.mark.proc
+def test_the_caller_restarts_after_a_death_a_hang_and_a_broken_device(tmp_path, fake_worker):
+    module, env = fake_worker
+    ops = ["ok0", "die", "ok2", "hang", "ok4", "poison", "ok6"]
+    kid = {"die": "die", "hang": "hang", "poison": "poison"}
+    plan = plan_of(*(row(op, spec(kid.get(op, "fine"))) for op in ops), row_timeout_s=3)
+    dump_json_model(tmp_path / "plan.json", plan)
+    run, pairs = worker.run_rows(tmp_path / "plan.json", tmp_path / "out", module=module,
+                                 env=env)  # fmt: skip
+    got = [(r.key.op, r.instrument) for r in run.rows]
+    assert got == [(op, "op" if op in kid else "kernel-replay") for op in ops]
+    why = {r.key.op: r.why for r in run.rows if r.instrument == "op"}
+    assert why["die"].startswith("replay worker died (exit 9)")
+    assert why["die"].endswith("; a device fault poisons the process")
+    assert why["hang"] == "replay hung: no result within 3 s"
+    assert why["poison"] == "illegal memory access"
+    assert [p.key.op for p in pairs.rows] == ["ok0", "ok2", "ok4", "ok6"]
+    assert outputs(tmp_path / "out") == (run, pairs)
+    assert sorted(p.name for p in (tmp_path / "out").glob("part*")) == [
+        "part0", "part1", "part2", "part3"]  # fmt: skip
+
+
+@pytest.mark.proc
+def test_two_fresh_workers_that_end_nothing_stop_the_restarts(tmp_path, fake_worker):
+    module, env = fake_worker
+    plan = plan_of(row("a", spec("die")), row("b", spec("die")), row("c", spec("fine")))
+    dump_json_model(tmp_path / "plan.json", plan)
+    run, pairs = worker.run_rows(tmp_path / "plan.json", tmp_path / "out", module=module,
+                                 env=env)  # fmt: skip
+    assert [r.instrument for r in run.rows] == ["op", "op", "op"]
+    assert all(r.why.startswith("replay worker died (exit 9)") for r in run.rows)
+    assert pairs.rows == []
+    assert len(list((tmp_path / "out").glob("part*"))) == 2
+
+
+def test_the_worker_runs_as_a_module():
+    assert worker.MODULE == "zlbench.plugins.replay.worker"
+    assert sys.modules[worker.MODULE] is worker

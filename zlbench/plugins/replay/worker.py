@@ -1,0 +1,537 @@
+"""The replay worker: time the planned rows' kernels under both compilers (issue 51).
+
+::
+
+    python -m zlbench.plugins.replay.worker PLAN_JSON OUT_DIR [--skip K]
+
+``PLAN_JSON`` is a :class:`~zlbench.models.ReplayPlanFile`: the rows to replay in
+order, each with its launches (``LaunchSpec``) and per kernel id both sides' binaries
+(a triton cache group and the code digest the screen gave it), the compile requests,
+the pair rule and the timing settings. For each row, in plan order (``--skip K``: from
+row ``K`` on, for a restarted worker):
+
+1. validate: every launch replayable (no ``why_not``), every kernel id with a compile
+   request and a binary of both sides, no buffer shared by two launches (an
+   intermediate buffer: each launch's arguments are materialized apart);
+2. load both sides' binaries (:mod:`.binaries`: the cubin's code digest must be the
+   screen's before any sample counts) and materialize every launch's arguments
+   (:func:`.materialize.materialize`, seeded by a hash of the row key and the launch's
+   index), checked against what each binary was specialised on
+   (:func:`.binaries.check_args`);
+3. time the two sides paired (:func:`.timing.time_paired`: one stream, ABBA, inputs
+   restored and L2 flushed before every timed call, stopped by the pair rule); a side's
+   call launches the row's launches in order, each ``count`` times;
+4. run each side once more and compare every tensor argument
+   (:func:`.timing.side_outputs`, :func:`.timing.compare_outputs`).
+
+A row that fails any step falls back to the op path (``ReplayedRow.instrument "op"``
+with the reason in one line) and contributes no samples; so does a row whose outputs
+differ between PR and base (``outputs "differ"``): its timing may not be of the same
+work. Nothing the worker writes for such a row can make it PASS.
+
+Outputs, rewritten atomically after every row (what a dead worker did survives):
+``OUT_DIR/rows.json`` (a :class:`~zlbench.models.ReplayRun` whose ``rows`` are the rows
+this worker handled) and ``OUT_DIR/pairs.json`` (a ``PairsFile``: the samples of the
+rows replayed, judged by the same pair rule as the op path's A/B).
+
+stdout speaks the compile workers' line protocol (:mod:`zlbench.protocol.compile_lines`)
+with the plan's row index as the item: ``ZLBENCH_COMPILED <i> ok`` (replayed) or
+``ZLBENCH_COMPILED <i> failed <why>`` (fell back) as each row ends, then ``ZLBENCH_REPLAY
+rows=N failed=F out=OUT_DIR`` once done. A bad plan: exit 2, one line on stderr.
+
+A hang or a device fault: a kernel that hangs blocks the process in a synchronisation
+no Python timeout can interrupt, and a CUDA fault (an illegal address) poisons the
+process's context, so every later launch fails too. The worker therefore checks the
+device after a row fails (``torch.cuda.synchronize``); when it is broken it writes its
+outputs and exits :data:`POISONED` after the failed row's line. :func:`run_rows` (the
+caller's side) runs the worker, gives each row ``row_timeout_s`` (the first row
+:data:`STARTUP_S` more: CUDA and launcher start-up), kills a worker that goes past it or
+dies, records the row in flight as fallen back, and starts a fresh worker for the
+remaining rows; it merges the parts into ``OUT_DIR/rows.json`` and ``pairs.json``.
+
+GPU only, not verified on a GPU in this session: the default seams (real binaries,
+CUDA event timing, the L2 flush, the device check). The tests inject fakes, and load
+real cubins under the stand-in driver (launches do nothing).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import math
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from zlbench.errors import ZlbenchError
+from zlbench.models import (
+    REPLAY_PAIRS,
+    PairedSamples,
+    PairSample,
+    PairsFile,
+    ReplayedRow,
+    ReplayPlanFile,
+    ReplayRun,
+    RowKey,
+    dump_json_model,
+    load_json_model,
+)
+from zlbench.models.replay import PlannedRow
+from zlbench.protocol import compile_lines
+from zlbench.protocol.pairs import SIDES, PairRule, complete_pairs
+
+REPLAY_END = "ZLBENCH_REPLAY"  # the worker's end line
+ROWS_JSON = "rows.json"  # OUT_DIR/rows.json: a ReplayRun of the rows handled
+POISONED = 3  # exit status: the device broke; the caller restarts for the rest
+STARTUP_S = 120.0  # the first row's extra time in a fresh worker
+LOG_TAIL = 3
+MODULE = "zlbench.plugins.replay.worker"
+
+
+# --------------------------------------------------------------------------- seams
+
+
+@dataclass
+class Seams:
+    """What the worker calls to load, materialize, launch and time; the defaults are
+    the real ones (:func:`real_seams`), tests inject fakes."""
+
+    binaries: Callable[[ReplayPlanFile], Any]  # -> .get(kid, side, ref), .close()
+    materialize: Callable[[Any, str, int], list]  # (LaunchSpec, device, seed) -> args
+    check_args: Callable[[Any, Sequence[Any]], None]  # (CompileRequest, args)
+    launch: Callable[[Any, Sequence[int], Sequence[Any]], None]  # (kernel, grid, args)
+    timer: Callable[[str], Any]  # device -> a Timer
+    flush: Callable[[str], Callable[[], None] | None]  # device -> the L2 flush
+    time_paired: Callable[..., list[dict]]
+    side_outputs: Callable[..., dict[str, list]]
+    compare_outputs: Callable[..., tuple[bool, float]]
+    healthy: Callable[[str], bool]  # device -> still usable after a failed row
+
+
+def real_seams() -> Seams:
+    from zlbench.plugins.replay import binaries, materialize, timing
+
+    def make_binaries(plan: ReplayPlanFile) -> binaries.Binaries:
+        return binaries.Binaries(plan.requests, plan.exec_generated)
+
+    def timer(device: str) -> Any:
+        cuda = device.startswith("cuda")
+        return timing.CudaEventTimer() if cuda else timing.PerfCounterTimer()
+
+    return Seams(
+        binaries=make_binaries,
+        materialize=materialize.materialize,
+        check_args=binaries.check_args,
+        launch=binaries.launch,
+        timer=timer,
+        flush=timing.l2_flush,
+        time_paired=timing.time_paired,
+        side_outputs=timing.side_outputs,
+        compare_outputs=timing.compare_outputs,
+        healthy=device_healthy,
+    )
+
+
+def device_healthy(device: str) -> bool:
+    """False when the device's context is broken (a fault of an earlier launch surfaces
+    at the synchronisation); always True on the CPU."""
+    if not device.startswith("cuda"):
+        return True
+    import torch
+
+    try:
+        torch.cuda.synchronize()
+    except Exception:  # noqa: BLE001 - any error here: the context is gone
+        return False
+    return True
+
+
+# --------------------------------------------------------------------------- one row
+
+
+def _error(why: str) -> Exception:
+    from zlbench.plugins.replay.materialize import ReplayError
+
+    return ReplayError(why)
+
+
+def one_line(e: BaseException) -> str:
+    text = str(e).strip().splitlines()
+    msg = f"{type(e).__name__}: {text[0]}" if text else type(e).__name__
+    return msg if not isinstance(e, ZlbenchError) else (text[0] if text else msg)
+
+
+def row_seed(key: RowKey, launch: int) -> int:
+    """The seed of a row's ``launch``-th launch's stand-in values: a hash of the row key
+    (the same row draws the same values in every gate)."""
+    text = f"{key.model_dump_json()}#{launch}"
+    return int(hashlib.sha256(text.encode("utf-8")).hexdigest()[:8], 16)
+
+
+def kernel_ids(row: PlannedRow) -> list[str]:
+    """The row's kernel ids in first-launch order."""
+    return list(dict.fromkeys(launch.kernel_id for launch in row.launches))
+
+
+def why_not(plan: ReplayPlanFile, row: PlannedRow) -> str | None:
+    """Why ``row`` cannot be replayed as planned (one line), None when it can."""
+    for launch in row.launches:
+        if launch.why_not:
+            return f"launch of {launch.kernel} not replayable: {launch.why_not}"
+    for kid in kernel_ids(row):
+        if kid not in plan.requests:
+            return f"kernel {kid}: no compile request in the plan"
+        sides = row.binaries.get(kid, {})
+        missing = [s for s in SIDES if s not in sides]
+        if missing:
+            return f"kernel {kid}: no {' and no '.join(missing)} binary"
+    owner: dict[int, int] = {}
+    for i, launch in enumerate(row.launches):
+        for a in launch.args:
+            if a.kind == "tensor" and owner.setdefault(a.buffer, i) != i:
+                return "intermediate buffer between launches"
+    return None
+
+
+def _side_call(seams: Seams, calls: list[tuple[Any, list[int], int, int, int]]) -> Callable:
+    def run(args: list) -> None:
+        for kernel, grid, lo, hi, count in calls:
+            for _ in range(count):
+                seams.launch(kernel, grid, args[lo:hi])
+
+    return run
+
+
+def replay_row(
+    plan: ReplayPlanFile, row: PlannedRow, seams: Seams, loaded: Any, rule: PairRule
+) -> tuple[ReplayedRow, PairedSamples | None]:
+    """One row's outcome and, when it was replayed, its samples (module docstring).
+    A failure is the row's fallback; only a bug outside the seams raises."""
+    kids = kernel_ids(row)
+    why = why_not(plan, row)
+    if why is not None:
+        return ReplayedRow(key=row.key, instrument="op", why=why, kernels=kids), None
+    try:
+        kernels = {
+            (kid, side): loaded.get(kid, side, row.binaries[kid][side])
+            for kid in kids
+            for side in SIDES
+        }
+        args: list = []
+        calls: dict[str, list] = {side: [] for side in SIDES}
+        for i, launch in enumerate(row.launches):
+            mine = list(seams.materialize(launch, plan.device, row_seed(row.key, i)))
+            seams.check_args(plan.requests[launch.kernel_id], mine)
+            lo, hi = len(args), len(args) + len(mine)
+            args += mine
+            for side in SIDES:
+                kernel = kernels[(launch.kernel_id, side)]
+                calls[side].append((kernel, list(launch.grid), lo, hi, launch.count))
+        launch_of = {side: _side_call(seams, calls[side]) for side in SIDES}
+        samples = seams.time_paired(
+            launch_of,
+            args,
+            rule=rule,
+            timer=seams.timer(plan.device),
+            flush=seams.flush(plan.device),
+            warmup=plan.warmup,
+            reps=plan.reps,
+        )
+        outs = seams.side_outputs(launch_of, args)
+        match, err = seams.compare_outputs(outs["pr"], outs["base"], rtol=plan.rtol, atol=plan.atol)
+        kept = PairedSamples(key=row.key, samples=[PairSample(**s) for s in samples])
+    except Exception as e:  # noqa: BLE001 - any failure of one row: it falls back
+        return ReplayedRow(key=row.key, instrument="op", why=one_line(e), kernels=kids), None
+    error = float(err) if math.isfinite(err) else None
+    if not match:
+        shown = f"{err:.3g}" if error is not None else "inf"
+        why = f"PR and base outputs differ after replay (max error {shown})"
+        out = ReplayedRow(key=row.key, instrument="op", why=why, kernels=kids,
+                          outputs="differ", max_error=error)  # fmt: skip
+        return out, None
+    pairs = len(complete_pairs([s.model_dump() for s in kept.samples])[0])
+    out = ReplayedRow(key=row.key, instrument="kernel-replay", kernels=kids,
+                      outputs="match", max_error=error, pairs=pairs)  # fmt: skip
+    return out, kept
+
+
+# --------------------------------------------------------------------------- the worker
+
+
+def write_outputs(out_dir: Path, rows: list[ReplayedRow], pairs: list[PairedSamples],
+                  seconds: float) -> None:  # fmt: skip
+    """``rows.json`` and ``pairs.json`` (atomic writes; samples of replayed rows only)."""
+    replayed = {r.key for r in rows if r.instrument == "kernel-replay"}
+    kept = [p for p in pairs if p.key in replayed]
+    run = ReplayRun(changed_rows=0, rows=rows, seconds=round(seconds, 3))
+    dump_json_model(out_dir / ROWS_JSON, run)
+    dump_json_model(out_dir / REPLAY_PAIRS, PairsFile(rows=kept))
+
+
+def replay_plan(
+    plan: ReplayPlanFile,
+    out_dir: Path,
+    seams: Seams,
+    *,
+    skip: int = 0,
+    on_row: Callable[[int, str | None], None] | None = None,
+) -> int:
+    """Replay ``plan``'s rows from ``skip`` on into ``out_dir`` (module docstring);
+    ``on_row(index, why)`` as each row ends (why None: replayed). Returns 0, or
+    :data:`POISONED` when a failed row left the device broken (the rows after it not
+    tried)."""
+    rule = PairRule.from_json(plan.rule) if plan.rule else PairRule()
+    out_dir.mkdir(parents=True, exist_ok=True)
+    rows: list[ReplayedRow] = []
+    pairs: list[PairedSamples] = []
+    t0 = time.monotonic()
+    write_outputs(out_dir, rows, pairs, 0.0)
+    loaded = seams.binaries(plan)
+    try:
+        for i in range(skip, len(plan.rows)):
+            got, samples = replay_row(plan, plan.rows[i], seams, loaded, rule)
+            rows.append(got)
+            pairs += [samples] if samples is not None else []
+            write_outputs(out_dir, rows, pairs, time.monotonic() - t0)
+            if on_row is not None:
+                on_row(i, None if got.instrument == "kernel-replay" else got.why)
+            if got.instrument != "kernel-replay" and not seams.healthy(plan.device):
+                return POISONED
+    finally:
+        close = getattr(loaded, "close", None)
+        if close is not None:
+            close()
+    return 0
+
+
+def load_plan(path: str | os.PathLike) -> ReplayPlanFile:
+    """The plan, or a ZlbenchError of one line (unreadable, invalid, a bad rule)."""
+    plan = load_json_model(path, ReplayPlanFile)
+    if plan.rule:
+        try:
+            PairRule.from_json(plan.rule)
+        except Exception as e:  # noqa: BLE001 - any bad rule text is the plan's error
+            raise ZlbenchError(f"{path}: rule: {one_line(e)}") from None
+    keys = [r.key for r in plan.rows]
+    if len(set(keys)) != len(keys):
+        raise ZlbenchError(f"{path}: a row is planned twice")
+    return plan
+
+
+def main(argv: list[str] | None = None, seams: Seams | None = None) -> int:
+    p = argparse.ArgumentParser(prog=f"python -m {MODULE}")
+    p.add_argument("plan", help="a ReplayPlanFile (plan.json)")
+    p.add_argument("out_dir", help="where to write rows.json and pairs.json")
+    p.add_argument("--skip", type=int, default=0, metavar="K", help="start at row K")
+    args = p.parse_args(argv)
+    failed = 0
+
+    def on_row(i: int, why: str | None) -> None:
+        nonlocal failed
+        failed += why is not None
+        compile_lines.write_item(str(i), why)
+
+    try:
+        plan = load_plan(args.plan)
+        if not 0 <= args.skip <= len(plan.rows):
+            raise ZlbenchError(f"--skip {args.skip}: the plan has {len(plan.rows)} rows")
+        status = replay_plan(plan, Path(args.out_dir), seams or real_seams(),
+                             skip=args.skip, on_row=on_row)  # fmt: skip
+    except ZlbenchError as e:
+        print(f"zlbench: {e}", file=sys.stderr)
+        return 2
+    if status:
+        print(f"zlbench: replay: the device failed after a row; stopped (exit {status})",
+              file=sys.stderr)  # fmt: skip
+        return status
+    rows = len(plan.rows) - args.skip
+    compile_lines.write_end(REPLAY_END, rows=rows, failed=failed, out=args.out_dir)
+    return 0
+
+
+# --------------------------------------------------------------------------- the caller
+
+
+@dataclass
+class Part:
+    """What one worker process did: rows it ended (index -> why, None replayed), the
+    row it was in when it stopped and why (None: it finished)."""
+
+    ended: dict[int, str | None]
+    lost: tuple[int, str] | None
+    out: Path
+
+
+def _reader(stream: Any, q: queue.Queue) -> None:
+    for line in stream:
+        q.put(line)
+    q.put(None)
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    """Kill the worker (its process group: it started none of its own)."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except OSError:
+        proc.kill()
+    proc.wait()
+
+
+def _tail(path: Path) -> str:
+    try:
+        lines = path.read_text(encoding="utf-8", errors="replace").strip().splitlines()
+    except OSError:
+        return ""
+    return " | ".join(lines[-LOG_TAIL:])
+
+
+def run_part(
+    cmd: list[str], plan: ReplayPlanFile, skip: int, out: Path, env: Mapping[str, str] | None
+) -> Part:
+    """One worker process from row ``skip`` on, each row given ``row_timeout_s`` (the
+    first :data:`STARTUP_S` more)."""
+    out.mkdir(parents=True, exist_ok=True)
+    log = out / "stderr.log"
+    with open(log, "w", encoding="utf-8") as err:
+        proc = subprocess.Popen(
+            [*cmd, "--skip", str(skip)],
+            stdout=subprocess.PIPE,
+            stderr=err,
+            text=True,
+            env=dict(env) if env is not None else None,
+            start_new_session=True,
+        )
+    q: queue.Queue = queue.Queue()
+    reader = threading.Thread(target=_reader, args=(proc.stdout, q), daemon=True)
+    reader.start()
+    try:
+        return _watch(proc, q, plan, skip, out)
+    finally:
+        if proc.poll() is None:
+            _stop(proc)
+        reader.join(timeout=10)
+        proc.stdout.close()
+
+
+def _watch(
+    proc: subprocess.Popen, q: queue.Queue, plan: ReplayPlanFile, skip: int, out: Path
+) -> Part:
+    log = out / "stderr.log"
+    ended: dict[int, str | None] = {}
+    finished = False
+    deadline = time.monotonic() + plan.row_timeout_s + STARTUP_S
+    while True:
+        try:
+            line = q.get(timeout=max(0.0, deadline - time.monotonic()))
+        except queue.Empty:
+            _stop(proc)
+            nxt = max(ended, default=skip - 1) + 1
+            hung = f"replay hung: no result within {plan.row_timeout_s:g} s"
+            return Part(ended, (nxt, hung), out)
+        if line is None:
+            break
+        report = compile_lines.read_lines([line], REPLAY_END)
+        for item, why in report.items.items():
+            if item.isdigit():
+                ended[int(item)] = why
+                deadline = time.monotonic() + plan.row_timeout_s
+        finished = finished or report.end is not None
+    rc = proc.wait()
+    nxt = max(ended, default=skip - 1) + 1
+    if finished and rc == 0 or nxt >= len(plan.rows):
+        return Part(ended, None, out)
+    if rc == POISONED:  # the failed row has its line; the rest go to a fresh worker
+        return Part(ended, (nxt, ""), out)
+    why = f"replay worker died (exit {rc}): {_tail(log)}".rstrip(": ")
+    return Part(ended, (nxt, f"{why}; a device fault poisons the process"), out)
+
+
+def run_rows(
+    plan_path: str | os.PathLike,
+    out_dir: str | os.PathLike,
+    *,
+    python: str | None = None,
+    env: Mapping[str, str] | None = None,
+    module: str = MODULE,
+) -> tuple[ReplayRun, PairsFile]:
+    """Replay a plan's rows with worker processes (module docstring), restarting after
+    a hang, a death or a broken device; writes and returns ``OUT_DIR/rows.json`` and
+    ``pairs.json`` merged in plan order. A row a worker did not end is a fallback with
+    why; a row only counts as replayed where its worker said so and wrote it so."""
+    plan = load_plan(plan_path)
+    out = Path(out_dir)
+    cmd = [python or sys.executable, "-m", module, str(plan_path)]
+    results: dict[int, ReplayedRow] = {}
+    samples: dict[RowKey, PairedSamples] = {}
+    t0, skip, n, fruitless = time.monotonic(), 0, 0, 0
+    while skip < len(plan.rows):
+        part = run_part([*cmd, str(out / f"part{n}")], plan, skip, out / f"part{n}", env)
+        n += 1
+        _collect(plan, part, results, samples)
+        if part.lost is None:
+            break
+        lost, why = part.lost
+        fruitless = fruitless + 1 if not part.ended else 0
+        if fruitless >= 2:  # two fresh workers in a row ended nothing: not one row's fault
+            for i in range(lost, len(plan.rows)):
+                results[i] = ReplayedRow(key=plan.rows[i].key, instrument="op", why=why,
+                                         kernels=kernel_ids(plan.rows[i]))  # fmt: skip
+            break
+        if why and lost < len(plan.rows):
+            row = plan.rows[lost]
+            results[lost] = ReplayedRow(key=row.key, instrument="op", why=why,
+                                        kernels=kernel_ids(row))  # fmt: skip
+            lost += 1
+        skip = max(lost, skip + 1)
+    rows = []
+    for i, row in enumerate(plan.rows):
+        got = results.get(i) or ReplayedRow(
+            key=row.key, instrument="op", why="not replayed: the worker stopped before it",
+            kernels=kernel_ids(row),
+        )  # fmt: skip
+        rows.append(got)
+    kept = [samples[r.key] for r in rows if r.instrument == "kernel-replay" and r.key in samples]
+    write_outputs(out, rows, kept, time.monotonic() - t0)
+    run = load_json_model(out / ROWS_JSON, ReplayRun)
+    return run, load_json_model(out / REPLAY_PAIRS, PairsFile)
+
+
+def _collect(plan: ReplayPlanFile, part: Part, results: dict, samples: dict) -> None:
+    """The rows ``part`` ended, as its outputs say; a row its line and its rows.json
+    disagree on (or missing from them) falls back."""
+    try:
+        got = {r.key: r for r in load_json_model(part.out / ROWS_JSON, ReplayRun).rows}
+        pairs = {p.key: p for p in load_json_model(part.out / REPLAY_PAIRS, PairsFile).rows}
+    except ZlbenchError as e:
+        got, pairs = {}, {}
+        unreadable = f"replay worker's outputs unreadable: {e}"
+    else:
+        unreadable = "replay worker's outputs miss this row"
+    for i, why in part.ended.items():
+        if not 0 <= i < len(plan.rows):
+            continue
+        row = plan.rows[i]
+        mine = got.get(row.key)
+        if mine is None or (why is None) != (mine.instrument == "kernel-replay"):
+            results[i] = ReplayedRow(key=row.key, instrument="op", why=unreadable,
+                                     kernels=kernel_ids(row))  # fmt: skip
+            continue
+        results[i] = mine
+        if mine.instrument == "kernel-replay":
+            if row.key not in pairs:
+                results[i] = ReplayedRow(key=row.key, instrument="op", why=unreadable,
+                                         kernels=kernel_ids(row))  # fmt: skip
+            else:
+                samples[row.key] = pairs[row.key]
+
+
+if __name__ == "__main__":
+    sys.exit(main())
