@@ -43,6 +43,7 @@ from zlbench.models import (
     load_yaml_model,
     resolve_inside,
 )
+from zlbench.models.replay import LAUNCHES_JSON, LaunchCapture
 from zlbench.models.store import PACK_SUFFIX, STORE_DIR, is_store_ref, pack_path, read_pack
 from zlbench.protocol.layout import MANIFEST_YAML, OPS_STATUS, RECORDS_DIR, RESULT_JSON, TTGIR_DIR
 from zlbench.report.escape import log_escape
@@ -57,6 +58,8 @@ HASHED_PATTERNS = (
     "*/*/autotune_records/*.json",
     f"*/*/{CODEGEN_DIR}/{CODEGEN_INDEX}",
     f"*/*/{CODEGEN_DIR}/{CODEGEN_BLOBS}/*",
+    # the kernel-replay tier's capture of each row's timed launches (models.replay)
+    f"*/*/{CODEGEN_DIR}/{LAUNCHES_JSON}",
     # the compact layout's content-addressed packs of stage texts (models.store)
     f"{STORE_DIR}/*{PACK_SUFFIX}",
 )
@@ -390,6 +393,28 @@ def _verify_codegen(op_dir: Path, rep: VerifyReport) -> None:
         return
     if found is not None:
         rep.codegen_ops += 1
+        problem = launch_capture_problem(op_dir, found[0])
+        if problem is not None:
+            rep.problems.append(problem)
+
+
+def launch_capture_problem(run_dir: Path, index: CodegenIndex) -> str | None:
+    """What is wrong with ``run_dir``'s launch capture (``codegen/launches.json``,
+    docs/replay.md): unreadable, or naming a kernel id that ``index`` does not hold;
+    None when it is sound or absent."""
+    path = codegen_dir(run_dir) / LAUNCHES_JSON
+    if not path.is_file():
+        return None
+    try:
+        capture = load_json_model(path, LaunchCapture)
+    except ZlbenchError as e:
+        return str(e)
+    ids = {r.id for r in index.records}
+    named = {s.kernel_id for r in capture.rows for s in r.launches if s.kernel_id}
+    unknown = sorted(named - ids)
+    if unknown:
+        return f"{path}: names kernel {unknown[0]}, which its codegen index does not hold"
+    return None
 
 
 def codegen_blobs(run_dir: Path) -> tuple[CodegenIndex, list[str]] | None:

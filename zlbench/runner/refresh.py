@@ -48,6 +48,7 @@ from zlbench.models import (
     read_ops_status,
 )
 from zlbench.models.codegen import dump_codegen_index
+from zlbench.models.replay import LAUNCHES_JSON
 from zlbench.protocol.layout import (
     MANIFEST_YAML,
     OPS_STATUS,
@@ -399,8 +400,21 @@ def _copy_codegen(cfg: RefreshConfig, key: str, dst: Path, passes: list[Path]) -
             (out / blob).parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(src / blob, out / blob)
         index = baselines.with_compile_times(index, _other_indexes(passes, batch_dir, key))
+        _copy_launches(cfg, key, batch_dir / key, dst, index)
         dump_codegen_index(out / CODEGEN_INDEX, index)
         return
+
+
+def _copy_launches(cfg: RefreshConfig, key: str, src: Path, dst: Path, index: CodegenIndex) -> None:
+    """The kernel-replay capture of the pass whose index is kept (docs/replay.md),
+    when it is sound for that index; else none (the gate times those rows through
+    the op path)."""
+    problem = baselines.launch_capture_problem(src, index)
+    if problem is not None:
+        _say(cfg, f"refresh: {key}: launch capture left out: {problem}")
+    elif (codegen_dir(src) / LAUNCHES_JSON).is_file():
+        codegen_dir(dst).mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(codegen_dir(src) / LAUNCHES_JSON, codegen_dir(dst) / LAUNCHES_JSON)
 
 
 def _pinned_only(
