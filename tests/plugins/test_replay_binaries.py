@@ -248,3 +248,21 @@ def test_a_planned_row_replays_end_to_end_under_the_standin(built, monkeypatch, 
     assert got["block"].why == "argument BLOCK=64: the binary was compiled for 128"
     pairs = load_json_model(tmp_path / "out" / REPLAY_PAIRS, PairsFile)
     assert [r.key.op for r in pairs.rows] == ["same"]
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (sm_90)")
+def test_both_sides_replay_on_the_gpu(built, monkeypatch, tmp_path):
+    """GPU only (not run in the session that wrote it): the PR's and the base's (ptxas
+    -O0) cubins of the same kernel launched through this runtime, timed with CUDA events
+    and the L2 flush; their outputs match."""
+    b, pr, base = built
+    monkeypatch.syspath_prepend(str(b.mod))
+    kid = b.rec.id
+    plan = ReplayPlanFile(device="cuda", rows=[_row("gpu", pr.refs[kid], base.refs[kid], kid)],
+                          requests={kid: b.rec.request})  # fmt: skip
+    assert worker.replay_plan(plan, tmp_path / "out", worker.real_seams()) == 0
+    run = load_json_model(tmp_path / "out" / worker.ROWS_JSON, ReplayRun)
+    assert (run.rows[0].instrument, run.rows[0].outputs) == ("kernel-replay", "match")
+    samples = load_json_model(tmp_path / "out" / REPLAY_PAIRS, PairsFile).rows[0].samples
+    assert {s.side for s in samples} == {"pr", "base"}
