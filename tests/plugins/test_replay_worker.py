@@ -9,7 +9,6 @@ fake seams). Loading real binaries end to end: tests/plugins/test_replay_binarie
 from __future__ import annotations
 
 import json
-import sys
 import textwrap
 from pathlib import Path
 
@@ -350,8 +349,3 @@ def test_two_fresh_workers_that_end_nothing_stop_the_restarts(tmp_path, fake_wor
     assert all(r.why.startswith("replay worker died (exit 9)") for r in run.rows)
     assert pairs.rows == []
     assert len(list((tmp_path / "out").glob("part*"))) == 2
-
-
-def test_the_worker_runs_as_a_module():
-    assert worker.MODULE == "zlbench.plugins.replay.worker"
-    assert sys.modules[worker.MODULE] is worker
