@@ -80,6 +80,14 @@ def add_codegen_options(p) -> None:
         "out is listed in every report, never judged PASS (default: no budget)",
     )
     g.add_argument(
+        "--replay",
+        action="store_true",
+        help="with --base-compiler: time the changed rows whose launches the baseline "
+        "captured (codegen/launches.json) standalone, PR and base binaries interleaved on "
+        "this GPU (kernel replay, docs/replay.md); the other changed rows and one op per op "
+        "family through FlagGems as without it. Not yet run on a GPU",
+    )
+    g.add_argument(
         "--time-first",
         type=Path,
         default=None,
@@ -184,6 +192,7 @@ def job_from_args(args, settings: Settings, ops_dir: Path):
         time=_time_mode(args),
         time_budget_s=args.time_budget,
         time_first=args.time_first,
+        replay=args.replay,
         store=args.store or settings.store,
         store_branch=args.store_branch,
         codegen_jobs=args.codegen_jobs or os.cpu_count() or 1,

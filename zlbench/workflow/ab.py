@@ -35,6 +35,7 @@ from zlbench.gate.paired import (
     pair_samples,
     side_mismatch,
 )
+from zlbench.gate.replay import ReplayEvidence, check_replay
 from zlbench.models import (
     AbCompiler,
     AbSummary,
@@ -324,6 +325,32 @@ def load_paired(
     return PairedEvidence(summary=summary, rows=paired, rule=rule)
 
 
+def load_replay(
+    verdict: GateVerdict, gate_dir: Path, rule: PairRule | None = None
+) -> ReplayEvidence | None:
+    """The kernel replay of ``<gate_dir>/replay/`` as evidence (None when the dir holds
+    none, or the verdict is an ERROR): its run, and each replayed row's statistic
+    re-derived from its samples; pairs for a row the run does not list as replayed
+    with matching outputs are refused (one line)."""
+    from zlbench.models import (
+        REPLAY_DIR,
+        REPLAY_JSON,
+        REPLAY_PAIRS,
+        PairsFile,
+        ReplayRun,
+        load_json_model,
+    )
+
+    rdir = gate_dir / REPLAY_DIR
+    if verdict.exit_code == 2 or not (rdir / REPLAY_JSON).exists():
+        return None
+    run = load_json_model(resolve_inside(gate_dir, f"{REPLAY_DIR}/{REPLAY_JSON}"), ReplayRun)
+    pairs = load_json_model(resolve_inside(gate_dir, f"{REPLAY_DIR}/{REPLAY_PAIRS}"), PairsFile)
+    rows = pair_samples(pairs, rule or PairRule())
+    check_replay(run, rows)
+    return ReplayEvidence(run=run, rows=rows)
+
+
 def judge_ab(verdict: GateVerdict, gate_dir: Path, options: AbOptions | None = None) -> GateVerdict:
     """``verdict`` with the rows of ``<gate_dir>/ab/`` judged on their A/B (unchanged
     when the dir holds no A/B), at the summary's paired threshold and floor, or at
@@ -421,8 +448,10 @@ def evidence(
     gate dir), the accept list, and ``screen`` (:mod:`zlbench.gate.decide`)."""
     if measure is not None:
         measure_ab(ctx, verdict, gate_dir, measure)
+    paired = load_paired(verdict, gate_dir, ctx.options)
     return Evidence(
-        paired=load_paired(verdict, gate_dir, ctx.options),
+        paired=paired,
+        replay=load_replay(verdict, gate_dir, paired.rule if paired is not None else None),
         accept=list(ctx.accept),
         accept_source=str(ctx.options.accept or ""),
         screen=screen,

@@ -16,6 +16,7 @@ temp triton cache dir that the measuring batches of the compiler under test shar
 
 from __future__ import annotations
 
+import shlex
 import sys
 import tempfile
 import time
@@ -33,6 +34,7 @@ from zlbench.gate.load import (
     load_results,
     report_label,
 )
+from zlbench.protocol.layout import op_key
 from zlbench.runner.ab.env import PR_ENV, CompilerEnv
 from zlbench.workflow.ab import measure_interleaved
 from zlbench.workflow.codegen import (
@@ -162,7 +164,7 @@ def _measure_and_judge(
         inputs.baseline,
         inputs.opts.scope,
         job.selection.ops_dir,
-        job.time_budget_s,
+        None if job.replay else job.time_budget_s,  # --replay: the budget is the replay's
         job.time_first,
     )
     scope = inputs.opts.scope  # the ops judged: those timed when the plan left some out
@@ -174,6 +176,9 @@ def _measure_and_judge(
         seams.say(f"zlbench gate: --time changed: {len(ops)} op(s) timed, "
                    f"{len(codegen.skipped)} proven unchanged by the codegen screen")  # fmt: skip
         scope = ops  # the skipped ops are not judged MISSING
+    if job.replay and codegen.screen is not None:
+        with timed(inputs.steps, "replay"):
+            ops, scope = replay_step(inputs, job, out, seams, codegen, set(ops), scope)
     measured = measure_ops(codegen, ops, seams.say)  # not those that fail to compile
     req = MeasureRequest(inputs.baseline, measured, out / RESULTS_DIR, job.shard, job)
     req.shared_cache = _shared_cache(inputs, codegen, cache, seams)
@@ -186,6 +191,62 @@ def _measure_and_judge(
     with timed(inputs.steps, "measure"):
         batch_dir, _ = _measure_step(inputs, req, seams)
     return _judge_measured(inputs, req, load_results(batch_dir), seams, codegen, scope)
+
+
+def replay_step(
+    inputs: GateInputs,
+    job: GateJob,
+    out: Path,
+    seams: GateSeams,
+    codegen: CodegenStep,
+    ops: set[str],
+    scope: set[str] | None,
+) -> tuple[set[str], set[str] | None]:
+    """``--replay``: the changed rows of ``ops`` timed by kernel replay first
+    (:mod:`zlbench.runner.replay`, ``<out>/replay/``); (the ops the op path still
+    measures, the ops judged). An op with a row deferred beyond ``--time-budget`` is
+    neither measured nor judged: it is listed with the command that times it, as an op
+    over the op-level budget is."""
+    from zlbench.runner.replay import ReplaySide, families_of, replay_changed, replay_env
+
+    assert codegen.screen is not None and inputs.ab.base is not None
+    front = flaggems_sources(job.flaggems_dirs.values())
+    base = inputs.ab.base
+    outcome = replay_changed(
+        baseline=inputs.baseline,
+        screen=codegen.screen,
+        ops=ops,
+        out=out,
+        pr=ReplaySide(env=replay_env(front)),
+        base=ReplaySide(python=base.python, env=base.environ(replay_env(front))),
+        budget_s=job.time_budget_s,
+        rerun=rerun_command(job),
+        say=seams.say,
+        families=families_of(inputs.baseline, job.selection.ops_dir),
+    )
+    deferred = {}
+    for d in outcome.run.deferred:
+        deferred.setdefault(op_key(d.key.repo, d.key.run_name), d.command)
+    for key, command in deferred.items():
+        codegen.summary.over_budget[key] = f"rows deferred beyond the replay's budget: {command}"
+    judged = (scope if scope is not None else set(inputs.baseline.ops)) - set(deferred)
+    return ops - outcome.replayed_ops - set(deferred), judged
+
+
+def rerun_command(job: GateJob) -> str:
+    """``zlbench gate ...`` as this job was started, less the flags a deferred row's
+    command sets again (``--ops``, ``--time``) or must not repeat (``--out``,
+    ``--time-budget``, the ops files)."""
+    drop = {"--time-budget", "--ops", "--ops-file", "--out", "--time"}
+    words, skip = [], False
+    for w in job.argv[1:]:
+        if skip:
+            skip = False
+        elif w.split("=", 1)[0] in drop:
+            skip = "=" not in w
+        else:
+            words.append(w)
+    return shlex.join(["zlbench", *(words or ["gate"])])
 
 
 def _measure_step(inputs: GateInputs, req: MeasureRequest, seams: GateSeams) -> tuple[Path, int]:

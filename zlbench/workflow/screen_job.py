@@ -34,6 +34,8 @@ def run_gate_job(
         raise ZlbenchError(
             "--screen-only and --screen are for a gate that screens or measures: not with --results"
         )
+    if job.replay:
+        _check_replay(job, screen_only)
     base = _base_side(job)  # the base compiler the screen diffs against (before --out)
     if screen_only:
         return _screen_only(replace(job, codegen_base=base), seams)
@@ -67,6 +69,18 @@ def run_gate_job(
         )
     job = replace(job, time=mode, time_budget_s=artifact.plan.budget_s)
     return run_gate(job, replace(seams, screen=artifact))
+
+
+def _check_replay(job: GateJob, screen_only: bool) -> None:
+    """``--replay`` times PR and base binaries on this GPU: one line when it cannot."""
+    if not job.ab.base_compiler:
+        raise ZlbenchError(
+            "--replay times the PR's and the base's binaries side by side: give --base-compiler ENV"
+        )
+    if screen_only or job.results is not None or job.shard is not None:
+        raise ZlbenchError(
+            "--replay measures on a GPU: not with --screen-only, --results or --shard"
+        )
 
 
 def _screen_only(job: GateJob, seams: GateSeams) -> int:

@@ -1,0 +1,196 @@
+"""The gate's replay step (zlbench.runner.replay, issue 51): from a baseline with
+captured launches and a screen, the plan, both sides' builds and the worker (seams
+here: no GPU), to replay/replay.json and pairs.json and the ops judged by replay alone."""
+
+from __future__ import annotations
+
+from tests.support import cgsynth
+from tests.support.zlsynth import brow, write_baseline
+from zlbench.gate.load import load_baseline
+from zlbench.models import (
+    LAUNCHES_JSON,
+    LaunchCapture,
+    PairedSamples,
+    PairSample,
+    PairsFile,
+    ReplayedRow,
+    ReplayRun,
+    RowKey,
+    dump_json_model,
+    load_json_model,
+)
+from zlbench.models.codegen_screen import CodegenClass, CodegenScreen, KernelScreen
+from zlbench.models.replay import (
+    REPLAY_PLAN,
+    ArgSpec,
+    BinaryRef,
+    LaunchSpec,
+    ReplayPlanFile,
+    RowLaunches,
+    TensorStats,
+)
+from zlbench.plugins.replay.binaries import SideBuild
+from zlbench.runner.replay import DIFFERS_FROM_SCREEN, ReplaySide, replay_changed
+
+SH, SH2 = "[torch.Size([64])]", "[torch.Size([128])]"
+
+
+def key(op: str, shape: str = SH) -> RowKey:
+    return RowKey(repo="main", run_name=op, op=op, dtype="bfloat16", shape=shape)
+
+
+def _launch(kid: str) -> LaunchSpec:
+    x = ArgSpec(name="x", kind="tensor", dtype="bfloat16", shape=[64], strides=[1], storage=64,
+                stats=TensorStats(min=-1.0, max=1.0, mean=0.0))  # fmt: skip
+    return LaunchSpec(
+        kernel_id=kid, kernel="k", grid=[1, 1, 1], args=[x, ArgSpec(kind="int", value=64)]
+    )
+
+
+def _baseline(tmp_path):
+    """Ops a and c (one family) each with a changed, captured 64-row and an unchanged
+    128-row; op b changed without a capture."""
+    root = tmp_path / "bl"
+    ids, screen_kernels = {}, []
+    for op in ("a", "b", "c"):
+        req = cgsynth.request(name=f"{op}_kernel")
+        texts = cgsynth.stage_texts(op)
+        rec = cgsynth.record(req, texts, uses=[cgsynth.use(op, dtype="bfloat16", shape=SH)])
+        cgsynth.write_index(root / "main" / op / "codegen", [rec], [texts])
+        ids[op] = rec.id
+        screen_kernels.append(
+            KernelScreen(
+                kernel_id=rec.id,
+                name=f"{op}_kernel",
+                status=CodegenClass.TTGIR,
+                ops=[f"main/{op}"],
+                rows=[key(op)],
+                timed_ops=[f"main/{op}"],
+                timed_rows=[key(op)],
+                deltas={"sass_instructions": 5.0},
+                code_digest=f"{op}digest",
+            )  # fmt: skip
+        )
+        screen_kernels.append(  # the 128-row's own kernel: identical
+            KernelScreen(
+                kernel_id=f"{op}-same",
+                name=f"{op}_other",
+                status=CodegenClass.IDENTICAL,
+                ops=[f"main/{op}"],
+                rows=[key(op, SH2)],
+                timed_ops=[f"main/{op}"],
+                timed_rows=[key(op, SH2)],
+            )  # fmt: skip
+        )
+        if op != "b":
+            cap = LaunchCapture(rows=[RowLaunches(run_name=op, op=op, dtype="bfloat16", shape=SH,
+                                                  launches=[_launch(rec.id)])])  # fmt: skip
+            dump_json_model(root / "main" / op / "codegen" / LAUNCHES_JSON, cap)
+    rows = {op: [brow(op, SH, 1.0, lat=0.01), brow(op, SH2, 1.0, lat=0.01)] for op in "abc"}
+    write_baseline(root, rows)
+    screen = CodegenScreen(baseline_dir=str(root), kernels=screen_kernels)
+    return load_baseline(root), screen, ids
+
+
+class Fakes:
+    """build_side and run_rows seams: every kernel built; each planned row replayed with
+    ``outputs`` and 8 pairs of ``pr_us`` vs 10 µs."""
+
+    def __init__(self, outputs="match", pr_us=10.0, missing=()):
+        self.outputs, self.pr_us, self.missing, self.plan = outputs, pr_us, set(missing), None
+
+    def build_side(self, records, work, cache_dir, **kw):
+        out = SideBuild()
+        for r in records:
+            if r.id in self.missing:
+                out.errors[r.id] = "compile failed: boom"
+            else:
+                out.refs[r.id] = BinaryRef(group_dir=str(cache_dir / r.id), code_digest="d" * 64)
+        return out
+
+    def run_rows(self, plan_path, out_dir, python=None, env=None):
+        self.plan = load_json_model(plan_path, ReplayPlanFile)
+        rows, pairs = [], []
+        for p in self.plan.rows:
+            rows.append(ReplayedRow(key=p.key, instrument="kernel-replay", outputs=self.outputs,
+                                    kernels=list(p.binaries)))  # fmt: skip
+            s = []
+            for i in range(8):
+                two = [
+                    PairSample(side="pr", ms=self.pr_us / 1000),
+                    PairSample(side="base", ms=0.01),
+                ]
+                s += two if i % 2 == 0 else two[::-1]
+            pairs.append(PairedSamples(key=p.key, samples=s))
+        return ReplayRun(rows=rows), PairsFile(rows=pairs)
+
+
+def run(tmp_path, fakes, families=None):
+    baseline, screen, ids = _baseline(tmp_path)
+    said = []
+    outcome = replay_changed(
+        baseline=baseline, screen=screen, ops={"main/a", "main/b", "main/c"},
+        out=tmp_path / "gate", pr=ReplaySide(), base=ReplaySide(python="/base/python"),
+        budget_s=None, rerun="zlbench gate --baseline bl", say=said.append,
+        families=families if families is not None else {"main/a": "F", "main/c": "F"},
+        run_rows=fakes.run_rows, build_side=fakes.build_side,
+    )  # fmt: skip
+    return outcome, ids, said
+
+
+def test_replayed_rows_and_the_op_judged_by_replay_alone(tmp_path):
+    fakes = Fakes()
+    outcome, ids, said = run(tmp_path, fakes)
+    run_ = load_json_model(tmp_path / "gate" / "replay" / "replay.json", ReplayRun)
+    assert run_ == outcome.run
+    how = {(r.key.op, r.instrument) for r in run_.rows}
+    assert how == {("a", "kernel-replay"), ("c", "kernel-replay"), ("b", "op")}
+    assert run_.changed_rows == 3 and run_.replayed == 2
+    assert next(r for r in run_.rows if r.key.op == "b").why == "no capture for this op"
+    # one of the family's two ops stays on the op path as its sentinel; the other is whole
+    assert len(outcome.replayed_ops) == 1 and outcome.replayed_ops < {"main/a", "main/c"}
+    (whole,) = outcome.replayed_ops
+    assert run_.identical == [key(whole.split("/")[1], SH2)]
+    pairs = load_json_model(tmp_path / "gate" / "replay" / "pairs.json", PairsFile)
+    assert {p.key.op for p in pairs.rows} == {"a", "c"}
+    plan = load_json_model(tmp_path / "gate" / "replay" / REPLAY_PLAN, ReplayPlanFile)
+    assert {r.key.op for r in plan.rows} == {"a", "c"}
+    assert set(plan.rows[0].binaries[ids[plan.rows[0].key.op]]) == {"pr", "base"}
+    assert any("2 of 3 changed rows replayed" in line for line in said)
+
+
+def test_rows_whose_outputs_differ_keep_no_samples_and_no_op_is_judged_by_replay(tmp_path):
+    outcome, _, _ = run(tmp_path, Fakes(outputs="differ"))
+    assert outcome.run.replayed == 0 and outcome.replayed_ops == set()
+    pairs = load_json_model(tmp_path / "gate" / "replay" / "pairs.json", PairsFile)
+    assert pairs.rows == []
+
+
+def test_a_kernel_the_base_cannot_build_falls_back_with_why(tmp_path):
+    baseline, _, ids = _baseline(tmp_path / "x")
+    outcome, _, _ = run(tmp_path, Fakes(missing={ids["a"]}))
+    a = next(r for r in outcome.run.rows if r.key.op == "a")
+    assert a.instrument == "op" and "compile failed: boom" in a.why
+    assert "main/a" not in outcome.replayed_ops
+
+
+def test_a_pr_build_that_is_not_the_screens_falls_back(tmp_path):
+    """The PR side's build has another code digest than the screen's rebuild."""
+    fakes = Fakes()
+    baseline, screen, ids = _baseline(tmp_path)
+
+    def build_side(records, work, cache_dir, **kw):
+        out = fakes.build_side(records, work, cache_dir, **kw)
+        if work.name == "build-pr":  # its index: the records rebuilt with other stages
+            idx = [r.model_copy(deep=True) for r in records]
+            cgsynth.write_index(work / "out", idx, [])
+        return out
+
+    said = []
+    outcome = replay_changed(
+        baseline=baseline, screen=screen, ops={"main/a"}, out=tmp_path / "gate",
+        pr=ReplaySide(), base=ReplaySide(), budget_s=None, rerun="zlbench gate",
+        say=said.append, families={}, run_rows=fakes.run_rows, build_side=build_side,
+    )  # fmt: skip
+    (a,) = outcome.run.rows
+    assert a.instrument == "op" and a.why.startswith(DIFFERS_FROM_SCREEN)

@@ -1,0 +1,293 @@
+"""The gate's kernel-replay step (``zlbench gate --replay``, issue 51, docs/replay.md).
+
+Before the op path measures anything, the changed rows whose timed launches the
+baseline captured (``codegen/launches.json``) are timed standalone, PR and base
+binaries interleaved on one GPU:
+
+1. **plan** (:func:`zlbench.codegen.replay_plan.plan_replay`): which changed rows are
+   replayed, in the ordering rule's order within ``--time-budget``; the others fall
+   back to the op path (with why) or are deferred (with the command that times them);
+   one op per op family (:func:`zlbench.runner.catalog.tiers.op_family`) stays on the
+   op path as its sentinel;
+2. **build** both sides' binaries of the replayed kernels from the baseline's compile
+   requests (:func:`zlbench.plugins.replay.binaries.build_side`: this environment, and
+   the base compiler's); the PR side's build must be the screen's (the same
+   :func:`zlbench.codegen.diff.code_digest`), else the row falls back;
+3. **replay** (:func:`zlbench.plugins.replay.worker.run_rows`: worker processes,
+   restarted after a hang, a fault or a broken device); a row whose outputs differ PR
+   vs base, or that failed, falls back with one line and no samples.
+
+Written to ``<gate>/replay/``: ``plan.json`` (the worker's input), ``replay.json`` (a
+:class:`~zlbench.models.ReplayRun`: every changed row with its instrument and why, the
+deferred rows, the rows of replayed ops proven identical) and ``pairs.json`` (the
+replayed rows' samples; the judge re-derives their statistic,
+:mod:`zlbench.gate.replay`). An op all of whose changed rows were replayed, and that is
+no sentinel, is not measured through FlagGems (:attr:`ReplayOutcome.replayed_ops`).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from zlbench.codegen.collect import collect
+from zlbench.codegen.diff import code_digest
+from zlbench.codegen.replay_plan import ReplayPlan, plan_replay, replay_costs
+from zlbench.errors import ZlbenchError
+from zlbench.gate.load import BaselineSet
+from zlbench.models import (
+    LAUNCHES_JSON,
+    REPLAY_DIR,
+    REPLAY_JSON,
+    REPLAY_PAIRS,
+    CodegenIndex,
+    CodegenScreen,
+    LaunchCapture,
+    PairsFile,
+    ReplayedRow,
+    ReplayRun,
+    RowKey,
+    dump_json_model,
+    load_json_model,
+)
+from zlbench.models.codegen import CODEGEN_DIR
+from zlbench.models.replay import REPLAY_PLAN, BinaryRef, PlannedRow, ReplayPlanFile
+from zlbench.protocol.layout import op_key
+
+DIFFERS_FROM_SCREEN = "replayed binary differs from the screen's"
+
+
+@dataclass
+class ReplayOutcome:
+    """What the replay step did: its run (also ``replay/replay.json``) and the ops it
+    judged whole (not measured through FlagGems)."""
+
+    run: ReplayRun
+    replayed_ops: set[str] = field(default_factory=set)
+    plan: ReplayPlan | None = None
+
+
+@dataclass
+class ReplaySide:
+    """How to build and run one side: its interpreter (None: this one) and environment."""
+
+    python: str | None = None
+    env: Mapping[str, str] | None = None
+
+
+def load_captures(baseline: BaselineSet, ops: set[str], say: Callable[[str], None]):
+    """Op key -> its ``codegen/launches.json`` (None where the baseline has none); an
+    unreadable one is said in one line and counts as none (its rows fall back)."""
+    out: dict[str, LaunchCapture | None] = {}
+    for key in sorted(ops):
+        res = baseline.ops.get(key)
+        if res is None:
+            continue
+        path = baseline.path / res.repo / res.run_name / CODEGEN_DIR / LAUNCHES_JSON
+        if not path.is_file():
+            out[key] = None
+            continue
+        try:
+            out[key] = load_json_model(path, LaunchCapture)
+        except ZlbenchError as e:
+            say(f"zlbench gate: replay: {key}: capture not usable ({e}): timed through FlagGems")
+            out[key] = None
+    return out
+
+
+def families_of(baseline: BaselineSet, ops_dir: Path) -> dict[str, str]:
+    """Op key -> op family, from the inventory (``ops/inventory_<repo>.csv``); an op it
+    does not name is left out (a family of its own)."""
+    from zlbench.runner.catalog.inventory import load_inventory
+    from zlbench.runner.catalog.tiers import op_family
+
+    out: dict[str, str] = {}
+    by_repo: dict[str, dict[str, str]] = {}
+    for key, res in baseline.ops.items():
+        if res.repo not in by_repo:
+            path = ops_dir / f"inventory_{res.repo}.csv"
+            try:
+                rows = load_inventory(path) if path.is_file() else []
+            except ZlbenchError:
+                rows = []
+            by_repo[res.repo] = {r.op: op_family(r) for r in rows}
+        fam = by_repo[res.repo].get(res.op)
+        if fam:
+            out[key] = fam
+    return out
+
+
+def replay_changed(
+    *,
+    baseline: BaselineSet,
+    screen: CodegenScreen,
+    ops: set[str],
+    out: Path,
+    pr: ReplaySide,
+    base: ReplaySide,
+    budget_s: float | None,
+    rerun: str,
+    say: Callable[[str], None],
+    families: Mapping[str, str] | None = None,
+    device: str = "cuda",
+    run_rows: Callable | None = None,
+    build_side: Callable | None = None,
+) -> ReplayOutcome:
+    """The replay step (module docstring) over the changed rows of ``ops``; writes
+    ``out/replay/``. ``run_rows``/``build_side``: seams (the plugins' by default)."""
+    if run_rows is None or build_side is None:
+        from zlbench.plugins.replay import binaries, worker
+
+        run_rows = run_rows or worker.run_rows
+        build_side = build_side or binaries.build_side
+    t0 = time.monotonic()
+    rdir = out / REPLAY_DIR
+    rdir.mkdir(parents=True, exist_ok=True)
+    results = [baseline.ops[k] for k in sorted(ops) if k in baseline.ops]
+    rows = [r.key(res.repo, res.run_name) for res in results for r in res.rows]
+    captures = load_captures(baseline, ops, say)
+    plan = plan_replay(
+        screen,
+        rows,
+        captures,
+        costs=replay_costs(results),
+        budget_s=budget_s,
+        families=families,
+        rerun=rerun,
+    )
+    say(
+        f"zlbench gate: replay: {plan.changed_rows} changed row(s): {len(plan.replay)} to "
+        f"replay, {len(plan.fallback)} through FlagGems, {len(plan.deferred)} deferred"
+    )
+    fallback = plan.op_rows()
+    done: list[ReplayedRow] = []
+    pairs = PairsFile()
+    if plan.replay:
+        planned, lost = _build(plan, baseline, screen, rdir, pr, base, build_side, say)
+        fallback += lost
+        if planned.rows:
+            dump_json_model(rdir / REPLAY_PLAN, planned.model_copy(update={"device": device}))
+            ran, pairs = run_rows(rdir / REPLAY_PLAN, rdir / "worker", python=pr.python, env=pr.env)
+            done = list(ran.rows)
+    replayed = [r for r in done if r.instrument == "kernel-replay" and r.outputs == "match"]
+    ok = {r.key for r in replayed}
+    pairs = PairsFile(rows=[p for p in pairs.rows if p.key in ok])
+    run = ReplayRun(
+        changed_rows=plan.changed_rows,
+        rows=sorted(
+            [*fallback, *(_fell_back(r) for r in done if r.key not in ok), *replayed],
+            key=lambda r: r.key.label(),
+        ),
+        deferred=plan.deferred,
+        seconds=round(time.monotonic() - t0, 3),
+    )
+    whole = _whole_ops(run, plan)
+    changed = {r.key for r in run.rows} | {d.key for d in run.deferred} | set(plan.failed)
+    run.identical = [k for k in rows if op_key(k.repo, k.run_name) in whole and k not in changed]
+    dump_json_model(rdir / REPLAY_PAIRS, pairs)
+    dump_json_model(rdir / REPLAY_JSON, run)  # last: a replay.json names only written pairs
+    say(f"zlbench gate: replay: {run.coverage()} in {run.seconds:.0f} s; "
+        f"{len(whole)} op(s) judged by replay alone ({rdir / REPLAY_JSON})")  # fmt: skip
+    return ReplayOutcome(run=run, replayed_ops=whole, plan=plan)
+
+
+def _fell_back(r: ReplayedRow) -> ReplayedRow:
+    """A row the worker did not replay with matching outputs: timed through FlagGems."""
+    if r.instrument == "op":
+        return r
+    why = r.why or ("outputs differ from the base's" if r.outputs == "differ" else "not replayed")
+    return r.model_copy(update={"instrument": "op", "why": why})
+
+
+def _whole_ops(run: ReplayRun, plan: ReplayPlan) -> set[str]:
+    """Ops whose every changed row was replayed (none deferred, none failed, none on the
+    op path, not a sentinel): the op path need not measure them."""
+
+    def key_of(k: RowKey) -> str:
+        return op_key(k.repo, k.run_name)
+
+    replayed = {key_of(r.key) for r in run.rows if r.instrument == "kernel-replay"}
+    not_whole = {key_of(r.key) for r in run.rows if r.instrument != "kernel-replay"}
+    not_whole |= {key_of(d.key) for d in run.deferred} | {key_of(k) for k in plan.failed}
+    not_whole |= set(plan.sentinels.values())
+    return replayed - not_whole
+
+
+def _build(
+    plan: ReplayPlan,
+    baseline: BaselineSet,
+    screen: CodegenScreen,
+    rdir: Path,
+    pr: ReplaySide,
+    base: ReplaySide,
+    build_side: Callable,
+    say: Callable[[str], None],
+) -> tuple[ReplayPlanFile, list[ReplayedRow]]:
+    """Both sides' binaries of the planned rows' kernels; the plan file of the rows
+    whose every kernel built on both sides (the PR's as the screen built it), and the
+    others as fallbacks with why."""
+    kernels = collect(baseline.path)
+    ids = sorted({kid for p in plan.replay for launch in p.launches.launches
+                  for kid in [launch.kernel_id]})  # fmt: skip
+    records = [kernels.records[k] for k in ids if k in kernels.records]
+    say(f"zlbench gate: replay: building {len(records)} kernel(s) with both compilers")
+    built = {
+        side: build_side(
+            records,
+            rdir / f"build-{side}",
+            rdir / f"cache-{side}",
+            python=env.python,
+            env=env.env,
+            exec_generated=True,
+        )  # fmt: skip
+        for side, env in (("pr", pr), ("base", base))
+    }
+    screened = {k.kernel_id: k.code_digest for k in screen.kernels}
+    differs = _differs_from_screen(rdir / "build-pr", screened)
+    planned = ReplayPlanFile(exec_generated=True, requests={r.id: r.request for r in records})
+    lost: list[ReplayedRow] = []
+    for p in plan.replay:
+        why, refs = "", {}
+        for kid in dict.fromkeys(launch.kernel_id for launch in p.launches.launches):
+            if kid in differs:
+                why = f"{DIFFERS_FROM_SCREEN} (kernel {kid})"
+                break
+            sides: dict[str, BinaryRef] = {}
+            for side, b in built.items():
+                if kid not in b.refs:
+                    why = f"{side} build of kernel {kid}: {b.errors.get(kid, 'not built')}"
+                    break
+                sides[side] = b.refs[kid]
+            if why:
+                break
+            refs[kid] = sides
+        if why:
+            lost.append(ReplayedRow(key=p.key, instrument="op", why=why, kernels=list(p.kernels)))
+            continue
+        planned.rows.append(PlannedRow(key=p.key, launches=p.launches.launches, binaries=refs))
+    return planned, lost
+
+
+def _differs_from_screen(build_dir: Path, screened: Mapping[str, str]) -> set[str]:
+    """Kernel ids whose PR-side build is not what the screen built (another
+    :func:`~zlbench.codegen.diff.code_digest`); none when the build wrote no index."""
+    path = build_dir / "out" / "index.json"
+    if not path.is_file():
+        return set()
+    index = load_json_model(path, CodegenIndex)
+    return {
+        r.id
+        for r in index.records
+        if screened.get(r.id) and code_digest(r) and code_digest(r) != screened[r.id]
+    }
+
+
+def replay_env(front: list[str], base: Mapping[str, str] | None = None) -> dict[str, str]:
+    """``base`` (default: this process's environment) with ``front`` first on PYTHONPATH."""
+    env = dict(os.environ if base is None else base)
+    old = env.get("PYTHONPATH")
+    env["PYTHONPATH"] = os.pathsep.join([*front, *([old] if old else [])])
+    return env
