@@ -24,7 +24,8 @@ FOREIGN = {
     "--first-parent", "--is-ancestor", "--merges", "--quiet", "--reverse", "--query-gpu",
 }  # fmt: skip
 # flags of zlbench's own worker modules (python -m ...), not of a command
-WORKER_FLAGS = {"--exec-generated"}  # zlbench.plugins.compiler.rebuild
+# zlbench.plugins.compiler.rebuild; zlbench.plugins.replay.worker (a restarted worker's rows)
+WORKER_FLAGS = {"--exec-generated", "--skip"}
 
 
 def commands(parser: argparse.ArgumentParser, path=()):

@@ -37,6 +37,7 @@ from zlbench.models import (
     Verdict,
 )
 from zlbench.models.history import RowHistory
+from zlbench.models.replay import ReplayRun
 from zlbench.protocol.layout import op_key
 from zlbench.protocol.ops import display_names, op_name_of
 
@@ -57,6 +58,9 @@ class ReportExtras:
     durations: Mapping[str, float] = field(default_factory=dict)  # op key -> s (JUnit)
     # row label -> its history in the results store (zlbench.history.context: issue 52)
     history: Mapping[str, RowHistory] = field(default_factory=dict)
+    # the kernel-replay tier's run (replay/replay.json, issue 51) and the gate's budget
+    replay: ReplayRun | None = None
+    replay_budget_s: float | None = None
 
 
 def fmt_us(x: float | None) -> str:

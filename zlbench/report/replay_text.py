@@ -150,3 +150,27 @@ def deferred_section(run: ReplayRun, budget_s: float | None = None, names: Names
     """The deferred rows' markdown section (:func:`deferred_block`), "" when none."""
     block = deferred_block(run, budget_s, names)
     return block.render(None) if block is not None else ""
+
+
+REPLAY_TITLE = "Kernel replay"
+REPLAY_HEADER = ["op", "dtype", "shape", "timed by"]
+
+
+def replay_block(run: ReplayRun, budget_s: float | None = None, names: Names = None) -> Block:
+    """The replay tier's section: the coverage line, then every changed row with what
+    timed it (:func:`instrument_cell`), replayed rows first."""
+    rows = sorted(run.rows, key=lambda r: (r.instrument != "kernel-replay", r.key.label()))
+    table = [
+        [
+            md_code(row_op(r.key, names)),
+            md_code(r.key.dtype),
+            md_code(r.key.shape + (f" #{r.key.occurrence}" if r.key.occurrence else "")),
+            instrument_cell(r),
+        ]
+        for r in rows
+    ]
+    intro = coverage_line(run, budget_s) + (
+        " A replayed row is timed standalone, the PR's and the base's binaries of its "
+        "kernels interleaved on this GPU, and judged by the same pair rule as the A/B."
+    )
+    return Block(REPLAY_TITLE, intro, REPLAY_HEADER, "llll", table)

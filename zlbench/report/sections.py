@@ -41,6 +41,7 @@ from zlbench.report.info import (
     others,
     thresholds,
 )
+from zlbench.report.replay_text import deferred_block, replay_block
 from zlbench.report.why import why_outro
 
 LOG_LINES = 20
@@ -228,6 +229,17 @@ def logs(v: GateVerdict) -> Block | None:
     return Block("Logs of failed ops", chunks=chunks, noun="logs")
 
 
+def _replay_blocks(v: GateVerdict, extras: ReportExtras) -> list[Block | None]:
+    """The kernel replay's section and its deferred rows (issue 51), when it ran."""
+    if extras.replay is None:
+        return []
+    names = op_names(v)
+    return [
+        replay_block(extras.replay, extras.replay_budget_s, names),
+        deferred_block(extras.replay, extras.replay_budget_s, names),
+    ]
+
+
 def blocks(v: GateVerdict, extras: ReportExtras) -> list[Block]:
     """Every section that has something to say, in reading order (an ERROR's:
     :func:`zlbench.report.error.error_blocks`)."""
@@ -238,6 +250,7 @@ def blocks(v: GateVerdict, extras: ReportExtras) -> list[Block]:
         inconclusive_block(v),
         regressions(v, extras),
         ab_block(v),
+        *_replay_blocks(v, extras),
         accept_block(v),
         aggregate(v),
         failed_ops(v),

@@ -218,6 +218,7 @@ def judge_and_write(
         verdict = explain(verdict, codegen)
         verdict = with_batch_notes(verdict, results.path)
         extras = report_extras(verdict, codegen, job.artifact_url)
+        extras = with_replay(extras, ab_dir or out, job.time_budget_s)  # issue 51
         extras = with_history(job, verdict, extras, seams)  # the results store, if any
         write_reports(verdict, out, job, seams, extras)
         record_verdict(job, verdict, inputs.baseline.path, seams)
@@ -228,6 +229,17 @@ def judge_and_write(
         why = verdict.summary.split(SUMMARY_SEP)[0].removeprefix("ERROR: ")
         seams.warn(f"zlbench {command}: error: {why}")
     return verdict.exit_code
+
+
+def with_replay(extras: ReportExtras, gate_dir: Path, budget_s: float | None) -> ReportExtras:
+    """``extras`` with the kernel replay's run (``<gate_dir>/replay/replay.json``, the
+    judge already loaded and checked it) and the budget it ran under, when it ran."""
+    from zlbench.models import REPLAY_DIR, REPLAY_JSON, ReplayRun, load_json_model, resolve_inside
+
+    if not (gate_dir / REPLAY_DIR / REPLAY_JSON).is_file():
+        return extras
+    run = load_json_model(resolve_inside(gate_dir, f"{REPLAY_DIR}/{REPLAY_JSON}"), ReplayRun)
+    return replace(extras, replay=run, replay_budget_s=budget_s)
 
 
 def base_given(job: GateJob, gate_dir: Path) -> str:

@@ -1,0 +1,107 @@
+"""A gate dir with a kernel replay (``replay/``) re-judged by ``zlbench gate --results``
+(issue 51): the replayed op, which FlagGems never measured, is judged on its replay
+pairs by the A/B's rule, and report.md says what timed each changed row; a replay
+artifact that does not add up is refused with one line."""
+
+from __future__ import annotations
+
+import json
+
+from tests.support.interleaved import RULE, S, batch
+from tests.support.zlsynth import brow, crow, gate, one_error_line, write_baseline
+from zlbench.models import (
+    AbCompiler,
+    AbSummary,
+    GateVerdict,
+    PairedSamples,
+    PairSample,
+    PairsFile,
+    ReplayedRow,
+    ReplayRun,
+    dump_json_model,
+)
+from zlbench.runner.ab.rounds import AB_DIR, write_summary
+
+
+def _samples(pr_us: float, base_us: float, n: int = 8) -> list[PairSample]:
+    out = []
+    for i in range(n):
+        two = [PairSample(side="pr", ms=pr_us / 1000), PairSample(side="base", ms=base_us / 1000)]
+        out += two if i % 2 == 0 else two[::-1]
+    return out
+
+
+def _gate_dir(tmp_path, replay_pr_us: float, outputs: str = "match"):
+    """Baseline ops x and softmax; the op path (an interleaved A/B) measured x only;
+    the replay timed softmax's row."""
+    bl = write_baseline(
+        tmp_path / "bl",
+        {"x": [brow("x", S, 1.0, lat=0.1)], "softmax": [brow("softmax", S, 1.0, lat=0.01)]},
+    )
+    g = tmp_path / "gate"
+    batch(g / "results", {"x": 100.0})
+    batch(g / AB_DIR / "1" / "base", {"x": 100.0})
+    xkey = crow("x", S, 1.0).key("main", "x")
+    dump_json_model(
+        g / AB_DIR / "pairs.json",
+        PairsFile(rows=[PairedSamples(key=xkey, samples=_samples(100.0, 100.0))]),
+    )
+    write_summary(
+        g / AB_DIR,
+        AbSummary(mode="changed", rounds=1, order=["pr", "base"], threshold=RULE.threshold,
+                  floor_us=RULE.floor_us, ops=["main/x"],
+                  pr=AbCompiler(env="(this environment)", path="/pr/triton"),
+                  base=AbCompiler(env="/envs/base", path="/envs/base/triton"),
+                  method="interleaved", pr_is_screen=True, sampling=RULE.sampling),
+    )  # fmt: skip
+    skey = crow("softmax", S, 1.0).key("main", "softmax")
+    run = ReplayRun(
+        changed_rows=1,
+        rows=[ReplayedRow(key=skey, instrument="kernel-replay", outputs=outputs, kernels=["k"])],
+    )
+    dump_json_model(g / "replay" / "replay.json", run)
+    dump_json_model(
+        g / "replay" / "pairs.json",
+        PairsFile(rows=[PairedSamples(key=skey, samples=_samples(replay_pr_us, 10.0))]),
+    )
+    return bl, g
+
+
+def test_a_replayed_regression_fails_the_gate_and_the_report_names_the_instrument(tmp_path):
+    bl, g = _gate_dir(tmp_path, replay_pr_us=20.0)
+    rc, out = gate(tmp_path, bl, g)
+    assert rc == 1
+    v = GateVerdict.model_validate_json((out / "verdict.json").read_text())
+    rows = {r.key.op: r for r in v.rows}
+    assert rows["softmax"].verdict.value == "REGRESSION"
+    assert rows["softmax"].ab.instrument == "kernel-replay"
+    assert rows["x"].verdict.value == "PASS"
+    md = (out / "report.md").read_text()
+    assert "### Kernel replay" in md
+    assert "Kernel replay: 1 of 1 changed rows replayed (100 %)." in md
+    assert "kernel replay, 8 pairs" in md
+
+
+def test_unchanged_replayed_rows_pass(tmp_path):
+    bl, g = _gate_dir(tmp_path, replay_pr_us=10.0)
+    rc, out = gate(tmp_path, bl, g)
+    assert rc == 0
+    v = GateVerdict.model_validate_json((out / "verdict.json").read_text())
+    assert {o.run_name: o.verdict.value for o in v.ops} == {"x": "PASS", "softmax": "PASS"}
+
+
+def test_pairs_of_a_row_whose_outputs_differed_are_refused(tmp_path, capsys):
+    bl, g = _gate_dir(tmp_path, replay_pr_us=10.0, outputs="differ")
+    rc, _ = gate(tmp_path, bl, g)
+    assert rc == 2
+    assert "not list it as replayed with matching outputs" in one_error_line(capsys)
+
+
+def test_a_replay_json_that_is_not_one_is_refused(tmp_path, capsys):
+    bl, g = _gate_dir(tmp_path, replay_pr_us=10.0)
+    data = json.loads((g / "replay" / "replay.json").read_text())
+    data["changed_rows"] = "many"
+    (g / "replay" / "replay.json").write_text(json.dumps(data))
+    rc, _ = gate(tmp_path, bl, g)
+    assert rc == 2
+    assert "replay.json" in one_error_line(capsys)
