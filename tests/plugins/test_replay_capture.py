@@ -396,3 +396,66 @@ def test_the_file_is_written_atomically_and_validates_as_a_launch_capture(op, tm
     assert text.count("\n") == 1 and '"align16"' not in text  # compact: defaults left out
     rec.write("other-run", cg)  # a run without timed launches: an empty capture
     assert load_json_model(cg / LAUNCHES_JSON, LaunchCapture).rows == []
+
+
+class Wrapped:
+    """A tensor-like wrapper as FlagGems' pointwise fast path passes to its kernels (its
+    StridedBuffer's interface): another shape, strides, dtype or start over a base."""
+
+    def __init__(self, base, shape, strides, dtype=None, offset=0):
+        self._base, self.dtype = base, dtype or base.dtype
+        self.shape, self._strides = tuple(shape), tuple(strides)
+        self._ptr = base.data_ptr() + offset * self.dtype.itemsize
+
+    def stride(self):
+        return self._strides
+
+    def data_ptr(self):
+        return self._ptr
+
+    def untyped_storage(self):
+        return self._base.untyped_storage()
+
+
+def test_a_tensor_like_wrapper_is_described_as_the_view_of_its_storage_it_is(op):
+    base = torch.arange(24, dtype=torch.float32)
+    flat = Wrapped(base, (24,), (1,))
+    spec = desc(flat)
+    assert (spec.kind, spec.dtype, spec.shape, spec.strides, spec.offset, spec.storage) == (
+        "tensor", "float32", [24], [1], 0, 24)  # fmt: skip
+    assert spec.stats.max == 23
+    part = desc(Wrapped(base, (2, 3), (6, 2), offset=5))
+    assert (part.shape, part.strides, part.offset) == ([2, 3], [6, 2], 5)
+    assert part.data == [5.0, 7.0, 9.0, 11.0, 13.0, 15.0]
+    as_int = desc(Wrapped(base, (4,), (1,), dtype=torch.int32))  # a reinterpretation
+    assert as_int.dtype == "int32" and as_int.data == base[:4].view(torch.int32).tolist()
+    rec = recorder()
+    timed_call(lambda: launch(rec, kernel(), [flat, base, 24]))
+    timed_call(lambda: launch(rec, kernel(), [Wrapped(base, (24,), (1,)), base, 24]))
+    [spec] = rows(rec)[0].launches  # the same launch: a new wrapper, the same layout
+    assert spec.count == 1 and [a.buffer for a in spec.args[:2]] == [0, 0]
+
+
+def test_a_wrapper_with_a_negative_stride_is_an_unsupported_argument(op):
+    base = torch.arange(8, dtype=torch.float32)
+    flipped = Wrapped(base, (8,), (-1,), offset=7)
+    assert rc.describe_arg("x", flipped, {}).kind == "other"
+    rec = recorder()
+    timed_call(lambda: launch(rec, kernel(), [flipped, base, 8]))
+    assert rows(rec)[0].launches[0].why_not == "unsupported argument x"
+
+
+def test_exact_values_are_in_the_order_and_digest_the_replay_reads():
+    """The replay (zlbench.plugins.replay.materialize) writes ``data`` into the storage
+    positions it computes and checks ``digest`` with its own function."""
+    materialize = pytest.importorskip("zlbench.plugins.replay.materialize")
+    for t in (
+        torch.arange(20, dtype=torch.bfloat16).view(4, 5)[1:3, 1:4],
+        torch.arange(6, dtype=torch.int16).view(2, 3).t(),
+        torch.tensor([True, False]).view(2, 1).expand(2, 3),
+    ):
+        spec = desc(t)
+        positions = materialize.viewed_positions(spec.shape, spec.strides, spec.offset)
+        assert positions.tolist() == rc.view_storage_indices(spec.shape, spec.strides, spec.offset)
+        values = t.detach().as_strided((spec.storage,), (1,), 0)[positions]
+        assert spec.digest == materialize.values_digest(values)

@@ -90,4 +90,3 @@ def test_the_hook_writes_each_rows_timed_launches_next_to_the_index(tmp_path):
     assert margs["BLOCK_M"].value == block[names.index("BLOCK_M")]
     assert mm.grid == [32 // margs["BLOCK_M"].value, 32 // margs["BLOCK_N"].value, 1]
     assert sum(r.request.kernel.name == "mm_kernel" for r in index.records) == 3
-

@@ -25,6 +25,9 @@ The rules:
   :func:`view_storage_indices` for the order, and ``digest``) when the tensor has at
   most EXACT_MAX elements, or is an integer or bool tensor of at most EXACT_INT_MAX;
   else :class:`~zlbench.models.replay.TensorStats`, computed on the tensor's device.
+* A tensor-like wrapper that triton launches as a pointer (FlagGems' ``StridedBuffer``,
+  which every pointwise kernel of its fast path gets) is described as the view of its
+  storage it is; one with a negative stride (``flip``) is an unsupported argument.
 * Scalars by value; a triton dtype as kind ``dtype``; anything else is kind ``other``
   (its repr) and the launch's ``why_not`` is ``unsupported argument <name>``.
 * ``why_not "graph"``: the key's first launch came while a CUDA graph was being
@@ -90,6 +93,43 @@ def _is_tensor(v: Any) -> bool:
     return torch is not None and isinstance(v, torch.Tensor)
 
 
+def _wrapper_layout(v: Any) -> tuple | None:
+    """(dtype, shape, strides, storage, offset in elements) of a tensor-like wrapper
+    that triton launches as a pointer (FlagGems' ``StridedBuffer``, which its pointwise
+    kernels' fast path passes: ``data_ptr()``, a torch ``dtype``, ``shape``,
+    ``stride()``, ``untyped_storage()``); None for anything else, and for a wrapper
+    this capture cannot describe as a view of its storage (a negative stride, an
+    address inside an element)."""
+    torch = _torch()
+    dtype = getattr(v, "dtype", None)
+    if torch is None or not isinstance(dtype, torch.dtype) or not hasattr(v, "shape"):
+        return None
+    if not all(callable(getattr(v, m, None)) for m in ("data_ptr", "stride", "untyped_storage")):
+        return None
+    storage = v.untyped_storage()
+    if not isinstance(storage, torch.UntypedStorage):
+        return None
+    shift, size, strides = v.data_ptr() - storage.data_ptr(), dtype.itemsize, tuple(v.stride())
+    if shift < 0 or not size or shift % size or any(s < 0 for s in strides):
+        return None
+    return dtype, tuple(v.shape), strides, storage, shift // size
+
+
+def as_tensor(v: Any) -> Any:
+    """``v`` itself when it is a torch tensor; a tensor-like wrapper's
+    (:func:`_wrapper_layout`) view as a torch tensor over the same storage (no copy);
+    else None."""
+    if _is_tensor(v):
+        return v
+    layout = _wrapper_layout(v)
+    if layout is None:
+        return None
+    dtype, shape, strides, storage, offset = layout
+    return (
+        _torch().empty(0, dtype=dtype, device=storage.device).set_(storage, offset, shape, strides)
+    )
+
+
 def _is_triton_dtype(v: Any) -> bool:
     tl = sys.modules.get("triton.language")
     return tl is not None and isinstance(v, getattr(tl, "dtype", ()))
@@ -108,6 +148,10 @@ def arg_key(v: Any) -> tuple:
     scalar's value), never a tensor's values or address beyond its alignment."""
     if _is_tensor(v):
         return ("t", v.dtype, tuple(v.shape), v.stride(), v.storage_offset(), v.data_ptr() % 16)
+    layout = _wrapper_layout(v) if hasattr(v, "untyped_storage") else None
+    if layout is not None:
+        dtype, shape, strides, _, offset = layout
+        return ("t", dtype, shape, strides, offset, v.data_ptr() % 16)
     if v is None or isinstance(v, bool | str):
         return (type(v).__name__, v)
     if isinstance(v, numbers.Integral):
@@ -127,7 +171,9 @@ def grid3(grid: Any) -> list[int]:
 
 def describe_arg(name: str, v: Any, buffers: dict[int, int]) -> ArgSpec:
     """An argument's structure (no values): a tensor's layout and buffer, a scalar's
-    value. ``buffers`` maps storage data pointers to buffer numbers (added to)."""
+    value. ``buffers`` maps storage data pointers to buffer numbers (added to). A
+    tensor-like wrapper is described as the view it is (:func:`as_tensor`)."""
+    v = t if (t := as_tensor(v)) is not None else v
     if _is_tensor(v):
         storage = v.untyped_storage()
         size = v.element_size()
@@ -243,7 +289,9 @@ def tensor_stats(t: Any) -> TensorStats:
 
 
 def add_values(spec: ArgSpec, t: Any) -> None:
-    """Fill a tensor argument's values: exact (``data``, ``digest``) or ``stats``."""
+    """Fill a tensor argument's values: exact (``data``, ``digest``) or ``stats``
+    (``t`` a tensor or a tensor-like wrapper, :func:`as_tensor`)."""
+    t = as_tensor(t)
     if exact(t):
         spec.data, spec.digest = exact_values(t)
     else:
