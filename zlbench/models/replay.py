@@ -23,6 +23,7 @@ from pydantic import Field, StrictBool, StrictFloat, StrictInt
 from zlbench.models.base import OnDisk, _Model
 from zlbench.models.codegen import CompileRequest
 from zlbench.models.run import RowKey
+from zlbench.protocol.layout import PLAN_JSON
 
 LAUNCHES_JSON = "launches.json"  # in an op's codegen dir, next to index.json
 REPLAY_DIR = "replay"  # in a gate dir
@@ -157,7 +158,7 @@ class ReplayRun(OnDisk):
 
 # --------------------------------------------------------------------------- the worker's plan
 
-REPLAY_PLAN = "plan.json"  # in <gate>/replay/: what the replay worker is asked to time
+REPLAY_PLAN = PLAN_JSON  # in <gate>/replay/: what the replay worker is asked to time
 Side = Literal["pr", "base"]
 
 
