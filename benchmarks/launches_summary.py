@@ -1,0 +1,66 @@
+"""What a record pass captured for the kernel-replay tier (issue 51, docs/replay.md).
+
+    python benchmarks/launches_summary.py BATCH_OR_BASELINE_DIR
+
+Per op with a ``codegen/launches.json``: its rows, their distinct timed launches, how
+many are replayable (no ``why_not``, the row not truncated), the ``why_not`` reasons
+counted, and the file's bytes raw and xz-compressed per row; then the totals.
+"""
+
+from __future__ import annotations
+
+import lzma
+import sys
+from collections import Counter
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from zlbench.models import LAUNCHES_JSON, LaunchCapture, load_json_model  # noqa: E402
+
+
+def main(root: str) -> int:
+    files = sorted(Path(root).rglob(f"codegen/{LAUNCHES_JSON}"))
+    if not files:
+        print(f"{root}: no codegen/{LAUNCHES_JSON}")
+        return 1
+    rows = launches = ok_rows = raw = xz = 0
+    why: Counter[str] = Counter()
+    for f in files:
+        cap = load_json_model(f, LaunchCapture)
+        data = f.read_bytes()
+        packed = len(lzma.compress(data))
+        n = len(cap.rows)
+        good = sum(
+            1
+            for r in cap.rows
+            if r.launches
+            and not r.truncated
+            and not getattr(r, "why_not", "")
+            and all(not x.why_not for x in r.launches)
+        )
+        reasons = Counter(x.why_not for r in cap.rows for x in r.launches if x.why_not)
+        op = f.parent.parent.name
+        print(
+            f"{op:32s} rows={n:3d} launches={sum(len(r.launches) for r in cap.rows):3d} "
+            f"replayable_rows={good:3d} why_not={dict(reasons)} "
+            f"bytes/row raw={len(data) / max(n, 1):.0f} xz={packed / max(n, 1):.0f}"
+        )
+        rows, ok_rows, raw, xz = (
+            rows + n,
+            ok_rows + good,
+            raw + len(data),
+            xz + packed,
+        )
+        launches += sum(len(r.launches) for r in cap.rows)
+        why.update(reasons)
+    print(
+        f"TOTAL ops={len(files)} rows={rows} launches={launches} replayable_rows={ok_rows} "
+        f"why_not={dict(why)} bytes/row raw={raw / max(rows, 1):.0f} xz={xz / max(rows, 1):.0f}"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1]))
