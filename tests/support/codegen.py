@@ -131,6 +131,8 @@ def subprocess_env(tmp: Path, *front: Path, src: Path = BENCHPKG_SRC) -> dict[st
     interpreter."""
     env = {k: v for k, v in os.environ.items() if k not in ("TRITON_INTERPRET", "GEMS_VENDOR")}
     paths = [*map(str, front), str(src), str(REPO)]
+    if os.environ.get("PYTHONPATH"):  # what this process runs on (a GPU host's wheels) last
+        paths.append(os.environ["PYTHONPATH"])
     env.update(
         PYTHONPATH=os.pathsep.join(paths),
         TRITON_CACHE_DIR=str(tmp / "triton-cache"),
