@@ -143,7 +143,6 @@ class ReplayRun(OnDisk):
     # rows of replayed ops whose timed kernels the screen proved identical to the base's
     identical: list[RowKey] = Field(default_factory=list)
     seconds: StrictFloat = 0.0
-    gpu: str = ""
 
     @property
     def replayed(self) -> int:
