@@ -179,6 +179,9 @@ def _measure_and_judge(
     if job.replay and codegen.screen is not None:
         with timed(inputs.steps, "replay"):
             ops, scope = replay_step(inputs, job, out, seams, codegen, set(ops), scope)
+    elif job.replay:
+        seams.say("zlbench gate: --replay: no codegen screen (the baseline has no codegen "
+                  "records): every changed op is timed through FlagGems")  # fmt: skip
     measured = measure_ops(codegen, ops, seams.say)  # not those that fail to compile
     req = MeasureRequest(inputs.baseline, measured, out / RESULTS_DIR, job.shard, job)
     req.shared_cache = _shared_cache(inputs, codegen, cache, seams)
