@@ -105,3 +105,24 @@ def test_a_replay_json_that_is_not_one_is_refused(tmp_path, capsys):
     rc, _ = gate(tmp_path, bl, g)
     assert rc == 2
     assert "replay.json" in one_error_line(capsys)
+
+
+def test_replay_without_a_base_compiler_is_one_line(tmp_path, capsys):
+    from zlbench.cli import main
+
+    bl, _ = _gate_dir(tmp_path, replay_pr_us=10.0)
+    rc = main(["gate", "--baseline", str(bl), "--replay", "--out", str(tmp_path / "o")])
+    assert rc == 2
+    assert "--replay times the PR's and the base's binaries" in one_error_line(capsys)
+    assert not (tmp_path / "o").exists()
+
+
+def test_replay_is_refused_with_results_or_screen_only(tmp_path, capsys):
+    from zlbench.cli import main
+
+    bl, g = _gate_dir(tmp_path, replay_pr_us=10.0)
+    base = ["gate", "--baseline", str(bl), "--replay", "--base-compiler", str(tmp_path)]
+    for extra in (["--results", str(g)], ["--screen-only"]):
+        rc = main([*base, *extra, "--out", str(tmp_path / "o")])
+        assert rc == 2
+        assert "--replay measures on a GPU" in one_error_line(capsys)
