@@ -323,10 +323,13 @@ def test_the_caller_restarts_after_a_death_a_hang_and_a_broken_device(tmp_path, 
     kid = {"die": "die", "hang": "hang", "poison": "poison"}
     plan = plan_of(*(row(op, spec(kid.get(op, "fine"))) for op in ops), row_timeout_s=3)
     dump_json_model(tmp_path / "plan.json", plan)
+    seen: list[tuple[int, str | None]] = []
     run, pairs = worker.run_rows(tmp_path / "plan.json", tmp_path / "out", module=module,
-                                 env=env)  # fmt: skip
+                                 env=env, on_row=lambda i, why: seen.append((i, why)))  # fmt: skip
     got = [(r.key.op, r.instrument) for r in run.rows]
     assert got == [(op, "op" if op in kid else "kernel-replay") for op in ops]
+    # the progress hook heard every row a worker ended, as it ended (not the lost ones)
+    assert seen == [(0, None), (2, None), (4, None), (5, "illegal memory access"), (6, None)]
     why = {r.key.op: r.why for r in run.rows if r.instrument == "op"}
     assert why["die"].startswith("replay worker died (exit 9)")
     assert why["die"].endswith("; a device fault poisons the process")

@@ -25,6 +25,7 @@ from zlbench.models.replay import (
     ArgSpec,
     BinaryRef,
     LaunchSpec,
+    PlannedRow,
     ReplayPlanFile,
     RowLaunches,
     TensorStats,
@@ -108,10 +109,12 @@ class Fakes:
                 out.refs[r.id] = BinaryRef(group_dir=str(cache_dir / r.id), code_digest="d" * 64)
         return out
 
-    def run_rows(self, plan_path, out_dir, python=None, env=None):
+    def run_rows(self, plan_path, out_dir, python=None, env=None, on_row=None):
         self.plan = load_json_model(plan_path, ReplayPlanFile)
         rows, pairs = [], []
-        for p in self.plan.rows:
+        for i, p in enumerate(self.plan.rows):
+            if on_row is not None:
+                on_row(i, None if self.outputs == "match" else "outputs differ")
             rows.append(ReplayedRow(key=p.key, instrument="kernel-replay", outputs=self.outputs,
                                     kernels=list(p.binaries)))  # fmt: skip
             s = []
@@ -157,6 +160,10 @@ def test_replayed_rows_and_the_op_judged_by_replay_alone(tmp_path):
     assert {r.key.op for r in plan.rows} == {"a", "c"}
     assert set(plan.rows[0].binaries[ids[plan.rows[0].key.op]]) == {"pr", "base"}
     assert any("2 of 3 changed rows replayed" in line for line in said)
+    # a progress line per row as the worker ends it, with the counts
+    lines = [line for line in said if "replay [" in line]
+    assert [line.split("replay ")[1][:5] for line in lines] == ["[1/2]", "[2/2]"]
+    assert "ETA" not in lines[1]  # the last row: nothing left
 
 
 def test_rows_whose_outputs_differ_keep_no_samples_and_no_op_is_judged_by_replay(tmp_path):
@@ -194,3 +201,23 @@ def test_a_pr_build_that_is_not_the_screens_falls_back(tmp_path):
     )  # fmt: skip
     (a,) = outcome.run.rows
     assert a.instrument == "op" and a.why.startswith(DIFFERS_FROM_SCREEN)
+
+
+def test_the_progress_line_counts_rows_and_estimates_from_those_done():
+    from zlbench.runner.replay import progress
+
+    rows = [PlannedRow(key=key(op), launches=[_launch("k")]) for op in ("a", "b", "c", "d")]
+    plan = ReplayPlanFile(rows=rows)
+    said, now = [], [100.0]
+    on_row = progress(plan, said.append, t0=100.0, clock=lambda: now[0])
+    now[0] = 110.0
+    on_row(0, None)
+    now[0] = 120.0
+    on_row(1, "outputs differ from the base's")
+    assert said[0] == (
+        f"zlbench gate: replay [1/4] a bfloat16 {SH}: replayed; 0 fell back, ETA 30.0s"
+    )
+    assert said[1] == (
+        f"zlbench gate: replay [2/4] b bfloat16 {SH}: through FlagGems (outputs differ "
+        "from the base's); 1 fell back, ETA 20.0s"
+    )

@@ -170,7 +170,10 @@ def replay_changed(
         fallback += lost
         if planned.rows:
             dump_json_model(rdir / REPLAY_PLAN, planned.model_copy(update={"device": device}))
-            ran, pairs = run_rows(rdir / REPLAY_PLAN, rdir / "worker", python=pr.python, env=pr.env)
+            on_row = progress(planned, say, time.monotonic())
+            ran, pairs = run_rows(
+                rdir / REPLAY_PLAN, rdir / "worker", python=pr.python, env=pr.env, on_row=on_row
+            )
             done = list(ran.rows)
     replayed = [r for r in done if r.instrument == "kernel-replay" and r.outputs == "match"]
     ok = {r.key for r in replayed}
@@ -192,6 +195,30 @@ def replay_changed(
     say(f"zlbench gate: replay: {run.coverage()} in {run.seconds:.0f} s; "
         f"{len(whole)} op(s) judged by replay alone ({rdir / REPLAY_JSON})")  # fmt: skip
     return ReplayOutcome(run=run, replayed_ops=whole, plan=plan)
+
+
+def progress(
+    plan: ReplayPlanFile, say: Callable[[str], None], t0: float, clock=time.monotonic
+) -> Callable[[int, str | None], None]:
+    """The worker's per-row callback: one line per row as it ends, with the counts and an
+    ETA from the rows done so far (``[3/45] softmax bfloat16 [1048576]: replayed, 1
+    fell back, ETA 1m10s``)."""
+    from zlbench.runner.batch.progress import fmt_seconds
+
+    done: dict[int, str | None] = {}
+
+    def on_row(i: int, why: str | None) -> None:
+        done[i] = why
+        n, total = len(done), len(plan.rows)
+        key = plan.rows[i].key if 0 <= i < total else None
+        what = "replayed" if why is None else f"through FlagGems ({why[:80]})"
+        back = sum(1 for w in done.values() if w is not None)
+        rest = (clock() - t0) / n * (total - n) if n < total else 0.0
+        tail = f", ETA {fmt_seconds(rest)}" if rest else ""
+        row = f"{key.op} {key.dtype} {key.shape}" if key is not None else f"row {i}"
+        say(f"zlbench gate: replay [{n}/{total}] {row}: {what}; {back} fell back{tail}")
+
+    return on_row
 
 
 def _fell_back(r: ReplayedRow) -> ReplayedRow:

@@ -393,11 +393,19 @@ def _tail(path: Path) -> str:
     return " | ".join(lines[-LOG_TAIL:])
 
 
+OnRow = Callable[[int, "str | None"], None]  # a row's index as it ends, why (None: replayed)
+
+
 def run_part(
-    cmd: list[str], plan: ReplayPlanFile, skip: int, out: Path, env: Mapping[str, str] | None
+    cmd: list[str],
+    plan: ReplayPlanFile,
+    skip: int,
+    out: Path,
+    env: Mapping[str, str] | None,
+    on_row: OnRow | None = None,
 ) -> Part:
     """One worker process from row ``skip`` on, each row given ``row_timeout_s`` (the
-    first :data:`STARTUP_S` more)."""
+    first :data:`STARTUP_S` more); ``on_row`` as each row's line arrives."""
     out.mkdir(parents=True, exist_ok=True)
     log = out / "stderr.log"
     with open(log, "w", encoding="utf-8") as err:
@@ -413,7 +421,7 @@ def run_part(
     reader = threading.Thread(target=_reader, args=(proc.stdout, q), daemon=True)
     reader.start()
     try:
-        return _watch(proc, q, plan, skip, out)
+        return _watch(proc, q, plan, skip, out, on_row)
     finally:
         if proc.poll() is None:
             _stop(proc)
@@ -422,7 +430,12 @@ def run_part(
 
 
 def _watch(
-    proc: subprocess.Popen, q: queue.Queue, plan: ReplayPlanFile, skip: int, out: Path
+    proc: subprocess.Popen,
+    q: queue.Queue,
+    plan: ReplayPlanFile,
+    skip: int,
+    out: Path,
+    on_row: OnRow | None = None,
 ) -> Part:
     log = out / "stderr.log"
     ended: dict[int, str | None] = {}
@@ -443,6 +456,8 @@ def _watch(
             if item.isdigit():
                 ended[int(item)] = why
                 deadline = time.monotonic() + plan.row_timeout_s
+                if on_row is not None:
+                    on_row(int(item), why)
         finished = finished or report.end is not None
     rc = proc.wait()
     nxt = max(ended, default=skip - 1) + 1
@@ -461,11 +476,13 @@ def run_rows(
     python: str | None = None,
     env: Mapping[str, str] | None = None,
     module: str = MODULE,
+    on_row: OnRow | None = None,
 ) -> tuple[ReplayRun, PairsFile]:
     """Replay a plan's rows with worker processes (module docstring), restarting after
     a hang, a death or a broken device; writes and returns ``OUT_DIR/rows.json`` and
     ``pairs.json`` merged in plan order. A row a worker did not end is a fallback with
-    why; a row only counts as replayed where its worker said so and wrote it so."""
+    why; a row only counts as replayed where its worker said so and wrote it so.
+    ``on_row(index, why)`` as each row's worker line arrives (a progress line)."""
     plan = load_plan(plan_path)
     out = Path(out_dir)
     cmd = [python or sys.executable, "-m", module, str(plan_path)]
@@ -473,7 +490,7 @@ def run_rows(
     samples: dict[RowKey, PairedSamples] = {}
     t0, skip, n, fruitless = time.monotonic(), 0, 0, 0
     while skip < len(plan.rows):
-        part = run_part([*cmd, str(out / f"part{n}")], plan, skip, out / f"part{n}", env)
+        part = run_part([*cmd, str(out / f"part{n}")], plan, skip, out / f"part{n}", env, on_row)
         n += 1
         _collect(plan, part, results, samples)
         if part.lost is None:
