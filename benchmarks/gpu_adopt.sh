@@ -21,6 +21,7 @@
 #   patched     the same gate with PR = patched: PR vs base, only softmax, rms_norm, exp
 #               timed (with the sentinels)
 #   nocompile   the same gate with PR = no_compile (FAIL, exit 1)
+#   broad-N     the same gate with PR = no_coalesce (a broad change: most kernels)
 #   v5-patched, v5-nocompile  patched / nocompile against v5 (the H200's baseline)
 #   v5-aa       the H200's baselines/v5 here, PR = same, base = base: the GPU model
 #               differs, the architecture does not (accepted, named in the report)
@@ -36,7 +37,8 @@
 #   v7-aa       PR = same, base = base, cached: the A/A's screen (decided by the records)
 #   pack        gate dirs (verdicts, reports, screens, logs) into $OUT/adopt.tgz
 #   pack-v7     the v7 screens' logs, codegen.md and timing.json into $OUT/v7.tgz
-# Env: W (/tmp/w), NAME (h100), TIER (pr; smoke: 5 ops, minutes), REPEATS (2), JOBS
+# Env: W (/tmp/w), NAME (h100), TIER (pr; smoke: 5 ops, minutes), REPEATS (2), REPLAY (1:
+# every gate with --replay, docs/replay.md "The next GPU session"), JOBS
 # (nproc - 1). Needs
 # $ZLBENCH_FLAGGEMS_DIR, zlbench importable, a CUDA GPU (benchmarks/device_env.sh).
 set -u
@@ -63,8 +65,9 @@ timed() { # timed NAME PR_COPY CMD...: CMD with that triton copy first on PYTHON
   grep -E "^(PASS|FAIL|ERROR)|zlbench gate: (codegen|environment|error)|baseline recorded" \
     "$W/$name.log" | cut -c1-400 | tee -a "$LOG"
 }
+replay=(); [ "${REPLAY:-0}" = 1 ] && replay=(--replay)  # kernel replay (issue 51)
 gate() { local name=$1 pr=$2; shift 2; timed "$name" "$pr" python3 -m zlbench gate \
-  --codegen-jobs "$JOBS" --out "$W/$name" "$@"; }
+  --codegen-jobs "$JOBS" --out "$W/$name" "${replay[@]}" "$@"; }
 pr=(--baseline "$W/bl/$NAME" --ops-file "ops/tiers/$TIER.txt")
 for spec in "$@"; do
   stage_fits "$spec" || continue
@@ -91,6 +94,7 @@ for spec in "$@"; do
     aa-*) gate "$stage" same "${pr[@]}" --base-compiler "$W/triton/base" ;;
     patched) gate "$stage" patched "${pr[@]}" --base-compiler "$W/triton/base" ;;
     nocompile) gate "$stage" no_compile "${pr[@]}" --base-compiler "$W/triton/base" ;;
+    broad-*) gate "$stage" no_coalesce "${pr[@]}" --base-compiler "$W/triton/base" ;;
     v5-patched) gate "$stage" patched --baseline baselines/v5 --ops-file ops/tiers/pr.txt \
       --base-compiler "$W/triton/base" ;;
     v5-nocompile) gate "$stage" no_compile --baseline baselines/v5 --ops-file ops/tiers/pr.txt \
@@ -122,7 +126,8 @@ for spec in "$@"; do
         d=$(basename "$d"); [ "$d" = triton ] || [ "$d" = bl ] || dirs+=("$d")
       done
       (cd "$W" && tar czf "${OUT:-$W}/adopt.tgz" --exclude='ttgir' --exclude='*.ttgir' \
-        --exclude='blobs' --exclude='triton' --exclude='store' -- ./*.log ./*.txt \
+        --exclude='blobs' --exclude='triton' --exclude='store' --exclude='cache-pr' \
+        --exclude='cache-base' --exclude='build-pr' --exclude='build-base' -- ./*.log ./*.txt \
         "${dirs[@]}" 2>/dev/null)
       ls -la "${OUT:-$W}" ;;
     *) say "unknown stage $stage" ;;
