@@ -414,3 +414,17 @@ def test_an_op_without_a_family_is_a_family_of_its_own():
     s = screen(kernel("ka", C, [a]), kernel("kb", C, [b]))
     caps = {f"main/{r.op}": capture(captured(r, launch(f"k{r.op}"))) for r in (a, b)}
     assert plan_replay(s, [a, b], caps).sentinels == {"op:a": "main/a", "op:b": "main/b"}
+
+
+def test_an_op_the_gate_times_anyway_is_its_familys_sentinel():
+    """The gate's own sentinels (ops/sentinels.txt) are timed through FlagGems whatever
+    the plan: a family with one needs no other op on the op path, replayed or not."""
+    a, b = row("a"), row("b")
+    s = screen(kernel("ka", C, [a]), kernel("kb", C, [b]))
+    caps = {f"main/{r.op}": capture(captured(r, launch(f"k{r.op}"))) for r in (a, b)}
+    fam = {"main/a": "F", "main/b": "F", "main/s": "F", "main/t": "G"}
+    plan = plan_replay(s, [a, b], caps, families=fam, timed_anyway=["main/s", "main/t"])
+    assert plan.sentinels == {"F": "main/s"}
+    assert [p.key.op for p in plan.replay] == ["a", "b"]
+    without = plan_replay(s, [a, b], caps, families=fam)
+    assert without.sentinels == {"F": "main/a"}  # the cheapest, then by key

@@ -128,10 +128,11 @@ class Fakes:
         return ReplayRun(rows=rows), PairsFile(rows=pairs)
 
 
-def run(tmp_path, fakes, families=None):
+def run(tmp_path, fakes, families=None, timed_anyway=()):
     baseline, screen, ids = _baseline(tmp_path)
     said = []
     outcome = replay_changed(
+        timed_anyway=timed_anyway,
         baseline=baseline, screen=screen, ops={"main/a", "main/b", "main/c"},
         out=tmp_path / "gate", pr=ReplaySide(), base=ReplaySide(python="/base/python"),
         budget_s=None, rerun="zlbench gate --baseline bl", say=said.append,
@@ -221,3 +222,12 @@ def test_the_progress_line_counts_rows_and_estimates_from_those_done():
         f"zlbench gate: replay [2/4] b bfloat16 {SH}: through FlagGems (outputs differ "
         "from the base's); 1 fell back, ETA 20.0s"
     )
+
+
+def test_a_gate_sentinel_is_its_familys_sentinel_so_the_other_op_is_judged_by_replay(tmp_path):
+    """Ops a and c share family F; the gate times c anyway (ops/sentinels.txt): c is F's
+    sentinel and a is judged by replay alone. Without it, a (the first by key) is."""
+    with_c, _, _ = run(tmp_path / "1", Fakes(), timed_anyway={"main/c"})
+    assert with_c.replayed_ops == {"main/a"}
+    without, _, _ = run(tmp_path / "2", Fakes())
+    assert without.replayed_ops == {"main/c"}

@@ -66,8 +66,10 @@ budget (``--time-budget`` takes only seconds > 0).
 
 **Sentinels.** One op per op family among the replayed rows' ops stays on the op path:
 an op-level timing through FlagGems catches what a standalone kernel replay cannot see
-(launcher overhead, host code, what users feel). Of a family's replayed ops, one already
-on the op path (a fallback row's op) is taken first, then the cheapest (recorded op
+(launcher overhead, host code, what users feel). An op of the family that the gate
+times through FlagGems anyway (its own sentinels, ``ops/sentinels.txt``) is the
+family's sentinel, replayed or not; else, of the family's replayed ops, one already on
+the op path (a fallback row's op) is taken first, then the cheapest (recorded op
 seconds), then the op key. Families come from the inventory:
 ``zlbench.runner.catalog.tiers.op_family`` (the Benchmark class, or ``op:<name>`` for
 catch-all classes), handed in by the caller (codegen may not import the runner); an op
@@ -84,7 +86,7 @@ restore of written buffers, the L2 flush and the event sync as ``CALL_OVERHEAD_U
 from __future__ import annotations
 
 import shlex
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from zlbench.codegen.select import DEFAULT_OP_COST_S
@@ -231,12 +233,15 @@ def plan_replay(
     budget_s: float | None = None,
     families: Mapping[str, str] | None = None,
     rerun: str = RERUN,
+    timed_anyway: Collection[str] = (),
 ) -> ReplayPlan:
     """The plan (module docstring). ``captures``: op key -> its launch capture (None or
     absent: none); ``costs``: row -> estimated replay seconds (:func:`replay_costs`; a
     row absent: :func:`replay_cost_s` of no recorded time); ``op_costs``: op key ->
     its recorded seconds on the op path; ``families``: op key -> op family; ``rerun``:
-    the gate command a deferred row's command starts with (:func:`deferred_command`)."""
+    the gate command a deferred row's command starts with (:func:`deferred_command`);
+    ``timed_anyway``: ops the gate times through FlagGems whatever the plan (its own
+    sentinels, ``ops/sentinels.txt``): one of them is its family's sentinel."""
     view = TimedKernels.of(screen)
     costs, op_costs, families = costs or {}, op_costs or {}, families or {}
     plan = ReplayPlan(budget_s=budget_s)
@@ -261,7 +266,7 @@ def plan_replay(
             RowToReplay(key, row_score(kernels), cost, launches, _ids(kernels, launches))
         )
     candidates.sort(key=lambda p: (-p.score, p.key.label()))
-    plan.sentinels = _sentinels(candidates, plan.fallback, op_costs, families)
+    plan.sentinels = _sentinels(candidates, plan.fallback, op_costs, families, timed_anyway)
     on_op_path = set(plan.op_path())
     plan.op_path_s = sum(op_costs.get(k, DEFAULT_OP_COST_S) for k in on_op_path)
     left = None if budget_s is None else budget_s - plan.op_path_s
@@ -390,14 +395,24 @@ def _sentinels(
     fallback: Mapping[RowKey, str],
     op_costs: Mapping[str, float],
     families: Mapping[str, str],
+    timed_anyway: Collection[str] = (),
 ) -> dict[str, str]:
-    """Op family -> the op of the replayed rows kept on the op path (module docstring)."""
+    """Op family -> the op of the replayed rows kept on the op path (module docstring);
+    a family with an op the gate times anyway (``timed_anyway``) has that one."""
+
+    def family(op: str) -> str:
+        return families.get(op) or f"op:{op_name_of(op)}"
+
     on_path = {op_key(k.repo, k.run_name) for k in fallback}
+    anyway: dict[str, str] = {}
+    for op in sorted(timed_anyway):
+        anyway.setdefault(family(op), op)
     by_family: dict[str, set[str]] = {}
     for p in candidates:
         op = op_key(p.key.repo, p.key.run_name)
-        by_family.setdefault(families.get(op) or f"op:{op_name_of(op)}", set()).add(op)
+        by_family.setdefault(family(op), set()).add(op)
     return {
-        fam: min(ops, key=lambda o: (o not in on_path, op_costs.get(o, DEFAULT_OP_COST_S), o))
+        fam: anyway.get(fam)
+        or min(ops, key=lambda o: (o not in on_path, op_costs.get(o, DEFAULT_OP_COST_S), o))
         for fam, ops in sorted(by_family.items())
     }

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -135,9 +135,12 @@ def replay_changed(
     device: str = "cuda",
     run_rows: Callable | None = None,
     build_side: Callable | None = None,
+    timed_anyway: Collection[str] = (),
 ) -> ReplayOutcome:
     """The replay step (module docstring) over the changed rows of ``ops``; writes
-    ``out/replay/``. ``run_rows``/``build_side``: seams (the plugins' by default)."""
+    ``out/replay/``. ``run_rows``/``build_side``: seams (the plugins' by default);
+    ``timed_anyway``: the gate's own sentinel ops (timed through FlagGems whatever the
+    plan: each is its family's sentinel)."""
     if run_rows is None or build_side is None:
         from zlbench.plugins.replay import binaries, worker
 
@@ -157,6 +160,7 @@ def replay_changed(
         budget_s=budget_s,
         families=families,
         rerun=rerun,
+        timed_anyway=timed_anyway,
     )
     say(
         f"zlbench gate: replay: {plan.changed_rows} changed row(s): {len(plan.replay)} to "

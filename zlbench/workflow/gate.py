@@ -226,6 +226,7 @@ def replay_step(
         rerun=rerun_command(job),
         say=seams.say,
         families=families_of(inputs.baseline, job.selection.ops_dir),
+        timed_anyway=codegen.sentinel_only,  # the gate's sentinels: timed through FlagGems
     )
     deferred = {}
     for d in outcome.run.deferred:
