@@ -157,12 +157,6 @@ def device_healthy(device: str) -> bool:
 # --------------------------------------------------------------------------- one row
 
 
-def _error(why: str) -> Exception:
-    from zlbench.plugins.replay.materialize import ReplayError
-
-    return ReplayError(why)
-
-
 def one_line(e: BaseException) -> str:
     text = str(e).strip().splitlines()
     msg = f"{type(e).__name__}: {text[0]}" if text else type(e).__name__
@@ -179,6 +173,11 @@ def row_seed(key: RowKey, launch: int) -> int:
 def kernel_ids(row: PlannedRow) -> list[str]:
     """The row's kernel ids in first-launch order."""
     return list(dict.fromkeys(launch.kernel_id for launch in row.launches))
+
+
+def fallback(row: PlannedRow, why: str) -> ReplayedRow:
+    """``row`` fallen back to the op path, with why (one line)."""
+    return ReplayedRow(key=row.key, instrument="op", why=why, kernels=kernel_ids(row))
 
 
 def why_not(plan: ReplayPlanFile, row: PlannedRow) -> str | None:
@@ -218,7 +217,7 @@ def replay_row(
     kids = kernel_ids(row)
     why = why_not(plan, row)
     if why is not None:
-        return ReplayedRow(key=row.key, instrument="op", why=why, kernels=kids), None
+        return fallback(row, why), None
     try:
         kernels = {
             (kid, side): loaded.get(kid, side, row.binaries[kid][side])
@@ -249,7 +248,7 @@ def replay_row(
         match, err = seams.compare_outputs(outs["pr"], outs["base"], rtol=plan.rtol, atol=plan.atol)
         kept = PairedSamples(key=row.key, samples=[PairSample(**s) for s in samples])
     except Exception as e:  # noqa: BLE001 - any failure of one row: it falls back
-        return ReplayedRow(key=row.key, instrument="op", why=one_line(e), kernels=kids), None
+        return fallback(row, one_line(e)), None
     error = float(err) if math.isfinite(err) else None
     if not match:
         shown = f"{err:.3g}" if error is not None else "inf"
@@ -499,22 +498,14 @@ def run_rows(
         fruitless = fruitless + 1 if not part.ended else 0
         if fruitless >= 2:  # two fresh workers in a row ended nothing: not one row's fault
             for i in range(lost, len(plan.rows)):
-                results[i] = ReplayedRow(key=plan.rows[i].key, instrument="op", why=why,
-                                         kernels=kernel_ids(plan.rows[i]))  # fmt: skip
+                results[i] = fallback(plan.rows[i], why)
             break
         if why and lost < len(plan.rows):
-            row = plan.rows[lost]
-            results[lost] = ReplayedRow(key=row.key, instrument="op", why=why,
-                                        kernels=kernel_ids(row))  # fmt: skip
+            results[lost] = fallback(plan.rows[lost], why)
             lost += 1
         skip = max(lost, skip + 1)
-    rows = []
-    for i, row in enumerate(plan.rows):
-        got = results.get(i) or ReplayedRow(
-            key=row.key, instrument="op", why="not replayed: the worker stopped before it",
-            kernels=kernel_ids(row),
-        )  # fmt: skip
-        rows.append(got)
+    stopped = "not replayed: the worker stopped before it"
+    rows = [results.get(i) or fallback(row, stopped) for i, row in enumerate(plan.rows)]
     kept = [samples[r.key] for r in rows if r.instrument == "kernel-replay" and r.key in samples]
     write_outputs(out, rows, kept, time.monotonic() - t0)
     run = load_json_model(out / ROWS_JSON, ReplayRun)
@@ -538,16 +529,13 @@ def _collect(plan: ReplayPlanFile, part: Part, results: dict, samples: dict) -> 
         row = plan.rows[i]
         mine = got.get(row.key)
         if mine is None or (why is None) != (mine.instrument == "kernel-replay"):
-            results[i] = ReplayedRow(key=row.key, instrument="op", why=unreadable,
-                                     kernels=kernel_ids(row))  # fmt: skip
-            continue
-        results[i] = mine
-        if mine.instrument == "kernel-replay":
-            if row.key not in pairs:
-                results[i] = ReplayedRow(key=row.key, instrument="op", why=unreadable,
-                                         kernels=kernel_ids(row))  # fmt: skip
-            else:
-                samples[row.key] = pairs[row.key]
+            results[i] = fallback(row, unreadable)
+        elif mine.instrument != "kernel-replay":
+            results[i] = mine
+        elif row.key not in pairs:
+            results[i] = fallback(row, unreadable)
+        else:
+            results[i], samples[row.key] = mine, pairs[row.key]
 
 
 if __name__ == "__main__":
