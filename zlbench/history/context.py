@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
+from zlbench.gate.accept import judged_change
 from zlbench.gate.noise import MIN_POINTS, WINDOW, usual_noise
 from zlbench.history.record import row_name
 from zlbench.models.history import DEFAULT_BRANCH, RowHistory, SeriesPoint
@@ -33,14 +34,6 @@ def row_context(
     )
 
 
-def judged_change(r: RowVerdict) -> float | None:
-    """The change the report shows for the row: the A/B's paired change, else the
-    judged change against the baseline."""
-    if r.ab is not None and r.ab.ratio is not None:
-        return r.ab.change
-    return r.judged_change
-
-
 def gate_context(
     store, rows: Iterable[RowVerdict], *, branch: str = DEFAULT_BRANCH
 ) -> dict[str, RowHistory]:
@@ -48,10 +41,11 @@ def gate_context(
     (the last :data:`~zlbench.gate.noise.WINDOW` + 1 points of each row's series)."""
     out = {}
     for r in rows:
-        if r.current_us is None and judged_change(r) is None:
+        change = judged_change(r)
+        if r.current_us is None and change is None:
             continue  # nothing measured to compare
         name = row_name(r)
-        ctx = row_context(store.series(name, branch=branch, last=WINDOW + 1), judged_change(r))
+        ctx = row_context(store.series(name, branch=branch, last=WINDOW + 1), change)
         if ctx is not None:
             out[name] = ctx
     return out

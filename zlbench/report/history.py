@@ -6,6 +6,7 @@ computed by ``zlbench.history.context``); no store, no section. Pure: returns a 
 
 from __future__ import annotations
 
+from zlbench.gate.accept import judged_change
 from zlbench.gate.noise import MIN_POINTS, WINDOW
 from zlbench.models import GateVerdict
 from zlbench.report.blocks import Block
@@ -31,14 +32,13 @@ def history_block(v: GateVerdict, extras: ReportExtras) -> Block | None:
     rows.sort(key=lambda t: (-abs(t[1].factor or 0.0), t[0].key.label()))
     cells = []
     for r, h in rows[:SHOWN]:
-        change = r.ab.change if r.ab is not None and r.ab.ratio is not None else r.judged_change
         occ = f" #{r.key.occurrence}" if r.key.occurrence else ""
         cells.append([
             md_code(f"{r.key.repo}/{r.key.op}"),
             md_code(r.key.dtype),
             md_code(r.key.shape + occ),
             r.verdict.value,
-            pct(change),
+            pct(judged_change(r)),
             f"±{pct(h.noise).lstrip('+')}",
             factor_text(h.factor),
             str(h.points),
