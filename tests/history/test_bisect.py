@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from tests.support import cgsynth
+from tests.support.cli import zlbench_cli
 from zlbench.errors import ZlbenchError
 from zlbench.history import bisect as logic
 from zlbench.models import load_json_model
@@ -193,6 +194,15 @@ def test_exit_125_skips_a_commit_as_git_bisect_does(tmp_path, baseline):
     assert "c08" not in fake.rebuilt
 
 
+def test_only_a_compiler_the_build_command_made_is_marked_built(tmp_path, baseline):
+    (tmp_path / "compilers" / "c00" / "triton").mkdir(parents=True)  # there before
+    fake = FakeCompilers(first=11)
+    state = run(job(tmp_path, baseline), fake)
+    assert "c00" not in fake.built and not state.probes["c00"].built_compiler
+    made = [c for c, p in state.probes.items() if p.built_compiler]
+    assert made and sorted(made) == sorted(fake.built)
+
+
 def test_another_build_failure_stops_with_one_line(tmp_path, baseline):
     fake = FakeCompilers(first=11)
     seams = wf.BisectSeams(build=lambda c, commit, d: 3, rebuild=fake.rebuild)
@@ -290,29 +300,12 @@ def test_git_ranges_linear_and_not(repo):
     ],
 )
 def test_the_cli_refuses_bad_input_in_one_line(tmp_path, baseline, argv, said):
-    import sys
-
     (tmp_path / "commits.txt").write_text("\n".join(commits(4)) + "\n")
     args = [*argv, "--row", ROW] if "--row" not in argv else argv
-    p = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "zlbench",
-            "bisect",
-            *args,
-            "--baseline",
-            str(baseline),
-            "--commits",
-            str(tmp_path / "commits.txt"),
-            "--compilers",
-            str(tmp_path / "c"),
-            "--out",
-            str(tmp_path / "o"),
-        ],  # fmt: skip
-        capture_output=True,
-        text=True,
-    )
+    p = zlbench_cli(
+        "bisect", *args, "--baseline", str(baseline), "--commits", str(tmp_path / "commits.txt"),
+        "--compilers", str(tmp_path / "c"), "--out", str(tmp_path / "o"),
+    )  # fmt: skip
     assert p.returncode == 2, p.stderr
     assert said in p.stderr and len(p.stderr.strip().splitlines()) == 1, p.stderr
 

@@ -254,10 +254,10 @@ def probe(
     """Rebuild the row's kernels with ``commit``'s compiler; its records kept under
     ``<out>/builds/<commit>/codegen`` (written before the state names the probe)."""
     started = time.monotonic()
+    built = not (job.compilers / commit).exists()  # compiler_env builds a missing one
     env = compiler_env(job, commit, seams, say)
     if isinstance(env, str):
         return Probe(commit=commit, status="skip", why=env, built_compiler=True)
-    built = job.build_cmd is not None and (job.compilers / commit).exists()
     with tempfile.TemporaryDirectory(prefix="zlbench-bisect-") as tmp:
         try:
             records, dirs = (seams.rebuild or _rebuild)(job, base, ids, env, Path(tmp))
@@ -299,7 +299,8 @@ def _digests(rec: CompileRecord | None) -> dict[str, str]:
 
 def _keep(dest: Path, ids: list[str], records: dict, dirs: dict) -> None:
     """The probe's records and their blobs, as one codegen dir, swapped in whole."""
-    staged = Path(tempfile.mkdtemp(dir=dest.parent if dest.parent.exists() else _mk(dest.parent)))
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    staged = Path(tempfile.mkdtemp(dir=dest.parent))
     try:
         cg = staged / CODEGEN_DIR
         (cg / CODEGEN_BLOBS).mkdir(parents=True)
@@ -320,11 +321,6 @@ def _keep(dest: Path, ids: list[str], records: dict, dirs: dict) -> None:
         os.replace(staged, dest)
     finally:
         shutil.rmtree(staged, ignore_errors=True)
-
-
-def _mk(p: Path) -> Path:
-    p.mkdir(parents=True, exist_ok=True)
-    return p
 
 
 # --------------------------------------------------------------------------- the job
