@@ -9,12 +9,12 @@ from __future__ import annotations
 import json
 import math
 import shlex
-import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from tests.support.cli import zlbench_cli
 from tests.support.codegen import BENCHPKG_SRC, record_benchpkg, write_op_codegen
 from zlbench.models import load_json_model
 from zlbench.models.bisect import BisectState
@@ -58,11 +58,11 @@ def test_the_cli_finds_the_commit_that_removed_the_coalescing_pass(tmp_path):
     # the rebuild workers import the benchpkg sources: ZLBENCH_FLAGGEMS_DIR's src
     env["ZLBENCH_FLAGGEMS_DIR"] = str(BENCHPKG_SRC.parent)
     out = tmp_path / "out"
-    argv = [sys.executable, "-m", "zlbench", "bisect", "c0", f"c{N - 1}", "--row", ROW,
+    argv = ["bisect", "c0", f"c{N - 1}", "--row", ROW,
             "--baseline", str(baseline), "--commits", str(tmp_path / "commits.txt"),
             "--compilers", str(tmp_path / "compilers"), "--build-cmd", build,
             "--jobs", "2", "--out", str(out)]  # fmt: skip
-    p = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300)
+    p = zlbench_cli(*argv, env=env, timeout=300)
     assert p.returncode == 0, p.stdout + p.stderr
     state = load_json_model(out / "bisect.json", BisectState)
     a = state.answer
@@ -76,6 +76,6 @@ def test_the_cli_finds_the_commit_that_removed_the_coalescing_pass(tmp_path):
     built = log.read_text().split()
     assert sorted(built) == sorted(state.probes)  # only the commits probed were built
     # a re-run resumes: nothing rebuilt, no compiler built, the same answer
-    again = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=300)
+    again = zlbench_cli(*argv, env=env, timeout=300)
     assert again.returncode == 0 and log.read_text().split() == built, again.stderr
     assert json.loads((out / "bisect.json").read_text())["answer"]["commit"] == f"c{STEP}"

@@ -5,11 +5,11 @@ store's API."""
 from __future__ import annotations
 
 import random
-import subprocess
 import sys
 
 import pytest
 
+from tests.support.cli import zlbench_cli
 from zlbench.errors import ZlbenchError
 from zlbench.history import changepoints
 from zlbench.history.store import open_store
@@ -89,19 +89,6 @@ def test_without_otava_the_command_says_so_in_one_line(monkeypatch):
 @pytest.mark.proc
 def test_the_cli_prints_the_summary_and_exits_zero(tmp_path):
     store = fill(tmp_path / "h.sqlite")
-    p = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "zlbench",
-            "changes",
-            "--store",
-            str(store),
-            "--out",
-            str(tmp_path / "out"),
-        ],  # fmt: skip
-        capture_output=True,
-        text=True,
-    )
+    p = zlbench_cli("changes", "--store", str(store), "--out", str(tmp_path / "out"))
     assert p.returncode == 0, p.stderr
     assert "1 change point(s)" in p.stdout and "softmax_kernel" in p.stdout

@@ -45,7 +45,7 @@ def run_changes(job: ChangesJob, store=None) -> str:
     own = store is None
     store = store or open_store(job.store, create=False)
     try:
-        rows = store.rows(job.op) if job.op else store.rows()
+        rows = store.rows(job.op)
         changes, scanned, since_seen = [], 0, not job.since
         for row in rows:
             points = store.series(row, branch=job.branch)
