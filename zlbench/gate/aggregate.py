@@ -233,6 +233,4 @@ def lead_of(summary: str, verdict: str) -> str:
     """The lead of a :func:`summary_line` (an ERROR's reason, a compile failure's line),
     "" when it has none."""
     text = summary.removeprefix(f"{verdict}: ")
-    if verdict == "ERROR":
-        return text.split(SUMMARY_SEP)[0]
-    return text.split(SUMMARY_SEP)[0] if SUMMARY_SEP in text else ""
+    return text.split(SUMMARY_SEP)[0] if verdict == "ERROR" or SUMMARY_SEP in text else ""

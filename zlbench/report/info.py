@@ -203,7 +203,7 @@ def chart(v: GateVerdict) -> Block | None:
         return None
     slower = sorted((o for o in ops if o.judged_change > 0), key=lambda o: -o.judged_change)
     faster = sorted((o for o in ops if o.judged_change < 0), key=lambda o: o.judged_change)
-    chunks, left = [], []
+    chunks, left, names = [], [], op_names(v)
     if slower:
         shown = slower[:CHART_OPS]
         by_op = rows_by_op(v.rows)
@@ -211,12 +211,12 @@ def chart(v: GateVerdict) -> Block | None:
         limit = max(limits) * 100 if limits else None
         values = [o.judged_change * 100 for o in shown]
         title = "Slower: judged change, % (line: the limit)"
-        chunks.append(_bars(title, shown, values, limit, op_names(v)))
+        chunks.append(_bars(title, shown, values, limit, names))
         left += [f"{len(slower) - len(shown)} more slower"] if len(slower) > len(shown) else []
     if faster:
         shown = faster[:CHART_OPS]
         values = [-o.judged_change * 100 for o in shown]
-        chunks.append(_bars("Faster: judged change, % faster", shown, values, None, op_names(v)))
+        chunks.append(_bars("Faster: judged change, % faster", shown, values, None, names))
         left += [f"{len(faster) - len(shown)} more faster"] if len(faster) > len(shown) else []
     unchanged = len(ops) - len(slower) - len(faster)
     left += [f"{unchanged} unchanged"] if unchanged else []

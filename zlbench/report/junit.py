@@ -32,12 +32,13 @@ import xml.etree.ElementTree as ET
 from collections.abc import Mapping
 
 from zlbench.models import FAILING_VERDICTS, GateVerdict, OpVerdict, RowVerdict, Verdict
-from zlbench.protocol.layout import op_key
+from zlbench.protocol.layout import op_key, split_op_key
 from zlbench.report.escape import one_line, xml_text
 from zlbench.report.facts import (
     OpRows,
     compiler_line,
     decided_texts,
+    key_name,
     machine_speed_line,
     name_of,
     op_limit,
@@ -134,8 +135,8 @@ def identical_cases(v: GateVerdict, names: dict[str, str]) -> list[ET.Element]:
     proven = v.codegen.not_timed if v.codegen is not None else {}
     cases = []
     for key, proof in sorted(proven.items()):
-        repo = key.split("/", 1)[0]
-        name = names.get(key, key)
+        repo = split_op_key(key)[0]
+        name = key_name(names, key)
         tc = ET.Element(
             "testcase", {"name": xml_text(name), "classname": "zlbench.proven_identical"}
         )
@@ -199,9 +200,8 @@ def _op_seconds(v: GateVerdict, durations: Mapping[str, float]) -> dict[tuple[st
 
 
 def repo_cases(
-    v: GateVerdict, repo: str, durations: Mapping[str, float], names: dict[str, str] | None = None
+    v: GateVerdict, repo: str, durations: Mapping[str, float], names: dict[str, str]
 ) -> list[ET.Element]:
-    names = names if names is not None else op_names(v)
     by_op = rows_by_op(v.rows)
     seconds = _op_seconds(v, durations)
     failing_rows = {(r.key.repo, r.key.run_name) for r in v.rows if r.verdict in FAILING_VERDICTS}

@@ -60,19 +60,17 @@ class Expected:
     seconds: dict[str, float] = field(default_factory=dict)
     done_expected_s: float = 0.0
     done_measured_s: float = 0.0
-    left_s: float | None = None  # the expected seconds of the ops left (None: all)
+
+    @property
+    def left_s(self) -> float:
+        """The expected seconds of the ops left."""
+        return max(0.0, sum(self.seconds.values()) - self.done_expected_s)
 
     def op_done(self, key: str, measured_s: float) -> None:
-        got = self.seconds.get(key, 0.0)
-        if self.left_s is None:
-            self.left_s = sum(self.seconds.values())
-        self.left_s = max(0.0, self.left_s - got)
-        self.done_expected_s += got
+        self.done_expected_s += self.seconds.get(key, 0.0)
         self.done_measured_s += measured_s
 
     def eta(self, elapsed_s: float) -> float | None:
-        if self.left_s is None:
-            return None
         return corrected_eta(elapsed_s, self.done_expected_s, self.left_s)
 
     def ratio(self) -> float | None:
