@@ -55,16 +55,11 @@ from zlbench.models import CodegenIndex, CompileRecord, CompileRequest, load_jso
 from zlbench.models.base import dump_json_model
 from zlbench.models.replay import BinaryRef
 from zlbench.plugins.compiler import capture, rebuild
+from zlbench.plugins.replay.materialize import ReplayError
 
 DIFFERS = "replayed binary differs from the screen's"
 BUILD_TIMEOUT_S = 1800.0
 LOG_TAIL = 3  # stderr lines kept in a failed build's error
-
-
-def _error(why: str) -> Exception:
-    from zlbench.plugins.replay.materialize import ReplayError
-
-    return ReplayError(why)
 
 
 # --------------------------------------------------------------------------- building
@@ -176,15 +171,15 @@ def group_files(group_dir: str | os.PathLike) -> dict[str, str]:
     d = Path(group_dir)
     grps = sorted(d.glob("__grp__*.json"))
     if len(grps) != 1:
-        raise _error(f"cache group {d.name}: {len(grps)} group files (one expected)")
+        raise ReplayError(f"cache group {d.name}: {len(grps)} group files (one expected)")
     try:
         children = json.loads(grps[0].read_text(encoding="utf-8"))["child_paths"]
     except (OSError, ValueError, KeyError, TypeError) as e:
-        raise _error(f"cache group {d.name}: unreadable: {rebuild.first_line(e)}") from None
+        raise ReplayError(f"cache group {d.name}: unreadable: {rebuild.first_line(e)}") from None
     files = {name: str(d / name) for name in children}
     missing = sorted(n for n, p in files.items() if not os.path.isfile(p))
     if missing or not any(n.endswith(".json") for n in files):
-        raise _error(f"cache group {d.name}: missing {', '.join(missing) or 'metadata json'}")
+        raise ReplayError(f"cache group {d.name}: missing {', '.join(missing) or 'metadata json'}")
     return files
 
 
@@ -194,10 +189,12 @@ def code_digest(group_dir: str | os.PathLike) -> str:
     files = group_files(group_dir)
     cubins = [p for n, p in files.items() if n.endswith(".cubin")]
     if len(cubins) != 1:
-        raise _error(f"cache group {Path(group_dir).name}: {len(cubins)} cubins (one expected)")
+        raise ReplayError(
+            f"cache group {Path(group_dir).name}: {len(cubins)} cubins (one expected)"
+        )
     digest = capture.code_sha256(Path(cubins[0]).read_bytes())
     if digest is None:
-        raise _error(f"cache group {Path(group_dir).name}: its cubin is not an ELF")
+        raise ReplayError(f"cache group {Path(group_dir).name}: its cubin is not an ELF")
     return digest
 
 
@@ -206,7 +203,7 @@ def verify(ref: BinaryRef) -> dict[str, str]:
     (ReplayError :data:`DIFFERS` when not)."""
     files = group_files(ref.group_dir)
     if code_digest(ref.group_dir) != ref.code_digest:
-        raise _error(DIFFERS)
+        raise ReplayError(DIFFERS)
     return files
 
 
@@ -224,15 +221,17 @@ def load_kernel(ref: BinaryRef, request: CompileRequest, loader: rebuild.Loader)
         fn = loader.function(request)
         src = rebuild.ast_source(request, fn)
     except Exception as e:  # noqa: BLE001 - any failure to find the kernel: not replayable
-        raise _error(f"load failed: {rebuild.first_line(e)}") from None
+        raise ReplayError(f"load failed: {rebuild.first_line(e)}") from None
     try:
         kernel = CompiledKernel(src, files, Path(ref.group_dir).name)
     except Exception as e:  # noqa: BLE001 - a group this triton cannot read
-        raise _error(f"cache group {Path(ref.group_dir).name}: {rebuild.first_line(e)}") from None
+        raise ReplayError(
+            f"cache group {Path(ref.group_dir).name}: {rebuild.first_line(e)}"
+        ) from None
     if capture.code_sha256(bytes(kernel.kernel)) != ref.code_digest:  # the bytes it loads
-        raise _error(DIFFERS)
+        raise ReplayError(DIFFERS)
     if kernel.name != request.kernel.name:
-        raise _error(f"cache group {Path(ref.group_dir).name} holds {kernel.name}, not "
+        raise ReplayError(f"cache group {Path(ref.group_dir).name} holds {kernel.name}, not "
                      f"{request.kernel.name}")  # fmt: skip
     return kernel
 
@@ -253,7 +252,7 @@ class Binaries:
         if key not in self.loaded:
             request = self.requests.get(kid)
             if request is None:
-                raise _error(f"kernel {kid}: no compile request in the plan")
+                raise ReplayError(f"kernel {kid}: no compile request in the plan")
             self.loaded[key] = load_kernel(ref, request, self.loader)
         return self.loaded[key]
 
@@ -278,13 +277,15 @@ def check_args(request: CompileRequest, args: Sequence[Any]) -> None:
     triton compile another binary; launching this one with it would be wrong."""
     names = list(request.signature)
     if len(args) != len(names):
-        raise _error(f"{len(args)} arguments for {request.kernel.name}'s {len(names)} parameters")
+        raise ReplayError(
+            f"{len(args)} arguments for {request.kernel.name}'s {len(names)} parameters"
+        )
     for c in request.constexprs:
         if len(c.path) != 1 or c.kind in ("jit", "repr") or not 0 <= c.path[0] < len(args):
             continue  # a tuple member, a JIT function: not a launch value of its own
         got, want = args[c.path[0]], c.value
         if not _same_const(c.kind, got, want):
-            raise _error(f"argument {names[c.path[0]]}={got!r}: the binary was compiled for "
+            raise ReplayError(f"argument {names[c.path[0]]}={got!r}: the binary was compiled for "
                          f"{want!r}")  # fmt: skip
     for a in request.attrs:
         if len(a.path) != 1 or not 0 <= a.path[0] < len(args):
@@ -293,7 +294,7 @@ def check_args(request: CompileRequest, args: Sequence[Any]) -> None:
             value = args[a.path[0]]
             at = value.data_ptr() if hasattr(value, "data_ptr") else value
             if isinstance(at, int) and at % 16:
-                raise _error(f"argument {names[a.path[0]]} is not 16-byte divisible where "
+                raise ReplayError(f"argument {names[a.path[0]]} is not 16-byte divisible where "
                              "the binary assumes it")  # fmt: skip
 
 

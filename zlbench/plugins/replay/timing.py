@@ -45,6 +45,7 @@ from collections.abc import Callable, Mapping, Sequence
 from statistics import median
 from typing import Any, Protocol
 
+from zlbench.plugins.compiler.rebuild import first_line
 from zlbench.plugins.replay.materialize import ReplayError, restore, snapshot
 from zlbench.protocol.pairs import PairRule, complete_pairs, row_stats, should_stop
 
@@ -130,18 +131,13 @@ def l2_flush(device: Any) -> Callable[[], None] | None:
     return flush
 
 
-def _one_line(e: BaseException) -> str:
-    text = str(e).strip().splitlines()
-    return f"{type(e).__name__}: {text[0]}" if text else type(e).__name__
-
-
 def _call(side: str, launch: Launch, args: list) -> None:
     try:
         launch(args)
     except ReplayError:
         raise
     except Exception as e:
-        raise ReplayError(f"{side} launch failed: {_one_line(e)}") from e
+        raise ReplayError(f"{side} launch failed: {first_line(e)}") from e
 
 
 def _timed(side: str, launch: Launch, args: list, snap: list, timer: Timer, flush) -> float:
@@ -155,7 +151,7 @@ def _timed(side: str, launch: Launch, args: list, snap: list, timer: Timer, flus
     except ReplayError:
         raise
     except Exception as e:
-        raise ReplayError(f"{side} launch failed: {_one_line(e)}") from e
+        raise ReplayError(f"{side} launch failed: {first_line(e)}") from e
     if not (math.isfinite(ms) and ms > 0):
         raise ReplayError(f"{side} launch timed at {ms} ms (not a positive time)")
     return ms
@@ -221,7 +217,7 @@ def side_outputs(
             if any(isinstance(a, torch.Tensor) and a.is_cuda for a in args):
                 torch.cuda.synchronize()
         except Exception as e:  # a device error of the launch surfaces here
-            raise ReplayError(f"{side} launch failed: {_one_line(e)}") from e
+            raise ReplayError(f"{side} launch failed: {first_line(e)}") from e
     restore(args, snap)
     return out
 
