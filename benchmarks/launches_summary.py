@@ -32,28 +32,27 @@ def main(root: str) -> int:
         data = f.read_bytes()
         packed = len(lzma.compress(data))
         n = len(cap.rows)
+        count = sum(len(r.launches) for r in cap.rows)
         good = sum(
             1
             for r in cap.rows
             if r.launches
             and not r.truncated
-            and not getattr(r, "why_not", "")
+            and not r.why_not
             and all(not x.why_not for x in r.launches)
         )
         reasons = Counter(x.why_not for r in cap.rows for x in r.launches if x.why_not)
         op = f.parent.parent.name
         print(
-            f"{op:32s} rows={n:3d} launches={sum(len(r.launches) for r in cap.rows):3d} "
+            f"{op:32s} rows={n:3d} launches={count:3d} "
             f"replayable_rows={good:3d} why_not={dict(reasons)} "
             f"bytes/row raw={len(data) / max(n, 1):.0f} xz={packed / max(n, 1):.0f}"
         )
-        rows, ok_rows, raw, xz = (
-            rows + n,
-            ok_rows + good,
-            raw + len(data),
-            xz + packed,
-        )
-        launches += sum(len(r.launches) for r in cap.rows)
+        rows += n
+        launches += count
+        ok_rows += good
+        raw += len(data)
+        xz += packed
         why.update(reasons)
     print(
         f"TOTAL ops={len(files)} rows={rows} launches={launches} replayable_rows={ok_rows} "
