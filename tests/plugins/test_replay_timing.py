@@ -267,24 +267,18 @@ def test_an_interpreted_kernel_replays_as_both_sides_and_outputs_compare(monkeyp
         kernel="add_",
         grid=[triton.cdiv(n, block), 1, 1],
         args=[
-            ArgSpec(
-                name="x_ptr",
-                kind="tensor",
-                dtype="float32",
-                shape=[n],
-                strides=[1],
-                storage=n,
-                stats=stats,
-            ),
-            ArgSpec(
-                name="y_ptr",
-                kind="tensor",
-                dtype="float32",
-                shape=[n],
-                strides=[1],
-                storage=n,
-                buffer=1,
-                stats=stats,
+            *(
+                ArgSpec(
+                    name=name,
+                    kind="tensor",
+                    dtype="float32",
+                    shape=[n],
+                    strides=[1],
+                    storage=n,
+                    buffer=i,
+                    stats=stats,
+                )
+                for i, name in enumerate(("x_ptr", "y_ptr"))
             ),
             ArgSpec(name="n", kind="int", value=n),
             ArgSpec(name="BLOCK", kind="int", value=block),
