@@ -145,7 +145,7 @@ RUNNER_ORDER = {
     "sweep": 2,
     "batch": 3,
     "ab": 4,
-    "replay": 4,
+    "replay": 5,
     "refresh": 5,
     "run": 5,
     "attribute": 5,

@@ -31,7 +31,8 @@ from zlbench.models.replay import (
     TensorStats,
 )
 from zlbench.plugins.replay.binaries import SideBuild
-from zlbench.runner.replay import DIFFERS_FROM_SCREEN, ReplaySide, replay_changed
+from zlbench.runner.ab.env import PR_ENV, CompilerEnv
+from zlbench.runner.replay import DIFFERS_FROM_SCREEN, replay_changed
 
 SH, SH2 = "[torch.Size([64])]", "[torch.Size([128])]"
 
@@ -134,7 +135,7 @@ def run(tmp_path, fakes, families=None, timed_anyway=()):
     outcome = replay_changed(
         timed_anyway=timed_anyway,
         baseline=baseline, screen=screen, ops={"main/a", "main/b", "main/c"},
-        out=tmp_path / "gate", pr=ReplaySide(), base=ReplaySide(python="/base/python"),
+        out=tmp_path / "gate", pr=PR_ENV, base=CompilerEnv("base", python="/base/python"),
         budget_s=None, rerun="zlbench gate --baseline bl", say=said.append,
         families=families if families is not None else {"main/a": "F", "main/c": "F"},
         run_rows=fakes.run_rows, build_side=fakes.build_side,
@@ -197,7 +198,7 @@ def test_a_pr_build_that_is_not_the_screens_falls_back(tmp_path):
     said = []
     outcome = replay_changed(
         baseline=baseline, screen=screen, ops={"main/a"}, out=tmp_path / "gate",
-        pr=ReplaySide(), base=ReplaySide(), budget_s=None, rerun="zlbench gate",
+        pr=PR_ENV, base=CompilerEnv("base"), budget_s=None, rerun="zlbench gate",
         say=said.append, families={}, run_rows=fakes.run_rows, build_side=build_side,
     )  # fmt: skip
     (a,) = outcome.run.rows

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -56,6 +56,7 @@ from zlbench.models import (
 from zlbench.models.codegen import CODEGEN_DIR
 from zlbench.models.replay import REPLAY_PLAN, BinaryRef, PlannedRow, ReplayPlanFile
 from zlbench.protocol.layout import op_key
+from zlbench.runner.ab.env import CompilerEnv, with_front
 
 DIFFERS_FROM_SCREEN = "replayed binary differs from the screen's"
 
@@ -67,15 +68,6 @@ class ReplayOutcome:
 
     run: ReplayRun
     replayed_ops: set[str] = field(default_factory=set)
-    plan: ReplayPlan | None = None
-
-
-@dataclass
-class ReplaySide:
-    """How to build and run one side: its interpreter (None: this one) and environment."""
-
-    python: str | None = None
-    env: Mapping[str, str] | None = None
 
 
 def load_captures(baseline: BaselineSet, ops: set[str], say: Callable[[str], None]):
@@ -126,8 +118,8 @@ def replay_changed(
     screen: CodegenScreen,
     ops: set[str],
     out: Path,
-    pr: ReplaySide,
-    base: ReplaySide,
+    pr: CompilerEnv,
+    base: CompilerEnv,
     budget_s: float | None,
     rerun: str,
     say: Callable[[str], None],
@@ -136,9 +128,12 @@ def replay_changed(
     run_rows: Callable | None = None,
     build_side: Callable | None = None,
     timed_anyway: Collection[str] = (),
+    pythonpath: Sequence[str] = (),
 ) -> ReplayOutcome:
     """The replay step (module docstring) over the changed rows of ``ops``; writes
-    ``out/replay/``. ``run_rows``/``build_side``: seams (the plugins' by default);
+    ``out/replay/``. ``pr``/``base``: each side's environment, ``pythonpath`` first on
+    both sides' path after their own dirs (the FlagGems checkouts' ``src/``, whose
+    kernels are rebuilt); ``run_rows``/``build_side``: seams (the plugins' by default);
     ``timed_anyway``: the gate's own sentinel ops (timed through FlagGems whatever the
     plan: each is its family's sentinel)."""
     if run_rows is None or build_side is None:
@@ -166,17 +161,25 @@ def replay_changed(
         f"zlbench gate: replay: {plan.changed_rows} changed row(s): {len(plan.replay)} to "
         f"replay, {len(plan.fallback)} through FlagGems, {len(plan.deferred)} deferred"
     )
+    sides = {
+        name: (side.python, side.environ(with_front(os.environ, pythonpath)))
+        for name, side in (("pr", pr), ("base", base))
+    }
     fallback = plan.op_rows()
     done: list[ReplayedRow] = []
     pairs = PairsFile()
     if plan.replay:
-        planned, lost = _build(plan, baseline, screen, rdir, pr, base, build_side, say)
+        planned, lost = _build(plan, baseline, screen, rdir, sides, build_side, say)
         fallback += lost
         if planned.rows:
             dump_json_model(rdir / REPLAY_PLAN, planned.model_copy(update={"device": device}))
             on_row = progress(planned, say, time.monotonic())
             ran, pairs = run_rows(
-                rdir / REPLAY_PLAN, rdir / "worker", python=pr.python, env=pr.env, on_row=on_row
+                rdir / REPLAY_PLAN,
+                rdir / "worker",
+                python=sides["pr"][0],
+                env=sides["pr"][1],
+                on_row=on_row,
             )
             done = list(ran.rows)
     replayed = [r for r in done if r.instrument == "kernel-replay" and r.outputs == "match"]
@@ -198,7 +201,7 @@ def replay_changed(
     dump_json_model(rdir / REPLAY_JSON, run)  # last: a replay.json names only written pairs
     say(f"zlbench gate: replay: {run.coverage()} in {run.seconds:.0f} s; "
         f"{len(whole)} op(s) judged by replay alone ({rdir / REPLAY_JSON})")  # fmt: skip
-    return ReplayOutcome(run=run, replayed_ops=whole, plan=plan)
+    return ReplayOutcome(run=run, replayed_ops=whole)
 
 
 def progress(
@@ -252,8 +255,7 @@ def _build(
     baseline: BaselineSet,
     screen: CodegenScreen,
     rdir: Path,
-    pr: ReplaySide,
-    base: ReplaySide,
+    sides: Mapping[str, tuple[str | None, dict[str, str]]],
     build_side: Callable,
     say: Callable[[str], None],
 ) -> tuple[ReplayPlanFile, list[ReplayedRow]]:
@@ -261,8 +263,7 @@ def _build(
     whose every kernel built on both sides (the PR's as the screen built it), and the
     others as fallbacks with why."""
     kernels = collect(baseline.path)
-    ids = sorted({kid for p in plan.replay for launch in p.launches.launches
-                  for kid in [launch.kernel_id]})  # fmt: skip
+    ids = sorted({launch.kernel_id for p in plan.replay for launch in p.launches.launches})
     records = [kernels.records[k] for k in ids if k in kernels.records]
     say(f"zlbench gate: replay: building {len(records)} kernel(s) with both compilers")
     built = {
@@ -270,11 +271,11 @@ def _build(
             records,
             rdir / f"build-{side}",
             rdir / f"cache-{side}",
-            python=env.python,
-            env=env.env,
+            python=python,
+            env=env,
             exec_generated=True,
         )  # fmt: skip
-        for side, env in (("pr", pr), ("base", base))
+        for side, (python, env) in sides.items()
     }
     screened = {k.kernel_id: k.code_digest for k in screen.kernels}
     differs = _differs_from_screen(rdir / "build-pr", screened)
@@ -314,11 +315,3 @@ def _differs_from_screen(build_dir: Path, screened: Mapping[str, str]) -> set[st
         for r in index.records
         if screened.get(r.id) and code_digest(r) and code_digest(r) != screened[r.id]
     }
-
-
-def replay_env(front: list[str], base: Mapping[str, str] | None = None) -> dict[str, str]:
-    """``base`` (default: this process's environment) with ``front`` first on PYTHONPATH."""
-    env = dict(os.environ if base is None else base)
-    old = env.get("PYTHONPATH")
-    env["PYTHONPATH"] = os.pathsep.join([*front, *([old] if old else [])])
-    return env

@@ -210,18 +210,17 @@ def replay_step(
     measures, the ops judged). An op with a row deferred beyond ``--time-budget`` is
     neither measured nor judged: it is listed with the command that times it, as an op
     over the op-level budget is."""
-    from zlbench.runner.replay import ReplaySide, families_of, replay_changed, replay_env
+    from zlbench.runner.replay import families_of, replay_changed
 
     assert codegen.screen is not None and inputs.ab.base is not None
-    front = flaggems_sources(job.flaggems_dirs.values())
-    base = inputs.ab.base
     outcome = replay_changed(
         baseline=inputs.baseline,
         screen=codegen.screen,
         ops=ops,
         out=out,
-        pr=ReplaySide(env=replay_env(front)),
-        base=ReplaySide(python=base.python, env=base.environ(replay_env(front))),
+        pr=PR_ENV,
+        base=inputs.ab.base,
+        pythonpath=flaggems_sources(job.flaggems_dirs.values()),
         budget_s=job.time_budget_s,
         rerun=rerun_command(job),
         say=seams.say,

@@ -21,6 +21,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -59,13 +60,18 @@ class CompilerEnv:
     python: str | None = None
     front: tuple[str, ...] = ()
 
-    def environ(self, base: dict[str, str]) -> dict[str, str]:
+    def environ(self, base: Mapping[str, str]) -> dict[str, str]:
         """``base`` with this side's PYTHONPATH front dirs."""
-        env = dict(base)
-        if self.front:
-            old = env.get("PYTHONPATH")
-            env["PYTHONPATH"] = os.pathsep.join([*self.front, *([old] if old else [])])
-        return env
+        return with_front(base, self.front)
+
+
+def with_front(base: Mapping[str, str], front: Sequence[str]) -> dict[str, str]:
+    """A copy of the environment ``base`` with the dirs ``front`` first on PYTHONPATH."""
+    env = dict(base)
+    if front:
+        old = env.get("PYTHONPATH")
+        env["PYTHONPATH"] = os.pathsep.join([*front, *([old] if old else [])])
+    return env
 
 
 PR_ENV = CompilerEnv(spec="(this environment)")
