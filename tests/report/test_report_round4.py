@@ -186,7 +186,7 @@ def test_the_reports_spell_each_op_one_way(tmp_path):
     md, html, junit = render_markdown(v), render_html(v), render_junit(v)
     for text in (md, html, junit):
         assert "__at__" not in text and "main/bmm" not in text
-    assert "| `bmm` | `bfloat16` |" not in md or "`bmm@" not in md
+    assert '"bmm"' in md and "bmm@" not in md  # the only bmm: its name (the chart's)
     assert 'classname="main.bmm"' in junit
 
 
@@ -248,7 +248,7 @@ def test_every_report_names_the_compiler_by_its_build_and_the_base_beside_it(tmp
         "recorded with triton 3.6.0, commit 0123abcd."
     )
     md = render_markdown(v)
-    assert line.replace("_", "\\_") in md.split("###", 1)[0] or line in md.split("###", 1)[0]
+    assert line in md.split("###", 1)[0]  # the header's, no markdown escape in it
     assert line in render_html(v) and line in render_junit(v)
     error = error_case(tmp_path / "e")
     assert "Compilers: under test flagtree 3.6.0, commit 1234567890abcdef" in render_html(error)

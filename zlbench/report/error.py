@@ -22,7 +22,7 @@ from zlbench.report.blocks import Block
 from zlbench.report.escape import md_code, md_text
 from zlbench.report.facts import compiler_line, key_name, op_names
 from zlbench.report.info import codegen_failed, env_warning
-from zlbench.report.sections import failed_ops, logs, systemic
+from zlbench.report.sections import NEVER_MEASURED, failed_ops, logs, systemic
 
 NAMED = 20  # unmeasured ops named in an ERROR report (the rest counted)
 
@@ -107,7 +107,7 @@ def _not_measured(v: GateVerdict) -> Block | None:
     names = op_names(v)
     shown = ", ".join(md_code(key_name(names, k)) for k in v.not_measured[:NAMED])
     more = len(v.not_measured) - NAMED
-    text = "Never measured (time budget spent, or a systemic failure before they began): "
+    text = f"{NEVER_MEASURED}: "
     text += shown + (f" and {more} more." if more > 0 else ".")
     return Block(f"Not measured ({len(v.not_measured)} ops)", text)
 

@@ -45,6 +45,7 @@ from zlbench.report.replay_text import deferred_block, replay_block
 from zlbench.report.why import why_outro
 
 LOG_LINES = 20
+NEVER_MEASURED = "Never measured (time budget spent, or a systemic failure before they began)"
 
 
 def _failing_ops(v: GateVerdict, verdict: Verdict) -> list[OpVerdict]:
@@ -176,7 +177,7 @@ def systemic(v: GateVerdict) -> Block | None:
 def not_measured(v: GateVerdict) -> Block | None:
     if not v.not_measured:
         return None
-    intro = "Never measured (time budget spent, or a systemic failure before they began)."
+    intro = NEVER_MEASURED + "."
     names = op_names(v)
     cells = [[md_code(key_name(names, k))] for k in v.not_measured]
     title = f"Not measured ({len(v.not_measured)} ops)"
