@@ -81,17 +81,15 @@ def test_too_few_pairs_never_pass():
 
 def test_pairs_of_a_row_whose_outputs_differed_are_refused():
     k = key("softmax")
-    ev = evidence({k: (10.0, 10.0, 8)}, ReplayRun(changed_rows=1, rows=[replayed(k, "differ")]))
     with pytest.raises(ZlbenchError, match="not list it as replayed with matching outputs"):
-        judge([missing(k)], ev)
+        evidence({k: (10.0, 10.0, 8)}, ReplayRun(changed_rows=1, rows=[replayed(k, "differ")]))
 
 
 def test_pairs_of_a_row_that_fell_back_are_refused():
     k = key("softmax")
     back = ReplayedRow(key=k, instrument="op", why="launch captured in a CUDA graph")
-    ev = evidence({k: (10.0, 10.0, 8)}, ReplayRun(changed_rows=1, rows=[back]))
     with pytest.raises(ZlbenchError, match="not a gate's own artifact"):
-        judge([missing(k)], ev)
+        evidence({k: (10.0, 10.0, 8)}, ReplayRun(changed_rows=1, rows=[back]))
 
 
 def test_the_op_paths_verdict_stands_and_identical_rows_of_a_replayed_op_pass():

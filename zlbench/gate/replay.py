@@ -44,6 +44,9 @@ class ReplayEvidence:
     run: ReplayRun
     rows: Mapping[RowKey, PairedRow]
 
+    def __post_init__(self) -> None:
+        check_replay(self.run, self.rows)  # no evidence that does not add up exists
+
 
 def check_replay(run: ReplayRun, paired: Mapping[RowKey, PairedRow]) -> None:
     """Refuse pairs for a row that ``run`` does not list as replayed with matching
@@ -68,8 +71,8 @@ def apply_replay(
     per_op: Mapping[str, float] | None = None,
 ) -> list[RowVerdict]:
     """``rows`` with the MISSING ones that the replay timed judged on their pairs, and
-    the MISSING ones it proved identical PASS; every other row as it was."""
-    check_replay(ev.run, ev.rows)
+    the MISSING ones it proved identical PASS; every other row as it was (``ev`` was
+    checked when made: :func:`check_replay`)."""
     identical = set(ev.run.identical)
     out = []
     for r in rows:

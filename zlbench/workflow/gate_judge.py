@@ -212,13 +212,15 @@ def judge_and_write(
     with hold_dir(out):  # one writer of out's reports at a time; exit 2 for the other
         verdict = judging.run_gate(inputs.baseline, results, inputs.thresholds, opts, remeasure)
         screen = screen_evidence(codegen, verdict.rows)
-        verdict = decide(verdict, evidence(verdict, inputs.ab, ab_dir or out, ab_measure, screen))
+        ev = evidence(verdict, inputs.ab, ab_dir or out, ab_measure, screen)
+        verdict = decide(verdict, ev)
         if base := base_given(job, ab_dir or out):  # said also when nothing was A/B-measured
             verdict = verdict.model_copy(update={"base_compiler": base})
         verdict = explain(verdict, codegen)
         verdict = with_batch_notes(verdict, results.path)
         extras = report_extras(verdict, codegen, job.artifact_url)
-        extras = with_replay(extras, ab_dir or out, job.time_budget_s)  # issue 51
+        if ev.replay is not None:  # issue 51: what the kernel replay timed
+            extras = replace(extras, replay=ev.replay.run, replay_budget_s=job.time_budget_s)
         extras = with_history(job, verdict, extras, seams)  # the results store, if any
         write_reports(verdict, out, job, seams, extras)
         record_verdict(job, verdict, inputs.baseline.path, seams)
@@ -229,17 +231,6 @@ def judge_and_write(
         why = verdict.summary.split(SUMMARY_SEP)[0].removeprefix("ERROR: ")
         seams.warn(f"zlbench {command}: error: {why}")
     return verdict.exit_code
-
-
-def with_replay(extras: ReportExtras, gate_dir: Path, budget_s: float | None) -> ReportExtras:
-    """``extras`` with the kernel replay's run (``<gate_dir>/replay/replay.json``, the
-    judge already loaded and checked it) and the budget it ran under, when it ran."""
-    from zlbench.models import REPLAY_DIR, REPLAY_JSON, ReplayRun, load_json_model, resolve_inside
-
-    if not (gate_dir / REPLAY_DIR / REPLAY_JSON).is_file():
-        return extras
-    run = load_json_model(resolve_inside(gate_dir, f"{REPLAY_DIR}/{REPLAY_JSON}"), ReplayRun)
-    return replace(extras, replay=run, replay_budget_s=budget_s)
 
 
 def base_given(job: GateJob, gate_dir: Path) -> str:
