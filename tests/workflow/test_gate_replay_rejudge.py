@@ -126,3 +126,14 @@ def test_replay_is_refused_with_results_or_screen_only(tmp_path, capsys):
         rc = main([*base, *extra, "--out", str(tmp_path / "o")])
         assert rc == 2
         assert "--replay measures on a GPU" in one_error_line(capsys)
+
+
+def test_a_deferred_rows_command_is_the_gate_without_its_op_selection_and_budget():
+    from zlbench.workflow.gate import rerun_command
+
+    argv = ["/venv/bin/zlbench", "gate", "--baseline", "baselines/v7", "--ops", "abs", "mm"]
+    argv += ["--time-budget=90", "--base-compiler", "/envs/base", "--out", "o", "--replay"]
+    assert rerun_command(argv) == (
+        "zlbench gate --baseline baselines/v7 --base-compiler /envs/base --replay"
+    )
+    assert rerun_command([]) == "zlbench gate"

@@ -222,7 +222,7 @@ def replay_step(
         base=inputs.ab.base,
         pythonpath=flaggems_sources(job.flaggems_dirs.values()),
         budget_s=job.time_budget_s,
-        rerun=rerun_command(job),
+        rerun=rerun_command(job.argv),
         say=seams.say,
         families=families_of(inputs.baseline, job.selection.ops_dir),
         timed_anyway=codegen.sentinel_only,  # the gate's sentinels: timed through FlagGems
@@ -236,19 +236,21 @@ def replay_step(
     return ops - outcome.replayed_ops - set(deferred), judged
 
 
-def rerun_command(job: GateJob) -> str:
-    """``zlbench gate ...`` as this job was started, less the flags a deferred row's
-    command sets again (``--ops``, ``--time``) or must not repeat (``--out``,
-    ``--time-budget``, the ops files)."""
+def rerun_command(argv: list[str]) -> str:
+    """``zlbench gate ...`` as ``argv`` (``sys.argv``) started it, less the flags a
+    deferred row's command sets again (``--ops``, ``--time``) or must not repeat
+    (``--out``, ``--time-budget``, the ops file), each with all of its values."""
     drop = {"--time-budget", "--ops", "--ops-file", "--out", "--time"}
-    words, skip = [], False
-    for w in job.argv[1:]:
-        if skip:
-            skip = False
-        elif w.split("=", 1)[0] in drop:
-            skip = "=" not in w
-        else:
-            words.append(w)
+    words, dropping = [], False
+    for w in argv[1:]:
+        if w.startswith("-"):
+            flag = w.split("=", 1)[0]
+            dropping = flag in drop and "=" not in w  # its values follow
+            if flag in drop:
+                continue
+        elif dropping:
+            continue
+        words.append(w)
     return shlex.join(["zlbench", *(words or ["gate"])])
 
 
