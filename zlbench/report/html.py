@@ -58,7 +58,7 @@ class Bar:
     text_x: float
 
 
-def bars(ops: list[OpVerdict], names: dict[str, str] | None = None) -> tuple[list[Bar], float]:
+def bars(ops: list[OpVerdict], names: dict[str, str]) -> tuple[list[Bar], float]:
     """Horizontal bars around a zero line, scaled to the largest change (>= 5 %),
     each labelled with its op's one spelling (``facts.op_names``)."""
     shown = sorted((o for o in ops if o.judged_change is not None), key=lambda o: -o.judged_change)
@@ -69,7 +69,7 @@ def bars(ops: list[OpVerdict], names: dict[str, str] | None = None) -> tuple[lis
         w = abs(o.judged_change) / scale * (half - 50)
         x = half if o.judged_change >= 0 else half - w
         tx = x + w + 4 if o.judged_change >= 0 else x - 4
-        label = name_of(names or {}, o.repo, o.run_name)
+        label = name_of(names, o.repo, o.run_name)
         out.append(Bar(label, o.verdict.value, o.judged_change, i * BAR_H, x, w, tx))
     return out, scale
 

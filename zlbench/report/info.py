@@ -161,12 +161,6 @@ def codegen_failed(v: GateVerdict) -> Block | None:
     return Block(f"Kernels that no longer compile ({len(failed)})", f"{intro}\n\n{lines}")
 
 
-def chart_label(o: OpVerdict, names: Mapping[str, str] | None = None) -> str:
-    """An op's chart label: its one spelling (``facts.name_of``: ``mm``, with the test
-    file only where two ops share the name)."""
-    return name_of(names or {}, o.repo, o.run_name)
-
-
 def _nice_ceil(x: float) -> float:
     """The smallest round number (1, 1.5, 2, 2.5, 3, 4, 5, 6, 8 × 10^k) at or above ``x`` > 0."""
     k = 10 ** math.floor(math.log10(x))
@@ -178,9 +172,11 @@ def _bars(
     ops: list[OpVerdict],
     values: list[float],
     limit: float | None,
-    spelled: Mapping[str, str] | None = None,
+    spelled: Mapping[str, str],
 ) -> str:
-    names = [chart_label(o, spelled) for o in ops]
+    """A mermaid bar chart of ``ops``, each labelled by its one spelling in ``spelled``
+    (``facts.op_names``: ``mm``, with the test file only where two ops share the name)."""
+    names = [name_of(spelled, o.repo, o.run_name) for o in ops]
     top = _nice_ceil(max([*values, limit or 0.0, 0.1]))
     lines = [
         "xychart-beta horizontal",
