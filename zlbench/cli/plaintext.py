@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import re
 
-WJ = "\u2060"  # the renderers' word joiner (breaks @-mentions and URLs for GitHub)
+from zlbench.report.escape import WJ  # the renderers' word joiner (breaks @-mentions, URLs)
+
 _SEPARATOR = re.compile(r"^:?-{3,}:?$")
 
 
