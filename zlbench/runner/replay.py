@@ -43,7 +43,6 @@ from zlbench.models import (
     REPLAY_DIR,
     REPLAY_JSON,
     REPLAY_PAIRS,
-    CodegenIndex,
     CodegenScreen,
     LaunchCapture,
     PairsFile,
@@ -278,7 +277,11 @@ def _build(
         for side, (python, env) in sides.items()
     }
     screened = {k.kernel_id: k.code_digest for k in screen.kernels}
-    differs = _differs_from_screen(rdir / "build-pr", screened)
+    differs = {  # the PR side's build is not what the screen built
+        kid
+        for kid, rec in built["pr"].rebuilt.items()
+        if screened.get(kid) and code_digest(rec) and code_digest(rec) != screened[kid]
+    }
     planned = ReplayPlanFile(exec_generated=True, requests={r.id: r.request for r in records})
     lost: list[ReplayedRow] = []
     for p in plan.replay:
@@ -301,17 +304,3 @@ def _build(
             continue
         planned.rows.append(PlannedRow(key=p.key, launches=p.launches.launches, binaries=refs))
     return planned, lost
-
-
-def _differs_from_screen(build_dir: Path, screened: Mapping[str, str]) -> set[str]:
-    """Kernel ids whose PR-side build is not what the screen built (another
-    :func:`~zlbench.codegen.diff.code_digest`); none when the build wrote no index."""
-    path = build_dir / "out" / "index.json"
-    if not path.is_file():
-        return set()
-    index = load_json_model(path, CodegenIndex)
-    return {
-        r.id
-        for r in index.records
-        if screened.get(r.id) and code_digest(r) and code_digest(r) != screened[r.id]
-    }

@@ -72,6 +72,7 @@ class SideBuild:
 
     refs: dict[str, BinaryRef] = field(default_factory=dict)
     errors: dict[str, str] = field(default_factory=dict)
+    rebuilt: dict[str, CompileRecord] = field(default_factory=dict)  # id -> the build's record
 
 
 def build_side(
@@ -112,7 +113,7 @@ def build_side(
     if why is not None:
         out.errors = {r.id: why for r in records}
         return out
-    by_id = {r.id: r for r in index.records}
+    by_id = out.rebuilt = {r.id: r for r in index.records}
     for rec in records:
         got = by_id.get(rec.id)
         ref, err = _ref(rec.id, got, groups, cache_dir, (expected or {}).get(rec.id))
