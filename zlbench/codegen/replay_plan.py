@@ -104,6 +104,7 @@ from zlbench.models.replay import (
     LaunchSpec,
     ReplayedRow,
     RowLaunches,
+    shares_a_buffer,
 )
 from zlbench.models.run import RowKey
 from zlbench.models.timing import PairSampling
@@ -332,7 +333,7 @@ def _not_replayable(
         return FALLBACK_NO_ROW
     if row.truncated:
         return FALLBACK_TRUNCATED
-    if getattr(row, "why_not", ""):  # the capture says it is not whole ("capture failed: ...")
+    if row.why_not:  # the capture says it is not whole ("capture failed: ...")
         return row.why_not
     held = {k.kernel_id: k for k in view.by_op.get(op, [])}
     for launch in row.launches:
@@ -346,12 +347,7 @@ def _not_replayable(
         k = held[launch.kernel_id]
         if k.status in NOT_BUILT:
             return f"kernel `{k.name}` {FALLBACK_NOT_REBUILT}"
-    users: dict[int, set[int]] = {}
-    for i, launch in enumerate(row.launches):
-        for a in launch.args:
-            if a.kind == "tensor":
-                users.setdefault(a.buffer, set()).add(i)
-    if any(len(u) > 1 for u in users.values()):
+    if shares_a_buffer(row.launches):
         return FALLBACK_INTERMEDIATE
     launched = {launch.kernel_id for launch in row.launches}
     for k in kernels:

@@ -16,6 +16,7 @@ replayed, what fell back to the op path and why, is ``<gate>/replay/replay.json`
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import ClassVar, Literal
 
 from pydantic import Field, StrictBool, StrictFloat, StrictInt
@@ -100,6 +101,22 @@ class RowLaunches(_Model):
     # why the row's capture is not whole, "" when it is: "capture failed: ..." (an
     # exception while capturing one of its launches): the row is not replayed
     why_not: str = ""
+
+
+# Why a row whose launches share a buffer is not replayed: one launch's output may feed
+# another (an intermediate buffer), which a standalone replay of each does not reproduce.
+INTERMEDIATE_BUFFER = "intermediate buffer between launches"
+
+
+def shares_a_buffer(launches: Sequence[LaunchSpec]) -> bool:
+    """Whether one tensor buffer is an argument of more than one of ``launches`` (a
+    buffer used twice by one launch is an in-place kernel: the replay restores it)."""
+    users: dict[int, set[int]] = {}
+    for i, launch in enumerate(launches):
+        for a in launch.args:
+            if a.kind == "tensor":
+                users.setdefault(a.buffer, set()).add(i)
+    return any(len(u) > 1 for u in users.values())
 
 
 class LaunchCapture(OnDisk):

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from zlbench.models.replay import DeferredRow, ReplayedRow, ReplayRun
+from zlbench.models.replay import INTERMEDIATE_BUFFER, DeferredRow, ReplayedRow, ReplayRun
 from zlbench.report.blocks import Block, Names
 from zlbench.report.escape import md_code, md_text, one_line
 from zlbench.report.facts import row_op
@@ -29,7 +29,7 @@ FALLBACK_NO_CAPTURE = "no capture for this op"
 FALLBACK_NO_ROW = "no launches captured for this row"
 FALLBACK_GRAPH = "launch captured in a CUDA graph"
 FALLBACK_SIDE_STREAM = "side stream"
-FALLBACK_INTERMEDIATE = "intermediate buffer between launches"
+FALLBACK_INTERMEDIATE = INTERMEDIATE_BUFFER  # models.replay: the worker says it too
 FALLBACK_TRUNCATED = "truncated capture"
 FALLBACK_UNKNOWN_KERNEL = "not in the baseline's codegen records"  # after "kernel <id> "
 FALLBACK_UNSUPPORTED = "unsupported argument"  # then the argument's name

@@ -84,7 +84,7 @@ from zlbench.models import (
     dump_json_model,
     load_json_model,
 )
-from zlbench.models.replay import PlannedRow
+from zlbench.models.replay import INTERMEDIATE_BUFFER, PlannedRow, shares_a_buffer
 from zlbench.protocol import compile_lines
 from zlbench.protocol.pairs import SIDES, PairRule, complete_pairs
 
@@ -192,12 +192,7 @@ def why_not(plan: ReplayPlanFile, row: PlannedRow) -> str | None:
         missing = [s for s in SIDES if s not in sides]
         if missing:
             return f"kernel {kid}: no {' and no '.join(missing)} binary"
-    owner: dict[int, int] = {}
-    for i, launch in enumerate(row.launches):
-        for a in launch.args:
-            if a.kind == "tensor" and owner.setdefault(a.buffer, i) != i:
-                return "intermediate buffer between launches"
-    return None
+    return INTERMEDIATE_BUFFER if shares_a_buffer(row.launches) else None
 
 
 def _side_call(seams: Seams, calls: list[tuple[Any, list[int], int, int, int]]) -> Callable:
