@@ -11,13 +11,15 @@
 #               for the softmax, rms_norm and exp kernels only: slower), no_compile, no_coalesce, and
 #               no_coalesce_no_pipeline (benchmarks/ab_tools.py copies)
 #   bootstrap   zlbench baseline bootstrap --tier pr --out $W/bl/$NAME (REPEATS replay
-#               passes, --work $W/bootwork: a call cut by its limit, the next call on the
-#               warm machine resumes); then $OUT/bl.tgz holds it
+#               passes, 0: --no-replay; --work $W/bootwork: a call cut by its limit, the
+#               next call on the warm machine resumes); then $OUT/bl.tgz holds it, and
+#               benchmarks/launches_summary.py says what its capture can replay
 #   pack-boot   $W/bootwork (the bootstrap's passes so far) into $OUT/boot.tgz
 #   restore F   $W/bl from F (a bl.tgz an earlier call brought back: a fresh machine),
 #               or $W/bootwork from a boot.tgz (the bootstrap resumes from it)
 #   aa-N        A/A: the default gate of the PR tier against $W/bl/$NAME, PR = same,
-#               base = base (the same build: the baseline's records decide)
+#               base = base (the same build: the baseline's records decide); with
+#               REPLAY=1, --time all: every captured row replayed (none changed)
 #   patched     the same gate with PR = patched: PR vs base, only softmax, rms_norm, exp
 #               timed (with the sentinels)
 #   nocompile   the same gate with PR = no_compile (FAIL, exit 1)
@@ -66,6 +68,7 @@ timed() { # timed NAME PR_COPY CMD...: CMD with that triton copy first on PYTHON
     "$W/$name.log" | cut -c1-400 | tee -a "$LOG"
 }
 replay=(); [ "${REPLAY:-0}" = 1 ] && replay=(--replay)  # kernel replay (issue 51)
+every=(); [ "${REPLAY:-0}" = 1 ] && every=(--time all)  # an A/A replays every captured row
 gate() { local name=$1 pr=$2; shift 2; timed "$name" "$pr" python3 -m zlbench gate \
   --codegen-jobs "$JOBS" --out "$W/$name" "${replay[@]}" "$@"; }
 pr=(--baseline "$W/bl/$NAME" --ops-file "ops/tiers/$TIER.txt")
@@ -82,8 +85,11 @@ for spec in "$@"; do
         --also no_compile no_coalesce no_coalesce_no_pipeline | tee -a "$LOG" ;;
     bootstrap)
       mkdir -p "$W/bl"
+      reps=(--repeats "$REPEATS"); [ "$REPEATS" = 0 ] && reps=(--no-replay)
       timed bootstrap same python3 -m zlbench baseline bootstrap --tier "$TIER" \
-        --out "$W/bl/$NAME" --repeats "$REPEATS" --work "$W/bootwork"
+        --out "$W/bl/$NAME" "${reps[@]}" --work "$W/bootwork"
+      [ -d "$W/bl/$NAME" ] && python3 benchmarks/launches_summary.py "$W/bl/$NAME" 2>&1 \
+        | tail -40 | tee -a "$LOG"
       tail -5 "$W/bootstrap.log" | tee -a "$LOG"
       [ -d "$W/bl/$NAME" ] && tar czf "${OUT:-$W}/bl.tgz" -C "$W" bl ;;
     pack-boot)  # the bootstrap's passes so far: a fresh machine resumes from them
@@ -91,7 +97,7 @@ for spec in "$@"; do
       ls -la "${OUT:-$W}" ;;
     restore/*)
       f=${spec#restore/}; mkdir -p "$W" && tar xzf "$f" -C "$W" && say "restored $f" ;;
-    aa-*) gate "$stage" same "${pr[@]}" --base-compiler "$W/triton/base" ;;
+    aa-*) gate "$stage" same "${pr[@]}" --base-compiler "$W/triton/base" "${every[@]}" ;;
     patched) gate "$stage" patched "${pr[@]}" --base-compiler "$W/triton/base" ;;
     nocompile) gate "$stage" no_compile "${pr[@]}" --base-compiler "$W/triton/base" ;;
     broad-*) gate "$stage" no_coalesce "${pr[@]}" --base-compiler "$W/triton/base" ;;

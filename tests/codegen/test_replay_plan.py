@@ -158,6 +158,31 @@ def test_unchanged_rows_are_never_replayed():
     assert a not in plan.fallback and plan.changed_rows == 1
 
 
+def test_every_row_replays_the_unchanged_rows_too_after_the_changed_ones():
+    a, b, c = row("a"), row("b"), row("c")
+    s = screen(
+        kernel("ka", T, [a]), kernel("kb", C, [b], sass_instructions=2), kernel("kc", T, [c])
+    )
+    caps = {
+        "main/a": capture(captured(a, launch("ka"))),
+        "main/b": capture(captured(b, launch("kb"))),
+    }  # c: unchanged and no capture: stays proven identical, no fallback
+    fams = dict.fromkeys(["main/a", "main/b", "main/c"], "F")
+    plan = plan_replay(s, [a, b, c], caps, families=fams, every_row=True)
+    assert [(p.key, p.changed) for p in plan.replay] == [(b, True), (a, False)]
+    assert plan.fallback == {} and plan.changed_rows == 1
+    assert plan.sentinels == {"F": "main/b"}  # only a changed row's op is a sentinel
+
+
+def test_every_row_an_a_a_picks_no_sentinel_and_the_budget_drops_unchanged_rows_unlisted():
+    a, b = row("a"), row("b")
+    s = screen(kernel("ka", T, [a]), kernel("kb", T, [b]))
+    caps = {f"main/{r.op}": capture(captured(r, launch(f"k{r.op}"))) for r in (a, b)}
+    plan = plan_replay(s, [a, b], caps, {a: 2.0, b: 2.0}, budget_s=3.0, every_row=True)
+    assert [p.key for p in plan.replay] == [a] and plan.sentinels == {}
+    assert plan.deferred == [] and plan.fallback == {} and plan.changed_rows == 0
+
+
 def test_a_row_whose_kernel_does_not_compile_is_the_op_paths_failure_never_replayed():
     r, plan = one_row([launch("ka")], status=CodegenClass.FAILED)
     assert plan.replay == [] and plan.fallback == {}

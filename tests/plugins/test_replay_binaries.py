@@ -132,6 +132,29 @@ def test_a_build_whose_binary_is_not_the_screens_is_refused(built, tmp_path):
     assert got.errors == {b.rec.id: binaries.DIFFERS}
 
 
+def test_jobs_deal_the_kernels_to_rebuild_workers_at_once_into_one_cache(built, tmp_path):
+    b, pr, _ = built
+    twin = b.rec.model_copy(update={"id": "twin"})  # the same request under another id
+    got = binaries.build_side([b.rec, twin], tmp_path / "w", tmp_path / "c", env=b.env(), jobs=4)
+    assert sorted(p.name for p in (tmp_path / "w").iterdir()) == ["part-0", "part-1"]
+    assert got.errors == {} and set(got.refs) == {b.rec.id, "twin"}
+    assert {r.code_digest for r in got.refs.values()} == {pr.refs[b.rec.id].code_digest}
+    assert set(got.rebuilt) == {b.rec.id, "twin"}
+
+
+def test_a_part_that_fails_as_a_whole_is_its_kernels_error_only(built, tmp_path, monkeypatch):
+    b, _, _ = built
+    twin = b.rec.model_copy(update={"id": "twin"})
+    real = binaries._run_build
+
+    def fail_part_1(cmd, env, timeout_s):
+        return "build failed (exit 9): boom" if "part-1" in cmd[-3] else real(cmd, env, timeout_s)
+
+    monkeypatch.setattr(binaries, "_run_build", fail_part_1)
+    got = binaries.build_side([b.rec, twin], tmp_path / "w", tmp_path / "c", env=b.env(), jobs=2)
+    assert set(got.refs) == {b.rec.id} and got.errors == {"twin": "build failed (exit 9): boom"}
+
+
 def test_loading_refuses_a_binary_whose_digest_differs(built, monkeypatch):
     b, pr, base = built
     monkeypatch.syspath_prepend(str(b.mod))

@@ -129,8 +129,14 @@ class Fakes:
         return ReplayRun(rows=rows), PairsFile(rows=pairs)
 
 
-def run(tmp_path, fakes, families=None, timed_anyway=()):
+def run(tmp_path, fakes, families=None, timed_anyway=(), every_row=False):
     baseline, screen, ids = _baseline(tmp_path)
+    if every_row:  # op a's unchanged 128-row captured too
+        path = baseline.path / "main" / "a" / "codegen" / LAUNCHES_JSON
+        cap = load_json_model(path, LaunchCapture)
+        cap.rows.append(RowLaunches(run_name="a", op="a", dtype="bfloat16", shape=SH2,
+                                    launches=[_launch(ids["a"])]))  # fmt: skip
+        dump_json_model(path, cap)
     said = []
     outcome = replay_changed(
         timed_anyway=timed_anyway,
@@ -138,7 +144,7 @@ def run(tmp_path, fakes, families=None, timed_anyway=()):
         out=tmp_path / "gate", pr=PR_ENV, base=CompilerEnv("base", python="/base/python"),
         budget_s=None, rerun="zlbench gate --baseline bl", say=said.append,
         families=families if families is not None else {"main/a": "F", "main/c": "F"},
-        run_rows=fakes.run_rows, build_side=fakes.build_side,
+        run_rows=fakes.run_rows, build_side=fakes.build_side, every_row=every_row,
     )  # fmt: skip
     return outcome, ids, said
 
@@ -166,6 +172,22 @@ def test_replayed_rows_and_the_op_judged_by_replay_alone(tmp_path):
     lines = [line for line in said if "replay [" in line]
     assert [line.split("replay ")[1][:5] for line in lines] == ["[1/2]", "[2/2]"]
     assert "ETA" not in lines[1]  # the last row: nothing left
+
+
+def test_every_row_replays_an_unchanged_row_and_counts_it_apart_from_the_changed(tmp_path):
+    outcome, _, said = run(tmp_path, Fakes(), every_row=True)
+    run_ = outcome.run
+    unchanged = [r.key for r in run_.rows if not r.changed]
+    assert unchanged == [key("a", SH2)]
+    assert run_.changed_rows == 3 and run_.replayed == 2 and run_.unchanged_replayed == 1
+    assert run_.coverage() == (
+        "2 of 3 changed rows replayed (67 %); 1 unchanged row(s) too (--time all)"
+    )
+    assert key("a", SH2) not in run_.identical  # its pairs judge it, not the screen's proof
+    pairs = load_json_model(tmp_path / "gate" / "replay" / "pairs.json", PairsFile)
+    assert key("a", SH2) in {p.key for p in pairs.rows}
+    assert any("2 to replay" in line and "1 unchanged row(s) replayed too" in line
+               for line in said)  # fmt: skip
 
 
 def test_rows_whose_outputs_differ_keep_no_samples_and_no_op_is_judged_by_replay(tmp_path):

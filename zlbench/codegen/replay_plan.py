@@ -75,6 +75,12 @@ seconds), then the op key. Families come from the inventory:
 catch-all classes), handed in by the caller (codegen may not import the runner); an op
 it does not name is a family of its own, ``op:<op name>``.
 
+**Every row** (``gate --time all --replay``: a nightly run, and the replay's own A/A,
+where the screen proves every row unchanged): the rows proven unchanged are replayed
+too, when replayable, after every changed row within the budget. They never fall back
+or are deferred (the screen's proof stands for one that is not replayed) and pick no
+sentinel: the op-level sentinel is for a change that the replay of a kernel cannot see.
+
 **Replay cost** (:func:`replay_cost_s`): an estimate, not a measurement (written
 without a GPU): ``ROW_SETUP_S + 2 x pairs x REPS x (kernel µs + CALL_OVERHEAD_US)``,
 with ``pairs`` the pair rule's budget of a row (``PairSampling.max_pairs``, 16),
@@ -185,6 +191,7 @@ class RowToReplay:
     cost_s: float
     launches: RowLaunches
     kernels: tuple[str, ...]  # kernel ids, the changed ones first (by weight), then the rest
+    changed: bool = True  # False: proven unchanged, replayed only with ``every_row``
 
 
 @dataclass
@@ -202,8 +209,9 @@ class ReplayPlan:
 
     @property
     def changed_rows(self) -> int:
-        """Rows whose code the screen did not prove unchanged: replayed + fallback + deferred."""
-        return len(self.replay) + len(self.fallback) + len(self.deferred)
+        """Rows whose code the screen did not prove unchanged: replayed + fallback + deferred
+        (not the unchanged rows ``every_row`` replays)."""
+        return sum(p.changed for p in self.replay) + len(self.fallback) + len(self.deferred)
 
     def op_path(self) -> dict[str, str]:
         """Op key -> why it is still timed through FlagGems: the ops of fallback rows
@@ -235,6 +243,7 @@ def plan_replay(
     families: Mapping[str, str] | None = None,
     rerun: str = RERUN,
     timed_anyway: Collection[str] = (),
+    every_row: bool = False,
 ) -> ReplayPlan:
     """The plan (module docstring). ``captures``: op key -> its launch capture (None or
     absent: none); ``costs``: row -> estimated replay seconds (:func:`replay_costs`; a
@@ -242,7 +251,9 @@ def plan_replay(
     its recorded seconds on the op path; ``families``: op key -> op family; ``rerun``:
     the gate command a deferred row's command starts with (:func:`deferred_command`);
     ``timed_anyway``: ops the gate times through FlagGems whatever the plan (its own
-    sentinels, ``ops/sentinels.txt``): one of them is its family's sentinel."""
+    sentinels, ``ops/sentinels.txt``): one of them is its family's sentinel;
+    ``every_row`` (``gate --time all --replay``): the rows proven unchanged are replayed
+    too, after the changed ones (module docstring, "Every row")."""
     view = TimedKernels.of(screen)
     costs, op_costs, families = costs or {}, op_costs or {}, families or {}
     plan = ReplayPlan(budget_s=budget_s)
@@ -255,19 +266,22 @@ def plan_replay(
             plan.failed[key] = f"kernel `{failed[0].name}` does not compile: {failed[0].error}"
             continue
         why = _unproven(screen, view, key, op, kernels)
-        if why is None and not any(k.status in CHANGED_CLASSES for k in kernels):
+        changed = why is not None or any(k.status in CHANGED_CLASSES for k in kernels)
+        if not changed and not every_row:
             continue  # proven unchanged: not the replay tier's
         why = why or _not_replayable(view, key, op, kernels, captures.get(op))
         if why:
-            plan.fallback[key] = why
+            if changed:  # an unchanged row that cannot be replayed stays proven identical
+                plan.fallback[key] = why
             continue
         launches = _row_launches(captures[op], key)  # type: ignore[arg-type]
         cost = costs.get(key, replay_cost_s(None))
-        candidates.append(
-            RowToReplay(key, row_score(kernels), cost, launches, _ids(kernels, launches))
-        )
-    candidates.sort(key=lambda p: (-p.score, p.key.label()))
-    plan.sentinels = _sentinels(candidates, plan.fallback, op_costs, families, timed_anyway)
+        ids = _ids(kernels, launches)
+        candidates.append(RowToReplay(key, row_score(kernels), cost, launches, ids, changed))
+    candidates.sort(key=lambda p: (not p.changed, -p.score, p.key.label()))
+    plan.sentinels = _sentinels(
+        [p for p in candidates if p.changed], plan.fallback, op_costs, families, timed_anyway
+    )
     on_op_path = set(plan.op_path())
     plan.op_path_s = sum(op_costs.get(k, DEFAULT_OP_COST_S) for k in on_op_path)
     left = None if budget_s is None else budget_s - plan.op_path_s
@@ -276,6 +290,8 @@ def plan_replay(
         if left is None or plan.replay_s + p.cost_s <= left:
             plan.replay.append(p)
             plan.replay_s += p.cost_s
+        elif not p.changed:
+            continue  # proven identical: nothing to defer
         elif op in on_op_path:
             plan.fallback[p.key] = FALLBACK_OVER_BUDGET
         else:

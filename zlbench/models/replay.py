@@ -138,6 +138,7 @@ class ReplayedRow(_Model):
     outputs: Literal["", "match", "differ"] = ""  # PR vs base outputs after timing
     max_error: StrictFloat | None = None  # largest |PR - base| / (|base| + atol) seen
     pairs: StrictInt = Field(0, ge=0)
+    changed: bool = True  # False: proven unchanged, replayed by ``gate --time all --replay``
 
 
 class DeferredRow(_Model):
@@ -163,13 +164,22 @@ class ReplayRun(OnDisk):
 
     @property
     def replayed(self) -> int:
-        return sum(1 for r in self.rows if r.instrument == "kernel-replay")
+        """Changed rows replayed."""
+        return sum(1 for r in self.rows if r.instrument == "kernel-replay" and r.changed)
+
+    @property
+    def unchanged_replayed(self) -> int:
+        """Rows proven unchanged and replayed all the same (``gate --time all --replay``)."""
+        return sum(1 for r in self.rows if r.instrument == "kernel-replay" and not r.changed)
 
     def coverage(self) -> str:
-        """``41 of 45 changed rows replayed (91 %)``."""
+        """``41 of 45 changed rows replayed (91 %)``, and ``; 50 unchanged rows too
+        (--time all)`` where there are some."""
         n = self.changed_rows
         pct = f" ({100 * self.replayed / n:.0f} %)" if n else ""
-        return f"{self.replayed} of {n} changed rows replayed{pct}"
+        also = self.unchanged_replayed
+        tail = f"; {also} unchanged row(s) too (--time all)" if also else ""
+        return f"{self.replayed} of {n} changed rows replayed{pct}{tail}"
 
 
 # --------------------------------------------------------------------------- the worker's plan

@@ -128,6 +128,8 @@ def replay_changed(
     build_side: Callable | None = None,
     timed_anyway: Collection[str] = (),
     pythonpath: Sequence[str] = (),
+    every_row: bool = False,
+    jobs: int = 1,
 ) -> ReplayOutcome:
     """The replay step (module docstring) over the changed rows of ``ops``; writes
     ``out/replay/``. ``pr``/``base``: each side's environment, ``pythonpath`` first on
@@ -155,10 +157,14 @@ def replay_changed(
         families=families,
         rerun=rerun,
         timed_anyway=timed_anyway,
+        every_row=every_row,
     )
+    unchanged = {p.key for p in plan.replay if not p.changed}
     say(
-        f"zlbench gate: replay: {plan.changed_rows} changed row(s): {len(plan.replay)} to "
-        f"replay, {len(plan.fallback)} through FlagGems, {len(plan.deferred)} deferred"
+        f"zlbench gate: replay: {plan.changed_rows} changed row(s): "
+        f"{len(plan.replay) - len(unchanged)} to replay, {len(plan.fallback)} through "
+        f"FlagGems, {len(plan.deferred)} deferred"
+        + (f"; {len(unchanged)} unchanged row(s) replayed too (--time all)" if unchanged else "")
     )
     sides = {
         name: (side.python, side.environ(with_front(os.environ, pythonpath)))
@@ -168,7 +174,7 @@ def replay_changed(
     done: list[ReplayedRow] = []
     pairs = PairsFile()
     if plan.replay:
-        planned, lost = _build(plan, baseline, screen, rdir, sides, build_side, say)
+        planned, lost = _build(plan, baseline, screen, rdir, sides, build_side, say, jobs)
         fallback += lost
         if planned.rows:
             dump_json_model(rdir / REPLAY_PLAN, planned.model_copy(update={"device": device}))
@@ -180,7 +186,10 @@ def replay_changed(
                 env=sides["pr"][1],
                 on_row=on_row,
             )
-            done = list(ran.rows)
+            done = [
+                r.model_copy(update={"changed": False}) if r.key in unchanged else r
+                for r in ran.rows
+            ]
     replayed = [r for r in done if r.instrument == "kernel-replay" and r.outputs == "match"]
     ok = {r.key for r in replayed}
     pairs = PairsFile(rows=[p for p in pairs.rows if p.key in ok])
@@ -257,6 +266,7 @@ def _build(
     sides: Mapping[str, tuple[str | None, dict[str, str]]],
     build_side: Callable,
     say: Callable[[str], None],
+    jobs: int = 1,
 ) -> tuple[ReplayPlanFile, list[ReplayedRow]]:
     """Both sides' binaries of the planned rows' kernels; the plan file of the rows
     whose every kernel built on both sides (the PR's as the screen built it), and the
@@ -273,6 +283,7 @@ def _build(
             python=python,
             env=env,
             exec_generated=True,
+            jobs=jobs,
         )  # fmt: skip
         for side, (python, env) in sides.items()
     }

@@ -226,6 +226,8 @@ def replay_step(
         say=seams.say,
         families=families_of(inputs.baseline, job.selection.ops_dir),
         timed_anyway=codegen.sentinel_only,  # the gate's sentinels: timed through FlagGems
+        every_row=job.time == "all",  # nightly, and the replay's own A/A
+        jobs=job.codegen_jobs,
     )
     deferred = {}
     for d in outcome.run.deferred:

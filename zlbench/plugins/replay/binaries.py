@@ -47,6 +47,7 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -85,21 +86,63 @@ def build_side(
     expected: Mapping[str, str] | None = None,
     exec_generated: bool = False,
     timeout_s: float = BUILD_TIMEOUT_S,
+    jobs: int = 1,
 ) -> SideBuild:
     """Compile ``records``' requests with the compiler of the environment ``python``
     (None: this interpreter) and ``env`` (None: this process's) into ``cache_dir``;
-    ``work`` holds the worker's input and output. ``expected``: kernel id -> the
-    screen's code digest of this side's cubin; a kernel built with another is refused
-    (:data:`DIFFERS`), and a kernel's ref carries the screen's digest (without
-    ``expected``, the build's own). A build that fails as a whole is every kernel's
-    error; nothing raises."""
+    ``work`` holds the worker's input and output (``work/part-<i>/`` each with
+    ``jobs`` > 1: that many rebuild workers at once, the records dealt round-robin, one
+    cache dir: triton writes a group whole or not at all). ``expected``: kernel id ->
+    the screen's code digest of this side's cubin; a kernel built with another is
+    refused (:data:`DIFFERS`), and a kernel's ref carries the screen's digest (without
+    ``expected``, the build's own). A build that fails as a whole is every kernel of
+    its part's error; nothing raises."""
     out = SideBuild()
     if not records:
         return out
+    n = max(1, min(jobs, len(records)))
+    parts = (
+        [(work, list(records))]
+        if n == 1
+        else [(work / f"part-{i}", list(records[i::n])) for i in range(n)]
+    )
+    args = (python, env, exec_generated, timeout_s, cache_dir)
+    if n == 1:
+        built = [_build_part(*parts[0], *args)]
+    else:
+        with ThreadPoolExecutor(max_workers=n) as pool:  # each part is its own process
+            built = list(pool.map(lambda p: _build_part(*p, *args), parts))
+    for (_, part), (why, index, groups) in zip(parts, built, strict=True):
+        if why is not None:
+            out.errors.update({r.id: why for r in part})
+            continue
+        by_id = {r.id: r for r in index.records}
+        out.rebuilt.update(by_id)
+        for rec in part:
+            ref, err = _ref(rec.id, by_id.get(rec.id), groups, cache_dir,
+                            (expected or {}).get(rec.id))  # fmt: skip
+            if ref is not None:
+                out.refs[rec.id] = ref
+            else:
+                out.errors[rec.id] = err or "not built"
+    return out
+
+
+def _build_part(
+    work: Path,
+    records: list[CompileRecord],
+    python: str | None,
+    env: Mapping[str, str] | None,
+    exec_generated: bool,
+    timeout_s: float,
+    cache_dir: Path,
+) -> tuple[str | None, CodegenIndex, dict[str, str]]:
+    """One rebuild worker over ``records``: (why the build failed as a whole or None,
+    its index, kernel id -> cache group name)."""
     work.mkdir(parents=True, exist_ok=True)
     index_in, rebuilt = work / "in.json", work / "out"
     compiler = capture.compiler_identity()
-    dump_json_model(index_in, CodegenIndex(compiler=compiler, records=list(records)))
+    dump_json_model(index_in, CodegenIndex(compiler=compiler, records=records))
     cmd = [python or sys.executable, "-m", "zlbench.plugins.compiler.rebuild"]
     cmd += ["--exec-generated"] if exec_generated else []
     cmd += [str(index_in), str(rebuilt), str(cache_dir)]
@@ -108,20 +151,10 @@ def build_side(
         try:
             index = load_json_model(rebuilt / "index.json", CodegenIndex)
             groups = json.loads((rebuilt / rebuild.GROUPS_JSON).read_text(encoding="utf-8"))
+            return None, index, groups
         except Exception as e:  # noqa: BLE001 - any unreadable output: the build failed
             why = f"build failed: {rebuild.first_line(e)}"
-    if why is not None:
-        out.errors = {r.id: why for r in records}
-        return out
-    by_id = out.rebuilt = {r.id: r for r in index.records}
-    for rec in records:
-        got = by_id.get(rec.id)
-        ref, err = _ref(rec.id, got, groups, cache_dir, (expected or {}).get(rec.id))
-        if ref is not None:
-            out.refs[rec.id] = ref
-        else:
-            out.errors[rec.id] = err or "not built"
-    return out
+    return why, CodegenIndex(compiler=compiler), {}
 
 
 def _run_build(cmd: list[str], env: Mapping[str, str] | None, timeout_s: float) -> str | None:

@@ -1,0 +1,45 @@
+"""`zlbench gate --time all --replay` replays every captured row, changed or not (the
+replay's own A/A, and a nightly run); `--time changed` only the changed rows: the gate's
+replay step hands the time mode to the replay (zlbench.workflow.gate.replay_step)."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+
+import zlbench.runner.replay as replay_mod
+from zlbench.models import ReplayRun
+from zlbench.runner.replay import ReplayOutcome
+from zlbench.workflow.gate import replay_step
+
+
+@pytest.mark.parametrize("time, every_row", [("all", True), ("changed", False)])
+def test_the_time_mode_decides_whether_unchanged_rows_are_replayed(
+    tmp_path, monkeypatch, time, every_row
+):
+    seen = {}
+
+    def fake_replay(**kw):
+        seen.update(kw)
+        return ReplayOutcome(run=ReplayRun(), replayed_ops={"main/a"})
+
+    monkeypatch.setattr(replay_mod, "replay_changed", fake_replay)
+    monkeypatch.setattr(replay_mod, "families_of", lambda baseline, ops_dir: {})
+    inputs = SimpleNamespace(
+        baseline=SimpleNamespace(ops={"main/a": None, "main/b": None}),
+        ab=SimpleNamespace(base=object()),
+    )
+    job = SimpleNamespace(
+        flaggems_dirs={}, time_budget_s=None, codegen_jobs=7, argv=["zlbench", "gate"], time=time,
+        selection=SimpleNamespace(ops_dir=tmp_path),
+    )  # fmt: skip
+    codegen = SimpleNamespace(
+        screen=object(), sentinel_only=set(), summary=SimpleNamespace(over_budget={})
+    )
+    seams = SimpleNamespace(say=lambda line: None)
+    measured, judged = replay_step(
+        inputs, job, tmp_path, seams, codegen, {"main/a", "main/b"}, None
+    )
+    assert seen["every_row"] is every_row and seen["jobs"] == 7
+    assert measured == {"main/b"} and judged == {"main/a", "main/b"}
