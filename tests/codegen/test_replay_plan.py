@@ -8,14 +8,17 @@ from __future__ import annotations
 import pytest
 
 from zlbench.codegen.replay_plan import (
+    BUILD_CPU_S,
     CALL_OVERHEAD_US,
     ROW_SETUP_S,
     deferred_command,
+    forecast,
     plan_replay,
     replay_cost_s,
     replay_costs,
     row_score,
 )
+from zlbench.codegen.select import DEFAULT_OP_COST_S
 from zlbench.models import BaselineResult, BaselineRow, RowKey
 from zlbench.models.codegen_screen import CodegenClass, CodegenScreen, KernelScreen
 from zlbench.models.replay import ArgSpec, LaunchCapture, LaunchSpec, RowLaunches, TensorStats
@@ -159,19 +162,21 @@ def test_unchanged_rows_are_never_replayed():
 
 
 def test_every_row_replays_the_unchanged_rows_too_after_the_changed_ones():
-    a, b, c = row("a"), row("b"), row("c")
+    a, b, c, d = row("a"), row("b"), row("c"), row("d")
     s = screen(
-        kernel("ka", T, [a]), kernel("kb", C, [b], sass_instructions=2), kernel("kc", T, [c])
+        kernel("ka", T, [a]),
+        kernel("kb", C, [b], sass_instructions=2),
+        kernel("kc", T, [c]),
+        kernel("kd", C, [d], sass_instructions=1),
     )
-    caps = {
-        "main/a": capture(captured(a, launch("ka"))),
-        "main/b": capture(captured(b, launch("kb"))),
-    }  # c: unchanged and no capture: stays proven identical, no fallback
-    fams = dict.fromkeys(["main/a", "main/b", "main/c"], "F")
-    plan = plan_replay(s, [a, b, c], caps, families=fams, every_row=True)
-    assert [(p.key, p.changed) for p in plan.replay] == [(b, True), (a, False)]
-    assert plan.fallback == {} and plan.changed_rows == 1
-    assert plan.sentinels == {"F": "main/b"}  # only a changed row's op is a sentinel
+    caps = {f"main/{r.op}": capture(captured(r, launch(f"k{r.op}"))) for r in (a, b, d)}
+    # c: unchanged and no capture: stays proven identical, no fallback
+    fams = dict.fromkeys(["main/a", "main/b", "main/c", "main/d"], "F")
+    op_costs = {"main/a": 0.1, "main/b": 5.0, "main/d": 9.0}
+    plan = plan_replay(s, [a, b, c, d], caps, op_costs=op_costs, families=fams, every_row=True)
+    assert [(p.key, p.changed) for p in plan.replay] == [(b, True), (d, True), (a, False)]
+    assert plan.fallback == {} and plan.changed_rows == 2
+    assert plan.sentinels == {"F": "main/b"}  # a changed op, never the cheaper unchanged a
 
 
 def test_every_row_an_a_a_picks_no_sentinel_and_the_budget_drops_unchanged_rows_unlisted():
@@ -403,12 +408,12 @@ def test_one_sentinel_op_per_family_of_the_replayed_rows():
     fams = {"main/a": "Unary", "main/b": "Unary", "main/c": "Norm", "main/d": "Norm"}
     op_costs = {"main/a": 8.0, "main/b": 3.0, "main/c": 1.0, "main/d": 7.0}
     plan = plan_replay(s, [a, b, c, d], caps, op_costs=op_costs, families=fams)
-    # d has no capture: it is on the op path already, but no replayed row is its op's
+    # d has no capture: it is on the op path already, but no replayed row is its op's;
+    # Norm has one replayed op (c): no sentinel of its own (the gate's sentinels stand)
     assert plan.fallback == {d: FALLBACK_NO_CAPTURE}
-    assert plan.sentinels == {"Norm": "main/c", "Unary": "main/b"}
+    assert plan.sentinels == {"Unary": "main/b"}
     assert plan.op_path() == {
         "main/b": "sentinel of op family Unary",
-        "main/c": "sentinel of op family Norm",
         "main/d": "1 changed row(s) not replayed: no capture for this op",
     }
 
@@ -434,11 +439,22 @@ def test_a_sentinel_prefers_a_replayed_op_already_on_the_op_path():
     ]
 
 
-def test_an_op_without_a_family_is_a_family_of_its_own():
+def test_an_op_without_a_family_is_a_family_of_its_own_judged_by_replay_alone():
     a, b = row("a"), row("b")
     s = screen(kernel("ka", C, [a]), kernel("kb", C, [b]))
     caps = {f"main/{r.op}": capture(captured(r, launch(f"k{r.op}"))) for r in (a, b)}
-    assert plan_replay(s, [a, b], caps).sentinels == {"op:a": "main/a", "op:b": "main/b"}
+    assert plan_replay(s, [a, b], caps).sentinels == {}
+    fams = {"main/a": "F", "main/b": "F"}  # one family of two: one sentinel
+    assert plan_replay(s, [a, b], caps, families=fams).sentinels == {"F": "main/a"}
+
+
+def test_a_family_of_one_replayed_op_keeps_the_gates_own_sentinel():
+    a = row("a")
+    s = screen(kernel("ka", C, [a]))
+    caps = {"main/a": capture(captured(a, launch("ka")))}
+    fams = {"main/a": "F", "main/s": "F"}
+    plan = plan_replay(s, [a], caps, families=fams, timed_anyway=["main/s"])
+    assert plan.sentinels == {"F": "main/s"}
 
 
 def test_an_op_the_gate_times_anyway_is_its_familys_sentinel():
@@ -453,3 +469,22 @@ def test_an_op_the_gate_times_anyway_is_its_familys_sentinel():
     assert [p.key.op for p in plan.replay] == ["a", "b"]
     without = plan_replay(s, [a, b], caps, families=fam)
     assert without.sentinels == {"F": "main/a"}  # the cheapest, then by key
+
+
+# --------------------------------------------------------------------------- forecast
+
+
+def test_the_forecast_adds_builds_replay_and_both_sides_of_the_op_path():
+    a, b, c, d = row("a"), row("b"), row("c"), row("d")
+    s = screen(*(kernel(f"k{r.op}", C, [r]) for r in (a, b, c, d)))
+    caps = {f"main/{r.op}": capture(captured(r, launch(f"k{r.op}"))) for r in (a, b, c)}
+    fams = {"main/a": "F", "main/b": "F", "main/c": "G"}
+    op_costs = {"main/a": 4.0, "main/b": 9.0, "main/d": 3.0}
+    plan = plan_replay(s, [a, b, c, d], caps, {a: 1.0, b: 2.0, c: 0.5}, op_costs, None, fams)
+    # a: F's sentinel (cheaper); b, c replayed whole; d: no capture; e: not in the plan
+    f = forecast(plan, ["main/a", "main/b", "main/c", "main/d", "main/e"], op_costs, jobs=3)
+    assert f.build_s == pytest.approx(2 * 3 * BUILD_CPU_S / 3)  # ka, kb, kc, both sides
+    assert f.replay_s == pytest.approx(3.5)
+    assert f.op_path_ops == 3  # a, d, e
+    assert f.op_path_s == pytest.approx(2 * (4.0 + 3.0 + DEFAULT_OP_COST_S))
+    assert f.total_s == pytest.approx(f.build_s + f.replay_s + f.op_path_s)

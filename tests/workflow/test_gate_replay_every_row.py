@@ -27,7 +27,7 @@ def test_the_time_mode_decides_whether_unchanged_rows_are_replayed(
     monkeypatch.setattr(replay_mod, "replay_changed", fake_replay)
     monkeypatch.setattr(replay_mod, "families_of", lambda baseline, ops_dir: {})
     inputs = SimpleNamespace(
-        baseline=SimpleNamespace(ops={"main/a": None, "main/b": None}),
+        baseline=SimpleNamespace(ops={"main/a": None, "main/b": None}, path=tmp_path),
         ab=SimpleNamespace(base=object()),
     )
     job = SimpleNamespace(

@@ -35,7 +35,7 @@ from pathlib import Path
 
 from zlbench.codegen.collect import collect
 from zlbench.codegen.diff import code_digest
-from zlbench.codegen.replay_plan import ReplayPlan, plan_replay, replay_costs
+from zlbench.codegen.replay_plan import ReplayPlan, forecast, plan_replay, replay_costs
 from zlbench.errors import ZlbenchError
 from zlbench.gate.load import BaselineSet
 from zlbench.models import (
@@ -130,6 +130,7 @@ def replay_changed(
     pythonpath: Sequence[str] = (),
     every_row: bool = False,
     jobs: int = 1,
+    op_costs: Mapping[str, float] | None = None,
 ) -> ReplayOutcome:
     """The replay step (module docstring) over the changed rows of ``ops``; writes
     ``out/replay/``. ``pr``/``base``: each side's environment, ``pythonpath`` first on
@@ -153,6 +154,7 @@ def replay_changed(
         rows,
         captures,
         costs=replay_costs(results),
+        op_costs=op_costs,
         budget_s=budget_s,
         families=families,
         rerun=rerun,
@@ -166,6 +168,7 @@ def replay_changed(
         f"FlagGems, {len(plan.deferred)} deferred"
         + (f"; {len(unchanged)} unchanged row(s) replayed too (--time all)" if unchanged else "")
     )
+    say(forecast_line(forecast(plan, ops, op_costs or {}, jobs)))
     sides = {
         name: (side.python, side.environ(with_front(os.environ, pythonpath)))
         for name, side in (("pr", pr), ("base", base))
@@ -210,6 +213,19 @@ def replay_changed(
     say(f"zlbench gate: replay: {run.coverage()} in {run.seconds:.0f} s; "
         f"{len(whole)} op(s) judged by replay alone ({rdir / REPLAY_JSON})")  # fmt: skip
     return ReplayOutcome(run=run, replayed_ops=whole)
+
+
+def forecast_line(f) -> str:
+    """``zlbench gate: replay: expected about 2m10s: builds 20s, replay 1m30s (the cost
+    model), 7 op(s) through FlagGems 20s (recorded seconds, both sides)``."""
+    from zlbench.runner.batch.progress import fmt_seconds
+
+    return (
+        f"zlbench gate: replay: expected about {fmt_seconds(f.total_s)}: builds "
+        f"{fmt_seconds(f.build_s)}, replay {fmt_seconds(f.replay_s)} (the cost model), "
+        f"{f.op_path_ops} op(s) through FlagGems {fmt_seconds(f.op_path_s)} (recorded "
+        "seconds, both sides)"
+    )
 
 
 def progress(

@@ -44,7 +44,7 @@ from zlbench.workflow.codegen import (
     unmeasured_results,
 )
 from zlbench.workflow.codegen_plan import load_for_rejudge, plan_timing
-from zlbench.workflow.codegen_step import CodegenStep
+from zlbench.workflow.codegen_step import CodegenStep, baseline_durations
 from zlbench.workflow.gate_job import (
     NO_SASS_FLAG,
     GateJob,
@@ -228,6 +228,7 @@ def replay_step(
         timed_anyway=codegen.sentinel_only,  # the gate's sentinels: timed through FlagGems
         every_row=job.time == "all",  # nightly, and the replay's own A/A
         jobs=job.codegen_jobs,
+        op_costs=baseline_durations(inputs.baseline.path, per_dtype=False),
     )
     deferred = {}
     for d in outcome.run.deferred:
