@@ -240,13 +240,25 @@ def test_a_tensor_without_values_falls_back_an_empty_one_does_not():
     assert [p.key for p in plan.replay] == [r]
 
 
-def test_a_buffer_shared_by_two_launches_is_an_intermediate_buffer():
+def test_a_buffer_passed_between_launches_that_run_once_replays_in_capture_order():
     first = launch("ka", tensor(0), tensor(1, "out"))
     second = launch("ka", tensor(1, "inp"), tensor(2, "out2"))  # reads the first's output
     r, plan = one_row([first, second])
+    assert [p.key for p in plan.replay] == [r] and plan.fallback == {}
+
+
+def test_a_buffer_passed_to_or_from_a_launch_that_runs_twice_is_an_intermediate_buffer():
+    first = launch("ka", tensor(0), tensor(1, "out")).model_copy(update={"count": 2})
+    second = launch("ka", tensor(1, "inp"), tensor(2, "out2"))
+    r, plan = one_row([first, second])
     assert (
-        plan.fallback == {r: FALLBACK_INTERMEDIATE} == {r: "intermediate buffer between launches"}
+        plan.fallback
+        == {r: FALLBACK_INTERMEDIATE}
+        == {r: "intermediate buffer between launches that run more than once"}
     )
+    apart = launch("ka", tensor(3), tensor(4, "o")).model_copy(update={"count": 2})
+    r, plan = one_row([apart, second])  # runs twice, but shares no buffer: replays
+    assert [p.key for p in plan.replay] == [r]
 
 
 def test_a_buffer_shared_within_one_launch_is_in_place_and_replays():
@@ -488,3 +500,14 @@ def test_the_forecast_adds_builds_replay_and_both_sides_of_the_op_path():
     assert f.op_path_ops == 3  # a, d, e
     assert f.op_path_s == pytest.approx(2 * (4.0 + 3.0 + DEFAULT_OP_COST_S))
     assert f.total_s == pytest.approx(f.build_s + f.replay_s + f.op_path_s)
+
+
+def test_the_forecast_keeps_every_op_the_gate_times_anyway_on_the_op_path():
+    a, b, c = row("a"), row("b"), row("c")
+    s = screen(*(kernel(f"k{r.op}", C, [r]) for r in (a, b, c)))
+    caps = {f"main/{r.op}": capture(captured(r, launch(f"k{r.op}"))) for r in (a, b, c)}
+    fams = {"main/a": "F", "main/b": "F", "main/c": "F"}
+    ops = ["main/a", "main/b", "main/c"]
+    plan = plan_replay(s, [a, b, c], caps, families=fams, timed_anyway=["main/b", "main/c"])
+    assert plan.sentinels == {"F": "main/b"} and plan.anyway == {"main/b", "main/c"}
+    assert forecast(plan, ops, {}).op_path_ops == 2  # b and c; a replayed whole

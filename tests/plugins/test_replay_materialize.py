@@ -12,6 +12,7 @@ from zlbench.models.replay import ArgSpec, LaunchSpec, TensorStats
 from zlbench.plugins.replay.materialize import (
     ReplayError,
     materialize,
+    materialize_row,
     restore,
     snapshot,
     values_digest,
@@ -95,6 +96,22 @@ def test_two_args_of_one_buffer_share_one_storage():
     assert a.untyped_storage().data_ptr() != c.untyped_storage().data_ptr()
     a.add_(10)  # in place through one alias: the other sees it
     assert b.tolist() == [11.0, 12.0, 13.0, 14.0]
+
+
+def test_a_rows_launches_share_a_buffer_number_as_one_storage():
+    out = exact([1.0, 2.0, 3.0, 4.0], buffer=1)
+    first = launch(exact([5.0, 6.0, 7.0, 8.0], buffer=0), out)
+    second = launch(exact([1.0, 2.0, 3.0, 4.0], buffer=1), stats_spec(4, buffer=2, min=0.0,
+                    max=1.0, mean=0.5, std=0.1))  # fmt: skip
+    (x, o), (i, y) = materialize_row([first, second], "cpu", seeds=[0, 1])
+    assert o.untyped_storage().data_ptr() == i.untyped_storage().data_ptr()
+    assert x.untyped_storage().data_ptr() != o.untyped_storage().data_ptr()
+    o.copy_(x)  # the first launch writes its output: the second reads it
+    assert i.tolist() == [5.0, 6.0, 7.0, 8.0]
+    assert y.untyped_storage().data_ptr() not in {t.untyped_storage().data_ptr() for t in (x, o)}
+    ((x1, o1),) = materialize_row([first], "cpu", seeds=[0])  # one launch: as materialize
+    (x2, o2) = materialize(first, "cpu", seed=0)
+    assert torch.equal(x1, x2) and torch.equal(o1, o2)
 
 
 def test_offset_and_strided_views_address_the_captured_elements():

@@ -112,9 +112,9 @@ class Fake:
     def close(self):
         pass
 
-    def materialize(self, launch, device, seed):
-        self.seeds.append(seed)
-        return [f"{launch.kernel_id}:X", 4]
+    def materialize(self, launches, device, seeds):
+        self.seeds += list(seeds)
+        return [[f"{launch.kernel_id}:X", 4] for launch in launches]
 
     def time_paired(self, launch, args, *, rule, timer, flush, warmup, reps):
         for side in SIDES:
@@ -178,7 +178,10 @@ def test_rows_json_and_pairs_json_a_failing_row_has_no_samples(tmp_path, capsys)
         (row("m", spec("a"), sides=("pr",)), "kernel a: no base binary"),
         (row("m", spec("a"), kids=[]), "kernel a: no pr and no base binary"),
         (row("m", spec("a", why_not="graph")), "launch of k_a not replayable: graph"),
-        (row("m", spec("a"), spec("b", buffer=0)), "intermediate buffer between launches"),
+        (
+            row("m", spec("a"), spec("b", buffer=0, count=2)),
+            "intermediate buffer between launches that run more than once",
+        ),
     ],
     ids=["one side missing", "absent from the binaries", "why_not", "intermediate buffer"],
 )
@@ -189,6 +192,17 @@ def test_a_row_that_cannot_be_replayed_falls_back_with_one_line(tmp_path, planne
     assert [(r.instrument, r.why) for r in run.rows] == [("op", why)]
     assert pairs.rows == []
     assert fake.loads == fake.launches == []  # nothing loaded, nothing launched
+
+
+def test_a_buffer_passed_between_launches_that_run_once_is_replayed_as_one_row(tmp_path):
+    fake = Fake()
+    plan = plan_of(row("m", spec("a", buffer=0), spec("b", buffer=0)))
+    assert run_main(tmp_path, plan, fake) == 0
+    run, pairs = outputs(tmp_path / "out")
+    assert [(r.instrument, r.why) for r in run.rows] == [("kernel-replay", "")]
+    assert [p.key.op for p in pairs.rows] == ["m"]
+    k = key("m")
+    assert fake.seeds == [worker.row_seed(k, 0), worker.row_seed(k, 1)]  # one call, the row
 
 
 def test_a_launch_whose_kernel_has_no_compile_request_falls_back(tmp_path):
@@ -279,8 +293,8 @@ FAKE_WORKER = textwrap.dedent("""
         def close(self):
             pass
 
-    def materialize(launch, device, seed):
-        what = launch.kernel_id
+    def materialize(launches, device, seeds):
+        what = launches[0].kernel_id
         if what == "die":
             os._exit(9)
         if what == "hang":
@@ -288,7 +302,7 @@ FAKE_WORKER = textwrap.dedent("""
         if what == "poison":
             state["ok"] = False
             raise ReplayError("illegal memory access")
-        return [what]
+        return [[what]]
 
     def time_paired(launch, args, **kw):
         return [{"side": "pr", "ms": 1.0}, {"side": "base", "ms": 1.0}]

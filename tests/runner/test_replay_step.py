@@ -257,3 +257,10 @@ def test_a_gate_sentinel_is_its_familys_sentinel_so_the_other_op_is_judged_by_re
     assert with_c.replayed_ops == {"main/a"}
     without, _, _ = run(tmp_path / "2", Fakes())
     assert without.replayed_ops == {"main/c"}
+
+
+def test_every_op_the_gate_times_anyway_stays_on_the_op_path_even_when_replayed_whole(tmp_path):
+    """a and c share family F and the gate times both anyway: c is F's sentinel, and a
+    (replayed whole) is still timed through FlagGems: the gate's sentinels always are."""
+    both, _, _ = run(tmp_path, Fakes(), timed_anyway={"main/a", "main/c"})
+    assert both.run.replayed == 2 and both.replayed_ops == set()

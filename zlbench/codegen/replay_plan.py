@@ -33,9 +33,13 @@ in this order (the words: ``zlbench.report.replay_text``'s ``FALLBACK_*``):
 5. every argument can be rebuilt: a known kind, a tensor with a dtype and its values
    (exact ``data`` or ``stats``; an empty tensor needs neither);
 6. no launched kernel failed to build or was not rebuilt (FAILED / MISSING);
-7. no ``buffer`` is used by more than one launch (``intermediate buffer between
-   launches``: one launch's output may feed another; a buffer shared by the arguments
-   of one launch is an in-place kernel, which the replay restores);
+7. no ``buffer`` passes between two launches of which one ran more than once in the
+   timed call (``intermediate buffer between launches that run more than once``:
+   :func:`~zlbench.models.replay.order_unknown`, the order of their runs is not
+   captured). A buffer passed between launches that each ran once (a two-kernel
+   reduction's partials) is replayed as the op ran it: the row's launches in capture
+   order on one storage; one shared by the arguments of one launch is an in-place
+   kernel, which the replay restores;
 8. every changed kernel that counts for the row is among its launches (``changed
    kernel `name` not among its captured launches``: replaying the rest would not time
    the change).
@@ -116,7 +120,7 @@ from zlbench.models.replay import (
     LaunchSpec,
     ReplayedRow,
     RowLaunches,
-    shares_a_buffer,
+    order_unknown,
 )
 from zlbench.models.run import RowKey
 from zlbench.models.timing import PairSampling
@@ -196,13 +200,13 @@ def forecast(
     without the replay): builds at :data:`BUILD_CPU_S` a kernel a side over ``jobs``
     workers, the rows' :func:`replay_cost_s`, and both sides' recorded seconds of the
     ops the plan leaves to the op path (every op of ``ops`` but those whose rows are
-    all planned for replay, no sentinel; :data:`DEFAULT_OP_COST_S` where none is
-    recorded)."""
+    all planned for replay, no sentinel and none the gate times anyway;
+    :data:`DEFAULT_OP_COST_S` where none is recorded)."""
     kernels = {launch.kernel_id for p in plan.replay for launch in p.launches.launches}
     planned = {op_key(p.key.repo, p.key.run_name) for p in plan.replay}
     not_whole = {op_key(k.repo, k.run_name) for k in [*plan.fallback, *plan.failed]}
     not_whole |= {op_key(d.key.repo, d.key.run_name) for d in plan.deferred}
-    not_whole |= set(plan.sentinels.values())
+    not_whole |= set(plan.sentinels.values()) | plan.anyway
     op_path = set(ops) - (planned - not_whole)
     return ReplayForecast(
         build_s=2 * len(kernels) * BUILD_CPU_S / max(1, jobs),
@@ -247,6 +251,7 @@ class ReplayPlan:
     fallback: dict[RowKey, str] = field(default_factory=dict)  # row -> why the op path
     deferred: list[DeferredRow] = field(default_factory=list)  # in the ordering rule's order
     sentinels: dict[str, str] = field(default_factory=dict)  # op family -> its sentinel op key
+    anyway: set[str] = field(default_factory=set)  # ops the gate times through FlagGems anyway
     failed: dict[RowKey, str] = field(default_factory=dict)  # row -> the kernel that fails
     budget_s: float | None = None
     op_path_s: float = 0.0  # recorded seconds of the op path's ops (charged first)
@@ -301,7 +306,7 @@ def plan_replay(
     too, after the changed ones (module docstring, "Every row")."""
     view = TimedKernels.of(screen)
     costs, op_costs, families = costs or {}, op_costs or {}, families or {}
-    plan = ReplayPlan(budget_s=budget_s)
+    plan = ReplayPlan(budget_s=budget_s, anyway=set(timed_anyway))
     candidates: list[RowToReplay] = []
     for key in dict.fromkeys(rows):
         op = op_key(key.repo, key.run_name)
@@ -408,7 +413,7 @@ def _not_replayable(
         k = held[launch.kernel_id]
         if k.status in NOT_BUILT:
             return f"kernel `{k.name}` {FALLBACK_NOT_REBUILT}"
-    if shares_a_buffer(row.launches):
+    if order_unknown(row.launches):
         return FALLBACK_INTERMEDIATE
     launched = {launch.kernel_id for launch in row.launches}
     for k in kernels:

@@ -105,18 +105,23 @@ class RowLaunches(_Model):
 
 # Why a row whose launches share a buffer is not replayed: one launch's output may feed
 # another (an intermediate buffer), which a standalone replay of each does not reproduce.
-INTERMEDIATE_BUFFER = "intermediate buffer between launches"
+INTERMEDIATE_BUFFER = "intermediate buffer between launches that run more than once"
 
 
-def shares_a_buffer(launches: Sequence[LaunchSpec]) -> bool:
-    """Whether one tensor buffer is an argument of more than one of ``launches`` (a
-    buffer used twice by one launch is an in-place kernel: the replay restores it)."""
+def order_unknown(launches: Sequence[LaunchSpec]) -> bool:
+    """Whether a tensor buffer passes between two of ``launches`` (one writes what the
+    next reads) where either of them ran more than once in the timed call (``count``
+    > 1): the capture keeps each launch once, in first-launch order, so the order in
+    which the runs interleaved (A B A B, or A A B B) is not known, and a replay in the
+    wrong order reads other data. A buffer used twice by one launch is an in-place
+    kernel (the replay restores it); one passed between launches that each ran once is
+    replayed in capture order, one storage (``materialize_row``)."""
     users: dict[int, set[int]] = {}
     for i, launch in enumerate(launches):
         for a in launch.args:
             if a.kind == "tensor":
                 users.setdefault(a.buffer, set()).add(i)
-    return any(len(u) > 1 for u in users.values())
+    return any(len(u) > 1 and any(launches[i].count > 1 for i in u) for u in users.values())
 
 
 class LaunchCapture(OnDisk):

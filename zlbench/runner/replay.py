@@ -262,7 +262,8 @@ def _fell_back(r: ReplayedRow) -> ReplayedRow:
 
 def _whole_ops(run: ReplayRun, plan: ReplayPlan) -> set[str]:
     """Ops whose every changed row was replayed (none deferred, none failed, none on the
-    op path, not a sentinel): the op path need not measure them."""
+    op path, not a sentinel, not one the gate times anyway): the op path need not
+    measure them."""
 
     def key_of(k: RowKey) -> str:
         return op_key(k.repo, k.run_name)
@@ -270,7 +271,7 @@ def _whole_ops(run: ReplayRun, plan: ReplayPlan) -> set[str]:
     replayed = {key_of(r.key) for r in run.rows if r.instrument == "kernel-replay"}
     not_whole = {key_of(r.key) for r in run.rows if r.instrument != "kernel-replay"}
     not_whole |= {key_of(d.key) for d in run.deferred} | {key_of(k) for k in plan.failed}
-    not_whole |= set(plan.sentinels.values())
+    not_whole |= set(plan.sentinels.values()) | plan.anyway
     return replayed - not_whole
 
 

@@ -1,7 +1,9 @@
 """A captured launch's arguments, rebuilt on a device (issue 51, ``LaunchSpec``).
 
 :func:`materialize` turns a :class:`zlbench.models.replay.LaunchSpec` into the launch's
-arguments in parameter order:
+arguments in parameter order (:func:`materialize_row`: each of a row's launches', one
+allocation per buffer number across them all, so a buffer one launch writes and the
+next reads is one storage, as in the op):
 
 * Scalars by value (``int``, ``float``, ``bool``, ``None``, ``str``); a ``dtype``
   argument as the triton dtype its string names (``"fp32"`` -> ``tl.float32``; the
@@ -194,33 +196,46 @@ def _scalar(i: int, a: ArgSpec) -> Any:
 
 def materialize(launch: LaunchSpec, device: str, seed: int) -> list[Any]:
     """``launch``'s arguments in parameter order on ``device`` (module docstring)."""
+    return materialize_row([launch], device, [seed])[0]
+
+
+def materialize_row(
+    launches: Sequence[LaunchSpec], device: str, seeds: Sequence[int]
+) -> list[list[Any]]:
+    """Each of a row's ``launches``' arguments in parameter order (module docstring),
+    one allocation per ``buffer`` number across all of them: a buffer one launch writes
+    and the next reads (an intermediate buffer) is one storage, as it was. ``seeds``:
+    one per launch, for its stats-drawn values."""
     torch = _torch()
-    if launch.why_not:
-        raise ReplayError(f"launch of {launch.kernel} not replayable: {launch.why_not}")
-    tensors: dict[int, tuple[ArgSpec, Any, int]] = {}  # arg index -> (spec, dtype, extent)
+    for launch in launches:
+        if launch.why_not:
+            raise ReplayError(f"launch of {launch.kernel} not replayable: {launch.why_not}")
+    # (launch, arg index) -> (spec, dtype, extent)
+    tensors: dict[tuple[int, int], tuple[ArgSpec, Any, int]] = {}
     nbytes: dict[int, int] = {}  # buffer -> bytes to allocate
-    for i, a in enumerate(launch.args):
-        if a.kind != "tensor":
-            continue
-        dtype = torch_dtype(a.dtype)
-        span = _check_view(i, a)
-        if a.data is None and a.stats is None and span:
-            raise ReplayError(f"argument {i} {a.name!r}: tensor without data or statistics")
-        tensors[i] = (a, dtype, span)
-        size = max(a.storage, a.offset + span) * dtype.itemsize
-        nbytes[a.buffer] = max(nbytes.get(a.buffer, 0), size)
+    for n, launch in enumerate(launches):
+        for i, a in enumerate(launch.args):
+            if a.kind != "tensor":
+                continue
+            dtype = torch_dtype(a.dtype)
+            span = _check_view(i, a)
+            if a.data is None and a.stats is None and span:
+                raise ReplayError(f"argument {i} {a.name!r}: tensor without data or statistics")
+            tensors[(n, i)] = (a, dtype, span)
+            size = max(a.storage, a.offset + span) * dtype.itemsize
+            nbytes[a.buffer] = max(nbytes.get(a.buffer, 0), size)
     raw = {
         b: torch.zeros(max(ALIGN, -(-n // ALIGN) * ALIGN), dtype=torch.uint8, device=device)
         for b, n in nbytes.items()
     }
-    views: dict[int, Any] = {}
-    for i, (a, dtype, span) in tensors.items():  # stats first: exact data wins overlaps
+    views: dict[tuple[int, int], Any] = {}
+    for (n, i), (a, dtype, span) in tensors.items():  # stats first: exact data wins overlaps
         flat = raw[a.buffer].view(dtype)
         if a.data is None and a.stats is not None and span:
-            _fill_stats(flat, a, dtype, span, _seed(seed, a.buffer, i))
-    for i, (a, dtype, _span) in tensors.items():
+            _fill_stats(flat, a, dtype, span, _seed(seeds[n], a.buffer, i))
+    for (n, i), (a, dtype, _span) in tensors.items():
         flat = raw[a.buffer].view(dtype)
-        where = f"argument {i} {a.name!r}"
+        where = f"argument {i} {a.name!r}" + (f" of launch {n}" if len(launches) > 1 else "")
         if a.data is not None:
             _fill_exact(flat, a, dtype, where)
         view = torch.as_strided(flat, a.shape, a.strides, a.offset)
@@ -231,8 +246,11 @@ def materialize(launch: LaunchSpec, device: str, seed: int) -> list[Any]:
                 f"capture's {'was not' if aligned else 'was'} (triton would compile another "
                 "specialisation)"
             )
-        views[i] = view
-    return [views[i] if i in views else _scalar(i, a) for i, a in enumerate(launch.args)]
+        views[(n, i)] = view
+    return [
+        [views[(n, i)] if (n, i) in views else _scalar(i, a) for i, a in enumerate(launch.args)]
+        for n, launch in enumerate(launches)
+    ]
 
 
 def _storages(args: Sequence[Any]) -> list[Any]:

@@ -11,13 +11,13 @@ the pair rule and the timing settings. For each row, in plan order (``--skip K``
 row ``K`` on, for a restarted worker):
 
 1. validate: every launch replayable (no ``why_not``), every kernel id with a compile
-   request and a binary of both sides, no buffer shared by two launches (an
-   intermediate buffer: each launch's arguments are materialized apart);
+   request and a binary of both sides, no buffer passed between launches whose runs'
+   order is not captured (:func:`~zlbench.models.replay.order_unknown`);
 2. load both sides' binaries (:mod:`.binaries`: the cubin's code digest must be the
-   screen's before any sample counts) and materialize every launch's arguments
-   (:func:`.materialize.materialize`, seeded by a hash of the row key and the launch's
-   index), checked against what each binary was specialised on
-   (:func:`.binaries.check_args`);
+   screen's before any sample counts) and materialize the row's arguments
+   (:func:`.materialize.materialize_row`: one storage per buffer number across its
+   launches, each launch's values seeded by a hash of the row key and its index),
+   checked against what each binary was specialised on (:func:`.binaries.check_args`);
 3. time the two sides paired (:func:`.timing.time_paired`: one stream, ABBA, inputs
    restored and L2 flushed before every timed call, stopped by the pair rule); a side's
    call launches the row's launches in order, each ``count`` times;
@@ -84,7 +84,7 @@ from zlbench.models import (
     dump_json_model,
     load_json_model,
 )
-from zlbench.models.replay import INTERMEDIATE_BUFFER, PlannedRow, shares_a_buffer
+from zlbench.models.replay import INTERMEDIATE_BUFFER, PlannedRow, order_unknown
 from zlbench.protocol import compile_lines
 from zlbench.protocol.pairs import SIDES, PairRule, complete_pairs
 
@@ -105,7 +105,8 @@ class Seams:
     the real ones (:func:`real_seams`), tests inject fakes."""
 
     binaries: Callable[[ReplayPlanFile], Any]  # -> .get(kid, side, ref), .close()
-    materialize: Callable[[Any, str, int], list]  # (LaunchSpec, device, seed) -> args
+    # (a row's LaunchSpecs, device, a seed per launch) -> each launch's args
+    materialize: Callable[[Any, str, Sequence[int]], list]
     check_args: Callable[[Any, Sequence[Any]], None]  # (CompileRequest, args)
     launch: Callable[[Any, Sequence[int], Sequence[Any]], None]  # (kernel, grid, args)
     timer: Callable[[str], Any]  # device -> a Timer
@@ -128,7 +129,7 @@ def real_seams() -> Seams:
 
     return Seams(
         binaries=make_binaries,
-        materialize=materialize.materialize,
+        materialize=materialize.materialize_row,
         check_args=binaries.check_args,
         launch=binaries.launch,
         timer=timer,
@@ -192,7 +193,7 @@ def why_not(plan: ReplayPlanFile, row: PlannedRow) -> str | None:
         missing = [s for s in SIDES if s not in sides]
         if missing:
             return f"kernel {kid}: no {' and no '.join(missing)} binary"
-    return INTERMEDIATE_BUFFER if shares_a_buffer(row.launches) else None
+    return INTERMEDIATE_BUFFER if order_unknown(row.launches) else None
 
 
 def _side_call(seams: Seams, calls: list[tuple[Any, list[int], int, int, int]]) -> Callable:
@@ -221,8 +222,10 @@ def replay_row(
         }
         args: list = []
         calls: dict[str, list] = {side: [] for side in SIDES}
-        for i, launch in enumerate(row.launches):
-            mine = list(seams.materialize(launch, plan.device, row_seed(row.key, i)))
+        seeds = [row_seed(row.key, i) for i in range(len(row.launches))]
+        each = seams.materialize(row.launches, plan.device, seeds)
+        for launch, mine in zip(row.launches, each, strict=True):
+            mine = list(mine)
             seams.check_args(plan.requests[launch.kernel_id], mine)
             lo, hi = len(args), len(args) + len(mine)
             args += mine

@@ -1,0 +1,131 @@
+"""What `zlbench gate --replay` would plan and expect for a broad change, before a GPU
+has run it (issue 51, docs/replay.md): a model, not a measurement.
+
+    python benchmarks/replay_forecast.py --baseline baselines/v5 --screen GATE_DIR
+    python benchmarks/replay_forecast.py --baseline baselines/v7 --all-changed
+
+The baseline's launch captures where it has them (``codegen/launches.json``), else the
+modelled ones of ``benchmarks/replay_capture_size.py`` (every timed kernel of a row one
+launch that ran once, its buffers numbered from 0: the model cannot know graph
+launches, side streams or launches run more than once, so its coverage is an upper
+bound). The screen: a gate dir's ``codegen/codegen.json`` and the ops its
+``timing.json`` times (``--screen``, e.g. ``gate --screen-only`` under the patched
+compiler), or every kernel of the baseline changed (``--all-changed``: the whole
+inventory judged). Then the gate's own plan (``plan_replay``: families from
+``ops/inventory_*.csv``, the gate's sentinels of ``ops/sentinels.txt``, the baseline's
+recorded op seconds) and its forecast at ``--jobs`` rebuild workers (the device's 15).
+Printed: changed rows, replayed / op path / deferred, the fallback reasons counted, the
+op path's ops, and the forecast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import Counter
+from pathlib import Path
+
+import torch
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "benchmarks"))
+
+from replay_capture_size import op_capture  # noqa: E402
+
+from zlbench.cli.settings import Settings  # noqa: E402
+from zlbench.cli.trees import resolve_one  # noqa: E402
+from zlbench.codegen.collect import collect  # noqa: E402
+from zlbench.codegen.diff import screen_kernel  # noqa: E402
+from zlbench.codegen.replay_plan import forecast, plan_replay, replay_costs  # noqa: E402
+from zlbench.gate.load import load_baseline  # noqa: E402
+from zlbench.models import (  # noqa: E402
+    LAUNCHES_JSON,
+    CodegenScreen,
+    LaunchCapture,
+    load_json_model,  # noqa: E402
+)
+from zlbench.models.codegen_screen import CodegenClass  # noqa: E402
+from zlbench.protocol.layout import op_key  # noqa: E402
+from zlbench.protocol.ops import run_name_for  # noqa: E402
+from zlbench.runner.batch.progress import fmt_seconds  # noqa: E402
+from zlbench.runner.replay import families_of  # noqa: E402
+from zlbench.workflow.codegen_step import baseline_durations  # noqa: E402
+
+
+def all_changed(root: Path) -> CodegenScreen:
+    """Every kernel of the baseline's codegen records changed at TTGIR (no figures)."""
+    k = collect(root)
+    kernels = [
+        screen_kernel(rec, rec, k.ops.get(kid, ()), k.rows.get(kid, ()),
+                      op_timed=k.op_timed.get(kid), row_timed=k.row_timed.get(kid))
+        .model_copy(update={"status": CodegenClass.TTGIR})
+        for kid, rec in k.records.items()
+    ]  # fmt: skip
+    return CodegenScreen(baseline_dir=str(root), kernels=kernels)
+
+
+def sentinels(path: Path) -> list[str]:
+    """The op keys of the gate's own sentinels (``ops/sentinels.txt``)."""
+    lines = [ln.split("#")[0].strip() for ln in path.read_text().splitlines()]
+    return [op_key("main", run_name_for(s)) for s in lines if s]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--baseline", type=Path, required=True)
+    g = ap.add_mutually_exclusive_group(required=True)
+    g.add_argument("--screen", type=Path, help="a gate dir (its codegen/codegen.json)")
+    g.add_argument("--all-changed", action="store_true")
+    ap.add_argument("--jobs", type=int, default=15)
+    args = ap.parse_args()
+    torch.set_num_threads(1)
+    gen = torch.Generator().manual_seed(0)
+    root = resolve_one(args.baseline, Settings.from_env())
+    baseline = load_baseline(root)
+    if args.screen:
+        screen = load_json_model(args.screen / "codegen" / "codegen.json", CodegenScreen)
+        timing = json.loads((args.screen / "codegen" / "timing.json").read_text())
+        ops = sorted(set(timing["timed"]) & set(baseline.ops))  # the changed ops, sentinels
+    else:
+        screen, ops = all_changed(root), sorted(baseline.ops)
+    captures, real = {}, 0
+    for key in ops:
+        res = baseline.ops[key]
+        op_dir = root / res.repo / res.run_name
+        if (op_dir / "codegen" / LAUNCHES_JSON).is_file():
+            captures[key] = load_json_model(op_dir / "codegen" / LAUNCHES_JSON, LaunchCapture)
+            real += 1
+        elif (op_dir / "codegen" / "index.json").is_file():
+            captures[key] = op_capture(op_dir, gen)
+    results = [baseline.ops[k] for k in ops]
+    rows = [r.key(res.repo, res.run_name) for res in results for r in res.rows]
+    op_costs = baseline_durations(root, per_dtype=False)
+    plan = plan_replay(
+        screen, rows, captures, costs=replay_costs(results), op_costs=op_costs,
+        families=families_of(baseline, REPO / "ops"),
+        timed_anyway=[s for s in sentinels(REPO / "ops" / "sentinels.txt") if s in ops],
+    )  # fmt: skip
+    f = forecast(plan, ops, op_costs, args.jobs)
+    n = plan.changed_rows
+    print(f"baseline {args.baseline}: {len(ops)} ops, {len(rows)} rows; captures: {real} "
+          f"recorded, {len(captures) - real} modelled")  # fmt: skip
+    print(f"changed rows {n}: replayed {len(plan.replay)} "
+          f"({100 * len(plan.replay) / max(1, n):.0f} %), op path {len(plan.fallback)}, "
+          f"deferred {len(plan.deferred)}, failed {len(plan.failed)}")  # fmt: skip
+    for why, c in Counter(plan.fallback.values()).most_common(8):
+        print(f"  {c:5d}  {why[:90]}")
+    print(f"sentinels: {', '.join(sorted(plan.sentinels.values())) or 'none'}")
+    print(
+        f"forecast at {args.jobs} rebuild workers: about {fmt_seconds(f.total_s)} = builds "
+        f"{fmt_seconds(f.build_s)} + replay {fmt_seconds(f.replay_s)} + {f.op_path_ops} "
+        f"op(s) through FlagGems {fmt_seconds(f.op_path_s)} (both sides, recorded seconds)"
+    )
+    print(
+        f"op path without the replay: {len(ops)} op(s), "
+        f"{fmt_seconds(2 * sum(op_costs.get(k, 0.0) for k in ops))} (both sides)"
+    )
+
+
+if __name__ == "__main__":
+    main()
