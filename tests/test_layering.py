@@ -151,6 +151,8 @@ RUNNER_ORDER = {
     "attribute": 5,
     "compact": 5,
     "code_digests": 5,
+    "capture_baseline": 6,  # runs the refresh's replay pass
+    "baseline_batch": 5,  # how a baseline's ops are replayed (gate, capture)
 }
 
 

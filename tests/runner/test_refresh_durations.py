@@ -21,10 +21,10 @@ from zlbench.models import (
     dump_yaml_model,
     load_yaml_model,
 )
+from zlbench.runner.baseline_batch import baseline_durations
 from zlbench.runner.batch.config import BatchConfig, BatchOutcome
 from zlbench.runner.batch.plan import plan_selection, recorded_durations
 from zlbench.runner.batch.status import write_ops_status
-from zlbench.workflow.codegen_step import baseline_durations
 
 ENV = Environment(gpu_model="NVIDIA H200", gpu_count=1, triton_version="3.6.0")
 OPS = ["a", "b", "c", "d"]

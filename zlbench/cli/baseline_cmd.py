@@ -1,5 +1,5 @@
 """`zlbench baseline refresh | bootstrap | show | verify | attribute | compact |
-code-digests`: pinned record sets
+code-digests | capture`: pinned record sets
 (docs/design.md §3)."""
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ def add_parser(sub) -> None:
     _add_attribute(bsub)
     _add_compact(bsub)
     _add_code_digests(bsub)
+    _add_capture(bsub)
 
 
 def _derived_parser(bsub, name: str, help: str, description: str):
@@ -139,6 +140,88 @@ def _code_digests(args) -> int:
         f"given a code digest, {done.had} had one, {done.differ} not reproduced by the "
         f"rebuild, {done.not_rebuilt} not rebuilt"
     )
+    return 0
+
+
+def _add_capture(bsub) -> None:
+    from zlbench.cli.options import SPEC_HELP, add_ops_dir_option
+
+    c = bsub.add_parser(
+        "capture",
+        help="a new version: an older baseline plus the launch captures of a replay of it",
+        description="Copy baseline --baseline to --out with each op's kernel-replay capture "
+        "(codegen/launches.json) taken from one replay batch of its ops, pinned to its "
+        "autotune records: run here on this machine's GPU (into --work), or the batch dir "
+        "--from of such a replay run elsewhere. The batch must have replayed this "
+        "baseline, and an op's capture enters only when it names kernels of the "
+        "baseline's own codegen records; the new version is verified before it is put "
+        "at --out. Records, configs, rows and numbers are unchanged (docs/replay.md "
+        "'Captures for an existing baseline').",
+    )
+    c.add_argument(
+        "--baseline", type=Path, required=True, metavar="DIR", help="the baseline (baselines/vN)"
+    )
+    c.add_argument(
+        "--out", type=Path, required=True, metavar="baselines/vM", help="the new baseline dir"
+    )
+    c.add_argument(
+        "--from",
+        dest="from_batch",
+        type=Path,
+        default=None,
+        metavar="BATCH_DIR",
+        help="measure nothing: take the captures of this batch dir, a replay of --baseline "
+        "(`zlbench batch --replay-root DIR`)",
+    )
+    c.add_argument(
+        "--work",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="run the replay batch in DIR/replay and keep it there (the same command with "
+        "the same --work resumes it); default: a temp dir, removed at the end",
+    )
+    sel = c.add_mutually_exclusive_group()
+    sel.add_argument(
+        "--ops", nargs="+", metavar="SPEC", help=f"only these baseline ops ({SPEC_HELP})"
+    )
+    sel.add_argument("--ops-file", type=Path, metavar="F", help="file of op SPECs, one a line")
+    add_ops_dir_option(c)
+    c.set_defaults(func=_capture)
+
+
+def _capture(args) -> int:
+    from zlbench.cli.options import default_ops_dir, flaggems_dirs, preflight
+    from zlbench.runner.capture_baseline import CaptureJob, capture
+
+    settings = Settings.from_env()
+    done = capture(
+        CaptureJob(
+            baseline=args.baseline,
+            out=args.out,
+            from_batch=args.from_batch,
+            work=args.work,
+            ops=list(args.ops or ()),
+            ops_file=args.ops_file,
+            ops_dir=args.ops_dir or default_ops_dir(),
+            flaggems_dirs=flaggems_dirs([], settings),
+            cuda_visible_devices=settings.cuda_visible_devices,
+            argv=list(sys.argv),
+            progress=sys.stdout,
+            preflight=preflight,
+        )
+    )
+    m, got = done.manifest, done.captured
+    for key, line in sorted(got.unsound.items()):
+        print(f"  {key}: no capture: {line}")
+    print(
+        f"{done.out}: {m.name} from {m.derived_from}: {len(got.ops)} ops captured "
+        f"({got.rows} rows), {len(got.without)} ops without a capture, {len(got.kept)} "
+        f"kept their own; from {got.batch}, a replay of {got.replayed}"
+    )
+    for why, n in got.counts().items():
+        print(f"  without a capture: {n} op(s): {why}")
+    print(f"verified: {done.verified_ops} ops, {done.verified_rows} rows: OK")
     return 0
 
 

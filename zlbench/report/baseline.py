@@ -39,6 +39,11 @@ def render_show(m: BaselineManifest, ops: Iterable[OpSummary], table: bool = Tru
         )
     short = m.summary.get("short") or {}  # ops built from fewer passes (refresh --min-repeats)
     lines += [f"  fewer passes {key}: {why}" for key, why in sorted(short.items())]
+    if cap := m.summary.get("captures"):  # launch captures added (baseline capture)
+        lines.append(
+            f"  captures   {cap.get('ops')} ops ({cap.get('rows')} rows) from "
+            f"{cap.get('from')}, a replay of {cap.get('replayed')}"
+        )
     if not table:
         return "\n".join(lines + _summary(ops, measured))
     lines += ["", f"{'op':40} {'rows':>5} {'median speedup':>15} {'max noise':>10}"]

@@ -175,6 +175,27 @@ def _say(cfg: RefreshConfig, text: str) -> None:
         print(text, file=cfg.progress, flush=True)
 
 
+def run_pass(
+    cfg: RefreshConfig,
+    out_dir: Path,
+    replay_root: Path | None,
+    what: str,
+    resume: bool = False,
+    who: str = "refresh",
+) -> BatchOutcome:
+    """One pass of ``cfg.batch`` into ``out_dir``: a record pass (``replay_root`` None)
+    or a replay of ``replay_root``'s records (a batch or baseline dir), as `zlbench batch
+    --replay-root` runs it; ``resume``: a pass whose dir is there already is resumed
+    (``--work``), its complete and failed ops kept. Also `zlbench baseline capture`'s
+    replay of a baseline (``who``: the progress line's first word)."""
+    again = resume and out_dir.is_dir()
+    _say(cfg, f"{who}: {what} -> {out_dir}" + (" (resumed)" if again else ""))
+    cfg_ = replace(cfg.batch, out_dir=out_dir, replay_root=replay_root)
+    if again:
+        cfg_ = replace(cfg_, resume=True, keep_failed=True)
+    return cfg.batch_runner(cfg_)
+
+
 def _measure(
     cfg: RefreshConfig, work: Path, resume: bool = False
 ) -> tuple[BatchOutcome, list[BatchOutcome]]:
@@ -183,12 +204,7 @@ def _measure(
     kept."""
 
     def run(out_dir: Path, replay_root: Path | None, what: str) -> BatchOutcome:
-        again = resume and out_dir.is_dir()
-        _say(cfg, f"refresh: {what} -> {out_dir}" + (" (resumed)" if again else ""))
-        cfg_ = replace(cfg.batch, out_dir=out_dir, replay_root=replay_root)
-        if again:
-            cfg_ = replace(cfg_, resume=True, keep_failed=True)
-        return cfg.batch_runner(cfg_)
+        return run_pass(cfg, out_dir, replay_root, what, resume)
 
     if resume:
         work.mkdir(parents=True, exist_ok=True)

@@ -37,10 +37,10 @@ from zlbench.models import (
 from zlbench.protocol.layout import CODEGEN_SCREEN_DIR
 from zlbench.protocol.ops import read_ops_file
 from zlbench.report.escape import one_line
+from zlbench.runner.baseline_batch import baseline_durations
 from zlbench.workflow.codegen_step import (
     TIMING_JSON,
     CodegenStep,
-    baseline_durations,
     cpu_note,
     not_timed_line,
     summarize,

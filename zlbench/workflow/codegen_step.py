@@ -88,17 +88,6 @@ def cpu_note(plan: TimingPlanFile) -> str:
     return f"codegen screen from a CPU job (gate --screen-only{when}, {plan.compiler})"
 
 
-def baseline_durations(baseline_dir: Path, per_dtype: bool = True) -> dict[str, float]:
-    """The recorded seconds per op of the baseline's ops_status.csv (per dtype, or as
-    recorded: a GPU budget's unit), when it ships one (they size the batch's time budget
-    and the gate's --time-budget); else none."""
-    from zlbench.protocol.layout import OPS_STATUS
-    from zlbench.runner.batch.costs import load_durations
-
-    path = Path(baseline_dir) / OPS_STATUS
-    return load_durations(path, per_dtype) if path.is_file() else {}
-
-
 def not_timed_line(name: str, config: str, error: str | None) -> str:
     """``not timed: mm_kernel [BLOCK=64 …] fails to compile: RuntimeError: …``."""
     config = f" [{config}]" if config else ""

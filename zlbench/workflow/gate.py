@@ -36,6 +36,7 @@ from zlbench.gate.load import (
 )
 from zlbench.protocol.layout import op_key
 from zlbench.runner.ab.env import PR_ENV, CompilerEnv
+from zlbench.runner.baseline_batch import baseline_durations
 from zlbench.workflow.ab import measure_interleaved
 from zlbench.workflow.codegen import (
     cached_kernels,
@@ -44,7 +45,7 @@ from zlbench.workflow.codegen import (
     unmeasured_results,
 )
 from zlbench.workflow.codegen_plan import load_for_rejudge, plan_timing
-from zlbench.workflow.codegen_step import CodegenStep, baseline_durations
+from zlbench.workflow.codegen_step import CodegenStep
 from zlbench.workflow.gate_job import (
     NO_SASS_FLAG,
     GateJob,

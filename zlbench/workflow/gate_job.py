@@ -16,15 +16,13 @@ from pathlib import Path
 from typing import TextIO
 
 from zlbench.gate.confirm import Remeasure
-from zlbench.gate.load import BaselineSet, baseline_shape_file, load_results
+from zlbench.gate.load import BaselineSet, load_results
 from zlbench.models import Measuring, Row, RowKey, Scheduling, Selection
-from zlbench.protocol.layout import split_op_key
 from zlbench.protocol.options import flag as plugin_flag
 from zlbench.runner.ab.env import CompilerEnv
 from zlbench.runner.preflight import check_checkouts, check_compiler
 from zlbench.workflow.ab import AbOptions
 from zlbench.workflow.codegen import BaseSide, Screen, run_screen
-from zlbench.workflow.codegen_step import baseline_durations
 
 
 @dataclass
@@ -120,39 +118,24 @@ def now_utc() -> str:
 def measure_batch(req: MeasureRequest) -> tuple[Path, int]:
     """Replay ``req.ops`` against the baseline's records with
     :func:`zlbench.runner.batch.run.run_batch`: (batch dir, batch exit code)."""
+    from zlbench.runner.baseline_batch import baseline_replay_config
     from zlbench.runner.batch.budget import DEFAULT_BUDGET_FACTOR
-    from zlbench.runner.batch.config import BatchConfig
     from zlbench.runner.batch.run import run_batch, sharing_cache
-    from zlbench.runner.batch.shard import default_gpus
 
-    job, m = req.job, req.baseline.manifest
-    selection = Selection(  # the baseline's ops, dtypes and shapes
-        all_ops=True,
-        repos=tuple(sorted({split_op_key(k)[0] for k in req.ops})),
+    job = req.job
+    config = baseline_replay_config(
+        req.baseline,
+        req.ops,
+        req.out_dir,
         ops_dir=job.selection.ops_dir,
-        dtypes=tuple(m.dtypes),
-        shape_file=baseline_shape_file(req.baseline),
-    )
-    mode = "kernel" if m.timing == "kernel" else "cudagraph"  # as the baseline was timed
-    measuring = job.measuring.model_copy(update={"mode": mode})
-    gpus = tuple(default_gpus(job.cuda_visible_devices))
-    scheduling = job.scheduling.model_copy(update={"gpus": gpus})
-    config = BatchConfig.from_options(
-        selection,
-        measuring,
-        scheduling,
-        out_dir=req.out_dir,
-        flaggems_dirs={k: Path(v) for k, v in job.flaggems_dirs.items()},
-        restrict_to=set(req.ops),
+        flaggems_dirs=job.flaggems_dirs,
+        cuda_visible_devices=job.cuda_visible_devices,
+        measuring=job.measuring,
+        scheduling=job.scheduling,
         shard=req.shard,
-        replay_root=req.baseline.path,
         progress=sys.stderr,
         argv=list(job.argv),
         budget_factor=DEFAULT_BUDGET_FACTOR,  # a broken compiler fails in bounded time
-        durations=baseline_durations(req.baseline.path),
-        durations_source="the baseline's",  # the forecast names them and their GPU model
-        durations_gpu=m.gpu_model,
-        use_flagtune=m.use_flagtune,  # the tuning space the baseline was measured in
         extra_pytest_args=[] if req.sass else [NO_SASS_FLAG],  # after the measuring's
     )
     if req.shared_cache is not None:  # the screen compiled the kernels there

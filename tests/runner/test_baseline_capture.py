@@ -1,0 +1,375 @@
+"""``zlbench baseline capture`` (zlbench.runner.capture_baseline, issue 51): an older
+baseline plus the launch captures of a replay of its records, rows, timings and
+records unchanged. Synthetic baseline and batch dirs (no GPU, no compile); the batch
+run is a seam."""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tests.support import cgsynth
+from tests.support.zlsynth import (
+    CREATED,
+    brow,
+    crow,
+    one_error_line,
+    run_result,
+    write_baseline,
+    write_results,
+)
+from zlbench.cli import main
+from zlbench.errors import ZlbenchError
+from zlbench.gate.baselines import VerifyReport, verify
+from zlbench.models import (
+    BaselineManifest,
+    BatchInfo,
+    RunStatus,
+    dump_json_model,
+    dump_yaml_model,
+    load_yaml_model,
+)
+from zlbench.models.replay import LAUNCHES_JSON, LaunchCapture, LaunchSpec, RowLaunches
+from zlbench.runner import capture_baseline
+from zlbench.runner.batch.config import BatchConfig, BatchOutcome
+from zlbench.runner.capture_baseline import CaptureJob, capture
+
+SH, SH2 = "[torch.Size([64])]", "[torch.Size([128])]"
+OPS = ("abs", "add", "mm", "relu")
+FOREIGN_ID = "feedfacefeedface"
+
+
+def _baseline(root: Path, own_capture: bool = False) -> dict[str, str]:
+    """Ops abs, add, mm, relu, each with one codegen record, autotune records and two
+    rows; ``own_capture``: add carries a capture of its own. Returns op -> kernel id."""
+    ids = {}
+    for op in OPS:
+        req = cgsynth.request(name=f"{op}_kernel")
+        texts = cgsynth.stage_texts(op)
+        rec = cgsynth.record(req, texts, uses=[cgsynth.use(op, dtype="bfloat16", shape=SH)])
+        cgsynth.write_index(root / "main" / op / "codegen", [rec], [texts])
+        records = root / "main" / op / "autotune_records"
+        records.mkdir(parents=True)
+        (records / f"{op}.json").write_text("{}\n")
+        ids[op] = rec.id
+    if own_capture:
+        own = _capture("add", ids["add"]).model_copy(update={"rows": []})  # not the batch's
+        dump_json_model(root / "main" / "add" / "codegen" / LAUNCHES_JSON, own)
+    write_baseline(root, {op: [brow(op, SH, 1.0), brow(op, SH2, 1.2)] for op in OPS})
+    return ids
+
+
+def _capture(op: str, kernel_id: str) -> LaunchCapture:
+    spec = LaunchSpec(kernel_id=kernel_id, kernel=f"{op}_kernel", grid=[4, 1, 1])
+    rows = [
+        RowLaunches(run_name=op, op=op, dtype="bfloat16", shape=s, launches=[spec])
+        for s in (SH, SH2)
+    ]
+    return LaunchCapture(rows=rows)
+
+
+def _batch(root: Path, ids: dict[str, str], replay_root, mode: str = "replay") -> Path:
+    """A replay batch of add, mm and relu (abs not run): add's capture names its
+    baseline kernel, mm's a kernel the baseline does not hold, relu left none."""
+    ran = ("add", "mm", "relu")
+    write_results(root, [run_result(op, [crow(op, SH, 1.0)]) for op in ran], info=False)
+    info = BatchInfo(
+        created=CREATED,
+        mode=mode,
+        replay_root=str(replay_root) if replay_root is not None else None,
+        ops=[f"main/{op}" for op in ran],
+    )
+    dump_json_model(root / "batch.json", info)
+    for op, kid in (("add", ids["add"]), ("mm", FOREIGN_ID)):
+        dump_json_model(root / "main" / op / "codegen" / LAUNCHES_JSON, _capture(op, kid))
+    return root
+
+
+def _tree(root: Path) -> dict[str, tuple[str, int]]:
+    """Every file's sha256 and mode, by path relative to ``root``."""
+    sha = hashlib.sha256
+    files = sorted(p for p in root.rglob("*") if p.is_file())
+    return {
+        p.relative_to(root).as_posix(): (sha(p.read_bytes()).hexdigest(), p.stat().st_mode)
+        for p in files
+    }
+
+
+def _manifest(root: Path) -> BaselineManifest:
+    return load_yaml_model(root / "manifest.yaml", BaselineManifest)
+
+
+@pytest.fixture
+def setup(tmp_path):
+    base = tmp_path / "baselines" / "vtest"
+    ids = _baseline(base)
+    batch = _batch(tmp_path / "runs" / "replay", ids, base)
+    return base, batch, ids, tmp_path / "baselines" / "vnew"
+
+
+def _run(base: Path, new: Path, *extra: str) -> int:
+    return main(["baseline", "capture", "--baseline", str(base), "--out", str(new), *extra])
+
+
+def test_the_new_version_is_the_baseline_plus_its_sound_captures(setup, capsys):
+    base, batch, ids, new = setup
+    before = _tree(base)
+    assert _run(base, new, "--from", str(batch)) == 0
+    out = capsys.readouterr().out
+    assert _tree(base) == before  # the baseline is never changed
+    old, got = _tree(base), _tree(new)
+    # every file of the baseline, rows, records and codegen records, byte for byte
+    assert {k: v[0] for k, v in got.items() if k in old and k != "manifest.yaml"} == {
+        k: v[0] for k, v in old.items() if k != "manifest.yaml"
+    }
+    assert sorted(set(got) - set(old)) == ["main/add/codegen/launches.json"]
+    src = batch / "main" / "add" / "codegen" / LAUNCHES_JSON
+    assert (new / "main" / "add" / "codegen" / LAUNCHES_JSON).read_bytes() == src.read_bytes()
+    # mm's capture names a kernel the baseline does not hold: left out, in one line
+    assert not (new / "main" / "mm" / "codegen" / LAUNCHES_JSON).exists()
+    (mm_line,) = [ln for ln in out.splitlines() if "main/mm" in ln]
+    assert FOREIGN_ID in mm_line and "compiler" in mm_line
+    assert "1 ops captured (2 rows), 3 ops without a capture" in out
+    assert f"without a capture: 1 op(s): {capture_baseline.NOT_RUN}" in out
+    assert f"without a capture: 1 op(s): {capture_baseline.NO_CAPTURE}" in out
+    assert f"without a capture: 1 op(s): {capture_baseline.FOREIGN}" in out
+    assert "verified: 4 ops, 8 rows: OK" in out
+
+
+def test_the_new_manifest_hashes_the_captures_and_says_where_they_came_from(setup, capsys):
+    base, batch, _, new = setup
+    assert _run(base, new, "--from", str(batch)) == 0
+    old, m = _manifest(base), _manifest(new)
+    rel = "main/add/codegen/launches.json"
+    assert m.files == {**old.files, rel: m.files[rel]}
+    assert verify(new, m).ok
+    assert (m.name, m.derived_from) == ("vnew", "vtest")
+    same = {"name", "created", "derived_from", "summary", "files"}
+    assert m.model_dump(exclude=same) == old.model_dump(exclude=same)
+    cap = m.summary["captures"]
+    assert (cap["replayed"], cap["ops"], cap["rows"], cap["from"]) == ("vtest", 1, 2, "runs/replay")
+    assert cap["unsound"] == ["main/mm"]
+    assert {k: v for k, v in m.summary.items() if k != "captures"} == old.summary
+    capsys.readouterr()
+    assert main(["baseline", "show", str(new)]) == 0
+    (line,) = [ln for ln in capsys.readouterr().out.splitlines() if "captures" in ln]
+    assert "1 ops (2 rows)" in line and "runs/replay" in line and "a replay of vtest" in line
+
+
+def test_a_capture_the_baseline_has_already_is_kept(tmp_path, capsys):
+    base = tmp_path / "baselines" / "vtest"
+    ids = _baseline(base, own_capture=True)
+    batch = _batch(tmp_path / "runs" / "replay", ids, base)
+    own = (base / "main" / "add" / "codegen" / LAUNCHES_JSON).read_bytes()
+    new = tmp_path / "baselines" / "vnew"
+    assert _run(base, new, "--from", str(batch)) == 0
+    assert (new / "main" / "add" / "codegen" / LAUNCHES_JSON).read_bytes() == own
+    assert "0 ops captured (0 rows), 3 ops without a capture, 1 kept their own" in (
+        capsys.readouterr().out
+    )
+
+
+def test_ops_narrow_what_is_captured(setup, capsys):
+    base, batch, _, new = setup
+    assert _run(base, new, "--from", str(batch), "--ops", "mm", "relu") == 0
+    assert not (new / "main" / "add" / "codegen" / LAUNCHES_JSON).exists()
+    out = capsys.readouterr().out
+    assert f"2 op(s): {capture_baseline.NOT_ASKED}" in out
+
+
+def _another_baseline(tmp_path: Path) -> Path:
+    other = tmp_path / "baselines" / "vother"
+    _baseline(other)
+    m = _manifest(other)
+    m.name = "vother"
+    dump_yaml_model(other / "manifest.yaml", m)
+    return other
+
+
+def _bad(case: str, tmp_path: Path, base: Path, batch: Path, new: Path) -> tuple[list, str]:
+    """(argv after the command, the words of its one error line)."""
+    info = batch / "batch.json"
+    if case == "new exists":
+        new.mkdir()
+        return ["--from", str(batch)], "already exists"
+    if case == "recorded":
+        dump_json_model(info, BatchInfo(created=CREATED, mode="record"))
+        return ["--from", str(batch)], "a record batch"
+    if case == "another baseline":
+        other = _another_baseline(tmp_path)
+        dump_json_model(info, BatchInfo(created=CREATED, mode="replay", replay_root=str(other)))
+        return ["--from", str(batch)], "another baseline"
+    if case == "replay root not here":
+        gone = tmp_path / "elsewhere" / "vtest"
+        dump_json_model(info, BatchInfo(created=CREATED, mode="replay", replay_root=str(gone)))
+        return ["--from", str(batch)], "no such baseline here"
+    if case == "not a batch":
+        info.unlink()
+        return ["--from", str(batch)], "not a batch dir"
+    if case == "from missing":
+        return ["--from", str(tmp_path / "nope")], "not a dir"
+    if case == "work with from":
+        return ["--from", str(batch), "--work", str(tmp_path / "w")], "--work"
+    raise AssertionError(case)
+
+
+BAD = [
+    "new exists",
+    "recorded",
+    "another baseline",
+    "replay root not here",
+    "not a batch",
+    "from missing",
+    "work with from",
+]
+
+
+@pytest.mark.parametrize("case", BAD)
+def test_bad_input_is_one_line_and_writes_nothing(setup, tmp_path, capsys, case):
+    base, batch, _, new = setup
+    argv, words = _bad(case, tmp_path, base, batch, new)
+    before, parent = _tree(base), sorted(p.name for p in new.parent.iterdir())
+    assert _run(base, new, *argv) == 2
+    line = one_error_line(capsys)
+    assert words in line
+    assert _tree(base) == before
+    assert sorted(p.name for p in new.parent.iterdir()) == parent  # no NEW, no stage
+    if case == "new exists":
+        assert list(new.iterdir()) == []
+    assert not (tmp_path / "w").exists()
+
+
+@pytest.mark.parametrize("case", ["missing", "no manifest"])
+def test_a_baseline_that_is_not_one_is_refused(setup, tmp_path, capsys, case):
+    _, batch, _, new = setup
+    bad = tmp_path / "baselines" / "vbad"
+    if case == "no manifest":
+        (bad / "main" / "add").mkdir(parents=True)
+    assert _run(bad, new, "--from", str(batch)) == 2
+    line = one_error_line(capsys)
+    assert str(bad) in line
+    assert not new.exists()
+
+
+def test_a_new_version_that_does_not_verify_is_not_put_at_out(setup, monkeypatch):
+    base, batch, _, new = setup
+    monkeypatch.setattr(capture_baseline, "verify", lambda *a: VerifyReport(problems=["boom"]))
+    with pytest.raises(ZlbenchError, match="does not verify .*first: boom"):
+        capture(CaptureJob(baseline=base, out=new, from_batch=batch))
+    assert sorted(p.name for p in new.parent.iterdir()) == ["vtest"]
+
+
+def test_a_failed_op_run_gives_no_capture(tmp_path, capsys):
+    base = tmp_path / "baselines" / "vtest"
+    ids = _baseline(base)
+    batch = _batch(tmp_path / "runs" / "replay", ids, base)
+    dump_json_model(
+        batch / "main" / "add" / "result.json", run_result("add", [], status=RunStatus.FAIL)
+    )
+    new = tmp_path / "baselines" / "vnew"
+    assert _run(base, new, "--from", str(batch)) == 0
+    assert not (new / "main" / "add" / "codegen" / LAUNCHES_JSON).exists()
+    assert f"1 op(s): {capture_baseline.NOT_PASSED}" in capsys.readouterr().out
+
+
+# --------------------------------------------------------------------------- the batch run
+
+
+class FakeBatch:
+    """The replay batch: what it was asked, then a batch dir as a replay of
+    ``cfg.replay_root`` leaves it."""
+
+    def __init__(self, ids: dict[str, str]):
+        self.ids, self.asked = ids, []
+
+    def __call__(self, cfg: BatchConfig) -> BatchOutcome:
+        self.asked.append(cfg)
+        if not cfg.resume:
+            _batch(Path(cfg.out_dir), self.ids, cfg.replay_root)
+        return BatchOutcome(
+            out_dir=Path(cfg.out_dir), statuses=[], counts={}, summary_rows=0, exit_code=0
+        )
+
+
+def _job(base: Path, new: Path, tmp_path: Path, fake: FakeBatch, **kw) -> CaptureJob:
+    return CaptureJob(
+        baseline=base,
+        out=new,
+        ops_dir=tmp_path / "ops",
+        cuda_visible_devices="",
+        batch_runner=fake,
+        **kw,
+    )
+
+
+def test_without_from_one_replay_batch_of_the_baseline_runs_in_work(setup, tmp_path):
+    base, _, ids, new = setup
+    fake = FakeBatch(ids)
+    work = tmp_path / "work"
+    done = capture(_job(base, new, tmp_path, fake, work=work))
+    (cfg,) = fake.asked
+    assert cfg.replay_root == base and cfg.out_dir == work / "replay" and not cfg.resume
+    assert cfg.restrict_to == {f"main/{op}" for op in OPS}
+    assert (cfg.dtypes, cfg.timing) == (["bfloat16"], "cudagraph")
+    assert done.captured.ops == ["main/add"]
+    assert (new / "main" / "add" / "codegen" / LAUNCHES_JSON).is_file()
+    assert (work / "replay" / "batch.json").is_file()  # --work keeps the batch
+    # the same --work again resumes the batch there (a device call's time limit)
+    capture(_job(base, tmp_path / "baselines" / "vnew2", tmp_path, fake, work=work))
+    assert fake.asked[1].resume and fake.asked[1].keep_failed
+
+
+def test_without_work_the_batch_runs_in_a_temp_dir_removed_at_the_end(setup, tmp_path):
+    base, _, ids, new = setup
+    fake = FakeBatch(ids)
+    capture(_job(base, new, tmp_path, fake, ops=["add", "mm"]))
+    (cfg,) = fake.asked
+    assert cfg.restrict_to == {"main/add", "main/mm"}
+    assert not Path(cfg.out_dir).exists()
+    assert (new / "main" / "add" / "codegen" / LAUNCHES_JSON).is_file()
+
+
+def test_preflight_refuses_before_the_batch_runs(setup, tmp_path):
+    base, _, ids, new = setup
+    fake = FakeBatch(ids)
+
+    def refuse(config):
+        raise ZlbenchError("no FlagGems checkout")
+
+    with pytest.raises(ZlbenchError, match="no FlagGems"):
+        capture(_job(base, new, tmp_path, fake, preflight=refuse))
+    assert fake.asked == [] and not new.exists()
+
+
+# --------------------------------------------------------------------------- packed
+
+
+def _pack(base: Path, tmp_path: Path) -> None:
+    from zlbench.models.packed import lock_path, pack_tree
+
+    (tmp_path / "archive").mkdir()
+    lock, _, _ = pack_tree(base, tmp_path / "archive")
+    lock_path(base).write_text(lock.render())
+    shutil.rmtree(base)
+
+
+@pytest.mark.parametrize("where", ["here", "elsewhere"])
+def test_a_packed_baseline_is_read_through_its_unpacked_copy(setup, tmp_path, monkeypatch, where):
+    from zlbench.models.packed import resolve_tree
+
+    base, batch, _, new = setup
+    _pack(base, tmp_path)
+    monkeypatch.setenv("ZLBENCH_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("ZLBENCH_ARCHIVE_SOURCE", raising=False)
+    copy = resolve_tree(base, cache=tmp_path / "cache")
+    # the batch replayed the copy here, or the same lock's copy in another machine's cache
+    root = copy if where == "here" else Path("/elsewhere/cache/trees", *copy.parts[-2:])
+    info = BatchInfo(created=CREATED, mode="replay", replay_root=str(root))
+    dump_json_model(batch / "batch.json", info)
+    assert _run(base, new, "--from", str(batch)) == 0
+    assert (new / "main" / "add" / "codegen" / LAUNCHES_JSON).is_file()
+    assert verify(new, _manifest(new)).ok
+    shutil.rmtree(new)  # an ordinary dir: its files and dirs are the owner's to remove

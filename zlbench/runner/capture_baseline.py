@@ -1,0 +1,422 @@
+"""``zlbench baseline capture``: a new baseline version that is an older one plus the
+kernel-replay launch captures (``<op>/codegen/launches.json``, docs/replay.md) of a
+replay of its own records.
+
+A baseline recorded before the capture existed (v5, v6, v7) has none, so
+``gate --replay`` times every one of its rows through the op path. The capture comes
+from any batch that ran its ops (the codegen recorder writes it in record and replay
+mode); a batch that replayed the baseline's autotune records launched exactly the
+kernels the baseline pinned. So: one replay batch of the baseline's ops, pinned to its
+records (the refresh's own replay pass, :func:`zlbench.runner.refresh.run_pass`), or
+such a batch that ran elsewhere (``--from``), and each op's capture is copied into a
+copy of the baseline. Records, configs, rows and numbers are copied unchanged; the old
+version stays as it is (baselines are immutable).
+
+What is checked, from the evidence, before anything is written:
+
+- the batch replayed this baseline: its ``batch.json`` says replay, and the replay root
+  it names is this baseline (a dir here whose ``manifest.yaml`` is this one's, byte for
+  byte, or the unpacked copy of the same packed lock: ``trees/<lock digest>/<tree>``);
+  anything else is one line (exit 2);
+- per op: the batch's run of it passed, in replay mode, and left a capture that is
+  readable and names only kernels of this baseline's codegen records for that op
+  (:func:`zlbench.gate.baselines.launch_capture_problem`); one that names another
+  kernel was built by another compiler (or FlagGems) than the baseline's: that op
+  gets no capture, and the outcome names it.
+
+The new dir is a derived version (:func:`zlbench.runner.derived.derive_version`: the
+manifest's content hashes recomputed, ``derived_from``, and ``summary.captures``
+saying where the captures came from), written into a stage beside ``out``, checked as
+``zlbench baseline verify`` checks a baseline, and only then renamed to ``out``: a
+failure, or a baseline that does not verify, leaves nothing there.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import tempfile
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TextIO
+
+from zlbench.errors import ZlbenchError
+from zlbench.gate.baselines import (
+    check_out_outside_baseline,
+    launch_capture_problem,
+    sha256_file,
+    verify,
+)
+from zlbench.gate.load import BaselineSet, load_baseline
+from zlbench.gate.plan import baseline_scope
+from zlbench.models import (
+    BaselineManifest,
+    BatchInfo,
+    RunResult,
+    RunStatus,
+    codegen_dir,
+    load_codegen_index,
+    load_json_model,
+)
+from zlbench.models.packed import lock_path, packed_label
+from zlbench.models.paths import resolve_inside
+from zlbench.models.replay import LAUNCHES_JSON, LaunchCapture
+from zlbench.protocol.layout import MANIFEST_YAML, RESULT_JSON
+from zlbench.protocol.ops import read_ops_file
+from zlbench.runner.baseline_batch import baseline_replay_config
+from zlbench.runner.batch.config import BatchConfig, BatchOutcome
+from zlbench.runner.batch.info import read_batch_info
+from zlbench.runner.batch.run import run_batch
+from zlbench.runner.derived import derive_version, shown_path, stage_beside
+from zlbench.runner.refresh import RefreshConfig, run_pass
+
+SUMMARY_KEY = "captures"
+BATCH_DIR = "replay"  # the replay batch's dir inside --work
+
+# Why an op of the new version has no capture (counted by these words)
+NOT_ASKED = "not asked for (--ops / --ops-file)"
+NOT_RUN = "not run by the batch"
+NO_RESULT = "the batch's run of it left no readable result.json"
+NOT_PASSED = "the batch's run of it did not pass"
+NOT_REPLAYED = "the batch's run of it recorded instead of replaying"
+NO_CAPTURE = "no launches.json in its run dir"
+NO_RECORDS = "no codegen records in the baseline to check a capture against"
+UNREADABLE = "its launches.json is unreadable"
+FOREIGN = "names a kernel the baseline's codegen records do not hold"
+# The ops that carry a capture of their own already keep it (not overwritten)
+KEPT = "the baseline holds a capture of it already (kept)"
+
+
+@dataclass
+class CaptureJob:
+    """What one ``zlbench baseline capture`` is asked to do. ``baseline``: B (a packed
+    one already resolved to its unpacked copy by the CLI); ``out``: the new version;
+    ``from_batch``: derive from that batch dir, else run one replay batch of B's ops
+    into ``work`` (None: a temp dir, removed at the end); ``ops`` / ``ops_file``: SPECs
+    narrowing B's op set (``ops_dir``: the inventories they are read with). The rest
+    is the replay batch's: FlagGems checkouts, CUDA_VISIBLE_DEVICES, argv; ``preflight``
+    checks the batch's config before any work (the CLI's); ``batch_runner``: a seam."""
+
+    baseline: Path
+    out: Path
+    from_batch: Path | None = None
+    work: Path | None = None
+    ops: list[str] = field(default_factory=list)
+    ops_file: Path | None = None
+    ops_dir: Path | None = None
+    flaggems_dirs: dict[str, Path] = field(default_factory=dict)
+    cuda_visible_devices: str | None = None
+    argv: list[str] = field(default_factory=list)
+    progress: TextIO | None = None
+    preflight: Callable[[BatchConfig], None] | None = None
+    batch_runner: Callable[[BatchConfig], BatchOutcome] = run_batch
+
+
+@dataclass
+class Captured:
+    """What the step did: the ops given a capture and their capture rows, the ops
+    without one (key -> one of the reasons above), the per-op lines of the captures
+    left out as unsound (key -> the problem), and the batch it read."""
+
+    batch: Path
+    replayed: str  # the baseline the batch replayed (its name)
+    ops: list[str] = field(default_factory=list)
+    rows: int = 0
+    without: dict[str, str] = field(default_factory=dict)
+    unsound: dict[str, str] = field(default_factory=dict)
+    kept: list[str] = field(default_factory=list)
+    compiler: str | None = None  # what the batch's environment named (dist version)
+
+    def counts(self) -> dict[str, int]:
+        """Ops without a capture, by reason, most first."""
+        return dict(Counter(self.without.values()).most_common())
+
+    def as_dict(self, info: BatchInfo) -> dict:
+        """``summary.captures`` of the new manifest (``baseline show`` prints it)."""
+        return {
+            "from": shown_path(self.batch),
+            "replayed": self.replayed,
+            "batch_created": info.created,
+            "batch_host": info.hostname,
+            "compiler": self.compiler,
+            "ops": len(self.ops),
+            "rows": self.rows,
+            "kept": len(self.kept),
+            "without": self.counts(),
+            "unsound": sorted(self.unsound),  # their lines: the command's output
+        }
+
+
+@dataclass
+class CaptureOutcome:
+    out: Path
+    manifest: BaselineManifest
+    captured: Captured
+    verified_ops: int
+    verified_rows: int
+
+
+def capture(job: CaptureJob) -> CaptureOutcome:
+    """Write ``job.out``: ``job.baseline`` plus the launch captures of a replay of it
+    (``job.from_batch``, else one replay batch run here). Bad input is one
+    ZlbenchError line, before anything is written."""
+    out = Path(job.out)
+    check_new(out)
+    baseline = load_baseline(job.baseline)
+    check_out_outside_baseline(out, baseline.path)
+    scope = _scope(job, baseline)
+    if job.from_batch is not None:
+        if job.work is not None:
+            raise ZlbenchError(
+                "--work is where the replay batch runs; with --from the batch has run: "
+                "give one of them"
+            )
+        return derive(baseline, Path(job.from_batch), out, scope)
+    work = Path(job.work) if job.work is not None else None
+    if work is not None:
+        check_out_outside_baseline(work, baseline.path)
+    tmp = None if work is not None else Path(tempfile.mkdtemp(prefix="zl-capture-"))
+    try:
+        where = (work if work is not None else tmp) / BATCH_DIR  # type: ignore[operator]
+        batch = replay_batch(job, baseline, scope, where, resume=work is not None)
+        return derive(baseline, batch, out, scope)
+    finally:
+        if tmp is not None:
+            _remove(tmp)
+
+
+def check_new(out: Path) -> None:
+    """The new version must not exist, nor a packed tree of its name (its ``.lock``,
+    which every command reads as that dir)."""
+    if out.exists() or out.is_symlink():
+        raise ZlbenchError(f"{out} already exists: baselines are immutable, pick a new dir")
+    if lock_path(out).exists():
+        raise ZlbenchError(
+            f"{out}: {lock_path(out)} is a packed baseline of that name "
+            "(every command reads it as that dir); pick a new dir"
+        )
+
+
+def _scope(job: CaptureJob, baseline: BaselineSet) -> set[str]:
+    """B's op keys that ``--ops`` / ``--ops-file`` ask for (neither: all of them)."""
+    specs = list(job.ops) or (read_ops_file(job.ops_file) if job.ops_file else None)
+    known = None
+    if job.ops_file is not None and not job.ops and job.ops_dir is not None:
+        from zlbench.runner.catalog.inventory import inventory_op_keys
+
+        known = inventory_op_keys(job.ops_dir)  # an ops file may be wider than B (a tier)
+    source = "--ops" if job.ops else f"--ops-file {job.ops_file}"
+    scope, _ = baseline_scope(baseline, specs, source=source, known=known)
+    return set(baseline.ops) if scope is None else scope
+
+
+# --------------------------------------------------------------------------- the replay batch
+
+
+def replay_config(
+    job: CaptureJob, baseline: BaselineSet, scope: set[str], out_dir: Path
+) -> BatchConfig:
+    """The batch that replays ``scope`` of ``baseline`` as a gate measures it
+    (:func:`zlbench.runner.baseline_batch.baseline_replay_config`)."""
+    if job.ops_dir is None:
+        raise ZlbenchError("the replay batch needs the ops dir (--ops-dir)")
+    return baseline_replay_config(
+        baseline,
+        scope,
+        out_dir,
+        ops_dir=job.ops_dir,
+        flaggems_dirs=job.flaggems_dirs,
+        cuda_visible_devices=job.cuda_visible_devices,
+        progress=job.progress,
+        argv=list(job.argv),
+    )
+
+
+def replay_batch(
+    job: CaptureJob, baseline: BaselineSet, scope: set[str], out_dir: Path, resume: bool
+) -> Path:
+    """Run the replay batch of ``scope`` (the refresh's replay pass); its dir."""
+    config = replay_config(job, baseline, scope, out_dir)
+    if job.preflight is not None:
+        job.preflight(config)
+    cfg = RefreshConfig(
+        out=Path(job.out), batch=config, progress=job.progress, batch_runner=job.batch_runner
+    )
+    what = f"replay of {baseline.manifest.name}'s records ({len(scope)} ops)"
+    done = run_pass(cfg, out_dir, baseline.path, what, resume=resume, who="capture")
+    if done.exit_code == 2:
+        raise ZlbenchError(f"the replay batch {done.out_dir} measured nothing")
+    return done.out_dir
+
+
+# --------------------------------------------------------------------------- the new version
+
+
+def derive(baseline: BaselineSet, batch: Path, out: Path, scope: set[str]) -> CaptureOutcome:
+    """Write ``out``: ``baseline`` plus the sound captures of ``batch``, a replay of it."""
+    info = replayed_info(batch, baseline)
+    found = _choose(baseline, batch, scope)
+    found.compiler = _batch_compiler(info)
+
+    def add_captures(root: Path, manifest: BaselineManifest) -> tuple[str, dict]:
+        _writable(root)  # a packed baseline's unpacked copy is read-only
+        for key in found.ops:
+            src = codegen_dir(resolve_inside(batch, key)) / LAUNCHES_JSON
+            shutil.copyfile(src, codegen_dir(root / key) / LAUNCHES_JSON)
+        return SUMMARY_KEY, found.as_dict(info)
+
+    stage = stage_beside(out)  # stale stages of killed writers of this name swept
+    try:
+        stage.mkdir()
+        made = stage / out.name
+        manifest = derive_version(baseline.path, made, out.name, add_captures)
+        rep = verify(made, manifest)
+        if not rep.ok:
+            raise ZlbenchError(
+                f"the new version does not verify ({len(rep.problems)} problem(s), first: "
+                f"{rep.problems[0]}); nothing was written at {out}"
+            )
+        check_new(out)  # nothing appeared there meanwhile
+        os.rename(made, out)
+    finally:
+        _remove(stage)
+    return CaptureOutcome(out, manifest, found, rep.ops, rep.rows)
+
+
+def replayed_info(batch: Path, baseline: BaselineSet) -> BatchInfo:
+    """``batch``'s batch.json, when it says the batch replayed ``baseline``'s records
+    (re-derived: :func:`same_baseline`); else one ZlbenchError line."""
+    if not batch.is_dir():
+        raise ZlbenchError(f"--from {batch}: not a dir (give a batch dir)")
+    info = read_batch_info(batch)
+    if info is None:
+        raise ZlbenchError(f"--from {batch}: not a batch dir (no batch.json)")
+    name = baseline.manifest.name
+    if info.mode != "replay" or not info.replay_root:
+        raise ZlbenchError(
+            f"--from {batch}: a record batch (batch.json mode {info.mode}), not a replay "
+            f"of {name}'s records"
+        )
+    why = same_baseline(Path(info.replay_root), baseline.path)
+    if why is not None:
+        raise ZlbenchError(
+            f"--from {batch} replayed {info.replay_root}, not {name} ({baseline.path}): {why}"
+        )
+    return info
+
+
+def same_baseline(replayed: Path, base: Path) -> str | None:
+    """Why the replay root a batch names is not baseline ``base``; None when it is: a
+    dir here whose manifest.yaml is ``base``'s byte for byte (the manifest hashes every
+    file), or an unpacked copy of the same lock (``trees/<lock digest>/<tree>``, as
+    the cache of the machine that ran the batch names it)."""
+    mine = base / MANIFEST_YAML
+    theirs = replayed / MANIFEST_YAML
+    if theirs.is_file():
+        if sha256_file(theirs) == sha256_file(mine):
+            return None
+        return "another baseline (its manifest.yaml differs)"
+    if packed_label(base) is not None and replayed.parts[-3:] == base.parts[-3:]:
+        return None  # the same lock's digest and tree: the same packed baseline
+    return "no such baseline here to compare with; run the command where it is"
+
+
+def _choose(baseline: BaselineSet, batch: Path, scope: set[str]) -> Captured:
+    """Which ops get the batch's capture, and why the others do not."""
+    found = Captured(batch=batch, replayed=baseline.manifest.name)
+    for key in sorted(baseline.ops):
+        own = baseline.path / key
+        if (codegen_dir(own) / LAUNCHES_JSON).is_file():
+            found.kept.append(key)
+            continue
+        why = NOT_ASKED if key not in scope else _why_not(key, own, batch, found)
+        if why is None:
+            found.ops.append(key)
+        else:
+            found.without[key] = why
+    return found
+
+
+def _why_not(key: str, own: Path, batch: Path, found: Captured) -> str | None:
+    """Why the batch's capture of ``key`` does not enter (None: it does, its rows
+    counted in ``found``)."""
+    try:
+        run_dir = resolve_inside(batch, key, f"--from {batch}: op")
+    except ZlbenchError:
+        return NOT_RUN
+    if not run_dir.is_dir():
+        return NOT_RUN
+    try:
+        result = load_json_model(run_dir / RESULT_JSON, RunResult)
+    except ZlbenchError:
+        return NO_RESULT
+    if result.status is not RunStatus.PASS:
+        return NOT_PASSED
+    if result.mode != "replay":
+        return NOT_REPLAYED
+    path = codegen_dir(run_dir) / LAUNCHES_JSON
+    if not path.is_file():
+        return NO_CAPTURE
+    index = load_codegen_index(own)
+    if index is None:
+        return NO_RECORDS
+    try:
+        capture = load_json_model(path, LaunchCapture)
+    except ZlbenchError as e:
+        found.unsound[key] = str(e)
+        return UNREADABLE
+    problem = launch_capture_problem(run_dir, index)  # checked against B's index
+    if problem is not None:
+        found.unsound[key] = (
+            f"{problem} ({found.replayed}'s records of this op): the batch's compiler "
+            f"is not {found.replayed}'s"
+        )
+        return FOREIGN
+    found.rows += len(capture.rows)
+    return None
+
+
+def _batch_compiler(info: BatchInfo) -> str | None:
+    """The compiler the batch's environments name (``dist version``), when they do."""
+    named = sorted(
+        {
+            f"{e.triton_dist} {e.triton_version}"
+            for e in info.environments.values()
+            if e.triton_dist or e.triton_version
+        }
+    )
+    return ", ".join(named) or None
+
+
+def _writable(root: Path) -> None:
+    """Every dir and file of a copy writable by its owner, as a refresh writes them (a
+    packed baseline's unpacked copy is read-only)."""
+    for p in [root, *root.rglob("*")]:
+        if p.is_symlink():
+            continue
+        mode = p.stat().st_mode
+        if not mode & stat.S_IWUSR:
+            p.chmod(mode | stat.S_IWUSR)
+
+
+def _remove(path: Path) -> None:
+    """Remove a dir of ours whatever its modes (a stage holding a read-only copy)."""
+    if path.is_dir() and not path.is_symlink():
+        _writable(path)
+        shutil.rmtree(path, ignore_errors=True)
+
+
+__all__ = [
+    "CaptureJob",
+    "CaptureOutcome",
+    "Captured",
+    "capture",
+    "check_new",
+    "derive",
+    "replay_config",
+    "replayed_info",
+    "same_baseline",
+]
