@@ -35,6 +35,7 @@ from replay_capture_size import op_capture  # noqa: E402
 
 from zlbench.cli.settings import Settings  # noqa: E402
 from zlbench.cli.trees import resolve_one  # noqa: E402
+from zlbench.codegen import replay_plan  # noqa: E402
 from zlbench.codegen.collect import collect  # noqa: E402
 from zlbench.codegen.diff import screen_kernel  # noqa: E402
 from zlbench.codegen.replay_plan import forecast, plan_replay, replay_costs  # noqa: E402
@@ -48,9 +49,9 @@ from zlbench.models import (  # noqa: E402
 from zlbench.models.codegen_screen import CodegenClass  # noqa: E402
 from zlbench.protocol.layout import op_key  # noqa: E402
 from zlbench.protocol.ops import run_name_for  # noqa: E402
+from zlbench.runner.baseline_batch import baseline_durations  # noqa: E402
 from zlbench.runner.batch.progress import fmt_seconds  # noqa: E402
 from zlbench.runner.replay import families_of  # noqa: E402
-from zlbench.workflow.codegen_step import baseline_durations  # noqa: E402
 
 
 def all_changed(root: Path) -> CodegenScreen:
@@ -78,7 +79,16 @@ def main() -> None:
     g.add_argument("--screen", type=Path, help="a gate dir (its codegen/codegen.json)")
     g.add_argument("--all-changed", action="store_true")
     ap.add_argument("--jobs", type=int, default=15)
+    ap.add_argument(
+        "--row-setup",
+        type=float,
+        default=None,
+        metavar="S",
+        help="the cost model's ROW_SETUP_S instead of its guess (what-if)",
+    )
     args = ap.parse_args()
+    if args.row_setup is not None:
+        replay_plan.ROW_SETUP_S = args.row_setup  # replay_cost_s reads it at each call
     torch.set_num_threads(1)
     gen = torch.Generator().manual_seed(0)
     root = resolve_one(args.baseline, Settings.from_env())
@@ -117,7 +127,8 @@ def main() -> None:
         print(f"  {c:5d}  {why[:90]}")
     print(f"sentinels: {', '.join(sorted(plan.sentinels.values())) or 'none'}")
     print(
-        f"forecast at {args.jobs} rebuild workers: about {fmt_seconds(f.total_s)} = builds "
+        f"forecast (row setup {replay_plan.ROW_SETUP_S:g} s) at {args.jobs} rebuild workers: "
+        f"about {fmt_seconds(f.total_s)} = builds "
         f"{fmt_seconds(f.build_s)} + replay {fmt_seconds(f.replay_s)} + {f.op_path_ops} "
         f"op(s) through FlagGems {fmt_seconds(f.op_path_s)} (both sides, recorded seconds)"
     )

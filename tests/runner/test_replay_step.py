@@ -171,7 +171,7 @@ def test_replayed_rows_and_the_op_judged_by_replay_alone(tmp_path):
     # before replaying: the forecast (a, c replayed: 2 kernels; b and F's sentinel left
     # to FlagGems: the 30 s an op without recorded seconds costs, both sides)
     (line,) = [x for x in said if "expected about" in x]
-    assert "builds 6.0s" in line and "2 op(s) through FlagGems 2m00s" in line, line
+    assert "builds 4.0s" in line and "2 op(s) through FlagGems 2m00s" in line, line
     # a progress line per row as the worker ends it, with the counts
     lines = [line for line in said if "replay [" in line]
     assert [line.split("replay ")[1][:5] for line in lines] == ["[1/2]", "[2/2]"]

@@ -148,7 +148,7 @@ from zlbench.report.replay_text import (
 ROW_SETUP_S = 1.0  # build the arguments, load both binaries, warm up, compare outputs
 CALL_OVERHEAD_US = 60.0  # per timed call: restore written buffers, flush L2, sync events
 REPS = 10  # single-call timings per sample (zlbench.plugins.replay.timing)
-BUILD_CPU_S = 1.5  # one kernel built by one side (v5's screen: 147 kernels, 123 s, 2 cores)
+BUILD_CPU_S = 1.0  # one kernel, one side: measured 0.76-1.05 s (benchmarks/replay_cpu_costs.py)
 DEFAULT_KERNEL_US = 100.0  # a row the baseline recorded no latency for
 RERUN = "zlbench gate"  # the command a deferred row's line starts with (the caller's gate)
 WHY_NOT = {"graph": FALLBACK_GRAPH, "side stream": FALLBACK_SIDE_STREAM}
