@@ -14,6 +14,10 @@
 #               passes, 0: --no-replay; --work $W/bootwork: a call cut by its limit, the
 #               next call on the warm machine resumes); then $OUT/bl.tgz holds it, and
 #               benchmarks/launches_summary.py says what its capture can replay
+#   capture     zlbench baseline capture --baseline baselines/v5 --out $W/bl/$NAME (one
+#               replay pass of v5's ops pinned to its records, --work $W/capwork: resumed
+#               by the next call on the warm machine): v5 with launch captures, then
+#               $OUT/bl.tgz holds it; the aa-N and broad-N stages gate it
 #   pack-boot   $W/bootwork (the bootstrap's passes so far) into $OUT/boot.tgz
 #   restore F   $W/bl from F (a bl.tgz an earlier call brought back: a fresh machine),
 #               or $W/bootwork from a boot.tgz (the bootstrap resumes from it)
@@ -91,6 +95,14 @@ for spec in "$@"; do
       [ -d "$W/bl/$NAME" ] && python3 benchmarks/launches_summary.py "$W/bl/$NAME" 2>&1 \
         | tail -40 | tee -a "$LOG"
       tail -5 "$W/bootstrap.log" | tee -a "$LOG"
+      [ -d "$W/bl/$NAME" ] && tar czf "${OUT:-$W}/bl.tgz" -C "$W" bl ;;
+    capture)  # $W/bl/$NAME = baselines/v5 with launch captures (one replay pass of v5)
+      mkdir -p "$W/bl"
+      timed capture same python3 -m zlbench baseline capture --baseline baselines/v5 \
+        --out "$W/bl/$NAME" --work "$W/capwork"
+      tail -8 "$W/capture.log" | tee -a "$LOG"
+      [ -d "$W/bl/$NAME" ] && python3 benchmarks/launches_summary.py "$W/bl/$NAME" 2>&1 \
+        | tail -40 | tee -a "$LOG"
       [ -d "$W/bl/$NAME" ] && tar czf "${OUT:-$W}/bl.tgz" -C "$W" bl ;;
     pack-boot)  # the bootstrap's passes so far: a fresh machine resumes from them
       [ -d "$W/bootwork" ] && tar czf "${OUT:-$W}/boot.tgz" -C "$W" bootwork

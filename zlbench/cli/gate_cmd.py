@@ -85,7 +85,8 @@ def add_codegen_options(p) -> None:
         help="with --base-compiler: time the changed rows whose launches the baseline "
         "captured (codegen/launches.json) standalone, PR and base binaries interleaved on "
         "this GPU (kernel replay, docs/replay.md); the other changed rows and one op per op "
-        "family through FlagGems as without it. Not yet run on a GPU",
+        "family through FlagGems as without it; with --time all, every captured row, "
+        "changed or not (the replay's A/A). Run on a GPU once so far",
     )
     g.add_argument(
         "--time-first",
