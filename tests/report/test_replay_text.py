@@ -76,6 +76,22 @@ def test_the_coverage_line_of_a_run_that_replayed_everything():
     assert coverage_line(ReplayRun()) == "Kernel replay: no changed rows to replay."
 
 
+def test_unchanged_rows_replayed_by_time_all_are_said_apart_and_never_counted_as_changed():
+    same = ReplayedRow(key=key("add"), instrument="kernel-replay", outputs="match", changed=False)
+    lost = op_row("mul", "fault or hang: timed out").model_copy(update={"changed": False})
+    run = RUN.model_copy(update={"rows": [*RUN.rows, same, lost]})
+    assert instrument_cell(same) == "kernel replay (unchanged, --time all)"
+    assert coverage_line(run, 90.0).startswith(
+        "Kernel replay: 2 of 7 changed rows replayed (29 %); 1 unchanged row(s) too "
+        "(--time all); 3 timed through FlagGems (2 captured"
+    )
+    assert run.replayed + sum(n for _, n in fallback_counts(run)) + len(run.deferred) == 7
+    aa = ReplayRun(rows=[same, lost])  # an A/A: nothing changed, every row replayed
+    assert coverage_line(aa) == (
+        "Kernel replay: no changed rows; 1 unchanged row(s) replayed (--time all)."
+    )
+
+
 def test_each_reason_is_counted_under_its_label():
     assert [
         reason_label(why)
@@ -83,7 +99,7 @@ def test_each_reason_is_counted_under_its_label():
             "no capture for this op",
             "no launches captured for this row",
             "side stream",
-            "intermediate buffer between launches",
+            "intermediate buffer between launches that run more than once",
             "truncated capture",
             "kernel 3f2a not in the baseline's codegen records",
             "unsupported argument fn (other)",

@@ -178,11 +178,13 @@ class ReplayRun(OnDisk):
         return sum(1 for r in self.rows if r.instrument == "kernel-replay" and not r.changed)
 
     def coverage(self) -> str:
-        """``41 of 45 changed rows replayed (91 %)``, and ``; 50 unchanged rows too
-        (--time all)`` where there are some."""
-        n = self.changed_rows
+        """``41 of 45 changed rows replayed (91 %)``, and ``; 50 unchanged row(s) too
+        (--time all)`` where there are some (an A/A: ``no changed rows; 99 unchanged
+        row(s) replayed (--time all)``)."""
+        n, also = self.changed_rows, self.unchanged_replayed
+        if not n and also:
+            return f"no changed rows; {also} unchanged row(s) replayed (--time all)"
         pct = f" ({100 * self.replayed / n:.0f} %)" if n else ""
-        also = self.unchanged_replayed
         tail = f"; {also} unchanged row(s) too (--time all)" if also else ""
         return f"{self.replayed} of {n} changed rows replayed{pct}{tail}"
 

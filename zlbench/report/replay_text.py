@@ -84,13 +84,16 @@ def instrument_cell(row: ReplayedRow | None) -> str:
     if row is None:
         return "op"
     if row.instrument == "kernel-replay":
-        return "kernel replay (outputs differ)" if row.outputs == "differ" else "kernel replay"
+        if row.outputs == "differ":
+            return "kernel replay (outputs differ)"
+        return "kernel replay" if row.changed else "kernel replay (unchanged, --time all)"
     return f"op ({md_text(row.why, WHY_CELL_MAX)})" if row.why else "op"
 
 
 def fallback_counts(run: ReplayRun) -> list[tuple[str, int]]:
-    """(label, rows) of the rows timed through FlagGems, most rows first, then by label."""
-    counts = Counter(reason_label(r.why) for r in run.rows if r.instrument == "op")
+    """(label, rows) of the changed rows timed through FlagGems, most rows first, then by
+    label (an unchanged row that ``--time all`` could not replay is no changed row's)."""
+    counts = Counter(reason_label(r.why) for r in run.rows if r.instrument == "op" and r.changed)
     return sorted(counts.items(), key=lambda lc: (-lc[1], lc[0]))
 
 
@@ -99,7 +102,7 @@ def coverage_line(run: ReplayRun, budget_s: float | None = None) -> str:
     (2 captured in a CUDA graph, 1 digest mismatch, 1 intermediate buffer); 3 deferred
     beyond the `--time-budget` of 90 s.`` ``budget_s``: the gate's ``--time-budget``
     (``timing.json``'s ``budget_s``), None when not known."""
-    if not run.changed_rows:
+    if not run.changed_rows and not run.unchanged_replayed:
         return "Kernel replay: no changed rows to replay."
     parts = [f"Kernel replay: {run.coverage()}"]
     counts = fallback_counts(run)
