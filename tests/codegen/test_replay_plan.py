@@ -511,3 +511,13 @@ def test_the_forecast_keeps_every_op_the_gate_times_anyway_on_the_op_path():
     plan = plan_replay(s, [a, b, c], caps, families=fams, timed_anyway=["main/b", "main/c"])
     assert plan.sentinels == {"F": "main/b"} and plan.anyway == {"main/b", "main/c"}
     assert forecast(plan, ops, {}).op_path_ops == 2  # b and c; a replayed whole
+
+
+def test_the_budget_charges_the_ops_the_gate_times_anyway_first():
+    (a, b, c), s, caps = _three_ops()
+    fams = {"main/a": "F", "main/b": "G", "main/c": "H"}
+    op_costs = {"main/s": 5.0}
+    plan = plan_replay(s, [a, b, c], caps, {a: 2.0, b: 2.0, c: 2.0}, op_costs, 8.0, fams,
+                       timed_anyway=["main/s"])  # fmt: skip
+    assert plan.op_path_s == 5.0  # s: timed through FlagGems whatever the plan
+    assert [p.key for p in plan.replay] == [a] and [d.key for d in plan.deferred] == [b, c]

@@ -58,7 +58,7 @@ stage's diff adds or removes, 0 where no text diff was kept. Every changed kerne
 counts at least 1, so a row whose change leaves no figure still ranks above none.
 
 **Budget.** With ``--time-budget`` S, the op path's ops are charged first: every op of
-a fallback row and every sentinel (their recorded seconds, else
+a fallback row, every sentinel and every op the gate times anyway (their recorded seconds, else
 :data:`~zlbench.codegen.select.DEFAULT_OP_COST_S`; cutting those is the op-level rule,
 :func:`zlbench.codegen.select.within_budget`). The rest of S goes to replay: rows in
 the ordering rule's order, each taken when its estimated seconds still fit (a row too
@@ -332,7 +332,7 @@ def plan_replay(
     plan.sentinels = _sentinels(
         [p for p in candidates if p.changed], plan.fallback, op_costs, families, timed_anyway
     )
-    on_op_path = set(plan.op_path())
+    on_op_path = set(plan.op_path()) | plan.anyway  # the gate's sentinels: timed anyway
     plan.op_path_s = sum(op_costs.get(k, DEFAULT_OP_COST_S) for k in on_op_path)
     left = None if budget_s is None else budget_s - plan.op_path_s
     for p in candidates:
