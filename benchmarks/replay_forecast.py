@@ -116,7 +116,9 @@ def main() -> None:
         families=families_of(baseline, REPO / "ops"),
         timed_anyway=[s for s in sentinels(REPO / "ops" / "sentinels.txt") if s in ops],
     )  # fmt: skip
-    f = forecast(plan, ops, op_costs, args.jobs)
+    f = forecast(
+        plan, ops, op_costs, args.jobs, pr_built=True
+    )  # as the gate: the screen built the PR side
     n = plan.changed_rows
     print(f"baseline {args.baseline}: {len(ops)} ops, {len(rows)} rows; captures: {real} "
           f"recorded, {len(captures) - real} modelled")  # fmt: skip

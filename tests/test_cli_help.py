@@ -24,8 +24,8 @@ FOREIGN = {
     "--first-parent", "--is-ancestor", "--merges", "--quiet", "--reverse", "--query-gpu",
 }  # fmt: skip
 # flags of zlbench's own worker modules (python -m ...), not of a command
-# zlbench.plugins.compiler.rebuild; zlbench.plugins.replay.worker (a restarted worker's rows)
-WORKER_FLAGS = {"--exec-generated", "--skip"}
+# zlbench.plugins.compiler.rebuild (--in-cache: the replay's builds); zlbench.plugins.replay.worker
+WORKER_FLAGS = {"--exec-generated", "--skip", "--in-cache"}
 
 
 def commands(parser: argparse.ArgumentParser, path=()):

@@ -500,6 +500,8 @@ def test_the_forecast_adds_builds_replay_and_both_sides_of_the_op_path():
     assert f.op_path_ops == 3  # a, d, e
     assert f.op_path_s == pytest.approx(2 * (4.0 + 3.0 + DEFAULT_OP_COST_S))
     assert f.total_s == pytest.approx(f.build_s + f.replay_s + f.op_path_s)
+    built = forecast(plan, ["main/a"], op_costs, jobs=3, pr_built=True)  # the screen's PR builds
+    assert built.build_s == pytest.approx(f.build_s / 2)
 
 
 def test_the_forecast_keeps_every_op_the_gate_times_anyway_on_the_op_path():

@@ -142,6 +142,28 @@ def test_jobs_deal_the_kernels_to_rebuild_workers_at_once_into_one_cache(built, 
     assert set(got.rebuilt) == {b.rec.id, "twin"}
 
 
+def test_in_cache_a_kernel_already_in_the_cache_is_not_compiled_again(built, tmp_path):
+    """The replay's PR side builds in the gate's shared cache, where the screen put its
+    kernels: one there is a cache hit (its group's files not written again), and its
+    ref is the same group."""
+    b, pr, _ = built
+    cache = tmp_path / "c"
+    first = binaries.build_side([b.rec], tmp_path / "w1", cache, env=b.env(), in_cache=True)
+    group = Path(first.refs[b.rec.id].group_dir)
+    assert group.parent == cache and first.refs[b.rec.id] == pr.refs[b.rec.id].model_copy(
+        update={"group_dir": str(group)}
+    )
+    stamps = {p.name: p.stat().st_mtime_ns for p in group.iterdir()}
+    again = binaries.build_side([b.rec], tmp_path / "w2", cache, env=b.env(), in_cache=True)
+    assert again.refs == first.refs and again.errors == {}
+    assert {p.name: p.stat().st_mtime_ns for p in group.iterdir()} == stamps
+    assert len(list(cache.iterdir())) == 1  # no second group: nothing compiled again
+    assert "cubin" in first.rebuilt[b.rec.id].result.times  # compiled: every stage timed
+    assert "cubin" not in again.rebuilt[b.rec.id].result.times  # a cache hit: no stage ran
+    plain = binaries.build_side([b.rec], tmp_path / "w3", cache, env=b.env())
+    assert "cubin" in plain.rebuilt[b.rec.id].result.times  # without: a private cache
+
+
 def test_a_part_that_fails_as_a_whole_is_its_kernels_error_only(built, tmp_path, monkeypatch):
     b, _, _ = built
     twin = b.rec.model_copy(update={"id": "twin"})

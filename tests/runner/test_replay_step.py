@@ -102,6 +102,7 @@ class Fakes:
         self.outputs, self.pr_us, self.missing, self.plan = outputs, pr_us, set(missing), None
 
     def build_side(self, records, work, cache_dir, **kw):
+        self.builds = [*getattr(self, "builds", []), (work.name, cache_dir, kw.get("in_cache"))]
         out = SideBuild()
         for r in records:
             if r.id in self.missing:
@@ -129,7 +130,7 @@ class Fakes:
         return ReplayRun(rows=rows), PairsFile(rows=pairs)
 
 
-def run(tmp_path, fakes, families=None, timed_anyway=(), every_row=False):
+def run(tmp_path, fakes, families=None, timed_anyway=(), every_row=False, pr_cache=None):
     baseline, screen, ids = _baseline(tmp_path)
     if every_row:  # op a's unchanged 128-row captured too
         path = baseline.path / "main" / "a" / "codegen" / LAUNCHES_JSON
@@ -145,6 +146,7 @@ def run(tmp_path, fakes, families=None, timed_anyway=(), every_row=False):
         budget_s=None, rerun="zlbench gate --baseline bl", say=said.append,
         families=families if families is not None else {"main/a": "F", "main/c": "F"},
         run_rows=fakes.run_rows, build_side=fakes.build_side, every_row=every_row,
+        pr_cache=pr_cache,
     )  # fmt: skip
     return outcome, ids, said
 
@@ -264,3 +266,21 @@ def test_every_op_the_gate_times_anyway_stays_on_the_op_path_even_when_replayed_
     (replayed whole) is still timed through FlagGems: the gate's sentinels always are."""
     both, _, _ = run(tmp_path, Fakes(), timed_anyway={"main/a", "main/c"})
     assert both.run.replayed == 2 and both.replayed_ops == set()
+
+
+def test_the_pr_side_builds_in_the_screens_cache_so_its_kernels_are_not_compiled_again(tmp_path):
+    fakes = Fakes()
+    _, _, said = run(tmp_path, fakes, pr_cache=tmp_path / "shared")
+    gate = tmp_path / "gate" / "replay"
+    assert sorted(fakes.builds) == [
+        ("build-base", gate / "cache-base", False),
+        ("build-pr", tmp_path / "shared", True),
+    ]
+    (line,) = [x for x in said if "expected about" in x]
+    assert "builds 2.0s" in line  # the base's side only: 2 kernels at 1 s
+    alone = Fakes()
+    run(tmp_path / "2", alone)  # no shared cache: each side its own
+    assert {(w, c.name, i) for w, c, i in alone.builds} == {
+        ("build-pr", "cache-pr", False),
+        ("build-base", "cache-base", False),
+    }

@@ -1,6 +1,7 @@
 """`zlbench gate --time all --replay` replays every captured row, changed or not (the
 replay's own A/A, and a nightly run); `--time changed` only the changed rows: the gate's
-replay step hands the time mode to the replay (zlbench.workflow.gate.replay_step)."""
+replay step hands the time mode to the replay (zlbench.workflow.gate.replay_step), with
+its rebuild workers and the screen's shared cache."""
 
 from __future__ import annotations
 
@@ -39,7 +40,8 @@ def test_the_time_mode_decides_whether_unchanged_rows_are_replayed(
     )
     seams = SimpleNamespace(say=lambda line: None)
     measured, judged = replay_step(
-        inputs, job, tmp_path, seams, codegen, {"main/a", "main/b"}, None
+        inputs, job, tmp_path, seams, codegen, {"main/a", "main/b"}, None, tmp_path / "c"
     )
     assert seen["every_row"] is every_row and seen["jobs"] == 7
+    assert seen["pr_cache"] == tmp_path / "c"  # the screen's compiled kernels
     assert measured == {"main/b"} and judged == {"main/a", "main/b"}

@@ -194,14 +194,19 @@ class ReplayForecast:
 
 
 def forecast(
-    plan: ReplayPlan, ops: Collection[str], op_costs: Mapping[str, float], jobs: int = 1
+    plan: ReplayPlan,
+    ops: Collection[str],
+    op_costs: Mapping[str, float],
+    jobs: int = 1,
+    pr_built: bool = False,
 ) -> ReplayForecast:
     """The plan's :class:`ReplayForecast` for the gate's ``ops`` (those it would time
     without the replay): builds at :data:`BUILD_CPU_S` a kernel a side over ``jobs``
-    workers, the rows' :func:`replay_cost_s`, and both sides' recorded seconds of the
-    ops the plan leaves to the op path (every op of ``ops`` but those whose rows are
-    all planned for replay, no sentinel and none the gate times anyway;
-    :data:`DEFAULT_OP_COST_S` where none is recorded)."""
+    workers (the base's side only with ``pr_built``: the screen built the PR's), the
+    rows' :func:`replay_cost_s`, and both sides' recorded seconds of the ops the plan
+    leaves to the op path (every op of ``ops`` but those whose rows are all planned for
+    replay, no sentinel and none the gate times anyway; :data:`DEFAULT_OP_COST_S` where
+    none is recorded)."""
     kernels = {launch.kernel_id for p in plan.replay for launch in p.launches.launches}
     planned = {op_key(p.key.repo, p.key.run_name) for p in plan.replay}
     not_whole = {op_key(k.repo, k.run_name) for k in [*plan.fallback, *plan.failed]}
@@ -209,7 +214,7 @@ def forecast(
     not_whole |= set(plan.sentinels.values()) | plan.anyway
     op_path = set(ops) - (planned - not_whole)
     return ReplayForecast(
-        build_s=2 * len(kernels) * BUILD_CPU_S / max(1, jobs),
+        build_s=(1 if pr_built else 2) * len(kernels) * BUILD_CPU_S / max(1, jobs),
         replay_s=plan.replay_s,
         op_path_ops=len(op_path),
         op_path_s=2 * sum(op_costs.get(k, DEFAULT_OP_COST_S) for k in op_path),

@@ -131,13 +131,19 @@ def replay_changed(
     every_row: bool = False,
     jobs: int = 1,
     op_costs: Mapping[str, float] | None = None,
+    pr_cache: Path | None = None,
 ) -> ReplayOutcome:
     """The replay step (module docstring) over the changed rows of ``ops``; writes
     ``out/replay/``. ``pr``/``base``: each side's environment, ``pythonpath`` first on
     both sides' path after their own dirs (the FlagGems checkouts' ``src/``, whose
     kernels are rebuilt); ``run_rows``/``build_side``: seams (the plugins' by default);
     ``timed_anyway``: the gate's own sentinel ops (timed through FlagGems whatever the
-    plan: each is its family's sentinel)."""
+    plan); ``every_row``: the rows proven unchanged too (``gate --time all --replay``,
+    :func:`plan_replay`); ``jobs``: rebuild workers per side (``--codegen-jobs``);
+    ``op_costs``: op key -> its recorded op-path seconds (the baseline's
+    ``ops_status.csv``: the budget and the forecast); ``pr_cache``: the triton cache dir
+    the screen compiled the PR's kernels into (the gate's shared cache): the PR side
+    builds there, so a kernel the screen built is a cache hit."""
     if run_rows is None or build_side is None:
         from zlbench.plugins.replay import binaries, worker
 
@@ -168,7 +174,8 @@ def replay_changed(
         f"FlagGems, {len(plan.deferred)} deferred"
         + (f"; {len(unchanged)} unchanged row(s) replayed too (--time all)" if unchanged else "")
     )
-    say(forecast_line(forecast(plan, ops, op_costs or {}, jobs)))
+    expected = forecast(plan, ops, op_costs or {}, jobs, pr_built=pr_cache is not None)
+    say(forecast_line(expected))
     sides = {
         name: (side.python, side.environ(with_front(os.environ, pythonpath)))
         for name, side in (("pr", pr), ("base", base))
@@ -177,7 +184,7 @@ def replay_changed(
     done: list[ReplayedRow] = []
     pairs = PairsFile()
     if plan.replay:
-        planned, lost = _build(plan, baseline, screen, rdir, sides, build_side, say, jobs)
+        planned, lost = _build(plan, baseline, screen, rdir, sides, build_side, say, jobs, pr_cache)
         fallback += lost
         if planned.rows:
             dump_json_model(rdir / REPLAY_PLAN, planned.model_copy(update={"device": device}))
@@ -284,6 +291,7 @@ def _build(
     build_side: Callable,
     say: Callable[[str], None],
     jobs: int = 1,
+    pr_cache: Path | None = None,
 ) -> tuple[ReplayPlanFile, list[ReplayedRow]]:
     """Both sides' binaries of the planned rows' kernels; the plan file of the rows
     whose every kernel built on both sides (the PR's as the screen built it), and the
@@ -292,15 +300,17 @@ def _build(
     ids = sorted({launch.kernel_id for p in plan.replay for launch in p.launches.launches})
     records = [kernels.records[k] for k in ids if k in kernels.records]
     say(f"zlbench gate: replay: building {len(records)} kernel(s) with both compilers")
+    shared = {"pr": pr_cache} if pr_cache is not None else {}  # the screen's builds there
     built = {
         side: build_side(
             records,
             rdir / f"build-{side}",
-            rdir / f"cache-{side}",
+            shared.get(side) or rdir / f"cache-{side}",
             python=python,
             env=env,
             exec_generated=True,
             jobs=jobs,
+            in_cache=side in shared,
         )  # fmt: skip
         for side, (python, env) in sides.items()
     }

@@ -179,7 +179,7 @@ def _measure_and_judge(
         scope = ops  # the skipped ops are not judged MISSING
     if job.replay and codegen.screen is not None:
         with timed(inputs.steps, "replay"):
-            ops, scope = replay_step(inputs, job, out, seams, codegen, set(ops), scope)
+            ops, scope = replay_step(inputs, job, out, seams, codegen, set(ops), scope, cache)
     elif job.replay:
         seams.say("zlbench gate: --replay: no codegen screen (the baseline has no codegen "
                   "records): every changed op is timed through FlagGems")  # fmt: skip
@@ -205,12 +205,15 @@ def replay_step(
     codegen: CodegenStep,
     ops: set[str],
     scope: set[str] | None,
+    cache: Path | None = None,
 ) -> tuple[set[str], set[str] | None]:
     """``--replay``: the changed rows of ``ops`` timed by kernel replay first
     (:mod:`zlbench.runner.replay`, ``<out>/replay/``); (the ops the op path still
     measures, the ops judged). An op with a row deferred beyond ``--time-budget`` is
     neither measured nor judged: it is listed with the command that times it, as an op
-    over the op-level budget is."""
+    over the op-level budget is. ``cache``: the triton cache dir the screen compiled the
+    PR's kernels into (the replay's PR side builds there: a kernel the screen built is
+    not compiled again)."""
     from zlbench.runner.replay import families_of, replay_changed
 
     assert codegen.screen is not None and inputs.ab.base is not None
@@ -230,6 +233,7 @@ def replay_step(
         every_row=job.time == "all",  # nightly, and the replay's own A/A
         jobs=job.codegen_jobs,
         op_costs=baseline_durations(inputs.baseline.path, per_dtype=False),
+        pr_cache=cache,
     )
     deferred = {}
     for d in outcome.run.deferred:

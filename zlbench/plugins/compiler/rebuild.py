@@ -15,7 +15,7 @@ whatever its SASS (:func:`earlier_stage_differs`; a note on the record says so).
 Entry point (one process; run several on shards for parallelism)::
 
     python -m zlbench.plugins.compiler.rebuild INDEX_JSON OUT_DIR [CACHE_DIR] [--shard K/N]
-        [--exec-generated]
+        [--exec-generated] [--in-cache]
 
 writes ``OUT_DIR/index.json`` (a CodegenIndex: the input records in input order,
 ``used_by`` kept, ``result``/``error``/``notes`` from this rebuild) and
@@ -30,7 +30,9 @@ unusable.
 also put into that triton cache dir (the gate's measure step then loads them from
 there, docs/codegen.md "Gate integration"); best effort: a failure there is one
 stderr line. The rebuild itself still compiles in a fresh private cache, so the
-screen's output is the same with or without it. ``OUT_DIR/groups.json`` then maps each
+screen's output is the same with or without it (``--in-cache``: it compiles in
+CACHE_DIR itself, so a kernel already there, the screen's, is a cache hit; the
+kernel-replay tier's builds). ``OUT_DIR/groups.json`` then maps each
 kernel id put there (or found there already) to its cache group dir's name (triton's
 hash of the compile, ``CACHE_DIR/<name>/``): the kernel-replay tier loads a side's
 binary from it (:mod:`zlbench.plugins.replay.binaries`).
@@ -315,12 +317,16 @@ def rebuild_index(
     cache_out: Path | None = None,
     exec_generated: bool = False,
     on_item: Callable[[str, str | None], None] | None = None,
+    in_cache: bool = False,
 ) -> CodegenIndex:
     """Rebuild (a shard of) ``index``'s requests; write and return the new index
     (the compiled kernels also put into the triton cache dir ``cache_out``, if given;
     ``on_item(id, error)`` as each kernel is rebuilt).
     ``exec_generated``: the records are a verified baseline's, so a generated kernel's
-    recorded module text may be executed to rebuild it (module docstring)."""
+    recorded module text may be executed to rebuild it (module docstring).
+    ``in_cache``: compile in ``cache_out`` itself, not in a private cache: a kernel
+    already there is a cache hit, not compiled again (the kernel-replay tier's builds,
+    which need the binaries, not the screen's stage texts)."""
     import triton
 
     todo = select(index.records, shard)
@@ -329,7 +335,8 @@ def rebuild_index(
         os.environ["GEMS_VENDOR"] = vendor
     store, roots, done, groups = capture.BlobStore(), capture.machine_roots(), [], {}
     with tempfile.TemporaryDirectory(prefix="zl-rebuild-") as tmp:
-        triton.knobs.cache.dir = str(Path(tmp) / "triton-cache")
+        use_out = in_cache and cache_out is not None
+        triton.knobs.cache.dir = str(cache_out if use_out else Path(tmp) / "triton-cache")
         loader = Loader(Path(tmp) / "generated", exec_generated)
         roots = [*roots, tmp]
         for rec in todo:
@@ -341,7 +348,8 @@ def rebuild_index(
         store.write(Path(out_dir))
         capture.write_index(Path(out_dir), out)
         if cache_out is not None:  # after the index: the screen never depends on it
-            try_export(Path(tmp) / "triton-cache", cache_out)
+            if not use_out:
+                try_export(Path(tmp) / "triton-cache", cache_out)
             write_groups(Path(out_dir), cache_out, groups)
     return out
 
@@ -431,13 +439,18 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="execute generated kernels' recorded module text (a verified baseline's only)",
     )
+    p.add_argument(
+        "--in-cache",
+        action="store_true",
+        help="compile in CACHE_DIR itself: a kernel already there is not compiled again",
+    )
     args = p.parse_args(argv)
     try:
         shard = parse_sweep_shard(args.shard, "--shard") if args.shard else None
         index = load_json_model(args.index, CodegenIndex)
         cache_out = Path(args.cache_dir) if args.cache_dir else None
         out_dir, trusted = Path(args.out_dir), args.exec_generated
-        out = rebuild_index(index, out_dir, shard, cache_out, trusted, write_item)
+        out = rebuild_index(index, out_dir, shard, cache_out, trusted, write_item, args.in_cache)
     except ZlbenchError as e:
         print(f"zlbench: {e}", file=sys.stderr)
         return 2

@@ -87,6 +87,7 @@ def build_side(
     exec_generated: bool = False,
     timeout_s: float = BUILD_TIMEOUT_S,
     jobs: int = 1,
+    in_cache: bool = False,
 ) -> SideBuild:
     """Compile ``records``' requests with the compiler of the environment ``python``
     (None: this interpreter) and ``env`` (None: this process's) into ``cache_dir``;
@@ -96,7 +97,9 @@ def build_side(
     the screen's code digest of this side's cubin; a kernel built with another is
     refused (:data:`DIFFERS`), and a kernel's ref carries the screen's digest (without
     ``expected``, the build's own). A build that fails as a whole is every kernel of
-    its part's error; nothing raises."""
+    its part's error; nothing raises. ``in_cache``: compile in ``cache_dir`` itself, so a
+    kernel already there (the screen's build of it, in the gate's shared cache) is a
+    cache hit, not compiled again."""
     out = SideBuild()
     if not records:
         return out
@@ -106,7 +109,7 @@ def build_side(
         if n == 1
         else [(work / f"part-{i}", list(records[i::n])) for i in range(n)]
     )
-    args = (python, env, exec_generated, timeout_s, cache_dir)
+    args = (python, env, exec_generated, timeout_s, cache_dir, in_cache)
     if n == 1:
         built = [_build_part(*parts[0], *args)]
     else:
@@ -136,6 +139,7 @@ def _build_part(
     exec_generated: bool,
     timeout_s: float,
     cache_dir: Path,
+    in_cache: bool = False,
 ) -> tuple[str | None, CodegenIndex, dict[str, str]]:
     """One rebuild worker over ``records``: (why the build failed as a whole or None,
     its index, kernel id -> cache group name)."""
@@ -145,6 +149,7 @@ def _build_part(
     dump_json_model(index_in, CodegenIndex(compiler=compiler, records=records))
     cmd = [python or sys.executable, "-m", "zlbench.plugins.compiler.rebuild"]
     cmd += ["--exec-generated"] if exec_generated else []
+    cmd += ["--in-cache"] if in_cache else []
     cmd += [str(index_in), str(rebuilt), str(cache_dir)]
     why = _run_build(cmd, env, timeout_s)
     if why is None:
