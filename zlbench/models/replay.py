@@ -103,8 +103,8 @@ class RowLaunches(_Model):
     why_not: str = ""
 
 
-# Why a row whose launches share a buffer is not replayed: one launch's output may feed
-# another (an intermediate buffer), which a standalone replay of each does not reproduce.
+# Why a row whose launches pass a buffer between them is not replayed when one of them
+# ran more than once: the order of their runs is not captured (order_unknown).
 INTERMEDIATE_BUFFER = "intermediate buffer between launches that run more than once"
 
 
