@@ -20,6 +20,7 @@ from zlbench.models.replay import (  # noqa: E402
     EXACT_MAX,
     LAUNCHES_JSON,
     LaunchCapture,
+    LaunchSpec,
 )
 from zlbench.plugins import codegen, state  # noqa: E402
 from zlbench.plugins import replay_capture as rc  # noqa: E402
@@ -447,7 +448,8 @@ def test_a_wrapper_with_a_negative_stride_is_an_unsupported_argument(op):
 
 def test_exact_values_are_in_the_order_and_digest_the_replay_reads():
     """The replay (zlbench.plugins.replay.materialize) writes ``data`` into the storage
-    positions it computes and checks ``digest`` with its own function."""
+    positions it computes and checks ``digest`` with its own function: a captured view
+    materializes as the tensor it was."""
     materialize = pytest.importorskip("zlbench.plugins.replay.materialize")
     for t in (
         torch.arange(20, dtype=torch.bfloat16).view(4, 5)[1:3, 1:4],
@@ -459,3 +461,6 @@ def test_exact_values_are_in_the_order_and_digest_the_replay_reads():
         assert positions.tolist() == rc.view_storage_indices(spec.shape, spec.strides, spec.offset)
         values = t.detach().as_strided((spec.storage,), (1,), 0)[positions]
         assert spec.digest == materialize.values_digest(values)
+        one = LaunchSpec(kernel_id="k", kernel="k", grid=[1, 1, 1], args=[spec])
+        [again] = materialize.materialize(one, "cpu", seed=0)
+        assert again.stride() == t.stride() and torch.equal(again, t)

@@ -243,9 +243,9 @@ def test_snapshot_restore_undoes_an_in_place_kernel_on_aliased_args():
 
     kernel([a, b, i])
     assert a.tolist() == [2.0, 4.0, 6.0, 8.0] and i.tolist() == [1, 3]
-    restore([a, b, i], snap)
+    restore(snap)
     assert a.tolist() == [1.0, 2.0, 3.0, 4.0] and b.tolist() == a.tolist()
     assert i.tolist() == [0, 2]
     kernel([a, b, i])  # a second repetition sees the same inputs
-    restore([a, b, i], snap)
+    restore(snap)
     assert a.tolist() == [1.0, 2.0, 3.0, 4.0]

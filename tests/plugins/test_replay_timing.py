@@ -35,9 +35,9 @@ class Recorder:
         self.calls = {"pr": 0, "base": 0}  # timed calls per side
         real = timing.restore
 
-        def logged_restore(args, snap):
+        def logged_restore(snap):
             self.log.append("restore")
-            real(args, snap)
+            real(snap)
 
         monkeypatch.setattr(timing, "restore", logged_restore)
 

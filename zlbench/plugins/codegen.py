@@ -267,12 +267,9 @@ def install(recorder: Recorder) -> None:
     orig = _ORIGINAL["launch_metadata"] = CompiledKernel.launch_metadata
 
     def launch_metadata(self, grid, stream, *args):
-        if not recorder.launches.busy:
-            recorder.note(self.hash)
-            rec = recorder.by_hash.get(self.hash)
-            recorder.launches.on_launch(
-                self, grid, stream, args, rec.id if rec else "", recorder.warn
-            )
+        recorder.note(self.hash)  # both skip a launch made while the capture reads values
+        rec = recorder.by_hash.get(self.hash)
+        recorder.launches.on_launch(self, grid, stream, args, rec.id if rec else "", recorder.warn)
         return orig(self, grid, stream, *args)
 
     CompiledKernel.launch_metadata = launch_metadata

@@ -48,12 +48,13 @@ counted (its later occurrence would be numbered one lower).
 
 torch and triton are never imported here: a tensor is recognised through
 ``sys.modules["torch"]`` (no torch loaded: no tensor arguments), a triton dtype through
-``sys.modules["triton.language"]``.
+``sys.modules["triton.language"]``. An exact tensor's order and digest are the replay's
+own functions (``zlbench.plugins.replay.materialize``, which imports torch only when
+given a tensor).
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import numbers
 import sys
@@ -74,6 +75,7 @@ from zlbench.models.replay import (
     TensorStats,
 )
 from zlbench.plugins import state
+from zlbench.plugins.replay.materialize import values_digest, viewed_positions
 
 MAX_LAUNCHES_PER_ROW = 16  # distinct launches of one timed call
 STATS_CHUNK = 1 << 24  # elements per chunk of a statistics pass (bounds its memory)
@@ -212,31 +214,27 @@ def exact(t: Any) -> bool:
 def view_storage_indices(shape: Sequence[int], strides: Sequence[int], offset: int) -> list[int]:
     """The storage elements a view touches, each once, in increasing storage order:
     the order of an exact tensor's ``data`` (for a contiguous tensor, its elements in
-    order; an expanded view's repeated element is there once)."""
-    if any(n == 0 for n in shape):
-        return []
-    idx = {offset}
-    for n, s in zip(shape, strides, strict=True):
-        idx = {i + k * s for i in idx for k in range(n)}
-    return sorted(idx)
+    order; an expanded view's repeated element is there once). The replay's rule
+    (:func:`zlbench.plugins.replay.materialize.viewed_positions`), as a list."""
+    return viewed_positions(shape, strides, offset).tolist()
 
 
 def exact_values(t: Any) -> tuple[list, str]:
     """(values, digest) of a small tensor: the elements of :func:`view_storage_indices`
-    and the sha256[:16] of their bytes (the dtype's own, little-endian as stored)."""
+    and the sha256[:16] of their bytes (the dtype's own, little-endian as stored), as
+    the replay checks it (:func:`zlbench.plugins.replay.materialize.values_digest`)."""
     torch = _torch()
-    idx = view_storage_indices(list(t.shape), list(t.stride()), t.storage_offset())
+    idx = viewed_positions(list(t.shape), list(t.stride()), t.storage_offset())
     storage = t.untyped_storage().nbytes() // t.element_size()
     base = t.detach().as_strided((storage,), (1,), 0)
-    vals = base[torch.tensor(idx, dtype=torch.int64, device=t.device)].cpu().contiguous()
-    digest = hashlib.sha256(vals.reshape(-1).view(torch.uint8).numpy().tobytes()).hexdigest()
+    vals = base[idx.to(t.device)].cpu()
     if t.dtype == torch.bool:
         data = [bool(x) for x in vals.tolist()]
     elif _integer(t):
         data = [int(x) for x in vals.tolist()]
     else:
         data = [float(x) for x in vals.to(torch.float64).tolist()]
-    return data, digest[:16]
+    return data, values_digest(vals)
 
 
 def _round(x: float) -> float:

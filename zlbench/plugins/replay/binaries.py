@@ -225,15 +225,17 @@ def group_files(group_dir: str | os.PathLike) -> dict[str, str]:
 def code_digest(group_dir: str | os.PathLike) -> str:
     """The code digest of the group's cubin: the screen's digest of a rebuild's cubin
     (``capture.code_sha256``: debug and line info left out). ReplayError without one."""
-    files = group_files(group_dir)
+    return _cubin_digest(Path(group_dir).name, group_files(group_dir))
+
+
+def _cubin_digest(group: str, files: Mapping[str, str]) -> str:
+    """:func:`code_digest` of the group named ``group`` whose files are ``files``."""
     cubins = [p for n, p in files.items() if n.endswith(".cubin")]
     if len(cubins) != 1:
-        raise ReplayError(
-            f"cache group {Path(group_dir).name}: {len(cubins)} cubins (one expected)"
-        )
+        raise ReplayError(f"cache group {group}: {len(cubins)} cubins (one expected)")
     digest = capture.code_sha256(Path(cubins[0]).read_bytes())
     if digest is None:
-        raise ReplayError(f"cache group {Path(group_dir).name}: its cubin is not an ELF")
+        raise ReplayError(f"cache group {group}: its cubin is not an ELF")
     return digest
 
 
@@ -241,7 +243,7 @@ def verify(ref: BinaryRef) -> dict[str, str]:
     """The group's files, once its cubin's code digest is the one ``ref`` expects
     (ReplayError :data:`DIFFERS` when not)."""
     files = group_files(ref.group_dir)
-    if code_digest(ref.group_dir) != ref.code_digest:
+    if _cubin_digest(Path(ref.group_dir).name, files) != ref.code_digest:
         raise ReplayError(DIFFERS)
     return files
 

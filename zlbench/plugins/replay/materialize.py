@@ -163,7 +163,7 @@ def _fill_exact(flat: Any, a: ArgSpec, dtype: Any, where: str) -> None:
     assert a.data is not None
     if dtype.is_complex:
         raise ReplayError(f"{where}: exact data of a complex tensor is not supported")
-    values = torch.tensor(a.data, dtype=dtype) if a.data else torch.empty(0, dtype=dtype)
+    values = torch.tensor(a.data, dtype=dtype)
     if not a.digest:
         raise ReplayError(f"{where}: tensor data without a digest")
     if values_digest(values) != a.digest:
@@ -273,10 +273,9 @@ def snapshot(args: Sequence[Any]) -> list[Any]:
     return [(live, live.clone()) for live in _storages(args)]
 
 
-def restore(args: Sequence[Any], snap: Sequence[Any]) -> None:
-    """Copy :func:`snapshot`'s storages back into ``args``' storages, in place (on the
-    current stream: ordered before the next launch)."""
-    del args  # the snapshot holds the live storages it copies back into
+def restore(snap: Sequence[Any]) -> None:
+    """Copy :func:`snapshot`'s storages back into the arguments' storages (the live
+    ones it holds), in place (on the current stream: ordered before the next launch)."""
     for live, saved in snap:
         live.copy_(saved)
 

@@ -141,7 +141,7 @@ def _call(side: str, launch: Launch, args: list) -> None:
 
 
 def _timed(side: str, launch: Launch, args: list, snap: list, timer: Timer, flush) -> float:
-    restore(args, snap)
+    restore(snap)
     if flush is not None:
         flush()
     try:
@@ -180,7 +180,7 @@ def time_paired(
     snap = snapshot(args) if snap is None else snap
     for _ in range(warmup):
         for side in (SIDE_A, SIDE_B):
-            restore(args, snap)
+            restore(snap)
             _call(side, launch[side], args)
     samples: list[dict] = []
     k = 0
@@ -196,7 +196,7 @@ def time_paired(
         pr, base, _ = complete_pairs(samples)
         if should_stop(row_stats(pr, base, rule, False), rule, False, k):
             break
-    restore(args, snap)
+    restore(snap)
     return samples
 
 
@@ -210,7 +210,7 @@ def side_outputs(
     snap = snapshot(args) if snap is None else snap
     out: dict[str, list] = {}
     for side in (SIDE_A, SIDE_B):
-        restore(args, snap)
+        restore(snap)
         _call(side, launch[side], args)
         try:
             out[side] = [a.clone() if isinstance(a, torch.Tensor) else a for a in args]
@@ -218,7 +218,7 @@ def side_outputs(
                 torch.cuda.synchronize()
         except Exception as e:  # a device error of the launch surfaces here
             raise ReplayError(f"{side} launch failed: {first_line(e)}") from e
-    restore(args, snap)
+    restore(snap)
     return out
 
 

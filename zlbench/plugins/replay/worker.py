@@ -254,7 +254,7 @@ def replay_row(
         out = ReplayedRow(key=row.key, instrument="op", why=why, kernels=kids,
                           outputs="differ", max_error=error)  # fmt: skip
         return out, None
-    pairs = len(complete_pairs([s.model_dump() for s in kept.samples])[0])
+    pairs = len(complete_pairs(samples)[0])
     out = ReplayedRow(key=row.key, instrument="kernel-replay", kernels=kids,
                       outputs="match", max_error=error, pairs=pairs)  # fmt: skip
     return out, kept
@@ -264,13 +264,15 @@ def replay_row(
 
 
 def write_outputs(out_dir: Path, rows: list[ReplayedRow], pairs: list[PairedSamples],
-                  seconds: float) -> None:  # fmt: skip
-    """``rows.json`` and ``pairs.json`` (atomic writes; samples of replayed rows only)."""
+                  seconds: float) -> tuple[ReplayRun, PairsFile]:  # fmt: skip
+    """``rows.json`` and ``pairs.json`` (atomic writes; samples of replayed rows only),
+    and what they hold."""
     replayed = {r.key for r in rows if r.instrument == "kernel-replay"}
-    kept = [p for p in pairs if p.key in replayed]
     run = ReplayRun(changed_rows=0, rows=rows, seconds=round(seconds, 3))
+    kept = PairsFile(rows=[p for p in pairs if p.key in replayed])
     dump_json_model(out_dir / ROWS_JSON, run)
-    dump_json_model(out_dir / REPLAY_PAIRS, PairsFile(rows=kept))
+    dump_json_model(out_dir / REPLAY_PAIRS, kept)
+    return run, kept
 
 
 def replay_plan(
@@ -505,9 +507,7 @@ def run_rows(
     stopped = "not replayed: the worker stopped before it"
     rows = [results.get(i) or fallback(row, stopped) for i, row in enumerate(plan.rows)]
     kept = [samples[r.key] for r in rows if r.instrument == "kernel-replay" and r.key in samples]
-    write_outputs(out, rows, kept, time.monotonic() - t0)
-    run = load_json_model(out / ROWS_JSON, ReplayRun)
-    return run, load_json_model(out / REPLAY_PAIRS, PairsFile)
+    return write_outputs(out, rows, kept, time.monotonic() - t0)
 
 
 def _collect(plan: ReplayPlanFile, part: Part, results: dict, samples: dict) -> None:
