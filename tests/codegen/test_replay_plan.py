@@ -271,7 +271,6 @@ def test_a_truncated_capture_falls_back():
     assert plan.fallback == {r: FALLBACK_TRUNCATED} == {r: "truncated capture"}
 
 
-@pytest.mark.skipif("why_not" not in RowLaunches.model_fields, reason="no RowLaunches.why_not")
 def test_a_row_whose_capture_failed_falls_back_with_its_words():
     r = row("a")
     rl = captured(r, launch("ka")).model_copy(update={"why_not": "capture failed: boom"})

@@ -8,7 +8,7 @@ from zlbench.models import RowKey
 from zlbench.models.replay import DeferredRow, ReplayedRow, ReplayRun
 from zlbench.report.replay_text import (
     coverage_line,
-    deferred_section,
+    deferred_block,
     fallback_counts,
     instrument_cell,
     reason_label,
@@ -128,7 +128,8 @@ def test_each_reason_is_counted_under_its_label():
 
 
 def test_the_deferred_section_lists_each_row_with_its_command():
-    assert deferred_section(RUN, 90.0) == (
+    block = deferred_block(RUN, 90.0)
+    assert block is not None and block.render(None) == (
         "### Deferred beyond the time budget\n\n"
         "2 changed row(s) were not timed: replaying them would pass the `--time-budget` of "
         "90 s. They are not judged. Rows were taken by how much their code changed, largest "
@@ -142,4 +143,4 @@ def test_the_deferred_section_lists_each_row_with_its_command():
 
 
 def test_no_deferred_rows_no_section():
-    assert deferred_section(ReplayRun(changed_rows=2)) == ""
+    assert deferred_block(ReplayRun(changed_rows=2)) is None

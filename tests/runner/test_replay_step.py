@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from tests.support import cgsynth
 from tests.support.zlsynth import brow, write_baseline
+from zlbench.codegen.diff import code_digest
 from zlbench.gate.load import load_baseline
 from zlbench.models import (
     LAUNCHES_JSON,
@@ -216,10 +217,13 @@ def test_a_pr_build_that_is_not_the_screens_falls_back(tmp_path):
     fakes = Fakes()
     baseline, screen, ids = _baseline(tmp_path)
 
+    built = {}
+
     def build_side(records, work, cache_dir, **kw):
         out = fakes.build_side(records, work, cache_dir, **kw)
-        if work.name == "build-pr":  # the records rebuilt with other stages
+        if work.name == "build-pr":  # rebuilt as recorded: not the screen's "adigest"
             out.rebuilt = {r.id: r.model_copy(deep=True) for r in records}
+            built.update(out.rebuilt)
         return out
 
     said = []
@@ -230,6 +234,16 @@ def test_a_pr_build_that_is_not_the_screens_falls_back(tmp_path):
     )  # fmt: skip
     (a,) = outcome.run.rows
     assert a.instrument == "op" and a.why.startswith(DIFFERS_FROM_SCREEN)
+    # the same build, where the screen's digest is that build's: replayed
+    kernels = [k.model_copy(update={"code_digest": code_digest(built[k.kernel_id])})
+               if k.kernel_id in built else k for k in screen.kernels]  # fmt: skip
+    again = replay_changed(
+        baseline=baseline, screen=screen.model_copy(update={"kernels": kernels}),
+        ops={"main/a"}, out=tmp_path / "gate2", pr=PR_ENV, base=CompilerEnv("base"),
+        budget_s=None, rerun="zlbench gate", say=said.append, families={},
+        run_rows=fakes.run_rows, build_side=build_side,
+    )  # fmt: skip
+    assert [r.instrument for r in again.run.rows] == ["kernel-replay"]
 
 
 def test_the_progress_line_counts_rows_and_estimates_from_those_done():

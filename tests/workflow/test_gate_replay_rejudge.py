@@ -117,12 +117,12 @@ def test_replay_without_a_base_compiler_is_one_line(tmp_path, capsys):
     assert not (tmp_path / "o").exists()
 
 
-def test_replay_is_refused_with_results_or_screen_only(tmp_path, capsys):
+def test_replay_is_refused_with_results_screen_only_or_shard(tmp_path, capsys):
     from zlbench.cli import main
 
     bl, g = _gate_dir(tmp_path, replay_pr_us=10.0)
     base = ["gate", "--baseline", str(bl), "--replay", "--base-compiler", str(tmp_path)]
-    for extra in (["--results", str(g)], ["--screen-only"]):
+    for extra in (["--results", str(g)], ["--screen-only"], ["--shard", "1/2"]):
         rc = main([*base, *extra, "--out", str(tmp_path / "o")])
         assert rc == 2
         assert "--replay measures on a GPU" in one_error_line(capsys)

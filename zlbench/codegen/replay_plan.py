@@ -209,10 +209,7 @@ def forecast(
     none is recorded)."""
     kernels = {launch.kernel_id for p in plan.replay for launch in p.launches.launches}
     planned = {op_key(p.key.repo, p.key.run_name) for p in plan.replay}
-    not_whole = {op_key(k.repo, k.run_name) for k in [*plan.fallback, *plan.failed]}
-    not_whole |= {op_key(d.key.repo, d.key.run_name) for d in plan.deferred}
-    not_whole |= set(plan.sentinels.values()) | plan.anyway
-    op_path = set(ops) - (planned - not_whole)
+    op_path = set(ops) - (planned - plan.kept_ops())
     return ReplayForecast(
         build_s=(1 if pr_built else 2) * len(kernels) * BUILD_CPU_S / max(1, jobs),
         replay_s=plan.replay_s,
@@ -258,7 +255,6 @@ class ReplayPlan:
     sentinels: dict[str, str] = field(default_factory=dict)  # op family -> its sentinel op key
     anyway: set[str] = field(default_factory=set)  # ops the gate times through FlagGems anyway
     failed: dict[RowKey, str] = field(default_factory=dict)  # row -> the kernel that fails
-    budget_s: float | None = None
     op_path_s: float = 0.0  # recorded seconds of the op path's ops (charged first)
     replay_s: float = 0.0  # estimated seconds of the rows replayed
 
@@ -267,6 +263,13 @@ class ReplayPlan:
         """Rows whose code the screen did not prove unchanged: replayed + fallback + deferred
         (not the unchanged rows ``every_row`` replays)."""
         return sum(p.changed for p in self.replay) + len(self.fallback) + len(self.deferred)
+
+    def kept_ops(self) -> set[str]:
+        """The ops the plan keeps on the op path, however their replayed rows fare: the
+        ops of fallback, failed and deferred rows, the sentinels, the ops timed anyway."""
+        keys = [*self.fallback, *self.failed, *(d.key for d in self.deferred)]
+        ops = {op_key(k.repo, k.run_name) for k in keys}
+        return ops | set(self.sentinels.values()) | self.anyway
 
     def op_path(self) -> dict[str, str]:
         """Op key -> why it is still timed through FlagGems: the ops of fallback rows
@@ -311,7 +314,7 @@ def plan_replay(
     too, after the changed ones (module docstring, "Every row")."""
     view = TimedKernels.of(screen)
     costs, op_costs, families = costs or {}, op_costs or {}, families or {}
-    plan = ReplayPlan(budget_s=budget_s, anyway=set(timed_anyway))
+    plan = ReplayPlan(anyway=set(timed_anyway))
     candidates: list[RowToReplay] = []
     for key in dict.fromkeys(rows):
         op = op_key(key.repo, key.run_name)

@@ -149,12 +149,6 @@ def deferred_block(
     return Block(DEFERRED_TITLE, intro, DEFERRED_HEADER, "lllrl", rows)
 
 
-def deferred_section(run: ReplayRun, budget_s: float | None = None, names: Names = None) -> str:
-    """The deferred rows' markdown section (:func:`deferred_block`), "" when none."""
-    block = deferred_block(run, budget_s, names)
-    return block.render(None) if block is not None else ""
-
-
 REPLAY_TITLE = "Kernel replay"
 REPLAY_HEADER = ["op", "dtype", "shape", "timed by"]
 

@@ -48,7 +48,6 @@ from zlbench.models import (
     PairsFile,
     ReplayedRow,
     ReplayRun,
-    RowKey,
     dump_json_model,
     load_json_model,
 )
@@ -92,14 +91,14 @@ def load_captures(baseline: BaselineSet, ops: set[str], say: Callable[[str], Non
 def families_of(baseline: BaselineSet, ops_dir: Path) -> dict[str, str]:
     """Op key -> op family, from the inventory (``ops/inventory_<repo>.csv``); an op it
     does not name is left out (a family of its own)."""
-    from zlbench.runner.catalog.inventory import load_inventory
+    from zlbench.runner.catalog.inventory import inventory_path, load_inventory
     from zlbench.runner.catalog.tiers import op_family
 
     out: dict[str, str] = {}
     by_repo: dict[str, dict[str, str]] = {}
     for key, res in baseline.ops.items():
         if res.repo not in by_repo:
-            path = ops_dir / f"inventory_{res.repo}.csv"
+            path = inventory_path(ops_dir, res.repo)
             try:
                 rows = load_inventory(path) if path.is_file() else []
             except ZlbenchError:
@@ -123,7 +122,6 @@ def replay_changed(
     rerun: str,
     say: Callable[[str], None],
     families: Mapping[str, str] | None = None,
-    device: str = "cuda",
     run_rows: Callable | None = None,
     build_side: Callable | None = None,
     timed_anyway: Collection[str] = (),
@@ -187,7 +185,7 @@ def replay_changed(
         planned, lost = _build(plan, baseline, screen, rdir, sides, build_side, say, jobs, pr_cache)
         fallback += lost
         if planned.rows:
-            dump_json_model(rdir / REPLAY_PLAN, planned.model_copy(update={"device": device}))
+            dump_json_model(rdir / REPLAY_PLAN, planned)
             on_row = progress(planned, say, time.monotonic())
             ran, pairs = run_rows(
                 rdir / REPLAY_PLAN,
@@ -268,18 +266,15 @@ def _fell_back(r: ReplayedRow) -> ReplayedRow:
 
 
 def _whole_ops(run: ReplayRun, plan: ReplayPlan) -> set[str]:
-    """Ops whose every changed row was replayed (none deferred, none failed, none on the
-    op path, not a sentinel, not one the gate times anyway): the op path need not
-    measure them."""
-
-    def key_of(k: RowKey) -> str:
-        return op_key(k.repo, k.run_name)
-
-    replayed = {key_of(r.key) for r in run.rows if r.instrument == "kernel-replay"}
-    not_whole = {key_of(r.key) for r in run.rows if r.instrument != "kernel-replay"}
-    not_whole |= {key_of(d.key) for d in run.deferred} | {key_of(k) for k in plan.failed}
-    not_whole |= set(plan.sentinels.values()) | plan.anyway
-    return replayed - not_whole
+    """Ops whose every changed row was replayed (none fell back, here or in the plan,
+    none deferred or failed, not a sentinel, not one the gate times anyway:
+    :meth:`ReplayPlan.kept_ops`): the op path need not measure them."""
+    replayed: set[str] = set()
+    fell_back: set[str] = set()
+    for r in run.rows:
+        key = op_key(r.key.repo, r.key.run_name)
+        (replayed if r.instrument == "kernel-replay" else fell_back).add(key)
+    return replayed - fell_back - plan.kept_ops()
 
 
 def _build(
@@ -318,7 +313,7 @@ def _build(
     differs = {  # the PR side's build is not what the screen built
         kid
         for kid, rec in built["pr"].rebuilt.items()
-        if screened.get(kid) and code_digest(rec) and code_digest(rec) != screened[kid]
+        if screened.get(kid) and (got := code_digest(rec)) and got != screened[kid]
     }
     planned = ReplayPlanFile(exec_generated=True, requests={r.id: r.request for r in records})
     lost: list[ReplayedRow] = []
@@ -328,15 +323,15 @@ def _build(
             if kid in differs:
                 why = f"{DIFFERS_FROM_SCREEN} (kernel {kid})"
                 break
-            sides: dict[str, BinaryRef] = {}
+            per_side: dict[str, BinaryRef] = {}
             for side, b in built.items():
                 if kid not in b.refs:
                     why = f"{side} build of kernel {kid}: {b.errors.get(kid, 'not built')}"
                     break
-                sides[side] = b.refs[kid]
+                per_side[side] = b.refs[kid]
             if why:
                 break
-            refs[kid] = sides
+            refs[kid] = per_side
         if why:
             lost.append(ReplayedRow(key=p.key, instrument="op", why=why, kernels=list(p.kernels)))
             continue

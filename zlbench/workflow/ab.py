@@ -37,11 +37,17 @@ from zlbench.gate.paired import (
 )
 from zlbench.gate.replay import ReplayEvidence
 from zlbench.models import (
+    REPLAY_DIR,
+    REPLAY_JSON,
+    REPLAY_PAIRS,
     AbCompiler,
     AbSummary,
     AcceptEntry,
     GateVerdict,
+    PairsFile,
+    ReplayRun,
     Verdict,
+    load_json_model,
     resolve_inside,
 )
 from zlbench.models.timing import PairSampling, Timing, paired_method_why, sides_timing
@@ -332,17 +338,7 @@ def load_replay(
     none, or the verdict is an ERROR): its run, and each replayed row's statistic
     re-derived from its samples; pairs for a row the run does not list as replayed
     with matching outputs are refused (one line)."""
-    from zlbench.models import (
-        REPLAY_DIR,
-        REPLAY_JSON,
-        REPLAY_PAIRS,
-        PairsFile,
-        ReplayRun,
-        load_json_model,
-    )
-
-    rdir = gate_dir / REPLAY_DIR
-    if verdict.exit_code == 2 or not (rdir / REPLAY_JSON).exists():
+    if verdict.exit_code == 2 or not (gate_dir / REPLAY_DIR / REPLAY_JSON).exists():
         return None
     run = load_json_model(resolve_inside(gate_dir, f"{REPLAY_DIR}/{REPLAY_JSON}"), ReplayRun)
     pairs = load_json_model(resolve_inside(gate_dir, f"{REPLAY_DIR}/{REPLAY_PAIRS}"), PairsFile)
@@ -444,7 +440,8 @@ def evidence(
     """Everything the judge decides on besides ``verdict``'s own rows: the A/B
     (measured into ``<gate_dir>/ab/`` first when ``measure`` is given: a gate that
     measures; read from ``<gate_dir>/ab/`` when it holds one: also a merged or earlier
-    gate dir), the accept list, and ``screen`` (:mod:`zlbench.gate.decide`)."""
+    gate dir), the kernel replay of ``<gate_dir>/replay/`` when it holds one (judged at
+    the A/B's rule), the accept list, and ``screen`` (:mod:`zlbench.gate.decide`)."""
     if measure is not None:
         measure_ab(ctx, verdict, gate_dir, measure)
     paired = load_paired(verdict, gate_dir, ctx.options)
