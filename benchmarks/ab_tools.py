@@ -49,6 +49,8 @@ def noop_patch() -> Patch:
     return Patch(NOOP_FILE, line, line, "none", frozenset())
 
 
+O0_KERNELS = ("softmax_kernel_inner", "rms_norm_kernel", "exp_func_kernel_rank_1")  # ptxas_O0_three
+
 # Compiler changes of the interleaved A/B's GPU series (benchmarks/gpu_judge_on_runner.sh):
 # a TTGIR pass removed that changes most kernels (no coalescing: loads and stores lose
 # their vectorised layouts), and a compiler that cannot compile any kernel.
@@ -80,9 +82,9 @@ EXTRA_PATCHES = {
         NOOP_FILE,
         "disable_opt = ['--opt-level', '0'] if knobs.nvidia.disable_ptxas_opt else []",
         "disable_opt = ['--opt-level', '0'] if knobs.nvidia.disable_ptxas_opt or metadata['name'] "
-        "in ('softmax_kernel_inner', 'rms_norm_kernel', 'exp_func_kernel_rank_1') else []",
+        f"in {O0_KERNELS!r} else []",
         "sass",
-        frozenset({"softmax_kernel_inner", "rms_norm_kernel", "exp_func_kernel_rank_1"}),
+        frozenset(O0_KERNELS),
     ),
     "no_compile": Patch(
         NOOP_FILE,

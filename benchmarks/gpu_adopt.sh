@@ -43,8 +43,8 @@
 #   v7-aa       PR = same, base = base, cached: the A/A's screen (decided by the records)
 #   pack        gate dirs (verdicts, reports, screens, logs) into $OUT/adopt.tgz
 #   pack-v7     the v7 screens' logs, codegen.md and timing.json into $OUT/v7.tgz
-# Env: W (/tmp/w), NAME (h100), TIER (pr; smoke: 5 ops, minutes), REPEATS (2), REPLAY (1:
-# every gate with --replay, docs/replay.md "The next GPU session"), JOBS
+# Env: W (/tmp/w), NAME (h100), TIER (pr; smoke: 5 ops, minutes), REPEATS (2), REPLAY (0;
+# 1: every gate with --replay, docs/replay.md "The next GPU session"), JOBS
 # (nproc - 1). Needs
 # $ZLBENCH_FLAGGEMS_DIR, zlbench importable, a CUDA GPU (benchmarks/device_env.sh).
 set -u
@@ -71,8 +71,10 @@ timed() { # timed NAME PR_COPY CMD...: CMD with that triton copy first on PYTHON
   grep -E "^(PASS|FAIL|ERROR)|zlbench gate: (codegen|environment|error)|baseline recorded" \
     "$W/$name.log" | cut -c1-400 | tee -a "$LOG"
 }
-replay=(); [ "${REPLAY:-0}" = 1 ] && replay=(--replay)  # kernel replay (issue 51)
-every=(); [ "${REPLAY:-0}" = 1 ] && every=(--time all)  # an A/A replays every captured row
+replay=(); every=()
+if [ "${REPLAY:-0}" = 1 ]; then  # kernel replay (issue 51)
+  replay=(--replay); every=(--time all)  # an A/A replays every captured row
+fi
 gate() { local name=$1 pr=$2; shift 2; timed "$name" "$pr" python3 -m zlbench gate \
   --codegen-jobs "$JOBS" --out "$W/$name" "${replay[@]}" "$@"; }
 pr=(--baseline "$W/bl/$NAME" --ops-file "ops/tiers/$TIER.txt")

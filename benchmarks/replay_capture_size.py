@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import lzma
+import math
 import re
 from pathlib import Path
 
@@ -51,16 +52,9 @@ def row_shape(text: str) -> list[int]:
     return dims if 0 < len(dims) <= 8 else [1024]  # not a tensor's shape: a stand-in
 
 
-def numel(shape: list[int]) -> int:
-    n = 1
-    for d in shape:
-        n *= d
-    return n
-
-
 def tensor_arg(name: str, dtype: torch.dtype, shape: list[int], buffer: int, gen) -> object:
-    n = numel(shape)
-    strides = [numel(shape[i + 1 :]) for i in range(len(shape))]
+    n = math.prod(shape)
+    strides = [math.prod(shape[i + 1 :]) for i in range(len(shape))]
     spec = rc.ArgSpec(
         name=name,
         kind="tensor",
@@ -94,8 +88,8 @@ def launch(rec, shape: list[int], gen) -> LaunchSpec:
         elif ty.startswith("fp"):
             args.append(rc.describe_arg(name, 1.0, {}))
         else:
-            args.append(rc.describe_arg(name, numel(shape), {}))
-    grid = [max(1, -(-numel(shape) // 1024)), 1, 1]
+            args.append(rc.describe_arg(name, math.prod(shape), {}))
+    grid = [max(1, -(-math.prod(shape) // 1024)), 1, 1]
     return LaunchSpec(kernel_id=rec.id, kernel=rec.request.kernel.name, grid=grid, args=args)
 
 

@@ -32,6 +32,7 @@ from zlbench.codegen.collect import collect
 from zlbench.codegen.screen import flaggems_sources
 from zlbench.plugins.compiler import standin
 from zlbench.plugins.replay import binaries
+from zlbench.runner.ab.env import with_front
 
 
 def pick(root: Path, n: int) -> list:
@@ -61,7 +62,7 @@ def main() -> None:
         sys.exit("set ZLBENCH_FLAGGEMS_DIR to a FlagGems checkout (its src/ is imported)")
     root = resolve_one(args.baseline, settings)
     records = pick(root, args.kernels)
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([*src, os.environ.get("PYTHONPATH", "")]))
+    env = with_front(os.environ, src)  # FlagGems' src first, no empty entry (the cwd)
     with tempfile.TemporaryDirectory(prefix="zl-replay-costs-") as tmp:
         t0 = time.monotonic()
         built = binaries.build_side(records, Path(tmp) / "w", Path(tmp) / "c", env=env,

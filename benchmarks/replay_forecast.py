@@ -39,16 +39,16 @@ from zlbench.codegen import replay_plan  # noqa: E402
 from zlbench.codegen.collect import collect  # noqa: E402
 from zlbench.codegen.diff import screen_kernel  # noqa: E402
 from zlbench.codegen.replay_plan import forecast, plan_replay, replay_costs  # noqa: E402
+from zlbench.codegen.select import SENTINELS_FILE, matches_spec  # noqa: E402
 from zlbench.gate.load import load_baseline  # noqa: E402
 from zlbench.models import (  # noqa: E402
     LAUNCHES_JSON,
     CodegenScreen,
     LaunchCapture,
-    load_json_model,  # noqa: E402
+    load_json_model,
 )
 from zlbench.models.codegen_screen import CodegenClass  # noqa: E402
-from zlbench.protocol.layout import op_key  # noqa: E402
-from zlbench.protocol.ops import run_name_for  # noqa: E402
+from zlbench.protocol.ops import read_ops_file  # noqa: E402
 from zlbench.runner.baseline_batch import baseline_durations  # noqa: E402
 from zlbench.runner.batch.progress import fmt_seconds  # noqa: E402
 from zlbench.runner.replay import families_of  # noqa: E402
@@ -66,10 +66,11 @@ def all_changed(root: Path) -> CodegenScreen:
     return CodegenScreen(baseline_dir=str(root), kernels=kernels)
 
 
-def sentinels(path: Path) -> list[str]:
-    """The op keys of the gate's own sentinels (``ops/sentinels.txt``)."""
-    lines = [ln.split("#")[0].strip() for ln in path.read_text().splitlines()]
-    return [op_key("main", run_name_for(s)) for s in lines if s]
+def sentinels(baseline, ops: list[str]) -> list[str]:
+    """The op keys of ``ops`` that the gate's own sentinels (``ops/sentinels.txt``) name,
+    matched as the gate matches them (:func:`zlbench.codegen.select.matches_spec`)."""
+    specs = read_ops_file(REPO / "ops" / SENTINELS_FILE)
+    return [k for k in ops if any(matches_spec(s, k, baseline.ops[k].op) for s in specs)]
 
 
 def main() -> None:
@@ -114,7 +115,7 @@ def main() -> None:
     plan = plan_replay(
         screen, rows, captures, costs=replay_costs(results), op_costs=op_costs,
         families=families_of(baseline, REPO / "ops"),
-        timed_anyway=[s for s in sentinels(REPO / "ops" / "sentinels.txt") if s in ops],
+        timed_anyway=sentinels(baseline, ops),
     )  # fmt: skip
     f = forecast(
         plan, ops, op_costs, args.jobs, pr_built=True

@@ -62,3 +62,5 @@ def test_a_text_kept_nowhere_is_named_not_an_error(tmp_path):
     k, text = _setup(tmp_path, baseline_keeps_text=False)
     assert screen.NOT_STORED in text
     assert "sass" in text and k.changed_lines is None
+    base_sha = cgsynth.record(cgsynth.request(), cgsynth.stage_texts()).result.stages["sass"]
+    assert f"(sha256 {base_sha.sha256})" in text  # the base side's digest, the one not kept

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 import shutil
+import stat
 from pathlib import Path
 
 import pytest
@@ -275,6 +276,18 @@ def test_a_failed_op_run_gives_no_capture(tmp_path, capsys):
     assert f"1 op(s): {capture_baseline.NOT_PASSED}" in capsys.readouterr().out
 
 
+def test_an_unreadable_capture_gives_no_capture_and_is_named(setup, capsys):
+    base, batch, _, new = setup
+    (batch / "main" / "add" / "codegen" / LAUNCHES_JSON).write_text("{")
+    assert _run(base, new, "--from", str(batch)) == 0
+    assert not (new / "main" / "add" / "codegen" / LAUNCHES_JSON).exists()
+    out = capsys.readouterr().out
+    assert f"1 op(s): {capture_baseline.UNREADABLE}" in out
+    (add_line,) = [ln for ln in out.splitlines() if "main/add: no capture" in ln]
+    assert "not valid JSON" in add_line
+    assert _manifest(new).summary["captures"]["unsound"] == ["main/add", "main/mm"]
+
+
 # --------------------------------------------------------------------------- the batch run
 
 
@@ -372,4 +385,6 @@ def test_a_packed_baseline_is_read_through_its_unpacked_copy(setup, tmp_path, mo
     assert _run(base, new, "--from", str(batch)) == 0
     assert (new / "main" / "add" / "codegen" / LAUNCHES_JSON).is_file()
     assert verify(new, _manifest(new)).ok
+    # an ordinary dir, though the unpacked copy is read-only (root would not notice)
+    assert all(p.stat().st_mode & stat.S_IWUSR for p in [new, *new.rglob("*")])
     shutil.rmtree(new)  # an ordinary dir: its files and dirs are the owner's to remove

@@ -498,7 +498,9 @@ def _write_diffs(
             a = _side_bytes(base, k, side.dirs[k.kernel_id], ref)
             b = _side_bytes(base, k, dirs[k.kernel_id], rebuilt[k.kernel_id])
             if a is None or b is None:  # a side's text not kept (its code is the baseline's)
-                text = _header(k) + _not_kept(k, ref if a is None else rebuilt[k.kernel_id])
+                lost = ref if a is None else rebuilt[k.kernel_id]
+                sha = lost.result.stages[k.first_stage].sha256  # type: ignore[union-attr]
+                text = _header(k) + _not_stored(k, sha)
             else:
                 diff = stage_diff(k.kernel_id, k.first_stage, a, b, ("base", "current"))
                 k.changed_lines = changed_lines(diff)
@@ -506,11 +508,9 @@ def _write_diffs(
             (into / f"{k.kernel_id}.diff").write_text(text, encoding="utf-8")
             continue
         rec = base.records[k.kernel_id]
-        if not _base_text_stored(rec, k.first_stage):
-            text = _header(k) + (
-                f"# {k.kernel_id} {k.first_stage}: {NOT_STORED} "
-                f"(baseline sha256 {rec.result.stages[k.first_stage].sha256})\n"  # type: ignore[union-attr]
-            )
+        if not _text_stored(rec, k.first_stage):
+            sha = rec.result.stages[k.first_stage].sha256  # type: ignore[union-attr]
+            text = _header(k) + _not_stored(k, sha, "baseline ")
         else:
             a = _stage_bytes(base.blob_dirs[k.kernel_id], rec, k.first_stage)
             b = _stage_bytes(dirs[k.kernel_id], rebuilt[k.kernel_id], k.first_stage)
@@ -523,9 +523,10 @@ def _write_diffs(
 NOT_STORED = "text not stored in the baseline (digest differs)"
 
 
-def _base_text_stored(rec: CompileRecord, stage: str) -> bool:
-    """False when the baseline has the stage's digest but not its text (a compact
-    baseline keeps only the TTIR and TTGIR texts, docs/baselines.md "Size")."""
+def _text_stored(rec: CompileRecord, stage: str) -> bool:
+    """False when ``rec`` has the stage's digest but not its text (a compact baseline
+    keeps only the TTIR and TTGIR texts, docs/baselines.md "Size"; a rebuild whose
+    cubin has the baseline's code only the digest, :func:`_side_bytes`)."""
     digest = rec.result.stages.get(stage) if rec.result else None
     return digest is None or text_stored(digest)
 
@@ -538,9 +539,9 @@ def _side_bytes(
     its text is then the baseline's, read from there; None when the baseline does not
     hold it either (a compact baseline) or holds another text."""
     stage = k.first_stage or ""
-    digest = rec.result.stages.get(stage) if rec.result else None
-    if digest is None or text_stored(digest):
+    if _text_stored(rec, stage):
         return _stage_bytes(cg_dir, rec, stage)
+    digest = rec.result.stages[stage]  # type: ignore[union-attr]
     known = base.records.get(k.kernel_id)
     kept = known.result.stages.get(stage) if known is not None and known.result else None
     if kept is None or kept.sha256 != digest.sha256 or not text_stored(kept):
@@ -548,11 +549,10 @@ def _side_bytes(
     return read_blob(base.blob_dirs[k.kernel_id], kept)
 
 
-def _not_kept(k: KernelScreen, rec: CompileRecord) -> str:
-    """A diff file's body when one side's text is not kept (:func:`_side_bytes`)."""
-    digest = rec.result.stages[k.first_stage or ""] if rec.result else None
-    sha = digest.sha256 if digest is not None else "?"
-    return f"# {k.kernel_id} {k.first_stage}: {NOT_STORED} (sha256 {sha})\n"
+def _not_stored(k: KernelScreen, sha256: str, whose: str = "") -> str:
+    """A diff file's body when a side's text of ``k``'s first differing stage is not
+    stored (only its digest): the baseline's, or a side's (:func:`_side_bytes`)."""
+    return f"# {k.kernel_id} {k.first_stage}: {NOT_STORED} ({whose}sha256 {sha256})\n"
 
 
 def _stage_bytes(cg_dir: Path, rec: CompileRecord, stage: str) -> bytes:

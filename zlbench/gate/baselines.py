@@ -409,6 +409,12 @@ def launch_capture_problem(run_dir: Path, index: CodegenIndex) -> str | None:
         capture = load_json_model(path, LaunchCapture)
     except ZlbenchError as e:
         return str(e)
+    return unknown_kernel_problem(path, capture, index)
+
+
+def unknown_kernel_problem(path: Path, capture: LaunchCapture, index: CodegenIndex) -> str | None:
+    """The line naming the first kernel id that ``capture`` (read from ``path``) names
+    and ``index`` does not hold; None when it names only kernels of ``index``."""
     ids = {r.id for r in index.records}
     named = {s.kernel_id for r in capture.rows for s in r.launches if s.kernel_id}
     unknown = sorted(named - ids)

@@ -20,7 +20,7 @@ What is checked, from the evidence, before anything is written:
   anything else is one line (exit 2);
 - per op: the batch's run of it passed, in replay mode, and left a capture that is
   readable and names only kernels of this baseline's codegen records for that op
-  (:func:`zlbench.gate.baselines.launch_capture_problem`); one that names another
+  (:func:`zlbench.gate.baselines.unknown_kernel_problem`); one that names another
   kernel was built by another compiler (or FlagGems) than the baseline's: that op
   gets no capture, and the outcome names it.
 
@@ -35,7 +35,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import stat
 import tempfile
 from collections import Counter
 from collections.abc import Callable
@@ -46,8 +45,8 @@ from typing import TextIO
 from zlbench.errors import ZlbenchError
 from zlbench.gate.baselines import (
     check_out_outside_baseline,
-    launch_capture_problem,
     sha256_file,
+    unknown_kernel_problem,
     verify,
 )
 from zlbench.gate.load import BaselineSet, load_baseline
@@ -175,17 +174,17 @@ def capture(job: CaptureJob) -> CaptureOutcome:
                 "give one of them"
             )
         return derive(baseline, Path(job.from_batch), out, scope)
-    work = Path(job.work) if job.work is not None else None
-    if work is not None:
+    if job.work is not None:  # kept there, and resumed by the same command
+        work = Path(job.work)
         check_out_outside_baseline(work, baseline.path)
-    tmp = None if work is not None else Path(tempfile.mkdtemp(prefix="zl-capture-"))
+        batch = replay_batch(job, baseline, scope, work / BATCH_DIR, resume=True)
+        return derive(baseline, batch, out, scope)
+    tmp = Path(tempfile.mkdtemp(prefix="zl-capture-"))
     try:
-        where = (work if work is not None else tmp) / BATCH_DIR  # type: ignore[operator]
-        batch = replay_batch(job, baseline, scope, where, resume=work is not None)
+        batch = replay_batch(job, baseline, scope, tmp / BATCH_DIR, resume=False)
         return derive(baseline, batch, out, scope)
     finally:
-        if tmp is not None:
-            _remove(tmp)
+        _remove(tmp)
 
 
 def check_new(out: Path) -> None:
@@ -262,7 +261,6 @@ def derive(baseline: BaselineSet, batch: Path, out: Path, scope: set[str]) -> Ca
     found.compiler = _batch_compiler(info)
 
     def add_captures(root: Path, manifest: BaselineManifest) -> tuple[str, dict]:
-        _writable(root)  # a packed baseline's unpacked copy is read-only
         for key in found.ops:
             src = codegen_dir(resolve_inside(batch, key)) / LAUNCHES_JSON
             shutil.copyfile(src, codegen_dir(root / key) / LAUNCHES_JSON)
@@ -368,7 +366,7 @@ def _why_not(key: str, own: Path, batch: Path, found: Captured) -> str | None:
     except ZlbenchError as e:
         found.unsound[key] = str(e)
         return UNREADABLE
-    problem = launch_capture_problem(run_dir, index)  # checked against B's index
+    problem = unknown_kernel_problem(path, capture, index)  # checked against B's index
     if problem is not None:
         found.unsound[key] = (
             f"{problem} ({found.replayed}'s records of this op): the batch's compiler "
@@ -391,21 +389,9 @@ def _batch_compiler(info: BatchInfo) -> str | None:
     return ", ".join(named) or None
 
 
-def _writable(root: Path) -> None:
-    """Every dir and file of a copy writable by its owner, as a refresh writes them (a
-    packed baseline's unpacked copy is read-only)."""
-    for p in [root, *root.rglob("*")]:
-        if p.is_symlink():
-            continue
-        mode = p.stat().st_mode
-        if not mode & stat.S_IWUSR:
-            p.chmod(mode | stat.S_IWUSR)
-
-
 def _remove(path: Path) -> None:
-    """Remove a dir of ours whatever its modes (a stage holding a read-only copy)."""
+    """Remove a dir of ours (a stage, a temp work dir)."""
     if path.is_dir() and not path.is_symlink():
-        _writable(path)
         shutil.rmtree(path, ignore_errors=True)
 
 

@@ -18,6 +18,7 @@ import datetime as _dt
 import os
 import re
 import shutil
+import stat
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -42,7 +43,9 @@ def derive_version(
     """Write ``out`` from baseline ``src``: a copy (``ignore`` as :func:`shutil.copytree`'s)
     that ``transform`` changes in place, its manifest named ``name``, derived from
     ``src``'s, with what ``transform`` returned under its summary key and every file
-    hashed again. Returns the new manifest."""
+    hashed again. The copy is writable by its owner, as a refresh writes a version,
+    whatever ``src``'s modes (a packed baseline's unpacked copy is read-only). Returns
+    the new manifest."""
     if out.exists() or out.is_symlink():
         raise ZlbenchError(f"{out} already exists: baselines are immutable, pick the next version")
     manifest = load_yaml_model(resolve_inside(src, MANIFEST_YAML), BaselineManifest)
@@ -50,6 +53,7 @@ def derive_version(
     tmp = stage_beside(out)  # stale stages of killed writers of this name swept
     try:
         shutil.copytree(src, tmp, symlinks=True, ignore=ignore)
+        owner_writable(tmp)
         key, summary = transform(tmp, manifest)
         new = manifest.model_copy(deep=True)
         new.name = name
@@ -66,6 +70,17 @@ def derive_version(
         shutil.rmtree(tmp, ignore_errors=True)
         raise
     return new
+
+
+def owner_writable(root: Path) -> None:
+    """Every dir and file under ``root`` (itself included, symlinks left alone) writable
+    by its owner."""
+    for p in [root, *root.rglob("*")]:
+        if p.is_symlink():
+            continue
+        mode = p.stat().st_mode
+        if not mode & stat.S_IWUSR:
+            p.chmod(mode | stat.S_IWUSR)
 
 
 def shown_path(path: Path) -> str:

@@ -119,7 +119,7 @@ def run_tagged(
     try:
         proc = subprocess.run(
             [python, "-c", script],
-            env=side.environ(dict(os.environ if base is None else base)),
+            env=side.environ(os.environ if base is None else base),
             cwd=ZLBENCH_ROOT,
             capture_output=True,
             text=True,
