@@ -36,6 +36,9 @@ def test_stage_fits_parses_the_estimate_and_skips_what_no_longer_fits(tmp_path):
     done = bash(
         [
             "-c",
+            # the clock stopped (SECONDS unset is a plain variable): a loaded machine's
+            # second ticking between the lines must not move "left 100s"
+            "unset SECONDS; SECONDS=0\n"
             f'source "{LIB}"; stages_begin 100 "{log}"\n'
             "for spec in run:50 plain late:500 pack:999; do\n"
             '  if stage_fits "$spec"; then echo "RAN $stage $est"\n'
