@@ -24,15 +24,12 @@ torch = pytest.importorskip("torch")
 
 from tests.support.codegen import patched_triton, ptxas_O0_for, subprocess_env  # noqa: E402
 from zlbench.models import (  # noqa: E402
-    REPLAY_PAIRS,
     ArgSpec,
     BinaryRef,
     CodegenIndex,
     LaunchSpec,
-    PairsFile,
     PlannedRow,
     ReplayPlanFile,
-    ReplayRun,
     RowKey,
     TensorStats,
     load_json_model,
@@ -284,14 +281,13 @@ def test_a_planned_row_replays_end_to_end_under_the_standin(built, monkeypatch, 
                           requests={kid: b.rec.request})  # fmt: skip
     with standin.standin("cuda:90", launch="skip"):
         assert worker.replay_plan(plan, tmp_path / "out", worker.real_seams()) == 0
-    run = load_json_model(tmp_path / "out" / worker.ROWS_JSON, ReplayRun)
+    run, pairs = worker.read_outputs(tmp_path / "out")
     got = {r.key.op: r for r in run.rows}
     assert got["same"].instrument == "kernel-replay"
     assert got["same"].outputs == "match"
     assert got["same"].pairs >= 1
     assert got["wrong"].why == "replayed binary differs from the screen's"
     assert got["block"].why == "argument BLOCK=64: the binary was compiled for 128"
-    pairs = load_json_model(tmp_path / "out" / REPLAY_PAIRS, PairsFile)
     assert [r.key.op for r in pairs.rows] == ["same"]
 
 
@@ -307,7 +303,7 @@ def test_both_sides_replay_on_the_gpu(built, monkeypatch, tmp_path):
     plan = ReplayPlanFile(device="cuda", rows=[_row("gpu", pr.refs[kid], base.refs[kid], kid)],
                           requests={kid: b.rec.request})  # fmt: skip
     assert worker.replay_plan(plan, tmp_path / "out", worker.real_seams()) == 0
-    run = load_json_model(tmp_path / "out" / worker.ROWS_JSON, ReplayRun)
+    run, pairs = worker.read_outputs(tmp_path / "out")
     assert (run.rows[0].instrument, run.rows[0].outputs) == ("kernel-replay", "match")
-    samples = load_json_model(tmp_path / "out" / REPLAY_PAIRS, PairsFile).rows[0].samples
+    samples = pairs.rows[0].samples
     assert {s.side for s in samples} == {"pr", "base"}

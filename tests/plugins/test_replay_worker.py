@@ -1,7 +1,7 @@
 """The replay worker (zlbench.plugins.replay.worker) with injected fakes: the plan's
 validation (a row that cannot be replayed falls back with one line and launches
-nothing; a malformed plan is exit 2 with one line), its outputs (rows.json a ReplayRun,
-pairs.json the samples of the replayed rows only: a failing row has none), the sides'
+nothing; a malformed plan is exit 2 with one line), its outputs (rows.jsonl: each row
+as it ends, the samples of the replayed rows only: a failing row has none), the sides'
 launch callables, the line protocol, a broken device stopping the worker, and the
 caller's restarts after a worker dies, hangs or breaks its device (real processes,
 fake seams). Loading real binaries end to end: tests/plugins/test_replay_binaries.py."""
@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from zlbench.errors import ZlbenchError
 from zlbench.models import (
     REPLAY_PAIRS,
     ArgSpec,
@@ -139,8 +140,7 @@ def run_main(tmp_path, plan: ReplayPlanFile | str, fake: Fake, *extra: str) -> i
 
 
 def outputs(out: Path) -> tuple[ReplayRun, PairsFile]:
-    run = load_json_model(out / worker.ROWS_JSON, ReplayRun)
-    return run, load_json_model(out / REPLAY_PAIRS, PairsFile)
+    return worker.read_outputs(out)
 
 
 def test_rows_json_and_pairs_json_a_failing_row_has_no_samples(tmp_path, capsys):
@@ -170,6 +170,32 @@ def test_rows_json_and_pairs_json_a_failing_row_has_no_samples(tmp_path, capsys)
         "ZLBENCH_COMPILED 2 failed PR and base outputs differ after replay (max error 0.5)",
         f"ZLBENCH_REPLAY rows=3 failed=2 out={tmp_path / 'out'}",
     ]
+
+
+def test_each_row_is_on_disk_before_its_line_and_a_torn_line_is_no_row(tmp_path):
+    """rows.jsonl grows a line per row as it ends, written before the row's line on
+    stdout (the caller trusts a row only where both say so); a line cut by a killed
+    worker is not a row, the lines before it still are."""
+    plan = plan_of(row("one", spec("a")), row("two", spec("r")), row("three", spec("b")))
+    out = tmp_path / "out"
+    seen: list[list[str]] = []
+
+    def on_row(i, why):
+        seen.append([r.key.op for r in worker.read_outputs(out)[0].rows])
+
+    assert worker.replay_plan(plan, out, Fake(refuse={"r"}).seams(), on_row=on_row) == 0
+    assert seen == [["one"], ["one", "two"], ["one", "two", "three"]]
+    text = (out / worker.ROWS_JSONL).read_text(encoding="utf-8")
+    assert len(text.splitlines()) == 3
+    (out / worker.ROWS_JSONL).write_text(text[: len(text) - 40], encoding="utf-8")
+    run, pairs = worker.read_outputs(out)
+    assert [r.key.op for r in run.rows] == ["one", "two"]
+    assert [p.key.op for p in pairs.rows] == ["one"]
+
+
+def test_no_rows_jsonl_is_one_line(tmp_path):
+    with pytest.raises(ZlbenchError, match=r"rows\.jsonl: No such file"):
+        worker.read_outputs(tmp_path)
 
 
 @pytest.mark.parametrize(
@@ -249,7 +275,7 @@ def test_a_malformed_plan_is_exit_2_with_one_line(tmp_path, capsys, text, says):
     assert err.out == ""
     assert len(err.err.strip().splitlines()) == 1
     assert err.err.startswith("zlbench: ") and says in err.err
-    assert not (tmp_path / "out" / worker.ROWS_JSON).exists()
+    assert not (tmp_path / "out" / worker.ROWS_JSONL).exists()
 
 
 def test_a_skip_past_the_plan_is_exit_2(tmp_path, capsys):
@@ -350,7 +376,9 @@ def test_the_caller_restarts_after_a_death_a_hang_and_a_broken_device(tmp_path, 
     assert why["hang"] == "replay hung: no result within 3 s"
     assert why["poison"] == "illegal memory access"
     assert [p.key.op for p in pairs.rows] == ["ok0", "ok2", "ok4", "ok6"]
-    assert outputs(tmp_path / "out") == (run, pairs)
+    merged = tmp_path / "out"
+    assert load_json_model(merged / worker.ROWS_JSON, ReplayRun) == run
+    assert load_json_model(merged / REPLAY_PAIRS, PairsFile) == pairs
     assert sorted(p.name for p in (tmp_path / "out").glob("part*")) == [
         "part0", "part1", "part2", "part3"]  # fmt: skip
 

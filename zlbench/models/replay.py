@@ -21,6 +21,7 @@ from typing import ClassVar, Literal
 
 from pydantic import Field, StrictBool, StrictFloat, StrictInt
 
+from zlbench.models.ab import PairedSamples
 from zlbench.models.base import OnDisk, _Model
 from zlbench.models.codegen import CompileRequest
 from zlbench.models.run import RowKey
@@ -152,6 +153,15 @@ class DeferredRow(_Model):
     key: RowKey
     score: StrictFloat  # how much its code changed (the ordering rule's key)
     command: str
+
+
+class WorkerRow(_Model):
+    """One line of a replay worker's ``rows.jsonl``: a row it ended and, when it was
+    replayed, its samples (appended as each row ends, so a worker's bookkeeping stays
+    linear in its rows and what a dead worker ended survives)."""
+
+    row: ReplayedRow
+    samples: PairedSamples | None = None
 
 
 class ReplayRun(OnDisk):
