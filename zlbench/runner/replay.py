@@ -241,14 +241,15 @@ def progress(
     fell back, ETA 1m10s``)."""
     from zlbench.runner.batch.progress import fmt_seconds
 
-    done: dict[int, str | None] = {}
+    done: set[int] = set()
+    fell_back: set[int] = set()  # sets, not a count: a row's line may come twice
 
     def on_row(i: int, why: str | None) -> None:
-        done[i] = why
-        n, total = len(done), len(plan.rows)
+        done.add(i)
+        (fell_back.discard if why is None else fell_back.add)(i)
+        n, total, back = len(done), len(plan.rows), len(fell_back)
         key = plan.rows[i].key if 0 <= i < total else None
         what = "replayed" if why is None else f"through FlagGems ({why[:80]})"
-        back = sum(1 for w in done.values() if w is not None)
         rest = (clock() - t0) / n * (total - n) if n < total else 0.0
         tail = f", ETA {fmt_seconds(rest)}" if rest else ""
         row = f"{key.op} {key.dtype} {key.shape}" if key is not None else f"row {i}"
