@@ -4,6 +4,8 @@ here: no GPU), to replay/replay.json and pairs.json and the ops judged by replay
 
 from __future__ import annotations
 
+import re
+
 from tests.support import cgsynth
 from tests.support.zlsynth import brow, write_baseline
 from zlbench.codegen.diff import code_digest
@@ -171,6 +173,10 @@ def test_replayed_rows_and_the_op_judged_by_replay_alone(tmp_path):
     assert {r.key.op for r in plan.rows} == {"a", "c"}
     assert set(plan.rows[0].binaries[ids[plan.rows[0].key.op]]) == {"pr", "base"}
     assert any("2 of 3 changed rows replayed" in line for line in said)
+    # the step's seconds split into what the forecast models apart: builds and replay
+    assert 0 <= run_.build_seconds <= run_.seconds and 0 <= run_.worker_seconds <= run_.seconds
+    (end,) = [x for x in said if "changed rows replayed (67 %) in " in x]
+    assert re.search(r" in \d+ s \(builds \d+ s, replay \d+ s\); 1 op\(s\) judged", end), end
     # before replaying: the forecast (a, c replayed: 2 kernels; b and F's sentinel left
     # to FlagGems: the 30 s an op without recorded seconds costs, both sides)
     (line,) = [x for x in said if "expected about" in x]

@@ -175,7 +175,9 @@ class ReplayRun(OnDisk):
     deferred: list[DeferredRow] = Field(default_factory=list)
     # rows of replayed ops whose timed kernels the screen proved identical to the base's
     identical: list[RowKey] = Field(default_factory=list)
-    seconds: StrictFloat = 0.0
+    seconds: StrictFloat = 0.0  # the whole step
+    build_seconds: StrictFloat = 0.0  # of which: both sides' builds
+    worker_seconds: StrictFloat = 0.0  # of which: the replay workers (timing the rows)
 
     @property
     def replayed(self) -> int:

@@ -181,12 +181,16 @@ def replay_changed(
     fallback = plan.op_rows()
     done: list[ReplayedRow] = []
     pairs = PairsFile()
+    build_s = worker_s = 0.0
     if plan.replay:
+        t1 = time.monotonic()
         planned, lost = _build(plan, baseline, screen, rdir, sides, build_side, say, jobs, pr_cache)
+        build_s = time.monotonic() - t1
         fallback += lost
         if planned.rows:
             dump_json_model(rdir / REPLAY_PLAN, planned)
-            on_row = progress(planned, say, time.monotonic())
+            t2 = time.monotonic()
+            on_row = progress(planned, say, t2)
             ran, pairs = run_rows(
                 rdir / REPLAY_PLAN,
                 rdir / "worker",
@@ -198,6 +202,7 @@ def replay_changed(
                 r.model_copy(update={"changed": False}) if r.key in unchanged else r
                 for r in ran.rows
             ]
+            worker_s = time.monotonic() - t2
     replayed = [r for r in done if r.instrument == "kernel-replay" and r.outputs == "match"]
     ok = {r.key for r in replayed}
     pairs = PairsFile(rows=[p for p in pairs.rows if p.key in ok])
@@ -209,14 +214,17 @@ def replay_changed(
         ),
         deferred=plan.deferred,
         seconds=round(time.monotonic() - t0, 3),
+        build_seconds=round(build_s, 3),
+        worker_seconds=round(worker_s, 3),
     )
     whole = _whole_ops(run, plan)
     changed = {r.key for r in run.rows} | {d.key for d in run.deferred} | set(plan.failed)
     run.identical = [k for k in rows if op_key(k.repo, k.run_name) in whole and k not in changed]
     dump_json_model(rdir / REPLAY_PAIRS, pairs)
     dump_json_model(rdir / REPLAY_JSON, run)  # last: a replay.json names only written pairs
-    say(f"zlbench gate: replay: {run.coverage()} in {run.seconds:.0f} s; "
-        f"{len(whole)} op(s) judged by replay alone ({rdir / REPLAY_JSON})")  # fmt: skip
+    say(f"zlbench gate: replay: {run.coverage()} in {run.seconds:.0f} s (builds "
+        f"{build_s:.0f} s, replay {worker_s:.0f} s); {len(whole)} op(s) judged by replay "
+        f"alone ({rdir / REPLAY_JSON})")  # fmt: skip
     return ReplayOutcome(run=run, replayed_ops=whole)
 
 
