@@ -1,0 +1,158 @@
+"""Reading gates run with `zlbench gate --replay` on a GPU (issue 51, docs/replay.md "The
+next GPU session"): the numbers docs/measurements.md records for the replay tier.
+
+    python benchmarks/replay_read.py aa GATE_DIR...   # A/A: |change| by instrument
+    python benchmarks/replay_read.py agree GATE_DIR   # rows both instruments timed
+    python benchmarks/replay_read.py cost GATE_DIR... # where the step's seconds went
+
+``aa``: every judged A/B row of A/A gates, apart by the instrument that timed it
+(``kernel-replay`` or the op path): the paired |change| median, p90 and max over rows
+whose base is >= 5 µs (the issue's comparison: the op path's p90 was 1.26 %) and over
+all, the pairs per row and the verdicts (an A/A's REGRESSION is a false alarm).
+
+``agree``: the rows of one gate that the replay timed *and* the op path timed (the
+gate's sentinels and the family sentinels stay on the op path, so their rows have both):
+each row's change by each instrument, the verdict the op path gave and the one the
+replay's pairs give under the same rule (:func:`zlbench.gate.paired.judge_paired`, the
+row's own threshold), every disagreement listed; then the replay's REGRESSION rows
+whose op the op path did not time. The replay's evidence is re-derived from its
+samples (:func:`zlbench.workflow.ab.load_replay`), as the gate does.
+
+``cost``: per gate the replay step's seconds (builds, workers), the rows it replayed
+and the mean seconds a replayed row cost (the cost model's ``ROW_SETUP_S`` plus its
+timed calls), the forecast line the gate announced, the gate's wall time
+(``steps.json``), and per replayed row the kernel time the replay saw against the
+op-level time the baseline recorded (how much of an op's time its kernels are).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from zlbench.gate.paired import judge_paired  # noqa: E402
+from zlbench.models import GateVerdict, RowVerdict, Verdict, load_json_model  # noqa: E402
+from zlbench.models.replay import REPLAY_DIR, REPLAY_JSON, ReplayRun  # noqa: E402
+from zlbench.protocol.pairs import PairRule  # noqa: E402
+from zlbench.workflow.ab import load_replay  # noqa: E402
+
+REPLAY = "kernel-replay"
+
+
+def _pct(xs: list[float], p: float) -> float:
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(p * len(xs)))]
+
+
+def quantiles(xs: list[float]) -> str:
+    if not xs:
+        return "n 0"
+    return (f"n {len(xs)} median {statistics.median(xs):.4f} p90 {_pct(xs, 0.9):.4f} "
+            f"max {max(xs):.4f}")  # fmt: skip
+
+
+def instrument(r: RowVerdict) -> str:
+    return REPLAY if r.ab is not None and r.ab.instrument == REPLAY else "op"
+
+
+def aa(gates: list[Path]) -> None:
+    rows: dict[str, list[RowVerdict]] = {REPLAY: [], "op": []}
+    for g in gates:
+        v = load_json_model(g / "verdict.json", GateVerdict)
+        print(f"{g}: {v.summary}")
+        for r in v.rows:
+            if r.ab is not None and r.ab.change is not None:
+                rows[instrument(r)].append(r)
+    for name, got in rows.items():
+        big = [abs(r.ab.change) for r in got if r.ab.base_us and min(r.ab.base_us) >= 5.0]
+        verdicts: dict[str, int] = {}
+        for r in got:
+            verdicts[r.verdict.value] = verdicts.get(r.verdict.value, 0) + 1
+        print(f"{name}: |change| base >= 5 us: {quantiles(big)}")
+        print(f"{name}: |change| all:          {quantiles([abs(r.ab.change) for r in got])}")
+        print(f"{name}: pairs per row: {quantiles([float(r.ab.rounds) for r in got])}; "
+              f"verdicts {verdicts}")  # fmt: skip
+
+
+def agree(gate: Path) -> None:
+    v = load_json_model(gate / "verdict.json", GateVerdict)
+    ev = load_replay(v, gate)
+    if ev is None:
+        raise SystemExit(f"{gate}: no replay/replay.json")
+    rule = PairRule()
+    by_key = {r.key: r for r in v.rows}
+    both, alone = [], []
+    for key, p in ev.rows.items():
+        r = by_key.get(key)
+        if r is None:
+            continue
+        if r.ab is not None and r.ab.instrument != REPLAY and r.ab.change is not None:
+            both.append((r, p))
+        elif r.ab is not None and r.ab.instrument == REPLAY:
+            alone.append(r)
+    print(f"{gate}: {v.summary}")
+    print(f"rows timed by both instruments: {len(both)}")
+    differ = 0
+    for r, p in sorted(both, key=lambda x: x[0].key.label()):
+        t = r.ab.threshold or 0.03
+        start = r.model_copy(update={"verdict": Verdict.PASS, "reason": ""})
+        by_replay = judge_paired(start, p, t, "base", True, rule.floor_us, rule).verdict
+        mark = "" if by_replay is r.verdict else "  <- differ"
+        differ += bool(mark)
+        print(f"  {r.key.label():70} op {r.ab.change:+.4f} {r.verdict.value:12} "
+              f"replay {p.change if p.change is not None else float('nan'):+.4f} "
+              f"{by_replay.value}{mark}")  # fmt: skip
+    print(f"disagreements: {differ} of {len(both)}")
+    reg = [r for r in alone if r.verdict is Verdict.REGRESSION]
+    print(f"rows judged by replay alone: {len(alone)}, REGRESSION {len(reg)}")
+    for r in reg:
+        print(f"  {r.key.label():70} replay {r.ab.change:+.4f}")
+
+
+def cost(gates: list[Path]) -> None:
+    for g in gates:
+        run = load_json_model(g / REPLAY_DIR / REPLAY_JSON, ReplayRun)
+        v = load_json_model(g / "verdict.json", GateVerdict)
+        n = sum(1 for r in run.rows if r.instrument == REPLAY)
+        steps = g / "steps.json"
+        total = json.loads(steps.read_text()).get("seconds", {}) if steps.is_file() else {}
+        per = run.worker_seconds / n if n else float("nan")
+        print(f"{g}: step {run.seconds:.1f} s = builds {run.build_seconds:.1f} s + workers "
+              f"{run.worker_seconds:.1f} s over {n} replayed rows ({per:.3f} s a row); "
+              f"steps {total}")  # fmt: skip
+        log = g.parent / f"{g.name}.log"
+        if log.is_file():
+            for line in log.read_text(encoding="utf-8", errors="replace").splitlines():
+                if "expected about" in line or "changed rows replayed" in line:
+                    print(f"  {line[:300]}")
+        seen = [
+            min(r.ab.base_us) / r.baseline_us
+            for r in v.rows
+            if instrument(r) == REPLAY and r.ab.base_us and r.baseline_us
+        ]
+        print(f"  replayed kernel time / recorded op time: {quantiles(seen)}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    sub.add_parser("aa").add_argument("gates", type=Path, nargs="+")
+    sub.add_parser("agree").add_argument("gate", type=Path)
+    sub.add_parser("cost").add_argument("gates", type=Path, nargs="+")
+    a = ap.parse_args()
+    if a.cmd == "aa":
+        aa(a.gates)
+    elif a.cmd == "agree":
+        agree(a.gate)
+    else:
+        cost(a.gates)
+
+
+if __name__ == "__main__":
+    main()
