@@ -9,8 +9,10 @@ import pytest
 
 from zlbench.codegen.replay_plan import (
     BUILD_CPU_S,
+    BUILD_START_S,
     CALL_OVERHEAD_US,
     ROW_SETUP_S,
+    WORKER_START_S,
     deferred_command,
     forecast,
     plan_replay,
@@ -494,13 +496,16 @@ def test_the_forecast_adds_builds_replay_and_both_sides_of_the_op_path():
     plan = plan_replay(s, [a, b, c, d], caps, {a: 1.0, b: 2.0, c: 0.5}, op_costs, None, fams)
     # a: F's sentinel (cheaper); b, c replayed whole; d: no capture; e: not in the plan
     f = forecast(plan, ["main/a", "main/b", "main/c", "main/d", "main/e"], op_costs, jobs=3)
-    assert f.build_s == pytest.approx(2 * 3 * BUILD_CPU_S / 3)  # ka, kb, kc, both sides
-    assert f.replay_s == pytest.approx(3.5)
+    # ka, kb, kc built on both sides, each side's workers started once
+    assert f.build_s == pytest.approx(2 * BUILD_START_S + 2 * 3 * BUILD_CPU_S / 3)
+    assert f.replay_s == pytest.approx(WORKER_START_S + 3.5)  # one worker started
     assert f.op_path_ops == 3  # a, d, e
     assert f.op_path_s == pytest.approx(2 * (4.0 + 3.0 + DEFAULT_OP_COST_S))
     assert f.total_s == pytest.approx(f.build_s + f.replay_s + f.op_path_s)
     built = forecast(plan, ["main/a"], op_costs, jobs=3, pr_built=True)  # the screen's PR builds
-    assert built.build_s == pytest.approx(f.build_s / 2)
+    assert built.build_s == pytest.approx(2 * BUILD_START_S + 3 * BUILD_CPU_S / 3)
+    nothing = forecast(plan_replay(s, [d], caps), ["main/d"], op_costs)  # d: no capture
+    assert (nothing.build_s, nothing.replay_s) == (0.0, 0.0)  # nothing built or started
 
 
 def test_the_forecast_keeps_every_op_the_gate_times_anyway_on_the_op_path():

@@ -91,12 +91,16 @@ too, when replayable, after every changed row within the budget. They never fall
 or are deferred (the screen's proof stands for one that is not replayed) and pick no
 sentinel: the op-level sentinel is for a change that the replay of a kernel cannot see.
 
-**Replay cost** (:func:`replay_cost_s`): an estimate, not a measurement (written
-without a GPU): ``ROW_SETUP_S + 2 x pairs x REPS x (kernel µs + CALL_OVERHEAD_US)``,
-with ``pairs`` the pair rule's budget of a row (``PairSampling.max_pairs``, 16),
-``REPS`` single-call timings per sample, the row's FlagGems latency recorded in the
-baseline as its kernel time (an upper bound: it includes launches), and the per-call
-restore of written buffers, the L2 flush and the event sync as ``CALL_OVERHEAD_US``.
+**Replay cost** (:func:`replay_cost_s`): ``ROW_SETUP_S + 2 x pairs x REPS x (kernel µs
++ CALL_OVERHEAD_US)``, with ``pairs`` the pair rule's budget of a row
+(``PairSampling.max_pairs``, 16), ``REPS`` single-call timings per sample, the row's
+FlagGems latency recorded in the baseline as its kernel time (an upper bound: it
+includes launches), and the per-call restore of written buffers, the L2 flush and the
+event sync as ``CALL_OVERHEAD_US`` (a guess). The forecast (:func:`forecast`) adds a
+replay worker's start (``WORKER_START_S``) and each side's build start
+(``BUILD_START_S``). ``ROW_SETUP_S``, ``WORKER_START_S`` and ``BUILD_START_S`` were
+measured on an H100 (2026-12-06, docs/measurements.md "twenty-ninth session": 17-18
+rows replayed a gate, 24-25 kernels built a side).
 """
 
 from __future__ import annotations
@@ -144,11 +148,15 @@ from zlbench.report.replay_text import (
     FALLBACK_UNSUPPORTED,
 )
 
-# The replay cost model (module docstring): estimates, not measurements.
-ROW_SETUP_S = 1.0  # build the arguments, load both binaries, warm up, compare outputs
-CALL_OVERHEAD_US = 60.0  # per timed call: restore written buffers, flush L2, sync events
+# The replay cost model (module docstring). Measured on an H100 (2026-12-06): a gate's
+# replayed rows took 0.36-0.43 s each after the worker's first (7.1-7.7 s with its
+# start); both sides' builds of 24-25 kernels 28.9-29.5 s at 15 workers.
+ROW_SETUP_S = 0.35  # arguments, both binaries loaded, warm-up, outputs compared (measured)
+WORKER_START_S = 7.0  # a replay worker's start: torch, CUDA, the first launcher (measured)
+CALL_OVERHEAD_US = 60.0  # per timed call: restore written buffers, flush L2, sync (a guess)
 REPS = 10  # single-call timings per sample (zlbench.plugins.replay.timing)
 BUILD_CPU_S = 1.0  # one kernel, one side: measured 0.76-1.05 s (benchmarks/replay_cpu_costs.py)
+BUILD_START_S = 13.5  # one side's rebuild workers starting, the sides one after the other
 DEFAULT_KERNEL_US = 100.0  # a row the baseline recorded no latency for
 RERUN = "zlbench gate"  # the command a deferred row's line starts with (the caller's gate)
 WHY_NOT = {"graph": FALLBACK_GRAPH, "side stream": FALLBACK_SIDE_STREAM}
@@ -201,18 +209,20 @@ def forecast(
     pr_built: bool = False,
 ) -> ReplayForecast:
     """The plan's :class:`ReplayForecast` for the gate's ``ops`` (those it would time
-    without the replay): builds at :data:`BUILD_CPU_S` a kernel a side over ``jobs``
-    workers (the base's side only with ``pr_built``: the screen built the PR's), the
-    rows' :func:`replay_cost_s`, and both sides' recorded seconds of the ops the plan
+    without the replay): builds at :data:`BUILD_START_S` a side and :data:`BUILD_CPU_S`
+    a kernel a side over ``jobs`` workers (the base's side only with ``pr_built``: the
+    screen built the PR's, its side only starts), :data:`WORKER_START_S` and the rows'
+    :func:`replay_cost_s`, and both sides' recorded seconds of the ops the plan
     leaves to the op path (every op of ``ops`` but those whose rows are all planned for
     replay, no sentinel and none the gate times anyway; :data:`DEFAULT_OP_COST_S` where
     none is recorded)."""
     kernels = {launch.kernel_id for p in plan.replay for launch in p.launches.launches}
     planned = {op_key(p.key.repo, p.key.run_name) for p in plan.replay}
     op_path = set(ops) - (planned - plan.kept_ops())
+    started = 2 * BUILD_START_S if kernels else 0.0
     return ReplayForecast(
-        build_s=(1 if pr_built else 2) * len(kernels) * BUILD_CPU_S / max(1, jobs),
-        replay_s=plan.replay_s,
+        build_s=started + (1 if pr_built else 2) * len(kernels) * BUILD_CPU_S / max(1, jobs),
+        replay_s=plan.replay_s + (WORKER_START_S if plan.replay else 0.0),
         op_path_ops=len(op_path),
         op_path_s=2 * sum(op_costs.get(k, DEFAULT_OP_COST_S) for k in op_path),
     )
