@@ -21,8 +21,9 @@ What is checked, from the evidence, before anything is written:
 - per op: the batch's run of it passed, in replay mode, and left a capture that is
   readable and names only kernels of this baseline's codegen records for that op
   (:func:`zlbench.gate.baselines.unknown_kernel_problem`); one that names another
-  kernel was built by another compiler (or FlagGems) than the baseline's: that op
-  gets no capture, and the outcome names it.
+  kernel ran a kernel the baseline did not record (another compiler, FlagGems, GPU or
+  argument specialisation: on an H100, v5's ``cumsum``, recorded on an H200 with the
+  same triton): that op gets no capture, and the outcome names it.
 
 The new dir is a derived version (:func:`zlbench.runner.derived.derive_version`: the
 manifest's content hashes recomputed, ``derived_from``, and ``summary.captures``
@@ -369,8 +370,9 @@ def _why_not(key: str, own: Path, batch: Path, found: Captured) -> str | None:
     problem = unknown_kernel_problem(path, capture, index)  # checked against B's index
     if problem is not None:
         found.unsound[key] = (
-            f"{problem} ({found.replayed}'s records of this op): the batch's compiler "
-            f"is not {found.replayed}'s"
+            f"{problem} ({found.replayed}'s records of this op): the batch compiled a "
+            f"kernel {found.replayed} did not record (another compiler, GPU or "
+            "specialisation)"
         )
         return FOREIGN
     found.rows += len(capture.rows)
