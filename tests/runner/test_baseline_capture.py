@@ -388,3 +388,25 @@ def test_a_packed_baseline_is_read_through_its_unpacked_copy(setup, tmp_path, mo
     # an ordinary dir, though the unpacked copy is read-only (root would not notice)
     assert all(p.stat().st_mode & stat.S_IWUSR for p in [new, *new.rglob("*")])
     shutil.rmtree(new)  # an ordinary dir: its files and dirs are the owner's to remove
+
+
+def test_the_capture_op_timeout_follows_the_longest_recorded_op_in_scope():
+    recorded = {"main/flash": 35.1, "main/argsort": 9.8, "main/huge": 500.0}
+    timeout = capture_baseline.capture_op_timeout
+    assert timeout(recorded, {"main/flash", "main/argsort"}) == pytest.approx(351.0)
+    assert timeout(recorded, {"main/argsort"}) == capture_baseline.CAPTURE_TIMEOUT_MIN_S
+    assert timeout(recorded, {"main/huge"}) == capture_baseline.REPLAY_OP_TIMEOUT_S  # capped
+    assert timeout({}, {"main/x"}) == capture_baseline.CAPTURE_TIMEOUT_MIN_S  # none recorded
+
+
+@pytest.mark.parametrize(("given", "expected"), [(None, "derived"), (42.0, 42.0), (0.0, None)])
+def test_the_replay_batch_runs_each_op_within_the_capture_timeout(setup, tmp_path, given, expected):
+    base, _, ids, new = setup
+    fake = FakeBatch(ids)
+    capture(_job(base, new, tmp_path, fake, op_timeout_s=given))
+    (cfg,) = fake.asked
+    if expected == "derived":  # the synthetic baseline's recorded seconds, 120 s at least
+        recorded = capture_baseline.baseline_durations(base, per_dtype=False)
+        expected = capture_baseline.capture_op_timeout(recorded, cfg.restrict_to)
+        assert expected == capture_baseline.CAPTURE_TIMEOUT_MIN_S
+    assert cfg.op_timeout() == expected  # 0: no limit

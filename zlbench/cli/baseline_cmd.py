@@ -186,6 +186,15 @@ def _add_capture(bsub) -> None:
         "--ops", nargs="+", metavar="SPEC", help=f"only these baseline ops ({SPEC_HELP})"
     )
     sel.add_argument("--ops-file", type=Path, metavar="F", help="file of op SPECs, one a line")
+    c.add_argument(
+        "--op-timeout",
+        type=float,
+        default=None,
+        metavar="S",
+        help="per-op timeout of the replay batch in seconds (default: 10x the longest op "
+        "the baseline recorded, 120 to 900; 0 = no limit): an op that hangs loses its own "
+        "capture only",
+    )
     add_ops_dir_option(c)
     c.set_defaults(func=_capture)
 
@@ -209,6 +218,7 @@ def _capture(args) -> int:
             argv=list(sys.argv),
             progress=sys.stdout,
             preflight=preflight,
+            op_timeout_s=args.op_timeout,
         )
     )
     m, got = done.manifest, done.captured

@@ -38,7 +38,7 @@ import os
 import shutil
 import tempfile
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
@@ -61,13 +61,14 @@ from zlbench.models import (
     load_codegen_index,
     load_json_model,
 )
+from zlbench.models.options import Scheduling
 from zlbench.models.packed import lock_path, packed_label
 from zlbench.models.paths import resolve_inside
 from zlbench.models.replay import LAUNCHES_JSON, LaunchCapture
 from zlbench.protocol.layout import MANIFEST_YAML, RESULT_JSON
 from zlbench.protocol.ops import read_ops_file
-from zlbench.runner.baseline_batch import baseline_replay_config
-from zlbench.runner.batch.config import BatchConfig, BatchOutcome
+from zlbench.runner.baseline_batch import baseline_durations, baseline_replay_config
+from zlbench.runner.batch.config import REPLAY_OP_TIMEOUT_S, BatchConfig, BatchOutcome
 from zlbench.runner.batch.info import read_batch_info
 from zlbench.runner.batch.run import run_batch
 from zlbench.runner.derived import derive_version, shown_path, stage_beside
@@ -113,6 +114,7 @@ class CaptureJob:
     progress: TextIO | None = None
     preflight: Callable[[BatchConfig], None] | None = None
     batch_runner: Callable[[BatchConfig], BatchOutcome] = run_batch
+    op_timeout_s: float | None = None  # None: :func:`capture_op_timeout`; 0: no limit
 
 
 @dataclass
@@ -216,13 +218,33 @@ def _scope(job: CaptureJob, baseline: BaselineSet) -> set[str]:
 # --------------------------------------------------------------------------- the replay batch
 
 
+# An op of the capture's replay may take this many times the longest op the baseline
+# recorded in scope, at least CAPTURE_TIMEOUT_MIN_S, at most the replay's own default.
+# On an H100 v5's argsort hung in the capture pass for 7 minutes (of the replay's 15)
+# after two ops had taken 1.5-2.7x their recorded (H200) seconds.
+CAPTURE_TIMEOUT_FACTOR = 10.0
+CAPTURE_TIMEOUT_MIN_S = 120.0
+
+
+def capture_op_timeout(recorded: Mapping[str, float], scope: Collection[str]) -> float:
+    """The per-op timeout of the capture's replay batch (the constants above): an op
+    that hangs loses that op's capture, not the capture of the ops after it."""
+    longest = max((recorded[k] for k in scope if k in recorded), default=0.0)
+    bound = max(CAPTURE_TIMEOUT_MIN_S, CAPTURE_TIMEOUT_FACTOR * longest)
+    return min(REPLAY_OP_TIMEOUT_S, bound)
+
+
 def replay_config(
     job: CaptureJob, baseline: BaselineSet, scope: set[str], out_dir: Path
 ) -> BatchConfig:
     """The batch that replays ``scope`` of ``baseline`` as a gate measures it
-    (:func:`zlbench.runner.baseline_batch.baseline_replay_config`)."""
+    (:func:`zlbench.runner.baseline_batch.baseline_replay_config`), each op within
+    ``job.op_timeout_s`` (None: :func:`capture_op_timeout` of the recorded seconds)."""
     if job.ops_dir is None:
         raise ZlbenchError("the replay batch needs the ops dir (--ops-dir)")
+    timeout = job.op_timeout_s
+    if timeout is None:
+        timeout = capture_op_timeout(baseline_durations(baseline.path, per_dtype=False), scope)
     return baseline_replay_config(
         baseline,
         scope,
@@ -230,6 +252,7 @@ def replay_config(
         ops_dir=job.ops_dir,
         flaggems_dirs=job.flaggems_dirs,
         cuda_visible_devices=job.cuda_visible_devices,
+        scheduling=Scheduling(op_timeout_s=timeout),
         progress=job.progress,
         argv=list(job.argv),
     )
