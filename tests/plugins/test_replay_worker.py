@@ -87,6 +87,7 @@ class Fake:
         self.loads: list[tuple[str, str]] = []
         self.launches: list[tuple] = []
         self.seeds: list[int] = []
+        self.timers: list[int] = []  # the launches each row's timer was made for
 
     def seams(self) -> worker.Seams:
         return worker.Seams(
@@ -95,7 +96,7 @@ class Fake:
             check_args=lambda req, args: None,
             launch=lambda kernel, grid, args: self.launches.append((kernel, tuple(grid),
                                                                     tuple(args))),
-            timer=lambda device: None,
+            timer=self.timer,
             flush=lambda device: None,
             time_paired=self.time_paired,
             side_outputs=self.side_outputs,
@@ -112,6 +113,9 @@ class Fake:
 
     def close(self):
         pass
+
+    def timer(self, device, launches):
+        self.timers.append(launches)
 
     def materialize(self, launches, device, seeds):
         self.seeds += list(seeds)
@@ -253,6 +257,15 @@ def test_each_side_launches_its_own_binaries_in_launch_order_count_times(tmp_pat
     k = key("m")
     assert fake.seeds == [worker.row_seed(k, 0), worker.row_seed(k, 1)]
     assert len(set(fake.seeds)) == 2
+    assert fake.timers == [3]  # the timer's lead covers a side's 3 launches (a, b, b)
+
+
+def test_the_timers_lead_spin_covers_every_launch_of_a_call():
+    from zlbench.plugins.replay import timing
+
+    assert timing.lead_cycles_for(1) == timing.LEAD_CYCLES
+    assert timing.lead_cycles_for(3) == 3 * timing.LEAD_CYCLES
+    assert timing.lead_cycles_for(0) == timing.LEAD_CYCLES  # never no lead on a GPU
 
 
 def test_the_seed_is_a_hash_of_the_row_key():
@@ -336,7 +349,7 @@ FAKE_WORKER = textwrap.dedent("""
     seams = worker.Seams(
         binaries=lambda plan: Loaded(), materialize=materialize,
         check_args=lambda r, a: None, launch=lambda k, g, a: None,
-        timer=lambda d: None, flush=lambda d: None, time_paired=time_paired,
+        timer=lambda d, n: None, flush=lambda d: None, time_paired=time_paired,
         side_outputs=lambda launch, args: {"pr": args, "base": args},
         compare_outputs=lambda p, b, **kw: (True, 0.0),
         healthy=lambda d: state["ok"],

@@ -90,7 +90,8 @@ class CudaEventTimer:
     enqueues a spin of ``lead_cycles`` (``torch.cuda._sleep``): the start event fires
     after it, by when the host has enqueued the launch, and the span is the kernels'
     only (for rows of several launches, as long as the host enqueues them all within
-    the lead). ``lead_cycles=0``: no spin."""
+    the lead: the worker gives :func:`lead_cycles_for` the launches of a call).
+    ``lead_cycles=0``: no spin."""
 
     def __init__(self, lead_cycles: int = LEAD_CYCLES) -> None:
         import torch
@@ -110,6 +111,16 @@ class CudaEventTimer:
         self._end.record(self._torch.cuda.current_stream())
         self._end.synchronize()
         return float(self._start.elapsed_time(self._end))
+
+
+def lead_cycles_for(launches: int) -> int:
+    """The spin before a timed call that makes ``launches`` launches: LEAD_CYCLES for
+    each, so that the host has enqueued them all before the start event fires (the
+    span is then the kernels', not the host's). On an H100 (2026-12-06) two-launch rows
+    of ~8 µs stayed undecided after 16 pairs (±6-9 %) where one-launch rows of the same
+    size decided in 5 (±1 %) under one LEAD_CYCLES: a candidate cause, not yet measured
+    with this."""
+    return LEAD_CYCLES * max(1, launches)
 
 
 def l2_flush(device: Any) -> Callable[[], None] | None:

@@ -115,7 +115,7 @@ class Seams:
     materialize: Callable[[Any, str, Sequence[int]], list]
     check_args: Callable[[Any, Sequence[Any]], None]  # (CompileRequest, args)
     launch: Callable[[Any, Sequence[int], Sequence[Any]], None]  # (kernel, grid, args)
-    timer: Callable[[str], Any]  # device -> a Timer
+    timer: Callable[[str, int], Any]  # (device, launches a side's call makes) -> a Timer
     flush: Callable[[str], Callable[[], None] | None]  # device -> the L2 flush
     time_paired: Callable[..., list[dict]]
     side_outputs: Callable[..., dict[str, list]]
@@ -129,9 +129,10 @@ def real_seams() -> Seams:
     def make_binaries(plan: ReplayPlanFile) -> binaries.Binaries:
         return binaries.Binaries(plan.requests, plan.exec_generated)
 
-    def timer(device: str) -> Any:
-        cuda = device.startswith("cuda")
-        return timing.CudaEventTimer() if cuda else timing.PerfCounterTimer()
+    def timer(device: str, launches: int = 1) -> Any:
+        if not device.startswith("cuda"):
+            return timing.PerfCounterTimer()
+        return timing.CudaEventTimer(timing.lead_cycles_for(launches))
 
     return Seams(
         binaries=make_binaries,
@@ -243,7 +244,7 @@ def replay_row(
             launch_of,
             args,
             rule=rule,
-            timer=seams.timer(plan.device),
+            timer=seams.timer(plan.device, sum(launch.count for launch in row.launches)),
             flush=seams.flush(plan.device),
             warmup=plan.warmup,
             reps=plan.reps,
