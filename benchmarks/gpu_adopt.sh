@@ -15,7 +15,8 @@
 #               next call on the warm machine resumes); then $OUT/bl.tgz holds it, and
 #               benchmarks/launches_summary.py says what its capture can replay
 #   capture     zlbench baseline capture --baseline baselines/v5 --out $W/bl/$NAME (one
-#               replay pass of v5's ops pinned to its records, --work $W/capwork: resumed
+#               replay pass of $OPS_FILE's ops of v5 pinned to its records, each within
+#               capture's --op-timeout, --work $W/capwork: resumed
 #               by the next call on the warm machine): v5 with launch captures, then
 #               $OUT/bl.tgz holds it; the aa-N and broad-N stages gate it
 #   pack-boot   $W/bootwork (the bootstrap's passes so far) into $OUT/boot.tgz
@@ -43,9 +44,11 @@
 #   v7-aa       PR = same, base = base, cached: the A/A's screen (decided by the records)
 #   pack        gate dirs (verdicts, reports, screens, logs) into $OUT/adopt.tgz
 #   pack-v7     the v7 screens' logs, codegen.md and timing.json into $OUT/v7.tgz
-# Env: W (/tmp/w), NAME (h100), TIER (pr; smoke: 5 ops, minutes), REPEATS (2), REPLAY (0;
-# 1: every gate with --replay, docs/replay.md "The next GPU session"), JOBS
-# (nproc - 1). Needs
+# Env: W (/tmp/w), NAME (h100), TIER (pr; smoke: 5 ops, minutes), OPS_FILE (the ops of
+# capture and of the aa/patched/nocompile/broad gates; default ops/tiers/$TIER.txt: a
+# file of fewer ops keeps a call's gates within its limit), REPEATS (2), REPLAY (0; 1:
+# every gate with --replay, docs/replay.md "The next GPU session"), JOBS (nproc - 1).
+# Needs
 # $ZLBENCH_FLAGGEMS_DIR, zlbench importable, a CUDA GPU (benchmarks/device_env.sh).
 set -u
 BUDGET=$1; shift
@@ -53,6 +56,7 @@ W=${W:-/tmp/w}; mkdir -p "$W"
 NAME=${NAME:-h100}
 REPEATS=${REPEATS:-2}
 TIER=${TIER:-pr}
+OPS_FILE=${OPS_FILE:-ops/tiers/$TIER.txt}
 JOBS=${JOBS:-$(( $(nproc) > 1 ? $(nproc) - 1 : 1 ))}
 LOG=${OUT:-$W}/log.txt
 # shellcheck source=benchmarks/lib_stages.sh
@@ -77,7 +81,7 @@ if [ "${REPLAY:-0}" = 1 ]; then  # kernel replay (issue 51)
 fi
 gate() { local name=$1 pr=$2; shift 2; timed "$name" "$pr" python3 -m zlbench gate \
   --codegen-jobs "$JOBS" --out "$W/$name" "${replay[@]}" "$@"; }
-pr=(--baseline "$W/bl/$NAME" --ops-file "ops/tiers/$TIER.txt")
+pr=(--baseline "$W/bl/$NAME" --ops-file "$OPS_FILE")
 for spec in "$@"; do
   stage_fits "$spec" || continue
   case $stage in
@@ -101,7 +105,7 @@ for spec in "$@"; do
     capture)  # $W/bl/$NAME = baselines/v5 with launch captures (one replay pass of v5)
       mkdir -p "$W/bl"
       timed capture same python3 -m zlbench baseline capture --baseline baselines/v5 \
-        --out "$W/bl/$NAME" --work "$W/capwork"
+        --out "$W/bl/$NAME" --work "$W/capwork" --ops-file "$OPS_FILE"
       tail -8 "$W/capture.log" | tee -a "$LOG"
       [ -d "$W/bl/$NAME" ] && python3 benchmarks/launches_summary.py "$W/bl/$NAME" 2>&1 \
         | tail -40 | tee -a "$LOG"
