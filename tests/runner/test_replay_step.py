@@ -133,7 +133,8 @@ class Fakes:
         return ReplayRun(rows=rows), PairsFile(rows=pairs)
 
 
-def run(tmp_path, fakes, families=None, timed_anyway=(), every_row=False, pr_cache=None):
+def run(tmp_path, fakes, families=None, timed_anyway=(), every_row=False, pr_cache=None,
+        recorded_on=None):  # fmt: skip
     baseline, screen, ids = _baseline(tmp_path)
     if every_row:  # op a's unchanged 128-row captured too
         path = baseline.path / "main" / "a" / "codegen" / LAUNCHES_JSON
@@ -149,7 +150,7 @@ def run(tmp_path, fakes, families=None, timed_anyway=(), every_row=False, pr_cac
         budget_s=None, rerun="zlbench gate --baseline bl", say=said.append,
         families=families if families is not None else {"main/a": "F", "main/c": "F"},
         run_rows=fakes.run_rows, build_side=fakes.build_side, every_row=every_row,
-        pr_cache=pr_cache,
+        pr_cache=pr_cache, recorded_on=recorded_on,
     )  # fmt: skip
     return outcome, ids, said
 
@@ -305,3 +306,18 @@ def test_the_pr_side_builds_in_the_screens_cache_so_its_kernels_are_not_compiled
         ("build-pr", "cache-pr", False),
         ("build-base", "cache-base", False),
     }
+
+
+def test_the_forecast_says_when_the_recorded_seconds_come_from_another_gpu_model(tmp_path):
+    """The op path's seconds are the baseline's: on another GPU model the line says they
+    may undercount, in the batch's words (the H100 took 1.5-4.8x v5's H200 seconds)."""
+    from zlbench.runner.batch.forecast import where_recorded
+
+    note = where_recorded("NVIDIA H200", "NVIDIA H100 80GB HBM3")
+    _, _, said = run(tmp_path, Fakes(), recorded_on=note)
+    (line,) = [x for x in said if "expected about" in x]
+    assert line.endswith(f"(recorded seconds, both sides; {note})"), line
+    assert "this runner has NVIDIA H100 80GB HBM3: they may undercount" in line
+    _, _, plain = run(tmp_path / "2", Fakes())
+    (line,) = [x for x in plain if "expected about" in x]
+    assert line.endswith("(recorded seconds, both sides)")

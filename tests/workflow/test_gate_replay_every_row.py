@@ -28,12 +28,16 @@ def test_the_time_mode_decides_whether_unchanged_rows_are_replayed(
     monkeypatch.setattr(replay_mod, "replay_changed", fake_replay)
     monkeypatch.setattr(replay_mod, "families_of", lambda baseline, ops_dir: {})
     inputs = SimpleNamespace(
-        baseline=SimpleNamespace(ops={"main/a": None, "main/b": None}, path=tmp_path),
+        baseline=SimpleNamespace(
+            ops={"main/a": None, "main/b": None},
+            path=tmp_path,
+            manifest=SimpleNamespace(gpu_model="NVIDIA H200"),
+        ),  # fmt: skip
         ab=SimpleNamespace(base=object()),
     )
     job = SimpleNamespace(
         flaggems_dirs={}, time_budget_s=None, codegen_jobs=7, argv=["zlbench", "gate"], time=time,
-        selection=SimpleNamespace(ops_dir=tmp_path),
+        selection=SimpleNamespace(ops_dir=tmp_path), cuda_visible_devices=None,
     )  # fmt: skip
     codegen = SimpleNamespace(
         screen=object(), sentinel_only=set(), summary=SimpleNamespace(over_budget={})
@@ -44,4 +48,6 @@ def test_the_time_mode_decides_whether_unchanged_rows_are_replayed(
     )
     assert seen["every_row"] is every_row and seen["jobs"] == 7
     assert seen["pr_cache"] == tmp_path / "c"  # the screen's compiled kernels
+    # the forecast says whose GPU model recorded the op path's seconds
+    assert seen["recorded_on"].startswith("recorded on NVIDIA H200")
     assert measured == {"main/b"} and judged == {"main/a", "main/b"}

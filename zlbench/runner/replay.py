@@ -130,6 +130,7 @@ def replay_changed(
     jobs: int = 1,
     op_costs: Mapping[str, float] | None = None,
     pr_cache: Path | None = None,
+    recorded_on: str | None = None,
 ) -> ReplayOutcome:
     """The replay step (module docstring) over the changed rows of ``ops``; writes
     ``out/replay/``. ``pr``/``base``: each side's environment, ``pythonpath`` first on
@@ -141,7 +142,9 @@ def replay_changed(
     ``op_costs``: op key -> its recorded op-path seconds (the baseline's
     ``ops_status.csv``: the budget and the forecast); ``pr_cache``: the triton cache dir
     the screen compiled the PR's kernels into (the gate's shared cache): the PR side
-    builds there, so a kernel the screen built is a cache hit."""
+    builds there, so a kernel the screen built is a cache hit; ``recorded_on``: what
+    the forecast line says of ``op_costs`` against this runner's GPU model (the batch's
+    words: :func:`zlbench.runner.batch.forecast.where_recorded`)."""
     if run_rows is None or build_side is None:
         from zlbench.plugins.replay import binaries, worker
 
@@ -173,7 +176,7 @@ def replay_changed(
         + (f"; {len(unchanged)} unchanged row(s) replayed too (--time all)" if unchanged else "")
     )
     expected = forecast(plan, ops, op_costs or {}, jobs, pr_built=pr_cache is not None)
-    say(forecast_line(expected))
+    say(forecast_line(expected, recorded_on))
     sides = {
         name: (side.python, side.environ(with_front(os.environ, pythonpath)))
         for name, side in (("pr", pr), ("base", base))
@@ -228,16 +231,19 @@ def replay_changed(
     return ReplayOutcome(run=run, replayed_ops=whole)
 
 
-def forecast_line(f) -> str:
+def forecast_line(f, recorded_on: str | None = None) -> str:
     """``zlbench gate: replay: expected about 2m10s: builds 20s, replay 1m30s (the cost
-    model), 7 op(s) through FlagGems 20s (recorded seconds, both sides)``."""
+    model), 7 op(s) through FlagGems 20s (recorded seconds, both sides)``; with
+    ``recorded_on``, that note after "both sides" (``; recorded on NVIDIA H200, this
+    runner has ...: they may undercount ...``)."""
     from zlbench.runner.batch.progress import fmt_seconds
 
+    note = f"; {recorded_on}" if recorded_on else ""
     return (
         f"zlbench gate: replay: expected about {fmt_seconds(f.total_s)}: builds "
         f"{fmt_seconds(f.build_s)}, replay {fmt_seconds(f.replay_s)} (the cost model), "
         f"{f.op_path_ops} op(s) through FlagGems {fmt_seconds(f.op_path_s)} (recorded "
-        "seconds, both sides)"
+        f"seconds, both sides{note})"
     )
 
 

@@ -197,6 +197,17 @@ def _measure_and_judge(
     return _judge_measured(inputs, req, load_results(batch_dir), seams, codegen, scope)
 
 
+def _recorded_on(baseline_gpu: str | None, cuda_visible_devices: str | None) -> str | None:
+    """What the replay's forecast says of the baseline's recorded op seconds against
+    this runner's GPU model (the batch's words), None when the baseline names none."""
+    from zlbench.runner.batch.forecast import where_recorded
+    from zlbench.runner.batch.shard import default_gpus, gpu_model
+
+    if not baseline_gpu:
+        return None
+    return where_recorded(baseline_gpu, gpu_model(default_gpus(cuda_visible_devices)[0]))
+
+
 def replay_step(
     inputs: GateInputs,
     job: GateJob,
@@ -234,6 +245,7 @@ def replay_step(
         jobs=job.codegen_jobs,
         op_costs=baseline_durations(inputs.baseline.path, per_dtype=False),
         pr_cache=cache,
+        recorded_on=_recorded_on(inputs.baseline.manifest.gpu_model, job.cuda_visible_devices),
     )
     deferred = {}
     for d in outcome.run.deferred:

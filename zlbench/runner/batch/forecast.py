@@ -118,7 +118,7 @@ def expected_line(
         return f"{head} by an estimate of {each} an op (no recorded durations)"
     notes = [f"{len(costs.estimated())} op(s) estimated"]
     if recorded_on:
-        notes.append(_where(recorded_on, runner_gpu))
+        notes.append(where_recorded(recorded_on, runner_gpu))
     whose = f"{source} recorded seconds" if source else "the recorded op seconds"
     return f"{head} by {whose} ({'; '.join(notes)})"
 
@@ -126,8 +126,9 @@ def expected_line(
 CORRECTS = "the done lines' ETA corrects itself from the ops measured"
 
 
-def _where(recorded_on: str, runner_gpu: str | None) -> str:
-    """Where the recorded seconds come from against this runner's GPU model."""
+def where_recorded(recorded_on: str, runner_gpu: str | None) -> str:
+    """Where the recorded seconds come from against this runner's GPU model (also the
+    replay step's forecast line, ``zlbench.runner.replay``)."""
     if runner_gpu is None:
         return f"recorded on {recorded_on}: another GPU model may take longer, {CORRECTS}"
     if same_gpu(recorded_on, runner_gpu):
