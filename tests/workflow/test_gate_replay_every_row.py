@@ -32,7 +32,7 @@ def test_the_time_mode_decides_whether_unchanged_rows_are_replayed(
             ops={"main/a": None, "main/b": None},
             path=tmp_path,
             manifest=SimpleNamespace(gpu_model="NVIDIA H200"),
-        ),  # fmt: skip
+        ),
         ab=SimpleNamespace(base=object()),
     )
     job = SimpleNamespace(
