@@ -310,7 +310,7 @@ def test_the_pr_side_builds_in_the_screens_cache_so_its_kernels_are_not_compiled
 
 def test_the_forecast_says_when_the_recorded_seconds_come_from_another_gpu_model(tmp_path):
     """The op path's seconds are the baseline's: on another GPU model the line says they
-    may undercount, in the batch's words (the H100 took 1.5-4.8x v5's H200 seconds)."""
+    may undercount, in the batch's words (the H100 took up to 4.8x v5's H200 seconds)."""
     from zlbench.runner.batch.forecast import where_recorded
 
     note = where_recorded("NVIDIA H200", "NVIDIA H100 80GB HBM3")

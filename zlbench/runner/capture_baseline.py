@@ -221,7 +221,7 @@ def _scope(job: CaptureJob, baseline: BaselineSet) -> set[str]:
 # An op of the capture's replay may take this many times the longest op the baseline
 # recorded in scope, at least CAPTURE_TIMEOUT_MIN_S, at most the replay's own default.
 # On an H100 v5's argsort hung in the capture pass for 7 minutes (of the replay's 15)
-# after two ops had taken 1.7x and 2.0x their recorded (H200) seconds.
+# after two ops had taken 1.7x and 2.7x their recorded (H200) seconds.
 CAPTURE_TIMEOUT_FACTOR = 10.0
 CAPTURE_TIMEOUT_MIN_S = 120.0
 
