@@ -20,9 +20,11 @@ samples (:func:`zlbench.workflow.ab.load_replay`), as the gate does.
 
 ``cost``: per gate the replay step's seconds (builds, workers), the rows it replayed
 and the mean seconds a replayed row cost (the cost model's ``ROW_SETUP_S`` plus its
-timed calls), the forecast line the gate announced, the gate's wall time
-(``steps.json``), and per replayed row the kernel time the replay saw against the
-op-level time the baseline recorded (how much of an op's time its kernels are).
+timed calls), where a row's seconds went (``ReplayedRow.phases``: load, materialize,
+time, outputs; the slowest rows), the forecast line the gate announced, the gate's
+wall time (``steps.json``), and per replayed row the kernel time the replay saw
+against the op-level time the baseline recorded (how much of an op's time its kernels
+are).
 """
 
 from __future__ import annotations
@@ -131,6 +133,14 @@ def cost(gates: list[Path]) -> None:
             for line in log.read_text(encoding="utf-8", errors="replace").splitlines():
                 if "expected about" in line or "changed rows replayed" in line:
                     print(f"  {line[:300]}")
+        timed = [r for r in run.rows if r.instrument == REPLAY and r.phases]
+        if timed:
+            names = ("load", "materialize", "time", "outputs")
+            means = {k: statistics.mean(r.phases.get(k, 0.0) for r in timed) for k in names}
+            print(f"  a row's phases, mean over {len(timed)}: "
+                  + ", ".join(f"{k} {v:.3f} s" for k, v in means.items()))  # fmt: skip
+            for r in sorted(timed, key=lambda r: -sum(r.phases.values()))[:5]:
+                print(f"    {r.key.label():60} {sum(r.phases.values()):.3f} s {r.phases}")
         seen = [
             min(r.ab.base_us) / r.baseline_us
             for r in v.rows

@@ -197,6 +197,22 @@ def test_each_row_is_on_disk_before_its_line_and_a_torn_line_is_no_row(tmp_path)
     assert [p.key.op for p in pairs.rows] == ["one"]
 
 
+def test_a_replayed_row_says_where_its_seconds_went_the_device_synced_at_each_phase(tmp_path):
+    """load, materialize, time, outputs: each phase's host seconds, the device synced at
+    its end (its queued GPU work counted in it); a row that fell back has none."""
+    fake = Fake(refuse={"r"})
+    synced: list[str] = []
+    seams = fake.seams()
+    seams.sync = synced.append
+    plan = plan_of(row("good", spec("a")), row("refused", spec("r")))
+    assert worker.replay_plan(plan, tmp_path / "out", seams) == 0
+    good, refused = worker.read_outputs(tmp_path / "out")[0].rows
+    assert list(good.phases) == ["load", "materialize", "time", "outputs"]
+    assert all(v >= 0 for v in good.phases.values())
+    assert synced == ["cpu"] * 4  # one sync at the end of each phase of the good row
+    assert refused.phases == {}
+
+
 def test_no_rows_jsonl_is_one_line(tmp_path):
     with pytest.raises(ZlbenchError, match=r"rows\.jsonl: No such file"):
         worker.read_outputs(tmp_path)

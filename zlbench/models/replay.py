@@ -145,6 +145,12 @@ class ReplayedRow(_Model):
     max_error: StrictFloat | None = None  # largest |PR - base| / (|base| + atol) seen
     pairs: StrictInt = Field(0, ge=0)
     changed: bool = True  # False: proven unchanged, replayed by ``gate --time all --replay``
+    # where a replayed row's host seconds went (the worker's clock, the device synced at
+    # each phase's end): load (both sides' binaries), materialize (arguments made and
+    # checked), time (warm-up and the pairs), outputs (each side run again, compared)
+    phases: dict[Literal["load", "materialize", "time", "outputs"], float] = Field(
+        default_factory=dict
+    )
 
 
 class DeferredRow(_Model):

@@ -121,6 +121,7 @@ class Seams:
     side_outputs: Callable[..., dict[str, list]]
     compare_outputs: Callable[..., tuple[bool, float]]
     healthy: Callable[[str], bool]  # device -> still usable after a failed row
+    sync: Callable[[str], None] = lambda device: None  # wait for the device's queued work
 
 
 def real_seams() -> Seams:
@@ -145,7 +146,16 @@ def real_seams() -> Seams:
         side_outputs=timing.side_outputs,
         compare_outputs=timing.compare_outputs,
         healthy=device_healthy,
+        sync=device_sync,
     )
+
+
+def device_sync(device: str) -> None:
+    """Wait for the device's queued work (a phase's seconds then hold its own GPU work)."""
+    if device.startswith("cuda"):
+        import torch
+
+        torch.cuda.synchronize()
 
 
 def device_healthy(device: str) -> bool:
@@ -221,12 +231,23 @@ def replay_row(
     why = why_not(plan, row)
     if why is not None:
         return fallback(row, why), None
+    phases: dict[str, float] = {}
+    t0 = time.perf_counter()
+
+    def phase(name: str) -> None:
+        nonlocal t0
+        seams.sync(plan.device)
+        now = time.perf_counter()
+        phases[name] = round(now - t0, 4)
+        t0 = now
+
     try:
         kernels = {
             (kid, side): loaded.get(kid, side, row.binaries[kid][side])
             for kid in kids
             for side in SIDES
         }
+        phase("load")
         args: list = []
         calls: dict[str, list] = {side: [] for side in SIDES}
         seeds = [row_seed(row.key, i) for i in range(len(row.launches))]
@@ -240,6 +261,7 @@ def replay_row(
                 kernel = kernels[(launch.kernel_id, side)]
                 calls[side].append((kernel, list(launch.grid), lo, hi, launch.count))
         launch_of = {side: _side_call(seams, calls[side]) for side in SIDES}
+        phase("materialize")
         samples = seams.time_paired(
             launch_of,
             args,
@@ -249,8 +271,10 @@ def replay_row(
             warmup=plan.warmup,
             reps=plan.reps,
         )
+        phase("time")
         outs = seams.side_outputs(launch_of, args)
         match, err = seams.compare_outputs(outs["pr"], outs["base"], rtol=plan.rtol, atol=plan.atol)
+        phase("outputs")
         kept = PairedSamples(key=row.key, samples=[PairSample(**s) for s in samples])
     except Exception as e:  # noqa: BLE001 - any failure of one row: it falls back
         return fallback(row, one_line(e)), None
@@ -263,7 +287,7 @@ def replay_row(
         return out, None
     pairs = len(complete_pairs(samples)[0])
     out = ReplayedRow(key=row.key, instrument="kernel-replay", kernels=kids,
-                      outputs="match", max_error=error, pairs=pairs)  # fmt: skip
+                      outputs="match", max_error=error, pairs=pairs, phases=phases)  # fmt: skip
     return out, kept
 
 
