@@ -27,9 +27,10 @@ def test_the_time_mode_decides_whether_unchanged_rows_are_replayed(
 
     monkeypatch.setattr(replay_mod, "replay_changed", fake_replay)
     monkeypatch.setattr(replay_mod, "families_of", lambda baseline, ops_dir: {})
+    (tmp_path / "sentinels.txt").write_text("a\n", encoding="utf-8")  # the gate's sentinels
     inputs = SimpleNamespace(
         baseline=SimpleNamespace(
-            ops={"main/a": None, "main/b": None},
+            ops={"main/a": SimpleNamespace(op="a"), "main/b": SimpleNamespace(op="b")},
             path=tmp_path,
             manifest=SimpleNamespace(gpu_model="NVIDIA H200"),
         ),
@@ -51,3 +52,6 @@ def test_the_time_mode_decides_whether_unchanged_rows_are_replayed(
     # the forecast says whose GPU model recorded the op path's seconds
     assert seen["recorded_on"].startswith("recorded on NVIDIA H200")
     assert measured == {"main/b"} and judged == {"main/a", "main/b"}
+    # the gate's sentinels stay on the op path: with --time all the plan names none (every
+    # op is timed, none as a sentinel), so the step reads ops/sentinels.txt itself
+    assert seen["timed_anyway"] == ({"main/a"} if time == "all" else set())

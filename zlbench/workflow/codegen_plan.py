@@ -136,6 +136,16 @@ def compile_failed_ops(screen: CodegenScreen, ops: Iterable[str]) -> dict[str, s
     return out
 
 
+def sentinel_ops(ops: Mapping[str, BaselineResult], ops_dir: Path) -> set[str]:
+    """The op keys of ``ops`` that the gate's sentinel list (``ops/sentinels.txt``)
+    names; none when the ops dir has no list."""
+    path = Path(ops_dir) / SENTINELS_FILE
+    if not path.is_file():
+        return set()
+    specs = read_ops_file(path)
+    return {k for k, r in ops.items() if any(matches_spec(s, k, r.op) for s in specs)}
+
+
 def _sentinels(ops_dir: Path) -> list[str]:
     path = Path(ops_dir) / SENTINELS_FILE
     if not path.is_file():

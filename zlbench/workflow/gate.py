@@ -44,7 +44,7 @@ from zlbench.workflow.codegen import (
     screen_for_gate,
     unmeasured_results,
 )
-from zlbench.workflow.codegen_plan import load_for_rejudge, plan_timing
+from zlbench.workflow.codegen_plan import load_for_rejudge, plan_timing, sentinel_ops
 from zlbench.workflow.codegen_step import CodegenStep
 from zlbench.workflow.gate_job import (
     NO_SASS_FLAG,
@@ -197,6 +197,21 @@ def _measure_and_judge(
     return _judge_measured(inputs, req, load_results(batch_dir), seams, codegen, scope)
 
 
+def _timed_anyway(
+    inputs: GateInputs, job: GateJob, codegen: CodegenStep, ops: set[str]
+) -> set[str]:
+    """The gate's own sentinels among ``ops``: timed through FlagGems whatever the
+    replay covers. With ``--time all`` every op is timed and none as a sentinel (the
+    plan reads no sentinel list), so they are read here: without them a ``--time all
+    --replay`` gate timed no op through FlagGems that the replay covered (an A/A on an
+    H100, 2026-12-06: add, exp, sum and softmax judged by replay alone)."""
+    anyway = set(codegen.sentinel_only)
+    if job.time == "all":
+        scoped = {k: r for k, r in inputs.baseline.ops.items() if k in ops}
+        anyway |= sentinel_ops(scoped, job.selection.ops_dir)
+    return anyway
+
+
 def _recorded_on(baseline_gpu: str | None, cuda_visible_devices: str | None) -> str | None:
     """What the replay's forecast says of the baseline's recorded op seconds against
     this runner's GPU model (the batch's words), None when the baseline names none."""
@@ -240,7 +255,7 @@ def replay_step(
         rerun=rerun_command(job.argv),
         say=seams.say,
         families=families_of(inputs.baseline, job.selection.ops_dir),
-        timed_anyway=codegen.sentinel_only,  # the gate's sentinels: timed through FlagGems
+        timed_anyway=_timed_anyway(inputs, job, codegen, ops),
         every_row=job.time == "all",  # nightly, and the replay's own A/A
         jobs=job.codegen_jobs,
         op_costs=baseline_durations(inputs.baseline.path, per_dtype=False),
