@@ -82,6 +82,11 @@ fi
 gate() { local name=$1 pr=$2; shift 2; timed "$name" "$pr" python3 -m zlbench gate \
   --codegen-jobs "$JOBS" --out "$W/$name" "${replay[@]}" "$@"; }
 pr=(--baseline "$W/bl/$NAME" --ops-file "$OPS_FILE")
+keep_baseline() { # what $W/bl/$NAME's capture can replay, then $OUT/bl.tgz holds it
+  [ -d "$W/bl/$NAME" ] || return 0
+  python3 benchmarks/launches_summary.py "$W/bl/$NAME" 2>&1 | tail -40 | tee -a "$LOG"
+  tar czf "${OUT:-$W}/bl.tgz" -C "$W" bl
+}
 for spec in "$@"; do
   stage_fits "$spec" || continue
   case $stage in
@@ -98,18 +103,14 @@ for spec in "$@"; do
       reps=(--repeats "$REPEATS"); [ "$REPEATS" = 0 ] && reps=(--no-replay)
       timed bootstrap same python3 -m zlbench baseline bootstrap --tier "$TIER" \
         --out "$W/bl/$NAME" "${reps[@]}" --work "$W/bootwork"
-      [ -d "$W/bl/$NAME" ] && python3 benchmarks/launches_summary.py "$W/bl/$NAME" 2>&1 \
-        | tail -40 | tee -a "$LOG"
       tail -5 "$W/bootstrap.log" | tee -a "$LOG"
-      [ -d "$W/bl/$NAME" ] && tar czf "${OUT:-$W}/bl.tgz" -C "$W" bl ;;
+      keep_baseline ;;
     capture)  # $W/bl/$NAME = baselines/v5 with launch captures (one replay pass of v5)
       mkdir -p "$W/bl"
       timed capture same python3 -m zlbench baseline capture --baseline baselines/v5 \
         --out "$W/bl/$NAME" --work "$W/capwork" --ops-file "$OPS_FILE"
       tail -8 "$W/capture.log" | tee -a "$LOG"
-      [ -d "$W/bl/$NAME" ] && python3 benchmarks/launches_summary.py "$W/bl/$NAME" 2>&1 \
-        | tail -40 | tee -a "$LOG"
-      [ -d "$W/bl/$NAME" ] && tar czf "${OUT:-$W}/bl.tgz" -C "$W" bl ;;
+      keep_baseline ;;
     pack-boot)  # the bootstrap's passes so far: a fresh machine resumes from them
       [ -d "$W/bootwork" ] && tar czf "${OUT:-$W}/boot.tgz" -C "$W" bootwork
       ls -la "${OUT:-$W}" ;;
