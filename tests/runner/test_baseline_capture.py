@@ -196,6 +196,9 @@ def _bad(case: str, tmp_path: Path, base: Path, batch: Path, new: Path) -> tuple
     if case == "new exists":
         new.mkdir()
         return ["--from", str(batch)], "already exists"
+    if case == "new is packed":
+        new.with_name(new.name + ".lock").write_text("")
+        return ["--from", str(batch)], "is a packed baseline of that name"
     if case == "recorded":
         dump_json_model(info, BatchInfo(created=CREATED, mode="record"))
         return ["--from", str(batch)], "a record batch"
@@ -219,6 +222,7 @@ def _bad(case: str, tmp_path: Path, base: Path, batch: Path, new: Path) -> tuple
 
 BAD = [
     "new exists",
+    "new is packed",
     "recorded",
     "another baseline",
     "replay root not here",
@@ -342,6 +346,7 @@ def test_without_work_the_batch_runs_in_a_temp_dir_removed_at_the_end(setup, tmp
     (cfg,) = fake.asked
     assert cfg.restrict_to == {"main/add", "main/mm"}
     assert not Path(cfg.out_dir).exists()
+    assert not Path(cfg.out_dir).parent.exists()  # the temp dir itself, not only its batch
     assert (new / "main" / "add" / "codegen" / LAUNCHES_JSON).is_file()
 
 
@@ -410,3 +415,30 @@ def test_the_replay_batch_runs_each_op_within_the_capture_timeout(setup, tmp_pat
         expected = capture_baseline.capture_op_timeout(recorded, cfg.restrict_to)
         assert expected == capture_baseline.CAPTURE_TIMEOUT_MIN_S
     assert cfg.op_timeout() == expected  # 0: no limit
+
+
+def test_the_derived_timeout_reads_the_baselines_recorded_op_seconds(setup, tmp_path):
+    """The recorded seconds of the ops in scope as recorded (not per dtype): mm took
+    40 s for its two dtypes, relu (not asked for) 80 s."""
+    from zlbench.gate.baselines import content_hashes
+    from zlbench.models import OpStatus
+    from zlbench.runner.batch.status import write_ops_status
+
+    base, _, ids, new = setup
+    rec = [("mm", 40.0, "bfloat16,float16"), ("relu", 80.0, "bfloat16"), ("add", 1.0, "")]
+    write_ops_status(
+        base,
+        [
+            OpStatus(
+                repo="main", op=op, run_name=op, status=RunStatus.PASS, seconds=s, dtype_used=d
+            )
+            for op, s, d in rec
+        ],
+    )
+    m = _manifest(base)
+    m.files = content_hashes(base)
+    dump_yaml_model(base / "manifest.yaml", m)
+    fake = FakeBatch(ids)
+    capture(_job(base, new, tmp_path, fake, ops=["add", "mm"]))
+    (cfg,) = fake.asked
+    assert cfg.op_timeout() == pytest.approx(10 * 40.0)

@@ -62,7 +62,7 @@ from zlbench.models import (
     load_json_model,
 )
 from zlbench.models.options import Scheduling
-from zlbench.models.packed import lock_path, packed_label
+from zlbench.models.packed import packed_label
 from zlbench.models.paths import resolve_inside
 from zlbench.models.replay import LAUNCHES_JSON, LaunchCapture
 from zlbench.protocol.layout import MANIFEST_YAML, RESULT_JSON
@@ -72,7 +72,7 @@ from zlbench.runner.batch.config import REPLAY_OP_TIMEOUT_S, BatchConfig, BatchO
 from zlbench.runner.batch.info import read_batch_info
 from zlbench.runner.batch.run import run_batch
 from zlbench.runner.derived import derive_version, shown_path, stage_beside
-from zlbench.runner.refresh import RefreshConfig, run_pass
+from zlbench.runner.refresh import RefreshConfig, check_out_free, run_pass
 
 SUMMARY_KEY = "captures"
 BATCH_DIR = "replay"  # the replay batch's dir inside --work
@@ -130,7 +130,6 @@ class Captured:
     without: dict[str, str] = field(default_factory=dict)
     unsound: dict[str, str] = field(default_factory=dict)
     kept: list[str] = field(default_factory=list)
-    compiler: str | None = None  # what the batch's environment named (dist version)
 
     def counts(self) -> dict[str, int]:
         """Ops without a capture, by reason, most first."""
@@ -143,7 +142,7 @@ class Captured:
             "replayed": self.replayed,
             "batch_created": info.created,
             "batch_host": info.hostname,
-            "compiler": self.compiler,
+            "compiler": _batch_compiler(info),
             "ops": len(self.ops),
             "rows": self.rows,
             "kept": len(self.kept),
@@ -166,7 +165,7 @@ def capture(job: CaptureJob) -> CaptureOutcome:
     (``job.from_batch``, else one replay batch run here). Bad input is one
     ZlbenchError line, before anything is written."""
     out = Path(job.out)
-    check_new(out)
+    check_out_free(out, "a capture")
     baseline = load_baseline(job.baseline)
     check_out_outside_baseline(out, baseline.path)
     scope = _scope(job, baseline)
@@ -187,19 +186,7 @@ def capture(job: CaptureJob) -> CaptureOutcome:
         batch = replay_batch(job, baseline, scope, tmp / BATCH_DIR, resume=False)
         return derive(baseline, batch, out, scope)
     finally:
-        _remove(tmp)
-
-
-def check_new(out: Path) -> None:
-    """The new version must not exist, nor a packed tree of its name (its ``.lock``,
-    which every command reads as that dir)."""
-    if out.exists() or out.is_symlink():
-        raise ZlbenchError(f"{out} already exists: baselines are immutable, pick a new dir")
-    if lock_path(out).exists():
-        raise ZlbenchError(
-            f"{out}: {lock_path(out)} is a packed baseline of that name "
-            "(every command reads it as that dir); pick a new dir"
-        )
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def _scope(job: CaptureJob, baseline: BaselineSet) -> set[str]:
@@ -282,7 +269,6 @@ def derive(baseline: BaselineSet, batch: Path, out: Path, scope: set[str]) -> Ca
     """Write ``out``: ``baseline`` plus the sound captures of ``batch``, a replay of it."""
     info = replayed_info(batch, baseline)
     found = _choose(baseline, batch, scope)
-    found.compiler = _batch_compiler(info)
 
     def add_captures(root: Path, manifest: BaselineManifest) -> tuple[str, dict]:
         for key in found.ops:
@@ -301,10 +287,10 @@ def derive(baseline: BaselineSet, batch: Path, out: Path, scope: set[str]) -> Ca
                 f"the new version does not verify ({len(rep.problems)} problem(s), first: "
                 f"{rep.problems[0]}); nothing was written at {out}"
             )
-        check_new(out)  # nothing appeared there meanwhile
+        check_out_free(out, "a capture")  # nothing appeared there meanwhile
         os.rename(made, out)
     finally:
-        _remove(stage)
+        shutil.rmtree(stage, ignore_errors=True)
     return CaptureOutcome(out, manifest, found, rep.ops, rep.rows)
 
 
@@ -414,18 +400,11 @@ def _batch_compiler(info: BatchInfo) -> str | None:
     return ", ".join(named) or None
 
 
-def _remove(path: Path) -> None:
-    """Remove a dir of ours (a stage, a temp work dir)."""
-    if path.is_dir() and not path.is_symlink():
-        shutil.rmtree(path, ignore_errors=True)
-
-
 __all__ = [
     "CaptureJob",
     "CaptureOutcome",
     "Captured",
     "capture",
-    "check_new",
     "derive",
     "replay_config",
     "replayed_info",

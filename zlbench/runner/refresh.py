@@ -714,14 +714,15 @@ def tier_file(ops_dir: Path, name: str) -> Path:
     return path
 
 
-def check_out_free(out: Path) -> None:
-    """A bootstrap writes a new dir only: --out, or a packed baseline of that name
-    (``<out>.lock``, which every command reads as ``<out>``), must not exist."""
+def check_out_free(out: Path, who: str = "a bootstrap") -> None:
+    """A bootstrap (``who``: or another writer of a new version, ``baseline capture``)
+    writes a new dir only: --out, or a packed baseline of that name (``<out>.lock``,
+    which every command reads as ``<out>``), must not exist."""
     from zlbench.models.packed import lock_path
 
     if out.exists() or out.is_symlink():
         raise ZlbenchError(
-            f"--out {out} already exists: a bootstrap never writes over a baseline "
+            f"--out {out} already exists: {who} never writes over a baseline "
             "(baselines are immutable); pick a new dir"
         )
     if lock_path(out).exists():
