@@ -22,7 +22,7 @@ The rules:
   ``buffer`` (the n-th distinct storage, by its data pointer, among the row's kept
   launches, in first-launch order: one buffer in two launches is an intermediate
   buffer; twice in one launch, in-place), ``align16``. Values exactly (``data``, see
-  :func:`view_storage_indices` for the order, and ``digest``) when the tensor has at
+  :func:`exact_values` for the order, and ``digest``) when the tensor has at
   most EXACT_MAX elements, or is an integer or bool tensor of at most EXACT_INT_MAX;
   else :class:`~zlbench.models.replay.TensorStats`, computed on the tensor's device.
 * A tensor-like wrapper that triton launches as a pointer (FlagGems' ``StridedBuffer``,
@@ -211,18 +211,13 @@ def exact(t: Any) -> bool:
     return n <= EXACT_MAX or (_integer(t) and n <= EXACT_INT_MAX)
 
 
-def view_storage_indices(shape: Sequence[int], strides: Sequence[int], offset: int) -> list[int]:
-    """The storage elements a view touches, each once, in increasing storage order:
-    the order of an exact tensor's ``data`` (for a contiguous tensor, its elements in
-    order; an expanded view's repeated element is there once). The replay's rule
-    (:func:`zlbench.plugins.replay.materialize.viewed_positions`), as a list."""
-    return viewed_positions(shape, strides, offset).tolist()
-
-
 def exact_values(t: Any) -> tuple[list, str]:
-    """(values, digest) of a small tensor: the elements of :func:`view_storage_indices`
-    and the sha256[:16] of their bytes (the dtype's own, little-endian as stored), as
-    the replay checks it (:func:`zlbench.plugins.replay.materialize.values_digest`)."""
+    """(values, digest) of a small tensor: the storage elements its view touches, each
+    once, in increasing storage order (for a contiguous tensor, its elements in order;
+    an expanded view's repeated element is there once: the replay's
+    :func:`~zlbench.plugins.replay.materialize.viewed_positions`), and the sha256[:16]
+    of their bytes (the dtype's own, little-endian as stored), as the replay checks it
+    (:func:`~zlbench.plugins.replay.materialize.values_digest`)."""
     torch = _torch()
     idx = viewed_positions(list(t.shape), list(t.stride()), t.storage_offset())
     storage = t.untyped_storage().nbytes() // t.element_size()

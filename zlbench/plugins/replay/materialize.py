@@ -229,8 +229,8 @@ def materialize_row(
             size = max(a.storage, a.offset + span) * dtype.itemsize
             nbytes[a.buffer] = max(nbytes.get(a.buffer, 0), size)
     raw = {
-        b: torch.zeros(max(ALIGN, -(-n // ALIGN) * ALIGN), dtype=torch.uint8, device=device)
-        for b, n in nbytes.items()
+        b: torch.zeros(max(ALIGN, -(-need // ALIGN) * ALIGN), dtype=torch.uint8, device=device)
+        for b, need in nbytes.items()
     }
     views: dict[tuple[int, int], Any] = {}
     for (n, i), (a, dtype, span) in tensors.items():  # stats first: exact data wins overlaps

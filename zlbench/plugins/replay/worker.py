@@ -130,7 +130,7 @@ def real_seams() -> Seams:
     def make_binaries(plan: ReplayPlanFile) -> binaries.Binaries:
         return binaries.Binaries(plan.requests, plan.exec_generated)
 
-    def timer(device: str, launches: int = 1) -> Any:
+    def timer(device: str, launches: int) -> Any:
         if not device.startswith("cuda"):
             return timing.PerfCounterTimer()
         return timing.CudaEventTimer(timing.lead_cycles_for(launches))
@@ -292,18 +292,6 @@ def replay_row(
 
 
 # --------------------------------------------------------------------------- the worker
-
-
-def write_outputs(out_dir: Path, rows: list[ReplayedRow], pairs: list[PairedSamples],
-                  seconds: float) -> tuple[ReplayRun, PairsFile]:  # fmt: skip
-    """The caller's ``rows.json`` and ``pairs.json`` (atomic writes, once; samples of
-    replayed rows only), and what they hold."""
-    replayed = {r.key for r in rows if r.instrument == "kernel-replay"}
-    run = ReplayRun(changed_rows=0, rows=rows, seconds=round(seconds, 3))
-    kept = PairsFile(rows=[p for p in pairs if p.key in replayed])
-    dump_json_model(out_dir / ROWS_JSON, run)
-    dump_json_model(out_dir / REPLAY_PAIRS, kept)
-    return run, kept
 
 
 def replay_plan(
@@ -555,7 +543,11 @@ def run_rows(
     stopped = "not replayed: the worker stopped before it"
     rows = [results.get(i) or fallback(row, stopped) for i, row in enumerate(plan.rows)]
     kept = [samples[r.key] for r in rows if r.instrument == "kernel-replay" and r.key in samples]
-    return write_outputs(out, rows, kept, time.monotonic() - t0)
+    run = ReplayRun(changed_rows=0, rows=rows, seconds=round(time.monotonic() - t0, 3))
+    pairs = PairsFile(rows=kept)
+    dump_json_model(out / ROWS_JSON, run)  # atomic writes, once
+    dump_json_model(out / REPLAY_PAIRS, pairs)
+    return run, pairs
 
 
 def _collect(plan: ReplayPlanFile, part: Part, results: dict, samples: dict) -> None:
