@@ -34,6 +34,7 @@ from zlbench.models.replay import (
     TensorStats,
 )
 from zlbench.plugins.replay.binaries import SideBuild
+from zlbench.report.replay_text import fallback_counts
 from zlbench.runner.ab.env import PR_ENV, CompilerEnv
 from zlbench.runner.replay import DIFFERS_FROM_SCREEN, replay_changed
 
@@ -203,6 +204,16 @@ def test_every_row_replays_an_unchanged_row_and_counts_it_apart_from_the_changed
     assert key("a", SH2) in {p.key for p in pairs.rows}
     assert any("2 to replay" in line and "1 unchanged row(s) replayed too" in line
                for line in said)  # fmt: skip
+
+
+def test_every_row_an_unchanged_row_whose_build_fails_is_no_changed_rows_fallback(tmp_path):
+    _, _, ids = _baseline(tmp_path / "ids")  # the kernel ids (the same records below)
+    outcome, _, _ = run(tmp_path, Fakes(missing={ids["a"]}), every_row=True)
+    by_key = {r.key: r for r in outcome.run.rows}
+    assert by_key[key("a", SH2)].instrument == "op" and not by_key[key("a", SH2)].changed
+    assert by_key[key("a")].instrument == "op" and by_key[key("a")].changed
+    # the failed build counts for a's changed row only (b: no capture)
+    assert sum(n for _, n in fallback_counts(outcome.run)) == 2
 
 
 def test_rows_whose_outputs_differ_keep_no_samples_and_no_op_is_judged_by_replay(tmp_path):

@@ -35,7 +35,13 @@ from pathlib import Path
 
 from zlbench.codegen.collect import collect
 from zlbench.codegen.diff import code_digest
-from zlbench.codegen.replay_plan import ReplayPlan, forecast, plan_replay, replay_costs
+from zlbench.codegen.replay_plan import (
+    ReplayForecast,
+    ReplayPlan,
+    forecast,
+    plan_replay,
+    replay_costs,
+)
 from zlbench.errors import ZlbenchError
 from zlbench.gate.load import BaselineSet
 from zlbench.models import (
@@ -231,7 +237,7 @@ def replay_changed(
     return ReplayOutcome(run=run, replayed_ops=whole)
 
 
-def forecast_line(f, recorded_on: str | None = None) -> str:
+def forecast_line(f: ReplayForecast, recorded_on: str | None = None) -> str:
     """``zlbench gate: replay: expected about 2m10s: builds 20s, replay 1m30s (the cost
     model), 7 op(s) through FlagGems 20s (recorded seconds, both sides)``; with
     ``recorded_on``, that note after "both sides" (``; recorded on NVIDIA H200, this
@@ -348,7 +354,11 @@ def _build(
                 break
             refs[kid] = per_side
         if why:
-            lost.append(ReplayedRow(key=p.key, instrument="op", why=why, kernels=list(p.kernels)))
+            lost.append(
+                ReplayedRow(
+                    key=p.key, instrument="op", why=why, kernels=list(p.kernels), changed=p.changed
+                )
+            )
             continue
         planned.rows.append(PlannedRow(key=p.key, launches=p.launches.launches, binaries=refs))
     return planned, lost
