@@ -39,7 +39,6 @@ from zlbench.codegen import replay_plan  # noqa: E402
 from zlbench.codegen.collect import collect  # noqa: E402
 from zlbench.codegen.diff import screen_kernel  # noqa: E402
 from zlbench.codegen.replay_plan import forecast, plan_replay, replay_costs  # noqa: E402
-from zlbench.codegen.select import SENTINELS_FILE, matches_spec  # noqa: E402
 from zlbench.gate.load import load_baseline  # noqa: E402
 from zlbench.models import (  # noqa: E402
     LAUNCHES_JSON,
@@ -48,10 +47,10 @@ from zlbench.models import (  # noqa: E402
     load_json_model,
 )
 from zlbench.models.codegen_screen import CodegenClass  # noqa: E402
-from zlbench.protocol.ops import read_ops_file  # noqa: E402
 from zlbench.runner.baseline_batch import baseline_durations  # noqa: E402
 from zlbench.runner.batch.progress import fmt_seconds  # noqa: E402
 from zlbench.runner.replay import families_of  # noqa: E402
+from zlbench.workflow.codegen_plan import sentinel_ops  # noqa: E402
 
 
 def all_changed(root: Path) -> CodegenScreen:
@@ -66,13 +65,6 @@ def all_changed(root: Path) -> CodegenScreen:
     return CodegenScreen(baseline_dir=str(root), kernels=kernels)
 
 
-def sentinels(baseline, ops: list[str]) -> list[str]:
-    """The op keys of ``ops`` that the gate's own sentinels (``ops/sentinels.txt``) name,
-    matched as the gate matches them (:func:`zlbench.codegen.select.matches_spec`)."""
-    specs = read_ops_file(REPO / "ops" / SENTINELS_FILE)
-    return [k for k in ops if any(matches_spec(s, k, baseline.ops[k].op) for s in specs)]
-
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--baseline", type=Path, required=True)
@@ -85,7 +77,7 @@ def main() -> None:
         type=float,
         default=None,
         metavar="S",
-        help="the cost model's ROW_SETUP_S instead of its guess (what-if)",
+        help="the cost model's ROW_SETUP_S instead of its measured one (what-if)",
     )
     args = ap.parse_args()
     if args.row_setup is not None:
@@ -115,7 +107,7 @@ def main() -> None:
     plan = plan_replay(
         screen, rows, captures, costs=replay_costs(results), op_costs=op_costs,
         families=families_of(baseline, REPO / "ops"),
-        timed_anyway=sentinels(baseline, ops),
+        timed_anyway=sentinel_ops({k: baseline.ops[k] for k in ops}, REPO / "ops"),
     )  # fmt: skip
     f = forecast(
         plan, ops, op_costs, args.jobs, pr_built=True

@@ -9,8 +9,10 @@ from types import SimpleNamespace
 
 import pytest
 
+import zlbench.runner.batch.shard as shard
 import zlbench.runner.replay as replay_mod
 from zlbench.models import ReplayRun
+from zlbench.runner.batch.forecast import where_recorded
 from zlbench.runner.replay import ReplayOutcome
 from zlbench.workflow.gate import replay_step
 
@@ -27,6 +29,9 @@ def test_the_time_mode_decides_whether_unchanged_rows_are_replayed(
 
     monkeypatch.setattr(replay_mod, "replay_changed", fake_replay)
     monkeypatch.setattr(replay_mod, "families_of", lambda baseline, ops_dir: {})
+    asked = []  # the runner's GPU model, as the batch asks nvidia-smi (here: no GPU needed)
+    monkeypatch.setattr(shard, "count_visible_gpus", lambda: 1)
+    monkeypatch.setattr(shard, "gpu_model", lambda gpu: asked.append(gpu) or "NVIDIA H100")
     (tmp_path / "sentinels.txt").write_text("a\n", encoding="utf-8")  # the gate's sentinels
     inputs = SimpleNamespace(
         baseline=SimpleNamespace(
@@ -50,7 +55,7 @@ def test_the_time_mode_decides_whether_unchanged_rows_are_replayed(
     assert seen["every_row"] is every_row and seen["jobs"] == 7
     assert seen["pr_cache"] == tmp_path / "c"  # the screen's compiled kernels
     # the forecast says whose GPU model recorded the op path's seconds
-    assert seen["recorded_on"].startswith("recorded on NVIDIA H200")
+    assert seen["recorded_on"] == where_recorded("NVIDIA H200", "NVIDIA H100") and asked == ["0"]
     assert measured == {"main/b"} and judged == {"main/a", "main/b"}
     # the gate's sentinels stay on the op path: with --time all the plan names none (every
     # op is timed, none as a sentinel), so the step reads ops/sentinels.txt itself

@@ -118,7 +118,11 @@ def _tier(ops_dir: Path, first: Path | None, ops: Mapping[str, BaselineResult]) 
         if first is not None:
             raise ZlbenchError(f"--time-first {first}: ops file not found")
         return set()
-    specs = read_ops_file(path)
+    return _named(read_ops_file(path), ops)
+
+
+def _named(specs: list[str], ops: Mapping[str, BaselineResult]) -> set[str]:
+    """The op keys of ``ops`` that one of the op SPECs ``specs`` names."""
     return {k for k, r in ops.items() if any(matches_spec(s, k, r.op) for s in specs)}
 
 
@@ -140,10 +144,7 @@ def sentinel_ops(ops: Mapping[str, BaselineResult], ops_dir: Path) -> set[str]:
     """The op keys of ``ops`` that the gate's sentinel list (``ops/sentinels.txt``)
     names; none when the ops dir has no list."""
     path = Path(ops_dir) / SENTINELS_FILE
-    if not path.is_file():
-        return set()
-    specs = read_ops_file(path)
-    return {k for k, r in ops.items() if any(matches_spec(s, k, r.op) for s in specs)}
+    return _named(read_ops_file(path), ops) if path.is_file() else set()
 
 
 def _sentinels(ops_dir: Path) -> list[str]:
