@@ -29,6 +29,9 @@
 #               timed (with the sentinels)
 #   nocompile   the same gate with PR = no_compile (FAIL, exit 1)
 #   broad-N     the same gate with PR = no_coalesce (a broad change: most kernels)
+#   broad-op    after a REPLAY=1 broad-1: the same change without --replay (the op path)
+#               on the ops broad-1's replay judged REGRESSION and 6 of its others
+#               (benchmarks/replay_read.py opsfile; then replay_read.py compare)
 #   v5-patched, v5-nocompile  patched / nocompile against v5 (the H200's baseline)
 #   v5-aa       the H200's baselines/v5 here, PR = same, base = base: the GPU model
 #               differs, the architecture does not (accepted, named in the report)
@@ -46,7 +49,8 @@
 #   pack-v7     the v7 screens' logs, codegen.md and timing.json into $OUT/v7.tgz
 # Env: W (/tmp/w), NAME (h100), TIER (pr; smoke: 5 ops, minutes), OPS_FILE (the ops of
 # capture and of the aa/patched/nocompile/broad gates; default ops/tiers/$TIER.txt: a
-# file of fewer ops keeps a call's gates within its limit), REPEATS (2), REPLAY (0; 1:
+# file of fewer ops keeps a call's gates within its limit), OP_TIMEOUT (capture's
+# --op-timeout; default: capture's own), REPEATS (2), REPLAY (0; 1:
 # every gate with --replay, docs/replay.md "The next GPU session"), JOBS (nproc - 1).
 # Needs
 # $ZLBENCH_FLAGGEMS_DIR, zlbench importable, a CUDA GPU (benchmarks/device_env.sh).
@@ -108,7 +112,8 @@ for spec in "$@"; do
     capture)  # $W/bl/$NAME = baselines/v5 with launch captures (one replay pass of v5)
       mkdir -p "$W/bl"
       timed capture same python3 -m zlbench baseline capture --baseline baselines/v5 \
-        --out "$W/bl/$NAME" --work "$W/capwork" --ops-file "$OPS_FILE"
+        --out "$W/bl/$NAME" --work "$W/capwork" --ops-file "$OPS_FILE" \
+        ${OP_TIMEOUT:+--op-timeout "$OP_TIMEOUT"}
       tail -8 "$W/capture.log" | tee -a "$LOG"
       keep_baseline ;;
     pack-boot)  # the bootstrap's passes so far: a fresh machine resumes from them
@@ -119,6 +124,14 @@ for spec in "$@"; do
     aa-*) gate "$stage" same "${pr[@]}" --base-compiler "$W/triton/base" "${every[@]}" ;;
     patched) gate "$stage" patched "${pr[@]}" --base-compiler "$W/triton/base" ;;
     nocompile) gate "$stage" no_compile "${pr[@]}" --base-compiler "$W/triton/base" ;;
+    broad-op)
+      python3 benchmarks/replay_read.py opsfile "$W/broad-1" > "$W/broad_ops.txt" \
+        && tee -a "$LOG" < "$W/broad_ops.txt" \
+        && timed "$stage" no_coalesce python3 -m zlbench gate --codegen-jobs "$JOBS" \
+          --out "$W/$stage" --baseline "$W/bl/$NAME" --ops-file "$W/broad_ops.txt" \
+          --base-compiler "$W/triton/base" \
+        && python3 benchmarks/replay_read.py compare "$W/broad-1" "$W/$stage" 2>&1 \
+          | tee -a "$LOG" ;;
     broad-*) gate "$stage" no_coalesce "${pr[@]}" --base-compiler "$W/triton/base" ;;
     v5-patched) gate "$stage" patched --baseline baselines/v5 --ops-file ops/tiers/pr.txt \
       --base-compiler "$W/triton/base" ;;

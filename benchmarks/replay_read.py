@@ -4,6 +4,8 @@ next GPU session"): the numbers docs/measurements.md records for the replay tier
     python benchmarks/replay_read.py aa GATE_DIR...   # A/A: |change| by instrument
     python benchmarks/replay_read.py agree GATE_DIR   # rows both instruments timed
     python benchmarks/replay_read.py cost GATE_DIR... # where the step's seconds went
+    python benchmarks/replay_read.py opsfile GATE_DIR [--sample N] [--tier F]
+    python benchmarks/replay_read.py compare REPLAY_GATE OP_GATE  # one change, both instruments
 
 ``aa``: every judged A/B row of A/A gates, apart by the instrument that timed it
 (``kernel-replay`` or the op path): the paired |change| median, p90 and max over rows
@@ -25,6 +27,12 @@ time, outputs; the slowest rows), the forecast line the gate announced, the gate
 wall time (``steps.json``), and per replayed row the kernel time the replay saw
 against the op-level time the baseline recorded (how much of an op's time its kernels
 are).
+
+``opsfile``: the ops of the rows a replay gate judged REGRESSION by replay, then every
+other replayed op in turn until ``--sample`` more are named, one a line: the ``--ops-file``
+of the same change's gate without ``--replay`` (the op path's REGRESSION set for those
+ops). ``compare``: per row that both gates judged (the first by replay, the second on the
+op path), both changes and verdicts, every disagreement listed.
 """
 
 from __future__ import annotations
@@ -149,19 +157,64 @@ def cost(gates: list[Path]) -> None:
         print(f"  replayed kernel time / recorded op time: {quantiles(seen)}")
 
 
+def _by_replay(v: GateVerdict) -> list[RowVerdict]:
+    return [r for r in v.rows if instrument(r) == REPLAY and r.ab.change is not None]
+
+
+def opsfile(gate: Path, sample: int, tier: Path) -> None:
+    v = load_json_model(gate / "verdict.json", GateVerdict)
+    replayed = _by_replay(v)
+    regressed = sorted({r.key.op for r in replayed if r.verdict is Verdict.REGRESSION})
+    rest = sorted({r.key.op for r in replayed} - set(regressed))
+    step = max(1, len(rest) // sample) if sample else 0
+    chosen = set(regressed + (rest[::step][:sample] if step else []))
+    for line in tier.read_text(encoding="utf-8").splitlines():  # the tier's own specs
+        spec = line.split("#", 1)[0].strip()
+        if spec and spec.split("@", 1)[0] in chosen:
+            print(spec)
+
+
+def compare(replayed: Path, op_path: Path) -> None:
+    a = {r.key: r for r in _by_replay(load_json_model(replayed / "verdict.json", GateVerdict))}
+    b = load_json_model(op_path / "verdict.json", GateVerdict)
+    both = [
+        (a[r.key], r)
+        for r in b.rows
+        if r.key in a and r.ab is not None and r.ab.change is not None and instrument(r) == "op"
+    ]
+    differ = 0
+    for x, y in sorted(both, key=lambda p: p[0].key.label()):
+        mark = "" if x.verdict is y.verdict else "  <- differ"
+        differ += bool(mark)
+        print(f"  {x.key.label():70} replay {x.ab.change:+.4f} {x.verdict.value:12} "
+              f"op {y.ab.change:+.4f} {y.verdict.value}{mark}")  # fmt: skip
+    print(f"rows judged by both: {len(both)}, disagreements: {differ}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
     sub.add_parser("aa").add_argument("gates", type=Path, nargs="+")
     sub.add_parser("agree").add_argument("gate", type=Path)
     sub.add_parser("cost").add_argument("gates", type=Path, nargs="+")
+    o = sub.add_parser("opsfile")
+    o.add_argument("gate", type=Path)
+    o.add_argument("--sample", type=int, default=6)
+    o.add_argument("--tier", type=Path, default=REPO / "ops/tiers/pr.txt")
+    c = sub.add_parser("compare")
+    c.add_argument("replayed", type=Path)
+    c.add_argument("op_path", type=Path)
     a = ap.parse_args()
     if a.cmd == "aa":
         aa(a.gates)
     elif a.cmd == "agree":
         agree(a.gate)
-    else:
+    elif a.cmd == "cost":
         cost(a.gates)
+    elif a.cmd == "opsfile":
+        opsfile(a.gate, a.sample, a.tier)
+    else:
+        compare(a.replayed, a.op_path)
 
 
 if __name__ == "__main__":
