@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+from zlbench.models.base import dump_json_model, load_json_model
 from zlbench.models.replay import ArgSpec, LaunchSpec, TensorStats
 from zlbench.plugins.replay.materialize import (
     ReplayError,
@@ -85,6 +86,24 @@ def test_bf16_exact_data_round_trips_bit_for_bit():
     spec = exact(vals.tolist(), dtype="bfloat16")
     (t,) = materialize(launch(spec), "cpu", seed=0)
     assert torch.equal(t, vals)
+
+
+def test_non_finite_values_survive_the_plan_file_and_their_digest(tmp_path):
+    """A flash-attention row's 0-d float tensor held -inf: pydantic wrote it as null, and
+    the gate's plan.json was refused on reading (H100, 2026-12-06); every float the
+    capture keeps now reads back as it was."""
+    vals = [float("-inf"), float("nan"), float("inf"), 0.5]
+    plan = launch(
+        exact(vals),
+        ArgSpec(kind="float", value=float("-inf")),
+        stats_spec(1 << 20, min=-1.0, max=1.0, mean=0.0, std=0.5, nonfinite=3),
+    )
+    dump_json_model(tmp_path / "plan.json", plan)
+    back = load_json_model(tmp_path / "plan.json", LaunchSpec)
+    t, scalar, _ = materialize(back, "cpu", seed=0)
+    assert scalar == float("-inf")
+    assert t[0].item() == float("-inf") and t[1].isnan() and t[2].item() == float("inf")
+    assert values_digest(t) == plan.args[0].digest
 
 
 def test_two_args_of_one_buffer_share_one_storage():

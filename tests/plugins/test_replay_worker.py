@@ -9,6 +9,7 @@ fake seams). Loading real binaries end to end: tests/plugins/test_replay_binarie
 from __future__ import annotations
 
 import json
+import math
 import textwrap
 from pathlib import Path
 
@@ -76,6 +77,20 @@ def plan_of(*rows: PlannedRow, **kw) -> ReplayPlanFile:
     kids = {s.kernel_id for r in rows for s in r.launches}
     return ReplayPlanFile(device="cpu", rows=list(rows),
                           requests={k: request(k) for k in sorted(kids)}, **kw)  # fmt: skip
+
+
+def test_a_plan_holding_non_finite_values_reads_back(tmp_path):
+    """The gate writes plan.json and the worker reads it: a -inf or NaN in a capture
+    (flash-attention's 0-d tensor) came back as null and the plan was refused."""
+    x = ArgSpec(name="X", kind="tensor", dtype="float32", shape=[], strides=[], storage=1,
+                data=[float("-inf")])  # fmt: skip
+    n = ArgSpec(name="N", kind="float", value=float("nan"))
+    plan = plan_of(row("fa", LaunchSpec(kernel_id="a", kernel="k_a", grid=[1, 1, 1],
+                                        args=[x, n])))  # fmt: skip
+    dump_json_model(tmp_path / "plan.json", plan)
+    back = load_json_model(tmp_path / "plan.json", ReplayPlanFile)
+    args = back.rows[0].launches[0].args
+    assert args[0].data == [float("-inf")] and math.isnan(args[1].value)
 
 
 class Fake:

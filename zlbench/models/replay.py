@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import ClassVar, Literal
 
-from pydantic import Field, StrictBool, StrictFloat, StrictInt
+from pydantic import ConfigDict, Field, StrictBool, StrictFloat, StrictInt
 
 from zlbench.models.ab import PairedSamples
 from zlbench.models.base import OnDisk, _Model
@@ -42,9 +42,18 @@ ArgKind = Literal["tensor", "int", "float", "bool", "none", "str", "dtype", "oth
 Instrument = Literal["kernel-replay", "op"]
 
 
+# A captured value that is not finite (a mask's -inf in a 0-d tensor, a NaN fill) is
+# written as JSON's -Infinity/NaN, not as pydantic's default null, which no float field
+# reads back (a gate's plan.json was refused so on an H100, 2026-12-06). Pydantic takes
+# the setting from the model being dumped, so every model that holds an ArgSpec has it.
+_NON_FINITE = ConfigDict(extra="forbid", frozen=False, ser_json_inf_nan="constants")
+
+
 class TensorStats(_Model):
     """What a large tensor's values looked like: enough to draw stand-in values of the
     same range and spread (integral values stay integral)."""
+
+    model_config = _NON_FINITE
 
     min: StrictFloat | StrictInt
     max: StrictFloat | StrictInt
@@ -57,6 +66,8 @@ class TensorStats(_Model):
 class ArgSpec(_Model):
     """One argument of a launch, in the kernel's parameter order (constexprs included:
     the compile request pins them, the replay checks they agree)."""
+
+    model_config = _NON_FINITE
 
     name: str = ""  # the parameter's name
     kind: ArgKind
@@ -77,6 +88,8 @@ class ArgSpec(_Model):
 class LaunchSpec(_Model):
     """One distinct launch of a kernel inside a row's timed region."""
 
+    model_config = _NON_FINITE
+
     kernel_id: str  # CompileRecord.id in the op's codegen index
     kernel: str  # the Triton function's name
     grid: list[StrictInt] = Field(min_length=3, max_length=3)
@@ -89,6 +102,8 @@ class LaunchSpec(_Model):
 
 class RowLaunches(_Model):
     """A row's timed launches, in first-launch order."""
+
+    model_config = _NON_FINITE
 
     run_name: str
     op: str
@@ -127,6 +142,8 @@ def order_unknown(launches: Sequence[LaunchSpec]) -> bool:
 
 class LaunchCapture(OnDisk):
     """``<run_dir>/codegen/launches.json``: every row's timed launches of one op."""
+
+    model_config = _NON_FINITE
 
     FORMAT_VERSION: ClassVar[int] = 1
     schema_version: int = FORMAT_VERSION
@@ -227,6 +244,8 @@ class PlannedRow(_Model):
     """One row the replay worker times: its launches and, per kernel id they name, each
     side's binary."""
 
+    model_config = _NON_FINITE
+
     key: RowKey
     launches: list[LaunchSpec] = Field(min_length=1)
     binaries: dict[str, dict[Side, BinaryRef]] = Field(default_factory=dict)
@@ -236,6 +255,8 @@ class ReplayPlanFile(OnDisk):
     """``python -m zlbench.plugins.replay.worker PLAN_JSON OUT_DIR``'s input
     (``<gate>/replay/plan.json``): the rows to replay, in order, with the compile
     request of every kernel they launch, and how to time them."""
+
+    model_config = _NON_FINITE
 
     FORMAT_VERSION: ClassVar[int] = 1
     schema_version: int = FORMAT_VERSION
