@@ -14,9 +14,9 @@
 #               passes, 0: --no-replay; --work $W/bootwork: a call cut by its limit, the
 #               next call on the warm machine resumes); then $OUT/bl.tgz holds it, and
 #               benchmarks/launches_summary.py says what its capture can replay
-#   capture     zlbench baseline capture --baseline baselines/v5 --out $W/bl/$NAME (one
+#   capture     zlbench baseline capture --baseline $CAP_FROM --out $W/bl/$NAME (one
 #               replay pass of $OPS_FILE's ops of v5 pinned to its records, each within
-#               capture's --op-timeout, --work $W/capwork: resumed
+#               capture's --op-timeout, --work $W/capwork-$NAME: resumed
 #               by the next call on the warm machine): v5 with launch captures, then
 #               $OUT/bl.tgz holds it; the aa-N and broad-N stages gate it
 #   pack-boot   $W/bootwork (the bootstrap's passes so far) into $OUT/boot.tgz
@@ -50,7 +50,8 @@
 # Env: W (/tmp/w), NAME (h100), TIER (pr; smoke: 5 ops, minutes), OPS_FILE (the ops of
 # capture and of the aa/patched/nocompile/broad gates; default ops/tiers/$TIER.txt: a
 # file of fewer ops keeps a call's gates within its limit), OP_TIMEOUT (capture's
-# --op-timeout; default: capture's own), REPEATS (2), REPLAY (0; 1:
+# --op-timeout; default: capture's own), CAP_FROM (capture's --baseline: baselines/v5, or
+# an earlier capture's $W/bl/NAME, whose ops keep their captures), REPEATS (2), REPLAY (0; 1:
 # every gate with --replay, docs/replay.md "The next GPU session"), JOBS (nproc - 1).
 # Needs
 # $ZLBENCH_FLAGGEMS_DIR, zlbench importable, a CUDA GPU (benchmarks/device_env.sh).
@@ -111,8 +112,8 @@ for spec in "$@"; do
       keep_baseline ;;
     capture)  # $W/bl/$NAME = baselines/v5 with launch captures (one replay pass of v5)
       mkdir -p "$W/bl"
-      timed capture same python3 -m zlbench baseline capture --baseline baselines/v5 \
-        --out "$W/bl/$NAME" --work "$W/capwork" --ops-file "$OPS_FILE" \
+      timed capture same python3 -m zlbench baseline capture --baseline "${CAP_FROM:-baselines/v5}" \
+        --out "$W/bl/$NAME" --work "$W/capwork-$NAME" --ops-file "$OPS_FILE" \
         ${OP_TIMEOUT:+--op-timeout "$OP_TIMEOUT"}
       tail -8 "$W/capture.log" | tee -a "$LOG"
       keep_baseline ;;

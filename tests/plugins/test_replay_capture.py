@@ -6,6 +6,7 @@ real launch_metadata hook."""
 from __future__ import annotations
 
 import hashlib
+import multiprocessing
 import os
 import sys
 from types import SimpleNamespace
@@ -379,6 +380,62 @@ def test_launches_while_values_are_read_are_not_the_rows(op):
     timed_call(lambda: launch(rec, kernel(), [x, x, 4]))
     assert [s.kernel for s in rows(rec)[0].launches] == ["k"]
     assert cg.unrecorded == {} and cg.dirty == set()
+
+
+class LibEntry:
+    """FlagGems' ``LibEntry`` as the capture meets it: a kernel's first run of a
+    specialisation holds the kernel's lock, a lock its own thread cannot take again."""
+
+    def __init__(self, body):
+        self.lock, self.body = multiprocessing.Lock(), body
+
+    def run(self, *args):
+        with self.lock:
+            return self.body(*args)
+
+    def served(self):  # a torch op FlagGems serves with this same kernel
+        if not self.lock.acquire(timeout=0.5):
+            pytest.fail("values read under the kernel's own first-run lock: a deadlock")
+        self.lock.release()
+
+
+def test_the_lock_is_seen_only_while_a_libentry_on_this_stack_holds_it():
+    held = LibEntry(lambda: rc.flaggems_lock_held())
+    assert held.run() is True
+    assert rc.flaggems_lock_held() is False  # none on the stack
+    free = LibEntry(lambda: None)
+    assert LibEntry(lambda: free.run() or rc.flaggems_lock_held()).run() is True
+    nested = SimpleNamespace(run=lambda: rc.flaggems_lock_held())  # not a LibEntry
+    assert nested.run() is False
+
+
+def test_a_first_run_under_flaggems_lock_is_counted_and_read_at_the_next_launch(op):
+    """argsort, sort, isin and index_select hung in the capture pass on an H100: the values
+    were read under the launched kernel's own first-run lock. Now they are read at the
+    key's next launch, outside it."""
+    rec, x = recorder(), torch.arange(4.0)  # the default lock_held: the real check
+    reads = []
+    entry = LibEntry(lambda: launch(rec, kernel(), [x, x, 4]))
+
+    def read(spec, t):
+        entry.served()
+        reads.append(spec.name)
+        rc.add_values(spec, t)
+
+    rec.read_values = read
+    timed_call(lambda: [entry.run(), launch(rec, kernel(), [x, x, 4])])
+    [spec] = rows(rec)[0].launches
+    assert reads == ["x", "y"] and spec.count == 2 and not spec.why_not
+    assert spec.args[0].data == [0.0, 1.0, 2.0, 3.0]
+
+
+def test_a_key_whose_every_launch_held_the_lock_says_its_values_were_not_read(op):
+    rec = recorder(lock_held=lambda: True)
+    rec.read_values = lambda spec, t: pytest.fail("values read under the lock")
+    x = torch.ones(4)
+    timed_call(lambda: [launch(rec, kernel(), [x, x, 4]) for _ in range(2)])
+    [spec] = rows(rec)[0].launches
+    assert spec.why_not == rc.VALUES_NOT_READ and spec.count == 2
 
 
 # --------------------------------------------------------------------------- the file

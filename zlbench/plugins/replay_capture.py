@@ -41,6 +41,14 @@ The rules:
   (the recorder's) and the row's ``why_not`` says so; it never breaks the benchmark.
 * The values are read with torch ops, which FlagGems may serve with its own Triton
   kernels: while capturing, launches and compiles are not attributed (``busy``).
+* FlagGems runs a kernel's first launch of each specialisation holding that kernel's
+  lock (``LibEntry.run``: ``with self.lock: self.fn.run(...)``, a lock that the same
+  thread cannot take twice). Reading values then can reach the same kernel and wait on
+  its own lock for ever: ``argsort``, ``sort``, ``isin`` and ``index_select`` hung so
+  in the capture pass (an H100, 2026-12-06). A launch made while a FlagGems lock is held
+  on this thread's stack (:func:`flaggems_lock_held`) is described and counted, its
+  values read at the next launch of the same key; a key that never comes again is
+  ``why_not`` :data:`VALUES_NOT_READ`.
 
 Row occurrences: a row (dtype, shape) whose timed launches come again after another
 row's is the next occurrence; a row whose measurement launched no timed kernel is not
@@ -291,6 +299,27 @@ def add_values(spec: ArgSpec, t: Any) -> None:
         spec.stats = tensor_stats(t)
 
 
+VALUES_NOT_READ = "values not read: every launch held a FlagGems first-run lock"
+
+
+def flaggems_lock_held() -> bool:
+    """A FlagGems ``LibEntry.run`` on this thread's stack holds its kernel's lock (its
+    first run of a specialisation): reading values with torch ops now may wait on it
+    for ever (module doc). The lock is tried without blocking: a lock this thread
+    holds is not taken again."""
+    f = sys._getframe(1)
+    while f is not None:
+        if f.f_code.co_name == "run" and "self" in f.f_code.co_varnames:
+            obj = f.f_locals.get("self")
+            lock = getattr(obj, "lock", None)
+            if type(obj).__name__ == "LibEntry" and callable(getattr(lock, "acquire", None)):
+                if not lock.acquire(False):
+                    return True
+                lock.release()
+        f = f.f_back
+    return False
+
+
 def capturing() -> bool:
     """A CUDA graph is being captured on the current stream (never on a machine
     without CUDA, or without torch loaded)."""
@@ -308,6 +337,7 @@ class _Entry:
     spec: LaunchSpec
     call: int  # the newest timed call this launch ran in
     count: int  # its runs in that call
+    pending: bool = False  # its values are still to be read (a FlagGems lock was held)
 
 
 @dataclass
@@ -339,6 +369,7 @@ class RowCapture:
         call: int,
         in_graph: bool,
         read_values: Callable[[ArgSpec, Any], None] = add_values,
+        can_read: Callable[[], bool] = lambda: True,
     ) -> None:
         g = grid3(grid)
         key = (triton_hash, tuple(g), tuple(arg_key(a) for a in args))
@@ -355,6 +386,9 @@ class RowCapture:
             known.count += 1
             if not in_graph and not known.spec.why_not and self._other_stream(stream):
                 known.spec.why_not = "side stream"
+            if known.pending and not known.spec.why_not and can_read():
+                _read(known.spec, args, read_values)
+                known.pending = False
             return
         if self.in_call >= MAX_LAUNCHES_PER_ROW:
             self.overflow = call
@@ -365,12 +399,13 @@ class RowCapture:
             for i, a in enumerate(args)
         ]
         spec.why_not = self._why_not(kernel_id, spec.args, stream, in_graph)
-        if not spec.why_not:
-            for a, v in zip(spec.args, args, strict=True):
-                if a.kind == "tensor":
-                    read_values(a, v)
-        self.entries[key] = _Entry(spec, call, 1)
+        entry = self.entries[key] = _Entry(spec, call, 1)
         self.in_call += 1
+        if not spec.why_not:
+            if can_read():
+                _read(spec, args, read_values)
+            else:
+                entry.pending = True
 
     def _other_stream(self, stream: Any) -> bool:
         if self.stream is None:
@@ -394,6 +429,8 @@ class RowCapture:
         renumber: dict[int, int] = {}
         launches = []
         for e in kept:
+            if e.pending:
+                e.spec.why_not = e.spec.why_not or VALUES_NOT_READ
             args = []
             for a in e.spec.args:
                 if a.kind == "tensor":
@@ -413,6 +450,12 @@ class RowCapture:
         )
 
 
+def _read(spec: LaunchSpec, args: Sequence[Any], read_values: Callable[[ArgSpec, Any], None]):
+    for a, v in zip(spec.args, args, strict=True):
+        if a.kind == "tensor":
+            read_values(a, v)
+
+
 # --------------------------------------------------------------------------- per process
 
 
@@ -424,6 +467,7 @@ class LaunchRecorder:
     busy: bool = False  # values being read: launches and compiles now are not the row's
     in_graph: Callable[[], bool] = capturing
     read_values: Callable[[ArgSpec, Any], None] = add_values
+    lock_held: Callable[[], bool] = flaggems_lock_held
 
     def row_for(self, op: state.OpState) -> RowCapture:
         """The row in flight's capture: the run's newest unless the row changed."""
@@ -470,6 +514,7 @@ class LaunchRecorder:
                 state.timed_calls(),
                 self.in_graph(),
                 self.read_values,
+                lambda: not self.lock_held(),
             )
         except Exception as e:  # noqa: BLE001 - a capture must never break a benchmark
             why = f"capture failed: {type(e).__name__}: {e}".splitlines()[0][:200]
