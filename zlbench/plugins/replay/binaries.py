@@ -34,9 +34,17 @@ triton minor version, as a FlagTree PR and its base do): the base's metadata is 
 the PR's triton; a field the PR's launcher needs and the base's metadata lacks is a
 ReplayError when the kernel is loaded.
 
-:func:`check_args` guards what the binary was specialised on: the recorded constexprs
-(``== 1`` integers included) and 16-byte divisibility (pointers and integers): an
-argument that breaks one would need another binary, so the row is not replayed.
+:func:`check_args` guards what the binary was specialised on where the launch itself
+depends on it: the number of arguments and 16-byte divisibility (pointers and
+integers): an argument that breaks one would need another binary, so the row is not
+replayed. A constexpr slot (``== 1`` integers included) is not checked: a
+``CompiledKernel``'s launcher drops those slots, the binary has its own values baked in,
+and the capture names the binary by the hash of the kernel that was launched. What a
+launcher passed there can differ from what the kernel was compiled with: FlagGems'
+``LibEntry`` passes the autotune config's ``PRE_LOAD_V=True`` to a flash-attention
+kernel whose heuristic compiled it with ``False`` (an H100, 2026-12-06: 5 of v5's 25
+flash-attention rows fell back on it); the replay launches the binary that ran, with the
+grid and arguments it ran with, as the op did.
 """
 
 from __future__ import annotations
@@ -312,22 +320,15 @@ def launch(kernel: Any, grid: Sequence[int], args: Sequence[Any]) -> None:
 
 def check_args(request: CompileRequest, args: Sequence[Any]) -> None:
     """ReplayError unless ``args`` (every parameter in order) fit what the binary was
-    compiled for: as many as its signature, each recorded constexpr (``== 1`` integers
-    included) equal, and each argument compiled as 16-byte divisible (a pointer's
-    address, an integer's value) divisible. An argument that breaks one would make
-    triton compile another binary; launching this one with it would be wrong."""
+    compiled for: as many as its signature, and each argument compiled as 16-byte
+    divisible (a pointer's address, an integer's value) divisible. An argument that
+    breaks one would make triton compile another binary; launching this one with it
+    would be wrong. Constexpr slots are not compared (module docstring)."""
     names = list(request.signature)
     if len(args) != len(names):
         raise ReplayError(
             f"{len(args)} arguments for {request.kernel.name}'s {len(names)} parameters"
         )
-    for c in request.constexprs:
-        if len(c.path) != 1 or c.kind in ("jit", "repr") or not 0 <= c.path[0] < len(args):
-            continue  # a tuple member, a JIT function: not a launch value of its own
-        got, want = args[c.path[0]], c.value
-        if not _same_const(c.kind, got, want):
-            raise ReplayError(f"argument {names[c.path[0]]}={got!r}: the binary was compiled for "
-                         f"{want!r}")  # fmt: skip
     for a in request.attrs:
         if len(a.path) != 1 or not 0 <= a.path[0] < len(args):
             continue
@@ -337,15 +338,3 @@ def check_args(request: CompileRequest, args: Sequence[Any]) -> None:
             if isinstance(at, int) and at % 16:
                 raise ReplayError(f"argument {names[a.path[0]]} is not 16-byte divisible where "
                              "the binary assumes it")  # fmt: skip
-
-
-def _same_const(kind: str, got: Any, want: Any) -> bool:
-    if kind == "dtype":
-        return str(got) == str(want) or str(getattr(got, "name", got)) == str(want)
-    if kind == "none":
-        return got is None
-    if kind == "bool":
-        return isinstance(got, bool) and got == want
-    if kind == "float":
-        return isinstance(got, (int, float)) and float(got) == float(want)
-    return type(got) is type(want) and got == want
