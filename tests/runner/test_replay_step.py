@@ -9,6 +9,7 @@ import re
 from tests.support import cgsynth
 from tests.support.zlsynth import brow, write_baseline
 from zlbench.codegen.diff import code_digest
+from zlbench.codegen.replay_plan import BUILD_CPU_S, BUILD_START_S
 from zlbench.gate.load import load_baseline
 from zlbench.models import (
     LAUNCHES_JSON,
@@ -182,8 +183,9 @@ def test_replayed_rows_and_the_op_judged_by_replay_alone(tmp_path):
     # before replaying: the forecast (a, c replayed: 2 kernels; b and F's sentinel left
     # to FlagGems: the 30 s an op without recorded seconds costs, both sides)
     (line,) = [x for x in said if "expected about" in x]
-    # builds: each side's workers start (27 s), 2 kernels x 2 sides at 1 s
-    assert "builds 31.0s" in line and "2 op(s) through FlagGems 2m00s" in line, line
+    # builds: each side's workers start, then 2 kernels x 2 sides on one worker
+    builds = 2 * BUILD_START_S + 2 * 2 * BUILD_CPU_S
+    assert f"builds {builds:.1f}s" in line and "2 op(s) through FlagGems 2m00s" in line, line
     # a progress line per row as the worker ends it, with the counts
     lines = [line for line in said if "replay [" in line]
     assert [line.split("replay ")[1][:5] for line in lines] == ["[1/2]", "[2/2]"]
@@ -310,7 +312,8 @@ def test_the_pr_side_builds_in_the_screens_cache_so_its_kernels_are_not_compiled
         ("build-pr", tmp_path / "shared", True),
     ]
     (line,) = [x for x in said if "expected about" in x]
-    assert "builds 29.0s" in line  # both sides start; the base's alone compiles 2 at 1 s
+    # both sides start; the base's alone compiles its 2 kernels
+    assert f"builds {2 * BUILD_START_S + 2 * BUILD_CPU_S:.1f}s" in line, line
     alone = Fakes()
     run(tmp_path / "2", alone)  # no shared cache: each side its own
     assert {(w, c.name, i) for w, c, i in alone.builds} == {

@@ -96,11 +96,11 @@ sentinel: the op-level sentinel is for a change that the replay of a kernel cann
 (``PairSampling.max_pairs``, 16), ``REPS`` single-call timings per sample, the row's
 FlagGems latency recorded in the baseline as its kernel time (an upper bound: it
 includes launches), and the per-call restore of written buffers, the L2 flush and the
-event sync as ``CALL_OVERHEAD_US`` (a guess). The forecast (:func:`forecast`) adds a
-replay worker's start (``WORKER_START_S``) and each side's build start
-(``BUILD_START_S``). ``ROW_SETUP_S``, ``WORKER_START_S`` and ``BUILD_START_S`` were
-measured on an H100 (2026-12-06, docs/measurements.md "twenty-ninth session": 17-18
-rows replayed a gate, 24-25 kernels built a side).
+event sync as ``CALL_OVERHEAD_US``. The forecast (:func:`forecast`) adds a replay
+worker's start (``WORKER_START_S``) and each side's build start (``BUILD_START_S``).
+Every constant was fitted to gates on an H100 (2026-12-06, docs/measurements.md
+"thirtieth session"); ``pairs`` at the rule's budget makes a row's timed calls an upper
+bound (the rows of those gates took 5.5-6.1 pairs on average).
 """
 
 from __future__ import annotations
@@ -148,15 +148,17 @@ from zlbench.report.replay_text import (
     FALLBACK_UNSUPPORTED,
 )
 
-# The replay cost model (module docstring). Measured on an H100 (2026-12-06): a gate's
-# replayed rows took 0.36-0.43 s each after the worker's first (7.1-7.7 s with its
-# start); both sides' builds of 24-25 kernels 28.9-29.5 s at 15 workers.
-ROW_SETUP_S = 0.35  # arguments, both binaries loaded, warm-up, outputs compared (measured)
-WORKER_START_S = 7.0  # a replay worker's start: torch, CUDA, the first launcher (measured)
-CALL_OVERHEAD_US = 60.0  # per timed call: restore written buffers, flush L2, sync (a guess)
+# The replay cost model (module docstring), fitted to three gates on an H100
+# (2026-12-06, docs/measurements.md "thirtieth session": 18, 71 and 82 rows replayed;
+# 24-100 kernels built a side): a changed row cost 0.16 s beyond its timed calls (an
+# unchanged one 0.02 s), a timed call 130-170 µs beyond its kernel (median), a worker's
+# start with its first row 9-11 s; builds 27.8-58 s forecast against 29.2-61.3 s.
+ROW_SETUP_S = 0.15  # arguments, both binaries loaded and warmed up, outputs compared
+WORKER_START_S = 10.0  # a replay worker's start: torch, CUDA, the first row's load
+CALL_OVERHEAD_US = 150.0  # per timed call: restore written buffers, flush L2, lead spin, sync
 REPS = 10  # single-call timings per sample (zlbench.plugins.replay.timing)
-BUILD_CPU_S = 1.0  # one kernel, one side: measured 0.76-1.05 s (benchmarks/replay_cpu_costs.py)
-BUILD_START_S = 13.5  # one side's rebuild workers starting, the sides one after the other
+BUILD_CPU_S = 6.0  # one kernel, one side, on the device's CPUs (v5's: flash attention's slow)
+BUILD_START_S = 9.0  # one side's rebuild workers starting, the sides one after the other
 DEFAULT_KERNEL_US = 100.0  # a row the baseline recorded no latency for
 RERUN = "zlbench gate"  # the command a deferred row's line starts with (the caller's gate)
 WHY_NOT = {"graph": FALLBACK_GRAPH, "side stream": FALLBACK_SIDE_STREAM}
