@@ -64,8 +64,9 @@ class TensorStats(_Model):
 
 
 class ArgSpec(_Model):
-    """One argument of a launch, in the kernel's parameter order (constexprs included:
-    the compile request pins them, the replay checks they agree)."""
+    """One argument of a launch, in the kernel's parameter order (constexprs included,
+    as the launcher passed them: the binary's own values are the compile request's, and
+    its launcher drops these slots)."""
 
     model_config = _NON_FINITE
 
