@@ -160,6 +160,28 @@ def test_the_base_rebuild_shows_progress_then_the_prs(baseline, plans, tmp_path)
     )
 
 
+def test_each_sides_rebuild_puts_its_kernels_in_its_own_triton_cache_dir(baseline, plans, tmp_path):
+    """The gate's replay builds each side's binaries in the dir the screen compiled that
+    side into, so neither is compiled twice; the base's never go where the PR's measure
+    step looks."""
+    base_plan = plans(PR, BASE)
+    pr_dir, base_dir = tmp_path / "pr-cache", tmp_path / "base-cache"
+    opts = ScreenOptions(baseline=baseline, out=tmp_path / "out", jobs=2,
+                         base=base_side(base_plan, None), cache_out=pr_dir,
+                         base_cache_out=base_dir)  # fmt: skip
+    run_screen(opts, say=lambda line: None)
+
+    def groups(d: Path) -> dict[str, str]:
+        return {g.name: g.read_text() for g in d.glob("*/__grp__*")}
+
+    built_by_base = groups(base_dir)
+    assert sorted(built_by_base) == ["__grp__add_kernel.json", "__grp__mul_kernel.json",
+                                     "__grp__sum_kernel.json"]  # fmt: skip
+    assert set(built_by_base.values()) == {str(base_plan)}
+    assert set(groups(pr_dir)) == {"__grp__add_kernel.json", "__grp__mul_kernel.json"}
+    assert str(base_plan) not in set(groups(pr_dir).values())  # sum_kernel failed: none
+
+
 def test_the_base_side_is_cached_and_reused(baseline, plans, tmp_path):
     cache = tmp_path / "cache"
     base_plan = plans(PR, BASE)

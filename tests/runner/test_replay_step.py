@@ -136,7 +136,7 @@ class Fakes:
 
 
 def run(tmp_path, fakes, families=None, timed_anyway=(), every_row=False, pr_cache=None,
-        recorded_on=None):  # fmt: skip
+        recorded_on=None, base_cache=None):  # fmt: skip
     baseline, screen, ids = _baseline(tmp_path)
     if every_row:  # op a's unchanged 128-row captured too
         path = baseline.path / "main" / "a" / "codegen" / LAUNCHES_JSON
@@ -152,7 +152,7 @@ def run(tmp_path, fakes, families=None, timed_anyway=(), every_row=False, pr_cac
         budget_s=None, rerun="zlbench gate --baseline bl", say=said.append,
         families=families if families is not None else {"main/a": "F", "main/c": "F"},
         run_rows=fakes.run_rows, build_side=fakes.build_side, every_row=every_row,
-        pr_cache=pr_cache, recorded_on=recorded_on,
+        pr_cache=pr_cache, recorded_on=recorded_on, base_cache=base_cache,
     )  # fmt: skip
     return outcome, ids, said
 
@@ -320,6 +320,22 @@ def test_the_pr_side_builds_in_the_screens_cache_so_its_kernels_are_not_compiled
         ("build-pr", "cache-pr", False),
         ("build-base", "cache-base", False),
     }
+
+
+def test_the_base_side_builds_in_the_screens_base_cache_so_neither_side_compiles_again(
+    tmp_path,
+):
+    """The screen's base rebuild left its kernels in a cache dir of its own: the base
+    side builds there too (cache hits), and the forecast charges only the sides' start."""
+    fakes = Fakes()
+    _, _, said = run(tmp_path, fakes, pr_cache=tmp_path / "shared",
+                     base_cache=tmp_path / "base-shared")  # fmt: skip
+    assert sorted(fakes.builds) == [
+        ("build-base", tmp_path / "base-shared", True),
+        ("build-pr", tmp_path / "shared", True),
+    ]
+    (line,) = [x for x in said if "expected about" in x]
+    assert f"builds {2 * BUILD_START_S:.1f}s" in line, line
 
 
 def test_the_forecast_says_when_the_recorded_seconds_come_from_another_gpu_model(tmp_path):

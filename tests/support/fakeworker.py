@@ -5,7 +5,9 @@ the real worker does): for each requested kernel, looks up what
 to "compile" in the JSON file named by ``FAKE_CODEGEN_PLAN``: kernel name ->
 ``{"texts": {stage: text}, "figures": {...}}``, ``"fail"`` (a compile error),
 ``"loadfail"`` (source not importable), ``"crash"`` (the process dies: SIGSEGV)
-or ``"skip"`` (no result written). A
+or ``"skip"`` (no result written). With a third argument (the triton cache dir the
+real worker also puts its kernels in) each built kernel leaves a group there,
+``<id>/__grp__<name>.json``, tagged with the plan file that built it. A
 dict with ``"crash_unless_alone": true`` dies unless the chunk holds only it. It speaks
 the compile pool's line protocol (zlbench.protocol.compile_lines), as the real one.
 """
@@ -50,6 +52,11 @@ def main(argv: list[str]) -> int:
         write_item(got.id, got.error)
         if isinstance(how, dict):
             blobs.append({k: v.encode() for k, v in how["texts"].items()})
+            if len(argv) > 2 and not argv[2].startswith("--"):
+                group = Path(argv[2]) / got.id
+                group.mkdir(parents=True, exist_ok=True)
+                name = rec.request.kernel.name
+                (group / f"__grp__{name}.json").write_text(os.environ["FAKE_CODEGEN_PLAN"])
     write_index(Path(argv[1]), out, blobs)
     print(f"fakeworker: {len(out)} rebuilt", file=sys.stderr)
     write_end(REBUILD_END, kernels=len(out), failed=sum(1 for r in out if r.error))

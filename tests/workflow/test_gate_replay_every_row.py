@@ -1,7 +1,8 @@
 """`zlbench gate --time all --replay` replays every captured row, changed or not (the
 replay's own A/A, and a nightly run); `--time changed` only the changed rows: the gate's
 replay step hands the time mode to the replay (zlbench.workflow.gate.replay_step), with
-its rebuild workers and the screen's shared cache."""
+its rebuild workers and the screen's shared caches (the PR's, and the base's when the
+screen's base rebuild put kernels in it)."""
 
 from __future__ import annotations
 
@@ -60,3 +61,14 @@ def test_the_time_mode_decides_whether_unchanged_rows_are_replayed(
     # the gate's sentinels stay on the op path: with --time all the plan names none (every
     # op is timed, none as a sentinel), so the step reads ops/sentinels.txt itself
     assert seen["timed_anyway"] == ({"main/a"} if time == "all" else set())
+    # the base side builds where the screen's base rebuild put its kernels: only when it
+    # put some there (the base-screen cache may have spared the rebuild)
+    base = tmp_path / "base-cache"
+    base.mkdir()
+    args = (inputs, job, tmp_path, seams, codegen, {"main/a", "main/b"}, None, tmp_path / "c")
+    replay_step(*args, base)
+    assert seen["base_cache"] is None
+    (base / "key").mkdir()
+    (base / "key" / "__grp__k.json").write_text("{}")
+    replay_step(*args, base)
+    assert seen["base_cache"] == base

@@ -209,13 +209,14 @@ def forecast(
     op_costs: Mapping[str, float],
     jobs: int = 1,
     pr_built: bool = False,
+    base_built: bool = False,
 ) -> ReplayForecast:
     """The plan's :class:`ReplayForecast` for the gate's ``ops`` (those it would time
     without the replay): builds at :data:`BUILD_START_S` a side and :data:`BUILD_CPU_S`
-    a kernel a side over ``jobs`` workers (the base's side only with ``pr_built``: the
-    screen built the PR's, its side only starts), :data:`WORKER_START_S` and the rows'
-    :func:`replay_cost_s`, and both sides' recorded seconds of the ops the plan
-    leaves to the op path (every op of ``ops`` but those whose rows are all planned for
+    a kernel a side over ``jobs`` workers (not the PR's with ``pr_built``, nor the base's
+    with ``base_built``: the screen built that side's, it only starts),
+    :data:`WORKER_START_S` and the rows' :func:`replay_cost_s`, and both sides' recorded
+    seconds of the ops the plan leaves to the op path (every op of ``ops`` but those whose rows are all planned for
     replay, no sentinel and none the gate times anyway; :data:`DEFAULT_OP_COST_S` where
     none is recorded)."""
     kernels = {launch.kernel_id for p in plan.replay for launch in p.launches.launches}
@@ -223,7 +224,7 @@ def forecast(
     op_path = set(ops) - (planned - plan.kept_ops())
     started = 2 * BUILD_START_S if kernels else 0.0
     return ReplayForecast(
-        build_s=started + (1 if pr_built else 2) * len(kernels) * BUILD_CPU_S / max(1, jobs),
+        build_s=started + (2 - pr_built - base_built) * len(kernels) * BUILD_CPU_S / max(1, jobs),
         replay_s=plan.replay_s + (WORKER_START_S if plan.replay else 0.0),
         op_path_ops=len(op_path),
         op_path_s=2 * sum(op_costs.get(k, DEFAULT_OP_COST_S) for k in op_path),

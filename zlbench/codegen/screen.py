@@ -83,6 +83,10 @@ class ScreenOptions:
     chunks_per_job: int = 2
     # a triton cache dir the workers also put their compiled kernels in (the gate's)
     cache_out: Path | None = None
+    # the same for the base compiler's rebuild workers, a dir of its own (the gate's
+    # replay step builds its base side there, so the base's kernels are not compiled
+    # again; the PR's measure step never looks there)
+    base_cache_out: Path | None = None
     # the records are a baseline verified against its manifest: the workers may execute
     # a generated kernel's recorded module text to rebuild it (never for a batch dir)
     exec_generated: bool = False
@@ -312,7 +316,8 @@ def _base_rebuild(
         python=side.python or opts.python,
         pythonpath=[*opts.pythonpath, *side.front],
         env={**opts.env, **side.env},
-        cache_out=None,  # the base's kernels never go where the PR's measure step looks
+        cache_out=opts.base_cache_out,  # never where the PR's measure step looks
+        base_cache_out=None,
         base=None,
         rebuilt=None,
     )

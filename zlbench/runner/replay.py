@@ -136,6 +136,7 @@ def replay_changed(
     jobs: int = 1,
     op_costs: Mapping[str, float] | None = None,
     pr_cache: Path | None = None,
+    base_cache: Path | None = None,
     recorded_on: str | None = None,
 ) -> ReplayOutcome:
     """The replay step (module docstring) over the changed rows of ``ops``; writes
@@ -148,7 +149,8 @@ def replay_changed(
     ``op_costs``: op key -> its recorded op-path seconds (the baseline's
     ``ops_status.csv``: the budget and the forecast); ``pr_cache``: the triton cache dir
     the screen compiled the PR's kernels into (the gate's shared cache): the PR side
-    builds there, so a kernel the screen built is a cache hit; ``recorded_on``: what
+    builds there, so a kernel the screen built is a cache hit; ``base_cache``: the same
+    for the base compiler's side (the screen's base rebuild); ``recorded_on``: what
     the forecast line says of ``op_costs`` against this runner's GPU model (the batch's
     words: :func:`zlbench.runner.batch.forecast.where_recorded`)."""
     if run_rows is None or build_side is None:
@@ -181,7 +183,10 @@ def replay_changed(
         f"FlagGems, {len(plan.deferred)} deferred"
         + (f"; {len(unchanged)} unchanged row(s) replayed too (--time all)" if unchanged else "")
     )
-    expected = forecast(plan, ops, op_costs or {}, jobs, pr_built=pr_cache is not None)
+    expected = forecast(
+        plan, ops, op_costs or {}, jobs, pr_built=pr_cache is not None,
+        base_built=base_cache is not None,
+    )  # fmt: skip
     say(forecast_line(expected, recorded_on))
     sides = {
         name: (side.python, side.environ(with_front(os.environ, pythonpath)))
@@ -193,7 +198,8 @@ def replay_changed(
     build_s = worker_s = 0.0
     if plan.replay:
         t1 = time.monotonic()
-        planned, lost = _build(plan, baseline, screen, rdir, sides, build_side, say, jobs, pr_cache)
+        caches = {"pr": pr_cache, "base": base_cache}
+        planned, lost = _build(plan, baseline, screen, rdir, sides, build_side, say, jobs, caches)
         build_s = time.monotonic() - t1
         fallback += lost
         if planned.rows:
@@ -307,16 +313,17 @@ def _build(
     build_side: Callable,
     say: Callable[[str], None],
     jobs: int = 1,
-    pr_cache: Path | None = None,
+    caches: Mapping[str, Path | None] | None = None,
 ) -> tuple[ReplayPlanFile, list[ReplayedRow]]:
     """Both sides' binaries of the planned rows' kernels; the plan file of the rows
     whose every kernel built on both sides (the PR's as the screen built it), and the
-    others as fallbacks with why."""
+    others as fallbacks with why. ``caches``: side -> the triton cache dir the screen
+    compiled that side's kernels into (built there: its kernels are cache hits)."""
     kernels = collect(baseline.path)
     ids = sorted({launch.kernel_id for p in plan.replay for launch in p.launches.launches})
     records = [kernels.records[k] for k in ids if k in kernels.records]
     say(f"zlbench gate: replay: building {len(records)} kernel(s) with both compilers")
-    shared = {"pr": pr_cache} if pr_cache is not None else {}  # the screen's builds there
+    shared = {s: c for s, c in (caches or {}).items() if c is not None}  # the screen's builds
     built = {
         side: build_side(
             records,

@@ -82,6 +82,7 @@ def screen_for_gate(
     cache_out: Path | None = None,
     rebuilt: tuple[Path, ...] = (),
     base: BaseSide | None = None,
+    base_cache_out: Path | None = None,
 ) -> CodegenStep:
     """Screen the baseline's kernels into ``<out>/codegen/`` (nothing when the
     baseline has no codegen records: a note, every op timed). ``say``: what it
@@ -89,7 +90,9 @@ def screen_for_gate(
     ``cache_out``: a triton cache dir the rebuilt kernels are also put in;
     ``rebuilt``: shard dirs of `zlbench codegen --shard K/N` jobs, classified instead
     of rebuilding (then nothing is put in ``cache_out``); ``base``: the base compiler
-    (:func:`base_side`), whose rebuild each kernel is classified against."""
+    (:func:`base_side`), whose rebuild each kernel is classified against;
+    ``base_cache_out``: a triton cache dir that rebuild's kernels are put in (a rebuild
+    the base-screen cache spared puts none)."""
     if not has_codegen_records(baseline_dir):
         say(f"zlbench gate: {NO_RECORDS}")
         return no_screen(time)
@@ -105,6 +108,7 @@ def screen_for_gate(
         if rebuilt
         else None,
         base=base,
+        base_cache_out=base_cache_out,
     )
     result = screen(opts, progress)
     setup = TimedKernels.of(result).setup_changed()

@@ -143,23 +143,32 @@ def run_gate(job: GateJob, seams: GateSeams | None = None) -> int:
     write_record(out, record_of(job, inputs.baseline.path, inputs.specs, inputs.opts.scope))
     started = time.monotonic()
     try:  # steps.json also when a step stops the gate (the seconds spent so far)
-        with tempfile.TemporaryDirectory(prefix="zl-gate-cache-") as cache:  # never in --out
-            return _measure_and_judge(inputs, job, out, seams, Path(cache))
+        with (  # never in --out
+            tempfile.TemporaryDirectory(prefix="zl-gate-cache-") as cache,
+            tempfile.TemporaryDirectory(prefix="zl-gate-base-cache-") as base_cache,
+        ):
+            return _measure_and_judge(inputs, job, out, seams, Path(cache), Path(base_cache))
     finally:
         inputs.steps.seconds["total"] = round(time.monotonic() - started, 3)
         write_steps(out, inputs.steps, seams)
 
 
 def _measure_and_judge(
-    inputs: GateInputs, job: GateJob, out: Path, seams: GateSeams, cache: Path
+    inputs: GateInputs,
+    job: GateJob,
+    out: Path,
+    seams: GateSeams,
+    cache: Path,
+    base_cache: Path | None = None,
 ) -> int:
-    """Screen (its kernels compiled into ``cache``), measure, confirm, judge."""
+    """Screen (its kernels compiled into ``cache``; with ``--replay``, the base
+    compiler's into ``base_cache``), measure, confirm, judge."""
     # with a base compiler the measure step is the A/B (both sides, pairs included)
     inputs.steps.seconds = {"screen": 0.0, "measure": 0.0}
     if not inputs.ab.ab:
         inputs.steps.seconds["confirm"] = 0.0
     with timed(inputs.steps, "screen"):
-        codegen = screen_step(inputs, job, out, seams, cache)
+        codegen = screen_step(inputs, job, out, seams, cache, base_cache if job.replay else None)
     ops = plan_timing(
         codegen,
         inputs.baseline,
@@ -179,7 +188,9 @@ def _measure_and_judge(
         scope = ops  # the skipped ops are not judged MISSING
     if job.replay and codegen.screen is not None:
         with timed(inputs.steps, "replay"):
-            ops, scope = replay_step(inputs, job, out, seams, codegen, set(ops), scope, cache)
+            ops, scope = replay_step(
+                inputs, job, out, seams, codegen, set(ops), scope, cache, base_cache
+            )
     elif job.replay:
         seams.say("zlbench gate: --replay: no codegen screen (the baseline has no codegen "
                   "records): every changed op is timed through FlagGems")  # fmt: skip
@@ -232,6 +243,7 @@ def replay_step(
     ops: set[str],
     scope: set[str] | None,
     cache: Path | None = None,
+    base_cache: Path | None = None,
 ) -> tuple[set[str], set[str] | None]:
     """``--replay``: the changed rows of ``ops`` timed by kernel replay first
     (:mod:`zlbench.runner.replay`, ``<out>/replay/``); (the ops the op path still
@@ -239,7 +251,9 @@ def replay_step(
     neither measured nor judged: it is listed with the command that times it, as an op
     over the op-level budget is. ``cache``: the triton cache dir the screen compiled the
     PR's kernels into (the replay's PR side builds there: a kernel the screen built is
-    not compiled again)."""
+    not compiled again); ``base_cache``: the same for the base compiler's side, used
+    when the screen's base rebuild put kernels there (not when the base-screen cache
+    spared it)."""
     from zlbench.runner.replay import families_of, replay_changed
 
     assert codegen.screen is not None and inputs.ab.base is not None
@@ -260,6 +274,7 @@ def replay_step(
         jobs=job.codegen_jobs,
         op_costs=baseline_durations(inputs.baseline.path, per_dtype=False),
         pr_cache=cache,
+        base_cache=base_cache if base_cache is not None and cached_kernels(base_cache) else None,
         recorded_on=_recorded_on(inputs.baseline.manifest.gpu_model, job.cuda_visible_devices),
     )
     deferred = {}
@@ -315,11 +330,17 @@ def _measure_step(inputs: GateInputs, req: MeasureRequest, seams: GateSeams) -> 
 
 
 def screen_step(
-    inputs: GateInputs, job: GateJob, out: Path, seams: GateSeams, cache: Path | None = None
+    inputs: GateInputs,
+    job: GateJob,
+    out: Path,
+    seams: GateSeams,
+    cache: Path | None = None,
+    base_cache: Path | None = None,
 ) -> CodegenStep:
     """The codegen screen of the baseline's kernels, before any GPU time: the
     FlagGems checkouts' ``src/`` go first on the rebuild workers' path; the kernels
-    it compiles are kept in the triton cache dir ``cache`` (None: not kept)."""
+    it compiles are kept in the triton cache dir ``cache`` (None: not kept), the base
+    compiler's in ``base_cache`` (None: not kept)."""
     return screen_for_gate(
         inputs.baseline.path,
         out,
@@ -332,6 +353,7 @@ def screen_step(
         cache_out=cache,
         rebuilt=job.codegen_rebuilt,
         base=job.codegen_base,  # PR vs base compiler (screen_job resolved it)
+        base_cache_out=base_cache,
     )
 
 
