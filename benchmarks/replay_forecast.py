@@ -13,7 +13,9 @@ bound). The screen: a gate dir's ``codegen/codegen.json`` and the ops its
 compiler), or every kernel of the baseline changed (``--all-changed``: the whole
 inventory judged). Then the gate's own plan (``plan_replay``: families from
 ``ops/inventory_*.csv``, the gate's sentinels of ``ops/sentinels.txt``, the baseline's
-recorded op seconds) and its forecast at ``--jobs`` rebuild workers (the device's 15).
+recorded op seconds) and its forecast at ``--jobs`` rebuild workers (the device's 15),
+the PR side's builds cache hits (the screen built them), the base side's too with
+``--base-built`` (the screen rebuilt the base, no base-screen cache entry served it).
 Printed: changed rows, replayed / op path / deferred, the fallback reasons counted, the
 op path's ops, and the forecast.
 """
@@ -79,6 +81,12 @@ def main() -> None:
         metavar="S",
         help="the cost model's ROW_SETUP_S instead of its measured one (what-if)",
     )
+    ap.add_argument(
+        "--base-built",
+        action="store_true",
+        help="the screen rebuilt the base side (no base-screen cache entry): its replay "
+        "builds are cache hits too",
+    )
     args = ap.parse_args()
     if args.row_setup is not None:
         replay_plan.ROW_SETUP_S = args.row_setup  # replay_cost_s reads it at each call
@@ -109,9 +117,9 @@ def main() -> None:
         families=families_of(baseline, REPO / "ops"),
         timed_anyway=sentinel_ops({k: baseline.ops[k] for k in ops}, REPO / "ops"),
     )  # fmt: skip
-    f = forecast(
-        plan, ops, op_costs, args.jobs, pr_built=True
-    )  # as the gate: the screen built the PR side
+    f = forecast(  # as the gate: the screen built the PR side (and maybe the base's)
+        plan, ops, op_costs, args.jobs, pr_built=True, base_built=args.base_built
+    )
     n = plan.changed_rows
     print(f"baseline {args.baseline}: {len(ops)} ops, {len(rows)} rows; captures: {real} "
           f"recorded, {len(captures) - real} modelled")  # fmt: skip
