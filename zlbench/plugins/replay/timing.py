@@ -32,8 +32,9 @@ every tensor argument; :func:`compare_outputs` compares them (floats within a
 tolerance that widens with the dtype's precision, integers and bools exactly, nan
 equal to nan).
 
-GPU only, not verified on a GPU in this session: :class:`CudaEventTimer` and
-:func:`l2_flush` (CUDA events; a 2x-L2 zeroing). Tests on CPU use
+GPU only: :class:`CudaEventTimer` and :func:`l2_flush` (CUDA events; a 2x-L2 zeroing),
+run on H100s (2026-12-06, docs/measurements.md, twenty-ninth and thirtieth sessions: a
+timed call cost 130-170 µs beyond its kernel). Tests on CPU use
 :class:`PerfCounterTimer` and fake timers.
 """
 
@@ -117,9 +118,10 @@ def lead_cycles_for(launches: int) -> int:
     """The spin before a timed call that makes ``launches`` launches: LEAD_CYCLES for
     each, so that the host has enqueued them all before the start event fires (the
     span is then the kernels', not the host's). On an H100 (2026-12-06) two-launch rows
-    of ~8 µs stayed undecided after 16 pairs (±6-9 %) where one-launch rows of the same
-    size decided in 5 (±1 %) under one LEAD_CYCLES: a candidate cause, not yet measured
-    with this."""
+    of ~7 µs stayed undecided after 16 pairs (±6-10 %) where one-launch rows of the same
+    size decided in 5, with one LEAD_CYCLES and again with this: the first sample of
+    each pair is ~10 % slower than the second, whichever side (docs/measurements.md,
+    thirtieth session), a cause this does not remove."""
     return LEAD_CYCLES * max(1, launches)
 
 
