@@ -216,9 +216,9 @@ def forecast(
     a kernel a side over ``jobs`` workers (not the PR's with ``pr_built``, nor the base's
     with ``base_built``: the screen built that side's, it only starts),
     :data:`WORKER_START_S` and the rows' :func:`replay_cost_s`, and both sides' recorded
-    seconds of the ops the plan leaves to the op path (every op of ``ops`` but those whose rows are all planned for
-    replay, no sentinel and none the gate times anyway; :data:`DEFAULT_OP_COST_S` where
-    none is recorded)."""
+    seconds of the ops the plan leaves to the op path (every op of ``ops`` but those
+    whose rows are all planned for replay, no sentinel and none the gate times anyway;
+    :data:`DEFAULT_OP_COST_S` where none is recorded)."""
     kernels = {launch.kernel_id for p in plan.replay for launch in p.launches.launches}
     planned = {op_key(p.key.repo, p.key.run_name) for p in plan.replay}
     op_path = set(ops) - (planned - plan.kept_ops())
