@@ -32,6 +32,9 @@
 #   broad-op    after a REPLAY=1 broad-1: the same change without --replay (the op path)
 #               on the ops broad-1's replay judged REGRESSION and 6 of its others
 #               (benchmarks/replay_read.py opsfile; then replay_read.py compare)
+#   position    after a REPLAY=1 broad-1, under its PR: its two-launch reductions (and abs, argmax)
+#               replayed again with 0, 1 and 3 untimed calls before each sample
+#               (benchmarks/replay_position.py: the first-sample probe)
 #   v5-patched, v5-nocompile  patched / nocompile against v5 (the H200's baseline)
 #   v5-aa       the H200's baselines/v5 here, PR = same, base = base: the GPU model
 #               differs, the architecture does not (accepted, named in the report)
@@ -133,6 +136,10 @@ for spec in "$@"; do
           --base-compiler "$W/triton/base" \
         && python3 benchmarks/replay_read.py compare "$W/broad-1" "$W/$stage" 2>&1 \
           | tee -a "$LOG" ;;
+    position)
+      timed position no_coalesce python3 benchmarks/replay_position.py "$W/broad-1" \
+        --ops amax,mean,prod,sum,vector_norm,var_mean,abs,argmax --settle 0 1 3
+      grep -E "settle|first/second" "$W/position.log" | tee -a "$LOG" ;;
     broad-*) gate "$stage" no_coalesce "${pr[@]}" --base-compiler "$W/triton/base" ;;
     v5-patched) gate "$stage" patched --baseline baselines/v5 --ops-file ops/tiers/pr.txt \
       --base-compiler "$W/triton/base" ;;

@@ -104,6 +104,27 @@ def test_warmup_alternates_then_pairs_go_abba_with_restore_and_flush_before_each
         PairSample.model_validate(s)  # the op path's sample model
 
 
+def test_settle_calls_precede_each_sample_untimed_and_restored_and_flushed(monkeypatch):
+    """The first-sample probe: with settle 2 every sample starts with two untimed calls of
+    its own side, each on restored inputs after a flush; without it none (the default)."""
+    rec = Recorder(monkeypatch)
+    args = [torch.zeros(4)]
+    launch = {"pr": rec.launch("pr"), "base": rec.launch("base")}
+    samples = time_paired(launch, args, rule=rule(min_pairs=5, max_pairs=5), timer=rec,
+                          flush=rec.flush, warmup=0, reps=3, settle=2)  # fmt: skip
+    log = rec.log[:-1]  # the last restore leaves the inputs as given
+    per_sample = 2 * 3 + 3 * 5  # two settle calls (restore, flush, launch), three timed
+    assert len(log) == len(samples) * per_sample
+    for i, s in enumerate(samples):
+        chunk = log[i * per_sample : (i + 1) * per_sample]
+        assert chunk[:6] == ["restore", "flush", s["side"]] * 2  # untimed: no start/stop
+        assert chunk[6:] == ["restore", "flush", "start", s["side"], "stop"] * 3
+    assert rec.calls == {"pr": 15, "base": 15}  # only the timed calls were timed
+    assert args[0].tolist() == [0.0] * 4
+    with pytest.raises(ReplayError, match="settle -1"):
+        time_paired(launch, args, rule=rule(), timer=rec, flush=rec.flush, settle=-1)
+
+
 @pytest.mark.parametrize("min_pairs", [5, 7])
 def test_equal_sides_stop_when_the_rule_decides(monkeypatch, min_pairs):
     # identical times: the pair rule decides PASS at its min_pairs (>= 5 for a 90 % interval)

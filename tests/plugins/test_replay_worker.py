@@ -103,6 +103,7 @@ class Fake:
         self.launches: list[tuple] = []
         self.seeds: list[int] = []
         self.timers: list[int] = []  # the launches each row's timer was made for
+        self.settles: list[int] = []  # the plan's settle, as each row's timing got it
 
     def seams(self) -> worker.Seams:
         return worker.Seams(
@@ -136,7 +137,8 @@ class Fake:
         self.seeds += list(seeds)
         return [[f"{launch.kernel_id}:X", 4] for launch in launches]
 
-    def time_paired(self, launch, args, *, rule, timer, flush, warmup, reps):
+    def time_paired(self, launch, args, *, rule, timer, flush, warmup, reps, settle):
+        self.settles.append(settle)
         for side in SIDES:
             launch[side](args)
         return [dict(s) for s in SAMPLES]
@@ -276,8 +278,9 @@ def test_a_launch_whose_kernel_has_no_compile_request_falls_back(tmp_path):
 
 def test_each_side_launches_its_own_binaries_in_launch_order_count_times(tmp_path):
     fake = Fake()
-    plan = plan_of(row("m", spec("a", buffer=0), spec("b", buffer=1, count=2)))
+    plan = plan_of(row("m", spec("a", buffer=0), spec("b", buffer=1, count=2)), settle=2)
     assert run_main(tmp_path, plan, fake) == 0
+    assert fake.settles == [2]  # the plan's first-sample probe reaches the timing
     grid = (4, 1, 1)
     calls = {
         side: [("a@" + side, grid, ("a:X", 4))] + [("b@" + side, grid, ("b:X", 4))] * 2

@@ -266,6 +266,9 @@ class ReplayPlanFile(OnDisk):
     rule: str = ""  # zlbench.protocol.pairs.PairRule.to_json(); "" the default rule
     warmup: StrictInt = Field(3, ge=0)
     reps: StrictInt = Field(10, ge=1)  # timed single calls per sample (their median)
+    # untimed calls of a side just before each of its samples (0: none): a probe of the
+    # first-sample effect (docs/replay.md), not a default
+    settle: StrictInt = Field(0, ge=0)
     rtol: StrictFloat = Field(1e-3, ge=0)  # PR vs base outputs (widened by dtype)
     atol: StrictFloat = Field(1e-5, ge=0)
     row_timeout_s: StrictFloat | StrictInt = Field(120.0, gt=0)  # a row past it: hung

@@ -270,6 +270,7 @@ def replay_row(
             flush=seams.flush(plan.device),
             warmup=plan.warmup,
             reps=plan.reps,
+            settle=plan.settle,
         )
         phase("time")
         outs = seams.side_outputs(launch_of, args)
