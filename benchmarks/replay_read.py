@@ -6,6 +6,7 @@ next GPU session"): the numbers docs/measurements.md records for the replay tier
     python benchmarks/replay_read.py cost GATE_DIR... # where the step's seconds went
     python benchmarks/replay_read.py opsfile GATE_DIR [--sample N] [--tier F]
     python benchmarks/replay_read.py compare REPLAY_GATE OP_GATE  # one change, both instruments
+    python benchmarks/replay_read.py rows GATE_DIR... # the replay step alone, no verdict needed
 
 ``aa``: every judged A/B row of A/A gates, apart by the instrument that timed it
 (``kernel-replay`` or the op path): the paired |change| median, p90 and max over rows
@@ -33,6 +34,15 @@ other replayed op in turn until ``--sample`` more are named, one a line: the ``-
 of the same change's gate without ``--replay`` (the op path's REGRESSION set for those
 ops). ``compare``: per row that both gates judged (the first by replay, the second on the
 op path), both changes and verdicts, every disagreement listed.
+
+``rows``: what a gate's replay step left (``replay/replay.json`` and
+``replay/pairs.json``), for a gate cut before its verdict (each of the H100's was, in
+its op path): the rows that fell back and why, then per replayed row its pairs, both
+sides' fastest sample, the change with its interval and the pair rule's decision
+(:func:`zlbench.protocol.pairs.decide` on the statistic the judge derives,
+:func:`zlbench.gate.paired.pair_samples`), the decisions counted, and |change| as
+``aa`` gives it. ``cost`` also reads a gate without a verdict (less the kernel against
+op time).
 """
 
 from __future__ import annotations
@@ -46,10 +56,11 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from zlbench.gate.paired import judge_paired  # noqa: E402
+from zlbench.gate.paired import judge_paired, pair_samples, stats_of  # noqa: E402
 from zlbench.models import GateVerdict, RowVerdict, Verdict, load_json_model  # noqa: E402
-from zlbench.models.replay import REPLAY_DIR, REPLAY_JSON, ReplayRun  # noqa: E402
-from zlbench.protocol.pairs import PairRule  # noqa: E402
+from zlbench.models.ab import PairsFile  # noqa: E402
+from zlbench.models.replay import REPLAY_DIR, REPLAY_JSON, REPLAY_PAIRS, ReplayRun  # noqa: E402
+from zlbench.protocol.pairs import PairRule, decide  # noqa: E402
 from zlbench.workflow.ab import load_replay  # noqa: E402
 
 REPLAY = "kernel-replay"
@@ -128,7 +139,6 @@ def agree(gate: Path) -> None:
 def cost(gates: list[Path]) -> None:
     for g in gates:
         run = load_json_model(g / REPLAY_DIR / REPLAY_JSON, ReplayRun)
-        v = load_json_model(g / "verdict.json", GateVerdict)
         n = sum(1 for r in run.rows if r.instrument == REPLAY)
         steps = g / "steps.json"
         total = json.loads(steps.read_text()).get("seconds", {}) if steps.is_file() else {}
@@ -149,12 +159,40 @@ def cost(gates: list[Path]) -> None:
                   + ", ".join(f"{k} {v:.3f} s" for k, v in means.items()))  # fmt: skip
             for r in sorted(timed, key=lambda r: -sum(r.phases.values()))[:5]:
                 print(f"    {r.key.label():60} {sum(r.phases.values()):.3f} s {r.phases}")
+        if not (g / "verdict.json").is_file():
+            print("  no verdict.json: the replayed kernel time against the op time not read")
+            continue
+        v = load_json_model(g / "verdict.json", GateVerdict)
         seen = [
             min(r.ab.base_us) / r.baseline_us
             for r in v.rows
             if instrument(r) == REPLAY and r.ab.base_us and r.baseline_us
         ]
         print(f"  replayed kernel time / recorded op time: {quantiles(seen)}")
+
+
+def rows(gates: list[Path]) -> None:
+    rule = PairRule()
+    for g in gates:
+        run = load_json_model(g / REPLAY_DIR / REPLAY_JSON, ReplayRun)
+        stats = pair_samples(load_json_model(g / REPLAY_DIR / REPLAY_PAIRS, PairsFile), rule)
+        print(f"{g}: {run.coverage()}; step {run.seconds:.1f} s (builds "
+              f"{run.build_seconds:.1f} s, workers {run.worker_seconds:.1f} s)")  # fmt: skip
+        for r in run.rows:
+            if r.instrument != REPLAY:
+                print(f"  fell back  {r.key.label()[:70]:70} {r.why}")
+        decided: dict[str, int] = {}
+        for key, p in sorted(stats.items(), key=lambda kv: kv[0].label()):
+            d = decide(stats_of(p), rule)
+            name = str(d) if d is not None else "undecided"
+            decided[name] = decided.get(name, 0) + 1
+            print(f"  {key.label()[:70]:70} pairs {p.rounds:2d} base {min(p.base_us):9.2f} us "
+                  f"pr {min(p.pr_us):9.2f} us {p.change:+.4f} [{p.change_lo:+.4f}, "
+                  f"{p.change_hi:+.4f}] {name}")  # fmt: skip
+        big = [abs(p.change) for p in stats.values() if min(p.base_us) >= 5.0]
+        print(f"  decisions {decided}")
+        print(f"  |change| base >= 5 us: {quantiles(big)}")
+        print(f"  |change| all:          {quantiles([abs(p.change) for p in stats.values()])}")
 
 
 def _by_replay(v: GateVerdict) -> list[RowVerdict]:
@@ -201,6 +239,7 @@ def main() -> None:
     o.add_argument("gate", type=Path)
     o.add_argument("--sample", type=int, default=6)
     o.add_argument("--tier", type=Path, default=REPO / "ops/tiers/pr.txt")
+    sub.add_parser("rows").add_argument("gates", type=Path, nargs="+")
     c = sub.add_parser("compare")
     c.add_argument("replayed", type=Path)
     c.add_argument("op_path", type=Path)
@@ -211,6 +250,8 @@ def main() -> None:
         agree(a.gate)
     elif a.cmd == "cost":
         cost(a.gates)
+    elif a.cmd == "rows":
+        rows(a.gates)
     elif a.cmd == "opsfile":
         opsfile(a.gate, a.sample, a.tier)
     else:
