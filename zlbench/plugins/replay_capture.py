@@ -369,7 +369,7 @@ class RowCapture:
         call: int,
         in_graph: bool,
         read_values: Callable[[ArgSpec, Any], None] = add_values,
-        can_read: Callable[[], bool] = lambda: True,
+        lock_held: Callable[[], bool] = lambda: False,
     ) -> None:
         g = grid3(grid)
         key = (triton_hash, tuple(g), tuple(arg_key(a) for a in args))
@@ -386,7 +386,7 @@ class RowCapture:
             known.count += 1
             if not in_graph and not known.spec.why_not and self._other_stream(stream):
                 known.spec.why_not = "side stream"
-            if known.pending and not known.spec.why_not and can_read():
+            if known.pending and not known.spec.why_not and not lock_held():
                 _read(known.spec, args, read_values)
                 known.pending = False
             return
@@ -402,7 +402,7 @@ class RowCapture:
         entry = self.entries[key] = _Entry(spec, call, 1)
         self.in_call += 1
         if not spec.why_not:
-            if can_read():
+            if not lock_held():
                 _read(spec, args, read_values)
             else:
                 entry.pending = True
@@ -514,7 +514,7 @@ class LaunchRecorder:
                 state.timed_calls(),
                 self.in_graph(),
                 self.read_values,
-                lambda: not self.lock_held(),
+                self.lock_held,
             )
         except Exception as e:  # noqa: BLE001 - a capture must never break a benchmark
             why = f"capture failed: {type(e).__name__}: {e}".splitlines()[0][:200]

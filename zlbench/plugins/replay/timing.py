@@ -156,10 +156,15 @@ def _call(side: str, launch: Launch, args: list) -> None:
         raise ReplayError(f"{side} launch failed: {first_line(e)}") from e
 
 
-def _timed(side: str, launch: Launch, args: list, snap: list, timer: Timer, flush) -> float:
+def _fresh(snap: list, flush) -> None:
+    """Before a call of a sample (timed or settling): the inputs restored, L2 flushed."""
     restore(snap)
     if flush is not None:
         flush()
+
+
+def _timed(side: str, launch: Launch, args: list, snap: list, timer: Timer, flush) -> float:
+    _fresh(snap, flush)
     try:
         timer.start()
         launch(args)
@@ -207,9 +212,7 @@ def time_paired(
         order = (SIDE_A, SIDE_B) if k % 2 == 0 else (SIDE_B, SIDE_A)
         for side in order:
             for _ in range(settle):  # untimed, restored and flushed as a timed call
-                restore(snap)
-                if flush is not None:
-                    flush()
+                _fresh(snap, flush)
                 _call(side, launch[side], args)
             times = [_timed(side, launch[side], args, snap, timer, flush) for _ in range(reps)]
             sample: dict[str, Any] = {"side": side, "ms": median(times)}
