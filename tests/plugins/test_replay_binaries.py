@@ -34,6 +34,7 @@ from zlbench.models import (  # noqa: E402
     TensorStats,
     load_json_model,
 )
+from zlbench.models.base import dump_json_model  # noqa: E402
 from zlbench.plugins.compiler import rebuild, standin  # noqa: E402
 from zlbench.plugins.replay import binaries, worker  # noqa: E402
 from zlbench.plugins.replay.materialize import ReplayError  # noqa: E402
@@ -117,6 +118,26 @@ def test_a_group_digest_is_the_screens_digest_of_its_cubin(built):
     assert pr.refs[b.rec.id].code_digest == recorded
     other = binaries.code_digest(base.refs[b.rec.id].group_dir)
     assert other != recorded  # ptxas -O0: another binary
+
+
+def test_the_replays_build_leaves_the_disassembly_out(built, tmp_path):
+    """The replay's builds run the rebuild worker with --no-sass: the binary and its
+    code digest, no SASS stage (the screen's rebuild of the same kernel by the same
+    compiler disassembles it, with the same code digest)."""
+    b, _, base = built
+    replayed = base.rebuilt[b.rec.id].result
+    assert replayed.cubin_code_sha256 and "sass" not in replayed.stages
+    assert replayed.n_regs is None
+    index = tmp_path / "in.json"
+    dump_json_model(index, CodegenIndex(compiler=b.index.compiler, records=[b.rec]))
+    cmd = [sys.executable, "-m", "zlbench.plugins.compiler.rebuild", str(index)]
+    cmd.append(str(tmp_path / "o"))
+    proc = subprocess.run(cmd, env=b.env(b.root / "site"), capture_output=True, text=True,
+                          timeout=600, check=False)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    screened = load_json_model(tmp_path / "o" / "index.json", CodegenIndex).records[0].result
+    assert "sass" in screened.stages and screened.n_regs is not None
+    assert screened.cubin_code_sha256 == replayed.cubin_code_sha256
 
 
 def test_a_build_whose_binary_is_not_the_screens_is_refused(built, tmp_path):

@@ -15,7 +15,7 @@ whatever its SASS (:func:`earlier_stage_differs`; a note on the record says so).
 Entry point (one process; run several on shards for parallelism)::
 
     python -m zlbench.plugins.compiler.rebuild INDEX_JSON OUT_DIR [CACHE_DIR] [--shard K/N]
-        [--exec-generated] [--in-cache]
+        [--exec-generated] [--in-cache] [--no-sass]
 
 writes ``OUT_DIR/index.json`` (a CodegenIndex: the input records in input order,
 ``used_by`` kept, ``result``/``error``/``notes`` from this rebuild) and
@@ -36,6 +36,12 @@ kernel-replay tier's builds). ``OUT_DIR/groups.json`` then maps each
 kernel id put there (or found there already) to its cache group dir's name (triton's
 hash of the compile, ``CACHE_DIR/<name>/``): the kernel-replay tier loads a side's
 binary from it (:mod:`zlbench.plugins.replay.binaries`).
+
+``--no-sass``: no SASS stage, registers or spills (the cubin is not disassembled; its
+code digest, ``cubin_code_sha256``, is still taken). The kernel-replay tier's builds
+need the binary and its code digest only, and a disassembly is most of a cache hit's
+cost (``cuobjdump`` twice, about 0.3 s a kernel of this CPU against 0.01 s for the
+rest; docs/replay.md "The builds").
 
 A kernel FlagGems generated at run time is recorded with its module's text
 (``generated_source``); rebuilding it means executing that text as Python. The worker
@@ -242,9 +248,15 @@ def compile_request(req: CompileRequest, fn: Any) -> dict:
 
 
 def rebuild_one(
-    rec: CompileRecord, loader: Loader, store: capture.BlobStore, roots, groups=None
+    rec: CompileRecord,
+    loader: Loader,
+    store: capture.BlobStore,
+    roots,
+    groups=None,
+    sass: bool = True,
 ) -> CompileRecord:
-    """``groups``: a dict that gets ``{id: cache group dir name}`` of what compiled."""
+    """``groups``: a dict that gets ``{id: cache group dir name}`` of what compiled;
+    ``sass``: False leaves the SASS stage, registers and spills out (``--no-sass``)."""
     out = CompileRecord(id=rec.id, request=rec.request, used_by=rec.used_by)
     try:  # not finding the kernel or its constexprs here is not the compiler's failure
         fn = loader.function(rec.request)
@@ -265,7 +277,7 @@ def rebuild_one(
     if groups is not None and files:
         groups[rec.id] = Path(next(iter(files.values()))).parent.name
     out.result, cubin = capture.result_from(kw["metadata"], files, kw["times"], False, store, roots)
-    if cubin is not None:
+    if cubin is not None and sass:
         note = finish_sass(rec.result, out.result, cubin, store, roots)
         out.notes += [note] if note else []
     return out
@@ -318,6 +330,7 @@ def rebuild_index(
     exec_generated: bool = False,
     on_item: Callable[[str, str | None], None] | None = None,
     in_cache: bool = False,
+    sass: bool = True,
 ) -> CodegenIndex:
     """Rebuild (a shard of) ``index``'s requests; write and return the new index
     (the compiled kernels also put into the triton cache dir ``cache_out``, if given;
@@ -326,7 +339,8 @@ def rebuild_index(
     recorded module text may be executed to rebuild it (module docstring).
     ``in_cache``: compile in ``cache_out`` itself, not in a private cache: a kernel
     already there is a cache hit, not compiled again (the kernel-replay tier's builds,
-    which need the binaries, not the screen's stage texts)."""
+    which need the binaries, not the screen's stage texts). ``sass``: False, no
+    disassembly (``--no-sass``)."""
     import triton
 
     todo = select(index.records, shard)
@@ -341,7 +355,7 @@ def rebuild_index(
         roots = [*roots, tmp]
         for rec in todo:
             with standin_mod.standin(target_spec(rec.request)):
-                done.append(rebuild_one(rec, loader, store, roots, groups))
+                done.append(rebuild_one(rec, loader, store, roots, groups, sass))
             if on_item is not None:
                 on_item(rec.id, done[-1].error)
         out = CodegenIndex(compiler=capture.compiler_identity(), records=done)
@@ -444,13 +458,21 @@ def main(argv: list[str] | None = None) -> int:
         action="store_true",
         help="compile in CACHE_DIR itself: a kernel already there is not compiled again",
     )
+    p.add_argument(
+        "--no-sass",
+        action="store_true",
+        help="no disassembly: no SASS stage, registers or spills (the replay's builds)",
+    )
     args = p.parse_args(argv)
     try:
         shard = parse_sweep_shard(args.shard, "--shard") if args.shard else None
         index = load_json_model(args.index, CodegenIndex)
         cache_out = Path(args.cache_dir) if args.cache_dir else None
         out_dir, trusted = Path(args.out_dir), args.exec_generated
-        out = rebuild_index(index, out_dir, shard, cache_out, trusted, write_item, args.in_cache)
+        out = rebuild_index(
+            index, out_dir, shard, cache_out, trusted, write_item, args.in_cache,
+            sass=not args.no_sass,
+        )  # fmt: skip
     except ZlbenchError as e:
         print(f"zlbench: {e}", file=sys.stderr)
         return 2

@@ -7,7 +7,9 @@ stand-in driver for the recorded target, so no GPU is needed): the PR's side wit
 interpreter, the base's with the base environment's (the caller passes its interpreter
 and environment, ``zlbench.runner.ab.env.CompilerEnv``). The worker writes
 ``OUT/groups.json`` (kernel id -> the cache group dir's name, triton's hash of the
-compile), so each kernel id names the group its binary is in (:func:`build_side`).
+compile), so each kernel id names the group its binary is in (:func:`build_side`). It
+runs with ``--no-sass``: a binary's check needs its code digest, not its disassembly,
+which was most of a cache hit's cost.
 
 **Checking.** A binary counts only when its code is the screen's: :func:`code_digest`
 is the digest the screen gives a rebuild's cubin (``capture.code_sha256``, the
@@ -155,7 +157,7 @@ def _build_part(
     index_in, rebuilt = work / "in.json", work / "out"
     compiler = capture.compiler_identity()
     dump_json_model(index_in, CodegenIndex(compiler=compiler, records=records))
-    cmd = [python or sys.executable, "-m", "zlbench.plugins.compiler.rebuild"]
+    cmd = [python or sys.executable, "-m", "zlbench.plugins.compiler.rebuild", "--no-sass"]
     cmd += ["--exec-generated"] if exec_generated else []
     cmd += ["--in-cache"] if in_cache else []
     cmd += [str(index_in), str(rebuilt), str(cache_dir)]
