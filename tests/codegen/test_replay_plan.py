@@ -11,6 +11,8 @@ from zlbench.codegen.replay_plan import (
     BUILD_CPU_S,
     BUILD_START_S,
     CALL_OVERHEAD_US,
+    HIT_CPU_S,
+    HITS_PER_WORKER,
     ROW_SETUP_S,
     WORKER_START_S,
     deferred_command,
@@ -487,6 +489,22 @@ def test_an_op_the_gate_times_anyway_is_its_familys_sentinel():
 # --------------------------------------------------------------------------- forecast
 
 
+def test_build_workers_give_a_side_of_cache_hits_few_and_the_compiling_side_the_rest():
+    from zlbench.codegen.replay_plan import build_workers
+
+    # v5's broad change: the PR's 90 kernels the screen's (hits), the base's compiled
+    assert build_workers(15, 90, {"pr": True, "base": False}) == {"pr": 1, "base": 14}
+    assert build_workers(15, 90, {"pr": False, "base": False}) == {"pr": 8, "base": 7}
+    # v7's: thousands of hits a side take workers by HITS_PER_WORKER, up to half each
+    assert build_workers(15, 4939, {"pr": True, "base": True}) == {"pr": 7, "base": 7}
+    n = 3 * HITS_PER_WORKER
+    assert build_workers(15, n, {"pr": True, "base": True}) == {"pr": 3, "base": 3}
+    assert build_workers(15, n, {"pr": True, "base": False}) == {"pr": 3, "base": 12}
+    # one job still builds both sides, one worker each
+    assert build_workers(1, 90, {"pr": False, "base": False}) == {"pr": 1, "base": 1}
+    assert build_workers(1, 90, {"pr": True, "base": False}) == {"pr": 1, "base": 1}
+
+
 def test_the_forecast_adds_builds_replay_and_both_sides_of_the_op_path():
     a, b, c, d = row("a"), row("b"), row("c"), row("d")
     s = screen(*(kernel(f"k{r.op}", C, [r]) for r in (a, b, c, d)))
@@ -496,15 +514,18 @@ def test_the_forecast_adds_builds_replay_and_both_sides_of_the_op_path():
     plan = plan_replay(s, [a, b, c, d], caps, {a: 1.0, b: 2.0, c: 0.5}, op_costs, None, fams)
     # a: F's sentinel (cheaper); b, c replayed whole; d: no capture; e: not in the plan
     f = forecast(plan, ["main/a", "main/b", "main/c", "main/d", "main/e"], op_costs, jobs=3)
-    # ka, kb, kc built on both sides, each side's workers started once
-    assert f.build_s == pytest.approx(2 * BUILD_START_S + 2 * 3 * BUILD_CPU_S / 3)
+    # ka, kb, kc built on both sides at once: the PR's on 2 workers, the base's on 1
+    assert f.build_s == pytest.approx(BUILD_START_S + 3 * BUILD_CPU_S / 1)
     assert f.replay_s == pytest.approx(WORKER_START_S + 3.5)  # one worker started
     assert f.op_path_ops == 3  # a, d, e
     assert f.op_path_s == pytest.approx(2 * (4.0 + 3.0 + DEFAULT_OP_COST_S))
     assert f.total_s == pytest.approx(f.build_s + f.replay_s + f.op_path_s)
     built = forecast(plan, ["main/a"], op_costs, jobs=3, pr_built=True)  # the screen's PR builds
-    assert built.build_s == pytest.approx(2 * BUILD_START_S + 3 * BUILD_CPU_S / 3)
+    # the PR's side cache hits on 1 worker, the base's 3 kernels on the other 2
+    assert built.build_s == pytest.approx(BUILD_START_S + 3 * BUILD_CPU_S / 2)
     nothing = forecast(plan_replay(s, [d], caps), ["main/d"], op_costs)  # d: no capture
+    hits = forecast(plan, ["main/a"], op_costs, jobs=3, pr_built=True, base_built=True)
+    assert hits.build_s == pytest.approx(BUILD_START_S + 3 * HIT_CPU_S)  # 1 worker a side
     assert (nothing.build_s, nothing.replay_s) == (0.0, 0.0)  # nothing built or started
 
 

@@ -188,7 +188,9 @@ def test_a_part_that_fails_as_a_whole_is_its_kernels_error_only(built, tmp_path,
     real = binaries._run_build
 
     def fail_part_1(cmd, env, timeout_s):
-        return "build failed (exit 9): boom" if "part-1" in cmd[-3] else real(cmd, env, timeout_s)
+        if "part-1" in cmd[-3]:
+            return "build failed (exit 9): boom", {}
+        return real(cmd, env, timeout_s)
 
     monkeypatch.setattr(binaries, "_run_build", fail_part_1)
     got = binaries.build_side([b.rec, twin], tmp_path / "w", tmp_path / "c", env=b.env(), jobs=2)

@@ -9,7 +9,7 @@ import re
 from tests.support import cgsynth
 from tests.support.zlsynth import brow, write_baseline
 from zlbench.codegen.diff import code_digest
-from zlbench.codegen.replay_plan import BUILD_CPU_S, BUILD_START_S
+from zlbench.codegen.replay_plan import BUILD_CPU_S, BUILD_START_S, HIT_CPU_S
 from zlbench.gate.load import load_baseline
 from zlbench.models import (
     LAUNCHES_JSON,
@@ -183,8 +183,8 @@ def test_replayed_rows_and_the_op_judged_by_replay_alone(tmp_path):
     # before replaying: the forecast (a, c replayed: 2 kernels; b and F's sentinel left
     # to FlagGems: the 30 s an op without recorded seconds costs, both sides)
     (line,) = [x for x in said if "expected about" in x]
-    # builds: each side's workers start, then 2 kernels x 2 sides on one worker
-    builds = 2 * BUILD_START_S + 2 * 2 * BUILD_CPU_S
+    # builds: both sides at once, each its 2 kernels on one worker (jobs 1)
+    builds = BUILD_START_S + 2 * BUILD_CPU_S
     assert f"builds {builds:.1f}s" in line and "2 op(s) through FlagGems 2m00s" in line, line
     # a progress line per row as the worker ends it, with the counts
     lines = [line for line in said if "replay [" in line]
@@ -305,6 +305,7 @@ def test_every_op_the_gate_times_anyway_stays_on_the_op_path_even_when_replayed_
 
 def test_the_pr_side_builds_in_the_screens_cache_so_its_kernels_are_not_compiled_again(tmp_path):
     fakes = Fakes()
+    screens(tmp_path / "shared")
     _, _, said = run(tmp_path, fakes, pr_cache=tmp_path / "shared")
     gate = tmp_path / "gate" / "replay"
     assert sorted(fakes.builds) == [
@@ -312,8 +313,8 @@ def test_the_pr_side_builds_in_the_screens_cache_so_its_kernels_are_not_compiled
         ("build-pr", tmp_path / "shared", True),
     ]
     (line,) = [x for x in said if "expected about" in x]
-    # both sides start; the base's alone compiles its 2 kernels
-    assert f"builds {2 * BUILD_START_S + 2 * BUILD_CPU_S:.1f}s" in line, line
+    # both sides at once; the base's alone compiles its 2 kernels, the PR's are hits
+    assert f"builds {BUILD_START_S + 2 * BUILD_CPU_S:.1f}s" in line, line
     alone = Fakes()
     run(tmp_path / "2", alone)  # no shared cache: each side its own
     assert {(w, c.name, i) for w, c, i in alone.builds} == {
@@ -328,6 +329,7 @@ def test_the_base_side_builds_in_the_screens_base_cache_so_neither_side_compiles
     """The screen's base rebuild left its kernels in a cache dir of its own: the base
     side builds there too (cache hits), and the forecast charges only the sides' start."""
     fakes = Fakes()
+    screens(tmp_path / "shared", tmp_path / "base-shared")
     _, _, said = run(tmp_path, fakes, pr_cache=tmp_path / "shared",
                      base_cache=tmp_path / "base-shared")  # fmt: skip
     assert sorted(fakes.builds) == [
@@ -335,7 +337,19 @@ def test_the_base_side_builds_in_the_screens_base_cache_so_neither_side_compiles
         ("build-pr", tmp_path / "shared", True),
     ]
     (line,) = [x for x in said if "expected about" in x]
-    assert f"builds {2 * BUILD_START_S:.1f}s" in line, line
+    assert f"builds {BUILD_START_S + 2 * HIT_CPU_S:.1f}s" in line, line  # start, 2 hits
+    # the base-screen cache served the screen: its base dir is empty, the base compiles
+    (tmp_path / "empty").mkdir()
+    _, _, said = run(tmp_path / "2", Fakes(), pr_cache=tmp_path / "shared",
+                     base_cache=tmp_path / "empty")  # fmt: skip
+    (line,) = [x for x in said if "expected about" in x]
+    assert f"builds {BUILD_START_S + 2 * BUILD_CPU_S:.1f}s" in line, line
+
+
+def screens(*caches) -> None:
+    """The screen's kernels put into each triton cache dir (a group dir each)."""
+    for c in caches:
+        (c / "screened").mkdir(parents=True)
 
 
 def test_the_forecast_says_when_the_recorded_seconds_come_from_another_gpu_model(tmp_path):

@@ -158,7 +158,13 @@ WORKER_START_S = 10.0  # a replay worker's start: torch, CUDA, the first row's l
 CALL_OVERHEAD_US = 150.0  # per timed call: restore written buffers, flush L2, lead spin, sync
 REPS = 10  # single-call timings per sample (zlbench.plugins.replay.timing)
 BUILD_CPU_S = 6.0  # one kernel, one side, on the device's CPUs (v5's: flash attention's slow)
-BUILD_START_S = 9.0  # one side's rebuild workers starting, the sides one after the other
+BUILD_START_S = 9.0  # the rebuild workers starting (both sides' at once)
+# A side whose kernels the screen built (its cache dir filled: each is a cache hit, no
+# SASS) costs a worker about this much CPU a kernel: the JIT function found, triton's
+# cache looked up, the stage texts digested (this CPU, 24 of v5's kernels: 6.0 s with the
+# worker's start, 4-5 s of it; docs/replay.md "The builds").
+HIT_CPU_S = 0.05
+HITS_PER_WORKER = 100  # such a side's kernels a worker takes on before another starts
 DEFAULT_KERNEL_US = 100.0  # a row the baseline recorded no latency for
 RERUN = "zlbench gate"  # the command a deferred row's line starts with (the caller's gate)
 WHY_NOT = {"graph": FALLBACK_GRAPH, "side stream": FALLBACK_SIDE_STREAM}
@@ -203,6 +209,36 @@ class ReplayForecast:
         return self.build_s + self.replay_s + self.op_path_s
 
 
+def build_workers(jobs: int, kernels: int, built: Mapping[str, bool]) -> dict[str, int]:
+    """Rebuild workers per side for ``kernels`` kernels, both sides building at once
+    within ``jobs`` workers (``built``: side -> whether the screen built its kernels
+    into its cache dir). A built side's kernels are cache hits, about a worker's start
+    for :data:`HITS_PER_WORKER` of them: it gets that many workers, at most half of
+    ``jobs``. The other sides share the rest evenly. Every side gets at least one."""
+    jobs = max(1, jobs)
+    out: dict[str, int] = {}
+    for side, done in built.items():
+        if done:
+            out[side] = max(1, min(jobs // 2, -(-kernels // HITS_PER_WORKER)))
+    cold = [side for side, done in built.items() if not done]
+    left = jobs - sum(out.values())
+    for i, side in enumerate(cold):
+        out[side] = max(1, left // len(cold) + (1 if i < left % len(cold) else 0))
+    return {side: out[side] for side in built}
+
+
+def build_seconds(kernels: int, workers: Mapping[str, int], built: Mapping[str, bool]) -> float:
+    """Both sides' builds at once (:func:`build_workers`): :data:`BUILD_START_S`, then the
+    slower side's kernels over its workers, :data:`BUILD_CPU_S` each (:data:`HIT_CPU_S`
+    for a built side's)."""
+    if not kernels:
+        return 0.0
+    per = [
+        kernels * (HIT_CPU_S if built[s] else BUILD_CPU_S) / max(1, w) for s, w in workers.items()
+    ]
+    return BUILD_START_S + max(per, default=0.0)
+
+
 def forecast(
     plan: ReplayPlan,
     ops: Collection[str],
@@ -212,9 +248,9 @@ def forecast(
     base_built: bool = False,
 ) -> ReplayForecast:
     """The plan's :class:`ReplayForecast` for the gate's ``ops`` (those it would time
-    without the replay): builds at :data:`BUILD_START_S` a side and :data:`BUILD_CPU_S`
-    a kernel a side over ``jobs`` workers (not the PR's with ``pr_built``, nor the base's
-    with ``base_built``: the screen built that side's, it only starts),
+    without the replay): both sides' builds at once, :func:`build_seconds` over
+    :func:`build_workers` of ``jobs`` (``pr_built``/``base_built``: the screen built
+    that side's kernels into its cache dir, cache hits),
     :data:`WORKER_START_S` and the rows' :func:`replay_cost_s`, and both sides' recorded
     seconds of the ops the plan leaves to the op path (every op of ``ops`` but those
     whose rows are all planned for replay, no sentinel and none the gate times anyway;
@@ -222,9 +258,9 @@ def forecast(
     kernels = {launch.kernel_id for p in plan.replay for launch in p.launches.launches}
     planned = {op_key(p.key.repo, p.key.run_name) for p in plan.replay}
     op_path = set(ops) - (planned - plan.kept_ops())
-    started = 2 * BUILD_START_S if kernels else 0.0
+    built = {"pr": pr_built, "base": base_built}
     return ReplayForecast(
-        build_s=started + (2 - pr_built - base_built) * len(kernels) * BUILD_CPU_S / max(1, jobs),
+        build_s=build_seconds(len(kernels), build_workers(jobs, len(kernels), built), built),
         replay_s=plan.replay_s + (WORKER_START_S if plan.replay else 0.0),
         op_path_ops=len(op_path),
         op_path_s=2 * sum(op_costs.get(k, DEFAULT_OP_COST_S) for k in op_path),

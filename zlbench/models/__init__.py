@@ -154,6 +154,7 @@ _MODULES: dict[str, tuple[str, ...]] = {
         "ReplayPlanFile",
         "ReplayRun",
         "RowLaunches",
+        "SideBuildTime",
         "TensorStats",
     ),
     "run": (

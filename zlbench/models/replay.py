@@ -188,6 +188,22 @@ class WorkerRow(_Model):
     samples: PairedSamples | None = None
 
 
+class SideBuildTime(_Model):
+    """Where one side's build went (``ReplayRun.builds``): its rebuild workers, the
+    kernels it built and how many of them compiled (not cache hits), its wall seconds,
+    the slowest worker's, and each phase's seconds summed over its workers (the rebuild
+    worker's ``PHASES``, and ``start``: a worker's wall not in them, the interpreter's
+    start and its first imports)."""
+
+    side: Literal["pr", "base"]
+    workers: StrictInt = Field(ge=0)
+    kernels: StrictInt = Field(ge=0)
+    compiled: StrictInt = Field(0, ge=0)
+    seconds: StrictFloat = 0.0
+    slowest_s: StrictFloat = 0.0
+    phases_s: dict[str, StrictFloat] = Field(default_factory=dict)
+
+
 class ReplayRun(OnDisk):
     """``<gate>/replay/replay.json``: the replay tier's plan and outcome."""
 
@@ -200,7 +216,8 @@ class ReplayRun(OnDisk):
     # rows of replayed ops whose timed kernels the screen proved identical to the base's
     identical: list[RowKey] = Field(default_factory=list)
     seconds: StrictFloat = 0.0  # the whole step
-    build_seconds: StrictFloat = 0.0  # of which: both sides' builds
+    build_seconds: StrictFloat = 0.0  # of which: both sides' builds (at once)
+    builds: list[SideBuildTime] = Field(default_factory=list)  # each side's
     worker_seconds: StrictFloat = 0.0  # of which: the replay workers (timing the rows)
 
     @property

@@ -30,14 +30,17 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from zlbench.codegen.collect import collect
 from zlbench.codegen.diff import code_digest
 from zlbench.codegen.replay_plan import (
     ReplayForecast,
     ReplayPlan,
+    build_workers,
     forecast,
     plan_replay,
     replay_costs,
@@ -58,9 +61,18 @@ from zlbench.models import (
     load_json_model,
 )
 from zlbench.models.codegen import CODEGEN_DIR
-from zlbench.models.replay import REPLAY_PLAN, BinaryRef, PlannedRow, ReplayPlanFile
+from zlbench.models.replay import (
+    REPLAY_PLAN,
+    BinaryRef,
+    PlannedRow,
+    ReplayPlanFile,
+    SideBuildTime,
+)
 from zlbench.protocol.layout import op_key
 from zlbench.runner.ab.env import CompilerEnv, with_front
+
+if TYPE_CHECKING:
+    from zlbench.plugins.replay.binaries import SideBuild
 
 DIFFERS_FROM_SCREEN = "replayed binary differs from the screen's"
 
@@ -183,10 +195,11 @@ def replay_changed(
         f"FlagGems, {len(plan.deferred)} deferred"
         + (f"; {len(unchanged)} unchanged row(s) replayed too (--time all)" if unchanged else "")
     )
+    caches = {"pr": pr_cache, "base": base_cache}
+    built = {side: filled(c) for side, c in caches.items()}
     expected = forecast(
-        plan, ops, op_costs or {}, jobs, pr_built=pr_cache is not None,
-        base_built=base_cache is not None,
-    )  # fmt: skip
+        plan, ops, op_costs or {}, jobs, pr_built=built["pr"], base_built=built["base"]
+    )
     say(forecast_line(expected, recorded_on))
     sides = {
         name: (side.python, side.environ(with_front(os.environ, pythonpath)))
@@ -196,10 +209,12 @@ def replay_changed(
     done: list[ReplayedRow] = []
     pairs = PairsFile()
     build_s = worker_s = 0.0
+    builds: list[SideBuildTime] = []
     if plan.replay:
         t1 = time.monotonic()
-        caches = {"pr": pr_cache, "base": base_cache}
-        planned, lost = _build(plan, baseline, screen, rdir, sides, build_side, say, jobs, caches)
+        planned, lost, builds = _build(
+            plan, baseline, screen, rdir, sides, build_side, say, jobs, caches, built
+        )
         build_s = time.monotonic() - t1
         fallback += lost
         if planned.rows:
@@ -230,6 +245,7 @@ def replay_changed(
         deferred=plan.deferred,
         seconds=round(time.monotonic() - t0, 3),
         build_seconds=round(build_s, 3),
+        builds=builds,
         worker_seconds=round(worker_s, 3),
     )
     whole = _whole_ops(run, plan)
@@ -314,29 +330,42 @@ def _build(
     say: Callable[[str], None],
     jobs: int = 1,
     caches: Mapping[str, Path | None] | None = None,
-) -> tuple[ReplayPlanFile, list[ReplayedRow]]:
-    """Both sides' binaries of the planned rows' kernels; the plan file of the rows
-    whose every kernel built on both sides (the PR's as the screen built it), and the
-    others as fallbacks with why. ``caches``: side -> the triton cache dir the screen
-    compiled that side's kernels into (built there: its kernels are cache hits)."""
+    filled: Mapping[str, bool] | None = None,
+) -> tuple[ReplayPlanFile, list[ReplayedRow], list[SideBuildTime]]:
+    """Both sides' binaries of the planned rows' kernels, the sides at once within
+    ``jobs`` rebuild workers (``build_workers``); the plan file of the rows whose every
+    kernel built on both sides (the PR's as the screen built it), the others as
+    fallbacks with why, and where each side's build went. ``caches``: side -> the
+    triton cache dir the screen compiled that side's kernels into (built there: a kernel
+    there is a cache hit); ``filled``: side -> whether the screen put its kernels there
+    (a side of cache hits needs fewer workers)."""
     kernels = collect(baseline.path)
     ids = sorted({launch.kernel_id for p in plan.replay for launch in p.launches.launches})
     records = [kernels.records[k] for k in ids if k in kernels.records]
-    say(f"zlbench gate: replay: building {len(records)} kernel(s) with both compilers")
     shared = {s: c for s, c in (caches or {}).items() if c is not None}  # the screen's builds
-    built = {
-        side: build_side(
+    hits = {side: bool((filled or {}).get(side)) for side in sides}
+    workers = build_workers(jobs, len(records), hits)
+    say(
+        f"zlbench gate: replay: building {len(records)} kernel(s) with both compilers at "
+        f"once ({', '.join(f'{s} {n} worker(s)' for s, n in workers.items())})"
+    )
+
+    def one(side: str) -> SideBuild:
+        python, env = sides[side]
+        return build_side(
             records,
             rdir / f"build-{side}",
             shared.get(side) or rdir / f"cache-{side}",
             python=python,
             env=env,
             exec_generated=True,
-            jobs=jobs,
+            jobs=workers[side],
             in_cache=side in shared,
-        )  # fmt: skip
-        for side, (python, env) in sides.items()
-    }
+        )
+
+    with ThreadPoolExecutor(max_workers=len(sides)) as pool:  # each side: its own processes
+        built = dict(zip(sides, pool.map(one, sides), strict=True))
+    times = [b.timing(side, len(records)) for side, b in built.items()]
     screened = {k.kernel_id: k.code_digest for k in screen.kernels}
     differs = {  # the PR side's build is not what the screen built
         kid
@@ -368,4 +397,14 @@ def _build(
             )
             continue
         planned.rows.append(PlannedRow(key=p.key, launches=p.launches.launches, binaries=refs))
-    return planned, lost
+    return planned, lost, times
+
+
+def filled(cache: Path | None) -> bool:
+    """Whether the triton cache dir ``cache`` holds anything: the screen put that
+    side's kernels there (the base's is empty when the base-screen cache served the
+    screen: nothing was rebuilt)."""
+    try:
+        return cache is not None and any(cache.iterdir())
+    except OSError:
+        return False

@@ -59,7 +59,9 @@ import json
 import os
 import sys
 import tempfile
+import time
 from collections.abc import Callable
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -71,6 +73,26 @@ from zlbench.plugins.compiler import capture
 from zlbench.plugins.compiler import standin as standin_mod
 from zlbench.plugins.sweep import parse_sweep_shard
 from zlbench.protocol.compile_lines import REBUILD_END, write_end, write_item
+
+_STARTED = time.monotonic()  # this module imported: the worker's Python is up
+
+# Where a rebuild worker's seconds went (``phases``): ``up`` Python, zlbench and
+# triton imported; ``load`` finding the kernels' JIT functions (the first one imports
+# FlagGems and torch); ``compile`` triton.compile (a cache hit is a lookup); ``digest``
+# the stage texts normalised and digested; ``sass`` the disassembly; ``write`` the
+# index, blobs and cache groups. On the end line as ``<phase>_s=`` (docs/replay.md "The
+# builds").
+PHASES = ("up", "load", "compile", "digest", "sass", "write")
+
+
+@contextmanager
+def _timed(phases: dict[str, float] | None, name: str):
+    t0 = time.monotonic()
+    try:
+        yield
+    finally:
+        if phases is not None:
+            phases[name] = phases.get(name, 0.0) + time.monotonic() - t0
 
 
 def _tuples(v: Any) -> Any:
@@ -254,31 +276,39 @@ def rebuild_one(
     roots,
     groups=None,
     sass: bool = True,
+    phases: dict[str, float] | None = None,
 ) -> CompileRecord:
     """``groups``: a dict that gets ``{id: cache group dir name}`` of what compiled;
-    ``sass``: False leaves the SASS stage, registers and spills out (``--no-sass``)."""
+    ``sass``: False leaves the SASS stage, registers and spills out (``--no-sass``);
+    ``phases``: the seconds of each of :data:`PHASES` added to it."""
     out = CompileRecord(id=rec.id, request=rec.request, used_by=rec.used_by)
     try:  # not finding the kernel or its constexprs here is not the compiler's failure
-        fn = loader.function(rec.request)
-        for c in rec.request.constexprs:
-            decode_const(c.kind, c.value)
+        with _timed(phases, "load"):
+            fn = loader.function(rec.request)
+            for c in rec.request.constexprs:
+                decode_const(c.kind, c.value)
     except Exception as e:  # noqa: BLE001 - any failure to load is this kernel's error
         out.error = f"load failed: {first_line(e)}"
         return out
     try:
         # triton's cache key walks the source's dependencies: a name it cannot resolve
         # fails it as it fails the compile (the kernel's error, never the worker's end)
-        out.notes = _notes(rec.request, fn)
-        kw = compile_request(rec.request, fn)
+        with _timed(phases, "compile"):
+            out.notes = _notes(rec.request, fn)
+            kw = compile_request(rec.request, fn)
     except Exception as e:  # noqa: BLE001 - any compile failure is this kernel's error
         out.error = f"compile failed: {first_line(e)}"
         return out
     files = capture.stage_files(kw["metadata_group"])
     if groups is not None and files:
         groups[rec.id] = Path(next(iter(files.values()))).parent.name
-    out.result, cubin = capture.result_from(kw["metadata"], files, kw["times"], False, store, roots)
+    with _timed(phases, "digest"):
+        out.result, cubin = capture.result_from(
+            kw["metadata"], files, kw["times"], False, store, roots
+        )
     if cubin is not None and sass:
-        note = finish_sass(rec.result, out.result, cubin, store, roots)
+        with _timed(phases, "sass"):
+            note = finish_sass(rec.result, out.result, cubin, store, roots)
         out.notes += [note] if note else []
     return out
 
@@ -331,6 +361,7 @@ def rebuild_index(
     on_item: Callable[[str, str | None], None] | None = None,
     in_cache: bool = False,
     sass: bool = True,
+    phases: dict[str, float] | None = None,
 ) -> CodegenIndex:
     """Rebuild (a shard of) ``index``'s requests; write and return the new index
     (the compiled kernels also put into the triton cache dir ``cache_out``, if given;
@@ -340,8 +371,12 @@ def rebuild_index(
     ``in_cache``: compile in ``cache_out`` itself, not in a private cache: a kernel
     already there is a cache hit, not compiled again (the kernel-replay tier's builds,
     which need the binaries, not the screen's stage texts). ``sass``: False, no
-    disassembly (``--no-sass``)."""
+    disassembly (``--no-sass``). ``phases``: each of :data:`PHASES`' seconds added to
+    it (``up``: from this module's import to triton's)."""
     import triton
+
+    if phases is not None:
+        phases["up"] = phases.get("up", 0.0) + time.monotonic() - _STARTED
 
     todo = select(index.records, shard)
     vendor = gems_vendor_for(todo, os.environ)
@@ -355,16 +390,17 @@ def rebuild_index(
         roots = [*roots, tmp]
         for rec in todo:
             with standin_mod.standin(target_spec(rec.request)):
-                done.append(rebuild_one(rec, loader, store, roots, groups, sass))
+                done.append(rebuild_one(rec, loader, store, roots, groups, sass, phases))
             if on_item is not None:
                 on_item(rec.id, done[-1].error)
         out = CodegenIndex(compiler=capture.compiler_identity(), records=done)
-        store.write(Path(out_dir))
-        capture.write_index(Path(out_dir), out)
-        if cache_out is not None:  # after the index: the screen never depends on it
-            if not use_out:
-                try_export(Path(tmp) / "triton-cache", cache_out)
-            write_groups(Path(out_dir), cache_out, groups)
+        with _timed(phases, "write"):
+            store.write(Path(out_dir))
+            capture.write_index(Path(out_dir), out)
+            if cache_out is not None:  # after the index: the screen never depends on it
+                if not use_out:
+                    try_export(Path(tmp) / "triton-cache", cache_out)
+                write_groups(Path(out_dir), cache_out, groups)
     return out
 
 
@@ -469,15 +505,17 @@ def main(argv: list[str] | None = None) -> int:
         index = load_json_model(args.index, CodegenIndex)
         cache_out = Path(args.cache_dir) if args.cache_dir else None
         out_dir, trusted = Path(args.out_dir), args.exec_generated
+        phases: dict[str, float] = {}
         out = rebuild_index(
             index, out_dir, shard, cache_out, trusted, write_item, args.in_cache,
-            sass=not args.no_sass,
+            sass=not args.no_sass, phases=phases,
         )  # fmt: skip
     except ZlbenchError as e:
         print(f"zlbench: {e}", file=sys.stderr)
         return 2
     failed = sum(1 for r in out.records if r.error)
-    write_end(REBUILD_END, kernels=len(out.records), failed=failed, out=args.out_dir)
+    timed = {f"{k}_s": f"{phases.get(k, 0.0):.3f}" for k in PHASES}
+    write_end(REBUILD_END, kernels=len(out.records), failed=failed, out=args.out_dir, **timed)
     return 0
 
 

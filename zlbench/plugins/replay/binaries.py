@@ -56,6 +56,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -64,9 +65,10 @@ from typing import Any
 
 from zlbench.models import CodegenIndex, CompileRecord, CompileRequest, load_json_model
 from zlbench.models.base import dump_json_model
-from zlbench.models.replay import BinaryRef
+from zlbench.models.replay import BinaryRef, SideBuildTime
 from zlbench.plugins.compiler import capture, rebuild
 from zlbench.plugins.replay.materialize import ReplayError
+from zlbench.protocol.compile_lines import read_lines
 
 DIFFERS = "replayed binary differs from the screen's"
 BUILD_TIMEOUT_S = 1800.0
@@ -84,6 +86,29 @@ class SideBuild:
     refs: dict[str, BinaryRef] = field(default_factory=dict)
     errors: dict[str, str] = field(default_factory=dict)
     rebuilt: dict[str, CompileRecord] = field(default_factory=dict)  # id -> the build's record
+    seconds: float = 0.0  # the side's wall
+    parts: list[tuple[float, dict[str, float]]] = field(default_factory=list)  # per worker
+
+    def timing(self, side: str, kernels: int) -> SideBuildTime:
+        """Where this side's build went (its workers' end lines: ``rebuild.PHASES``;
+        ``start``: a worker's wall beyond them). ``compiled``: kernels whose every stage
+        ran (a cache hit runs none)."""
+        phases: dict[str, float] = {}
+        for wall, got in self.parts:
+            for k, v in {**got, "start": max(0.0, wall - sum(got.values()))}.items():
+                phases[k] = round(phases.get(k, 0.0) + v, 3)
+        compiled = sum(
+            1 for r in self.rebuilt.values() if r.result and "cubin" in (r.result.times or {})
+        )
+        return SideBuildTime(
+            side=side,
+            workers=len(self.parts),
+            kernels=kernels,
+            compiled=compiled,
+            seconds=round(self.seconds, 3),
+            slowest_s=round(max((w for w, _ in self.parts), default=0.0), 3),
+            phases_s=phases,
+        )
 
 
 def build_side(
@@ -113,6 +138,7 @@ def build_side(
     out = SideBuild()
     if not records:
         return out
+    t0 = time.monotonic()
     n = max(1, min(jobs, len(records)))
     parts = (
         [(work, list(records))]
@@ -125,7 +151,9 @@ def build_side(
     else:
         with ThreadPoolExecutor(max_workers=n) as pool:  # each part is its own process
             built = list(pool.map(lambda p: _build_part(*p, *args), parts))
-    for (_, part), (why, index, groups) in zip(parts, built, strict=True):
+    out.seconds = time.monotonic() - t0
+    for (_, part), (why, index, groups, timing) in zip(parts, built, strict=True):
+        out.parts.append(timing)
         if why is not None:
             out.errors.update({r.id: why for r in part})
             continue
@@ -150,9 +178,10 @@ def _build_part(
     timeout_s: float,
     cache_dir: Path,
     in_cache: bool = False,
-) -> tuple[str | None, CodegenIndex, dict[str, str]]:
+) -> tuple[str | None, CodegenIndex, dict[str, str], tuple[float, dict[str, float]]]:
     """One rebuild worker over ``records``: (why the build failed as a whole or None,
-    its index, kernel id -> cache group name)."""
+    its index, kernel id -> cache group name, (its wall, its end line's phase
+    seconds)."""
     work.mkdir(parents=True, exist_ok=True)
     index_in, rebuilt = work / "in.json", work / "out"
     compiler = capture.compiler_identity()
@@ -161,18 +190,24 @@ def _build_part(
     cmd += ["--exec-generated"] if exec_generated else []
     cmd += ["--in-cache"] if in_cache else []
     cmd += [str(index_in), str(rebuilt), str(cache_dir)]
-    why = _run_build(cmd, env, timeout_s)
+    t0 = time.monotonic()
+    why, phases = _run_build(cmd, env, timeout_s)
+    timing = (time.monotonic() - t0, phases)
     if why is None:
         try:
             index = load_json_model(rebuilt / "index.json", CodegenIndex)
             groups = json.loads((rebuilt / rebuild.GROUPS_JSON).read_text(encoding="utf-8"))
-            return None, index, groups
+            return None, index, groups, timing
         except Exception as e:  # noqa: BLE001 - any unreadable output: the build failed
             why = f"build failed: {rebuild.first_line(e)}"
-    return why, CodegenIndex(compiler=compiler), {}
+    return why, CodegenIndex(compiler=compiler), {}, timing
 
 
-def _run_build(cmd: list[str], env: Mapping[str, str] | None, timeout_s: float) -> str | None:
+def _run_build(
+    cmd: list[str], env: Mapping[str, str] | None, timeout_s: float
+) -> tuple[str | None, dict[str, float]]:
+    """Run one rebuild worker: (why it failed as a whole or None, the seconds of each
+    phase its end line gives, ``rebuild.PHASES``)."""
     try:
         proc = subprocess.run(
             cmd,
@@ -183,11 +218,24 @@ def _run_build(cmd: list[str], env: Mapping[str, str] | None, timeout_s: float) 
             check=False,
         )
     except (OSError, subprocess.TimeoutExpired) as e:
-        return f"build failed: {rebuild.first_line(e)}"
-    if proc.returncode != 0 or rebuild.REBUILD_END not in proc.stdout:
+        return f"build failed: {rebuild.first_line(e)}", {}
+    end = read_lines(proc.stdout.splitlines(), rebuild.REBUILD_END).end
+    if proc.returncode != 0 or end is None:
         tail = " | ".join(proc.stderr.strip().splitlines()[-LOG_TAIL:])
-        return f"build failed (exit {proc.returncode}): {tail}".rstrip(": ")
-    return None
+        return f"build failed (exit {proc.returncode}): {tail}".rstrip(": "), {}
+    return None, _phases(end)
+
+
+def _phases(end: Mapping[str, str]) -> dict[str, float]:
+    """The phase seconds of a rebuild worker's end line (``<phase>_s=``); one that is
+    missing or not a number is left out (a worker of an older zlbench)."""
+    out = {}
+    for name in rebuild.PHASES:
+        try:
+            out[name] = float(end[f"{name}_s"])
+        except (KeyError, ValueError):
+            continue
+    return out
 
 
 def _ref(
