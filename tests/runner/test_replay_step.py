@@ -267,6 +267,41 @@ def test_a_pr_build_that_is_not_the_screens_falls_back(tmp_path):
     assert [r.instrument for r in again.run.rows] == ["kernel-replay"]
 
 
+def test_the_pr_build_is_held_to_the_screens_binary_not_its_sass_digest(tmp_path):
+    """The screen disassembled a kernel (its code_digest takes the SASS stage's digest);
+    the replay's builds do not (--no-sass), so their code_digest can never equal it. With
+    the screen's binary_digest (its cubin's code digest) the same binary is replayed,
+    and another binary falls back."""
+    fakes = Fakes()
+    baseline, screen, ids = _baseline(tmp_path)
+    cubin = "c" * 64
+
+    def build_side(records, work, cache_dir, **kw):
+        out = fakes.build_side(records, work, cache_dir, **kw)
+        if work.name == "build-pr":  # no SASS stage: the cubin's code digest only
+            out.rebuilt = {r.id: r.model_copy(deep=True) for r in records}
+            for r in out.rebuilt.values():
+                r.result.stages.pop("sass", None)
+                r.result.cubin_code_sha256 = cubin
+        return out
+
+    def gate(out, binary):
+        kernels = [k.model_copy(update={"binary_digest": binary}) for k in screen.kernels]
+        return replay_changed(
+            baseline=baseline, screen=screen.model_copy(update={"kernels": kernels}),
+            ops={"main/a"}, out=tmp_path / out, pr=PR_ENV, base=CompilerEnv("base"),
+            budget_s=None, rerun="zlbench gate", say=[].append, families={},
+            run_rows=fakes.run_rows, build_side=build_side,
+        ).run.rows  # fmt: skip
+
+    (same,) = gate("g1", cubin)
+    assert same.instrument == "kernel-replay"
+    (other,) = gate("g2", "e" * 64)
+    assert other.instrument == "op" and other.why.startswith(DIFFERS_FROM_SCREEN)
+    (old,) = gate("g3", "")  # a screen without binary digests: its code_digest ("adigest")
+    assert old.instrument == "op" and old.why.startswith(DIFFERS_FROM_SCREEN)
+
+
 def test_the_progress_line_counts_rows_and_estimates_from_those_done():
     from zlbench.runner.replay import progress
 

@@ -199,6 +199,7 @@ def screen_kernel(
         timed_rows=sorted(timed_rows, key=_row_order),
         setup_rows=sorted(setup_rows, key=_row_order),
         code_digest=code_digest(cur),
+        binary_digest=(cur.result.cubin_code_sha256 or "") if cur and cur.result else "",
     )
 
 

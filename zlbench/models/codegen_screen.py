@@ -96,6 +96,10 @@ class KernelScreen(_Model):
     # zlbench.codegen.diff.code_digest): 16 hex of its rebuild's stage digests, or of
     # its compile error; "" where nothing was rebuilt (or a screen written before it)
     code_digest: str = ""
+    # The binary it built: its cubin's code digest (CompileResult.cubin_code_sha256, debug
+    # and line info left out); the kernel-replay tier's builds must have it before a
+    # sample counts. "" where no cubin was built (or a screen written before it).
+    binary_digest: str = ""
 
 
 class KernelNote(_Model):

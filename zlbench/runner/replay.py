@@ -53,6 +53,8 @@ from zlbench.models import (
     REPLAY_JSON,
     REPLAY_PAIRS,
     CodegenScreen,
+    CompileRecord,
+    KernelScreen,
     LaunchCapture,
     PairsFile,
     ReplayedRow,
@@ -366,11 +368,9 @@ def _build(
     with ThreadPoolExecutor(max_workers=len(sides)) as pool:  # each side: its own processes
         built = dict(zip(sides, pool.map(one, sides), strict=True))
     times = [b.timing(side, len(records)) for side, b in built.items()]
-    screened = {k.kernel_id: k.code_digest for k in screen.kernels}
+    screened = {k.kernel_id: k for k in screen.kernels}
     differs = {  # the PR side's build is not what the screen built
-        kid
-        for kid, rec in built["pr"].rebuilt.items()
-        if screened.get(kid) and (got := code_digest(rec)) and got != screened[kid]
+        kid for kid, rec in built["pr"].rebuilt.items() if not_screens(rec, screened.get(kid))
     }
     planned = ReplayPlanFile(exec_generated=True, requests={r.id: r.request for r in records})
     lost: list[ReplayedRow] = []
@@ -398,6 +398,21 @@ def _build(
             continue
         planned.rows.append(PlannedRow(key=p.key, launches=p.launches.launches, binaries=refs))
     return planned, lost, times
+
+
+def not_screens(rec: CompileRecord, screened: KernelScreen | None) -> bool:
+    """Whether the PR side's build ``rec`` is not the binary the screen built: their
+    cubins' code digests differ (``KernelScreen.binary_digest``). A screen without one
+    (written before it) is held to its ``code_digest``, which takes the SASS stage's
+    digest where the screen disassembled: the replay's builds do not (``--no-sass``), so
+    such a kernel is refused, never wrongly accepted."""
+    if screened is None:
+        return False
+    if screened.binary_digest:  # a build without a cubin: its build error says why
+        got = rec.result.cubin_code_sha256 if rec.result else None
+        return got is not None and got != screened.binary_digest
+    got = code_digest(rec)
+    return bool(screened.code_digest and got) and got != screened.code_digest
 
 
 def filled(cache: Path | None) -> bool:
