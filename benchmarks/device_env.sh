@@ -13,12 +13,20 @@
 # Exports PYTHONPATH (site, snapshot, FlagGems src), ZLBENCH_FLAGGEMS_DIR,
 # ZLBENCH_COMMIT, GEMS_VENDOR=nvidia, PYTHONUNBUFFERED=1, and prints one line naming the
 # GPU and the commits. Env: DEVICE_TMP (/tmp). A missing kit part: one line, exit 2.
+# The working tree's zlbench/ must be the snapshot's: `python3 -m zlbench` from the repo
+# root puts the current directory first on sys.path, ahead of PYTHONPATH, so it runs the
+# working tree's code, not the commit the results name (2026-12-06: calls that carried
+# uncommitted edits ran them). Otherwise one line, exit 2: commit, remake the kit.
 set -uo pipefail
 [ $# -ge 1 ] || { echo "usage: $0 CMD [ARG...]" >&2; exit 2; }
 T=${DEVICE_TMP:-/tmp}
 for need in .cache/kit/flaggems.tgz .cache/snap/zlbench .cache/snap/COMMIT; do
   [ -e "$need" ] || { echo "device_env: no $need (make the kit with benchmarks/device_kit.sh and carry it)" >&2; exit 2; }
 done
+if ! diff -rq --exclude=__pycache__ zlbench .cache/snap/zlbench >/dev/null 2>&1; then
+  echo "device_env: zlbench/ here is not the snapshot's (.cache/snap, $(cut -c1-7 .cache/snap/COMMIT)): python3 -m zlbench would run uncommitted code; commit and remake the kit" >&2
+  exit 2
+fi
 if [ ! -e "$T/site/.done" ]; then
   if compgen -G ".whl/*.whl" >/dev/null; then
     python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \

@@ -202,6 +202,25 @@ def test_device_env_exports_the_kit_and_runs_the_command(world, tmp_path):
                     f"{commit}|nvidia")  # fmt: skip
 
 
+def test_device_env_refuses_a_working_tree_whose_zlbench_is_not_the_snapshots(world, tmp_path):
+    """`python3 -m zlbench` from the repo root imports the working tree's zlbench/, not
+    the snapshot's: an uncommitted edit would run under the snapshot's commit."""
+    fg, first, zl = world
+    assert _run(zl, str(fg), first).returncode == 0
+    env = {"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin",
+           "DEVICE_TMP": str(tmp_path / "dev")}  # fmt: skip
+    (zl / "zlbench" / "f.txt").write_text("edited, not committed")
+    done = subprocess.run(["bash", str(ENV), "echo", "ran"], cwd=zl, env=env,
+                          capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert done.returncode == 2 and "ran" not in done.stdout
+    assert done.stderr.startswith("device_env: zlbench/ here is not the snapshot's")
+    (zl / "zlbench" / "f.txt").write_text("zlbench")  # as committed: runs
+    (zl / "zlbench" / "__pycache__").mkdir()  # bytecode is not code that differs
+    done = subprocess.run(["bash", str(ENV), "echo", "ran"], cwd=zl, env=env,
+                          capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert done.returncode == 0 and done.stdout.strip().endswith("ran"), done.stderr
+
+
 def test_device_env_without_the_kit_is_one_line_and_exit_2(world, tmp_path):
     zl = world[2]
     done = subprocess.run(["bash", str(ENV), "true"], cwd=zl, capture_output=True, text=True,
