@@ -8,8 +8,11 @@ much slower a pair's first sample is than its second, and the row's change and i
     python benchmarks/replay_position.py GATE_DIR [--ops sum,amax,mean] [--settle 0 1 3]
         [--out DIR]
 
-GPU only, right after the gate in the same call: the plan names the gate's built
-binaries (``GATE_DIR/replay/build-*``). The rows run in the replay worker as the gate
+GPU only. The plan names the gate's built binaries, which the gate builds in its triton
+caches: its own ``replay/cache-*`` dirs, or, since the sides build where the screen put
+their kernels (84768fd0), the gate's shared cache and its base-cache temp dir, which are
+gone when the gate ends. Then every row is "not replayed" with the missing cache group
+named (an H100, 2026-12-06: all 8 rows). The rows run in the replay worker as the gate
 runs them (:func:`zlbench.plugins.replay.worker.run_rows`), under this interpreter.
 """
 
@@ -61,6 +64,9 @@ def main() -> None:
         run, pairs = run_rows(d / REPLAY_PLAN, d / "worker")
         stats = pair_samples(pairs, PairRule())
         print(f"settle {settle}: {len(run.rows)} rows")
+        for r in run.rows:  # e.g. the gate's binaries were in its temp caches, now gone
+            if r.instrument != "kernel-replay":
+                print(f"  {r.key.label()[:60]:60} not replayed: {r.why}")
         for p in pairs.rows:
             s = stats.get(p.key)
             ratio = position_ratio(p.samples)

@@ -10,6 +10,7 @@ import pytest
 from zlbench.codegen.replay_plan import (
     BUILD_CPU_S,
     BUILD_START_S,
+    BUILD_WORKER_S,
     CALL_OVERHEAD_US,
     HIT_CPU_S,
     HITS_PER_WORKER,
@@ -515,17 +516,18 @@ def test_the_forecast_adds_builds_replay_and_both_sides_of_the_op_path():
     # a: F's sentinel (cheaper); b, c replayed whole; d: no capture; e: not in the plan
     f = forecast(plan, ["main/a", "main/b", "main/c", "main/d", "main/e"], op_costs, jobs=3)
     # ka, kb, kc built on both sides at once: the PR's on 2 workers, the base's on 1
-    assert f.build_s == pytest.approx(BUILD_START_S + 3 * BUILD_CPU_S / 1)
+    assert f.build_s == pytest.approx(BUILD_START_S + 3 * BUILD_WORKER_S + 3 * BUILD_CPU_S / 1)
     assert f.replay_s == pytest.approx(WORKER_START_S + 3.5)  # one worker started
     assert f.op_path_ops == 3  # a, d, e
     assert f.op_path_s == pytest.approx(2 * (4.0 + 3.0 + DEFAULT_OP_COST_S))
     assert f.total_s == pytest.approx(f.build_s + f.replay_s + f.op_path_s)
     built = forecast(plan, ["main/a"], op_costs, jobs=3, pr_built=True)  # the screen's PR builds
     # the PR's side cache hits on 1 worker, the base's 3 kernels on the other 2
-    assert built.build_s == pytest.approx(BUILD_START_S + 3 * BUILD_CPU_S / 2)
+    assert built.build_s == pytest.approx(BUILD_START_S + 3 * BUILD_WORKER_S + 3 * BUILD_CPU_S / 2)
     nothing = forecast(plan_replay(s, [d], caps), ["main/d"], op_costs)  # d: no capture
     hits = forecast(plan, ["main/a"], op_costs, jobs=3, pr_built=True, base_built=True)
-    assert hits.build_s == pytest.approx(BUILD_START_S + 3 * HIT_CPU_S)  # 1 worker a side
+    # a worker a side
+    assert hits.build_s == pytest.approx(BUILD_START_S + 2 * BUILD_WORKER_S + 3 * HIT_CPU_S)
     assert (nothing.build_s, nothing.replay_s) == (0.0, 0.0)  # nothing built or started
 
 

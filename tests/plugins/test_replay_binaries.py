@@ -140,6 +140,18 @@ def test_the_replays_build_leaves_the_disassembly_out(built, tmp_path):
     assert screened.cubin_code_sha256 == replayed.cubin_code_sha256
 
 
+def test_a_sides_timing_says_where_its_build_went(built):
+    """Each worker's end line gives its phases; the side adds its own start and the
+    parent's time around its workers (replay.json's ``builds``)."""
+    b, pr, _ = built
+    t = pr.timing("pr", 1)
+    assert (t.side, t.workers, t.kernels, t.compiled) == ("pr", 1, 1, 1)
+    assert set(t.phases_s) == {*rebuild.PHASES, "start"}
+    assert t.phases_s["compile"] > 0 and t.phases_s["sass"] == 0.0  # --no-sass
+    assert 0 <= t.late_s <= t.seconds and 0 <= t.after_s <= t.seconds
+    assert 0 < t.slowest_s <= t.seconds
+
+
 def test_a_build_whose_binary_is_not_the_screens_is_refused(built, tmp_path):
     b, _, _ = built
     site = b.root / "site"  # the patched compiler, but the screen's digest is the PR's
@@ -178,6 +190,7 @@ def test_in_cache_a_kernel_already_in_the_cache_is_not_compiled_again(built, tmp
     assert len(list(cache.iterdir())) == 1  # no second group: nothing compiled again
     assert "cubin" in first.rebuilt[b.rec.id].result.times  # compiled: every stage timed
     assert "cubin" not in again.rebuilt[b.rec.id].result.times  # a cache hit: no stage ran
+    assert (first.timing("pr", 1).compiled, again.timing("pr", 1).compiled) == (1, 0)
     plain = binaries.build_side([b.rec], tmp_path / "w3", cache, env=b.env())
     assert "cubin" in plain.rebuilt[b.rec.id].result.times  # without: a private cache
 

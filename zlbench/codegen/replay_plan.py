@@ -152,18 +152,21 @@ from zlbench.report.replay_text import (
 # (2026-12-06, docs/measurements.md "thirtieth session": 18, 71 and 82 rows replayed;
 # 24-100 kernels built a side): a changed row cost 0.16 s beyond its timed calls (an
 # unchanged one 0.02 s), a timed call 130-170 µs beyond its kernel (median), a worker's
-# start with its first row 9-11 s; builds 27.8-58 s forecast against 29.2-61.3 s.
+# start with its first row 9-11 s (the builds: below).
 ROW_SETUP_S = 0.15  # arguments, both binaries loaded and warmed up, outputs compared
 WORKER_START_S = 10.0  # a replay worker's start: torch, CUDA, the first row's load
 CALL_OVERHEAD_US = 150.0  # per timed call: restore written buffers, flush L2, lead spin, sync
 REPS = 10  # single-call timings per sample (zlbench.plugins.replay.timing)
-BUILD_CPU_S = 6.0  # one kernel, one side, on the device's CPUs (v5's: flash attention's slow)
-BUILD_START_S = 9.0  # the rebuild workers starting (both sides' at once)
-# A side whose kernels the screen built (its cache dir filled: each is a cache hit, no
-# SASS) costs a worker about this much CPU a kernel: the JIT function found, triton's
-# cache looked up, the stage texts digested (this CPU, 24 of v5's kernels: 6.0 s with the
-# worker's start, 4-5 s of it; docs/replay.md "The builds").
-HIT_CPU_S = 0.05
+# The builds, refitted to two gates of v5's broad change on an H100 (2026-12-06,
+# docs/measurements.md "thirty-first session"; replay.json ``builds``, the rebuild
+# workers' phases, no SASS): a worker's start with its first kernel's load (Python,
+# torch, FlagGems imported) 9.1 s; a kernel compiled 0.61 s and digested 0.14 s; a cache
+# hit 0.054 s; and the parent's own time, about 0.9 s per worker it starts, the sides'
+# workers together (1.3 s a side at 1 worker each, 13-14 s at 15 workers: not explained).
+BUILD_CPU_S = 0.75  # one kernel compiled, one side, on the device's CPUs
+BUILD_START_S = 9.0  # a rebuild worker's start and first load (both sides' at once)
+BUILD_WORKER_S = 0.9  # the parent's time per rebuild worker it starts (fitted)
+HIT_CPU_S = 0.05  # one kernel of a side the screen built: a cache hit
 HITS_PER_WORKER = 100  # such a side's kernels a worker takes on before another starts
 DEFAULT_KERNEL_US = 100.0  # a row the baseline recorded no latency for
 RERUN = "zlbench gate"  # the command a deferred row's line starts with (the caller's gate)
@@ -228,15 +231,15 @@ def build_workers(jobs: int, kernels: int, built: Mapping[str, bool]) -> dict[st
 
 
 def build_seconds(kernels: int, workers: Mapping[str, int], built: Mapping[str, bool]) -> float:
-    """Both sides' builds at once (:func:`build_workers`): :data:`BUILD_START_S`, then the
-    slower side's kernels over its workers, :data:`BUILD_CPU_S` each (:data:`HIT_CPU_S`
-    for a built side's)."""
+    """Both sides' builds at once (:func:`build_workers`): :data:`BUILD_START_S`,
+    :data:`BUILD_WORKER_S` for each worker started, then the slower side's kernels over
+    its workers, :data:`BUILD_CPU_S` each (:data:`HIT_CPU_S` for a built side's)."""
     if not kernels:
         return 0.0
     per = [
         kernels * (HIT_CPU_S if built[s] else BUILD_CPU_S) / max(1, w) for s, w in workers.items()
     ]
-    return BUILD_START_S + max(per, default=0.0)
+    return BUILD_START_S + BUILD_WORKER_S * sum(workers.values()) + max(per, default=0.0)
 
 
 def forecast(

@@ -191,9 +191,9 @@ class WorkerRow(_Model):
 class SideBuildTime(_Model):
     """Where one side's build went (``ReplayRun.builds``): its rebuild workers, the
     kernels it built and how many of them compiled (not cache hits), its wall seconds,
-    the slowest worker's, and each phase's seconds summed over its workers (the rebuild
+    the slowest worker's, each phase's seconds summed over its workers (the rebuild
     worker's ``PHASES``, and ``start``: a worker's wall not in them, the interpreter's
-    start and its first imports)."""
+    start and its first imports), and the parent's time around its workers."""
 
     side: Literal["pr", "base"]
     workers: StrictInt = Field(ge=0)
@@ -202,6 +202,12 @@ class SideBuildTime(_Model):
     seconds: StrictFloat = 0.0
     slowest_s: StrictFloat = 0.0
     phases_s: dict[str, StrictFloat] = Field(default_factory=dict)
+    # the parent's own: the last worker's start after the side began (its inputs
+    # written, the processes spawned), and the side's end after its last worker's
+    # (the outputs read); on an H100 a side of 14 workers took 13 s beyond its slowest
+    # worker's wall, unexplained (docs/measurements.md, thirty-first session)
+    late_s: StrictFloat = 0.0
+    after_s: StrictFloat = 0.0
 
 
 class ReplayRun(OnDisk):

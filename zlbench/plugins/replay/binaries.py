@@ -87,16 +87,20 @@ class SideBuild:
     errors: dict[str, str] = field(default_factory=dict)
     rebuilt: dict[str, CompileRecord] = field(default_factory=dict)  # id -> the build's record
     seconds: float = 0.0  # the side's wall
-    parts: list[tuple[float, dict[str, float]]] = field(default_factory=list)  # per worker
+    started: float = 0.0  # time.monotonic() when it began
+    parts: list[PartTime] = field(default_factory=list)  # per rebuild worker
 
     def timing(self, side: str, kernels: int) -> SideBuildTime:
         """Where this side's build went (its workers' end lines: ``rebuild.PHASES``;
         ``start``: a worker's wall beyond them). ``compiled``: kernels whose every stage
         ran (a cache hit runs none)."""
         phases: dict[str, float] = {}
-        for wall, got in self.parts:
+        for part in self.parts:
+            wall, got = part.wall, part.phases
             for k, v in {**got, "start": max(0.0, wall - sum(got.values()))}.items():
                 phases[k] = round(phases.get(k, 0.0) + v, 3)
+        spawned = [p.spawned - self.started for p in self.parts]
+        ended = max((p.spawned + p.wall for p in self.parts), default=self.started)
         compiled = sum(
             1 for r in self.rebuilt.values() if r.result and "cubin" in (r.result.times or {})
         )
@@ -106,9 +110,21 @@ class SideBuild:
             kernels=kernels,
             compiled=compiled,
             seconds=round(self.seconds, 3),
-            slowest_s=round(max((w for w, _ in self.parts), default=0.0), 3),
+            slowest_s=round(max((p.wall for p in self.parts), default=0.0), 3),
             phases_s=phases,
+            late_s=round(max(spawned, default=0.0), 3),
+            after_s=round(max(0.0, self.started + self.seconds - ended) if self.parts else 0.0, 3),
         )
+
+
+@dataclass
+class PartTime:
+    """One rebuild worker: when it was started (``time.monotonic()``), its wall seconds,
+    and its end line's phase seconds (``rebuild.PHASES``)."""
+
+    spawned: float
+    wall: float
+    phases: dict[str, float] = field(default_factory=dict)
 
 
 def build_side(
@@ -138,7 +154,7 @@ def build_side(
     out = SideBuild()
     if not records:
         return out
-    t0 = time.monotonic()
+    t0 = out.started = time.monotonic()
     n = max(1, min(jobs, len(records)))
     parts = (
         [(work, list(records))]
@@ -178,10 +194,9 @@ def _build_part(
     timeout_s: float,
     cache_dir: Path,
     in_cache: bool = False,
-) -> tuple[str | None, CodegenIndex, dict[str, str], tuple[float, dict[str, float]]]:
+) -> tuple[str | None, CodegenIndex, dict[str, str], PartTime]:
     """One rebuild worker over ``records``: (why the build failed as a whole or None,
-    its index, kernel id -> cache group name, (its wall, its end line's phase
-    seconds)."""
+    its index, kernel id -> cache group name, its :class:`PartTime`)."""
     work.mkdir(parents=True, exist_ok=True)
     index_in, rebuilt = work / "in.json", work / "out"
     compiler = capture.compiler_identity()
@@ -192,7 +207,7 @@ def _build_part(
     cmd += [str(index_in), str(rebuilt), str(cache_dir)]
     t0 = time.monotonic()
     why, phases = _run_build(cmd, env, timeout_s)
-    timing = (time.monotonic() - t0, phases)
+    timing = PartTime(spawned=t0, wall=time.monotonic() - t0, phases=phases)
     if why is None:
         try:
             index = load_json_model(rebuilt / "index.json", CodegenIndex)
