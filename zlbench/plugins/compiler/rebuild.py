@@ -41,7 +41,7 @@ binary from it (:mod:`zlbench.plugins.replay.binaries`).
 code digest, ``cubin_code_sha256``, is still taken). The kernel-replay tier's builds
 need the binary and its code digest only, and a disassembly is most of a cache hit's
 cost (``cuobjdump`` twice, about 0.3 s a kernel of this CPU against 0.01 s for the
-rest; docs/replay.md "The builds").
+rest; docs/replay.md, "Both sides' binaries").
 
 A kernel FlagGems generated at run time is recorded with its module's text
 (``generated_source``); rebuilding it means executing that text as Python. The worker
@@ -80,8 +80,8 @@ _STARTED = time.monotonic()  # this module imported: the worker's Python is up
 # triton imported; ``load`` finding the kernels' JIT functions (the first one imports
 # FlagGems and torch); ``compile`` triton.compile (a cache hit is a lookup); ``digest``
 # the stage texts normalised and digested; ``sass`` the disassembly; ``write`` the
-# index, blobs and cache groups. On the end line as ``<phase>_s=`` (docs/replay.md "The
-# builds").
+# index, blobs and cache groups. On the end line as ``<phase>_s=``; the replay's builds
+# sum them per side into replay.json (docs/replay.md, "Both sides' binaries").
 PHASES = ("up", "load", "compile", "digest", "sass", "write")
 
 
