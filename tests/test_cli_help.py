@@ -24,8 +24,9 @@ FOREIGN = {
     "--first-parent", "--is-ancestor", "--merges", "--quiet", "--reverse", "--query-gpu",
 }  # fmt: skip
 # flags of zlbench's own worker modules (python -m ...), not of a command
-# zlbench.plugins.compiler.rebuild (--in-cache: the replay's builds); zlbench.plugins.replay.worker
-WORKER_FLAGS = {"--exec-generated", "--skip", "--in-cache"}
+# zlbench.plugins.compiler.rebuild (--in-cache, --no-sass: the replay's builds);
+# zlbench.plugins.replay.worker
+WORKER_FLAGS = {"--exec-generated", "--skip", "--in-cache", "--no-sass"}
 
 
 def commands(parser: argparse.ArgumentParser, path=()):

@@ -65,3 +65,23 @@ def test_each_op_hands_upstream_its_dtypes_at_its_start(monkeypatch):
         current["op"] = op = _op(dtypes=dtypes)
         shapes.dtypes_at_op_start(op)
         assert Config.user_desired_dtypes == want
+
+
+def test_picks_keep_only_their_rows_by_op_dtype_and_index(monkeypatch):
+    """The gate's op path after the kernel replay measures only the rows the replay
+    could not (``PlanEntry.rows``): each named by its benchmark op, its dtype as a
+    result row names it, and its index within them; every input is still drawn."""
+    torch = pytest.importorskip("torch")
+    entry = PlanEntry(op="mm", run_name="mm", run_dir="/r/mm", nodeids=[],
+                      rows=[("mm", "bfloat16", 1), ("mm_t", "float16", 0)])  # fmt: skip
+    op = state.OpState(entry=entry)
+    monkeypatch.setattr(state, "current_op", lambda: op)
+    mm, mm_t = _bench("mm", 3), _bench("mm_t", 2)
+    got = list(mm.get_input_iter(torch.bfloat16)) + list(mm.get_input_iter(torch.float16))
+    got += list(mm_t.get_input_iter(torch.float16))
+    assert got == [("mm", torch.bfloat16, 1), ("mm_t", torch.float16, 0)]
+    assert op.part_rows_seen == {("mm", "bfloat16"): 3, ("mm", "float16"): 3,
+                                 ("mm_t", "float16"): 2}  # fmt: skip
+    none = state.OpState(entry=entry.model_copy(update={"rows": []}))  # picks of no row
+    monkeypatch.setattr(state, "current_op", lambda: none)
+    assert list(_bench("mm", 2).get_input_iter(torch.bfloat16)) == []

@@ -401,3 +401,75 @@ def test_the_forecast_says_when_the_recorded_seconds_come_from_another_gpu_model
     _, _, plain = run(tmp_path / "2", Fakes())
     (line,) = [x for x in plain if "expected about" in x]
     assert line.endswith("(recorded seconds, both sides)")
+
+
+def test_an_op_replayed_in_part_is_measured_for_its_other_rows_only():
+    """An op some of whose changed rows were replayed and the others fell back: the op
+    path measures those others only. Not an op with no row replayed, nor one the op path
+    keeps whole (a sentinel, an op timed anyway, one with a failed or deferred row)."""
+    from zlbench.codegen.replay_plan import ReplayPlan
+    from zlbench.models import DeferredRow
+    from zlbench.runner.replay import _partly_replayed
+
+    def rows(op, instruments):
+        return [
+            ReplayedRow(
+                key=key(op, f"[{i}]"),
+                instrument=inst,
+                why="" if inst != "op" else "x",
+                outputs="match" if inst != "op" else "",
+            )  # fmt: skip
+            for i, inst in enumerate(instruments)
+        ]
+
+    run = ReplayRun(rows=[
+        *rows("a", ["kernel-replay", "op", "op"]),  # in part: its two fallen rows
+        *rows("c", ["op", "op"]),  # none replayed: whole
+        *rows("s", ["kernel-replay", "op"]),  # its family's sentinel: whole
+        *rows("t", ["kernel-replay", "op"]),  # the gate times it anyway: whole
+        *rows("d", ["kernel-replay", "op"]),  # a row deferred: not measured at all
+        *rows("e", ["kernel-replay", "kernel-replay"]),  # replayed whole
+    ])  # fmt: skip
+    later = DeferredRow(key=key("d", "[9]"), command="zlbench gate", score=1.0)
+    plan = ReplayPlan(sentinels={"F": "main/s"}, anyway={"main/t"}, deferred=[later])
+    assert _partly_replayed(run, plan) == {"main/a": [key("a", "[1]"), key("a", "[2]")]}
+    plan.failed[key("a", "[7]")] = "kernel `k` does not compile"
+    assert _partly_replayed(run, plan) == {}
+
+
+def test_the_gate_picks_an_op_s_rows_not_replayed_by_their_place_in_its_baseline(tmp_path):
+    """``op_path_picks``: the rows the op path measures named as the plugins count them
+    (benchmark op, dtype, index within them); an op picked whole, or not measured, is
+    left out (measured whole, or not at all)."""
+    from zlbench.workflow.gate import op_path_picks
+
+    baseline, _, _ = _baseline(tmp_path)
+    measured = {"main/a", "main/b", "main/c"}
+    picks = op_path_picks(baseline, {"main/a": [key("a", SH2)], "main/b": [key("b", SH)]},
+                          measured)  # fmt: skip
+    assert picks == {"main/a": (("a", "bfloat16", 1),), "main/b": (("b", "bfloat16", 0),)}
+    every = {"main/c": [key("c", SH), key("c", SH2)]}  # all of c's rows: measured whole
+    assert op_path_picks(baseline, every, measured) == {}
+    assert op_path_picks(baseline, {"main/a": [key("a", SH2)]}, {"main/b"}) == {}
+
+
+def test_the_step_names_the_rows_the_op_path_measures_of_an_op_replayed_in_part(tmp_path):
+    """Op a's 128-row changes too, with no capture of its own: its 64-row is replayed,
+    the 128-row falls back, and the op path measures a for that row only."""
+    baseline, screen, ids = _baseline(tmp_path)
+    kernels = [
+        k.model_copy(update={"status": CodegenClass.TTGIR}) if k.kernel_id == "a-same" else k
+        for k in screen.kernels
+    ]
+    fakes = Fakes()
+    outcome = replay_changed(
+        baseline=baseline, screen=screen.model_copy(update={"kernels": kernels}),
+        ops={"main/a"}, out=tmp_path / "gate", pr=PR_ENV, base=CompilerEnv("base"),
+        budget_s=None, rerun="zlbench gate", say=[].append, families={},
+        run_rows=fakes.run_rows, build_side=fakes.build_side,
+    )  # fmt: skip
+    assert {r.key: r.instrument for r in outcome.run.rows} == {
+        key("a"): "kernel-replay",
+        key("a", SH2): "op",
+    }
+    assert outcome.op_rows == {"main/a": [key("a", SH2)]} and outcome.replayed_ops == set()

@@ -47,7 +47,9 @@ from zlbench.runner.batch.parts import (
     part_dir,
     part_rows,
     part_run_name,
+    picked_rows,
     row_group,
+    row_picks,
     split_ops,
     spread_parts,
     surplus_rows,
@@ -105,6 +107,19 @@ def test_part_rows_of_all_parts_are_the_rows_in_order():
         assert sorted(r["shape"] for p in parts for r in p) == sorted(r["shape"] for r in rows)
         for p in parts:  # each part keeps the baseline's order
             assert p == [r for r in rows if r in p]
+
+
+def test_row_picks_name_the_wanted_rows_by_op_dtype_and_index_and_picked_rows_return_them():
+    """The op path after the kernel replay measures only the rows the replay could not:
+    their picks count the index within (benchmark op, dtype) as the plugins do."""
+    f16 = [("float16", f"[{i}]") for i in range(3)]
+    f32 = [("float32", f"[{i}]") for i in range(2)]
+    rows = _base(f16[0], f32[0], f16[1], f32[1], f16[2])
+    picks = row_picks(rows, lambda r: r["shape"] in ("[1]", "[2]"))
+    assert picks == (("topk", "float16", 1), ("topk", "float32", 1), ("topk", "float16", 2))
+    assert picked_rows(rows, picks) == _base(f16[1], f32[1], f16[2])
+    assert picked_rows(rows, [list(p) for p in picks]) == _base(f16[1], f32[1], f16[2])  # JSON
+    assert row_picks(rows, lambda r: False) == () and picked_rows(None, picks) is None
 
 
 def test_part_rows_of_no_baseline():

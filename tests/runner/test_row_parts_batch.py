@@ -28,7 +28,9 @@ from zlbench.models import (
     read_ops_status,
 )
 from zlbench.runner.batch import partmerge
+from zlbench.runner.batch import run as run_mod
 from zlbench.runner.batch.info import read_batch_info
+from zlbench.runner.batch.parts import picked_rows, row_picks
 from zlbench.runner.batch.run import run_batch
 from zlbench.runner.batch.status import write_ops_status
 from zlbench.runner.catalog.inventory import inventory_path, scan_checkout, write_inventory
@@ -102,6 +104,9 @@ class RowsExecutor(FakeExecutor):
             return status, result
         base = json.loads((Path(entry.replay_records).parent / "result.json").read_text())
         keep = part_indices(base["rows"], entry.part or (1, 1))
+        if entry.rows is not None:  # picks: as the adapter keeps them
+            picked = picked_rows(base["rows"], entry.rows)
+            keep = [i for i in keep if base["rows"][i] in picked]
         rows = [_row(entry.op, base["rows"][i]["dtype"], base["rows"][i]["shape"], 1 + i / 100)
                 for i in keep]  # fmt: skip
         result = result.model_copy(update={"rows": assign_occurrences(rows)})
@@ -132,6 +137,36 @@ def statuses(out_dir: Path) -> dict[str, OpStatus]:
     by_name = {s.run_name: s for s in rows}
     assert len(by_name) == len(rows)  # one row per op
     return by_name
+
+
+def test_row_picks_measure_only_their_rows_and_dtypes_and_are_never_cut(setup, root):
+    """The gate's op path after the kernel replay: an op of row picks runs whole (not in
+    parts, long as it is), with only the picked rows' dtypes, and its PASS of just those
+    rows is a PASS (not "fewer rows than the baseline"); the forecast charges it its
+    picked share of its recorded seconds."""
+    base = json.loads((root / "main" / "big" / "result.json").read_text())["rows"]
+    picks = row_picks(base, lambda r: r["dtype"] == "float32" and r["shape"] != "[128]")
+    assert picks == (("big", "float32", 0), ("big", "float32", 2))
+    fake = RowsExecutor()
+    cfg = setup(fake, gpus=["0"], gpu_share=3, replay_root=root, row_picks={"main/big": picks})
+    out = run_batch(cfg)
+    text = cfg.progress.getvalue()
+    assert out.exit_code == 0, text
+    assert "rows in parts" not in text and sorted(fake.ran()) == ["a", "b", "big", "c"]
+    (big,) = [e for e in fake.entries if e.run_name == "big"]
+    assert big.rows == [("big", "float32", 0), ("big", "float32", 2)] and big.part is None
+    assert big.dtypes == ["float32"]
+    assert [(dt, sh) for dt, sh, _, _ in rows_of(out.out_dir / "main" / "big")] == [
+        ("float32", "[64]"),
+        ("float32", "[256]"),
+    ]
+    assert statuses(out.out_dir)["big"].status is RunStatus.PASS
+    # the forecast charges big its picked share: 2 of its 6 rows
+    sel = run_mod.with_picks(cfg, run_mod.plan_selection(cfg))
+    whole = run_mod.selection_costs(cfg, sel.keys())
+    picked = run_mod.picked_costs(cfg, sel, whole)
+    assert picked.seconds["main/big"] == pytest.approx(whole.seconds["main/big"] * 2 / 6)
+    assert picked.seconds["main/a"] == whole.seconds["main/a"]
 
 
 def test_a_long_op_runs_as_row_parts_merged_into_one_op(setup, root):

@@ -50,14 +50,14 @@ def test_the_time_mode_decides_whether_unchanged_rows_are_replayed(
         screen=object(), sentinel_only=set(), summary=SimpleNamespace(over_budget={})
     )
     seams = SimpleNamespace(say=lambda line: None)
-    measured, judged = replay_step(
+    measured, judged, picks = replay_step(
         inputs, job, tmp_path, seams, codegen, {"main/a", "main/b"}, None, tmp_path / "c"
     )
     assert seen["every_row"] is every_row and seen["jobs"] == 7
     assert seen["pr_cache"] == tmp_path / "c"  # the screen's compiled kernels
     # the forecast says whose GPU model recorded the op path's seconds
     assert seen["recorded_on"] == where_recorded("NVIDIA H200", "NVIDIA H100") and asked == ["0"]
-    assert measured == {"main/b"} and judged == {"main/a", "main/b"}
+    assert measured == {"main/b"} and judged == {"main/a", "main/b"} and picks == {}
     # the gate's sentinels stay on the op path: with --time all the plan names none (every
     # op is timed, none as a sentinel), so the step reads ops/sentinels.txt itself
     assert seen["timed_anyway"] == ({"main/a"} if time == "all" else set())

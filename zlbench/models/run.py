@@ -257,6 +257,10 @@ class PlanEntry(_Model):
     # Row part [k, n] (k 1-based): only the rows whose index within their (benchmark
     # op, dtype) is k-1 modulo n are measured (zlbench.runner.batch.parts); None: all.
     part: list[int] | None = None
+    # Row picks: only these rows are measured, each (benchmark op, dtype, index within
+    # that pair) as the baseline's rows count them (zlbench.runner.batch.parts.row_picks:
+    # the gate's op path timing only the rows the kernel replay could not); None: all.
+    rows: list[tuple[str, str, int]] | None = None
 
     @field_validator("part")
     @classmethod

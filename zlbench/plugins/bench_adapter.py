@@ -10,7 +10,8 @@ and restore the classes of whichever benchmark package was imported (found
 by shape, not by name, so the FlagGems and vllm suites both work).
 
 Patched: ``Benchmark.init_user_config`` (then the instance's
-``get_input_iter``, which also drops the rows outside the plan entry's row part),
+``get_input_iter``, which also drops the rows outside the plan entry's row part or
+picks),
 ``Benchmark.record_shapes``, ``BenchmarkMetrics.__init__``.
 """
 
@@ -22,8 +23,9 @@ from dataclasses import dataclass, field
 from types import ModuleType
 from typing import Any
 
+from zlbench.parse import normalize_dtype
 from zlbench.plugins import state
-from zlbench.protocol.rowpart import keeps_row
+from zlbench.protocol.rowpart import keeps_row, picks_row
 from zlbench.protocol.turn import process_turn
 
 
@@ -131,10 +133,12 @@ def _wrap_input_iter(bench: Any) -> None:
             cb(bench, dtype)
         items = _drawn_in_shared_turn(inner(dtype))
         op = state.current_op()
-        if op is None or not op.entry.part:
+        if op is None or not (op.entry.part or op.entry.rows is not None):
             return items
-        # a row part: every input is still drawn, in order (same data as unsplit)
-        return _part_rows(items, op, (str(getattr(bench, "op_name", "")), str(dtype)))
+        # a row part or picks: every input is still drawn, in order (same data as whole);
+        # the group as a result row names it (its op, its dtype's name)
+        group = (str(getattr(bench, "op_name", "")), normalize_dtype(dtype))
+        return _part_rows(items, op, group)
 
     bench.get_input_iter = get_input_iter
 
@@ -154,13 +158,14 @@ def _drawn_in_shared_turn(items: Any):
 
 
 def _part_rows(items: Any, op: state.OpState, group: tuple[str, str]):
-    """The items of the op's row part: an index counts within (benchmark op, dtype)
-    over all of the op's tests (one mark may cover several), as the runner counts the
-    baseline's rows (zlbench.runner.batch.parts.row_group)."""
+    """The items of the op's row part and picks: an index counts within (benchmark op,
+    dtype) over all of the op's tests (one mark may cover several), as the runner counts
+    the baseline's rows (zlbench.runner.batch.parts.row_group)."""
+    picks = {tuple(p) for p in op.entry.rows} if op.entry.rows is not None else None
     for item in items:
         i = op.part_rows_seen.get(group, 0)
         op.part_rows_seen[group] = i + 1
-        if keeps_row(i, op.entry.part):
+        if keeps_row(i, op.entry.part) and picks_row(group, i, picks):
             yield item
 
 

@@ -1,9 +1,18 @@
-"""Which rows a row part measures: shared by the runner, which cuts an op into parts
-(:mod:`zlbench.runner.batch.parts`), and the plugins, which skip the other rows."""
+"""Which rows a row part or a row pick measures: shared by the runner, which cuts an op
+into parts or picks its rows (:mod:`zlbench.runner.batch.parts`), and the plugins,
+which skip the other rows."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
+
+
+def picks_row(
+    group: tuple[str, str], index: int, picks: Collection[tuple[str, str, int]] | None
+) -> bool:
+    """Whether the row at ``index`` of ``group`` (its benchmark op and dtype) is one of
+    ``picks`` (``(op, dtype, index)``; None: every row is)."""
+    return picks is None or (*group, index) in picks
 
 
 def keeps_row(index: int, part: Sequence[int] | None) -> bool:

@@ -59,6 +59,7 @@ from zlbench.models import (
     PairsFile,
     ReplayedRow,
     ReplayRun,
+    RowKey,
     dump_json_model,
     load_json_model,
 )
@@ -81,11 +82,15 @@ DIFFERS_FROM_SCREEN = "replayed binary differs from the screen's"
 
 @dataclass
 class ReplayOutcome:
-    """What the replay step did: its run (also ``replay/replay.json``) and the ops it
-    judged whole (not measured through FlagGems)."""
+    """What the replay step did: its run (also ``replay/replay.json``), the ops it
+    judged whole (not measured through FlagGems), and the ops the op path measures only
+    some rows of."""
 
     run: ReplayRun
     replayed_ops: set[str] = field(default_factory=set)
+    # op key -> the only rows the op path measures: an op some of whose changed rows
+    # were replayed and the rest fell back (not a sentinel, none failed or deferred)
+    op_rows: dict[str, list[RowKey]] = field(default_factory=dict)
 
 
 def load_captures(baseline: BaselineSet, ops: set[str], say: Callable[[str], None]):
@@ -251,14 +256,16 @@ def replay_changed(
         worker_seconds=round(worker_s, 3),
     )
     whole = _whole_ops(run, plan)
+    partly = _partly_replayed(run, plan)
     changed = {r.key for r in run.rows} | {d.key for d in run.deferred} | set(plan.failed)
-    run.identical = [k for k in rows if op_key(k.repo, k.run_name) in whole and k not in changed]
+    judged = whole | set(partly)
+    run.identical = [k for k in rows if op_key(k.repo, k.run_name) in judged and k not in changed]
     dump_json_model(rdir / REPLAY_PAIRS, pairs)
     dump_json_model(rdir / REPLAY_JSON, run)  # last: a replay.json names only written pairs
     say(f"zlbench gate: replay: {run.coverage()} in {run.seconds:.0f} s (builds "
         f"{build_s:.0f} s, replay {worker_s:.0f} s); {len(whole)} op(s) judged by replay "
         f"alone ({rdir / REPLAY_JSON})")  # fmt: skip
-    return ReplayOutcome(run=run, replayed_ops=whole)
+    return ReplayOutcome(run=run, replayed_ops=whole, op_rows=partly)
 
 
 def forecast_line(f: ReplayForecast, recorded_on: str | None = None) -> str:
@@ -320,6 +327,27 @@ def _whole_ops(run: ReplayRun, plan: ReplayPlan) -> set[str]:
         key = op_key(r.key.repo, r.key.run_name)
         (replayed if r.instrument == "kernel-replay" else fell_back).add(key)
     return replayed - fell_back - plan.kept_ops()
+
+
+def _partly_replayed(run: ReplayRun, plan: ReplayPlan) -> dict[str, list[RowKey]]:
+    """Op key -> the rows the op path measures, for each op some of whose changed rows
+    were replayed and the others not (they fell back, in the plan or in the step): the
+    op path times those rows only, the replay judges the rest. Not for the ops kept
+    whole on the op path: sentinels, ops timed anyway, ops with a failed or deferred
+    row."""
+    whole_ops = set(plan.sentinels.values()) | plan.anyway
+    whole_ops |= {
+        op_key(k.repo, k.run_name) for k in [*plan.failed, *(d.key for d in plan.deferred)]
+    }
+    replayed: set[str] = set()
+    fell: dict[str, list[RowKey]] = {}
+    for r in run.rows:
+        key = op_key(r.key.repo, r.key.run_name)
+        if r.instrument == "kernel-replay":
+            replayed.add(key)
+        else:
+            fell.setdefault(key, []).append(r.key)
+    return {k: rows for k, rows in sorted(fell.items()) if k in replayed and k not in whole_ops}
 
 
 def _build(

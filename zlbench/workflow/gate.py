@@ -20,7 +20,7 @@ import shlex
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
 
 from zlbench.codegen.screen import flaggems_sources
@@ -29,14 +29,17 @@ from zlbench.gate.confirm import Remeasure
 from zlbench.gate.load import (
     CONFIRM_DIR,
     RESULTS_DIR,
+    BaselineSet,
     ResultsSet,
     check_results_root,
     load_results,
     report_label,
 )
+from zlbench.models import RowKey
 from zlbench.protocol.layout import op_key
 from zlbench.runner.ab.env import PR_ENV, CompilerEnv
 from zlbench.runner.baseline_batch import baseline_durations
+from zlbench.runner.batch.parts import row_picks
 from zlbench.workflow.ab import measure_interleaved
 from zlbench.workflow.codegen import (
     cached_kernels,
@@ -188,7 +191,7 @@ def _measure_and_judge(
         scope = ops  # the skipped ops are not judged MISSING
     if job.replay and codegen.screen is not None:
         with timed(inputs.steps, "replay"):
-            ops, scope = replay_step(
+            ops, scope, picks = replay_step(
                 inputs, job, out, seams, codegen, set(ops), scope, cache, base_cache
             )
     elif job.replay:
@@ -196,6 +199,8 @@ def _measure_and_judge(
                   "records): every changed op is timed through FlagGems")  # fmt: skip
     measured = measure_ops(codegen, ops, seams.say)  # not those that fail to compile
     req = MeasureRequest(inputs.baseline, measured, out / RESULTS_DIR, job.shard, job)
+    if job.replay and codegen.screen is not None:
+        req.rows = picks
     req.shared_cache = _shared_cache(inputs, codegen, cache, seams)
     req.sass = req.shared_cache is None  # the screen compiled them: it has their SASS
     if codegen.held_back and not req.ops:  # nothing compiles: FAIL without GPU time
@@ -244,16 +249,17 @@ def replay_step(
     scope: set[str] | None,
     cache: Path | None = None,
     base_cache: Path | None = None,
-) -> tuple[set[str], set[str] | None]:
+) -> tuple[set[str], set[str] | None, dict[str, tuple[tuple[str, str, int], ...]]]:
     """``--replay``: the changed rows of ``ops`` timed by kernel replay first
     (:mod:`zlbench.runner.replay`, ``<out>/replay/``); (the ops the op path still
-    measures, the ops judged). An op with a row deferred beyond ``--time-budget`` is
-    neither measured nor judged: it is listed with the command that times it, as an op
-    over the op-level budget is. ``cache``: the triton cache dir the screen compiled the
-    PR's kernels into (the replay's PR side builds there: a kernel the screen built is
-    not compiled again); ``base_cache``: the same for the base compiler's side, used
-    when the screen's base rebuild put kernels there (not when the base-screen cache
-    spared it)."""
+    measures, the ops judged, op key -> the only rows the op path measures of an op
+    the replay judged in part: ``runner.batch.parts.row_picks`` of its baseline rows).
+    An op with a row deferred beyond ``--time-budget`` is neither measured nor judged:
+    it is listed with the command that times it, as an op over the op-level budget is.
+    ``cache``: the triton cache dir the screen compiled the PR's kernels into (the
+    replay's PR side builds there: a kernel the screen built is not compiled again);
+    ``base_cache``: the same for the base compiler's side, used when the screen's base
+    rebuild put kernels there (not when the base-screen cache spared it)."""
     from zlbench.runner.replay import families_of, replay_changed
 
     assert codegen.screen is not None and inputs.ab.base is not None
@@ -283,7 +289,32 @@ def replay_step(
     for key, command in deferred.items():
         codegen.summary.over_budget[key] = f"rows deferred beyond the replay's budget: {command}"
     judged = (scope if scope is not None else set(inputs.baseline.ops)) - set(deferred)
-    return ops - outcome.replayed_ops - set(deferred), judged
+    measured = ops - outcome.replayed_ops - set(deferred)
+    picks = op_path_picks(inputs.baseline, outcome.op_rows, measured)
+    if picks:
+        n = sum(len(p) for p in picks.values())
+        seams.say(f"zlbench gate: replay: {len(picks)} op(s) timed through FlagGems for "
+                  f"their {n} row(s) not replayed only (the replay judges the rest)")  # fmt: skip
+    return measured, judged, picks
+
+
+def op_path_picks(
+    baseline: BaselineSet, op_rows: Mapping[str, Collection[RowKey]], measured: set[str]
+) -> dict[str, tuple[tuple[str, str, int], ...]]:
+    """Op key -> the row picks (``runner.batch.parts.row_picks``) of ``op_rows``' rows
+    among its baseline rows, for each op the op path measures; an op whose picks would
+    be every row of it, or none, is measured whole (left out)."""
+    out = {}
+    for key, keys in op_rows.items():
+        res = baseline.ops.get(key)
+        if key not in measured or res is None:
+            continue
+        picks = row_picks(
+            res.rows, lambda r, res=res, w=set(keys): r.key(res.repo, res.run_name) in w
+        )
+        if 0 < len(picks) < len(res.rows):
+            out[key] = picks
+    return out
 
 
 def rerun_command(argv: list[str]) -> str:
@@ -316,6 +347,7 @@ def _measure_step(inputs: GateInputs, req: MeasureRequest, seams: GateSeams) -> 
 
     def side(env: CompilerEnv, ops: list[str], dest: Path, pair: tuple[Path, str, str]) -> Path:
         sub = MeasureRequest(req.baseline, set(ops), dest, req.shard, job, compiler=env, pair=pair)
+        sub.rows = req.rows  # both sides the same rows
         sub.shared_cache = req.shared_cache if env == PR_ENV else None  # never the base's
         sub.sass = req.sass  # both sides alike
         batch_dir, codes[pair[1]] = seams.measure(sub)

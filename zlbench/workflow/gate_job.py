@@ -104,6 +104,9 @@ class MeasureRequest:
     sass: bool = True
     # one side of an interleaved A/B: (meeting dir, side "pr" | "base", pair rule JSON)
     pair: tuple[Path, str, str] | None = None
+    # op key -> the only rows to measure (the rows the kernel replay left to the op
+    # path: runner.batch.parts.row_picks); an op not named: all its rows
+    rows: dict[str, tuple[tuple[str, str, int], ...]] = field(default_factory=dict)
 
 
 NO_SASS_FLAG = plugin_flag("codegen-no-sass")
@@ -147,6 +150,8 @@ def measure_batch(req: MeasureRequest) -> tuple[Path, int]:
     if req.pair is not None:
         meet, side, rule = req.pair
         config = replace(config, pair_dir=meet, pair_side=side, pair_rule=rule)
+    if req.rows:
+        config = replace(config, row_picks={k: v for k, v in req.rows.items() if k in req.ops})
     outcome = run_batch(config)
     return outcome.out_dir, outcome.exit_code
 

@@ -71,6 +71,7 @@ class OpAttempts:
             shape_file=str(Path(config.shape_file).resolve()) if config.shape_file else None,
             dtypes=list(self.dtypes),
             part=list(self.sel.part) if self.sel.part else None,
+            rows=[tuple(p) for p in self.sel.rows] if self.sel.rows else None,
         )
 
 

@@ -120,6 +120,9 @@ class BatchConfig:
     pair_dir: Path | None = None
     pair_side: str | None = None
     pair_rule: str | None = None
+    # Replay: op key -> the only rows to measure (runner.batch.parts.row_picks; the
+    # gate's op path after the kernel replay); such an op is never cut into parts.
+    row_picks: dict[str, tuple[tuple[str, str, int], ...]] = field(default_factory=dict)
 
     @classmethod
     def from_options(

@@ -29,7 +29,7 @@ from zlbench.runner.batch.attempts import (
     row_dtypes,
 )
 from zlbench.runner.batch.config import BatchConfig
-from zlbench.runner.batch.parts import PARTS_DIR, part_dir, part_rows, whole_op
+from zlbench.runner.batch.parts import PARTS_DIR, part_dir, part_rows, picked_rows, whole_op
 from zlbench.runner.batch.status import load_run
 from zlbench.runner.catalog.select import OpSelection, SelectedOp
 
@@ -126,7 +126,11 @@ class Resume:
         base = baseline_rows(self.config.replay_root, op.repo, op.whole_run_name)
         if op.part:
             base = part_rows(base, op.part)
+        if op.rows:
+            base = picked_rows(base, op.rows)
         dtypes = first_dtypes(tuple(self.config.dtypes), row_dtypes(base))
+        if op.rows and row_dtypes(base):  # picks: only their dtypes run (a dtype of no
+            dtypes = row_dtypes(base)  # row would fail printing its empty table)
         expected = len(base) if base is not None else None
         return OpAttempts(op, run_dir, gpu, dtypes, expected_rows=expected)
 

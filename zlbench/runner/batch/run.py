@@ -64,7 +64,8 @@ def run_batch(config: BatchConfig) -> BatchOutcome:
     if config.sweep_gpus and config.replay_root is None:
         config = sweep_batch_config(config)
     out_dir = claim_batch_dir(Path(config.out_dir), config.resume)
-    costs = selection_costs(config, selection.keys())
+    selection = with_picks(config, selection)
+    costs = picked_costs(config, selection, selection_costs(config, selection.keys()))
     _say(config, forecast_line(config, costs))
     selection, costs = split_rows(config, selection, costs)
     if config.precompile_jobs > 0 and config.replay_root is not None:
@@ -73,6 +74,27 @@ def run_batch(config: BatchConfig) -> BatchOutcome:
         ) as cache:
             return run_while_precompiling(config, selection, out_dir, costs, Path(cache))
     return BatchRun(config, selection, out_dir, costs).run()
+
+
+def with_picks(config: BatchConfig, selection: OpSelection) -> OpSelection:
+    """The selection with each op of ``config.row_picks`` measuring those rows only."""
+    if not config.row_picks:
+        return selection
+    ops = [
+        replace(op, rows=tuple(config.row_picks[op.key])) if op.key in config.row_picks else op
+        for op in selection.ops
+    ]
+    return replace(selection, ops=ops)
+
+
+def picked_costs(config: BatchConfig, selection: OpSelection, costs: OpCosts) -> OpCosts:
+    """``costs`` with an op of row picks at its picked share of its baseline rows."""
+    seconds = dict(costs.seconds)
+    for op in selection.ops:
+        rows = baseline_rows(config.replay_root, op.repo, op.run_name) if op.rows else None
+        if rows and op.key in seconds:
+            seconds[op.key] *= min(1.0, len(op.rows) / len(rows))
+    return OpCosts(seconds, costs.recorded)
 
 
 def forecast_line(config: BatchConfig, costs: OpCosts) -> str:
@@ -101,6 +123,8 @@ def split_rows(
 
     def rows(key: str) -> int | None:
         op = by_key[key]
+        if op.rows:  # row picks: measured as picked, never cut
+            return None
         return most_parts(baseline_rows(config.replay_root, op.repo, op.run_name))
 
     counts = part_counts(costs.seconds, slots, rows)

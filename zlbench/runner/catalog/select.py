@@ -57,6 +57,9 @@ class SelectedOp:
     # run_name; run_name is then the part's, "<whole>~<k>of<n>".
     part: tuple[int, int] | None = None
     whole: str = ""
+    # Row picks (runner.batch.parts.row_picks): only these rows, each (benchmark op,
+    # dtype, index within them); () = every row.
+    rows: tuple[tuple[str, str, int], ...] = ()
 
     @property
     def key(self) -> str:
