@@ -1,8 +1,9 @@
 """Row parts in a batch (zlbench.runner.batch.parts): in replay with 2+ process slots an
 op much longer than a slot's share runs as row parts, each its own op (retries,
 --resume), merged at the end into the op's run dir and one ops_status.csv row. A fake
-executor measures the baseline rows each plan entry keeps; one real batch over the
-benchpkg suite on the CPU checks a part's process measures only its rows."""
+executor measures the baseline rows each plan entry keeps; real batches over the
+benchpkg suite on the CPU check a part's process, and a process of row picks, measure
+only their rows."""
 
 from __future__ import annotations
 
@@ -413,6 +414,35 @@ def test_a_real_part_measures_only_its_rows(tmp_path):
     assert merged.mode == "replay" and (out.out_dir / "main" / "add" / ".complete").is_file()
     (add,) = read_ops_status(out.out_dir / "ops_status.csv")
     assert (add.run_name, add.status, add.rows) == ("add", RunStatus.PASS, 6)
+
+
+@pytest.mark.slow
+def test_real_row_picks_measure_only_their_rows_and_dtype(tmp_path):
+    """A real benchmark process (benchpkg on the CPU) given row picks measures exactly
+    those rows: here the float16 row at index 1 and nothing of float32."""
+    fg = tmp_path / "fg"
+    shutil.copytree(BENCHPKG, fg, ignore=shutil.ignore_patterns("__pycache__", ".pytest_cache"))
+    write_inventory(inventory_path(tmp_path / "ops", "main"), scan_checkout(fg, "main"))
+    shape_file = tmp_path / "shapes.yaml"
+    shape_file.write_text(SHAPES)
+    kw = {"dtypes": ["float32", "float16"], "shape_file": shape_file}
+    progress = io.StringIO()
+    cfg = interpret_config(tmp_path, fg, ["add"], progress, **kw)
+    record = run_batch(cfg)
+    assert record.exit_code == 0, progress.getvalue()
+    recorded = load_json_model(record.out_dir / "main" / "add" / "result.json", RunResult)
+    keys = [(r.dtype, r.shape) for r in recorded.rows]
+    base = json.loads((record.out_dir / "main" / "add" / "result.json").read_text())["rows"]
+    picks = row_picks(base, lambda r: (r["dtype"], r["shape"]) == keys[4])  # float16's 2nd
+    assert picks == (("add", "float16", 1),)
+    replay = replace(cfg, out_dir=tmp_path / "replay", replay_root=record.out_dir,
+                     row_picks={"main/add": picks})  # fmt: skip
+    out = run_batch(replay)
+    assert out.exit_code == 0, progress.getvalue()
+    res = load_json_model(out.out_dir / "main" / "add" / "result.json", RunResult)
+    assert [(r.dtype, r.shape) for r in res.rows] == [keys[4]] and res.status is RunStatus.PASS
+    (add,) = read_ops_status(out.out_dir / "ops_status.csv")
+    assert (add.status, add.rows, add.dtype_used) == (RunStatus.PASS, 1, "float16")
 
 
 class EveryRowExecutor(RowsExecutor):
