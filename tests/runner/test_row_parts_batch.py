@@ -380,8 +380,9 @@ def test_resume_merges_the_parts_of_a_batch_stopped_before_its_merge(setup, root
 SHAPES = "add:\n  shapes:\n    - [64]\n    - [8, 8]\n    - [32]\n  shape_desc: M\n"
 
 
-@pytest.mark.slow
-def test_a_real_part_measures_only_its_rows(tmp_path):
+def _recorded_add(tmp_path: Path):
+    """benchpkg's ``add`` recorded for real on the CPU (float32 then float16, 3 shapes
+    each): (its batch config, the record's outcome, its progress, its rows' keys)."""
     fg = tmp_path / "fg"
     shutil.copytree(BENCHPKG, fg, ignore=shutil.ignore_patterns("__pycache__", ".pytest_cache"))
     write_inventory(inventory_path(tmp_path / "ops", "main"), scan_checkout(fg, "main"))
@@ -395,6 +396,12 @@ def test_a_real_part_measures_only_its_rows(tmp_path):
     recorded = load_json_model(record.out_dir / "main" / "add" / "result.json", RunResult)
     keys = [(r.dtype, r.shape) for r in recorded.rows]
     assert [dt for dt, _ in keys] == ["float32"] * 3 + ["float16"] * 3
+    return cfg, record, progress, keys, recorded
+
+
+@pytest.mark.slow
+def test_a_real_part_measures_only_its_rows(tmp_path):
+    cfg, record, progress, keys, recorded = _recorded_add(tmp_path)
     assert len(set(keys)) == 6 and recorded.mode == "record"
     replay = replace(cfg, out_dir=tmp_path / "replay", replay_root=record.out_dir, gpu_share=3)
     out = run_batch(replay)
@@ -420,18 +427,7 @@ def test_a_real_part_measures_only_its_rows(tmp_path):
 def test_real_row_picks_measure_only_their_rows_and_dtype(tmp_path):
     """A real benchmark process (benchpkg on the CPU) given row picks measures exactly
     those rows: here the float16 row at index 1 and nothing of float32."""
-    fg = tmp_path / "fg"
-    shutil.copytree(BENCHPKG, fg, ignore=shutil.ignore_patterns("__pycache__", ".pytest_cache"))
-    write_inventory(inventory_path(tmp_path / "ops", "main"), scan_checkout(fg, "main"))
-    shape_file = tmp_path / "shapes.yaml"
-    shape_file.write_text(SHAPES)
-    kw = {"dtypes": ["float32", "float16"], "shape_file": shape_file}
-    progress = io.StringIO()
-    cfg = interpret_config(tmp_path, fg, ["add"], progress, **kw)
-    record = run_batch(cfg)
-    assert record.exit_code == 0, progress.getvalue()
-    recorded = load_json_model(record.out_dir / "main" / "add" / "result.json", RunResult)
-    keys = [(r.dtype, r.shape) for r in recorded.rows]
+    cfg, record, progress, keys, _ = _recorded_add(tmp_path)
     base = json.loads((record.out_dir / "main" / "add" / "result.json").read_text())["rows"]
     picks = row_picks(base, lambda r: (r["dtype"], r["shape"]) == keys[4])  # float16's 2nd
     assert picks == (("add", "float16", 1),)
