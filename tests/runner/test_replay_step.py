@@ -383,9 +383,11 @@ def test_the_base_side_builds_in_the_screens_base_cache_so_neither_side_compiles
 
 
 def screens(*caches) -> None:
-    """The screen's kernels put into each triton cache dir (a group dir each)."""
+    """The screen's kernels put into each triton cache dir (a compiled kernel's group
+    each, as triton's file cache keeps it)."""
     for c in caches:
-        (c / "screened").mkdir(parents=True)
+        (c / "key").mkdir(parents=True)
+        (c / "key" / "__grp__k.json").write_text("{}")
 
 
 def test_the_forecast_says_when_the_recorded_seconds_come_from_another_gpu_model(tmp_path):
@@ -409,7 +411,7 @@ def test_an_op_replayed_in_part_is_measured_for_its_other_rows_only():
     keeps whole (a sentinel, an op timed anyway, one with a failed or deferred row)."""
     from zlbench.codegen.replay_plan import ReplayPlan
     from zlbench.models import DeferredRow
-    from zlbench.runner.replay import _partly_replayed
+    from zlbench.runner.replay import _op_path_split
 
     def rows(op, instruments):
         return [
@@ -432,9 +434,9 @@ def test_an_op_replayed_in_part_is_measured_for_its_other_rows_only():
     ])  # fmt: skip
     later = DeferredRow(key=key("d", "[9]"), command="zlbench gate", score=1.0)
     plan = ReplayPlan(sentinels={"F": "main/s"}, anyway={"main/t"}, deferred=[later])
-    assert _partly_replayed(run, plan) == {"main/a": [key("a", "[1]"), key("a", "[2]")]}
+    assert _op_path_split(run, plan)[1] == {"main/a": [key("a", "[1]"), key("a", "[2]")]}
     plan.failed[key("a", "[7]")] = "kernel `k` does not compile"
-    assert _partly_replayed(run, plan) == {}
+    assert _op_path_split(run, plan)[1] == {}
 
 
 def test_the_gate_picks_an_op_s_rows_not_replayed_by_their_place_in_its_baseline(tmp_path):

@@ -316,12 +316,19 @@ class ReplayPlan:
         (not the unchanged rows ``every_row`` replays)."""
         return sum(p.changed for p in self.replay) + len(self.fallback) + len(self.deferred)
 
+    def whole_ops(self) -> set[str]:
+        """The ops the op path measures whole, however their replayed rows fare: the
+        sentinels, the ops timed anyway, the ops of failed and deferred rows."""
+        keys = [*self.failed, *(d.key for d in self.deferred)]
+        return (
+            {op_key(k.repo, k.run_name) for k in keys} | set(self.sentinels.values()) | self.anyway
+        )
+
     def kept_ops(self) -> set[str]:
-        """The ops the plan keeps on the op path, however their replayed rows fare: the
-        ops of fallback, failed and deferred rows, the sentinels, the ops timed anyway."""
-        keys = [*self.fallback, *self.failed, *(d.key for d in self.deferred)]
-        ops = {op_key(k.repo, k.run_name) for k in keys}
-        return ops | set(self.sentinels.values()) | self.anyway
+        """The ops the plan keeps on the op path, however their replayed rows fare:
+        :meth:`whole_ops` and the ops of fallback rows (measured for those rows only when
+        others of theirs are replayed)."""
+        return self.whole_ops() | {op_key(k.repo, k.run_name) for k in self.fallback}
 
     def op_path(self) -> dict[str, str]:
         """Op key -> why it is still timed through FlagGems: the ops of fallback rows

@@ -1,4 +1,5 @@
-"""The shared triton cache of a batch: when its precompile is done.
+"""The shared triton cache of a batch: when its precompile is done, and how many
+compiled kernels a triton cache dir holds.
 
 ``zlbench batch --precompile-jobs N`` compiles the replay root's recorded kernels
 into one triton cache dir while the benchmark processes start (docs/screening.md,
@@ -22,6 +23,12 @@ READY_MARKER = ".zlbench-precompiled"  # in the shared cache dir
 # the precompile's timeout per worker; the whole precompile may take longer (its
 # workers are collected one after the other), then the process compiles for itself
 READY_TIMEOUT_S = 1800.0
+
+
+def cached_kernels(cache: str | os.PathLike) -> int:
+    """How many compiled kernels the triton cache dir ``cache`` holds (triton's file
+    cache: one ``<key>/__grp__<name>.json`` group per compiled kernel)."""
+    return sum(1 for _ in Path(cache).glob("*/__grp__*"))
 
 
 def wait_ready(path: str | None, timeout_s: float = READY_TIMEOUT_S, poll_s: float = 0.05) -> float:

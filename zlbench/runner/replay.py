@@ -71,6 +71,7 @@ from zlbench.models.replay import (
     ReplayPlanFile,
     SideBuildTime,
 )
+from zlbench.protocol.cache import cached_kernels
 from zlbench.protocol.layout import op_key
 from zlbench.runner.ab.env import CompilerEnv, with_front
 
@@ -255,8 +256,7 @@ def replay_changed(
         builds=builds,
         worker_seconds=round(worker_s, 3),
     )
-    whole = _whole_ops(run, plan)
-    partly = _partly_replayed(run, plan)
+    whole, partly = _op_path_split(run, plan)
     changed = {r.key for r in run.rows} | {d.key for d in run.deferred} | set(plan.failed)
     judged = whole | set(partly)
     run.identical = [k for k in rows if op_key(k.repo, k.run_name) in judged and k not in changed]
@@ -317,28 +317,13 @@ def _fell_back(r: ReplayedRow) -> ReplayedRow:
     return r.model_copy(update={"instrument": "op", "why": why})
 
 
-def _whole_ops(run: ReplayRun, plan: ReplayPlan) -> set[str]:
-    """Ops whose every changed row was replayed (none fell back, here or in the plan,
-    none deferred or failed, not a sentinel, not one the gate times anyway:
-    :meth:`ReplayPlan.kept_ops`): the op path need not measure them."""
-    replayed: set[str] = set()
-    fell_back: set[str] = set()
-    for r in run.rows:
-        key = op_key(r.key.repo, r.key.run_name)
-        (replayed if r.instrument == "kernel-replay" else fell_back).add(key)
-    return replayed - fell_back - plan.kept_ops()
-
-
-def _partly_replayed(run: ReplayRun, plan: ReplayPlan) -> dict[str, list[RowKey]]:
-    """Op key -> the rows the op path measures, for each op some of whose changed rows
-    were replayed and the others not (they fell back, in the plan or in the step): the
-    op path times those rows only, the replay judges the rest. Not for the ops kept
-    whole on the op path: sentinels, ops timed anyway, ops with a failed or deferred
-    row."""
-    whole_ops = set(plan.sentinels.values()) | plan.anyway
-    whole_ops |= {
-        op_key(k.repo, k.run_name) for k in [*plan.failed, *(d.key for d in plan.deferred)]
-    }
+def _op_path_split(run: ReplayRun, plan: ReplayPlan) -> tuple[set[str], dict[str, list[RowKey]]]:
+    """(The ops whose every changed row was replayed and none kept on the op path
+    (:meth:`ReplayPlan.kept_ops`): the op path need not measure them; op key -> the rows
+    the op path measures, for each op some of whose changed rows were replayed and the
+    others not, in the plan or in the step: the op path times those rows only, the
+    replay judges the rest, unless the op is measured whole anyway
+    (:meth:`ReplayPlan.whole_ops`).)"""
     replayed: set[str] = set()
     fell: dict[str, list[RowKey]] = {}
     for r in run.rows:
@@ -347,7 +332,10 @@ def _partly_replayed(run: ReplayRun, plan: ReplayPlan) -> dict[str, list[RowKey]
             replayed.add(key)
         else:
             fell.setdefault(key, []).append(r.key)
-    return {k: rows for k, rows in sorted(fell.items()) if k in replayed and k not in whole_ops}
+    whole = replayed - set(fell) - plan.kept_ops()
+    kept = plan.whole_ops()
+    partly = {k: rows for k, rows in sorted(fell.items()) if k in replayed and k not in kept}
+    return whole, partly
 
 
 def _build(
@@ -444,10 +432,7 @@ def not_screens(rec: CompileRecord, screened: KernelScreen | None) -> bool:
 
 
 def filled(cache: Path | None) -> bool:
-    """Whether the triton cache dir ``cache`` holds anything: the screen put that
-    side's kernels there (the base's is empty when the base-screen cache served the
+    """Whether the triton cache dir ``cache`` holds compiled kernels: the screen put
+    that side's there (the base's is empty when the base-screen cache served the
     screen: nothing was rebuilt)."""
-    try:
-        return cache is not None and any(cache.iterdir())
-    except OSError:
-        return False
+    return cache is not None and cached_kernels(cache) > 0

@@ -26,6 +26,7 @@ from zlbench.gate.load import ResultsSet, load_results
 from zlbench.models import CodegenScreen
 from zlbench.models.codegen_screen import CHANGED_CLASSES
 from zlbench.models.options import TIME_MODES  # declared with the option models
+from zlbench.protocol.cache import cached_kernels  # noqa: F401 - re-exported (__all__)
 from zlbench.protocol.layout import CODEGEN_SCREEN_DIR
 from zlbench.report.codegen import headline
 from zlbench.runner.ab.env import CompilerEnv
@@ -123,12 +124,6 @@ def screen_for_gate(
         summary.note = "; ".join(n for n in (summary.note, cpu_note(screen.plan)) if n)
         return CodegenStep(summary, result, cg_dir, given=screen.plan)
     return CodegenStep(summary, result, cg_dir)
-
-
-def cached_kernels(cache: Path) -> int:
-    """How many compiled kernels the triton cache dir ``cache`` holds (triton's file
-    cache: one ``<key>/__grp__<name>.json`` group per compiled kernel)."""
-    return sum(1 for _ in Path(cache).glob("*/__grp__*"))
 
 
 def check_budget(time: str, budget_s: float | None) -> None:

@@ -108,35 +108,6 @@ def row_group(row) -> tuple[str, str]:
     return str(getattr(row, "op", "")), str(getattr(row, "dtype", ""))
 
 
-def row_picks(rows: Sequence, wanted: Callable[[object], bool]) -> tuple[tuple[str, str, int], ...]:
-    """The picks (benchmark op, dtype, index within them) of the ``rows`` (an op's
-    baseline rows, in order: result.json dicts or ``Row``-likes) that ``wanted`` says to
-    measure; an index counts as the plugins count it (:func:`row_group`)."""
-    seen: Counter = Counter()
-    out = []
-    for row in rows:
-        group = row_group(row)
-        if wanted(row):
-            out.append((*group, seen[group]))
-        seen[group] += 1
-    return tuple(out)
-
-
-def picked_rows(rows: list | None, picks: Sequence[Sequence]) -> list | None:
-    """The rows of ``rows`` (an op's baseline rows, in order) that ``picks`` names."""
-    if rows is None:
-        return None
-    want = {tuple(p) for p in picks}
-    seen: Counter = Counter()
-    out = []
-    for row in rows:
-        group = row_group(row)
-        if (*group, seen[group]) in want:
-            out.append(row)
-        seen[group] += 1
-    return out
-
-
 def most_parts(rows: list | None) -> int | None:
     """The most parts an op with the baseline ``rows`` (result.json dicts) may be cut
     into: its fewest rows of one (benchmark op, dtype), so that every part measures
@@ -189,6 +160,21 @@ def part_rows(rows: list | None, part: Sequence[int]) -> list | None:
     if rows is None:
         return None
     return [row for _, i, row in indexed(rows) if keeps_row(i, part)]
+
+
+def row_picks(rows: Sequence, wanted: Callable[[object], bool]) -> tuple[tuple[str, str, int], ...]:
+    """The picks (benchmark op, dtype, index within them) of the ``rows`` (an op's
+    baseline rows, in order: result.json dicts or ``Row``-likes) that ``wanted`` says to
+    measure; an index counts as the plugins count it (:func:`indexed`)."""
+    return tuple((*group, i) for group, i, row in indexed(rows) if wanted(row))
+
+
+def picked_rows(rows: list | None, picks: Sequence[Sequence]) -> list | None:
+    """The rows of ``rows`` (an op's baseline rows, in order) that ``picks`` names."""
+    if rows is None:
+        return None
+    want = {tuple(p) for p in picks}
+    return [row for group, i, row in indexed(rows) if (*group, i) in want]
 
 
 def spread_parts(

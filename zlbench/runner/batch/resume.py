@@ -128,9 +128,9 @@ class Resume:
             base = part_rows(base, op.part)
         if op.rows:
             base = picked_rows(base, op.rows)
-        dtypes = first_dtypes(tuple(self.config.dtypes), row_dtypes(base))
-        if op.rows and row_dtypes(base):  # picks: only their dtypes run (a dtype of no
-            dtypes = row_dtypes(base)  # row would fail printing its empty table)
+        # picks: only their rows' dtypes run (a dtype of no row fails its empty table)
+        picked = row_dtypes(base) if op.rows else ()
+        dtypes = picked or first_dtypes(tuple(self.config.dtypes), row_dtypes(base))
         expected = len(base) if base is not None else None
         return OpAttempts(op, run_dir, gpu, dtypes, expected_rows=expected)
 
