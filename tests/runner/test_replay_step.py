@@ -39,7 +39,7 @@ from zlbench.report.replay_text import fallback_counts
 from zlbench.runner.ab.env import PR_ENV, CompilerEnv
 from zlbench.runner.replay import DIFFERS_FROM_SCREEN, replay_changed
 
-SH, SH2 = "[torch.Size([64])]", "[torch.Size([128])]"
+SH, SH2, SH3 = "[torch.Size([64])]", "[torch.Size([128])]", "[torch.Size([256])]"
 
 
 def key(op: str, shape: str = SH) -> RowKey:
@@ -54,11 +54,17 @@ def _launch(kid: str) -> LaunchSpec:
     )
 
 
-def _baseline(tmp_path):
+def _baseline(tmp_path, a_256=False):
     """Ops a and c (one family) each with a changed, captured 64-row and an unchanged
-    128-row; op b changed without a capture."""
+    128-row; op b changed without a capture. ``a_256``: op a has an unchanged 256-row
+    too, with a kernel of its own."""
     root = tmp_path / "bl"
     ids, screen_kernels = {}, []
+    if a_256:
+        screen_kernels.append(KernelScreen(
+            kernel_id="a-256", name="a_256", status=CodegenClass.IDENTICAL, ops=["main/a"],
+            rows=[key("a", SH3)], timed_ops=["main/a"], timed_rows=[key("a", SH3)],
+        ))  # fmt: skip
     for op in ("a", "b", "c"):
         req = cgsynth.request(name=f"{op}_kernel")
         texts = cgsynth.stage_texts(op)
@@ -94,6 +100,8 @@ def _baseline(tmp_path):
                                                   launches=[_launch(rec.id)])])  # fmt: skip
             dump_json_model(root / "main" / op / "codegen" / LAUNCHES_JSON, cap)
     rows = {op: [brow(op, SH, 1.0, lat=0.01), brow(op, SH2, 1.0, lat=0.01)] for op in "abc"}
+    if a_256:
+        rows["a"].append(brow("a", SH3, 1.0, lat=0.01))
     write_baseline(root, rows)
     screen = CodegenScreen(baseline_dir=str(root), kernels=screen_kernels)
     return load_baseline(root), screen, ids
@@ -457,8 +465,9 @@ def test_the_gate_picks_an_op_s_rows_not_replayed_by_their_place_in_its_baseline
 
 def test_the_step_names_the_rows_the_op_path_measures_of_an_op_replayed_in_part(tmp_path):
     """Op a's 128-row changes too, with no capture of its own: its 64-row is replayed,
-    the 128-row falls back, and the op path measures a for that row only."""
-    baseline, screen, ids = _baseline(tmp_path)
+    the 128-row falls back, and the op path measures a for that row only; its unchanged
+    256-row, measured by neither, PASSes as proven identical."""
+    baseline, screen, ids = _baseline(tmp_path, a_256=True)
     kernels = [
         k.model_copy(update={"status": CodegenClass.TTGIR}) if k.kernel_id == "a-same" else k
         for k in screen.kernels
@@ -475,3 +484,4 @@ def test_the_step_names_the_rows_the_op_path_measures_of_an_op_replayed_in_part(
         key("a", SH2): "op",
     }
     assert outcome.op_rows == {"main/a": [key("a", SH2)]} and outcome.replayed_ops == set()
+    assert outcome.run.identical == [key("a", SH3)]
