@@ -26,7 +26,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from zlbench.gate.paired import pair_samples  # noqa: E402
+from zlbench.gate.replay import replay_stats  # noqa: E402
 from zlbench.models import dump_json_model, load_json_model  # noqa: E402
 from zlbench.models.replay import REPLAY_DIR, REPLAY_PLAN, ReplayPlanFile  # noqa: E402
 from zlbench.plugins.replay.worker import run_rows  # noqa: E402
@@ -62,7 +62,7 @@ def main() -> None:
         d.mkdir(parents=True, exist_ok=True)
         dump_json_model(d / REPLAY_PLAN, plan.model_copy(update={"settle": settle}))
         run, pairs = run_rows(d / REPLAY_PLAN, d / "worker")
-        stats = pair_samples(pairs, PairRule())
+        stats = replay_stats(pairs, PairRule())
         print(f"settle {settle}: {len(run.rows)} rows")
         for r in run.rows:  # e.g. the gate's binaries were in its temp caches, now gone
             if r.instrument != "kernel-replay":

@@ -40,7 +40,7 @@ op path), both changes and verdicts, every disagreement listed.
 its op path): the rows that fell back and why, then per replayed row its pairs, both
 sides' fastest sample, the change with its interval and the pair rule's decision
 (:func:`zlbench.protocol.pairs.decide` on the statistic the judge derives,
-:func:`zlbench.gate.paired.pair_samples`), the decisions counted, and |change| as
+:func:`zlbench.gate.replay.replay_stats`), the decisions counted, and |change| as
 ``aa`` gives it. ``cost`` also reads a gate without a verdict (less the kernel against
 op time).
 """
@@ -56,7 +56,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from zlbench.gate.paired import judge_paired, pair_samples, stats_of  # noqa: E402
+from zlbench.gate.paired import judge_paired, stats_of  # noqa: E402
+from zlbench.gate.replay import replay_stats  # noqa: E402
 from zlbench.models import GateVerdict, RowVerdict, Verdict, load_json_model  # noqa: E402
 from zlbench.models.ab import PairsFile  # noqa: E402
 from zlbench.models.replay import REPLAY_DIR, REPLAY_JSON, REPLAY_PAIRS, ReplayRun  # noqa: E402
@@ -175,7 +176,7 @@ def rows(gates: list[Path]) -> None:
     rule = PairRule()
     for g in gates:
         run = load_json_model(g / REPLAY_DIR / REPLAY_JSON, ReplayRun)
-        stats = pair_samples(load_json_model(g / REPLAY_DIR / REPLAY_PAIRS, PairsFile), rule)
+        stats = replay_stats(load_json_model(g / REPLAY_DIR / REPLAY_PAIRS, PairsFile), rule)
         print(f"{g}: {run.coverage()}; step {run.seconds:.1f} s (builds "
               f"{run.build_seconds:.1f} s, workers {run.worker_seconds:.1f} s)")  # fmt: skip
         for r in run.rows:

@@ -6,8 +6,7 @@ from __future__ import annotations
 import pytest
 
 from zlbench.errors import ZlbenchError
-from zlbench.gate.paired import pair_samples
-from zlbench.gate.replay import IDENTICAL, REPLAYED, ReplayEvidence, apply_replay
+from zlbench.gate.replay import IDENTICAL, REPLAYED, ReplayEvidence, apply_replay, replay_stats
 from zlbench.models import (
     PairedSamples,
     PairSample,
@@ -42,7 +41,7 @@ def samples(pr_us: float, base_us: float, n: int) -> list[PairSample]:
 
 def evidence(rows: dict[RowKey, tuple[float, float, int]], run: ReplayRun) -> ReplayEvidence:
     pairs = PairsFile(rows=[PairedSamples(key=k, samples=samples(*v)) for k, v in rows.items()])
-    return ReplayEvidence(run=run, rows=pair_samples(pairs, RULE))
+    return ReplayEvidence(run=run, rows=replay_stats(pairs, RULE))
 
 
 def replayed(k: RowKey, outputs: str = "match") -> ReplayedRow:
@@ -62,11 +61,14 @@ def judge(rows, ev):
 def test_a_replayed_row_slower_than_the_base_is_a_regression_and_says_its_instrument():
     slow, same = key("softmax"), key("exp")
     run = ReplayRun(changed_rows=2, rows=[replayed(slow), replayed(same)])
-    ev = evidence({slow: (20.0, 10.0, 8), same: (10.0, 10.0, 8)}, run)
+    ev = evidence({slow: (20.0, 10.0, 10), same: (10.0, 10.0, 10)}, run)
     out = {r.key: r for r in judge([missing(slow), missing(same)], ev)}
     assert out[slow].verdict is Verdict.REGRESSION
     assert out[slow].reason.startswith(f"{REPLAYED}: slower than the base: +100.0 %")
-    assert out[slow].ab is not None and out[slow].ab.rounds == 8
+    assert out[slow].ab is not None and out[slow].ab.rounds == 10
+    # judged over balanced blocks (protocol.pairs.REPLAY_BLOCK_PAIRS), never as plain
+    assert "vs the base, 10 pairs in 5 AB/BA blocks" in out[slow].reason
+    assert out[slow].ab.blocks == 5 and not out[slow].ab.plain
     assert out[same].verdict is Verdict.PASS
     assert out[same].reason == REPLAYED
 
@@ -82,20 +84,20 @@ def test_too_few_pairs_never_pass():
 def test_pairs_of_a_row_whose_outputs_differed_are_refused():
     k = key("softmax")
     with pytest.raises(ZlbenchError, match="not list it as replayed with matching outputs"):
-        evidence({k: (10.0, 10.0, 8)}, ReplayRun(changed_rows=1, rows=[replayed(k, "differ")]))
+        evidence({k: (10.0, 10.0, 10)}, ReplayRun(changed_rows=1, rows=[replayed(k, "differ")]))
 
 
 def test_pairs_of_a_row_that_fell_back_are_refused():
     k = key("softmax")
     back = ReplayedRow(key=k, instrument="op", why="launch captured in a CUDA graph")
     with pytest.raises(ZlbenchError, match="not a gate's own artifact"):
-        evidence({k: (10.0, 10.0, 8)}, ReplayRun(changed_rows=1, rows=[back]))
+        evidence({k: (10.0, 10.0, 10)}, ReplayRun(changed_rows=1, rows=[back]))
 
 
 def test_the_op_paths_verdict_stands_and_identical_rows_of_a_replayed_op_pass():
     measured, ident, other = key("mm"), key("softmax", "[2048]"), key("sum")
     run = ReplayRun(changed_rows=1, rows=[replayed(measured)], identical=[ident])
-    ev = evidence({measured: (20.0, 10.0, 8)}, run)
+    ev = evidence({measured: (20.0, 10.0, 10)}, run)
     op_path = RowVerdict(key=measured, verdict=Verdict.PASS, reason="")
     out = {r.key: r for r in judge([op_path, missing(ident), missing(other)], ev)}
     assert out[measured] == op_path  # measured through FlagGems: not re-judged
@@ -121,7 +123,7 @@ def _gate(tmp_path, replay_pr_us: float):
     v = run_gate(b, r, th, GateOptions(scope={"main/x", "main/softmax"}))
     timed, ident = key("softmax"), key("softmax", "[2048]")
     run = ReplayRun(changed_rows=1, rows=[replayed(timed)], identical=[ident])
-    return v, decide(v, Evidence(replay=evidence({timed: (replay_pr_us, 10.0, 8)}, run)))
+    return v, decide(v, Evidence(replay=evidence({timed: (replay_pr_us, 10.0, 10)}, run)))
 
 
 def test_decide_fails_the_gate_on_a_replayed_regression_and_counts_add_up(tmp_path):
@@ -148,7 +150,7 @@ def test_the_reports_name_the_instrument_of_a_replayed_row():
     from zlbench.report.facts import confirmed_text
 
     k = key("softmax")
-    ev = evidence({k: (20.0, 10.0, 8)}, ReplayRun(changed_rows=1, rows=[replayed(k)]))
+    ev = evidence({k: (20.0, 10.0, 10)}, ReplayRun(changed_rows=1, rows=[replayed(k)]))
     (r,) = judge([missing(k)], ev)
     assert r.ab is not None and r.ab.instrument == "kernel-replay"
-    assert confirmed_text(r) == "kernel replay, 8 pairs"
+    assert confirmed_text(r) == "kernel replay, 10 pairs"

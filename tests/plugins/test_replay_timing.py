@@ -125,24 +125,42 @@ def test_settle_calls_precede_each_sample_untimed_and_restored_and_flushed(monke
         time_paired(launch, args, rule=rule(), timer=rec, flush=rec.flush, settle=-1)
 
 
-@pytest.mark.parametrize("min_pairs", [5, 7])
-def test_equal_sides_stop_when_the_rule_decides(monkeypatch, min_pairs):
-    # identical times: the pair rule decides PASS at its min_pairs (>= 5 for a 90 % interval)
+@pytest.mark.parametrize(("min_pairs", "pairs"), [(5, 10), (7, 10), (11, 11)])
+def test_equal_sides_stop_when_the_rule_decides(monkeypatch, min_pairs, pairs):
+    # identical times: the pair rule decides PASS at its min_pairs, and once it has five
+    # balanced blocks of two pairs (a 90 % interval over blocks: protocol.pairs)
     rec = Recorder(monkeypatch)
     _, samples = run_recorded(rec, rule(min_pairs=min_pairs, max_pairs=12))
-    assert len(samples) == 2 * min_pairs
+    assert len(samples) == 2 * pairs
 
 
 def test_an_undecided_row_stops_at_the_rules_budget(monkeypatch):
-    # the PR is 9 % slower or faster by turns: the interval straddles the threshold
+    # the PR is 9 % slower or faster by turns of two pairs (a balanced block each): the
+    # interval straddles the threshold
     def ms(side, i):
         if side == "base":
             return 1.1
-        return 1.2 if (i // 3) % 2 else 1.0
+        return 1.2 if (i // 6) % 2 else 1.0
 
     rec = Recorder(monkeypatch, ms)
     _, samples = run_recorded(rec, rule(min_pairs=5, max_pairs=9))
     assert len(samples) == 18
+
+
+def test_a_first_sample_slower_whichever_side_is_cancelled_and_the_row_decides(monkeypatch):
+    """The H100's position effect (protocol.pairs): the first sample of every pair 8 %
+    slower, whichever side. Per pair the change swings +-8 % and would never decide; the
+    balanced blocks read 0 and the row PASSes at 10 pairs."""
+
+    def ms(side, i):  # pair k = the side's sample i // 3; the PR goes first in even k
+        first = (i // 3) % 2 == (0 if side == "pr" else 1)
+        return 1.08 if first else 1.0
+
+    rec = Recorder(monkeypatch, ms)
+    _, samples = run_recorded(rec, rule(min_pairs=5, max_pairs=16))
+    assert len(samples) == 20
+    firsts = [samples[i]["ms"] for i in range(0, 20, 2)]
+    assert firsts == [1.08] * 10  # the effect was there, in every pair
 
 
 def test_each_sample_is_the_median_of_its_reps(monkeypatch):

@@ -10,7 +10,9 @@ import pytest
 from zlbench.models.timing import PairSampling
 from zlbench.protocol.pairs import (
     INCONCLUSIVE,
+    PASS,
     REGRESSION,
+    REPLAY_BLOCK_PAIRS,
     PairRule,
     block_stats,
     complete_pairs,
@@ -216,3 +218,38 @@ def test_a_plain_row_is_judged_at_its_own_threshold_so_a_whole_row_state_is_no_r
     assert decide(row_stats(pr, base, rule, plain=False), rule) == REGRESSION
     # a plain threshold below the row's own threshold does not loosen it
     assert replace(rule, threshold=0.3).threshold_for(True) == 0.3
+
+
+# A replay A/A on an H100 (2026-12-06, thirty-second session, aa-1): amax's two-launch
+# row, PR and base the same binary, pairs AB BA AB BA ...; the first sample of each pair
+# is ~7 % slower, whichever side (µs per call).
+REPLAY_AA_PR = [8.32, 7.90, 8.45, 7.71, 8.53, 7.74, 8.53, 7.84]
+REPLAY_AA_PR += [8.32, 7.90, 8.42, 7.90, 8.32, 7.73, 8.35, 7.82]
+REPLAY_AA_BASE = [7.92, 8.30, 7.82, 8.30, 7.82, 8.34, 8.02, 8.32]
+REPLAY_AA_BASE += [7.90, 8.29, 7.82, 8.48, 7.81, 8.30, 7.73, 8.45]
+
+
+def test_a_replayed_rows_balanced_blocks_cancel_the_first_sample_and_decide_it():
+    rule = PairRule()
+    pr, base = _ms(REPLAY_AA_PR), _ms(REPLAY_AA_BASE)
+    # per pair: +-7 % by turns, still undecided after 16 pairs (INCONCLUSIVE on the H100)
+    per_pair = row_stats(pr, base, rule, plain=False)
+    assert per_pair.change_lo < -0.03 and per_pair.change_hi > 0.03
+    assert final_decision(per_pair, rule) == INCONCLUSIVE
+    # over blocks of AB + BA: decided PASS at 10 pairs, the interval within +-1 %
+    assert decide(row_stats(pr[:9], base[:9], rule, False, replayed=True), rule) is None
+    s = row_stats(pr[:10], base[:10], rule, False, replayed=True)
+    assert REPLAY_BLOCK_PAIRS == 2 and s.pairs == 10 and s.blocks == 5
+    assert -0.01 < s.change_lo < s.change_hi < 0.01
+    assert decide(s, rule) == PASS and should_stop(s, rule, plain=False)
+
+
+def test_a_replayed_row_is_judged_at_the_graph_threshold_not_the_plain_one():
+    rule = PairRule()
+    base = [0.010] * 20
+    pr = [0.0108] * 20  # +8 %: a REGRESSION at 3 %, a PASS at the plain 25 %
+    s = row_stats(pr, base, rule, False, replayed=True)
+    assert s.blocks == 10 and not s.plain
+    assert decide(s, rule) == REGRESSION
+    plain = row_stats(pr, base, rule, True)
+    assert plain.plain and plain.blocks == 5 and decide(plain, rule) == PASS

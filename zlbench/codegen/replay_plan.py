@@ -100,7 +100,8 @@ event sync as ``CALL_OVERHEAD_US``. The forecast (:func:`forecast`) adds a repla
 worker's start (``WORKER_START_S``) and each side's build start (``BUILD_START_S``).
 Every constant was fitted to gates on an H100 (2026-12-06, docs/measurements.md
 "thirtieth session"); ``pairs`` at the rule's budget makes a row's timed calls an upper
-bound (the rows of those gates took 5.5-6.1 pairs on average).
+bound (the rows of those gates took 5.5-6.1 pairs on average; since the thirty-second
+session a replayed row is judged over balanced blocks and needs at least 10).
 """
 
 from __future__ import annotations

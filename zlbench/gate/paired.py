@@ -95,7 +95,7 @@ def pair_rounds(rounds: Sequence[Round]) -> dict[RowKey, PairedRow]:
 
 
 def pair_samples(
-    pairs: PairsFile, rule: PairRule, recorded: Round | None = None
+    pairs: PairsFile, rule: PairRule, recorded: Round | None = None, *, replayed: bool = False
 ) -> dict[RowKey, PairedRow]:
     """Every row of an interleaved A/B -> its paired statistic over its kept pairs
     (:mod:`zlbench.protocol.pairs`): per pair latencies and ratios, the medians of the
@@ -109,7 +109,9 @@ def pair_samples(
     :func:`recorded_plain`), a plain sample of a side whose run timed the row with a
     CUDA graph is refused; a row with fewer complete pairs than ``rule.min_pairs``
     carries no statistic (it is judged as if it had no pair: against the stored
-    baseline). ``recorded`` None: samples this process measured itself."""
+    baseline). ``recorded`` None: samples this process measured itself. ``replayed``:
+    the kernel replay's samples (never plain), over balanced blocks of pairs
+    (:data:`zlbench.protocol.pairs.REPLAY_BLOCK_PAIRS`)."""
     out: dict[RowKey, PairedRow] = {}
     for row in pairs.rows:
         if row.key in out:
@@ -127,10 +129,10 @@ def pair_samples(
             )
         samples = [x.model_dump() for x in row.samples]
         pr_ms, base_ms, dropped = complete_pairs(samples)
-        is_plain = sampled_plain(samples, len(pr_ms) + dropped, rule)
+        is_plain = not replayed and sampled_plain(samples, len(pr_ms) + dropped, rule)
         if recorded is not None:
             is_plain = is_plain and recorded_plain(row.key, samples, recorded)
-        st = row_stats(pr_ms, base_ms, rule, is_plain)
+        st = row_stats(pr_ms, base_ms, rule, is_plain, replayed=replayed)
         p = PairedRow(rounds=st.pairs, dropped=dropped, plain=is_plain, blocks=st.blocks)
         p.pr_us = [x * 1000.0 for x in pr_ms]
         p.base_us = [x * 1000.0 for x in base_ms]
@@ -191,6 +193,7 @@ def stats_of(p: PairedRow) -> PairStats:
         delta_lo_us=p.delta_lo_us,
         delta_hi_us=p.delta_hi_us,
         blocks=p.blocks,
+        plain=p.plain,
     )
 
 
@@ -203,7 +206,10 @@ def interval_text(p: PairedRow) -> str:
     if us and p.delta_lo_us is not None and p.delta_hi_us is not None:
         us += f" [{p.delta_lo_us:+.2f}, {p.delta_hi_us:+.2f}]"
     dropped = f", {p.dropped} throttled left out" if p.dropped else ""
-    blocks = f" in {counted(p.blocks, 'block')} (plain timing)" if p.blocks is not None else ""
+    blocks = ""
+    if p.blocks is not None:  # plain rows: batch means; replayed rows: balanced blocks
+        kind = "block" if p.plain else "AB/BA block"
+        blocks = f" in {counted(p.blocks, kind)}" + (" (plain timing)" if p.plain else "")
     return f"{rel} ({us}) vs the base, {counted(p.rounds, 'pair')}{blocks}{dropped}"
 
 
@@ -216,7 +222,7 @@ def judge_interleaved(
     decision = final_decision(st, rule, full=full)
     p.decision = decision
     said = interval_text(p)
-    t, floor = rule.threshold_for(p.blocks is not None), rule.floor_us
+    t, floor = rule.threshold_for(p.plain), rule.floor_us
     p.threshold = t
     stored = f"; {pct(row.judged_change)} vs {baseline}" if row.judged_change is not None else ""
     if decision == "REGRESSION":

@@ -11,7 +11,7 @@ replayed op, whose timed kernels the screen proved identical to the base's, PASS
 proven identical.
 
 What the judge re-derives (docs/security.md "The judge re-derives"): the statistic of
-each row from its samples (:func:`zlbench.gate.paired.pair_samples`); and it refuses,
+each row from its samples (:func:`replay_stats`); and it refuses,
 with one line, pairs for a row that ``replay.json`` does not list as replayed with
 matching outputs (a row whose outputs differed, or that fell back, has no samples in
 a gate's own artifact). A replayed row with fewer complete pairs than the rule's
@@ -26,9 +26,9 @@ from dataclasses import dataclass
 
 from zlbench.errors import ZlbenchError
 from zlbench.gate.numbers import counted
-from zlbench.gate.paired import judge_paired, paired_threshold
+from zlbench.gate.paired import judge_paired, pair_samples, paired_threshold
 from zlbench.models import OpVerdict, ReplayRun, RowKey, RowVerdict, Verdict
-from zlbench.models.ab import PairedRow
+from zlbench.models.ab import PairedRow, PairsFile
 from zlbench.protocol.layout import op_key
 from zlbench.protocol.pairs import PairRule
 
@@ -46,6 +46,14 @@ class ReplayEvidence:
 
     def __post_init__(self) -> None:
         check_replay(self.run, self.rows)  # no evidence that does not add up exists
+
+
+def replay_stats(pairs: PairsFile, rule: PairRule) -> dict[RowKey, PairedRow]:
+    """Each replayed row's statistic re-derived from its samples: the pair rule over
+    balanced blocks of pairs (``AB`` + ``BA``,
+    :data:`zlbench.protocol.pairs.REPLAY_BLOCK_PAIRS`: the replay's strict order makes
+    the first sample of a pair a position, which such a block cancels); never plain."""
+    return pair_samples(pairs, rule, replayed=True)
 
 
 def check_replay(run: ReplayRun, paired: Mapping[RowKey, PairedRow]) -> None:

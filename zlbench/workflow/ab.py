@@ -35,7 +35,7 @@ from zlbench.gate.paired import (
     pair_samples,
     side_mismatch,
 )
-from zlbench.gate.replay import ReplayEvidence
+from zlbench.gate.replay import ReplayEvidence, replay_stats
 from zlbench.models import (
     REPLAY_DIR,
     REPLAY_JSON,
@@ -342,7 +342,7 @@ def load_replay(
         return None
     run = load_json_model(resolve_inside(gate_dir, f"{REPLAY_DIR}/{REPLAY_JSON}"), ReplayRun)
     pairs = load_json_model(resolve_inside(gate_dir, f"{REPLAY_DIR}/{REPLAY_PAIRS}"), PairsFile)
-    rows = pair_samples(pairs, rule or PairRule())
+    rows = replay_stats(pairs, rule or PairRule())
     return ReplayEvidence(run=run, rows=rows)  # checked as it is made
 
 

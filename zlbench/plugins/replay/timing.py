@@ -15,10 +15,11 @@ sides' launches and every restore and flush are enqueued on it):
   flushed (``flush``; the same policy for both sides), both outside the timed span;
   with ``settle`` N, each sample is preceded by N untimed calls of its side (restored
   and flushed alike): a probe of the first-sample effect seen on an H100 (the first
-  sample of each pair ~10 % slower on two-launch rows), off by default;
+  sample of each pair 4-10 % slower on two-launch rows), off by default;
 * after each pair the rule's own stopping (:func:`zlbench.protocol.pairs.should_stop`
-  on :func:`zlbench.protocol.pairs.row_stats` of the pairs so far, a row timed with a
-  graph-like single-launch timer: not plain) says whether to go on, so the judge sees
+  on :func:`zlbench.protocol.pairs.row_stats` of the pairs so far, ``replayed``: over
+  balanced blocks of ``AB`` + ``BA``, which cancel that first-sample effect; never
+  plain) says whether to go on, so the judge sees
   the same kind of evidence as from the op path's interleaved A/B: samples
   ``{"side", "ms"}`` (``zlbench.models.ab.PairSample``) in slot order, pairs in slots
   ``2k, 2k + 1``; with a ``clock`` the NVML clock and throttle reasons go with each
@@ -124,7 +125,8 @@ def lead_cycles_for(launches: int) -> int:
     of ~7 µs stayed undecided after 16 pairs (±6-10 %) where one-launch rows of the same
     size decided in 5, with one LEAD_CYCLES and again with this: the first sample of
     each pair is ~10 % slower than the second, whichever side (docs/measurements.md,
-    thirtieth session), a cause this does not remove."""
+    thirtieth session), a cause this does not remove. The judge's balanced blocks of
+    two pairs cancel it (``protocol.pairs.REPLAY_BLOCK_PAIRS``)."""
     return LEAD_CYCLES * max(1, launches)
 
 
@@ -221,7 +223,7 @@ def time_paired(
             samples.append(sample)
         k += 1
         pr, base, _ = complete_pairs(samples)
-        if should_stop(row_stats(pr, base, rule, False), rule, False, k):
+        if should_stop(row_stats(pr, base, rule, False, replayed=True), rule, False, k):
             break
     restore(snap)
     return samples
