@@ -310,24 +310,37 @@ def test_the_pr_build_is_held_to_the_screens_binary_not_its_sass_digest(tmp_path
     assert old.instrument == "op" and old.why.startswith(DIFFERS_FROM_SCREEN)
 
 
-def test_the_progress_line_counts_rows_and_estimates_from_those_done():
+def test_the_progress_line_counts_rows_and_its_eta_is_the_models_rows_left_corrected():
+    """Rows a-d cost 1, 1, 2 and 4 modelled seconds, the worker's start 10. The first
+    row ends at 11 s (start included): as modelled, ETA 7 s (the mean row so far would
+    say 3 x 11 = 33 s). The second ends at 24 s: 24 wall s for 12 modelled, ETA 2 x 6."""
+    from zlbench.codegen.replay_plan import WORKER_START_S
     from zlbench.runner.replay import progress
 
+    assert WORKER_START_S == 10.0
     rows = [PlannedRow(key=key(op), launches=[_launch("k")]) for op in ("a", "b", "c", "d")]
     plan = ReplayPlanFile(rows=rows)
+    costs = {key("a"): 1.0, key("b"): 1.0, key("c"): 2.0, key("d"): 4.0}
     said, now = [], [100.0]
-    on_row = progress(plan, said.append, t0=100.0, clock=lambda: now[0])
-    now[0] = 110.0
+    on_row = progress(plan, said.append, 100.0, costs, clock=lambda: now[0])
+    now[0] = 111.0
     on_row(0, None)
-    now[0] = 120.0
+    now[0] = 124.0
     on_row(1, "outputs differ from the base's")
+    on_row(1, "outputs differ from the base's")  # a row's line twice counts once
+    now[0] = 130.0
+    on_row(2, None)
+    on_row(3, None)
     assert said[0] == (
-        f"zlbench gate: replay [1/4] a bfloat16 {SH}: replayed; 0 fell back, ETA 30.0s"
+        f"zlbench gate: replay [1/4] a bfloat16 {SH}: replayed; 0 fell back, ETA 7.0s"
     )
     assert said[1] == (
         f"zlbench gate: replay [2/4] b bfloat16 {SH}: through FlagGems (outputs differ "
-        "from the base's); 1 fell back, ETA 20.0s"
+        "from the base's); 1 fell back, ETA 12.0s"
     )
+    assert said[2] == said[1]
+    assert said[3].startswith("zlbench gate: replay [3/4] c") and "1 fell back, ETA" in said[3]
+    assert said[4] == f"zlbench gate: replay [4/4] d bfloat16 {SH}: replayed; 1 fell back"
 
 
 def test_a_gate_sentinel_is_its_familys_sentinel_so_the_other_op_is_judged_by_replay(tmp_path):

@@ -38,11 +38,13 @@ from typing import TYPE_CHECKING
 from zlbench.codegen.collect import collect
 from zlbench.codegen.diff import code_digest
 from zlbench.codegen.replay_plan import (
+    WORKER_START_S,
     ReplayForecast,
     ReplayPlan,
     build_workers,
     forecast,
     plan_replay,
+    replay_cost_s,
     replay_costs,
 )
 from zlbench.errors import ZlbenchError
@@ -184,11 +186,12 @@ def replay_changed(
     results = [baseline.ops[k] for k in sorted(ops) if k in baseline.ops]
     rows = [r.key(res.repo, res.run_name) for res in results for r in res.rows]
     captures = load_captures(baseline, ops, say)
+    costs = replay_costs(results)
     plan = plan_replay(
         screen,
         rows,
         captures,
-        costs=replay_costs(results),
+        costs=costs,
         op_costs=op_costs,
         budget_s=budget_s,
         families=families,
@@ -228,7 +231,7 @@ def replay_changed(
         if planned.rows:
             dump_json_model(rdir / REPLAY_PLAN, planned)
             t2 = time.monotonic()
-            on_row = progress(planned, say, t2)
+            on_row = progress(planned, say, t2, costs)
             ran, pairs = run_rows(
                 rdir / REPLAY_PLAN,
                 rdir / "worker",
@@ -285,13 +288,26 @@ def forecast_line(f: ReplayForecast, recorded_on: str | None = None) -> str:
 
 
 def progress(
-    plan: ReplayPlanFile, say: Callable[[str], None], t0: float, clock=time.monotonic
+    plan: ReplayPlanFile,
+    say: Callable[[str], None],
+    t0: float,
+    costs: Mapping[RowKey, float] | None = None,
+    clock=time.monotonic,
 ) -> Callable[[int, str | None], None]:
     """The worker's per-row callback: one line per row as it ends, with the counts and an
-    ETA from the rows done so far (``[3/45] softmax bfloat16 [1048576]: replayed, 1
-    fell back, ETA 1m10s``)."""
-    from zlbench.runner.batch.progress import fmt_seconds
+    ETA (``[3/45] softmax bfloat16 [1048576]: replayed, 1 fell back, ETA 1m10s``).
 
+    The ETA is the cost model's seconds of the rows left (``costs``, the step's
+    :func:`~zlbench.codegen.replay_plan.replay_costs`), scaled by the wall seconds per
+    modelled second of what is done, the worker's start (``WORKER_START_S``) counted
+    as done with the first row (``runner.batch.progress.corrected_eta``, as the batch's
+    done lines). An ETA of the mean row so far counted that start in the first row
+    alone: on an H100 (thirty-second session) the first line of a 29 s replay said
+    ETA 17m21s."""
+    from zlbench.runner.batch.progress import corrected_eta, fmt_seconds
+
+    cost = [(costs or {}).get(r.key) for r in plan.rows]
+    cost = [replay_cost_s(None) if c is None else c for c in cost]
     done: set[int] = set()
     fell_back: set[int] = set()  # sets, not a count: a row's line may come twice
 
@@ -301,7 +317,9 @@ def progress(
         n, total, back = len(done), len(plan.rows), len(fell_back)
         key = plan.rows[i].key if 0 <= i < total else None
         what = "replayed" if why is None else f"through FlagGems ({why[:80]})"
-        rest = (clock() - t0) / n * (total - n) if n < total else 0.0
+        done_s = WORKER_START_S + sum(cost[j] for j in done if 0 <= j < total)
+        left_s = sum(c for j, c in enumerate(cost) if j not in done)
+        rest = (corrected_eta(clock() - t0, done_s, left_s) or 0.0) if n < total else 0.0
         tail = f", ETA {fmt_seconds(rest)}" if rest else ""
         row = f"{key.op} {key.dtype} {key.shape}" if key is not None else f"row {i}"
         say(f"zlbench gate: replay [{n}/{total}] {row}: {what}; {back} fell back{tail}")
