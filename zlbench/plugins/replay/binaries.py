@@ -63,7 +63,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from zlbench.models import CodegenIndex, CompileRecord, CompileRequest, load_json_model
+from zlbench.models import (
+    CodegenIndex,
+    CompileRecord,
+    CompileRequest,
+    CompilerIdentity,
+    load_json_model,
+)
 from zlbench.models.base import dump_json_model
 from zlbench.models.replay import BinaryRef, SideBuildTime
 from zlbench.plugins.compiler import capture, rebuild
@@ -161,7 +167,14 @@ def build_side(
         if n == 1
         else [(work / f"part-{i}", list(records[i::n])) for i in range(n)]
     )
-    args = (python, env, exec_generated, timeout_s, cache_dir, in_cache)
+    # the parent's compiler identity once for the side, not once per part: reading it
+    # walks every installed distribution's metadata under the GIL (importlib.metadata;
+    # 16 threads at once 1.2 s on the CI machine's 41 distributions, the device has
+    # ~200, torch's and jax's RECORDs among them). The likely cause, not yet confirmed
+    # on a GPU, of each side's last worker starting 18-21 s late with 13-15 parts on an
+    # H100's host (replay.json ``late_s``, docs/measurements.md, thirty-second session)
+    compiler = capture.compiler_identity()
+    args = (python, env, exec_generated, timeout_s, cache_dir, in_cache, compiler)
     if n == 1:
         built = [_build_part(*parts[0], *args)]
     else:
@@ -193,13 +206,13 @@ def _build_part(
     exec_generated: bool,
     timeout_s: float,
     cache_dir: Path,
-    in_cache: bool = False,
+    in_cache: bool,
+    compiler: CompilerIdentity,
 ) -> tuple[str | None, CodegenIndex, dict[str, str], PartTime]:
     """One rebuild worker over ``records``: (why the build failed as a whole or None,
     its index, kernel id -> cache group name, its :class:`PartTime`)."""
     work.mkdir(parents=True, exist_ok=True)
     index_in, rebuilt = work / "in.json", work / "out"
-    compiler = capture.compiler_identity()
     dump_json_model(index_in, CodegenIndex(compiler=compiler, records=records))
     cmd = [python or sys.executable, "-m", "zlbench.plugins.compiler.rebuild", "--no-sass"]
     cmd += ["--exec-generated"] if exec_generated else []
