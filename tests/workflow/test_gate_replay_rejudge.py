@@ -23,7 +23,7 @@ from zlbench.models import (
 from zlbench.runner.ab.rounds import AB_DIR, write_summary
 
 
-def _samples(pr_us: float, base_us: float, n: int = 8) -> list[PairSample]:
+def _samples(pr_us: float, base_us: float, n: int = 10) -> list[PairSample]:
     out = []
     for i in range(n):
         two = [PairSample(side="pr", ms=pr_us / 1000), PairSample(side="base", ms=base_us / 1000)]
@@ -79,7 +79,7 @@ def test_a_replayed_regression_fails_the_gate_and_the_report_names_the_instrumen
     md = (out / "report.md").read_text()
     assert "### Kernel replay" in md
     assert "Kernel replay: 1 of 1 changed rows replayed (100 %)." in md
-    assert "kernel replay, 8 pairs" in md
+    assert "kernel replay, 10 pairs" in md
 
 
 def test_unchanged_replayed_rows_pass(tmp_path):
