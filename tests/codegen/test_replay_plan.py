@@ -455,6 +455,37 @@ def test_a_sentinel_prefers_a_replayed_op_already_on_the_op_path():
     ]
 
 
+def test_a_family_sentinel_is_timed_at_its_least_latency_row_and_charged_that_share():
+    """A family sentinel's op-level time is one row's (its least replay cost: the least
+    recorded latency), the replay judging its others; the budget and the forecast
+    charge that row's share of the op's recorded seconds. Timed anyway: whole."""
+    a1, a2, a3 = row("a"), row("a", "[torch.Size([8])]"), row("a", "[torch.Size([16])]")
+    b = row("b")
+    s = screen(kernel("ka", C, [a1, a2, a3]), kernel("kb", C, [b]))
+    caps = {
+        "main/a": capture(*(captured(r, launch("ka")) for r in (a1, a2, a3))),
+        "main/b": capture(captured(b, launch("kb"))),
+    }
+    fams = {"main/a": "F", "main/b": "F"}
+    costs = {a1: 0.5, a2: 0.2, a3: 0.9, b: 0.1}
+    op_costs = {"main/a": 6.0, "main/b": 9.0}
+    plan = plan_replay(s, [a1, a2, a3, b], caps, costs, op_costs, families=fams)
+    assert plan.sentinels == {"F": "main/a"}  # the cheaper op (recorded seconds)
+    assert plan.sentinel_rows == {"main/a": a2}  # its least-cost row, not b's
+    assert {p.key for p in plan.replay} == {a1, a2, a3, b}  # every row still replayed
+    assert plan.whole_ops() == set() and plan.kept_ops() == {"main/a"}
+    assert plan.op_path_s == pytest.approx(2.0)  # one of a's 3 rows: 6 s / 3
+    f = forecast(plan, {"main/a", "main/b"}, op_costs)
+    assert f.op_path_ops == 1 and f.op_path_s == pytest.approx(4.0)  # both sides
+    # with a row of its own on the op path already, the op is charged whole
+    plan.fallback[a3] = FALLBACK_GRAPH
+    assert plan.op_seconds("main/a", op_costs) == 6.0
+    anyway = plan_replay(s, [a1, a2, a3, b], caps, costs, op_costs, families=fams,
+                         timed_anyway=["main/a"])  # fmt: skip
+    assert anyway.sentinels == {"F": "main/a"} and anyway.sentinel_rows == {}
+    assert anyway.whole_ops() == {"main/a"} and anyway.op_path_s == 6.0
+
+
 def test_an_op_without_a_family_is_a_family_of_its_own_judged_by_replay_alone():
     a, b = row("a"), row("b")
     s = screen(kernel("ka", C, [a]), kernel("kb", C, [b]))

@@ -176,8 +176,9 @@ def test_replayed_rows_and_the_op_judged_by_replay_alone(tmp_path):
     assert next(r for r in run_.rows if r.key.op == "b").why == "no capture for this op"
     # one of the family's two ops stays on the op path as its sentinel; the other is whole
     assert len(outcome.replayed_ops) == 1 and outcome.replayed_ops < {"main/a", "main/c"}
-    (whole,) = outcome.replayed_ops
-    assert run_.identical == [key(whole.split("/")[1], SH2)]
+    # both ops' unchanged rows are proven identical: the sentinel's too, whose op path
+    # times its one changed row only
+    assert run_.identical == [key("a", SH2), key("c", SH2)]
     pairs = load_json_model(tmp_path / "gate" / "replay" / "pairs.json", PairsFile)
     assert {p.key.op for p in pairs.rows} == {"a", "c"}
     plan = load_json_model(tmp_path / "gate" / "replay" / REPLAY_PLAN, ReplayPlanFile)
@@ -193,7 +194,11 @@ def test_replayed_rows_and_the_op_judged_by_replay_alone(tmp_path):
     (line,) = [x for x in said if "expected about" in x]
     # builds: both sides at once, each its 2 kernels on one worker (jobs 1)
     builds = BUILD_START_S + 2 * BUILD_WORKER_S + 2 * BUILD_CPU_S
-    assert f"builds {builds:.1f}s" in line and "2 op(s) through FlagGems 2m00s" in line, line
+    # b whole, F's sentinel at its one changed row of 2: 30 s + 15 s, both sides
+    assert f"builds {builds:.1f}s" in line and "2 op(s) through FlagGems 1m30s" in line, line
+    (sentinel,) = set(outcome.op_rows) - {"main/b"}
+    assert outcome.op_rows[sentinel] == [key(sentinel.split("/")[1], SH)]
+    assert outcome.sentinel_rows == {sentinel: key(sentinel.split("/")[1], SH)}
     # a progress line per row as the worker ends it, with the counts
     lines = [line for line in said if "replay [" in line]
     assert [line.split("replay ")[1][:5] for line in lines] == ["[1/2]", "[2/2]"]
@@ -456,8 +461,20 @@ def test_an_op_replayed_in_part_is_measured_for_its_other_rows_only():
     later = DeferredRow(key=key("d", "[9]"), command="zlbench gate", score=1.0)
     plan = ReplayPlan(sentinels={"F": "main/s"}, anyway={"main/t"}, deferred=[later])
     assert _op_path_split(run, plan)[1] == {"main/a": [key("a", "[1]"), key("a", "[2]")]}
+    # a family sentinel timed at its one row: that row and its fallen ones; e, replayed
+    # whole, with a row of its own is no longer judged by replay alone
+    plan.sentinels["G"] = "main/e"
+    plan.sentinel_rows = {"main/s": key("s", "[0]"), "main/e": key("e", "[1]")}
+    whole, partly = _op_path_split(run, plan)
+    assert partly == {
+        "main/a": [key("a", "[1]"), key("a", "[2]")],
+        "main/e": [key("e", "[1]")],
+        "main/s": [key("s", "[1]"), key("s", "[0]")],
+    }
+    assert "main/e" not in whole
     plan.failed[key("a", "[7]")] = "kernel `k` does not compile"
-    assert _op_path_split(run, plan)[1] == {}
+    plan.failed[key("s", "[8]")] = "kernel `k` does not compile"
+    assert _op_path_split(run, plan)[1] == {"main/e": [key("e", "[1]")]}
 
 
 def test_the_gate_picks_an_op_s_rows_not_replayed_by_their_place_in_its_baseline(tmp_path):
@@ -474,6 +491,19 @@ def test_the_gate_picks_an_op_s_rows_not_replayed_by_their_place_in_its_baseline
     every = {"main/c": [key("c", SH), key("c", SH2)]}  # all of c's rows: measured whole
     assert op_path_picks(baseline, every, measured) == {}
     assert op_path_picks(baseline, {"main/a": [key("a", SH2)]}, {"main/b"}) == {}
+
+
+def test_the_picks_line_counts_rows_not_replayed_apart_from_family_sentinel_rows():
+    from zlbench.workflow.gate import picks_line
+
+    picks = {"main/a": (("a", "bf16", 1), ("a", "bf16", 2)), "main/s": (("s", "bf16", 0),)}
+    assert picks_line(picks, {"main/s": key("s")}) == (
+        "zlbench gate: replay: 2 op(s) timed through FlagGems for some rows only: 2 row(s) "
+        "not replayed, 1 family sentinel row(s) (the replay judges the rest)"
+    )
+    assert picks_line({"main/a": picks["main/a"]}, {}).endswith(
+        "for some rows only: 2 row(s) not replayed (the replay judges the rest)"
+    )
 
 
 def test_the_step_names_the_rows_the_op_path_measures_of_an_op_replayed_in_part(tmp_path):

@@ -80,6 +80,11 @@ there were no replay (the PR tier's 54 ops are 38 families, 33 of them of one op
 broad change would time nearly every op twice). What an op-level time sees beyond its
 kernels there, the triton launcher and runtime, is the same code for every op, and the
 gate's own sentinels time it on every gate; FlagGems' host code is not the compiler's.
+A family sentinel is timed through FlagGems at **one row** (``ReplayPlan.sentinel_rows``):
+its changed row of the least recorded latency, where the launcher's and the host's time
+weigh most; the replay judges its other rows. On v7 the 108 family sentinels timed whole
+were 61 of the model's 99 minutes of op path (2026-12-06). An op the gate times anyway
+is timed whole.
 Families come from the inventory: ``zlbench.runner.catalog.tiers.op_family`` (the
 Benchmark class, or ``op:<name>`` for catch-all classes), handed in by the caller
 (codegen may not import the runner); an op it does not name is a family of its own,
@@ -107,6 +112,7 @@ session a replayed row is judged over balanced blocks and needs at least 10).
 from __future__ import annotations
 
 import shlex
+from collections import Counter
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -131,6 +137,7 @@ from zlbench.models.run import RowKey
 from zlbench.models.timing import PairSampling
 from zlbench.protocol.layout import op_key
 from zlbench.protocol.ops import op_name_of, spec_of
+from zlbench.protocol.rowpart import picked_share
 from zlbench.report.codegen import weight
 from zlbench.report.replay_text import (
     FALLBACK_GRAPH,
@@ -258,6 +265,7 @@ def forecast(
     :data:`WORKER_START_S` and the rows' :func:`replay_cost_s`, and both sides' recorded
     seconds of the ops the plan leaves to the op path (every op of ``ops`` but those
     whose rows are all planned for replay, no sentinel and none the gate times anyway;
+    a family sentinel at its one row's share: :meth:`ReplayPlan.op_seconds`;
     :data:`DEFAULT_OP_COST_S` where none is recorded)."""
     kernels = {launch.kernel_id for p in plan.replay for launch in p.launches.launches}
     planned = {op_key(p.key.repo, p.key.run_name) for p in plan.replay}
@@ -267,7 +275,7 @@ def forecast(
         build_s=build_seconds(len(kernels), build_workers(jobs, len(kernels), built), built),
         replay_s=plan.replay_s + (WORKER_START_S if plan.replay else 0.0),
         op_path_ops=len(op_path),
-        op_path_s=2 * sum(op_costs.get(k, DEFAULT_OP_COST_S) for k in op_path),
+        op_path_s=2 * sum(plan.op_seconds(k, op_costs) for k in op_path),
     )
 
 
@@ -306,6 +314,9 @@ class ReplayPlan:
     fallback: dict[RowKey, str] = field(default_factory=dict)  # row -> why the op path
     deferred: list[DeferredRow] = field(default_factory=list)  # in the ordering rule's order
     sentinels: dict[str, str] = field(default_factory=dict)  # op family -> its sentinel op key
+    # a family sentinel (not an op timed anyway) -> the one row the op path times of it
+    sentinel_rows: dict[str, RowKey] = field(default_factory=dict)
+    row_counts: dict[str, int] = field(default_factory=dict)  # op key -> its rows in the gate
     anyway: set[str] = field(default_factory=set)  # ops the gate times through FlagGems anyway
     failed: dict[RowKey, str] = field(default_factory=dict)  # row -> the kernel that fails
     op_path_s: float = 0.0  # recorded seconds of the op path's ops (charged first)
@@ -319,17 +330,29 @@ class ReplayPlan:
 
     def whole_ops(self) -> set[str]:
         """The ops the op path measures whole, however their replayed rows fare: the
-        sentinels, the ops timed anyway, the ops of failed and deferred rows."""
+        ops timed anyway, the ops of failed and deferred rows, a sentinel without its
+        one row (none: every family sentinel has one)."""
         keys = [*self.failed, *(d.key for d in self.deferred)]
-        return (
-            {op_key(k.repo, k.run_name) for k in keys} | set(self.sentinels.values()) | self.anyway
-        )
+        sentinels = set(self.sentinels.values()) - set(self.sentinel_rows)
+        return {op_key(k.repo, k.run_name) for k in keys} | sentinels | self.anyway
 
     def kept_ops(self) -> set[str]:
         """The ops the plan keeps on the op path, however their replayed rows fare:
-        :meth:`whole_ops` and the ops of fallback rows (measured for those rows only when
-        others of theirs are replayed)."""
-        return self.whole_ops() | {op_key(k.repo, k.run_name) for k in self.fallback}
+        :meth:`whole_ops`, the family sentinels (their one row) and the ops of fallback
+        rows (measured for those rows only when others of theirs are replayed)."""
+        fallback = {op_key(k.repo, k.run_name) for k in self.fallback}
+        return self.whole_ops() | set(self.sentinel_rows) | fallback
+
+    def op_seconds(self, op: str, op_costs: Mapping[str, float]) -> float:
+        """Op ``op``'s recorded seconds on the op path (one side): a family sentinel
+        with no fallback row at its one row's share (``protocol.rowpart.picked_share``,
+        as the batch's forecast of row picks), any other op whole (an upper bound for
+        an op measured at its fallback rows only)."""
+        seconds = op_costs.get(op, DEFAULT_OP_COST_S)
+        fallback = {op_key(k.repo, k.run_name) for k in self.fallback}
+        if op in self.sentinel_rows and op not in fallback:
+            return seconds * picked_share(1, self.row_counts.get(op, 1))
+        return seconds
 
     def op_path(self) -> dict[str, str]:
         """Op key -> why it is still timed through FlagGems: the ops of fallback rows
@@ -397,11 +420,12 @@ def plan_replay(
         ids = _ids(kernels, launches)
         candidates.append(RowToReplay(key, row_score(kernels), cost, launches, ids, changed))
     candidates.sort(key=lambda p: (not p.changed, -p.score, p.key.label()))
-    plan.sentinels = _sentinels(
-        [p for p in candidates if p.changed], plan.fallback, op_costs, families, timed_anyway
-    )
+    changed = [p for p in candidates if p.changed]
+    plan.sentinels = _sentinels(changed, plan.fallback, op_costs, families, timed_anyway)
+    plan.sentinel_rows = _sentinel_rows(plan.sentinels, changed, plan.anyway)
+    plan.row_counts = dict(Counter(op_key(k.repo, k.run_name) for k in dict.fromkeys(rows)))
     on_op_path = set(plan.op_path()) | plan.anyway  # the gate's sentinels: timed anyway
-    plan.op_path_s = sum(op_costs.get(k, DEFAULT_OP_COST_S) for k in on_op_path)
+    plan.op_path_s = sum(plan.op_seconds(k, op_costs) for k in on_op_path)
     left = None if budget_s is None else budget_s - plan.op_path_s
     for p in candidates:
         op = op_key(p.key.repo, p.key.run_name)
@@ -518,6 +542,21 @@ def _ids(kernels: list[KernelScreen], launches: RowLaunches) -> tuple[str, ...]:
     )
     first = [k.kernel_id for k in changed]
     return tuple(first + [i for i in launched if i not in first])
+
+
+def _sentinel_rows(
+    sentinels: Mapping[str, str], changed: list[RowToReplay], anyway: Collection[str]
+) -> dict[str, RowKey]:
+    """Family sentinel op -> the one row the op path times of it (module docstring):
+    of its changed rows planned for replay, the least replay cost (the cost model is
+    the row's recorded latency plus constants: the least latency), then the label. An
+    op the gate times anyway is timed whole: none."""
+    out: dict[str, RowKey] = {}
+    for op in sorted(set(sentinels.values()) - set(anyway)):
+        rows = [p for p in changed if op_key(p.key.repo, p.key.run_name) == op]
+        if rows:
+            out[op] = min(rows, key=lambda p: (p.cost_s, p.key.label())).key
+    return out
 
 
 def _sentinels(

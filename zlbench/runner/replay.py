@@ -92,8 +92,12 @@ class ReplayOutcome:
     run: ReplayRun
     replayed_ops: set[str] = field(default_factory=set)
     # op key -> the only rows the op path measures: an op some of whose changed rows
-    # were replayed and the rest fell back (not a sentinel, none failed or deferred)
+    # were replayed and the rest fell back, or a family sentinel (its one row and any
+    # that fell back); none failed or deferred, not an op the gate times anyway
     op_rows: dict[str, list[RowKey]] = field(default_factory=dict)
+    # of those, the family sentinels' own rows (op key -> row): the op path's op-level
+    # time of a family whose other rows the replay judges
+    sentinel_rows: dict[str, RowKey] = field(default_factory=dict)
 
 
 def load_captures(baseline: BaselineSet, ops: set[str], say: Callable[[str], None]):
@@ -268,7 +272,8 @@ def replay_changed(
     say(f"zlbench gate: replay: {run.coverage()} in {run.seconds:.0f} s (builds "
         f"{build_s:.0f} s, replay {worker_s:.0f} s); {len(whole)} op(s) judged by replay "
         f"alone ({rdir / REPLAY_JSON})")  # fmt: skip
-    return ReplayOutcome(run=run, replayed_ops=whole, op_rows=partly)
+    sentinels = {k: row for k, row in plan.sentinel_rows.items() if k in partly}
+    return ReplayOutcome(run=run, replayed_ops=whole, op_rows=partly, sentinel_rows=sentinels)
 
 
 def forecast_line(f: ReplayForecast, recorded_on: str | None = None) -> str:
@@ -339,9 +344,10 @@ def _op_path_split(run: ReplayRun, plan: ReplayPlan) -> tuple[set[str], dict[str
     """(The ops whose every changed row was replayed and none kept on the op path
     (:meth:`ReplayPlan.kept_ops`): the op path need not measure them; op key -> the rows
     the op path measures, for each op some of whose changed rows were replayed and the
-    others not, in the plan or in the step: the op path times those rows only, the
-    replay judges the rest, unless the op is measured whole anyway
-    (:meth:`ReplayPlan.whole_ops`).)"""
+    others not, in the plan or in the step, and for each family sentinel some of whose
+    rows were replayed (its one row, :attr:`ReplayPlan.sentinel_rows`, and any that
+    fell back): the op path times those rows only, the replay judges the rest, unless
+    the op is measured whole anyway (:meth:`ReplayPlan.whole_ops`).)"""
     replayed: set[str] = set()
     fell: dict[str, list[RowKey]] = {}
     for r in run.rows:
@@ -352,7 +358,11 @@ def _op_path_split(run: ReplayRun, plan: ReplayPlan) -> tuple[set[str], dict[str
             fell.setdefault(key, []).append(r.key)
     whole = replayed - set(fell) - plan.kept_ops()
     kept = plan.whole_ops()
-    partly = {k: rows for k, rows in sorted(fell.items()) if k in replayed and k not in kept}
+    partly = {}
+    for k in sorted(set(fell) | set(plan.sentinel_rows)):
+        if k in replayed and k not in kept:
+            mine = [plan.sentinel_rows[k]] if k in plan.sentinel_rows else []
+            partly[k] = list(dict.fromkeys([*fell.get(k, []), *mine]))
     return whole, partly
 
 

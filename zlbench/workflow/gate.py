@@ -292,10 +292,20 @@ def replay_step(
     measured = ops - outcome.replayed_ops - set(deferred)
     picks = op_path_picks(inputs.baseline, outcome.op_rows, measured)
     if picks:
-        n = sum(len(p) for p in picks.values())
-        seams.say(f"zlbench gate: replay: {len(picks)} op(s) timed through FlagGems for "
-                  f"their {n} row(s) not replayed only (the replay judges the rest)")  # fmt: skip
+        seams.say(picks_line(picks, outcome.sentinel_rows))
     return measured, judged, picks
+
+
+def picks_line(picks: Mapping[str, Collection[object]], sentinel_rows: Mapping[str, object]) -> str:
+    """``zlbench gate: replay: 3 op(s) timed through FlagGems for some rows only: 2
+    row(s) not replayed, 1 family sentinel row(s) (the replay judges the rest)``."""
+    n = sum(len(p) for p in picks.values())
+    mine = sum(1 for k in picks if k in sentinel_rows)
+    what = f"{n - mine} row(s) not replayed" + (f", {mine} family sentinel row(s)" if mine else "")
+    return (
+        f"zlbench gate: replay: {len(picks)} op(s) timed through FlagGems for some rows "
+        f"only: {what} (the replay judges the rest)"
+    )
 
 
 def op_path_picks(

@@ -24,6 +24,7 @@ from pathlib import Path
 from zlbench.errors import ZlbenchError
 from zlbench.models import FLAGGEMS_DIR_VARS
 from zlbench.protocol.cache import READY_MARKER, SHARED_CACHE_READY_VAR
+from zlbench.protocol.rowpart import picked_share
 from zlbench.runner.batch.attempts import baseline_rows
 from zlbench.runner.batch.config import BatchConfig, BatchOutcome
 from zlbench.runner.batch.coordinator import BatchRun
@@ -93,7 +94,7 @@ def picked_costs(config: BatchConfig, selection: OpSelection, costs: OpCosts) ->
     for op in selection.ops:
         rows = baseline_rows(config.replay_root, op.repo, op.run_name) if op.rows else None
         if rows and op.key in seconds:
-            seconds[op.key] *= min(1.0, len(op.rows) / len(rows))
+            seconds[op.key] *= picked_share(len(op.rows), len(rows))
     return OpCosts(seconds, costs.recorded)
 
 
