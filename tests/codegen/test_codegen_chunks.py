@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from zlbench.codegen.chunks import DEFAULT_COMPILE_S, n_chunks, split
+from zlbench.codegen.chunks import DEFAULT_COMPILE_S, n_chunks, pool_eta, split
 
 
 def test_every_id_in_exactly_one_chunk():
@@ -51,3 +51,16 @@ def test_never_more_chunks_than_kernels():
     assert n_chunks(6000, jobs=16) == 32  # enough already: 2 per slot
     with pytest.raises(ValueError):
         split({"a": 1.0}, 0)
+
+
+def test_the_pools_eta_counts_a_first_round_whole_from_its_first_chunk():
+    """The base rebuild of an H100 gate (2026-12-06): 30 chunks 15 at a time, the first
+    ending 23 s in (the workers' start), the last 47 s in. The mean-chunk ETA said
+    3290 s there; a round's pace says 23 s."""
+    assert pool_eta(23.0, 1, 30, 15) == pytest.approx(23.0)
+    assert pool_eta(27.0, 15, 30, 15) == pytest.approx(27.0)  # one round of two left
+    assert pool_eta(45.0, 22, 30, 15) == pytest.approx(45.0 * (2 - 22 / 15) / (22 / 15))
+    assert pool_eta(40.0, 30, 30, 15) == 0.0 and pool_eta(5.0, 0, 30, 15) == 0.0
+    # fewer chunks than slots: one round, nothing left to estimate once it ends
+    assert pool_eta(10.0, 1, 3, 15) == pytest.approx(0.0)
+    assert pool_eta(10.0, 1, 4, 1) == pytest.approx(30.0)  # one slot: by chunks

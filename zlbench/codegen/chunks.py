@@ -41,3 +41,17 @@ def n_chunks(
     n = max(jobs * per_job, -(-kernels // max_kernels))
     n = -(-n // max(1, jobs)) * max(1, jobs)
     return max(1, min(kernels, n))
+
+
+def pool_eta(elapsed_s: float, done: int, total: int, slots: int) -> float:
+    """Seconds left of a pool of ``total`` chunks of about equal cost (:func:`split`)
+    run ``slots`` at a time, ``done`` of them ended ``elapsed_s`` after the pool began:
+    the rounds left at the pace of the rounds so far. The first round counts whole as
+    soon as any chunk ends: its chunks started together, so the first one's wall (the
+    workers' start included) is a round's, not a chunk's share of one. The mean-chunk
+    ETA said 3290 s after a 47 s screen's first chunk on an H100 (2026-12-06)."""
+    if done <= 0 or done >= total:
+        return 0.0
+    slots = max(1, min(slots, total))
+    rounds, rounds_done = total / slots, max(1.0, done / slots)
+    return elapsed_s * max(0.0, rounds - rounds_done) / rounds_done

@@ -39,7 +39,7 @@ from pathlib import Path
 
 from zlbench.codegen import worker_pool
 from zlbench.codegen.base_cache import cacheable, load_entry, store_entry
-from zlbench.codegen.chunks import n_chunks, split
+from zlbench.codegen.chunks import n_chunks, pool_eta, split
 from zlbench.codegen.collect import BaselineKernels, collect
 from zlbench.codegen.diff import (
     LOAD_FAILED,
@@ -279,7 +279,7 @@ def _rebuild(
     estimates = compile_estimates(base, ids)
     chunks = split(estimates, n_chunks(len(ids), opts.jobs, opts.chunks_per_job))
     classify = lambda i, r: _screen_one(base, i, r, side)  # noqa: E731
-    progress = _Progress(say, len(ids), started, classify, label, found)
+    progress = _Progress(say, len(ids), started, classify, label, found, slots=opts.jobs)
     return worker_pool.rebuild_all(base, chunks, opts, tmp, progress)
 
 
@@ -598,10 +598,13 @@ class _Progress:
     """One stderr line per finished chunk: kernels done, changed, failed, not rebuilt
     (when any: a kernel not rebuilt is neither identical nor changed), ETA."""
 
-    def __init__(self, say, total: int, started: float, classify, label: str = "", found=None):
+    def __init__(
+        self, say, total: int, started: float, classify, label: str = "", found=None, slots=1
+    ):
         self.say, self.total, self.started, self.classify = say, total, started, classify
         self.label = label  # "base ": the base compiler's rebuild
         self.found: _Found | None = found
+        self.slots = slots  # chunks the pool runs at once (its ETA: chunks.pool_eta)
         self.done = self.changed = self.failed = self.missing = self.chunks = 0
 
     def __call__(self, n_chunks: int, ids: list[str], got: dict[str, CompileRecord]) -> None:
@@ -616,7 +619,7 @@ class _Progress:
         self.failed += sum(k.status is CodegenClass.FAILED for k in kernels)
         self.missing += sum(k.status is CodegenClass.MISSING for k in kernels)
         elapsed = time.monotonic() - self.started
-        eta = elapsed / self.done * (self.total - self.done) if self.done else 0.0
+        eta = pool_eta(elapsed, self.chunks, n_chunks, self.slots)
         missing = f", {self.missing} not rebuilt" if self.missing else ""
         self.say(
             f"codegen: {self.label}chunk {self.chunks}/{n_chunks}: {self.done}/{self.total} "
