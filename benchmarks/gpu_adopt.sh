@@ -34,7 +34,10 @@
 #               (benchmarks/replay_read.py opsfile; then replay_read.py compare)
 #   position    after a REPLAY=1 broad-1, under its PR: its two-launch reductions (and abs, argmax)
 #               replayed again with 0, 1 and 3 untimed calls before each sample
-#               (benchmarks/replay_position.py: the first-sample probe)
+#               (benchmarks/replay_position.py: the first-sample probe; the gate's gone
+#               binaries rebuilt first, the base side under $W/triton/base)
+#   l2probe     after a REPLAY=1 broad-1: its pointwise 4096² rows (and add, avg_pool2d,
+#               bmm) replayed with and without the L2 flush (the replay's larger slowdowns)
 #   v5-patched, v5-nocompile  patched / nocompile against v5 (the H200's baseline)
 #   v5-aa       the H200's baselines/v5 here, PR = same, base = base: the GPU model
 #               differs, the architecture does not (accepted, named in the report)
@@ -138,8 +141,14 @@ for spec in "$@"; do
           | tee -a "$LOG" ;;
     position)
       timed position no_coalesce python3 benchmarks/replay_position.py "$W/broad-1" \
-        --ops amax,mean,prod,sum,vector_norm,var_mean,abs,argmax --settle 0 1 3
-      grep -E "settle|first/second" "$W/position.log" | tee -a "$LOG" ;;
+        --ops amax,mean,prod,sum,vector_norm,var_mean,abs,argmax --settle 0 1 3 \
+        --base-compiler "$W/triton/base" --jobs "$JOBS"
+      grep -E "settle|first/second|rebuilding|not " "$W/position.log" | tee -a "$LOG" ;;
+    l2probe)
+      timed l2probe no_coalesce python3 benchmarks/replay_position.py "$W/broad-1" \
+        --ops mul,tanh,silu_and_mul,silu,relu,add,avg_pool2d,bmm --flush on off \
+        --base-compiler "$W/triton/base" --jobs "$JOBS" --out "$W/broad-1/l2probe"
+      grep -E "settle|first/second|rebuilding|not " "$W/l2probe.log" | tee -a "$LOG" ;;
     broad-*) gate "$stage" no_coalesce "${pr[@]}" --base-compiler "$W/triton/base" ;;
     v5-patched) gate "$stage" patched --baseline baselines/v5 --ops-file ops/tiers/pr.txt \
       --base-compiler "$W/triton/base" ;;

@@ -365,3 +365,38 @@ def test_both_sides_replay_on_the_gpu(built, monkeypatch, tmp_path):
     assert (run.rows[0].instrument, run.rows[0].outputs) == ("kernel-replay", "match")
     samples = pairs.rows[0].samples
     assert {s.side for s in samples} == {"pr", "base"}
+
+
+def test_the_probe_rebuilds_a_gates_gone_binaries_with_the_gates_digests(built, tmp_path):
+    """benchmarks/replay_position.py: a gate's temp caches are gone when it ends; the
+    probe rebuilds each side's kernels from the plan's request into its own caches and
+    points the plan there, each built binary checked against the gate's digest (a side
+    whose compiler builds another keeps its gone ref: its rows then fall back)."""
+    import importlib.util
+
+    from zlbench.runner.ab.env import CompilerEnv
+
+    spec = importlib.util.spec_from_file_location(
+        "replay_position", Path(__file__).parents[2] / "benchmarks" / "replay_position.py"
+    )
+    probe = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(probe)
+    b, pr, base = built
+    kid = b.rec.id
+    gone = {s: r.refs[kid].model_copy(update={"group_dir": str(tmp_path / "gone" / s)})
+            for s, r in (("pr", pr), ("base", base))}  # fmt: skip
+    plan = ReplayPlanFile(rows=[_row("m", gone["pr"], gone["base"], kid)],
+                          requests={kid: b.rec.request})  # fmt: skip
+    assert probe.gone_refs(plan, "pr") == {kid: pr.refs[kid].code_digest}
+    with pytest.raises(SystemExit, match="1 base binaries of the plan are gone"):
+        probe.rebuild_gone(plan.model_copy(deep=True), tmp_path / "a", {"base": None}, 1)
+    envs = {
+        "pr": CompilerEnv("pr", front=(str(b.mod), str(b.root))),
+        # the PR's compiler for the base side: not the gate's base binary, refused
+        "base": CompilerEnv("base", front=(str(b.mod), str(b.root))),
+    }
+    probe.rebuild_gone(plan, tmp_path / "out", envs, 1)
+    refs = plan.rows[0].binaries[kid]
+    assert Path(refs["pr"].group_dir).parent == tmp_path / "out" / "cache-pr"
+    assert refs["pr"].code_digest == pr.refs[kid].code_digest
+    assert refs["base"] == gone["base"] and probe.gone_refs(plan, "pr") == {}

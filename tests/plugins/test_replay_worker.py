@@ -104,6 +104,7 @@ class Fake:
         self.seeds: list[int] = []
         self.timers: list[int] = []  # the launches each row's timer was made for
         self.settles: list[int] = []  # the plan's settle, as each row's timing got it
+        self.flushes: list[object] = []  # the flush each row's timing got (None: none)
 
     def seams(self) -> worker.Seams:
         return worker.Seams(
@@ -113,7 +114,7 @@ class Fake:
             launch=lambda kernel, grid, args: self.launches.append((kernel, tuple(grid),
                                                                     tuple(args))),
             timer=self.timer,
-            flush=lambda device: None,
+            flush=lambda device: f"flush@{device}",
             time_paired=self.time_paired,
             side_outputs=self.side_outputs,
             compare_outputs=self.compare,
@@ -139,6 +140,7 @@ class Fake:
 
     def time_paired(self, launch, args, *, rule, timer, flush, warmup, reps, settle):
         self.settles.append(settle)
+        self.flushes.append(flush)
         for side in SIDES:
             launch[side](args)
         return [dict(s) for s in SAMPLES]
@@ -281,6 +283,10 @@ def test_each_side_launches_its_own_binaries_in_launch_order_count_times(tmp_pat
     plan = plan_of(row("m", spec("a", buffer=0), spec("b", buffer=1, count=2)), settle=2)
     assert run_main(tmp_path, plan, fake) == 0
     assert fake.settles == [2]  # the plan's first-sample probe reaches the timing
+    assert fake.flushes == [f"flush@{plan.device}"]  # L2 flushed: the default
+    warm = Fake()
+    assert run_main(tmp_path / "warm", plan.model_copy(update={"flush": False}), warm) == 0
+    assert warm.flushes == [None]  # the L2-warm probe: no flush reaches the timing
     grid = (4, 1, 1)
     calls = {
         side: [("a@" + side, grid, ("a:X", 4))] + [("b@" + side, grid, ("b:X", 4))] * 2

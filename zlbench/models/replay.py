@@ -292,6 +292,9 @@ class ReplayPlanFile(OnDisk):
     # untimed calls of a side just before each of its samples (0: none): a probe of the
     # first-sample effect (docs/replay.md), not a default
     settle: StrictInt = Field(0, ge=0)
+    # False: no L2 flush before a timed call: a probe of the replay's larger slowdowns on
+    # pointwise 4096² rows than the op path's graph replays (docs/replay.md), not a default
+    flush: StrictBool = True
     rtol: StrictFloat = Field(1e-3, ge=0)  # PR vs base outputs (widened by dtype)
     atol: StrictFloat = Field(1e-5, ge=0)
     row_timeout_s: StrictFloat | StrictInt = Field(120.0, gt=0)  # a row past it: hung

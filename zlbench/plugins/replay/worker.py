@@ -267,7 +267,7 @@ def replay_row(
             args,
             rule=rule,
             timer=seams.timer(plan.device, sum(launch.count for launch in row.launches)),
-            flush=seams.flush(plan.device),
+            flush=seams.flush(plan.device) if plan.flush else None,
             warmup=plan.warmup,
             reps=plan.reps,
             settle=plan.settle,
