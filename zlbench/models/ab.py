@@ -85,7 +85,10 @@ class PairedRow(_Model):
     )
     plain: bool = Field(False, description="timed by the plain fallback (no CUDA graph)")
     blocks: int | None = Field(
-        None, ge=0, description="a plain row's intervals are over this many block medians"
+        None,
+        ge=0,
+        description="the intervals are over this many block medians (a plain row's, or a "
+        "replayed row's balanced AB/BA blocks)",
     )
     instrument: Literal["", "kernel-replay"] = Field(
         "", description="kernel-replay: the PR and base binaries timed standalone (issue 51)"

@@ -315,16 +315,20 @@ def progress(
     cost = [replay_cost_s(None) if c is None else c for c in cost]
     done: set[int] = set()
     fell_back: set[int] = set()  # sets, not a count: a row's line may come twice
+    modelled = {"done": WORKER_START_S, "left": sum(cost)}  # seconds, kept as rows end
 
     def on_row(i: int, why: str | None) -> None:
+        total = len(plan.rows)
+        if i not in done and 0 <= i < total:
+            modelled["done"] += cost[i]
+            modelled["left"] -= cost[i]
         done.add(i)
         (fell_back.discard if why is None else fell_back.add)(i)
-        n, total, back = len(done), len(plan.rows), len(fell_back)
+        n, back = len(done), len(fell_back)
         key = plan.rows[i].key if 0 <= i < total else None
         what = "replayed" if why is None else f"through FlagGems ({why[:80]})"
-        done_s = WORKER_START_S + sum(cost[j] for j in done if 0 <= j < total)
-        left_s = sum(c for j, c in enumerate(cost) if j not in done)
-        rest = (corrected_eta(clock() - t0, done_s, left_s) or 0.0) if n < total else 0.0
+        left_s = max(0.0, modelled["left"])
+        rest = (corrected_eta(clock() - t0, modelled["done"], left_s) or 0.0) if n < total else 0.0
         tail = f", ETA {fmt_seconds(rest)}" if rest else ""
         row = f"{key.op} {key.dtype} {key.shape}" if key is not None else f"row {i}"
         say(f"zlbench gate: replay [{n}/{total}] {row}: {what}; {back} fell back{tail}")
