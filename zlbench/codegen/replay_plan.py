@@ -137,6 +137,7 @@ from zlbench.models.run import RowKey
 from zlbench.models.timing import PairSampling
 from zlbench.protocol.layout import op_key
 from zlbench.protocol.ops import op_name_of, spec_of
+from zlbench.protocol.pairs import SIDES
 from zlbench.protocol.rowpart import picked_share
 from zlbench.report.codegen import weight
 from zlbench.report.replay_text import (
@@ -275,7 +276,7 @@ def forecast(
         build_s=build_seconds(len(kernels), build_workers(jobs, len(kernels), built), built),
         replay_s=plan.replay_s + (WORKER_START_S if plan.replay else 0.0),
         op_path_ops=len(op_path),
-        op_path_s=2 * sum(plan.op_seconds(k, op_costs) for k in op_path),
+        op_path_s=len(SIDES) * sum(plan.op_seconds(k, op_costs) for k in op_path),
     )
 
 

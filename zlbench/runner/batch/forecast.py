@@ -105,7 +105,8 @@ def expected_line(
     estimated)``; the busiest GPU as the batch will deal them. ``source``: whose
     recorded seconds (``the baseline's``); ``recorded_on``: the GPU model they were
     recorded on, and ``runner_gpu`` this runner's (None: not known). Recorded seconds
-    undercount on another GPU model (up to 3x on an H100 against the H200's), so the
+    undercount on another GPU model (an op up to 1.6x on an H100 against the H200's,
+    an interleaved A/B's turns counted: ``runner.batch.run.turn_costs``), so the
     line says so there, and that the done lines' ETA corrects itself
     (:func:`zlbench.runner.batch.progress.corrected_eta`)."""
     bins = list(gpu_bins(costs.seconds, [str(i) for i in range(max(1, gpus))]).values())
@@ -135,5 +136,5 @@ def where_recorded(recorded_on: str, runner_gpu: str | None) -> str:
         return f"recorded on {recorded_on}, this runner's GPU model"
     return (
         f"recorded on {recorded_on}, this runner has {runner_gpu}: they may undercount "
-        f"(up to 3x seen on an H100), {CORRECTS}"
+        f"(an op up to 1.6x seen on an H100), {CORRECTS}"
     )
