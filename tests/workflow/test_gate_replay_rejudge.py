@@ -31,9 +31,10 @@ def _samples(pr_us: float, base_us: float, n: int = 10) -> list[PairSample]:
     return out
 
 
-def _gate_dir(tmp_path, replay_pr_us: float, outputs: str = "match"):
+def _gate_dir(tmp_path, replay_pr_us: float, outputs: str = "match", x_replayed: bool = False):
     """Baseline ops x and softmax; the op path (an interleaved A/B) measured x only;
-    the replay timed softmax's row."""
+    the replay timed softmax's row (``x_replayed``: x's too, 2x slower: a family
+    sentinel's row, which both instruments time)."""
     bl = write_baseline(
         tmp_path / "bl",
         {"x": [brow("x", S, 1.0, lat=0.1)], "softmax": [brow("softmax", S, 1.0, lat=0.01)]},
@@ -55,15 +56,18 @@ def _gate_dir(tmp_path, replay_pr_us: float, outputs: str = "match"):
                   method="interleaved", pr_is_screen=True, sampling=RULE.sampling),
     )  # fmt: skip
     skey = crow("softmax", S, 1.0).key("main", "softmax")
+    replayed = [skey, *([xkey] if x_replayed else [])]
     run = ReplayRun(
-        changed_rows=1,
-        rows=[ReplayedRow(key=skey, instrument="kernel-replay", outputs=outputs, kernels=["k"])],
+        changed_rows=len(replayed),
+        rows=[
+            ReplayedRow(key=k, instrument="kernel-replay", outputs=outputs, kernels=["k"])
+            for k in replayed
+        ],
     )
     dump_json_model(g / "replay" / "replay.json", run)
-    dump_json_model(
-        g / "replay" / "pairs.json",
-        PairsFile(rows=[PairedSamples(key=skey, samples=_samples(replay_pr_us, 10.0))]),
-    )
+    pairs = [PairedSamples(key=skey, samples=_samples(replay_pr_us, 10.0))]
+    pairs += [PairedSamples(key=xkey, samples=_samples(200.0, 100.0))] if x_replayed else []
+    dump_json_model(g / "replay" / "pairs.json", PairsFile(rows=pairs))
     return bl, g
 
 
@@ -80,6 +84,25 @@ def test_a_replayed_regression_fails_the_gate_and_the_report_names_the_instrumen
     assert "### Kernel replay" in md
     assert "Kernel replay: 1 of 1 changed rows replayed (100 %)." in md
     assert "kernel replay, 10 pairs" in md
+
+
+def test_a_row_both_instruments_timed_keeps_the_op_paths_verdict_and_the_report_says_so(
+    tmp_path,
+):
+    """A family sentinel's row is replayed and measured through FlagGems: the op path's
+    verdict stands (PASS, though the replay read +100 %), and the Kernel replay table
+    says the row was timed by both and whose verdict it is."""
+    bl, g = _gate_dir(tmp_path, replay_pr_us=10.0, x_replayed=True)
+    rc, out = gate(tmp_path, bl, g)
+    assert rc == 0
+    v = GateVerdict.model_validate_json((out / "verdict.json").read_text())
+    x = next(r for r in v.rows if r.key.op == "x")
+    assert x.verdict.value == "PASS" and x.ab.instrument == ""
+    md = (out / "report.md").read_text()
+    (line,) = [ln for ln in md.splitlines() if ln.startswith("| `x`")]
+    assert "kernel replay; also through FlagGems, whose verdict stands" in line
+    (line,) = [ln for ln in md.splitlines() if ln.startswith("| `softmax`")]
+    assert line.rstrip(" |").endswith("kernel replay")
 
 
 def test_unchanged_replayed_rows_pass(tmp_path):

@@ -13,8 +13,10 @@ timed through FlagGems (instrument ``op``, each with a reason) and its deferred 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Collection
 
 from zlbench.models.replay import INTERMEDIATE_BUFFER, DeferredRow, ReplayedRow, ReplayRun
+from zlbench.models.run import RowKey
 from zlbench.report.blocks import Block, Names
 from zlbench.report.escape import md_code, md_text, one_line
 from zlbench.report.facts import row_op
@@ -76,17 +78,22 @@ def reason_label(why: str) -> str:
     return one_line(why, LABEL_MAX) or "no reason given"
 
 
-def instrument_cell(row: ReplayedRow | None) -> str:
+ALSO_OP = "; also through FlagGems, whose verdict stands"
+
+
+def instrument_cell(row: ReplayedRow | None, op_judged: bool = False) -> str:
     """What timed a row, for a per-row column: ``kernel replay`` (``kernel replay
     (outputs differ)`` when the PR's outputs differed from the base's), ``op (why)`` for
     a changed row timed through FlagGems, ``op`` for a row the replay tier had nothing
-    to do with (None)."""
+    to do with (None). ``op_judged``: the op path measured the row too (a sentinel, an
+    op the gate times anyway), and the verdict is its (:data:`ALSO_OP`)."""
     if row is None:
         return "op"
     if row.instrument == "kernel-replay":
         if row.outputs == "differ":
             return "kernel replay (outputs differ)"
-        return "kernel replay" if row.changed else "kernel replay (unchanged, --time all)"
+        cell = "kernel replay" if row.changed else "kernel replay (unchanged, --time all)"
+        return cell + (ALSO_OP if op_judged else "")
     return f"op ({md_text(row.why, WHY_CELL_MAX)})" if row.why else "op"
 
 
@@ -153,16 +160,23 @@ REPLAY_TITLE = "Kernel replay"
 REPLAY_HEADER = ["op", "dtype", "shape", "timed by"]
 
 
-def replay_block(run: ReplayRun, budget_s: float | None = None, names: Names = None) -> Block:
+def replay_block(
+    run: ReplayRun,
+    budget_s: float | None = None,
+    names: Names = None,
+    op_judged: Collection[RowKey] = (),
+) -> Block:
     """The replay tier's section: the coverage line, then every changed row with what
-    timed it (:func:`instrument_cell`), replayed rows first."""
+    timed it (:func:`instrument_cell`; ``op_judged``: the rows whose verdict is the op
+    path's, measured there too), replayed rows first."""
     rows = sorted(run.rows, key=lambda r: (r.instrument != "kernel-replay", r.key.label()))
+    judged = set(op_judged)
     table = [
         [
             md_code(row_op(r.key, names)),
             md_code(r.key.dtype),
             md_code(r.key.shape + (f" #{r.key.occurrence}" if r.key.occurrence else "")),
-            instrument_cell(r),
+            instrument_cell(r, r.key in judged),
         ]
         for r in rows
     ]

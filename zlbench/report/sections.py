@@ -235,8 +235,11 @@ def _replay_blocks(v: GateVerdict, extras: ReportExtras) -> list[Block | None]:
     if extras.replay is None:
         return []
     names = op_names(v)
+    # a replayed row the op path measured too (a sentinel's, an op timed anyway): the
+    # judge kept the op path's verdict (gate.replay.apply_replay), its reason says so
+    op_judged = [r.key for r in v.rows if r.ab is not None and r.ab.instrument != "kernel-replay"]
     return [
-        replay_block(extras.replay, extras.replay_budget_s, names),
+        replay_block(extras.replay, extras.replay_budget_s, names, op_judged),
         deferred_block(extras.replay, extras.replay_budget_s, names),
     ]
 
