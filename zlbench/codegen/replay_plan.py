@@ -341,8 +341,11 @@ class ReplayPlan:
         """The ops the plan keeps on the op path, however their replayed rows fare:
         :meth:`whole_ops`, the family sentinels (their one row) and the ops of fallback
         rows (measured for those rows only when others of theirs are replayed)."""
-        fallback = {op_key(k.repo, k.run_name) for k in self.fallback}
-        return self.whole_ops() | set(self.sentinel_rows) | fallback
+        return self.whole_ops() | set(self.sentinel_rows) | self.fallback_ops()
+
+    def fallback_ops(self) -> set[str]:
+        """The ops of the fallback rows."""
+        return {op_key(k.repo, k.run_name) for k in self.fallback}
 
     def op_seconds(self, op: str, op_costs: Mapping[str, float]) -> float:
         """Op ``op``'s recorded seconds on the op path (one side): a family sentinel
@@ -350,8 +353,7 @@ class ReplayPlan:
         as the batch's forecast of row picks), any other op whole (an upper bound for
         an op measured at its fallback rows only)."""
         seconds = op_costs.get(op, DEFAULT_OP_COST_S)
-        fallback = {op_key(k.repo, k.run_name) for k in self.fallback}
-        if op in self.sentinel_rows and op not in fallback:
+        if op in self.sentinel_rows and op not in self.fallback_ops():
             return seconds * picked_share(1, self.row_counts.get(op, 1))
         return seconds
 

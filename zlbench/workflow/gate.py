@@ -189,6 +189,7 @@ def _measure_and_judge(
         seams.say(f"zlbench gate: --time changed: {len(ops)} op(s) timed, "
                    f"{len(codegen.skipped)} proven unchanged by the codegen screen")  # fmt: skip
         scope = ops  # the skipped ops are not judged MISSING
+    picks: dict[str, tuple[tuple[str, str, int], ...]] = {}  # the replay's op-path rows
     if job.replay and codegen.screen is not None:
         with timed(inputs.steps, "replay"):
             ops, scope, picks = replay_step(
@@ -199,8 +200,7 @@ def _measure_and_judge(
                   "records): every changed op is timed through FlagGems")  # fmt: skip
     measured = measure_ops(codegen, ops, seams.say)  # not those that fail to compile
     req = MeasureRequest(inputs.baseline, measured, out / RESULTS_DIR, job.shard, job)
-    if job.replay and codegen.screen is not None:
-        req.rows = picks
+    req.rows = picks
     req.shared_cache = _shared_cache(inputs, codegen, cache, seams)
     req.sass = req.shared_cache is None  # the screen compiled them: it has their SASS
     if codegen.held_back and not req.ops:  # nothing compiles: FAIL without GPU time
