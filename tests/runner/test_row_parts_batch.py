@@ -507,3 +507,28 @@ def test_resume_keep_failed_keeps_a_failed_part_when_the_op_row_is_not_a_failure
     run_batch(setup(again, resume=True, keep_failed=True, **cfg))
     assert again.ran() == []  # parts 2 and 3 complete, part 1 kept as it failed
     assert statuses(out.out_dir)["big"].status is RunStatus.FAIL
+
+
+def test_a_side_of_an_interleaved_ab_forecasts_both_sides_turns(setup, root, tmp_path):
+    """run_batch's forecast line for one side of an interleaved A/B (``pair_dir``)
+    counts both sides' seconds (runner.batch.run.turn_costs): the ops' recorded seconds
+    once more than the same batch alone (the processes' start is not the ops')."""
+
+    def expected(**kw) -> tuple[float, float]:
+        cfg = setup(RowsExecutor(), gpus=["0"], replay_root=root, **kw)
+        assert run_batch(cfg).exit_code == 0
+        (line,) = [x for x in cfg.progress.getvalue().splitlines() if x.startswith("expected:")]
+        head = "expected: 4 op(s) on 1 GPU(s), about "
+        assert line.startswith(head), line
+        ops = run_mod.selection_costs(cfg, run_mod.plan_selection(cfg).keys()).seconds
+        return seconds_of(line[len(head) :].split(" by ")[0]), sum(ops.values())
+
+    alone, recorded = expected(out_dir=tmp_path / "alone")
+    side, _ = expected(out_dir=tmp_path / "side", pair_dir=tmp_path / "pairs", pair_side="pr")
+    assert recorded > 60 and side - alone == pytest.approx(recorded, abs=1.0)
+
+
+def seconds_of(text: str) -> float:
+    """``runner.batch.progress.fmt_seconds``'s "12.3s" / "1m03s" back to seconds."""
+    m, _, s = text.rpartition("m")
+    return 60 * float(m or 0) + float(s.rstrip("s"))
