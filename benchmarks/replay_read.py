@@ -51,6 +51,7 @@ import argparse
 import json
 import statistics
 import sys
+from collections import Counter
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -156,10 +157,13 @@ def cost(gates: list[Path]) -> None:
         if timed:
             names = ("load", "materialize", "time", "outputs")
             means = {k: statistics.mean(r.phases.get(k, 0.0) for r in timed) for k in names}
+            reps = Counter(r.reps for r in timed if r.reps)
+            print(f"  calls a sample: {dict(sorted(reps.items())) or 'not said'}")
             print(f"  a row's phases, mean over {len(timed)}: "
                   + ", ".join(f"{k} {v:.3f} s" for k, v in means.items()))  # fmt: skip
             for r in sorted(timed, key=lambda r: -sum(r.phases.values()))[:5]:
-                print(f"    {r.key.label():60} {sum(r.phases.values()):.3f} s {r.phases}")
+                print(f"    {r.key.label():60} {sum(r.phases.values()):.3f} s {r.phases} "
+                      f"reps {r.reps or '?'}")  # fmt: skip
         if not (g / "verdict.json").is_file():
             print("  no verdict.json: the replayed kernel time against the op time not read")
             continue

@@ -403,6 +403,10 @@ def test_the_replay_cost_model():
         ROW_SETUP_S + 2 * 16 * 10 * (40.0 + CALL_OVERHEAD_US) / 1e6
     )
     assert replay_cost_s(None) > replay_cost_s(0.0)
+    # a long call: the worker's fewer calls a sample (protocol.pairs.sample_reps), 2 at 2.5 ms
+    assert replay_cost_s(2500.0, pairs=16) == pytest.approx(
+        ROW_SETUP_S + 2 * 16 * 2 * (2500.0 + CALL_OVERHEAD_US) / 1e6
+    )
     res = BaselineResult(repo="main", run_name="a", op="a", timing="cudagraph", rows=[
         BaselineRow(op="a", dtype="bfloat16", shape=SH, latency_ms=0.04),
         BaselineRow(op="a", dtype="bfloat16", shape="[torch.Size([8])]"),

@@ -57,22 +57,32 @@ class Recorder:
 
     def stop(self):
         self.log.append("stop")
-        i = self.calls[self.side]
-        self.calls[self.side] += 1
-        return self.ms(self.side, i)
+        side, i = self.side, self.calls[self.side]
+        self.calls[side] += 1
+
+        def read():
+            self.log.append("read")
+            return self.ms(side, i)
+
+        return read
+
+    def calls_log(self) -> list[str]:
+        """The log without the timers' reads (the order of the calls only)."""
+        return [x for x in self.log if x != "read"]
 
 
 def rule(**sampling) -> PairRule:
     return PairRule().with_sampling(**sampling)
 
 
-def run_recorded(rec: Recorder, r: PairRule, *, warmup=2, reps=3):
+def run_recorded(rec: Recorder, r: PairRule, *, warmup=2, reps=3, target_ms=None):
     args = [torch.zeros(4)]
     launch = {"pr": rec.launch("pr"), "base": rec.launch("base")}
-    samples = time_paired(
-        launch, args, rule=r, timer=rec, flush=rec.flush, warmup=warmup, reps=reps
-    )
-    return args, samples
+    paired = time_paired(
+        launch, args, rule=r, timer=rec, flush=rec.flush, warmup=warmup, reps=reps,
+        target_ms=target_ms,
+    )  # fmt: skip
+    return args, paired.samples
 
 
 def test_warmup_alternates_then_pairs_go_abba_with_restore_and_flush_before_each_timed_call(
@@ -80,7 +90,7 @@ def test_warmup_alternates_then_pairs_go_abba_with_restore_and_flush_before_each
 ):
     rec = Recorder(monkeypatch)
     args, samples = run_recorded(rec, rule(min_pairs=5, max_pairs=8), warmup=2, reps=3)
-    log = rec.log
+    log = rec.calls_log()
     # warmup: each side twice, alternating, each on restored inputs, none timed or flushed
     assert log[:8] == ["restore", "pr", "restore", "base"] * 2
     timed = log[8:-1]
@@ -104,6 +114,44 @@ def test_warmup_alternates_then_pairs_go_abba_with_restore_and_flush_before_each
         PairSample.model_validate(s)  # the op path's sample model
 
 
+def test_a_samples_calls_are_all_enqueued_before_any_is_read(monkeypatch):
+    """One wait for the device a sample, not one a call: each sample's reps calls are
+    stopped (their end events recorded) before the first of them is read."""
+    rec = Recorder(monkeypatch)
+    _, samples = run_recorded(rec, rule(min_pairs=5, max_pairs=5), warmup=0, reps=4)
+    timed = [x for x in rec.log if x in ("stop", "read")]
+    assert timed == (["stop"] * 4 + ["read"] * 4) * len(samples)
+
+
+def test_a_long_call_takes_fewer_calls_a_sample_by_the_slower_sides_probe(monkeypatch):
+    """With target_ms, one timed call a side after the warmup (no sample) picks the
+    calls per sample from the slower side: 2.4 ms against 5 ms -> 3 calls, for both
+    sides and every sample; a short call keeps reps."""
+    ms = {"pr": 1.0, "base": 2.4}
+    rec = Recorder(monkeypatch, lambda side, i: ms[side])
+    args = [torch.zeros(4)]
+    launch = {"pr": rec.launch("pr"), "base": rec.launch("base")}
+    paired = time_paired(launch, args, rule=rule(min_pairs=5, max_pairs=5), timer=rec,
+                         flush=rec.flush, warmup=1, reps=10, target_ms=5.0)  # fmt: skip
+    assert paired.reps == 3
+    assert len(paired.samples) == 10
+    assert rec.calls == {"pr": 1 + 5 * 3, "base": 1 + 5 * 3}  # the probe, then 3 a sample
+    log = rec.calls_log()
+    assert log[:4] == ["restore", "pr", "restore", "base"]  # the warmup, untimed
+    probe = ["restore", "flush", "start", "pr", "stop", "restore", "flush", "start", "base", "stop"]
+    assert log[4:14] == probe
+    rec = Recorder(monkeypatch, lambda side, i: 0.02)
+    launch = {"pr": rec.launch("pr"), "base": rec.launch("base")}
+    paired = time_paired(launch, args, rule=rule(min_pairs=5, max_pairs=5), timer=rec,
+                         flush=None, warmup=0, reps=10, target_ms=5.0)  # fmt: skip
+    assert paired.reps == 10
+    rec = Recorder(monkeypatch, lambda side, i: 50.0)
+    launch = {"pr": rec.launch("pr"), "base": rec.launch("base")}
+    paired = time_paired(launch, args, rule=rule(min_pairs=5, max_pairs=5), timer=rec,
+                         flush=None, warmup=0, reps=10)  # fmt: skip
+    assert paired.reps == 10 and rec.calls["pr"] == 50  # no target: no probe, reps each
+
+
 def test_settle_calls_precede_each_sample_untimed_and_restored_and_flushed(monkeypatch):
     """The first-sample probe: with settle 2 every sample starts with two untimed calls of
     its own side, each on restored inputs after a flush; without it none (the default)."""
@@ -111,8 +159,8 @@ def test_settle_calls_precede_each_sample_untimed_and_restored_and_flushed(monke
     args = [torch.zeros(4)]
     launch = {"pr": rec.launch("pr"), "base": rec.launch("base")}
     samples = time_paired(launch, args, rule=rule(min_pairs=5, max_pairs=5), timer=rec,
-                          flush=rec.flush, warmup=0, reps=3, settle=2)  # fmt: skip
-    log = rec.log[:-1]  # the last restore leaves the inputs as given
+                          flush=rec.flush, warmup=0, reps=3, settle=2).samples  # fmt: skip
+    log = rec.calls_log()[:-1]  # the last restore leaves the inputs as given
     per_sample = 2 * 3 + 3 * 5  # two settle calls (restore, flush, launch), three timed
     assert len(log) == len(samples) * per_sample
     for i, s in enumerate(samples):
@@ -182,7 +230,7 @@ def test_a_clock_goes_with_each_sample(monkeypatch):
         flush=None,
         reps=1,
         clock=lambda: (1980, 4),
-    )
+    ).samples
     assert all(s["mhz"] == 1980 and s["reasons"] == 4 for s in samples)
     assert "flush" not in rec.log  # no flush for either side
 
@@ -202,9 +250,12 @@ def test_a_launch_that_raises_or_a_device_error_is_one_replay_error(monkeypatch)
         )
     assert "\n" not in str(e.value)
 
-    class FaultyTimer(Recorder):
+    class FaultyTimer(Recorder):  # the device's error surfaces at the read (the sync)
         def stop(self):
-            raise RuntimeError("CUDA error: unspecified launch failure")
+            def read():
+                raise RuntimeError("CUDA error: unspecified launch failure")
+
+            return read
 
     rec = FaultyTimer(monkeypatch)
     with pytest.raises(ReplayError, match="pr launch failed: RuntimeError: CUDA error"):
@@ -335,7 +386,7 @@ def test_an_interpreted_kernel_replays_as_both_sides_and_outputs_compare(monkeyp
     same = {"pr": side(add_pr), "base": side(add_base)}
     samples = time_paired(
         same, args, rule=r, timer=PerfCounterTimer(), flush=None, warmup=1, reps=2, snap=snap
-    )
+    ).samples
     assert [s["side"] for s in samples][:2] == ["pr", "base"]
     assert all(s["ms"] > 0 for s in samples)
     assert torch.equal(args[0], before)  # the in-place kernel's input restored

@@ -34,6 +34,7 @@ from zlbench.models.codegen import KernelConfig, KernelSource, Target
 from zlbench.plugins.replay import worker
 from zlbench.plugins.replay.binaries import DIFFERS
 from zlbench.plugins.replay.materialize import ReplayError
+from zlbench.plugins.replay.timing import Paired
 
 REPO = Path(__file__).resolve().parents[2]
 SIDES = ("pr", "base")
@@ -105,6 +106,7 @@ class Fake:
         self.timers: list[int] = []  # the launches each row's timer was made for
         self.settles: list[int] = []  # the plan's settle, as each row's timing got it
         self.flushes: list[object] = []  # the flush each row's timing got (None: none)
+        self.targets: list[object] = []  # the plan's sample_ms, as each row's timing got it
 
     def seams(self) -> worker.Seams:
         return worker.Seams(
@@ -138,12 +140,13 @@ class Fake:
         self.seeds += list(seeds)
         return [[f"{launch.kernel_id}:X", 4] for launch in launches]
 
-    def time_paired(self, launch, args, *, rule, timer, flush, warmup, reps, settle):
+    def time_paired(self, launch, args, *, rule, timer, flush, warmup, reps, target_ms, settle):
         self.settles.append(settle)
         self.flushes.append(flush)
+        self.targets.append(target_ms)
         for side in SIDES:
             launch[side](args)
-        return [dict(s) for s in SAMPLES]
+        return Paired([dict(s) for s in SAMPLES], reps - 7)
 
     def side_outputs(self, launch, args):
         return {s: list(args) for s in SIDES}
@@ -283,6 +286,9 @@ def test_each_side_launches_its_own_binaries_in_launch_order_count_times(tmp_pat
     plan = plan_of(row("m", spec("a", buffer=0), spec("b", buffer=1, count=2)), settle=2)
     assert run_main(tmp_path, plan, fake) == 0
     assert fake.settles == [2]  # the plan's first-sample probe reaches the timing
+    assert fake.targets == [plan.sample_ms]  # and the span a sample's calls aim at
+    run, _ = outputs(tmp_path / "out")
+    assert run.rows[0].reps == plan.reps - 7  # the calls a sample took, as the timing said
     assert fake.flushes == [f"flush@{plan.device}"]  # L2 flushed: the default
     warm = Fake()
     assert run_main(tmp_path / "warm", plan.model_copy(update={"flush": False}), warm) == 0
@@ -363,6 +369,7 @@ FAKE_WORKER = textwrap.dedent("""
     import os, sys, time
     from zlbench.plugins.replay import worker
     from zlbench.plugins.replay.materialize import ReplayError
+    from zlbench.plugins.replay.timing import Paired
 
     state = {"ok": True}
 
@@ -384,7 +391,7 @@ FAKE_WORKER = textwrap.dedent("""
         return [[what]]
 
     def time_paired(launch, args, **kw):
-        return [{"side": "pr", "ms": 1.0}, {"side": "base", "ms": 1.0}]
+        return Paired([{"side": "pr", "ms": 1.0}, {"side": "base", "ms": 1.0}], 10)
 
     seams = worker.Seams(
         binaries=lambda plan: Loaded(), materialize=materialize,

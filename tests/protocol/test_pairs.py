@@ -13,6 +13,7 @@ from zlbench.protocol.pairs import (
     PASS,
     REGRESSION,
     REPLAY_BLOCK_PAIRS,
+    REPLAY_REPS,
     PairRule,
     block_stats,
     complete_pairs,
@@ -21,6 +22,7 @@ from zlbench.protocol.pairs import (
     median_ci,
     pair_stats,
     row_stats,
+    sample_reps,
     samples_plain,
     should_stop,
     slot_side,
@@ -253,3 +255,18 @@ def test_a_replayed_row_is_judged_at_the_graph_threshold_not_the_plain_one():
     assert decide(s, rule) == REGRESSION
     plain = row_stats(pr, base, rule, True)
     assert plain.plain and plain.blocks == 5 and decide(plain, rule) == PASS
+
+
+@pytest.mark.parametrize(
+    ("call_ms", "reps"),
+    [(0.01, 10), (0.5, 10), (0.6, 9), (1.0, 5), (2.4, 3), (2.5, 2), (5.0, 1), (700.0, 1)],
+)
+def test_a_replayed_sample_takes_calls_spanning_the_target_within_one_and_ten(call_ms, reps):
+    assert sample_reps(call_ms) == reps
+    assert sample_reps(call_ms, target_ms=None) == REPLAY_REPS  # no target: always reps
+    assert sample_reps(call_ms, 3) == min(3, reps)
+
+
+@pytest.mark.parametrize("bad", [0.0, -1.0, math.nan, math.inf])
+def test_a_probe_that_is_no_positive_time_keeps_every_call(bad):
+    assert sample_reps(bad) == REPLAY_REPS

@@ -96,9 +96,10 @@ too, when replayable, after every changed row within the budget. They never fall
 or are deferred (the screen's proof stands for one that is not replayed) and pick no
 sentinel: the op-level sentinel is for a change that the replay of a kernel cannot see.
 
-**Replay cost** (:func:`replay_cost_s`): ``ROW_SETUP_S + 2 x pairs x REPS x (kernel µs
+**Replay cost** (:func:`replay_cost_s`): ``ROW_SETUP_S + 2 x pairs x reps x (kernel µs
 + CALL_OVERHEAD_US)``, with ``pairs`` the pair rule's budget of a row
-(``PairSampling.max_pairs``, 16), ``REPS`` single-call timings per sample, the row's
+(``PairSampling.max_pairs``, 16), ``reps`` single-call timings per sample (the
+worker's rule, ``protocol.pairs.sample_reps``: 10, fewer for a call over 0.5 ms), the row's
 FlagGems latency recorded in the baseline as its kernel time (an upper bound: it
 includes launches), and the per-call restore of written buffers, the L2 flush and the
 event sync as ``CALL_OVERHEAD_US``. The forecast (:func:`forecast`) adds a replay
@@ -137,7 +138,7 @@ from zlbench.models.run import RowKey
 from zlbench.models.timing import PairSampling
 from zlbench.protocol.layout import op_key
 from zlbench.protocol.ops import op_name_of, spec_of
-from zlbench.protocol.pairs import SIDES
+from zlbench.protocol.pairs import REPLAY_REPS, SIDES, sample_reps
 from zlbench.protocol.rowpart import picked_share
 from zlbench.report.codegen import weight
 from zlbench.report.replay_text import (
@@ -165,7 +166,7 @@ from zlbench.report.replay_text import (
 ROW_SETUP_S = 0.15  # arguments, both binaries loaded and warmed up, outputs compared
 WORKER_START_S = 10.0  # a replay worker's start: torch, CUDA, the first row's load
 CALL_OVERHEAD_US = 150.0  # per timed call: restore written buffers, flush L2, lead spin, sync
-REPS = 10  # single-call timings per sample (zlbench.plugins.replay.timing)
+REPS = REPLAY_REPS  # single-call timings per sample at most (protocol.pairs.sample_reps)
 # The builds, refitted to two gates of v5's broad change on an H100 (2026-12-06,
 # docs/measurements.md "thirty-first session"; replay.json ``builds``, the rebuild
 # workers' phases, no SASS): a worker's start with its first kernel's load (Python,
@@ -187,10 +188,12 @@ NOT_BUILT = frozenset({CodegenClass.FAILED, CodegenClass.MISSING})
 def replay_cost_s(kernel_us: float | None, pairs: int | None = None, reps: int = REPS) -> float:
     """Estimated GPU seconds to replay one row (module docstring): ``kernel_us`` its
     recorded time per call (None: :data:`DEFAULT_KERNEL_US`), ``pairs`` the pair
-    rule's budget of a row (None: ``PairSampling().max_pairs``)."""
+    rule's budget of a row (None: ``PairSampling().max_pairs``); a sample's calls are
+    :func:`~zlbench.protocol.pairs.sample_reps` of ``kernel_us``, at most ``reps``."""
     us = DEFAULT_KERNEL_US if kernel_us is None else max(0.0, kernel_us)
     n = PairSampling().max_pairs if pairs is None else pairs
-    return ROW_SETUP_S + 2 * n * reps * (us + CALL_OVERHEAD_US) / 1e6
+    calls = sample_reps(us / 1000, reps)
+    return ROW_SETUP_S + 2 * n * calls * (us + CALL_OVERHEAD_US) / 1e6
 
 
 def replay_costs(

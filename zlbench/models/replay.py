@@ -26,6 +26,7 @@ from zlbench.models.base import OnDisk, _Model
 from zlbench.models.codegen import CompileRequest
 from zlbench.models.run import RowKey
 from zlbench.protocol.layout import PLAN_JSON
+from zlbench.protocol.pairs import SAMPLE_TARGET_MS
 
 LAUNCHES_JSON = "launches.json"  # in an op's codegen dir, next to index.json
 REPLAY_DIR = "replay"  # in a gate dir
@@ -162,6 +163,7 @@ class ReplayedRow(_Model):
     outputs: Literal["", "match", "differ"] = ""  # PR vs base outputs after timing
     max_error: StrictFloat | None = None  # largest |PR - base| / (|base| + atol) seen
     pairs: StrictInt = Field(0, ge=0)
+    reps: StrictInt = Field(0, ge=0)  # single calls per sample (0: not replayed, or not said)
     changed: bool = True  # False: proven unchanged, replayed by ``gate --time all --replay``
     # where a replayed row's host seconds went (the worker's clock, the device synced at
     # each phase's end): load (both sides' binaries), materialize (arguments made and
@@ -288,7 +290,10 @@ class ReplayPlanFile(OnDisk):
     device: str = "cuda"
     rule: str = ""  # zlbench.protocol.pairs.PairRule.to_json(); "" the default rule
     warmup: StrictInt = Field(3, ge=0)
-    reps: StrictInt = Field(10, ge=1)  # timed single calls per sample (their median)
+    reps: StrictInt = Field(10, ge=1)  # timed single calls per sample (their median), at most
+    # fewer for a long call: as many as span sample_ms of the slower side's probe call, at
+    # least one (zlbench.protocol.pairs.sample_reps); None: always ``reps``
+    sample_ms: StrictFloat | None = Field(SAMPLE_TARGET_MS, gt=0)
     # untimed calls of a side just before each of its samples (0: none): a probe of the
     # first-sample effect (docs/replay.md), not a default
     settle: StrictInt = Field(0, ge=0)

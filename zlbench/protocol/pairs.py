@@ -49,6 +49,14 @@ such a position effect, and the row is judged at the graph rows' threshold. It n
 five blocks (10 pairs at 90 %) to be decided. Re-judged this way, the 18 such rows of
 those A/As PASS at 10 pairs, within ±3 %.
 
+A replayed sample is the median of single calls of one side: :data:`REPLAY_REPS` of
+them, fewer for a long call (:func:`sample_reps`: as many as span
+:data:`SAMPLE_TARGET_MS` of the slower side's probe call, at least one). The median of
+ten guards a 10 µs kernel's sample against one call's host or clock hiccup; a call of
+5 ms or more is its own such average, and ten of them made v7's 39 rows of 10 ms or
+more 11 of the replay's 33 modelled minutes (docs/replay.md). The cost model charges
+the same count (``codegen.replay_plan.replay_cost_s``).
+
 Imported by the plugins (which measure) and by the judge; stdlib and
 :mod:`zlbench.models.timing` only (the rule's sampling, :class:`PairSampling`).
 """
@@ -79,6 +87,22 @@ REGRESSION, PASS, IMPROVEMENT, INCONCLUSIVE = "REGRESSION", "PASS", "IMPROVEMENT
 THROTTLE_MASK = 0x8 | 0x20 | 0x40 | 0x80  # HW slowdown, SW/HW thermal, HW power brake
 # Pairs per balanced block of a replayed row (module docstring): AB + BA.
 REPLAY_BLOCK_PAIRS = 2
+# A replayed sample's single calls (module docstring): at most REPLAY_REPS, as many as
+# span SAMPLE_TARGET_MS of the slower side's call, at least one.
+REPLAY_REPS = 10
+SAMPLE_TARGET_MS = 5.0
+
+
+def sample_reps(
+    call_ms: float, reps: int = REPLAY_REPS, target_ms: float | None = SAMPLE_TARGET_MS
+) -> int:
+    """Single calls per replayed sample for a call of ``call_ms`` (module docstring):
+    ``reps`` when ``target_ms`` is None or the call is not a positive finite time, else
+    ``ceil(target_ms / call_ms)`` within ``[1, reps]``."""
+    reps = max(1, int(reps))
+    if target_ms is None or not (call_ms > 0 and call_ms != float("inf")):
+        return reps
+    return max(1, min(reps, -int(-target_ms // call_ms)))
 
 
 @dataclass(frozen=True)
@@ -378,6 +402,8 @@ __all__ = [
     "PASS",
     "REGRESSION",
     "REPLAY_BLOCK_PAIRS",
+    "REPLAY_REPS",
+    "SAMPLE_TARGET_MS",
     "PairRule",
     "PairStats",
     "block_stats",
@@ -390,6 +416,7 @@ __all__ = [
     "pair_stats",
     "read_samples",
     "row_stats",
+    "sample_reps",
     "samples_plain",
     "should_stop",
     "slot_side",

@@ -10,9 +10,16 @@ sides' launches and every restore and flush are enqueued on it):
 * then pairs: pair ``k`` takes the PR's sample then the base's for even ``k``, the
   base's then the PR's for odd ``k`` (``AB BA``: neither side always goes first, a
   drift within two pairs moves both sides alike);
-* a sample is the median of ``reps`` single-call timings of one side, and before
-  *every* timed call the inputs are restored (:func:`materialize.restore`) and L2 is
-  flushed (``flush``; the same policy for both sides), both outside the timed span;
+* a sample is the median of single-call timings of one side, and before *every*
+  timed call the inputs are restored (:func:`materialize.restore`) and L2 is flushed
+  (``flush``; the same policy for both sides), both outside the timed span. A
+  sample's calls are all enqueued before any is read (``Timer.stop`` gives a reader):
+  the host waits for the device once a sample, not once a call, and the device runs
+  the calls back to back;
+* how many calls a sample takes: ``reps``, or with ``target_ms`` as many as span it
+  (:func:`zlbench.protocol.pairs.sample_reps`) of the slower side's probe call, one
+  timed call of each side after the warmup (not a sample), the same count for both
+  sides and every sample of the row;
   with ``settle`` N, each sample is preceded by N untimed calls of its side (restored
   and flushed alike): a probe of the first-sample effect seen on an H100 (the first
   sample of each pair 4-10 % slower on two-launch rows), off by default;
@@ -47,14 +54,22 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from statistics import median
 from typing import Any, Protocol
 
 from zlbench.plugins.compiler.rebuild import first_line
 from zlbench.plugins.replay.materialize import ReplayError, restore, snapshot
-from zlbench.protocol.pairs import PairRule, complete_pairs, row_stats, should_stop
+from zlbench.protocol.pairs import (
+    PairRule,
+    complete_pairs,
+    row_stats,
+    sample_reps,
+    should_stop,
+)
 
 Launch = Callable[[list], None]
+Reader = Callable[[], float]  # a timed span's milliseconds (may wait for the device)
 SIDE_A, SIDE_B = "pr", "base"  # pair k: A, B for even k, B, A for odd k
 DEFAULT_RTOL = 1e-3
 DEFAULT_ATOL = 1e-5
@@ -64,11 +79,12 @@ LEAD_CYCLES = 100_000  # ~50-70 us of GPU spin before a timed launch (CudaEventT
 
 
 class Timer(Protocol):
-    """Times one span on the device: ``start()``, then ``stop()`` -> milliseconds."""
+    """Times one span on the device: ``start()``, then ``stop()`` -> a reader of its
+    milliseconds. Spans may be started and stopped several times before any is read."""
 
     def start(self) -> None: ...
 
-    def stop(self) -> float: ...
+    def stop(self) -> Reader: ...
 
 
 class PerfCounterTimer:
@@ -81,13 +97,14 @@ class PerfCounterTimer:
     def start(self) -> None:
         self._t0 = time.perf_counter_ns()
 
-    def stop(self) -> float:
-        return (time.perf_counter_ns() - self._t0) / 1e6
+    def stop(self) -> Reader:
+        ms = (time.perf_counter_ns() - self._t0) / 1e6
+        return lambda: ms
 
 
 class CudaEventTimer:
-    """A pair of CUDA events on the current stream; ``stop`` synchronises on the end
-    event. GPU only (not verified in this session).
+    """A pair of CUDA events on the current stream for each span; ``stop`` records the
+    end event and its reader synchronises on it. GPU only.
 
     After a synchronisation the GPU is idle, so a start event recorded then fires at
     once and the span would include the host's time to launch the kernel (a triton
@@ -103,19 +120,27 @@ class CudaEventTimer:
 
         self._torch = torch
         self.lead_cycles = lead_cycles
-        self._start = torch.cuda.Event(enable_timing=True)
-        self._end = torch.cuda.Event(enable_timing=True)
+        self._start: Any = None
+
+    def _event(self) -> Any:
+        return self._torch.cuda.Event(enable_timing=True)
 
     def start(self) -> None:
         stream = self._torch.cuda.current_stream()
         if self.lead_cycles:
             self._torch.cuda._sleep(self.lead_cycles)
+        self._start = self._event()
         self._start.record(stream)
 
-    def stop(self) -> float:
-        self._end.record(self._torch.cuda.current_stream())
-        self._end.synchronize()
-        return float(self._start.elapsed_time(self._end))
+    def stop(self) -> Reader:
+        begin, end = self._start, self._event()
+        end.record(self._torch.cuda.current_stream())
+
+        def read() -> float:
+            end.synchronize()
+            return float(begin.elapsed_time(end))
+
+        return read
 
 
 def lead_cycles_for(launches: int) -> int:
@@ -165,12 +190,23 @@ def _fresh(snap: list, flush) -> None:
         flush()
 
 
-def _timed(side: str, launch: Launch, args: list, snap: list, timer: Timer, flush) -> float:
+def _enqueued(side: str, launch: Launch, args: list, snap: list, timer: Timer, flush) -> Reader:
+    """One timed call enqueued (restored, flushed, timed): its span's reader."""
     _fresh(snap, flush)
     try:
         timer.start()
         launch(args)
-        ms = float(timer.stop())
+        return timer.stop()
+    except ReplayError:
+        raise
+    except Exception as e:
+        raise ReplayError(f"{side} launch failed: {first_line(e)}") from e
+
+
+def _read(side: str, reader: Reader) -> float:
+    """A timed call's milliseconds; a device error surfacing here is the side's."""
+    try:
+        ms = float(reader())
     except ReplayError:
         raise
     except Exception as e:
@@ -178,6 +214,21 @@ def _timed(side: str, launch: Launch, args: list, snap: list, timer: Timer, flus
     if not (math.isfinite(ms) and ms > 0):
         raise ReplayError(f"{side} launch timed at {ms} ms (not a positive time)")
     return ms
+
+
+def _times(side: str, launch: Launch, args: list, snap: list, timer: Timer, flush, n: int):
+    """``n`` timed calls of one side, all enqueued before the first is read."""
+    readers = [_enqueued(side, launch, args, snap, timer, flush) for _ in range(n)]
+    return [_read(side, r) for r in readers]
+
+
+@dataclass(frozen=True)
+class Paired:
+    """:func:`time_paired`'s result: the samples in slot order, and the single calls
+    each sample took (the same for every sample of the row)."""
+
+    samples: list[dict]
+    reps: int
 
 
 def time_paired(
@@ -189,12 +240,14 @@ def time_paired(
     flush: Callable[[], None] | None,
     warmup: int = 3,
     reps: int = 10,
+    target_ms: float | None = None,
     snap: list | None = None,
     clock: Callable[[], tuple[int | None, int | None]] | None = None,
     settle: int = 0,
-) -> list[dict]:
+) -> Paired:
     """Samples of both sides' ``launch`` callables (``{"pr": f, "base": g}``, each
-    launching the row's kernels on ``args``) in slot order (module docstring).
+    launching the row's kernels on ``args``) in slot order (module docstring), each of
+    ``reps`` calls, or with ``target_ms`` of :func:`sample_reps` of the probe calls.
     ``snap``: the inputs' :func:`snapshot` (taken here when None, before any call);
     ``clock``: read after each sample, ``(MHz, NVML reasons)``."""
     if set(launch) != {SIDE_A, SIDE_B}:
@@ -208,6 +261,11 @@ def time_paired(
         for side in (SIDE_A, SIDE_B):
             restore(snap)
             _call(side, launch[side], args)
+    if target_ms is not None:  # the probe: one timed call a side, the slower decides
+        probe = max(
+            _times(side, launch[side], args, snap, timer, flush, 1)[0] for side in (SIDE_A, SIDE_B)
+        )
+        reps = sample_reps(probe, reps, target_ms)
     samples: list[dict] = []
     k = 0
     while True:
@@ -216,7 +274,7 @@ def time_paired(
             for _ in range(settle):  # untimed, restored and flushed as a timed call
                 _fresh(snap, flush)
                 _call(side, launch[side], args)
-            times = [_timed(side, launch[side], args, snap, timer, flush) for _ in range(reps)]
+            times = _times(side, launch[side], args, snap, timer, flush, reps)
             sample: dict[str, Any] = {"side": side, "ms": median(times)}
             if clock is not None:
                 sample["mhz"], sample["reasons"] = clock()
@@ -226,7 +284,7 @@ def time_paired(
         if should_stop(row_stats(pr, base, rule, False, replayed=True), rule, False, k):
             break
     restore(snap)
-    return samples
+    return Paired(samples, reps)
 
 
 def side_outputs(
@@ -313,6 +371,7 @@ def compare_outputs(
 
 __all__ = [
     "CudaEventTimer",
+    "Paired",
     "PerfCounterTimer",
     "Timer",
     "compare_outputs",

@@ -117,7 +117,7 @@ class Seams:
     launch: Callable[[Any, Sequence[int], Sequence[Any]], None]  # (kernel, grid, args)
     timer: Callable[[str, int], Any]  # (device, launches a side's call makes) -> a Timer
     flush: Callable[[str], Callable[[], None] | None]  # device -> the L2 flush
-    time_paired: Callable[..., list[dict]]
+    time_paired: Callable[..., Any]  # -> timing.Paired (.samples, .reps)
     side_outputs: Callable[..., dict[str, list]]
     compare_outputs: Callable[..., tuple[bool, float]]
     healthy: Callable[[str], bool]  # device -> still usable after a failed row
@@ -262,7 +262,7 @@ def replay_row(
                 calls[side].append((kernel, list(launch.grid), lo, hi, launch.count))
         launch_of = {side: _side_call(seams, calls[side]) for side in SIDES}
         phase("materialize")
-        samples = seams.time_paired(
+        paired = seams.time_paired(
             launch_of,
             args,
             rule=rule,
@@ -270,8 +270,10 @@ def replay_row(
             flush=seams.flush(plan.device) if plan.flush else None,
             warmup=plan.warmup,
             reps=plan.reps,
+            target_ms=plan.sample_ms,
             settle=plan.settle,
         )
+        samples = paired.samples
         phase("time")
         outs = seams.side_outputs(launch_of, args)
         match, err = seams.compare_outputs(outs["pr"], outs["base"], rtol=plan.rtol, atol=plan.atol)
@@ -288,7 +290,8 @@ def replay_row(
         return out, None
     pairs = len(complete_pairs(samples)[0])
     out = ReplayedRow(key=row.key, instrument="kernel-replay", kernels=kids,
-                      outputs="match", max_error=error, pairs=pairs, phases=phases)  # fmt: skip
+                      outputs="match", max_error=error, pairs=pairs, reps=paired.reps,
+                      phases=phases)  # fmt: skip
     return out, kept
 
 
