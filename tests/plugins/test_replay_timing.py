@@ -57,18 +57,9 @@ class Recorder:
 
     def stop(self):
         self.log.append("stop")
-        side, i = self.side, self.calls[self.side]
-        self.calls[side] += 1
-
-        def read():
-            self.log.append("read")
-            return self.ms(side, i)
-
-        return read
-
-    def calls_log(self) -> list[str]:
-        """The log without the timers' reads (the order of the calls only)."""
-        return [x for x in self.log if x != "read"]
+        i = self.calls[self.side]
+        self.calls[self.side] += 1
+        return self.ms(self.side, i)
 
 
 def rule(**sampling) -> PairRule:
@@ -90,7 +81,7 @@ def test_warmup_alternates_then_pairs_go_abba_with_restore_and_flush_before_each
 ):
     rec = Recorder(monkeypatch)
     args, samples = run_recorded(rec, rule(min_pairs=5, max_pairs=8), warmup=2, reps=3)
-    log = rec.calls_log()
+    log = rec.log
     # warmup: each side twice, alternating, each on restored inputs, none timed or flushed
     assert log[:8] == ["restore", "pr", "restore", "base"] * 2
     timed = log[8:-1]
@@ -114,15 +105,6 @@ def test_warmup_alternates_then_pairs_go_abba_with_restore_and_flush_before_each
         PairSample.model_validate(s)  # the op path's sample model
 
 
-def test_a_samples_calls_are_all_enqueued_before_any_is_read(monkeypatch):
-    """One wait for the device a sample, not one a call: each sample's reps calls are
-    stopped (their end events recorded) before the first of them is read."""
-    rec = Recorder(monkeypatch)
-    _, samples = run_recorded(rec, rule(min_pairs=5, max_pairs=5), warmup=0, reps=4)
-    timed = [x for x in rec.log if x in ("stop", "read")]
-    assert timed == (["stop"] * 4 + ["read"] * 4) * len(samples)
-
-
 def test_a_long_call_takes_fewer_calls_a_sample_by_the_slower_sides_probe(monkeypatch):
     """With target_ms, one timed call a side after the warmup (no sample) picks the
     calls per sample from the slower side: 2.4 ms against 5 ms -> 3 calls, for both
@@ -136,7 +118,7 @@ def test_a_long_call_takes_fewer_calls_a_sample_by_the_slower_sides_probe(monkey
     assert paired.reps == 3
     assert len(paired.samples) == 10
     assert rec.calls == {"pr": 1 + 5 * 3, "base": 1 + 5 * 3}  # the probe, then 3 a sample
-    log = rec.calls_log()
+    log = rec.log
     assert log[:4] == ["restore", "pr", "restore", "base"]  # the warmup, untimed
     probe = ["restore", "flush", "start", "pr", "stop", "restore", "flush", "start", "base", "stop"]
     assert log[4:14] == probe
@@ -160,7 +142,7 @@ def test_settle_calls_precede_each_sample_untimed_and_restored_and_flushed(monke
     launch = {"pr": rec.launch("pr"), "base": rec.launch("base")}
     samples = time_paired(launch, args, rule=rule(min_pairs=5, max_pairs=5), timer=rec,
                           flush=rec.flush, warmup=0, reps=3, settle=2).samples  # fmt: skip
-    log = rec.calls_log()[:-1]  # the last restore leaves the inputs as given
+    log = rec.log[:-1]  # the last restore leaves the inputs as given
     per_sample = 2 * 3 + 3 * 5  # two settle calls (restore, flush, launch), three timed
     assert len(log) == len(samples) * per_sample
     for i, s in enumerate(samples):
@@ -250,12 +232,9 @@ def test_a_launch_that_raises_or_a_device_error_is_one_replay_error(monkeypatch)
         )
     assert "\n" not in str(e.value)
 
-    class FaultyTimer(Recorder):  # the device's error surfaces at the read (the sync)
+    class FaultyTimer(Recorder):
         def stop(self):
-            def read():
-                raise RuntimeError("CUDA error: unspecified launch failure")
-
-            return read
+            raise RuntimeError("CUDA error: unspecified launch failure")
 
     rec = FaultyTimer(monkeypatch)
     with pytest.raises(ReplayError, match="pr launch failed: RuntimeError: CUDA error"):

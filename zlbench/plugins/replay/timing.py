@@ -12,10 +12,11 @@ sides' launches and every restore and flush are enqueued on it):
   drift within two pairs moves both sides alike);
 * a sample is the median of single-call timings of one side, and before *every*
   timed call the inputs are restored (:func:`materialize.restore`) and L2 is flushed
-  (``flush``; the same policy for both sides), both outside the timed span. A
-  sample's calls are all enqueued before any is read (``Timer.stop`` gives a reader):
-  the host waits for the device once a sample, not once a call, and the device runs
-  the calls back to back;
+  (``flush``; the same policy for both sides), both outside the timed span. Each call
+  is read (the device synchronised) before the next is enqueued: enqueuing a sample's
+  calls ahead (thirty-third session, an H100) left the device waiting on the host,
+  the start event fired before the launch was enqueued, and samples of 4 µs rows read
+  20-30 µs in bursts (an A/A: 7 rows INCONCLUSIVE, 1 REGRESSION);
 * how many calls a sample takes: ``reps``, or with ``target_ms`` as many as span it
   (:func:`zlbench.protocol.pairs.sample_reps`) of the slower side's probe call, one
   timed call of each side after the warmup (not a sample), the same count for both
@@ -69,7 +70,6 @@ from zlbench.protocol.pairs import (
 )
 
 Launch = Callable[[list], None]
-Reader = Callable[[], float]  # a timed span's milliseconds (may wait for the device)
 SIDE_A, SIDE_B = "pr", "base"  # pair k: A, B for even k, B, A for odd k
 DEFAULT_RTOL = 1e-3
 DEFAULT_ATOL = 1e-5
@@ -79,12 +79,11 @@ LEAD_CYCLES = 100_000  # ~50-70 us of GPU spin before a timed launch (CudaEventT
 
 
 class Timer(Protocol):
-    """Times one span on the device: ``start()``, then ``stop()`` -> a reader of its
-    milliseconds. Spans may be started and stopped several times before any is read."""
+    """Times one span on the device: ``start()``, then ``stop()`` -> milliseconds."""
 
     def start(self) -> None: ...
 
-    def stop(self) -> Reader: ...
+    def stop(self) -> float: ...
 
 
 class PerfCounterTimer:
@@ -97,14 +96,13 @@ class PerfCounterTimer:
     def start(self) -> None:
         self._t0 = time.perf_counter_ns()
 
-    def stop(self) -> Reader:
-        ms = (time.perf_counter_ns() - self._t0) / 1e6
-        return lambda: ms
+    def stop(self) -> float:
+        return (time.perf_counter_ns() - self._t0) / 1e6
 
 
 class CudaEventTimer:
-    """A pair of CUDA events on the current stream for each span; ``stop`` records the
-    end event and its reader synchronises on it. GPU only.
+    """A pair of CUDA events on the current stream; ``stop`` synchronises on the end
+    event. GPU only (not verified in this session).
 
     After a synchronisation the GPU is idle, so a start event recorded then fires at
     once and the span would include the host's time to launch the kernel (a triton
@@ -120,27 +118,19 @@ class CudaEventTimer:
 
         self._torch = torch
         self.lead_cycles = lead_cycles
-        self._start: Any = None
-
-    def _event(self) -> Any:
-        return self._torch.cuda.Event(enable_timing=True)
+        self._start = torch.cuda.Event(enable_timing=True)
+        self._end = torch.cuda.Event(enable_timing=True)
 
     def start(self) -> None:
         stream = self._torch.cuda.current_stream()
         if self.lead_cycles:
             self._torch.cuda._sleep(self.lead_cycles)
-        self._start = self._event()
         self._start.record(stream)
 
-    def stop(self) -> Reader:
-        begin, end = self._start, self._event()
-        end.record(self._torch.cuda.current_stream())
-
-        def read() -> float:
-            end.synchronize()
-            return float(begin.elapsed_time(end))
-
-        return read
+    def stop(self) -> float:
+        self._end.record(self._torch.cuda.current_stream())
+        self._end.synchronize()
+        return float(self._start.elapsed_time(self._end))
 
 
 def lead_cycles_for(launches: int) -> int:
@@ -190,23 +180,12 @@ def _fresh(snap: list, flush) -> None:
         flush()
 
 
-def _enqueued(side: str, launch: Launch, args: list, snap: list, timer: Timer, flush) -> Reader:
-    """One timed call enqueued (restored, flushed, timed): its span's reader."""
+def _timed(side: str, launch: Launch, args: list, snap: list, timer: Timer, flush) -> float:
     _fresh(snap, flush)
     try:
         timer.start()
         launch(args)
-        return timer.stop()
-    except ReplayError:
-        raise
-    except Exception as e:
-        raise ReplayError(f"{side} launch failed: {first_line(e)}") from e
-
-
-def _read(side: str, reader: Reader) -> float:
-    """A timed call's milliseconds; a device error surfacing here is the side's."""
-    try:
-        ms = float(reader())
+        ms = float(timer.stop())
     except ReplayError:
         raise
     except Exception as e:
@@ -214,12 +193,6 @@ def _read(side: str, reader: Reader) -> float:
     if not (math.isfinite(ms) and ms > 0):
         raise ReplayError(f"{side} launch timed at {ms} ms (not a positive time)")
     return ms
-
-
-def _times(side: str, launch: Launch, args: list, snap: list, timer: Timer, flush, n: int):
-    """``n`` timed calls of one side, all enqueued before the first is read."""
-    readers = [_enqueued(side, launch, args, snap, timer, flush) for _ in range(n)]
-    return [_read(side, r) for r in readers]
 
 
 @dataclass(frozen=True)
@@ -262,9 +235,7 @@ def time_paired(
             restore(snap)
             _call(side, launch[side], args)
     if target_ms is not None:  # the probe: one timed call a side, the slower decides
-        probe = max(
-            _times(side, launch[side], args, snap, timer, flush, 1)[0] for side in (SIDE_A, SIDE_B)
-        )
+        probe = max(_timed(s, launch[s], args, snap, timer, flush) for s in (SIDE_A, SIDE_B))
         reps = sample_reps(probe, reps, target_ms)
     samples: list[dict] = []
     k = 0
@@ -274,7 +245,7 @@ def time_paired(
             for _ in range(settle):  # untimed, restored and flushed as a timed call
                 _fresh(snap, flush)
                 _call(side, launch[side], args)
-            times = _times(side, launch[side], args, snap, timer, flush, reps)
+            times = [_timed(side, launch[side], args, snap, timer, flush) for _ in range(reps)]
             sample: dict[str, Any] = {"side": side, "ms": median(times)}
             if clock is not None:
                 sample["mhz"], sample["reasons"] = clock()
