@@ -14,6 +14,7 @@ from zlbench.codegen.replay_plan import (
     CALL_OVERHEAD_US,
     HIT_CPU_S,
     HITS_PER_WORKER,
+    PAIRS,
     ROW_SETUP_S,
     WORKER_START_S,
     deferred_command,
@@ -27,6 +28,7 @@ from zlbench.codegen.select import DEFAULT_OP_COST_S
 from zlbench.models import BaselineResult, BaselineRow, RowKey
 from zlbench.models.codegen_screen import CodegenClass, CodegenScreen, KernelScreen
 from zlbench.models.replay import ArgSpec, LaunchCapture, LaunchSpec, RowLaunches, TensorStats
+from zlbench.models.timing import PairSampling
 from zlbench.report.replay_text import (
     FALLBACK_GRAPH,
     FALLBACK_INTERMEDIATE,
@@ -403,6 +405,9 @@ def test_the_replay_cost_model():
         ROW_SETUP_S + 2 * 16 * 10 * (40.0 + CALL_OVERHEAD_US) / 1e6
     )
     assert replay_cost_s(None) > replay_cost_s(0.0)
+    # by default the pairs a replayed row takes (the blocks' least), not the rule's budget
+    assert replay_cost_s(40.0) == pytest.approx(replay_cost_s(40.0, pairs=PAIRS))
+    assert PAIRS < PairSampling().max_pairs
     # a long call: the worker's fewer calls a sample (protocol.pairs.sample_reps), 2 at 2.5 ms
     assert replay_cost_s(2500.0, pairs=16) == pytest.approx(
         ROW_SETUP_S + 2 * 16 * 2 * (2500.0 + CALL_OVERHEAD_US) / 1e6

@@ -97,17 +97,17 @@ or are deferred (the screen's proof stands for one that is not replayed) and pic
 sentinel: the op-level sentinel is for a change that the replay of a kernel cannot see.
 
 **Replay cost** (:func:`replay_cost_s`): ``ROW_SETUP_S + 2 x pairs x reps x (kernel µs
-+ CALL_OVERHEAD_US)``, with ``pairs`` the pair rule's budget of a row
-(``PairSampling.max_pairs``, 16), ``reps`` single-call timings per sample (the
-worker's rule, ``protocol.pairs.sample_reps``: 10, fewer for a call over 0.5 ms), the row's
++ CALL_OVERHEAD_US)``, with ``pairs`` the pairs a replayed row takes (``PAIRS``, 10: the
+balanced blocks' least, which rows took 10.0-10.6 on average in five gates on an H100,
+thirty-third session; the rule's budget of 16 is the bound), ``reps`` single-call
+timings per sample (the worker's rule, ``protocol.pairs.sample_reps``: 10, fewer for a
+call over 0.5 ms), the row's
 FlagGems latency recorded in the baseline as its kernel time (an upper bound: it
 includes launches), and the per-call restore of written buffers, the L2 flush and the
 event sync as ``CALL_OVERHEAD_US``. The forecast (:func:`forecast`) adds a replay
 worker's start (``WORKER_START_S``) and each side's build start (``BUILD_START_S``).
 Every constant was fitted to gates on an H100 (2026-12-06, docs/measurements.md
-"thirtieth session"); ``pairs`` at the rule's budget makes a row's timed calls an upper
-bound (the rows of those gates took 5.5-6.1 pairs on average; since the thirty-second
-session a replayed row is judged over balanced blocks and needs at least 10).
+"thirtieth" and "thirty-third session").
 """
 
 from __future__ import annotations
@@ -135,7 +135,6 @@ from zlbench.models.replay import (
     order_unknown,
 )
 from zlbench.models.run import RowKey
-from zlbench.models.timing import PairSampling
 from zlbench.protocol.layout import op_key
 from zlbench.protocol.ops import op_name_of, spec_of
 from zlbench.protocol.pairs import REPLAY_REPS, SIDES, sample_reps
@@ -163,7 +162,12 @@ from zlbench.report.replay_text import (
 # 24-100 kernels built a side): a changed row cost 0.16 s beyond its timed calls (an
 # unchanged one 0.02 s), a timed call 130-170 µs beyond its kernel (median), a worker's
 # start with its first row 9-11 s (the builds: below).
-ROW_SETUP_S = 0.15  # arguments, both binaries loaded and warmed up, outputs compared
+# A row's own seconds beyond its timed calls (arguments, both binaries loaded and warmed
+# up, outputs compared): 0.15 on the thirtieth session's fresh machines; 0.10-0.15 (mean)
+# in the first gate of a fresh machine and 0.011-0.014 in the next ones of the
+# thirty-third session (cold and warm page cache): a runner's gate lies between.
+ROW_SETUP_S = 0.05
+PAIRS = 10  # the pairs a replayed row takes (module docstring): the balanced blocks' least
 WORKER_START_S = 10.0  # a replay worker's start: torch, CUDA, the first row's load
 CALL_OVERHEAD_US = 150.0  # per timed call: restore written buffers, flush L2, lead spin, sync
 REPS = REPLAY_REPS  # single-call timings per sample at most (protocol.pairs.sample_reps)
@@ -188,10 +192,11 @@ NOT_BUILT = frozenset({CodegenClass.FAILED, CodegenClass.MISSING})
 def replay_cost_s(kernel_us: float | None, pairs: int | None = None, reps: int = REPS) -> float:
     """Estimated GPU seconds to replay one row (module docstring): ``kernel_us`` its
     recorded time per call (None: :data:`DEFAULT_KERNEL_US`), ``pairs`` the pair
-    rule's budget of a row (None: ``PairSampling().max_pairs``); a sample's calls are
+    pairs a row takes (None: :data:`PAIRS`; the rule's budget,
+    ``PairSampling().max_pairs``, bounds it); a sample's calls are
     :func:`~zlbench.protocol.pairs.sample_reps` of ``kernel_us``, at most ``reps``."""
     us = DEFAULT_KERNEL_US if kernel_us is None else max(0.0, kernel_us)
-    n = PairSampling().max_pairs if pairs is None else pairs
+    n = PAIRS if pairs is None else pairs
     calls = sample_reps(us / 1000, reps)
     return ROW_SETUP_S + 2 * n * calls * (us + CALL_OVERHEAD_US) / 1e6
 
