@@ -486,9 +486,9 @@ def test_a_family_sentinel_is_timed_at_its_least_latency_row_and_charged_that_sh
     assert plan.op_path_s == pytest.approx(2.0)  # one of a's 3 rows: 6 s / 3
     f = forecast(plan, {"main/a", "main/b"}, op_costs)
     assert f.op_path_ops == 1 and f.op_path_s == pytest.approx(4.0)  # both sides
-    # with a row of its own on the op path already, the op is charged whole
+    # with a row of its own on the op path too, the op path times both rows (row picks)
     plan.fallback[a3] = FALLBACK_GRAPH
-    assert plan.op_seconds("main/a", op_costs) == 6.0
+    assert plan.op_seconds("main/a", op_costs) == pytest.approx(4.0)
     anyway = plan_replay(s, [a1, a2, a3, b], caps, costs, op_costs, families=fams,
                          timed_anyway=["main/a"])  # fmt: skip
     assert anyway.sentinels == {"F": "main/a"} and anyway.sentinel_rows == {}
@@ -590,3 +590,20 @@ def test_the_budget_charges_the_ops_the_gate_times_anyway_first():
                        timed_anyway=["main/s"])  # fmt: skip
     assert plan.op_path_s == 5.0  # s: timed through FlagGems whatever the plan
     assert [p.key for p in plan.replay] == [a] and [d.key for d in plan.deferred] == [b, c]
+
+
+def test_an_op_replayed_in_part_is_charged_its_fallback_rows_share_and_one_not_replayed_whole():
+    """The gate times an op some of whose rows replay at its fallback rows only (row
+    picks): the plan charges their share of its recorded seconds; an op none of whose
+    rows replays is timed whole, and charged whole."""
+    a1, a2, a3, a4 = (row("a", f"[torch.Size([{n}])]") for n in (1, 2, 3, 4))
+    b1, b2 = row("b"), row("b", "[torch.Size([8])]")
+    s = screen(kernel("ka", C, [a1, a2, a3, a4]), kernel("kb", C, [b1, b2]))
+    caps = {"main/a": capture(*(captured(r, launch("ka")) for r in (a1, a2, a3)))}
+    op_costs = {"main/a": 8.0, "main/b": 3.0}
+    plan = plan_replay(s, [a1, a2, a3, a4, b1, b2], caps, op_costs=op_costs)
+    assert {p.key for p in plan.replay} == {a1, a2, a3}
+    assert set(plan.fallback) == {a4, b1, b2}
+    assert plan.op_seconds("main/a", op_costs) == pytest.approx(2.0)  # 1 of 4 rows
+    assert plan.op_seconds("main/b", op_costs) == 3.0  # no row replays: whole
+    assert plan.op_path_s == pytest.approx(5.0)

@@ -328,6 +328,7 @@ class ReplayPlan:
     row_counts: dict[str, int] = field(default_factory=dict)  # op key -> its rows in the gate
     anyway: set[str] = field(default_factory=set)  # ops the gate times through FlagGems anyway
     failed: dict[RowKey, str] = field(default_factory=dict)  # row -> the kernel that fails
+    replayable: set[str] = field(default_factory=set)  # op keys with a row planned to replay
     op_path_s: float = 0.0  # recorded seconds of the op path's ops (charged first)
     replay_s: float = 0.0  # estimated seconds of the rows replayed
 
@@ -356,14 +357,21 @@ class ReplayPlan:
         return {op_key(k.repo, k.run_name) for k in self.fallback}
 
     def op_seconds(self, op: str, op_costs: Mapping[str, float]) -> float:
-        """Op ``op``'s recorded seconds on the op path (one side): a family sentinel
-        with no fallback row at its one row's share (``protocol.rowpart.picked_share``,
-        as the batch's forecast of row picks), any other op whole (an upper bound for
-        an op measured at its fallback rows only)."""
+        """Op ``op``'s recorded seconds on the op path (one side). An op with a row
+        planned for replay that the op path does not measure whole is measured at row
+        picks (``runner.replay``: its fallback rows and its family sentinel's one row):
+        at their share (``protocol.rowpart.picked_share``, as the batch's forecast of row
+        picks). Any other op whole. A row the step itself sends back (outputs that
+        differ, a failed build) is not foreseen here."""
         seconds = op_costs.get(op, DEFAULT_OP_COST_S)
-        if op in self.sentinel_rows and op not in self.fallback_ops():
-            return seconds * picked_share(1, self.row_counts.get(op, 1))
-        return seconds
+        if op not in self.replayable or op in self.whole_ops():
+            return seconds
+        picked = {k for k in self.fallback if op_key(k.repo, k.run_name) == op}
+        if op in self.sentinel_rows:
+            picked.add(self.sentinel_rows[op])
+        if not picked:
+            return seconds
+        return seconds * picked_share(len(picked), self.row_counts.get(op, len(picked)))
 
     def op_path(self) -> dict[str, str]:
         """Op key -> why it is still timed through FlagGems: the ops of fallback rows
@@ -435,6 +443,7 @@ def plan_replay(
     plan.sentinels = _sentinels(changed, plan.fallback, op_costs, families, timed_anyway)
     plan.sentinel_rows = _sentinel_rows(plan.sentinels, changed, plan.anyway)
     plan.row_counts = dict(Counter(op_key(k.repo, k.run_name) for k in dict.fromkeys(rows)))
+    plan.replayable = {op_key(p.key.repo, p.key.run_name) for p in candidates}
     on_op_path = set(plan.op_path()) | plan.anyway  # the gate's sentinels: timed anyway
     plan.op_path_s = sum(plan.op_seconds(k, op_costs) for k in on_op_path)
     left = None if budget_s is None else budget_s - plan.op_path_s
