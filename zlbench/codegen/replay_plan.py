@@ -175,11 +175,14 @@ REPS = REPLAY_REPS  # single-call timings per sample at most (protocol.pairs.sam
 # docs/measurements.md "thirty-first session"; replay.json ``builds``, the rebuild
 # workers' phases, no SASS): a worker's start with its first kernel's load (Python,
 # torch, FlagGems imported) 9.1 s; a kernel compiled 0.61 s and digested 0.14 s; a cache
-# hit 0.054 s; and the parent's own time, about 0.9 s per worker it starts, the sides'
-# workers together (1.3 s a side at 1 worker each, 13-14 s at 15 workers: not explained).
+# hit 0.054 s; and the parent's own time per worker it starts, the sides' workers
+# together: 0.9 s when it read each worker's compiler identity (13-14 s at 15 workers),
+# 0.25 s since 17dff10f reads it once a side (thirty-third session: a side's last worker
+# 1.0-1.6 s late at 1-13 workers, was 18-21 s; builds 13.3-19.6 s on warm machines,
+# 24.4 s on a fresh one).
 BUILD_CPU_S = 0.75  # one kernel compiled, one side, on the device's CPUs
 BUILD_START_S = 9.0  # a rebuild worker's start and first load (both sides' at once)
-BUILD_WORKER_S = 0.9  # the parent's time per rebuild worker it starts (fitted)
+BUILD_WORKER_S = 0.25  # the parent's time per rebuild worker it starts (fitted)
 HIT_CPU_S = 0.05  # one kernel of a side the screen built: a cache hit
 HITS_PER_WORKER = 100  # such a side's kernels a worker takes on before another starts
 DEFAULT_KERNEL_US = 100.0  # a row the baseline recorded no latency for
