@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -251,3 +252,30 @@ def test_a_base_that_loads_nothing_is_one_line(baseline, plans, tmp_path):
         screen(baseline, tmp_path / "out", base_side(base_plan, None))
     assert "the base compiler rebuilt none of the 3 kernel(s)" in str(e.value)
     assert not (tmp_path / "out" / "codegen.json").exists()
+
+
+def test_a_screen_narrowed_to_ops_rebuilds_their_kernels_only_and_keeps_no_partial_entry(
+    baseline, plans, tmp_path
+):
+    """A gate's --ops / --ops-file: only the kernels of the ops in scope are rebuilt (both
+    sides) and classified. The narrowed base side is never kept as the baseline's cache
+    entry (a later whole screen would find it short); a whole entry kept earlier serves a
+    narrowed screen."""
+    cache = tmp_path / "cache"
+    base_plan = plans(PR, BASE)
+    lines: list[str] = []
+    opts = ScreenOptions(baseline=baseline, out=tmp_path / "one", jobs=2,
+                         base=base_side(base_plan, cache), ops=frozenset({"main/mul"}))  # fmt: skip
+    narrowed = run_screen(opts, say=lines.append)
+    assert [k.name for k in narrowed.kernels] == ["mul_kernel"]
+    assert narrowed.kernels[0].status is CodegenClass.TTGIR
+    assert "codegen: screening 1 of the baseline's 3 kernel(s)" in lines[0]
+    assert any("rebuilding 1 kernel(s) with the base compiler" in ln for ln in lines)
+    assert not cache.exists() or not any(cache.iterdir())  # no partial entry
+    assert any("base side not kept in the cache: 1 of the baseline's 3" in ln for ln in lines)
+    whole = screen(baseline, tmp_path / "two", base_side(base_plan, cache))
+    assert len(whole.kernels) == 3 and whole.base_rebuild == "rebuilt"
+    base_plan.unlink()  # a base worker now dies at once: only the cache can serve
+    again = run_screen(replace(opts, out=tmp_path / "three"), say=lambda line: None)
+    assert again.base_rebuild.startswith("cached ")
+    assert [(k.name, k.status) for k in again.kernels] == [("mul_kernel", CodegenClass.TTGIR)]

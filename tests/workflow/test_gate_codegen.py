@@ -157,6 +157,7 @@ def test_screen_runs_before_measuring_and_all_ops_are_timed_by_default(tmp_path,
     assert rc == 0
     (opts,) = screen.calls
     assert (opts.baseline, opts.out, opts.jobs) == (bl, out / "codegen", 3)
+    assert opts.ops is None  # no op selection: every kernel of the baseline is screened
     assert batch.requests[0].ops == {"main/add", "main/mm", "main/sum"}
     v = verdict(out)
     assert v.codegen.screened and (v.codegen.changed, v.codegen.kernels) == (1, 2)
@@ -508,3 +509,14 @@ def test_a_budget_with_time_all_or_not_positive_is_refused(tmp_path, ops_dir):
         with pytest.raises(ZlbenchError, match=said):
             gate(tmp_path, bl, ops_dir, screen, FakeBatch(good()), **kw)
         assert not screen.calls and not (tmp_path / "out").exists()  # before any work
+
+
+def test_a_gate_narrowed_by_ops_screens_the_kernels_of_those_ops_only(tmp_path, ops_dir):
+    bl = baseline(tmp_path / "bl")
+    screen, batch = FakeScreen(ADD_SAME, MM_CHANGED), FakeBatch(good())
+    out, err = tmp_path / "out", io.StringIO()
+    job = GateJob(baseline=str(bl), out=out, codegen_jobs=3,
+                  selection=Selection(ops_dir=ops_dir, ops=("mm", "sum")))  # fmt: skip
+    run_gate(job, GateSeams(measure=batch, screen=screen, stdout=err, stderr=err))
+    (opts,) = screen.calls
+    assert opts.ops == frozenset({"main/mm", "main/sum"})

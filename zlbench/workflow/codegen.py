@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from pathlib import Path
 
 from zlbench.codegen.collect import has_codegen_records
@@ -84,6 +84,7 @@ def screen_for_gate(
     rebuilt: tuple[Path, ...] = (),
     base: BaseSide | None = None,
     base_cache_out: Path | None = None,
+    ops: Collection[str] | None = None,
 ) -> CodegenStep:
     """Screen the baseline's kernels into ``<out>/codegen/`` (nothing when the
     baseline has no codegen records: a note, every op timed). ``say``: what it
@@ -93,7 +94,8 @@ def screen_for_gate(
     of rebuilding (then nothing is put in ``cache_out``); ``base``: the base compiler
     (:func:`base_side`), whose rebuild each kernel is classified against;
     ``base_cache_out``: a triton cache dir that rebuild's kernels are put in (a rebuild
-    the base-screen cache spared puts none)."""
+    the base-screen cache spared puts none); ``ops``: the op keys in scope, whose
+    kernels alone are screened (None: every kernel of the baseline)."""
     if not has_codegen_records(baseline_dir):
         say(f"zlbench gate: {NO_RECORDS}")
         return no_screen(time)
@@ -110,6 +112,7 @@ def screen_for_gate(
         else None,
         base=base,
         base_cache_out=base_cache_out,
+        ops=None if ops is None else frozenset(ops),
     )
     result = screen(opts, progress)
     setup = TimedKernels.of(result).setup_changed()

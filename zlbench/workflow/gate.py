@@ -396,6 +396,7 @@ def screen_step(
         rebuilt=job.codegen_rebuilt,
         base=job.codegen_base,  # PR vs base compiler (screen_job resolved it)
         base_cache_out=base_cache,
+        ops=inputs.opts.scope,  # --ops / --ops-file: only the kernels of the ops in scope
     )
 
 
