@@ -16,7 +16,7 @@ sides' launches and every restore and flush are enqueued on it):
   is read (the device synchronised) before the next is enqueued: enqueuing a sample's
   calls ahead (thirty-third session, an H100) left the device waiting on the host,
   the start event fired before the launch was enqueued, and samples of 4 µs rows read
-  20-30 µs in bursts (an A/A: 7 rows INCONCLUSIVE, 1 REGRESSION);
+  20-30 µs in bursts (an A/A: 7 of 88 replayed rows INCONCLUSIVE);
 * how many calls a sample takes: ``reps``, or with ``target_ms`` as many as span it
   (:func:`zlbench.protocol.pairs.sample_reps`) of the slower side's probe call, one
   timed call of each side after the warmup (not a sample), the same count for both
