@@ -41,6 +41,7 @@ from zlbench.codegen import replay_plan  # noqa: E402
 from zlbench.codegen.collect import collect  # noqa: E402
 from zlbench.codegen.diff import screen_kernel  # noqa: E402
 from zlbench.codegen.replay_plan import forecast, plan_replay, replay_costs  # noqa: E402
+from zlbench.codegen.select import ops_to_time  # noqa: E402
 from zlbench.gate.load import load_baseline  # noqa: E402
 from zlbench.models import (  # noqa: E402
     LAUNCHES_JSON,
@@ -49,6 +50,7 @@ from zlbench.models import (  # noqa: E402
     load_json_model,
 )
 from zlbench.models.codegen_screen import CodegenClass  # noqa: E402
+from zlbench.protocol.ops import read_ops_file  # noqa: E402
 from zlbench.runner.baseline_batch import baseline_durations  # noqa: E402
 from zlbench.runner.batch.progress import fmt_seconds  # noqa: E402
 from zlbench.runner.replay import families_of  # noqa: E402
@@ -98,8 +100,10 @@ def main() -> None:
         screen = load_json_model(args.screen / "codegen" / "codegen.json", CodegenScreen)
         timing = json.loads((args.screen / "codegen" / "timing.json").read_text())
         ops = sorted(set(timing["timed"]) & set(baseline.ops))  # the changed ops, sentinels
-    else:
-        screen, ops = all_changed(root), sorted(baseline.ops)
+    else:  # the ops the gate would time: those the screen does not prove, the sentinels
+        screen = all_changed(root)
+        sentinels = read_ops_file(REPO / "ops" / "sentinels.txt")
+        ops = sorted(ops_to_time(screen, baseline.ops, sentinels).timed_ops())
     captures, real = {}, 0
     for key in ops:
         res = baseline.ops[key]
