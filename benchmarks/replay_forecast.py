@@ -40,7 +40,12 @@ from zlbench.cli.trees import resolve_one  # noqa: E402
 from zlbench.codegen import replay_plan  # noqa: E402
 from zlbench.codegen.collect import collect  # noqa: E402
 from zlbench.codegen.diff import screen_kernel  # noqa: E402
-from zlbench.codegen.replay_plan import forecast, plan_replay, replay_costs  # noqa: E402
+from zlbench.codegen.replay_plan import (  # noqa: E402
+    forecast,
+    op_path_ops,
+    plan_replay,
+    replay_costs,
+)
 from zlbench.codegen.select import ops_to_time  # noqa: E402
 from zlbench.gate.load import load_baseline  # noqa: E402
 from zlbench.models import (  # noqa: E402
@@ -51,6 +56,7 @@ from zlbench.models import (  # noqa: E402
 )
 from zlbench.models.codegen_screen import CodegenClass  # noqa: E402
 from zlbench.protocol.ops import read_ops_file  # noqa: E402
+from zlbench.protocol.pairs import SIDES  # noqa: E402
 from zlbench.runner.baseline_batch import baseline_durations  # noqa: E402
 from zlbench.runner.batch.progress import fmt_seconds  # noqa: E402
 from zlbench.runner.replay import families_of  # noqa: E402
@@ -133,6 +139,20 @@ def main() -> None:
     for why, c in Counter(plan.fallback.values()).most_common(8):
         print(f"  {c:5d}  {why[:90]}")
     print(f"sentinels: {', '.join(sorted(plan.sentinels.values())) or 'none'}")
+    parts: dict[str, list[tuple[float, str]]] = {}
+    family = set(plan.sentinels.values())
+    for k in op_path_ops(plan, ops):
+        part = (
+            "the gate's sentinels" if k in plan.anyway
+            else "ops of rows not replayed" if k in plan.fallback_ops()
+            else "family sentinels" if k in family
+            else "other ops the gate times"
+        )  # fmt: skip
+        parts.setdefault(part, []).append((len(SIDES) * plan.op_seconds(k, op_costs), k))
+    for part, got in sorted(parts.items(), key=lambda kv: -sum(s for s, _ in kv[1])):
+        top = ", ".join(f"{k} {fmt_seconds(s)}" for s, k in sorted(got, reverse=True)[:3])
+        print(f"  op path, {part}: {len(got)} op(s), {fmt_seconds(sum(s for s, _ in got))} "
+              f"(largest: {top})")  # fmt: skip
     print(
         f"forecast (row setup {replay_plan.ROW_SETUP_S:g} s) at {args.jobs} rebuild workers: "
         f"about {fmt_seconds(f.total_s)} = builds "

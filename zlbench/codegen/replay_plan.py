@@ -262,6 +262,14 @@ def build_seconds(kernels: int, workers: Mapping[str, int], built: Mapping[str, 
     return BUILD_START_S + BUILD_WORKER_S * sum(workers.values()) + max(per, default=0.0)
 
 
+def op_path_ops(plan: ReplayPlan, ops: Collection[str]) -> set[str]:
+    """The ops of ``ops`` (those the gate would time without the replay) that the plan
+    leaves to the op path: every one but those whose rows are all planned for replay,
+    no sentinel and none the gate times anyway."""
+    planned = {op_key(p.key.repo, p.key.run_name) for p in plan.replay}
+    return set(ops) - (planned - plan.kept_ops())
+
+
 def forecast(
     plan: ReplayPlan,
     ops: Collection[str],
@@ -280,8 +288,7 @@ def forecast(
     a family sentinel at its one row's share: :meth:`ReplayPlan.op_seconds`;
     :data:`DEFAULT_OP_COST_S` where none is recorded)."""
     kernels = {launch.kernel_id for p in plan.replay for launch in p.launches.launches}
-    planned = {op_key(p.key.repo, p.key.run_name) for p in plan.replay}
-    op_path = set(ops) - (planned - plan.kept_ops())
+    op_path = op_path_ops(plan, ops)
     built = {"pr": pr_built, "base": base_built}
     return ReplayForecast(
         build_s=build_seconds(len(kernels), build_workers(jobs, len(kernels), built), built),
