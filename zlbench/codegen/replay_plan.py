@@ -170,7 +170,6 @@ ROW_SETUP_S = 0.05
 PAIRS = 10  # the pairs a replayed row takes (module docstring): the balanced blocks' least
 WORKER_START_S = 10.0  # a replay worker's start: torch, CUDA, the first row's load
 CALL_OVERHEAD_US = 150.0  # per timed call: restore written buffers, flush L2, lead spin, sync
-REPS = REPLAY_REPS  # single-call timings per sample at most (protocol.pairs.sample_reps)
 # The builds, refitted to two gates of v5's broad change on an H100 (2026-12-06,
 # docs/measurements.md "thirty-first session"; replay.json ``builds``, the rebuild
 # workers' phases, no SASS): a worker's start with its first kernel's load (Python,
@@ -192,7 +191,9 @@ ARG_KINDS = frozenset({"tensor", "int", "float", "bool", "none", "str", "dtype"}
 NOT_BUILT = frozenset({CodegenClass.FAILED, CodegenClass.MISSING})
 
 
-def replay_cost_s(kernel_us: float | None, pairs: int | None = None, reps: int = REPS) -> float:
+def replay_cost_s(
+    kernel_us: float | None, pairs: int | None = None, reps: int = REPLAY_REPS
+) -> float:
     """Estimated GPU seconds to replay one row (module docstring): ``kernel_us`` its
     recorded time per call (None: :data:`DEFAULT_KERNEL_US`), ``pairs`` the pair
     pairs a row takes (None: :data:`PAIRS`; the rule's budget,

@@ -221,7 +221,8 @@ def screened_ids(base: BaselineKernels, ops: Collection[str] | None) -> list[str
     one of them launched, in id order."""
     if ops is None:
         return sorted(base.records)
-    return sorted(i for i in base.records if not set(ops).isdisjoint(base.ops.get(i, ())))
+    wanted = set(ops)
+    return sorted(i for i in base.records if not wanted.isdisjoint(base.ops.get(i, ())))
 
 
 def _screen_model(

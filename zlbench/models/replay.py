@@ -26,7 +26,7 @@ from zlbench.models.base import OnDisk, _Model
 from zlbench.models.codegen import CompileRequest
 from zlbench.models.run import RowKey
 from zlbench.protocol.layout import PLAN_JSON
-from zlbench.protocol.pairs import SAMPLE_TARGET_MS
+from zlbench.protocol.pairs import REPLAY_REPS, SAMPLE_TARGET_MS
 
 LAUNCHES_JSON = "launches.json"  # in an op's codegen dir, next to index.json
 REPLAY_DIR = "replay"  # in a gate dir
@@ -290,9 +290,10 @@ class ReplayPlanFile(OnDisk):
     device: str = "cuda"
     rule: str = ""  # zlbench.protocol.pairs.PairRule.to_json(); "" the default rule
     warmup: StrictInt = Field(3, ge=0)
-    reps: StrictInt = Field(10, ge=1)  # timed single calls per sample (their median), at most
-    # fewer for a long call: as many as span sample_ms of the slower side's probe call, at
-    # least one (zlbench.protocol.pairs.sample_reps); None: always ``reps``
+    # timed single calls a sample (their median), at most; fewer for a long call: as many
+    # as span sample_ms of the slower side's probe call, at least one
+    # (zlbench.protocol.pairs.sample_reps); sample_ms None: always ``reps``
+    reps: StrictInt = Field(REPLAY_REPS, ge=1)
     sample_ms: StrictFloat | None = Field(SAMPLE_TARGET_MS, gt=0)
     # untimed calls of a side just before each of its samples (0: none): a probe of the
     # first-sample effect (docs/replay.md), not a default

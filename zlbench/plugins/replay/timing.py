@@ -62,6 +62,7 @@ from typing import Any, Protocol
 from zlbench.plugins.compiler.rebuild import first_line
 from zlbench.plugins.replay.materialize import ReplayError, restore, snapshot
 from zlbench.protocol.pairs import (
+    REPLAY_REPS,
     PairRule,
     complete_pairs,
     row_stats,
@@ -212,7 +213,7 @@ def time_paired(
     timer: Timer,
     flush: Callable[[], None] | None,
     warmup: int = 3,
-    reps: int = 10,
+    reps: int = REPLAY_REPS,
     target_ms: float | None = None,
     snap: list | None = None,
     clock: Callable[[], tuple[int | None, int | None]] | None = None,
