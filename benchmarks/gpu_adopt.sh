@@ -51,6 +51,10 @@
 #               rebuilt and kept in $W/basecache (emptied first)
 #   v7-cached   the same again: the base side from $W/basecache
 #   v7-aa       PR = same, base = base, cached: the A/A's screen (decided by the records)
+#   v7-opside   v7's op path in replay mode, one side: `zlbench batch --replay-root`
+#               v7 of $OPS2 (benchmarks/v7_oppath_sample.txt), each op within
+#               --op-timeout $OP_TIMEOUT (100), then benchmarks/replay_read.py opside
+#               (replayed against recorded seconds) and phase_breakdown.py
 #   pack        gate dirs (verdicts, reports, screens, logs) into $OUT/adopt.tgz
 #   pack-v7     the v7 screens' logs, codegen.md and timing.json into $OUT/v7.tgz
 # Env: W (/tmp/w), NAME (h100), TIER (pr; smoke: 5 ops, minutes), OPS_FILE (the ops of
@@ -171,6 +175,12 @@ for spec in "$@"; do
     v7-aa) timed "$stage" same python3 -m zlbench gate --baseline baselines/v7 \
       --screen-only --codegen-jobs "$JOBS" --out "$W/$stage" \
       --base-compiler "$W/triton/base" --base-screen-cache "$W/basecache" ;;
+    v7-opside)
+      timed "$stage" same python3 -m zlbench batch --ops-file "${OPS2:-benchmarks/v7_oppath_sample.txt}" \
+        --replay-root "$(python3 -m zlbench unpack baselines/v7)" --op-timeout "${OP_TIMEOUT:-100}" \
+        --phase-timings --no-ttgir --out "$W/$stage"
+      python3 benchmarks/replay_read.py opside "$W/$stage" baselines/v7 2>&1 | tee -a "$LOG"
+      python3 benchmarks/phase_breakdown.py "$W/$stage" 2>&1 | tee -a "$LOG" ;;
     pack-v7)
       (cd "$W" && shopt -s nullglob && tar czf "${OUT:-$W}/v7.tgz" ./*.log ./*.txt \
         v7-*/codegen/codegen.md v7-*/codegen/timing.json v7-*/codegen/*.partial.*)

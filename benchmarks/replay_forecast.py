@@ -95,6 +95,11 @@ def main() -> None:
         help="the screen rebuilt the base side (no base-screen cache entry): its replay "
         "builds are cache hits too",
     )
+    ap.add_argument(
+        "--list-op-path", type=Path, metavar="FILE",
+        help="write the op path's ops to FILE, one `op seconds part` a line (the model's "
+        "seconds, both sides): a sample of them can be timed on a GPU",
+    )  # fmt: skip
     args = ap.parse_args()
     if args.row_setup is not None:
         replay_plan.ROW_SETUP_S = args.row_setup  # replay_cost_s reads it at each call
@@ -149,6 +154,11 @@ def main() -> None:
             else "other ops the gate times"
         )  # fmt: skip
         parts.setdefault(part, []).append((len(SIDES) * plan.op_seconds(k, op_costs), k))
+    if args.list_op_path:
+        args.list_op_path.write_text("".join(
+            f"{k} {s:.1f} {part.replace(' ', '_')}\n"
+            for part, got in sorted(parts.items()) for s, k in sorted(got, reverse=True)
+        ))  # fmt: skip
     for part, got in sorted(parts.items(), key=lambda kv: -sum(s for s, _ in kv[1])):
         top = ", ".join(f"{k} {fmt_seconds(s)}" for s, k in sorted(got, reverse=True)[:3])
         print(f"  op path, {part}: {len(got)} op(s), {fmt_seconds(sum(s for s, _ in got))} "

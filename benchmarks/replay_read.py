@@ -7,6 +7,13 @@ next GPU session"): the numbers docs/measurements.md records for the replay tier
     python benchmarks/replay_read.py opsfile GATE_DIR [--sample N] [--tier F]
     python benchmarks/replay_read.py compare REPLAY_GATE OP_GATE  # one change, both instruments
     python benchmarks/replay_read.py rows GATE_DIR... # the replay step alone, no verdict needed
+    python benchmarks/replay_read.py opside BATCH_DIR BASELINE  # op path: replayed vs recorded
+
+``opside``: per op of a batch that replayed a baseline's records (one side, as a
+gate's op path times each side), its seconds against the seconds the baseline
+recorded (the cost model's op path charges the recorded ones), status and ratio, and
+the sums over the ops that ended PASS: how far a record pass's seconds (autotuning
+included) overstate a replay-mode op path.
 
 ``aa``: every judged A/B row of A/A gates, apart by the instrument that timed it
 (``kernel-replay`` or the op path): the paired |change| median, p90 and max over rows
@@ -57,11 +64,15 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from zlbench.cli.settings import Settings  # noqa: E402
+from zlbench.cli.trees import resolve_one  # noqa: E402
 from zlbench.gate.paired import judge_paired, stats_of  # noqa: E402
 from zlbench.gate.replay import replay_stats  # noqa: E402
 from zlbench.models import GateVerdict, RowVerdict, Verdict, load_json_model  # noqa: E402
 from zlbench.models.ab import PairsFile  # noqa: E402
+from zlbench.models.batch import read_ops_status  # noqa: E402
 from zlbench.models.replay import REPLAY_DIR, REPLAY_JSON, REPLAY_PAIRS, ReplayRun  # noqa: E402
+from zlbench.protocol.layout import OPS_STATUS, op_key  # noqa: E402
 from zlbench.protocol.pairs import PairRule, decide  # noqa: E402
 from zlbench.workflow.ab import load_replay  # noqa: E402
 
@@ -234,6 +245,23 @@ def compare(replayed: Path, op_path: Path) -> None:
     print(f"rows judged by both: {len(both)}, disagreements: {differ}")
 
 
+def opside(batch: Path, baseline: Path) -> None:
+    rec = {op_key(st.repo, st.run_name): st for st in read_ops_status(baseline / OPS_STATUS)}
+    got = read_ops_status(batch / OPS_STATUS)
+    both = [0.0, 0.0]
+    print(f"{'op':56s} {'recorded':>9s} {'replayed':>9s} {'ratio':>6s}  status")
+    for st in sorted(got, key=lambda s: -s.seconds):
+        key = op_key(st.repo, st.run_name)
+        r = rec[key].seconds if key in rec else float("nan")
+        print(f"{key:56s} {r:9.1f} {st.seconds:9.1f} {st.seconds / r:6.2f}  {st.status.value}")
+        if st.status == "PASS" and key in rec:
+            both[0] += r
+            both[1] += st.seconds
+    n = sum(1 for st in got if st.status == "PASS")
+    print(f"{n} of {len(got)} ops PASS: recorded {both[0]:.1f} s, replayed {both[1]:.1f} s "
+          f"(ratio {both[1] / max(both[0], 1e-9):.2f})")  # fmt: skip
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
@@ -245,6 +273,9 @@ def main() -> None:
     o.add_argument("--sample", type=int, default=6)
     o.add_argument("--tier", type=Path, default=REPO / "ops/tiers/pr.txt")
     sub.add_parser("rows").add_argument("gates", type=Path, nargs="+")
+    s = sub.add_parser("opside")
+    s.add_argument("batch", type=Path)
+    s.add_argument("baseline", type=Path)
     c = sub.add_parser("compare")
     c.add_argument("replayed", type=Path)
     c.add_argument("op_path", type=Path)
@@ -257,6 +288,8 @@ def main() -> None:
         cost(a.gates)
     elif a.cmd == "rows":
         rows(a.gates)
+    elif a.cmd == "opside":
+        opside(a.batch, resolve_one(a.baseline, Settings.from_env()))
     elif a.cmd == "opsfile":
         opsfile(a.gate, a.sample, a.tier)
     else:
