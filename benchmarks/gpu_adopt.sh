@@ -52,7 +52,8 @@
 #   v7-cached   the same again: the base side from $W/basecache
 #   v7-aa       PR = same, base = base, cached: the A/A's screen (decided by the records)
 #   v7-opside   v7's op path in replay mode, one side: `zlbench batch --replay-root`
-#               v7 of $OPS2 (benchmarks/v7_oppath_sample.txt), each op within
+#               v7 of $OPS2 (benchmarks/v7_oppath_sample.txt) with v7's shape file (as
+#               the gate's op path: without it, upstream's shapes), each op within
 #               --op-timeout $OP_TIMEOUT (100), then benchmarks/replay_read.py opside
 #               (replayed against recorded seconds) and phase_breakdown.py
 #   pack        gate dirs (verdicts, reports, screens, logs) into $OUT/adopt.tgz
@@ -176,8 +177,9 @@ for spec in "$@"; do
       --screen-only --codegen-jobs "$JOBS" --out "$W/$stage" \
       --base-compiler "$W/triton/base" --base-screen-cache "$W/basecache" ;;
     v7-opside)
+      v7=$(python3 -m zlbench unpack baselines/v7)  # its shapes, as a gate's op path replays
       timed "$stage" same python3 -m zlbench batch --ops-file "${OPS2:-benchmarks/v7_oppath_sample.txt}" \
-        --replay-root "$(python3 -m zlbench unpack baselines/v7)" --op-timeout "${OP_TIMEOUT:-100}" \
+        --replay-root "$v7" --shape-file "$v7/shapes.yaml" --op-timeout "${OP_TIMEOUT:-100}" \
         --phase-timings --no-ttgir --out "$W/$stage"
       python3 benchmarks/replay_read.py opside "$W/$stage" baselines/v7 2>&1 | tee -a "$LOG"
       python3 benchmarks/phase_breakdown.py "$W/$stage" 2>&1 | tee -a "$LOG" ;;

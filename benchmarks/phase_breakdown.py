@@ -35,6 +35,8 @@ def batch_wall(batch: Path) -> float:
     if (batch / "wall_s").is_file():
         return float((batch / "wall_s").read_text().strip())
     info = load_json_model(batch / "batch.json", BatchInfo)
+    if info.finished is None:  # an interrupted batch: its wall is not known
+        return float("nan")
     fmt = "%Y-%m-%dT%H:%M:%SZ"
     return (datetime.strptime(info.finished, fmt) - datetime.strptime(info.created, fmt)).seconds
 
