@@ -21,6 +21,7 @@ from tests.support.zlsynth import (
     run_result,
     write_baseline,
     write_results,
+    write_status,
 )
 from zlbench.cli import main
 from zlbench.errors import ZlbenchError
@@ -28,11 +29,13 @@ from zlbench.gate.baselines import VerifyReport, verify
 from zlbench.models import (
     BaselineManifest,
     BatchInfo,
+    OpStatus,
     RunStatus,
     dump_json_model,
     dump_yaml_model,
     load_yaml_model,
 )
+from zlbench.models.batch import read_ops_status
 from zlbench.models.replay import LAUNCHES_JSON, LaunchCapture, LaunchSpec, RowLaunches
 from zlbench.runner import capture_baseline
 from zlbench.runner.batch.config import BatchConfig, BatchOutcome
@@ -179,6 +182,101 @@ def test_ops_narrow_what_is_captured(setup, capsys):
     assert not (new / "main" / "add" / "codegen" / LAUNCHES_JSON).exists()
     out = capsys.readouterr().out
     assert f"2 op(s): {capture_baseline.NOT_ASKED}" in out
+
+
+# --------------------------------------------------------------- the recorded seconds
+
+
+def _status(op: str, seconds: float, status: RunStatus = RunStatus.PASS, **kw) -> OpStatus:
+    return OpStatus(
+        repo="main", op=op, run_name=op, status=status, rows=2, seconds=seconds,
+        run_dir=f"main/{op}", **kw,
+    )  # fmt: skip
+
+
+def _with_durations(tmp_path: Path, ran: dict[str, OpStatus]) -> tuple[Path, Path, Path]:
+    """The setup's baseline, recorded with an ops_status.csv (every op 100 s, a record
+    pass's, notes and all), and its replay batch whose ops_status.csv says ``ran``."""
+    base = tmp_path / "baselines" / "vtest"
+    base.mkdir(parents=True)
+    write_status(base, *(_status(op, 100.0, note="record", op_file=f"test_{op}.py") for op in OPS))
+    ids = _baseline(base)  # hashes the ops_status.csv with the rest
+    batch = _batch(tmp_path / "runs" / "replay", ids, base)
+    write_status(batch, *ran.values())
+    return base, batch, tmp_path / "baselines" / "vnew"
+
+
+def _seconds(root: Path) -> dict[str, float]:
+    return {st.run_name: st.seconds for st in read_ops_status(root / "ops_status.csv")}
+
+
+def test_the_recorded_seconds_of_the_ops_the_batch_replayed_become_the_batchs(tmp_path, capsys):
+    ran = {op: _status(op, s) for op, s in (("add", 7.5), ("mm", 3.0), ("relu", 2.0))}
+    base, batch, new = _with_durations(tmp_path, ran)
+    before = _tree(base)
+    assert _run(base, new, "--from", str(batch)) == 0
+    out = capsys.readouterr().out
+    assert _tree(base) == before
+    # add was captured; mm's capture was unsound and relu left none, but each ran PASS in
+    # replay mode: its seconds are what a gate's op path runs. abs did not run.
+    assert _seconds(new) == {"abs": 100.0, "add": 7.5, "mm": 3.0, "relu": 2.0}
+    olds = {st.run_name: st for st in read_ops_status(base / "ops_status.csv")}
+    for st in read_ops_status(new / "ops_status.csv"):  # only the seconds changed
+        assert st.model_dump(exclude={"seconds"}) == olds[st.run_name].model_dump(
+            exclude={"seconds"}
+        )
+    m = _manifest(new)
+    assert m.summary["captures"]["durations"] == 3
+    assert m.files["ops_status.csv"] != _manifest(base).files["ops_status.csv"]
+    assert verify(new, m).ok
+    assert "recorded seconds: 3 op(s) now the replay batch's" in out
+
+
+def test_ops_narrow_whose_seconds_change(tmp_path, capsys):
+    ran = {op: _status(op, s) for op, s in (("add", 7.5), ("mm", 3.0), ("relu", 2.0))}
+    base, batch, new = _with_durations(tmp_path, ran)
+    assert _run(base, new, "--from", str(batch), "--ops", "add") == 0
+    assert _seconds(new) == {"abs": 100.0, "add": 7.5, "mm": 100.0, "relu": 100.0}
+    assert _manifest(new).summary["captures"]["durations"] == 1
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        _status("add", 7.5, RunStatus.FAIL),
+        _status("add", 7.5, RunStatus.TIMEOUT),
+        _status("add", 0.0),
+        _status("add", float("inf")),
+        _status("add", float("nan")),
+    ],
+    ids=["failed", "timeout", "zero", "inf", "nan"],
+)
+def test_a_run_that_did_not_pass_or_has_no_seconds_keeps_the_recorded_ones(tmp_path, capsys, bad):
+    base, batch, new = _with_durations(tmp_path, {"add": bad, "relu": _status("relu", 2.0)})
+    assert _run(base, new, "--from", str(batch)) == 0
+    assert _seconds(new) == {"abs": 100.0, "add": 100.0, "mm": 100.0, "relu": 2.0}
+
+
+def test_a_baseline_without_recorded_seconds_stays_without(setup, capsys):
+    base, batch, _, new = setup
+    write_status(batch, _status("add", 7.5))
+    assert _run(base, new, "--from", str(batch)) == 0
+    assert not (new / "ops_status.csv").exists()
+    assert _manifest(new).summary["captures"]["durations"] == 0
+    assert "recorded seconds" not in capsys.readouterr().out
+
+
+def test_a_batch_whose_ops_status_is_not_valid_is_one_line_and_writes_nothing(tmp_path, capsys):
+    base, batch, new = _with_durations(tmp_path, {"add": _status("add", 7.5)})
+    (batch / "ops_status.csv").write_text(
+        "repo,op,run_name,status,seconds\nmain,add,add,PASS,soon\n"
+    )
+    before = _tree(base)
+    assert _run(base, new, "--from", str(batch)) == 2
+    line = one_error_line(capsys)
+    assert "ops_status.csv" in line and "seconds" in line
+    assert _tree(base) == before
+    assert sorted(p.name for p in new.parent.iterdir()) == ["vtest"]  # no NEW, no stage
 
 
 def _another_baseline(tmp_path: Path) -> Path:

@@ -231,6 +231,8 @@ def _capture(args) -> int:
     )
     for why, n in got.counts().items():
         print(f"  without a capture: {n} op(s): {why}")
+    if got.durations:
+        print(f"  recorded seconds: {got.durations} op(s) now the replay batch's (replay mode)")
     print(f"verified: {done.verified_ops} ops, {done.verified_rows} rows: OK")
     return 0
 

@@ -12,6 +12,15 @@ such a batch that ran elsewhere (``--from``), and each op's capture is copied in
 copy of the baseline. Records, configs, rows and numbers are copied unchanged; the old
 version stays as it is (baselines are immutable).
 
+The one thing the batch changes besides: the recorded seconds (``ops_status.csv``) of
+each op in scope that the batch ran PASS become the batch's (:func:`replay_durations`).
+A baseline recorded without a replay pass (v7) holds its record pass's seconds,
+autotune sweeps included: an H100 replayed v7's ``mm@test_mm.py`` in 29 s of its 243
+recorded, ``addmv_`` in 11 s of 240 (docs/measurements.md, thirty-fourth session), and
+the gate's budget, shard deal and forecast take those seconds for what its op path
+costs. A replay pass's are what the op path runs, on the capturing runner's GPU (as
+``baseline refresh`` keeps its first replay pass's, docs/baselines.md).
+
 What is checked, from the evidence, before anything is written:
 
 - the batch replayed this baseline: its ``batch.json`` says replay, and the replay root
@@ -34,6 +43,7 @@ failure, or a baseline that does not verify, leaves nothing there.
 
 from __future__ import annotations
 
+import math
 import os
 import shutil
 import tempfile
@@ -61,16 +71,18 @@ from zlbench.models import (
     load_codegen_index,
     load_json_model,
 )
+from zlbench.models.batch import read_ops_status
 from zlbench.models.options import Scheduling
 from zlbench.models.packed import packed_label
 from zlbench.models.paths import resolve_inside
 from zlbench.models.replay import LAUNCHES_JSON, LaunchCapture
-from zlbench.protocol.layout import MANIFEST_YAML, RESULT_JSON
+from zlbench.protocol.layout import MANIFEST_YAML, OPS_STATUS, RESULT_JSON, op_key
 from zlbench.protocol.ops import read_ops_file
 from zlbench.runner.baseline_batch import baseline_durations, baseline_replay_config
 from zlbench.runner.batch.config import REPLAY_OP_TIMEOUT_S, BatchConfig, BatchOutcome
 from zlbench.runner.batch.info import read_batch_info
 from zlbench.runner.batch.run import run_batch
+from zlbench.runner.batch.status import write_ops_status
 from zlbench.runner.derived import derive_version, shown_path, stage_beside
 from zlbench.runner.refresh import RefreshConfig, check_out_free, run_pass
 
@@ -130,6 +142,7 @@ class Captured:
     without: dict[str, str] = field(default_factory=dict)
     unsound: dict[str, str] = field(default_factory=dict)
     kept: list[str] = field(default_factory=list)
+    durations: int = 0  # ops whose recorded seconds became the batch's (replay_durations)
 
     def counts(self) -> dict[str, int]:
         """Ops without a capture, by reason, most first."""
@@ -146,6 +159,7 @@ class Captured:
             "ops": len(self.ops),
             "rows": self.rows,
             "kept": len(self.kept),
+            "durations": self.durations,
             "without": self.counts(),
             "unsound": sorted(self.unsound),  # their lines: the command's output
         }
@@ -274,6 +288,7 @@ def derive(baseline: BaselineSet, batch: Path, out: Path, scope: set[str]) -> Ca
         for key in found.ops:
             src = codegen_dir(resolve_inside(batch, key)) / LAUNCHES_JSON
             shutil.copyfile(src, codegen_dir(root / key) / LAUNCHES_JSON)
+        found.durations = replay_durations(root, batch, scope)
         return SUMMARY_KEY, found.as_dict(info)
 
     stage = stage_beside(out)  # stale stages of killed writers of this name swept
@@ -292,6 +307,33 @@ def derive(baseline: BaselineSet, batch: Path, out: Path, scope: set[str]) -> Ca
     finally:
         shutil.rmtree(stage, ignore_errors=True)
     return CaptureOutcome(out, manifest, found, rep.ops, rep.rows)
+
+
+def replay_durations(root: Path, batch: Path, scope: Collection[str]) -> int:
+    """Rewrite ``root``'s ops_status.csv (a baseline's copy): each op of ``scope`` that
+    ``batch`` ran PASS, with a finite positive number of seconds, takes the batch's
+    seconds; every other column and op stays as recorded. A baseline without the file
+    stays without (its shards keep the hash deal), and so does one when the batch has
+    none. Returns how many ops took the batch's seconds. A file that is not a valid
+    ops_status.csv is one ZlbenchError line (nothing is written: the caller's stage)."""
+    own, ran = root / OPS_STATUS, batch / OPS_STATUS
+    if not own.is_file() or not ran.is_file():
+        return 0
+    measured = {
+        op_key(st.repo, st.run_name): st.seconds
+        for st in read_ops_status(ran)
+        if st.status is RunStatus.PASS and math.isfinite(st.seconds) and st.seconds > 0
+    }
+    rows, taken = [], 0
+    for st in read_ops_status(own):
+        key = op_key(st.repo, st.run_name)
+        if key in scope and key in measured:
+            st = st.model_copy(update={"seconds": measured[key]})
+            taken += 1
+        rows.append(st)
+    if taken:
+        write_ops_status(root, rows)
+    return taken
 
 
 def replayed_info(batch: Path, baseline: BaselineSet) -> BatchInfo:
@@ -407,6 +449,7 @@ __all__ = [
     "capture",
     "derive",
     "replay_config",
+    "replay_durations",
     "replayed_info",
     "same_baseline",
 ]
