@@ -59,7 +59,7 @@ from zlbench.protocol.ops import read_ops_file  # noqa: E402
 from zlbench.protocol.pairs import SIDES  # noqa: E402
 from zlbench.runner.baseline_batch import baseline_durations  # noqa: E402
 from zlbench.runner.batch.progress import fmt_seconds  # noqa: E402
-from zlbench.runner.replay import families_of  # noqa: E402
+from zlbench.runner.replay import families_of, op_path_wall  # noqa: E402
 from zlbench.workflow.codegen_plan import sentinel_ops  # noqa: E402
 
 
@@ -133,8 +133,9 @@ def main() -> None:
         timed_anyway=sentinel_ops({k: baseline.ops[k] for k in ops}, REPO / "ops"),
     )  # fmt: skip
     f = forecast(  # as the gate: the screen built the PR side (and maybe the base's)
-        plan, ops, op_costs, args.jobs, pr_built=True, base_built=args.base_built
-    )
+        plan, ops, op_costs, args.jobs, pr_built=True, base_built=args.base_built,
+        op_path_wall=op_path_wall,
+    )  # fmt: skip
     n = plan.changed_rows
     print(f"baseline {args.baseline}: {len(ops)} ops, {len(rows)} rows; captures: {real} "
           f"recorded, {len(captures) - real} modelled")  # fmt: skip
@@ -167,7 +168,8 @@ def main() -> None:
         f"forecast (row setup {replay_plan.ROW_SETUP_S:g} s) at {args.jobs} rebuild workers: "
         f"about {fmt_seconds(f.total_s)} = builds "
         f"{fmt_seconds(f.build_s)} + replay {fmt_seconds(f.replay_s)} + {f.op_path_ops} "
-        f"op(s) through FlagGems {fmt_seconds(f.op_path_s)} (both sides, recorded seconds)"
+        f"op(s) through FlagGems {fmt_seconds(f.op_path_s)} (both sides, recorded seconds, "
+        f"a process start)"
     )
     print(
         f"op path without the replay: {len(ops)} op(s), "

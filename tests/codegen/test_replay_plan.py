@@ -561,6 +561,14 @@ def test_the_forecast_adds_builds_replay_and_both_sides_of_the_op_path():
     assert f.op_path_ops == 3  # a, d, e
     assert f.op_path_s == pytest.approx(2 * (4.0 + 3.0 + DEFAULT_OP_COST_S))
     assert f.total_s == pytest.approx(f.build_s + f.replay_s + f.op_path_s)
+    # the op path's wall by the caller's rule, given both sides' seconds of its ops
+    seen = []
+    walled = forecast(
+        plan, ["main/a", "main/d"], op_costs, op_path_wall=lambda s: seen.append(s) or 99.0
+    )
+    assert seen == [{"main/a": 8.0, "main/d": 6.0}] and walled.op_path_s == 99.0
+    none = forecast(plan, ["main/b", "main/c"], op_costs, op_path_wall=lambda s: 99.0)
+    assert none.op_path_ops == 0 and none.op_path_s == 0.0  # no op path: no process start
     built = forecast(plan, ["main/a"], op_costs, jobs=3, pr_built=True)  # the screen's PR builds
     # the PR's side cache hits on 1 worker, the base's 3 kernels on the other 2
     assert built.build_s == pytest.approx(BUILD_START_S + 3 * BUILD_WORKER_S + 3 * BUILD_CPU_S / 2)

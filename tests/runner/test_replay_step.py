@@ -37,7 +37,9 @@ from zlbench.models.replay import (
 from zlbench.plugins.replay.binaries import SideBuild
 from zlbench.report.replay_text import fallback_counts
 from zlbench.runner.ab.env import PR_ENV, CompilerEnv
-from zlbench.runner.replay import DIFFERS_FROM_SCREEN, replay_changed
+from zlbench.runner.batch.costs import PROCESS_START_S
+from zlbench.runner.batch.progress import fmt_seconds
+from zlbench.runner.replay import DIFFERS_FROM_SCREEN, op_path_wall, replay_changed
 
 SH, SH2, SH3 = "[torch.Size([64])]", "[torch.Size([128])]", "[torch.Size([256])]"
 
@@ -194,8 +196,11 @@ def test_replayed_rows_and_the_op_judged_by_replay_alone(tmp_path):
     (line,) = [x for x in said if "expected about" in x]
     # builds: both sides at once, each its 2 kernels on one worker (jobs 1)
     builds = BUILD_START_S + 2 * BUILD_WORKER_S + 2 * BUILD_CPU_S
-    # b whole, F's sentinel at its one changed row of 2: 30 s + 15 s, both sides
-    assert f"builds {builds:.1f}s" in line and "2 op(s) through FlagGems 1m30s" in line, line
+    # b whole, F's sentinel at its one changed row of 2: 30 s + 15 s, both sides, and
+    # the measure step's process start (its own forecast's rule)
+    op_path = fmt_seconds(2 * (30 + 15) + PROCESS_START_S)
+    assert f"builds {builds:.1f}s" in line and f"2 op(s) through FlagGems {op_path} (" in line
+    assert "both sides, and a process start" in line
     (sentinel,) = set(outcome.op_rows) - {"main/b"}
     assert outcome.op_rows[sentinel] == [key(sentinel.split("/")[1], SH)]
     assert outcome.sentinel_rows == {sentinel: key(sentinel.split("/")[1], SH)}
@@ -203,6 +208,11 @@ def test_replayed_rows_and_the_op_judged_by_replay_alone(tmp_path):
     lines = [line for line in said if "replay [" in line]
     assert [line.split("replay ")[1][:5] for line in lines] == ["[1/2]", "[2/2]"]
     assert "ETA" not in lines[1]  # the last row: nothing left
+
+
+def test_the_op_paths_wall_is_the_measure_steps_forecast_of_its_seconds():
+    # both sides' seconds on one GPU, one process start, as an A/B side's own forecast
+    assert op_path_wall({"main/a": 10.0, "main/b": 5.0}) == 15.0 + PROCESS_START_S
 
 
 def test_every_row_replays_an_unchanged_row_and_counts_it_apart_from_the_changed(tmp_path):
@@ -424,11 +434,11 @@ def test_the_forecast_says_when_the_recorded_seconds_come_from_another_gpu_model
     note = where_recorded("NVIDIA H200", "NVIDIA H100 80GB HBM3")
     _, _, said = run(tmp_path, Fakes(), recorded_on=note)
     (line,) = [x for x in said if "expected about" in x]
-    assert line.endswith(f"(recorded seconds, both sides; {note})"), line
+    assert line.endswith(f"(recorded seconds, both sides, and a process start; {note})"), line
     assert "this runner has NVIDIA H100 80GB HBM3: they may undercount" in line
     _, _, plain = run(tmp_path / "2", Fakes())
     (line,) = [x for x in plain if "expected about" in x]
-    assert line.endswith("(recorded seconds, both sides)")
+    assert line.endswith("(recorded seconds, both sides, and a process start)")
 
 
 def test_an_op_replayed_in_part_is_measured_for_its_other_rows_only():

@@ -114,7 +114,7 @@ from __future__ import annotations
 
 import shlex
 from collections import Counter
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from zlbench.codegen.select import DEFAULT_OP_COST_S
@@ -226,7 +226,7 @@ class ReplayForecast:
     build_s: float  # both sides' builds of the replayed kernels, over the rebuild workers
     replay_s: float  # the planned rows, by the cost model
     op_path_ops: int  # ops still timed through FlagGems
-    op_path_s: float  # their recorded seconds, both sides of the A/B
+    op_path_s: float  # their recorded seconds, both sides of the A/B (and a process start)
 
     @property
     def total_s(self) -> float:
@@ -278,6 +278,7 @@ def forecast(
     jobs: int = 1,
     pr_built: bool = False,
     base_built: bool = False,
+    op_path_wall: Callable[[Mapping[str, float]], float] | None = None,
 ) -> ReplayForecast:
     """The plan's :class:`ReplayForecast` for the gate's ``ops`` (those it would time
     without the replay): both sides' builds at once, :func:`build_seconds` over
@@ -287,15 +288,19 @@ def forecast(
     seconds of the ops the plan leaves to the op path (every op of ``ops`` but those
     whose rows are all planned for replay, no sentinel and none the gate times anyway;
     a family sentinel at its one row's share: :meth:`ReplayPlan.op_seconds`;
-    :data:`DEFAULT_OP_COST_S` where none is recorded)."""
+    :data:`DEFAULT_OP_COST_S` where none is recorded). ``op_path_wall``: the op path's
+    wall from those seconds (op key -> both sides' seconds), the measure step's own rule
+    (the caller's: ``runner.batch.costs.shard_wall``, a process's start included); None:
+    their sum."""
     kernels = {launch.kernel_id for p in plan.replay for launch in p.launches.launches}
     op_path = op_path_ops(plan, ops)
     built = {"pr": pr_built, "base": base_built}
+    both = {k: len(SIDES) * plan.op_seconds(k, op_costs) for k in op_path}
     return ReplayForecast(
         build_s=build_seconds(len(kernels), build_workers(jobs, len(kernels), built), built),
         replay_s=plan.replay_s + (WORKER_START_S if plan.replay else 0.0),
         op_path_ops=len(op_path),
-        op_path_s=len(SIDES) * sum(plan.op_seconds(k, op_costs) for k in op_path),
+        op_path_s=(op_path_wall(both) if op_path_wall and both else sum(both.values())),
     )
 
 

@@ -213,7 +213,13 @@ def replay_changed(
     caches = {"pr": pr_cache, "base": base_cache}
     built = {side: filled(c) for side, c in caches.items()}
     expected = forecast(
-        plan, ops, op_costs or {}, jobs, pr_built=built["pr"], base_built=built["base"]
+        plan,
+        ops,
+        op_costs or {},
+        jobs,
+        pr_built=built["pr"],
+        base_built=built["base"],
+        op_path_wall=op_path_wall,
     )
     say(forecast_line(expected, recorded_on))
     sides = {
@@ -276,9 +282,22 @@ def replay_changed(
     return ReplayOutcome(run=run, replayed_ops=whole, op_rows=partly, sentinel_rows=sentinels)
 
 
+def op_path_wall(seconds: Mapping[str, float]) -> float:
+    """The op path's expected wall from its ops' seconds (both sides of the A/B, the
+    sides' turns counted): the measure step's own forecast of an A/B side
+    (:func:`zlbench.runner.batch.costs.shard_wall` over one GPU: the seconds plus a
+    process start). Without the start the v7 slice's broad change (an H100, 2026-12-06)
+    was announced at 1m06s for 1m39s after its screen, 39 s of it ops whose measure step
+    took 67 s (docs/measurements.md, thirty-fourth session)."""
+    from zlbench.runner.batch.costs import shard_wall
+
+    return shard_wall([sorted(seconds)], seconds)
+
+
 def forecast_line(f: ReplayForecast, recorded_on: str | None = None) -> str:
     """``zlbench gate: replay: expected about 2m10s: builds 20s, replay 1m30s (the cost
-    model), 7 op(s) through FlagGems 20s (recorded seconds, both sides)``; with
+    model), 7 op(s) through FlagGems 43s (recorded seconds, both sides, and a process
+    start)``; with
     ``recorded_on``, that note after "both sides" (``; recorded on NVIDIA H200, this
     runner has ...: they may undercount ...``)."""
     from zlbench.runner.batch.progress import fmt_seconds
@@ -288,7 +307,7 @@ def forecast_line(f: ReplayForecast, recorded_on: str | None = None) -> str:
         f"zlbench gate: replay: expected about {fmt_seconds(f.total_s)}: builds "
         f"{fmt_seconds(f.build_s)}, replay {fmt_seconds(f.replay_s)} (the cost model), "
         f"{f.op_path_ops} op(s) through FlagGems {fmt_seconds(f.op_path_s)} (recorded "
-        f"seconds, both sides{note})"
+        f"seconds, both sides, and a process start{note})"
     )
 
 
