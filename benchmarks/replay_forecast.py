@@ -54,7 +54,9 @@ from zlbench.models import (  # noqa: E402
     LaunchCapture,
     load_json_model,
 )
+from zlbench.models.batch import read_ops_status  # noqa: E402
 from zlbench.models.codegen_screen import CodegenClass  # noqa: E402
+from zlbench.protocol.layout import OPS_STATUS, op_key  # noqa: E402
 from zlbench.protocol.ops import read_ops_file  # noqa: E402
 from zlbench.protocol.pairs import SIDES  # noqa: E402
 from zlbench.runner.baseline_batch import baseline_durations  # noqa: E402
@@ -96,6 +98,11 @@ def main() -> None:
         "builds are cache hits too",
     )
     ap.add_argument(
+        "--durations", type=Path, action="append", default=[], metavar="BATCH_DIR",
+        help="what-if: the ops a batch dir ran PASS take its seconds instead of the "
+        "baseline's (a replay-mode batch of the baseline's ops on a GPU; repeatable)",
+    )  # fmt: skip
+    ap.add_argument(
         "--list-op-path", type=Path, metavar="FILE",
         help="write the op path's ops to FILE, one `op seconds part` a line (the model's "
         "seconds, both sides): a sample of them can be timed on a GPU",
@@ -127,6 +134,16 @@ def main() -> None:
     results = [baseline.ops[k] for k in ops]
     rows = [r.key(res.repo, res.run_name) for res in results for r in res.rows]
     op_costs = baseline_durations(root, per_dtype=False)
+    for batch in args.durations:  # PASS ops only: a TIMEOUT's seconds are its limit
+        measured = {
+            op_key(st.repo, st.run_name): st.seconds
+            for st in read_ops_status(batch / OPS_STATUS)
+            if st.status == "PASS"
+        }
+        print(f"durations: {len(measured)} op(s) from {batch}: "
+              f"{sum(op_costs.get(k, 0.0) for k in measured):.0f} s recorded -> "
+              f"{sum(measured.values()):.0f} s")  # fmt: skip
+        op_costs.update(measured)
     plan = plan_replay(
         screen, rows, captures, costs=replay_costs(results), op_costs=op_costs,
         families=families_of(baseline, REPO / "ops"),
