@@ -33,10 +33,12 @@ from zlbench.models import (
     RunStatus,
     dump_json_model,
     dump_yaml_model,
+    load_json_model,
     load_yaml_model,
 )
 from zlbench.models.batch import read_ops_status
 from zlbench.models.replay import LAUNCHES_JSON, LaunchCapture, LaunchSpec, RowLaunches
+from zlbench.models.run import Environment
 from zlbench.runner import capture_baseline
 from zlbench.runner.batch.config import BatchConfig, BatchOutcome
 from zlbench.runner.capture_baseline import CaptureJob, capture
@@ -44,6 +46,7 @@ from zlbench.runner.capture_baseline import CaptureJob, capture
 SH, SH2 = "[torch.Size([64])]", "[torch.Size([128])]"
 OPS = ("abs", "add", "mm", "relu")
 FOREIGN_ID = "feedfacefeedface"
+H100 = "NVIDIA H100 80GB HBM3"
 
 
 def _baseline(root: Path, own_capture: bool = False) -> dict[str, str]:
@@ -203,6 +206,9 @@ def _with_durations(tmp_path: Path, ran: dict[str, OpStatus]) -> tuple[Path, Pat
     ids = _baseline(base)  # hashes the ops_status.csv with the rest
     batch = _batch(tmp_path / "runs" / "replay", ids, base)
     write_status(batch, *ran.values())
+    info = load_json_model(batch / "batch.json", BatchInfo)  # the batch ran on an H100
+    info.environments = {"main": Environment(gpu_model=H100)}
+    dump_json_model(batch / "batch.json", info)
     return base, batch, tmp_path / "baselines" / "vnew"
 
 
@@ -227,6 +233,7 @@ def test_the_recorded_seconds_of_the_ops_the_batch_replayed_become_the_batchs(tm
         )
     m = _manifest(new)
     assert m.summary["captures"]["durations"] == 3
+    assert m.summary["captures"]["durations_gpu"] == H100
     assert m.files["ops_status.csv"] != _manifest(base).files["ops_status.csv"]
     assert verify(new, m).ok
     assert "recorded seconds: 3 op(s) now the replay batch's" in out
@@ -263,6 +270,7 @@ def test_a_baseline_without_recorded_seconds_stays_without(setup, capsys):
     assert _run(base, new, "--from", str(batch)) == 0
     assert not (new / "ops_status.csv").exists()
     assert _manifest(new).summary["captures"]["durations"] == 0
+    assert _manifest(new).summary["captures"]["durations_gpu"] is None
     assert "recorded seconds" not in capsys.readouterr().out
 
 
@@ -277,6 +285,29 @@ def test_a_batch_whose_ops_status_is_not_valid_is_one_line_and_writes_nothing(tm
     assert "ops_status.csv" in line and "seconds" in line
     assert _tree(base) == before
     assert sorted(p.name for p in new.parent.iterdir()) == ["vtest"]  # no NEW, no stage
+
+
+@pytest.mark.parametrize(
+    ("captures", "expected"),
+    [
+        (None, "NVIDIA H200"),  # no capture: the recording GPU's
+        ({"durations": 0, "durations_gpu": None}, "NVIDIA H200"),
+        ({"durations": 2, "durations_gpu": "nvidia  h200"}, "NVIDIA H200"),  # the same model
+        ({"durations": 2, "durations_gpu": H100}, f"NVIDIA H200, 2 op(s) replayed on {H100}"),
+        ({"durations": 4, "durations_gpu": H100}, H100),  # every op's seconds replaced
+        ({"durations": "4", "durations_gpu": H100}, "NVIDIA H200"),  # not a count: ignored
+    ],
+)
+def test_the_forecasts_name_the_gpu_the_recorded_seconds_come_from(tmp_path, captures, expected):
+    from zlbench.runner.baseline_batch import durations_gpu
+
+    base = tmp_path / "vtest"
+    _baseline(base)
+    m = _manifest(base)
+    m.gpu_model = "NVIDIA H200"
+    if captures is not None:
+        m.summary["captures"] = captures
+    assert len(m.ops) == 4 and durations_gpu(m) == expected
 
 
 def _another_baseline(tmp_path: Path) -> Path:

@@ -38,7 +38,7 @@ def test_the_time_mode_decides_whether_unchanged_rows_are_replayed(
         baseline=SimpleNamespace(
             ops={"main/a": SimpleNamespace(op="a"), "main/b": SimpleNamespace(op="b")},
             path=tmp_path,
-            manifest=SimpleNamespace(gpu_model="NVIDIA H200"),
+            manifest=SimpleNamespace(gpu_model="NVIDIA H200", summary={}, ops=["main/a", "main/b"]),
         ),
         ab=SimpleNamespace(base=object()),
     )

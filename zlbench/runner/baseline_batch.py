@@ -15,10 +15,11 @@ from pathlib import Path
 from typing import Any
 
 from zlbench.gate.load import BaselineSet, baseline_shape_file
-from zlbench.models import Measuring, Scheduling, Selection
+from zlbench.models import BaselineManifest, Measuring, Scheduling, Selection
 from zlbench.protocol.layout import OPS_STATUS, split_op_key
 from zlbench.runner.batch.config import BatchConfig
 from zlbench.runner.batch.costs import load_durations
+from zlbench.runner.batch.forecast import same_gpu
 from zlbench.runner.batch.shard import default_gpus
 
 
@@ -28,6 +29,25 @@ def baseline_durations(baseline_dir: Path, per_dtype: bool = True) -> dict[str, 
     and the gate's --time-budget); else none."""
     path = Path(baseline_dir) / OPS_STATUS
     return load_durations(path, per_dtype) if path.is_file() else {}
+
+
+def durations_gpu(manifest: BaselineManifest) -> str | None:
+    """The GPU model the baseline's recorded seconds come from, as the forecasts name it
+    (``runner.batch.forecast.where_recorded``): the manifest's, unless ``baseline
+    capture`` replaced some by its replay pass's on another model
+    (``summary.captures``: ``durations`` ops, ``durations_gpu``): that model when it
+    replaced every op's, else both (``NVIDIA H200, 22 op(s) replayed on NVIDIA H100``)."""
+    cap = manifest.summary.get("captures")
+    cap = cap if isinstance(cap, dict) else {}
+    n, gpu = cap.get("durations"), cap.get("durations_gpu")
+    own = manifest.gpu_model
+    if not isinstance(n, int) or n <= 0 or not isinstance(gpu, str) or not gpu:
+        return own
+    if own and same_gpu(gpu, own):
+        return own
+    if n >= len(manifest.ops) or not own:
+        return gpu
+    return f"{own}, {n} op(s) replayed on {gpu}"
 
 
 def baseline_replay_config(
@@ -68,7 +88,7 @@ def baseline_replay_config(
         replay_root=baseline.path,
         durations=baseline_durations(baseline.path),
         durations_source="the baseline's",  # the forecast names them and their GPU model
-        durations_gpu=m.gpu_model,
+        durations_gpu=durations_gpu(m),
         use_flagtune=m.use_flagtune,  # the tuning space the baseline was measured in
         **extra,
     )

@@ -143,6 +143,7 @@ class Captured:
     unsound: dict[str, str] = field(default_factory=dict)
     kept: list[str] = field(default_factory=list)
     durations: int = 0  # ops whose recorded seconds became the batch's (replay_durations)
+    durations_gpu: str | None = None  # the GPU model the batch ran on, when it says
 
     def counts(self) -> dict[str, int]:
         """Ops without a capture, by reason, most first."""
@@ -160,6 +161,7 @@ class Captured:
             "rows": self.rows,
             "kept": len(self.kept),
             "durations": self.durations,
+            "durations_gpu": self.durations_gpu,
             "without": self.counts(),
             "unsound": sorted(self.unsound),  # their lines: the command's output
         }
@@ -289,6 +291,8 @@ def derive(baseline: BaselineSet, batch: Path, out: Path, scope: set[str]) -> Ca
             src = codegen_dir(resolve_inside(batch, key)) / LAUNCHES_JSON
             shutil.copyfile(src, codegen_dir(root / key) / LAUNCHES_JSON)
         found.durations = replay_durations(root, batch, scope)
+        if found.durations:
+            found.durations_gpu = _batch_gpu(info)
         return SUMMARY_KEY, found.as_dict(info)
 
     stage = stage_beside(out)  # stale stages of killed writers of this name swept
@@ -428,6 +432,12 @@ def _why_not(key: str, own: Path, batch: Path, found: Captured) -> str | None:
         return FOREIGN
     found.rows += len(capture.rows)
     return None
+
+
+def _batch_gpu(info: BatchInfo) -> str | None:
+    """The GPU model the batch's environments name, when they name one."""
+    named = sorted({e.gpu_model for e in info.environments.values() if e.gpu_model})
+    return ", ".join(named) or None
 
 
 def _batch_compiler(info: BatchInfo) -> str | None:

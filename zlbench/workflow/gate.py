@@ -38,7 +38,7 @@ from zlbench.gate.load import (
 from zlbench.models import RowKey
 from zlbench.protocol.layout import op_key
 from zlbench.runner.ab.env import PR_ENV, CompilerEnv
-from zlbench.runner.baseline_batch import baseline_durations
+from zlbench.runner.baseline_batch import baseline_durations, durations_gpu
 from zlbench.runner.batch.parts import row_picks
 from zlbench.workflow.ab import measure_interleaved
 from zlbench.workflow.codegen import (
@@ -281,7 +281,7 @@ def replay_step(
         op_costs=baseline_durations(inputs.baseline.path, per_dtype=False),
         pr_cache=cache,
         base_cache=base_cache if base_cache is not None and cached_kernels(base_cache) else None,
-        recorded_on=_recorded_on(inputs.baseline.manifest.gpu_model, job.cuda_visible_devices),
+        recorded_on=_recorded_on(durations_gpu(inputs.baseline.manifest), job.cuda_visible_devices),
     )
     deferred = {}
     for d in outcome.run.deferred:
