@@ -237,6 +237,9 @@ def test_the_recorded_seconds_of_the_ops_the_batch_replayed_become_the_batchs(tm
     assert m.files["ops_status.csv"] != _manifest(base).files["ops_status.csv"]
     assert verify(new, m).ok
     assert "recorded seconds: 3 op(s) now the replay batch's" in out
+    assert main(["baseline", "show", str(new)]) == 0
+    (line,) = [ln for ln in capsys.readouterr().out.splitlines() if "captures" in ln]
+    assert line.endswith(f"; its seconds for 3 op(s) (on {H100})")
 
 
 def test_ops_narrow_whose_seconds_change(tmp_path, capsys):

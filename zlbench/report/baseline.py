@@ -43,6 +43,11 @@ def render_show(m: BaselineManifest, ops: Iterable[OpSummary], table: bool = Tru
         lines.append(
             f"  captures   {cap.get('ops')} ops ({cap.get('rows')} rows) from "
             f"{cap.get('from')}, a replay of {cap.get('replayed')}"
+            + (
+                f"; its seconds for {cap['durations']} op(s) (on {cap.get('durations_gpu')})"
+                if cap.get("durations")
+                else ""
+            )
         )
     if not table:
         return "\n".join(lines + _summary(ops, measured))
