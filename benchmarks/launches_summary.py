@@ -4,7 +4,10 @@
 
 Per op with a ``codegen/launches.json``: its rows, their distinct timed launches, how
 many are replayable (no ``why_not``, the row not truncated), the ``why_not`` reasons
-counted, and the file's bytes raw and xz-compressed per row; then the totals.
+counted, the rows the capture saw launch no Triton kernel while timed
+(``LaunchCapture.launched_nothing``; ``-`` for a capture that lists only rows with a
+launch) and its timed calls made before the row was named (``unnamed``), and the file's
+bytes raw and xz-compressed per row; then the totals.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ def main(root: str) -> int:
     if not files:
         print(f"{root}: no codegen/{LAUNCHES_JSON}")
         return 1
-    rows = launches = ok_rows = raw = xz = 0
+    rows = launches = ok_rows = raw = xz = none_timed = unnamed = 0
     why: Counter[str] = Counter()
     for f in files:
         cap = load_json_model(f, LaunchCapture)
@@ -43,9 +46,12 @@ def main(root: str) -> int:
         )
         reasons = Counter(x.why_not for r in cap.rows for x in r.launches if x.why_not)
         op = f.parent.parent.name
+        nothing = sum(cap.launched_nothing(r) for r in cap.rows)
         print(
             f"{op:32s} rows={n:3d} launches={count:3d} "
             f"replayable_rows={good:3d} why_not={dict(reasons)} "
+            f"none_timed={nothing if cap.lists_every_row else '-'} "
+            f"unnamed={cap.unnamed_calls} "
             f"bytes/row raw={len(data) / max(n, 1):.0f} xz={packed / max(n, 1):.0f}"
         )
         rows += n
@@ -54,9 +60,12 @@ def main(root: str) -> int:
         raw += len(data)
         xz += packed
         why.update(reasons)
+        none_timed += nothing
+        unnamed += cap.unnamed_calls
     print(
         f"TOTAL ops={len(files)} rows={rows} launches={launches} replayable_rows={ok_rows} "
-        f"why_not={dict(why)} bytes/row raw={raw / max(rows, 1):.0f} xz={xz / max(rows, 1):.0f}"
+        f"why_not={dict(why)} none_timed={none_timed} unnamed={unnamed} "
+        f"bytes/row raw={raw / max(rows, 1):.0f} xz={xz / max(rows, 1):.0f}"
     )
     return 0
 

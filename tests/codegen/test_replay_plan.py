@@ -32,6 +32,7 @@ from zlbench.models.timing import PairSampling
 from zlbench.report.replay_text import (
     FALLBACK_GRAPH,
     FALLBACK_INTERMEDIATE,
+    FALLBACK_LAUNCHED_NOTHING,
     FALLBACK_NO_CAPTURE,
     FALLBACK_NO_RECORDS,
     FALLBACK_NO_ROW,
@@ -214,6 +215,19 @@ def test_a_row_the_capture_does_not_hold_falls_back():
     other = captured(row("a", "[torch.Size([8])]"), launch("ka"))
     plan = plan_replay(screen(kernel("ka", C, [r])), [r], {"main/a": capture(other)})
     assert plan.fallback == {r: FALLBACK_NO_ROW}
+
+
+def test_a_row_the_capture_saw_launch_nothing_falls_back_and_says_so():
+    r = row("a")
+    empty = RowLaunches(run_name="a", op="a", dtype=r.dtype, shape=r.shape)
+    every = LaunchCapture(rows=[empty], lists_every_row=True)
+    plan = plan_replay(screen(kernel("ka", C, [r])), [r], {"main/a": every})
+    assert plan.fallback == {r: FALLBACK_LAUNCHED_NOTHING}  # still timed through FlagGems
+    # an older capture, or one with a timed call before its row was named: not known
+    for cap in (every.model_copy(update={"lists_every_row": False}),
+                every.model_copy(update={"unnamed_calls": 1})):  # fmt: skip
+        plan = plan_replay(screen(kernel("ka", C, [r])), [r], {"main/a": cap})
+        assert plan.fallback == {r: FALLBACK_NO_ROW}
 
 
 def test_the_capture_of_another_occurrence_stands_in_for_a_row():

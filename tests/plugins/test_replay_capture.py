@@ -22,6 +22,7 @@ from zlbench.models.replay import (  # noqa: E402
     LAUNCHES_JSON,
     LaunchCapture,
     LaunchSpec,
+    RowLaunches,
 )
 from zlbench.plugins import codegen, state  # noqa: E402
 from zlbench.plugins import replay_capture as rc  # noqa: E402
@@ -521,3 +522,84 @@ def test_exact_values_are_in_the_order_and_digest_the_replay_reads():
         one = LaunchSpec(kernel_id="k", kernel="k", grid=[1, 1, 1], args=[spec])
         [again] = materialize.materialize(one, "cpu", seed=0)
         assert again.stride() == t.stride() and torch.equal(again, t)
+
+
+# --------------------------------------------------------------------------- every row listed
+
+
+@pytest.fixture
+def hooked(op):
+    """A recorder told of each timed call's start, as ``codegen.install`` makes it."""
+    rec = recorder()
+    state.on_timed_call(rec.on_timed_call)
+    yield rec
+    state.on_timed_call(rec.on_timed_call, add=False)
+
+
+def test_a_row_whose_timed_calls_launch_nothing_is_listed_without_launches(op, hooked):
+    x = torch.ones(4)
+    timed_call(lambda: None)  # [8]: the benchmark's function ran no Triton kernel
+    op.shape = "[16]"
+    timed_call(lambda: launch(hooked, kernel(), [x, x, 4]))
+    op.shape = "[8]"
+    timed_call(lambda: None)
+    cap = hooked.capture_for("abs")
+    assert cap.lists_every_row and cap.unnamed_calls == 0
+    assert [(r.shape, r.occurrence, len(r.launches)) for r in cap.rows] == [
+        ("[8]", 0, 0), ("[16]", 0, 1), ("[8]", 1, 0)]  # fmt: skip
+    assert [cap.launched_nothing(r) for r in cap.rows] == [True, False, True]
+
+
+def test_a_timed_call_before_the_row_is_named_is_counted_and_proves_nothing(op, hooked):
+    x = torch.ones(4)
+    timed_call(lambda: None)  # [8], named: launched nothing
+    op.shape = None  # a benchmark that names its shape after measuring
+    timed_call(lambda: launch(hooked, kernel(), [x, x, 4]))  # attributed to no row
+    timed_call(lambda: None)
+    cap = hooked.capture_for("abs")
+    assert cap.unnamed_calls == 2 and [len(r.launches) for r in cap.rows] == [0]
+    assert not cap.launched_nothing(cap.rows[0])  # its launches may have gone unnamed
+    assert hooked.capture_for("other").unnamed_calls == 0  # counted per run
+
+
+def test_nested_timed_regions_are_one_call_and_an_unhooked_recorder_lists_launches_only(op):
+    calls = []
+
+    def seen():
+        calls.append(state.timed_calls())
+
+    state.on_timed_call(seen)
+    try:
+        with state.timed_region(), state.timed_region():
+            pass
+        timed_call(lambda: None)
+    finally:
+        state.on_timed_call(seen, add=False)
+    assert len(calls) == 2 and calls[1] == calls[0] + 1  # once per outermost entry
+    timed_call(lambda: None)
+    assert len(calls) == 2  # removed: no longer called
+    rec = recorder()  # an older capture's behaviour: no hook, no listed row, no flag
+    timed_call(lambda: None)
+    assert rec.capture_for("abs").rows == []
+
+
+def test_a_row_that_launched_nothing_but_is_not_whole_or_an_older_capture_proves_nothing():
+    row = RowLaunches(run_name="abs", op="abs", dtype="bfloat16", shape="[8]")
+    every = LaunchCapture(rows=[row], lists_every_row=True)
+    assert every.launched_nothing(row)
+    assert not LaunchCapture(rows=[row]).launched_nothing(row)  # lists rows with launches
+    for bad in ({"truncated": True}, {"why_not": "capture failed: X"}):
+        assert not every.launched_nothing(row.model_copy(update=bad))
+    spec = LaunchSpec(kernel_id="id", kernel="k", grid=[1, 1, 1])
+    assert not every.launched_nothing(row.model_copy(update={"launches": [spec]}))
+
+
+def test_the_flags_are_written_and_read_back(op, hooked, tmp_path):
+    timed_call(lambda: None)
+    op.shape = None
+    timed_call(lambda: None)
+    hooked.write("abs", tmp_path)
+    text = (tmp_path / LAUNCHES_JSON).read_text()
+    assert '"lists_every_row":true' in text and '"unnamed_calls":1' in text
+    back = LaunchCapture.model_validate_json(text)
+    assert back == hooked.capture_for("abs")

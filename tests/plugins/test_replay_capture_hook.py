@@ -43,6 +43,10 @@ SCRIPT = textwrap.dedent("""
     for _ in range(2):  # the first call's autotune sweep launches every config
         with state.timed_region():
             ops.mm(a, b)
+    op.shape = "torch"  # a row whose timed calls launch no Triton kernel
+    for _ in range(2):
+        with state.timed_region():
+            torch.add(x, y)
     recorder.on_end(op)
 """)
 
@@ -57,7 +61,11 @@ def test_the_hook_writes_each_rows_timed_launches_next_to_the_index(tmp_path):
     index = load_json_model(cg / CODEGEN_INDEX, CodegenIndex)
     capture = load_json_model(cg / LAUNCHES_JSON, LaunchCapture)
     ids = {r.id: r for r in index.records}
-    add_row, mm_row = capture.rows
+    add_row, mm_row, torch_row = capture.rows
+    # the capture lists every row it saw timed: one that launched nothing with no launch
+    assert capture.lists_every_row and capture.unnamed_calls == 0
+    assert (torch_row.shape, torch_row.launches) == ("torch", [])
+    assert capture.launched_nothing(torch_row) and not capture.launched_nothing(add_row)
     assert (add_row.op, add_row.dtype, add_row.shape, add_row.occurrence) == (
         "add", "float32", "[64, 128]", 0)  # fmt: skip
     assert not add_row.truncated and not add_row.why_not

@@ -143,6 +143,7 @@ from zlbench.report.codegen import weight
 from zlbench.report.replay_text import (
     FALLBACK_GRAPH,
     FALLBACK_INTERMEDIATE,
+    FALLBACK_LAUNCHED_NOTHING,
     FALLBACK_NO_CAPTURE,
     FALLBACK_NO_RECORDS,
     FALLBACK_NO_ROW,
@@ -523,6 +524,8 @@ def _not_replayable(
     if capture is None:
         return FALLBACK_NO_CAPTURE
     row = _row_launches(capture, key)
+    if row is not None and capture.launched_nothing(row):
+        return FALLBACK_LAUNCHED_NOTHING
     if row is None or not row.launches:
         return FALLBACK_NO_ROW
     if row.truncated:

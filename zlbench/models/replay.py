@@ -151,6 +151,26 @@ class LaunchCapture(OnDisk):
     schema_version: int = FORMAT_VERSION
     kind: Literal["launch_capture"] = "launch_capture"
     rows: list[RowLaunches] = Field(default_factory=list)
+    # True: written by a capture that lists every row it saw timed, a row whose timed
+    # calls launched no Triton kernel with no launches, and counts ``unnamed_calls``;
+    # False (older captures): a row that launched nothing is not listed
+    lists_every_row: StrictBool = False
+    # timed calls that began while the op's row was not named yet (its dtype or shape
+    # unknown): their launches are attributed to no row, so a row listed without
+    # launches may have launched some there (docs/replay.md, "What the model forecasts")
+    unnamed_calls: StrictInt = Field(0, ge=0)
+
+    def launched_nothing(self, row: RowLaunches) -> bool:
+        """Whether the capture shows ``row``'s timed calls launching no Triton kernel:
+        a capture that lists every row and saw no unnamed timed call, and the row whole
+        (not truncated, no ``why_not``) with no launch."""
+        return (
+            self.lists_every_row
+            and self.unnamed_calls == 0
+            and not row.launches
+            and not row.truncated
+            and not row.why_not
+        )
 
 
 class ReplayedRow(_Model):

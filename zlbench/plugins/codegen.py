@@ -273,6 +273,7 @@ def install(recorder: Recorder) -> None:
         return orig(self, grid, stream, *args)
 
     CompiledKernel.launch_metadata = launch_metadata
+    state.on_timed_call(recorder.launches.on_timed_call)
 
 
 def uninstall(recorder: Recorder) -> None:
@@ -282,6 +283,7 @@ def uninstall(recorder: Recorder) -> None:
     from triton.compiler.compiler import CompiledKernel
 
     CompiledKernel.launch_metadata = _ORIGINAL.pop("launch_metadata")
+    state.on_timed_call(recorder.launches.on_timed_call, add=False)
     if triton.knobs.compilation.listener == recorder.on_compile:
         triton.knobs.compilation.listener = recorder.previous
 

@@ -50,9 +50,16 @@ The rules:
   values read at the next launch of the same key; a key that never comes again is
   ``why_not`` :data:`VALUES_NOT_READ`.
 
-Row occurrences: a row (dtype, shape) whose timed launches come again after another
-row's is the next occurrence; a row whose measurement launched no timed kernel is not
-counted (its later occurrence would be numbered one lower).
+Every row the capture saw timed is listed (``LaunchCapture.lists_every_row``): at each
+timed call's start (``state.on_timed_call``) the row in flight gets its entry, so a row
+whose timed calls launched no Triton kernel is listed with no launches. A timed call
+that starts while the op's row is not named yet (its dtype or shape unknown: a
+benchmark that names its shape after measuring) is counted (``unnamed_calls``) and its
+launches are attributed to no row: then a row listed without launches may have launched
+some, and ``LaunchCapture.launched_nothing`` says no.
+
+Row occurrences: a row (dtype, shape) whose timed calls come again after another row's
+is the next occurrence.
 
 torch and triton are never imported here: a tensor is recognised through
 ``sys.modules["torch"]`` (no torch loaded: no tensor arguments), a triton dtype through
@@ -464,6 +471,7 @@ class LaunchRecorder:
     """Every run's rows' timed launches (see the module doc)."""
 
     rows: dict[str, list[RowCapture]] = field(default_factory=dict)  # run -> rows
+    unnamed: dict[str, int] = field(default_factory=dict)  # run -> timed calls, no row named
     busy: bool = False  # values being read: launches and compiles now are not the row's
     in_graph: Callable[[], bool] = capturing
     read_values: Callable[[ArgSpec, Any], None] = add_values
@@ -478,6 +486,22 @@ class LaunchRecorder:
         row = RowCapture(op.entry.run_name, op.entry.op, op.dtype or "", op.shape or "", occ)
         rows.append(row)
         return row
+
+    def on_timed_call(self) -> None:
+        """A timed call begins (``state.on_timed_call``): the row in flight gets its
+        entry, launches or not; a call whose op has no row named is counted for its run.
+        Never raises."""
+        try:
+            op = state.current_op()
+            if self.busy or op is None:
+                return
+            if op.dtype is None or op.shape is None:
+                run = op.entry.run_name
+                self.unnamed[run] = self.unnamed.get(run, 0) + 1
+                return
+            self.row_for(op)
+        except Exception:  # noqa: BLE001, S110 - a capture must never break a benchmark
+            pass
 
     def on_launch(
         self,
@@ -525,7 +549,11 @@ class LaunchRecorder:
             self.busy = False
 
     def capture_for(self, run: str) -> LaunchCapture:
-        return LaunchCapture(rows=[r.model() for r in self.rows.get(run, [])])
+        return LaunchCapture(
+            rows=[r.model() for r in self.rows.get(run, [])],
+            lists_every_row=True,
+            unnamed_calls=self.unnamed.get(run, 0),
+        )
 
     def write(self, run: str, cg_dir: Path) -> None:
         write_launches(Path(cg_dir), self.capture_for(run))

@@ -162,6 +162,18 @@ def emit_marker(marker: Marker) -> None:
 
 _TIMED_DEPTH = [0]  # nesting of timed_region(): > 0 while a row's timed code runs
 _TIMED_CALLS = [0]  # outermost timed_region() entries so far: one per timed call
+# called at each outermost timed_region() entry, before the call runs (the kernel-replay
+# capture lists the row in flight: plugins.replay_capture.LaunchRecorder.on_timed_call)
+_ON_TIMED_CALL: list[Callable[[], None]] = []
+
+
+def on_timed_call(callback: Callable[[], None], add: bool = True) -> None:
+    """Be called (``add``), or no longer (not ``add``), when a timed call begins. A
+    callback must not raise."""
+    if add and callback not in _ON_TIMED_CALL:
+        _ON_TIMED_CALL.append(callback)
+    elif not add and callback in _ON_TIMED_CALL:
+        _ON_TIMED_CALL.remove(callback)
 
 
 @contextlib.contextmanager
@@ -173,6 +185,8 @@ def timed_region() -> Iterator[None]:
     the calls (capture setup, do_bench's L2 flush) run outside it."""
     if _TIMED_DEPTH[0] == 0:
         _TIMED_CALLS[0] += 1
+        for callback in list(_ON_TIMED_CALL):
+            callback()
     _TIMED_DEPTH[0] += 1
     try:
         yield

@@ -29,6 +29,9 @@ FALLBACK_NOT_NAMED = "the codegen records do not name its kernels"
 FALLBACK_NOT_REBUILT = "not rebuilt by the screen"  # after "kernel `name` "
 FALLBACK_NO_CAPTURE = "no capture for this op"
 FALLBACK_NO_ROW = "no launches captured for this row"
+# the capture saw the row's timed calls launch no Triton kernel (LaunchCapture.
+# launched_nothing): its changed kernels ran outside them; timed through FlagGems still
+FALLBACK_LAUNCHED_NOTHING = "its timed calls launched no Triton kernel (capture)"
 FALLBACK_GRAPH = "launch captured in a CUDA graph"
 FALLBACK_SIDE_STREAM = "side stream"
 FALLBACK_INTERMEDIATE = INTERMEDIATE_BUFFER  # models.replay: the worker says it too
@@ -49,6 +52,7 @@ REASON_LABELS: tuple[tuple[str, str], ...] = (
     (FALLBACK_NOT_REBUILT, "kernel not rebuilt"),
     (FALLBACK_NO_CAPTURE, "no capture"),
     (FALLBACK_NO_ROW, "no capture"),
+    (FALLBACK_LAUNCHED_NOTHING, "no Triton kernel timed"),
     (FALLBACK_GRAPH, "captured in a CUDA graph"),
     (FALLBACK_SIDE_STREAM, "side stream"),
     (FALLBACK_INTERMEDIATE, "intermediate buffer"),
