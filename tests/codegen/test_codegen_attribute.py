@@ -171,3 +171,58 @@ def test_v5_counts_fill_scalar_kernel_as_setup_where_the_narrowed_region_did():
     emb = load_json_model(V5 / "main/embedding/codegen/index.json", CodegenIndex)
     timed = {r.request.kernel.name for r in emb.records if any(u.timed for u in r.used_by)}
     assert timed == {"embedding_kernel"}
+
+
+# --------------------------------------------------------------------------- replay_timed
+
+
+def _capture(*shapes: str):
+    from zlbench.models.replay import LaunchCapture, RowLaunches
+
+    rows = [RowLaunches(run_name="add", op="add", dtype="float32", shape=s) for s in shapes]
+    return LaunchCapture(rows=rows)
+
+
+def test_each_row_gets_the_kernels_its_replay_mode_run_timed():
+    from zlbench.codegen.attribute import with_replay_timed
+
+    run = index(
+        record("a1", "add_kernel", [use("[8]", True), use("[16]", True)]),
+        record("a2", "add_kernel", [use("[8]", True)]),
+        record("f1", "fill_kernel", [use("[8]", False), use("[16]", False)]),  # setup only
+    )
+    got = with_replay_timed(_capture("[8]", "[16]", "[32]"), run, {"a1", "a2", "f1"})
+    assert [(r.shape, r.replay_timed) for r in got.rows] == [
+        ("[8]", ["a1", "a2"]), ("[16]", ["a1"]), ("[32]", [])]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        use("[8]", None),  # not attributed
+        {**use("[8]", True), "shape": None},  # a timed use of no named row
+        {**use("[8]", True), "dtype": None},
+    ],
+    ids=["unattributed", "unnamed shape", "unnamed dtype"],
+)
+def test_a_timed_use_whose_row_cannot_be_told_leaves_every_row_unknown(bad):
+    from zlbench.codegen.attribute import with_replay_timed
+
+    run = index(record("a1", "add_kernel", [use("[16]", True), bad]))
+    got = with_replay_timed(_capture("[8]", "[16]"), run, {"a1"})
+    assert [r.replay_timed for r in got.rows] == [None, None]
+
+
+def test_a_timed_kernel_the_baseline_does_not_hold_leaves_every_row_unknown():
+    from zlbench.codegen.attribute import with_replay_timed
+
+    run = index(
+        record("a1", "add_kernel", [use("[8]", True)]), record("zz", "k", [use("[16]", True)])
+    )
+    got = with_replay_timed(_capture("[8]", "[16]"), run, {"a1"})  # zz: compiled under another id
+    assert [r.replay_timed for r in got.rows] == [None, None]
+    untimed = index(
+        record("a1", "add_kernel", [use("[8]", True)]), record("zz", "k", [use("[8]", False)])
+    )
+    got = with_replay_timed(_capture("[8]"), untimed, {"a1"})  # a setup kernel: no matter
+    assert got.rows[0].replay_timed == ["a1"]

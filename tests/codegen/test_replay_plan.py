@@ -36,6 +36,7 @@ from zlbench.report.replay_text import (
     FALLBACK_NO_CAPTURE,
     FALLBACK_NO_RECORDS,
     FALLBACK_NO_ROW,
+    FALLBACK_NOT_CAPTURED,
     FALLBACK_NOT_NAMED,
     FALLBACK_OVER_BUDGET,
     FALLBACK_SIDE_STREAM,
@@ -215,6 +216,27 @@ def test_a_row_the_capture_does_not_hold_falls_back():
     other = captured(row("a", "[torch.Size([8])]"), launch("ka"))
     plan = plan_replay(screen(kernel("ka", C, [r])), [r], {"main/a": capture(other)})
     assert plan.fallback == {r: FALLBACK_NO_ROW}
+
+
+def test_a_changed_kernel_the_replay_mode_run_did_not_time_is_no_reason_to_fall_back():
+    """v7's record pass timed a fill kernel in upsample_nearest3d's autotune sweep; the
+    capture's replay-mode run launched it outside the timed region only."""
+    r = row("a")
+    s = screen(kernel("ka", C, [r]), kernel("kf", C, [r]))  # both changed, kf not launched
+    row_caps = captured(r, launch("ka"))
+    cases = {
+        None: FALLBACK_NOT_CAPTURED,  # not known: kf counts
+        ("ka",): "",  # kf not timed where the gate measures: ka replays the row
+        ("ka", "kf"): FALLBACK_NOT_CAPTURED,  # timed in some call, not the last: counts
+        ("kf",): FALLBACK_NOT_CAPTURED,  # a launch outside what was timed: does not add up
+    }
+    for ran, expect in cases.items():
+        got = row_caps.model_copy(update={"replay_timed": None if ran is None else list(ran)})
+        plan = plan_replay(s, [r], {"main/a": capture(got)})
+        if expect:
+            assert expect in plan.fallback[r], ran
+        else:
+            assert not plan.fallback and [p.key for p in plan.replay] == [r], ran
 
 
 def test_a_row_the_capture_saw_launch_nothing_falls_back_and_says_so():

@@ -134,7 +134,8 @@ def test_the_new_version_is_the_baseline_plus_its_sound_captures(setup, capsys):
     }
     assert sorted(set(got) - set(old)) == ["main/add/codegen/launches.json"]
     src = batch / "main" / "add" / "codegen" / LAUNCHES_JSON
-    assert (new / "main" / "add" / "codegen" / LAUNCHES_JSON).read_bytes() == src.read_bytes()
+    got_capture = load_json_model(new / "main" / "add" / "codegen" / LAUNCHES_JSON, LaunchCapture)
+    assert got_capture == load_json_model(src, LaunchCapture)  # the run left no index
     # mm's capture names a kernel the baseline does not hold: left out, in one line
     assert not (new / "main" / "mm" / "codegen" / LAUNCHES_JSON).exists()
     (mm_line,) = [ln for ln in out.splitlines() if "main/mm" in ln]
@@ -311,6 +312,27 @@ def test_the_forecasts_name_the_gpu_the_recorded_seconds_come_from(tmp_path, cap
     if captures is not None:
         m.summary["captures"] = captures
     assert len(m.ops) == 4 and durations_gpu(m) == expected
+
+
+def test_each_captured_row_says_what_the_replay_mode_run_launched_while_timed(setup, capsys):
+    """The batch's run of add left a codegen index: its kernel timed for one row, a
+    setup kernel outside; the new version's capture carries it per row."""
+    base, batch, ids, new = setup
+    run_cg = batch / "main" / "add" / "codegen"
+    req = cgsynth.request(name="add_kernel")
+    setup_req = cgsynth.request(name="fill_kernel")
+    texts = cgsynth.stage_texts("add")
+    timed = cgsynth.use("add", dtype="bfloat16", shape=SH).model_copy(update={"timed": True})
+    outside = cgsynth.use("add", dtype="bfloat16", shape=SH2).model_copy(update={"timed": False})
+    recs = [
+        cgsynth.record(req, texts, uses=[timed]),
+        cgsynth.record(setup_req, texts, uses=[outside]),
+    ]
+    cgsynth.write_index(run_cg, recs, [texts])
+    assert recs[0].id == ids["add"]  # the same compile as the baseline's
+    assert _run(base, new, "--from", str(batch)) == 0
+    cap = load_json_model(new / "main" / "add" / "codegen" / LAUNCHES_JSON, LaunchCapture)
+    assert [(r.shape, r.replay_timed) for r in cap.rows] == [(SH, [ids["add"]]), (SH2, [])]
 
 
 def _another_baseline(tmp_path: Path) -> Path:

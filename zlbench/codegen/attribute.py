@@ -18,6 +18,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from zlbench.models.codegen import CodegenIndex, CompileRecord, KernelUse
+from zlbench.models.replay import LaunchCapture
 
 RowOfUse = tuple[str, str, str | None, str | None, int]
 
@@ -112,4 +113,33 @@ def attribute(index: CodegenIndex, seen: Seen) -> tuple[CodegenIndex, Attributio
     return out, done
 
 
-__all__ = ["Attribution", "Seen", "attribute"]
+def with_replay_timed(capture: LaunchCapture, run: CodegenIndex, known: set[str]) -> LaunchCapture:
+    """``capture`` (a replay-mode run's) with each row's ``replay_timed``: the record ids
+    that run's codegen index ``run`` says it launched inside that row's timed calls (its
+    uses with ``timed`` true, by dtype and shape, any occurrence). Not known (None) for
+    every row when the run has a timed use of no named row, or one not attributed (its
+    row cannot be told), or a timed kernel whose id ``known`` (the baseline's record ids
+    of the op) lacks: a kernel compiled under another id would read as not timed. A
+    record pass's attribution counts every kernel its autotune sweep timed, the replay
+    mode's only those the gate's measurement launches (docs/measurements.md,
+    thirty-fourth session: v7's upsample_nearest3d)."""
+    timed: dict[tuple[str, str], set[str]] = {}
+    for rec in run.records:
+        for use in rec.used_by:
+            if use.timed is False:
+                continue
+            if use.timed is None or use.dtype is None or use.shape is None or rec.id not in known:
+                return capture.model_copy(
+                    update={
+                        "rows": [r.model_copy(update={"replay_timed": None}) for r in capture.rows]
+                    }  # fmt: skip
+                )
+            timed.setdefault((use.dtype, use.shape), set()).add(rec.id)
+    rows = [
+        r.model_copy(update={"replay_timed": sorted(timed.get((r.dtype, r.shape), set()))})
+        for r in capture.rows
+    ]
+    return capture.model_copy(update={"rows": rows})
+
+
+__all__ = ["Attribution", "Seen", "attribute", "with_replay_timed"]

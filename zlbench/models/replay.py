@@ -119,6 +119,11 @@ class RowLaunches(_Model):
     # why the row's capture is not whole, "" when it is: "capture failed: ..." (an
     # exception while capturing one of its launches): the row is not replayed
     why_not: str = ""
+    # the kernel ids the capture's replay-mode run launched inside this row's timed calls
+    # (any call, by its codegen index; ``baseline capture`` adds them: docs/replay.md):
+    # a changed kernel of the row outside them ran only outside the timed region, or
+    # not at all, where the gate measures. None: not known (the plan then assumes it ran)
+    replay_timed: list[str] | None = None
 
 
 # Why a row whose launches pass a buffer between them is not replayed when one of them

@@ -53,6 +53,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
+from zlbench.codegen.attribute import with_replay_timed
 from zlbench.errors import ZlbenchError
 from zlbench.gate.baselines import (
     check_out_outside_baseline,
@@ -76,6 +77,7 @@ from zlbench.models.options import Scheduling
 from zlbench.models.packed import packed_label
 from zlbench.models.paths import resolve_inside
 from zlbench.models.replay import LAUNCHES_JSON, LaunchCapture
+from zlbench.plugins.replay_capture import write_launches
 from zlbench.protocol.layout import MANIFEST_YAML, OPS_STATUS, RESULT_JSON, op_key
 from zlbench.protocol.ops import read_ops_file
 from zlbench.runner.baseline_batch import baseline_durations, baseline_replay_config
@@ -288,8 +290,7 @@ def derive(baseline: BaselineSet, batch: Path, out: Path, scope: set[str]) -> Ca
 
     def add_captures(root: Path, manifest: BaselineManifest) -> tuple[str, dict]:
         for key in found.ops:
-            src = codegen_dir(resolve_inside(batch, key)) / LAUNCHES_JSON
-            shutil.copyfile(src, codegen_dir(root / key) / LAUNCHES_JSON)
+            write_launches(codegen_dir(root / key), _with_replay_timed(baseline, batch, key))
         found.durations = replay_durations(root, batch, scope)
         if found.durations:
             found.durations_gpu = _batch_gpu(info)
@@ -311,6 +312,19 @@ def derive(baseline: BaselineSet, batch: Path, out: Path, scope: set[str]) -> Ca
     finally:
         shutil.rmtree(stage, ignore_errors=True)
     return CaptureOutcome(out, manifest, found, rep.ops, rep.rows)
+
+
+def _with_replay_timed(baseline: BaselineSet, batch: Path, key: str) -> LaunchCapture:
+    """The batch's capture of ``key`` with what its replay-mode run launched inside each
+    row's timed calls (:func:`zlbench.codegen.attribute.with_replay_timed`, from the
+    run's codegen index, against the baseline's record ids of the op); the capture as
+    it is where the run left no index."""
+    run_dir = resolve_inside(batch, key)
+    capture = load_json_model(codegen_dir(run_dir) / LAUNCHES_JSON, LaunchCapture)
+    run, own = load_codegen_index(run_dir), load_codegen_index(baseline.path / key)
+    if run is None or own is None:
+        return capture
+    return with_replay_timed(capture, run, {r.id for r in own.records})
 
 
 def replay_durations(root: Path, batch: Path, scope: Collection[str]) -> int:
