@@ -89,11 +89,18 @@ def test_a_touched_capture_refuses_the_baseline(refreshed, capsys):
         load_baseline(base)
 
 
-@pytest.mark.parametrize("bad", ["unknown kernel", "not json"])
+@pytest.mark.parametrize("bad", ["unknown kernel", "unknown replay_timed", "not json"])
 def test_verify_names_an_unsound_capture_even_when_hashes_were_rebuilt(refreshed, bad):
     base, _ = refreshed
     path = base / "main" / "add" / "codegen" / LAUNCHES_JSON
-    path.write_text(_capture("0" * 16).model_dump_json() if bad == "unknown kernel" else "{")
+    if bad == "not json":
+        path.write_text("{")
+    elif bad == "unknown kernel":
+        path.write_text(_capture("0" * 16).model_dump_json())
+    else:  # a known launch, but a row's replay_timed names a kernel the index lacks
+        cap = LaunchCapture.model_validate_json(path.read_text())
+        row = cap.rows[0].model_copy(update={"replay_timed": ["0" * 16]})
+        path.write_text(cap.model_copy(update={"rows": [row]}).model_dump_json())
     rep = verify(base, _manifest(base).model_copy(update={"files": content_hashes(base)}))
     assert len(rep.problems) == 1 and "main/add/codegen/launches.json" in rep.problems[0]
 

@@ -414,9 +414,11 @@ def launch_capture_problem(run_dir: Path, index: CodegenIndex) -> str | None:
 
 def unknown_kernel_problem(path: Path, capture: LaunchCapture, index: CodegenIndex) -> str | None:
     """The line naming the first kernel id that ``capture`` (read from ``path``) names
-    and ``index`` does not hold; None when it names only kernels of ``index``."""
+    and ``index`` does not hold, in a launch or a row's ``replay_timed``; None when it
+    names only kernels of ``index``."""
     ids = {r.id for r in index.records}
     named = {s.kernel_id for r in capture.rows for s in r.launches if s.kernel_id}
+    named |= {k for r in capture.rows for k in r.replay_timed or ()}
     unknown = sorted(named - ids)
     if unknown:
         return f"{path}: names kernel {unknown[0]}, which its codegen index does not hold"

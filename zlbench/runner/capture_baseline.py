@@ -9,8 +9,10 @@ mode); a batch that replayed the baseline's autotune records launched exactly th
 kernels the baseline pinned. So: one replay batch of the baseline's ops, pinned to its
 records (the refresh's own replay pass, :func:`zlbench.runner.refresh.run_pass`), or
 such a batch that ran elsewhere (``--from``), and each op's capture is copied into a
-copy of the baseline. Records, configs, rows and numbers are copied unchanged; the old
-version stays as it is (baselines are immutable).
+copy of the baseline, each row with the kernels that run launched while timed
+(``RowLaunches.replay_timed``, from its codegen index: :func:`_with_replay_timed`).
+Records, configs, rows and numbers are copied unchanged; the old version stays as it is
+(baselines are immutable).
 
 The one thing the batch changes besides: the recorded seconds (``ops_status.csv``) of
 each op in scope that the batch ran PASS become the batch's (:func:`replay_durations`).
