@@ -54,13 +54,12 @@ from zlbench.models import (  # noqa: E402
     LaunchCapture,
     load_json_model,
 )
-from zlbench.models.batch import read_ops_status  # noqa: E402
 from zlbench.models.codegen_screen import CodegenClass  # noqa: E402
-from zlbench.protocol.layout import OPS_STATUS, op_key  # noqa: E402
 from zlbench.protocol.ops import read_ops_file  # noqa: E402
 from zlbench.protocol.pairs import SIDES  # noqa: E402
 from zlbench.runner.baseline_batch import baseline_durations  # noqa: E402
 from zlbench.runner.batch.progress import fmt_seconds  # noqa: E402
+from zlbench.runner.capture_baseline import replay_seconds  # noqa: E402
 from zlbench.runner.replay import families_of, op_path_wall  # noqa: E402
 from zlbench.workflow.codegen_plan import sentinel_ops  # noqa: E402
 
@@ -135,11 +134,7 @@ def main() -> None:
     rows = [r.key(res.repo, res.run_name) for res in results for r in res.rows]
     op_costs = baseline_durations(root, per_dtype=False)
     for batch in args.durations:  # PASS ops only: a TIMEOUT's seconds are its limit
-        measured = {
-            op_key(st.repo, st.run_name): st.seconds
-            for st in read_ops_status(batch / OPS_STATUS)
-            if st.status == "PASS"
-        }
+        measured = replay_seconds(batch)
         print(f"durations: {len(measured)} op(s) from {batch}: "
               f"{sum(op_costs.get(k, 0.0) for k in measured):.0f} s recorded -> "
               f"{sum(measured.values()):.0f} s")  # fmt: skip

@@ -10,7 +10,8 @@ kernels the baseline pinned. So: one replay batch of the baseline's ops, pinned 
 records (the refresh's own replay pass, :func:`zlbench.runner.refresh.run_pass`), or
 such a batch that ran elsewhere (``--from``), and each op's capture is copied into a
 copy of the baseline, each row with the kernels that run launched while timed
-(``RowLaunches.replay_timed``, from its codegen index: :func:`_with_replay_timed`).
+(``RowLaunches.replay_timed``, from its codegen index:
+:func:`zlbench.codegen.attribute.with_replay_timed`).
 Records, configs, rows and numbers are copied unchanged; the old version stays as it is
 (baselines are immutable).
 
@@ -148,6 +149,9 @@ class Captured:
     kept: list[str] = field(default_factory=list)
     durations: int = 0  # ops whose recorded seconds became the batch's (replay_durations)
     durations_gpu: str | None = None  # the GPU model the batch ran on, when it says
+    # op key -> its accepted capture and the baseline's record ids of the op (read once,
+    # by _why_not; written by derive with each row's replay_timed)
+    accepted: dict[str, tuple[LaunchCapture, set[str]]] = field(default_factory=dict)
 
     def counts(self) -> dict[str, int]:
         """Ops without a capture, by reason, most first."""
@@ -292,7 +296,11 @@ def derive(baseline: BaselineSet, batch: Path, out: Path, scope: set[str]) -> Ca
 
     def add_captures(root: Path, manifest: BaselineManifest) -> tuple[str, dict]:
         for key in found.ops:
-            write_launches(codegen_dir(root / key), _with_replay_timed(baseline, batch, key))
+            capture, known = found.accepted[key]
+            run = load_codegen_index(resolve_inside(batch, key))
+            if run is not None:  # each row with what the run launched while timed
+                capture = with_replay_timed(capture, run, known)
+            write_launches(codegen_dir(root / key), capture)
         found.durations = replay_durations(root, batch, scope)
         if found.durations:
             found.durations_gpu = _batch_gpu(info)
@@ -316,17 +324,15 @@ def derive(baseline: BaselineSet, batch: Path, out: Path, scope: set[str]) -> Ca
     return CaptureOutcome(out, manifest, found, rep.ops, rep.rows)
 
 
-def _with_replay_timed(baseline: BaselineSet, batch: Path, key: str) -> LaunchCapture:
-    """The batch's capture of ``key`` with what its replay-mode run launched inside each
-    row's timed calls (:func:`zlbench.codegen.attribute.with_replay_timed`, from the
-    run's codegen index, against the baseline's record ids of the op); the capture as
-    it is where the run left no index."""
-    run_dir = resolve_inside(batch, key)
-    capture = load_json_model(codegen_dir(run_dir) / LAUNCHES_JSON, LaunchCapture)
-    run, own = load_codegen_index(run_dir), load_codegen_index(baseline.path / key)
-    if run is None or own is None:
-        return capture
-    return with_replay_timed(capture, run, {r.id for r in own.records})
+def replay_seconds(batch: Path) -> dict[str, float]:
+    """Op key -> the seconds ``batch`` (a dir with an ops_status.csv) took for each op it
+    ran PASS, a finite positive number: what a replay batch says its ops cost (one
+    ZlbenchError line for a file that is not a valid ops_status.csv)."""
+    return {
+        op_key(st.repo, st.run_name): st.seconds
+        for st in read_ops_status(batch / OPS_STATUS)
+        if st.status is RunStatus.PASS and math.isfinite(st.seconds) and st.seconds > 0
+    }
 
 
 def replay_durations(root: Path, batch: Path, scope: Collection[str]) -> int:
@@ -336,14 +342,10 @@ def replay_durations(root: Path, batch: Path, scope: Collection[str]) -> int:
     stays without (its shards keep the hash deal), and so does one when the batch has
     none. Returns how many ops took the batch's seconds. A file that is not a valid
     ops_status.csv is one ZlbenchError line (nothing is written: the caller's stage)."""
-    own, ran = root / OPS_STATUS, batch / OPS_STATUS
-    if not own.is_file() or not ran.is_file():
+    own = root / OPS_STATUS
+    if not own.is_file() or not (batch / OPS_STATUS).is_file():
         return 0
-    measured = {
-        op_key(st.repo, st.run_name): st.seconds
-        for st in read_ops_status(ran)
-        if st.status is RunStatus.PASS and math.isfinite(st.seconds) and st.seconds > 0
-    }
+    measured = replay_seconds(batch)
     rows, taken = [], 0
     for st in read_ops_status(own):
         key = op_key(st.repo, st.run_name)
@@ -447,6 +449,7 @@ def _why_not(key: str, own: Path, batch: Path, found: Captured) -> str | None:
         )
         return FOREIGN
     found.rows += len(capture.rows)
+    found.accepted[key] = (capture, {r.id for r in index.records})
     return None
 
 
@@ -476,6 +479,7 @@ __all__ = [
     "derive",
     "replay_config",
     "replay_durations",
+    "replay_seconds",
     "replayed_info",
     "same_baseline",
 ]
