@@ -6,8 +6,10 @@ Per op with a ``codegen/launches.json``: its rows, their distinct timed launches
 many are replayable (no ``why_not``, the row not truncated), the ``why_not`` reasons
 counted, the rows the capture saw launch no Triton kernel while timed
 (``LaunchCapture.launched_nothing``; ``-`` for a capture that lists only rows with a
-launch) and its timed calls made before the row was named (``unnamed``), and the file's
-bytes raw and xz-compressed per row; then the totals.
+launch) and its timed calls made before the row was named (``unnamed``), whether every
+launch went through the hook (``hooked``: no FlagGems C extension; a row proven to time
+no kernel needs it, ``LaunchCapture.proves_no_launch``), and the file's bytes raw and
+xz-compressed per row; then the totals.
 """
 
 from __future__ import annotations
@@ -51,7 +53,7 @@ def main(root: str) -> int:
             f"{op:32s} rows={n:3d} launches={count:3d} "
             f"replayable_rows={good:3d} why_not={dict(reasons)} "
             f"none_timed={nothing if cap.lists_every_row else '-'} "
-            f"unnamed={cap.unnamed_calls} "
+            f"unnamed={cap.unnamed_calls} hooked={'yes' if cap.every_launch_hooked else 'no'} "
             f"bytes/row raw={len(data) / max(n, 1):.0f} xz={packed / max(n, 1):.0f}"
         )
         rows += n

@@ -9,8 +9,11 @@ every row, every kernel its codegen index says ran in its timed region
 of the row's (first) shape in the pointer's dtype, statistics drawn from random
 values of that dtype (integer pointers of at most EXACT_INT_MAX elements exact),
 integer scalars the row's element count, float scalars 1.0, constexprs the recorded
-values, a 1-D grid. The argument descriptions, statistics and file text are the
-capture's own (``zlbench.plugins.replay_capture``). Printed: rows, launches, bytes
+values, a 1-D grid; a row without a timed kernel is listed without launches, and the
+capture says what a capture writes now (every row listed, every launch hooked, the
+timed uses made while no row was named counted as ``unnamed_calls``) where the index
+marks every use timed or not. The argument descriptions, statistics and file text are
+the capture's own (``zlbench.plugins.replay_capture``). Printed: rows, launches, bytes
 per row raw, xz per op file (the worst case) and xz of all files in one stream (what
 ``zlbench pack``'s ``tar.xz`` archive does).
 """
@@ -100,6 +103,7 @@ def op_capture(op_dir: Path, gen) -> LaunchCapture:
     for r in index.records:
         for key in dict.fromkeys((u.dtype, u.shape) for u in r.used_by if u.timed):
             by_row.setdefault(key, []).append(r)
+    uses = [u for r in index.records for u in r.used_by]
     rows = []
     for row in result.rows:
         timed = by_row.get((row.dtype, row.shape), [])
@@ -114,7 +118,15 @@ def op_capture(op_dir: Path, gen) -> LaunchCapture:
                 launches=launches,
             )
         )
-    return LaunchCapture(rows=rows)
+    # what a capture now writes (zlbench.plugins.replay_capture): every row it saw timed,
+    # the timed uses while no row was named, and every launch hooked (no C extension);
+    # where the records do not say whether a use was timed, the capture is not modelled
+    # as listing every row (a row without a timed kernel then proves nothing)
+    known = all(u.timed is not None for u in uses)
+    unnamed = sum(1 for u in uses if u.timed and (u.dtype is None or u.shape is None))
+    return LaunchCapture(
+        rows=rows, lists_every_row=known, unnamed_calls=unnamed, every_launch_hooked=known
+    )
 
 
 def main() -> None:

@@ -16,8 +16,10 @@ inventory judged). Then the gate's own plan (``plan_replay``: families from
 recorded op seconds) and its forecast at ``--jobs`` rebuild workers (the device's 15),
 the PR side's builds cache hits (the screen built them), the base side's too with
 ``--base-built`` (the screen rebuilt the base, no base-screen cache entry served it).
-Printed: changed rows, replayed / op path / deferred, the fallback reasons counted, the
-op path's ops, and the forecast.
+Printed: changed rows, replayed / op path / deferred, the rows proven by their capture
+(modelled: a row whose index marks no use timed, in an op whose every use is marked,
+with no timed use before a row was named), the fallback reasons counted, the op path's
+ops, and the forecast.
 """
 
 from __future__ import annotations
@@ -154,6 +156,10 @@ def main() -> None:
     print(f"changed rows {n}: replayed {len(plan.replay)} "
           f"({100 * len(plan.replay) / max(1, n):.0f} %), op path {len(plan.fallback)}, "
           f"deferred {len(plan.deferred)}, failed {len(plan.failed)}")  # fmt: skip
+    if plan.no_launch:
+        n_ops = len(plan.no_launch_ops())
+        print(f"proven by their capture (no Triton kernel timed): {len(plan.no_launch)} rows "
+              f"of {n_ops} ops, neither timed nor counted as changed")  # fmt: skip
     for why, c in Counter(plan.fallback.values()).most_common(8):
         print(f"  {c:5d}  {why[:90]}")
     print(f"sentinels: {', '.join(sorted(plan.sentinels.values())) or 'none'}")

@@ -19,6 +19,7 @@ from zlbench.codegen.replay_plan import (
     WORKER_START_S,
     deferred_command,
     forecast,
+    op_path_ops,
     plan_replay,
     replay_cost_s,
     replay_costs,
@@ -239,17 +240,79 @@ def test_a_changed_kernel_the_replay_mode_run_did_not_time_is_no_reason_to_fall_
             assert not plan.fallback and [p.key for p in plan.replay] == [r], ran
 
 
-def test_a_row_the_capture_saw_launch_nothing_falls_back_and_says_so():
+def nothing(key: RowKey, **kw) -> RowLaunches:
+    """``key``'s capture row with no launch."""
+    return captured(key).model_copy(update=kw)
+
+
+def whole(*rows: RowLaunches, **kw) -> LaunchCapture:
+    """A capture that can prove a row launched nothing: it lists every row it saw
+    timed, saw no unnamed timed call and hooked every launch."""
+    return LaunchCapture(rows=list(rows), lists_every_row=True, every_launch_hooked=True, **kw)
+
+
+def test_a_row_whose_capture_proves_it_times_no_kernel_is_neither_timed_nor_changed():
     r = row("a")
-    empty = RowLaunches(run_name="a", op="a", dtype=r.dtype, shape=r.shape)
-    every = LaunchCapture(rows=[empty], lists_every_row=True)
-    plan = plan_replay(screen(kernel("ka", C, [r])), [r], {"main/a": every})
-    assert plan.fallback == {r: FALLBACK_LAUNCHED_NOTHING}  # still timed through FlagGems
-    # an older capture, or one with a timed call before its row was named: not known
-    for cap in (every.model_copy(update={"lists_every_row": False}),
-                every.model_copy(update={"unnamed_calls": 1})):  # fmt: skip
+    plan = plan_replay(screen(kernel("ka", C, [r])), [r], {"main/a": whole(nothing(r))})
+    assert plan.no_launch == [r] and plan.no_launch_ops() == {"main/a"}
+    assert not plan.replay and not plan.fallback and not plan.deferred
+    assert plan.changed_rows == 0  # no compiler changes a timed region without a kernel
+    assert op_path_ops(plan, {"main/a"}) == set()  # nor is its op timed through FlagGems
+
+
+def test_a_capture_that_cannot_prove_no_launch_leaves_the_row_changed_on_the_op_path():
+    r = row("a")
+    cases = [
+        whole(nothing(r)).model_copy(update={"lists_every_row": False}),  # an older capture
+        whole(nothing(r), unnamed_calls=1),  # a timed call before the row was named
+        whole(nothing(r)).model_copy(update={"every_launch_hooked": False}),  # C extension
+        whole(nothing(r, truncated=True)),
+        whole(nothing(r, why_not="capture failed: RuntimeError: x")),
+    ]
+    for cap in cases:
         plan = plan_replay(screen(kernel("ka", C, [r])), [r], {"main/a": cap})
-        assert plan.fallback == {r: FALLBACK_NO_ROW}
+        assert not plan.no_launch and plan.changed_rows == 1, cap
+        assert op_path_ops(plan, {"main/a"}) == {"main/a"}, cap
+        assert (
+            plan.fallback[r] in (FALLBACK_NO_ROW, FALLBACK_TRUNCATED)
+            or "capture failed" in (plan.fallback[r])
+        )
+
+
+def test_no_launch_needs_every_occurrence_of_the_row_to_have_launched_nothing():
+    r = row("a")
+    other = captured(row("a", occurrence=1), launch("ka"))
+    plan = plan_replay(screen(kernel("ka", C, [r])), [r], {"main/a": whole(nothing(r), other)})
+    assert not plan.no_launch
+    assert plan.fallback == {r: FALLBACK_LAUNCHED_NOTHING}  # its own occurrence: nothing
+
+
+def test_a_row_that_times_no_kernel_still_fails_when_its_kernel_does_not_compile():
+    r = row("a")
+    plan = plan_replay(screen(kernel("ka", CodegenClass.FAILED, [r])), [r],
+                       {"main/a": whole(nothing(r))})  # fmt: skip
+    assert r in plan.failed and not plan.no_launch
+
+
+def test_an_op_of_proven_and_replayed_rows_leaves_the_op_path_one_with_a_fallback_stays():
+    a, b = row("a"), row("a", shape="[torch.Size([128])]")
+    s = screen(kernel("ka", C, [a, b]))
+    cap = whole(nothing(a), captured(b, launch("ka")))
+    plan = plan_replay(s, [a, b], {"main/a": cap}, op_costs={"main/a": 10.0})
+    assert plan.no_launch == [a] and [p.key for p in plan.replay] == [b]
+    assert plan.changed_rows == 1 and op_path_ops(plan, {"main/a"}) == set()
+    cap = whole(nothing(a), captured(b, launch("ka", why_not="graph")))
+    plan = plan_replay(s, [a, b], {"main/a": cap}, op_costs={"main/a": 10.0})
+    assert plan.no_launch == [a] and plan.fallback == {b: FALLBACK_GRAPH}
+    assert op_path_ops(plan, {"main/a"}) == {"main/a"}
+    assert plan.op_seconds("main/a", {"main/a": 10.0}) < 10.0  # its fallback row's share
+
+
+def test_an_unchanged_row_that_times_no_kernel_is_not_listed_even_with_every_row():
+    r = row("a")
+    plan = plan_replay(screen(kernel("ka", T, [r])), [r], {"main/a": whole(nothing(r))},
+                       every_row=True)  # fmt: skip
+    assert not plan.no_launch and not plan.replay and not plan.fallback
 
 
 def test_the_capture_of_another_occurrence_stands_in_for_a_row():

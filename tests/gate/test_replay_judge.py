@@ -6,7 +6,14 @@ from __future__ import annotations
 import pytest
 
 from zlbench.errors import ZlbenchError
-from zlbench.gate.replay import IDENTICAL, REPLAYED, ReplayEvidence, apply_replay, replay_stats
+from zlbench.gate.replay import (
+    IDENTICAL,
+    NO_LAUNCH,
+    REPLAYED,
+    ReplayEvidence,
+    apply_replay,
+    replay_stats,
+)
 from zlbench.models import (
     PairedSamples,
     PairSample,
@@ -103,6 +110,28 @@ def test_the_op_paths_verdict_stands_and_identical_rows_of_a_replayed_op_pass():
     assert out[measured] == op_path  # measured through FlagGems: not re-judged
     assert out[ident].verdict is Verdict.PASS and out[ident].reason == IDENTICAL
     assert out[other].verdict is Verdict.MISSING  # nothing said about it
+
+
+def test_a_row_timing_no_kernel_passes_only_when_the_judges_own_reading_proves_it():
+    nothing, also, other = key("flatten"), key("flatten", "[2048]"), key("sum")
+    run = ReplayRun(changed_rows=0, no_launch=[nothing, also])
+    ev = ReplayEvidence(run=run, rows={}, no_launch=frozenset({nothing, also, other}))
+    out = {r.key: r for r in judge([missing(nothing), missing(also), missing(other)], ev)}
+    assert out[nothing].verdict is Verdict.PASS and out[nothing].reason == NO_LAUNCH
+    assert out[also].verdict is Verdict.PASS
+    assert out[other].verdict is Verdict.MISSING  # the run did not say it: nothing to judge
+    measured = RowVerdict(key=nothing, verdict=Verdict.REGRESSION, reason="slower")
+    (kept,) = judge([measured], ev)
+    assert kept == measured  # measured through FlagGems all the same: its verdict stands
+
+
+def test_a_row_listed_as_timing_no_kernel_that_the_baselines_capture_does_not_prove_is_refused():
+    nothing, forged = key("flatten"), key("softmax")
+    run = ReplayRun(changed_rows=0, no_launch=[nothing, forged])
+    with pytest.raises(ZlbenchError, match="softmax.*does not show it: not a gate's own"):
+        ReplayEvidence(run=run, rows={}, no_launch=frozenset({nothing}))
+    with pytest.raises(ZlbenchError, match="no Triton kernel"):  # no baseline read: none
+        ReplayEvidence(run=run, rows={})
 
 
 # --------------------------------------------------------------------------- through decide

@@ -544,10 +544,35 @@ def test_a_row_whose_timed_calls_launch_nothing_is_listed_without_launches(op, h
     op.shape = "[8]"
     timed_call(lambda: None)
     cap = hooked.capture_for("abs")
-    assert cap.lists_every_row and cap.unnamed_calls == 0
+    assert cap.lists_every_row and cap.unnamed_calls == 0 and cap.every_launch_hooked
     assert [(r.shape, r.occurrence, len(r.launches)) for r in cap.rows] == [
         ("[8]", 0, 0), ("[16]", 0, 1), ("[8]", 1, 0)]  # fmt: skip
     assert [cap.launched_nothing(r) for r in cap.rows] == [True, False, True]
+    assert cap.proves_no_launch("abs", "bfloat16", "[8]")  # both occurrences
+    assert not cap.proves_no_launch("abs", "bfloat16", "[16]")
+    assert not cap.proves_no_launch("abs", "bfloat16", "[32]")  # not listed: not known
+
+
+def test_with_flaggems_c_extension_loaded_a_row_without_launches_proves_nothing(
+    op, hooked, monkeypatch
+):
+    timed_call(lambda: None)  # its kernels could have launched from C++, past the hook
+    monkeypatch.setitem(sys.modules, rc.C_EXTENSION_MODULE, SimpleNamespace())
+    cap = hooked.capture_for("abs")
+    assert not cap.every_launch_hooked and cap.lists_every_row
+    assert not cap.launched_nothing(cap.rows[0])
+    assert not cap.proves_no_launch("abs", "bfloat16", "[8]")
+
+
+def test_the_c_extension_is_told_by_its_module_or_flaggems_config():
+    assert not rc.c_extension_loaded({})
+    assert not rc.c_extension_loaded({"flag_gems": 1, "flag_gems.c_operators_x": 1})
+    assert rc.c_extension_loaded({"flag_gems.c_operators": 1})
+    assert rc.c_extension_loaded({"flag_gems.c_operators.sub": 1})
+    off = SimpleNamespace(use_c_extension=False, c_operators=None)  # config.py's default
+    assert not rc.c_extension_loaded({"flag_gems.config": off})
+    on = SimpleNamespace(use_c_extension=True, c_operators=object())
+    assert rc.c_extension_loaded({"flag_gems.config": on})
 
 
 def test_a_timed_call_before_the_row_is_named_is_counted_and_proves_nothing(op, hooked):
@@ -585,9 +610,10 @@ def test_nested_timed_regions_are_one_call_and_an_unhooked_recorder_lists_launch
 
 def test_a_row_that_launched_nothing_but_is_not_whole_or_an_older_capture_proves_nothing():
     row = RowLaunches(run_name="abs", op="abs", dtype="bfloat16", shape="[8]")
-    every = LaunchCapture(rows=[row], lists_every_row=True)
+    every = LaunchCapture(rows=[row], lists_every_row=True, every_launch_hooked=True)
     assert every.launched_nothing(row)
     assert not LaunchCapture(rows=[row]).launched_nothing(row)  # lists rows with launches
+    assert not LaunchCapture(rows=[row], lists_every_row=True).launched_nothing(row)  # hook?
     for bad in ({"truncated": True}, {"why_not": "capture failed: X"}):
         assert not every.launched_nothing(row.model_copy(update=bad))
     spec = LaunchSpec(kernel_id="id", kernel="k", grid=[1, 1, 1])
@@ -601,5 +627,6 @@ def test_the_flags_are_written_and_read_back(op, hooked, tmp_path):
     hooked.write("abs", tmp_path)
     text = (tmp_path / LAUNCHES_JSON).read_text()
     assert '"lists_every_row":true' in text and '"unnamed_calls":1' in text
+    assert '"every_launch_hooked":true' in text
     back = LaunchCapture.model_validate_json(text)
     assert back == hooked.capture_for("abs")

@@ -64,7 +64,9 @@ def test_the_hook_writes_each_rows_timed_launches_next_to_the_index(tmp_path):
     add_row, mm_row, torch_row = capture.rows
     # the capture lists every row it saw timed: one that launched nothing with no launch
     assert capture.lists_every_row and capture.unnamed_calls == 0
+    assert capture.every_launch_hooked  # no FlagGems C extension in this process
     assert (torch_row.shape, torch_row.launches) == ("torch", [])
+    assert capture.proves_no_launch("add", "float32", "torch")
     assert capture.launched_nothing(torch_row) and not capture.launched_nothing(add_row)
     assert (add_row.op, add_row.dtype, add_row.shape, add_row.occurrence) == (
         "add", "float32", "[64, 128]", 0)  # fmt: skip

@@ -210,6 +210,43 @@ def test_replayed_rows_and_the_op_judged_by_replay_alone(tmp_path):
     assert "ETA" not in lines[1]  # the last row: nothing left
 
 
+def _b_times_no_kernel(tmp_path):
+    """Op b's capture: its changed 64-row's timed calls launched no Triton kernel."""
+    cap = LaunchCapture(rows=[RowLaunches(run_name="b", op="b", dtype="bfloat16", shape=SH)],
+                        lists_every_row=True, every_launch_hooked=True)  # fmt: skip
+    dump_json_model(tmp_path / "bl" / "main" / "b" / "codegen" / LAUNCHES_JSON, cap)
+
+
+def test_a_row_whose_capture_proves_it_times_no_kernel_is_judged_without_timing(tmp_path):
+    _baseline(tmp_path)
+    _b_times_no_kernel(tmp_path)
+    outcome, _, said = run(tmp_path, Fakes())
+    run_ = outcome.run
+    assert run_.no_launch == [key("b")] and run_.changed_rows == 2 and run_.replayed == 2
+    assert not any(r.key.op == "b" for r in run_.rows)  # neither replayed nor on the op path
+    assert "main/b" in outcome.replayed_ops and "main/b" not in outcome.op_rows
+    assert key("b") not in run_.identical and key("b", SH2) in run_.identical
+    assert run_.coverage() == (
+        "2 of 2 changed rows replayed (100 %); 1 row(s) proven by their capture "
+        "(no Triton kernel timed)"
+    )
+    (planned,) = [x for x in said if "changed row(s):" in x]
+    assert planned.endswith("; 1 row(s) proven by their capture (no Triton kernel timed)")
+    (line,) = [x for x in said if "expected about" in x]
+    assert "1 op(s) through FlagGems" in line  # F's sentinel only: b is not timed
+
+
+def test_the_judge_re_derives_the_rows_timing_no_kernel_from_the_baselines_captures(tmp_path):
+    from zlbench.workflow.ab import proven_no_launch
+
+    baseline, _, _ = _baseline(tmp_path)
+    rows = [key("a"), key("b"), key("c", SH2), key("nope")]
+    assert proven_no_launch(rows, baseline) == frozenset()  # b has no capture yet
+    _b_times_no_kernel(tmp_path)
+    assert proven_no_launch(rows, baseline) == {key("b")}  # a launched its kernel
+    assert proven_no_launch(rows, None) == frozenset()  # no baseline read: nothing proven
+
+
 def test_the_op_paths_wall_is_the_measure_steps_forecast_of_its_seconds():
     # both sides' seconds on one GPU, one process start, as an A/B side's own forecast
     assert op_path_wall({"main/a": 10.0, "main/b": 5.0}) == 15.0 + PROCESS_START_S

@@ -9,7 +9,9 @@ import json
 
 from tests.support.interleaved import RULE, S, batch
 from tests.support.zlsynth import brow, crow, gate, one_error_line, write_baseline
+from zlbench.gate.replay import NO_LAUNCH
 from zlbench.models import (
+    LAUNCHES_JSON,
     AbCompiler,
     AbSummary,
     GateVerdict,
@@ -20,6 +22,8 @@ from zlbench.models import (
     ReplayRun,
     dump_json_model,
 )
+from zlbench.models.replay import LaunchCapture, RowLaunches
+from zlbench.report.replay_text import NO_LAUNCH_CELL
 from zlbench.runner.ab.rounds import AB_DIR, write_summary
 
 
@@ -31,14 +35,14 @@ def _samples(pr_us: float, base_us: float, n: int = 10) -> list[PairSample]:
     return out
 
 
+BASE = {"x": [brow("x", S, 1.0, lat=0.1)], "softmax": [brow("softmax", S, 1.0, lat=0.01)]}
+
+
 def _gate_dir(tmp_path, replay_pr_us: float, outputs: str = "match", x_replayed: bool = False):
     """Baseline ops x and softmax; the op path (an interleaved A/B) measured x only;
     the replay timed softmax's row (``x_replayed``: x's too, 2x slower: a family
     sentinel's row, which both instruments time)."""
-    bl = write_baseline(
-        tmp_path / "bl",
-        {"x": [brow("x", S, 1.0, lat=0.1)], "softmax": [brow("softmax", S, 1.0, lat=0.01)]},
-    )
+    bl = write_baseline(tmp_path / "bl", BASE)
     g = tmp_path / "gate"
     batch(g / "results", {"x": 100.0})
     batch(g / AB_DIR / "1" / "base", {"x": 100.0})
@@ -128,6 +132,44 @@ def test_a_replay_json_that_is_not_one_is_refused(tmp_path, capsys):
     rc, _ = gate(tmp_path, bl, g)
     assert rc == 2
     assert "replay.json" in one_error_line(capsys)
+
+
+def _no_launch_gate(tmp_path, captured: bool):
+    """softmax's row listed in replay.json as timing no Triton kernel; ``captured``: the
+    baseline's capture of softmax shows it (else replay.json says what nothing proves)."""
+    bl, g = _gate_dir(tmp_path, replay_pr_us=10.0)
+    skey = crow("softmax", S, 1.0).key("main", "softmax")
+    dump_json_model(g / "replay" / "replay.json", ReplayRun(no_launch=[skey]))
+    dump_json_model(g / "replay" / "pairs.json", PairsFile())
+    if captured:
+        row = RowLaunches(run_name="softmax", op="softmax", dtype=skey.dtype, shape=skey.shape)
+        cap = LaunchCapture(rows=[row], lists_every_row=True, every_launch_hooked=True)
+        dump_json_model(bl / "main" / "softmax" / "codegen" / LAUNCHES_JSON, cap)
+        write_baseline(bl, BASE)  # its manifest lists the capture
+    return bl, g
+
+
+def test_a_row_its_capture_proves_times_no_kernel_passes_and_the_report_says_why(tmp_path):
+    bl, g = _no_launch_gate(tmp_path, captured=True)
+    rc, out = gate(tmp_path, bl, g)
+    assert rc == 0
+    v = GateVerdict.model_validate_json((out / "verdict.json").read_text())
+    soft = next(r for r in v.rows if r.key.op == "softmax")
+    assert soft.verdict.value == "PASS" and soft.reason == NO_LAUNCH
+    md = (out / "report.md").read_text()
+    assert "Kernel replay: no changed rows; 1 row(s) proven by their capture" in md
+    (line,) = [ln for ln in md.splitlines() if ln.startswith("| `softmax`") and "none:" in ln]
+    assert NO_LAUNCH_CELL in line
+
+
+def test_a_row_listed_as_timing_no_kernel_without_the_baselines_capture_is_refused(
+    tmp_path, capsys
+):
+    bl, g = _no_launch_gate(tmp_path, captured=False)
+    rc, _ = gate(tmp_path, bl, g)
+    assert rc == 2
+    line = one_error_line(capsys)
+    assert "softmax" in line and "launch capture does not show it" in line
 
 
 def test_replay_without_a_base_compiler_is_one_line(tmp_path, capsys):

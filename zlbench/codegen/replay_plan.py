@@ -16,6 +16,18 @@ compiles is not changed but *failed* (``ReplayPlan.failed``): it is the op path'
 failure (the gate holds such ops back, their rows FAILED); it is never replayed. A row
 whose kernels are all identical is not in the plan at all.
 
+**No kernel timed.** A changed row whose op's capture proves that its timed calls
+launch no Triton kernel (:meth:`~zlbench.models.replay.LaunchCapture.proves_no_launch`:
+a capture that lists every row it saw timed, saw no timed call before its row was
+named, hooked every launch, no FlagGems C extension; every occurrence of the row listed
+whole and without a launch) is not changed: no compiler can change the time of a timed
+region that runs no Triton kernel (views such as ``flatten``, aten-served paths; their
+op's kernels ran in setup, which the screen counts for a row none of whose kernels it
+saw timed). It goes to ``ReplayPlan.no_launch``: neither replayed nor timed through
+FlagGems, nor counted in ``changed_rows``; the judge re-derives it from the baseline's
+captures and PASSes it (:mod:`zlbench.gate.replay`). A failed kernel still fails the row
+first.
+
 **Replayable.** A changed row is replayed only when every one of these holds; else it
 falls back to the op path (timed through FlagGems) with the first reason that applies,
 in this order (the words: ``zlbench.report.replay_text``'s ``FALLBACK_*``):
@@ -266,9 +278,9 @@ def build_seconds(kernels: int, workers: Mapping[str, int], built: Mapping[str, 
 
 def op_path_ops(plan: ReplayPlan, ops: Collection[str]) -> set[str]:
     """The ops of ``ops`` (those the gate would time without the replay) that the plan
-    leaves to the op path: every one but those whose rows are all planned for replay,
-    no sentinel and none the gate times anyway."""
-    planned = {op_key(p.key.repo, p.key.run_name) for p in plan.replay}
+    leaves to the op path: every one but those whose rows are all planned for replay
+    (or proven by their capture), no sentinel and none the gate times anyway."""
+    planned = {op_key(p.key.repo, p.key.run_name) for p in plan.replay} | plan.no_launch_ops()
     return set(ops) - (planned - plan.kept_ops())
 
 
@@ -345,7 +357,11 @@ class ReplayPlan:
     row_counts: dict[str, int] = field(default_factory=dict)  # op key -> its rows in the gate
     anyway: set[str] = field(default_factory=set)  # ops the gate times through FlagGems anyway
     failed: dict[RowKey, str] = field(default_factory=dict)  # row -> the kernel that fails
-    replayable: set[str] = field(default_factory=set)  # op keys with a row planned to replay
+    # changed rows whose capture proves their timed calls launch no Triton kernel
+    # (module docstring, "No kernel timed"): not timed, not counted as changed
+    no_launch: list[RowKey] = field(default_factory=list)
+    # op keys with a row planned to replay, or proven by its capture (``no_launch``)
+    replayable: set[str] = field(default_factory=set)
     op_path_s: float = 0.0  # recorded seconds of the op path's ops (charged first)
     replay_s: float = 0.0  # estimated seconds of the rows replayed
 
@@ -372,6 +388,10 @@ class ReplayPlan:
     def fallback_ops(self) -> set[str]:
         """The ops of the fallback rows."""
         return {op_key(k.repo, k.run_name) for k in self.fallback}
+
+    def no_launch_ops(self) -> set[str]:
+        """The ops of the rows proven by their capture (:attr:`no_launch`)."""
+        return {op_key(k.repo, k.run_name) for k in self.no_launch}
 
     def op_seconds(self, op: str, op_costs: Mapping[str, float]) -> float:
         """Op ``op``'s recorded seconds on the op path (one side). An op with a row
@@ -446,7 +466,12 @@ def plan_replay(
         changed = why is not None or any(k.status in CHANGED_CLASSES for k in kernels)
         if not changed and not every_row:
             continue  # proven unchanged: not the replay tier's
-        why = why or _not_replayable(view, key, op, kernels, captures.get(op))
+        capture = captures.get(op)
+        if capture is not None and capture.proves_no_launch(key.run_name, key.dtype, key.shape):
+            if changed:  # no Triton kernel timed: no compiler changes its time
+                plan.no_launch.append(key)
+            continue
+        why = why or _not_replayable(view, key, op, kernels, capture)
         if why:
             if changed:  # an unchanged row that cannot be replayed stays proven identical
                 plan.fallback[key] = why
@@ -460,7 +485,8 @@ def plan_replay(
     plan.sentinels = _sentinels(changed, plan.fallback, op_costs, families, timed_anyway)
     plan.sentinel_rows = _sentinel_rows(plan.sentinels, changed, plan.anyway)
     plan.row_counts = dict(Counter(op_key(k.repo, k.run_name) for k in dict.fromkeys(rows)))
-    plan.replayable = {op_key(p.key.repo, p.key.run_name) for p in candidates}
+    planned = {op_key(p.key.repo, p.key.run_name) for p in candidates}
+    plan.replayable = planned | plan.no_launch_ops()
     on_op_path = set(plan.op_path()) | plan.anyway  # the gate's sentinels: timed anyway
     plan.op_path_s = sum(plan.op_seconds(k, op_costs) for k in on_op_path)
     left = None if budget_s is None else budget_s - plan.op_path_s

@@ -8,7 +8,11 @@ row is judged on its replay pairs exactly as an A/B row is
 (:func:`zlbench.gate.paired.judge_paired` at the row's paired threshold, floor and the
 pair rule), and its reason says which instrument timed it. The other rows of a
 replayed op, whose timed kernels the screen proved identical to the base's, PASS as
-proven identical.
+proven identical. A row the replay step found proven by its capture to time no Triton
+kernel (``ReplayRun.no_launch``) PASSes as such only when the baseline's own captures,
+read by the judge, prove it too (``ReplayEvidence.no_launch``,
+``LaunchCapture.proves_no_launch``): a row listed there that they do not prove is
+refused in one line.
 
 What the judge re-derives (docs/security.md "The judge re-derives"): the statistic of
 each row from its samples (:func:`replay_stats`); and it refuses,
@@ -21,7 +25,7 @@ A row the op path measured keeps the op path's verdict.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
 
 from zlbench.errors import ZlbenchError
@@ -34,6 +38,10 @@ from zlbench.protocol.pairs import PairRule
 
 REPLAYED = "kernel replay"
 IDENTICAL = "kernels identical to the base's (codegen screen); its op timed by kernel replay"
+NO_LAUNCH = (
+    "no Triton kernel in its timed calls (the baseline's launch capture): no compiler "
+    "changes its time; not timed"
+)
 
 
 @dataclass(frozen=True)
@@ -43,9 +51,12 @@ class ReplayEvidence:
 
     run: ReplayRun
     rows: Mapping[RowKey, PairedRow]
+    # of ``run.no_launch``, the rows the baseline's captures prove to time no Triton
+    # kernel, as the judge read them (re-derived, never believed from replay.json)
+    no_launch: frozenset[RowKey] = frozenset()
 
     def __post_init__(self) -> None:
-        check_replay(self.run, self.rows)  # no evidence that does not add up exists
+        check_replay(self.run, self.rows, self.no_launch)  # nothing that does not add up
 
 
 def replay_stats(pairs: PairsFile, rule: PairRule) -> dict[RowKey, PairedRow]:
@@ -56,9 +67,20 @@ def replay_stats(pairs: PairsFile, rule: PairRule) -> dict[RowKey, PairedRow]:
     return pair_samples(pairs, rule, replayed=True)
 
 
-def check_replay(run: ReplayRun, paired: Mapping[RowKey, PairedRow]) -> None:
+def check_replay(
+    run: ReplayRun, paired: Mapping[RowKey, PairedRow], no_launch: Collection[RowKey] = ()
+) -> None:
     """Refuse pairs for a row that ``run`` does not list as replayed with matching
-    outputs: one line (not a gate's own artifact)."""
+    outputs, and a row ``run`` lists as proven by its capture that the baseline's
+    captures do not prove (``no_launch``: those the judge re-derived): one line (not a
+    gate's own artifact)."""
+    proven = set(no_launch)
+    for key in run.no_launch:
+        if key not in proven:
+            raise ZlbenchError(
+                f"replay/replay.json: {key.label()} is listed as timing no Triton kernel, "
+                "but the baseline's launch capture does not show it: not a gate's own artifact"
+            )
     ok = {r.key for r in run.rows if r.instrument == "kernel-replay" and r.outputs == "match"}
     for key in paired:
         if key not in ok:
@@ -78,10 +100,12 @@ def apply_replay(
     rule: PairRule,
     per_op: Mapping[str, float] | None = None,
 ) -> list[RowVerdict]:
-    """``rows`` with the MISSING ones that the replay timed judged on their pairs, and
-    the MISSING ones it proved identical PASS; every other row as it was (``ev`` was
-    checked when made: :func:`check_replay`)."""
+    """``rows`` with the MISSING ones that the replay timed judged on their pairs, the
+    MISSING ones it proved identical PASS, and the MISSING ones the baseline's captures
+    prove to time no Triton kernel PASS; every other row as it was (``ev`` was checked
+    when made: :func:`check_replay`)."""
     identical = set(ev.run.identical)
+    no_launch = set(ev.run.no_launch) & set(ev.no_launch)
     out = []
     for r in rows:
         if r.verdict is not Verdict.MISSING:  # the op path measured it: its verdict stands
@@ -90,6 +114,8 @@ def apply_replay(
             out.append(_judged(r, ev.rows[r.key], baseline, threshold, floor_us, rule, per_op))
         elif r.key in identical:
             out.append(r.model_copy(update={"verdict": Verdict.PASS, "reason": IDENTICAL}))
+        elif r.key in no_launch:
+            out.append(r.model_copy(update={"verdict": Verdict.PASS, "reason": NO_LAUNCH}))
         else:
             out.append(r)
     return out

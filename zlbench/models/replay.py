@@ -164,18 +164,34 @@ class LaunchCapture(OnDisk):
     # unknown): their launches are attributed to no row, so a row listed without
     # launches may have launched some there (docs/replay.md, "What the model forecasts")
     unnamed_calls: StrictInt = Field(0, ge=0)
+    # True: written by a process where every Triton launch went through Python's
+    # ``CompiledKernel`` (the capture's hook): FlagGems' C extension was not loaded
+    # (``USE_C_EXTENSION=1`` with its ``c_operators`` library: its C++ launches bypass
+    # the hook, so a row listed without launches may have launched some). False: not
+    # known (an older capture, or the extension loaded)
+    every_launch_hooked: StrictBool = False
 
     def launched_nothing(self, row: RowLaunches) -> bool:
         """Whether the capture shows ``row``'s timed calls launching no Triton kernel:
-        a capture that lists every row and saw no unnamed timed call, and the row whole
-        (not truncated, no ``why_not``) with no launch."""
+        a capture that lists every row, saw no unnamed timed call and hooked every
+        launch, and the row whole (not truncated, no ``why_not``) with no launch."""
         return (
             self.lists_every_row
             and self.unnamed_calls == 0
+            and self.every_launch_hooked
             and not row.launches
             and not row.truncated
             and not row.why_not
         )
+
+    def proves_no_launch(self, run_name: str, dtype: str, shape: str) -> bool:
+        """Whether the capture proves that the row (``run_name``, ``dtype``, ``shape``)
+        times no Triton kernel: it lists the row, and every occurrence of it
+        :meth:`launched_nothing` (the plan matches a row's capture on these three, the
+        occurrence only preferred). No compiler can change such a row's time: the
+        kernel-replay tier judges it without timing it (docs/replay.md)."""
+        same = [r for r in self.rows if (r.run_name, r.dtype, r.shape) == (run_name, dtype, shape)]
+        return bool(same) and all(self.launched_nothing(r) for r in same)
 
 
 class ReplayedRow(_Model):
@@ -248,6 +264,10 @@ class ReplayRun(OnDisk):
     deferred: list[DeferredRow] = Field(default_factory=list)
     # rows of replayed ops whose timed kernels the screen proved identical to the base's
     identical: list[RowKey] = Field(default_factory=list)
+    # rows the screen could not prove unchanged whose capture proves that their timed
+    # calls launch no Triton kernel (``LaunchCapture.proves_no_launch``): not timed, not
+    # counted in ``changed_rows``; the judge re-derives them from the baseline's captures
+    no_launch: list[RowKey] = Field(default_factory=list)
     seconds: StrictFloat = 0.0  # the whole step
     build_seconds: StrictFloat = 0.0  # of which: both sides' builds (at once)
     builds: list[SideBuildTime] = Field(default_factory=list)  # each side's
@@ -266,13 +286,21 @@ class ReplayRun(OnDisk):
     def coverage(self) -> str:
         """``41 of 45 changed rows replayed (91 %)``, and ``; 50 unchanged row(s) too
         (--time all)`` where there are some (an A/A: ``no changed rows; 99 unchanged
-        row(s) replayed (--time all)``)."""
+        row(s) replayed (--time all)``), and ``; 9 row(s) proven by their capture (no
+        Triton kernel timed)`` where there are some (:attr:`no_launch`)."""
         n, also = self.changed_rows, self.unchanged_replayed
+        proven = (
+            f"; {len(self.no_launch)} row(s) proven by their capture (no Triton kernel timed)"
+            if self.no_launch
+            else ""
+        )
         if not n and also:
-            return f"no changed rows; {also} unchanged row(s) replayed (--time all)"
+            return f"no changed rows; {also} unchanged row(s) replayed (--time all){proven}"
+        if not n:
+            return f"no changed rows{proven}"
         pct = f" ({100 * self.replayed / n:.0f} %)" if n else ""
         tail = f"; {also} unchanged row(s) too (--time all)" if also else ""
-        return f"{self.replayed} of {n} changed rows replayed{pct}{tail}"
+        return f"{self.replayed} of {n} changed rows replayed{pct}{tail}{proven}"
 
 
 # --------------------------------------------------------------------------- the worker's plan

@@ -56,7 +56,9 @@ whose timed calls launched no Triton kernel is listed with no launches. A timed 
 that starts while the op's row is not named yet (its dtype or shape unknown: a
 benchmark that names its shape after measuring) is counted (``unnamed_calls``) and its
 launches are attributed to no row: then a row listed without launches may have launched
-some, and ``LaunchCapture.launched_nothing`` says no.
+some, and ``LaunchCapture.launched_nothing`` says no. So does a capture written where
+FlagGems' C extension was loaded (:func:`c_extension_loaded`: its kernels launch from
+C++, unseen here; ``LaunchCapture.every_launch_hooked``).
 
 Row occurrences: a row (dtype, shape) whose timed calls come again after another row's
 is the next occurrence.
@@ -553,10 +555,29 @@ class LaunchRecorder:
             rows=[r.model() for r in self.rows.get(run, [])],
             lists_every_row=True,
             unnamed_calls=self.unnamed.get(run, 0),
+            every_launch_hooked=not c_extension_loaded(),
         )
 
     def write(self, run: str, cg_dir: Path) -> None:
         write_launches(Path(cg_dir), self.capture_for(run))
+
+
+# FlagGems' C extension (``USE_C_EXTENSION=1`` with its library built: flag_gems/config.py
+# imports ``flag_gems.c_operators`` and sets ``use_c_extension``) launches its kernels
+# from C++, past ``CompiledKernel``: this hook does not see them.
+C_EXTENSION_MODULE = "flag_gems.c_operators"
+
+
+def c_extension_loaded(modules: dict[str, Any] | None = None) -> bool:
+    """Whether FlagGems' C extension is loaded in this process (``modules``:
+    ``sys.modules``): its module imported, or FlagGems' config saying it is in use.
+    Then a row the capture lists without launches may have launched kernels from C++
+    (``LaunchCapture.every_launch_hooked`` is False)."""
+    modules = sys.modules if modules is None else modules
+    if any(m == C_EXTENSION_MODULE or m.startswith(C_EXTENSION_MODULE + ".") for m in modules):
+        return True
+    config = modules.get("flag_gems.config")
+    return bool(getattr(config, "use_c_extension", False) or getattr(config, "c_operators", None))
 
 
 def launches_text(capture: LaunchCapture) -> str:

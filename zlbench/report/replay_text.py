@@ -7,7 +7,8 @@ not replayed (the ``FALLBACK_*`` reasons the plan writes,
 in the coverage line (:func:`reason_label`), so a reason is spelled once.
 
 The counts add up: a replay run's ``changed_rows`` are its replayed rows, its rows
-timed through FlagGems (instrument ``op``, each with a reason) and its deferred rows.
+timed through FlagGems (instrument ``op``, each with a reason) and its deferred rows;
+the rows its capture proved to time no Triton kernel (``no_launch``) are counted apart.
 """
 
 from __future__ import annotations
@@ -83,6 +84,9 @@ def reason_label(why: str) -> str:
 
 
 ALSO_OP = "; also through FlagGems, whose verdict stands"
+# a row whose capture proves that its timed calls launch no Triton kernel (ReplayRun.
+# no_launch): judged without timing
+NO_LAUNCH_CELL = "none: no Triton kernel in its timed calls (capture)"
 
 
 def instrument_cell(row: ReplayedRow | None, op_judged: bool = False) -> str:
@@ -113,7 +117,7 @@ def coverage_line(run: ReplayRun, budget_s: float | None = None) -> str:
     (2 captured in a CUDA graph, 1 digest mismatch, 1 intermediate buffer); 3 deferred
     beyond the `--time-budget` of 90 s.`` ``budget_s``: the gate's ``--time-budget``
     (``timing.json``'s ``budget_s``), None when not known."""
-    if not run.changed_rows and not run.unchanged_replayed:
+    if not run.changed_rows and not run.unchanged_replayed and not run.no_launch:
         return "Kernel replay: no changed rows to replay."
     parts = [f"Kernel replay: {run.coverage()}"]
     counts = fallback_counts(run)
@@ -172,17 +176,20 @@ def replay_block(
 ) -> Block:
     """The replay tier's section: the coverage line, then every changed row with what
     timed it (:func:`instrument_cell`; ``op_judged``: the rows whose verdict is the op
-    path's, measured there too), replayed rows first."""
+    path's, measured there too), replayed rows first, then the rows proven by their
+    capture to time no Triton kernel (:data:`NO_LAUNCH_CELL`)."""
     rows = sorted(run.rows, key=lambda r: (r.instrument != "kernel-replay", r.key.label()))
     judged = set(op_judged)
+    cells = [(r.key, instrument_cell(r, r.key in judged)) for r in rows]
+    cells += [(k, NO_LAUNCH_CELL) for k in sorted(run.no_launch, key=lambda k: k.label())]
     table = [
         [
-            md_code(row_op(r.key, names)),
-            md_code(r.key.dtype),
-            md_code(r.key.shape + (f" #{r.key.occurrence}" if r.key.occurrence else "")),
-            instrument_cell(r, r.key in judged),
+            md_code(row_op(key, names)),
+            md_code(key.dtype),
+            md_code(key.shape + (f" #{key.occurrence}" if key.occurrence else "")),
+            cell,
         ]
-        for r in rows
+        for key, cell in cells
     ]
     intro = coverage_line(run, budget_s) + (
         " A replayed row is timed standalone, the PR's and the base's binaries of its "

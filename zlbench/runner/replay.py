@@ -19,7 +19,8 @@ binaries interleaved on one GPU:
 
 Written to ``<gate>/replay/``: ``plan.json`` (the worker's input), ``replay.json`` (a
 :class:`~zlbench.models.ReplayRun`: every changed row with its instrument and why, the
-deferred rows, the rows of replayed ops proven identical) and ``pairs.json`` (the
+deferred rows, the rows of replayed ops proven identical, the rows proven by their
+capture to time no Triton kernel) and ``pairs.json`` (the
 replayed rows' samples; the judge re-derives their statistic,
 :mod:`zlbench.gate.replay`). An op all of whose changed rows were replayed, and that is
 no sentinel, is not measured through FlagGems (:attr:`ReplayOutcome.replayed_ops`).
@@ -209,6 +210,11 @@ def replay_changed(
         f"{len(plan.replay) - len(unchanged)} to replay, {len(plan.fallback)} through "
         f"FlagGems, {len(plan.deferred)} deferred"
         + (f"; {len(unchanged)} unchanged row(s) replayed too (--time all)" if unchanged else "")
+        + (
+            f"; {len(plan.no_launch)} row(s) proven by their capture (no Triton kernel timed)"
+            if plan.no_launch
+            else ""
+        )
     )
     caches = {"pr": pr_cache, "base": base_cache}
     built = {side: filled(c) for side, c in caches.items()}
@@ -264,6 +270,7 @@ def replay_changed(
             key=lambda r: r.key.label(),
         ),
         deferred=plan.deferred,
+        no_launch=sorted(plan.no_launch, key=lambda k: k.label()),
         seconds=round(time.monotonic() - t0, 3),
         build_seconds=round(build_s, 3),
         builds=builds,
@@ -271,6 +278,7 @@ def replay_changed(
     )
     whole, partly = _op_path_split(run, plan)
     changed = {r.key for r in run.rows} | {d.key for d in run.deferred} | set(plan.failed)
+    changed |= set(run.no_launch)  # judged on their capture, not as identical
     judged = whole | set(partly)
     run.identical = [k for k in rows if op_key(k.repo, k.run_name) in judged and k not in changed]
     dump_json_model(rdir / REPLAY_PAIRS, pairs)
@@ -370,8 +378,10 @@ def _op_path_split(run: ReplayRun, plan: ReplayPlan) -> tuple[set[str], dict[str
     others not, in the plan or in the step, and for each family sentinel some of whose
     rows were replayed (its one row, :attr:`ReplayPlan.sentinel_rows`, and any that
     fell back): the op path times those rows only, the replay judges the rest, unless
-    the op is measured whole anyway (:meth:`ReplayPlan.whole_ops`).)"""
-    replayed: set[str] = set()
+    the op is measured whole anyway (:meth:`ReplayPlan.whole_ops`).) A row proven by
+    its capture (``run.no_launch``) counts as replayed here: the op path never times
+    it."""
+    replayed = {op_key(k.repo, k.run_name) for k in run.no_launch}
     fell: dict[str, list[RowKey]] = {}
     for r in run.rows:
         key = op_key(r.key.repo, r.key.run_name)

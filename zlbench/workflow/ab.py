@@ -21,13 +21,14 @@ set, in the pinned or own-best caliber (docs/judging.md "Calibers").
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from zlbench.errors import ZlbenchError
 from zlbench.gate.accept import load_accept
 from zlbench.gate.decide import Evidence, PairedEvidence, ScreenEvidence, decide
+from zlbench.gate.load import BaselineSet
 from zlbench.gate.paired import (
     DEFAULT_PAIRED_FLOOR_US,
     DEFAULT_PAIRED_THRESHOLD,
@@ -46,6 +47,7 @@ from zlbench.models import (
     GateVerdict,
     PairsFile,
     ReplayRun,
+    RowKey,
     Verdict,
     load_json_model,
     resolve_inside,
@@ -332,18 +334,41 @@ def load_paired(
 
 
 def load_replay(
-    verdict: GateVerdict, gate_dir: Path, rule: PairRule | None = None
+    verdict: GateVerdict,
+    gate_dir: Path,
+    rule: PairRule | None = None,
+    baseline: BaselineSet | None = None,
 ) -> ReplayEvidence | None:
     """The kernel replay of ``<gate_dir>/replay/`` as evidence (None when the dir holds
-    none, or the verdict is an ERROR): its run, and each replayed row's statistic
-    re-derived from its samples; pairs for a row the run does not list as replayed
-    with matching outputs are refused (one line)."""
+    none, or the verdict is an ERROR): its run, each replayed row's statistic
+    re-derived from its samples, and the rows it lists as timing no Triton kernel that
+    ``baseline``'s own captures prove (:func:`proven_no_launch`); pairs for a row the
+    run does not list as replayed with matching outputs, or a row listed as timing no
+    kernel that the captures do not prove, are refused (one line)."""
     if verdict.exit_code == 2 or not (gate_dir / REPLAY_DIR / REPLAY_JSON).exists():
         return None
     run = load_json_model(resolve_inside(gate_dir, f"{REPLAY_DIR}/{REPLAY_JSON}"), ReplayRun)
     pairs = load_json_model(resolve_inside(gate_dir, f"{REPLAY_DIR}/{REPLAY_PAIRS}"), PairsFile)
     rows = replay_stats(pairs, rule or PairRule())
-    return ReplayEvidence(run=run, rows=rows)  # checked as it is made
+    proven = proven_no_launch(run.no_launch, baseline)
+    return ReplayEvidence(run=run, rows=rows, no_launch=proven)  # checked as it is made
+
+
+def proven_no_launch(keys: Sequence[RowKey], baseline: BaselineSet | None) -> frozenset[RowKey]:
+    """Of ``keys``, the rows whose op's capture in ``baseline`` (its
+    ``codegen/launches.json``, read here) proves that their timed calls launch no Triton
+    kernel (``LaunchCapture.proves_no_launch``); none without a baseline."""
+    if not keys or baseline is None:
+        return frozenset()
+    from zlbench.runner.replay import load_captures
+
+    captures = load_captures(baseline, {op_key(k.repo, k.run_name) for k in keys}, lambda _: None)
+    return frozenset(
+        k
+        for k in keys
+        if (c := captures.get(op_key(k.repo, k.run_name))) is not None
+        and c.proves_no_launch(k.run_name, k.dtype, k.shape)
+    )
 
 
 def judge_ab(verdict: GateVerdict, gate_dir: Path, options: AbOptions | None = None) -> GateVerdict:
@@ -436,18 +461,21 @@ def evidence(
     gate_dir: Path,
     measure: Callable[..., Path] | None = None,
     screen: ScreenEvidence | None = None,
+    baseline: BaselineSet | None = None,
 ) -> Evidence:
     """Everything the judge decides on besides ``verdict``'s own rows: the A/B
     (measured into ``<gate_dir>/ab/`` first when ``measure`` is given: a gate that
     measures; read from ``<gate_dir>/ab/`` when it holds one: also a merged or earlier
     gate dir), the kernel replay of ``<gate_dir>/replay/`` when it holds one (judged at
-    the A/B's rule), the accept list, and ``screen`` (:mod:`zlbench.gate.decide`)."""
+    the A/B's rule; its rows that time no Triton kernel checked against ``baseline``'s
+    captures), the accept list, and ``screen`` (:mod:`zlbench.gate.decide`)."""
     if measure is not None:
         measure_ab(ctx, verdict, gate_dir, measure)
     paired = load_paired(verdict, gate_dir, ctx.options)
+    rule = paired.rule if paired is not None else None
     return Evidence(
         paired=paired,
-        replay=load_replay(verdict, gate_dir, paired.rule if paired is not None else None),
+        replay=load_replay(verdict, gate_dir, rule, baseline),
         accept=list(ctx.accept),
         accept_source=str(ctx.options.accept or ""),
         screen=screen,

@@ -212,7 +212,7 @@ def judge_and_write(
     with hold_dir(out):  # one writer of out's reports at a time; exit 2 for the other
         verdict = judging.run_gate(inputs.baseline, results, inputs.thresholds, opts, remeasure)
         screen = screen_evidence(codegen, verdict.rows)
-        ev = evidence(verdict, inputs.ab, ab_dir or out, ab_measure, screen)
+        ev = evidence(verdict, inputs.ab, ab_dir or out, ab_measure, screen, inputs.baseline)
         verdict = decide(verdict, ev)
         if base := base_given(job, ab_dir or out):  # said also when nothing was A/B-measured
             verdict = verdict.model_copy(update={"base_compiler": base})
