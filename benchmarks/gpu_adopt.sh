@@ -56,6 +56,10 @@
 #               the gate's op path: without it, upstream's shapes), each op within
 #               --op-timeout $OP_TIMEOUT (100), then benchmarks/replay_read.py opside
 #               (replayed against recorded seconds) and phase_breakdown.py
+#   v7-sentinels  v7's family sentinels at their one row, one side, replay mode
+#               (benchmarks/oppath_rows.py of $SENT_FILE, benchmarks/v7_sentinel_sample.txt:
+#               each op's row picks, v7's shape file, --op-timeout $OP_TIMEOUT): the
+#               model's seconds beside the measured
 #   pack        gate dirs (verdicts, reports, screens, logs) into $OUT/adopt.tgz
 #   pack-v7     the v7 screens' logs, codegen.md and timing.json into $OUT/v7.tgz
 # Env: W (/tmp/w), NAME (h100), TIER (pr; smoke: 5 ops, minutes), OPS_FILE (the ops of
@@ -182,6 +186,13 @@ for spec in "$@"; do
         --replay-root "$v7" --shape-file "$v7/shapes.yaml" --op-timeout "${OP_TIMEOUT:-100}" \
         --phase-timings --no-ttgir --out "$W/$stage"
       python3 benchmarks/replay_read.py opside "$W/$stage" baselines/v7 2>&1 | tee -a "$LOG"
+      python3 benchmarks/phase_breakdown.py "$W/$stage" 2>&1 | tee -a "$LOG" ;;
+    v7-sentinels)
+      v7=$(python3 -m zlbench unpack baselines/v7)  # its shapes, as a gate's op path replays
+      timed "$stage" same python3 benchmarks/oppath_rows.py \
+        "${SENT_FILE:-benchmarks/v7_sentinel_sample.txt}" "$v7" -- --shape-file "$v7/shapes.yaml" \
+        --op-timeout "${OP_TIMEOUT:-100}" --phase-timings --no-ttgir --out "$W/$stage"
+      tail -30 "$W/$stage.log" | tee -a "$LOG"
       python3 benchmarks/phase_breakdown.py "$W/$stage" 2>&1 | tee -a "$LOG" ;;
     pack-v7)
       (cd "$W" && shopt -s nullglob && tar czf "${OUT:-$W}/v7.tgz" ./*.log ./*.txt \

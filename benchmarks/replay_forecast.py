@@ -108,6 +108,15 @@ def main() -> None:
         help="write the op path's ops to FILE, one `op seconds part` a line (the model's "
         "seconds, both sides): a sample of them can be timed on a GPU",
     )  # fmt: skip
+    ap.add_argument(
+        "--list-sentinel-rows", type=Path, metavar="FILE",
+        help="write the family sentinels' rows to FILE (benchmarks/oppath_rows.py's "
+        "input: op, dtype, shape, occurrence, the model's seconds one side, tab-separated)",
+    )  # fmt: skip
+    ap.add_argument(
+        "--sample", type=int, default=0, metavar="N",
+        help="with --list-sentinel-rows: N of them, evenly spread over the model's seconds",
+    )  # fmt: skip
     args = ap.parse_args()
     if args.row_setup is not None:
         replay_plan.ROW_SETUP_S = args.row_setup  # replay_cost_s reads it at each call
@@ -177,6 +186,15 @@ def main() -> None:
         args.list_op_path.write_text("".join(
             f"{k} {s:.1f} {part.replace(' ', '_')}\n"
             for part, got in sorted(parts.items()) for s, k in sorted(got, reverse=True)
+        ))  # fmt: skip
+    if args.list_sentinel_rows:
+        listed = sorted((plan.op_seconds(k, op_costs), k) for k in plan.sentinel_rows)
+        if 0 < args.sample < len(listed):  # evenly spread, the cheapest and dearest kept
+            step = (len(listed) - 1) / (args.sample - 1) if args.sample > 1 else 0
+            listed = [listed[round(i * step)] for i in range(args.sample)]
+        args.list_sentinel_rows.write_text("".join(
+            f"{k}\t{r.dtype}\t{r.shape}\t{r.occurrence}\t{s:.2f}\n"
+            for s, k in listed for r in [plan.sentinel_rows[k]]
         ))  # fmt: skip
     for part, got in sorted(parts.items(), key=lambda kv: -sum(s for s, _ in kv[1])):
         top = ", ".join(f"{k} {fmt_seconds(s)}" for s, k in sorted(got, reverse=True)[:3])
