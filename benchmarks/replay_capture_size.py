@@ -9,13 +9,18 @@ every row, every kernel its codegen index says ran in its timed region
 of the row's (first) shape in the pointer's dtype, statistics drawn from random
 values of that dtype (integer pointers of at most EXACT_INT_MAX elements exact),
 integer scalars the row's element count, float scalars 1.0, constexprs the recorded
-values, a 1-D grid; a row without a timed kernel is listed without launches, and the
-capture says what a capture writes now (every row listed, every launch hooked, the
-timed uses made while no row was named counted as ``unnamed_calls``) where the index
-marks every use timed or not. The argument descriptions, statistics and file text are
-the capture's own (``zlbench.plugins.replay_capture``). Printed: rows, launches, bytes
-per row raw, xz per op file (the worst case) and xz of all files in one stream (what
-``zlbench pack``'s ``tar.xz`` archive does).
+values, a 1-D grid. A kernel function is one launch however many of its compiles the
+row timed: a record pass times every config of an autotuned kernel in the row's first
+call (v7's diff: 13-21 kernels a row), a capture keeps the last timed call's launches,
+one config each (replay mode: the pinned one), and ``replay_timed`` names them as
+``baseline capture`` does from its replay-mode run. A row without a timed kernel is
+listed without launches, and the capture says what a capture writes now (every row
+listed, every launch hooked, the timed uses made while no row was named counted as
+``unnamed_calls``) where the index marks every use timed or not. The argument
+descriptions, statistics and file text are the capture's own
+(``zlbench.plugins.replay_capture``). Printed: rows, launches, bytes per row raw, xz per
+op file (the worst case) and xz of all files in one stream (what ``zlbench pack``'s
+``tar.xz`` archive does).
 """
 
 from __future__ import annotations
@@ -106,7 +111,10 @@ def op_capture(op_dir: Path, gen) -> LaunchCapture:
     uses = [u for r in index.records for u in r.used_by]
     rows = []
     for row in result.rows:
-        timed = by_row.get((row.dtype, row.shape), [])
+        once: dict[str, object] = {}  # one launch per kernel function (below)
+        for r in by_row.get((row.dtype, row.shape), []):
+            once.setdefault(r.request.kernel.name, r)
+        timed = list(once.values())
         launches = [launch(r, row_shape(row.shape), gen) for r in timed[: rc.MAX_LAUNCHES_PER_ROW]]
         rows.append(
             RowLaunches(
@@ -116,6 +124,9 @@ def op_capture(op_dir: Path, gen) -> LaunchCapture:
                 shape=row.shape,
                 occurrence=row.occurrence,
                 launches=launches,
+                # what ``baseline capture`` adds from the replay-mode run's own index
+                # (codegen.attribute.with_replay_timed): the kernels it timed
+                replay_timed=[launch.kernel_id for launch in launches],
             )
         )
     # what a capture now writes (zlbench.plugins.replay_capture): every row it saw timed,
