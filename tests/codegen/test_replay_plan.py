@@ -603,6 +603,23 @@ def test_an_op_without_a_family_is_a_family_of_its_own_judged_by_replay_alone():
     assert plan_replay(s, [a, b], caps, families=fams).sentinels == {"F": "main/a"}
 
 
+def test_a_family_of_one_ops_variants_has_no_sentinel_of_its_own():
+    a, a_, b = row("abs"), row("abs_"), row("exp")
+    s = screen(*(kernel(f"k{r.op}", C, [r]) for r in (a, a_, b)))
+    caps = {f"main/{r.op}": capture(captured(r, launch(f"k{r.op}"))) for r in (a, a_, b)}
+    fams = {"main/abs": "op:abs", "main/abs_": "op:abs", "main/exp": "op:exp"}
+    plan = plan_replay(s, [a, a_, b], caps, families=fams)
+    assert plan.sentinels == {} and len(plan.replay) == 3  # abs, abs_: one op's forms
+    assert op_path_ops(plan, set(fams)) == set()  # nothing left to the op path
+    classes = {k: "UnaryPointwiseBenchmark" for k in fams}  # a Benchmark class: one
+    assert plan_replay(s, [a, a_, b], caps, families=classes).sentinels == {
+        "UnaryPointwiseBenchmark": "main/abs"
+    }
+    # the gate's own sentinel of such a family stays its sentinel
+    anyway = plan_replay(s, [a, a_, b], caps, families=fams, timed_anyway=["main/abs"])
+    assert anyway.sentinels == {"op:abs": "main/abs"}
+
+
 def test_a_family_of_one_replayed_op_keeps_the_gates_own_sentinel():
     a = row("a")
     s = screen(kernel("ka", C, [a]))

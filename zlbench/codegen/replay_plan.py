@@ -89,9 +89,13 @@ the op path (a fallback row's op) is taken first, then the cheapest (recorded op
 seconds), then the op key. A family with **one** replayed op and none the gate times
 anyway has no sentinel of its own: its sentinel would be the op itself, timed as if
 there were no replay (the PR tier's 54 ops are 38 families, 33 of them of one op: a
-broad change would time nearly every op twice). What an op-level time sees beyond its
-kernels there, the triton launcher and runtime, is the same code for every op, and the
-gate's own sentinels time it on every gate; FlagGems' host code is not the compiler's.
+broad change would time nearly every op twice). Nor has a family of one op's variants
+(``op:abs``: ``abs``, ``abs_``, ``abs_out``; the family of an op whose Benchmark class is
+a catch-all, :data:`~zlbench.protocol.ops.VARIANTS_FAMILY`): its ops are one op's forms,
+and its sentinel would be that op again (v7: 73 of the 108 family sentinels, 2026-12-06).
+What an op-level time sees beyond its kernels there, the triton launcher and runtime,
+is the same code for every op, and the gate's own sentinels time it on every gate;
+FlagGems' host code is not the compiler's.
 A family sentinel is timed through FlagGems at **one row** (``ReplayPlan.sentinel_rows``):
 its changed row of the least recorded latency, where the launcher's and the host's time
 weigh most; the replay judges its other rows. On v7 the 108 family sentinels timed whole
@@ -148,7 +152,7 @@ from zlbench.models.replay import (
 )
 from zlbench.models.run import RowKey
 from zlbench.protocol.layout import op_key
-from zlbench.protocol.ops import op_name_of, spec_of
+from zlbench.protocol.ops import VARIANTS_FAMILY, op_name_of, spec_of, variants_family
 from zlbench.protocol.pairs import REPLAY_REPS, SIDES, sample_reps
 from zlbench.protocol.rowpart import picked_share
 from zlbench.report.codegen import weight
@@ -640,7 +644,7 @@ def _sentinels(
     a family with an op the gate times anyway (``timed_anyway``) has that one."""
 
     def family(op: str) -> str:
-        return families.get(op) or f"op:{op_name_of(op)}"
+        return families.get(op) or variants_family(op_name_of(op))
 
     on_path = {op_key(k.repo, k.run_name) for k in fallback}
     anyway: dict[str, str] = {}
@@ -654,5 +658,6 @@ def _sentinels(
         fam: anyway.get(fam)
         or min(ops, key=lambda o: (o not in on_path, op_costs.get(o, DEFAULT_OP_COST_S), o))
         for fam, ops in sorted(by_family.items())
-        if fam in anyway or len(ops) > 1  # one replayed op: the gate's sentinels stand for it
+        # one replayed op, or one op's variants: the gate's sentinels stand for it
+        if fam in anyway or (len(ops) > 1 and not fam.startswith(VARIANTS_FAMILY))
     }

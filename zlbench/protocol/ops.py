@@ -91,6 +91,17 @@ def op_name_of(key: str) -> str:
     return selector_for(split_op_key(key)[1]).partition("@")[0].strip()
 
 
+# An op family that is one op and its in-place ``_`` and ``_out`` variants (the family of
+# an op whose Benchmark class is a catch-all, or that the inventory does not name):
+# ``op:abs`` (runner.catalog.tiers.op_family; the replay plan's sentinels)
+VARIANTS_FAMILY = "op:"
+
+
+def variants_family(op_name: str) -> str:
+    """The op family of one op and its variants: ``op:<name>``."""
+    return VARIANTS_FAMILY + op_name
+
+
 def spec_of(key: str) -> str:
     """The SPEC naming exactly one op key, as a person writes it: its selector
     (``bmm@test_bmm.py``), with its repo when not ``main`` (``vllm:mm``)."""

@@ -28,6 +28,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from zlbench.protocol.ops import variants_family
 from zlbench.runner.catalog.inventory import InventoryRow
 from zlbench.runner.catalog.resolve import all_selectors, split_selector
 
@@ -109,7 +110,7 @@ def op_family(row: InventoryRow) -> str:
     """The op family of one inventory row (see the module docstring)."""
     if not _CATCH_ALL.match(row.bench_class):
         return row.bench_class
-    return "op:" + _VARIANT.sub("", row.op)
+    return variants_family(_VARIANT.sub("", row.op))
 
 
 def selector_rows(rows: Iterable[InventoryRow]) -> dict[str, list[InventoryRow]]:
