@@ -68,12 +68,14 @@ def main() -> int:
         picks[key] = got
     with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
         f.write("".join(spec_of(k) + "\n" for k in sorted(picks)))
-    args = build_parser("batch").parse_args(
-        ["batch", "--replay-root", str(root), "--ops-file", f.name, *batch_flags]
-    )
-    config = replace(config_from_args(args, Settings.from_env()), row_picks=picks)
-    outcome = run_batch(config)
-    Path(f.name).unlink()
+    try:
+        args = build_parser("batch").parse_args(
+            ["batch", "--replay-root", str(root), "--ops-file", f.name, *batch_flags]
+        )
+        config = replace(config_from_args(args, Settings.from_env()), row_picks=picks)
+        outcome = run_batch(config)
+    finally:
+        Path(f.name).unlink()
     measured = replay_seconds(outcome.out_dir)
     model_sum = got_sum = 0.0
     print(f"{'op':48s} {'rows':>4s} {'model s':>8s} {'measured s':>10s}")

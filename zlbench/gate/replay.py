@@ -37,7 +37,7 @@ from zlbench.protocol.layout import op_key
 from zlbench.protocol.pairs import PairRule
 
 REPLAYED = "kernel replay"
-IDENTICAL = "kernels identical to the base's (codegen screen); its op timed by kernel replay"
+IDENTICAL = "kernels identical to the base's (codegen screen); its op judged by kernel replay"
 NO_LAUNCH = (
     "no Triton kernel in its timed calls (the baseline's launch capture): no compiler "
     "changes its time; not timed"
