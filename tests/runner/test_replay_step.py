@@ -395,6 +395,23 @@ def test_the_progress_line_counts_rows_and_its_eta_is_the_models_rows_left_corre
     assert said[4] == f"zlbench gate: replay [4/4] d bfloat16 {SH}: replayed; 1 fell back"
 
 
+def test_the_progress_lines_are_the_first_the_last_each_fallback_and_one_per_interval():
+    from zlbench.runner.replay import progress
+
+    rows = [PlannedRow(key=key(f"op{i}"), launches=[_launch("k")]) for i in range(100)]
+    said, now = [], [0.0]
+    on_row = progress(ReplayPlanFile(rows=rows), said.append, 0.0, clock=lambda: now[0],
+                      every_s=5.0)  # fmt: skip
+    for i in range(100):
+        now[0] = 10.0 + 0.1 * i  # a row every 0.1 s: 9.9 s in all
+        on_row(i, "outputs differ from the base's" if i == 42 else None)
+    counts = [line.split("replay [")[1].split("]")[0] for line in said]
+    # the first (10.0 s); the fallback at once (14.2 s); 5 s after it (19.2 s); the last
+    assert counts == ["1/100", "43/100", "93/100", "100/100"]
+    assert any("through FlagGems (outputs differ" in line for line in said)
+    assert said[-1].endswith("1 fell back")  # the last line: no ETA
+
+
 def test_a_gate_sentinel_is_its_familys_sentinel_so_the_other_op_is_judged_by_replay(tmp_path):
     """Ops a and c share family F; the gate times c anyway (ops/sentinels.txt): c is F's
     sentinel and a is judged by replay alone. Without it, a (the first by key) is."""
