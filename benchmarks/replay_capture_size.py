@@ -52,6 +52,7 @@ DTYPES = {
     "i1": torch.bool,
 }
 SAMPLE = 4096  # values the statistics are drawn from
+MODEL_GPU = "(the modelled runner)"  # a modelled capture's GPU: the runner it is gated on
 
 
 def row_shape(text: str) -> list[int]:
@@ -136,7 +137,11 @@ def op_capture(op_dir: Path, gen) -> LaunchCapture:
     known = all(u.timed is not None for u in uses)
     unnamed = sum(1 for u in uses if u.timed and (u.dtype is None or u.shape is None))
     return LaunchCapture(
-        rows=rows, lists_every_row=known, unnamed_calls=unnamed, every_launch_hooked=known
+        rows=rows,
+        lists_every_row=known,
+        unnamed_calls=unnamed,
+        every_launch_hooked=known,
+        gpu_model=MODEL_GPU,
     )
 
 

@@ -13,8 +13,9 @@ bound). The screen: a gate dir's ``codegen/codegen.json`` and the ops its
 compiler), or every kernel of the baseline changed (``--all-changed``: the whole
 inventory judged). Then the gate's own plan (``plan_replay``: families from
 ``ops/inventory_*.csv``, the gate's sentinels of ``ops/sentinels.txt``, the baseline's
-recorded op seconds) and its forecast at ``--jobs`` rebuild workers (the device's 15),
-the PR side's builds cache hits (the screen built them), the base side's too with
+recorded op seconds; the runner taken to be the GPU the captures ran on) and its
+forecast at ``--jobs`` rebuild workers (the device's 15), the PR side's builds cache
+hits (the screen built them), the base side's too with
 ``--base-built`` (the screen rebuilt the base, no base-screen cache entry served it).
 Printed: changed rows, replayed / op path / deferred, the rows proven by their capture
 (modelled: a row whose index marks no use timed, in an op whose every use is marked,
@@ -35,7 +36,7 @@ import torch
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "benchmarks"))
 
-from replay_capture_size import op_capture  # noqa: E402
+from replay_capture_size import MODEL_GPU, op_capture  # noqa: E402
 
 from zlbench.cli.settings import Settings  # noqa: E402
 from zlbench.cli.trees import resolve_one  # noqa: E402
@@ -137,7 +138,8 @@ def main() -> None:
         res = baseline.ops[key]
         op_dir = root / res.repo / res.run_name
         if (op_dir / "codegen" / LAUNCHES_JSON).is_file():
-            captures[key] = load_json_model(op_dir / "codegen" / LAUNCHES_JSON, LaunchCapture)
+            cap = load_json_model(op_dir / "codegen" / LAUNCHES_JSON, LaunchCapture)
+            captures[key] = cap.model_copy(update={"gpu_model": MODEL_GPU})  # gated there
             real += 1
         elif (op_dir / "codegen" / "index.json").is_file():
             captures[key] = op_capture(op_dir, gen)
@@ -154,6 +156,7 @@ def main() -> None:
         screen, rows, captures, costs=replay_costs(results), op_costs=op_costs,
         families=families_of(baseline, REPO / "ops"),
         timed_anyway=sentinel_ops({k: baseline.ops[k] for k in ops}, REPO / "ops"),
+        proof_gpu=MODEL_GPU,
     )  # fmt: skip
     f = forecast(  # as the gate: the screen built the PR side (and maybe the base's)
         plan, ops, op_costs, args.jobs, pr_built=True, base_built=args.base_built,

@@ -245,19 +245,44 @@ def nothing(key: RowKey, **kw) -> RowLaunches:
     return captured(key).model_copy(update=kw)
 
 
+GPU = "NVIDIA H100 80GB HBM3"
+
+
 def whole(*rows: RowLaunches, **kw) -> LaunchCapture:
     """A capture that can prove a row launched nothing: it lists every row it saw
-    timed, saw no unnamed timed call and hooked every launch."""
-    return LaunchCapture(rows=list(rows), lists_every_row=True, every_launch_hooked=True, **kw)
+    timed, saw no unnamed timed call and hooked every launch, on GPU."""
+    return LaunchCapture(rows=list(rows), lists_every_row=True, every_launch_hooked=True,
+                         gpu_model=GPU, **kw)  # fmt: skip
+
+
+def proving(*args, **kw):
+    """plan_replay on a runner of GPU (a capture taken there can prove a row)."""
+    return plan_replay(*args, proof_gpu=GPU, **kw)
 
 
 def test_a_row_whose_capture_proves_it_times_no_kernel_is_neither_timed_nor_changed():
     r = row("a")
-    plan = plan_replay(screen(kernel("ka", C, [r])), [r], {"main/a": whole(nothing(r))})
+    plan = proving(screen(kernel("ka", C, [r])), [r], {"main/a": whole(nothing(r))})
     assert plan.no_launch == [r] and plan.no_launch_ops() == {"main/a"}
     assert not plan.replay and not plan.fallback and not plan.deferred
     assert plan.changed_rows == 0  # no compiler changes a timed region without a kernel
     assert op_path_ops(plan, {"main/a"}) == set()  # nor is its op timed through FlagGems
+
+
+def test_a_capture_proves_no_launch_only_on_the_gpu_model_it_ran_on():
+    r = row("a")
+    s = screen(kernel("ka", C, [r]))
+    assert proving(s, [r], {"main/a": whole(nothing(r))}).no_launch == [r]
+    other = whole(nothing(r)).model_copy(update={"gpu_model": "NVIDIA B200"})
+    plan = proving(s, [r], {"main/a": other})
+    assert not plan.no_launch and plan.changed_rows == 1
+    assert plan.fallback[r] == (
+        f"{FALLBACK_LAUNCHED_NOTHING} on NVIDIA B200, not on this runner's GPU"
+    )
+    unnamed = whole(nothing(r)).model_copy(update={"gpu_model": ""})
+    assert "on a GPU it does not name" in proving(s, [r], {"main/a": unnamed}).fallback[r]
+    # a runner whose GPU is not known (or that asks for FlagGems' C extension): no proof
+    assert not plan_replay(s, [r], {"main/a": whole(nothing(r))}).no_launch
 
 
 def test_a_capture_that_cannot_prove_no_launch_leaves_the_row_changed_on_the_op_path():
@@ -270,7 +295,7 @@ def test_a_capture_that_cannot_prove_no_launch_leaves_the_row_changed_on_the_op_
         whole(nothing(r, why_not="capture failed: RuntimeError: x")),
     ]
     for cap in cases:
-        plan = plan_replay(screen(kernel("ka", C, [r])), [r], {"main/a": cap})
+        plan = proving(screen(kernel("ka", C, [r])), [r], {"main/a": cap})
         assert not plan.no_launch and plan.changed_rows == 1, cap
         assert op_path_ops(plan, {"main/a"}) == {"main/a"}, cap
         assert (
@@ -282,14 +307,14 @@ def test_a_capture_that_cannot_prove_no_launch_leaves_the_row_changed_on_the_op_
 def test_no_launch_needs_every_occurrence_of_the_row_to_have_launched_nothing():
     r = row("a")
     other = captured(row("a", occurrence=1), launch("ka"))
-    plan = plan_replay(screen(kernel("ka", C, [r])), [r], {"main/a": whole(nothing(r), other)})
+    plan = proving(screen(kernel("ka", C, [r])), [r], {"main/a": whole(nothing(r), other)})
     assert not plan.no_launch
     assert plan.fallback == {r: FALLBACK_LAUNCHED_NOTHING}  # its own occurrence: nothing
 
 
 def test_a_row_that_times_no_kernel_still_fails_when_its_kernel_does_not_compile():
     r = row("a")
-    plan = plan_replay(screen(kernel("ka", CodegenClass.FAILED, [r])), [r],
+    plan = proving(screen(kernel("ka", CodegenClass.FAILED, [r])), [r],
                        {"main/a": whole(nothing(r))})  # fmt: skip
     assert r in plan.failed and not plan.no_launch
 
@@ -298,11 +323,11 @@ def test_an_op_of_proven_and_replayed_rows_leaves_the_op_path_one_with_a_fallbac
     a, b = row("a"), row("a", shape="[torch.Size([128])]")
     s = screen(kernel("ka", C, [a, b]))
     cap = whole(nothing(a), captured(b, launch("ka")))
-    plan = plan_replay(s, [a, b], {"main/a": cap}, op_costs={"main/a": 10.0})
+    plan = proving(s, [a, b], {"main/a": cap}, op_costs={"main/a": 10.0})
     assert plan.no_launch == [a] and [p.key for p in plan.replay] == [b]
     assert plan.changed_rows == 1 and op_path_ops(plan, {"main/a"}) == set()
     cap = whole(nothing(a), captured(b, launch("ka", why_not="graph")))
-    plan = plan_replay(s, [a, b], {"main/a": cap}, op_costs={"main/a": 10.0})
+    plan = proving(s, [a, b], {"main/a": cap}, op_costs={"main/a": 10.0})
     assert plan.no_launch == [a] and plan.fallback == {b: FALLBACK_GRAPH}
     assert op_path_ops(plan, {"main/a"}) == {"main/a"}
     assert plan.op_seconds("main/a", {"main/a": 10.0}) < 10.0  # its fallback row's share
@@ -310,7 +335,7 @@ def test_an_op_of_proven_and_replayed_rows_leaves_the_op_path_one_with_a_fallbac
 
 def test_an_unchanged_row_that_times_no_kernel_is_not_listed_even_with_every_row():
     r = row("a")
-    plan = plan_replay(screen(kernel("ka", T, [r])), [r], {"main/a": whole(nothing(r))},
+    plan = proving(screen(kernel("ka", T, [r])), [r], {"main/a": whole(nothing(r))},
                        every_row=True)  # fmt: skip
     assert not plan.no_launch and not plan.replay and not plan.fallback
 

@@ -564,6 +564,22 @@ def test_with_flaggems_c_extension_loaded_a_row_without_launches_proves_nothing(
     assert not cap.proves_no_launch("abs", "bfloat16", "[8]")
 
 
+def test_the_capture_names_the_gpu_it_ran_on(op, hooked, monkeypatch):
+    timed_call(lambda: None)
+    none = SimpleNamespace(is_available=lambda: False)
+    monkeypatch.setitem(sys.modules, "torch", SimpleNamespace(cuda=none))
+    assert hooked.capture_for("abs").gpu_model == ""  # no CUDA device
+    monkeypatch.delitem(sys.modules, "torch")
+    assert rc.device_name() == ""  # no torch loaded
+    cuda = SimpleNamespace(is_available=lambda: True, current_device=lambda: 0,
+                           get_device_name=lambda i: f"NVIDIA H100 80GB HBM3 #{i}")  # fmt: skip
+    monkeypatch.setitem(sys.modules, "torch", SimpleNamespace(cuda=cuda))
+    assert hooked.capture_for("abs").gpu_model == "NVIDIA H100 80GB HBM3 #0"
+    broken = SimpleNamespace(is_available=lambda: 1 / 0)
+    monkeypatch.setitem(sys.modules, "torch", SimpleNamespace(cuda=broken))
+    assert rc.device_name() == ""  # never raises
+
+
 def test_the_c_extension_is_told_by_its_module_or_flaggems_config():
     assert not rc.c_extension_loaded({})
     assert not rc.c_extension_loaded({"flag_gems": 1, "flag_gems.c_operators_x": 1})

@@ -146,7 +146,7 @@ class Fakes:
 
 
 def run(tmp_path, fakes, families=None, timed_anyway=(), every_row=False, pr_cache=None,
-        recorded_on=None, base_cache=None):  # fmt: skip
+        recorded_on=None, base_cache=None, runner_gpu=None):  # fmt: skip
     baseline, screen, ids = _baseline(tmp_path)
     if every_row:  # op a's unchanged 128-row captured too
         path = baseline.path / "main" / "a" / "codegen" / LAUNCHES_JSON
@@ -163,6 +163,7 @@ def run(tmp_path, fakes, families=None, timed_anyway=(), every_row=False, pr_cac
         families=families if families is not None else {"main/a": "F", "main/c": "F"},
         run_rows=fakes.run_rows, build_side=fakes.build_side, every_row=every_row,
         pr_cache=pr_cache, recorded_on=recorded_on, base_cache=base_cache,
+        runner_gpu=runner_gpu,
     )  # fmt: skip
     return outcome, ids, said
 
@@ -213,14 +214,14 @@ def test_replayed_rows_and_the_op_judged_by_replay_alone(tmp_path):
 def _b_times_no_kernel(tmp_path):
     """Op b's capture: its changed 64-row's timed calls launched no Triton kernel."""
     cap = LaunchCapture(rows=[RowLaunches(run_name="b", op="b", dtype="bfloat16", shape=SH)],
-                        lists_every_row=True, every_launch_hooked=True)  # fmt: skip
+                        lists_every_row=True, every_launch_hooked=True, gpu_model="G")  # fmt: skip
     dump_json_model(tmp_path / "bl" / "main" / "b" / "codegen" / LAUNCHES_JSON, cap)
 
 
 def test_a_row_whose_capture_proves_it_times_no_kernel_is_judged_without_timing(tmp_path):
     _baseline(tmp_path)
     _b_times_no_kernel(tmp_path)
-    outcome, _, said = run(tmp_path, Fakes())
+    outcome, _, said = run(tmp_path, Fakes(), runner_gpu="G")
     run_ = outcome.run
     assert run_.no_launch == [key("b")] and run_.changed_rows == 2 and run_.replayed == 2
     assert not any(r.key.op == "b" for r in run_.rows)  # neither replayed nor on the op path
@@ -234,6 +235,23 @@ def test_a_row_whose_capture_proves_it_times_no_kernel_is_judged_without_timing(
     assert planned.endswith("; 1 row(s) proven by their capture (no Triton kernel timed)")
     (line,) = [x for x in said if "expected about" in x]
     assert "1 op(s) through FlagGems" in line  # F's sentinel only: b is not timed
+
+
+def test_no_row_is_proven_on_another_gpu_model_or_with_flaggems_c_extension_asked_for(
+    tmp_path, monkeypatch
+):
+    from zlbench.runner.replay import proof_gpu
+
+    _baseline(tmp_path)
+    _b_times_no_kernel(tmp_path)
+    outcome, _, _ = run(tmp_path, Fakes(), runner_gpu="H")
+    assert not outcome.run.no_launch and "main/b" not in outcome.replayed_ops
+    assert proof_gpu("G", [{}, {"USE_C_EXTENSION": "0"}]) == "G"
+    assert proof_gpu("G", [{}, {"USE_C_EXTENSION": "1"}]) is None  # either side
+    assert proof_gpu(None, [{}]) is None and proof_gpu("", [{}]) is None
+    monkeypatch.setenv("USE_C_EXTENSION", "1")  # the sides' environments inherit it
+    outcome, _, _ = run(tmp_path, Fakes(), runner_gpu="G")
+    assert not outcome.run.no_launch
 
 
 def test_the_judge_re_derives_the_rows_timing_no_kernel_from_the_baselines_captures(tmp_path):

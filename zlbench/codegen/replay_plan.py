@@ -20,7 +20,9 @@ whose kernels are all identical is not in the plan at all.
 launch no Triton kernel (:meth:`~zlbench.models.replay.LaunchCapture.proves_no_launch`:
 a capture that lists every row it saw timed, saw no timed call before its row was
 named, hooked every launch, no FlagGems C extension; every occurrence of the row listed
-whole and without a launch) is not changed: no compiler can change the time of a timed
+whole and without a launch), taken on this runner's GPU model (``proof_gpu``: FlagGems
+picks its kernels per architecture; a capture of another model, or none named, falls
+back saying so), is not changed: no compiler can change the time of a timed
 region that runs no Triton kernel (views such as ``flatten``, aten-served paths; their
 op's kernels ran in setup, which the screen counts for a row none of whose kernels it
 saw timed). It goes to ``ReplayPlan.no_launch``: neither replayed nor timed through
@@ -445,6 +447,7 @@ def plan_replay(
     rerun: str = RERUN,
     timed_anyway: Collection[str] = (),
     every_row: bool = False,
+    proof_gpu: str | None = None,
 ) -> ReplayPlan:
     """The plan (module docstring). ``captures``: op key -> its launch capture (None or
     absent: none); ``costs``: row -> estimated replay seconds (:func:`replay_costs`; a
@@ -454,7 +457,10 @@ def plan_replay(
     ``timed_anyway``: ops the gate times through FlagGems whatever the plan (its own
     sentinels, ``ops/sentinels.txt``): one of them is its family's sentinel;
     ``every_row`` (``gate --time all --replay``): the rows proven unchanged are replayed
-    too, after the changed ones (module docstring, "Every row")."""
+    too, after the changed ones (module docstring, "Every row"); ``proof_gpu``: this
+    runner's GPU model, on which a capture taken there can prove that a row times no
+    Triton kernel (module docstring, "No kernel timed"); None: no capture can (the GPU
+    not known, or FlagGems' C extension asked for)."""
     view = TimedKernels.of(screen)
     costs, op_costs, families = costs or {}, op_costs or {}, families or {}
     plan = ReplayPlan(anyway=set(timed_anyway))
@@ -472,9 +478,13 @@ def plan_replay(
             continue  # proven unchanged: not the replay tier's
         capture = captures.get(op)
         if capture is not None and capture.proves_no_launch(key.run_name, key.dtype, key.shape):
-            if changed:  # no Triton kernel timed: no compiler changes its time
-                plan.no_launch.append(key)
-            continue
+            if proof_gpu and capture.gpu_model == proof_gpu:
+                if changed:  # no Triton kernel timed: no compiler changes its time
+                    plan.no_launch.append(key)
+                continue
+            if changed and why is None:
+                where = capture.gpu_model or "a GPU it does not name"
+                why = f"{FALLBACK_LAUNCHED_NOTHING} on {where}, not on this runner's GPU"
         why = why or _not_replayable(view, key, op, kernels, capture)
         if why:
             if changed:  # an unchanged row that cannot be replayed stays proven identical

@@ -170,6 +170,10 @@ class LaunchCapture(OnDisk):
     # the hook, so a row listed without launches may have launched some). False: not
     # known (an older capture, or the extension loaded)
     every_launch_hooked: StrictBool = False
+    # the GPU model the capture ran on (torch's device name, as nvidia-smi names it):
+    # which Triton kernels FlagGems launches may depend on the GPU (its per-architecture
+    # backends), so a row that launched nothing proves it only on that model; "": not known
+    gpu_model: str = ""
 
     def launched_nothing(self, row: RowLaunches) -> bool:
         """Whether the capture shows ``row``'s timed calls launching no Triton kernel:

@@ -556,6 +556,7 @@ class LaunchRecorder:
             lists_every_row=True,
             unnamed_calls=self.unnamed.get(run, 0),
             every_launch_hooked=not c_extension_loaded(),
+            gpu_model=device_name(),
         )
 
     def write(self, run: str, cg_dir: Path) -> None:
@@ -578,6 +579,18 @@ def c_extension_loaded(modules: dict[str, Any] | None = None) -> bool:
         return True
     config = modules.get("flag_gems.config")
     return bool(getattr(config, "use_c_extension", False) or getattr(config, "c_operators", None))
+
+
+def device_name() -> str:
+    """The current CUDA device's name as torch gives it (``NVIDIA H100 80GB HBM3``, the
+    name nvidia-smi gives), "" without torch or a CUDA device. Never raises."""
+    torch = sys.modules.get("torch")
+    try:
+        if torch is None or not torch.cuda.is_available():
+            return ""
+        return str(torch.cuda.get_device_name(torch.cuda.current_device()))
+    except Exception:  # noqa: BLE001 - a capture must never break a benchmark
+        return ""
 
 
 def launches_text(capture: LaunchCapture) -> str:

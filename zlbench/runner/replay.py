@@ -165,6 +165,7 @@ def replay_changed(
     pr_cache: Path | None = None,
     base_cache: Path | None = None,
     recorded_on: str | None = None,
+    runner_gpu: str | None = None,
 ) -> ReplayOutcome:
     """The replay step (module docstring) over the changed rows of ``ops``; writes
     ``out/replay/``. ``pr``/``base``: each side's environment, ``pythonpath`` first on
@@ -179,7 +180,9 @@ def replay_changed(
     builds there, so a kernel the screen built is a cache hit; ``base_cache``: the same
     for the base compiler's side (the screen's base rebuild); ``recorded_on``: what
     the forecast line says of ``op_costs`` against this runner's GPU model (the batch's
-    words: :func:`zlbench.runner.batch.forecast.where_recorded`)."""
+    words: :func:`zlbench.runner.batch.forecast.where_recorded`); ``runner_gpu``: this
+    runner's GPU model (nvidia-smi's name), on which a capture taken there proves a row
+    times no Triton kernel (:func:`proof_gpu`; None: no capture does)."""
     if run_rows is None or build_side is None:
         from zlbench.plugins.replay import binaries, worker
 
@@ -192,6 +195,10 @@ def replay_changed(
     rows = [r.key(res.repo, res.run_name) for res in results for r in res.rows]
     captures = load_captures(baseline, ops, say)
     costs = replay_costs(results)
+    sides = {
+        name: (side.python, side.environ(with_front(os.environ, pythonpath)))
+        for name, side in (("pr", pr), ("base", base))
+    }
     plan = plan_replay(
         screen,
         rows,
@@ -203,6 +210,7 @@ def replay_changed(
         rerun=rerun,
         timed_anyway=timed_anyway,
         every_row=every_row,
+        proof_gpu=proof_gpu(runner_gpu, [env for _, env in sides.values()]),
     )
     unchanged = {p.key for p in plan.replay if not p.changed}
     say(
@@ -228,10 +236,6 @@ def replay_changed(
         op_path_wall=op_path_wall,
     )
     say(forecast_line(expected, recorded_on))
-    sides = {
-        name: (side.python, side.environ(with_front(os.environ, pythonpath)))
-        for name, side in (("pr", pr), ("base", base))
-    }
     fallback = plan.op_rows()
     done: list[ReplayedRow] = []
     pairs = PairsFile()
@@ -288,6 +292,21 @@ def replay_changed(
         f"alone ({rdir / REPLAY_JSON})")  # fmt: skip
     sentinels = {k: row for k, row in plan.sentinel_rows.items() if k in partly}
     return ReplayOutcome(run=run, replayed_ops=whole, op_rows=partly, sentinel_rows=sentinels)
+
+
+# FlagGems' switch for its C extension (flag_gems/config.py, read at import): with it,
+# kernels launch from C++, past the capture's hook and the proof's premise
+C_EXTENSION_ENV = "USE_C_EXTENSION"
+
+
+def proof_gpu(runner_gpu: str | None, environs: Sequence[Mapping[str, str]]) -> str | None:
+    """The GPU model on which a capture proves a row times no Triton kernel
+    (``plan_replay``'s ``proof_gpu``): this runner's, unless a side's environment asks
+    FlagGems for its C extension (``USE_C_EXTENSION=1``: the gate would run launches the
+    capture, made without it, never saw); None when the runner's model is not known."""
+    if any(env.get(C_EXTENSION_ENV) == "1" for env in environs):
+        return None
+    return runner_gpu or None
 
 
 def op_path_wall(seconds: Mapping[str, float]) -> float:

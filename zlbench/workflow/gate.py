@@ -228,15 +228,22 @@ def _timed_anyway(
     return anyway
 
 
-def _recorded_on(baseline_gpu: str | None, cuda_visible_devices: str | None) -> str | None:
+def _runner_gpu(cuda_visible_devices: str | None) -> str | None:
+    """This runner's GPU model (nvidia-smi's name of the first GPU the gate uses), None
+    when it cannot say."""
+    from zlbench.runner.batch.shard import default_gpus, gpu_model
+
+    return gpu_model(default_gpus(cuda_visible_devices)[0])
+
+
+def _recorded_on(baseline_gpu: str | None, runner_gpu: str | None) -> str | None:
     """What the replay's forecast says of the baseline's recorded op seconds against
     this runner's GPU model (the batch's words), None when the baseline names none."""
     from zlbench.runner.batch.forecast import where_recorded
-    from zlbench.runner.batch.shard import default_gpus, gpu_model
 
     if not baseline_gpu:
         return None
-    return where_recorded(baseline_gpu, gpu_model(default_gpus(cuda_visible_devices)[0]))
+    return where_recorded(baseline_gpu, runner_gpu)
 
 
 def replay_step(
@@ -263,6 +270,7 @@ def replay_step(
     from zlbench.runner.replay import families_of, replay_changed
 
     assert codegen.screen is not None and inputs.ab.base is not None
+    runner = _runner_gpu(job.cuda_visible_devices)
     outcome = replay_changed(
         baseline=inputs.baseline,
         screen=codegen.screen,
@@ -281,7 +289,8 @@ def replay_step(
         op_costs=baseline_durations(inputs.baseline.path, per_dtype=False),
         pr_cache=cache,
         base_cache=base_cache if base_cache is not None and cached_kernels(base_cache) else None,
-        recorded_on=_recorded_on(durations_gpu(inputs.baseline.manifest), job.cuda_visible_devices),
+        recorded_on=_recorded_on(durations_gpu(inputs.baseline.manifest), runner),
+        runner_gpu=runner,
     )
     deferred = {}
     for d in outcome.run.deferred:
