@@ -8,8 +8,8 @@ counted, the rows the capture saw launch no Triton kernel while timed
 (``LaunchCapture.launched_nothing``; ``-`` for a capture that lists only rows with a
 launch) and its timed calls made before the row was named (``unnamed``), whether every
 launch went through the hook (``hooked``: no FlagGems C extension; a row proven to time
-no kernel needs it, ``LaunchCapture.proves_no_launch``), and the file's bytes raw and
-xz-compressed per row; then the totals.
+no kernel needs it, ``LaunchCapture.proves_no_launch``), the GPU model it ran on, and
+the file's bytes raw and xz-compressed per row; then the totals.
 """
 
 from __future__ import annotations
@@ -54,6 +54,7 @@ def main(root: str) -> int:
             f"replayable_rows={good:3d} why_not={dict(reasons)} "
             f"none_timed={nothing if cap.lists_every_row else '-'} "
             f"unnamed={cap.unnamed_calls} hooked={'yes' if cap.every_launch_hooked else 'no'} "
+            f"gpu={cap.gpu_model or '-'!r} "
             f"bytes/row raw={len(data) / max(n, 1):.0f} xz={packed / max(n, 1):.0f}"
         )
         rows += n
