@@ -549,6 +549,8 @@ def test_a_row_whose_timed_calls_launch_nothing_is_listed_without_launches(op, h
         ("[8]", 0, 0), ("[16]", 0, 1), ("[8]", 1, 0)]  # fmt: skip
     assert [cap.launched_nothing(r) for r in cap.rows] == [True, False, True]
     assert cap.proves_no_launch("abs", "bfloat16", "[8]")  # both occurrences
+    assert cap.proves_no_launch("abs", "bfloat16", "[8]", 1)
+    assert not cap.proves_no_launch("abs", "bfloat16", "[8]", 2)  # not listed: not known
     assert not cap.proves_no_launch("abs", "bfloat16", "[16]")
     assert not cap.proves_no_launch("abs", "bfloat16", "[32]")  # not listed: not known
 

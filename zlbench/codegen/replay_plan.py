@@ -477,7 +477,7 @@ def plan_replay(
         if not changed and not every_row:
             continue  # proven unchanged: not the replay tier's
         capture = captures.get(op)
-        if capture is not None and capture.proves_no_launch(key.run_name, key.dtype, key.shape):
+        if capture is not None and capture.proves_no_launch(*_capture_ref(key)):
             if proof_gpu and capture.gpu_model == proof_gpu:
                 if changed:  # no Triton kernel timed: no compiler changes its time
                     plan.no_launch.append(key)
@@ -539,6 +539,12 @@ def _unproven(
     if missing:
         return f"kernel `{missing[0].name}` {FALLBACK_NOT_REBUILT}"
     return None
+
+
+def _capture_ref(key: RowKey) -> tuple[str, str, str, int]:
+    """What a capture's row and a baseline row agree on: run name, dtype, shape and
+    occurrence (``LaunchCapture.proves_no_launch``'s arguments)."""
+    return (key.run_name, key.dtype, key.shape, key.occurrence)
 
 
 def _row_launches(capture: LaunchCapture, key: RowKey) -> RowLaunches | None:

@@ -188,14 +188,16 @@ class LaunchCapture(OnDisk):
             and not row.why_not
         )
 
-    def proves_no_launch(self, run_name: str, dtype: str, shape: str) -> bool:
-        """Whether the capture proves that the row (``run_name``, ``dtype``, ``shape``)
-        times no Triton kernel: it lists the row, and every occurrence of it
-        :meth:`launched_nothing` (the plan matches a row's capture on these three, the
-        occurrence only preferred). No compiler can change such a row's time: the
-        kernel-replay tier judges it without timing it (docs/replay.md)."""
+    def proves_no_launch(self, run_name: str, dtype: str, shape: str, occurrence: int = 0) -> bool:
+        """Whether the capture proves that the row (``run_name``, ``dtype``, ``shape``,
+        ``occurrence``) times no Triton kernel: it lists that occurrence, and every
+        occurrence of the row :meth:`launched_nothing` (the plan matches a row's capture
+        on the first three, the occurrence only preferred). No compiler can change such
+        a row's time: the kernel-replay tier judges it without timing it
+        (docs/replay.md)."""
         same = [r for r in self.rows if (r.run_name, r.dtype, r.shape) == (run_name, dtype, shape)]
-        return bool(same) and all(self.launched_nothing(r) for r in same)
+        listed = any(r.occurrence == occurrence for r in same)
+        return listed and all(self.launched_nothing(r) for r in same)
 
 
 class ReplayedRow(_Model):

@@ -367,7 +367,7 @@ def proven_no_launch(keys: Sequence[RowKey], baseline: BaselineSet | None) -> fr
         k
         for k in keys
         if (c := captures.get(op_key(k.repo, k.run_name))) is not None
-        and c.proves_no_launch(k.run_name, k.dtype, k.shape)
+        and c.proves_no_launch(k.run_name, k.dtype, k.shape, k.occurrence)
     )
 
 
