@@ -218,3 +218,13 @@ def test_first_dtypes_keeps_the_asked_ones_unless_the_baseline_shares_none():
     assert first_dtypes(("bfloat16", "float16"), ("float16",)) == ("bfloat16", "float16")
     assert first_dtypes((), ("float16",)) == ()  # the op's defaults asked (record mode)
     assert first_dtypes(("bfloat16",), ()) == ("bfloat16",)
+    # rows of a dtype FlagGems' --dtypes cannot name (scaled_mm's float8): its own dtypes
+    assert first_dtypes(("bfloat16",), ("float8_e4m3fn",)) == ()
+
+
+def test_only_dtypes_flaggems_can_name_are_asked_for():
+    from zlbench.runner.batch.attempts import nameable
+
+    assert nameable(("float16", "bfloat16")) == ("float16", "bfloat16")
+    assert nameable(("int32", "bool", "complex64")) == ("int32", "bool", "complex64")
+    assert nameable(("float8_e4m3fn",)) == () and nameable(("float16", "float8_e5m2")) == ()

@@ -26,6 +26,7 @@ from zlbench.runner.batch.attempts import (
     first_dtypes,
     is_complete,
     load_previous,
+    nameable,
     row_dtypes,
 )
 from zlbench.runner.batch.config import BatchConfig
@@ -129,7 +130,7 @@ class Resume:
         if op.rows:
             base = picked_rows(base, op.rows)
         # picks: only their rows' dtypes run (a dtype of no row fails its empty table)
-        picked = row_dtypes(base) if op.rows else ()
+        picked = nameable(row_dtypes(base)) if op.rows else ()
         dtypes = picked or first_dtypes(tuple(self.config.dtypes), row_dtypes(base))
         expected = len(base) if base is not None else None
         return OpAttempts(op, run_dir, gpu, dtypes, expected_rows=expected)
