@@ -477,7 +477,9 @@ def plan_replay(
         if not changed and not every_row:
             continue  # proven unchanged: not the replay tier's
         capture = captures.get(op)
-        if capture is not None and capture.proves_no_launch(*_capture_ref(key)):
+        if capture is not None and capture.proves_no_launch(
+            key.run_name, key.dtype, key.shape, key.occurrence
+        ):
             if proof_gpu and capture.gpu_model == proof_gpu:
                 if changed:  # no Triton kernel timed: no compiler changes its time
                     plan.no_launch.append(key)
@@ -541,20 +543,10 @@ def _unproven(
     return None
 
 
-def _capture_ref(key: RowKey) -> tuple[str, str, str, int]:
-    """What a capture's row and a baseline row agree on: run name, dtype, shape and
-    occurrence (``LaunchCapture.proves_no_launch``'s arguments)."""
-    return (key.run_name, key.dtype, key.shape, key.occurrence)
-
-
 def _row_launches(capture: LaunchCapture, key: RowKey) -> RowLaunches | None:
     """The capture's row for ``key``: same run name, dtype and shape, the same
     occurrence preferred (the recorder does not count occurrences)."""
-    same = [
-        r
-        for r in capture.rows
-        if (r.run_name, r.dtype, r.shape) == (key.run_name, key.dtype, key.shape)
-    ]
+    same = capture.rows_of(key.run_name, key.dtype, key.shape)
     exact = [r for r in same if r.occurrence == key.occurrence]
     return (exact or same or [None])[0]
 

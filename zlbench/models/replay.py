@@ -188,6 +188,11 @@ class LaunchCapture(OnDisk):
             and not row.why_not
         )
 
+    def rows_of(self, run_name: str, dtype: str, shape: str) -> list[RowLaunches]:
+        """The capture's rows of (``run_name``, ``dtype``, ``shape``), every occurrence:
+        what a baseline row is matched on (the recorder does not count occurrences)."""
+        return [r for r in self.rows if (r.run_name, r.dtype, r.shape) == (run_name, dtype, shape)]
+
     def proves_no_launch(self, run_name: str, dtype: str, shape: str, occurrence: int = 0) -> bool:
         """Whether the capture proves that the row (``run_name``, ``dtype``, ``shape``,
         ``occurrence``) times no Triton kernel: it lists that occurrence, and every
@@ -195,7 +200,7 @@ class LaunchCapture(OnDisk):
         on the first three, the occurrence only preferred). No compiler can change such
         a row's time: the kernel-replay tier judges it without timing it
         (docs/replay.md)."""
-        same = [r for r in self.rows if (r.run_name, r.dtype, r.shape) == (run_name, dtype, shape)]
+        same = self.rows_of(run_name, dtype, shape)
         listed = any(r.occurrence == occurrence for r in same)
         return listed and all(self.launched_nothing(r) for r in same)
 
@@ -304,7 +309,7 @@ class ReplayRun(OnDisk):
             return f"no changed rows; {also} unchanged row(s) replayed (--time all){proven}"
         if not n:
             return f"no changed rows{proven}"
-        pct = f" ({100 * self.replayed / n:.0f} %)" if n else ""
+        pct = f" ({100 * self.replayed / n:.0f} %)"
         tail = f"; {also} unchanged row(s) too (--time all)" if also else ""
         return f"{self.replayed} of {n} changed rows replayed{pct}{tail}{proven}"
 
