@@ -21,10 +21,13 @@ from zlbench.gate.aggregate import (
     op_outcome,
     regressed,
     rows_reason,
+    summary_line,
+    untimed_ops,
 )
 from zlbench.gate.judge import OpCase, op_verdict
 from zlbench.gate.restate import restate_op
 from zlbench.models import OpVerdict, RowKey, RowVerdict, ThresholdsFile, Verdict
+from zlbench.models.ab import PairedRow
 
 T = 0.25  # exact in binary: 1 - T and 1 + T are too, so the bounds are exact
 
@@ -115,6 +118,45 @@ def test_rows_reason_counts_the_rows_of_the_ops_verdict():
 
 def _op(verdict: Verdict) -> OpVerdict:
     return OpVerdict(repo="main", run_name="x", op="x", verdict=verdict)
+
+
+def _named(name: str, verdict: Verdict) -> OpVerdict:
+    return OpVerdict(repo="main", run_name=name, op=name, verdict=verdict)
+
+
+def _row_of(name: str, verdict: Verdict, **measured) -> RowVerdict:
+    key = RowKey(repo="main", run_name=name, op=name, dtype="float32", shape="[1]")
+    return RowVerdict(key=key, verdict=verdict, **measured)
+
+
+def test_ops_judged_pass_with_no_row_timed_count_apart_from_the_timed():
+    """An op PASS with no row measured (its changed rows proven by a launch capture)
+    is neither timed nor replayed: the first line counts it as proven untimed, and the
+    terms still add up. A row measured by the op path or paired (A/B, replay) is timed;
+    a failing op with nothing measured was meant to be timed and stays there."""
+    ops = [
+        _named("flat", Verdict.PASS),  # proven: no row measured
+        _named("path", Verdict.PASS),  # the op path measured it
+        _named("rep", Verdict.PASS),  # the replay paired it
+        _named("gone", Verdict.MISSING),  # meant to be timed
+    ]
+    rows = [
+        _row_of("flat", Verdict.PASS),
+        _row_of("flat", Verdict.PASS).model_copy(update={"key": RowKey(
+            repo="main", run_name="flat", op="flat", dtype="float16", shape="[1]")}),
+        _row_of("path", Verdict.PASS, current_speedup=1.0),
+        _row_of("rep", Verdict.PASS, ab=PairedRow(rounds=10)),
+        _row_of("gone", Verdict.MISSING),
+    ]  # fmt: skip
+    assert untimed_ops(ops, rows) == {"main/flat"}
+    line = summary_line("FAIL", "", {"PASS": 4, "MISSING": 1}, ops, ["main/same"], rows=rows)
+    assert line.startswith(
+        "FAIL: 5 ops checked = 3 timed (1 failing) + 1 proven untimed + 1 proven identical"
+    )
+    # without the rows (the first verdict, before any evidence) every judged op is timed
+    assert "4 timed (1 failing) + 1 proven identical" in summary_line(
+        "FAIL", "", {"PASS": 4}, ops, ["main/same"]
+    )
 
 
 @pytest.mark.parametrize(

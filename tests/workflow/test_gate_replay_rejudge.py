@@ -84,6 +84,7 @@ def test_a_replayed_regression_fails_the_gate_and_the_report_names_the_instrumen
     assert rows["softmax"].verdict.value == "REGRESSION"
     assert rows["softmax"].ab.instrument == "kernel-replay"
     assert rows["x"].verdict.value == "PASS"
+    assert "2 ops checked = 2 timed (1 failing) + 0 proven identical" in v.summary  # replayed
     md = (out / "report.md").read_text()
     assert "### Kernel replay" in md
     assert "Kernel replay: 1 of 1 changed rows replayed (100 %)." in md
@@ -156,7 +157,10 @@ def test_a_row_its_capture_proves_times_no_kernel_passes_and_the_report_says_why
     v = GateVerdict.model_validate_json((out / "verdict.json").read_text())
     soft = next(r for r in v.rows if r.key.op == "softmax")
     assert soft.verdict.value == "PASS" and soft.reason == NO_LAUNCH
+    # neither timed nor replayed: the first line counts it apart from the timed op x
+    assert "2 ops checked = 1 timed (0 failing) + 1 proven untimed + 0 proven" in v.summary
     md = (out / "report.md").read_text()
+    assert v.summary.replace("(", "\\(").replace(")", "\\)") in md
     assert "Kernel replay: no changed rows; 1 row(s) proven by their capture" in md
     (line,) = [ln for ln in md.splitlines() if ln.startswith("| `softmax`") and "none:" in ln]
     assert NO_LAUNCH_CELL in line

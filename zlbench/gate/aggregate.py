@@ -26,6 +26,7 @@ from typing import Literal
 
 from zlbench.gate.estimators import geomean
 from zlbench.models import FAILING_VERDICTS, CodegenSummary, OpVerdict, RowVerdict, Verdict
+from zlbench.protocol.layout import op_key
 
 # Row verdicts that are judged numbers (a ratio against a threshold).
 JUDGED = frozenset({Verdict.PASS, Verdict.REGRESSION, Verdict.IMPROVEMENT})
@@ -155,39 +156,62 @@ def gate_outcome(
 @dataclass(frozen=True)
 class OpCounts:
     """The ops a gate checked, each in one term (docs/reports.md, "The first line"):
-    ``checked = timed + identical + skipped + over_budget``."""
+    ``checked = timed + untimed + identical + skipped + over_budget``."""
 
     timed: int  # ops the gate timed or meant to (a missing or failed op counts here)
     failing: int  # of the timed ops, those with a failing verdict
     identical: int  # not timed: the codegen screen proved their kernels identical
     skipped: int  # dismissed or unsupported (SKIPPED)
     over_budget: int = 0  # changed, not timed: beyond the GPU budget (not judged)
+    untimed: int = 0  # judged PASS with no row timed (:func:`untimed_ops`)
 
     @property
     def checked(self) -> int:
-        return self.timed + self.identical + self.skipped + self.over_budget
+        return self.timed + self.untimed + self.identical + self.skipped + self.over_budget
+
+
+def untimed_ops(ops: Iterable[OpVerdict], rows: Iterable[RowVerdict]) -> set[str]:
+    """The op keys of ``ops`` judged PASS without a row of theirs timed: no row holds a
+    measurement (``current_speedup``: the op path's; ``ab``: the A/B's or the kernel
+    replay's pairs). Today those are ops whose changed rows the baseline's launch
+    capture proved to time no Triton kernel, the rest proven identical
+    (``gate.replay.NO_LAUNCH``): neither timed nor replayed, so not counted as timed."""
+    measured: dict[str, bool] = {}
+    for r in rows:
+        k = op_key(r.key.repo, r.key.run_name)
+        measured[k] = measured.get(k, False) or r.current_speedup is not None or r.ab is not None
+    return {
+        k
+        for o in ops
+        if o.verdict is Verdict.PASS and measured.get(k := op_key(o.repo, o.run_name)) is False
+    }
 
 
 def count_ops(
     ops: Iterable[OpVerdict],
     identical: Collection[str] = (),
     over_budget: Collection[str] = (),
+    untimed: Collection[str] = (),
 ) -> OpCounts:
     """The :class:`OpCounts` of a verdict's ``ops`` and the codegen screen's
     ``identical`` (``CodegenSummary.not_timed``) and ``over_budget`` op keys (neither
-    is among the judged ops)."""
+    is among the judged ops); ``untimed``: the judged ops' keys that :func:`untimed_ops`
+    found, counted apart from the timed."""
     ops = list(ops)
     skipped = sum(1 for o in ops if o.verdict is Verdict.SKIPPED)
     failing = sum(1 for o in ops if o.verdict in FAILING_VERDICTS)
-    return OpCounts(len(ops) - skipped, failing, len(identical), skipped, len(over_budget))
+    apart = sum(1 for o in ops if op_key(o.repo, o.run_name) in set(untimed))
+    timed = len(ops) - skipped - apart
+    return OpCounts(timed, failing, len(identical), skipped, len(over_budget), apart)
 
 
 def ops_words(c: OpCounts) -> str:
     """``34 ops checked = 7 timed (3 failing) + 27 proven identical + 0 skipped``: every
-    term always (``+ N over the GPU budget`` only when there are some), so the sum
-    reads the same in every report."""
+    term always (``+ N proven untimed`` after the timed and ``+ N over the GPU budget``
+    only when there are some), so the sum reads the same in every report."""
+    untimed = f" + {c.untimed} proven untimed" if c.untimed else ""
     words = (
-        f"{c.checked} ops checked = {c.timed} timed ({c.failing} failing) + "
+        f"{c.checked} ops checked = {c.timed} timed ({c.failing} failing){untimed} + "
         f"{c.identical} proven identical + {c.skipped} skipped"
     )
     return words + (f" + {c.over_budget} over the GPU budget" if c.over_budget else "")
@@ -211,14 +235,20 @@ def summary_line(
     ops: Iterable[OpVerdict],
     identical: Collection[str] = (),
     over_budget: Collection[str] = (),
+    rows: Iterable[RowVerdict] | None = None,
 ) -> str:
     """The verdict's first line (``GateVerdict.summary``): ``FAIL: 34 ops checked = 7
     timed (3 failing) + 27 proven identical + 0 skipped; 8 rows: 4 pass, 4 regression``,
-    led by ``why`` when given. An ERROR judged nothing: its line is the reason alone."""
+    led by ``why`` when given; with the verdict's ``rows``, its ops judged without a
+    row timed count apart (:func:`untimed_ops`). An ERROR judged nothing: its line is
+    the reason alone."""
     if verdict == "ERROR":
         return f"ERROR: {why}"
+    ops = list(ops)
+    untimed = untimed_ops(ops, rows) if rows is not None else ()
     head = f"{verdict}: {why}{SUMMARY_SEP}" if why else f"{verdict}: "
-    return f"{head}{ops_words(count_ops(ops, identical, over_budget))}; {rows_words(counts)}"
+    words = ops_words(count_ops(ops, identical, over_budget, untimed))
+    return f"{head}{words}; {rows_words(counts)}"
 
 
 def screened(codegen: CodegenSummary | None) -> tuple[Collection[str], Collection[str]]:

@@ -136,7 +136,9 @@ def decide(v: GateVerdict, ev: Evidence) -> GateVerdict:
         out = v.model_copy(update=fields) if fields else v
         if "codegen" in fields:  # the first line counts the ops the screen proved identical
             lead = lead_of(v.summary, v.verdict)
-            counted = summary_line(v.verdict, lead, v.counts, v.ops, *screened(out.codegen))
+            counted = summary_line(
+                v.verdict, lead, v.counts, v.ops, *screened(out.codegen), rows=v.rows
+            )
             out = out.model_copy(update={"summary": counted})
     return _compile_failed(out, screen) if screen.compile_lead else out
 
@@ -217,7 +219,7 @@ def _compile_failed(v: GateVerdict, screen: ScreenEvidence) -> GateVerdict:
     update: dict = {}
     if unmeasured:
         update["environment"] = [f.model_copy(update={"mismatch": False}) for f in v.environment]
-    counted = summary_line(verdict, "", Counter(v.counts), v.ops, *screened(v.codegen))
+    counted = summary_line(verdict, "", Counter(v.counts), v.ops, *screened(v.codegen), rows=v.rows)
     rest = counted.removeprefix(f"{verdict}: ")
     update |= {
         "verdict": verdict,

@@ -93,7 +93,7 @@ def restate(v: GateVerdict, rows: list[RowVerdict], **fields) -> GateVerdict:
         "counts": {x.value: counts[x.value] for x in Verdict if counts[x.value]},
         "verdict": verdict,
         "exit_code": code,
-        "summary": summary_line(verdict, why, counts, ops, *screened(codegen)),
+        "summary": summary_line(verdict, why, counts, ops, *screened(codegen), rows=rows),
     }
     return v.model_copy(update=update | fields)
 
