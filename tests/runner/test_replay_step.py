@@ -610,3 +610,34 @@ def test_the_step_names_the_rows_the_op_path_measures_of_an_op_replayed_in_part(
     }
     assert outcome.op_rows == {"main/a": [key("a", SH2)]} and outcome.replayed_ops == set()
     assert outcome.run.identical == [key("a", SH3)]
+
+
+def test_the_builds_read_the_replayed_ops_records_and_another_ops_when_one_launches_it(
+    tmp_path,
+):
+    """The builds read only the replayed ops' codegen records (all of v7's take 5-6 s),
+    and every op's when a captured launch names a kernel that only another op recorded
+    (the screen lists it under op a, a's own records lack it): op a's row launches op
+    b's kernel too, and is built and replayed with it."""
+    baseline, screen, ids = _baseline(tmp_path)
+    kb = next(k for k in screen.kernels if k.kernel_id == ids["b"])
+    kb.ops.append("main/a")
+    kb.rows.append(key("a"))
+    kb.timed_ops.append("main/a")
+    kb.timed_rows.append(key("a"))
+    path = baseline.path / "main" / "a" / "codegen" / LAUNCHES_JSON
+    cap = load_json_model(path, LaunchCapture)
+    cap.rows[0].launches.append(_launch(ids["b"]))
+    dump_json_model(path, cap)
+    fakes = Fakes()
+    replay_changed(
+        baseline=baseline, screen=screen, ops={"main/a", "main/b", "main/c"},
+        out=tmp_path / "gate", pr=PR_ENV, base=CompilerEnv("base", python="/base/python"),
+        budget_s=None, rerun="zlbench gate --baseline bl", say=[].append,
+        families={}, run_rows=fakes.run_rows, build_side=fakes.build_side,
+    )  # fmt: skip
+    run_ = load_json_model(tmp_path / "gate" / "replay" / "replay.json", ReplayRun)
+    a = next(r for r in run_.rows if r.key == key("a"))
+    assert a.instrument == "kernel-replay", a.why
+    (row,) = [r for r in fakes.plan.rows if r.key == key("a")]
+    assert set(row.binaries) == {ids["a"], ids["b"]}

@@ -7,6 +7,7 @@ uses are merged; a record's blobs are read from the codegen dir it came from.
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -64,13 +65,20 @@ def has_codegen_records(root: str | Path) -> bool:
     return any(Path(root).glob(f"*/*/{CODEGEN_DIR}/{CODEGEN_INDEX}"))
 
 
-def collect(root: str | Path) -> BaselineKernels:
-    """All records under ``root``. No record at all is a ZlbenchError (exit 2)."""
+def collect(root: str | Path, ops: Collection[str] | None = None) -> BaselineKernels:
+    """All records under ``root``. No record at all is a ZlbenchError (exit 2).
+    ``ops``: only those op keys' records (``<repo>/<run_name>``; none of them recorded:
+    nothing, no error): the kernel replay's builds need a few ops' records, and all of
+    v7's (6,922 kernels) take 5-6 s to read (docs/measurements.md, thirty-sixth
+    session)."""
     root = Path(root)
     if not root.is_dir():
         raise ZlbenchError(f"{root}: baseline dir not found")
     out = BaselineKernels(root)
-    for run_dir in run_dirs(root):
+    dirs = run_dirs(root) if ops is None else [root.joinpath(*split_op_key(k)) for k in sorted(ops)]
+    for run_dir in dirs:
+        if ops is not None and not run_dir.is_dir():
+            continue
         key = op_key(run_dir.parent.name, run_dir.name)
         index = load_codegen_index(run_dir)
         if index is None:
@@ -81,7 +89,7 @@ def collect(root: str | Path) -> BaselineKernels:
             out.unrecorded[key] = index.unrecorded
         for rec in index.records:
             _add(out, key, run_dir / CODEGEN_DIR, rec)
-    if not out.records:
+    if not out.records and ops is None:
         raise ZlbenchError(
             f"{root}: no codegen records (<repo>/<run_name>/{CODEGEN_DIR}/{CODEGEN_INDEX}); "
             "a baseline recorded before codegen recording cannot be screened: refresh it"

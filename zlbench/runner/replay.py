@@ -450,8 +450,10 @@ def _build(
     triton cache dir the screen compiled that side's kernels into (built there: a kernel
     there is a cache hit); ``filled``: side -> whether the screen put its kernels there
     (a side of cache hits needs fewer workers)."""
-    kernels = collect(baseline.path)
     ids = sorted({launch.kernel_id for p in plan.replay for launch in p.launches.launches})
+    kernels = collect(baseline.path, {op_key(p.key.repo, p.key.run_name) for p in plan.replay})
+    if any(k not in kernels.records for k in ids):  # a kernel another op recorded
+        kernels = collect(baseline.path)
     records = [kernels.records[k] for k in ids if k in kernels.records]
     shared = {s: c for s, c in (caches or {}).items() if c is not None}  # the screen's builds
     hits = {side: bool((filled or {}).get(side)) for side in sides}
