@@ -16,6 +16,7 @@ from zlbench.codegen.replay_plan import (
     HITS_PER_WORKER,
     PAIRS,
     ROW_SETUP_S,
+    WARM_FIRST_ROW_S,
     WORKER_START_S,
     deferred_command,
     forecast,
@@ -24,6 +25,7 @@ from zlbench.codegen.replay_plan import (
     replay_cost_s,
     replay_costs,
     row_score,
+    worker_start_s,
 )
 from zlbench.codegen.select import DEFAULT_OP_COST_S
 from zlbench.models import BaselineResult, BaselineRow, RowKey
@@ -695,7 +697,11 @@ def test_the_forecast_adds_builds_replay_and_both_sides_of_the_op_path():
     f = forecast(plan, ["main/a", "main/b", "main/c", "main/d", "main/e"], op_costs, jobs=3)
     # ka, kb, kc built on both sides at once: the PR's on 2 workers, the base's on 1
     assert f.build_s == pytest.approx(BUILD_START_S + 3 * BUILD_WORKER_S + 3 * BUILD_CPU_S / 1)
-    assert f.replay_s == pytest.approx(WORKER_START_S + 3.5)  # one worker started
+    # one worker, started warm beside the builds: what they left of its start shows
+    assert f.replay_s == pytest.approx(worker_start_s(f.build_s) + 3.5)
+    assert worker_start_s(f.build_s) == max(WARM_FIRST_ROW_S, WORKER_START_S - f.build_s)
+    assert worker_start_s(2.0) == WORKER_START_S - 2.0 and worker_start_s(60.0) == 1.0
+    assert worker_start_s(60.0, warm=False) == WORKER_START_S
     assert f.op_path_ops == 3  # a, d, e
     assert f.op_path_s == pytest.approx(2 * (4.0 + 3.0 + DEFAULT_OP_COST_S))
     assert f.total_s == pytest.approx(f.build_s + f.replay_s + f.op_path_s)

@@ -363,6 +363,39 @@ def test_a_skipped_worker_starts_at_its_row(tmp_path, capsys):
     assert capsys.readouterr().out.splitlines()[0] == "ZLBENCH_COMPILED 1 ok"
 
 
+def test_a_warm_worker_loads_first_and_reads_its_plan_only_once_told_go(
+    tmp_path, capsys, monkeypatch
+):
+    """--warm: the runtime loads before the plan is read, and the plan is read only
+    after ``go`` on stdin (a plan file of an earlier gate there is never read early)."""
+    import io
+
+    fake, order = Fake(), []
+    seams = fake.seams()
+    seams.warm = lambda: order.append("warm")
+    path = tmp_path / "plan.json"
+
+    def readline():  # the caller writes the plan, then says go
+        order.append("go")
+        dump_json_model(path, plan_of(row("fresh", spec("a"))))
+        return "go\n"
+
+    dump_json_model(path, plan_of(row("stale", spec("a"))))
+    monkeypatch.setattr("sys.stdin", type("In", (), {"readline": staticmethod(readline)})())
+    assert worker.main([str(path), str(tmp_path / "out"), "--warm"], seams=seams) == 0
+    assert order == ["warm", "go"]
+    run, _ = outputs(tmp_path / "out")
+    assert [r.key.op for r in run.rows] == ["fresh"]
+    assert "replay worker warmed up in" in capsys.readouterr().err
+    # anything but go (or stdin's end): exit 2, one line, no row
+    monkeypatch.setattr("sys.stdin", io.StringIO(""))
+    out2 = tmp_path / "out2"
+    assert worker.main([str(path), str(out2), "--warm"], seams=seams) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1] == "zlbench: replay: the caller said '', not 'go': no row replayed"
+    assert not (out2 / worker.ROWS_JSONL).exists()
+
+
 # --------------------------------------------------------------------------- the caller
 
 FAKE_WORKER = textwrap.dedent("""
@@ -400,6 +433,7 @@ FAKE_WORKER = textwrap.dedent("""
         side_outputs=lambda launch, args: {"pr": args, "base": args},
         compare_outputs=lambda p, b, **kw: (True, 0.0),
         healthy=lambda d: state["ok"],
+        warm=lambda: os._exit(7) if os.environ.get("ZL_FAKE_WARM_DIES") else None,
     )
     sys.exit(worker.main(seams=seams))
 """)
@@ -454,3 +488,46 @@ def test_two_fresh_workers_that_end_nothing_stop_the_restarts(tmp_path, fake_wor
     assert all(r.why.startswith("replay worker died (exit 9)") for r in run.rows)
     assert pairs.rows == []
     assert len(list((tmp_path / "out").glob("part*"))) == 2
+
+
+@pytest.mark.proc
+def test_the_first_worker_started_warm_before_its_plan_replays_it_once_told_go(
+    tmp_path, fake_worker
+):
+    """start_warm before the plan exists (the gate's builds run meanwhile), then
+    run_rows(early=) tells it go: it replays the plan written after it started, in
+    part0, and no second worker starts."""
+    module, env = fake_worker
+    path = tmp_path / "plan.json"
+    dump_json_model(path, plan_of(row("stale", spec("fine"))))  # an earlier gate's
+    early = worker.start_warm(path, tmp_path / "out", module=module, env=env)
+    dump_json_model(path, plan_of(row("a", spec("fine")), row("b", spec("fine"))))
+    run, pairs = worker.run_rows(path, tmp_path / "out", module=module, env=env, early=early)
+    worker.cancel(early)
+    assert [(r.key.op, r.instrument) for r in run.rows] == [
+        ("a", "kernel-replay"), ("b", "kernel-replay")]  # fmt: skip
+    assert [p.name for p in (tmp_path / "out").glob("part*")] == ["part0"]
+    log = (tmp_path / "out" / "part0" / "stderr.log").read_text(encoding="utf-8")
+    assert "replay worker warmed up in" in log
+
+
+@pytest.mark.proc
+def test_a_warm_worker_that_died_before_go_costs_no_row(tmp_path, fake_worker):
+    module, env = fake_worker
+    path = tmp_path / "plan.json"
+    dump_json_model(path, plan_of(row("a", spec("fine"))))
+    early = worker.start_warm(path, tmp_path / "out", module=module,
+                              env={**env, "ZL_FAKE_WARM_DIES": "1"})  # fmt: skip
+    assert early.wait(timeout=60) == 7
+    run, _ = worker.run_rows(path, tmp_path / "out", module=module, env=env, early=early)
+    assert [(r.key.op, r.instrument) for r in run.rows] == [("a", "kernel-replay")]
+
+
+@pytest.mark.proc
+def test_a_warm_worker_never_told_go_is_cancelled_and_replays_nothing(tmp_path, fake_worker):
+    module, env = fake_worker
+    path = tmp_path / "plan.json"
+    early = worker.start_warm(path, tmp_path / "out", module=module, env=env)
+    worker.cancel(early)
+    assert early.poll() is not None
+    assert not (tmp_path / "out" / "part0" / worker.ROWS_JSONL).exists()

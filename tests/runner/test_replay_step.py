@@ -126,8 +126,8 @@ class Fakes:
                 out.refs[r.id] = BinaryRef(group_dir=str(cache_dir / r.id), code_digest="d" * 64)
         return out
 
-    def run_rows(self, plan_path, out_dir, python=None, env=None, on_row=None):
-        self.plan = load_json_model(plan_path, ReplayPlanFile)
+    def run_rows(self, plan_path, out_dir, python=None, env=None, on_row=None, early=None):
+        self.plan, self.early = load_json_model(plan_path, ReplayPlanFile), early
         rows, pairs = [], []
         for i, p in enumerate(self.plan.rows):
             if on_row is not None:
@@ -641,3 +641,70 @@ def test_the_builds_read_the_replayed_ops_records_and_another_ops_when_one_launc
     assert a.instrument == "kernel-replay", a.why
     (row,) = [r for r in fakes.plan.rows if r.key == key("a")]
     assert set(row.binaries) == {ids["a"], ids["b"]}
+
+
+class WarmProc:
+    """A stand-in for worker.start_warm's process: cancel() polls it, closes its pipes."""
+
+    def __init__(self, events):
+        self.events, self.stdin, self.stdout = events, None, None
+
+    def poll(self):
+        self.events.append("cancel")
+        return 0
+
+
+def test_the_first_replay_worker_starts_before_the_builds_and_is_handed_to_the_rows(
+    tmp_path,
+):
+    """The replay's first worker starts (warm) before both sides build, with the plan
+    path and the PR side's interpreter, and run_rows gets it; cancelled after."""
+    baseline, screen, ids = _baseline(tmp_path)
+    events, fakes = [], Fakes()
+    build = fakes.build_side
+
+    def build_side(records, work, cache_dir, **kw):
+        events.append("build")
+        return build(records, work, cache_dir, **kw)
+
+    def start_warm(plan_path, out_dir, python=None, env=None):
+        events.append(("warm", plan_path.name, out_dir.name, python))
+        return WarmProc(events)
+
+    replay_changed(
+        baseline=baseline, screen=screen, ops={"main/a", "main/b", "main/c"},
+        out=tmp_path / "gate", pr=PR_ENV, base=CompilerEnv("base", python="/base/python"),
+        budget_s=None, rerun="zlbench gate --baseline bl", say=[].append, families={},
+        run_rows=fakes.run_rows, build_side=build_side, start_warm=start_warm,
+    )  # fmt: skip
+    assert events[0] == ("warm", REPLAY_PLAN, "worker", PR_ENV.python)
+    assert events[1:] == ["build", "build", "cancel"]
+    assert isinstance(fakes.early, WarmProc)
+
+
+def test_a_warm_worker_is_cancelled_when_no_row_builds(tmp_path):
+    baseline, screen, ids = _baseline(tmp_path)
+    events, fakes = [], Fakes(missing=set(ids.values()))
+    replay_changed(
+        baseline=baseline, screen=screen, ops={"main/a", "main/b", "main/c"},
+        out=tmp_path / "gate", pr=PR_ENV, base=CompilerEnv("base", python="/base/python"),
+        budget_s=None, rerun="zlbench gate --baseline bl", say=[].append, families={},
+        run_rows=fakes.run_rows, build_side=fakes.build_side,
+        start_warm=lambda *a, **k: WarmProc(events),
+    )  # fmt: skip
+    assert fakes.plan is None and events == ["cancel"]
+
+
+def test_a_warm_workers_progress_counts_only_what_the_builds_left_of_its_start():
+    """The first worker started warm: its start is what the builds left (start_s), so
+    a first row done at 2 s (1 s start + the row's 1 modelled s) keeps the rows left at
+    their modelled 7 s; counting the cold start of 10 s there would say 1.3 s."""
+    from zlbench.runner.replay import progress
+
+    rows = [PlannedRow(key=key(op), launches=[_launch("k")]) for op in ("a", "b", "c", "d")]
+    costs = {key("a"): 1.0, key("b"): 1.0, key("c"): 2.0, key("d"): 4.0}
+    said = []
+    on_row = progress(ReplayPlanFile(rows=rows), said.append, 0.0, costs,
+                      clock=lambda: 2.0, start_s=1.0)  # fmt: skip
+    on_row(0, None)
+    assert said[0].endswith("ETA 7.0s")

@@ -188,6 +188,10 @@ from zlbench.report.replay_text import (
 ROW_SETUP_S = 0.05
 PAIRS = 10  # the pairs a replayed row takes (module docstring): the balanced blocks' least
 WORKER_START_S = 10.0  # a replay worker's start: torch, CUDA, the first row's load
+# The gate's first replay worker starts warm, beside the builds (worker.start_warm): of
+# its start, what the builds did not cover shows, and at least this much (the first
+# row's own binaries and launchers; a guess of 2026-12-06, not yet measured on a GPU)
+WARM_FIRST_ROW_S = 1.0
 CALL_OVERHEAD_US = 150.0  # per timed call: restore written buffers, flush L2, lead spin, sync
 # The builds, refitted to two gates of v5's broad change on an H100 (2026-12-06,
 # docs/measurements.md "thirty-first session"; replay.json ``builds``, the rebuild
@@ -282,6 +286,13 @@ def build_seconds(kernels: int, workers: Mapping[str, int], built: Mapping[str, 
     return BUILD_START_S + BUILD_WORKER_S * sum(workers.values()) + max(per, default=0.0)
 
 
+def worker_start_s(build_s: float, warm: bool = True) -> float:
+    """The replay worker's start as the step's wall sees it after ``build_s`` seconds of
+    builds: :data:`WORKER_START_S` less the builds it ran beside (``warm``: started by
+    ``worker.start_warm`` before them), at least :data:`WARM_FIRST_ROW_S`."""
+    return max(WARM_FIRST_ROW_S, WORKER_START_S - build_s) if warm else WORKER_START_S
+
+
 def op_path_ops(plan: ReplayPlan, ops: Collection[str]) -> set[str]:
     """The ops of ``ops`` (those the gate would time without the replay) that the plan
     leaves to the op path: every one but those whose rows are all planned for replay
@@ -303,7 +314,8 @@ def forecast(
     without the replay): both sides' builds at once, :func:`build_seconds` over
     :func:`build_workers` of ``jobs`` (``pr_built``/``base_built``: the screen built
     that side's kernels into its cache dir, cache hits),
-    :data:`WORKER_START_S` and the rows' :func:`replay_cost_s`, and both sides' recorded
+    the worker's start beyond the builds (:func:`worker_start_s`) and the rows'
+    :func:`replay_cost_s`, and both sides' recorded
     seconds of the ops the plan leaves to the op path (every op of ``ops`` but those
     whose rows are all planned for replay, no sentinel and none the gate times anyway;
     a family sentinel at its one row's share: :meth:`ReplayPlan.op_seconds`;
@@ -315,9 +327,10 @@ def forecast(
     op_path = op_path_ops(plan, ops)
     built = {"pr": pr_built, "base": base_built}
     both = {k: len(SIDES) * plan.op_seconds(k, op_costs) for k in op_path}
+    build_s = build_seconds(len(kernels), build_workers(jobs, len(kernels), built), built)
     return ReplayForecast(
-        build_s=build_seconds(len(kernels), build_workers(jobs, len(kernels), built), built),
-        replay_s=plan.replay_s + (WORKER_START_S if plan.replay else 0.0),
+        build_s=build_s,
+        replay_s=plan.replay_s + (worker_start_s(build_s) if plan.replay else 0.0),
         op_path_ops=len(op_path),
         op_path_s=(op_path_wall(both) if op_path_wall and both else sum(both.values())),
     )

@@ -47,6 +47,7 @@ from zlbench.codegen.replay_plan import (
     plan_replay,
     replay_cost_s,
     replay_costs,
+    worker_start_s,
 )
 from zlbench.errors import ZlbenchError
 from zlbench.gate.load import BaselineSet
@@ -166,6 +167,7 @@ def replay_changed(
     base_cache: Path | None = None,
     recorded_on: str | None = None,
     runner_gpu: str | None = None,
+    start_warm: Callable | None = None,
 ) -> ReplayOutcome:
     """The replay step (module docstring) over the changed rows of ``ops``; writes
     ``out/replay/``. ``pr``/``base``: each side's environment, ``pythonpath`` first on
@@ -182,10 +184,14 @@ def replay_changed(
     the forecast line says of ``op_costs`` against this runner's GPU model (the batch's
     words: :func:`zlbench.runner.batch.forecast.where_recorded`); ``runner_gpu``: this
     runner's GPU model (nvidia-smi's name), on which a capture taken there proves a row
-    times no Triton kernel (:func:`proof_gpu`; None: no capture does)."""
+    times no Triton kernel (:func:`proof_gpu`; None: no capture does); ``start_warm``:
+    a seam (``worker.start_warm``, the default with the real worker): the replay's
+    first worker, started before the builds so that its runtime loads while they run."""
     if run_rows is None or build_side is None:
         from zlbench.plugins.replay import binaries, worker
 
+        if run_rows is None and start_warm is None:  # the real worker: start it early
+            start_warm = worker.start_warm
         run_rows = run_rows or worker.run_rows
         build_side = build_side or binaries.build_side
     t0 = time.monotonic()
@@ -243,27 +249,33 @@ def replay_changed(
     builds: list[SideBuildTime] = []
     if plan.replay:
         t1 = time.monotonic()
-        planned, lost, builds = _build(
-            plan, baseline, screen, rdir, sides, build_side, say, jobs, caches, built
-        )
-        build_s = time.monotonic() - t1
-        fallback += lost
-        if planned.rows:
-            dump_json_model(rdir / REPLAY_PLAN, planned)
-            t2 = time.monotonic()
-            on_row = progress(planned, say, t2, costs)
-            ran, pairs = run_rows(
-                rdir / REPLAY_PLAN,
-                rdir / "worker",
-                python=sides["pr"][0],
-                env=sides["pr"][1],
-                on_row=on_row,
+        where = {"python": sides["pr"][0], "env": sides["pr"][1]}
+        early = start_warm(rdir / REPLAY_PLAN, rdir / "worker", **where) if start_warm else None
+        try:
+            planned, lost, builds = _build(
+                plan, baseline, screen, rdir, sides, build_side, say, jobs, caches, built
             )
-            done = [
-                r.model_copy(update={"changed": False}) if r.key in unchanged else r
-                for r in ran.rows
-            ]
-            worker_s = time.monotonic() - t2
+            build_s = time.monotonic() - t1
+            fallback += lost
+            if planned.rows:
+                dump_json_model(rdir / REPLAY_PLAN, planned)
+                t2 = time.monotonic()
+                start = worker_start_s(build_s, warm=early is not None)
+                on_row = progress(planned, say, t2, costs, start_s=start)
+                first = {"early": early} if early is not None else {}
+                ran, pairs = run_rows(
+                    rdir / REPLAY_PLAN, rdir / "worker", **where, on_row=on_row, **first
+                )
+                done = [
+                    r.model_copy(update={"changed": False}) if r.key in unchanged else r
+                    for r in ran.rows
+                ]
+                worker_s = time.monotonic() - t2
+        finally:
+            if early is not None:
+                from zlbench.plugins.replay.worker import cancel
+
+                cancel(early)  # none to replay, or done: nothing left running
     replayed = [r for r in done if r.instrument == "kernel-replay" and r.outputs == "match"]
     ok = {r.key for r in replayed}
     pairs = PairsFile(rows=[p for p in pairs.rows if p.key in ok])
@@ -348,6 +360,7 @@ def progress(
     costs: Mapping[RowKey, float] | None = None,
     clock=time.monotonic,
     every_s: float = PROGRESS_EVERY_S,
+    start_s: float = WORKER_START_S,
 ) -> Callable[[int, str | None], None]:
     """The worker's per-row callback: a line as a row ends, with the counts and an ETA
     (``[3/45] softmax bfloat16 [1048576]: replayed, 1 fell back, ETA 1m10s``): for the
@@ -357,8 +370,10 @@ def progress(
 
     The ETA is the cost model's seconds of the rows left (``costs``, the step's
     :func:`~zlbench.codegen.replay_plan.replay_costs`), scaled by the wall seconds per
-    modelled second of what is done, the worker's start (``WORKER_START_S``) counted
-    as done with the first row (``runner.batch.progress.corrected_eta``, as the batch's
+    modelled second of what is done, the worker's start (``start_s``: what is left of
+    ``WORKER_START_S`` when the first worker started warm beside the builds,
+    ``codegen.replay_plan.worker_start_s``) counted as done with the first row
+    (``runner.batch.progress.corrected_eta``, as the batch's
     done lines). An ETA of the mean row so far counted that start in the first row
     alone: on an H100 (thirty-second session) the first line of a 29 s replay said
     ETA 17m21s."""
@@ -368,7 +383,7 @@ def progress(
     cost = [replay_cost_s(None) if c is None else c for c in cost]
     done: set[int] = set()
     fell_back: set[int] = set()  # sets, not a count: a row's line may come twice
-    modelled = {"done": WORKER_START_S, "left": sum(cost)}  # seconds, kept as rows end
+    modelled = {"done": start_s, "left": sum(cost)}  # seconds, kept as rows end
     last_said = [None]  # the clock at the last line
 
     def on_row(i: int, why: str | None) -> None:

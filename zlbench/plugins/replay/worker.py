@@ -2,7 +2,7 @@
 
 ::
 
-    python -m zlbench.plugins.replay.worker PLAN_JSON OUT_DIR [--skip K]
+    python -m zlbench.plugins.replay.worker PLAN_JSON OUT_DIR [--skip K] [--warm]
 
 ``PLAN_JSON`` is a :class:`~zlbench.models.ReplayPlanFile`: the rows to replay in
 order, each with its launches (``LaunchSpec``) and per kernel id both sides' binaries
@@ -38,6 +38,14 @@ it; a torn last line (a worker killed mid-write) is not a row. The caller merges
 parts into ``OUT_DIR/rows.json`` (a :class:`~zlbench.models.ReplayRun`) and
 ``OUT_DIR/pairs.json`` (a ``PairsFile``: the samples of the rows replayed, judged by the
 same pair rule as the op path's A/B).
+
+``--warm`` (the gate's first worker, started while both sides' binaries build): load
+what timing needs before any plan exists (:func:`warm_up`: torch, the CUDA context,
+triton's loader, FlagGems), say how long that took on stderr, then wait for the line
+``go`` on stdin before reading ``PLAN_JSON`` (the caller writes the plan first; a plan
+file left by an earlier gate in the same dir is never read early). Anything else on
+stdin, or its end: exit 2 and no row. A fresh worker's first row loaded 7.5-8.4 s of
+this (docs/measurements.md, thirty-third to thirty-fifth sessions).
 
 stdout speaks the compile workers' line protocol (:mod:`zlbench.protocol.compile_lines`)
 with the plan's row index as the item: ``ZLBENCH_COMPILED <i> ok`` (replayed) or
@@ -98,6 +106,7 @@ ROWS_JSON = "rows.json"  # the caller's OUT_DIR/rows.json: a ReplayRun of every 
 ROWS_JSONL = "rows.jsonl"  # a worker's OUT_DIR/rows.jsonl: a WorkerRow per row it ended
 POISONED = 3  # exit status: the device broke; the caller restarts for the rest
 STARTUP_S = 120.0  # the first row's extra time in a fresh worker
+GO = "go"  # what the caller writes on a --warm worker's stdin once the plan is written
 LOG_TAIL = 3
 MODULE = "zlbench.plugins.replay.worker"
 
@@ -122,6 +131,7 @@ class Seams:
     compare_outputs: Callable[..., tuple[bool, float]]
     healthy: Callable[[str], bool]  # device -> still usable after a failed row
     sync: Callable[[str], None] = lambda device: None  # wait for the device's queued work
+    warm: Callable[[], None] = lambda: None  # --warm: load the timing's runtime (warm_up)
 
 
 def real_seams() -> Seams:
@@ -147,7 +157,25 @@ def real_seams() -> Seams:
         compare_outputs=timing.compare_outputs,
         healthy=device_healthy,
         sync=device_sync,
+        warm=warm_up,
     )
+
+
+def warm_up() -> None:
+    """What a fresh worker's first row would load before it could time anything: torch
+    and the CUDA context, triton's runtime and loader, and FlagGems (whose modules hold
+    the kernels; not importable here: left to the first row, which then says why)."""
+    import torch
+
+    if torch.cuda.is_available():
+        torch.zeros(1, device="cuda")  # the context
+    import triton  # noqa: F401
+    from triton.compiler.compiler import CompiledKernel  # noqa: F401
+
+    try:
+        import flag_gems  # noqa: F401
+    except Exception:  # noqa: BLE001 - any failure: the first row's load meets it again
+        pass
 
 
 def device_sync(device: str) -> None:
@@ -370,8 +398,24 @@ def main(argv: list[str] | None = None, seams: Seams | None = None) -> int:
     p.add_argument("plan", help="a ReplayPlanFile (plan.json)")
     p.add_argument("out_dir", help="where to write rows.jsonl")
     p.add_argument("--skip", type=int, default=0, metavar="K", help="start at row K")
+    p.add_argument(
+        "--warm",
+        action="store_true",
+        help="load the timing's runtime first, then read PLAN_JSON once stdin says go",
+    )
     args = p.parse_args(argv)
     failed = 0
+    seams = seams or real_seams()
+    if args.warm:
+        t0 = time.monotonic()
+        seams.warm()
+        print(f"zlbench: replay worker warmed up in {time.monotonic() - t0:.1f} s",
+              file=sys.stderr, flush=True)  # fmt: skip
+        said = sys.stdin.readline().strip()
+        if said != GO:
+            print(f"zlbench: replay: the caller said {said!r}, not {GO!r}: no row replayed",
+                  file=sys.stderr)  # fmt: skip
+            return 2
 
     def on_row(i: int, why: str | None) -> None:
         nonlocal failed
@@ -382,8 +426,8 @@ def main(argv: list[str] | None = None, seams: Seams | None = None) -> int:
         plan = load_plan(args.plan)
         if not 0 <= args.skip <= len(plan.rows):
             raise ZlbenchError(f"--skip {args.skip}: the plan has {len(plan.rows)} rows")
-        status = replay_plan(plan, Path(args.out_dir), seams or real_seams(),
-                             skip=args.skip, on_row=on_row)  # fmt: skip
+        status = replay_plan(plan, Path(args.out_dir), seams, skip=args.skip,
+                             on_row=on_row)  # fmt: skip
     except ZlbenchError as e:
         print(f"zlbench: {e}", file=sys.stderr)
         return 2
@@ -435,6 +479,24 @@ def _tail(path: Path) -> str:
 OnRow = Callable[[int, "str | None"], None]  # a row's index as it ends, why (None: replayed)
 
 
+def _start(
+    cmd: list[str], out: Path, env: Mapping[str, str] | None, stdin: bool = False
+) -> subprocess.Popen:
+    """A worker process writing its stderr to ``out/stderr.log`` (``stdin``: a pipe to
+    it, a --warm worker's)."""
+    out.mkdir(parents=True, exist_ok=True)
+    with open(out / "stderr.log", "w", encoding="utf-8") as err:
+        return subprocess.Popen(
+            cmd,
+            stdin=subprocess.PIPE if stdin else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=err,
+            text=True,
+            env=dict(env) if env is not None else None,
+            start_new_session=True,
+        )
+
+
 def run_part(
     cmd: list[str],
     plan: ReplayPlanFile,
@@ -442,20 +504,13 @@ def run_part(
     out: Path,
     env: Mapping[str, str] | None,
     on_row: OnRow | None = None,
+    proc: subprocess.Popen | None = None,
 ) -> Part:
     """One worker process from row ``skip`` on, each row given ``row_timeout_s`` (the
-    first :data:`STARTUP_S` more); ``on_row`` as each row's line arrives."""
-    out.mkdir(parents=True, exist_ok=True)
-    log = out / "stderr.log"
-    with open(log, "w", encoding="utf-8") as err:
-        proc = subprocess.Popen(
-            [*cmd, "--skip", str(skip)],
-            stdout=subprocess.PIPE,
-            stderr=err,
-            text=True,
-            env=dict(env) if env is not None else None,
-            start_new_session=True,
-        )
+    first :data:`STARTUP_S` more); ``on_row`` as each row's line arrives. ``proc``: that
+    worker, already started (:func:`start_warm`, told to go), else one started here."""
+    if proc is None:
+        proc = _start([*cmd, "--skip", str(skip)], out, env)
     q: queue.Queue = queue.Queue()
     reader = threading.Thread(target=_reader, args=(proc.stdout, q), daemon=True)
     reader.start()
@@ -508,6 +563,45 @@ def _watch(
     return Part(ended, (nxt, f"{why}; a device fault poisons the process"), out)
 
 
+def start_warm(
+    plan_path: str | os.PathLike,
+    out_dir: str | os.PathLike,
+    *,
+    python: str | None = None,
+    env: Mapping[str, str] | None = None,
+    module: str = MODULE,
+) -> subprocess.Popen:
+    """The first worker of :func:`run_rows` (``OUT_DIR/part0``, from row 0), started
+    ``--warm`` before ``plan_path`` exists: it loads the timing's runtime while the
+    caller builds the binaries, then waits for :func:`run_rows` (``early``) to say go.
+    :func:`cancel` it when no row is replayed."""
+    out = Path(out_dir) / "part0"
+    cmd = [python or sys.executable, "-m", module, str(plan_path), str(out), "--warm"]
+    return _start([*cmd, "--skip", "0"], out, env, stdin=True)
+
+
+def cancel(proc: subprocess.Popen) -> None:
+    """Stop a :func:`start_warm` worker (never told go, or done: then nothing to do)."""
+    if proc.poll() is None:
+        _stop(proc)
+    for stream in (proc.stdin, proc.stdout):
+        if stream is not None:
+            stream.close()
+
+
+def _go(proc: subprocess.Popen | None) -> subprocess.Popen | None:
+    """``proc`` told to go, or None when it already ended (or cannot hear it): the
+    caller starts a fresh worker instead, so a warm-up that died costs no row."""
+    if proc is None or proc.poll() is not None or proc.stdin is None:
+        return None
+    try:
+        proc.stdin.write(GO + "\n")
+        proc.stdin.close()
+    except OSError:
+        return None
+    return proc
+
+
 def run_rows(
     plan_path: str | os.PathLike,
     out_dir: str | os.PathLike,
@@ -516,20 +610,29 @@ def run_rows(
     env: Mapping[str, str] | None = None,
     module: str = MODULE,
     on_row: OnRow | None = None,
+    early: subprocess.Popen | None = None,
 ) -> tuple[ReplayRun, PairsFile]:
     """Replay a plan's rows with worker processes (module docstring), restarting after
     a hang, a death or a broken device; writes and returns ``OUT_DIR/rows.json`` and
     ``pairs.json`` merged in plan order. A row a worker did not end is a fallback with
     why; a row only counts as replayed where its worker said so and wrote it so.
-    ``on_row(index, why)`` as each row's worker line arrives (a progress line)."""
+    ``on_row(index, why)`` as each row's worker line arrives (a progress line).
+    ``early``: the first worker, already started by :func:`start_warm` with the same
+    ``plan_path``, ``out_dir`` and ``module``; told to go now (ended already: a fresh
+    one instead)."""
     plan = load_plan(plan_path)
     out = Path(out_dir)
     cmd = [python or sys.executable, "-m", module, str(plan_path)]
     results: dict[int, ReplayedRow] = {}
     samples: dict[RowKey, PairedSamples] = {}
     t0, skip, n, fruitless = time.monotonic(), 0, 0, 0
+    first = _go(early)
+    if early is not None and first is None:
+        cancel(early)
     while skip < len(plan.rows):
-        part = run_part([*cmd, str(out / f"part{n}")], plan, skip, out / f"part{n}", env, on_row)
+        where = out / f"part{n}"
+        proc = first if n == 0 else None
+        part = run_part([*cmd, str(where)], plan, skip, where, env, on_row, proc=proc)
         n += 1
         _collect(plan, part, results, samples)
         if part.lost is None:
