@@ -208,7 +208,7 @@ def main() -> None:
         f"about {fmt_seconds(f.total_s)} = builds "
         f"{fmt_seconds(f.build_s)} + replay {fmt_seconds(f.replay_s)} + {f.op_path_ops} "
         f"op(s) through FlagGems {fmt_seconds(f.op_path_s)} (both sides, recorded seconds, "
-        f"a process start)"
+        f"the A/B's start)"
     )
     print(
         f"op path without the replay: {len(ops)} op(s), "

@@ -25,8 +25,8 @@ FOREIGN = {
 }  # fmt: skip
 # flags of zlbench's own worker modules (python -m ...), not of a command
 # zlbench.plugins.compiler.rebuild (--in-cache, --no-sass: the replay's builds);
-# zlbench.plugins.replay.worker
-WORKER_FLAGS = {"--exec-generated", "--skip", "--in-cache", "--no-sass"}
+# zlbench.plugins.replay.worker (--skip; --warm: the gate's first worker, started early)
+WORKER_FLAGS = {"--exec-generated", "--skip", "--in-cache", "--no-sass", "--warm"}
 
 
 def commands(parser: argparse.ArgumentParser, path=()):

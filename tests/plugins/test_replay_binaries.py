@@ -349,6 +349,59 @@ def test_a_planned_row_replays_end_to_end_under_the_standin(built, monkeypatch, 
     assert [r.key.op for r in pairs.rows] == ["same", "block"]  # in plan order
 
 
+def test_the_launchers_are_built_once_a_key_before_any_row_is_timed(built, monkeypatch, tmp_path):
+    """The worker's real seams build each distinct launcher of the plan's binaries (both
+    sides of one request share one) before the first row is timed, through the active
+    driver's launcher class; a failing build costs no row."""
+    from triton.runtime import driver
+
+    b, pr, base = built
+    monkeypatch.syspath_prepend(str(b.mod))
+    kid = b.rec.id
+    p, q = pr.refs[kid], base.refs[kid]
+    rows = [_row("one", p, q, kid), _row("two", p, q, kid)]
+    plan = ReplayPlanFile(device="cpu", warmup=0, reps=1, rows=rows,
+                          requests={kid: b.rec.request})  # fmt: skip
+    seams, events = worker.real_seams(), []
+    timed = seams.time_paired
+    seams.time_paired = lambda *a, **k: events.append("timed") or timed(*a, **k)
+    with standin.standin("cuda:90", launch="skip"):
+        make = driver.active.launcher_cls
+
+        def counted(src, metadata):
+            events.append(("launcher", src.fn.__name__))
+            if len(events) == 1:
+                raise RuntimeError("cc failed")  # the first launch builds it again
+            return make(src, metadata)
+
+        monkeypatch.setattr(driver.active, "launcher_cls", counted)
+        assert worker.replay_plan(plan, tmp_path / "out", seams) == 0
+    # one key: one build ahead (it failed), then the rows; each side's kernel asks the
+    # launcher class again at its first launch (triton's cache answers, after a build)
+    assert events[:2] == [("launcher", "zl_scale"), "timed"]
+    assert events.count("timed") == 2
+    run, _ = worker.read_outputs(tmp_path / "out")
+    assert [r.instrument for r in run.rows] == ["kernel-replay", "kernel-replay"]
+
+
+def test_prebuild_launchers_builds_one_per_key_and_ignores_failures():
+    from types import SimpleNamespace as NS
+
+    def kern(sig, name):
+        return NS(src=NS(signature=sig, constants={}, name=name), metadata=NS())
+
+    ks = [kern({"x": "*fp16"}, "a"), kern({"x": "*fp16"}, "b"), kern({"x": "i32"}, "c")]
+    built = []
+
+    def build(src, metadata):
+        built.append(src.name)
+        if src.name == "c":
+            raise OSError("gcc: not found")
+
+    assert binaries.prebuild_launchers(ks, jobs=2, build=build) == 2
+    assert sorted(built) == ["a", "c"]
+
+
 @pytest.mark.gpu
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU (sm_90)")
 def test_both_sides_replay_on_the_gpu(built, monkeypatch, tmp_path):

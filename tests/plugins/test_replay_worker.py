@@ -531,3 +531,26 @@ def test_a_warm_worker_never_told_go_is_cancelled_and_replays_nothing(tmp_path, 
     worker.cancel(early)
     assert early.poll() is not None
     assert not (tmp_path / "out" / "part0" / worker.ROWS_JSONL).exists()
+
+
+def test_the_launchers_are_prepared_once_for_the_rows_from_skip_and_a_failure_costs_no_row(
+    tmp_path, capsys
+):
+    fake, got = Fake(), []
+    seams = fake.seams()
+    seams.prepare = lambda plan, rows, loaded: got.append([r.key.op for r in rows]) or 3
+    plan = plan_of(row("first", spec("a")), row("second", spec("b")))
+    dump_json_model(tmp_path / "plan.json", plan)
+    args = [str(tmp_path / "plan.json"), str(tmp_path / "out"), "--skip", "1"]
+    assert worker.main(args, seams=seams) == 0
+    assert got == [["second"]]
+    assert "zlbench: replay: 3 launcher(s) ready in" in capsys.readouterr().err
+
+    def broken(plan, rows, loaded):
+        raise RuntimeError("no C compiler")
+
+    seams.prepare = broken
+    assert worker.main([str(tmp_path / "plan.json"), str(tmp_path / "o2")], seams=seams) == 0
+    run, _ = outputs(tmp_path / "o2")
+    assert [r.instrument for r in run.rows] == ["kernel-replay", "kernel-replay"]
+    assert "launchers not built ahead: RuntimeError: no C compiler" in capsys.readouterr().err

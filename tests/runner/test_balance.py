@@ -162,6 +162,7 @@ def test_shard_wall_is_the_busiest_gpu_plus_its_process_starts():
     assert shard_wall([["main/a"], ["main/b", "main/c"]], costs) == 10 + PROCESS_START_S
     assert shard_wall([["main/b", "main/c"]], costs, per_process=1) == 2 + 2 * PROCESS_START_S
     assert shard_wall([[], []], costs) == 0.0
+    assert shard_wall([["main/a"]], costs, start_s=35.0) == costs["main/a"] + 35.0
 
 
 # --------------------------------------------------------------- forecast, shard count

@@ -37,7 +37,7 @@ from zlbench.models.replay import (
 from zlbench.plugins.replay.binaries import SideBuild
 from zlbench.report.replay_text import fallback_counts
 from zlbench.runner.ab.env import PR_ENV, CompilerEnv
-from zlbench.runner.batch.costs import PROCESS_START_S
+from zlbench.runner.batch.costs import AB_START_S
 from zlbench.runner.batch.progress import fmt_seconds
 from zlbench.runner.replay import DIFFERS_FROM_SCREEN, op_path_wall, replay_changed
 
@@ -199,9 +199,9 @@ def test_replayed_rows_and_the_op_judged_by_replay_alone(tmp_path):
     builds = BUILD_START_S + 2 * BUILD_WORKER_S + 2 * BUILD_CPU_S
     # b whole, F's sentinel at its one changed row of 2: 30 s + 15 s, both sides, and
     # the measure step's process start (its own forecast's rule)
-    op_path = fmt_seconds(2 * (30 + 15) + PROCESS_START_S)
+    op_path = fmt_seconds(2 * (30 + 15) + AB_START_S)
     assert f"builds {builds:.1f}s" in line and f"2 op(s) through FlagGems {op_path} (" in line
-    assert "both sides, and a process start" in line
+    assert "both sides, and the A/B's start" in line
     (sentinel,) = set(outcome.op_rows) - {"main/b"}
     assert outcome.op_rows[sentinel] == [key(sentinel.split("/")[1], SH)]
     assert outcome.sentinel_rows == {sentinel: key(sentinel.split("/")[1], SH)}
@@ -267,7 +267,7 @@ def test_the_judge_re_derives_the_rows_timing_no_kernel_from_the_baselines_captu
 
 def test_the_op_paths_wall_is_the_measure_steps_forecast_of_its_seconds():
     # both sides' seconds on one GPU, one process start, as an A/B side's own forecast
-    assert op_path_wall({"main/a": 10.0, "main/b": 5.0}) == 15.0 + PROCESS_START_S
+    assert op_path_wall({"main/a": 10.0, "main/b": 5.0}) == 15.0 + AB_START_S
 
 
 def test_every_row_replays_an_unchanged_row_and_counts_it_apart_from_the_changed(tmp_path):
@@ -506,11 +506,11 @@ def test_the_forecast_says_when_the_recorded_seconds_come_from_another_gpu_model
     note = where_recorded("NVIDIA H200", "NVIDIA H100 80GB HBM3")
     _, _, said = run(tmp_path, Fakes(), recorded_on=note)
     (line,) = [x for x in said if "expected about" in x]
-    assert line.endswith(f"(recorded seconds, both sides, and a process start; {note})"), line
+    assert line.endswith(f"(recorded seconds, both sides, and the A/B's start; {note})"), line
     assert "this runner has NVIDIA H100 80GB HBM3: they may undercount" in line
     _, _, plain = run(tmp_path / "2", Fakes())
     (line,) = [x for x in plain if "expected about" in x]
-    assert line.endswith("(recorded seconds, both sides, and a process start)")
+    assert line.endswith("(recorded seconds, both sides, and the A/B's start)")
 
 
 def test_an_op_replayed_in_part_is_measured_for_its_other_rows_only():

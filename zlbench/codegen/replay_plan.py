@@ -249,7 +249,7 @@ class ReplayForecast:
     build_s: float  # both sides' builds of the replayed kernels, over the rebuild workers
     replay_s: float  # the planned rows, by the cost model
     op_path_ops: int  # ops still timed through FlagGems
-    op_path_s: float  # their recorded seconds, both sides of the A/B (and a process start)
+    op_path_s: float  # their recorded seconds, both sides of the A/B, and the A/B's start
 
     @property
     def total_s(self) -> float:

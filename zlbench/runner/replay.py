@@ -323,14 +323,15 @@ def proof_gpu(runner_gpu: str | None, environs: Sequence[Mapping[str, str]]) -> 
 
 def op_path_wall(seconds: Mapping[str, float]) -> float:
     """The op path's expected wall from its ops' seconds (both sides of the A/B, the
-    sides' turns counted): the measure step's own forecast of an A/B side
-    (:func:`zlbench.runner.batch.costs.shard_wall` over one GPU: the seconds plus a
-    process start). Without the start the v7 slice's broad change (an H100, 2026-12-06)
-    was announced at 1m06s for 1m39s after its screen, 39 s of it ops whose measure step
-    took 67 s (docs/measurements.md, thirty-fourth session)."""
-    from zlbench.runner.batch.costs import shard_wall
+    sides' turns counted): :func:`zlbench.runner.batch.costs.shard_wall` over one GPU,
+    the seconds plus the interleaved A/B's start (``AB_START_S``). Without a start the
+    v7 slice's broad change (an H100, 2026-12-06) was announced at 1m06s for 1m39s after
+    its screen, 39 s of it ops whose measure step took 67 s; with a one-sided batch's
+    (``PROCESS_START_S``) its op path of two one-row sentinels was announced at 27.4 s
+    for 37.0-42.6 s (docs/measurements.md, thirty-fourth and thirty-sixth sessions)."""
+    from zlbench.runner.batch.costs import AB_START_S, shard_wall
 
-    return shard_wall([sorted(seconds)], seconds)
+    return shard_wall([sorted(seconds)], seconds, start_s=AB_START_S)
 
 
 def forecast_line(f: ReplayForecast, recorded_on: str | None = None) -> str:
@@ -346,7 +347,7 @@ def forecast_line(f: ReplayForecast, recorded_on: str | None = None) -> str:
         f"zlbench gate: replay: expected about {fmt_seconds(f.total_s)}: builds "
         f"{fmt_seconds(f.build_s)}, replay {fmt_seconds(f.replay_s)} (the cost model), "
         f"{f.op_path_ops} op(s) through FlagGems {fmt_seconds(f.op_path_s)} (recorded "
-        f"seconds, both sides, and a process start{note})"
+        f"seconds, both sides, and the A/B's start{note})"
     )
 
 

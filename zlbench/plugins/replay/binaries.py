@@ -387,6 +387,42 @@ class Binaries:
         self._tmp.cleanup()
 
 
+def launcher_key(kernel: Any) -> str:
+    """What triton's launcher for ``kernel`` (a CompiledKernel) is generated from: its
+    signature, its constants and its tensor descriptors' metadata (two kernels of one
+    key share one compiled launcher, ``__triton_launcher``)."""
+    src, meta = kernel.src, kernel.metadata
+    parts = (src.signature, getattr(src, "constants", {}), getattr(meta, "tensordesc_meta", None))
+    return repr(parts)
+
+
+def prebuild_launchers(kernels: Sequence[Any], jobs: int, build: Any = None) -> int:
+    """Compile the launchers of ``kernels`` (loaded CompiledKernels) into triton's cache,
+    one per :func:`launcher_key`, ``jobs`` at once; how many were asked for. A kernel's
+    first launch otherwise builds its launcher with the C compiler, one after another
+    in the timing process: ~0.3 s each on a fresh H100 host (10 for the v7 slice; v7's
+    6,922 kernels have ~475), a cache hit after (docs/measurements.md, thirty-sixth
+    session). ``build``: the launcher class (None: ``driver.active.launcher_cls``). A
+    failure is left to that kernel's first launch, which meets it again."""
+    if build is None:
+        from triton.runtime import driver
+
+        build = driver.active.launcher_cls
+    one: dict[str, Any] = {}
+    for k in kernels:
+        one.setdefault(launcher_key(k), k)
+
+    def make(kernel: Any) -> None:
+        try:
+            build(kernel.src, kernel.metadata)
+        except Exception:  # noqa: BLE001 - the first launch says why, in its row
+            pass
+
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:  # the C compiler's processes
+        list(pool.map(make, one.values()))
+    return len(one)
+
+
 def launch(kernel: Any, grid: Sequence[int], args: Sequence[Any]) -> None:
     """One launch of a loaded side binary on the current stream (every parameter in
     order, constexprs included)."""

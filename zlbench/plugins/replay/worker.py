@@ -132,6 +132,8 @@ class Seams:
     healthy: Callable[[str], bool]  # device -> still usable after a failed row
     sync: Callable[[str], None] = lambda device: None  # wait for the device's queued work
     warm: Callable[[], None] = lambda: None  # --warm: load the timing's runtime (warm_up)
+    # (plan, rows from --skip, loaded binaries) -> launchers built before any row is timed
+    prepare: Callable[[ReplayPlanFile, Sequence[PlannedRow], Any], int] = lambda p, r, b: 0
 
 
 def real_seams() -> Seams:
@@ -158,7 +160,29 @@ def real_seams() -> Seams:
         healthy=device_healthy,
         sync=device_sync,
         warm=warm_up,
+        prepare=prepare_launchers,
     )
+
+
+def prepare_launchers(plan: ReplayPlanFile, rows: Sequence[PlannedRow], loaded: Any) -> int:
+    """Load every binary of ``rows`` (a row's load then finds it loaded) and build their
+    launchers at once (:func:`.binaries.prebuild_launchers`, one job a CPU) before any
+    row is timed, so no row's timing waits for the C compiler; how many launchers. A
+    binary that does not load is left to its row, which falls back saying why."""
+    from zlbench.plugins.replay import binaries
+
+    kernels = []
+    for row in rows:
+        for kid in kernel_ids(row):
+            for side in SIDES:
+                ref = row.binaries.get(kid, {}).get(side)
+                if ref is None:
+                    continue
+                try:
+                    kernels.append(loaded.get(kid, side, ref))
+                except Exception:  # noqa: BLE001 - the row's own load says why
+                    continue
+    return binaries.prebuild_launchers(kernels, os.cpu_count() or 1)
 
 
 def warm_up() -> None:
@@ -343,6 +367,7 @@ def replay_plan(
     with open(out_dir / ROWS_JSONL, "w", encoding="utf-8") as lines:
         loaded = seams.binaries(plan)
         try:
+            _prepare(plan, plan.rows[skip:], seams, loaded)
             for i in range(skip, len(plan.rows)):
                 got, samples = replay_row(plan, plan.rows[i], seams, loaded, rule)
                 lines.write(WorkerRow(row=got, samples=samples).model_dump_json() + "\n")
@@ -356,6 +381,19 @@ def replay_plan(
             if close is not None:
                 close()
     return 0
+
+
+def _prepare(plan: ReplayPlanFile, rows: Sequence[PlannedRow], seams: Seams, loaded: Any) -> None:
+    """``seams.prepare`` (the launchers, before any row is timed), said on stderr; a
+    failure of it costs no row: each row loads and launches as it would without."""
+    t0 = time.monotonic()
+    try:
+        n = seams.prepare(plan, rows, loaded)
+    except Exception as e:  # noqa: BLE001 - an optimisation only
+        print(f"zlbench: replay: launchers not built ahead: {one_line(e)}", file=sys.stderr)
+        return
+    print(f"zlbench: replay: {n} launcher(s) ready in {time.monotonic() - t0:.1f} s",
+          file=sys.stderr, flush=True)  # fmt: skip
 
 
 def read_outputs(out_dir: Path) -> tuple[ReplayRun, PairsFile]:

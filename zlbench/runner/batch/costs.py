@@ -37,6 +37,13 @@ DEFAULT_OP_SECONDS = 2.0
 # Process start + FlagGems import + collection of one pytest process on the H200
 # (examples/h200-gate-v1: 105 s wall - 82 s of op time, one process).
 PROCESS_START_S = 23.0
+# The same for the gate's op path beside the kernel replay, an interleaved A/B: each
+# side's batch (its start, the environment's checks, the end's records: first turn
+# 9-13 s after the batch began, its end 5-6 s after the last) and an op's own process
+# (~19 s), both sides at once. Fitted to four gates of 1-6 ops on H100s (2026-12-06,
+# docs/measurements.md, thirty-fourth to thirty-sixth sessions: their op path 36.9-67 s;
+# PROCESS_START_S missed them by -7 % to -36 %, this by -8 % to +10 %).
+AB_START_S = 35.0
 # Dtypes an op measures when none are asked: FlagGems float benchmarks offer
 # float16, float32 and bfloat16.
 OWN_DTYPES = 3
@@ -127,13 +134,17 @@ def estimate_costs(
 
 
 def shard_wall(
-    gpu_bins: list[list[str]], costs: Mapping[str, float], per_process: int | None = None
+    gpu_bins: list[list[str]],
+    costs: Mapping[str, float],
+    per_process: int | None = None,
+    start_s: float = PROCESS_START_S,
 ) -> float:
-    """Expected wall seconds of a shard: its busiest GPU, op costs plus process starts."""
+    """Expected wall seconds of a shard: its busiest GPU, op costs plus process starts
+    (``start_s`` each)."""
     walls = [0.0]
     for ops in gpu_bins:
         if not ops:
             continue
         processes = math.ceil(len(ops) / per_process) if per_process else 1
-        walls.append(sum(costs[k] for k in ops) + processes * PROCESS_START_S)
+        walls.append(sum(costs[k] for k in ops) + processes * start_s)
     return max(walls)
