@@ -554,3 +554,16 @@ def test_the_launchers_are_prepared_once_for_the_rows_from_skip_and_a_failure_co
     run, _ = outputs(tmp_path / "o2")
     assert [r.instrument for r in run.rows] == ["kernel-replay", "kernel-replay"]
     assert "launchers not built ahead: RuntimeError: no C compiler" in capsys.readouterr().err
+
+
+def test_the_launchers_are_prepared_a_chunk_of_rows_at_a_time(tmp_path, monkeypatch):
+    """Each chunk's binaries and launchers just before its first row: the pause stays
+    within one row's timeout however long the plan (v7: ~6,000 rows)."""
+    monkeypatch.setattr(worker, "PREPARE_ROWS", 2)
+    fake, got = Fake(), []
+    seams = fake.seams()
+    seams.prepare = lambda plan, rows, loaded: got.append([r.key.op for r in rows]) or 0
+    plan = plan_of(*(row(f"r{i}", spec("a")) for i in range(5)))
+    dump_json_model(tmp_path / "plan.json", plan)
+    assert worker.main([str(tmp_path / "plan.json"), str(tmp_path / "out")], seams=seams) == 0
+    assert got == [["r0", "r1"], ["r2", "r3"], ["r4"]]
