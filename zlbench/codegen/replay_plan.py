@@ -184,8 +184,14 @@ from zlbench.report.replay_text import (
 # A row's own seconds beyond its timed calls (arguments, both binaries loaded and warmed
 # up, outputs compared): 0.15 on the thirtieth session's fresh machines; 0.10-0.15 (mean)
 # in the first gate of a fresh machine and 0.011-0.014 in the next ones of the
-# thirty-third session (cold and warm page cache): a runner's gate lies between.
-ROW_SETUP_S = 0.05
+# thirty-third session. The first gate's excess was the worker's first row (7.5-8.4 s:
+# torch, CUDA, FlagGems; now loaded beside the builds, worker.start_warm) and a launcher
+# built by the C compiler at the first launch of each new signature (~0.3 s, 10 of the
+# v7 slice's 53 rows; now built ahead, 200 rows at once: worker.prepare_launchers). On
+# the v7 slice on an H100 (2026-12-06, thirty-sixth session) the worker took 0.016 s a
+# row beyond the modelled calls and start on a warm machine, 0.018 s on a fresh one net
+# of its 10 launchers (docs/measurements.md).
+ROW_SETUP_S = 0.02
 PAIRS = 10  # the pairs a replayed row takes (module docstring): the balanced blocks' least
 WORKER_START_S = 10.0  # a replay worker's start: torch, CUDA, the first row's load
 # The gate's first replay worker starts warm, beside the builds (worker.start_warm): of
