@@ -47,6 +47,11 @@ file left by an earlier gate in the same dir is never read early). Anything else
 stdin, or its end: exit 2 and no row. A fresh worker's first row loaded 7.5-8.4 s of
 this (docs/measurements.md, thirty-third to thirty-fifth sessions).
 
+Before the first of each :data:`PREPARE_ROWS` rows is timed, the worker loads their
+binaries and builds their launchers at once (:func:`prepare_launchers`): triton builds a
+launcher with the C compiler at a new signature's first launch, ~0.3 s inside that
+row's timing, one row after another (ten rows of the v7 slice on a fresh H100).
+
 stdout speaks the compile workers' line protocol (:mod:`zlbench.protocol.compile_lines`)
 with the plan's row index as the item: ``ZLBENCH_COMPILED <i> ok`` (replayed) or
 ``ZLBENCH_COMPILED <i> failed <why>`` (fell back) as each row ends, then ``ZLBENCH_REPLAY
@@ -137,7 +142,7 @@ class Seams:
     healthy: Callable[[str], bool]  # device -> still usable after a failed row
     sync: Callable[[str], None] = lambda device: None  # wait for the device's queued work
     warm: Callable[[], None] = lambda: None  # --warm: load the timing's runtime (warm_up)
-    # (plan, rows from --skip, loaded binaries) -> launchers built before any row is timed
+    # (plan, the next PREPARE_ROWS rows, loaded binaries) -> launchers built ahead of them
     prepare: Callable[[ReplayPlanFile, Sequence[PlannedRow], Any], int] = lambda p, r, b: 0
 
 
