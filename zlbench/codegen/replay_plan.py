@@ -195,8 +195,9 @@ ROW_SETUP_S = 0.02
 PAIRS = 10  # the pairs a replayed row takes (module docstring): the balanced blocks' least
 WORKER_START_S = 10.0  # a replay worker's start: torch, CUDA, the first row's load
 # The gate's first replay worker starts warm, beside the builds (worker.start_warm): of
-# its start, what the builds did not cover shows, and at least this much (the first
-# row's own binaries and launchers; a guess of 2026-12-06, not yet measured on a GPU)
+# its start, what the builds did not cover shows, and at least this much (its plan read
+# and its first rows' binaries loaded once told go: the warm gate's worker spent 0.84 s
+# outside its 53 rows' phases on an H100, thirty-sixth session)
 WARM_FIRST_ROW_S = 1.0
 CALL_OVERHEAD_US = 150.0  # per timed call: restore written buffers, flush L2, lead spin, sync
 # The builds, refitted to two gates of v5's broad change on an H100 (2026-12-06,
