@@ -708,3 +708,45 @@ def test_a_warm_workers_progress_counts_only_what_the_builds_left_of_its_start()
                       clock=lambda: 2.0, start_s=1.0)  # fmt: skip
     on_row(0, None)
     assert said[0].endswith("ETA 7.0s")
+
+
+def test_after_the_builds_the_rest_is_forecast_at_this_hosts_pace(tmp_path):
+    """The builds say how fast this host imports FlagGems (a rebuild worker's load
+    phase); the op path's A/B start scales with it (AB_START_PER_LOAD), and the step
+    says what is left once they are done. Ops a, c replayed (F's sentinel on the op
+    path at its one row), b through FlagGems: both sides' seconds, 2 x (30 + 15)."""
+    from zlbench.codegen.replay_plan import host_load_s
+    from zlbench.models.replay import SideBuildTime
+    from zlbench.plugins.replay.binaries import PartTime
+    from zlbench.runner.batch.costs import AB_START_PER_LOAD, ab_start_s
+
+    fakes = Fakes()
+    build = fakes.build_side
+
+    def build_side(records, work, cache_dir, **kw):
+        out = build(records, work, cache_dir, **kw)
+        load = 5.0 if work.name.endswith("pr") else 6.0  # the base side is slower
+        out.parts = [PartTime(spawned=0.0, wall=load + 1, phases={"load": load})] * 2
+        return out
+
+    said = []
+    baseline, screen, _ = _baseline(tmp_path)
+    replay_changed(
+        baseline=baseline, screen=screen, ops={"main/a", "main/b", "main/c"},
+        out=tmp_path / "gate", pr=PR_ENV, base=CompilerEnv("base", python="/base/python"),
+        budget_s=None, rerun="zlbench gate --baseline bl", say=said.append,
+        families={"main/a": "F", "main/c": "F"}, run_rows=fakes.run_rows,
+        build_side=build_side,
+    )  # fmt: skip
+    (line,) = [x for x in said if "the rest expected about" in x]
+    op_path = 2 * (30 + 15) + 6.0 * AB_START_PER_LOAD
+    assert f"through FlagGems {fmt_seconds(op_path)}" in line, line
+    assert line.endswith("(recorded seconds, both sides, and the A/B's start at this host's "
+                         "pace: FlagGems imported in 6.0s)")  # fmt: skip
+    run_ = load_json_model(tmp_path / "gate" / "replay" / "replay.json", ReplayRun)
+    assert host_load_s(run_.builds) == 6.0  # the slower side's, per worker (12 s over 2)
+    assert host_load_s([SideBuildTime(side="pr", workers=1, kernels=1)]) is None
+    assert ab_start_s(None) == 35.0 and ab_start_s(2.0) == 2 * AB_START_PER_LOAD
+    # builds that do not say their load phase: no second forecast
+    _, _, plain = run(tmp_path / "plain", Fakes())
+    assert not any("the rest expected" in x for x in plain)

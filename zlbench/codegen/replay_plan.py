@@ -150,6 +150,7 @@ from zlbench.models.replay import (
     LaunchSpec,
     ReplayedRow,
     RowLaunches,
+    SideBuildTime,
     order_unknown,
 )
 from zlbench.models.run import RowKey
@@ -298,6 +299,14 @@ def worker_start_s(build_s: float, warm: bool = True) -> float:
     builds: :data:`WORKER_START_S` less the builds it ran beside (``warm``: started by
     ``worker.start_warm`` before them), at least :data:`WARM_FIRST_ROW_S`."""
     return max(WARM_FIRST_ROW_S, WORKER_START_S - build_s) if warm else WORKER_START_S
+
+
+def host_load_s(builds: Iterable[SideBuildTime]) -> float | None:
+    """This host's pace at importing FlagGems: the slower side's rebuild worker's
+    ``load`` phase (its seconds over its workers; the first kernel's load imports
+    torch and FlagGems), None when no build says."""
+    loads = [b.phases_s["load"] / max(1, b.workers) for b in builds if b.phases_s.get("load")]
+    return max(loads, default=None)
 
 
 def op_path_ops(plan: ReplayPlan, ops: Collection[str]) -> set[str]:

@@ -44,6 +44,7 @@ from zlbench.codegen.replay_plan import (
     ReplayPlan,
     build_workers,
     forecast,
+    host_load_s,
     plan_replay,
     replay_cost_s,
     replay_costs,
@@ -257,6 +258,15 @@ def replay_changed(
             )
             build_s = time.monotonic() - t1
             fallback += lost
+            load = host_load_s(builds)
+            if load is not None and expected.op_path_ops:  # the rest, at this host's pace
+                again = forecast(
+                    plan, ops, op_costs or {}, jobs, pr_built=built["pr"],
+                    base_built=built["base"], op_path_wall=lambda s: op_path_wall(s, load),
+                )  # fmt: skip
+                warm = early is not None
+                rest = plan.replay_s + worker_start_s(build_s, warm) if planned.rows else 0.0
+                say(rest_line(build_s, rest, again, load))
             if planned.rows:
                 dump_json_model(rdir / REPLAY_PLAN, planned)
                 t2 = time.monotonic()
@@ -321,17 +331,18 @@ def proof_gpu(runner_gpu: str | None, environs: Sequence[Mapping[str, str]]) -> 
     return runner_gpu or None
 
 
-def op_path_wall(seconds: Mapping[str, float]) -> float:
+def op_path_wall(seconds: Mapping[str, float], load_s: float | None = None) -> float:
     """The op path's expected wall from its ops' seconds (both sides of the A/B, the
     sides' turns counted): :func:`zlbench.runner.batch.costs.shard_wall` over one GPU,
-    the seconds plus the interleaved A/B's start (``AB_START_S``). Without a start the
+    the seconds plus the interleaved A/B's start (``ab_start_s``: ``AB_START_S``, or at
+    this host's pace ``load_s``, its import of FlagGems in this gate). Without a start the
     v7 slice's broad change (an H100, 2026-12-06) was announced at 1m06s for 1m39s after
     its screen, 39 s of it ops whose measure step took 67 s; with a one-sided batch's
     (``PROCESS_START_S``) its op path of two one-row sentinels was announced at 27.4 s
     for 37.0-42.6 s (docs/measurements.md, thirty-fourth and thirty-sixth sessions)."""
-    from zlbench.runner.batch.costs import AB_START_S, shard_wall
+    from zlbench.runner.batch.costs import ab_start_s, shard_wall
 
-    return shard_wall([sorted(seconds)], seconds, start_s=AB_START_S)
+    return shard_wall([sorted(seconds)], seconds, start_s=ab_start_s(load_s))
 
 
 def forecast_line(f: ReplayForecast, recorded_on: str | None = None) -> str:
@@ -348,6 +359,23 @@ def forecast_line(f: ReplayForecast, recorded_on: str | None = None) -> str:
         f"{fmt_seconds(f.build_s)}, replay {fmt_seconds(f.replay_s)} (the cost model), "
         f"{f.op_path_ops} op(s) through FlagGems {fmt_seconds(f.op_path_s)} (recorded "
         f"seconds, both sides, and the A/B's start{note})"
+    )
+
+
+def rest_line(build_s: float, replay_s: float, f: ReplayForecast, load_s: float) -> str:
+    """After the builds, what is left at this host's pace: ``zlbench gate: replay:
+    builds took 9s; the rest expected about 32s: replay 3.9s (the cost model), 2 op(s)
+    through FlagGems 28.2s (recorded seconds, both sides, and the A/B's start at this
+    host's pace: FlagGems imported in 5.8s)``. The first forecast's op path takes a
+    fixed start; the A/B's start follows the host (22.6-38.2 s on two H100 hosts)."""
+    from zlbench.runner.batch.progress import fmt_seconds
+
+    return (
+        f"zlbench gate: replay: builds took {fmt_seconds(build_s)}; the rest expected about "
+        f"{fmt_seconds(replay_s + f.op_path_s)}: replay {fmt_seconds(replay_s)} (the cost "
+        f"model), {f.op_path_ops} op(s) through FlagGems {fmt_seconds(f.op_path_s)} "
+        f"(recorded seconds, both sides, and the A/B's start at this host's pace: FlagGems "
+        f"imported in {fmt_seconds(load_s)})"
     )
 
 

@@ -44,6 +44,21 @@ PROCESS_START_S = 23.0
 # docs/measurements.md, thirty-fourth to thirty-sixth sessions: their op path 36.9-67 s;
 # PROCESS_START_S missed them by -7 % to -36 %, this by -8 % to +10 %).
 AB_START_S = 35.0
+# That start is mostly Python, torch and FlagGems imported, so it follows the host: on
+# two H100 hosts it was 22.6-38.2 s (the op path less its ops' seconds) where the
+# replay's rebuild workers of the same gate imported FlagGems in 5.8-8.9 s (their
+# ``load`` phase): 3.9-4.4 times that in all five gates (2026-12-06, thirty-fifth and
+# thirty-sixth sessions; fitted to them: no held-out gate yet).
+AB_START_PER_LOAD = 4.1
+
+
+def ab_start_s(load_s: float | None = None) -> float:
+    """The interleaved A/B op path's start: :data:`AB_START_PER_LOAD` times this host's
+    import of FlagGems (``load_s``, a rebuild worker's load phase in this gate), else
+    :data:`AB_START_S`."""
+    return AB_START_PER_LOAD * load_s if load_s else AB_START_S
+
+
 # Dtypes an op measures when none are asked: FlagGems float benchmarks offer
 # float16, float32 and bfloat16.
 OWN_DTYPES = 3
