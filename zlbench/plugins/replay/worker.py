@@ -612,6 +612,11 @@ def _watch(
     return Part(ended, (nxt, f"{why}; a device fault poisons the process"), out)
 
 
+def part_dir(out_dir: str | os.PathLike, n: int) -> Path:
+    """Where :func:`run_rows`' ``n``-th worker writes (``OUT_DIR/part<n>``)."""
+    return Path(out_dir) / f"part{n}"
+
+
 def start_warm(
     plan_path: str | os.PathLike,
     out_dir: str | os.PathLike,
@@ -624,7 +629,7 @@ def start_warm(
     ``--warm`` before ``plan_path`` exists: it loads the timing's runtime while the
     caller builds the binaries, then waits for :func:`run_rows` (``early``) to say go.
     :func:`cancel` it when no row is replayed."""
-    out = Path(out_dir) / "part0"
+    out = part_dir(out_dir, 0)
     cmd = [python or sys.executable, "-m", module, str(plan_path), str(out), "--warm"]
     return _start([*cmd, "--skip", "0"], out, env, stdin=True)
 
@@ -679,7 +684,7 @@ def run_rows(
     if early is not None and first is None:
         cancel(early)
     while skip < len(plan.rows):
-        where = out / f"part{n}"
+        where = part_dir(out, n)
         proc = first if n == 0 else None
         part = run_part([*cmd, str(where)], plan, skip, where, env, on_row, proc=proc)
         n += 1
