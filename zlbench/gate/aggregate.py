@@ -200,7 +200,8 @@ def count_ops(
     ops = list(ops)
     skipped = sum(1 for o in ops if o.verdict is Verdict.SKIPPED)
     failing = sum(1 for o in ops if o.verdict in FAILING_VERDICTS)
-    apart = sum(1 for o in ops if op_key(o.repo, o.run_name) in set(untimed))
+    untimed = set(untimed)
+    apart = sum(1 for o in ops if op_key(o.repo, o.run_name) in untimed)
     timed = len(ops) - skipped - apart
     return OpCounts(timed, failing, len(identical), skipped, len(over_budget), apart)
 
