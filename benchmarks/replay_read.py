@@ -159,11 +159,19 @@ def cost(gates: list[Path]) -> None:
         print(f"{g}: step {run.seconds:.1f} s = builds {run.build_seconds:.1f} s + workers "
               f"{run.worker_seconds:.1f} s over {n} replayed rows ({per:.3f} s a row); "
               f"steps {total}")  # fmt: skip
+        if total:  # what the forecasts after the screen are held to
+            after = total.get("replay", 0.0) + total.get("measure", 0.0)
+            print(f"  after the screen: {after:.1f} s (the replay and measure steps), "
+                  f"after the builds: {after - run.build_seconds:.1f} s")  # fmt: skip
         log = g.parent / f"{g.name}.log"
         if log.is_file():
             for line in log.read_text(encoding="utf-8", errors="replace").splitlines():
-                if "expected about" in line or "changed rows replayed" in line:
+                if any(w in line for w in ("expected about", "changed rows replayed")):
                     print(f"  {line[:300]}")
+        for err in sorted((g / REPLAY_DIR / "worker").glob("part*/stderr.log")):
+            for line in err.read_text(encoding="utf-8", errors="replace").splitlines():
+                if "warmed up in" in line or "launcher(s) ready" in line:  # the worker's
+                    print(f"  {err.parent.name}: {line[:200]}")
         timed = [r for r in run.rows if r.instrument == REPLAY and r.phases]
         if timed:
             names = ("load", "materialize", "time", "outputs")
