@@ -317,6 +317,15 @@ def op_path_ops(plan: ReplayPlan, ops: Collection[str]) -> set[str]:
     return set(ops) - (planned - plan.kept_ops())
 
 
+def op_path_seconds(
+    plan: ReplayPlan, ops: Collection[str], op_costs: Mapping[str, float]
+) -> dict[str, float]:
+    """Op key -> both sides' recorded seconds of each op the plan leaves to the op path
+    (:func:`op_path_ops`; a family sentinel at its one row's share:
+    :meth:`ReplayPlan.op_seconds`)."""
+    return {k: len(SIDES) * plan.op_seconds(k, op_costs) for k in op_path_ops(plan, ops)}
+
+
 def forecast(
     plan: ReplayPlan,
     ops: Collection[str],
@@ -340,14 +349,13 @@ def forecast(
     (the caller's: ``runner.batch.costs.shard_wall``, a process's start included); None:
     their sum."""
     kernels = {launch.kernel_id for p in plan.replay for launch in p.launches.launches}
-    op_path = op_path_ops(plan, ops)
     built = {"pr": pr_built, "base": base_built}
-    both = {k: len(SIDES) * plan.op_seconds(k, op_costs) for k in op_path}
+    both = op_path_seconds(plan, ops, op_costs)
     build_s = build_seconds(len(kernels), build_workers(jobs, len(kernels), built), built)
     return ReplayForecast(
         build_s=build_s,
         replay_s=plan.replay_s + (worker_start_s(build_s) if plan.replay else 0.0),
-        op_path_ops=len(op_path),
+        op_path_ops=len(both),
         op_path_s=(op_path_wall(both) if op_path_wall and both else sum(both.values())),
     )
 

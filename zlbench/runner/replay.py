@@ -45,6 +45,7 @@ from zlbench.codegen.replay_plan import (
     build_workers,
     forecast,
     host_load_s,
+    op_path_seconds,
     plan_replay,
     replay_cost_s,
     replay_costs,
@@ -258,19 +259,15 @@ def replay_changed(
             )
             build_s = time.monotonic() - t1
             fallback += lost
+            start = worker_start_s(build_s, warm=early is not None)
             load = host_load_s(builds)
             if load is not None and expected.op_path_ops:  # the rest, at this host's pace
-                again = forecast(
-                    plan, ops, op_costs or {}, jobs, pr_built=built["pr"],
-                    base_built=built["base"], op_path_wall=lambda s: op_path_wall(s, load),
-                )  # fmt: skip
-                warm = early is not None
-                rest = plan.replay_s + worker_start_s(build_s, warm) if planned.rows else 0.0
-                say(rest_line(build_s, rest, again, load))
+                seconds = op_path_seconds(plan, ops, op_costs or {})
+                rest = plan.replay_s + start if planned.rows else 0.0
+                say(rest_line(build_s, rest, len(seconds), op_path_wall(seconds, load), load))
             if planned.rows:
                 dump_json_model(rdir / REPLAY_PLAN, planned)
                 t2 = time.monotonic()
-                start = worker_start_s(build_s, warm=early is not None)
                 on_row = progress(planned, say, t2, costs, start_s=start)
                 first = {"early": early} if early is not None else {}
                 ran, pairs = run_rows(
@@ -362,7 +359,9 @@ def forecast_line(f: ReplayForecast, recorded_on: str | None = None) -> str:
     )
 
 
-def rest_line(build_s: float, replay_s: float, f: ReplayForecast, load_s: float) -> str:
+def rest_line(
+    build_s: float, replay_s: float, op_path_ops: int, op_path_s: float, load_s: float
+) -> str:
     """After the builds, what is left at this host's pace: ``zlbench gate: replay:
     builds took 9s; the rest expected about 32s: replay 3.9s (the cost model), 2 op(s)
     through FlagGems 28.2s (recorded seconds, both sides, and the A/B's start at this
@@ -372,8 +371,8 @@ def rest_line(build_s: float, replay_s: float, f: ReplayForecast, load_s: float)
 
     return (
         f"zlbench gate: replay: builds took {fmt_seconds(build_s)}; the rest expected about "
-        f"{fmt_seconds(replay_s + f.op_path_s)}: replay {fmt_seconds(replay_s)} (the cost "
-        f"model), {f.op_path_ops} op(s) through FlagGems {fmt_seconds(f.op_path_s)} "
+        f"{fmt_seconds(replay_s + op_path_s)}: replay {fmt_seconds(replay_s)} (the cost "
+        f"model), {op_path_ops} op(s) through FlagGems {fmt_seconds(op_path_s)} "
         f"(recorded seconds, both sides, and the A/B's start at this host's pace: FlagGems "
         f"imported in {fmt_seconds(load_s)})"
     )

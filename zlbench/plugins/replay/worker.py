@@ -182,16 +182,13 @@ def prepare_launchers(plan: ReplayPlanFile, rows: Sequence[PlannedRow], loaded: 
     from zlbench.plugins.replay import binaries
 
     kernels = []
-    for row in rows:
-        for kid in kernel_ids(row):
-            for side in SIDES:
-                ref = row.binaries.get(kid, {}).get(side)
-                if ref is None:
-                    continue
-                try:
-                    kernels.append(loaded.get(kid, side, ref))
-                except Exception:  # noqa: BLE001 - the row's own load says why
-                    continue
+    refs = [(kid, side, ref) for row in rows for kid, by_side in row.binaries.items()
+            for side, ref in by_side.items()]  # fmt: skip
+    for kid, side, ref in refs:
+        try:
+            kernels.append(loaded.get(kid, side, ref))
+        except Exception:  # noqa: BLE001 - the row's own load says why
+            continue
     return binaries.prebuild_launchers(kernels, os.cpu_count() or 1)
 
 
