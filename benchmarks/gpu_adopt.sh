@@ -19,9 +19,15 @@
 #               capture's --op-timeout, --work $W/capwork-$NAME: resumed
 #               by the next call on the warm machine): v5 with launch captures, then
 #               $OUT/bl.tgz holds it; the aa-N and broad-N stages gate it
+#               (CAP_OPS=all: every op of $CAP_FROM instead of $OPS_FILE's; CAP_SHARE=N:
+#               --gpu-share N, the recorded seconds then kept)
+#   pack-capwork  $W/capwork-$NAME (the capture's batch so far, a cut one too) into
+#               $OUT/capwork.tgz: `baseline capture --from` takes its captures on any
+#               machine; restore/ gives it back to a fresh one, whose capture resumes it
 #   pack-boot   $W/bootwork (the bootstrap's passes so far) into $OUT/boot.tgz
 #   restore F   $W/bl from F (a bl.tgz an earlier call brought back: a fresh machine),
-#               or $W/bootwork from a boot.tgz (the bootstrap resumes from it)
+#               or $W/bootwork from a boot.tgz (the bootstrap resumes from it), or
+#               $W/capwork-NAME from a capwork.tgz
 #   aa-N        A/A: the default gate of the PR tier against $W/bl/$NAME, PR = same,
 #               base = base (the same build: the baseline's records decide); with
 #               REPLAY=1, --time all: every captured row replayed (none changed)
@@ -127,11 +133,16 @@ for spec in "$@"; do
       keep_baseline ;;
     capture)  # $W/bl/$NAME = baselines/v5 with launch captures (one replay pass of v5)
       mkdir -p "$W/bl"
+      ops=(--ops-file "$OPS_FILE"); [ "${CAP_OPS:-}" = all ] && ops=()
       timed capture same python3 -m zlbench baseline capture --baseline "${CAP_FROM:-baselines/v5}" \
-        --out "$W/bl/$NAME" --work "$W/capwork-$NAME" --ops-file "$OPS_FILE" \
-        ${OP_TIMEOUT:+--op-timeout "$OP_TIMEOUT"}
+        --out "$W/bl/$NAME" --work "$W/capwork-$NAME" "${ops[@]}" \
+        ${OP_TIMEOUT:+--op-timeout "$OP_TIMEOUT"} ${CAP_SHARE:+--gpu-share "$CAP_SHARE"}
       tail -8 "$W/capture.log" | tee -a "$LOG"
       keep_baseline ;;
+    pack-capwork)  # the capture's replay batch so far (a cut one too): `baseline capture
+      # --from` derives its captures anywhere, and restore/ gives it to a fresh machine
+      [ -d "$W/capwork-$NAME" ] && tar czf "${OUT:-$W}/capwork.tgz" -C "$W" "capwork-$NAME"
+      ls -la "${OUT:-$W}/capwork.tgz" 2>&1 | tee -a "$LOG" ;;
     pack-boot)  # the bootstrap's passes so far: a fresh machine resumes from them
       [ -d "$W/bootwork" ] && tar czf "${OUT:-$W}/boot.tgz" -C "$W" bootwork
       ls -la "${OUT:-$W}" ;;

@@ -243,6 +243,25 @@ def test_the_recorded_seconds_of_the_ops_the_batch_replayed_become_the_batchs(tm
     assert line.endswith(f"; its seconds for 3 op(s) (on {H100})")
 
 
+def test_a_batch_that_shared_its_gpu_keeps_the_recorded_seconds(tmp_path, capsys):
+    ran = {op: _status(op, s) for op, s in (("add", 7.5), ("mm", 3.0), ("relu", 2.0))}
+    base, batch, new = _with_durations(tmp_path, ran)
+    info = load_json_model(batch / "batch.json", BatchInfo)
+    info.gpu_share = 4  # four processes timed in turns: each op waited for the others
+    dump_json_model(batch / "batch.json", info)
+    assert _run(base, new, "--from", str(batch)) == 0
+    out = capsys.readouterr().out
+    assert _seconds(new) == {op: 100.0 for op in OPS}  # as recorded
+    assert _manifest(new).files["ops_status.csv"] == _manifest(base).files["ops_status.csv"]
+    cap = _manifest(new).summary["captures"]
+    assert (cap["ops"], cap["durations"]) == (1, 0)  # the captures still enter
+    assert "--gpu-share 4" in cap["durations_kept"]
+    assert "recorded seconds: kept: the batch shared its GPU (--gpu-share 4)" in out
+    assert main(["baseline", "show", str(new)]) == 0
+    (line,) = [ln for ln in capsys.readouterr().out.splitlines() if "captures" in ln]
+    assert line.endswith("; the recorded seconds kept (a shared GPU)")
+
+
 def test_ops_narrow_whose_seconds_change(tmp_path, capsys):
     ran = {op: _status(op, s) for op, s in (("add", 7.5), ("mm", 3.0), ("relu", 2.0))}
     base, batch, new = _with_durations(tmp_path, ran)
@@ -485,12 +504,24 @@ def test_without_from_one_replay_batch_of_the_baseline_runs_in_work(setup, tmp_p
     assert cfg.replay_root == base and cfg.out_dir == work / "replay" and not cfg.resume
     assert cfg.restrict_to == {f"main/{op}" for op in OPS}
     assert (cfg.dtypes, cfg.timing) == (["bfloat16"], "cudagraph")
+    assert (cfg.gpu_share, cfg.split_rows) == (1, "off")
     assert done.captured.ops == ["main/add"]
     assert (new / "main" / "add" / "codegen" / LAUNCHES_JSON).is_file()
     assert (work / "replay" / "batch.json").is_file()  # --work keeps the batch
     # the same --work again resumes the batch there (a device call's time limit)
     capture(_job(base, tmp_path / "baselines" / "vnew2", tmp_path, fake, work=work))
     assert fake.asked[1].resume and fake.asked[1].keep_failed
+
+
+def test_gpu_share_runs_the_capture_in_that_many_processes_per_gpu(setup, tmp_path, capsys):
+    base, _, ids, new = setup
+    fake = FakeBatch(ids)
+    capture(_job(base, new, tmp_path, fake, gpu_share=4))
+    (cfg,) = fake.asked
+    assert (cfg.gpu_share, cfg.split_rows) == (4, "off")  # whole ops: no part compiles again
+    bad = tmp_path / "baselines" / "vbad"
+    assert _run(base, bad, "--gpu-share", "9") == 2  # out of range: one line, nothing run
+    assert "--gpu-share" in capsys.readouterr().err and not bad.exists()
 
 
 def test_without_work_the_batch_runs_in_a_temp_dir_removed_at_the_end(setup, tmp_path):

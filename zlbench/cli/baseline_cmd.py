@@ -195,6 +195,15 @@ def _add_capture(bsub) -> None:
         "the baseline recorded, 120 to 900; 0 = no limit): an op that hangs loses its own "
         "capture only",
     )
+    c.add_argument(
+        "--gpu-share",
+        type=int,
+        default=1,
+        metavar="N",
+        help="N replay processes per GPU, overlapping their start-up, compiles and Python "
+        "(default 1); with N > 1 the recorded seconds stay as they are, since shared "
+        "processes wait for each other's timing",
+    )
     add_ops_dir_option(c)
     c.set_defaults(func=_capture)
 
@@ -219,6 +228,7 @@ def _capture(args) -> int:
             progress=sys.stdout,
             preflight=preflight,
             op_timeout_s=args.op_timeout,
+            gpu_share=args.gpu_share,
         )
     )
     m, got = done.manifest, done.captured
@@ -233,6 +243,8 @@ def _capture(args) -> int:
         print(f"  without a capture: {n} op(s): {why}")
     if got.durations:
         print(f"  recorded seconds: {got.durations} op(s) now the replay batch's (replay mode)")
+    elif got.durations_kept:
+        print(f"  recorded seconds: kept: {got.durations_kept}")
     print(f"verified: {done.verified_ops} ops, {done.verified_rows} rows: OK")
     return 0
 

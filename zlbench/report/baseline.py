@@ -48,6 +48,7 @@ def render_show(m: BaselineManifest, ops: Iterable[OpSummary], table: bool = Tru
                 if cap.get("durations")
                 else ""
             )
+            + ("; the recorded seconds kept (a shared GPU)" if cap.get("durations_kept") else "")
         )
     if not table:
         return "\n".join(lines + _summary(ops, measured))

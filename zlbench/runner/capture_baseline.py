@@ -22,7 +22,10 @@ autotune sweeps included: an H100 replayed v7's ``mm@test_mm.py`` in 29 s of its
 recorded, ``addmv_`` in 11 s of 240 (docs/measurements.md, thirty-fourth session), and
 the gate's budget, shard deal and forecast take those seconds for what its op path
 costs. A replay pass's are what the op path runs, on the capturing runner's GPU (as
-``baseline refresh`` keeps its first replay pass's, docs/baselines.md).
+``baseline refresh`` keeps its first replay pass's, docs/baselines.md). Not those of a
+batch that shared its GPU (``--gpu-share`` > 1, which a capture may: nothing it keeps
+depends on the timing): each of its ops waited for the others' timing
+(:func:`durations_kept`).
 
 What is checked, from the evidence, before anything is written:
 
@@ -76,7 +79,7 @@ from zlbench.models import (
     load_json_model,
 )
 from zlbench.models.batch import read_ops_status
-from zlbench.models.options import Scheduling
+from zlbench.models.options import Measuring, Scheduling
 from zlbench.models.packed import packed_label
 from zlbench.models.paths import resolve_inside
 from zlbench.models.replay import LAUNCHES_JSON, LaunchCapture
@@ -132,6 +135,7 @@ class CaptureJob:
     preflight: Callable[[BatchConfig], None] | None = None
     batch_runner: Callable[[BatchConfig], BatchOutcome] = run_batch
     op_timeout_s: float | None = None  # None: :func:`capture_op_timeout`; 0: no limit
+    gpu_share: int = 1  # benchmark processes per GPU (--gpu-share): see replay_config
 
 
 @dataclass
@@ -149,6 +153,7 @@ class Captured:
     kept: list[str] = field(default_factory=list)
     durations: int = 0  # ops whose recorded seconds became the batch's (replay_durations)
     durations_gpu: str | None = None  # the GPU model the batch ran on, when it says
+    durations_kept: str | None = None  # why no op's recorded seconds became the batch's
     # op key -> its accepted capture and the baseline's record ids of the op (read once,
     # by _why_not; written by derive with each row's replay_timed)
     accepted: dict[str, tuple[LaunchCapture, set[str]]] = field(default_factory=dict)
@@ -170,6 +175,7 @@ class Captured:
             "kept": len(self.kept),
             "durations": self.durations,
             "durations_gpu": self.durations_gpu,
+            "durations_kept": self.durations_kept,
             "without": self.counts(),
             "unsound": sorted(self.unsound),  # their lines: the command's output
         }
@@ -250,7 +256,10 @@ def replay_config(
 ) -> BatchConfig:
     """The batch that replays ``scope`` of ``baseline`` as a gate measures it
     (:func:`zlbench.runner.baseline_batch.baseline_replay_config`), each op within
-    ``job.op_timeout_s`` (None: :func:`capture_op_timeout` of the recorded seconds)."""
+    ``job.op_timeout_s`` (None: :func:`capture_op_timeout` of the recorded seconds),
+    ``job.gpu_share`` processes per GPU: what a launch captures does not depend on the
+    timing, so the processes may overlap their start-up, compiles and Python (their
+    seconds then stay out of the baseline: :func:`durations_kept`)."""
     if job.ops_dir is None:
         raise ZlbenchError("the replay batch needs the ops dir (--ops-dir)")
     timeout = job.op_timeout_s
@@ -263,7 +272,11 @@ def replay_config(
         ops_dir=job.ops_dir,
         flaggems_dirs=job.flaggems_dirs,
         cuda_visible_devices=job.cuda_visible_devices,
-        scheduling=Scheduling(op_timeout_s=timeout),
+        # never in row parts: each part compiles and loads its op's kernels again (topk's
+        # parts each took about the whole op's time, docs/measurements.md), and a capture
+        # has no timing of its own to spread
+        measuring=Measuring(split_rows="off"),
+        scheduling=Scheduling(op_timeout_s=timeout, gpu_share=job.gpu_share),
         progress=job.progress,
         argv=list(job.argv),
     )
@@ -301,7 +314,9 @@ def derive(baseline: BaselineSet, batch: Path, out: Path, scope: set[str]) -> Ca
             if run is not None:  # each row with what the run launched while timed
                 capture = with_replay_timed(capture, run, known)
             write_launches(codegen_dir(root / key), capture)
-        found.durations = replay_durations(root, batch, scope)
+        found.durations_kept = durations_kept(info)
+        if found.durations_kept is None:
+            found.durations = replay_durations(root, batch, scope)
         if found.durations:
             found.durations_gpu = _batch_gpu(info)
         return SUMMARY_KEY, found.as_dict(info)
@@ -322,6 +337,19 @@ def derive(baseline: BaselineSet, batch: Path, out: Path, scope: set[str]) -> Ca
     finally:
         shutil.rmtree(stage, ignore_errors=True)
     return CaptureOutcome(out, manifest, found, rep.ops, rep.rows)
+
+
+def durations_kept(info: BatchInfo) -> str | None:
+    """Why the batch's op seconds must not replace the recorded ones (None: they may):
+    a batch that shared its GPU (``--gpu-share`` > 1, as its batch.json says) timed in
+    turns, so each op's seconds hold its waits for the other processes' timing, which a
+    gate's op path (one process per side) does not wait for."""
+    if info.gpu_share > 1:
+        return (
+            f"the batch shared its GPU (--gpu-share {info.gpu_share}): its op seconds hold "
+            "waits for the GPU's turn, which a gate's op path does not"
+        )
+    return None
 
 
 def replay_seconds(batch: Path) -> dict[str, float]:
