@@ -15,13 +15,17 @@ from tests.support.batch_fakes import part_indices
 from zlbench.models import (
     CODEGEN_DIR,
     CODEGEN_INDEX,
+    LAUNCHES_JSON,
     CodegenIndex,
     CompileRecord,
     KernelUse,
+    LaunchCapture,
+    LaunchSpec,
     Marker,
     MarkerKind,
     OpStatus,
     Row,
+    RowLaunches,
     RunResult,
     RunStatus,
     assign_occurrences,
@@ -594,6 +598,69 @@ def test_merge_part_dirs_skips_a_part_without_a_dir(tmp_path, parts):
     assert "topk~2of3" not in log and "log of part 2" not in log
     tsv = (dest / "ttgir" / "index.tsv").read_text().splitlines()
     assert [ln.split("\t")[0] for ln in tsv[1:]] == ["[1]", "[3]"]
+
+
+def _launches(d: Path, shape: str, **kw) -> None:
+    """A part's launch capture: its one row, named after the part (as the recorder
+    names it), launching topk_kernel."""
+    row = RowLaunches(
+        run_name=d.name,
+        op="topk",
+        dtype="float16",
+        shape=shape,
+        launches=[LaunchSpec(kernel_id="k1", kernel="topk_kernel", grid=[1, 1, 1])],
+    )
+    flags = {"lists_every_row": True, "every_launch_hooked": True, "gpu_model": "H100"}
+    dump_json_model(d / CODEGEN_DIR / LAUNCHES_JSON, LaunchCapture(rows=[row], **{**flags, **kw}))
+
+
+def _merged_launches(tmp_path: Path, parts: list[Path]) -> Path:
+    dest = tmp_path / "main" / "topk"
+    merge_part_dirs(parts, None, dest)
+    return dest / CODEGEN_DIR / LAUNCHES_JSON
+
+
+def test_merged_launch_capture_holds_every_parts_rows_named_after_the_op(tmp_path, parts):
+    """Not the first part's alone: every part's rows, so the gate can replay them all."""
+    _launches(parts[0], "[1]", unnamed_calls=1)
+    _launches(parts[1], "[2]", every_launch_hooked=False)
+    _launches(parts[2], "[3]", unnamed_calls=2)
+    path = _merged_launches(tmp_path, parts)
+    assert len(path.read_text().splitlines()) == 1  # the recorder's compact text
+    cap = load_json_model(path, LaunchCapture)
+    assert [(r.run_name, r.shape) for r in cap.rows] == [
+        ("topk", "[1]"),
+        ("topk", "[2]"),
+        ("topk", "[3]"),
+    ]
+    assert [r.launches[0].kernel_id for r in cap.rows] == ["k1"] * 3
+    assert cap.lists_every_row and not cap.every_launch_hooked
+    assert cap.unnamed_calls == 3 and cap.gpu_model == "H100"
+
+
+def test_merged_launch_capture_of_parts_on_two_gpu_models_names_none(tmp_path, parts):
+    for k, (d, gpu) in enumerate(zip(parts, ("H100", "H200", "H100"), strict=True), 1):
+        _launches(d, f"[{k}]", gpu_model=gpu)
+    cap = load_json_model(_merged_launches(tmp_path, parts), LaunchCapture)
+    assert cap.gpu_model == "" and len(cap.rows) == 3
+
+
+def test_a_part_without_a_launch_capture_adds_no_rows(tmp_path, parts):
+    _launches(parts[1], "[2]")
+    _launches(parts[2], "[3]")
+    cap = load_json_model(_merged_launches(tmp_path, parts), LaunchCapture)
+    assert [(r.run_name, r.shape) for r in cap.rows] == [("topk", "[2]"), ("topk", "[3]")]
+
+
+@pytest.mark.parametrize("bad", [0, 1, 2])
+def test_an_unreadable_launch_capture_of_a_part_leaves_the_op_without_one(tmp_path, parts, bad):
+    """Whichever part's it is: no part before it or after it writes a partial one."""
+    for k, d in enumerate(parts, 1):
+        _launches(d, f"[{k}]")
+    (parts[bad] / CODEGEN_DIR / LAUNCHES_JSON).write_text("{")
+    path = _merged_launches(tmp_path, parts)
+    assert path.parent.is_dir() and not path.exists()
+    assert (path.parent / CODEGEN_INDEX).is_file()  # the rest of the dir is merged
 
 
 # --------------------------------------------------------------------------- an op of two tests

@@ -205,6 +205,32 @@ class LaunchCapture(OnDisk):
         return listed and all(self.launched_nothing(r) for r in same)
 
 
+def merge_captures(parts: Sequence[tuple[str, LaunchCapture]], run_name: str) -> LaunchCapture:
+    """One capture of the op ``run_name`` from its row parts' (``(part run name,
+    capture)``, in part order): every part's rows in that order, a row of the part named
+    after the op instead (other rows as they are); a flag true only where every part's
+    is, the unnamed calls summed, the GPU model only where every part names the same
+    (else "": not known). Each row keeps its part's occurrence: the parts do not know
+    the unsplit order, and a row is matched on its run name, dtype and shape, the
+    occurrence only preferred (two parts' rows may then share one). No parts: a capture
+    that proves nothing."""
+    if not parts:
+        return LaunchCapture()
+    caps = [c for _, c in parts]
+    models = {c.gpu_model for c in caps}
+    return LaunchCapture(
+        rows=[
+            r.model_copy(update={"run_name": run_name}) if r.run_name == part else r
+            for part, c in parts
+            for r in c.rows
+        ],
+        lists_every_row=all(c.lists_every_row for c in caps),
+        unnamed_calls=sum(c.unnamed_calls for c in caps),
+        every_launch_hooked=all(c.every_launch_hooked for c in caps),
+        gpu_model=models.pop() if len(models) == 1 else "",
+    )
+
+
 class ReplayedRow(_Model):
     """How one changed row was timed at the gate."""
 

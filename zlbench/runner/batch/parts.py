@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 
+from zlbench.errors import ZlbenchError
 from zlbench.models import (
     CODEGEN_INDEX,
     AutotuneRecords,
@@ -43,6 +44,7 @@ from zlbench.models import (
     records_json,
 )
 from zlbench.models.codegen import dump_codegen_index
+from zlbench.models.replay import LAUNCHES_JSON, LaunchCapture, merge_captures
 from zlbench.protocol.layout import (
     COMPLETE,
     PLAN_JSON,
@@ -303,9 +305,9 @@ def merge_statuses(parts: Sequence[tuple[SelectedOp, OpStatus]], whole: Selected
 def merge_part_dirs(run_dirs: Sequence[Path], result: RunResult | None, dest: Path) -> None:
     """Write the op's run dir ``dest`` from its parts' dirs: result.json (``result``),
     run.log (the parts' logs one after another), the union of the other files (ttgir
-    indexes concatenated, autotune records and codegen indexes merged). Built beside
-    ``dest`` and renamed into place, so ``dest`` is whole or absent; ``.complete`` is
-    the caller's."""
+    indexes concatenated, autotune records, codegen indexes and launch captures
+    merged). Built beside ``dest`` and renamed into place, so ``dest`` is whole or
+    absent; ``.complete`` is the caller's."""
     # built under .parts/ (never beside the op dirs, where */*/result.json globs look)
     scratch = run_dirs[0].parent if run_dirs else dest.parent
     tmp = scratch / f".merging-{dest.name}-{os.getpid()}"
@@ -334,6 +336,7 @@ def _merge_into(
             logs.append(f"=== zlbench: part {i} of {len(run_dirs)} ({src.name})\n")
             logs.append(log.read_text(encoding="utf-8", errors="replace"))
         _merge_tree(src, tmp, run_name)
+    _merge_launches([d for d in run_dirs if d.is_dir()], tmp, run_name)
     (tmp / RUN_LOG).write_text("".join(logs), encoding="utf-8")
     if result is not None:
         dump_json_model(tmp / RESULT_JSON, result)
@@ -357,6 +360,8 @@ def _merge_tree(src: Path, dest: Path, run_name: str) -> None:
                 f.writelines(lines)
         elif rel.parts == (codegen_dir(Path()).name, CODEGEN_INDEX):
             _merge_codegen(src, dest, run_name)
+        elif rel.parts == (codegen_dir(Path()).name, LAUNCHES_JSON):
+            continue  # every part's at once: _merge_launches
         elif not target.exists():
             shutil.copy2(path, target)
 
@@ -396,6 +401,30 @@ def _merge_codegen(src_run: Path, dest_run: Path, run_name: str) -> None:
         have.used_by += [u for u in uses if u not in have.used_by]
     old.records = sorted(by_id.values(), key=lambda r: r.id)
     dump_codegen_index(codegen_dir(dest_run) / CODEGEN_INDEX, old)
+
+
+def _merge_launches(run_dirs: Sequence[Path], dest_run: Path, run_name: str) -> None:
+    """Launch captures (``codegen/launches.json``): every part's merged into the op's
+    (``merge_captures``). A part without one adds no rows (a row not listed is never
+    replayed nor proven: the gate times it through its op path). A part's that cannot
+    be read leaves the op without one, as an unreadable capture of the whole op would:
+    what that part's says is not known, and no capture is always safe (the gate times
+    the op through its op path)."""
+    parts = []
+    for src in run_dirs:
+        path = codegen_dir(src) / LAUNCHES_JSON
+        if not path.is_file():
+            continue
+        try:
+            parts.append((src.name, load_json_model(path, LaunchCapture)))
+        except ZlbenchError:
+            return
+    if parts:
+        # the recorder's compact text (a baseline's size); imported here, as the
+        # plugin module imports pytest
+        from zlbench.plugins.replay_capture import write_launches
+
+        write_launches(codegen_dir(dest_run), merge_captures(parts, run_name))
 
 
 def _not_measured(statuses: Sequence[OpStatus]) -> list[str]:
