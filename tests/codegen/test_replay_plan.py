@@ -32,6 +32,7 @@ from zlbench.models import BaselineResult, BaselineRow, RowKey
 from zlbench.models.codegen_screen import CodegenClass, CodegenScreen, KernelScreen
 from zlbench.models.replay import ArgSpec, LaunchCapture, LaunchSpec, RowLaunches, TensorStats
 from zlbench.models.timing import PairSampling
+from zlbench.protocol.pairs import AB_SIDE_FACTOR
 from zlbench.report.replay_text import (
     FALLBACK_GRAPH,
     FALLBACK_INTERMEDIATE,
@@ -608,7 +609,7 @@ def test_a_family_sentinel_is_timed_at_its_least_latency_row_and_charged_that_sh
     assert plan.whole_ops() == set() and plan.kept_ops() == {"main/a"}
     assert plan.op_path_s == pytest.approx(2.0)  # one of a's 3 rows: 6 s / 3
     f = forecast(plan, {"main/a", "main/b"}, op_costs)
-    assert f.op_path_ops == 1 and f.op_path_s == pytest.approx(4.0)  # both sides
+    assert f.op_path_ops == 1 and f.op_path_s == pytest.approx(2.0 * AB_SIDE_FACTOR)  # A/B
     # with a row of its own on the op path too, the op path times both rows (row picks)
     plan.fallback[a3] = FALLBACK_GRAPH
     assert plan.op_seconds("main/a", op_costs) == pytest.approx(4.0)
@@ -703,14 +704,15 @@ def test_the_forecast_adds_builds_replay_and_both_sides_of_the_op_path():
     assert worker_start_s(2.0) == WORKER_START_S - 2.0 and worker_start_s(60.0) == 1.0
     assert worker_start_s(60.0, warm=False) == WORKER_START_S
     assert f.op_path_ops == 3  # a, d, e
-    assert f.op_path_s == pytest.approx(2 * (4.0 + 3.0 + DEFAULT_OP_COST_S))
+    assert f.op_path_s == pytest.approx(AB_SIDE_FACTOR * (4.0 + 3.0 + DEFAULT_OP_COST_S))
     assert f.total_s == pytest.approx(f.build_s + f.replay_s + f.op_path_s)
     # the op path's wall by the caller's rule, given both sides' seconds of its ops
     seen = []
     walled = forecast(
         plan, ["main/a", "main/d"], op_costs, op_path_wall=lambda s: seen.append(s) or 99.0
     )
-    assert seen == [{"main/a": 8.0, "main/d": 6.0}] and walled.op_path_s == 99.0
+    assert seen == [{"main/a": 4.0 * AB_SIDE_FACTOR, "main/d": 3.0 * AB_SIDE_FACTOR}]
+    assert walled.op_path_s == 99.0
     none = forecast(plan, ["main/b", "main/c"], op_costs, op_path_wall=lambda s: 99.0)
     assert none.op_path_ops == 0 and none.op_path_s == 0.0  # no op path: no process start
     built = forecast(plan, ["main/a"], op_costs, jobs=3, pr_built=True)  # the screen's PR builds

@@ -35,6 +35,7 @@ from zlbench.models.replay import (
     TensorStats,
 )
 from zlbench.plugins.replay.binaries import SideBuild
+from zlbench.protocol.pairs import AB_SIDE_FACTOR
 from zlbench.report.replay_text import fallback_counts
 from zlbench.runner.ab.env import PR_ENV, CompilerEnv
 from zlbench.runner.batch.costs import AB_START_S
@@ -197,9 +198,9 @@ def test_replayed_rows_and_the_op_judged_by_replay_alone(tmp_path):
     (line,) = [x for x in said if "expected about" in x]
     # builds: both sides at once, each its 2 kernels on one worker (jobs 1)
     builds = BUILD_START_S + 2 * BUILD_WORKER_S + 2 * BUILD_CPU_S
-    # b whole, F's sentinel at its one changed row of 2: 30 s + 15 s, both sides, and
-    # the measure step's process start (its own forecast's rule)
-    op_path = fmt_seconds(2 * (30 + 15) + AB_START_S)
+    # b whole, F's sentinel at its one changed row of 2: 30 s + 15 s, both sides taking
+    # turns (AB_SIDE_FACTOR), and the A/B's start
+    op_path = fmt_seconds(AB_SIDE_FACTOR * (30 + 15) + AB_START_S)
     assert f"builds {builds:.1f}s" in line and f"2 op(s) through FlagGems {op_path} (" in line
     assert "both sides, and the A/B's start" in line
     (sentinel,) = set(outcome.op_rows) - {"main/b"}
@@ -712,9 +713,10 @@ def test_a_warm_workers_progress_counts_only_what_the_builds_left_of_its_start()
 
 def test_after_the_builds_the_rest_is_forecast_at_this_hosts_pace(tmp_path):
     """The builds say how fast this host imports FlagGems (a rebuild worker's load
-    phase); the op path's A/B start scales with it (AB_START_PER_LOAD), and the step
-    says what is left once they are done. Ops a, c replayed (F's sentinel on the op
-    path at its one row), b through FlagGems: both sides' seconds, 2 x (30 + 15)."""
+    phase); the op path's A/B start scales with it (AB_START_PER_LOAD), at most
+    AB_START_S, and the step says what is left once they are done. Ops a, c replayed
+    (F's sentinel on the op path at its one row), b through FlagGems: both sides' turns,
+    AB_SIDE_FACTOR x (30 + 15)."""
     from zlbench.codegen.replay_plan import host_load_s
     from zlbench.models.replay import SideBuildTime
     from zlbench.plugins.replay.binaries import PartTime
@@ -739,14 +741,17 @@ def test_after_the_builds_the_rest_is_forecast_at_this_hosts_pace(tmp_path):
         build_side=build_side,
     )  # fmt: skip
     (line,) = [x for x in said if "the rest expected about" in x]
-    op_path = 2 * (30 + 15) + 6.0 * AB_START_PER_LOAD
+    start = 6.0 * AB_START_PER_LOAD
+    op_path = AB_SIDE_FACTOR * (30 + 15) + start
     assert f"through FlagGems {fmt_seconds(op_path)}" in line, line
-    assert line.endswith("(recorded seconds, both sides, and the A/B's start at this host's "
-                         "pace: FlagGems imported in 6.0s)")  # fmt: skip
+    assert line.endswith(f"(recorded seconds, both sides, and the A/B's start "
+                         f"{fmt_seconds(start)}: FlagGems imported in 6.0s here)")  # fmt: skip
     run_ = load_json_model(tmp_path / "gate" / "replay" / "replay.json", ReplayRun)
     assert host_load_s(run_.builds) == 6.0  # the slower side's, per worker (12 s over 2)
     assert host_load_s([SideBuildTime(side="pr", workers=1, kernels=1)]) is None
     assert ab_start_s(None) == 35.0 and ab_start_s(2.0) == 2 * AB_START_PER_LOAD
+    # a slow load (read beside the builds' other workers) never lengthens the start
+    assert ab_start_s(11.5) == AB_START_S
     # builds that do not say their load phase: no second forecast
     _, _, plain = run(tmp_path / "plain", Fakes())
     assert not any("the rest expected" in x for x in plain)

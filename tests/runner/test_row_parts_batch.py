@@ -511,8 +511,10 @@ def test_resume_keep_failed_keeps_a_failed_part_when_the_op_row_is_not_a_failure
 
 def test_a_side_of_an_interleaved_ab_forecasts_both_sides_turns(setup, root, tmp_path):
     """run_batch's forecast line for one side of an interleaved A/B (``pair_dir``)
-    counts both sides' seconds (runner.batch.run.turn_costs): the ops' recorded seconds
-    once more than the same batch alone (the processes' start is not the ops')."""
+    counts both sides' turns (runner.batch.run.turn_costs): the ops' recorded seconds
+    AB_SIDE_FACTOR times, against once for the same batch alone (the processes' start is
+    not the ops')."""
+    from zlbench.protocol.pairs import AB_SIDE_FACTOR
 
     def expected(**kw) -> tuple[float, float]:
         cfg = setup(RowsExecutor(), gpus=["0"], replay_root=root, **kw)
@@ -525,7 +527,8 @@ def test_a_side_of_an_interleaved_ab_forecasts_both_sides_turns(setup, root, tmp
 
     alone, recorded = expected(out_dir=tmp_path / "alone")
     side, _ = expected(out_dir=tmp_path / "side", pair_dir=tmp_path / "pairs", pair_side="pr")
-    assert recorded > 60 and side - alone == pytest.approx(recorded, abs=1.0)
+    assert recorded > 60
+    assert side - alone == pytest.approx((AB_SIDE_FACTOR - 1) * recorded, abs=1.0)
 
 
 def seconds_of(text: str) -> float:

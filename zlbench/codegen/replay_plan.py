@@ -156,7 +156,7 @@ from zlbench.models.replay import (
 from zlbench.models.run import RowKey
 from zlbench.protocol.layout import op_key
 from zlbench.protocol.ops import VARIANTS_FAMILY, op_name_of, spec_of, variants_family
-from zlbench.protocol.pairs import REPLAY_REPS, SIDES, sample_reps
+from zlbench.protocol.pairs import AB_SIDE_FACTOR, REPLAY_REPS, sample_reps
 from zlbench.protocol.rowpart import picked_share
 from zlbench.report.codegen import weight
 from zlbench.report.replay_text import (
@@ -320,10 +320,11 @@ def op_path_ops(plan: ReplayPlan, ops: Collection[str]) -> set[str]:
 def op_path_seconds(
     plan: ReplayPlan, ops: Collection[str], op_costs: Mapping[str, float]
 ) -> dict[str, float]:
-    """Op key -> both sides' recorded seconds of each op the plan leaves to the op path
-    (:func:`op_path_ops`; a family sentinel at its one row's share:
-    :meth:`ReplayPlan.op_seconds`)."""
-    return {k: len(SIDES) * plan.op_seconds(k, op_costs) for k in op_path_ops(plan, ops)}
+    """Op key -> what each op the plan leaves to the op path (:func:`op_path_ops`)
+    costs the interleaved A/B, both sides at once: its recorded seconds (a family
+    sentinel at its one row's share: :meth:`ReplayPlan.op_seconds`) times
+    :data:`~zlbench.protocol.pairs.AB_SIDE_FACTOR`."""
+    return {k: AB_SIDE_FACTOR * plan.op_seconds(k, op_costs) for k in op_path_ops(plan, ops)}
 
 
 def forecast(

@@ -78,6 +78,13 @@ PAIR_SIDE_VAR = "ZLBENCH_PAIR_SIDE"  # "pr" or "base"
 PAIR_RULE_VAR = "ZLBENCH_PAIR_RULE"  # PairRule as JSON (both sides get the same)
 DONE_PREFIX = "done."  # <pair dir>/done.<side>: that side's whole batch has ended
 SIDES = ("pr", "base")
+# An op of one side of an interleaved A/B takes this many times the seconds one process
+# measured alone: the two sides' processes run at once, their timing takes turns on the
+# GPU, the rest (start-up, Python, inputs, first calls) overlaps. On an H100 (2026-12-06,
+# thirty-seventh session, v5's broad change: 14 ops, each side in one process) each
+# side's ops took 1.56-1.57 times their seconds in the capture's replay batch of the
+# same GPU (earlier 2, a factor fitted with an H200's seconds on an H100, GPU and all).
+AB_SIDE_FACTOR = 1.6
 
 REGRESSION, PASS, IMPROVEMENT, INCONCLUSIVE = "REGRESSION", "PASS", "IMPROVEMENT", "INCONCLUSIVE"
 

@@ -332,11 +332,12 @@ def op_path_wall(seconds: Mapping[str, float], load_s: float | None = None) -> f
     """The op path's expected wall from its ops' seconds (both sides of the A/B, the
     sides' turns counted): :func:`zlbench.runner.batch.costs.shard_wall` over one GPU,
     the seconds plus the interleaved A/B's start (``ab_start_s``: ``AB_START_S``, or at
-    this host's pace ``load_s``, its import of FlagGems in this gate). Without a start the
-    v7 slice's broad change (an H100, 2026-12-06) was announced at 1m06s for 1m39s after
-    its screen, 39 s of it ops whose measure step took 67 s; with a one-sided batch's
-    (``PROCESS_START_S``) its op path of two one-row sentinels was announced at 27.4 s
-    for 37.0-42.6 s (docs/measurements.md, thirty-fourth and thirty-sixth sessions)."""
+    this host's pace ``load_s``, its import of FlagGems in this gate, at most that).
+    Without a start the v7 slice's broad change (an H100, 2026-12-06) was announced at
+    1m06s for 1m39s after its screen, 39 s of it ops whose measure step took 67 s; with
+    a one-sided batch's (``PROCESS_START_S``) its op path of two one-row sentinels was
+    announced at 27.4 s for 37.0-42.6 s (docs/measurements.md, thirty-fourth and
+    thirty-sixth sessions)."""
     from zlbench.runner.batch.costs import ab_start_s, shard_wall
 
     return shard_wall([sorted(seconds)], seconds, start_s=ab_start_s(load_s))
@@ -364,17 +365,19 @@ def rest_line(
 ) -> str:
     """After the builds, what is left at this host's pace: ``zlbench gate: replay:
     builds took 9s; the rest expected about 32s: replay 3.9s (the cost model), 2 op(s)
-    through FlagGems 28.2s (recorded seconds, both sides, and the A/B's start at this
-    host's pace: FlagGems imported in 5.8s)``. The first forecast's op path takes a
-    fixed start; the A/B's start follows the host (22.6-38.2 s on two H100 hosts)."""
+    through FlagGems 28.2s (recorded seconds, both sides, and the A/B's start 23.8s:
+    FlagGems imported in 5.8s here)``. The first forecast's op path takes a fixed start;
+    the A/B's start follows the host (22.6-38.2 s on two H100 hosts), at most that
+    (:func:`zlbench.runner.batch.costs.ab_start_s`)."""
+    from zlbench.runner.batch.costs import ab_start_s
     from zlbench.runner.batch.progress import fmt_seconds
 
     return (
         f"zlbench gate: replay: builds took {fmt_seconds(build_s)}; the rest expected about "
         f"{fmt_seconds(replay_s + op_path_s)}: replay {fmt_seconds(replay_s)} (the cost "
         f"model), {op_path_ops} op(s) through FlagGems {fmt_seconds(op_path_s)} "
-        f"(recorded seconds, both sides, and the A/B's start at this host's pace: FlagGems "
-        f"imported in {fmt_seconds(load_s)})"
+        f"(recorded seconds, both sides, and the A/B's start {fmt_seconds(ab_start_s(load_s))}: "
+        f"FlagGems imported in {fmt_seconds(load_s)} here)"
     )
 
 

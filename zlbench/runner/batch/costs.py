@@ -47,16 +47,19 @@ AB_START_S = 35.0
 # That start is mostly Python, torch and FlagGems imported, so it follows the host: on
 # two H100 hosts it was 22.6-38.2 s (the op path less its ops' seconds) where the
 # replay's rebuild workers of the same gate imported FlagGems in 5.8-8.9 s (their
-# ``load`` phase): 3.9-4.4 times that in all five gates (2026-12-06, thirty-fifth and
-# thirty-sixth sessions; fitted to them: no held-out gate yet).
+# ``load`` phase): 3.9-4.4 times that in five gates (2026-12-06, thirty-fifth and
+# thirty-sixth sessions). The first gate held out (thirty-seventh session, a third
+# host) read 11.5 s and started in ~18 s: its 14 base-side rebuild workers loaded
+# beside the PR's and the warm worker on 16 cores. Contention can only slow the load
+# it reads, so the host's pace may shorten the start, never lengthen it.
 AB_START_PER_LOAD = 4.1
 
 
 def ab_start_s(load_s: float | None = None) -> float:
     """The interleaved A/B op path's start: :data:`AB_START_PER_LOAD` times this host's
-    import of FlagGems (``load_s``, a rebuild worker's load phase in this gate), else
-    :data:`AB_START_S`."""
-    return AB_START_PER_LOAD * load_s if load_s else AB_START_S
+    import of FlagGems (``load_s``, a rebuild worker's load phase in this gate), at most
+    :data:`AB_START_S`; without ``load_s``, :data:`AB_START_S`."""
+    return min(AB_START_S, AB_START_PER_LOAD * load_s) if load_s else AB_START_S
 
 
 # Dtypes an op measures when none are asked: FlagGems float benchmarks offer

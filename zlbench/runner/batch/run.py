@@ -24,7 +24,7 @@ from pathlib import Path
 from zlbench.errors import ZlbenchError
 from zlbench.models import FLAGGEMS_DIR_VARS
 from zlbench.protocol.cache import READY_MARKER, SHARED_CACHE_READY_VAR
-from zlbench.protocol.pairs import SIDES
+from zlbench.protocol.pairs import AB_SIDE_FACTOR
 from zlbench.protocol.rowpart import picked_share
 from zlbench.runner.batch.attempts import baseline_rows
 from zlbench.runner.batch.config import BatchConfig, BatchOutcome
@@ -102,15 +102,13 @@ def picked_costs(config: BatchConfig, selection: OpSelection, costs: OpCosts) ->
 
 def turn_costs(config: BatchConfig, costs: OpCosts) -> OpCosts:
     """``costs`` for one side of an interleaved A/B (``config.pair_dir``): its process
-    takes turns on the GPU with the other side's, row by row, so an op takes about the
-    sides' count (``protocol.pairs.SIDES``) times its recorded seconds, which one
-    process measured alone. The forecast, the done lines' ETA and the time budget
-    count that. On an H100 (2026-12-06, thirty-second session) an A/B side's forecast
-    said 1m02s for a batch of 1m33s, its done lines "ops x2.0 their recorded seconds"
-    (the H200's). Any other batch: ``costs`` as they are."""
+    takes turns on the GPU with the other side's, row by row, so an op takes
+    ``protocol.pairs.AB_SIDE_FACTOR`` times its recorded seconds, which one process
+    measured alone. The forecast, the done lines' ETA and the time budget count that.
+    Any other batch: ``costs`` as they are."""
     if config.pair_dir is None:
         return costs
-    return OpCosts({k: len(SIDES) * v for k, v in costs.seconds.items()}, costs.recorded)
+    return OpCosts({k: AB_SIDE_FACTOR * v for k, v in costs.seconds.items()}, costs.recorded)
 
 
 def forecast_line(config: BatchConfig, costs: OpCosts) -> str:
