@@ -58,6 +58,7 @@ from zlbench.models import (  # noqa: E402
     load_json_model,
 )
 from zlbench.models.codegen_screen import CodegenClass  # noqa: E402
+from zlbench.protocol.layout import op_key  # noqa: E402
 from zlbench.protocol.ops import read_ops_file  # noqa: E402
 from zlbench.protocol.pairs import SIDES  # noqa: E402
 from zlbench.runner.baseline_batch import baseline_durations  # noqa: E402
@@ -110,6 +111,11 @@ def main() -> None:
         "seconds, both sides): a sample of them can be timed on a GPU",
     )  # fmt: skip
     ap.add_argument(
+        "--list-fallbacks", type=Path, metavar="FILE",
+        help="write each changed row left to the op path to FILE, `op dtype shape<TAB>why` "
+        "a line, with whether its op's capture is recorded or modelled",
+    )  # fmt: skip
+    ap.add_argument(
         "--list-sentinel-rows", type=Path, metavar="FILE",
         help="write the family sentinels' rows to FILE (benchmarks/oppath_rows.py's "
         "input: op, dtype, shape, occurrence, the model's seconds one side, tab-separated)",
@@ -133,14 +139,14 @@ def main() -> None:
         screen = all_changed(root)
         sentinels = read_ops_file(REPO / "ops" / "sentinels.txt")
         ops = sorted(ops_to_time(screen, baseline.ops, sentinels).timed_ops())
-    captures, real = {}, 0
+    captures, recorded_caps = {}, set()
     for key in ops:
         res = baseline.ops[key]
         op_dir = root / res.repo / res.run_name
         if (op_dir / "codegen" / LAUNCHES_JSON).is_file():
             cap = load_json_model(op_dir / "codegen" / LAUNCHES_JSON, LaunchCapture)
             captures[key] = cap.model_copy(update={"gpu_model": MODEL_GPU})  # gated there
-            real += 1
+            recorded_caps.add(key)
         elif (op_dir / "codegen" / "index.json").is_file():
             captures[key] = op_capture(op_dir, gen)
     results = [baseline.ops[k] for k in ops]
@@ -163,8 +169,9 @@ def main() -> None:
         op_path_wall=op_path_wall,
     )  # fmt: skip
     n = plan.changed_rows
-    print(f"baseline {args.baseline}: {len(ops)} ops, {len(rows)} rows; captures: {real} "
-          f"recorded, {len(captures) - real} modelled")  # fmt: skip
+    modelled = len(captures) - len(recorded_caps)
+    print(f"baseline {args.baseline}: {len(ops)} ops, {len(rows)} rows; captures: "
+          f"{len(recorded_caps)} recorded, {modelled} modelled")  # fmt: skip
     print(f"changed rows {n}: replayed {len(plan.replay)} "
           f"({100 * len(plan.replay) / max(1, n):.0f} %), op path {len(plan.fallback)}, "
           f"deferred {len(plan.deferred)}, failed {len(plan.failed)}")  # fmt: skip
@@ -174,6 +181,12 @@ def main() -> None:
               f"of {n_ops} ops, neither timed nor counted as changed")  # fmt: skip
     for why, c in Counter(plan.fallback.values()).most_common(8):
         print(f"  {c:5d}  {why[:90]}")
+    if args.list_fallbacks:
+        args.list_fallbacks.write_text("".join(
+            f"{k.run_name} {k.dtype} {k.shape}\t{why}\t"
+            f"{'recorded' if op_key(k.repo, k.run_name) in recorded_caps else 'modelled'}\n"
+            for k, why in sorted(plan.fallback.items(), key=lambda kv: str(kv[0]))
+        ))  # fmt: skip
     print(f"sentinels: {', '.join(sorted(plan.sentinels.values())) or 'none'}")
     parts: dict[str, list[tuple[float, str]]] = {}
     family = set(plan.sentinels.values())
