@@ -316,6 +316,53 @@ def test_an_eager_launch_then_its_graph_captured_repeats_keeps_values(op):
     assert not spec.why_not and spec.args[0].data == [1.0] * 4
 
 
+def test_a_graph_launch_that_repeats_an_eager_one_with_other_integers_takes_its_values(op):
+    """A random kernel's philox seed and offset advance at every call: the graph's launch
+    is a new key, first seen during the capture. It takes the values the same launch
+    read eagerly a call before (tensors of the same layout) and keeps its own scalars."""
+    rec, k = recorder(), kernel("rand", ("out", "n", "seed", "offset"))
+    out = torch.arange(16.0) + 0.5
+    timed_call(lambda: launch(rec, k, [out, 16, 7, 100]))
+    timed_call(lambda: launch(rec, k, [out, 16, 7, 116]))  # an eager warmup call
+    rec.in_graph = lambda: True
+    rec.read_values = lambda spec, t: pytest.fail("values read during a graph capture")
+    timed_call(lambda: launch(rec, k, [out, 16, 7, 132], stream=99))
+    [spec] = rows(rec)[0].launches
+    assert not spec.why_not and spec.count == 1
+    assert spec.args[0].data == [i + 0.5 for i in range(16)] and spec.args[0].digest
+    assert [a.value for a in spec.args[1:]] == [16, 7, 132]  # its own scalars
+
+
+@pytest.mark.parametrize(
+    "graph_args",
+    [
+        lambda out: [out, 16, 7.5, 132],  # a float other: not a counter
+        lambda out: [out[:8], 16, 7, 132],  # a tensor of another layout
+        lambda out: [out, 16, 7, 100],  # the same key: a repeat, not a twin (kept: eager)
+    ],
+    ids=["float", "layout", "same"],
+)
+def test_only_a_launch_other_in_integers_alone_is_a_twin(op, graph_args):
+    rec, k = recorder(), kernel("rand", ("out", "n", "seed", "offset"))
+    out = torch.arange(16.0)
+    timed_call(lambda: launch(rec, k, [out, 16, 7, 100]))
+    rec.in_graph = lambda: True
+    args = graph_args(out)
+    timed_call(lambda: launch(rec, k, args))
+    [spec] = rows(rec)[0].launches
+    same = args[1:] == [16, 7, 100] and args[0] is out
+    assert (spec.why_not == "") == same and (spec.why_not == "graph") == (not same)
+
+
+def test_a_twin_of_a_launch_that_had_no_values_stays_graph(op):
+    rec, k = recorder(), kernel("rand", ("x", "desc", "offset"))
+    x = torch.ones(4)
+    timed_call(lambda: launch(rec, k, [x, object(), 1]))  # unsupported: no values
+    rec.in_graph = lambda: True
+    timed_call(lambda: launch(rec, k, [x, object(), 2]))
+    assert rows(rec)[0].launches[0].why_not == "graph"
+
+
 def test_a_launch_on_another_stream_than_the_rows_is_a_side_stream(op):
     rec, x = recorder(), torch.ones(4)
 

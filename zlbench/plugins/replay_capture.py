@@ -32,10 +32,16 @@ The rules:
   (its repr) and the launch's ``why_not`` is ``unsupported argument <name>``.
 * ``why_not "graph"``: the key's first launch came while a CUDA graph was being
   captured (``torch.cuda.is_current_stream_capturing()``): no values (they cannot be
-  read then). ``why_not "side stream"``: an eager launch on another stream than the
-  row's stream, which is the stream of the row's first eager timed launch (the one
-  the harness runs the benchmark on); launches during a graph capture are not
-  compared (the capture runs on a stream of its own).
+  read then). Except a launch that ran eagerly in the row's previous timed call with
+  only integer scalars other (:func:`scalar_twin`: a random kernel's philox seed and
+  offset advance at every call, so each call is a new key, and the graph's launch was
+  never seen eagerly: v7's uniform, normal, randn and dropout rows on an H100,
+  2026-12-06): the same binary on tensors of the same layout, so it takes that
+  launch's tensor values and keeps its own scalars.
+* ``why_not "side stream"``: an eager launch on another stream than the row's stream,
+  which is the stream of the row's first eager timed launch (the one the harness runs
+  the benchmark on); launches during a graph capture are not compared (the capture
+  runs on a stream of its own).
 * At most MAX_LAUNCHES_PER_ROW distinct launches in one timed call; beyond, the row
   is ``truncated``. An exception while capturing is one ZLBENCH_CODEGEN_WARNING line
   (the recorder's) and the row's ``why_not`` says so; it never breaks the benchmark.
@@ -75,7 +81,7 @@ from __future__ import annotations
 import json
 import numbers
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -407,10 +413,14 @@ class RowCapture:
             describe_arg(names[i] if i < len(names) else "", a, self.buffers)
             for i, a in enumerate(args)
         ]
-        spec.why_not = self._why_not(kernel_id, spec.args, stream, in_graph)
+        twin = scalar_twin(key, self.entries, call) if in_graph else None
+        if twin is not None:  # values read eagerly a call ago, its checks passed there
+            _borrow_values(spec, twin.spec)
+        else:
+            spec.why_not = self._why_not(kernel_id, spec.args, stream, in_graph)
         entry = self.entries[key] = _Entry(spec, call, 1)
         self.in_call += 1
-        if not spec.why_not:
+        if not spec.why_not and twin is None:
             if not lock_held():
                 _read(spec, args, read_values)
             else:
@@ -457,6 +467,32 @@ class RowCapture:
             truncated=self.overflow is not None and self.overflow == self.call,
             why_not=self.why_not,
         )
+
+
+def scalar_twin(key: tuple, entries: Mapping[tuple, _Entry], call: int) -> _Entry | None:
+    """The launch of an earlier timed call that ``key`` (a launch first seen during a
+    graph capture) repeats with other integer scalars: the same kernel hash and grid,
+    every tensor's and every other argument's key equal, at least one integer's value
+    other; its values read eagerly (no ``why_not``, none pending). None: there is none."""
+    kernel, grid, args = key
+    for (k, g, other), e in entries.items():
+        if e.call >= call or e.pending or e.spec.why_not or (k, g) != (kernel, grid):
+            continue
+        if (
+            len(other) == len(args)
+            and other != args
+            and all(a == b or (a[0] == b[0] == "i") for a, b in zip(args, other, strict=True))
+        ):
+            return e
+    return None
+
+
+def _borrow_values(spec: LaunchSpec, twin: LaunchSpec) -> None:
+    """``twin``'s tensor values (exact data, digest, statistics) into ``spec``'s tensors,
+    argument by argument: the same layout, by :func:`scalar_twin`."""
+    for a, b in zip(spec.args, twin.args, strict=True):
+        if a.kind == "tensor":
+            a.data, a.digest, a.stats = b.data, b.digest, b.stats
 
 
 def _read(spec: LaunchSpec, args: Sequence[Any], read_values: Callable[[ArgSpec, Any], None]):
