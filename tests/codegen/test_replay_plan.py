@@ -288,6 +288,37 @@ def test_a_capture_proves_no_launch_only_on_the_gpu_model_it_ran_on():
     assert not plan_replay(s, [r], {"main/a": whole(nothing(r))}).no_launch
 
 
+def test_a_changed_kernel_another_occurrence_launched_is_that_occurrences():
+    """v7's div_scalar_mode: its rounding modes are occurrences of one dtype and shape,
+    each launching its own kernel; the records (and replay_timed, from them) name every
+    mode's kernel for each row. A capture taken on this runner's GPU that holds every
+    launch of each occurrence shows whose each kernel is."""
+    r0, r1 = row("a"), row("a", occurrence=1)
+    s = screen(kernel("kt", C, [r0, r1]), kernel("kf", C, [r0, r1]))
+    both = whole(captured(r0, launch("kt")), captured(r1, launch("kf")))
+    lumped = both.model_copy(deep=True)
+    for r in lumped.rows:
+        r.replay_timed = ["kt", "kf"]  # the run's index, by dtype and shape
+    for cap in (both, lumped):
+        plan = proving(s, [r0, r1], {"main/a": cap})
+        assert not plan.fallback and {p.key for p in plan.replay} == {r0, r1}
+        assert {p.key: p.kernels for p in plan.replay} == {r0: ("kt",), r1: ("kf",)}
+    # a changed kernel no occurrence launched still counts (timed in some call, not the
+    # last, or not known)
+    s3 = screen(kernel("kt", C, [r0, r1]), kernel("kf", C, [r0, r1]), kernel("kx", C, [r0]))
+    assert FALLBACK_NOT_CAPTURED in proving(s3, [r0], {"main/a": both}).fallback[r0]
+    cases = [
+        (plan_replay, both),  # the runner's GPU not known
+        (proving, both.model_copy(update={"gpu_model": "NVIDIA B200"})),  # another GPU
+        (proving, whole(captured(r0, launch("kt")), captured(r1, launch("kf")),
+                        unnamed_calls=1)),  # a launch may belong to no row
+        (proving, whole(captured(r0, launch("kt")))),  # r1 matched on r0's occurrence
+    ]  # fmt: skip
+    for plan_with, cap in cases:
+        fell = plan_with(s, [r0, r1], {"main/a": cap}).fallback
+        assert FALLBACK_NOT_CAPTURED in fell[r1], cap
+
+
 def test_a_capture_that_cannot_prove_no_launch_leaves_the_row_changed_on_the_op_path():
     r = row("a")
     cases = [

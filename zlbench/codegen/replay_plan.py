@@ -56,7 +56,15 @@ in this order (the words: ``zlbench.report.replay_text``'s ``FALLBACK_*``):
    kernel, which the replay restores;
 8. every changed kernel that counts for the row is among its launches (``changed
    kernel `name` not among its captured launches``: replaying the rest would not time
-   the change).
+   the change). A changed kernel does not count when the row's replay-mode run did
+   not launch it while timed (``replay_timed``), nor when it is another occurrence's:
+   in a capture taken on this runner's GPU model that holds every launch of the row's
+   own occurrence and of the others of its dtype and shape (``LaunchCapture.whole``:
+   every row listed, no unnamed call, every launch hooked), another occurrence launched
+   it and this one did not. The records, and ``replay_timed`` from them, name a
+   kernel for a dtype and shape, not an occurrence: v7's div_scalar_mode (an H100,
+   2026-12-06), whose rounding modes are occurrences of one dtype and shape, each with
+   its own kernel, had every mode's kernel named for each row.
 
 **The ordering rule.** Replayable rows are taken by how much their code changed, the
 largest first; the row label (``RowKey.label``) breaks ties, so the order is
@@ -525,7 +533,8 @@ def plan_replay(
             if changed and why is None:
                 where = capture.gpu_model or "a GPU it does not name"
                 why = f"{FALLBACK_LAUNCHED_NOTHING} on {where}, not on this runner's GPU"
-        why = why or _not_replayable(view, key, op, kernels, capture)
+        own = bool(capture and proof_gpu and capture.gpu_model == proof_gpu)
+        why = why or _not_replayable(view, key, op, kernels, capture, own)
         if why:
             if changed:  # an unchanged row that cannot be replayed stays proven identical
                 plan.fallback[key] = why
@@ -595,8 +604,10 @@ def _not_replayable(
     op: str,
     kernels: list[KernelScreen],
     capture: LaunchCapture | None,
+    own_gpu: bool = False,
 ) -> str:
-    """Why a changed row cannot be replayed (rules 2-8), "" when it can."""
+    """Why a changed row cannot be replayed (rules 2-8), "" when it can. ``own_gpu``:
+    the capture ran on this runner's GPU model (rule 8's other occurrences)."""
     if capture is None:
         return FALLBACK_NO_CAPTURE
     row = _row_launches(capture, key)
@@ -626,12 +637,29 @@ def _not_replayable(
     ran = None if row.replay_timed is None else set(row.replay_timed)
     if ran is not None and not launched <= ran:
         ran = None  # evidence that does not add up: every changed kernel counts
+    others = _siblings_kernels(capture, row, key) - launched if own_gpu else set()
     for k in kernels:
         if k.status in CHANGED_CLASSES and k.kernel_id not in launched:
             if ran is not None and k.kernel_id not in ran:
                 continue  # where the gate measures it ran outside the timed region, or not
+            if k.kernel_id in others:
+                continue  # another occurrence's kernel: the records lump occurrences
             return f"changed kernel `{k.name}` {FALLBACK_NOT_CAPTURED}"
     return ""
+
+
+def _siblings_kernels(capture: LaunchCapture, row: RowLaunches, key: RowKey) -> set[str]:
+    """The kernels the other occurrences of ``key``'s run name, dtype and shape launched,
+    when the capture holds every launch of ``key``'s own occurrence and of theirs
+    (:meth:`LaunchCapture.whole`); else none."""
+    if row.occurrence != key.occurrence or not capture.whole(row):
+        return set()
+    return {
+        launch.kernel_id
+        for r in capture.rows_of(key.run_name, key.dtype, key.shape)
+        if r.occurrence != row.occurrence and capture.whole(r)
+        for launch in r.launches
+    }
 
 
 def _launch_why(launch: LaunchSpec) -> str:

@@ -175,18 +175,22 @@ class LaunchCapture(OnDisk):
     # backends), so a row that launched nothing proves it only on that model; "": not known
     gpu_model: str = ""
 
-    def launched_nothing(self, row: RowLaunches) -> bool:
-        """Whether the capture shows ``row``'s timed calls launching no Triton kernel:
-        a capture that lists every row, saw no unnamed timed call and hooked every
-        launch, and the row whole (not truncated, no ``why_not``) with no launch."""
+    def whole(self, row: RowLaunches) -> bool:
+        """Whether ``row``'s launches are every Triton kernel its last timed call
+        launched: a capture that lists every row, saw no unnamed timed call and hooked
+        every launch, and the row whole (not truncated, no ``why_not``)."""
         return (
             self.lists_every_row
             and self.unnamed_calls == 0
             and self.every_launch_hooked
-            and not row.launches
             and not row.truncated
             and not row.why_not
         )
+
+    def launched_nothing(self, row: RowLaunches) -> bool:
+        """Whether the capture shows ``row``'s timed calls launching no Triton kernel:
+        :meth:`whole`, with no launch."""
+        return self.whole(row) and not row.launches
 
     def rows_of(self, run_name: str, dtype: str, shape: str) -> list[RowLaunches]:
         """The capture's rows of (``run_name``, ``dtype``, ``shape``), every occurrence:
