@@ -20,7 +20,8 @@
 #               by the next call on the warm machine): v5 with launch captures, then
 #               $OUT/bl.tgz holds it; the aa-N and broad-N stages gate it
 #               (CAP_OPS=all: every op of $CAP_FROM instead of $OPS_FILE's; CAP_SHARE=N:
-#               --gpu-share N, the recorded seconds then kept)
+#               --gpu-share N, the recorded seconds then kept; CAP_WARMUP_MS, CAP_REPLAYS:
+#               --warmup-ms, --replays, smaller budgets, the same captures, the seconds kept)
 #   pack-capwork  $W/capwork-$NAME (the capture's batch so far, a cut one too) into
 #               $OUT/capwork.tgz: `baseline capture --from` takes its captures on any
 #               machine; restore/ gives it back to a fresh one, whose capture resumes it
@@ -136,7 +137,8 @@ for spec in "$@"; do
       ops=(--ops-file "$OPS_FILE"); [ "${CAP_OPS:-}" = all ] && ops=()
       timed capture same python3 -m zlbench baseline capture --baseline "${CAP_FROM:-baselines/v5}" \
         --out "$W/bl/$NAME" --work "$W/capwork-$NAME" "${ops[@]}" \
-        ${OP_TIMEOUT:+--op-timeout "$OP_TIMEOUT"} ${CAP_SHARE:+--gpu-share "$CAP_SHARE"}
+        ${OP_TIMEOUT:+--op-timeout "$OP_TIMEOUT"} ${CAP_SHARE:+--gpu-share "$CAP_SHARE"} \
+        ${CAP_WARMUP_MS:+--warmup-ms "$CAP_WARMUP_MS"} ${CAP_REPLAYS:+--replays "$CAP_REPLAYS"}
       tail -8 "$W/capture.log" | tee -a "$LOG"
       keep_baseline ;;
     pack-capwork)  # the capture's replay batch so far (a cut one too): `baseline capture

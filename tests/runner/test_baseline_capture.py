@@ -39,6 +39,7 @@ from zlbench.models import (
 from zlbench.models.batch import read_ops_status
 from zlbench.models.replay import LAUNCHES_JSON, LaunchCapture, LaunchSpec, RowLaunches
 from zlbench.models.run import Environment
+from zlbench.models.timing import Timing
 from zlbench.runner import capture_baseline
 from zlbench.runner.batch.config import BatchConfig, BatchOutcome
 from zlbench.runner.capture_baseline import CaptureJob, capture
@@ -47,6 +48,7 @@ SH, SH2 = "[torch.Size([64])]", "[torch.Size([128])]"
 OPS = ("abs", "add", "mm", "relu")
 FOREIGN_ID = "feedfacefeedface"
 H100 = "NVIDIA H100 80GB HBM3"
+DEFAULT_TIMING = Timing(mode="cudagraph")  # what a batch with no budgets given records
 
 
 def _baseline(root: Path, own_capture: bool = False) -> dict[str, str]:
@@ -198,9 +200,12 @@ def _status(op: str, seconds: float, status: RunStatus = RunStatus.PASS, **kw) -
     )  # fmt: skip
 
 
-def _with_durations(tmp_path: Path, ran: dict[str, OpStatus]) -> tuple[Path, Path, Path]:
+def _with_durations(
+    tmp_path: Path, ran: dict[str, OpStatus], timing: Timing | None = DEFAULT_TIMING
+) -> tuple[Path, Path, Path]:
     """The setup's baseline, recorded with an ops_status.csv (every op 100 s, a record
-    pass's, notes and all), and its replay batch whose ops_status.csv says ``ran``."""
+    pass's, notes and all), and its replay batch whose ops_status.csv says ``ran``, its
+    environment timed as ``timing`` says (None: not recorded)."""
     base = tmp_path / "baselines" / "vtest"
     base.mkdir(parents=True)
     write_status(base, *(_status(op, 100.0, note="record", op_file=f"test_{op}.py") for op in OPS))
@@ -208,7 +213,7 @@ def _with_durations(tmp_path: Path, ran: dict[str, OpStatus]) -> tuple[Path, Pat
     batch = _batch(tmp_path / "runs" / "replay", ids, base)
     write_status(batch, *ran.values())
     info = load_json_model(batch / "batch.json", BatchInfo)  # the batch ran on an H100
-    info.environments = {"main": Environment(gpu_model=H100)}
+    info.environments = {"main": Environment(gpu_model=H100, timing=timing)}
     dump_json_model(batch / "batch.json", info)
     return base, batch, tmp_path / "baselines" / "vnew"
 
@@ -217,9 +222,12 @@ def _seconds(root: Path) -> dict[str, float]:
     return {st.run_name: st.seconds for st in read_ops_status(root / "ops_status.csv")}
 
 
-def test_the_recorded_seconds_of_the_ops_the_batch_replayed_become_the_batchs(tmp_path, capsys):
+@pytest.mark.parametrize("timing", [DEFAULT_TIMING, None], ids=["default budgets", "unknown"])
+def test_the_recorded_seconds_of_the_ops_the_batch_replayed_become_the_batchs(
+    tmp_path, capsys, timing
+):
     ran = {op: _status(op, s) for op, s in (("add", 7.5), ("mm", 3.0), ("relu", 2.0))}
-    base, batch, new = _with_durations(tmp_path, ran)
+    base, batch, new = _with_durations(tmp_path, ran, timing)
     before = _tree(base)
     assert _run(base, new, "--from", str(batch)) == 0
     out = capsys.readouterr().out
@@ -260,6 +268,51 @@ def test_a_batch_that_shared_its_gpu_keeps_the_recorded_seconds(tmp_path, capsys
     assert main(["baseline", "show", str(new)]) == 0
     (line,) = [ln for ln in capsys.readouterr().out.splitlines() if "captures" in ln]
     assert line.endswith("; the recorded seconds kept (a shared GPU)")
+
+
+def test_a_batch_timed_with_other_budgets_keeps_the_recorded_seconds(tmp_path, capsys):
+    """A capture with --warmup-ms 5 --replays 1: the same launches, but each op's
+    seconds are not what a gate's op path (the plugin's defaults) spends on it."""
+    ran = {op: _status(op, s) for op, s in (("add", 7.5), ("mm", 3.0), ("relu", 2.0))}
+    small = Timing(mode="cudagraph", warmup_ms=5, replays=1)
+    base, batch, new = _with_durations(tmp_path, ran, small)
+    assert _run(base, new, "--from", str(batch)) == 0
+    out = capsys.readouterr().out
+    assert _seconds(new) == {op: 100.0 for op in OPS}  # as recorded
+    assert _manifest(new).files["ops_status.csv"] == _manifest(base).files["ops_status.csv"]
+    cap = _manifest(new).summary["captures"]
+    assert (cap["ops"], cap["durations"]) == (1, 0)  # the captures still enter
+    why = (
+        "the batch timed with other budgets (graph warmup_ms=5 replays=1; a gate's op path: "
+        "graph warmup_ms=100 replays=10): its op seconds are not the op path's"
+    )
+    assert cap["durations_kept"] == why
+    assert f"recorded seconds: kept: {why}" in out
+    assert main(["baseline", "show", str(new)]) == 0
+    (line,) = [ln for ln in capsys.readouterr().out.splitlines() if "captures" in ln]
+    assert line.endswith("; the recorded seconds kept (other timing budgets)")
+
+
+def test_the_op_paths_budgets_are_the_ones_the_baseline_recorded(tmp_path):
+    """A gate against a baseline timed with other budgets times with those (it refuses
+    any other): a batch timed so takes the seconds, one with the defaults does not."""
+    ran = {op: _status(op, s) for op, s in (("add", 7.5), ("mm", 3.0), ("relu", 2.0))}
+    recorded = Timing(mode="cudagraph", warmup_ms=50, replays=5)
+    base, batch, _ = _with_durations(tmp_path, ran, recorded)
+    m = _manifest(base)
+    m.timing_method = recorded
+    dump_yaml_model(base / "manifest.yaml", m)
+    assert _run(base, tmp_path / "vsame", "--from", str(batch)) == 0
+    cap = _manifest(tmp_path / "vsame").summary["captures"]
+    assert (cap["durations"], cap["durations_kept"]) == (3, None)
+    info = load_json_model(batch / "batch.json", BatchInfo)
+    info.environments["main"].timing = DEFAULT_TIMING
+    dump_json_model(batch / "batch.json", info)
+    assert _run(base, tmp_path / "vdefault", "--from", str(batch)) == 0
+    cap = _manifest(tmp_path / "vdefault").summary["captures"]
+    assert cap["durations"] == 0
+    why = "graph warmup_ms=100 replays=10; a gate's op path: graph warmup_ms=50 replays=5"
+    assert why in cap["durations_kept"]
 
 
 def test_ops_narrow_whose_seconds_change(tmp_path, capsys):
@@ -522,6 +575,38 @@ def test_gpu_share_runs_the_capture_in_that_many_processes_per_gpu(setup, tmp_pa
     bad = tmp_path / "baselines" / "vbad"
     assert _run(base, bad, "--gpu-share", "9") == 2  # out of range: one line, nothing run
     assert "--gpu-share" in capsys.readouterr().err and not bad.exists()
+
+
+def test_the_budgets_time_the_capture_batch(setup, tmp_path, capsys, monkeypatch):
+    base, _, ids, new = setup
+    fake = FakeBatch(ids)
+    capture(_job(base, new, tmp_path, fake, warmup_ms=5.0, replays=1))
+    capture(_job(base, tmp_path / "baselines" / "vnew2", tmp_path, fake))
+    given, default = fake.asked
+    assert given.extra_pytest_args == ["--zl-warmup-ms", "5", "--zl-replays", "1"]
+    assert default.extra_pytest_args == []  # the plugin's defaults, as before
+    jobs = []
+
+    def fake_capture(job):
+        jobs.append(job)
+        raise ZlbenchError("stop here")
+
+    monkeypatch.setattr(capture_baseline, "capture", fake_capture)
+    assert _run(base, tmp_path / "vcli", "--warmup-ms", "2.5", "--replays", "3") == 2
+    (job,) = jobs  # the flags reach the job
+    assert (job.warmup_ms, job.replays) == (2.5, 3)
+    assert "stop here" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("flag", "value", "words"),
+    [("--replays", "0", "must be at least 1"), ("--warmup-ms", "-1", "must be at least 0")],
+)
+def test_budgets_out_of_range_are_one_line_and_run_nothing(setup, capsys, flag, value, words):
+    base, _, _, new = setup
+    assert _run(base, new, flag, value) == 2
+    assert f"{flag} {value}: {words}" in one_error_line(capsys)
+    assert not new.exists()
 
 
 def test_without_work_the_batch_runs_in_a_temp_dir_removed_at_the_end(setup, tmp_path):

@@ -144,7 +144,7 @@ def _code_digests(args) -> int:
 
 
 def _add_capture(bsub) -> None:
-    from zlbench.cli.options import SPEC_HELP, add_ops_dir_option
+    from zlbench.cli.options import SPEC_HELP, add_budget_options, add_ops_dir_option
 
     c = bsub.add_parser(
         "capture",
@@ -204,6 +204,14 @@ def _add_capture(bsub) -> None:
         "(default 1); with N > 1 the recorded seconds stay as they are, since shared "
         "processes wait for each other's timing",
     )
+    add_budget_options(
+        c.add_argument_group(
+            "the replay batch's timing budgets",
+            "a launch is captured at each measurement's first, untimed call: smaller budgets "
+            "cost less GPU time and capture the same; with budgets other than a gate's op "
+            "path's (the baseline's), the recorded seconds stay as they are",
+        )
+    )
     add_ops_dir_option(c)
     c.set_defaults(func=_capture)
 
@@ -229,6 +237,8 @@ def _capture(args) -> int:
             preflight=preflight,
             op_timeout_s=args.op_timeout,
             gpu_share=args.gpu_share,
+            warmup_ms=args.warmup_ms,
+            replays=args.replays,
         )
     )
     m, got = done.manifest, done.captured

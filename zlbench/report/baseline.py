@@ -48,7 +48,11 @@ def render_show(m: BaselineManifest, ops: Iterable[OpSummary], table: bool = Tru
                 if cap.get("durations")
                 else ""
             )
-            + ("; the recorded seconds kept (a shared GPU)" if cap.get("durations_kept") else "")
+            + (
+                f"; the recorded seconds kept ({_kept_why(kept)})"
+                if (kept := cap.get("durations_kept"))
+                else ""
+            )
         )
     if not table:
         return "\n".join(lines + _summary(ops, measured))
@@ -69,3 +73,9 @@ def _summary(ops: list[OpSummary], measured: bool) -> list[str]:
         lines.append(f"  noisiest   {named}")
     lines.append("  (one line per op: --table)")
     return lines
+
+
+def _kept_why(reason: str) -> str:
+    """``summary.captures.durations_kept`` in a few words (its whole line: the capture
+    command's output)."""
+    return "a shared GPU" if "shared its GPU" in reason else "other timing budgets"

@@ -23,8 +23,10 @@ recorded, ``addmv_`` in 11 s of 240 (docs/measurements.md, thirty-fourth session
 the gate's budget, shard deal and forecast take those seconds for what its op path
 costs. A replay pass's are what the op path runs, on the capturing runner's GPU (as
 ``baseline refresh`` keeps its first replay pass's, docs/baselines.md). Not those of a
-batch that shared its GPU (``--gpu-share`` > 1, which a capture may: nothing it keeps
-depends on the timing): each of its ops waited for the others' timing
+batch that shared its GPU (``--gpu-share`` > 1), nor of one timed with other graph
+budgets than a gate's op path (``--warmup-ms``, ``--replays``), which a capture may:
+nothing it keeps depends on the timing (each launch is read at a measurement's first,
+untimed call), but each op's seconds then are not what the op path costs
 (:func:`durations_kept`).
 
 What is checked, from the evidence, before anything is written:
@@ -67,6 +69,7 @@ from zlbench.gate.baselines import (
     unknown_kernel_problem,
     verify,
 )
+from zlbench.gate.env import common_timing
 from zlbench.gate.load import BaselineSet, load_baseline
 from zlbench.gate.plan import baseline_scope
 from zlbench.models import (
@@ -74,6 +77,7 @@ from zlbench.models import (
     BatchInfo,
     RunResult,
     RunStatus,
+    Timing,
     codegen_dir,
     load_codegen_index,
     load_json_model,
@@ -136,6 +140,8 @@ class CaptureJob:
     batch_runner: Callable[[BatchConfig], BatchOutcome] = run_batch
     op_timeout_s: float | None = None  # None: :func:`capture_op_timeout`; 0: no limit
     gpu_share: int = 1  # benchmark processes per GPU (--gpu-share): see replay_config
+    warmup_ms: float | None = None  # graph-timing budgets (None: the plugin's default)
+    replays: int | None = None
 
 
 @dataclass
@@ -257,9 +263,11 @@ def replay_config(
     """The batch that replays ``scope`` of ``baseline`` as a gate measures it
     (:func:`zlbench.runner.baseline_batch.baseline_replay_config`), each op within
     ``job.op_timeout_s`` (None: :func:`capture_op_timeout` of the recorded seconds),
-    ``job.gpu_share`` processes per GPU: what a launch captures does not depend on the
-    timing, so the processes may overlap their start-up, compiles and Python (their
-    seconds then stay out of the baseline: :func:`durations_kept`)."""
+    ``job.gpu_share`` processes per GPU, timed with ``job.warmup_ms`` / ``job.replays``:
+    what a launch captures does not depend on the timing (it is read at each
+    measurement's first, untimed call), so the processes may overlap their start-up,
+    compiles and Python, and time with smaller budgets (their seconds then stay out of
+    the baseline: :func:`durations_kept`)."""
     if job.ops_dir is None:
         raise ZlbenchError("the replay batch needs the ops dir (--ops-dir)")
     timeout = job.op_timeout_s
@@ -275,7 +283,7 @@ def replay_config(
         # never in row parts: each part compiles and loads its op's kernels again (topk's
         # parts each took about the whole op's time, docs/measurements.md), and a capture
         # has no timing of its own to spread
-        measuring=Measuring(split_rows="off"),
+        measuring=Measuring(split_rows="off", warmup_ms=job.warmup_ms, replays=job.replays),
         scheduling=Scheduling(op_timeout_s=timeout, gpu_share=job.gpu_share),
         progress=job.progress,
         argv=list(job.argv),
@@ -314,7 +322,7 @@ def derive(baseline: BaselineSet, batch: Path, out: Path, scope: set[str]) -> Ca
             if run is not None:  # each row with what the run launched while timed
                 capture = with_replay_timed(capture, run, known)
             write_launches(codegen_dir(root / key), capture)
-        found.durations_kept = durations_kept(info)
+        found.durations_kept = durations_kept(info, baseline)
         if found.durations_kept is None:
             found.durations = replay_durations(root, batch, scope)
         if found.durations:
@@ -339,17 +347,43 @@ def derive(baseline: BaselineSet, batch: Path, out: Path, scope: set[str]) -> Ca
     return CaptureOutcome(out, manifest, found, rep.ops, rep.rows)
 
 
-def durations_kept(info: BatchInfo) -> str | None:
-    """Why the batch's op seconds must not replace the recorded ones (None: they may):
-    a batch that shared its GPU (``--gpu-share`` > 1, as its batch.json says) timed in
+def durations_kept(info: BatchInfo, baseline: BaselineSet) -> str | None:
+    """Why the batch's op seconds must not replace the recorded ones (None: they may),
+    as its batch.json says: a batch that shared its GPU (``--gpu-share`` > 1) timed in
     turns, so each op's seconds hold its waits for the other processes' timing, which a
-    gate's op path (one process per side) does not wait for."""
+    gate's op path (one process per side) does not wait for; a batch whose
+    environments recorded another Timing than :func:`op_path_timing` (other budgets,
+    or another method) spent other seconds on each measurement. An environment that
+    recorded no Timing is not a reason."""
     if info.gpu_share > 1:
         return (
             f"the batch shared its GPU (--gpu-share {info.gpu_share}): its op seconds hold "
             "waits for the GPU's turn, which a gate's op path does not"
         )
+    gate = op_path_timing(baseline)
+    timed = {_budgets(e.timing) for e in info.environments.values() if e.timing is not None}
+    other = sorted(t.text() for t in timed - {gate})
+    if other:
+        return (
+            f"the batch timed with other budgets ({'; '.join(other)}; a gate's op path: "
+            f"{gate.text()}): its op seconds are not the op path's"
+        )
     return None
+
+
+def op_path_timing(baseline: BaselineSet) -> Timing:
+    """How a gate's op path against ``baseline`` times, upstream's mode aside (the
+    batch's is the baseline's, :func:`replay_config`): the Timing the baseline recorded,
+    in its manifest or else the one its ops' result.json files agree on (a gate refuses
+    another, :mod:`zlbench.gate.env`); else a gate's own defaults (no ``--warmup-ms`` /
+    ``--replays``: the plugin's)."""
+    recorded = baseline.manifest.timing_method or common_timing(baseline.ops.values())
+    return _budgets(recorded or Timing())
+
+
+def _budgets(timing: Timing) -> Timing:
+    """``timing`` without upstream's mode: its method and budgets."""
+    return timing.model_copy(update={"mode": None})
 
 
 def replay_seconds(batch: Path) -> dict[str, float]:
