@@ -98,3 +98,25 @@ def test_screen_speed_help_prints_its_usage(capsys):
     speed = _load("screen_speed")
     assert speed.main(["--help"]) == 0 and speed.main([]) == 2
     assert "LABEL=DIR_A1,DIR_A2" in capsys.readouterr().err
+
+
+def test_ops_by_seconds_lists_a_capture_the_shortest_ops_left_in_a_range(tmp_path, capsys):
+    """benchmarks/ops_by_seconds.py: a capture's --ops-file, shortest first (a batch
+    deals longest first, so a call cut at its limit then captures the most ops), less
+    the ops a batch ran elsewhere."""
+    from tests.support.zlsynth import write_status
+    from zlbench.models import OpStatus
+
+    def st(op: str, seconds: float, status: str = "PASS") -> OpStatus:
+        return OpStatus(repo="main", op=op, run_name=op, status=status, rows=1,
+                        seconds=seconds, run_dir=f"main/{op}")  # fmt: skip
+
+    pick = _load("ops_by_seconds")
+    base, done = tmp_path / "bl", tmp_path / "done"
+    base.mkdir(), done.mkdir()
+    write_status(base, st("c", 9.0), st("a", 4.0), st("b", 6.0), st("d", 30.0), st("e", 7.0))
+    write_status(done, st("e", 90.0, "TIMEOUT"))  # ran elsewhere, timed out: not again
+    assert pick.ops_by_seconds(base) == ["main/a", "main/b", "main/e", "main/c", "main/d"]
+    assert pick.ops_by_seconds(base, 5, 10, [done]) == ["main/b", "main/c"]
+    assert pick.main([str(base), "--upto", "6"]) == 0
+    assert capsys.readouterr().out == "main/a\nmain/b\n"

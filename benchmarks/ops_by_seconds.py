@@ -1,0 +1,57 @@
+"""A capture's ops files: a baseline's ops by their recorded seconds, shortest first
+(issue 51, docs/replay.md "The next GPU session").
+
+    python benchmarks/ops_by_seconds.py BASELINE [--above S] [--upto S] [--done BATCH_DIR...]
+
+Prints ``repo/run_name`` a line (an ``--ops-file`` of ``zlbench baseline capture``), the
+ops whose recorded seconds (the baseline's ``ops_status.csv``) are in (``--above``,
+``--upto``], shortest first, less every op a ``--done`` batch dir ran (its
+``ops_status.csv``, any status: a capture resumed elsewhere, or one that timed out there).
+A batch deals its ops longest first, so a device call cut at its limit captures the most
+ops when each call's file holds the shortest left. A packed baseline is read through its
+unpacked copy.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from pathlib import Path
+
+from zlbench.cli.settings import Settings
+from zlbench.cli.trees import resolve_one
+from zlbench.models import read_ops_status
+from zlbench.protocol.layout import OPS_STATUS, op_key
+
+
+def ops_by_seconds(
+    baseline: Path, above: float = 0.0, upto: float = math.inf, done: list[Path] = ()
+) -> list[str]:
+    """The op keys of ``baseline`` recorded in (``above``, ``upto``] seconds, shortest
+    first (ties by key), less those a ``done`` batch dir ran."""
+    ran = {op_key(s.repo, s.run_name) for d in done for s in read_ops_status(d / OPS_STATUS)}
+    ops = [
+        (s.seconds, op_key(s.repo, s.run_name))
+        for s in read_ops_status(baseline / OPS_STATUS)
+        if above < s.seconds <= upto
+    ]
+    return [k for _, k in sorted(ops) if k not in ran]
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("baseline", type=Path)
+    ap.add_argument("--above", type=float, default=0.0, metavar="S")
+    ap.add_argument("--upto", type=float, default=math.inf, metavar="S")
+    ap.add_argument("--done", type=Path, action="append", default=[], metavar="BATCH_DIR")
+    args = ap.parse_args(argv)
+    root = resolve_one(args.baseline, Settings.from_env())
+    keys = ops_by_seconds(root, args.above, args.upto, args.done)
+    sys.stdout.write("".join(f"{k}\n" for k in keys))
+    print(f"{len(keys)} op(s)", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
