@@ -163,6 +163,16 @@ def cost(gates: list[Path]) -> None:
             after = total.get("replay", 0.0) + total.get("measure", 0.0)
             print(f"  after the screen: {after:.1f} s (the replay and measure steps), "
                   f"after the builds: {after - run.build_seconds:.1f} s")  # fmt: skip
+        sides = {s: g / d / OPS_STATUS for s, d in (("base", "ab/1/base"), ("pr", "results"))}
+        if total.get("measure") and all(f.is_file() for f in sides.values()):
+            # the A/B's sides: their op seconds (AB_SIDE_FACTOR times the ops' alone) and
+            # the measure step's start (its wall less the slower side's op seconds)
+            secs = {s: [st.seconds for st in read_ops_status(f)] for s, f in sides.items()}
+            slow = max(sum(v) for v in secs.values())
+            print(f"  A/B: {len(secs['pr'])} op(s), op seconds "
+                  + ", ".join(f"{s} {sum(v):.1f} s" for s, v in secs.items())
+                  + f"; the measure step {total['measure']:.1f} s, its start "
+                  f"{total['measure'] - slow:.1f} s")  # fmt: skip
         log = g.parent / f"{g.name}.log"
         if log.is_file():
             for line in log.read_text(encoding="utf-8", errors="replace").splitlines():
