@@ -251,11 +251,34 @@ def test_the_recorded_seconds_of_the_ops_the_batch_replayed_become_the_batchs(
     assert line.endswith(f"; its seconds for 3 op(s) (on {H100})")
 
 
-def test_a_batch_that_shared_its_gpu_keeps_the_recorded_seconds(tmp_path, capsys):
+SHARED_WHY = (
+    "the batch shared its GPU (--gpu-share 4): its op seconds hold waits for the GPU's "
+    "turn, which a gate's op path does not"
+)
+BUDGETS_WHY = (
+    "the batch timed with other budgets (graph warmup_ms=5 replays=1; a gate's op path: "
+    "graph warmup_ms=100 replays=10): its op seconds are not the op path's"
+)
+
+
+@pytest.mark.parametrize(
+    "share, timing, why, shown",
+    [
+        # four processes timed in turns: each op waited for the others
+        (4, Timing(mode="cudagraph"), SHARED_WHY, "a shared GPU"),
+        # --warmup-ms 5 --replays 1: the same launches, not the op path's seconds
+        (1, Timing(mode="cudagraph", warmup_ms=5, replays=1), BUDGETS_WHY,
+         "other timing budgets"),
+    ],
+    ids=["shared", "budgets"],
+)  # fmt: skip
+def test_a_batch_not_timed_as_the_op_path_keeps_the_recorded_seconds(
+    tmp_path, capsys, share, timing, why, shown
+):
     ran = {op: _status(op, s) for op, s in (("add", 7.5), ("mm", 3.0), ("relu", 2.0))}
-    base, batch, new = _with_durations(tmp_path, ran)
+    base, batch, new = _with_durations(tmp_path, ran, timing)
     info = load_json_model(batch / "batch.json", BatchInfo)
-    info.gpu_share = 4  # four processes timed in turns: each op waited for the others
+    info.gpu_share = share
     dump_json_model(batch / "batch.json", info)
     assert _run(base, new, "--from", str(batch)) == 0
     out = capsys.readouterr().out
@@ -263,34 +286,11 @@ def test_a_batch_that_shared_its_gpu_keeps_the_recorded_seconds(tmp_path, capsys
     assert _manifest(new).files["ops_status.csv"] == _manifest(base).files["ops_status.csv"]
     cap = _manifest(new).summary["captures"]
     assert (cap["ops"], cap["durations"]) == (1, 0)  # the captures still enter
-    assert "--gpu-share 4" in cap["durations_kept"]
-    assert "recorded seconds: kept: the batch shared its GPU (--gpu-share 4)" in out
-    assert main(["baseline", "show", str(new)]) == 0
-    (line,) = [ln for ln in capsys.readouterr().out.splitlines() if "captures" in ln]
-    assert line.endswith("; the recorded seconds kept (a shared GPU)")
-
-
-def test_a_batch_timed_with_other_budgets_keeps_the_recorded_seconds(tmp_path, capsys):
-    """A capture with --warmup-ms 5 --replays 1: the same launches, but each op's
-    seconds are not what a gate's op path (the plugin's defaults) spends on it."""
-    ran = {op: _status(op, s) for op, s in (("add", 7.5), ("mm", 3.0), ("relu", 2.0))}
-    small = Timing(mode="cudagraph", warmup_ms=5, replays=1)
-    base, batch, new = _with_durations(tmp_path, ran, small)
-    assert _run(base, new, "--from", str(batch)) == 0
-    out = capsys.readouterr().out
-    assert _seconds(new) == {op: 100.0 for op in OPS}  # as recorded
-    assert _manifest(new).files["ops_status.csv"] == _manifest(base).files["ops_status.csv"]
-    cap = _manifest(new).summary["captures"]
-    assert (cap["ops"], cap["durations"]) == (1, 0)  # the captures still enter
-    why = (
-        "the batch timed with other budgets (graph warmup_ms=5 replays=1; a gate's op path: "
-        "graph warmup_ms=100 replays=10): its op seconds are not the op path's"
-    )
     assert cap["durations_kept"] == why
     assert f"recorded seconds: kept: {why}" in out
     assert main(["baseline", "show", str(new)]) == 0
     (line,) = [ln for ln in capsys.readouterr().out.splitlines() if "captures" in ln]
-    assert line.endswith("; the recorded seconds kept (other timing budgets)")
+    assert line.endswith(f"; the recorded seconds kept ({shown})")
 
 
 def test_the_op_paths_budgets_are_the_ones_the_baseline_recorded(tmp_path):
