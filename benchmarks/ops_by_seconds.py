@@ -21,6 +21,7 @@ from pathlib import Path
 
 from zlbench.cli.settings import Settings
 from zlbench.cli.trees import resolve_one
+from zlbench.errors import ZlbenchError
 from zlbench.models import read_ops_status
 from zlbench.protocol.layout import OPS_STATUS, op_key
 
@@ -46,8 +47,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--upto", type=float, default=math.inf, metavar="S")
     ap.add_argument("--done", type=Path, action="append", default=[], metavar="BATCH_DIR")
     args = ap.parse_args(argv)
-    root = resolve_one(args.baseline, Settings.from_env())
-    keys = ops_by_seconds(root, args.above, args.upto, args.done)
+    try:
+        root = resolve_one(args.baseline, Settings.from_env())
+        keys = ops_by_seconds(root, args.above, args.upto, args.done)
+    except ZlbenchError as e:
+        print(f"ops_by_seconds: {e}", file=sys.stderr)
+        return 2
     sys.stdout.write("".join(f"{k}\n" for k in keys))
     print(f"{len(keys)} op(s)", file=sys.stderr)
     return 0

@@ -120,3 +120,6 @@ def test_ops_by_seconds_lists_a_capture_the_shortest_ops_left_in_a_range(tmp_pat
     assert pick.ops_by_seconds(base, 5, 10, [done]) == ["main/b", "main/c"]
     assert pick.main([str(base), "--upto", "6"]) == 0
     assert capsys.readouterr().out == "main/a\nmain/b\n"
+    assert pick.main([str(base), "--done", str(tmp_path)]) == 2  # no ops_status.csv there
+    out, err = capsys.readouterr()
+    assert out == "" and err.count("\n") == 1 and "ops_status.csv" in err
