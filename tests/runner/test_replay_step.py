@@ -5,11 +5,15 @@ here: no GPU), to replay/replay.json and pairs.json and the ops judged by replay
 from __future__ import annotations
 
 import re
+from types import SimpleNamespace
+
+import pytest
 
 from tests.support import cgsynth
 from tests.support.zlsynth import brow, write_baseline
 from zlbench.codegen.diff import code_digest
 from zlbench.codegen.replay_plan import BUILD_CPU_S, BUILD_START_S, BUILD_WORKER_S, HIT_CPU_S
+from zlbench.errors import ZlbenchError
 from zlbench.gate.load import load_baseline
 from zlbench.models import (
     LAUNCHES_JSON,
@@ -755,3 +759,78 @@ def test_after_the_builds_the_rest_is_forecast_at_this_hosts_pace(tmp_path):
     # builds that do not say their load phase: no second forecast
     _, _, plain = run(tmp_path / "plain", Fakes())
     assert not any("the rest expected" in x for x in plain)
+
+
+def _replay(baseline, screen, out, fakes, **kw):
+    said = []
+    outcome = replay_changed(
+        baseline=baseline, screen=screen, ops={"main/a", "main/b", "main/c"}, out=out,
+        pr=PR_ENV, base=CompilerEnv("base", python="/base/python"), budget_s=None,
+        rerun="zlbench gate --baseline bl", say=said.append,
+        families={"main/a": "F", "main/c": "F"}, run_rows=fakes.run_rows,
+        build_side=fakes.build_side, runner_gpu="NVIDIA H100 80GB HBM3", **kw,
+    )  # fmt: skip
+    return outcome, said
+
+
+def test_parts_replay_the_plans_rows_apart_and_the_merging_gate_takes_them(tmp_path):
+    """gate --replay-part K/N replays part K of the plan's rows (their cost dealt over
+    N device calls); gate --replayed takes every part's rows and samples as its own
+    replay, builds and times nothing, and leaves the op path as the whole run would."""
+    from zlbench.codegen.replay_plan import part_rows
+
+    baseline, screen, _ = _baseline(tmp_path)
+    whole, _ = _replay(baseline, screen, tmp_path / "whole", Fakes())
+    ran = []
+    for k in (1, 2):
+        fakes = Fakes()
+        part, said = _replay(baseline, screen, tmp_path / f"p{k}", fakes, part=(k, 2))
+        ran.append({r.key for r in fakes.plan.rows})
+        assert part.run.part == f"{k}/2" and part.run.gpu == "NVIDIA H100 80GB HBM3"
+        assert any(f"part {k}/2 replays 1 of them" in x for x in said)
+        assert part.run.changed_rows == 3  # the plan's own lists whole
+        assert {r.key.op for r in part.run.rows if r.instrument == "op"} == {"b"}
+    assert ran[0] | ran[1] == {key("a"), key("c")} and not ran[0] & ran[1]  # each row once
+    idle = Fakes()
+    merged, said = _replay(baseline, screen, tmp_path / "final", idle,
+                           parts=[tmp_path / "p2", tmp_path / "p1"])  # fmt: skip
+    assert idle.plan is None and not getattr(idle, "builds", [])  # nothing built or timed
+    assert any("replayed by 2 part(s)" in x for x in said)
+    strip = {"seconds", "build_seconds", "worker_seconds", "builds"}
+    assert merged.run.model_dump(exclude=strip) == whole.run.model_dump(exclude=strip)
+    assert (merged.replayed_ops, merged.op_rows) == (whole.replayed_ops, whole.op_rows)
+    pairs = load_json_model(tmp_path / "final" / "replay" / "pairs.json", PairsFile)
+    assert {p.key for p in pairs.rows} == {key("a"), key("c")}
+    # the deal: by cost, largest first, to the least loaded part; in the rows' order
+    rows = [SimpleNamespace(key=key(op), cost_s=c) for op, c in (("a", 5), ("b", 3), ("c", 3))]
+    assert [p.key.op for p in part_rows(rows, (1, 2))] == ["a"]
+    assert [p.key.op for p in part_rows(rows, (2, 2))] == ["b", "c"]
+
+
+def test_parts_that_are_not_one_plans_every_part_once_are_refused_in_one_line(tmp_path):
+    baseline, screen, _ = _baseline(tmp_path)
+    for k in (1, 2):
+        _replay(baseline, screen, tmp_path / f"p{k}", Fakes(), part=(k, 2))
+    whole = tmp_path / "whole"
+    _replay(baseline, screen, whole, Fakes())
+    p1, p2 = tmp_path / "p1", tmp_path / "p2"
+
+    def refused(parts, **kw) -> str:
+        with pytest.raises(ZlbenchError) as e:
+            _replay(baseline, screen, tmp_path / "final", Fakes(), parts=parts, **kw)
+        assert "\n" not in str(e.value)
+        return str(e.value)
+
+    assert "not one of 1 parts" in refused([p1])  # a part missing
+    assert "not one of 2 parts" in refused([p1, whole])  # not a part
+    assert "given twice" in refused([p1, p1])
+    assert "nothing" in refused([p1, tmp_path / "nothing"])  # no gate dir there
+    # a part of another plan: it left another row to the op path
+    run_ = load_json_model(p2 / "replay" / "replay.json", ReplayRun)
+    run_.changed_rows = 4
+    dump_json_model(p2 / "replay" / "replay.json", run_)
+    assert "has 4 changed rows, this plan 3" in refused([p1, p2])
+    run_.changed_rows = 3
+    run_.gpu = "NVIDIA H200"
+    dump_json_model(p2 / "replay" / "replay.json", run_)
+    assert "replayed on NVIDIA H200, this runner is NVIDIA H100" in refused([p1, p2])

@@ -45,6 +45,7 @@ def test_the_time_mode_decides_whether_unchanged_rows_are_replayed(
     job = SimpleNamespace(
         flaggems_dirs={}, time_budget_s=None, codegen_jobs=7, argv=["zlbench", "gate"], time=time,
         selection=SimpleNamespace(ops_dir=tmp_path), cuda_visible_devices=None,
+        replay_part=(2, 3), replayed=(),
     )  # fmt: skip
     codegen = SimpleNamespace(
         screen=object(), sentinel_only=set(), summary=SimpleNamespace(over_budget={})
@@ -54,6 +55,7 @@ def test_the_time_mode_decides_whether_unchanged_rows_are_replayed(
         inputs, job, tmp_path, seams, codegen, {"main/a", "main/b"}, None, tmp_path / "c"
     )
     assert seen["every_row"] is every_row and seen["jobs"] == 7
+    assert (seen["part"], seen["parts"]) == ((2, 3), ())  # --replay-part, --replayed
     assert seen["pr_cache"] == tmp_path / "c"  # the screen's compiled kernels
     # the forecast says whose GPU model recorded the op path's seconds
     assert seen["recorded_on"] == where_recorded("NVIDIA H200", "NVIDIA H100") and asked == ["0"]

@@ -197,6 +197,23 @@ def test_replay_is_refused_with_results_screen_only_or_shard(tmp_path, capsys):
         assert "--replay measures on a GPU" in one_error_line(capsys)
 
 
+def test_replay_parts_are_refused_without_replay_together_or_misnumbered(tmp_path, capsys):
+    from zlbench.cli import main
+
+    bl, g = _gate_dir(tmp_path, replay_pr_us=10.0)
+    base = ["gate", "--baseline", str(bl), "--base-compiler", str(tmp_path)]
+    cases = [
+        (["--replay-part", "1/2"], "give --replay"),
+        (["--replayed", str(g)], "give --replay"),
+        (["--replay", "--replay-part", "1/2", "--replayed", str(g)], "give one of them"),
+        (["--replay", "--replay-part", "3/2"], "K must be between 1 and 2"),
+    ]
+    for extra, why in cases:
+        rc = main([*base, *extra, "--out", str(tmp_path / "o")])
+        assert rc == 2 and why in one_error_line(capsys), extra
+        assert not (tmp_path / "o").exists()
+
+
 def test_a_deferred_rows_command_is_the_gate_without_its_op_selection_and_budget():
     from zlbench.workflow.gate import rerun_command
 

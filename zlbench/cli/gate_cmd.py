@@ -89,6 +89,22 @@ def add_codegen_options(p) -> None:
         "changed or not (the replay's A/A). Run on a GPU once so far",
     )
     g.add_argument(
+        "--replay-part",
+        default=None,
+        metavar="K/N",
+        help="with --replay: replay part K of N of the rows it plans (their cost dealt over "
+        "N device calls) into --out's replay/, and stop: no op path, no verdict",
+    )
+    g.add_argument(
+        "--replayed",
+        nargs="+",
+        type=Path,
+        default=[],
+        metavar="DIR",
+        help="with --replay: every part's --out of `--replay-part K/N` (the same gate, the "
+        "same GPU model), taken as this gate's replay; the op path and the verdict as usual",
+    )
+    g.add_argument(
         "--time-first",
         type=Path,
         default=None,
@@ -194,6 +210,8 @@ def job_from_args(args, settings: Settings, ops_dir: Path):
         time_budget_s=args.time_budget,
         time_first=args.time_first,
         replay=args.replay,
+        replay_part=parse_shard(args.replay_part) if args.replay_part else None,
+        replayed=tuple(args.replayed),
         store=args.store or settings.store,
         store_branch=args.store_branch,
         codegen_jobs=args.codegen_jobs or os.cpu_count() or 1,

@@ -482,6 +482,22 @@ class ReplayPlan:
         ]
 
 
+def part_rows(rows: Sequence[RowToReplay], part: tuple[int, int]) -> list[RowToReplay]:
+    """Part K of N (``part``, K 1-based) of the rows a plan replays: the rows dealt over
+    N parts by their cost, the largest first, each to the part with the least cost so
+    far (the lowest part on a tie; rows of equal cost by label), so that N device calls
+    each replay about 1/N of it. In ``rows``' order."""
+    k, n = part
+    load = [0.0] * n
+    mine = set()
+    for p in sorted(rows, key=lambda p: (-p.cost_s, p.key.label())):
+        i = min(range(n), key=lambda j: (load[j], j))
+        load[i] += p.cost_s
+        if i == k - 1:
+            mine.add(p.key)
+    return [p for p in rows if p.key in mine]
+
+
 def plan_replay(
     screen: CodegenScreen,
     rows: Sequence[RowKey],

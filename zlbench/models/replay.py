@@ -313,6 +313,10 @@ class ReplayRun(OnDisk):
     build_seconds: StrictFloat = 0.0  # of which: both sides' builds (at once)
     builds: list[SideBuildTime] = Field(default_factory=list)  # each side's
     worker_seconds: StrictFloat = 0.0  # of which: the replay workers (timing the rows)
+    # "K/N": part K of N of the plan's rows to replay (``gate --replay-part``), the
+    # plan's own lists whole; "": the whole plan (or the parts merged)
+    part: str = ""
+    gpu: str = ""  # the GPU model the rows were replayed on, when known
 
     @property
     def replayed(self) -> int:

@@ -46,6 +46,7 @@ from zlbench.codegen.replay_plan import (
     forecast,
     host_load_s,
     op_path_seconds,
+    part_rows,
     plan_replay,
     replay_cost_s,
     replay_costs,
@@ -70,6 +71,7 @@ from zlbench.models import (
     load_json_model,
 )
 from zlbench.models.codegen import CODEGEN_DIR
+from zlbench.models.paths import resolve_inside
 from zlbench.models.replay import (
     REPLAY_PLAN,
     BinaryRef,
@@ -170,6 +172,8 @@ def replay_changed(
     recorded_on: str | None = None,
     runner_gpu: str | None = None,
     start_warm: Callable | None = None,
+    part: tuple[int, int] | None = None,
+    parts: Sequence[Path] = (),
 ) -> ReplayOutcome:
     """The replay step (module docstring) over the changed rows of ``ops``; writes
     ``out/replay/``. ``pr``/``base``: each side's environment, ``pythonpath`` first on
@@ -188,7 +192,11 @@ def replay_changed(
     runner's GPU model (nvidia-smi's name), on which a capture taken there proves a row
     times no Triton kernel (:func:`proof_gpu`; None: no capture does); ``start_warm``:
     a seam (``worker.start_warm``, the default with the real worker): the replay's
-    first worker, started before the builds so that its runtime loads while they run."""
+    first worker, started before the builds so that its runtime loads while they run;
+    ``part`` (K, N): replay only part K of N of the plan's rows (:func:`part_rows`; the
+    plan's own lists whole, the op path left to the gate that merges the parts);
+    ``parts``: the gate dirs of every part (``gate --replay-part``), whose rows and
+    samples are this step's instead of replaying (:func:`load_parts`)."""
     if run_rows is None or build_side is None:
         from zlbench.plugins.replay import binaries, worker
 
@@ -221,9 +229,16 @@ def replay_changed(
         proof_gpu=proof_gpu(runner_gpu, [env for _, env in sides.values()]),
     )
     unchanged = {p.key for p in plan.replay if not p.changed}
+    planned_keys = [p.key for p in plan.replay]
+    n_changed = plan.changed_rows  # the whole plan's, whichever part replays here
+    if part is not None:
+        plan.replay = part_rows(plan.replay, part)
+    elif parts:
+        plan.replay = []  # replayed by the parts: nothing to build or time here
+    plan.replay_s = sum(p.cost_s for p in plan.replay)
     say(
-        f"zlbench gate: replay: {plan.changed_rows} changed row(s): "
-        f"{len(plan.replay) - len(unchanged)} to replay, {len(plan.fallback)} through "
+        f"zlbench gate: replay: {n_changed} changed row(s): "
+        f"{len(planned_keys) - len(unchanged)} to replay, {len(plan.fallback)} through "
         f"FlagGems, {len(plan.deferred)} deferred"
         + (f"; {len(unchanged)} unchanged row(s) replayed too (--time all)" if unchanged else "")
         + (
@@ -231,12 +246,14 @@ def replay_changed(
             if plan.no_launch
             else ""
         )
+        + (f"; part {part[0]}/{part[1]} replays {len(plan.replay)} of them" if part else "")
+        + (f"; replayed by {len(parts)} part(s)" if parts else "")
     )
     caches = {"pr": pr_cache, "base": base_cache}
     built = {side: filled(c) for side, c in caches.items()}
     expected = forecast(
         plan,
-        ops,
+        ops if part is None else set(),  # a part leaves the op path to the merging gate
         op_costs or {},
         jobs,
         pr_built=built["pr"],
@@ -249,6 +266,11 @@ def replay_changed(
     pairs = PairsFile()
     build_s = worker_s = 0.0
     builds: list[SideBuildTime] = []
+    gpu = runner_gpu or ""
+    if parts:  # replayed by the parts: their rows and samples, checked against this plan
+        done, pairs, build_s, worker_s, builds = load_parts(
+            parts, plan, planned_keys, n_changed, gpu
+        )
     if plan.replay:
         t1 = time.monotonic()
         where = {"python": sides["pr"][0], "env": sides["pr"][1]}
@@ -287,7 +309,7 @@ def replay_changed(
     ok = {r.key for r in replayed}
     pairs = PairsFile(rows=[p for p in pairs.rows if p.key in ok])
     run = ReplayRun(
-        changed_rows=plan.changed_rows,
+        changed_rows=n_changed,
         rows=sorted(
             [*fallback, *(_fell_back(r) for r in done if r.key not in ok), *replayed],
             key=lambda r: r.key.label(),
@@ -298,6 +320,8 @@ def replay_changed(
         build_seconds=round(build_s, 3),
         builds=builds,
         worker_seconds=round(worker_s, 3),
+        part=f"{part[0]}/{part[1]}" if part else "",
+        gpu=gpu,
     )
     whole, partly = _op_path_split(run, plan)
     changed = {r.key for r in run.rows} | {d.key for d in run.deferred} | set(plan.failed)
@@ -439,6 +463,78 @@ def progress(
         say(f"zlbench gate: replay [{n}/{total}] {row}: {what}; {back} fell back{tail}")
 
     return on_row
+
+
+NOT_IN_PART = "not replayed by its part"
+
+
+def load_parts(
+    parts: Sequence[Path],
+    plan: ReplayPlan,
+    planned: Sequence[RowKey],
+    changed_rows: int,
+    gpu: str,
+) -> tuple[list[ReplayedRow], PairsFile, float, float, list[SideBuildTime]]:
+    """The rows and samples of the parts' replay dirs (``<part>/replay/``, ``gate
+    --replay-part K/N`` each): every part of one N, once; each part's own plan lists
+    (``changed_rows``, rows on the op path, deferred, proven by their capture) this plan's,
+    on this GPU model (``gpu``); each of the plan's rows to replay (``planned``) in one
+    part at most, a row in none falling back (:data:`NOT_IN_PART`). Returns the rows,
+    the samples, the parts' build and worker seconds summed, and their builds. A part
+    that does not fit is one ZlbenchError line."""
+    runs: dict[int, tuple[Path, ReplayRun, PairsFile]] = {}
+    for d in parts:
+        run = load_json_model(resolve_inside(d, f"{REPLAY_DIR}/{REPLAY_JSON}"), ReplayRun)
+        pairs = load_json_model(resolve_inside(d, f"{REPLAY_DIR}/{REPLAY_PAIRS}"), PairsFile)
+        k, _, n = run.part.partition("/")
+        if not (k.isdigit() and n == str(len(parts)) and 1 <= int(k) <= len(parts)):
+            raise ZlbenchError(
+                f"--replayed {d}: part {run.part or 'none'}, not one of {len(parts)} parts "
+                f"(give every part's gate dir of `gate --replay-part K/{len(parts)}`, once)"
+            )
+        if int(k) in runs:
+            raise ZlbenchError(f"--replayed {d}: part {run.part} given twice")
+        runs[int(k)] = (d, run, pairs)
+    mine = set(planned)
+    rows: dict[RowKey, ReplayedRow] = {}
+    samples = []
+    for d, run, pairs in runs.values():
+        why = _other_plan(run, plan, mine, changed_rows, gpu)
+        if why:
+            raise ZlbenchError(f"--replayed {d}: part {run.part} {why}")
+        for r in run.rows:
+            if r.key not in mine:
+                continue
+            if r.key in rows:
+                raise ZlbenchError(f"--replayed {d}: {r.key.label()} replayed by two parts")
+            rows[r.key] = r
+        samples += [p for p in pairs.rows if p.key in mine]
+    missing = [ReplayedRow(key=k, instrument="op", why=NOT_IN_PART) for k in planned]
+    done = [rows.get(m.key, m) for m in missing]
+    got = [r for _, r, _ in runs.values()]
+    build_s, worker_s = sum(r.build_seconds for r in got), sum(r.worker_seconds for r in got)
+    return done, PairsFile(rows=samples), build_s, worker_s, [b for r in got for b in r.builds]
+
+
+def _other_plan(
+    run: ReplayRun, plan: ReplayPlan, planned: set[RowKey], changed_rows: int, gpu: str
+) -> str:
+    """How a part's run is not of this plan (its own lists), "" when it is."""
+    if run.gpu != gpu:
+        return (
+            f"replayed on {run.gpu or 'a GPU it does not name'}, this runner is "
+            f"{gpu or 'not named'}"
+        )
+    if run.changed_rows != changed_rows:
+        return f"has {run.changed_rows} changed rows, this plan {changed_rows}"
+    if set(run.no_launch) != set(plan.no_launch):
+        return "proves other rows by their capture than this plan"
+    if {d.key for d in run.deferred} != {d.key for d in plan.deferred}:
+        return "defers other rows than this plan"
+    fell = {r.key for r in run.rows if r.key not in planned}
+    if fell != set(plan.fallback):
+        return "leaves other rows to the op path than this plan"
+    return ""
 
 
 def _fell_back(r: ReplayedRow) -> ReplayedRow:

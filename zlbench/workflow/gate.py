@@ -35,7 +35,7 @@ from zlbench.gate.load import (
     load_results,
     report_label,
 )
-from zlbench.models import RowKey
+from zlbench.models import REPLAY_DIR, RowKey
 from zlbench.protocol.layout import op_key
 from zlbench.runner.ab.env import PR_ENV, CompilerEnv
 from zlbench.runner.baseline_batch import baseline_durations, durations_gpu
@@ -195,6 +195,11 @@ def _measure_and_judge(
             ops, scope, picks = replay_step(
                 inputs, job, out, seams, codegen, set(ops), scope, cache, base_cache
             )
+        if job.replay_part is not None:  # the merging gate (--replayed) measures and judges
+            k, n = job.replay_part
+            seams.say(f"zlbench gate: replay part {k}/{n} written to {out / REPLAY_DIR}; the "
+                      f"verdict: the same gate with --replayed and every part's --out")  # fmt: skip
+            return 0
     elif job.replay:
         seams.say("zlbench gate: --replay: no codegen screen (the baseline has no codegen "
                   "records): every changed op is timed through FlagGems")  # fmt: skip
@@ -291,6 +296,8 @@ def replay_step(
         base_cache=base_cache if base_cache is not None and cached_kernels(base_cache) else None,
         recorded_on=_recorded_on(durations_gpu(inputs.baseline.manifest), runner),
         runner_gpu=runner,
+        part=job.replay_part,
+        parts=job.replayed,
     )
     deferred = {}
     for d in outcome.run.deferred:

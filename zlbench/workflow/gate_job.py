@@ -68,6 +68,9 @@ class GateJob:
     time_budget_s: float | None = None  # --time-budget: GPU seconds for the changed ops
     time_first: Path | None = None  # --time-first: ops timed first within the budget
     replay: bool = False  # --replay: changed rows timed by kernel replay (issue 51)
+    # --replay-part K/N: replay part K of N of the plan's rows, nothing else (no verdict)
+    replay_part: tuple[int, int] | None = None
+    replayed: tuple[Path, ...] = ()  # --replayed: the parts' gate dirs, taken as replayed
     store: str | None = None  # --store / ZLBENCH_STORE: the results store (issue 52)
     store_branch: str = "main"  # --store-branch: the branch the gate's commit is on
     codegen_jobs: int = 1

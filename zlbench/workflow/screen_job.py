@@ -36,6 +36,10 @@ def run_gate_job(
         )
     if job.replay:
         _check_replay(job, screen_only)
+    elif job.replay_part is not None or job.replayed:
+        raise ZlbenchError(
+            "--replay-part and --replayed are parts of a --replay gate: give --replay"
+        )
     base = _base_side(job)  # the base compiler the screen diffs against (before --out)
     if screen_only:
         return _screen_only(replace(job, codegen_base=base), seams)
@@ -80,6 +84,10 @@ def _check_replay(job: GateJob, screen_only: bool) -> None:
     if screen_only or job.results is not None or job.shard is not None:
         raise ZlbenchError(
             "--replay measures on a GPU: not with --screen-only, --results or --shard"
+        )
+    if job.replay_part is not None and job.replayed:
+        raise ZlbenchError(
+            "--replay-part replays one part; --replayed takes every part's: give one of them"
         )
 
 

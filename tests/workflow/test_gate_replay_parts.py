@@ -1,0 +1,47 @@
+"""`zlbench gate --replay --replay-part K/N` replays one part of the plan's rows and
+stops: exit 0, its replay dir written, no op path measured and no verdict (the gate
+given every part with `--replayed` measures and judges: tests/runner/test_replay_step.py
+for the parts' rows and samples merged). The screen and the replay are seams here."""
+
+from __future__ import annotations
+
+import io
+
+from test_gate_base_screen import BaseScreen, compilers  # noqa: F401 (autouse fixture)
+from test_gate_codegen import ADD_SAME, MM_CHANGED, FakeBatch, baseline, good
+
+import zlbench.runner.replay as replay_mod
+from zlbench.models import ReplayRun, Selection
+from zlbench.runner.replay import ReplayOutcome
+from zlbench.workflow import gate as gate_mod
+from zlbench.workflow.ab import AbOptions
+from zlbench.workflow.gate import GateJob, GateSeams
+from zlbench.workflow.screen_job import run_gate_job
+
+
+def test_a_replay_part_replays_its_part_and_stops_without_a_verdict(tmp_path, ops_dir, monkeypatch):
+    asked = {}
+
+    def fake_replay(**kw):
+        asked.update(kw)
+        kw["out"].joinpath("replay").mkdir(parents=True, exist_ok=True)
+        return ReplayOutcome(run=ReplayRun(part="1/2"), replayed_ops={"main/mm"})
+
+    monkeypatch.setattr(replay_mod, "replay_changed", fake_replay)
+    monkeypatch.setattr(gate_mod, "_runner_gpu", lambda visible: "NVIDIA H100")
+    bl, out = baseline(tmp_path / "bl"), tmp_path / "part1"
+    base_site = tmp_path / "base-a"  # the base build's site dir (compilers: its fingerprint)
+    base_site.mkdir()
+    job = GateJob(
+        baseline=str(bl), out=out, selection=Selection(ops_dir=ops_dir), time="changed",
+        ab=AbOptions(base_compiler=str(base_site)), base_screen_cache=tmp_path / "cache",
+        replay=True, replay_part=(1, 2),
+    )  # fmt: skip
+    measure, err = FakeBatch(good()), io.StringIO()
+    seams = GateSeams(measure=measure, screen=BaseScreen(ADD_SAME, MM_CHANGED))
+    seams.stdout = seams.stderr = err
+    assert run_gate_job(job, seams) == 0, err.getvalue()
+    assert (asked["part"], asked["parts"]) == ((1, 2), ())
+    assert measure.requests == []  # no op path: the merging gate measures it
+    assert not (out / "verdict.json").exists() and not (out / "junit.xml").exists()
+    assert "replay part 1/2 written to" in err.getvalue()
