@@ -834,3 +834,20 @@ def test_parts_that_are_not_one_plans_every_part_once_are_refused_in_one_line(tm
     run_.gpu = "NVIDIA H200"
     dump_json_model(p2 / "replay" / "replay.json", run_)
     assert "replayed on NVIDIA H200, this runner is NVIDIA H100" in refused([p1, p2])
+    # a part's samples count for its own rows only: p1's forged samples of p2's row
+    run_.gpu = "NVIDIA H100 80GB HBM3"
+    dump_json_model(p2 / "replay" / "replay.json", run_)
+    theirs = load_json_model(p2 / "replay" / "pairs.json", PairsFile)
+    forged = [q.model_copy(update={"samples": q.samples[:2]}) for q in theirs.rows]
+    pairs1 = load_json_model(p1 / "replay" / "pairs.json", PairsFile)
+    dump_json_model(p1 / "replay" / "pairs.json", PairsFile(rows=[*pairs1.rows, *forged]))
+    _replay(baseline, screen, tmp_path / "final2", Fakes(), parts=[p1, p2])
+    kept = load_json_model(tmp_path / "final2" / "replay" / "pairs.json", PairsFile)
+    assert [q for q in kept.rows if q.key == theirs.rows[0].key] == theirs.rows
+    # a planned row that no part lists goes to the op path
+    mine = [r for r in run_.rows if r.instrument == "kernel-replay"]
+    run_.rows = [r for r in run_.rows if r.instrument != "kernel-replay"]
+    dump_json_model(p2 / "replay" / "replay.json", run_)
+    merged, _ = _replay(baseline, screen, tmp_path / "final3", Fakes(), parts=[p1, p2])
+    (gone,) = [r for r in merged.run.rows if r.key == mine[0].key]
+    assert gone.instrument == "op" and gone.why == "not replayed by its part"

@@ -502,15 +502,14 @@ def load_parts(
         why = _other_plan(run, plan, mine, changed_rows, gpu)
         if why:
             raise ZlbenchError(f"--replayed {d}: part {run.part} {why}")
-        for r in run.rows:
-            if r.key not in mine:
-                continue
+        own = [r for r in run.rows if r.key in mine]
+        for r in own:
             if r.key in rows:
                 raise ZlbenchError(f"--replayed {d}: {r.key.label()} replayed by two parts")
             rows[r.key] = r
-        samples += [p for p in pairs.rows if p.key in mine]
-    missing = [ReplayedRow(key=k, instrument="op", why=NOT_IN_PART) for k in planned]
-    done = [rows.get(m.key, m) for m in missing]
+        listed = {r.key for r in own}  # a part's samples count for its own rows only
+        samples += [p for p in pairs.rows if p.key in listed]
+    done = [rows.get(k) or ReplayedRow(key=k, instrument="op", why=NOT_IN_PART) for k in planned]
     got = [r for _, r, _ in runs.values()]
     build_s, worker_s = sum(r.build_seconds for r in got), sum(r.worker_seconds for r in got)
     return done, PairsFile(rows=samples), build_s, worker_s, [b for r in got for b in r.builds]
