@@ -831,6 +831,12 @@ def test_parts_that_are_not_one_plans_every_part_once_are_refused_in_one_line(tm
     dump_json_model(p2 / "replay" / "replay.json", run_)
     assert "has 4 changed rows, this plan 3" in refused([p1, p2])
     run_.changed_rows = 3
+    origin = run_.planned_from  # the baseline's manifest digest and both compilers
+    assert origin.startswith("baseline ") and "; PR " in origin and "; base " in origin
+    run_.planned_from = origin.replace("; PR ", "; PR another ")
+    dump_json_model(p2 / "replay" / "replay.json", run_)
+    assert "was planned from" in refused([p1, p2])  # another compiler's part
+    run_.planned_from = origin
     run_.gpu = "NVIDIA H200"
     dump_json_model(p2 / "replay" / "replay.json", run_)
     assert "replayed on NVIDIA H200, this runner is NVIDIA H100" in refused([p1, p2])

@@ -317,6 +317,9 @@ class ReplayRun(OnDisk):
     # plan's own lists whole; "": the whole plan (or the parts merged)
     part: str = ""
     gpu: str = ""  # the GPU model the rows were replayed on, when known
+    # what the plan was made of: the baseline's manifest digest, the PR's and the base's
+    # compilers as the screen names them (a part is merged only into the same)
+    planned_from: str = ""
 
     @property
     def replayed(self) -> int:

@@ -80,7 +80,7 @@ from zlbench.models.replay import (
     SideBuildTime,
 )
 from zlbench.protocol.cache import cached_kernels
-from zlbench.protocol.layout import op_key
+from zlbench.protocol.layout import MANIFEST_YAML, op_key
 from zlbench.runner.ab.env import CompilerEnv, with_front
 
 if TYPE_CHECKING:
@@ -266,10 +266,10 @@ def replay_changed(
     pairs = PairsFile()
     build_s = worker_s = 0.0
     builds: list[SideBuildTime] = []
-    gpu = runner_gpu or ""
+    gpu, origin = runner_gpu or "", planned_from(baseline, screen)
     if parts:  # replayed by the parts: their rows and samples, checked against this plan
         done, pairs, build_s, worker_s, builds = load_parts(
-            parts, plan, planned_keys, n_changed, gpu
+            parts, plan, planned_keys, n_changed, gpu, origin
         )
     if plan.replay:
         t1 = time.monotonic()
@@ -322,6 +322,7 @@ def replay_changed(
         worker_seconds=round(worker_s, 3),
         part=f"{part[0]}/{part[1]}" if part else "",
         gpu=gpu,
+        planned_from=origin,
     )
     whole, partly = _op_path_split(run, plan)
     changed = {r.key for r in run.rows} | {d.key for d in run.deferred} | set(plan.failed)
@@ -468,17 +469,27 @@ def progress(
 NOT_IN_PART = "not replayed by its part"
 
 
+def planned_from(baseline: BaselineSet, screen: CodegenScreen) -> str:
+    """``ReplayRun.planned_from``: the baseline's manifest digest and both compilers."""
+    from zlbench.gate.baselines import sha256_file
+
+    sha = sha256_file(baseline.path / MANIFEST_YAML)[:16]
+    return f"baseline {sha}; PR {screen.compiler or '?'}; base {screen.base_compiler or '?'}"
+
+
 def load_parts(
     parts: Sequence[Path],
     plan: ReplayPlan,
     planned: Sequence[RowKey],
     changed_rows: int,
     gpu: str,
+    origin: str,
 ) -> tuple[list[ReplayedRow], PairsFile, float, float, list[SideBuildTime]]:
     """The rows and samples of the parts' replay dirs (``<part>/replay/``, ``gate
     --replay-part K/N`` each): every part of one N, once; each part's own plan lists
     (``changed_rows``, rows on the op path, deferred, proven by their capture) this plan's,
-    on this GPU model (``gpu``); each of the plan's rows to replay (``planned``) in one
+    on this GPU model (``gpu``), from this baseline and compilers (``origin``,
+    :func:`planned_from`); each of the plan's rows to replay (``planned``) in one
     part at most, a row in none falling back (:data:`NOT_IN_PART`). Returns the rows,
     the samples, the parts' build and worker seconds summed, and their builds. A part
     that does not fit is one ZlbenchError line."""
@@ -499,7 +510,7 @@ def load_parts(
     rows: dict[RowKey, ReplayedRow] = {}
     samples = []
     for d, run, pairs in runs.values():
-        why = _other_plan(run, plan, mine, changed_rows, gpu)
+        why = _other_plan(run, plan, mine, changed_rows, gpu, origin)
         if why:
             raise ZlbenchError(f"--replayed {d}: part {run.part} {why}")
         own = [r for r in run.rows if r.key in mine]
@@ -516,9 +527,16 @@ def load_parts(
 
 
 def _other_plan(
-    run: ReplayRun, plan: ReplayPlan, planned: set[RowKey], changed_rows: int, gpu: str
+    run: ReplayRun,
+    plan: ReplayPlan,
+    planned: set[RowKey],
+    changed_rows: int,
+    gpu: str,
+    origin: str,
 ) -> str:
     """How a part's run is not of this plan (its own lists), "" when it is."""
+    if run.planned_from != origin:
+        return f"was planned from {run.planned_from or 'nothing it names'}, this gate from {origin}"
     if run.gpu != gpu:
         return (
             f"replayed on {run.gpu or 'a GPU it does not name'}, this runner is "
