@@ -840,6 +840,19 @@ def test_parts_that_are_not_one_plans_every_part_once_are_refused_in_one_line(tm
     run_.gpu = "NVIDIA H200"
     dump_json_model(p2 / "replay" / "replay.json", run_)
     assert "replayed on NVIDIA H200, this runner is NVIDIA H100" in refused([p1, p2])
+    # a row in two parts; a part that proves other rows by their capture
+    run_.gpu = "NVIDIA H100 80GB HBM3"
+    dump_json_model(p2 / "replay" / "replay.json", run_)
+    run1 = load_json_model(p1 / "replay" / "replay.json", ReplayRun)
+    twice = run1.model_copy(update={"rows": [*run1.rows, *run_.rows]})
+    twice.rows = list({r.key: r for r in twice.rows}.values())
+    dump_json_model(p1 / "replay" / "replay.json", twice)
+    assert "replayed by two parts" in refused([p1, p2])
+    dump_json_model(
+        p1 / "replay" / "replay.json", run1.model_copy(update={"no_launch": [key("b")]})
+    )
+    assert "proves other rows by their capture" in refused([p1, p2])
+    dump_json_model(p1 / "replay" / "replay.json", run1)
     # a part's samples count for its own rows only: p1's forged samples of p2's row
     run_.gpu = "NVIDIA H100 80GB HBM3"
     dump_json_model(p2 / "replay" / "replay.json", run_)
