@@ -67,6 +67,10 @@
 #               (benchmarks/oppath_rows.py of $SENT_FILE, benchmarks/v7_sentinel_sample.txt:
 #               each op's row picks, v7's shape file, --op-timeout $OP_TIMEOUT): the
 #               model's seconds beside the measured
+#   wv-screen, wv-part/K/N, wv-merge  a whole gate of the broad change against $W/bl/$NAME
+#               over device calls (REPLAY=1): its screen (`gate --screen-only`), part K of
+#               N of its replay each (`--screen` it, `--replay-part K/N`), then `--replayed`
+#               every part: the op path and the verdict (the calls' gate steps summed)
 #   pack        gate dirs (verdicts, reports, screens, logs) into $OUT/adopt.tgz
 #   pack-v7     the v7 screens' logs, codegen.md and timing.json into $OUT/v7.tgz
 # Env: W (/tmp/w), NAME (h100), TIER (pr; smoke: 5 ops, minutes), OPS_FILE (the ops of
@@ -190,6 +194,17 @@ for spec in "$@"; do
     v7-cached) timed "$stage" no_coalesce python3 -m zlbench gate --baseline baselines/v7 \
       --screen-only --codegen-jobs "$JOBS" --out "$W/$stage" \
       --base-compiler "$W/triton/base" --base-screen-cache "$W/basecache" ;;
+    wv-screen)  # a whole gate over calls: the broad change's screen of $W/bl/$NAME
+      timed "$stage" no_coalesce python3 -m zlbench gate --baseline "$W/bl/$NAME" \
+        --screen-only --codegen-jobs "$JOBS" --out "$W/$stage" \
+        --base-compiler "$W/triton/base" --base-screen-cache "$W/basecache" ;;
+    wv-part/*)  # part K/N of its replay (docs/replay.md "Parts over device calls")
+      k=${stage#wv-part/}
+      gate "wv-part-${k%/*}" no_coalesce --baseline "$W/bl/$NAME" --screen "$W/wv-screen" \
+        --base-compiler "$W/triton/base" --replay-part "$k" ;;
+    wv-merge)  # every part's replay taken, the op path measured, the verdict
+      gate "$stage" no_coalesce --baseline "$W/bl/$NAME" --screen "$W/wv-screen" \
+        --base-compiler "$W/triton/base" --replayed "$W"/wv-part-* ;;
     v7-aa) timed "$stage" same python3 -m zlbench gate --baseline baselines/v7 \
       --screen-only --codegen-jobs "$JOBS" --out "$W/$stage" \
       --base-compiler "$W/triton/base" --base-screen-cache "$W/basecache" ;;
