@@ -195,14 +195,14 @@ def _measure_and_judge(
             ops, scope, picks = replay_step(
                 inputs, job, out, seams, codegen, set(ops), scope, cache, base_cache
             )
-        if job.replay_part is not None:  # the merging gate (--replayed) measures and judges
-            k, n = job.replay_part
-            seams.say(f"zlbench gate: replay part {k}/{n} written to {out / REPLAY_DIR}; the "
-                      f"verdict: the same gate with --replayed and every part's --out")  # fmt: skip
-            return 0
     elif job.replay:
         seams.say("zlbench gate: --replay: no codegen screen (the baseline has no codegen "
                   "records): every changed op is timed through FlagGems")  # fmt: skip
+    if job.replay_part is not None:  # the merging gate (--replayed) measures and judges
+        k, n = job.replay_part
+        seams.say(f"zlbench gate: replay part {k}/{n} written to {out / REPLAY_DIR}; the "
+                  f"verdict: the same gate with --replayed and every part's --out")  # fmt: skip
+        return 0
     measured = measure_ops(codegen, ops, seams.say)  # not those that fail to compile
     req = MeasureRequest(inputs.baseline, measured, out / RESULTS_DIR, job.shard, job)
     req.rows = picks
