@@ -539,17 +539,17 @@ def plan_replay(
         if not changed and not every_row:
             continue  # proven unchanged: not the replay tier's
         capture = captures.get(op)
+        own = capture is not None and bool(proof_gpu) and capture.gpu_model == proof_gpu
         if capture is not None and capture.proves_no_launch(
             key.run_name, key.dtype, key.shape, key.occurrence
         ):
-            if proof_gpu and capture.gpu_model == proof_gpu:
+            if own:
                 if changed:  # no Triton kernel timed: no compiler changes its time
                     plan.no_launch.append(key)
                 continue
             if changed and why is None:
                 where = capture.gpu_model or "a GPU it does not name"
                 why = f"{FALLBACK_LAUNCHED_NOTHING} on {where}, not on this runner's GPU"
-        own = bool(capture and proof_gpu and capture.gpu_model == proof_gpu)
         why = why or _not_replayable(view, key, op, kernels, capture, own)
         if why:
             if changed:  # an unchanged row that cannot be replayed stays proven identical

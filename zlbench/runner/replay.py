@@ -80,7 +80,7 @@ from zlbench.models.replay import (
     SideBuildTime,
 )
 from zlbench.protocol.cache import cached_kernels
-from zlbench.protocol.layout import MANIFEST_YAML, op_key
+from zlbench.protocol.layout import op_key
 from zlbench.runner.ab.env import CompilerEnv, with_front
 
 if TYPE_CHECKING:
@@ -471,9 +471,9 @@ NOT_IN_PART = "not replayed by its part"
 
 def planned_from(baseline: BaselineSet, screen: CodegenScreen) -> str:
     """``ReplayRun.planned_from``: the baseline's manifest digest and both compilers."""
-    from zlbench.gate.baselines import sha256_file
+    from zlbench.codegen.shards import manifest_sha256
 
-    sha = sha256_file(baseline.path / MANIFEST_YAML)[:16]
+    sha = manifest_sha256(baseline.path)[:16]
     return f"baseline {sha}; PR {screen.compiler or '?'}; base {screen.base_compiler or '?'}"
 
 
