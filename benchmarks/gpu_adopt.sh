@@ -77,7 +77,8 @@
 # capture and of the aa/patched/nocompile/broad gates; default ops/tiers/$TIER.txt: a
 # file of fewer ops keeps a call's gates within its limit), OP_TIMEOUT (capture's
 # --op-timeout; default: capture's own), CAP_FROM (capture's --baseline: baselines/v5, or
-# an earlier capture's $W/bl/NAME, whose ops keep their captures), REPEATS (2), REPLAY (0; 1:
+# an earlier capture's $W/bl/NAME, whose ops keep their captures), KEEP_BL (1; 0: no
+# $OUT/bl.tgz after a capture: its batch, pack-capwork, is what comes back), REPEATS (2), REPLAY (0; 1:
 # every gate with --replay, docs/replay.md "The next GPU session"), JOBS (nproc - 1).
 # Needs
 # $ZLBENCH_FLAGGEMS_DIR, zlbench importable, a CUDA GPU (benchmarks/device_env.sh).
@@ -114,7 +115,7 @@ gate() { local name=$1 pr=$2; shift 2; timed "$name" "$pr" python3 -m zlbench ga
   --codegen-jobs "$JOBS" --out "$W/$name" "${replay[@]}" "$@"; }
 pr=(--baseline "$W/bl/$NAME" --ops-file "$OPS_FILE")
 keep_baseline() { # what $W/bl/$NAME's capture can replay, then $OUT/bl.tgz holds it
-  [ -d "$W/bl/$NAME" ] || return 0
+  [ -d "$W/bl/$NAME" ] && [ "${KEEP_BL:-1}" = 1 ] || return 0
   python3 benchmarks/launches_summary.py "$W/bl/$NAME" 2>&1 | tail -40 | tee -a "$LOG"
   tar czf "${OUT:-$W}/bl.tgz" -C "$W" bl
 }
