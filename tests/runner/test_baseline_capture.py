@@ -408,10 +408,14 @@ def test_each_captured_row_says_what_the_replay_mode_run_launched_while_timed(se
 
 
 def _another_baseline(tmp_path: Path) -> Path:
+    """A baseline of the same ops whose autotune records of add differ."""
     other = tmp_path / "baselines" / "vother"
     _baseline(other)
+    rel = "main/add/autotune_records/add.json"
+    (other / rel).write_text('{"other": 1}\n')
     m = _manifest(other)
     m.name = "vother"
+    m.files[rel] = hashlib.sha256((other / rel).read_bytes()).hexdigest()
     dump_yaml_model(other / "manifest.yaml", m)
     return other
 
@@ -443,6 +447,9 @@ def _bad(case: str, tmp_path: Path, base: Path, batch: Path, new: Path) -> tuple
         return ["--from", str(tmp_path / "nope")], "not a dir"
     if case == "work with from":
         return ["--from", str(batch), "--work", str(tmp_path / "w")], "--work"
+    if case == "from twice":
+        again = batch.parent / ".." / batch.parent.name / batch.name
+        return ["--from", str(batch), str(again)], "given twice"
     raise AssertionError(case)
 
 
@@ -455,6 +462,7 @@ BAD = [
     "not a batch",
     "from missing",
     "work with from",
+    "from twice",
 ]
 
 
@@ -489,7 +497,7 @@ def test_a_new_version_that_does_not_verify_is_not_put_at_out(setup, monkeypatch
     base, batch, _, new = setup
     monkeypatch.setattr(capture_baseline, "verify", lambda *a: VerifyReport(problems=["boom"]))
     with pytest.raises(ZlbenchError, match="does not verify .*first: boom"):
-        capture(CaptureJob(baseline=base, out=new, from_batch=batch))
+        capture(CaptureJob(baseline=base, out=new, from_batches=[batch]))
     assert sorted(p.name for p in new.parent.iterdir()) == ["vtest"]
 
 
@@ -712,3 +720,137 @@ def test_the_derived_timeout_reads_the_baselines_recorded_op_seconds(setup, tmp_
     capture(_job(base, new, tmp_path, fake, ops=["add", "mm"]))
     (cfg,) = fake.asked
     assert cfg.op_timeout() == pytest.approx(10 * 40.0)
+
+
+# --------------------------------------------------------------- several batches
+
+
+def _second_batch(root: Path, ids: dict[str, str], replay_root: Path, add_kernel: str) -> Path:
+    """Another replay batch (a later device call): abs and mm captured soundly, add's
+    capture naming ``add_kernel`` with another grid, relu run without a capture."""
+    ran = ("abs", "add", "mm", "relu")
+    write_results(root, [run_result(op, [crow(op, SH, 1.0)]) for op in ran], info=False)
+    info = BatchInfo(
+        created=CREATED, mode="replay", replay_root=str(replay_root),
+        ops=[f"main/{op}" for op in ran],
+    )  # fmt: skip
+    dump_json_model(root / "batch.json", info)
+    for op, kid in (("abs", ids["abs"]), ("mm", ids["mm"]), ("add", add_kernel)):
+        cap = _capture(op, kid)
+        for row in cap.rows:
+            row.launches = [row.launches[0].model_copy(update={"grid": [8, 1, 1]})]
+        dump_json_model(root / "main" / op / "codegen" / LAUNCHES_JSON, cap)
+    return root
+
+
+def _grid(new: Path, op: str) -> list[int] | None:
+    path = new / "main" / op / "codegen" / LAUNCHES_JSON
+    if not path.is_file():
+        return None
+    return load_json_model(path, LaunchCapture).rows[0].launches[0].grid
+
+
+@pytest.mark.parametrize("order", ["first, second", "second, first"])
+def test_several_batches_each_give_their_captures_and_the_last_given_decides(
+    setup, tmp_path, capsys, order
+):
+    base, first, ids, new = setup
+    second = _second_batch(tmp_path / "runs" / "again", ids, base, ids["add"])
+    batches = [first, second] if order == "first, second" else [second, first]
+    assert _run(base, new, "--from", *map(str, batches)) == 0
+    out = capsys.readouterr().out
+    # abs and mm only the second captured soundly; add both: the last one given decides
+    assert _grid(new, "abs") == _grid(new, "mm") == [8, 1, 1]
+    assert _grid(new, "add") == ([8, 1, 1] if batches[-1] == second else [4, 1, 1])
+    assert _grid(new, "relu") is None  # neither left one
+    assert "3 ops captured (6 rows), 1 ops without a capture" in out
+    assert f"without a capture: 1 op(s): {capture_baseline.NO_CAPTURE}" in out
+    assert "main/mm: no capture" not in out  # the first's unsound capture was replaced
+    m = _manifest(new)
+    assert m.summary["captures"]["from"] == ", ".join(
+        b.relative_to(tmp_path).as_posix() for b in batches
+    )
+    assert m.summary["captures"]["unsound"] == []
+    assert verify(new, m).ok
+
+
+def test_an_unsound_capture_of_a_later_batch_leaves_the_earlier_sound_one(setup, tmp_path, capsys):
+    base, first, ids, new = setup
+    second = _second_batch(tmp_path / "runs" / "again", ids, base, FOREIGN_ID)
+    assert _run(base, new, "--from", str(first), str(second)) == 0
+    out = capsys.readouterr().out
+    assert _grid(new, "add") == [4, 1, 1]  # the first's: the second's names a foreign kernel
+    assert "main/add: no capture" not in out
+    assert _manifest(new).summary["captures"]["unsound"] == []
+
+
+def test_an_op_no_batch_captured_says_why_by_the_last_batch_that_ran_it(setup, tmp_path, capsys):
+    """mm: the first batch's capture names a foreign kernel, the second ran it and left
+    none; relu: neither left one. The reason and the unsound line are those of the last
+    batch given that ran the op."""
+    base, first, ids, new = setup
+    second = _second_batch(tmp_path / "runs" / "again", ids, base, ids["add"])
+    (second / "main" / "mm" / "codegen" / LAUNCHES_JSON).unlink()  # ran, left none
+    assert _run(base, new, "--from", str(first), str(second)) == 0
+    out = capsys.readouterr().out
+    assert _grid(new, "mm") is None
+    assert f"without a capture: 2 op(s): {capture_baseline.NO_CAPTURE}" in out
+    assert "main/mm: no capture" not in out  # the first batch's foreign line is not the last
+    assert _run(base, tmp_path / "vrev", "--from", str(second), str(first)) == 0
+    out = capsys.readouterr().out
+    (line,) = [ln for ln in out.splitlines() if "main/mm: no capture" in ln]
+    assert FOREIGN_ID in line and "runs/replay" in line
+
+
+def test_a_batch_that_replayed_a_capture_version_of_the_baseline_is_taken(setup, tmp_path, capsys):
+    """A capture assembled over device calls: a batch run against an earlier capture
+    version (the same records) gives its captures to the baseline itself."""
+    base, first, ids, _ = setup
+    v1 = tmp_path / "baselines" / "v1"
+    assert _run(base, v1, "--from", str(first)) == 0
+    second = _second_batch(tmp_path / "runs" / "again", ids, v1, ids["add"])
+    new = tmp_path / "baselines" / "vall"
+    assert _run(base, new, "--from", str(first), str(second)) == 0
+    assert "3 ops captured" in capsys.readouterr().out
+    assert capture_baseline.capture_version_of(v1 / "manifest.yaml", base / "manifest.yaml")
+
+
+@pytest.mark.parametrize("change", ["a record", "a manifest field"])
+def test_a_version_with_other_records_is_not_a_capture_version(setup, tmp_path, capsys, change):
+    base, first, ids, _ = setup
+    v1 = tmp_path / "baselines" / "v1"
+    assert _run(base, v1, "--from", str(first)) == 0
+    m = _manifest(v1)
+    if change == "a record":
+        m.files["main/mm/codegen/index.json"] = "0" * 64
+    else:
+        m.dtypes = ["float32"]
+    dump_yaml_model(v1 / "manifest.yaml", m)
+    assert not capture_baseline.capture_version_of(v1 / "manifest.yaml", base / "manifest.yaml")
+    second = _second_batch(tmp_path / "runs" / "again", ids, v1, ids["add"])
+    new = tmp_path / "baselines" / "vall"
+    assert _run(base, new, "--from", str(first), str(second)) == 2
+    assert "another baseline" in one_error_line(capsys)
+    assert not new.exists()
+
+
+def test_each_batchs_seconds_count_in_turn_and_a_shared_ones_are_kept(tmp_path, capsys):
+    ran = {op: _status(op, s) for op, s in (("add", 7.5), ("mm", 3.0))}
+    base, first, new = _with_durations(tmp_path, ran)
+    second = tmp_path / "runs" / "again"
+    shutil.copytree(first, second)
+    write_status(second, _status("add", 5.0), _status("relu", 2.0))
+    shared = tmp_path / "runs" / "shared"
+    shutil.copytree(first, shared)
+    write_status(shared, _status("abs", 1.0), _status("mm", 1.0))
+    info = load_json_model(shared / "batch.json", BatchInfo)
+    info.gpu_share = 4
+    dump_json_model(shared / "batch.json", info)
+    assert _run(base, new, "--from", str(first), str(second), str(shared)) == 0
+    out = capsys.readouterr().out
+    # add: the second's (given later); mm: the first's (the shared batch's kept out)
+    assert _seconds(new) == {"abs": 100.0, "add": 5.0, "mm": 3.0, "relu": 2.0}
+    cap = _manifest(new).summary["captures"]
+    assert (cap["durations"], cap["durations_gpu"], cap["durations_kept"]) == (3, H100, SHARED_WHY)
+    assert "recorded seconds: 3 op(s) now the replay batch's" in out
+    assert f"recorded seconds: kept: {SHARED_WHY}" in out

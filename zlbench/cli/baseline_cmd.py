@@ -166,12 +166,15 @@ def _add_capture(bsub) -> None:
     )
     c.add_argument(
         "--from",
-        dest="from_batch",
+        dest="from_batches",
         type=Path,
-        default=None,
+        nargs="+",
+        default=[],
         metavar="BATCH_DIR",
-        help="measure nothing: take the captures of this batch dir, a replay of --baseline "
-        "(`zlbench batch --replay-root DIR`)",
+        help="measure nothing: take the captures of these batch dirs, each a replay of "
+        "--baseline or of a capture version of it (`zlbench batch --replay-root DIR`, or "
+        "a capture's --work DIR/replay, a cut one too); an op several captured takes the "
+        "last one's",
     )
     c.add_argument(
         "--work",
@@ -225,7 +228,7 @@ def _capture(args) -> int:
         CaptureJob(
             baseline=args.baseline,
             out=args.out,
-            from_batch=args.from_batch,
+            from_batches=list(args.from_batches),
             work=args.work,
             ops=list(args.ops or ()),
             ops_file=args.ops_file,
@@ -247,13 +250,13 @@ def _capture(args) -> int:
     print(
         f"{done.out}: {m.name} from {m.derived_from}: {len(got.ops)} ops captured "
         f"({got.rows} rows), {len(got.without)} ops without a capture, {len(got.kept)} "
-        f"kept their own; from {got.batch}, a replay of {got.replayed}"
+        f"kept their own; from {', '.join(map(str, got.batches))}, a replay of {got.replayed}"
     )
     for why, n in got.counts().items():
         print(f"  without a capture: {n} op(s): {why}")
     if got.durations:
         print(f"  recorded seconds: {got.durations} op(s) now the replay batch's (replay mode)")
-    elif got.durations_kept:
+    if got.durations_kept:
         print(f"  recorded seconds: kept: {got.durations_kept}")
     print(f"verified: {done.verified_ops} ops, {done.verified_rows} rows: OK")
     return 0

@@ -56,7 +56,7 @@ import os
 import shutil
 import tempfile
 from collections import Counter
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
@@ -81,6 +81,7 @@ from zlbench.models import (
     codegen_dir,
     load_codegen_index,
     load_json_model,
+    load_yaml_model,
 )
 from zlbench.models.batch import read_ops_status
 from zlbench.models.options import Measuring, Scheduling
@@ -119,15 +120,16 @@ KEPT = "the baseline holds a capture of it already (kept)"
 class CaptureJob:
     """What one ``zlbench baseline capture`` is asked to do. ``baseline``: B (a packed
     one already resolved to its unpacked copy by the CLI); ``out``: the new version;
-    ``from_batch``: derive from that batch dir, else run one replay batch of B's ops
-    into ``work`` (None: a temp dir, removed at the end); ``ops`` / ``ops_file``: SPECs
-    narrowing B's op set (``ops_dir``: the inventories they are read with). The rest
-    is the replay batch's: FlagGems checkouts, CUDA_VISIBLE_DEVICES, argv; ``preflight``
-    checks the batch's config before any work (the CLI's); ``batch_runner``: a seam."""
+    ``from_batches``: derive from those batch dirs (:func:`_choose`: an op two of them
+    captured takes the last one's), else run one replay batch of B's ops into ``work``
+    (None: a temp dir, removed at the end); ``ops`` / ``ops_file``: SPECs narrowing B's
+    op set (``ops_dir``: the inventories they are read with). The rest is the replay
+    batch's: FlagGems checkouts, CUDA_VISIBLE_DEVICES, argv; ``preflight`` checks
+    the batch's config before any work (the CLI's); ``batch_runner``: a seam."""
 
     baseline: Path
     out: Path
-    from_batch: Path | None = None
+    from_batches: list[Path] = field(default_factory=list)
     work: Path | None = None
     ops: list[str] = field(default_factory=list)
     ops_file: Path | None = None
@@ -148,9 +150,9 @@ class CaptureJob:
 class Captured:
     """What the step did: the ops given a capture and their capture rows, the ops
     without one (key -> one of the reasons above), the per-op lines of the captures
-    left out as unsound (key -> the problem), and the batch it read."""
+    left out as unsound (key -> the problem), and the batches it read."""
 
-    batch: Path
+    batches: list[Path]
     replayed: str  # the baseline the batch replayed (its name)
     ops: list[str] = field(default_factory=list)
     rows: int = 0
@@ -158,24 +160,25 @@ class Captured:
     unsound: dict[str, str] = field(default_factory=dict)
     kept: list[str] = field(default_factory=list)
     durations: int = 0  # ops whose recorded seconds became the batch's (replay_durations)
-    durations_gpu: str | None = None  # the GPU model the batch ran on, when it says
-    durations_kept: str | None = None  # why no op's recorded seconds became the batch's
-    # op key -> its accepted capture and the baseline's record ids of the op (read once,
-    # by _why_not; written by derive with each row's replay_timed)
-    accepted: dict[str, tuple[LaunchCapture, set[str]]] = field(default_factory=dict)
+    durations_gpu: str | None = None  # the GPU model(s) those batches ran on, when said
+    durations_kept: str | None = None  # why a batch's op seconds did not replace the recorded
+    # op key -> its accepted capture, the baseline's record ids of the op (read once, by
+    # _why_not) and the batch it came from (derive writes each row's replay_timed)
+    accepted: dict[str, tuple[LaunchCapture, set[str], Path]] = field(default_factory=dict)
 
     def counts(self) -> dict[str, int]:
         """Ops without a capture, by reason, most first."""
         return dict(Counter(self.without.values()).most_common())
 
-    def as_dict(self, info: BatchInfo) -> dict:
-        """``summary.captures`` of the new manifest (``baseline show`` prints it)."""
+    def as_dict(self, infos: list[BatchInfo]) -> dict:
+        """``summary.captures`` of the new manifest (``baseline show`` prints it); with
+        several batches, each field that names one says each, comma-separated."""
         return {
-            "from": shown_path(self.batch),
+            "from": ", ".join(shown_path(b) for b in self.batches),
             "replayed": self.replayed,
-            "batch_created": info.created,
-            "batch_host": info.hostname,
-            "compiler": _batch_compiler(info),
+            "batch_created": _each(i.created for i in infos),
+            "batch_host": _each(i.hostname for i in infos),
+            "compiler": _each(_batch_compiler(i) for i in infos),
             "ops": len(self.ops),
             "rows": self.rows,
             "kept": len(self.kept),
@@ -197,32 +200,44 @@ class CaptureOutcome:
 
 
 def capture(job: CaptureJob) -> CaptureOutcome:
-    """Write ``job.out``: ``job.baseline`` plus the launch captures of a replay of it
-    (``job.from_batch``, else one replay batch run here). Bad input is one
+    """Write ``job.out``: ``job.baseline`` plus the launch captures of replays of it
+    (``job.from_batches``, else one replay batch run here). Bad input is one
     ZlbenchError line, before anything is written."""
     out = Path(job.out)
     check_out_free(out, "a capture")
     baseline = load_baseline(job.baseline)
     check_out_outside_baseline(out, baseline.path)
     scope = _scope(job, baseline)
-    if job.from_batch is not None:
+    if job.from_batches:
         if job.work is not None:
             raise ZlbenchError(
                 "--work is where the replay batch runs; with --from the batch has run: "
                 "give one of them"
             )
-        return derive(baseline, Path(job.from_batch), out, scope)
+        return derive(baseline, _distinct(job.from_batches), out, scope)
     if job.work is not None:  # kept there, and resumed by the same command
         work = Path(job.work)
         check_out_outside_baseline(work, baseline.path)
         batch = replay_batch(job, baseline, scope, work / BATCH_DIR, resume=True)
-        return derive(baseline, batch, out, scope)
+        return derive(baseline, [batch], out, scope)
     tmp = Path(tempfile.mkdtemp(prefix="zl-capture-"))
     try:
         batch = replay_batch(job, baseline, scope, tmp / BATCH_DIR, resume=False)
-        return derive(baseline, batch, out, scope)
+        return derive(baseline, [batch], out, scope)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def _distinct(batches: list[Path]) -> list[Path]:
+    """The ``--from`` dirs, each once (one given twice is one ZlbenchError line: which of
+    its two places decides an op both name would be a guess)."""
+    seen: dict[Path, Path] = {}
+    for b in map(Path, batches):
+        real = b.resolve()
+        if real in seen:
+            raise ZlbenchError(f"--from {b}: given twice (also as {seen[real]})")
+        seen[real] = b
+    return list(seen.values())
 
 
 def _scope(job: CaptureJob, baseline: BaselineSet) -> set[str]:
@@ -310,24 +325,24 @@ def replay_batch(
 # --------------------------------------------------------------------------- the new version
 
 
-def derive(baseline: BaselineSet, batch: Path, out: Path, scope: set[str]) -> CaptureOutcome:
-    """Write ``out``: ``baseline`` plus the sound captures of ``batch``, a replay of it."""
-    info = replayed_info(batch, baseline)
-    found = _choose(baseline, batch, scope)
+def derive(
+    baseline: BaselineSet, batches: list[Path], out: Path, scope: set[str]
+) -> CaptureOutcome:
+    """Write ``out``: ``baseline`` plus the sound captures of ``batches``, each a replay
+    of it (or of a capture version of it: :func:`same_baseline`), the ones given later
+    deciding an op several ran (:func:`_choose`, :func:`_take_durations`)."""
+    infos = [replayed_info(batch, baseline) for batch in batches]
+    found = _choose(baseline, batches, scope)
 
     def add_captures(root: Path, manifest: BaselineManifest) -> tuple[str, dict]:
         for key in found.ops:
-            capture, known = found.accepted[key]
+            capture, known, batch = found.accepted[key]
             run = load_codegen_index(resolve_inside(batch, key))
             if run is not None:  # each row with what the run launched while timed
                 capture = with_replay_timed(capture, run, known)
             write_launches(codegen_dir(root / key), capture)
-        found.durations_kept = durations_kept(info, baseline)
-        if found.durations_kept is None:
-            found.durations = replay_durations(root, batch, scope)
-        if found.durations:
-            found.durations_gpu = _batch_gpu(info)
-        return SUMMARY_KEY, found.as_dict(info)
+        _take_durations(found, root, baseline, list(zip(batches, infos, strict=True)), scope)
+        return SUMMARY_KEY, found.as_dict(infos)
 
     stage = stage_beside(out)  # stale stages of killed writers of this name swept
     try:
@@ -345,6 +360,32 @@ def derive(baseline: BaselineSet, batch: Path, out: Path, scope: set[str]) -> Ca
     finally:
         shutil.rmtree(stage, ignore_errors=True)
     return CaptureOutcome(out, manifest, found, rep.ops, rep.rows)
+
+
+def _take_durations(
+    found: Captured,
+    root: Path,
+    baseline: BaselineSet,
+    batches: list[tuple[Path, BatchInfo]],
+    scope: set[str],
+) -> None:
+    """The recorded seconds of ``root`` (the new version's copy) from each batch in turn
+    whose seconds may replace them (:func:`durations_kept`), so that an op two of them
+    ran takes the later's; ``found`` says how many ops, from which GPU models, and why
+    the other batches' seconds were kept."""
+    taken: set[str] = set()
+    gpus, kept = [], []
+    for batch, info in batches:
+        why = durations_kept(info, baseline)
+        if why is not None:
+            kept.append(why)
+            continue
+        got = replay_durations(root, batch, scope)
+        taken |= got
+        gpus.append(_batch_gpu(info) if got else None)
+    found.durations = len(taken)
+    found.durations_gpu = _each(gpus) if taken else None
+    found.durations_kept = _each(kept, "; ")
 
 
 def durations_kept(info: BatchInfo, baseline: BaselineSet) -> str | None:
@@ -397,23 +438,23 @@ def replay_seconds(batch: Path) -> dict[str, float]:
     }
 
 
-def replay_durations(root: Path, batch: Path, scope: Collection[str]) -> int:
+def replay_durations(root: Path, batch: Path, scope: Collection[str]) -> set[str]:
     """Rewrite ``root``'s ops_status.csv (a baseline's copy): each op of ``scope`` that
     ``batch`` ran PASS, with a finite positive number of seconds, takes the batch's
     seconds; every other column and op stays as recorded. A baseline without the file
     stays without (its shards keep the hash deal), and so does one when the batch has
-    none. Returns how many ops took the batch's seconds. A file that is not a valid
+    none. Returns the keys of the ops that took the batch's seconds. A file that is not a valid
     ops_status.csv is one ZlbenchError line (nothing is written: the caller's stage)."""
     own = root / OPS_STATUS
     if not own.is_file() or not (batch / OPS_STATUS).is_file():
-        return 0
+        return set()
     measured = replay_seconds(batch)
-    rows, taken = [], 0
+    rows, taken = [], set()
     for st in read_ops_status(own):
         key = op_key(st.repo, st.run_name)
         if key in scope and key in measured:
             st = st.model_copy(update={"seconds": measured[key]})
-            taken += 1
+            taken.add(key)
         rows.append(st)
     if taken:
         write_ops_status(root, rows)
@@ -445,12 +486,14 @@ def replayed_info(batch: Path, baseline: BaselineSet) -> BatchInfo:
 def same_baseline(replayed: Path, base: Path) -> str | None:
     """Why the replay root a batch names is not baseline ``base``; None when it is: a
     dir here whose manifest.yaml is ``base``'s byte for byte (the manifest hashes every
-    file), or an unpacked copy of the same lock (``trees/<lock digest>/<tree>``, as
-    the cache of the machine that ran the batch names it)."""
+    file), or a capture version of it (:func:`capture_version_of`: the same records,
+    which the batch replayed), or an unpacked copy of the same lock
+    (``trees/<lock digest>/<tree>``, as the cache of the machine that ran the batch
+    names it)."""
     mine = base / MANIFEST_YAML
     theirs = replayed / MANIFEST_YAML
     if theirs.is_file():
-        if sha256_file(theirs) == sha256_file(mine):
+        if sha256_file(theirs) == sha256_file(mine) or capture_version_of(theirs, mine):
             return None
         return "another baseline (its manifest.yaml differs)"
     if packed_label(base) is not None and replayed.parts[-3:] == base.parts[-3:]:
@@ -458,25 +501,70 @@ def same_baseline(replayed: Path, base: Path) -> str | None:
     return "no such baseline here to compare with; run the command where it is"
 
 
-def _choose(baseline: BaselineSet, batch: Path, scope: set[str]) -> Captured:
-    """Which ops get the batch's capture, and why the others do not."""
-    found = Captured(batch=batch, replayed=baseline.manifest.name)
+# What a capture version (this command's output) changes of its baseline: the manifest's
+# own fields, each op's launches.json, and the recorded seconds.
+_VERSION_FIELDS = {"name", "created", "derived_from", "summary", "files"}
+
+
+def capture_version_of(theirs: Path, mine: Path) -> bool:
+    """Whether manifest ``theirs`` is of a version that differs from ``mine``'s only as a
+    capture derives one: the same fields and the same hash of every file but the ops'
+    ``codegen/launches.json`` and ``ops_status.csv`` (the same records, rows and
+    codegen indexes, so a replay of it pinned the same autotune choices and compiled
+    the same kernels). Re-derived from both manifests (an unreadable one: False)."""
+    try:
+        a = load_yaml_model(theirs, BaselineManifest)
+        b = load_yaml_model(mine, BaselineManifest)
+    except ZlbenchError:
+        return False
+
+    def records(m: BaselineManifest) -> dict[str, str]:
+        return {
+            k: v
+            for k, v in m.files.items()
+            if k != OPS_STATUS and not k.endswith(f"/codegen/{LAUNCHES_JSON}")
+        }
+
+    same = a.model_dump(exclude=_VERSION_FIELDS) == b.model_dump(exclude=_VERSION_FIELDS)
+    return same and records(a) == records(b)
+
+
+def _choose(baseline: BaselineSet, batches: list[Path], scope: set[str]) -> Captured:
+    """Which ops get a batch's capture, and why the others do not. An op several
+    batches ran takes the capture of the last one given that captured it soundly (a
+    capture over device calls: an op run again later, after a fix of the capture,
+    replaces its earlier capture); one that none captured says why by the last batch
+    that ran it."""
+    found = Captured(batches=list(batches), replayed=baseline.manifest.name)
     for key in sorted(baseline.ops):
         own = baseline.path / key
         if (codegen_dir(own) / LAUNCHES_JSON).is_file():
             found.kept.append(key)
             continue
-        why = NOT_ASKED if key not in scope else _why_not(key, own, batch, found)
-        if why is None:
-            found.ops.append(key)
+        if key not in scope:
+            found.without[key] = NOT_ASKED
+            continue
+        why, unsound = NOT_RUN, None
+        for batch in reversed(batches):
+            said: dict[str, str] = {}
+            got = _why_not(key, own, batch, found, said)
+            if got is None:
+                found.ops.append(key)
+                break
+            if why == NOT_RUN:  # the last batch that ran it says why
+                why, unsound = got, said.get(key)
         else:
             found.without[key] = why
+            if unsound is not None:
+                found.unsound[key] = unsound
     return found
 
 
-def _why_not(key: str, own: Path, batch: Path, found: Captured) -> str | None:
+def _why_not(
+    key: str, own: Path, batch: Path, found: Captured, unsound: dict[str, str]
+) -> str | None:
     """Why the batch's capture of ``key`` does not enter (None: it does, its rows
-    counted in ``found``)."""
+    counted in ``found``); the line of a capture left out as unsound into ``unsound``."""
     try:
         run_dir = resolve_inside(batch, key, f"--from {batch}: op")
     except ZlbenchError:
@@ -500,19 +588,24 @@ def _why_not(key: str, own: Path, batch: Path, found: Captured) -> str | None:
     try:
         capture = load_json_model(path, LaunchCapture)
     except ZlbenchError as e:
-        found.unsound[key] = str(e)
+        unsound[key] = str(e)
         return UNREADABLE
     problem = unknown_kernel_problem(path, capture, index)  # checked against B's index
     if problem is not None:
-        found.unsound[key] = (
+        unsound[key] = (
             f"{problem} ({found.replayed}'s records of this op): the batch compiled a "
             f"kernel {found.replayed} did not record (another compiler, GPU or "
             "specialisation)"
         )
         return FOREIGN
     found.rows += len(capture.rows)
-    found.accepted[key] = (capture, {r.id for r in index.records})
+    found.accepted[key] = (capture, {r.id for r in index.records}, batch)
     return None
+
+
+def _each(named: Iterable[str | None], sep: str = ", ") -> str | None:
+    """The distinct names given, in their first order, ``sep``-joined (none: None)."""
+    return sep.join(dict.fromkeys(n for n in named if n)) or None
 
 
 def _batch_gpu(info: BatchInfo) -> str | None:
@@ -543,5 +636,6 @@ __all__ = [
     "replay_durations",
     "replay_seconds",
     "replayed_info",
+    "capture_version_of",
     "same_baseline",
 ]
