@@ -26,6 +26,10 @@
 #               $OUT/capwork.tgz: `baseline capture --from` takes its captures on any
 #               machine; restore/ gives it back to a fresh one, whose capture resumes it
 #   pack-boot   $W/bootwork (the bootstrap's passes so far) into $OUT/boot.tgz
+#   overlay/F   $W/bl/$NAME from the unpacked tree of $CAP_FROM (a packed baseline) and
+#               F, a tar of NAME/manifest.yaml, NAME/ops_status.csv and every
+#               NAME/main/OP/codegen/launches.json (a capture version of it too large to
+#               carry whole: v7's, 117 MB unpacked, 0.5 MB so), then `baseline verify`
 #   restore F   $W/bl from F (a bl.tgz an earlier call brought back: a fresh machine),
 #               or $W/bootwork from a boot.tgz (the bootstrap resumes from it), or
 #               $W/capwork-NAME from a capwork.tgz
@@ -153,6 +157,12 @@ for spec in "$@"; do
     pack-boot)  # the bootstrap's passes so far: a fresh machine resumes from them
       [ -d "$W/bootwork" ] && tar czf "${OUT:-$W}/boot.tgz" -C "$W" bootwork
       ls -la "${OUT:-$W}" ;;
+    overlay/*)
+      f=${spec#overlay/}
+      t=$(python3 -m zlbench unpack "${CAP_FROM:-baselines/v7}" | tail -1)
+      rm -rf "${W:?}/bl/$NAME" && mkdir -p "$W/bl" && cp -r "$t" "$W/bl/$NAME" \
+        && tar xf "$f" -C "$W/bl" && python3 -m zlbench baseline verify "$W/bl/$NAME" 2>&1 \
+        | tail -2 | tee -a "$LOG" ;;
     restore/*)
       f=${spec#restore/}; mkdir -p "$W" && tar xzf "$f" -C "$W" && say "restored $f" ;;
     aa-*) gate "$stage" same "${pr[@]}" --base-compiler "$W/triton/base" "${every[@]}" ;;
