@@ -23,7 +23,9 @@
 #               --gpu-share N, the recorded seconds then kept; CAP_WARMUP_MS, CAP_REPLAYS:
 #               --warmup-ms, --replays, smaller budgets, the same captures, the seconds kept)
 #   pack-capwork  $W/capwork-$NAME (the capture's batch so far, a cut one too) into
-#               $OUT/capwork.tgz: `baseline capture --from` takes its captures on any
+#               $OUT/capwork.tgz (over 15 MiB: split into capwork.tgz.part-aa, -ab...,
+#               each under the 16 MiB a file back from the device may be; cat them into
+#               one): `baseline capture --from` takes its captures on any
 #               machine; restore/ gives it back to a fresh one, whose capture resumes it
 #   pack-boot   $W/bootwork (the bootstrap's passes so far) into $OUT/boot.tgz
 #   overlay/F   $W/bl/$NAME from the unpacked tree of $CAP_FROM (a packed baseline) and
@@ -151,9 +153,14 @@ for spec in "$@"; do
       tail -8 "$W/capture.log" | tee -a "$LOG"
       keep_baseline ;;
     pack-capwork)  # the capture's replay batch so far (a cut one too): `baseline capture
-      # --from` derives its captures anywhere, and restore/ gives it to a fresh machine
-      [ -d "$W/capwork-$NAME" ] && tar czf "${OUT:-$W}/capwork.tgz" -C "$W" "capwork-$NAME"
-      ls -la "${OUT:-$W}/capwork.tgz" 2>&1 | tee -a "$LOG" ;;
+      # --from` derives its captures anywhere, and restore/ gives it to a fresh machine.
+      # Over 15 MiB (a file back from the device is at most 16): capwork.tgz.part-aa, -ab...
+      # (cat them into one)
+      o=${OUT:-$W}
+      [ -d "$W/capwork-$NAME" ] && tar czf "$o/capwork.tgz" -C "$W" "capwork-$NAME" \
+        && [ "$(stat -c %s "$o/capwork.tgz")" -gt $((15 << 20)) ] \
+        && split -b 15M "$o/capwork.tgz" "$o/capwork.tgz.part-" && rm "$o/capwork.tgz"
+      ls -la "$o"/capwork.tgz* 2>&1 | tee -a "$LOG" ;;
     pack-boot)  # the bootstrap's passes so far: a fresh machine resumes from them
       [ -d "$W/bootwork" ] && tar czf "${OUT:-$W}/boot.tgz" -C "$W" bootwork
       ls -la "${OUT:-$W}" ;;

@@ -1,7 +1,7 @@
 """A capture's ops files: a baseline's ops by their recorded seconds, shortest first
 (issue 51, docs/replay.md "The next GPU session").
 
-    python benchmarks/ops_by_seconds.py BASELINE [--above S] [--upto S] [--done BATCH_DIR...]
+    python benchmarks/ops_by_seconds.py BASELINE [--above S] [--upto S] [--done BATCH_DIR]...
 
 Prints ``repo/run_name`` a line (an ``--ops-file`` of ``zlbench baseline capture``), the
 ops whose recorded seconds (the baseline's ``ops_status.csv``) are in (``--above``,
