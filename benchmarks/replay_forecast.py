@@ -4,18 +4,18 @@ has run it (issue 51, docs/replay.md): a model, not a measurement.
     python benchmarks/replay_forecast.py --baseline baselines/v5 --screen GATE_DIR
     python benchmarks/replay_forecast.py --baseline baselines/v7 --all-changed
 
-The baseline's launch captures where it has them (``codegen/launches.json``), else the
-modelled ones of ``benchmarks/replay_capture_size.py`` (every timed kernel of a row one
-launch that ran once, its buffers numbered from 0: the model cannot know graph
-launches, side streams or launches run more than once, so its coverage is an upper
-bound). The screen: a gate dir's ``codegen/codegen.json`` and the ops its
-``timing.json`` times (``--screen``, e.g. ``gate --screen-only`` under the patched
-compiler), or every kernel of the baseline changed (``--all-changed``: the whole
-inventory judged). Then the gate's own plan (``plan_replay``: families from
-``ops/inventory_*.csv``, the gate's sentinels of ``ops/sentinels.txt``, the baseline's
-recorded op seconds; the runner taken to be the GPU the captures ran on) and its
-forecast at ``--jobs`` rebuild workers (the device's 15), the PR side's builds cache
-hits (the screen built them), the base side's too with
+The baseline's launch captures where it has them (``codegen/launches.json``), else
+(unless ``--recorded-only``: none, the op path as the gate would) the modelled ones of
+``benchmarks/replay_capture_size.py`` (every timed kernel of a row one launch that ran
+once, its buffers numbered from 0: the model cannot know graph launches, side streams or
+launches run more than once, so its coverage is an upper bound). The screen: a gate
+dir's ``codegen/codegen.json`` and the ops its ``timing.json`` times (``--screen``, e.g.
+``gate --screen-only`` under the patched compiler), or every kernel of the baseline
+changed (``--all-changed``: the whole inventory judged). Then the gate's own plan
+(``plan_replay``: families from ``ops/inventory_*.csv``, the gate's sentinels of
+``ops/sentinels.txt``, the baseline's recorded op seconds; the runner taken to be the
+GPU the captures ran on) and its forecast at ``--jobs`` rebuild workers (the device's
+15), the PR side's builds cache hits (the screen built them), the base side's too with
 ``--base-built`` (the screen rebuilt the base, no base-screen cache entry served it).
 Printed: changed rows, replayed / op path / deferred, the rows proven by their capture
 (modelled: a row whose index marks no use timed, in an op whose every use is marked,
@@ -106,6 +106,12 @@ def main() -> None:
         "baseline's (a replay-mode batch of the baseline's ops on a GPU; repeatable)",
     )  # fmt: skip
     ap.add_argument(
+        "--recorded-only", action="store_true",
+        help="model no capture: an op the baseline holds none for goes to the op path "
+        "whole, as a gate against it would (a capture not yet whole, or one op's kernels "
+        "foreign to the baseline's records on the capturing GPU)",
+    )  # fmt: skip
+    ap.add_argument(
         "--list-op-path", type=Path, metavar="FILE",
         help="write the op path's ops to FILE, one `op seconds part` a line (the model's "
         "seconds, both sides): a sample of them can be timed on a GPU",
@@ -147,7 +153,7 @@ def main() -> None:
             cap = load_json_model(op_dir / "codegen" / LAUNCHES_JSON, LaunchCapture)
             captures[key] = cap.model_copy(update={"gpu_model": MODEL_GPU})  # gated there
             recorded_caps.add(key)
-        elif (op_dir / "codegen" / "index.json").is_file():
+        elif not args.recorded_only and (op_dir / "codegen" / "index.json").is_file():
             captures[key] = op_capture(op_dir, gen)
     results = [baseline.ops[k] for k in ops]
     rows = [r.key(res.repo, res.run_name) for res in results for r in res.rows]
