@@ -395,6 +395,18 @@ def test_an_unsupported_argument_falls_back_with_its_name():
     assert plan.fallback == {r: "unsupported argument cb"}
 
 
+def test_a_tensor_descriptor_replays_unless_its_ranks_differ():
+    """FlagGems' Hopper matmuls pass their TMA arguments as host tensor descriptors."""
+    own = dict(kind="tensordesc", desc_shape=[64], desc_strides=[1], block_shape=[16])
+    r, plan = one_row([launch("ka", tensor(0, "a_desc", **own), tensor(1, "c"))])
+    assert [p.key for p in plan.replay] == [r] and not plan.fallback
+    bad = own | dict(block_shape=[16, 16])
+    r, plan = one_row([launch("ka", tensor(0, "a_desc", **bad), tensor(1, "c"))])
+    assert plan.fallback == {
+        r: "unsupported argument a_desc (tensor descriptor of ranks that differ)"
+    }
+
+
 def test_a_tensor_without_values_falls_back_an_empty_one_does_not():
     r, plan = one_row([launch("ka", tensor(0, stats=None))])
     assert plan.fallback == {r: "unsupported argument x (tensor without values)"}

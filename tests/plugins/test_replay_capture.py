@@ -695,3 +695,57 @@ def test_the_flags_are_written_and_read_back(op, hooked, tmp_path):
     assert '"every_launch_hooked":true' in text
     back = LaunchCapture.model_validate_json(text)
     assert back == hooked.capture_for("abs")
+
+
+# --------------------------------------------------------------------------- tensor descriptors
+
+
+def _tensor_descriptor():
+    return pytest.importorskip("triton.tools.tensor_descriptor").TensorDescriptor
+
+
+def test_a_host_tensor_descriptor_is_its_base_and_its_own_fields():
+    """The TMA argument of FlagGems' Hopper matmuls (``a_desc``): the base described as
+    a tensor (its buffer shared with the same tensor passed beside it), and the
+    descriptor's shape, strides, block shape and padding."""
+    TensorDescriptor = _tensor_descriptor()
+    a = torch.zeros(64, 32, dtype=torch.float16)
+    buffers: dict[int, int] = {}
+    d = rc.describe_arg("a_desc", TensorDescriptor.from_tensor(a[16:], [16, 32]), buffers)
+    assert (d.kind, d.dtype, d.shape, d.strides, d.offset, d.storage) == (
+        "tensordesc", "float16", [48, 32], [32, 1], 16 * 32, 64 * 32,
+    )  # fmt: skip
+    own = (d.desc_shape, d.desc_strides, d.block_shape, d.padding)
+    assert own == ([48, 32], [32, 1], [16, 32], "zero")
+    assert rc.describe_arg("a", a, buffers).buffer == d.buffer == 0
+
+
+def test_a_descriptors_launch_key_is_its_layout_not_its_values():
+    TensorDescriptor = _tensor_descriptor()
+    a = torch.zeros(64, 32)
+    key = rc.arg_key(TensorDescriptor.from_tensor(a, [16, 32]))
+    assert key == rc.arg_key(TensorDescriptor.from_tensor(torch.ones(64, 32), [16, 32]))
+    assert key != rc.arg_key(TensorDescriptor.from_tensor(a, [32, 32]))  # another block
+    assert key != rc.arg_key(TensorDescriptor.from_tensor(a[:32], [16, 32]))  # another shape
+    assert key != rc.arg_key(TensorDescriptor(a, [64, 32], [32, 1], [16, 32], "nan"))
+
+
+def test_a_launch_with_a_descriptor_is_captured_with_its_bases_values(op):
+    TensorDescriptor = _tensor_descriptor()
+    rec, k = recorder(), kernel("mm", ("a_desc", "c", "n"))
+    a, c = torch.arange(64 * 32, dtype=torch.float32).view(64, 32), torch.zeros(64, 32)
+    timed_call(lambda: launch(rec, k, [TensorDescriptor.from_tensor(a, [16, 32]), c, 64]))
+    [spec] = rows(rec)[0].launches
+    assert spec.why_not == ""
+    base = spec.args[0]
+    assert base.kind == "tensordesc" and base.stats is not None
+    assert (base.stats.min, base.stats.max) == (0, 64 * 32 - 1)
+    assert spec.args[1].buffer != base.buffer
+
+
+def test_a_descriptor_whose_base_is_no_tensor_is_an_unsupported_argument(op):
+    rec, k = recorder(), kernel("mm", ("a_desc", "c", "n"))
+    fake = type("TensorDescriptor", (), {"base": object(), "shape": [4], "strides": [1],
+                                         "block_shape": [4], "padding": "zero"})()  # fmt: skip
+    timed_call(lambda: launch(rec, k, [fake, torch.zeros(4), 4]))
+    assert rows(rec)[0].launches[0].why_not == "unsupported argument a_desc"

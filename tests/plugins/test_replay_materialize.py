@@ -307,3 +307,44 @@ def test_snapshot_restore_undoes_an_in_place_kernel_on_aliased_args():
     kernel([a, b, i])  # a second repetition sees the same inputs
     restore(snap)
     assert a.tolist() == [1.0, 2.0, 3.0, 4.0]
+
+
+def desc_spec(values, rows, cols, block, **kw):
+    """A tensor descriptor over an exact row-major ``rows`` x ``cols`` float32 base."""
+    base = exact(values, shape=[rows, cols], strides=[cols, 1])
+    own = dict(desc_shape=[rows, cols], desc_strides=[cols, 1], block_shape=block,
+               padding="zero") | kw  # fmt: skip
+    return base.model_copy(update={"kind": "tensordesc", **own})
+
+
+def test_a_tensor_descriptor_is_rebuilt_over_its_base():
+    pytest.importorskip("triton")
+    values = [float(i) for i in range(16)]
+    d, plain = materialize(launch(desc_spec(values, 4, 4, [2, 4]), exact(values)), "cpu", 0)
+    assert type(d).__name__ == "TensorDescriptor"
+    assert d.base.tolist() == torch.tensor(values).view(4, 4).tolist()
+    assert (list(d.shape), list(d.strides), list(d.block_shape), d.padding) == (
+        [4, 4], [4, 1], [2, 4], "zero",
+    )  # fmt: skip
+    assert d.base.untyped_storage().data_ptr() == plain.untyped_storage().data_ptr()  # buffer 0
+    snap = snapshot([d, 7])
+    d.base.zero_()  # a TMA store into it
+    restore(snap)
+    assert d.base.flatten().tolist() == values
+
+
+@pytest.mark.parametrize(
+    "change, says",
+    [
+        (dict(block_shape=[2]), "rank mismatch"),  # the block's rank is not the shape's
+        (dict(block_shape=[3, 4]), "power of 2"),
+        (dict(desc_strides=[4, 2]), "contiguous"),
+    ],
+)
+def test_a_descriptor_triton_refuses_is_one_replay_error(change, says):
+    pytest.importorskip("triton")
+    spec = desc_spec([float(i) for i in range(16)], 4, 4, [2, 4], **change)
+    with pytest.raises(ReplayError) as e:
+        materialize(launch(spec), "cpu", 0)
+    line = str(e.value)
+    assert "\n" not in line and "triton refuses its tensor descriptor" in line and says in line

@@ -380,3 +380,63 @@ def test_an_interpreted_kernel_replays_as_both_sides_and_outputs_compare(monkeyp
     out = side_outputs(differ, args, snap)
     ok, err = compare_outputs(out["pr"], out["base"])
     assert not ok and err > 0
+
+
+def test_an_interpreted_kernel_on_tensor_descriptors_replays_and_its_tma_store_compares(
+    monkeypatch,
+):
+    """A Hopper matmul's TMA arguments (``a_desc``, ``c_desc``) rebuilt as triton's host
+    descriptors: the kernel runs on them, the inputs restored between calls, and what a
+    side stores through ``c_desc`` (into its base) is the output compared."""
+    monkeypatch.setenv("TRITON_INTERPRET", "1")
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def double(a_desc, c_desc, B: tl.constexpr):
+        pid = tl.program_id(0)
+        c_desc.store([pid * B, 0], a_desc.load([pid * B, 0]) * 2)
+
+    @triton.jit
+    def double_sum(a_desc, c_desc, B: tl.constexpr):
+        pid = tl.program_id(0)
+        x = a_desc.load([pid * B, 0])
+        c_desc.store([pid * B, 0], x + x)
+
+    @triton.jit
+    def triple(a_desc, c_desc, B: tl.constexpr):
+        pid = tl.program_id(0)
+        c_desc.store([pid * B, 0], a_desc.load([pid * B, 0]) * 3)
+
+    def tma(name, buffer, stats):
+        return ArgSpec(
+            name=name, kind="tensordesc", dtype="float32", shape=[64, 16], strides=[16, 1],
+            storage=64 * 16, buffer=buffer, stats=stats, desc_shape=[64, 16],
+            desc_strides=[16, 1], block_shape=[16, 16], padding="zero",
+        )  # fmt: skip
+
+    spec = LaunchSpec(
+        kernel_id="k",
+        kernel="double",
+        grid=[4, 1, 1],
+        args=[
+            tma("a_desc", 0, TensorStats(min=-2.0, max=2.0, mean=0.0, std=1.0)),
+            tma("c_desc", 1, TensorStats(min=0.0, max=0.0, mean=0.0)),
+            ArgSpec(name="B", kind="int", value=16),
+        ],
+    )
+    args = materialize(spec, "cpu", seed=5)
+    a, c = args[0].base, args[1].base
+    assert a.abs().sum() > 0 and not c.any()
+    snap = snapshot(args)
+
+    def side(kernel):
+        return lambda x: kernel[tuple(spec.grid)](*x)
+
+    same = {"pr": side(double), "base": side(double_sum)}
+    out = side_outputs(same, args, snap)
+    assert torch.equal(out["pr"][1], 2 * a) and not c.any()  # stored, then restored
+    assert compare_outputs(out["pr"], out["base"]) == (True, 0.0)
+    out = side_outputs({"pr": side(double), "base": side(triple)}, args, snap)
+    ok, err = compare_outputs(out["pr"], out["base"])
+    assert not ok and err > 0

@@ -153,6 +153,7 @@ from zlbench.models.codegen_screen import (
     KernelScreen,
 )
 from zlbench.models.replay import (
+    TENSOR_KINDS,
     DeferredRow,
     LaunchCapture,
     LaunchSpec,
@@ -226,7 +227,7 @@ HITS_PER_WORKER = 100  # such a side's kernels a worker takes on before another 
 DEFAULT_KERNEL_US = 100.0  # a row the baseline recorded no latency for
 RERUN = "zlbench gate"  # the command a deferred row's line starts with (the caller's gate)
 WHY_NOT = {"graph": FALLBACK_GRAPH, "side stream": FALLBACK_SIDE_STREAM}
-ARG_KINDS = frozenset({"tensor", "int", "float", "bool", "none", "str", "dtype"})
+ARG_KINDS = frozenset({"tensor", "tensordesc", "int", "float", "bool", "none", "str", "dtype"})
 NOT_BUILT = frozenset({CodegenClass.FAILED, CodegenClass.MISSING})
 
 
@@ -686,13 +687,16 @@ def _launch_why(launch: LaunchSpec) -> str:
         name = a.name or f"#{i}"
         if a.kind not in ARG_KINDS:
             return f"{FALLBACK_UNSUPPORTED} {name} ({a.kind})"
-        if a.kind != "tensor":
+        if a.kind not in TENSOR_KINDS:
             continue
         empty = any(n == 0 for n in a.shape)
         if not a.dtype:
             return f"{FALLBACK_UNSUPPORTED} {name} (tensor without a dtype)"
         if not empty and a.data is None and a.stats is None:
             return f"{FALLBACK_UNSUPPORTED} {name} (tensor without values)"
+        rank = len(a.block_shape)
+        if a.kind == "tensordesc" and not (rank == len(a.desc_shape) == len(a.desc_strides) > 0):
+            return f"{FALLBACK_UNSUPPORTED} {name} (tensor descriptor of ranks that differ)"
     return ""
 
 

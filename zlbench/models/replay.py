@@ -39,7 +39,9 @@ REPLAY_PAIRS = "pairs.json"
 EXACT_MAX = 16
 EXACT_INT_MAX = 64
 
-ArgKind = Literal["tensor", "int", "float", "bool", "none", "str", "dtype", "other"]
+ArgKind = Literal["tensor", "tensordesc", "int", "float", "bool", "none", "str", "dtype", "other"]
+# The kinds that carry a tensor: a tensor, and a host tensor descriptor (its base)
+TENSOR_KINDS = frozenset({"tensor", "tensordesc"})
 Instrument = Literal["kernel-replay", "op"]
 
 
@@ -85,6 +87,12 @@ class ArgSpec(_Model):
     data: list[StrictInt | StrictFloat | StrictBool] | None = None  # exact, storage order
     stats: TensorStats | None = None  # otherwise
     digest: str = ""  # sha256[:16] of the exact values' bytes (with data)
+    # a host tensor descriptor (kind "tensordesc": triton.tools.tensor_descriptor, the TMA
+    # of FlagGems' Hopper matmuls): the tensor fields above are its base's, these its own
+    desc_shape: list[StrictInt] = Field(default_factory=list)
+    desc_strides: list[StrictInt] = Field(default_factory=list)
+    block_shape: list[StrictInt] = Field(default_factory=list)
+    padding: str = ""  # "zero" or "nan"
 
 
 class LaunchSpec(_Model):
@@ -142,7 +150,7 @@ def order_unknown(launches: Sequence[LaunchSpec]) -> bool:
     users: dict[int, set[int]] = {}
     for i, launch in enumerate(launches):
         for a in launch.args:
-            if a.kind == "tensor":
+            if a.kind in TENSOR_KINDS:
                 users.setdefault(a.buffer, set()).add(i)
     return any(len(u) > 1 and any(launches[i].count > 1 for i in u) for u in users.values())
 

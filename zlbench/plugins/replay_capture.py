@@ -28,6 +28,10 @@ The rules:
 * A tensor-like wrapper that triton launches as a pointer (FlagGems' ``StridedBuffer``,
   which every pointwise kernel of its fast path gets) is described as the view of its
   storage it is; one with a negative stride (``flip``) is an unsupported argument.
+* A host tensor descriptor (``triton.tools.tensor_descriptor.TensorDescriptor``, the
+  TMA argument ``a_desc`` of FlagGems' Hopper matmuls: mm, mm_out, grouped_mm,
+  router_gemm) is kind ``tensordesc``: its base described and valued as a tensor, and
+  its own shape, strides, block shape and padding (:func:`descriptor_parts`).
 * Scalars by value; a triton dtype as kind ``dtype``; anything else is kind ``other``
   (its repr) and the launch's ``why_not`` is ``unsupported argument <name>``.
 * ``why_not "graph"``: the key's first launch came while a CUDA graph was being
@@ -91,6 +95,7 @@ from zlbench.models.replay import (
     EXACT_INT_MAX,
     EXACT_MAX,
     LAUNCHES_JSON,
+    TENSOR_KINDS,
     ArgSpec,
     LaunchCapture,
     LaunchSpec,
@@ -155,6 +160,31 @@ def as_tensor(v: Any) -> Any:
     )
 
 
+def descriptor_parts(v: Any) -> tuple[Any, list[int], list[int], list[int], str] | None:
+    """(base, shape, strides, block shape, padding) of a host tensor descriptor (triton's
+    ``TensorDescriptor``, read by its fields: its base a tensor or a tensor-like
+    wrapper, :func:`as_tensor`); None for anything else."""
+    if type(v).__name__ != "TensorDescriptor":
+        return None
+    base = getattr(v, "base", None)
+    try:
+        shape, strides, block = (
+            [int(x) for x in getattr(v, f)] for f in ("shape", "strides", "block_shape")
+        )
+    except (TypeError, ValueError):
+        return None
+    if base is None or as_tensor(base) is None:
+        return None
+    return base, shape, strides, block, str(getattr(v, "padding", "zero"))
+
+
+def _tensor_value(v: Any) -> Any:
+    """The tensor whose values an argument of a tensor kind holds: a descriptor's base,
+    else the argument itself."""
+    parts = descriptor_parts(v)
+    return parts[0] if parts is not None else v
+
+
 def _is_triton_dtype(v: Any) -> bool:
     tl = sys.modules.get("triton.language")
     return tl is not None and isinstance(v, getattr(tl, "dtype", ()))
@@ -173,6 +203,9 @@ def arg_key(v: Any) -> tuple:
     scalar's value), never a tensor's values or address beyond its alignment."""
     if _is_tensor(v):
         return ("t", v.dtype, tuple(v.shape), v.stride(), v.storage_offset(), v.data_ptr() % 16)
+    if (desc := descriptor_parts(v)) is not None:
+        base, shape, strides, block, padding = desc
+        return ("desc", arg_key(base), tuple(shape), tuple(strides), tuple(block), padding)
     layout = _wrapper_layout(v) if hasattr(v, "untyped_storage") else None
     if layout is not None:
         dtype, shape, strides, _, offset = layout
@@ -197,7 +230,15 @@ def grid3(grid: Any) -> list[int]:
 def describe_arg(name: str, v: Any, buffers: dict[int, int]) -> ArgSpec:
     """An argument's structure (no values): a tensor's layout and buffer, a scalar's
     value. ``buffers`` maps storage data pointers to buffer numbers (added to). A
-    tensor-like wrapper is described as the view it is (:func:`as_tensor`)."""
+    tensor-like wrapper is described as the view it is (:func:`as_tensor`); a host
+    tensor descriptor as its base with its own fields (:func:`descriptor_parts`)."""
+    if (desc := descriptor_parts(v)) is not None:
+        base, shape, strides, block, padding = desc
+        spec = describe_arg(name, base, buffers)
+        return spec.model_copy(
+            update={"kind": "tensordesc", "desc_shape": shape, "desc_strides": strides,
+                    "block_shape": block, "padding": padding}
+        )  # fmt: skip
     v = t if (t := as_tensor(v)) is not None else v
     if _is_tensor(v):
         storage = v.untyped_storage()
@@ -452,7 +493,7 @@ class RowCapture:
                 e.spec.why_not = e.spec.why_not or VALUES_NOT_READ
             args = []
             for a in e.spec.args:
-                if a.kind == "tensor":
+                if a.kind in TENSOR_KINDS:
                     n = renumber.setdefault(a.buffer, len(renumber))
                     a = a.model_copy(update={"buffer": n})
                 args.append(a)
@@ -491,14 +532,14 @@ def _borrow_values(spec: LaunchSpec, twin: LaunchSpec) -> None:
     """``twin``'s tensor values (exact data, digest, statistics) into ``spec``'s tensors,
     argument by argument: the same layout, by :func:`scalar_twin`."""
     for a, b in zip(spec.args, twin.args, strict=True):
-        if a.kind == "tensor":
+        if a.kind in TENSOR_KINDS:
             a.data, a.digest, a.stats = b.data, b.digest, b.stats
 
 
 def _read(spec: LaunchSpec, args: Sequence[Any], read_values: Callable[[ArgSpec, Any], None]):
     for a, v in zip(spec.args, args, strict=True):
-        if a.kind == "tensor":
-            read_values(a, v)
+        if a.kind in TENSOR_KINDS:
+            read_values(a, _tensor_value(v))
 
 
 # --------------------------------------------------------------------------- per process

@@ -15,6 +15,10 @@ next reads is one storage, as in the op):
   bytes, as they did), and each argument is ``torch.as_strided(flat, shape, strides,
   offset)``. In-place kernels and aliasing survive the replay. The allocation is
   zeroed first (bytes no view covers are deterministic).
+* A host tensor descriptor (``tensordesc``) as triton's ``TensorDescriptor`` over its
+  base, the base rebuilt as a tensor argument is (:func:`descriptor`); one that triton
+  refuses (a rank, a block shape, an alignment) is a :class:`ReplayError`. The launcher
+  turns it into the TMA descriptor at each launch, as in the op.
 
 Tensor values:
 
@@ -59,7 +63,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from zlbench.errors import ZlbenchError
-from zlbench.models.replay import ArgSpec, LaunchSpec
+from zlbench.models.replay import TENSOR_KINDS, ArgSpec, LaunchSpec
 
 ALIGN = 16  # bytes: triton's pointer specialisation (tt.divisibility = 16)
 DRAW_CHUNK = 1 << 22  # stand-in values drawn per chunk (float64, on the tensor's device)
@@ -219,7 +223,7 @@ def materialize_row(
     nbytes: dict[int, int] = {}  # buffer -> bytes to allocate
     for n, launch in enumerate(launches):
         for i, a in enumerate(launch.args):
-            if a.kind != "tensor":
+            if a.kind not in TENSOR_KINDS:
                 continue
             dtype = torch_dtype(a.dtype)
             span = _check_view(i, a)
@@ -250,20 +254,45 @@ def materialize_row(
                 f"capture's {'was not' if aligned else 'was'} (triton would compile another "
                 "specialisation)"
             )
-        views[(n, i)] = view
+        views[(n, i)] = descriptor(view, a, where) if a.kind == "tensordesc" else view
     return [
         [views[(n, i)] if (n, i) in views else _scalar(i, a) for i, a in enumerate(launch.args)]
         for n, launch in enumerate(launches)
     ]
 
 
+def descriptor(base: Any, a: ArgSpec, where: str) -> Any:
+    """Triton's host ``TensorDescriptor`` of ``a`` over ``base`` (its rebuilt base)."""
+    try:
+        from triton.tools.tensor_descriptor import TensorDescriptor
+    except ImportError as e:
+        raise ReplayError(f"{where}: a tensor descriptor needs triton ({e})") from e
+    try:
+        return TensorDescriptor(
+            base, list(a.desc_shape), list(a.desc_strides), list(a.block_shape), a.padding
+        )
+    except (AssertionError, TypeError, ValueError) as e:
+        why = str(e).splitlines()[0] if str(e) else type(e).__name__
+        raise ReplayError(f"{where}: triton refuses its tensor descriptor: {why}") from e
+
+
+def tensor_of(x: Any) -> Any:
+    """The tensor an argument holds: a tensor itself, a tensor descriptor's base; else
+    None."""
+    torch = _torch()
+    if isinstance(x, torch.Tensor):
+        return x
+    base = getattr(x, "base", None) if type(x).__name__ == "TensorDescriptor" else None
+    return base if isinstance(base, torch.Tensor) else None
+
+
 def _storages(args: Sequence[Any]) -> list[Any]:
-    """One uint8 tensor over each distinct storage of ``args``' tensors, in first-seen
-    order."""
+    """One uint8 tensor over each distinct storage of ``args``' tensors (a descriptor's
+    base included), in first-seen order."""
     torch = _torch()
     seen: dict[tuple[str, int], Any] = {}
-    for x in args:
-        if isinstance(x, torch.Tensor):
+    for x in map(tensor_of, args):
+        if x is not None:
             s = x.untyped_storage()
             key = (str(x.device), s.data_ptr())
             if key not in seen and s.nbytes():
@@ -286,10 +315,12 @@ def restore(snap: Sequence[Any]) -> None:
 
 __all__ = [
     "ReplayError",
+    "descriptor",
     "extent",
     "materialize",
     "restore",
     "snapshot",
+    "tensor_of",
     "torch_dtype",
     "values_digest",
     "viewed_positions",

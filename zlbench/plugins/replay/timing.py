@@ -60,7 +60,7 @@ from statistics import median
 from typing import Any, Protocol
 
 from zlbench.plugins.compiler.rebuild import first_line
-from zlbench.plugins.replay.materialize import ReplayError, restore, snapshot
+from zlbench.plugins.replay.materialize import ReplayError, restore, snapshot, tensor_of
 from zlbench.protocol.pairs import (
     REPLAY_REPS,
     PairRule,
@@ -263,7 +263,8 @@ def side_outputs(
     launch: Mapping[str, Launch], args: list, snap: list | None = None
 ) -> dict[str, list]:
     """Each side run once on restored inputs: ``{side: args after the run}``, tensors
-    copied (the inputs are restored again after). For :func:`compare_outputs`."""
+    copied (a tensor descriptor as a copy of its base; the inputs are restored again
+    after). For :func:`compare_outputs`."""
     import torch
 
     snap = snapshot(args) if snap is None else snap
@@ -271,9 +272,10 @@ def side_outputs(
     for side in (SIDE_A, SIDE_B):
         restore(snap)
         _call(side, launch[side], args)
-        try:
-            out[side] = [a.clone() if isinstance(a, torch.Tensor) else a for a in args]
-            if any(isinstance(a, torch.Tensor) and a.is_cuda for a in args):
+        try:  # a tensor descriptor's output is its base's (a TMA store writes it)
+            held = [tensor_of(a) for a in args]
+            out[side] = [a if t is None else t.clone() for a, t in zip(args, held, strict=True)]
+            if any(t is not None and t.is_cuda for t in held):
                 torch.cuda.synchronize()
         except Exception as e:  # a device error of the launch surfaces here
             raise ReplayError(f"{side} launch failed: {first_line(e)}") from e
