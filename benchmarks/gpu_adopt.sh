@@ -32,6 +32,11 @@
 #               F, a tar of NAME/manifest.yaml, NAME/ops_status.csv and every
 #               NAME/main/OP/codegen/launches.json (a capture version of it too large to
 #               carry whole: v7's, 117 MB unpacked, 0.5 MB so), then `baseline verify`
+#   band/LO/HI  a capture (as `capture`) of $CAP_FROM's ops recorded in (LO, HI] s, shortest
+#               first, less every op a batch on this machine ran, within $BAND_WITHIN's
+#               ops when set (e.g. those not yet captured), NAME band-LO-HI, packed into
+#               $OUT/capwork-band-LO-HI.tgz (split as pack-capwork): several bands a call,
+#               each a batch `baseline capture --from` takes with the others
 #   restore F   $W/bl from F (a bl.tgz an earlier call brought back: a fresh machine),
 #               or $W/bootwork from a boot.tgz (the bootstrap resumes from it), or
 #               $W/capwork-NAME from a capwork.tgz
@@ -125,6 +130,24 @@ keep_baseline() { # what $W/bl/$NAME's capture can replay, then $OUT/bl.tgz hold
   python3 benchmarks/launches_summary.py "$W/bl/$NAME" 2>&1 | tail -40 | tee -a "$LOG"
   tar czf "${OUT:-$W}/bl.tgz" -C "$W" bl
 }
+capture_run() { # capture_run NAME SELECTION...: `baseline capture` of $CAP_FROM into
+  # $W/bl/NAME, its batch in $W/capwork-NAME (resumed by the same NAME on this machine)
+  local name=$1; shift
+  mkdir -p "$W/bl"
+  timed capture same python3 -m zlbench baseline capture --baseline "${CAP_FROM:-baselines/v5}" \
+    --out "$W/bl/$name" --work "$W/capwork-$name" "$@" \
+    ${OP_TIMEOUT:+--op-timeout "$OP_TIMEOUT"} ${CAP_SHARE:+--gpu-share "$CAP_SHARE"} \
+    ${CAP_WARMUP_MS:+--warmup-ms "$CAP_WARMUP_MS"} ${CAP_REPLAYS:+--replays "$CAP_REPLAYS"}
+  tail -8 "$W/capture.log" | tee -a "$LOG"
+}
+pack_capwork() { # pack_capwork NAME FILE: $W/capwork-NAME into $OUT/FILE; over 15 MiB (a
+  # file back from the device is at most 16) into FILE.part-aa, -ab... (cat them into one)
+  local o=${OUT:-$W}
+  [ -d "$W/capwork-$1" ] && tar czf "$o/$2" -C "$W" "capwork-$1" \
+    && [ "$(stat -c %s "$o/$2")" -gt $((15 << 20)) ] \
+    && split -b 15M "$o/$2" "$o/$2.part-" && rm "$o/$2"
+  ls -la "$o/$2"* 2>&1 | tee -a "$LOG"
+}
 for spec in "$@"; do
   stage_fits "$spec" || continue
   case $stage in
@@ -144,23 +167,29 @@ for spec in "$@"; do
       tail -5 "$W/bootstrap.log" | tee -a "$LOG"
       keep_baseline ;;
     capture)  # $W/bl/$NAME = baselines/v5 with launch captures (one replay pass of v5)
-      mkdir -p "$W/bl"
       ops=(--ops-file "$OPS_FILE"); [ "${CAP_OPS:-}" = all ] && ops=()
-      timed capture same python3 -m zlbench baseline capture --baseline "${CAP_FROM:-baselines/v5}" \
-        --out "$W/bl/$NAME" --work "$W/capwork-$NAME" "${ops[@]}" \
-        ${OP_TIMEOUT:+--op-timeout "$OP_TIMEOUT"} ${CAP_SHARE:+--gpu-share "$CAP_SHARE"} \
-        ${CAP_WARMUP_MS:+--warmup-ms "$CAP_WARMUP_MS"} ${CAP_REPLAYS:+--replays "$CAP_REPLAYS"}
-      tail -8 "$W/capture.log" | tee -a "$LOG"
+      capture_run "$NAME" "${ops[@]}"
       keep_baseline ;;
     pack-capwork)  # the capture's replay batch so far (a cut one too): `baseline capture
-      # --from` derives its captures anywhere, and restore/ gives it to a fresh machine.
-      # Over 15 MiB (a file back from the device is at most 16): capwork.tgz.part-aa, -ab...
-      # (cat them into one)
-      o=${OUT:-$W}
-      [ -d "$W/capwork-$NAME" ] && tar czf "$o/capwork.tgz" -C "$W" "capwork-$NAME" \
-        && [ "$(stat -c %s "$o/capwork.tgz")" -gt $((15 << 20)) ] \
-        && split -b 15M "$o/capwork.tgz" "$o/capwork.tgz.part-" && rm "$o/capwork.tgz"
-      ls -la "$o"/capwork.tgz* 2>&1 | tee -a "$LOG" ;;
+      # --from` derives its captures anywhere, and restore/ gives it to a fresh machine
+      pack_capwork "$NAME" capwork.tgz ;;
+    band/*)  # band/LO/HI: a capture of $CAP_FROM's ops recorded in (LO, HI] s, shortest
+      # first (a batch deals longest first: a call cut at its limit keeps the most ops),
+      # less every op a batch on this machine ran ($W/capwork-*/replay), within the ops
+      # of $BAND_WITHIN when set; NAME band-LO-HI, packed into $OUT/capwork-band-LO-HI.tgz
+      IFS=/ read -r _ lo hi <<< "$stage"
+      name=band-$lo-$hi; done_=()
+      for b in "$W"/capwork-*/replay; do [ -d "$b" ] && done_+=(--done "$b"); done
+      python3 benchmarks/ops_by_seconds.py "${CAP_FROM:-baselines/v5}" --above "$lo" \
+        --upto "$hi" "${done_[@]}" > "$W/ops-$name.all" 2>> "$LOG"
+      if [ -n "${BAND_WITHIN:-}" ]; then
+        grep -Fxf "$BAND_WITHIN" "$W/ops-$name.all" > "$W/ops-$name.txt"
+      else
+        cp "$W/ops-$name.all" "$W/ops-$name.txt"
+      fi
+      say "$name: $(wc -l < "$W/ops-$name.txt") op(s)"
+      [ -s "$W/ops-$name.txt" ] && capture_run "$name" --ops-file "$W/ops-$name.txt" \
+        && pack_capwork "$name" "capwork-$name.tgz" ;;
     pack-boot)  # the bootstrap's passes so far: a fresh machine resumes from them
       [ -d "$W/bootwork" ] && tar czf "${OUT:-$W}/boot.tgz" -C "$W" bootwork
       ls -la "${OUT:-$W}" ;;
