@@ -103,7 +103,7 @@ from zlbench.models.replay import (
     TensorStats,
 )
 from zlbench.plugins import state
-from zlbench.plugins.replay.materialize import values_digest, viewed_positions
+from zlbench.plugins.replay.materialize import is_descriptor, values_digest, viewed_positions
 
 MAX_LAUNCHES_PER_ROW = 16  # distinct launches of one timed call
 STATS_CHUNK = 1 << 24  # elements per chunk of a statistics pass (bounds its memory)
@@ -164,7 +164,7 @@ def descriptor_parts(v: Any) -> tuple[Any, list[int], list[int], list[int], str]
     """(base, shape, strides, block shape, padding) of a host tensor descriptor (triton's
     ``TensorDescriptor``, read by its fields: its base a tensor or a tensor-like
     wrapper, :func:`as_tensor`); None for anything else."""
-    if type(v).__name__ != "TensorDescriptor":
+    if not is_descriptor(v):
         return None
     base = getattr(v, "base", None)
     try:

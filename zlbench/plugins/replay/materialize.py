@@ -276,13 +276,19 @@ def descriptor(base: Any, a: ArgSpec, where: str) -> Any:
         raise ReplayError(f"{where}: triton refuses its tensor descriptor: {why}") from e
 
 
+def is_descriptor(x: Any) -> bool:
+    """Whether ``x`` is a host tensor descriptor (triton's ``TensorDescriptor``, known by
+    its class name: the capture reads FlagGems' without importing triton's tools)."""
+    return type(x).__name__ == "TensorDescriptor"
+
+
 def tensor_of(x: Any) -> Any:
     """The tensor an argument holds: a tensor itself, a tensor descriptor's base; else
     None."""
     torch = _torch()
     if isinstance(x, torch.Tensor):
         return x
-    base = getattr(x, "base", None) if type(x).__name__ == "TensorDescriptor" else None
+    base = getattr(x, "base", None) if is_descriptor(x) else None
     return base if isinstance(base, torch.Tensor) else None
 
 
@@ -317,6 +323,7 @@ __all__ = [
     "ReplayError",
     "descriptor",
     "extent",
+    "is_descriptor",
     "materialize",
     "restore",
     "snapshot",
