@@ -8,7 +8,8 @@ from any batch that ran its ops (the codegen recorder writes it in record and re
 mode); a batch that replayed the baseline's autotune records launched exactly the
 kernels the baseline pinned. So: one replay batch of the baseline's ops, pinned to its
 records (the refresh's own replay pass, :func:`zlbench.runner.refresh.run_pass`), or
-such a batch that ran elsewhere (``--from``), and each op's capture is copied into a
+such batches that ran elsewhere (``--from``, several: a capture over device calls, the
+last one given that captured an op deciding it), and each op's capture is copied into a
 copy of the baseline, each row with the kernels that run launched while timed
 (``RowLaunches.replay_timed``, from its codegen index:
 :func:`zlbench.codegen.attribute.with_replay_timed`).
@@ -31,10 +32,11 @@ untimed call), but each op's seconds then are not what the op path costs
 
 What is checked, from the evidence, before anything is written:
 
-- the batch replayed this baseline: its ``batch.json`` says replay, and the replay root
+- each batch replayed this baseline: its ``batch.json`` says replay, and the replay root
   it names is this baseline (a dir here whose ``manifest.yaml`` is this one's, byte for
-  byte, or the unpacked copy of the same packed lock: ``trees/<lock digest>/<tree>``);
-  anything else is one line (exit 2);
+  byte, or a capture version of it with the same records, :func:`capture_version_of`,
+  or the unpacked copy of the same packed lock: ``trees/<lock digest>/<tree>``);
+  anything else, or a dir given twice, is one line (exit 2);
 - per op: the batch's run of it passed, in replay mode, and left a capture that is
   readable and names only kernels of this baseline's codegen records for that op
   (:func:`zlbench.gate.baselines.unknown_kernel_problem`); one that names another
@@ -631,11 +633,11 @@ __all__ = [
     "CaptureOutcome",
     "Captured",
     "capture",
+    "capture_version_of",
     "derive",
     "replay_config",
     "replay_durations",
     "replay_seconds",
     "replayed_info",
-    "capture_version_of",
     "same_baseline",
 ]
