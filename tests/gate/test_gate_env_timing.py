@@ -143,3 +143,16 @@ def test_refresh_records_the_one_timing_and_refuses_passes_timed_differently():
     assert _timing([res(None)]) is None
     with pytest.raises(ZlbenchError, match="timed differently"):
         _timing([res(DEFAULT), res(OTHERS[0])])
+
+
+def test_refresh_refuses_passes_of_the_capture_method():
+    """``--zl-timing capture`` runs two untimed calls (``baseline capture --untimed``): its
+    latencies are no measurements, and no baseline is made of them."""
+    from zlbench.errors import ZlbenchError
+    from zlbench.runner.refresh import _timing
+
+    untimed = Timing(mode="cudagraph", method="capture")
+    env = ENV.model_copy(update={"timing": untimed})
+    with pytest.raises(ZlbenchError, match="not measurements") as e:
+        _timing([run_result("x", [crow("x", "[1]", 1.0)], env=env)])
+    assert "\n" not in str(e.value)

@@ -477,6 +477,22 @@ def test_a_first_run_under_flaggems_lock_is_counted_and_read_at_the_next_launch(
     assert spec.args[0].data == [0.0, 1.0, 2.0, 3.0]
 
 
+def test_an_untimed_measurement_keeps_its_second_calls_launch_with_values_read_there(op):
+    """``baseline capture --untimed`` (``--zl-timing capture``): a measurement is two
+    eager calls. A new specialisation's first launch runs under FlagGems' lock in the
+    first; the capture reads its values at the second and keeps that call's launch."""
+    from zlbench.plugins.timing import TimingSettings, measure
+    from zlbench.plugins.timing_backends import CpuBackend
+
+    held = iter([True, False])
+    rec, x = recorder(lock_held=lambda: next(held)), torch.arange(4.0)
+    k = kernel()
+    measure(lambda: launch(rec, k, [x, x, 4]), CpuBackend(), TimingSettings(capture_only=True),
+            rep_ms=1.0)  # fmt: skip
+    [spec] = rows(rec)[0].launches
+    assert not spec.why_not and spec.count == 1 and spec.args[0].data == [0.0, 1.0, 2.0, 3.0]
+
+
 def test_a_key_whose_every_launch_held_the_lock_says_its_values_were_not_read(op):
     rec = recorder(lock_held=lambda: True)
     rec.read_values = lambda spec, t: pytest.fail("values read under the lock")

@@ -14,7 +14,11 @@ from zlbench.plugins import timing
 from zlbench.protocol import options
 
 # what each method does to triton.testing.do_bench (a new member must say here)
-REPLACES_DO_BENCH = {TimingMethod.GRAPH: True, TimingMethod.UPSTREAM: False}
+REPLACES_DO_BENCH = {
+    TimingMethod.GRAPH: True,
+    TimingMethod.UPSTREAM: False,
+    TimingMethod.CAPTURE: True,
+}
 
 
 class Config:

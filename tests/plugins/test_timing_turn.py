@@ -343,3 +343,25 @@ def test_a_gpu_of_its_own_keeps_tritons_methods(no_env_turn, install_timing):
     install_timing()
     for (m, c, n), orig in before.items():
         assert importlib.import_module(m).__dict__[c].__dict__[n] is orig
+
+
+def test_the_capture_method_makes_two_calls_in_the_shared_turn_and_times_nothing(turn):
+    """``--zl-timing capture`` (``baseline capture --untimed``): no warmup, graph or
+    replay, never the exclusive turn; both calls inside the row's timed region (the
+    launch capture keeps the second's); the latency is the second call's wall time."""
+    from zlbench.plugins import state
+
+    seen: list[tuple[int, int, bool]] = []
+    backend = TurnBackend(turn)
+
+    def record():
+        seen.append((turn.depth, turn.shared_depth, state.in_timed_region()))
+
+    ms = measure(record, backend, TimingSettings(capture_only=True), rep_ms=1.0, turn=turn)
+    assert seen == [(0, 1, True), (0, 1, True)]
+    assert [k for k, _ in backend.seen] == ["sync", "sync"]  # no eager, capture, replay
+    assert turn.taken == 0 and not lock_is_taken(turn.path)
+    assert isinstance(ms, float) and ms >= 0
+    quantiles = measure(record, backend, TimingSettings(capture_only=True), rep_ms=1.0,
+                        turn=turn, quantiles=[0.5, 0.2])  # fmt: skip
+    assert len(quantiles) == 2 and len(seen) == 4

@@ -606,6 +606,34 @@ def test_the_budgets_time_the_capture_batch(setup, tmp_path, capsys, monkeypatch
     assert "stop here" in capsys.readouterr().err
 
 
+def test_untimed_runs_the_capture_batch_with_the_capture_method(setup, tmp_path, capsys):
+    """``--untimed``: each measurement two eager calls (``--zl-timing capture``), no
+    graph budgets; with them, one line and nothing run."""
+    base, _, ids, new = setup
+    fake = FakeBatch(ids)
+    capture(_job(base, new, tmp_path, fake, untimed=True))
+    (cfg,) = fake.asked
+    assert cfg.extra_pytest_args == ["--zl-timing", "capture"]
+    assert (new / "main" / "add" / "codegen" / LAUNCHES_JSON).is_file()
+    for extra in (["--warmup-ms", "5"], ["--replays", "1"]):
+        assert _run(base, tmp_path / "vbad", "--untimed", *extra) == 2
+        assert "--untimed runs no graph timing" in one_error_line(capsys)
+        assert not (tmp_path / "vbad").exists() and len(fake.asked) == 1
+
+
+def test_an_untimed_batchs_seconds_are_kept(tmp_path, capsys):
+    ran = {op: _status(op, s) for op, s in (("add", 7.5), ("mm", 3.0))}
+    base, batch, new = _with_durations(tmp_path, ran, Timing(mode="cudagraph", method="capture"))
+    assert _run(base, new, "--from", str(batch)) == 0
+    assert _seconds(new) == {op: 100.0 for op in OPS}
+    kept = _manifest(new).summary["captures"]["durations_kept"]
+    assert kept == (
+        "the batch timed with other budgets (capture; a gate's op path: graph warmup_ms=100 "
+        "replays=10): its op seconds are not the op path's"
+    )
+    assert f"recorded seconds: kept: {kept}" in capsys.readouterr().out
+
+
 @pytest.mark.parametrize(
     ("flag", "value", "words"),
     [("--replays", "0", "must be at least 1"), ("--warmup-ms", "-1", "must be at least 0")],

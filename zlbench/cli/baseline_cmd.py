@@ -207,6 +207,13 @@ def _add_capture(bsub) -> None:
         "(default 1); with N > 1 the recorded seconds stay as they are, since shared "
         "processes wait for each other's timing",
     )
+    c.add_argument(
+        "--untimed",
+        action="store_true",
+        help="time nothing: each measurement is two eager calls in the GPU's shared turn "
+        "(no graph, no exclusive turn; --zl-timing capture), the capture keeping the "
+        "second's launches; the recorded seconds stay as they are",
+    )
     add_budget_options(
         c.add_argument_group(
             "the replay batch's timing budgets",
@@ -242,6 +249,7 @@ def _capture(args) -> int:
             gpu_share=args.gpu_share,
             warmup_ms=args.warmup_ms,
             replays=args.replays,
+            untimed=args.untimed,
         )
     )
     m, got = done.manifest, done.captured

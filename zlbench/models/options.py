@@ -22,7 +22,7 @@ from pydantic import ConfigDict
 
 from zlbench.models.base import _Model
 from zlbench.models.ranges import AT_LEAST_0, AT_LEAST_1, Range
-from zlbench.models.timing import Replays, WarmupMs
+from zlbench.models.timing import Replays, TimingMethod, WarmupMs
 
 # --split-rows: "auto" cuts a replayed op longer than its share of a process slot into
 # row parts (zlbench.runner.batch.parts); "off" never does.
@@ -63,7 +63,8 @@ class Selection(_Options):
 
 
 class Measuring(_Options):
-    """How each op is measured: upstream's ``mode``; the graph-timing budgets
+    """How each op is measured: upstream's ``mode``; zlbench's ``timing_method`` (None:
+    the plugin's default, or what PYTEST_ADDOPTS says); the graph-timing budgets
     (``warmup_ms``, ``replays``; None: the plugin's default, or what PYTEST_ADDOPTS
     says; the whole :class:`zlbench.models.Timing` is what the plugins then record);
     ``phase_timings`` (``<run_dir>/timings.json``); ``ttgir`` (dump TTGIR);
@@ -72,6 +73,7 @@ class Measuring(_Options):
     ops as row parts, :data:`SPLIT_MODES`)."""
 
     mode: UpstreamMode = "cudagraph"
+    timing_method: TimingMethod | None = None  # None: the plugin's default (graph)
     warmup_ms: WarmupMs = None
     replays: Replays = None
     phase_timings: bool = False

@@ -48,6 +48,11 @@ class TimingMethod(str, Enum):
     GRAPH = "graph"
     # upstream FlagGems' own do_bench / do_bench_cudagraph, left alone
     UPSTREAM = "upstream"
+    # not a measurement: two eager calls of the benchmark's function in the GPU's shared
+    # turn, no graph (plugins/timing.py ``capture_calls``): what ``baseline capture
+    # --untimed`` runs, whose launch capture keeps the second call's launches and reads
+    # no timing; its latencies are that call's host wall time
+    CAPTURE = "capture"
 
     @property
     def has_budgets(self) -> bool:

@@ -40,7 +40,8 @@ OPTIONS: dict[str, dict[str, Any]] = {
         default=TimingMethod.GRAPH.value,
         choices=[m.value for m in TimingMethod],
         help="graph: replace upstream do_bench/do_bench_cudagraph by zlbench's "
-        "CUDA-graph timing (default); upstream: leave upstream timing alone",
+        "CUDA-graph timing (default); upstream: leave upstream timing alone; capture: "
+        "two eager calls, untimed (a launch capture's, not a measurement)",
     ),
     "timing-backend": dict(
         default="auto",
@@ -163,12 +164,14 @@ def timing_args(timing: Timing) -> list[str]:
 
 def measuring_args(how: Measuring) -> list[str]:
     """The pytest arguments of the batch's measuring options: the phases plugin (when
-    ``phase_timings``), the graph-timing budgets that were given (None: the plugin's
-    default is left alone, so PYTEST_ADDOPTS can still set it) and ``--zl-aot-compile
-    off`` (when not ``aot_compile``), in that order. ``mode``, ``ttgir``,
+    ``phase_timings``), the timing method and the graph-timing budgets that were given
+    (None: the plugin's default is left alone, so PYTEST_ADDOPTS can still set it) and
+    ``--zl-aot-compile off`` (when not ``aot_compile``), in that order. ``mode``, ``ttgir``,
     ``reuse_tuning_db`` and ``split_rows`` reach the process through the plan and the
     environment, not as options."""
     out = ["-p", PHASES_PLUGIN] if how.phase_timings else []
+    if how.timing_method is not None:
+        out += arg("timing", how.timing_method.value)
     if how.warmup_ms is not None:
         out += arg("warmup-ms", number_text(how.warmup_ms))
     if how.replays is not None:

@@ -80,6 +80,7 @@ from zlbench.models import (
     RunResult,
     RunStatus,
     Timing,
+    TimingMethod,
     codegen_dir,
     load_codegen_index,
     load_json_model,
@@ -146,6 +147,7 @@ class CaptureJob:
     gpu_share: int = 1  # benchmark processes per GPU (--gpu-share): see replay_config
     warmup_ms: float | None = None  # graph-timing budgets (None: the plugin's default)
     replays: int | None = None
+    untimed: bool = False  # each measurement two eager calls (TimingMethod.CAPTURE)
 
 
 @dataclass
@@ -280,13 +282,19 @@ def replay_config(
     """The batch that replays ``scope`` of ``baseline`` as a gate measures it
     (:func:`zlbench.runner.baseline_batch.baseline_replay_config`), each op within
     ``job.op_timeout_s`` (None: :func:`capture_op_timeout` of the recorded seconds),
-    ``job.gpu_share`` processes per GPU, timed with ``job.warmup_ms`` / ``job.replays``:
+    ``job.gpu_share`` processes per GPU, timed with ``job.warmup_ms`` / ``job.replays``,
+    or not timed at all (``job.untimed``: each measurement two eager calls in the GPU's
+    shared turn, :data:`TimingMethod.CAPTURE`; the capture keeps the second's launches):
     what a launch captures does not depend on the timing (it is read at each
-    measurement's first, untimed call), so the processes may overlap their start-up,
-    compiles and Python, and time with smaller budgets (their seconds then stay out of
+    measurement's untimed calls), so the processes may overlap their start-up, compiles
+    and Python, and time with smaller budgets or none (their seconds then stay out of
     the baseline: :func:`durations_kept`)."""
     if job.ops_dir is None:
         raise ZlbenchError("the replay batch needs the ops dir (--ops-dir)")
+    if job.untimed and (job.warmup_ms is not None or job.replays is not None):
+        raise ZlbenchError(
+            "--untimed runs no graph timing: --warmup-ms and --replays mean nothing with it"
+        )
     timeout = job.op_timeout_s
     if timeout is None:
         timeout = capture_op_timeout(baseline_durations(baseline.path, per_dtype=False), scope)
@@ -300,7 +308,12 @@ def replay_config(
         # never in row parts: each part compiles and loads its op's kernels again (topk's
         # parts each took about the whole op's time, docs/measurements.md), and a capture
         # has no timing of its own to spread
-        measuring=Measuring(split_rows="off", warmup_ms=job.warmup_ms, replays=job.replays),
+        measuring=Measuring(
+            split_rows="off",
+            timing_method=TimingMethod.CAPTURE if job.untimed else None,
+            warmup_ms=job.warmup_ms,
+            replays=job.replays,
+        ),
         scheduling=Scheduling(op_timeout_s=timeout, gpu_share=job.gpu_share),
         progress=job.progress,
         argv=list(job.argv),

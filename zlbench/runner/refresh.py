@@ -40,6 +40,7 @@ from zlbench.models import (
     RunStatus,
     ThresholdDefaults,
     Timing,
+    TimingMethod,
     codegen_dir,
     dump_json_model,
     dump_yaml_model,
@@ -512,6 +513,11 @@ def _timing(results: list[BaselineResult]) -> Timing | None:
     """The one Timing the baseline's results were measured with; results timed
     differently (another method or budgets) are refused, as differing shares are."""
     found = {t for t in map(timing_of, results) if t is not None}
+    if any(t.method is TimingMethod.CAPTURE for t in found):
+        raise ZlbenchError(
+            "the baseline's passes ran with --zl-timing capture (a launch capture's untimed "
+            "calls, not measurements); refresh them timed"
+        )
     if len(found) > 1:
         raise ZlbenchError(
             f"the baseline's passes were timed differently: "
