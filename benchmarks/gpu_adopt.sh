@@ -196,13 +196,13 @@ for spec in "$@"; do
       [ -d "$W/bootwork" ] && tar czf "${OUT:-$W}/boot.tgz" -C "$W" bootwork
       ls -la "${OUT:-$W}" ;;
     overlay/*)
-      f=${spec#overlay/}
+      f=${stage#overlay/}
       t=$(python3 -m zlbench unpack "${CAP_FROM:-baselines/v7}" | tail -1)
       rm -rf "${W:?}/bl/$NAME" && mkdir -p "$W/bl" && cp -r "$t" "$W/bl/$NAME" \
         && tar xf "$f" -C "$W/bl" && python3 -m zlbench baseline verify "$W/bl/$NAME" 2>&1 \
         | tail -2 | tee -a "$LOG" ;;
     restore/*)
-      f=${spec#restore/}; mkdir -p "$W" && tar xzf "$f" -C "$W" && say "restored $f" ;;
+      f=${stage#restore/}; mkdir -p "$W" && tar xzf "$f" -C "$W" && say "restored $f" ;;
     aa-*) gate "$stage" same "${pr[@]}" --base-compiler "$W/triton/base" "${every[@]}" ;;
     patched) gate "$stage" patched "${pr[@]}" --base-compiler "$W/triton/base" ;;
     nocompile) gate "$stage" no_compile "${pr[@]}" --base-compiler "$W/triton/base" ;;
