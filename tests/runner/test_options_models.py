@@ -368,7 +368,7 @@ def test_every_option_field_reaches_the_config_or_its_plugin_flags():
     from zlbench.runner.batch.config import OPTION_FIELDS
 
     mapped = {(model, name) for model, name in OPTION_FIELDS.values()}
-    as_plugin_flags = {"warmup_ms", "replays", "phase_timings", "aot_compile"}
+    as_plugin_flags = {"timing_method", "warmup_ms", "replays", "phase_timings", "aot_compile"}
     for model in (Selection, Measuring, Scheduling):
         for name in model.model_fields:
             assert ((model, name) in mapped) != (model is Measuring and name in as_plugin_flags)
