@@ -23,8 +23,8 @@
 #               --gpu-share N, the recorded seconds then kept; CAP_WARMUP_MS, CAP_REPLAYS:
 #               --warmup-ms, --replays, smaller budgets, the same captures, the seconds kept;
 #               CAP_UNTIMED=1: --untimed, two eager calls a measurement, no timing)
-#   pack-capwork  $W/capwork-$NAME (the capture's batch so far, a cut one too) into
-#               $OUT/capwork.tgz (over 15 MiB: split into capwork.tgz.part-aa, -ab...,
+#   pack-capwork  $W/capwork-$NAME (the capture's batch so far, a cut one too, without
+#               its kernels' stage records) into $OUT/capwork.tgz (over 15 MiB: split into capwork.tgz.part-aa, -ab...,
 #               each under the 16 MiB a file back from the device may be; cat them into
 #               one): `baseline capture --from` takes its captures on any
 #               machine; restore/ gives it back to a fresh one, whose capture resumes it
@@ -142,10 +142,14 @@ capture_run() { # capture_run NAME SELECTION...: `baseline capture` of $CAP_FROM
     ${CAP_WARMUP_MS:+--warmup-ms "$CAP_WARMUP_MS"} ${CAP_REPLAYS:+--replays "$CAP_REPLAYS"}
   tail -8 "$W/capture.log" | tee -a "$LOG"
 }
-pack_capwork() { # pack_capwork NAME FILE: $W/capwork-NAME into $OUT/FILE; over 15 MiB (a
-  # file back from the device is at most 16) into FILE.part-aa, -ab... (cat them into one)
+pack_capwork() { # pack_capwork NAME FILE: $W/capwork-NAME into $OUT/FILE, without the
+  # kernels' stage records (*.gz, *.ttgir: `baseline capture --from` reads each op's
+  # launches.json, codegen index and result, not them; v7h's batch 22 MB -> 5.3 MB, the
+  # same captured baseline); over 15 MiB (a file back from the device is at most 16)
+  # into FILE.part-aa, -ab... (cat them into one)
   local o=${OUT:-$W}
-  [ -d "$W/capwork-$1" ] && tar czf "$o/$2" -C "$W" "capwork-$1" \
+  [ -d "$W/capwork-$1" ] && tar czf "$o/$2" --exclude='*.gz' --exclude='*.ttgir' \
+    -C "$W" "capwork-$1" \
     && [ "$(stat -c %s "$o/$2")" -gt $((15 << 20)) ] \
     && split -b 15M "$o/$2" "$o/$2.part-" && rm "$o/$2"
   ls -la "$o/$2"* 2>&1 | tee -a "$LOG"
