@@ -105,7 +105,9 @@ from zlbench.models.replay import (
 from zlbench.plugins import state
 from zlbench.plugins.replay.materialize import is_descriptor, values_digest, viewed_positions
 
-MAX_LAUNCHES_PER_ROW = 16  # distinct launches of one timed call
+# distinct launches of one timed call; 16 until 2026-12-06 cut v7's unbind_copy (32
+# slices), concat_and_cache_mla and ormqr (a launch per reflector) on an H100
+MAX_LAUNCHES_PER_ROW = 64
 STATS_CHUNK = 1 << 24  # elements per chunk of a statistics pass (bounds its memory)
 _DIGITS = 7  # significant digits kept of a statistic (float32's)
 _REPR_MAX = 80
