@@ -45,3 +45,35 @@ def test_a_replay_part_replays_its_part_and_stops_without_a_verdict(tmp_path, op
     assert measure.requests == []  # no op path: the merging gate measures it
     assert not (out / "verdict.json").exists() and not (out / "junit.xml").exists()
     assert "replay part 1/2 written to" in err.getvalue()
+
+
+def test_the_gate_that_takes_the_parts_shards_its_op_path(tmp_path, ops_dir, monkeypatch):
+    """`--replayed PARTS --shard K/N`: every shard takes the parts' replay (nothing is
+    replayed again) and measures its share of the op path only (v7's op path may not fit
+    one device call); the shards' gate dirs merge with their replay (test_merge_replay)."""
+    asked = {}
+
+    def fake_replay(**kw):
+        asked.update(kw)
+        kw["out"].joinpath("replay").mkdir(parents=True, exist_ok=True)
+        return ReplayOutcome(run=ReplayRun(), replayed_ops={"main/mm"})
+
+    monkeypatch.setattr(replay_mod, "replay_changed", fake_replay)
+    monkeypatch.setattr(gate_mod, "_runner_gpu", lambda visible: "NVIDIA H100")
+    bl, out = baseline(tmp_path / "bl"), tmp_path / "shard1"
+    base_site = tmp_path / "base-a"
+    base_site.mkdir()
+    parts = (tmp_path / "part1", tmp_path / "part2")
+    job = GateJob(
+        baseline=str(bl), out=out, selection=Selection(ops_dir=ops_dir), time="changed",
+        ab=AbOptions(base_compiler=str(base_site)), base_screen_cache=tmp_path / "cache",
+        replay=True, replayed=parts, shard=(1, 2),
+    )  # fmt: skip
+    measure, err = FakeBatch(good()), io.StringIO()
+    seams = GateSeams(measure=measure, screen=BaseScreen(ADD_SAME, MM_CHANGED))
+    seams.stdout = seams.stderr = err
+    assert run_gate_job(job, seams) == 0, err.getvalue()
+    assert (asked["part"], tuple(asked["parts"])) == (None, parts)
+    assert measure.requests and all(r.shard == (1, 2) for r in measure.requests)
+    assert all("main/mm" not in r.ops for r in measure.requests)  # the replay judged it
+    assert "shard 1/2" in err.getvalue()

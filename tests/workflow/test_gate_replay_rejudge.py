@@ -186,15 +186,19 @@ def test_replay_without_a_base_compiler_is_one_line(tmp_path, capsys):
     assert not (tmp_path / "o").exists()
 
 
-def test_replay_is_refused_with_results_screen_only_or_shard(tmp_path, capsys):
+def test_replay_is_refused_with_results_screen_only_or_a_shard_that_would_replay(tmp_path, capsys):
     from zlbench.cli import main
 
     bl, g = _gate_dir(tmp_path, replay_pr_us=10.0)
     base = ["gate", "--baseline", str(bl), "--replay", "--base-compiler", str(tmp_path)]
-    for extra in (["--results", str(g)], ["--screen-only"], ["--shard", "1/2"]):
+    for extra in (["--results", str(g)], ["--screen-only"]):
         rc = main([*base, *extra, "--out", str(tmp_path / "o")])
         assert rc == 2
         assert "--replay measures on a GPU" in one_error_line(capsys)
+    # each shard would replay every row: only the gate that takes the parts is sharded
+    rc = main([*base, "--shard", "1/2", "--out", str(tmp_path / "o")])
+    assert rc == 2 and "then shard the op path" in one_error_line(capsys)
+    assert not (tmp_path / "o").exists()
 
 
 def test_replay_parts_are_refused_without_replay_together_or_misnumbered(tmp_path, capsys):
@@ -223,3 +227,59 @@ def test_a_deferred_rows_command_is_the_gate_without_its_op_selection_and_budget
         "zlbench gate --baseline baselines/v7 --base-compiler /envs/base --replay"
     )
     assert rerun_command([]) == "zlbench gate"
+
+
+def _shards(tmp_path, replay_pr_us: float = 20.0):
+    """Two shard gate dirs of one `--replayed ... --shard K/2` gate: the first measured
+    x (with its A/B), the second nothing; both hold the parts' replay (the step's own
+    seconds apart)."""
+    import shutil
+
+    from zlbench.runner.batch.status import write_ops_status
+
+    bl, g1 = _gate_dir(tmp_path, replay_pr_us=replay_pr_us)
+    g2 = tmp_path / "shard2"
+    write_ops_status(g2 / "results", [])
+    shutil.copytree(g1 / "replay", g2 / "replay")
+    run = ReplayRun.model_validate_json((g2 / "replay" / "replay.json").read_text())
+    dump_json_model(g2 / "replay" / "replay.json", run.model_copy(update={"seconds": 3.5}))
+    return bl, g1, g2
+
+
+def test_the_shards_of_a_replayed_gates_op_path_merge_and_judge_with_their_replay(tmp_path, capsys):
+    from zlbench.cli import main
+
+    bl, g1, g2 = _shards(tmp_path)
+    merged = tmp_path / "merged"
+    assert main(["merge", str(g1), str(g2), "--out", str(merged)]) == 0
+    assert (merged / "replay" / "pairs.json").read_text() == (
+        g1 / "replay" / "pairs.json"
+    ).read_text()
+    rc, out = gate(tmp_path, bl, merged)
+    assert rc == 1  # softmax's regression is the replay's: only the copied replay holds it
+    rows = {
+        r.key.op: r
+        for r in GateVerdict.model_validate_json((out / "verdict.json").read_text()).rows
+    }
+    assert rows["softmax"].verdict.value == "REGRESSION"
+    assert rows["softmax"].ab.instrument == "kernel-replay"
+
+
+def test_shards_whose_replays_differ_or_that_lack_one_do_not_merge(tmp_path, capsys):
+    import shutil
+
+    from zlbench.cli import main
+
+    _, g1, g2 = _shards(tmp_path)
+    dump_json_model(g2 / "replay" / "pairs.json", PairsFile())  # other samples
+    assert main(["merge", str(g1), str(g2), "--out", str(tmp_path / "m1")]) == 2
+    assert "disagree (their samples)" in one_error_line(capsys)
+    shutil.copy(g1 / "replay" / "pairs.json", g2 / "replay" / "pairs.json")
+    run = ReplayRun.model_validate_json((g2 / "replay" / "replay.json").read_text())
+    dump_json_model(g2 / "replay" / "replay.json", run.model_copy(update={"changed_rows": 9}))
+    assert main(["merge", str(g1), str(g2), "--out", str(tmp_path / "m2")]) == 2
+    assert "disagree (replay.json changed_rows)" in one_error_line(capsys)
+    shutil.rmtree(g2 / "replay")
+    assert main(["merge", str(g1), str(g2), "--out", str(tmp_path / "m3")]) == 2
+    assert "has no kernel replay" in one_error_line(capsys)
+    assert not any((tmp_path / m).exists() for m in ("m1", "m2", "m3"))

@@ -102,7 +102,8 @@ def add_codegen_options(p) -> None:
         default=[],
         metavar="DIR",
         help="with --replay: every part's --out of `--replay-part K/N` (the same gate, the "
-        "same GPU model), taken as this gate's replay; the op path and the verdict as usual",
+        "same GPU model), taken as this gate's replay; the op path and the verdict as usual "
+        "(with --shard K/N: this shard's share of the op path, merged as any shards)",
     )
     g.add_argument(
         "--time-first",

@@ -7,8 +7,10 @@ is gate-shaped too, ``<out>/results/`` the merge of the shards' ``results/``,
 ``<out>/confirm/<i>/`` the merge of the shards' ``confirm/<i>/`` that exist (a
 shard with fewer passes adds nothing to the higher ones) and ``<out>/ab/`` the
 merge of their A/B rounds (:func:`zlbench.runner.ab.merge.merge_ab`) and
-``<out>/codegen/`` the shards' codegen screen (they must agree), which
-``zlbench gate --results`` judges with the confirmation samples
+``<out>/codegen/`` the shards' codegen screen (they must agree) and ``<out>/replay/``
+their kernel replay (the op path of a ``--replay`` gate sharded: ``gate --replayed
+PARTS --shard K/N``, each shard holding the same replay taken from the parts; they
+must agree), which ``zlbench gate --results`` judges with the confirmation samples
 (:func:`zlbench.gate.load.load_results`). Shards that are not one gate run are refused
 in one line, whatever their order: every field that changes a verdict is part of a
 shard's identity (batch.json's settings and environment,
@@ -29,8 +31,13 @@ from zlbench.codegen.screen import SCREEN_JSON
 from zlbench.errors import ZlbenchError
 from zlbench.gate.load import pass_order
 from zlbench.models import (
+    REPLAY_DIR,
+    REPLAY_JSON,
+    REPLAY_PAIRS,
     CodegenScreen,
     OpStatus,
+    PairsFile,
+    ReplayRun,
     TimingPlanFile,
     check_tree_inside,
     load_json_model,
@@ -117,6 +124,7 @@ def merge_gate_dirs(gate_dirs: list[Path], out: Path) -> MergeOutcome:
             merge_batches(dirs, tmp / CONFIRM_DIR / name)
         merge_ab(gate_dirs, tmp)  # the shards' A/B rounds, ab/<i>/
         _copy_codegen(gate_dirs, tmp)
+        _copy_replay(gate_dirs, tmp)
         carry_record(gate_dirs, tmp)  # how the shards were gated, when they agree
         tmp.rename(out)
     except BaseException:
@@ -192,6 +200,41 @@ def _copy_codegen(gate_dirs: list[Path], into: Path) -> None:
                 "merge shards of one gate run only (re-run the gate if they are)"
             )
     shutil.copytree(resolve_inside(first_dir, CODEGEN_SCREEN_DIR), into / CODEGEN_SCREEN_DIR)
+
+
+def _copy_replay(gate_dirs: list[Path], into: Path) -> None:
+    """The shards' kernel replay (``replay/``): the shards of a ``--replayed`` gate's op
+    path each took the same parts, so their replay runs (but the step's own seconds)
+    and samples must agree; then one is copied, and the judge re-derives every replayed
+    row's statistic from its samples. Some shards with a replay and some without, or
+    replays that differ, are refused in one line."""
+    found: list[tuple[Path, dict, PairsFile]] = []
+    for g in gate_dirs:
+        if not (g / REPLAY_DIR).exists() and not (g / REPLAY_DIR).is_symlink():
+            continue
+        check_tree_inside(g, REPLAY_DIR)
+        run = load_json_model(resolve_inside(g, f"{REPLAY_DIR}/{REPLAY_JSON}"), ReplayRun)
+        pairs = load_json_model(resolve_inside(g, f"{REPLAY_DIR}/{REPLAY_PAIRS}"), PairsFile)
+        found.append((g, run.model_dump(exclude={"seconds"}), pairs))
+    if not found:
+        return
+    first_dir, first_run, first_pairs = found[0]
+    if len(found) != len(gate_dirs):
+        bare = next(g for g in gate_dirs if g not in {d for d, _, _ in found})
+        raise ZlbenchError(
+            f"{bare} has no kernel replay ({REPLAY_DIR}/) but {first_dir} has one: every "
+            "shard of a --replayed gate takes the same parts; merge shards of one gate run only"
+        )
+    for d, run, pairs in found[1:]:
+        what = next((f"replay.json {k}" for k in first_run if run.get(k) != first_run[k]), "")
+        if not what and pairs != first_pairs:
+            what = "their samples"
+        if what:
+            raise ZlbenchError(
+                f"the kernel replays of {first_dir} and {d} disagree ({what}): merge shards "
+                "of one gate run only (each shard given the same --replayed parts)"
+            )
+    shutil.copytree(resolve_inside(first_dir, REPLAY_DIR), into / REPLAY_DIR)
 
 
 def merge_dirs(dirs: list[Path], out: Path) -> MergeOutcome:

@@ -81,9 +81,12 @@ def _check_replay(job: GateJob, screen_only: bool) -> None:
         raise ZlbenchError(
             "--replay times the PR's and the base's binaries side by side: give --base-compiler ENV"
         )
-    if screen_only or job.results is not None or job.shard is not None:
+    if screen_only or job.results is not None:
+        raise ZlbenchError("--replay measures on a GPU: not with --screen-only or --results")
+    if job.shard is not None and not job.replayed:  # each shard would replay every row
         raise ZlbenchError(
-            "--replay measures on a GPU: not with --screen-only, --results or --shard"
+            "--replay with --shard: replay in parts (--replay-part K/N), then shard the op "
+            "path of the gate that takes them (--replayed ... --shard K/N)"
         )
     if job.replay_part is not None and job.replayed:
         raise ZlbenchError(
