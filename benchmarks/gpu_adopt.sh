@@ -83,6 +83,9 @@
 #               over device calls (REPLAY=1): its screen (`gate --screen-only`), part K of
 #               N of its replay each (`--screen` it, `--replay-part K/N`), then `--replayed`
 #               every part: the op path and the verdict (the calls' gate steps summed)
+#   wv-op/K/N, wv-judge  instead of wv-merge when the op path does not fit one call:
+#               shard K/N of it (`--replayed` every part, `--shard K/N`), then the shards
+#               merged (`zlbench merge`, their replay with them) and judged (`--results`)
 #   pack        gate dirs (verdicts, reports, screens, logs) into $OUT/adopt.tgz
 #   pack-v7     the v7 screens' logs, codegen.md and timing.json into $OUT/v7.tgz
 # Env: W (/tmp/w), NAME (h100), TIER (pr; smoke: 5 ops, minutes), OPS_FILE (the ops of
@@ -258,6 +261,15 @@ for spec in "$@"; do
     wv-merge)  # every part's replay taken, the op path measured, the verdict
       gate "$stage" no_coalesce --baseline "$W/bl/$NAME" --screen "$W/wv-screen" \
         --base-compiler "$W/triton/base" --replayed "$W"/wv-part-* ;;
+    wv-op/*)  # instead of wv-merge, over calls: shard K/N of the op path, the parts taken
+      k=${stage#wv-op/}
+      gate "wv-op-${k%/*}" no_coalesce --baseline "$W/bl/$NAME" --screen "$W/wv-screen" \
+        --base-compiler "$W/triton/base" --replayed "$W"/wv-part-* --shard "$k" ;;
+    wv-judge)  # the wv-op shards merged (their replay with them), then judged: CPU only
+      rm -rf "$W/wv-merged" && python3 -m zlbench merge "$W"/wv-op-* --out "$W/wv-merged" \
+        2>&1 | tail -2 | tee -a "$LOG"
+      timed "$stage" same python3 -m zlbench gate --baseline "$W/bl/$NAME" \
+        --results "$W/wv-merged" --out "$W/$stage" ;;
     v7-aa) timed "$stage" same python3 -m zlbench gate --baseline baselines/v7 \
       --screen-only --codegen-jobs "$JOBS" --out "$W/$stage" \
       --base-compiler "$W/triton/base" --base-screen-cache "$W/basecache" ;;
