@@ -250,10 +250,15 @@ for spec in "$@"; do
     v7-cached) timed "$stage" no_coalesce python3 -m zlbench gate --baseline baselines/v7 \
       --screen-only --codegen-jobs "$JOBS" --out "$W/$stage" \
       --base-compiler "$W/triton/base" --base-screen-cache "$W/basecache" ;;
-    wv-screen)  # a whole gate over calls: the broad change's screen of $W/bl/$NAME
+    wv-screen)  # a whole gate over calls: the broad change's screen of $W/bl/$NAME;
+      # WV_BASE_SCREEN=0: one-sided, against the baseline's records (half the rebuild;
+      # the same kernels differ when the base is the baseline's recording compiler, as
+      # unchanged triton 3.6.0 is v7's: 5663 either way, twenty-sixth session), which a
+      # gate with --base-compiler takes (it times a superset)
+      base=(--base-compiler "$W/triton/base" --base-screen-cache "$W/basecache")
+      [ "${WV_BASE_SCREEN:-1}" = 0 ] && base=()
       timed "$stage" no_coalesce python3 -m zlbench gate --baseline "$W/bl/$NAME" \
-        --screen-only --codegen-jobs "$JOBS" --out "$W/$stage" \
-        --base-compiler "$W/triton/base" --base-screen-cache "$W/basecache" ;;
+        --screen-only --codegen-jobs "$JOBS" --out "$W/$stage" "${base[@]}" ;;
     wv-part/*)  # part K/N of its replay (docs/replay.md "Parts over device calls")
       k=${stage#wv-part/}
       gate "wv-part-${k%/*}" no_coalesce --baseline "$W/bl/$NAME" --screen "$W/wv-screen" \
