@@ -24,10 +24,11 @@
 #               --warmup-ms, --replays, smaller budgets, the same captures, the seconds kept;
 #               CAP_UNTIMED=1: --untimed, two eager calls a measurement, no timing)
 #   pack-capwork  $W/capwork-$NAME (the capture's batch so far, a cut one too, without
-#               its kernels' stage records) into $OUT/capwork.tgz (over 15 MiB: split into capwork.tgz.part-aa, -ab...,
-#               each under the 16 MiB a file back from the device may be; cat them into
-#               one): `baseline capture --from` takes its captures on any
-#               machine; restore/ gives it back to a fresh one, whose capture resumes it
+#               its kernels' stage records) into $OUT/capwork.tgz (over 15 MiB: split
+#               into capwork.tgz.part-aa, -ab..., each under the 16 MiB a file back from
+#               the device may be; cat them into one): `baseline capture --from` takes
+#               its captures on any machine; restore/ gives it back to a fresh one, whose
+#               capture resumes it
 #   pack-boot   $W/bootwork (the bootstrap's passes so far) into $OUT/boot.tgz
 #   overlay/F   $W/bl/$NAME from the unpacked tree of $CAP_FROM (a packed baseline) and
 #               F, a tar of NAME/manifest.yaml, NAME/ops_status.csv and every

@@ -50,7 +50,8 @@ def test_a_replay_part_replays_its_part_and_stops_without_a_verdict(tmp_path, op
 def test_the_gate_that_takes_the_parts_shards_its_op_path(tmp_path, ops_dir, monkeypatch):
     """`--replayed PARTS --shard K/N`: every shard takes the parts' replay (nothing is
     replayed again) and measures its share of the op path only (v7's op path may not fit
-    one device call); the shards' gate dirs merge with their replay (test_merge_replay)."""
+    one device call); the shards' gate dirs merge with their replay
+    (tests/workflow/test_gate_replay_rejudge.py)."""
     asked = {}
 
     def fake_replay(**kw):
