@@ -181,12 +181,10 @@ def _copy_codegen(gate_dirs: list[Path], into: Path) -> None:
     if not found:
         return
     first_dir, first, first_plan = found[0]
-    if len(found) != len(gate_dirs):
-        bare = next(g for g in gate_dirs if g not in {d for d, _, _ in found})
-        raise ZlbenchError(
-            f"{bare} has no codegen screen but {first_dir} has one: every shard of one "
-            "gate run screens the whole baseline; merge shards of one gate run only"
-        )
+    _every_shard_or_none(
+        gate_dirs, [d for d, _, _ in found], "codegen screen",
+        "every shard of one gate run screens the whole baseline",
+    )  # fmt: skip
     for d, screen, plan in found[1:]:
         why = _screen_difference(first, screen)
         if not why and (plan is None) != (first_plan is None):
@@ -200,6 +198,17 @@ def _copy_codegen(gate_dirs: list[Path], into: Path) -> None:
                 "merge shards of one gate run only (re-run the gate if they are)"
             )
     shutil.copytree(resolve_inside(first_dir, CODEGEN_SCREEN_DIR), into / CODEGEN_SCREEN_DIR)
+
+
+def _every_shard_or_none(gate_dirs: list[Path], holding: list[Path], what: str, why: str) -> None:
+    """Shards of one gate run hold ``what`` all or none (``holding``: those that do, at
+    least one); else one line naming a shard without it."""
+    if len(holding) != len(gate_dirs):
+        bare = next(g for g in gate_dirs if g not in set(holding))
+        raise ZlbenchError(
+            f"{bare} has no {what} but {holding[0]} has one: {why}; merge shards of one "
+            "gate run only"
+        )
 
 
 def _copy_replay(gate_dirs: list[Path], into: Path) -> None:
@@ -219,12 +228,10 @@ def _copy_replay(gate_dirs: list[Path], into: Path) -> None:
     if not found:
         return
     first_dir, first_run, first_pairs = found[0]
-    if len(found) != len(gate_dirs):
-        bare = next(g for g in gate_dirs if g not in {d for d, _, _ in found})
-        raise ZlbenchError(
-            f"{bare} has no kernel replay ({REPLAY_DIR}/) but {first_dir} has one: every "
-            "shard of a --replayed gate takes the same parts; merge shards of one gate run only"
-        )
+    _every_shard_or_none(
+        gate_dirs, [d for d, _, _ in found], f"kernel replay ({REPLAY_DIR}/)",
+        "every shard of a --replayed gate takes the same parts",
+    )  # fmt: skip
     for d, run, pairs in found[1:]:
         what = next((f"replay.json {k}" for k in first_run if run.get(k) != first_run[k]), "")
         if not what and pairs != first_pairs:
