@@ -882,3 +882,22 @@ def test_each_batchs_seconds_count_in_turn_and_a_shared_ones_are_kept(tmp_path, 
     assert (cap["durations"], cap["durations_gpu"], cap["durations_kept"]) == (3, H100, SHARED_WHY)
     assert "recorded seconds: 3 op(s) now the replay batch's" in out
     assert f"recorded seconds: kept: {SHARED_WHY}" in out
+
+
+def test_batches_on_two_gpu_models_name_both_as_where_the_seconds_come_from(tmp_path, capsys):
+    """Each batch's seconds replace the recorded ones in turn; when the batches ran on
+    two GPU models, the summary names both (the forecasts say which GPU their seconds
+    are from), in the order the batches were given."""
+    base, first, new = _with_durations(tmp_path, {"add": _status("add", 7.5)})
+    second = tmp_path / "runs" / "h200"
+    shutil.copytree(first, second)
+    write_status(second, _status("mm", 3.0))
+    info = load_json_model(second / "batch.json", BatchInfo)
+    assert info.environments  # each names its GPU model
+    for env in info.environments.values():
+        env.gpu_model = "NVIDIA H200"
+    dump_json_model(second / "batch.json", info)
+    assert _run(base, new, "--from", str(first), str(second)) == 0
+    cap = _manifest(new).summary["captures"]
+    assert _seconds(new)["add"] == 7.5 and _seconds(new)["mm"] == 3.0
+    assert (cap["durations"], cap["durations_gpu"]) == (2, f"{H100}, NVIDIA H200")
