@@ -53,6 +53,7 @@ failure, or a baseline that does not verify, leaves nothing there.
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import shutil
@@ -77,6 +78,7 @@ from zlbench.gate.plan import baseline_scope
 from zlbench.models import (
     BaselineManifest,
     BatchInfo,
+    CodegenIndex,
     RunResult,
     RunStatus,
     Timing,
@@ -560,9 +562,10 @@ def _choose(baseline: BaselineSet, batches: list[Path], scope: set[str]) -> Capt
             found.without[key] = NOT_ASKED
             continue
         why, unsound = NOT_RUN, None
+        records = functools.cache(functools.partial(load_codegen_index, own))  # once an op
         for batch in reversed(batches):
             said: dict[str, str] = {}
-            got = _why_not(key, own, batch, found, said)
+            got = _why_not(key, records, batch, found, said)
             if got is None:
                 found.ops.append(key)
                 break
@@ -576,10 +579,15 @@ def _choose(baseline: BaselineSet, batches: list[Path], scope: set[str]) -> Capt
 
 
 def _why_not(
-    key: str, own: Path, batch: Path, found: Captured, unsound: dict[str, str]
+    key: str,
+    records: Callable[[], CodegenIndex | None],
+    batch: Path,
+    found: Captured,
+    unsound: dict[str, str],
 ) -> str | None:
     """Why the batch's capture of ``key`` does not enter (None: it does, its rows
-    counted in ``found``); the line of a capture left out as unsound into ``unsound``."""
+    counted in ``found``); the line of a capture left out as unsound into ``unsound``.
+    ``records``: B's codegen index of the op (read at most once for all the batches)."""
     try:
         run_dir = resolve_inside(batch, key, f"--from {batch}: op")
     except ZlbenchError:
@@ -597,7 +605,7 @@ def _why_not(
     path = codegen_dir(run_dir) / LAUNCHES_JSON
     if not path.is_file():
         return NO_CAPTURE
-    index = load_codegen_index(own)
+    index = records()
     if index is None:
         return NO_RECORDS
     try:
