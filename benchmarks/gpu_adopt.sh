@@ -130,6 +130,8 @@ fi
 gate() { local name=$1 pr=$2; shift 2; timed "$name" "$pr" python3 -m zlbench gate \
   --codegen-jobs "$JOBS" --out "$W/$name" "${replay[@]}" "$@"; }
 pr=(--baseline "$W/bl/$NAME" --ops-file "$OPS_FILE")
+# the whole gate over calls (wv-*): every call the same baseline, screen and base
+wv=(--baseline "$W/bl/$NAME" --screen "$W/wv-screen" --base-compiler "$W/triton/base")
 keep_baseline() { # what $W/bl/$NAME's capture can replay, then $OUT/bl.tgz holds it
   [ -d "$W/bl/$NAME" ] && [ "${KEEP_BL:-1}" = 1 ] || return 0
   python3 benchmarks/launches_summary.py "$W/bl/$NAME" 2>&1 | tail -40 | tee -a "$LOG"
@@ -262,15 +264,12 @@ for spec in "$@"; do
         --screen-only --codegen-jobs "$JOBS" --out "$W/$stage" "${base[@]}" ;;
     wv-part/*)  # part K/N of its replay (docs/replay.md "Parts over device calls")
       k=${stage#wv-part/}
-      gate "wv-part-${k%/*}" no_coalesce --baseline "$W/bl/$NAME" --screen "$W/wv-screen" \
-        --base-compiler "$W/triton/base" --replay-part "$k" ;;
+      gate "wv-part-${k%/*}" no_coalesce "${wv[@]}" --replay-part "$k" ;;
     wv-merge)  # every part's replay taken, the op path measured, the verdict
-      gate "$stage" no_coalesce --baseline "$W/bl/$NAME" --screen "$W/wv-screen" \
-        --base-compiler "$W/triton/base" --replayed "$W"/wv-part-* ;;
+      gate "$stage" no_coalesce "${wv[@]}" --replayed "$W"/wv-part-* ;;
     wv-op/*)  # instead of wv-merge, over calls: shard K/N of the op path, the parts taken
       k=${stage#wv-op/}
-      gate "wv-op-${k%/*}" no_coalesce --baseline "$W/bl/$NAME" --screen "$W/wv-screen" \
-        --base-compiler "$W/triton/base" --replayed "$W"/wv-part-* --shard "$k" ;;
+      gate "wv-op-${k%/*}" no_coalesce "${wv[@]}" --replayed "$W"/wv-part-* --shard "$k" ;;
     wv-judge)  # the wv-op shards merged (their replay with them), then judged: CPU only
       rm -rf "$W/wv-merged" && python3 -m zlbench merge "$W"/wv-op-* --out "$W/wv-merged" \
         2>&1 | tail -2 | tee -a "$LOG"
