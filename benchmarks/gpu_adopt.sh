@@ -22,7 +22,9 @@
 #               (CAP_OPS=all: every op of $CAP_FROM instead of $OPS_FILE's; CAP_SHARE=N:
 #               --gpu-share N, the recorded seconds then kept; CAP_WARMUP_MS, CAP_REPLAYS:
 #               --warmup-ms, --replays, smaller budgets, the same captures, the seconds kept;
-#               CAP_UNTIMED=1: --untimed, two eager calls a measurement, no timing)
+#               CAP_UNTIMED=1: --untimed, two eager calls a measurement, no timing;
+#               CAP_BATCH_ONLY=1: --batch-only, the batch and no $W/bl/NAME: derived
+#               elsewhere with --from, not in the call: v7's derive took minutes of one)
 #   pack-capwork  $W/capwork-$NAME (the capture's batch so far, a cut one too, without
 #               its kernels' stage records) into $OUT/capwork.tgz (over 15 MiB: split
 #               into capwork.tgz.part-aa, -ab..., each under the 16 MiB a file back from
@@ -139,11 +141,13 @@ keep_baseline() { # what $W/bl/$NAME's capture can replay, then $OUT/bl.tgz hold
 }
 capture_run() { # capture_run NAME SELECTION...: `baseline capture` of $CAP_FROM into
   # $W/bl/NAME, its batch in $W/capwork-NAME (resumed by the same NAME on this machine)
-  local name=$1 untimed=(); shift
+  local name=$1 untimed=() out=(); shift
+  out=(--out "$W/bl/$name")
   mkdir -p "$W/bl"
   [ "${CAP_UNTIMED:-0}" = 1 ] && untimed=(--untimed)
+  [ "${CAP_BATCH_ONLY:-0}" = 1 ] && out=(--batch-only)
   timed capture same python3 -m zlbench baseline capture --baseline "${CAP_FROM:-baselines/v5}" \
-    --out "$W/bl/$name" --work "$W/capwork-$name" "$@" "${untimed[@]}" \
+    "${out[@]}" --work "$W/capwork-$name" "$@" "${untimed[@]}" \
     ${OP_TIMEOUT:+--op-timeout "$OP_TIMEOUT"} ${CAP_SHARE:+--gpu-share "$CAP_SHARE"} \
     ${CAP_WARMUP_MS:+--warmup-ms "$CAP_WARMUP_MS"} ${CAP_REPLAYS:+--replays "$CAP_REPLAYS"}
   tail -8 "$W/capture.log" | tee -a "$LOG"

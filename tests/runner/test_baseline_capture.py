@@ -42,7 +42,7 @@ from zlbench.models.run import Environment
 from zlbench.models.timing import Timing
 from zlbench.runner import capture_baseline
 from zlbench.runner.batch.config import BatchConfig, BatchOutcome
-from zlbench.runner.capture_baseline import CaptureJob, capture
+from zlbench.runner.capture_baseline import CaptureJob, capture, capture_batch
 
 SH, SH2 = "[torch.Size([64])]", "[torch.Size([128])]"
 OPS = ("abs", "add", "mm", "relu")
@@ -572,6 +572,41 @@ def test_without_from_one_replay_batch_of_the_baseline_runs_in_work(setup, tmp_p
     # the same --work again resumes the batch there (a device call's time limit)
     capture(_job(base, tmp_path / "baselines" / "vnew2", tmp_path, fake, work=work))
     assert fake.asked[1].resume and fake.asked[1].keep_failed
+
+
+def test_batch_only_runs_the_batch_in_work_and_writes_no_version(setup, tmp_path):
+    """``--batch-only``: the replay batch in --work, resumed there, and no new version:
+    ``--from`` it derives the same captures later (the derive apart from a device call)."""
+    base, _, ids, new = setup
+    fake = FakeBatch(ids)
+    work = tmp_path / "work"
+    before = _tree(base)
+    batch = capture_batch(_job(base, None, tmp_path, fake, work=work, ops=["add"]))
+    (cfg,) = fake.asked
+    assert batch == work / "replay" and cfg.out_dir == batch and not cfg.resume
+    assert cfg.restrict_to == {"main/add"}
+    assert (batch / "batch.json").is_file() and not new.exists() and _tree(base) == before
+    capture_batch(_job(base, None, tmp_path, fake, work=work, ops=["add"]))
+    assert fake.asked[1].resume  # the same --work again resumes it
+    assert _run(base, new, "--from", str(batch)) == 0  # derived later, elsewhere
+    assert (new / "main" / "add" / "codegen" / LAUNCHES_JSON).is_file()
+
+
+@pytest.mark.parametrize(
+    ("argv", "words"),
+    [
+        (["--batch-only"], "--batch-only runs the replay batch into --work DIR"),
+        (["--batch-only", "--work", "W", "--out", "O"], "writes no new version: leave out --out"),
+        (["--batch-only", "--work", "W", "--from", "B"], "give one of them"),
+        (["--work", "W"], "give --out, the new version"),
+    ],
+)
+def test_batch_only_misuse_is_one_line_and_runs_nothing(setup, tmp_path, capsys, argv, words):
+    base = setup[0]
+    argv = [str(tmp_path / a) if a in ("W", "O", "B") else a for a in argv]
+    assert main(["baseline", "capture", "--baseline", str(base), *argv]) == 2
+    assert words in one_error_line(capsys)
+    assert not (tmp_path / "W").exists() and not (tmp_path / "O").exists()
 
 
 def test_gpu_share_runs_the_capture_in_that_many_processes_per_gpu(setup, tmp_path, capsys):

@@ -162,7 +162,18 @@ def _add_capture(bsub) -> None:
         "--baseline", type=Path, required=True, metavar="DIR", help="the baseline (baselines/vN)"
     )
     c.add_argument(
-        "--out", type=Path, required=True, metavar="baselines/vM", help="the new baseline dir"
+        "--out",
+        type=Path,
+        default=None,
+        metavar="baselines/vM",
+        help="the new baseline dir (required but with --batch-only)",
+    )
+    c.add_argument(
+        "--batch-only",
+        action="store_true",
+        help="run the replay batch into --work DIR/replay and stop: no new version; "
+        "derive it later with --from that batch (and the others of a capture taken over "
+        "several device calls): the derive copies and verifies the whole baseline",
     )
     c.add_argument(
         "--from",
@@ -228,30 +239,39 @@ def _add_capture(bsub) -> None:
 
 def _capture(args) -> int:
     from zlbench.cli.options import default_ops_dir, flaggems_dirs, preflight
-    from zlbench.runner.capture_baseline import CaptureJob, capture
+    from zlbench.runner.capture_baseline import CaptureJob, capture, capture_batch
 
     settings = Settings.from_env()
-    done = capture(
-        CaptureJob(
-            baseline=args.baseline,
-            out=args.out,
-            from_batches=list(args.from_batches),
-            work=args.work,
-            ops=list(args.ops or ()),
-            ops_file=args.ops_file,
-            ops_dir=args.ops_dir or default_ops_dir(),
-            flaggems_dirs=flaggems_dirs([], settings),
-            cuda_visible_devices=settings.cuda_visible_devices,
-            argv=list(sys.argv),
-            progress=sys.stdout,
-            preflight=preflight,
-            op_timeout_s=args.op_timeout,
-            gpu_share=args.gpu_share,
-            warmup_ms=args.warmup_ms,
-            replays=args.replays,
-            untimed=args.untimed,
-        )
+    if args.batch_only and args.out is not None:
+        raise ZlbenchError("--batch-only writes no new version: leave out --out")
+    job = CaptureJob(
+        baseline=args.baseline,
+        out=args.out,
+        from_batches=list(args.from_batches),
+        work=args.work,
+        ops=list(args.ops or ()),
+        ops_file=args.ops_file,
+        ops_dir=args.ops_dir or default_ops_dir(),
+        flaggems_dirs=flaggems_dirs([], settings),
+        cuda_visible_devices=settings.cuda_visible_devices,
+        argv=list(sys.argv),
+        progress=sys.stdout,
+        preflight=preflight,
+        op_timeout_s=args.op_timeout,
+        gpu_share=args.gpu_share,
+        warmup_ms=args.warmup_ms,
+        replays=args.replays,
+        untimed=args.untimed,
     )
+    if args.batch_only:
+        batch = capture_batch(job)
+        print(
+            f"{batch}: the replay batch of {args.baseline}; its captures go into a new "
+            f"version with: zlbench baseline capture --baseline {args.baseline} --out DIR "
+            f"--from {batch}"
+        )
+        return 0
+    done = capture(job)
     m, got = done.manifest, done.captured
     for key, line in sorted(got.unsound.items()):
         print(f"  {key}: no capture: {line}")

@@ -133,7 +133,7 @@ class CaptureJob:
     the batch's config before any work (the CLI's); ``batch_runner``: a seam."""
 
     baseline: Path
-    out: Path
+    out: Path | None  # None: ``capture_batch`` only (``--batch-only``)
     from_batches: list[Path] = field(default_factory=list)
     work: Path | None = None
     ops: list[str] = field(default_factory=list)
@@ -209,6 +209,8 @@ def capture(job: CaptureJob) -> CaptureOutcome:
     """Write ``job.out``: ``job.baseline`` plus the launch captures of replays of it
     (``job.from_batches``, else one replay batch run here). Bad input is one
     ZlbenchError line, before anything is written."""
+    if job.out is None:
+        raise ZlbenchError("give --out, the new version (or --batch-only with --work)")
     out = Path(job.out)
     check_out_free(out, "a capture")
     baseline = load_baseline(job.baseline)
@@ -232,6 +234,26 @@ def capture(job: CaptureJob) -> CaptureOutcome:
         return derive(baseline, [batch], out, scope)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+
+
+def capture_batch(job: CaptureJob) -> Path:
+    """Only the replay batch of ``job`` (``--batch-only``): run in ``job.work``/replay,
+    kept and resumed there, and no new version written. Its captures are derived
+    later, on any machine, with ``--from`` it and the other batches of a capture taken
+    over several calls: the derive copies and verifies the whole baseline, minutes of a
+    device call for v7 (233 s after v7c's 210 s batch, thirty-eighth session)."""
+    if job.work is None:
+        raise ZlbenchError(
+            "--batch-only runs the replay batch into --work DIR and stops: give --work"
+        )
+    if job.from_batches:
+        raise ZlbenchError(
+            "--batch-only runs a replay batch; --from takes batches that ran: give one of them"
+        )
+    baseline = load_baseline(job.baseline)
+    work = Path(job.work)
+    check_out_outside_baseline(work, baseline.path)
+    return replay_batch(job, baseline, _scope(job, baseline), work / BATCH_DIR, resume=True)
 
 
 def _distinct(batches: list[Path]) -> list[Path]:
@@ -330,7 +352,10 @@ def replay_batch(
     if job.preflight is not None:
         job.preflight(config)
     cfg = RefreshConfig(
-        out=Path(job.out), batch=config, progress=job.progress, batch_runner=job.batch_runner
+        out=Path(job.out if job.out is not None else out_dir),
+        batch=config,
+        progress=job.progress,
+        batch_runner=job.batch_runner,
     )
     what = f"replay of {baseline.manifest.name}'s records ({len(scope)} ops)"
     done = run_pass(cfg, out_dir, baseline.path, what, resume=resume, who="capture")
