@@ -38,8 +38,8 @@
 #               carry whole: v7's, 117 MB unpacked, 0.5 MB so), then `baseline verify`
 #   band/LO/HI  a capture (as `capture`) of $CAP_FROM's ops recorded in (LO, HI] s, shortest
 #               first, less every op a batch on this machine ran, within $BAND_WITHIN's
-#               ops when set (e.g. those not yet captured), NAME band-LO-HI, packed into
-#               $OUT/capwork-band-LO-HI.tgz (split as pack-capwork): several bands a call,
+#               ops when set (e.g. those not yet captured), NAME band-LO-HI[-$BAND_TAG],
+#               packed into $OUT/capwork-NAME.tgz (split as pack-capwork): several bands a call,
 #               each a batch `baseline capture --from` takes with the others
 #   restore F   $W/bl from F (a bl.tgz an earlier call brought back: a fresh machine),
 #               or $W/bootwork from a boot.tgz (the bootstrap resumes from it), or
@@ -192,9 +192,10 @@ for spec in "$@"; do
     band/*)  # band/LO/HI: a capture of $CAP_FROM's ops recorded in (LO, HI] s, shortest
       # first (a batch deals longest first: a call cut at its limit keeps the most ops),
       # less every op a batch on this machine ran ($W/capwork-*/replay), within the ops
-      # of $BAND_WITHIN when set; NAME band-LO-HI, packed into $OUT/capwork-band-LO-HI.tgz
+      # of $BAND_WITHIN when set; NAME band-LO-HI (-$BAND_TAG when set: another call's
+      # band of the same seconds, the ops the first left), packed into $OUT/capwork-NAME.tgz
       IFS=/ read -r _ lo hi <<< "$stage"
-      name=band-$lo-$hi; done_=()
+      name=band-$lo-$hi${BAND_TAG:+-$BAND_TAG}; done_=()
       for b in "$W"/capwork-*/replay; do [ -d "$b" ] && done_+=(--done "$b"); done
       python3 benchmarks/ops_by_seconds.py "${CAP_FROM:-baselines/v5}" --above "$lo" \
         --upto "$hi" "${done_[@]}" > "$W/ops-$name.all" 2>> "$LOG"
