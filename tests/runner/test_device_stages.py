@@ -75,3 +75,41 @@ def test_gpu_judge_on_runner_skips_a_gate_that_does_not_fit_and_still_packs(tmp_
     assert "unknown stage nope" in log
     assert (out / "judge.tgz").is_file()
     assert not (work / "walls.txt").exists()  # no gate ran
+
+
+def test_gpu_capture_packs_this_calls_batches_without_stage_records(tmp_path):
+    """benchmarks/gpu_capture.sh: no band fits the budget left, so it packs the batches
+    this call's TAG names (another call's are not), leaving out the kernels' stage
+    records (*.gz, *.ttgir), which `baseline capture --from` does not read."""
+    out, work = tmp_path / "out", tmp_path / "w"
+    out.mkdir()
+    for name in ("capwork-band-0-5-c2", "capwork-band-0-5-c1"):
+        run = work / name / "replay" / "main" / "abs" / "codegen"
+        run.mkdir(parents=True)
+        (run / "launches.json").write_text("{}")
+        (run / "blob.gz").write_bytes(b"x")
+        (run / "k.ttgir").write_text("ir")
+    (work / "mode").write_text("untimed\n")
+    done = bash(
+        [str(REPO / "benchmarks" / "gpu_capture.sh"), "50"],
+        tmp_path,
+        OUT=str(out),
+        W=str(work),
+        TAG="c2",
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "gpu_capture: mode untimed" in done.stdout
+    names = subprocess.run(
+        ["tar", "tzf", str(out / "cap-c2.tgz")], capture_output=True, text=True, check=True
+    ).stdout.split()
+    assert "capwork-band-0-5-c2/replay/main/abs/codegen/launches.json" in names
+    assert not [n for n in names if n.endswith((".gz", ".ttgir")) or "-c1" in n], names
+    (work / "capwork-band-0-5-c2").rename(work / "elsewhere")
+    again = bash(
+        [str(REPO / "benchmarks" / "gpu_capture.sh"), "50"],
+        tmp_path,
+        OUT=str(out),
+        W=str(work),
+        TAG="c2",
+    )
+    assert again.returncode == 1 and "gpu_capture: no batch this call" in again.stdout
