@@ -142,10 +142,81 @@ def refused(tmp_path, bl, ops_dir, screen, **kw) -> str:
 
 def test_a_screen_of_another_baseline_is_refused(tmp_path, ops_dir):
     screen = screen_job(tmp_path, baseline(tmp_path / "bl"), ops_dir)
-    other = baseline(tmp_path / "other")
-    manifest = other / "manifest.yaml"  # the same ops, another recording
-    manifest.write_text(manifest.read_text() + "# re-recorded\n")
+    # the same ops, another recording: a result of it recorded again
+    result = json.loads((tmp_path / "bl" / "main" / "mm" / "result.json").read_text())
+    result["environment"]["hostname"] = "another-runner"
+    again = {"main/mm/result.json": json.dumps(result)}
+    other = derived(tmp_path / "bl", tmp_path / "other", again, capture=False)
     assert "another baseline" in refused(tmp_path, other, ops_dir, screen)
+
+
+def derived(bl: Path, to: Path, rewrite: dict[str, str] | None = None, capture=True) -> Path:
+    """``bl`` as another version of it: with ``capture``, as ``zlbench baseline capture``
+    derives one (mm's launch capture added, the manifest's own fields new); each file
+    of ``rewrite`` (relpath -> text) given new content, the manifest hashing it."""
+    import shutil
+
+    from zlbench.models import BaselineManifest, dump_yaml_model, load_yaml_model
+
+    shutil.copytree(bl, to)
+    m = load_yaml_model(to / "manifest.yaml", BaselineManifest)
+    files, rewrite = dict(m.files), dict(rewrite or {})
+    if capture:
+        rewrite["main/mm/codegen/launches.json"] = "{}"
+    for rel, text in rewrite.items():
+        (to / rel).write_text(text)
+        files[rel] = hashlib.sha256(text.encode()).hexdigest()
+    update = dict(files=files)
+    if capture:
+        update |= dict(name="vcap", created="2026-12-07T00:00:00Z", derived_from=m.name)
+        update |= dict(summary={"captures": {"ops": ["main/mm"]}})
+    dump_yaml_model(to / "manifest.yaml", m.model_copy(update=update))
+    return to
+
+
+def test_a_capture_version_of_the_screened_baseline_takes_its_screen(tmp_path, ops_dir):
+    """A capture version (its launch captures apart, the same records, rows and
+    seconds) takes the screen of the baseline it derives from, re-derived from its own
+    manifest: a screen made on CPU before the captures came serves the gate of them."""
+    bl = baseline(tmp_path / "bl")
+    screen = screen_job(tmp_path, bl, ops_dir, time_budget_s=1.0)
+    cap = derived(bl, tmp_path / "cap")
+    assert (cap / "manifest.yaml").read_bytes() != (bl / "manifest.yaml").read_bytes()
+    batch, out = FakeBatch(good()), tmp_path / "gpu"
+    rc, err = run(tmp_path, cap, ops_dir, out, screen=screen, measure=batch)
+    assert rc == 0, err
+    assert [r.ops for r in batch.requests] == [{"main/sum"}]  # the screen's plan
+    again = tmp_path / "again"
+    assert main(["report", "--baseline", str(cap), str(out), "--out", str(again)]) == 0
+
+
+@pytest.mark.parametrize(
+    "rewrite",
+    [
+        {"ops_status.csv": "op,seconds\nmain/mm,3.0\n"},  # the recorded seconds replaced
+        {"main/mm/codegen/index.json": '{"again": 1}'},  # another record
+    ],
+)
+def test_a_version_with_other_records_or_seconds_does_not_take_the_screen(
+    tmp_path, ops_dir, rewrite
+):
+    bl = baseline(tmp_path / "bl")
+    screen = screen_job(tmp_path, bl, ops_dir)
+    other = derived(bl, tmp_path / "other", rewrite)
+    assert "nor is it a capture version" in refused(tmp_path, other, ops_dir, screen)
+
+
+def test_a_screen_stamped_before_the_records_digest_serves_its_baseline_only(tmp_path, ops_dir):
+    bl = baseline(tmp_path / "bl")
+    screen = screen_job(tmp_path, bl, ops_dir)
+    path = screen / "codegen" / "timing.json"
+    data = json.loads(path.read_text())
+    data.pop("baseline_records_sha256")
+    path.write_text(json.dumps(data))
+    cap = derived(bl, tmp_path / "cap")
+    assert "nor is it a capture version" in refused(tmp_path, cap, ops_dir, screen)
+    rc, err = run(tmp_path, bl, ops_dir, tmp_path / "gpu", screen=screen)
+    assert rc == 0, err
 
 
 def test_a_screen_of_another_compiler_is_refused(tmp_path, ops_dir, monkeypatch):

@@ -109,6 +109,36 @@ class BaselineManifest(OnDisk):
     files: dict[str, str] = Field(default_factory=dict)  # relpath -> sha256
     summary: dict[str, Any] = Field(default_factory=dict)
 
+    def records_view(self, *, seconds: bool) -> dict[str, Any]:
+        """What a capture version of this baseline (``zlbench baseline capture``) has the
+        same: every field but the version's own (name, created, derived_from, summary)
+        and the hash of every file but the ops' ``codegen/launches.json`` and, unless
+        ``seconds``, ``ops_status.csv`` (a capture timed as a gate's op path replaces
+        recorded seconds): the same records, rows and codegen indexes."""
+        from zlbench.models.replay import LAUNCHES_JSON
+        from zlbench.protocol.layout import OPS_STATUS
+
+        files = {
+            k: v
+            for k, v in self.files.items()
+            if not k.endswith(f"/codegen/{LAUNCHES_JSON}") and (seconds or k != OPS_STATUS)
+        }
+        return {**self.model_dump(exclude=VERSION_FIELDS), "files": files}
+
+    def records_sha256(self) -> str:
+        """sha256 of :meth:`records_view` with the recorded seconds: one for this
+        version and every capture version of it that kept them (a codegen screen's
+        stamp: what it screened and planned from)."""
+        import hashlib
+        import json
+
+        view = json.dumps(self.records_view(seconds=True), sort_keys=True, default=str)
+        return hashlib.sha256(view.encode()).hexdigest()
+
+
+# A manifest's fields that are its version's own, not its content's
+VERSION_FIELDS = frozenset({"name", "created", "derived_from", "summary", "files"})
+
 
 class RowOverride(_Model):
     op: str

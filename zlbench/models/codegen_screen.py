@@ -189,6 +189,9 @@ class TimingPlanFile(OnDisk):
     # job"); a measuring gate given it with --screen checks these before it times `order`
     screen_only: bool = False
     baseline_sha256: str = ""  # sha256 of the baseline's manifest.yaml it screened
+    # its BaselineManifest.records_sha256: a capture version of that baseline (the same
+    # records, rows and seconds) takes the screen too ("" before it was stamped)
+    baseline_records_sha256: str = ""
     compiler: str = ""  # fingerprint of the compiler under test (workflow.codegen)
     scope: list[str] = Field(default_factory=list)  # the op keys in scope, sorted
     order: list[str] = Field(default_factory=list)  # the timed ops, in priority order

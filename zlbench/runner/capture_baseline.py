@@ -543,32 +543,18 @@ def same_baseline(replayed: Path, base: Path) -> str | None:
     return "no such baseline here to compare with; run the command where it is"
 
 
-# What a capture version (this command's output) changes of its baseline: the manifest's
-# own fields, each op's launches.json, and the recorded seconds.
-_VERSION_FIELDS = {"name", "created", "derived_from", "summary", "files"}
-
-
 def capture_version_of(theirs: Path, mine: Path) -> bool:
     """Whether manifest ``theirs`` is of a version that differs from ``mine``'s only as a
-    capture derives one: the same fields and the same hash of every file but the ops'
-    ``codegen/launches.json`` and ``ops_status.csv`` (the same records, rows and
-    codegen indexes, so a replay of it pinned the same autotune choices and compiled
-    the same kernels). Re-derived from both manifests (an unreadable one: False)."""
+    capture derives one (``BaselineManifest.records_view`` without the seconds: the same
+    records, rows and codegen indexes, so a replay of it pinned the same autotune
+    choices and compiled the same kernels). Re-derived from both manifests (an
+    unreadable one: False)."""
     try:
         a = load_yaml_model(theirs, BaselineManifest)
         b = load_yaml_model(mine, BaselineManifest)
     except ZlbenchError:
         return False
-
-    def records(m: BaselineManifest) -> dict[str, str]:
-        return {
-            k: v
-            for k, v in m.files.items()
-            if k != OPS_STATUS and not k.endswith(f"/codegen/{LAUNCHES_JSON}")
-        }
-
-    same = a.model_dump(exclude=_VERSION_FIELDS) == b.model_dump(exclude=_VERSION_FIELDS)
-    return same and records(a) == records(b)
+    return a.records_view(seconds=False) == b.records_view(seconds=False)
 
 
 def _choose(baseline: BaselineSet, batches: list[Path], scope: set[str]) -> Captured:

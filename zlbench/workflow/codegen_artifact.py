@@ -162,11 +162,14 @@ def load_screen_artifact(
             f"{timing_file}: not a screen-only gate's plan (a measuring gate "
             "wrote it): give the --out of `zlbench gate --screen-only`"
         )
-    if plan.baseline_sha256 != manifest_sha256(baseline.path):
+    if plan.baseline_sha256 != manifest_sha256(baseline.path) and not capture_of_screened(
+        plan, baseline
+    ):
         raise ZlbenchError(
             f"{where}: screened against another baseline (manifest sha256 "
             f"{plan.baseline_sha256[:12] or 'none'}, {baseline.path}'s is "
-            f"{manifest_sha256(baseline.path)[:12]}): re-run the screen job"
+            f"{manifest_sha256(baseline.path)[:12]}; nor is it a capture version of the "
+            "screened one): re-run the screen job"
         )
     if plan.compiler != compiler:
         raise ZlbenchError(
@@ -205,6 +208,15 @@ def load_screen_artifact(
         listed = {k: r for k, r in baseline.ops.items() if k in plan.skipped}
         proven_skips(plan, screen, listed, timing_file)  # every skip proven again
     return ScreenArtifact(timing_file.parent, plan, screen)
+
+
+def capture_of_screened(plan: TimingPlanFile, baseline: BaselineSet) -> bool:
+    """Whether ``baseline`` is a capture version of the baseline ``plan`` screened
+    (``zlbench baseline capture``: its launch captures apart, the same records, rows,
+    codegen indexes and recorded seconds, which are all a screen and its plan read),
+    re-derived from ``baseline``'s own manifest against the plan's stamp."""
+    stamp = plan.baseline_records_sha256
+    return bool(stamp) and stamp == baseline.manifest.records_sha256()
 
 
 def check_base(where: str, plan: TimingPlanFile, base_compiler: str) -> None:
@@ -250,6 +262,7 @@ def screen_only(
         update=dict(
             screen_only=True,
             baseline_sha256=manifest_sha256(baseline.path),
+            baseline_records_sha256=baseline.manifest.records_sha256(),
             compiler=compiler,
             scope=keys,
             generated=generated,
