@@ -90,13 +90,8 @@ def test_gpu_capture_packs_this_calls_batches_without_stage_records(tmp_path):
         (run / "blob.gz").write_bytes(b"x")
         (run / "k.ttgir").write_text("ir")
     (work / "mode").write_text("untimed\n")
-    done = bash(
-        [str(REPO / "benchmarks" / "gpu_capture.sh"), "50"],
-        tmp_path,
-        OUT=str(out),
-        W=str(work),
-        TAG="c2",
-    )
+    script = [str(REPO / "benchmarks" / "gpu_capture.sh"), "50"]
+    done = bash(script, tmp_path, OUT=str(out), W=str(work), TAG="c2")
     assert done.returncode == 0, done.stdout + done.stderr
     assert "gpu_capture: mode untimed" in done.stdout
     names = subprocess.run(
@@ -105,11 +100,5 @@ def test_gpu_capture_packs_this_calls_batches_without_stage_records(tmp_path):
     assert "capwork-band-0-5-c2/replay/main/abs/codegen/launches.json" in names
     assert not [n for n in names if n.endswith((".gz", ".ttgir")) or "-c1" in n], names
     (work / "capwork-band-0-5-c2").rename(work / "elsewhere")
-    again = bash(
-        [str(REPO / "benchmarks" / "gpu_capture.sh"), "50"],
-        tmp_path,
-        OUT=str(out),
-        W=str(work),
-        TAG="c2",
-    )
+    again = bash(script, tmp_path, OUT=str(out), W=str(work), TAG="c2")
     assert again.returncode == 1 and "gpu_capture: no batch this call" in again.stdout
