@@ -242,8 +242,6 @@ def _capture(args) -> int:
     from zlbench.runner.capture_baseline import CaptureJob, capture, capture_batch
 
     settings = Settings.from_env()
-    if args.batch_only and args.out is not None:
-        raise ZlbenchError("--batch-only writes no new version: leave out --out")
     job = CaptureJob(
         baseline=args.baseline,
         out=args.out,

@@ -6,14 +6,18 @@ records are the defaults a ``--thresholds`` file overrides.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 from typing import Any, ClassVar, Literal
 
 from pydantic import Field, field_validator
 
 from zlbench.models.base import OnDisk, _Model
+from zlbench.models.replay import LAUNCHES_JSON
 from zlbench.models.run import Environment, Row
 from zlbench.models.timing import Timing
+from zlbench.protocol.layout import OPS_STATUS
 
 # A row's noise is a fraction of its median. One pass 50 % off the median is not a
 # measurement (baselines/v1's noisiest row: 1.4 %), and with the default
@@ -115,9 +119,6 @@ class BaselineManifest(OnDisk):
         and the hash of every file but the ops' ``codegen/launches.json`` and, unless
         ``seconds``, ``ops_status.csv`` (a capture timed as a gate's op path replaces
         recorded seconds): the same records, rows and codegen indexes."""
-        from zlbench.models.replay import LAUNCHES_JSON
-        from zlbench.protocol.layout import OPS_STATUS
-
         files = {
             k: v
             for k, v in self.files.items()
@@ -129,9 +130,6 @@ class BaselineManifest(OnDisk):
         """sha256 of :meth:`records_view` with the recorded seconds: one for this
         version and every capture version of it that kept them (a codegen screen's
         stamp: what it screened and planned from)."""
-        import hashlib
-        import json
-
         view = json.dumps(self.records_view(seconds=True), sort_keys=True, default=str)
         return hashlib.sha256(view.encode()).hexdigest()
 

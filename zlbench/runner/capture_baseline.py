@@ -250,6 +250,8 @@ def capture_batch(job: CaptureJob) -> Path:
         raise ZlbenchError(
             "--batch-only runs a replay batch; --from takes batches that ran: give one of them"
         )
+    if job.out is not None:
+        raise ZlbenchError("--batch-only writes no new version: leave out --out")
     baseline = load_baseline(job.baseline)
     work = Path(job.work)
     check_out_outside_baseline(work, baseline.path)
@@ -352,7 +354,7 @@ def replay_batch(
     if job.preflight is not None:
         job.preflight(config)
     cfg = RefreshConfig(
-        out=Path(job.out if job.out is not None else out_dir),
+        out=out_dir,  # run_pass reads the batch's config only: the version is derive()'s
         batch=config,
         progress=job.progress,
         batch_runner=job.batch_runner,
