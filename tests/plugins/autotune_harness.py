@@ -34,11 +34,16 @@ class Run:
         return re.findall(r"AUTOTUNE_REPLAY_FALLBACK reason=\S+ kernel=\S+", self.out)
 
     def summary(self) -> dict[str, str]:
-        (line,) = self.lines("ZLBENCH_AUTOTUNE ")
+        """The op's ZLBENCH_AUTOTUNE line (of this run dir's entry, where several share
+        the process)."""
+        lines = self.lines("ZLBENCH_AUTOTUNE ")
+        if len(lines) > 1:
+            lines = [ln for ln in lines if f" run_name={self.run_dir.name} " in ln]
+        (line,) = lines
         return dict(part.split("=", 1) for part in line.split()[1:])
 
     def records(self) -> dict:
-        path = self.run_dir / "autotune_records" / "op.json"
+        (path,) = (self.run_dir / "autotune_records").glob("*.json")  # <op>.json
         data = json.loads(path.read_text())
         assert data["schema_version"] == 1 and data["kind"] == "autotune_record_set"
         return data["kernels"]
@@ -60,16 +65,52 @@ def run_plugins(
 ) -> Run:
     """Run every test of ``tmp/test_file`` as plan entry ``op`` into ``tmp/name``."""
     run_dir = tmp / name
-    entry = {
-        "op": "op",
-        "run_name": "op",
+    entry = _entry("op", run_dir, [test_file], mode, replay_from)
+    proc = _run_plan(tmp, test_file, name, [entry], db, extra_env, extra_args)
+    return Run(proc.returncode, proc.stdout + proc.stderr, run_dir)
+
+
+def run_entries(
+    tmp: Path,
+    test_file: str,
+    name: str,
+    tests: dict[str, str],
+    mode: str = "record",
+    replay_from: dict[str, Path] | None = None,
+) -> dict[str, Run]:
+    """Several plan entries in ONE process: entry OP runs ``test_file::tests[OP]`` into
+    ``tmp/name/OP``, in the order given. Each op's Run shares the process's output."""
+    entries = [
+        _entry(op, tmp / name / op, [f"{test_file}::{fn}"], mode, (replay_from or {}).get(op))
+        for op, fn in tests.items()
+    ]
+    proc = _run_plan(tmp, test_file, name, entries)
+    out = proc.stdout + proc.stderr
+    return {op: Run(proc.returncode, out, tmp / name / op) for op in tests}
+
+
+def _entry(op: str, run_dir: Path, nodeids: list[str], mode: str, replay_from: Path | None):
+    return {
+        "op": op,
+        "run_name": op,
         "run_dir": str(run_dir),
-        "nodeids": [test_file],
+        "nodeids": nodeids,
         "mode": mode,
         "replay_records": str(replay_from / "autotune_records") if replay_from else None,
     }
+
+
+def _run_plan(
+    tmp: Path,
+    test_file: str,
+    name: str,
+    entries: list[dict],
+    db: Path | None = None,
+    extra_env: dict[str, str] | None = None,
+    extra_args: list[str] | None = None,
+) -> subprocess.CompletedProcess:
     plan = tmp / f"plan-{name}.json"
-    plan.write_text(json.dumps({"timing": "kernel", "entries": [entry]}))
+    plan.write_text(json.dumps({"timing": "kernel", "entries": entries}))
     env = dict(os.environ)
     env.update(
         PYTHONPATH=os.pathsep.join([str(BENCHPKG_SRC), env.get("PYTHONPATH", "")]),
@@ -80,7 +121,7 @@ def run_plugins(
     env.pop("PYTEST_ADDOPTS", None)
     cmd = [sys.executable, "-m", "pytest", "-s", "-q", "-p", "no:cacheprovider"]
     cmd += ["-p", "zlbench.plugins.loader", "--zl-plan", str(plan), test_file]
-    proc = subprocess.run(
+    return subprocess.run(
         cmd + (extra_args or []),
         cwd=tmp,
         env=env,
@@ -88,4 +129,3 @@ def run_plugins(
         text=True,
         timeout=300,
     )
-    return Run(proc.returncode, proc.stdout + proc.stderr, run_dir)

@@ -21,12 +21,23 @@ Two flavours of tuner:
 
 Either way, a pinned call that still benchmarked configs, or ran a config other
 than the pinned one, is reported as ``pin_ignored`` (never as pinned).
+
+Above the tuners, FlagGems' ``LibEntry`` keeps per device the kernel and config of
+each argument key's first launch, and a later launch with that key skips the tuner.
+Several ops share one process (docs/design.md item 20), so an op launching a kernel
+an earlier op launched with the same arguments would run the earlier op's config:
+its record never consulted in a replay (no tuner call, no marker; v7's ``sqrt`` ran
+``sqrt_``'s BLOCK_SIZE 2048 for its own 1024) and never written in a record. The
+LibEntry-like classes are patched to be known, and :func:`forget_launch_caches` empties
+their caches when an op starts, so each op's launches reach the tuner as they would
+in a process of their own.
 """
 
 from __future__ import annotations
 
 import inspect
 import sys
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -96,6 +107,10 @@ _BENCH_CALLS = [0]
 _BENCHED: dict[str, int] = {}  # kernel id -> configs benchmarked (which kernels swept)
 _IDS: dict[int, str] = {}
 _ID_USERS: dict[str, int] = {}
+# the LibEntry-like objects that launched in this process, and their per-launch-key
+# caches (FlagGems: ``kernel_cache``, a tuple of dicts, one per device; ``_cpu_cache``)
+_ENTRIES: weakref.WeakSet = weakref.WeakSet()
+LAUNCH_CACHES = ("kernel_cache", "_cpu_cache")
 
 CONFIG_PARAMS = frozenset(inspect.signature(triton.Config.__init__).parameters) - {
     "self",
@@ -360,16 +375,49 @@ def _subclasses(cls: type) -> list[type]:
 
 
 def patch_packages(packages: list[str]) -> list[str]:
-    """docs/design.md §5.6: patch the LibTuner-like classes of the given (imported) packages.
+    """docs/design.md §5.6: patch the LibTuner-like classes of the given (imported) packages,
+    and their LibEntry-like ones (a ``KernelInterface`` that is no tuner and has its own
+    ``run``) so that :func:`forget_launch_caches` knows each one that launched.
 
-    Idempotent; returns ``module.QualName`` of every class patched so far.
+    Idempotent; returns ``module.QualName`` of every tuner class patched so far.
     """
     for cls in _subclasses(Autotuner):
         if cls.__module__.split(".")[0] not in packages or "run" not in cls.__dict__:
             continue
         libtuner = callable(getattr(cls, "get_key", None))
         _patch(cls, "run", lambda orig, lt=libtuner: _wrap_run(orig, lt))
+    for cls in _subclasses(triton.runtime.KernelInterface):
+        if (
+            cls.__module__.split(".")[0] in packages
+            and "run" in cls.__dict__
+            and not issubclass(cls, (Autotuner, triton.runtime.Heuristics))
+        ):
+            _patch(cls, "run", _wrap_entry_run)
     return patched_classes()
+
+
+def _wrap_entry_run(orig: Callable) -> Callable:
+    def run(self, *args, **kwargs):
+        _ENTRIES.add(self)
+        return orig(self, *args, **kwargs)
+
+    return run
+
+
+def forget_launch_caches() -> int:
+    """Empty the launch caches of every LibEntry-like object that launched (an op starts);
+    returns how many held an entry."""
+    emptied = 0
+    for entry in list(_ENTRIES):
+        held = False
+        for name in LAUNCH_CACHES:
+            cache = getattr(entry, name, None)
+            for table in cache if isinstance(cache, (tuple, list)) else (cache,):
+                if isinstance(table, dict) and table:
+                    table.clear()
+                    held = True
+        emptied += held
+    return emptied
 
 
 def imported_packages() -> list[str]:
@@ -378,7 +426,11 @@ def imported_packages() -> list[str]:
 
 
 def patched_classes() -> list[str]:
-    return sorted(f"{c.__module__}.{c.__qualname__}" for (c, n) in _ORIGINALS if n == "run")
+    return sorted(
+        f"{c.__module__}.{c.__qualname__}"
+        for (c, n) in _ORIGINALS
+        if n == "run" and issubclass(c, Autotuner)
+    )
 
 
 def install(handler: Handler | None = None) -> None:
@@ -400,6 +452,7 @@ def uninstall() -> None:
         setattr(cls, name, orig)
     _ORIGINALS.clear()
     _LISTENERS.clear()
+    _ENTRIES.clear()
     _HANDLER = None
 
 

@@ -43,8 +43,10 @@ floats as JSON numbers, strings such as dtypes as strings, anything else as
 "num_stages": .., ["maxnreg": ..]}``.
 
 Every op ends with one summary line, ``ZLBENCH_AUTOTUNE run_name=<n> mode=<m>
-kernels=<k> keys=<k> pinned=<calls> tuned=<calls> bench_calls=<configs>``;
-``bench_calls=0`` in a replay means no sweep ran.
+kernels=<k> keys=<k> pinned=<calls> tuned=<calls> bench_calls=<configs>
+entries_reset=<n>``; ``bench_calls=0`` in a replay means no sweep ran, and
+``entries_reset`` counts the FlagGems LibEntry launch caches an earlier op of the
+process had filled, emptied when this op began (``_tuners.forget_launch_caches``).
 """
 
 from __future__ import annotations
@@ -132,7 +134,7 @@ def summary_line(book: OpBook) -> str:
     return (
         f"ZLBENCH_AUTOTUNE run_name={book.entry.run_name} mode={book.entry.mode} "
         f"kernels={len(kernels)} keys={len(book.seen)} pinned={book.pinned} "
-        f"tuned={book.tuned} bench_calls={book.bench_calls}"
+        f"tuned={book.tuned} bench_calls={book.bench_calls} entries_reset={book.entries_reset}"
     )
 
 
@@ -154,6 +156,7 @@ class OpBook:
     tuned: int = 0
     bench_calls: int = 0
     bench_at_start: int = 0
+    entries_reset: int = 0  # LibEntry launch caches emptied when the op began
     benched_at_start: dict[str, int] = field(default_factory=dict)
     aot_at_start: Any = None  # aot.AotStats when the op began (record mode)
     dirty: bool = False
@@ -224,7 +227,10 @@ class AutotuneHandler:
         from zlbench.plugins import _tuners
 
         _tuners.patch_packages(_tuners.imported_packages())
-        self.books[op.entry.run_name] = self._open(op.entry)
+        book = self.books[op.entry.run_name] = self._open(op.entry)
+        # what an earlier op launched must not decide this op's configs (docs/design.md
+        # item 20): its launches go through the tuner, to be pinned or recorded
+        book.entries_reset = _tuners.forget_launch_caches()
 
     def on_end(self, op: state.OpState) -> None:
         from zlbench.plugins import _tuners

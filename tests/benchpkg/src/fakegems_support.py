@@ -9,6 +9,10 @@ FlagGems that zlbench depends on, not its code:
   ConfigCache stores insert-or-ignore (an existing key is never overwritten) and
   has no ``__delitem__``; on a cache hit the tuner re-attaches a config's
   ``pre_hook`` by matching kwargs against its own configs;
+* a LibEntry-like launcher (a ``KernelInterface`` over a tuner) that keeps, per
+  launch key (tensor dtypes, other argument values), the config of the key's first
+  launch, and runs it on later launches without calling the tuner, as upstream's
+  ``kernel_cache`` does across the ops of one process;
 * a ``do_bench`` usable under ``TRITON_INTERPRET=1`` (triton's default needs CUDA);
 * ``ZLBENCH_FAKE_SLOWDOWN=<factor>``: every fake op runs its kernel ``factor``
   times, so gate tests can make "FlagGems" measurably slower;
@@ -17,8 +21,8 @@ FlagGems that zlbench depends on, not its code:
   call ``slowdown()`` times :data:`LAUNCH_S`, so a test's numbers do not depend on
   the machine's load (an A/A is exactly equal, a 16x slowdown exactly slower).
 
-:func:`build_libtuner` builds new classes on each call, so each fake package
-owns a distinct ``LibTuner`` class, as two real packages would.
+:func:`build_libtuner` and :func:`build_libentry` build new classes on each call, so
+each fake package owns a distinct ``LibTuner`` class, as two real packages would.
 """
 
 from __future__ import annotations
@@ -267,3 +271,38 @@ def build_libtuner(package: str):
         return decorator
 
     return LibTuner, ConfigCache, libtuner
+
+
+def build_libentry(package: str):
+    """Return ``(LibEntry, libentry)``: a fresh launcher class owned by ``package``."""
+
+    class LibEntry(triton.runtime.KernelInterface):
+        """Caches, per launch key, the config the tuner chose at the key's first launch;
+        a later launch with that key runs it without the tuner (``last_config`` says
+        which config the last launch ran)."""
+
+        def __init__(self, fn):
+            self.fn = fn  # the tuner
+            self.arg_names = fn.arg_names
+            self.kernel_cache = (dict(),)  # one dict per device, as upstream
+            self._cpu_cache = dict()
+            self.last_config = None
+
+        def run(self, *args, grid, warmup=False, **kwargs):
+            key = tuple(str(a.dtype) if hasattr(a, "dtype") else a for a in args)
+            cache = self.kernel_cache[0]
+            if key not in cache:
+                self.fn.run(*args, grid=grid, warmup=warmup, **kwargs)
+                cache[key] = self.fn.best_config
+            else:
+                config = cache[key]
+                self.fn.fn.run(*args, grid=grid, warmup=warmup, **kwargs, **config.all_kwargs())
+            self.last_config = cache[key]
+
+    LibEntry.__module__ = f"{package}.utils.libentry"
+    LibEntry.__qualname__ = "LibEntry"
+
+    def libentry():
+        return LibEntry
+
+    return LibEntry, libentry

@@ -1,1 +1,1 @@
-from flag_gems.utils.libentry import LibTuner, libtuner  # noqa: F401
+from flag_gems.utils.libentry import LibEntry, LibTuner, libentry, libtuner  # noqa: F401
