@@ -44,7 +44,7 @@ PROC: tuple[str, ...] = (
     "gate/test_baselines.py::test_commit_creates_a_branch_with_a_summary",
     "plugins/test_aot_compile.py",
     "plugins/test_autotune.py",
-    "plugins/test_autotune_launch_cache.py",
+    "plugins/test_autotune_isolation.py",
     "plugins/test_code_digest.py",
     "plugins/test_codegen.py",
     "plugins/test_codegen_options.py::test_codegen_options_parse_in_a_pytest_run",

@@ -211,6 +211,16 @@ def test_identical_launches_are_captured_once_and_counted_per_timed_call(op):
     assert reads == ["x", "y"]  # values read once, at the first launch
 
 
+def test_values_are_read_as_zlbench_own_work_and_only_then(op):
+    """FlagGems serves the torch ops that read values with its own tuned kernels: their
+    tuner calls must not count as the op's (state.own_work, plugins._tuners)."""
+    rec, k = recorder(), kernel()
+    seen = []
+    rec.read_values = lambda spec, t: seen.append(state.in_own_work()) or rc.add_values(spec, t)
+    timed_call(lambda: launch(rec, k, [torch.ones(8), torch.zeros(8), 8]))
+    assert seen == [True, True] and not state.in_own_work()
+
+
 def test_another_grid_or_layout_or_scalar_is_another_launch(op):
     rec, k = recorder(), kernel()
     x = torch.ones(8)

@@ -45,6 +45,7 @@ from typing import Any, Protocol
 import triton
 from triton.runtime.autotuner import Autotuner
 
+from zlbench.plugins import state
 from zlbench.protocol.turn import process_turn
 
 
@@ -314,7 +315,7 @@ def _drive(tuner: Any, orig: Callable, libtuner: bool, args: tuple, kwargs: dict
 
 def _wrap_run(orig: Callable, libtuner: bool) -> Callable:
     def run(self, *args, **kwargs):
-        if _HANDLER is None:
+        if _HANDLER is None or state.in_own_work():  # zlbench's own work: not the op's
             return orig(self, *args, **kwargs)
         return _drive(self, orig, libtuner, args, kwargs)
 
@@ -325,9 +326,10 @@ def _wrap_run(orig: Callable, libtuner: bool) -> Callable:
 
 def _wrap_bench(orig: Callable) -> Callable:
     def _bench(self, *args, **kwargs):
-        _BENCH_CALLS[0] += 1
-        kid = kernel_id(self)
-        _BENCHED[kid] = _BENCHED.get(kid, 0) + 1
+        if not state.in_own_work():  # a sweep of zlbench's own work is not the op's
+            _BENCH_CALLS[0] += 1
+            kid = kernel_id(self)
+            _BENCHED[kid] = _BENCHED.get(kid, 0) + 1
         turn = process_turn()
         if turn.path is not None:  # a shared GPU: compile the config before the turn
             compile_config(self, args, kwargs)

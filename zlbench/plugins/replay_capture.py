@@ -50,7 +50,10 @@ The rules:
   is ``truncated``. An exception while capturing is one ZLBENCH_CODEGEN_WARNING line
   (the recorder's) and the row's ``why_not`` says so; it never breaks the benchmark.
 * The values are read with torch ops, which FlagGems may serve with its own Triton
-  kernels: while capturing, launches and compiles are not attributed (``busy``).
+  kernels: while capturing, launches and compiles are not attributed (``busy``), and
+  tuner calls are zlbench's own work (``state.own_work``), never the op's records,
+  pins or sweeps (an H100's v5 gates marked five ops ``key_missing`` for the index
+  kernel that read their small tensors).
 * FlagGems runs a kernel's first launch of each specialisation holding that kernel's
   lock (``LibEntry.run``: ``with self.lock: self.fn.run(...)``, a lock that the same
   thread cannot take twice). Reading values then can reach the same kernel and wait on
@@ -604,23 +607,24 @@ class LaunchRecorder:
         row = None
         self.busy = True
         try:
-            row = self.row_for(op)
-            if row.why_not:
-                return
-            names = getattr(getattr(getattr(kernel, "src", None), "fn", None), "arg_names", ())
-            row.launch(
-                kernel_id,
-                str(getattr(kernel, "name", "")),
-                str(kernel.hash),
-                grid,
-                stream,
-                list(names or ()),
-                args,
-                state.timed_calls(),
-                self.in_graph(),
-                self.read_values,
-                self.lock_held,
-            )
+            with state.own_work():  # reading values may launch FlagGems' tuned kernels
+                row = self.row_for(op)
+                if row.why_not:
+                    return
+                names = getattr(getattr(getattr(kernel, "src", None), "fn", None), "arg_names", ())
+                row.launch(
+                    kernel_id,
+                    str(getattr(kernel, "name", "")),
+                    str(kernel.hash),
+                    grid,
+                    stream,
+                    list(names or ()),
+                    args,
+                    state.timed_calls(),
+                    self.in_graph(),
+                    self.read_values,
+                    self.lock_held,
+                )
         except Exception as e:  # noqa: BLE001 - a capture must never break a benchmark
             why = f"capture failed: {type(e).__name__}: {e}".splitlines()[0][:200]
             if row is not None:

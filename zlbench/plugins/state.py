@@ -205,6 +205,29 @@ def timed_calls() -> int:
     return _TIMED_CALLS[0]
 
 
+_OWN_WORK = [0]  # nesting of own_work()
+
+
+@contextlib.contextmanager
+def own_work() -> Iterator[None]:
+    """zlbench's own torch work inside a benchmark: the kernel-replay capture reading a
+    launch's tensor values, which FlagGems serves with its own (tuned) kernels. A tuner
+    call made in it is not the op's (``plugins._tuners``): not recorded, not pinned, not
+    counted as a sweep, so it can never make an op a FALLBACK (an H100's v5 gates
+    marked argsort, group_norm, index_select, isin and topk ``key_missing`` for the
+    index kernel that read their small tensors, 2026-12-06)."""
+    _OWN_WORK[0] += 1
+    try:
+        yield
+    finally:
+        _OWN_WORK[0] -= 1
+
+
+def in_own_work() -> bool:
+    """A tuner runs now for zlbench's own work (:func:`own_work`), not for the op."""
+    return _OWN_WORK[0] > 0
+
+
 def set_row_context(dtype: str | None, shape: str | None) -> None:
     """Record which row is being measured (called by the capture plugin)."""
     op = current_op()

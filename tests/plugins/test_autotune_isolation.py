@@ -1,11 +1,14 @@
-"""Two ops in one process launching one LibEntry kernel with the same arguments
-(docs/design.md item 20; ``_tuners.forget_launch_caches``).
+"""Which tuner calls are an op's own (docs/design.md item 20): not what an earlier op
+of the process left in a LibEntry's launch cache (``_tuners.forget_launch_caches``), not
+zlbench's own work inside the benchmark (``state.own_work``).
 
 Upstream's ``LibEntry`` keeps each launch key's first config and skips the tuner on
 later launches. Without emptying that cache when an op starts, the second op runs the
 first op's config: in a replay its own pinned config is never consulted (v7's ``sqrt``
 ran ``sqrt_``'s BLOCK_SIZE 2048 for its own 1024 on an H100), in a record its kernel is
-never written. Subprocess pytest sessions, ``TRITON_INTERPRET=1``, the fake FlagGems.
+never written. And the launch capture reads tensor values with torch ops that FlagGems
+serves with its own tuned kernels: counted as the op's, they made a replay a FALLBACK
+(``key_missing``). Subprocess pytest sessions, ``TRITON_INTERPRET=1``, the fake FlagGems.
 """
 
 from __future__ import annotations
@@ -38,6 +41,13 @@ TESTS = textwrap.dedent(
 
     def test_second():
         _run("second")
+
+    def test_own_work():
+        from zlbench.plugins import state
+
+        x = torch.randn(100)
+        with state.own_work():  # as the launch capture reads values
+            torch.testing.assert_close(twice(x), x * 2)
     """
 )
 
@@ -81,3 +91,18 @@ def test_each_op_of_a_process_runs_its_own_pinned_config(tmp_path):
     for run in (first, second):
         summary = run.summary()
         assert (summary["kernels"], summary["pinned"], summary["bench_calls"]) == ("1", "1", "0")
+
+
+def test_zlbench_own_work_is_neither_recorded_nor_pinned_nor_a_fallback(tmp_path):
+    (tmp_path / "test_twice.py").write_text(TESTS)
+    runs = run_entries(tmp_path, "test_twice.py", "rec", {"own": "test_own_work"})
+    rec = runs["own"]
+    assert rec.rc == 0, rec.out
+    assert rec.records() == {}
+    # a replay of those (empty) records: the tuner ran (the warm DB answered), unmarked
+    rep = run_entries(tmp_path, "test_twice.py", "rep", {"own": "test_own_work"}, "replay",
+                      {"own": rec.run_dir})["own"]  # fmt: skip
+    assert rep.rc == 0, rep.out
+    assert rep.markers() == [] and "tuned_live" not in rep.out
+    summary = rep.summary()
+    assert (summary["kernels"], summary["tuned"], summary["bench_calls"]) == ("0", "0", "0")
