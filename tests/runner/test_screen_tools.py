@@ -4,6 +4,7 @@ batch dirs: rows per GPU-minute, A/A noise, and the phase sums."""
 from __future__ import annotations
 
 import importlib.util
+import sys
 from pathlib import Path
 
 from zlbench.models import dump_json_model
@@ -16,6 +17,7 @@ HEAD = "repo,run_name,op,dtype,shape,occurrence,status,latency_base_ms,latency_m
 def _load(name: str):
     spec = importlib.util.spec_from_file_location(name, BENCH / f"{name}.py")
     mod = importlib.util.module_from_spec(spec)
+    sys.modules[name] = mod  # a dataclass looks its module up there
     spec.loader.exec_module(mod)
     return mod
 
@@ -123,3 +125,40 @@ def test_ops_by_seconds_lists_a_capture_the_shortest_ops_left_in_a_range(tmp_pat
     assert pick.main([str(base), "--done", str(tmp_path)]) == 2  # no ops_status.csv there
     out, err = capsys.readouterr()
     assert out == "" and err.count("\n") == 1 and "ops_status.csv" in err
+
+
+def test_records_overlap_finds_configs_two_ops_differ_on_and_kernels_an_op_left_unrecorded(
+    tmp_path, capsys
+):
+    """benchmarks/records_overlap.py (docs/design.md §5 item 25): a kernel and key that two
+    ops record with different configs, and an op that launched a tuned kernel timed but
+    does not record it."""
+    import json
+
+    from tests.support.cgsynth import record, request, stage_texts, use, write_index
+
+    tool = _load("records_overlap")
+    sqrt, cfg = "flag_gems.ops.x:sqrt_kernel", {"kwargs": {"BLOCK_SIZE": 1024}, "num_warps": 1}
+
+    def op(name: str, records: dict, launched: list[tuple[str, bool]]) -> None:
+        d = tmp_path / "bl" / "main" / name
+        (d / "autotune_records").mkdir(parents=True)
+        body = {"schema_version": 1, "kind": "autotune_record_set", "kernels": records}
+        (d / "autotune_records" / f"{name}.json").write_text(json.dumps(body))
+        uses = {t: [use(name).model_copy(update={"timed": t})] for t in (True, False)}
+        recs = [record(request(k.split(":")[1]), stage_texts(), uses[t]) for k, t in launched]
+        write_index(d / "codegen", recs, [])
+
+    other = {**cfg, "kwargs": {"BLOCK_SIZE": 2048}}
+    op("sqrt", {sqrt: {"[16]": cfg, "[32]": cfg}}, [(sqrt, True)])
+    op("sqrt_", {sqrt: {"[16]": other, "[32]": cfg}}, [(sqrt, True)])
+    op("rsqrt", {}, [(sqrt, True)])  # launched it timed, recorded nothing
+    op("abs", {}, [(sqrt, False), ("flag_gems.ops.x:other", True)])  # untimed, or untuned
+    o = tool.overlap(tmp_path / "bl")
+    assert o.keys == 2 and len(o.shared) == 2
+    assert list(o.differing) == [(sqrt, "[16]")]
+    assert o.differing_ops() == {"main/sqrt", "main/sqrt_"}
+    assert o.unrecorded == {"main/rsqrt": [sqrt]}
+    assert tool.main([str(tmp_path / "bl")]) == 0
+    out = capsys.readouterr().out
+    assert "differing configs: 1 (2 ops)" in out and "main/rsqrt: " + sqrt in out
