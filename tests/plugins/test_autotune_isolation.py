@@ -48,6 +48,8 @@ TESTS = textwrap.dedent(
         x = torch.randn(100)
         with state.own_work():  # as the launch capture reads values
             torch.testing.assert_close(twice(x), x * 2)
+        print(f"TWICE_own={twice_kernel.last_config.kwargs['BLOCK']}")
+        _run("after")  # the op's own launch with the same key: its own config
     """
 )
 
@@ -93,16 +95,19 @@ def test_each_op_of_a_process_runs_its_own_pinned_config(tmp_path):
         assert (summary["kernels"], summary["pinned"], summary["bench_calls"]) == ("1", "1", "0")
 
 
-def test_zlbench_own_work_is_neither_recorded_nor_pinned_nor_a_fallback(tmp_path):
+def test_zlbench_own_work_is_neither_recorded_nor_pinned_nor_the_op_s_config(tmp_path):
+    """The op's own launch after zlbench's runs its pin (BLOCK 128, a config the tuner
+    does not list, so not what the own work's unpinned tuning chose) and is the one
+    recorded; the own work is neither pinned nor a sweep nor a marker."""
     (tmp_path / "test_twice.py").write_text(TESTS)
-    runs = run_entries(tmp_path, "test_twice.py", "rec", {"own": "test_own_work"})
-    rec = runs["own"]
-    assert rec.rc == 0, rec.out
-    assert rec.records() == {}
-    # a replay of those (empty) records: the tuner ran (the warm DB answered), unmarked
+    pins = {"own": _pinned(tmp_path, "pin128", 128)}
     rep = run_entries(tmp_path, "test_twice.py", "rep", {"own": "test_own_work"}, "replay",
-                      {"own": rec.run_dir})["own"]  # fmt: skip
+                      pins)["own"]  # fmt: skip
     assert rep.rc == 0, rep.out
+    assert _block(rep, "own") in (16, 32, 64) and _block(rep, "after") == 128
     assert rep.markers() == [] and "tuned_live" not in rep.out
     summary = rep.summary()
-    assert (summary["kernels"], summary["tuned"], summary["bench_calls"]) == ("0", "0", "0")
+    assert (summary["kernels"], summary["pinned"], summary["bench_calls"]) == ("1", "1", "0")
+    rec = run_entries(tmp_path, "test_twice.py", "rec", {"own": "test_own_work"})["own"]
+    assert rec.rc == 0, rec.out
+    assert list(rec.records()[TWICE]) == [KEY]  # the op's launch, once

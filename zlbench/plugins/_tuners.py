@@ -401,9 +401,26 @@ def patch_packages(packages: list[str]) -> list[str]:
 def _wrap_entry_run(orig: Callable) -> Callable:
     def run(self, *args, **kwargs):
         _ENTRIES.add(self)
-        return orig(self, *args, **kwargs)
+        if not state.in_own_work():
+            return orig(self, *args, **kwargs)
+        before = [set(table) for table in _launch_tables(self)]
+        try:
+            return orig(self, *args, **kwargs)
+        finally:  # zlbench's own launch leaves no config behind for the op's launches
+            for table, keys in zip(_launch_tables(self), before, strict=False):
+                for key in set(table) - keys:
+                    table.pop(key, None)
 
     return run
+
+
+def _launch_tables(entry: Any) -> list[dict]:
+    """The per-launch-key dicts of a LibEntry-like object (:data:`LAUNCH_CACHES`)."""
+    tables = []
+    for name in LAUNCH_CACHES:
+        cache = getattr(entry, name, None)
+        tables += [t for t in (cache if isinstance(cache, (tuple, list)) else (cache,))]
+    return [t for t in tables if isinstance(t, dict)]
 
 
 def forget_launch_caches() -> int:
@@ -411,14 +428,10 @@ def forget_launch_caches() -> int:
     returns how many held an entry."""
     emptied = 0
     for entry in list(_ENTRIES):
-        held = False
-        for name in LAUNCH_CACHES:
-            cache = getattr(entry, name, None)
-            for table in cache if isinstance(cache, (tuple, list)) else (cache,):
-                if isinstance(table, dict) and table:
-                    table.clear()
-                    held = True
-        emptied += held
+        tables = [t for t in _launch_tables(entry) if t]
+        for table in tables:
+            table.clear()
+        emptied += bool(tables)
     return emptied
 
 
