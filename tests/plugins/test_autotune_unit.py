@@ -192,3 +192,29 @@ def test_a_pre_hook_winner_tuned_live_in_a_replay_is_marked(tmp_path, capsys):
     handler._after_replay(book, call)
     out = capsys.readouterr().out.splitlines()
     assert out == ["AUTOTUNE_REPLAY_FALLBACK reason=pre_hook_dropped kernel=m:k"]
+
+
+class _Entry:
+    """A LibEntry-like object: per-device launch caches, and a CPU one."""
+
+    def __init__(self, **held):
+        self.kernel_cache = (dict(held), {})
+        self._cpu_cache = {}
+
+
+def test_own_work_leaves_no_launch_cache_entry_behind_and_an_op_start_empties_them():
+    old, empty = _Entry(op=1), _Entry()
+    _tuners._ENTRIES.update([old, empty])
+    try:
+        end = _tuners._own_work_begins()
+        old.kernel_cache[0]["own"] = 2  # the own work's launch of a known LibEntry
+        made = _Entry(own=3)  # a LibEntry made during the own work (a generated module)
+        _tuners._ENTRIES.add(made)
+        end()
+        assert old.kernel_cache[0] == {"op": 1} and made.kernel_cache[0] == {}
+        old._cpu_cache["x"] = 1
+        assert _tuners.forget_launch_caches() == 1  # only `old` held any
+        assert old.kernel_cache[0] == {} and old._cpu_cache == {}
+    finally:
+        for e in (old, empty, made):
+            _tuners._ENTRIES.discard(e)

@@ -28,13 +28,16 @@ Several ops share one process (docs/design.md item 20), so an op launching a ker
 an earlier op launched with the same arguments would run the earlier op's config:
 its record never consulted in a replay (no tuner call, no marker; v7's ``sqrt`` ran
 ``sqrt_``'s BLOCK_SIZE 2048 for its own 1024) and never written in a record. The
-LibEntry-like classes are patched to be known, and :func:`forget_launch_caches` empties
-their caches when an op starts, so each op's launches reach the tuner as they would
-in a process of their own.
+LibEntry-like objects are known (their classes' ``__init__`` patched, and those made
+before found once), and :func:`forget_launch_caches` empties their caches when an op
+starts, so each op's launches reach the tuner as they would in a process of their own.
+A launch made in zlbench's own work (``state.own_work``) leaves no entry behind. No
+launch pays for this: ``run`` is not wrapped.
 """
 
 from __future__ import annotations
 
+import gc
 import inspect
 import sys
 import weakref
@@ -388,30 +391,48 @@ def patch_packages(packages: list[str]) -> list[str]:
             continue
         libtuner = callable(getattr(cls, "get_key", None))
         _patch(cls, "run", lambda orig, lt=libtuner: _wrap_run(orig, lt))
-    for cls in _subclasses(triton.runtime.KernelInterface):
-        if (
-            cls.__module__.split(".")[0] in packages
-            and "run" in cls.__dict__
-            and not issubclass(cls, (Autotuner, triton.runtime.Heuristics))
-        ):
-            _patch(cls, "run", _wrap_entry_run)
+    new = [
+        cls
+        for cls in _subclasses(triton.runtime.KernelInterface)
+        if cls.__module__.split(".")[0] in packages
+        and "run" in cls.__dict__
+        and "__init__" in cls.__dict__
+        and not issubclass(cls, (Autotuner, triton.runtime.Heuristics))
+        and (cls, "__init__") not in _ORIGINALS
+    ]
+    for cls in new:
+        _patch(cls, "__init__", _wrap_entry_init)
+    if new:  # those made before (at import): found once, when their class is first seen
+        kinds = tuple(new)
+        _ENTRIES.update(o for o in gc.get_objects() if isinstance(o, kinds))
+    state.on_own_work(_own_work_begins)
     return patched_classes()
 
 
-def _wrap_entry_run(orig: Callable) -> Callable:
-    def run(self, *args, **kwargs):
+def _wrap_entry_init(orig: Callable) -> Callable:
+    def __init__(self, *args, **kwargs):
+        orig(self, *args, **kwargs)
         _ENTRIES.add(self)
-        if not state.in_own_work():
-            return orig(self, *args, **kwargs)
-        before = [set(table) for table in _launch_tables(self)]
-        try:
-            return orig(self, *args, **kwargs)
-        finally:  # zlbench's own launch leaves no config behind for the op's launches
-            for table, keys in zip(_launch_tables(self), before, strict=False):
-                for key in set(table) - keys:
-                    table.pop(key, None)
 
-    return run
+    return __init__
+
+
+def _own_work_begins() -> Callable[[], None]:
+    """Note every launch cache's keys; the returned call drops the keys added since (the
+    own work's launches), so the op's own launch of such a key still reaches its tuner."""
+    before = [(t, set(t)) for e in list(_ENTRIES) for t in _launch_tables(e)]
+
+    def ends() -> None:
+        known = {id(t) for t, _ in before}
+        for table, keys in before:
+            for key in set(table) - keys:
+                table.pop(key, None)
+        for e in list(_ENTRIES):  # a LibEntry made during the own work
+            for table in _launch_tables(e):
+                if id(table) not in known:
+                    table.clear()
+
+    return ends
 
 
 def _launch_tables(entry: Any) -> list[dict]:
@@ -468,6 +489,7 @@ def uninstall() -> None:
     _ORIGINALS.clear()
     _LISTENERS.clear()
     _ENTRIES.clear()
+    state.on_own_work(_own_work_begins, add=False)
     _HANDLER = None
 
 

@@ -607,24 +607,23 @@ class LaunchRecorder:
         row = None
         self.busy = True
         try:
-            with state.own_work():  # reading values may launch FlagGems' tuned kernels
-                row = self.row_for(op)
-                if row.why_not:
-                    return
-                names = getattr(getattr(getattr(kernel, "src", None), "fn", None), "arg_names", ())
-                row.launch(
-                    kernel_id,
-                    str(getattr(kernel, "name", "")),
-                    str(kernel.hash),
-                    grid,
-                    stream,
-                    list(names or ()),
-                    args,
-                    state.timed_calls(),
-                    self.in_graph(),
-                    self.read_values,
-                    self.lock_held,
-                )
+            row = self.row_for(op)
+            if row.why_not:
+                return
+            names = getattr(getattr(getattr(kernel, "src", None), "fn", None), "arg_names", ())
+            row.launch(
+                kernel_id,
+                str(getattr(kernel, "name", "")),
+                str(kernel.hash),
+                grid,
+                stream,
+                list(names or ()),
+                args,
+                state.timed_calls(),
+                self.in_graph(),
+                self._own_read,
+                self.lock_held,
+            )
         except Exception as e:  # noqa: BLE001 - a capture must never break a benchmark
             why = f"capture failed: {type(e).__name__}: {e}".splitlines()[0][:200]
             if row is not None:
@@ -632,6 +631,12 @@ class LaunchRecorder:
             warn(f"launch capture of {getattr(kernel, 'name', '?')}: {why}")
         finally:
             self.busy = False
+
+    def _own_read(self, spec: ArgSpec, t: Any) -> None:
+        """Read a tensor argument's values as zlbench's own work: FlagGems serves the torch
+        ops that read them with its own (tuned) kernels (``state.own_work``)."""
+        with state.own_work():
+            self.read_values(spec, t)
 
     def capture_for(self, run: str) -> LaunchCapture:
         return LaunchCapture(

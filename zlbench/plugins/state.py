@@ -206,6 +206,8 @@ def timed_calls() -> int:
 
 
 _OWN_WORK = [0]  # nesting of own_work()
+# called as the outermost own_work() begins; each returns what to call as it ends
+_OWN_WORK_HOOKS: list[Callable[[], Callable[[], None]]] = []
 
 
 @contextlib.contextmanager
@@ -216,11 +218,23 @@ def own_work() -> Iterator[None]:
     counted as a sweep, so it can never make an op a FALLBACK (an H100's v5 gates
     marked argsort, group_norm, index_select, isin and topk ``key_missing`` for the
     index kernel that read their small tensors, 2026-12-06)."""
+    ends = [hook() for hook in list(_OWN_WORK_HOOKS)] if _OWN_WORK[0] == 0 else []
     _OWN_WORK[0] += 1
     try:
         yield
     finally:
         _OWN_WORK[0] -= 1
+        for end in ends:
+            end()
+
+
+def on_own_work(hook: Callable[[], Callable[[], None]], add: bool = True) -> None:
+    """Be called (``add``), or no longer, as zlbench's own work begins; ``hook`` returns
+    what to call as it ends. Neither may raise."""
+    if add and hook not in _OWN_WORK_HOOKS:
+        _OWN_WORK_HOOKS.append(hook)
+    elif not add and hook in _OWN_WORK_HOOKS:
+        _OWN_WORK_HOOKS.remove(hook)
 
 
 def in_own_work() -> bool:
