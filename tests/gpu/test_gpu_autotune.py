@@ -20,16 +20,11 @@ import time
 from pathlib import Path
 
 import pytest
+from flaggems_gpu import MARKS
 
 torch = pytest.importorskip("torch")
 
-pytestmark = [
-    pytest.mark.gpu,
-    pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU"),
-    pytest.mark.skipif(
-        not os.environ.get("ZLBENCH_FLAGGEMS_DIR"), reason="needs ZLBENCH_FLAGGEMS_DIR"
-    ),
-]
+pytestmark = MARKS
 
 # mm is also in test_blas_perf_parallel.py: name the file, as ops/gate_core.txt does
 OPS = ["softmax", "sum", "layer_norm", "mm@test_mm.py"]

@@ -14,23 +14,17 @@ Needs ``ZLBENCH_FLAGGEMS_DIR`` (a FlagGems checkout) and an sm_90 GPU (the Hoppe
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from flaggems_gpu import MARKS
 
 torch = pytest.importorskip("torch")
 
-pytestmark = [
-    pytest.mark.gpu,
-    pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU"),
-    pytest.mark.skipif(
-        not os.environ.get("ZLBENCH_FLAGGEMS_DIR"), reason="needs ZLBENCH_FLAGGEMS_DIR"
-    ),
-]
+pytestmark = MARKS
 
 PINS = {"sqrt": 512, "sqrt_": 2048}
 KERNEL = "sqrt_kernel"
