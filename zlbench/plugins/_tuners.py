@@ -111,8 +111,8 @@ _BENCH_CALLS = [0]
 _BENCHED: dict[str, int] = {}  # kernel id -> configs benchmarked (which kernels swept)
 _IDS: dict[int, str] = {}
 _ID_USERS: dict[str, int] = {}
-# the LibEntry-like objects that launched in this process, and their per-launch-key
-# caches (FlagGems: ``kernel_cache``, a tuple of dicts, one per device; ``_cpu_cache``)
+# the LibEntry-like objects of this process, and their per-launch-key caches
+# (FlagGems: ``kernel_cache``, a tuple of dicts, one per device; ``_cpu_cache``)
 _ENTRIES: weakref.WeakSet = weakref.WeakSet()
 LAUNCH_CACHES = ("kernel_cache", "_cpu_cache")
 
@@ -382,7 +382,7 @@ def _subclasses(cls: type) -> list[type]:
 def patch_packages(packages: list[str]) -> list[str]:
     """docs/design.md §5.6: patch the LibTuner-like classes of the given (imported) packages,
     and their LibEntry-like ones (a ``KernelInterface`` that is no tuner and has its own
-    ``run``) so that :func:`forget_launch_caches` knows each one that launched.
+    ``run`` and ``__init__``) so that :func:`forget_launch_caches` knows each object.
 
     Idempotent; returns ``module.QualName`` of every tuner class patched so far.
     """
@@ -404,7 +404,9 @@ def patch_packages(packages: list[str]) -> list[str]:
         _patch(cls, "__init__", _wrap_entry_init)
     if new:  # those made before (at import): found once, when their class is first seen
         kinds = tuple(new)
-        _ENTRIES.update(o for o in gc.get_objects() if isinstance(o, kinds))
+        for obj in gc.get_objects():
+            if isinstance(obj, kinds):
+                _remember(obj)
     state.on_own_work(_own_work_begins)
     return patched_classes()
 
@@ -412,9 +414,16 @@ def patch_packages(packages: list[str]) -> list[str]:
 def _wrap_entry_init(orig: Callable) -> Callable:
     def __init__(self, *args, **kwargs):
         orig(self, *args, **kwargs)
-        _ENTRIES.add(self)
+        _remember(self)
 
     return __init__
+
+
+def _remember(entry: Any) -> None:
+    try:
+        _ENTRIES.add(entry)
+    except TypeError:  # unhashable (an ``__eq__`` without ``__hash__``): left as it is
+        pass
 
 
 def _own_work_begins() -> Callable[[], None]:
@@ -437,16 +446,16 @@ def _own_work_begins() -> Callable[[], None]:
 
 def _launch_tables(entry: Any) -> list[dict]:
     """The per-launch-key dicts of a LibEntry-like object (:data:`LAUNCH_CACHES`)."""
-    tables = []
+    tables: list = []
     for name in LAUNCH_CACHES:
         cache = getattr(entry, name, None)
-        tables += [t for t in (cache if isinstance(cache, (tuple, list)) else (cache,))]
+        tables += cache if isinstance(cache, (tuple, list)) else [cache]
     return [t for t in tables if isinstance(t, dict)]
 
 
 def forget_launch_caches() -> int:
-    """Empty the launch caches of every LibEntry-like object that launched (an op starts);
-    returns how many held an entry."""
+    """Empty the launch caches of every LibEntry-like object (an op starts); returns how
+    many held an entry."""
     emptied = 0
     for entry in list(_ENTRIES):
         tables = [t for t in _launch_tables(entry) if t]
