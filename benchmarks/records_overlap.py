@@ -12,7 +12,13 @@ Prints, from the baseline's records alone (no GPU):
   process where one such op follows the other, the second ran the first one's config;
 * ``unrecorded``: the ops whose codegen index shows a timed launch of a kernel that some
   op records but whose own records lack that kernel: recorded behind another op's cache
-  (a replay of the op now tunes it live: ``AUTOTUNE_REPLAY_FALLBACK key_missing``).
+  (a replay of the op now tunes it live: ``AUTOTUNE_REPLAY_FALLBACK key_missing``);
+* ``ran unpinned``: the ops whose codegen index shows a timed launch of a kernel they
+  record, compiled with a config none of their records of it pins (the config's kwargs
+  against the launch's constexprs, its num_warps and num_stages): the baseline's rows
+  of the op were measured with another config, another op's if the cache carried it.
+  A launcher that rewrites a constexpr after the tuner chose (FlagGems' flash attention
+  and ``PRE_LOAD_V``, plugins/replay/binaries.py) shows here too.
 
 A packed baseline is read through its unpacked copy.
 """
@@ -31,6 +37,7 @@ from zlbench.cli.trees import resolve_one
 from zlbench.errors import ZlbenchError
 from zlbench.models import AutotuneRecords, CodegenIndex, load_json_model
 from zlbench.models.base import REPOS
+from zlbench.models.codegen import CompileRequest
 from zlbench.protocol.layout import op_key
 
 
@@ -39,6 +46,7 @@ class Overlap:
     keys: int = 0  # (kernel, key) pairs recorded
     shared: dict[tuple[str, str], dict[str, list[str]]] = field(default_factory=dict)
     unrecorded: dict[str, list[str]] = field(default_factory=dict)  # op -> kernels
+    ran_unpinned: dict[str, list[str]] = field(default_factory=dict)  # op -> kernels
 
     @property
     def differing(self) -> dict[tuple[str, str], dict[str, list[str]]]:
@@ -51,33 +59,53 @@ class Overlap:
 def overlap(baseline: Path) -> Overlap:
     """Read every op's records and codegen index under ``baseline``."""
     by_key: dict[tuple[str, str], dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))
-    recorded: dict[str, set[str]] = {}
+    recorded: dict[str, dict[str, list[dict]]] = {}  # op -> kernel -> its configs
     launched: dict[str, set[str]] = {}
+    unpinned: dict[str, set[str]] = defaultdict(set)
     repos = [baseline / r for r in REPOS if (baseline / r).is_dir()]
     for op_dir in sorted(p for repo in repos for p in repo.iterdir() if p.is_dir()):
         op = op_key(op_dir.parent.name, op_dir.name)
-        kernels: set[str] = set()
+        kernels: dict[str, list[dict]] = defaultdict(list)
         for path in sorted((op_dir / "autotune_records").glob("*.json")):
             for kernel, keys in load_json_model(path, AutotuneRecords).kernels.items():
-                kernels.add(kernel)
                 for key, config in keys.items():
+                    kernels[kernel].append(config)
                     by_key[(kernel, key)][json.dumps(config, sort_keys=True)].append(op)
         recorded[op] = kernels
         index = op_dir / "codegen" / "index.json"
         if index.is_file():
-            launched[op] = {
-                f"{r.request.kernel.module}:{r.request.kernel.qualname}"
-                for r in load_json_model(index, CodegenIndex).records
-                if any(u.timed for u in r.used_by)
-            }
+            launched[op] = set()
+            for r in load_json_model(index, CodegenIndex).records:
+                if not any(u.timed for u in r.used_by):
+                    continue
+                kernel = f"{r.request.kernel.module}:{r.request.kernel.qualname}"
+                launched[op].add(kernel)
+                if kernel in kernels and not any(pins(c, r.request) for c in kernels[kernel]):
+                    unpinned[op].add(kernel)
     out = Overlap(keys=len(by_key))
     out.shared = {k: dict(v) for k, v in by_key.items() if sum(len(ops) for ops in v.values()) > 1}
     tuned = {kernel for kernel, _ in by_key}
     for op, kernels in sorted(launched.items()):
-        missing = sorted(k for k in kernels & tuned if k not in recorded.get(op, set()))
+        missing = sorted(k for k in kernels & tuned if k not in recorded.get(op, {}))
         if missing:
             out.unrecorded[op] = missing
+    out.ran_unpinned = {op: sorted(ks) for op, ks in sorted(unpinned.items())}
     return out
+
+
+def pins(config: dict, request: CompileRequest) -> bool:
+    """Whether a recorded config is the one a compile request was made with: each of its
+    kwargs a constexpr of that value, and its num_warps and num_stages the request's."""
+    names = list(request.signature)
+    consts = {
+        names[c.path[0]]: c.value
+        for c in request.constexprs
+        if len(c.path) == 1 and c.path[0] < len(names)
+    }
+    if any(name not in consts or consts[name] != v for name, v in config.get("kwargs", {}).items()):
+        return False
+    launched = request.config.model_dump()
+    return all(config[f] == launched.get(f) for f in ("num_warps", "num_stages") if f in config)
 
 
 def render(o: Overlap, limit: int) -> str:
@@ -93,6 +121,8 @@ def render(o: Overlap, limit: int) -> str:
         f"ops with a timed launch of a tuned kernel they do not record: {len(o.unrecorded)}"
     )
     lines += [f"  {op}: {', '.join(ks)}" for op, ks in list(o.unrecorded.items())[:limit]]
+    lines.append(f"ops whose timed launch ran a config they do not pin: {len(o.ran_unpinned)}")
+    lines += [f"  {op}: {', '.join(ks)}" for op, ks in list(o.ran_unpinned.items())[:limit]]
     return "\n".join(lines) + "\n"
 
 

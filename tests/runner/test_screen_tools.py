@@ -131,14 +131,17 @@ def test_records_overlap_finds_configs_two_ops_differ_on_and_kernels_an_op_left_
     tmp_path, capsys
 ):
     """benchmarks/records_overlap.py (docs/design.md §5 item 25): a kernel and key that two
-    ops record with different configs, and an op that launched a tuned kernel timed but
-    does not record it."""
+    ops record with different configs, an op that launched a tuned kernel timed but does
+    not record it, and one whose timed launch ran a config it does not pin."""
     import json
 
     from tests.support.cgsynth import record, request, stage_texts, use, write_index
 
     tool = _load("records_overlap")
-    sqrt, cfg = "flag_gems.ops.x:sqrt_kernel", {"kwargs": {"BLOCK_SIZE": 1024}, "num_warps": 1}
+    # cgsynth's request(name, block): constexpr BLOCK=block, num_warps 4, num_stages 3
+    sqrt = "flag_gems.ops.x:sqrt_kernel"
+    cfg = {"kwargs": {"BLOCK": 256}, "num_warps": 4, "num_stages": 3}
+    other = {**cfg, "kwargs": {"BLOCK": 512}}
 
     def op(name: str, records: dict, launched: list[tuple[str, bool]]) -> None:
         d = tmp_path / "bl" / "main" / name
@@ -146,19 +149,21 @@ def test_records_overlap_finds_configs_two_ops_differ_on_and_kernels_an_op_left_
         body = {"schema_version": 1, "kind": "autotune_record_set", "kernels": records}
         (d / "autotune_records" / f"{name}.json").write_text(json.dumps(body))
         uses = {t: [use(name).model_copy(update={"timed": t})] for t in (True, False)}
-        recs = [record(request(k.split(":")[1]), stage_texts(), uses[t]) for k, t in launched]
+        recs = [record(request(k.split(":")[1], 256), stage_texts(), uses[t]) for k, t in launched]
         write_index(d / "codegen", recs, [])
 
-    other = {**cfg, "kwargs": {"BLOCK_SIZE": 2048}}
     op("sqrt", {sqrt: {"[16]": cfg, "[32]": cfg}}, [(sqrt, True)])
-    op("sqrt_", {sqrt: {"[16]": other, "[32]": cfg}}, [(sqrt, True)])
+    op("sqrt_", {sqrt: {"[16]": other, "[32]": cfg}}, [(sqrt, True)])  # 256 for one key
     op("rsqrt", {}, [(sqrt, True)])  # launched it timed, recorded nothing
+    op("cbrt", {sqrt: {"[64]": other}}, [(sqrt, True)])  # ran 256, pins only 512
     op("abs", {}, [(sqrt, False), ("flag_gems.ops.x:other", True)])  # untimed, or untuned
     o = tool.overlap(tmp_path / "bl")
-    assert o.keys == 2 and len(o.shared) == 2
+    assert o.keys == 3 and len(o.shared) == 2
     assert list(o.differing) == [(sqrt, "[16]")]
     assert o.differing_ops() == {"main/sqrt", "main/sqrt_"}
     assert o.unrecorded == {"main/rsqrt": [sqrt]}
+    assert o.ran_unpinned == {"main/cbrt": [sqrt]}
     assert tool.main([str(tmp_path / "bl")]) == 0
     out = capsys.readouterr().out
     assert "differing configs: 1 (2 ops)" in out and "main/rsqrt: " + sqrt in out
+    assert "ran a config they do not pin: 1\n  main/cbrt: " + sqrt in out
