@@ -427,19 +427,18 @@ def _remember(entry: Any) -> None:
 
 
 def _own_work_begins() -> Callable[[], None]:
-    """Note every launch cache's keys; the returned call drops the keys added since (the
-    own work's launches), so the op's own launch of such a key still reaches its tuner."""
-    before = [(t, set(t)) for e in list(_ENTRIES) for t in _launch_tables(e)]
+    """Note the keys of every launch cache that holds some; the returned call drops every
+    key added since (the own work's launches: an empty cache, or one made meanwhile, is
+    emptied), so the op's own launch of such a key still reaches its tuner."""
+    # id -> (the table, kept so that its id stays its own; its keys then)
+    before = {id(t): (t, set(t)) for e in list(_ENTRIES) for t in _launch_tables(e) if t}
 
     def ends() -> None:
-        known = {id(t) for t, _ in before}
-        for table, keys in before:
-            for key in set(table) - keys:
-                table.pop(key, None)
-        for e in list(_ENTRIES):  # a LibEntry made during the own work
+        for e in list(_ENTRIES):
             for table in _launch_tables(e):
-                if id(table) not in known:
-                    table.clear()
+                keys = before[id(table)][1] if id(table) in before else set()
+                for key in set(table) - keys:
+                    table.pop(key, None)
 
     return ends
 
