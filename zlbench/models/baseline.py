@@ -134,7 +134,8 @@ class BaselineManifest(OnDisk):
         return hashlib.sha256(view.encode()).hexdigest()
 
 
-# A manifest's fields that are its version's own, not its content's
+# A manifest's fields that are its version's own, not its content's, and `files`, which
+# records_view compares by its own rule
 VERSION_FIELDS = frozenset({"name", "created", "derived_from", "summary", "files"})
 
 

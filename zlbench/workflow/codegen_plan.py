@@ -106,9 +106,16 @@ def plan_timing(
 
 
 def _origin(plan: TimingPlanFile) -> dict:
-    keys = ("screen_only", "baseline_sha256", "baseline_records_sha256", "compiler", "scope")
-    keys += ("generated", "decided_by")
-    keys += ("base_compiler",)
+    keys = (
+        "screen_only",
+        "baseline_sha256",
+        "baseline_records_sha256",
+        "compiler",
+        "scope",
+        "generated",
+        "decided_by",
+        "base_compiler",
+    )
     return {k: getattr(plan, k) for k in keys}
 
 
