@@ -14,8 +14,9 @@ Prints, from the baseline's records alone (no GPU):
   op records but whose own records lack that kernel: recorded behind another op's cache
   (a replay of the op now tunes it live: ``AUTOTUNE_REPLAY_FALLBACK key_missing``);
 * ``ran unpinned``: the ops whose codegen index shows a timed launch of a kernel they
-  record, compiled with a config none of their records of it pins (the config's kwargs
-  against the launch's constexprs, its num_warps and num_stages): the baseline's rows
+  record, compiled with a config none of their records of it pins
+  (``codegen.pinned.config_matches``, the rule the screen keeps pinned configs by): the
+  baseline's rows
   of the op were measured with another config, another op's if the cache carried it.
   A launcher that rewrites a constexpr after the tuner chose (FlagGems' flash attention
   and ``PRE_LOAD_V``, plugins/replay/binaries.py) shows here too.
@@ -34,10 +35,10 @@ from pathlib import Path
 
 from zlbench.cli.settings import Settings
 from zlbench.cli.trees import resolve_one
+from zlbench.codegen.pinned import config_matches, kernel_of
 from zlbench.errors import ZlbenchError
 from zlbench.models import AutotuneRecords, CodegenIndex, load_json_model
 from zlbench.models.base import REPOS
-from zlbench.models.codegen import CompileRequest
 from zlbench.protocol.layout import op_key
 
 
@@ -78,9 +79,9 @@ def overlap(baseline: Path) -> Overlap:
             for r in load_json_model(index, CodegenIndex).records:
                 if not any(u.timed for u in r.used_by):
                     continue
-                kernel = f"{r.request.kernel.module}:{r.request.kernel.qualname}"
+                kernel = kernel_of(r)
                 launched[op].add(kernel)
-                if kernel in kernels and not any(pins(c, r.request) for c in kernels[kernel]):
+                if kernel in kernels and not any(config_matches(r, c) for c in kernels[kernel]):
                     unpinned[op].add(kernel)
     out = Overlap(keys=len(by_key))
     out.shared = {k: dict(v) for k, v in by_key.items() if sum(len(ops) for ops in v.values()) > 1}
@@ -91,21 +92,6 @@ def overlap(baseline: Path) -> Overlap:
             out.unrecorded[op] = missing
     out.ran_unpinned = {op: sorted(ks) for op, ks in sorted(unpinned.items())}
     return out
-
-
-def pins(config: dict, request: CompileRequest) -> bool:
-    """Whether a recorded config is the one a compile request was made with: each of its
-    kwargs a constexpr of that value, and its num_warps and num_stages the request's."""
-    names = list(request.signature)
-    consts = {
-        names[c.path[0]]: c.value
-        for c in request.constexprs
-        if len(c.path) == 1 and c.path[0] < len(names)
-    }
-    if any(name not in consts or consts[name] != v for name, v in config.get("kwargs", {}).items()):
-        return False
-    launched = request.config.model_dump()
-    return all(config[f] == launched.get(f) for f in ("num_warps", "num_stages") if f in config)
 
 
 def render(o: Overlap, limit: int) -> str:

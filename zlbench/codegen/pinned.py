@@ -33,8 +33,8 @@ def pinned_only(index: CodegenIndex, records: Records) -> tuple[CodegenIndex, in
     pinned = _pinned_by_kernel(records)
     drop: set[str] = set()
     for name, configs in pinned.items():
-        recs = [r for r in index.records if _kernel(r) == name]
-        matched = [[r for r in recs if _matches(r, c)] for c in configs]
+        recs = [r for r in index.records if kernel_of(r) == name]
+        matched = [[r for r in recs if config_matches(r, c)] for c in configs]
         if recs and all(matched):
             keep = {r.id for m in matched for r in m}
             drop |= {r.id for r in recs if r.id not in keep}
@@ -54,12 +54,14 @@ def _pinned_by_kernel(records: Records) -> dict[str, list[Mapping[str, Any]]]:
     return out
 
 
-def _kernel(rec: CompileRecord) -> str:
+def kernel_of(rec: CompileRecord) -> str:
+    """``<module>:<qualname>``, as autotune records name a kernel."""
     k = rec.request.kernel
     return f"{k.module}:{k.qualname}"
 
 
-def _matches(rec: CompileRecord, config: Mapping[str, Any]) -> bool:
+def config_matches(rec: CompileRecord, config: Mapping[str, Any]) -> bool:
+    """Whether ``rec`` was compiled with the autotune ``config`` (see the module doc)."""
     req = rec.request
     names = list(req.signature)
     consts = {
@@ -77,4 +79,4 @@ def _matches(rec: CompileRecord, config: Mapping[str, Any]) -> bool:
     return all(config.get(f) is None or launch.get(f) == config.get(f) for f in LAUNCH_FIELDS)
 
 
-__all__ = ["pinned_only"]
+__all__ = ["config_matches", "kernel_of", "pinned_only"]
