@@ -37,9 +37,11 @@ from zlbench.cli.settings import Settings
 from zlbench.cli.trees import resolve_one
 from zlbench.codegen.pinned import config_matches, kernel_of
 from zlbench.errors import ZlbenchError
-from zlbench.models import AutotuneRecords, CodegenIndex, load_json_model
+from zlbench.models import CodegenIndex, load_json_model
 from zlbench.models.base import REPOS
-from zlbench.protocol.layout import op_key
+from zlbench.models.codegen import CODEGEN_INDEX, codegen_dir
+from zlbench.protocol.layout import op_key, records_dir
+from zlbench.runner.ab.records import read_records_dir
 
 
 @dataclass
@@ -66,14 +68,16 @@ def overlap(baseline: Path) -> Overlap:
     repos = [baseline / r for r in REPOS if (baseline / r).is_dir()]
     for op_dir in sorted(p for repo in repos for p in repo.iterdir() if p.is_dir()):
         op = op_key(op_dir.parent.name, op_dir.name)
+        records = read_records_dir(records_dir(op_dir))
+        if records is None and records_dir(op_dir).is_dir():
+            raise ZlbenchError(f"{records_dir(op_dir)}: autotune records that do not read")
         kernels: dict[str, list[dict]] = defaultdict(list)
-        for path in sorted((op_dir / "autotune_records").glob("*.json")):
-            for kernel, keys in load_json_model(path, AutotuneRecords).kernels.items():
-                for key, config in keys.items():
-                    kernels[kernel].append(config)
-                    by_key[(kernel, key)][json.dumps(config, sort_keys=True)].append(op)
+        for kernel, keys in (records or {}).items():
+            for key, config in keys.items():
+                kernels[kernel].append(config)
+                by_key[(kernel, key)][json.dumps(config, sort_keys=True)].append(op)
         recorded[op] = kernels
-        index = op_dir / "codegen" / "index.json"
+        index = codegen_dir(op_dir) / CODEGEN_INDEX
         if index.is_file():
             launched[op] = set()
             for r in load_json_model(index, CodegenIndex).records:
