@@ -141,12 +141,42 @@ def test_the_new_version_is_the_baseline_plus_its_sound_captures(setup, capsys):
     # mm's capture names a kernel the baseline does not hold: left out, in one line
     assert not (new / "main" / "mm" / "codegen" / LAUNCHES_JSON).exists()
     (mm_line,) = [ln for ln in out.splitlines() if "main/mm" in ln]
-    assert FOREIGN_ID in mm_line and "compiler" in mm_line
+    assert FOREIGN_ID in mm_line and "own codegen records do not hold it either" in mm_line
     assert "1 ops captured (2 rows), 3 ops without a capture" in out
     assert f"without a capture: 1 op(s): {capture_baseline.NOT_RUN}" in out
     assert f"without a capture: 1 op(s): {capture_baseline.NO_CAPTURE}" in out
     assert f"without a capture: 1 op(s): {capture_baseline.FOREIGN}" in out
     assert "verified: 4 ops, 8 rows: OK" in out
+
+
+def _foreign_compiled(batch: Path, req) -> str:
+    """mm's capture in ``batch`` names ``req``'s kernel, and the batch's own codegen
+    index of mm holds that request (what the batch compiled)."""
+    texts = cgsynth.stage_texts("mm-h100")
+    rec = cgsynth.record(req, texts, uses=[cgsynth.use("mm", dtype="bfloat16", shape=SH)])
+    cgsynth.write_index(batch / "main" / "mm" / "codegen", [rec], [texts])
+    dump_json_model(batch / "main" / "mm" / "codegen" / LAUNCHES_JSON, _capture("mm", rec.id))
+    return rec.id
+
+
+def test_a_foreign_capture_names_what_its_kernel_differs_in(setup, capsys):
+    """The batch compiled mm_kernel with BLOCK 512 and 8 warps where the baseline
+    records 256 and 4: the line names those fields, and nothing else."""
+    base, batch, ids, new = setup
+    kid = _foreign_compiled(batch, cgsynth.request(name="mm_kernel", block=512, num_warps=8))
+    assert _run(base, new, "--from", str(batch)) == 0
+    (line,) = [ln for ln in capsys.readouterr().out.splitlines() if "main/mm" in ln]
+    assert kid in line
+    tail = line.split(f"mm_kernel differs from record {ids['mm']} in ")[1]
+    assert tail == "config.num_warps: 4 → 8; constexprs[2]: 256 → 512"
+
+
+def test_a_foreign_capture_of_a_kernel_the_baseline_never_compiled_says_so(setup, capsys):
+    base, batch, _, new = setup
+    _foreign_compiled(batch, cgsynth.request(name="index_kernel"))
+    assert _run(base, new, "--from", str(batch)) == 0
+    (line,) = [ln for ln in capsys.readouterr().out.splitlines() if "main/mm" in ln]
+    assert line.endswith("index_kernel: the baseline records no kernel of that name for this op")
 
 
 def test_the_new_manifest_hashes_the_captures_and_says_where_they_came_from(setup, capsys):

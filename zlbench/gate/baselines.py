@@ -412,14 +412,20 @@ def launch_capture_problem(run_dir: Path, index: CodegenIndex) -> str | None:
     return unknown_kernel_problem(path, capture, index)
 
 
-def unknown_kernel_problem(path: Path, capture: LaunchCapture, index: CodegenIndex) -> str | None:
-    """The line naming the first kernel id that ``capture`` (read from ``path``) names
-    and ``index`` does not hold, in a launch or a row's ``replay_timed``; None when it
-    names only kernels of ``index``."""
+def unknown_kernels(capture: LaunchCapture, index: CodegenIndex) -> list[str]:
+    """The kernel ids that ``capture`` names (in a launch or a row's ``replay_timed``)
+    and ``index`` does not hold, sorted."""
     ids = {r.id for r in index.records}
     named = {s.kernel_id for r in capture.rows for s in r.launches if s.kernel_id}
     named |= {k for r in capture.rows for k in r.replay_timed or ()}
-    unknown = sorted(named - ids)
+    return sorted(named - ids)
+
+
+def unknown_kernel_problem(path: Path, capture: LaunchCapture, index: CodegenIndex) -> str | None:
+    """The line naming the first kernel id that ``capture`` (read from ``path``) names
+    and ``index`` does not hold (:func:`unknown_kernels`); None when it names only
+    kernels of ``index``."""
+    unknown = unknown_kernels(capture, index)
     if unknown:
         return f"{path}: names kernel {unknown[0]}, which its codegen index does not hold"
     return None

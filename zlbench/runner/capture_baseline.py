@@ -65,11 +65,13 @@ from pathlib import Path
 from typing import TextIO
 
 from zlbench.codegen.attribute import with_replay_timed
+from zlbench.codegen.request_diff import why_not_held
 from zlbench.errors import ZlbenchError
 from zlbench.gate.baselines import (
     check_out_outside_baseline,
     sha256_file,
     unknown_kernel_problem,
+    unknown_kernels,
     verify,
 )
 from zlbench.gate.env import common_timing
@@ -630,13 +632,22 @@ def _why_not(
     if problem is not None:
         unsound[key] = (
             f"{problem} ({found.replayed}'s records of this op): the batch compiled a "
-            f"kernel {found.replayed} did not record (another compiler, GPU or "
-            "specialisation)"
+            f"kernel {found.replayed} did not record: {_foreign_why(run_dir, capture, index)}"
         )
         return FOREIGN
     found.rows += len(capture.rows)
     found.accepted[key] = (capture, {r.id for r in index.records}, batch)
     return None
+
+
+def _foreign_why(run_dir: Path, capture: LaunchCapture, index: CodegenIndex) -> str:
+    """What the capture's first unknown kernel differs in from B's nearest record of
+    the same kernel, read from the batch's own codegen index of the op."""
+    try:
+        own = load_codegen_index(run_dir)
+    except ZlbenchError as e:
+        return f"the batch's codegen index is unreadable ({e})"
+    return why_not_held(unknown_kernels(capture, index)[0], own, index)
 
 
 def _each(named: Iterable[str | None], sep: str = ", ") -> str | None:

@@ -1,0 +1,62 @@
+"""What a compiled kernel differs in from the nearest record of the same kernel
+(zlbench/codegen/request_diff.py)."""
+
+from __future__ import annotations
+
+from tests.support import cgsynth
+from zlbench.codegen.request_diff import differences, nearest, why_not_held
+from zlbench.models.codegen import AttrValue, CodegenIndex, ConstValue
+
+
+def _rec(**kw):
+    return cgsynth.record(cgsynth.request(**kw), cgsynth.stage_texts("x"))
+
+
+def test_an_argument_specialised_otherwise_is_named_by_its_path():
+    held = cgsynth.request()
+    found = held.model_copy(
+        update={"attrs": [AttrValue(path=[1], attrs=[["tt.divisibility", 16]])]}
+    )
+    assert differences(found, held) == ["attrs[1]: - → tt.divisibility=16"]
+    assert differences(held, held) == []
+
+
+def test_a_constexpr_source_and_target_are_each_a_field():
+    held = cgsynth.request()
+    kernel = held.kernel.model_copy(update={"cache_key": "a" * 64})
+    found = held.model_copy(
+        update={
+            "constexprs": [ConstValue(path=[2], kind="int", value=128)],
+            "kernel": kernel,
+            "target": held.target.model_copy(update={"arch": 100}),
+        }
+    )
+    assert differences(found, held) == [
+        "constexprs[2]: 256 → 128",
+        "kernel.cache_key: None → aaaaaaaaaaaa…",
+        "target.arch: 90 → 100",
+    ]
+
+
+def test_the_nearest_record_is_the_same_kernel_with_the_fewest_differences():
+    near, far, other = _rec(block=512), _rec(block=1024, num_warps=8), _rec(name="k2")
+    found = cgsynth.request(block=512, num_warps=2)
+    got = nearest(found, [far, other, near])
+    assert got is not None and got[0] is near
+    assert got[1] == ["config.num_warps: 4 → 2"]
+    assert nearest(found, [other]) is None
+
+
+def test_why_not_held_names_the_differences_and_counts_the_rest():
+    held = CodegenIndex(records=[_rec(block=512)])
+    req = cgsynth.request(block=128, num_warps=8)
+    kernel = req.kernel.model_copy(update={"cache_key": "c", "path": "p.py", "root": "r"})
+    found = cgsynth.record(req.model_copy(update={"kernel": kernel}), cgsynth.stage_texts("y"))
+    line = why_not_held(found.id, CodegenIndex(records=[found]), held)
+    assert line == (
+        f"add_kernel differs from record {held.records[0].id} in config.num_warps: 4 → 8; "
+        "constexprs[2]: 512 → 128; kernel.cache_key: None → c; kernel.path: None → p.py "
+        "(+1 more)"
+    )
+    assert why_not_held("feed", CodegenIndex(records=[found]), held).endswith("either")
+    assert why_not_held(found.id, None, held).endswith("either")

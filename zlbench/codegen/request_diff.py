@@ -1,0 +1,100 @@
+"""What makes one compile request another kernel: the fields in which a kernel a run
+compiled differs from the nearest record of the same kernel (pure; docs/replay.md
+"Captures for an existing baseline").
+
+A capture that names a kernel its baseline's records lack is left out; the line that
+says so names what differs (a constexpr, an argument's specialisation, the launch
+config, the source, the target), so that the cause reads off the derive instead of
+another GPU run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from zlbench.models.codegen import CodegenIndex, CompileRecord, CompileRequest
+
+SHOWN = 4  # differences named in a line; the rest counted
+
+
+def _flat(value: Any, at: str, out: dict[str, Any]) -> None:
+    if isinstance(value, dict):
+        for k, v in value.items():
+            _flat(v, f"{at}.{k}" if at else str(k), out)
+    else:
+        out[at] = value
+
+
+def _path(entry: dict) -> str:
+    return ",".join(map(str, entry["path"]))
+
+
+def flatten(request: CompileRequest) -> dict[str, Any]:
+    """``request`` as field path -> value; constexprs and attrs by their argument path
+    (``constexprs[3]``, ``attrs[0]``), as triton keys them."""
+    data = request.model_dump(mode="json")
+    out: dict[str, Any] = {}
+    for entry in data.pop("constexprs"):
+        out[f"constexprs[{_path(entry)}]"] = entry["value"]
+    for entry in data.pop("attrs"):  # [["tt.divisibility", 16]] -> "tt.divisibility=16"
+        out[f"attrs[{_path(entry)}]"] = ",".join(f"{k}={v}" for k, v in entry["attrs"])
+    _flat(data, "", out)
+    return out
+
+
+def differences(found: CompileRequest, held: CompileRequest) -> list[str]:
+    """Each field in which ``found`` differs from ``held``: ``field: held → found``
+    (``-`` for a field one of them lacks), in field order."""
+    a, b = flatten(held), flatten(found)
+    out = []
+    for key in sorted(set(a) | set(b)):
+        if a.get(key, "-") != b.get(key, "-"):
+            out.append(f"{key}: {_show(a.get(key, '-'))} → {_show(b.get(key, '-'))}")
+    return out
+
+
+def _show(v: Any) -> str:
+    text = v if isinstance(v, str) else repr(v)
+    return text if len(text) <= 32 else text[:12] + "…"
+
+
+def _same_kernel(a: CompileRequest, b: CompileRequest) -> bool:
+    return (a.kernel.module, a.kernel.qualname) == (b.kernel.module, b.kernel.qualname)
+
+
+def nearest(
+    found: CompileRequest, held: Iterable[CompileRecord]
+) -> tuple[CompileRecord, list[str]] | None:
+    """The record of the same kernel (module and qualname) that ``found`` differs least
+    from, with those differences (ties: the smaller id); None when none is that kernel."""
+    best = None
+    for rec in sorted(held, key=lambda r: r.id):
+        if not _same_kernel(found, rec.request):
+            continue
+        diff = differences(found, rec.request)
+        if best is None or len(diff) < len(best[1]):
+            best = (rec, diff)
+    return best
+
+
+def why_not_held(kernel_id: str, compiled: CodegenIndex | None, held: CodegenIndex) -> str:
+    """Why ``kernel_id`` (a kernel a run compiled, per its own index ``compiled``) is not
+    one of ``held``'s records, in a few words: what it differs in from the nearest record
+    of the same kernel, or that ``held`` records no such kernel."""
+    mine = {r.id: r for r in compiled.records} if compiled is not None else {}
+    rec = mine.get(kernel_id)
+    if rec is None:
+        return "the run's own codegen records do not hold it either"
+    name = rec.request.kernel.qualname
+    near = nearest(rec.request, held.records)
+    if near is None:
+        return f"{name}: the baseline records no kernel of that name for this op"
+    other, diff = near
+    if not diff:  # the same request under another id: ids of another zlbench
+        return f"{name}: the same request as record {other.id} under another id"
+    more = f" (+{len(diff) - SHOWN} more)" if len(diff) > SHOWN else ""
+    return f"{name} differs from record {other.id} in {'; '.join(diff[:SHOWN])}{more}"
+
+
+__all__ = ["differences", "flatten", "nearest", "why_not_held"]
