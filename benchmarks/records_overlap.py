@@ -3,7 +3,7 @@
 key to later ops of the same process until zlbench emptied its cache at each op's start
 (e6581f79).
 
-    python benchmarks/records_overlap.py BASELINE [--list N]
+    python benchmarks/records_overlap.py BASELINE [--batch DIR] [--list N]
 
 Prints, from the baseline's records alone (no GPU):
 
@@ -21,6 +21,10 @@ Prints, from the baseline's records alone (no GPU):
   A launcher that rewrites a constexpr after the tuner chose (FlagGems' flash attention
   and ``PRE_LOAD_V``, plugins/replay/binaries.py) shows here too.
 
+``--batch DIR`` reads the codegen indexes of a replay batch of the baseline instead (a
+capture's, `baseline capture --work DIR` or `gpu_capture.sh`'s `capwork-*/replay`):
+its ``ran unpinned`` ops ran, in the batch's processes, a config the baseline does not
+pin them, which the fix above should leave to the launchers that rewrite a constexpr.
 A packed baseline is read through its unpacked copy.
 """
 
@@ -59,8 +63,9 @@ class Overlap:
         return {op for configs in self.differing.values() for ops in configs.values() for op in ops}
 
 
-def overlap(baseline: Path) -> Overlap:
-    """Read every op's records and codegen index under ``baseline``."""
+def overlap(baseline: Path, runs: Path | None = None) -> Overlap:
+    """Read every op's records under ``baseline`` and its codegen index under ``runs``
+    (a replay batch of it; default: ``baseline``'s own)."""
     by_key: dict[tuple[str, str], dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))
     recorded: dict[str, dict[str, list[dict]]] = {}  # op -> kernel -> its configs
     launched: dict[str, set[str]] = {}
@@ -77,7 +82,8 @@ def overlap(baseline: Path) -> Overlap:
                 kernels[kernel].append(config)
                 by_key[(kernel, key)][json.dumps(config, sort_keys=True)].append(op)
         recorded[op] = kernels
-        index = codegen_dir(op_dir) / CODEGEN_INDEX
+        index = codegen_dir(op_dir if runs is None else runs / op_dir.parent.name / op_dir.name)
+        index = index / CODEGEN_INDEX
         if index.is_file():
             launched[op] = set()
             for r in load_json_model(index, CodegenIndex).records:
@@ -119,11 +125,14 @@ def render(o: Overlap, limit: int) -> str:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("baseline", type=Path)
+    ap.add_argument("--batch", type=Path, metavar="DIR", help="a replay batch's codegen indexes")
     ap.add_argument("--list", type=int, default=20, metavar="N", help="list N of each (20)")
     args = ap.parse_args(argv)
     try:
         root = resolve_one(args.baseline, Settings.from_env())
-        o = overlap(root)
+        if args.batch is not None and not args.batch.is_dir():
+            raise ZlbenchError(f"--batch {args.batch}: not a directory")
+        o = overlap(root, args.batch)
     except ZlbenchError as e:
         print(f"records_overlap: {e}", file=sys.stderr)
         return 2

@@ -143,14 +143,19 @@ def test_records_overlap_finds_configs_two_ops_differ_on_and_kernels_an_op_left_
     cfg = {"kwargs": {"BLOCK": 256}, "num_warps": 4, "num_stages": 3}
     other = {**cfg, "kwargs": {"BLOCK": 512}}
 
-    def op(name: str, records: dict, launched: list[tuple[str, bool]]) -> None:
+    def op(name: str, records: dict, launched: list[tuple[str, bool]], block=256) -> None:
         d = tmp_path / "bl" / "main" / name
         (d / "autotune_records").mkdir(parents=True)
         body = {"schema_version": 1, "kind": "autotune_record_set", "kernels": records}
         (d / "autotune_records" / f"{name}.json").write_text(json.dumps(body))
+        ran(tmp_path / "bl", name, launched, block)
+
+    def ran(root, name: str, launched: list[tuple[str, bool]], block: int) -> None:
         uses = {t: [use(name).model_copy(update={"timed": t})] for t in (True, False)}
-        recs = [record(request(k.split(":")[1], 256), stage_texts(), uses[t]) for k, t in launched]
-        write_index(d / "codegen", recs, [])
+        recs = [
+            record(request(k.split(":")[1], block), stage_texts(), uses[t]) for k, t in launched
+        ]
+        write_index(root / "main" / name / "codegen", recs, [])
 
     op("sqrt", {sqrt: {"[16]": cfg, "[32]": cfg}}, [(sqrt, True)])
     op("sqrt_", {sqrt: {"[16]": other, "[32]": cfg}}, [(sqrt, True)])  # 256 for one key
@@ -167,3 +172,14 @@ def test_records_overlap_finds_configs_two_ops_differ_on_and_kernels_an_op_left_
     out = capsys.readouterr().out
     assert "differing configs: 1 (2 ops)" in out and "main/rsqrt: " + sqrt in out
     assert "ran a config they do not pin: 1\n  main/cbrt: " + sqrt in out
+    # --batch: a replay batch's indexes against the baseline's pins: sqrt ran 512 there
+    # (sqrt_'s config for [16], none of its own), cbrt its own 512
+    batch = tmp_path / "capwork" / "replay"
+    ran(batch, "sqrt", [(sqrt, True)], 512)
+    ran(batch, "cbrt", [(sqrt, True)], 512)
+    b = tool.overlap(tmp_path / "bl", batch)
+    assert b.ran_unpinned == {"main/sqrt": [sqrt]} and b.unrecorded == {}
+    assert tool.main([str(tmp_path / "bl"), "--batch", str(batch)]) == 0
+    assert "ran a config they do not pin: 1\n  main/sqrt: " + sqrt in capsys.readouterr().out
+    assert tool.main([str(tmp_path / "bl"), "--batch", str(tmp_path / "none")]) == 2
+    assert capsys.readouterr().err.count("\n") == 1
