@@ -199,3 +199,34 @@ def test_a_rebuilt_kernel_keyed_by_an_address_gets_no_dependencies_note(module_d
     assert rebuild._notes(req(mod.scan_kernel), mod.scan_kernel) == []
     (note,) = rebuild._notes(req(mod.twice_kernel), mod.twice_kernel)
     assert note.startswith("dependencies changed: ")
+
+
+def test_an_address_keyed_kernel_is_recorded_under_one_id_in_every_process(module_dir):
+    """The record keeps the portable key of such a kernel, so its request's id is the
+    same in two processes (two imports here: triton's keys differ by the address). The
+    H100 capture of v5 (forty-second session) named cumsum's, sort's, argsort's, isin's
+    and nonzero's kernels under ids v5's records did not hold: only the key differed."""
+    (module_dir / f"{MOD}.py").write_text(CONST_FN_TEXT + TEXT.split("as tl", 1)[1])
+    first = importlib.import_module(MOD)
+    del sys.modules[MOD]
+    second = importlib.import_module(MOD)
+    a, b = first.scan_kernel, second.scan_kernel
+    assert a.cache_key != b.cache_key
+    got = capture.kernel_source(a).cache_key
+    assert got == capture.kernel_source(b).cache_key == "portable:" + capture.portable_key(a)
+    plain = capture.kernel_source(first.twice_kernel).cache_key
+    assert plain == first.twice_kernel.cache_key  # not address-keyed: triton's own
+
+
+def test_a_changed_key_is_a_change_but_for_an_old_records_address(module_dir):
+    """key_changed, what the rebuild's "dependencies changed" note rests on."""
+    (module_dir / f"{MOD}.py").write_text(CONST_FN_TEXT + TEXT.split("as tl", 1)[1])
+    mod = importlib.import_module(MOD)
+    scan, twice = mod.scan_kernel, mod.twice_kernel
+    portable = capture.recorded_key(scan)
+    assert not capture.key_changed(scan, portable)
+    assert capture.key_changed(scan, "portable:" + "0" * 64)  # its code or a callee changed
+    assert not capture.key_changed(scan, scan.cache_key + "x")  # an old record's address
+    assert not capture.key_changed(twice, twice.cache_key)
+    assert capture.key_changed(twice, "0" * 64)
+    assert capture.key_changed(twice, portable)  # was address-keyed, no longer is

@@ -46,6 +46,9 @@ CODEGEN_BLOBS = "blobs"
 # paths, so only its disassembly compares across machines.
 STAGES = ("ttir", "ttgir", "llir", "ptx", "sass")
 TEXT_STAGES = STAGES
+# KernelSource.cache_key of an address-keyed kernel (plugins.compiler.capture.recorded_key):
+# triton's own key of it holds a function's address, so it differs in every process
+PORTABLE_KEY = "portable:"
 
 
 # --------------------------------------------------------------------------- request
@@ -74,7 +77,9 @@ class KernelSource(_Model):
     root: str | None = None
     source_sha256: str  # sha256 of the function's own source text (fn.src)
     file_sha256: str | None = None  # sha256 of the whole file (helpers included)
-    # triton's JITFunction.cache_key: the source and every JIT function it calls.
+    # triton's JITFunction.cache_key: the source and every JIT function it calls; for an
+    # address-keyed kernel PORTABLE_KEY + a key of the same without addresses (records
+    # made before 2026-12-07 keep triton's, an address: docs/codegen.md).
     cache_key: str | None = None
     # The whole module text, kept for every kernel that `import module` +
     # qualname does not find again (FlagGems' pointwise_dynamic writes generated

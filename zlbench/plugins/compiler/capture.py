@@ -37,6 +37,7 @@ from zlbench.models import (
     atomic_write_text,
     blob_digest,
 )
+from zlbench.models.codegen import PORTABLE_KEY
 from zlbench.plugins.compiler import normalise as norm
 from zlbench.plugins.compiler import sass as sass_mod
 
@@ -222,6 +223,29 @@ def address_keyed(jit_fn: Any) -> bool:
     return _portable(jit_fn, {})[1]
 
 
+def recorded_key(jit_fn: Any) -> str:
+    """The cache key a record keeps (``KernelSource.cache_key``): triton's, but for an
+    address-keyed kernel (:func:`address_keyed`) ``PORTABLE_KEY`` + :func:`portable_key`.
+    Triton's key of such a kernel differs in every process, and the request's id with it:
+    a capture taken in one process named kernels that the records of another did not
+    hold (FlagGems' cumsum, cumprod, sort, argsort, isin, nonzero, copysign)."""
+    try:
+        key, address = _portable(jit_fn, {})
+    except Exception:  # noqa: BLE001 - a key this cannot compute: triton's, as before
+        return jit_fn.cache_key
+    return PORTABLE_KEY + key if address else jit_fn.cache_key
+
+
+def key_changed(jit_fn: Any, recorded: str) -> bool:
+    """Whether ``jit_fn``'s cache key here differs from the one a record kept
+    (:func:`recorded_key`). Never for an address-keyed kernel whose record kept triton's
+    own key (made before records kept portable keys): that key was an address."""
+    here = recorded_key(jit_fn)
+    if here == recorded:
+        return False
+    return recorded.startswith(PORTABLE_KEY) or not here.startswith(PORTABLE_KEY)
+
+
 def _portable(jit_fn: Any, memo: dict) -> tuple[str, bool]:
     """``(portable key, address keyed)`` of ``jit_fn``; ``memo`` breaks recursion."""
     from triton.language.core import constexpr
@@ -355,7 +379,7 @@ def kernel_source(jit_fn: Any) -> KernelSource:
         root=None if generated else where[1],
         source_sha256=sha256_hex(jit_fn.src),
         file_sha256=sha256_hex(text) if text is not None else None,
-        cache_key=jit_fn.cache_key,
+        cache_key=recorded_key(jit_fn),
         generated_source=text.decode("utf-8") if generated and text is not None else None,
         generated_globals=_generated_globals(jit_fn) if generated else {},
     )

@@ -217,11 +217,7 @@ def _notes(req: CompileRequest, fn: Any) -> list[str]:
     notes = []
     if capture.sha256_hex(fn.src) != req.kernel.source_sha256:
         notes.append(f"source changed: {req.kernel.module}:{req.kernel.qualname} differs here")
-    elif (
-        req.kernel.cache_key
-        and fn.cache_key != req.kernel.cache_key
-        and not capture.address_keyed(fn)
-    ):
+    elif req.kernel.cache_key and capture.key_changed(fn, req.kernel.cache_key):
         notes.append(
             "dependencies changed: triton's cache key differs here (a JIT function it "
             "calls, or a global value one of them reads, e.g. one computed from the "
