@@ -4,7 +4,14 @@
 from __future__ import annotations
 
 from tests.support import cgsynth
-from zlbench.codegen.request_diff import differences, nearest, why_not_held
+from zlbench.codegen.request_diff import (
+    address_twins,
+    differences,
+    nearest,
+    renamed,
+    renamed_index,
+    why_not_held,
+)
 from zlbench.models.codegen import AttrValue, CodegenIndex, ConstValue
 
 
@@ -60,3 +67,44 @@ def test_why_not_held_names_the_differences_and_counts_the_rest():
     )
     assert why_not_held("feed", CodegenIndex(records=[found]), held).endswith("either")
     assert why_not_held(found.id, None, held).endswith("either")
+
+
+def _keyed(rec, key):
+    kernel = rec.request.kernel.model_copy(update={"cache_key": key})
+    return cgsynth.record(rec.request.model_copy(update={"kernel": kernel}), None)
+
+
+def test_an_address_twin_is_one_record_but_for_a_triton_key_the_run_kept_portably():
+    held_a, held_b = _keyed(_rec(), "e949" * 16), _keyed(_rec(block=512), "e949" * 16)
+    held = CodegenIndex(records=[held_a, held_b])
+    twin = _keyed(_rec(), "portable:" + "1" * 64)
+    raw = _keyed(_rec(block=512), "1430" * 16)  # the run's key triton's own: not known
+    other = _keyed(_rec(block=1024), "portable:" + "1" * 64)  # differs in BLOCK too
+    run = CodegenIndex(records=[twin, raw, other, held_b])
+    assert address_twins(run, held) == {twin.id: held_a.id}
+    # a held record keyed portably was recorded with this rule: its key is no address
+    portable_held = CodegenIndex(records=[_keyed(_rec(), "portable:" + "2" * 64)])
+    assert address_twins(run, portable_held) == {}
+    # two held records that are it but for the key: none taken
+    two = CodegenIndex(records=[held_a, _keyed(_rec(), "ffff" * 16)])
+    assert address_twins(run, two) == {}
+
+
+def test_renamed_renames_launches_and_replay_timed():
+    from zlbench.models.replay import LaunchCapture, LaunchSpec, RowLaunches
+
+    spec = LaunchSpec(kernel_id="a", kernel="k", grid=[1, 1, 1])
+    rows = [
+        RowLaunches(run_name="op", op="op", dtype="bf16", shape="s", launches=[spec],
+                    replay_timed=["b", "a"]),
+        RowLaunches(run_name="op", op="op", dtype="bf16", shape="t", launches=[spec]),
+    ]  # fmt: skip
+    got = renamed(LaunchCapture(rows=rows), {"a": "z"})
+    assert [s.kernel_id for r in got.rows for s in r.launches] == ["z", "z"]
+    assert [r.replay_timed for r in got.rows] == [["b", "z"], None]
+    index = CodegenIndex(records=[_rec(), _rec(block=512)])
+    first = index.records[0].id
+    assert [r.id for r in renamed_index(index, {first: "z"}).records] == [
+        "z",
+        index.records[1].id,
+    ]

@@ -153,7 +153,8 @@ def _foreign_compiled(batch: Path, req) -> str:
     """mm's capture in ``batch`` names ``req``'s kernel, and the batch's own codegen
     index of mm holds that request (what the batch compiled)."""
     texts = cgsynth.stage_texts("mm-h100")
-    rec = cgsynth.record(req, texts, uses=[cgsynth.use("mm", dtype="bfloat16", shape=SH)])
+    use = cgsynth.use("mm", dtype="bfloat16", shape=SH).model_copy(update={"timed": True})
+    rec = cgsynth.record(req, texts, uses=[use])
     cgsynth.write_index(batch / "main" / "mm" / "codegen", [rec], [texts])
     dump_json_model(batch / "main" / "mm" / "codegen" / LAUNCHES_JSON, _capture("mm", rec.id))
     return rec.id
@@ -177,6 +178,36 @@ def test_a_foreign_capture_of_a_kernel_the_baseline_never_compiled_says_so(setup
     assert _run(base, new, "--from", str(batch)) == 0
     (line,) = [ln for ln in capsys.readouterr().out.splitlines() if "main/mm" in ln]
     assert line.endswith("index_kernel: the baseline records no kernel of that name for this op")
+
+
+def test_an_address_keyed_kernel_recorded_under_its_old_key_is_taken_as_its_record(setup, capsys):
+    """The batch kept a portable key for mm_kernel (it found it address-keyed), the
+    baseline triton's own (an address): the same request but for the key is the
+    baseline's record, the capture and each row's replay_timed name the baseline's id."""
+    base, batch, ids, new = setup
+    req = cgsynth.request(name="mm_kernel")
+    kernel = req.kernel.model_copy(update={"cache_key": "portable:" + "7" * 64})
+    kid = _foreign_compiled(batch, req.model_copy(update={"kernel": kernel}))
+    assert kid != ids["mm"]
+    assert _run(base, new, "--from", str(batch)) == 0
+    out = capsys.readouterr().out
+    assert "main/mm: no capture" not in out
+    assert "1 op(s) captured with a kernel the baseline recorded under" in out
+    got = load_json_model(new / "main" / "mm" / "codegen" / LAUNCHES_JSON, LaunchCapture)
+    assert {s.kernel_id for r in got.rows for s in r.launches} == {ids["mm"]}
+    assert [r.replay_timed for r in got.rows] == [[ids["mm"]], []]  # SH timed, SH2 not run
+    assert _manifest(new).summary["captures"]["address_twins"] == ["main/mm"]
+
+
+def test_a_kernel_that_differs_in_more_than_its_key_is_not_taken(setup, capsys):
+    base, batch, _, new = setup
+    req = cgsynth.request(name="mm_kernel", block=512)
+    kernel = req.kernel.model_copy(update={"cache_key": "portable:" + "7" * 64})
+    _foreign_compiled(batch, req.model_copy(update={"kernel": kernel}))
+    assert _run(base, new, "--from", str(batch)) == 0
+    (line,) = [ln for ln in capsys.readouterr().out.splitlines() if "main/mm: no capture" in ln]
+    assert line.endswith("constexprs[2]: 256 → 512; kernel.cache_key: None → portable:777…")
+    assert _manifest(new).summary["captures"]["address_twins"] == []
 
 
 def test_the_new_manifest_hashes_the_captures_and_says_where_they_came_from(setup, capsys):

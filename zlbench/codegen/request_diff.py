@@ -13,7 +13,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from zlbench.models.codegen import CodegenIndex, CompileRecord, CompileRequest
+from zlbench.models.codegen import PORTABLE_KEY, CodegenIndex, CompileRecord, CompileRequest
+from zlbench.models.replay import LaunchCapture
 
 SHOWN = 4  # differences named in a line; the rest counted
 
@@ -97,4 +98,64 @@ def why_not_held(kernel_id: str, compiled: CodegenIndex | None, held: CodegenInd
     return f"{name} differs from record {other.id} in {'; '.join(diff[:SHOWN])}{more}"
 
 
-__all__ = ["differences", "flatten", "nearest", "why_not_held"]
+def _but_the_key(found: CompileRequest, held: CompileRequest) -> bool:
+    """``found`` (keyed portably) is ``held`` (keyed by triton's own, an address) but for
+    the cache key."""
+    if (held.kernel.cache_key or "").startswith(PORTABLE_KEY):
+        return False
+    kernel = found.kernel.model_copy(update={"cache_key": held.kernel.cache_key})
+    return found.model_copy(update={"kernel": kernel}) == held
+
+
+def address_twins(compiled: CodegenIndex, held: CodegenIndex) -> dict[str, str]:
+    """Record id of ``compiled`` (a run's own index) -> record id of ``held`` (the
+    baseline's), for each record ``held`` lacks that is exactly one of ``held``'s but for
+    its cache key, where the run kept a portable key (``PORTABLE_KEY``: it found the
+    kernel address-keyed) and ``held`` triton's own: an address-keyed kernel recorded
+    before records kept portable keys, whose recorded key was an address that no other
+    process gives (docs/replay.md "Captures for an existing baseline")."""
+    ids = {r.id for r in held.records}
+    out = {}
+    for rec in compiled.records:
+        if rec.id in ids or not (rec.request.kernel.cache_key or "").startswith(PORTABLE_KEY):
+            continue
+        twins = [h.id for h in held.records if _but_the_key(rec.request, h.request)]
+        if len(twins) == 1:
+            out[rec.id] = twins[0]
+    return out
+
+
+def renamed(capture: LaunchCapture, ids: dict[str, str]) -> LaunchCapture:
+    """``capture`` with each kernel id of ``ids`` (launches and ``replay_timed``) renamed."""
+    if not ids:
+        return capture
+    rows = []
+    for row in capture.rows:
+        launches = [
+            s.model_copy(update={"kernel_id": ids.get(s.kernel_id, s.kernel_id)})
+            for s in row.launches
+        ]
+        timed = (
+            None if row.replay_timed is None else sorted(ids.get(k, k) for k in row.replay_timed)
+        )
+        rows.append(row.model_copy(update={"launches": launches, "replay_timed": timed}))
+    return capture.model_copy(update={"rows": rows})
+
+
+def renamed_index(index: CodegenIndex, ids: dict[str, str]) -> CodegenIndex:
+    """``index`` with each record id of ``ids`` renamed."""
+    if not ids:
+        return index
+    records = [r.model_copy(update={"id": ids.get(r.id, r.id)}) for r in index.records]
+    return index.model_copy(update={"records": records})
+
+
+__all__ = [
+    "address_twins",
+    "differences",
+    "flatten",
+    "nearest",
+    "renamed",
+    "renamed_index",
+    "why_not_held",
+]

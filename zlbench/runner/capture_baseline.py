@@ -65,7 +65,7 @@ from pathlib import Path
 from typing import TextIO
 
 from zlbench.codegen.attribute import with_replay_timed
-from zlbench.codegen.request_diff import why_not_held
+from zlbench.codegen.request_diff import address_twins, renamed, renamed_index, why_not_held
 from zlbench.errors import ZlbenchError
 from zlbench.gate.baselines import (
     check_out_outside_baseline,
@@ -171,8 +171,11 @@ class Captured:
     durations_gpu: str | None = None  # the GPU model(s) those batches ran on, when said
     durations_kept: str | None = None  # why a batch's op seconds did not replace the recorded
     # op key -> its accepted capture, the baseline's record ids of the op (read once, by
-    # _why_not) and the batch it came from (derive writes each row's replay_timed)
-    accepted: dict[str, tuple[LaunchCapture, set[str], Path]] = field(default_factory=dict)
+    # _why_not), the batch it came from (derive writes each row's replay_timed) and the
+    # batch's record ids taken as the baseline's (request_diff.address_twins)
+    accepted: dict[str, tuple[LaunchCapture, set[str], Path, dict[str, str]]] = field(
+        default_factory=dict
+    )
 
     def counts(self) -> dict[str, int]:
         """Ops without a capture, by reason, most first."""
@@ -195,7 +198,13 @@ class Captured:
             "durations_kept": self.durations_kept,
             "without": self.counts(),
             "unsound": sorted(self.unsound),  # their lines: the command's output
+            "address_twins": self.twinned(),
         }
+
+    def twinned(self) -> list[str]:
+        """The ops captured with a kernel taken as the baseline's record of it but for an
+        address in its cache key (request_diff.address_twins)."""
+        return sorted(k for k, got in self.accepted.items() if k in self.ops and got[3])
 
 
 @dataclass
@@ -382,10 +391,10 @@ def derive(
 
     def add_captures(root: Path, manifest: BaselineManifest) -> tuple[str, dict]:
         for key in found.ops:
-            capture, known, batch = found.accepted[key]
+            capture, known, batch, twins = found.accepted[key]
             run = load_codegen_index(resolve_inside(batch, key))
             if run is not None:  # each row with what the run launched while timed
-                capture = with_replay_timed(capture, run, known)
+                capture = with_replay_timed(capture, renamed_index(run, twins), known)
             write_launches(codegen_dir(root / key), capture)
         _take_durations(found, root, baseline, list(zip(batches, infos, strict=True)), scope)
         return SUMMARY_KEY, found.as_dict(infos)
@@ -628,26 +637,23 @@ def _why_not(
     except ZlbenchError as e:
         unsound[key] = str(e)
         return UNREADABLE
+    try:  # what the batch compiled: its own codegen index of the op
+        own, unread = load_codegen_index(run_dir), None
+    except ZlbenchError as e:
+        own, unread = None, f"the batch's codegen index is unreadable ({e})"
+    twins = address_twins(own, index) if own is not None else {}
+    capture = renamed(capture, twins)
     problem = unknown_kernel_problem(path, capture, index)  # checked against B's index
     if problem is not None:
+        why = unread or why_not_held(unknown_kernels(capture, index)[0], own, index)
         unsound[key] = (
             f"{problem} ({found.replayed}'s records of this op): the batch compiled a "
-            f"kernel {found.replayed} did not record: {_foreign_why(run_dir, capture, index)}"
+            f"kernel {found.replayed} did not record: {why}"
         )
         return FOREIGN
     found.rows += len(capture.rows)
-    found.accepted[key] = (capture, {r.id for r in index.records}, batch)
+    found.accepted[key] = (capture, {r.id for r in index.records}, batch, twins)
     return None
-
-
-def _foreign_why(run_dir: Path, capture: LaunchCapture, index: CodegenIndex) -> str:
-    """What the capture's first unknown kernel differs in from B's nearest record of
-    the same kernel, read from the batch's own codegen index of the op."""
-    try:
-        own = load_codegen_index(run_dir)
-    except ZlbenchError as e:
-        return f"the batch's codegen index is unreadable ({e})"
-    return why_not_held(unknown_kernels(capture, index)[0], own, index)
 
 
 def _each(named: Iterable[str | None], sep: str = ", ") -> str | None:
