@@ -1,0 +1,42 @@
+"""baselines/v5h (docs/baselines.md "v5h"): v5, the CI default, with the launch captures
+an H100 took of it on 2026-12-07 (forty-second session): every file of v5 the same, one
+capture more for each of 49 ops, and the 5 ops whose kernels triton keyed by an address
+(cumsum, sort, argsort, isin, nonzero) without one."""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+from tests.support.trees import shipped
+from zlbench.gate.baselines import verify
+from zlbench.models import BaselineManifest, load_yaml_model
+from zlbench.models.base import load_json_model
+from zlbench.models.replay import LAUNCHES_JSON, LaunchCapture
+
+ADDRESS_KEYED = {"main/argsort", "main/cumsum", "main/isin", "main/nonzero", "main/sort"}
+
+
+def _files(root: Path) -> dict[str, str]:
+    return {
+        p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in root.rglob("*")
+        if p.is_file()
+    }
+
+
+def test_v5h_is_v5_and_its_captures():
+    v5, v5h = Path("baselines/v5"), shipped("baselines/v5h")
+    m = load_yaml_model(v5h / "manifest.yaml", BaselineManifest)
+    assert (m.name, m.derived_from) == ("v5h", "v5") and verify(v5h, m).ok
+    old, new = _files(v5), _files(v5h)
+    same = {k for k in old if k != "manifest.yaml" and k != "ops_status.csv"}
+    assert {k: new[k] for k in same} == {k: old[k] for k in same}
+    added = sorted(set(new) - set(old))
+    assert len(added) == 49 and all(k.endswith(f"/codegen/{LAUNCHES_JSON}") for k in added)
+    captured = {k.rsplit("/codegen/", 1)[0] for k in added}
+    assert captured.isdisjoint(ADDRESS_KEYED) and len(captured | ADDRESS_KEYED) == 54
+    gpus = {load_json_model(v5h / k, LaunchCapture).gpu_model for k in added}
+    assert gpus == {"NVIDIA H100 80GB HBM3"}
+    c = m.summary["captures"]
+    assert (c["ops"], c["rows"]) == (49, 93)
