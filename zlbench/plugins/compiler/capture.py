@@ -216,17 +216,11 @@ def portable_key(jit_fn: Any) -> str:
     return _portable(jit_fn, {})[0]
 
 
-def address_keyed(jit_fn: Any) -> bool:
-    """Whether triton's cache key of ``jit_fn`` holds an address (:func:`portable_key`),
-    its own or a JIT function's it calls: then it differs in every process, and a key
-    recorded in another cannot be compared with it."""
-    return _portable(jit_fn, {})[1]
-
-
 def recorded_key(jit_fn: Any) -> str:
-    """The cache key a record keeps (``KernelSource.cache_key``): triton's, but for an
-    address-keyed kernel (:func:`address_keyed`) ``PORTABLE_KEY`` + :func:`portable_key`.
-    Triton's key of such a kernel differs in every process, and the request's id with it:
+    """The cache key a record keeps (``KernelSource.cache_key``): triton's, but
+    ``PORTABLE_KEY`` + :func:`portable_key` for an address-keyed kernel (its key, or a
+    JIT callee's, holds a function's address). Triton's key of such a kernel differs in
+    every process, and the request's id with it:
     a capture taken in one process named kernels that the records of another did not
     hold (FlagGems' cumsum, cumprod, sort, argsort, isin, nonzero, copysign)."""
     try:
