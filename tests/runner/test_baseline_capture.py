@@ -587,6 +587,17 @@ def test_an_unreadable_capture_gives_no_capture_and_is_named(setup, capsys):
     assert _manifest(new).summary["captures"]["unsound"] == ["main/add", "main/mm"]
 
 
+def test_a_sound_capture_whose_batch_index_does_not_read_fails_before_writing(setup, capsys):
+    """Its rows' replay_timed come from that index: bad input, one line, nothing written."""
+    base, batch, _, new = setup
+    (batch / "main" / "add" / "codegen").mkdir(parents=True, exist_ok=True)
+    (batch / "main" / "add" / "codegen" / "index.json").write_text("{")
+    assert _run(base, new, "--from", str(batch)) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "main/add/codegen/index.json" in err
+    assert not new.exists()
+
+
 # --------------------------------------------------------------------------- the batch run
 
 

@@ -280,10 +280,11 @@ def _capture(args) -> int:
     )
     for why, n in got.counts().items():
         print(f"  without a capture: {n} op(s): {why}")
-    if got.twinned():
+    if got.address_twins:
         print(
-            f"  {len(got.twinned())} op(s) captured with a kernel the baseline recorded under "
-            f"an address-keyed cache key, matched by all else: {', '.join(got.twinned())}"
+            f"  {len(got.address_twins)} op(s) captured with a kernel the baseline recorded "
+            f"under an address-keyed cache key, matched by all else: "
+            f"{', '.join(got.address_twins)}"
         )
     if got.durations:
         print(f"  recorded seconds: {got.durations} op(s) now the replay batch's (replay mode)")

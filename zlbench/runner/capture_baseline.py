@@ -170,12 +170,12 @@ class Captured:
     durations: int = 0  # ops whose recorded seconds became the batch's (replay_durations)
     durations_gpu: str | None = None  # the GPU model(s) those batches ran on, when said
     durations_kept: str | None = None  # why a batch's op seconds did not replace the recorded
-    # op key -> its accepted capture, the baseline's record ids of the op (read once, by
-    # _why_not), the batch it came from (derive writes each row's replay_timed) and the
-    # batch's record ids taken as the baseline's (request_diff.address_twins)
-    accepted: dict[str, tuple[LaunchCapture, set[str], Path, dict[str, str]]] = field(
-        default_factory=dict
-    )
+    # op key -> its accepted capture as the new version holds it: its ids the baseline's
+    # and each row's replay_timed from the batch's own codegen index (_why_not)
+    accepted: dict[str, LaunchCapture] = field(default_factory=dict)
+    # the ops captured with a kernel taken as the baseline's record of it but for an
+    # address in its cache key (request_diff.address_twins)
+    address_twins: list[str] = field(default_factory=list)
 
     def counts(self) -> dict[str, int]:
         """Ops without a capture, by reason, most first."""
@@ -198,13 +198,8 @@ class Captured:
             "durations_kept": self.durations_kept,
             "without": self.counts(),
             "unsound": sorted(self.unsound),  # their lines: the command's output
-            "address_twins": self.twinned(),
+            "address_twins": sorted(self.address_twins),
         }
-
-    def twinned(self) -> list[str]:
-        """The ops captured with a kernel taken as the baseline's record of it but for an
-        address in its cache key (request_diff.address_twins)."""
-        return sorted(k for k, got in self.accepted.items() if k in self.ops and got[3])
 
 
 @dataclass
@@ -391,11 +386,7 @@ def derive(
 
     def add_captures(root: Path, manifest: BaselineManifest) -> tuple[str, dict]:
         for key in found.ops:
-            capture, known, batch, twins = found.accepted[key]
-            run = load_codegen_index(resolve_inside(batch, key))
-            if run is not None:  # each row with what the run launched while timed
-                capture = with_replay_timed(capture, renamed_index(run, twins), known)
-            write_launches(codegen_dir(root / key), capture)
+            write_launches(codegen_dir(root / key), found.accepted[key])
         _take_durations(found, root, baseline, list(zip(batches, infos, strict=True)), scope)
         return SUMMARY_KEY, found.as_dict(infos)
 
@@ -637,22 +628,34 @@ def _why_not(
     except ZlbenchError as e:
         unsound[key] = str(e)
         return UNREADABLE
-    try:  # what the batch compiled: its own codegen index of the op
+    try:  # what the batch compiled: its own codegen index of the op, read once
         own, unread = load_codegen_index(run_dir), None
     except ZlbenchError as e:
-        own, unread = None, f"the batch's codegen index is unreadable ({e})"
+        own, unread = None, e
     twins = address_twins(own, index) if own is not None else {}
     capture = renamed(capture, twins)
     problem = unknown_kernel_problem(path, capture, index)  # checked against B's index
     if problem is not None:
-        why = unread or why_not_held(unknown_kernels(capture, index)[0], own, index)
+        why = (
+            f"the batch's codegen index is unreadable ({unread})"
+            if unread is not None
+            else why_not_held(unknown_kernels(capture, index)[0], own, index)
+        )
         unsound[key] = (
             f"{problem} ({found.replayed}'s records of this op): the batch compiled a "
             f"kernel {found.replayed} did not record: {why}"
         )
         return FOREIGN
+    if unread is not None:  # a sound capture's rows need it (replay_timed): bad input
+        raise unread
+    if own is not None:  # each row with what the run launched while timed
+        capture = with_replay_timed(
+            capture, renamed_index(own, twins), {r.id for r in index.records}
+        )
     found.rows += len(capture.rows)
-    found.accepted[key] = (capture, {r.id for r in index.records}, batch, twins)
+    found.accepted[key] = capture
+    if twins:
+        found.address_twins.append(key)
     return None
 
 
