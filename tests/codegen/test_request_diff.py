@@ -47,7 +47,7 @@ def test_a_constexpr_source_and_target_are_each_a_field():
 
 def test_the_nearest_record_is_the_same_kernel_with_the_fewest_differences():
     near, far, other = _rec(block=512), _rec(block=1024, num_warps=8), _rec(name="k2")
-    found = cgsynth.request(block=512, num_warps=2)
+    found = _rec(block=512, num_warps=2)
     got = nearest(found, [far, other, near])
     assert got is not None and got[0] is near
     assert got[1] == ["config.num_warps: 4 → 2"]

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from zlbench.codegen.pinned import kernel_of
 from zlbench.models.codegen import PORTABLE_KEY, CodegenIndex, CompileRecord, CompileRequest
 from zlbench.models.replay import LaunchCapture
 
@@ -46,7 +47,7 @@ def flatten(request: CompileRequest) -> dict[str, Any]:
 
 def differences(found: CompileRequest, held: CompileRequest) -> list[str]:
     """Each field in which ``found`` differs from ``held``: ``field: held → found``
-    (``-`` for a field one of them lacks), in field order."""
+    (``-`` for a field one of them lacks), sorted by field."""
     a, b = flatten(held), flatten(found)
     out = []
     for key in sorted(set(a) | set(b)):
@@ -60,20 +61,17 @@ def _show(v: Any) -> str:
     return text if len(text) <= 32 else text[:12] + "…"
 
 
-def _same_kernel(a: CompileRequest, b: CompileRequest) -> bool:
-    return (a.kernel.module, a.kernel.qualname) == (b.kernel.module, b.kernel.qualname)
-
-
 def nearest(
-    found: CompileRequest, held: Iterable[CompileRecord]
+    found: CompileRecord, held: Iterable[CompileRecord]
 ) -> tuple[CompileRecord, list[str]] | None:
-    """The record of the same kernel (module and qualname) that ``found`` differs least
-    from, with those differences (ties: the smaller id); None when none is that kernel."""
+    """The record of the same kernel (``pinned.kernel_of``: module and qualname) that
+    ``found`` differs least from, with those differences (ties: the smaller id); None
+    when none is that kernel."""
     best = None
     for rec in sorted(held, key=lambda r: r.id):
-        if not _same_kernel(found, rec.request):
+        if kernel_of(rec) != kernel_of(found):
             continue
-        diff = differences(found, rec.request)
+        diff = differences(found.request, rec.request)
         if best is None or len(diff) < len(best[1]):
             best = (rec, diff)
     return best
@@ -88,7 +86,7 @@ def why_not_held(kernel_id: str, compiled: CodegenIndex | None, held: CodegenInd
     if rec is None:
         return "the run's own codegen records do not hold it either"
     name = rec.request.kernel.qualname
-    near = nearest(rec.request, held.records)
+    near = nearest(rec, held.records)
     if near is None:
         return f"{name}: the baseline records no kernel of that name for this op"
     other, diff = near
