@@ -5,11 +5,14 @@ from __future__ import annotations
 
 from tests.support import cgsynth
 from zlbench.codegen.request_diff import (
-    address_twins,
+    KEY,
+    PLACE,
+    Twin,
     differences,
     nearest,
     renamed,
     renamed_index,
+    twins,
     why_not_held,
 )
 from zlbench.models.codegen import AttrValue, CodegenIndex, ConstValue
@@ -81,13 +84,55 @@ def test_an_address_twin_is_one_record_but_for_a_triton_key_the_run_kept_portabl
     raw = _keyed(_rec(block=512), "1430" * 16)  # the run's key triton's own: not known
     other = _keyed(_rec(block=1024), "portable:" + "1" * 64)  # differs in BLOCK too
     run = CodegenIndex(records=[twin, raw, other, held_b])
-    assert address_twins(run, held) == {twin.id: held_a.id}
+    assert twins(run, held) == {twin.id: Twin(held_a.id, frozenset({KEY}))}
     # a held record keyed portably was recorded with this rule: its key is no address
     portable_held = CodegenIndex(records=[_keyed(_rec(), "portable:" + "2" * 64)])
-    assert address_twins(run, portable_held) == {}
+    assert twins(run, portable_held) == {}
     # two held records that are it but for the key: none taken
     two = CodegenIndex(records=[held_a, _keyed(_rec(), "ffff" * 16)])
-    assert address_twins(run, two) == {}
+    assert twins(run, two) == {}
+
+
+def _generated(rec, pid, text="def k(): pass\n", key=None):
+    """``rec`` as a kernel of a generated module named after process ``pid``."""
+    kernel = rec.request.kernel.model_copy(
+        update={
+            "module": f"_gen_module_rank_2_pid_{pid}",
+            "path": f"index_copy_rank_2_pid_{pid}.py",
+            "generated_source": text,
+            "cache_key": key or rec.request.kernel.cache_key,
+        }
+    )
+    return cgsynth.record(rec.request.model_copy(update={"kernel": kernel}), None)
+
+
+def test_a_generated_twin_is_the_same_module_text_under_another_process_name():
+    held_a, held_b = _generated(_rec(), 6117), _generated(_rec(block=512), 6117)
+    held = CodegenIndex(records=[held_a, held_b])
+    twin = _generated(_rec(), 911)
+    edited = _generated(_rec(), 912, text="def k(): return 1\n")  # other module text
+    run = CodegenIndex(records=[twin, edited, held_b])
+    assert twins(run, held) == {twin.id: Twin(held_a.id, frozenset({PLACE}))}
+    # a package module's kernel found in another module is another kernel
+    moved = _rec(name="add_kernel")
+    kernel = moved.request.kernel.model_copy(update={"module": "flag_gems.ops.y", "path": "y.py"})
+    moved = cgsynth.record(moved.request.model_copy(update={"kernel": kernel}), None)
+    assert twins(CodegenIndex(records=[moved]), CodegenIndex(records=[_rec()])) == {}
+    # both reasons at once: moved and keyed portably where the record holds an address
+    raw = CodegenIndex(records=[_generated(_rec(), 6117, key="e949" * 16)])
+    both = _generated(_rec(), 911, key="portable:" + "1" * 64)
+    got = twins(CodegenIndex(records=[both]), raw)
+    assert got == {both.id: Twin(raw.records[0].id, frozenset({KEY, PLACE}))}
+
+
+def test_the_nearest_record_of_a_generated_kernel_is_found_under_another_module_name():
+    held = CodegenIndex(records=[_generated(_rec(), 6117)])
+    found = _generated(_rec(num_warps=8), 911)
+    line = why_not_held(found.id, CodegenIndex(records=[found]), held)
+    assert line.startswith(f"add_kernel differs from record {held.records[0].id} in ")
+    assert "config.num_warps: 4 → 8" in line and "kernel.module" in line
+    # a package module's kernel of that qualname is another kernel
+    assert nearest(_rec(num_warps=8), held.records) is None
 
 
 def test_renamed_renames_launches_and_replay_timed():

@@ -51,12 +51,13 @@ H100 = "NVIDIA H100 80GB HBM3"
 DEFAULT_TIMING = Timing(mode="cudagraph")  # what a batch with no budgets given records
 
 
-def _baseline(root: Path, own_capture: bool = False) -> dict[str, str]:
+def _baseline(root: Path, own_capture: bool = False, mm_req=None) -> dict[str, str]:
     """Ops abs, add, mm, relu, each with one codegen record, autotune records and two
-    rows; ``own_capture``: add carries a capture of its own. Returns op -> kernel id."""
+    rows; ``own_capture``: add carries a capture of its own; ``mm_req``: mm's request.
+    Returns op -> kernel id."""
     ids = {}
     for op in OPS:
-        req = cgsynth.request(name=f"{op}_kernel")
+        req = mm_req if op == "mm" and mm_req is not None else cgsynth.request(name=f"{op}_kernel")
         texts = cgsynth.stage_texts(op)
         rec = cgsynth.record(req, texts, uses=[cgsynth.use(op, dtype="bfloat16", shape=SH)])
         cgsynth.write_index(root / "main" / op / "codegen", [rec], [texts])
@@ -208,6 +209,39 @@ def test_a_kernel_that_differs_in_more_than_its_key_is_not_taken(setup, capsys):
     (line,) = [ln for ln in capsys.readouterr().out.splitlines() if "main/mm: no capture" in ln]
     assert line.endswith("constexprs[2]: 256 → 512; kernel.cache_key: None → portable:777…")
     assert _manifest(new).summary["captures"]["address_twins"] == []
+
+
+def _generated_mm(pid: int):
+    """mm_kernel of a module FlagGems generated in process ``pid`` (named after it)."""
+    req = cgsynth.request(name="mm_kernel")
+    kernel = req.kernel.model_copy(
+        update={
+            "module": f"_gen_module_rank_2_pid_{pid}",
+            "path": f"mm_rank_2_pid_{pid}.py",
+            "generated_source": "@triton.jit\ndef mm_kernel(): pass\n",
+        }
+    )
+    return req.model_copy(update={"kernel": kernel})
+
+
+def test_a_generated_kernel_recorded_under_another_process_name_is_taken_as_its_record(
+    tmp_path, capsys
+):
+    """The baseline recorded mm_kernel in a module its generator named after process
+    6117, the batch compiled the same module text named after 911: the same request but
+    for the module's name and file is the baseline's record."""
+    base, new = tmp_path / "baselines" / "vtest", tmp_path / "baselines" / "vnew"
+    ids = _baseline(base, mm_req=_generated_mm(6117))
+    batch = _batch(tmp_path / "runs" / "replay", ids, base)
+    assert _foreign_compiled(batch, _generated_mm(911)) != ids["mm"]
+    assert _run(base, new, "--from", str(batch)) == 0
+    out = capsys.readouterr().out
+    assert "main/mm: no capture" not in out
+    assert "1 op(s) captured with a generated kernel the baseline recorded under another" in out
+    got = load_json_model(new / "main" / "mm" / "codegen" / LAUNCHES_JSON, LaunchCapture)
+    assert {s.kernel_id for r in got.rows for s in r.launches} == {ids["mm"]}
+    summary = _manifest(new).summary["captures"]
+    assert (summary["generated_twins"], summary["address_twins"]) == (["main/mm"], [])
 
 
 def test_the_new_manifest_hashes_the_captures_and_says_where_they_came_from(setup, capsys):

@@ -286,6 +286,12 @@ def _capture(args) -> int:
             f"under an address-keyed cache key, matched by all else: "
             f"{', '.join(got.address_twins)}"
         )
+    if got.generated_twins:
+        print(
+            f"  {len(got.generated_twins)} op(s) captured with a generated kernel the baseline "
+            f"recorded under another module name (its generator's pid or hash), matched by "
+            f"all else: {', '.join(got.generated_twins)}"
+        )
     if got.durations:
         print(f"  recorded seconds: {got.durations} op(s) now the replay batch's (replay mode)")
     if got.durations_kept:

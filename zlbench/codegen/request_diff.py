@@ -5,13 +5,15 @@ compiled differs from the nearest record of the same kernel (pure; docs/replay.m
 A capture that names a kernel its baseline's records lack is left out; the line that
 says so names what differs (a constexpr, an argument's specialisation, the launch
 config, the source, the target), so that the cause reads off the derive instead of
-another GPU run.
+another GPU run. Two differences are no other kernel, only what no other process gives
+again (:func:`twins`): triton's cache key holding an address, and the module name and
+file a generator gave the code it wrote (FlagGems names them by its pid or a hash).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, NamedTuple
 
 from zlbench.codegen.pinned import kernel_of
 from zlbench.models.codegen import PORTABLE_KEY, CodegenIndex, CompileRecord, CompileRequest
@@ -61,15 +63,26 @@ def _show(v: Any) -> str:
     return text if len(text) <= 32 else text[:12] + "…"
 
 
+def same_kernel(a: CompileRecord, b: CompileRecord) -> bool:
+    """Whether ``a`` and ``b`` compile the same ``@triton.jit`` function: the same
+    module and qualname (``pinned.kernel_of``), or both generated with the same qualname
+    (a generator's module name is where it put the file: FlagGems names them by a pid or
+    a hash, :data:`PLACE`)."""
+    if kernel_of(a) == kernel_of(b):
+        return True
+    ka, kb = a.request.kernel, b.request.kernel
+    generated = ka.generated_source is not None and kb.generated_source is not None
+    return generated and ka.qualname == kb.qualname
+
+
 def nearest(
     found: CompileRecord, held: Iterable[CompileRecord]
 ) -> tuple[CompileRecord, list[str]] | None:
-    """The record of the same kernel (``pinned.kernel_of``: module and qualname) that
-    ``found`` differs least from, with those differences (ties: the smaller id); None
-    when none is that kernel."""
+    """The record of the same kernel (:func:`same_kernel`) that ``found`` differs least
+    from, with those differences (ties: the smaller id); None when none is that kernel."""
     best = None
     for rec in sorted(held, key=lambda r: r.id):
-        if kernel_of(rec) != kernel_of(found):
+        if not same_kernel(rec, found):
             continue
         diff = differences(found.request, rec.request)
         if best is None or len(diff) < len(best[1]):
@@ -96,30 +109,60 @@ def why_not_held(kernel_id: str, compiled: CodegenIndex | None, held: CodegenInd
     return f"{name} differs from record {other.id} in {'; '.join(diff[:SHOWN])}{more}"
 
 
-def _but_the_key(found: CompileRequest, held: CompileRequest) -> bool:
-    """``found`` (keyed portably) is ``held`` (keyed by triton's own, an address) but for
-    the cache key."""
-    if (held.kernel.cache_key or "").startswith(PORTABLE_KEY):
-        return False
-    kernel = found.kernel.model_copy(update={"cache_key": held.kernel.cache_key})
-    return found.model_copy(update={"kernel": kernel}) == held
+# Why a run's kernel is taken as a baseline record it is not byte for byte (twins):
+KEY = "address key"  # the run kept a portable key where the record holds triton's, an address
+PLACE = "generated module"  # a generated module's name and file, where its generator put it
 
 
-def address_twins(compiled: CodegenIndex, held: CodegenIndex) -> dict[str, str]:
-    """Record id of ``compiled`` (a run's own index) -> record id of ``held`` (the
-    baseline's), for each record ``held`` lacks that is exactly one of ``held``'s but for
-    its cache key, where the run kept a portable key (``PORTABLE_KEY``: it found the
-    kernel address-keyed) and ``held`` triton's own: an address-keyed kernel recorded
-    before records kept portable keys, whose recorded key was an address that no other
-    process gives (docs/replay.md "Captures for an existing baseline")."""
+class Twin(NamedTuple):
+    id: str  # the baseline's record
+    reasons: frozenset[str]  # KEY, PLACE: what the run's request differs from it in
+
+
+def twin_reasons(found: CompileRequest, held: CompileRequest) -> frozenset[str] | None:
+    """What ``found`` differs from ``held`` in, when that is only what no other process
+    gives again (None: it differs in more, or in nothing): :data:`KEY`, ``found`` keyed
+    portably (``PORTABLE_KEY``) and ``held`` by triton's own key, which held an address;
+    :data:`PLACE`, the module name and file of a generated kernel whose whole module
+    text (``generated_source``) is the same, named by the generator after its process or
+    a hash of an address (FlagGems' ``_gen_module_rank_2_pid_6117``)."""
+    fk, hk = found.kernel, held.kernel
+    reasons, update = set(), {}
+    if fk.cache_key != hk.cache_key:
+        if not (fk.cache_key or "").startswith(PORTABLE_KEY):
+            return None
+        if (hk.cache_key or "").startswith(PORTABLE_KEY):
+            return None
+        reasons.add(KEY)
+        update["cache_key"] = hk.cache_key
+    if (fk.module, fk.path) != (hk.module, hk.path):
+        if fk.generated_source is None:  # a package's module: its name is the same anywhere
+            return None
+        reasons.add(PLACE)
+        update.update(module=hk.module, path=hk.path)
+    kernel = fk.model_copy(update=update)
+    same = found.model_copy(update={"kernel": kernel}) == held
+    return frozenset(reasons) if reasons and same else None
+
+
+def twins(compiled: CodegenIndex, held: CodegenIndex) -> dict[str, Twin]:
+    """Record id of ``compiled`` (a run's own index) -> the :class:`Twin` of ``held``
+    (the baseline's), for each record ``held`` lacks that is exactly one of ``held``'s
+    records but for what no other process gives again (:func:`twin_reasons`): a kernel
+    recorded before records kept portable keys, or a generated kernel recorded under
+    another process's module name (docs/replay.md "Captures for an existing baseline")."""
     ids = {r.id for r in held.records}
     out = {}
     for rec in compiled.records:
-        if rec.id in ids or not (rec.request.kernel.cache_key or "").startswith(PORTABLE_KEY):
+        if rec.id in ids:
             continue
-        twins = [h.id for h in held.records if _but_the_key(rec.request, h.request)]
-        if len(twins) == 1:
-            out[rec.id] = twins[0]
+        found = [
+            Twin(h.id, why)
+            for h in held.records
+            if (why := twin_reasons(rec.request, h.request)) is not None
+        ]
+        if len(found) == 1:
+            out[rec.id] = found[0]
     return out
 
 
@@ -149,11 +192,16 @@ def renamed_index(index: CodegenIndex, ids: dict[str, str]) -> CodegenIndex:
 
 
 __all__ = [
-    "address_twins",
+    "KEY",
+    "PLACE",
+    "Twin",
     "differences",
     "flatten",
     "nearest",
     "renamed",
     "renamed_index",
+    "same_kernel",
+    "twin_reasons",
+    "twins",
     "why_not_held",
 ]

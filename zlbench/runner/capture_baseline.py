@@ -65,7 +65,14 @@ from pathlib import Path
 from typing import TextIO
 
 from zlbench.codegen.attribute import with_replay_timed
-from zlbench.codegen.request_diff import address_twins, renamed, renamed_index, why_not_held
+from zlbench.codegen.request_diff import (
+    KEY,
+    PLACE,
+    renamed,
+    renamed_index,
+    twins,
+    why_not_held,
+)
 from zlbench.errors import ZlbenchError
 from zlbench.gate.baselines import (
     check_out_outside_baseline,
@@ -174,8 +181,10 @@ class Captured:
     # and each row's replay_timed from the batch's own codegen index (_why_not)
     accepted: dict[str, LaunchCapture] = field(default_factory=dict)
     # the ops captured with a kernel taken as the baseline's record of it but for an
-    # address in its cache key (request_diff.address_twins)
+    # address in its cache key, and but for its generated module's name and file
+    # (request_diff.twins: KEY, PLACE)
     address_twins: list[str] = field(default_factory=list)
+    generated_twins: list[str] = field(default_factory=list)
 
     def counts(self) -> dict[str, int]:
         """Ops without a capture, by reason, most first."""
@@ -199,6 +208,7 @@ class Captured:
             "without": self.counts(),
             "unsound": sorted(self.unsound),  # their lines: the command's output
             "address_twins": sorted(self.address_twins),
+            "generated_twins": sorted(self.generated_twins),
         }
 
 
@@ -632,8 +642,9 @@ def _why_not(
         own, unread = load_codegen_index(run_dir), None
     except ZlbenchError as e:
         own, unread = None, e
-    twins = address_twins(own, index) if own is not None else {}
-    capture = renamed(capture, twins)
+    found_twins = twins(own, index) if own is not None else {}
+    ids = {k: t.id for k, t in found_twins.items()}
+    capture = renamed(capture, ids)
     problem = unknown_kernel_problem(path, capture, index)  # checked against B's index
     if problem is not None:
         why = (
@@ -649,13 +660,14 @@ def _why_not(
     if unread is not None:  # a sound capture's rows need it (replay_timed): bad input
         raise unread
     if own is not None:  # each row with what the run launched while timed
-        capture = with_replay_timed(
-            capture, renamed_index(own, twins), {r.id for r in index.records}
-        )
+        capture = with_replay_timed(capture, renamed_index(own, ids), {r.id for r in index.records})
     found.rows += len(capture.rows)
     found.accepted[key] = capture
-    if twins:
+    reasons = {why for t in found_twins.values() for why in t.reasons}
+    if KEY in reasons:
         found.address_twins.append(key)
+    if PLACE in reasons:
+        found.generated_twins.append(key)
     return None
 
 
