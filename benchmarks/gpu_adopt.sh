@@ -37,7 +37,8 @@
 #               NAME/main/OP/codegen/launches.json (a capture version of it too large to
 #               carry whole: v7's, 117 MB unpacked, 0.5 MB so), then `baseline verify`
 #   band/LO/HI  a capture (as `capture`) of $CAP_FROM's ops recorded in (LO, HI] s, shortest
-#               first, less every op a batch on this machine ran, within $BAND_WITHIN's
+#               first, less every op a batch on this machine ran and every op $CAP_FROM
+#               holds a capture of (a capture version: v7h), within $BAND_WITHIN's
 #               ops when set (e.g. those not yet captured), NAME band-LO-HI[-$BAND_TAG],
 #               packed into $OUT/capwork-NAME.tgz (split as pack-capwork): several bands a call,
 #               each a batch `baseline capture --from` takes with the others
@@ -191,7 +192,8 @@ for spec in "$@"; do
       pack_capwork "$NAME" capwork.tgz ;;
     band/*)  # band/LO/HI: a capture of $CAP_FROM's ops recorded in (LO, HI] s, shortest
       # first (a batch deals longest first: a call cut at its limit keeps the most ops),
-      # less every op a batch on this machine ran ($W/capwork-*/replay), within the ops
+      # less every op a batch on this machine ran ($W/capwork-*/replay) and every op
+      # $CAP_FROM holds a capture of (ops_by_seconds.py), within the ops
       # of $BAND_WITHIN when set; NAME band-LO-HI (-$BAND_TAG when set: another call's
       # band of the same seconds, the ops the first left), packed into $OUT/capwork-NAME.tgz
       IFS=/ read -r _ lo hi <<< "$stage"

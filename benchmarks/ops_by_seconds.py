@@ -2,11 +2,15 @@
 (issue 51, docs/replay.md "The next GPU session").
 
     python benchmarks/ops_by_seconds.py BASELINE [--above S] [--upto S] [--done BATCH_DIR]...
+        [--recapture]
 
 Prints ``repo/run_name`` a line (an ``--ops-file`` of ``zlbench baseline capture``), the
 ops whose recorded seconds (the baseline's ``ops_status.csv``) are in (``--above``,
 ``--upto``], shortest first, less every op a ``--done`` batch dir ran (its
-``ops_status.csv``, any status: a capture resumed elsewhere, or one that timed out there).
+``ops_status.csv``, any status: a capture resumed elsewhere, or one that timed out there)
+and every op the baseline already holds a capture of (``codegen/launches.json``: a
+capture version taken over several sessions, v7h; the derive from it keeps them), unless
+``--recapture``.
 A batch deals its ops longest first, so a device call cut at its limit captures the most
 ops when each call's file holds the shortest left. A packed baseline is read through its
 unpacked copy.
@@ -23,21 +27,33 @@ from zlbench.cli.settings import Settings
 from zlbench.cli.trees import resolve_one
 from zlbench.errors import ZlbenchError
 from zlbench.models import read_ops_status
+from zlbench.models.codegen import codegen_dir
+from zlbench.models.replay import LAUNCHES_JSON
 from zlbench.protocol.layout import OPS_STATUS, op_key
 
 
 def ops_by_seconds(
-    baseline: Path, above: float = 0.0, upto: float = math.inf, done: list[Path] = ()
+    baseline: Path,
+    above: float = 0.0,
+    upto: float = math.inf,
+    done: list[Path] = (),
+    recapture: bool = False,
 ) -> list[str]:
     """The op keys of ``baseline`` recorded in (``above``, ``upto``] seconds, shortest
-    first (ties by key), less those a ``done`` batch dir ran."""
+    first (ties by key), less those a ``done`` batch dir ran and, unless ``recapture``,
+    those ``baseline`` holds a capture of."""
     ran = {op_key(s.repo, s.run_name) for d in done for s in read_ops_status(d / OPS_STATUS)}
     ops = [
         (s.seconds, op_key(s.repo, s.run_name))
         for s in read_ops_status(baseline / OPS_STATUS)
         if above < s.seconds <= upto
     ]
-    return [k for _, k in sorted(ops) if k not in ran]
+    return [
+        k
+        for _, k in sorted(ops)
+        if k not in ran
+        and (recapture or not (codegen_dir(baseline / k) / LAUNCHES_JSON).is_file())
+    ]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -46,10 +62,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--above", type=float, default=0.0, metavar="S")
     ap.add_argument("--upto", type=float, default=math.inf, metavar="S")
     ap.add_argument("--done", type=Path, action="append", default=[], metavar="BATCH_DIR")
+    ap.add_argument(
+        "--recapture", action="store_true", help="keep the ops the baseline holds a capture of"
+    )
     args = ap.parse_args(argv)
     try:
         root = resolve_one(args.baseline, Settings.from_env())
-        keys = ops_by_seconds(root, args.above, args.upto, args.done)
+        keys = ops_by_seconds(root, args.above, args.upto, args.done, args.recapture)
     except ZlbenchError as e:
         print(f"ops_by_seconds: {e}", file=sys.stderr)
         return 2

@@ -120,7 +120,14 @@ def test_ops_by_seconds_lists_a_capture_the_shortest_ops_left_in_a_range(tmp_pat
     write_status(done, st("e", 90.0, "TIMEOUT"))  # ran elsewhere, timed out: not again
     assert pick.ops_by_seconds(base) == ["main/a", "main/b", "main/e", "main/c", "main/d"]
     assert pick.ops_by_seconds(base, 5, 10, [done]) == ["main/b", "main/c"]
+    # an op the baseline holds a capture of (a capture version): not again, unless asked
+    (base / "main" / "b" / "codegen").mkdir(parents=True)
+    (base / "main" / "b" / "codegen" / "launches.json").write_text("{}")
+    assert pick.ops_by_seconds(base, 5, 10, [done]) == ["main/c"]
+    assert pick.ops_by_seconds(base, 5, 10, [done], recapture=True) == ["main/b", "main/c"]
     assert pick.main([str(base), "--upto", "6"]) == 0
+    assert capsys.readouterr().out == "main/a\n"
+    assert pick.main([str(base), "--upto", "6", "--recapture"]) == 0
     assert capsys.readouterr().out == "main/a\nmain/b\n"
     assert pick.main([str(base), "--done", str(tmp_path)]) == 2  # no ops_status.csv there
     out, err = capsys.readouterr()
