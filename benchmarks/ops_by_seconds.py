@@ -51,8 +51,7 @@ def ops_by_seconds(
     return [
         k
         for _, k in sorted(ops)
-        if k not in ran
-        and (recapture or not (codegen_dir(baseline / k) / LAUNCHES_JSON).is_file())
+        if k not in ran and (recapture or not (codegen_dir(baseline / k) / LAUNCHES_JSON).is_file())
     ]
 
 
