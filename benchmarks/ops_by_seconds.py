@@ -7,7 +7,9 @@
 Prints ``repo/run_name`` a line (an ``--ops-file`` of ``zlbench baseline capture``), the
 ops whose recorded seconds (the baseline's ``ops_status.csv``) are in (``--above``,
 ``--upto``], shortest first, less every op a ``--done`` batch dir ran (its
-``ops_status.csv``, any status: a capture resumed elsewhere, or one that timed out there)
+``ops_status.csv``, any status: a capture resumed elsewhere, or one that timed out there;
+a batch that replayed another baseline, v5's capture on the machine that then captures
+v7, counts for none of its ops)
 and every op the baseline already holds a capture of (``codegen/launches.json``: a
 capture version taken over several sessions, v7h; the derive from it keeps them), unless
 ``--recapture``.
@@ -29,7 +31,22 @@ from zlbench.errors import ZlbenchError
 from zlbench.models import read_ops_status
 from zlbench.models.codegen import codegen_dir
 from zlbench.models.replay import LAUNCHES_JSON
-from zlbench.protocol.layout import OPS_STATUS, op_key
+from zlbench.protocol.layout import MANIFEST_YAML, OPS_STATUS, op_key
+from zlbench.runner.batch.info import read_batch_info
+from zlbench.runner.capture_baseline import same_baseline
+
+
+def _of_another(batch: Path, baseline: Path) -> bool:
+    """Whether ``batch`` says it replayed another baseline than ``baseline`` (or a
+    capture version of it): its batch.json names a replay root whose manifest is here and
+    is not ``baseline``'s (``capture_baseline.same_baseline``)."""
+    info = read_batch_info(batch)
+    if info is None or info.mode != "replay" or not info.replay_root:
+        return False
+    root = Path(info.replay_root)
+    if not (root / MANIFEST_YAML).is_file() or not (baseline / MANIFEST_YAML).is_file():
+        return False
+    return same_baseline(root, baseline) is not None
 
 
 def ops_by_seconds(
@@ -42,7 +59,12 @@ def ops_by_seconds(
     """The op keys of ``baseline`` recorded in (``above``, ``upto``] seconds, shortest
     first (ties by key), less those a ``done`` batch dir ran and, unless ``recapture``,
     those ``baseline`` holds a capture of."""
-    ran = {op_key(s.repo, s.run_name) for d in done for s in read_ops_status(d / OPS_STATUS)}
+    ran = {
+        op_key(s.repo, s.run_name)
+        for d in done
+        if not _of_another(d, baseline)
+        for s in read_ops_status(d / OPS_STATUS)
+    }
     ops = [
         (s.seconds, op_key(s.repo, s.run_name))
         for s in read_ops_status(baseline / OPS_STATUS)

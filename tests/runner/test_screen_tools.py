@@ -125,6 +125,20 @@ def test_ops_by_seconds_lists_a_capture_the_shortest_ops_left_in_a_range(tmp_pat
     (base / "main" / "b" / "codegen" / "launches.json").write_text("{}")
     assert pick.ops_by_seconds(base, 5, 10, [done]) == ["main/c"]
     assert pick.ops_by_seconds(base, 5, 10, [done], recapture=True) == ["main/b", "main/c"]
+    # a batch that replayed another baseline ran none of this one's ops
+    from zlbench.models import BatchInfo, dump_json_model
+
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "manifest.yaml").write_text("name: v5h\n")
+    (base / "manifest.yaml").write_text("name: v7\n")
+    ran_c = tmp_path / "ran_c"
+    ran_c.mkdir()
+    write_status(ran_c, st("c", 9.0))
+    for root, left in ((other, ["main/c"]), (base, [])):
+        info = BatchInfo(created="2026-12-07T08:14:12Z", mode="replay", replay_root=str(root))
+        dump_json_model(ran_c / "batch.json", info)
+        assert pick.ops_by_seconds(base, 5, 10, [done, ran_c]) == left
     assert pick.main([str(base), "--upto", "6"]) == 0
     assert capsys.readouterr().out == "main/a\n"
     assert pick.main([str(base), "--upto", "6", "--recapture"]) == 0
