@@ -61,6 +61,11 @@
 #               binaries rebuilt first, the base side under $W/triton/base)
 #   l2probe     after a REPLAY=1 broad-1: its pointwise 4096² rows (and add, avg_pool2d,
 #               bmm) replayed with and without the L2 flush (the replay's larger slowdowns)
+#   wbprobe     after a REPLAY=1 broad-1: its pointwise 4096² rows (and avg_pool2d)
+#               replayed with the flush zeroing, reading and off, the buffers restored
+#               before each timed call and once a sample: whether the written lines the
+#               flush and the restore leave in L2 slow the replay's call (forty-third
+#               session: 11-13 % below the op path's, the PR's loss 2-12x the op path's)
 #   v5-patched, v5-nocompile  patched / nocompile against v5 (the H200's baseline)
 #   v5-aa       the H200's baselines/v5 here, PR = same, base = base: the GPU model
 #               differs, the architecture does not (accepted, named in the report)
@@ -241,6 +246,12 @@ for spec in "$@"; do
         --ops mul,tanh,silu_and_mul,silu,relu,add,avg_pool2d,bmm --flush on off \
         --base-compiler "$W/triton/base" --jobs "$JOBS" --out "$W/broad-1/l2probe"
       grep -E "settle|first/second|rebuilding|not " "$W/l2probe.log" | tee -a "$LOG" ;;
+    wbprobe)
+      timed wbprobe no_coalesce python3 benchmarks/replay_position.py "$W/broad-1" \
+        --ops mul,sigmoid,silu,silu_and_mul,tanh,abs,where_self,avg_pool2d \
+        --flush on read off --restore each sample \
+        --base-compiler "$W/triton/base" --jobs "$JOBS" --out "$W/broad-1/wbprobe"
+      grep -E "flush|rebuilding|not " "$W/wbprobe.log" | tee -a "$LOG" ;;
     broad-*) gate "$stage" no_coalesce "${pr[@]}" --base-compiler "$W/triton/base" ;;
     v5-patched) gate "$stage" patched --baseline baselines/v5 --ops-file ops/tiers/pr.txt \
       --base-compiler "$W/triton/base" ;;

@@ -8,10 +8,18 @@ the row's change and interval (over the balanced blocks, as the judge reads them
   two-launch rows' first sample of every pair 4-10 % slower, whichever side).
 * ``--flush off``: no L2 flush before a timed call (``ReplayPlanFile.flush``): whether
   the flush makes the replay's slowdowns larger than the op path's on pointwise 4096²
-  rows (mul +7.3 % against +1.2 %, three sessions running).
+  rows (mul +7.3 % against +1.2 %, three sessions running; the thirty-third session:
+  not the flush alone). ``--flush read``: the flush reads its buffer instead of zeroing
+  it (``ReplayPlanFile.flush_by``), so L2 holds clean lines when the timed call starts.
+* ``--restore sample``: the row's buffers restored once a sample, not before each timed
+  call (``ReplayPlanFile.restore_each``). With ``read``, whether the written lines that
+  the zeroing flush and the restore leave in L2, written back to DRAM inside the timed
+  call, are what slows the replay's call 11-13 % below the op path's on those rows and
+  the uncoalesced PR kernel more (the forty-third session, docs/measurements.md).
 
     python benchmarks/replay_position.py GATE_DIR [--ops mul,tanh] [--settle 0 1 3]
-        [--flush on off] [--base-compiler DIR] [--jobs N] [--out DIR]
+        [--flush on read off] [--restore each sample] [--base-compiler DIR] [--jobs N]
+        [--out DIR]
 
 GPU only. The plan names the gate's built binaries, which live in its triton caches:
 its ``replay/cache-*`` dirs, or the gate's shared cache and base-cache temp dir, which
@@ -28,6 +36,7 @@ rows run in the replay worker as the gate runs them
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import statistics
 import sys
@@ -49,6 +58,17 @@ from zlbench.plugins.replay.binaries import build_side  # noqa: E402
 from zlbench.plugins.replay.worker import run_rows  # noqa: E402
 from zlbench.protocol.pairs import PairRule  # noqa: E402
 from zlbench.runner.ab.env import CompilerEnv, resolve_env, with_front  # noqa: E402
+
+
+def probe_update(settle: int, flush: str, restore: str) -> dict:
+    """The plan's fields for one probe: ``flush`` "on" (zeroing, the gate's), "read" or
+    "off"; ``restore`` "each" (before each timed call, the gate's) or "sample"."""
+    return {
+        "settle": settle,
+        "flush": flush != "off",
+        "flush_by": "read" if flush == "read" else "zero",
+        "restore_each": restore == "each",
+    }
 
 
 def position_ratio(samples) -> float | None:
@@ -112,7 +132,8 @@ def main() -> None:
     ap.add_argument("gate", type=Path)
     ap.add_argument("--ops", default="", help="comma-separated op names (default: all rows)")
     ap.add_argument("--settle", type=int, nargs="+", default=[0])
-    ap.add_argument("--flush", choices=["on", "off"], nargs="+", default=["on"])
+    ap.add_argument("--flush", choices=["on", "read", "off"], nargs="+", default=["on"])
+    ap.add_argument("--restore", choices=["each", "sample"], nargs="+", default=["each"])
     ap.add_argument("--base-compiler", default=None, help="to rebuild gone base binaries")
     ap.add_argument("--jobs", type=int, default=max(1, (os.cpu_count() or 2) - 1))
     ap.add_argument("--out", type=Path, default=None, help="default: GATE_DIR/position")
@@ -125,27 +146,29 @@ def main() -> None:
     out = a.out or a.gate / "position"
     base = resolve_env(a.base_compiler) if a.base_compiler else None
     rebuild_gone(plan, out, {"pr": CompilerEnv("(this environment)"), "base": base}, a.jobs)
-    for flush in a.flush:
-        for settle in a.settle:
-            d = out / f"settle-{settle}-flush-{flush}"
-            d.mkdir(parents=True, exist_ok=True)
-            probe = plan.model_copy(update={"settle": settle, "flush": flush == "on"})
-            dump_json_model(d / REPLAY_PLAN, probe)
-            run, pairs = run_rows(d / REPLAY_PLAN, d / "worker")
-            stats = replay_stats(pairs, PairRule())
-            print(f"settle {settle} flush {flush}: {len(run.rows)} rows")
-            for r in run.rows:
-                if r.instrument != "kernel-replay":
-                    print(f"  {r.key.label()[:60]:60} not replayed: {r.why}")
-            for p in pairs.rows:
-                s = stats.get(p.key)
-                ratio = position_ratio(p.samples)
-                if s is None or ratio is None or s.change_lo is None:
-                    print(f"  {p.key.label()[:60]:60} not decided on blocks")
-                    continue
-                lo, hi = s.change_lo, s.change_hi
-                print(f"  {p.key.label()[:60]:60} first/second {ratio:.3f}  pairs {s.rounds:2d}"
-                      f"  change {s.change:+.4f} [{lo:+.4f}, {hi:+.4f}]")  # fmt: skip
+    for flush, restore, settle in itertools.product(a.flush, a.restore, a.settle):
+        d = out / f"settle-{settle}-flush-{flush}-restore-{restore}"
+        d.mkdir(parents=True, exist_ok=True)
+        probe = plan.model_copy(update=probe_update(settle, flush, restore))
+        dump_json_model(d / REPLAY_PLAN, probe)
+        run, pairs = run_rows(d / REPLAY_PLAN, d / "worker")
+        stats = replay_stats(pairs, PairRule())
+        print(f"settle {settle} flush {flush} restore {restore}: {len(run.rows)} rows")
+        for r in run.rows:
+            if r.instrument != "kernel-replay":
+                print(f"  {r.key.label()[:60]:60} not replayed: {r.why}")
+        for p in pairs.rows:
+            s = stats.get(p.key)
+            ratio = position_ratio(p.samples)
+            if s is None or ratio is None or s.change_lo is None:
+                print(f"  {p.key.label()[:60]:60} not decided on blocks")
+                continue
+            lo, hi = s.change_lo, s.change_hi
+            us = {side: 1e3 * statistics.median(x.ms for x in p.samples if x.side == side)
+                  for side in ("base", "pr")}  # fmt: skip
+            print(f"  {p.key.label()[:60]:60} first/second {ratio:.3f}  pairs {s.rounds:2d}"
+                  f"  change {s.change:+.4f} [{lo:+.4f}, {hi:+.4f}]  base {us['base']:.2f} µs"
+                  f"  pr {us['pr']:.2f} µs")  # fmt: skip
 
 
 if __name__ == "__main__":

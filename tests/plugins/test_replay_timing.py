@@ -155,6 +155,33 @@ def test_settle_calls_precede_each_sample_untimed_and_restored_and_flushed(monke
         time_paired(launch, args, rule=rule(), timer=rec, flush=rec.flush, settle=-1)
 
 
+def test_restored_once_a_sample_the_calls_of_a_sample_see_each_others_writes(monkeypatch):
+    """The restore probe: each sample restores the inputs once, then its calls (settle
+    and timed) run flushed but not restored; the last restore leaves them as given."""
+    rec = Recorder(monkeypatch)
+    args = [torch.zeros(4)]
+    launch = {"pr": rec.launch("pr"), "base": rec.launch("base")}
+    samples = time_paired(launch, args, rule=rule(min_pairs=5, max_pairs=5), timer=rec,
+                          flush=rec.flush, warmup=0, reps=3, settle=1,
+                          restore_each=False).samples  # fmt: skip
+    log = rec.log[:-1]
+    per_sample = 1 + 2 + 3 * 4  # a restore, a settle call (flush, launch), three timed
+    assert len(log) == len(samples) * per_sample
+    for i, s in enumerate(samples):
+        chunk = log[i * per_sample : (i + 1) * per_sample]
+        assert chunk == ["restore", "flush", s["side"]] + ["flush", "start", s["side"], "stop"] * 3
+    assert args[0].tolist() == [0.0] * 4
+
+
+def test_the_flush_is_zeroing_or_reading_and_nothing_else():
+    from zlbench.plugins.replay.timing import FLUSH_BY, l2_flush
+
+    assert FLUSH_BY[0] == "zero"  # the default
+    assert l2_flush("cpu") is None and l2_flush("cpu", "read") is None  # no L2 to flush
+    with pytest.raises(ReplayError, match="by 'write'"):
+        l2_flush("cpu", "write")
+
+
 @pytest.mark.parametrize(("min_pairs", "pairs"), [(5, 10), (7, 10), (11, 11)])
 def test_equal_sides_stop_when_the_rule_decides(monkeypatch, min_pairs, pairs):
     # identical times: the pair rule decides PASS at its min_pairs, and once it has five

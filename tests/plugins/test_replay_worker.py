@@ -107,6 +107,7 @@ class Fake:
         self.settles: list[int] = []  # the plan's settle, as each row's timing got it
         self.flushes: list[object] = []  # the flush each row's timing got (None: none)
         self.targets: list[object] = []  # the plan's sample_ms, as each row's timing got it
+        self.restores: list[bool] = []  # the plan's restore_each, as each row's timing got it
 
     def seams(self) -> worker.Seams:
         return worker.Seams(
@@ -116,7 +117,7 @@ class Fake:
             launch=lambda kernel, grid, args: self.launches.append((kernel, tuple(grid),
                                                                     tuple(args))),
             timer=self.timer,
-            flush=lambda device: f"flush@{device}",
+            flush=lambda device, by: f"flush@{device}:{by}",
             time_paired=self.time_paired,
             side_outputs=self.side_outputs,
             compare_outputs=self.compare,
@@ -140,8 +141,11 @@ class Fake:
         self.seeds += list(seeds)
         return [[f"{launch.kernel_id}:X", 4] for launch in launches]
 
-    def time_paired(self, launch, args, *, rule, timer, flush, warmup, reps, target_ms, settle):
+    def time_paired(
+        self, launch, args, *, rule, timer, flush, warmup, reps, target_ms, settle, restore_each
+    ):
         self.settles.append(settle)
+        self.restores.append(restore_each)
         self.flushes.append(flush)
         self.targets.append(target_ms)
         for side in SIDES:
@@ -289,10 +293,15 @@ def test_each_side_launches_its_own_binaries_in_launch_order_count_times(tmp_pat
     assert fake.targets == [plan.sample_ms]  # and the span a sample's calls aim at
     run, _ = outputs(tmp_path / "out")
     assert run.rows[0].reps == plan.reps - 7  # the calls a sample took, as the timing said
-    assert fake.flushes == [f"flush@{plan.device}"]  # L2 flushed: the default
+    assert fake.flushes == [f"flush@{plan.device}:zero"]  # L2 flushed by zeroing: the default
+    assert fake.restores == [True]  # and the inputs restored before each timed call
     warm = Fake()
     assert run_main(tmp_path / "warm", plan.model_copy(update={"flush": False}), warm) == 0
     assert warm.flushes == [None]  # the L2-warm probe: no flush reaches the timing
+    clean = Fake()  # the probes of written lines: a reading flush, a restore a sample
+    probe = plan.model_copy(update={"flush_by": "read", "restore_each": False})
+    assert run_main(tmp_path / "clean", probe, clean) == 0
+    assert (clean.flushes, clean.restores) == ([f"flush@{plan.device}:read"], [False])
     grid = (4, 1, 1)
     calls = {
         side: [("a@" + side, grid, ("a:X", 4))] + [("b@" + side, grid, ("b:X", 4))] * 2
@@ -429,7 +438,7 @@ FAKE_WORKER = textwrap.dedent("""
     seams = worker.Seams(
         binaries=lambda plan: Loaded(), materialize=materialize,
         check_args=lambda r, a: None, launch=lambda k, g, a: None,
-        timer=lambda d, n: None, flush=lambda d: None, time_paired=time_paired,
+        timer=lambda d, n: None, flush=lambda d, by: None, time_paired=time_paired,
         side_outputs=lambda launch, args: {"pr": args, "base": args},
         compare_outputs=lambda p, b, **kw: (True, 0.0),
         healthy=lambda d: state["ok"],

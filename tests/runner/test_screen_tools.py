@@ -204,3 +204,21 @@ def test_records_overlap_finds_configs_two_ops_differ_on_and_kernels_an_op_left_
     assert "ran a config they do not pin: 1\n  main/sqrt: " + sqrt in capsys.readouterr().out
     assert tool.main([str(tmp_path / "bl"), "--batch", str(tmp_path / "none")]) == 2
     assert capsys.readouterr().err.count("\n") == 1
+
+
+def test_replay_position_probes_are_the_gates_plan_but_for_what_they_name():
+    """benchmarks/replay_position.py: "on" and "each" are the gate's own plan (a zeroing
+    flush, a restore before each timed call); "read", "off" and "sample" change only the
+    field they name."""
+    from zlbench.models.replay import ReplayPlanFile
+
+    probe = _load("replay_position").probe_update
+    gate = ReplayPlanFile()
+    assert probe(0, "on", "each") == {
+        "settle": gate.settle, "flush": gate.flush, "flush_by": gate.flush_by,
+        "restore_each": gate.restore_each,
+    }  # fmt: skip
+    assert probe(2, "read", "sample") == {
+        "settle": 2, "flush": True, "flush_by": "read", "restore_each": False
+    }  # fmt: skip
+    assert probe(0, "off", "each")["flush"] is False

@@ -410,6 +410,14 @@ class ReplayPlanFile(OnDisk):
     # False: no L2 flush before a timed call: a probe of the replay's larger slowdowns on
     # pointwise 4096² rows than the op path's graph replays (docs/replay.md), not a default
     flush: StrictBool = True
+    # how the flush evicts L2 (timing.l2_flush): "zero" writes zeros over twice its size
+    # (the default; L2 is left holding written lines, written back to DRAM when the timed
+    # call evicts them), "read" reads such a buffer (a probe: L2 left holding clean lines)
+    flush_by: Literal["zero", "read"] = "zero"
+    # False: a row's buffers restored once before each sample, not before each timed call
+    # (a probe of the restore's written lines; a sample's calls then see each other's
+    # writes), not a default
+    restore_each: StrictBool = True
     rtol: StrictFloat = Field(1e-3, ge=0)  # PR vs base outputs (widened by dtype)
     atol: StrictFloat = Field(1e-5, ge=0)
     row_timeout_s: StrictFloat | StrictInt = Field(120.0, gt=0)  # a row past it: hung

@@ -23,7 +23,10 @@ sides' launches and every restore and flush are enqueued on it):
   sides and every sample of the row;
   with ``settle`` N, each sample is preceded by N untimed calls of its side (restored
   and flushed alike): a probe of the first-sample effect seen on an H100 (the first
-  sample of each pair 4-10 % slower on two-launch rows), off by default;
+  sample of each pair 4-10 % slower on two-launch rows), off by default; with
+  ``restore_each`` False the inputs are restored once before each sample instead of
+  before each of its calls (a probe of what the restore's written lines cost the timed
+  call, whose kernel then meets them in L2), on by default;
 * after each pair the rule's own stopping (:func:`zlbench.protocol.pairs.should_stop`
   on :func:`zlbench.protocol.pairs.row_stats` of the pairs so far, ``replayed``: over
   balanced blocks of ``AB`` + ``BA``, which cancel that first-sample effect; never
@@ -44,7 +47,8 @@ every tensor argument; :func:`compare_outputs` compares them (floats within a
 tolerance that widens with the dtype's precision, integers and bools exactly, nan
 equal to nan).
 
-GPU only: :class:`CudaEventTimer` and :func:`l2_flush` (CUDA events; a 2x-L2 zeroing),
+GPU only: :class:`CudaEventTimer` and :func:`l2_flush` (CUDA events; a 2x-L2 zeroing,
+or reading, the probe ``by="read"``),
 run on H100s (2026-12-06, docs/measurements.md, twenty-ninth and thirtieth sessions: a
 timed call cost 130-170 µs beyond its kernel). Tests on CPU use
 :class:`PerfCounterTimer` and fake timers.
@@ -146,10 +150,17 @@ def lead_cycles_for(launches: int) -> int:
     return LEAD_CYCLES * max(1, launches)
 
 
-def l2_flush(device: Any) -> Callable[[], None] | None:
-    """A callable that writes zeros over a buffer of twice the GPU's L2 cache
-    (``L2_cache_size``; :data:`L2_DEFAULT_BYTES` when not given), evicting the
-    arguments from L2 before a timed call; None on a CPU device. GPU only."""
+FLUSH_BY = ("zero", "read")  # how l2_flush evicts L2: the default first
+
+
+def l2_flush(device: Any, by: str = FLUSH_BY[0]) -> Callable[[], None] | None:
+    """A callable that evicts the arguments from L2 before a timed call over a buffer of
+    twice the GPU's L2 cache (``L2_cache_size``; :data:`L2_DEFAULT_BYTES` when not
+    given): ``by`` "zero" writes zeros over it (L2 is left holding written lines, which
+    the timed call's kernel writes back to DRAM as it evicts them), "read" reads it (a
+    probe: L2 left holding clean lines); None on a CPU device. GPU only."""
+    if by not in FLUSH_BY:
+        raise ReplayError(f"l2_flush: by {by!r}, not one of {', '.join(FLUSH_BY)}")
     import torch
 
     dev = torch.device(device)
@@ -159,10 +170,13 @@ def l2_flush(device: Any) -> Callable[[], None] | None:
     size = int(getattr(props, "L2_cache_size", 0) or L2_DEFAULT_BYTES)
     buf = torch.empty(2 * size, dtype=torch.uint8, device=dev)
 
-    def flush() -> None:
+    def zero() -> None:
         buf.zero_()
 
-    return flush
+    def read() -> None:
+        buf.max()  # a reduction: every line of the buffer read, none written
+
+    return zero if by == "zero" else read
 
 
 def _call(side: str, launch: Launch, args: list) -> None:
@@ -174,14 +188,16 @@ def _call(side: str, launch: Launch, args: list) -> None:
         raise ReplayError(f"{side} launch failed: {first_line(e)}") from e
 
 
-def _fresh(snap: list, flush) -> None:
-    """Before a call of a sample (timed or settling): the inputs restored, L2 flushed."""
-    restore(snap)
+def _fresh(snap: list | None, flush) -> None:
+    """Before a call of a sample (timed or settling): the inputs restored (unless
+    ``snap`` is None: restored once a sample), L2 flushed."""
+    if snap is not None:
+        restore(snap)
     if flush is not None:
         flush()
 
 
-def _timed(side: str, launch: Launch, args: list, snap: list, timer: Timer, flush) -> float:
+def _timed(side: str, launch: Launch, args: list, snap: list | None, timer: Timer, flush) -> float:
     _fresh(snap, flush)
     try:
         timer.start()
@@ -218,6 +234,7 @@ def time_paired(
     snap: list | None = None,
     clock: Callable[[], tuple[int | None, int | None]] | None = None,
     settle: int = 0,
+    restore_each: bool = True,
 ) -> Paired:
     """Samples of both sides' ``launch`` callables (``{"pr": f, "base": g}``, each
     launching the row's kernels on ``args``) in slot order (module docstring), each of
@@ -242,11 +259,14 @@ def time_paired(
     k = 0
     while True:
         order = (SIDE_A, SIDE_B) if k % 2 == 0 else (SIDE_B, SIDE_A)
+        each = snap if restore_each else None  # restored before each call, or a sample
         for side in order:
+            if each is None:
+                restore(snap)
             for _ in range(settle):  # untimed, restored and flushed as a timed call
-                _fresh(snap, flush)
+                _fresh(each, flush)
                 _call(side, launch[side], args)
-            times = [_timed(side, launch[side], args, snap, timer, flush) for _ in range(reps)]
+            times = [_timed(side, launch[side], args, each, timer, flush) for _ in range(reps)]
             sample: dict[str, Any] = {"side": side, "ms": median(times)}
             if clock is not None:
                 sample["mhz"], sample["reasons"] = clock()

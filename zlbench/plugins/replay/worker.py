@@ -135,7 +135,8 @@ class Seams:
     check_args: Callable[[Any, Sequence[Any]], None]  # (CompileRequest, args)
     launch: Callable[[Any, Sequence[int], Sequence[Any]], None]  # (kernel, grid, args)
     timer: Callable[[str, int], Any]  # (device, launches a side's call makes) -> a Timer
-    flush: Callable[[str], Callable[[], None] | None]  # device -> the L2 flush
+    # (device, how: timing.FLUSH_BY) -> the L2 flush
+    flush: Callable[[str, str], Callable[[], None] | None]
     time_paired: Callable[..., Any]  # -> timing.Paired (.samples, .reps)
     side_outputs: Callable[..., dict[str, list]]
     compare_outputs: Callable[..., tuple[bool, float]]
@@ -326,11 +327,12 @@ def replay_row(
             args,
             rule=rule,
             timer=seams.timer(plan.device, sum(launch.count for launch in row.launches)),
-            flush=seams.flush(plan.device) if plan.flush else None,
+            flush=seams.flush(plan.device, plan.flush_by) if plan.flush else None,
             warmup=plan.warmup,
             reps=plan.reps,
             target_ms=plan.sample_ms,
             settle=plan.settle,
+            restore_each=plan.restore_each,
         )
         samples = paired.samples
         phase("time")
