@@ -32,6 +32,8 @@
 #               its captures on any machine; restore/ gives it back to a fresh one, whose
 #               capture resumes it
 #   pack-boot   $W/bootwork (the bootstrap's passes so far) into $OUT/boot.tgz
+#   unpack      $W/bl/$NAME from the unpacked tree of $CAP_FROM (a shipped capture
+#               version, baselines/v5h: its gates need no capture on this machine)
 #   overlay/F   $W/bl/$NAME from the unpacked tree of $CAP_FROM (a packed baseline) and
 #               F, a tar of NAME/manifest.yaml, NAME/ops_status.csv and every
 #               NAME/main/OP/codegen/launches.json (a capture version of it too large to
@@ -217,6 +219,10 @@ for spec in "$@"; do
     pack-boot)  # the bootstrap's passes so far: a fresh machine resumes from them
       [ -d "$W/bootwork" ] && tar czf "${OUT:-$W}/boot.tgz" -C "$W" bootwork
       ls -la "${OUT:-$W}" ;;
+    unpack)
+      t=$(python3 -m zlbench unpack "${CAP_FROM:-baselines/v5h}" | tail -1)
+      rm -rf "${W:?}/bl/$NAME" && mkdir -p "$W/bl" && cp -r "$t" "$W/bl/$NAME" \
+        && say "unpacked ${CAP_FROM:-baselines/v5h} into $W/bl/$NAME" ;;
     overlay/*)
       f=${stage#overlay/}
       t=$(python3 -m zlbench unpack "${CAP_FROM:-baselines/v7}" | tail -1)
