@@ -7,12 +7,12 @@
 Prints ``repo/run_name`` a line (an ``--ops-file`` of ``zlbench baseline capture``), the
 ops whose recorded seconds (the baseline's ``ops_status.csv``) are in (``--above``,
 ``--upto``], shortest first, less every op a ``--done`` batch dir ran (its
-``ops_status.csv``, any status: a capture resumed elsewhere, or one that timed out there;
-a batch that replayed another baseline, v5's capture on the machine that then captures
-v7, counts for none of its ops)
-and every op the baseline already holds a capture of (``codegen/launches.json``: a
-capture version taken over several sessions, v7h; the derive from it keeps them), unless
-``--recapture``.
+``ops_status.csv``, any status: a capture resumed elsewhere, or one that timed out
+there; a batch that replayed another baseline, v5's capture on the machine that then
+captures v7, counts for none of its ops), and less every op the baseline already holds
+a capture of (``codegen/launches.json``: a capture version taken over several sessions,
+v7h, whose derive keeps them) unless ``--recapture``.
+
 A batch deals its ops longest first, so a device call cut at its limit captures the most
 ops when each call's file holds the shortest left. A packed baseline is read through its
 unpacked copy.
