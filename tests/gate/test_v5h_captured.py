@@ -6,10 +6,7 @@ all but that key (bebf65e8) and named so in the manifest."""
 
 from __future__ import annotations
 
-import hashlib
-from pathlib import Path
-
-from tests.support.trees import shipped
+from tests.support.trees import added_files, shipped
 from zlbench.gate.baselines import verify
 from zlbench.models import BaselineManifest, load_yaml_model
 from zlbench.models.base import load_json_model
@@ -18,22 +15,11 @@ from zlbench.models.replay import LAUNCHES_JSON, LaunchCapture
 ADDRESS_KEYED = {"main/argsort", "main/cumsum", "main/isin", "main/nonzero", "main/sort"}
 
 
-def _files(root: Path) -> dict[str, str]:
-    return {
-        p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
-        for p in root.rglob("*")
-        if p.is_file()
-    }
-
-
 def test_v5h_is_v5_and_its_captures():
     v5, v5h = shipped("baselines/v5"), shipped("baselines/v5h")
     m = load_yaml_model(v5h / "manifest.yaml", BaselineManifest)
     assert (m.name, m.derived_from) == ("v5h", "v5") and verify(v5h, m).ok
-    old, new = _files(v5), _files(v5h)
-    same = {k for k in old if k != "manifest.yaml" and k != "ops_status.csv"}
-    assert {k: new[k] for k in same} == {k: old[k] for k in same}
-    added = sorted(set(new) - set(old))
+    added = added_files(v5, v5h)
     assert len(added) == 54 and all(k.endswith(f"/codegen/{LAUNCHES_JSON}") for k in added)
     assert ADDRESS_KEYED <= {k.rsplit("/codegen/", 1)[0] for k in added}
     gpus = {load_json_model(v5h / k, LaunchCapture).gpu_model for k in added}

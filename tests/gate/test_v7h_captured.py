@@ -7,32 +7,18 @@ v7's records by all but that (request_diff.twins) and named so in the manifest."
 
 from __future__ import annotations
 
-import hashlib
-from pathlib import Path
-
-from tests.support.trees import shipped
+from tests.support.trees import added_files, shipped
 from zlbench.gate.baselines import verify
 from zlbench.models import BaselineManifest, load_yaml_model
 from zlbench.models.base import load_json_model
 from zlbench.models.replay import LAUNCHES_JSON, LaunchCapture
 
 
-def _files(root: Path) -> dict[str, str]:
-    return {
-        p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
-        for p in root.rglob("*")
-        if p.is_file()
-    }
-
-
 def test_v7h_is_v7_and_its_captures():
     v7, v7h = shipped("baselines/v7"), shipped("baselines/v7h")
     m = load_yaml_model(v7h / "manifest.yaml", BaselineManifest)
     assert (m.name, m.derived_from) == ("v7h", "v7") and verify(v7h, m).ok
-    old, new = _files(v7), _files(v7h)
-    same = {k for k in old if k != "manifest.yaml" and k != "ops_status.csv"}
-    assert {k: new[k] for k in same} == {k: old[k] for k in same}
-    added = sorted(set(new) - set(old))
+    added = added_files(v7, v7h)
     assert len(added) == 461 and all(k.endswith(f"/codegen/{LAUNCHES_JSON}") for k in added)
     captured = {k.rsplit("/codegen/", 1)[0] for k in added}
     gpus = {load_json_model(v7h / k, LaunchCapture).gpu_model for k in added}

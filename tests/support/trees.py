@@ -4,6 +4,7 @@ or example through :func:`shipped`, as every command does, from the read-only ca
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 from zlbench.cli.settings import Settings
@@ -25,3 +26,21 @@ def shipped_dirs(parent: str) -> dict[str, Path]:
     names = {p.name for p in root.iterdir() if p.is_dir()}
     names |= {p.name[: -len(LOCK_SUFFIX)] for p in root.glob(f"*{LOCK_SUFFIX}")}
     return {n: shipped(root / n) for n in sorted(names)}
+
+
+def added_files(base: Path, version: Path) -> list[str]:
+    """The files ``version`` (a version derived from ``base``: a capture version) adds to
+    ``base``, sorted, after checking that every other file of ``base`` but its manifest
+    and ``ops_status.csv`` (the version's own) is in ``version`` byte for byte."""
+    old, new = _digests(base), _digests(version)
+    same = {k for k in old if k not in ("manifest.yaml", "ops_status.csv")}
+    assert {k: new.get(k) for k in same} == {k: old[k] for k in same}
+    return sorted(set(new) - set(old))
+
+
+def _digests(root: Path) -> dict[str, str]:
+    return {
+        p.relative_to(root).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in root.rglob("*")
+        if p.is_file()
+    }
