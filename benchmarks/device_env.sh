@@ -17,8 +17,14 @@
 # root puts the current directory first on sys.path, ahead of PYTHONPATH, so it runs the
 # working tree's code, not the commit the results name (2026-12-06: calls that carried
 # uncommitted edits ran them). Otherwise one line, exit 2: commit, remake the kit.
+#
+#   bash benchmarks/device_env.sh --check   (here, before the first call of a session)
+#
+# makes only those checks, installs and runs nothing: exit 0 with one line when the kit
+# is whole and its snapshot is the working tree's zlbench/, else as above (a stale kit
+# found before a machine is started for it, not after: the forty-third session).
 set -uo pipefail
-[ $# -ge 1 ] || { echo "usage: $0 CMD [ARG...]" >&2; exit 2; }
+[ $# -ge 1 ] || { echo "usage: $0 CMD [ARG...] | --check" >&2; exit 2; }
 T=${DEVICE_TMP:-/tmp}
 for need in .cache/kit/flaggems.tgz .cache/snap/zlbench .cache/snap/COMMIT; do
   [ -e "$need" ] || { echo "device_env: no $need (make the kit with benchmarks/device_kit.sh and carry it)" >&2; exit 2; }
@@ -26,6 +32,10 @@ done
 if ! diff -rq --exclude=__pycache__ zlbench .cache/snap/zlbench >/dev/null 2>&1; then
   echo "device_env: zlbench/ here is not the snapshot's (.cache/snap, $(cut -c1-7 .cache/snap/COMMIT)): python3 -m zlbench would run uncommitted code; commit and remake the kit" >&2
   exit 2
+fi
+if [ "$1" = --check ]; then
+  echo "device_env: the kit is whole and its snapshot is this zlbench/ ($(cut -c1-7 .cache/snap/COMMIT))"
+  exit 0
 fi
 if [ ! -e "$T/site/.done" ]; then
   if compgen -G ".whl/*.whl" >/dev/null; then

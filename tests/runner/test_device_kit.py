@@ -209,11 +209,19 @@ def test_device_env_refuses_a_working_tree_whose_zlbench_is_not_the_snapshots(wo
     assert _run(zl, str(fg), first).returncode == 0
     env = {"PATH": f"{Path(sys.executable).parent}:/usr/bin:/bin",
            "DEVICE_TMP": str(tmp_path / "dev")}  # fmt: skip
+    check = subprocess.run(["bash", str(ENV), "--check"], cwd=zl, env=env,
+                           capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert check.returncode == 0 and "the kit is whole" in check.stdout
+    assert not (tmp_path / "dev").exists()  # the check installs and unpacks nothing
     (zl / "zlbench" / "f.txt").write_text("edited, not committed")
     done = subprocess.run(["bash", str(ENV), "echo", "ran"], cwd=zl, env=env,
                           capture_output=True, text=True, timeout=60)  # fmt: skip
     assert done.returncode == 2 and "ran" not in done.stdout
     assert done.stderr.startswith("device_env: zlbench/ here is not the snapshot's")
+    check = subprocess.run(["bash", str(ENV), "--check"], cwd=zl, env=env,
+                           capture_output=True, text=True, timeout=60)  # fmt: skip
+    assert check.returncode == 2 and check.stdout == ""
+    assert check.stderr.startswith("device_env: zlbench/ here is not the snapshot's")
     (zl / "zlbench" / "f.txt").write_text("zlbench")  # as committed: runs
     (zl / "zlbench" / "__pycache__").mkdir()  # bytecode is not code that differs
     done = subprocess.run(["bash", str(ENV), "echo", "ran"], cwd=zl, env=env,
