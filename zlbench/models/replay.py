@@ -386,6 +386,10 @@ class PlannedRow(_Model):
     binaries: dict[str, dict[Side, BinaryRef]] = Field(default_factory=dict)
 
 
+# How the replay's L2 flush evicts L2 (plugins.replay.timing.l2_flush): "zero" the default
+FlushBy = Literal["zero", "read"]
+
+
 class ReplayPlanFile(OnDisk):
     """``python -m zlbench.plugins.replay.worker PLAN_JSON OUT_DIR``'s input
     (``<gate>/replay/plan.json``): the rows to replay, in order, with the compile
@@ -413,7 +417,7 @@ class ReplayPlanFile(OnDisk):
     # how the flush evicts L2 (timing.l2_flush): "zero" writes zeros over twice its size
     # (the default; L2 is left holding written lines, written back to DRAM when the timed
     # call evicts them), "read" reads such a buffer (a probe: L2 left holding clean lines)
-    flush_by: Literal["zero", "read"] = "zero"
+    flush_by: FlushBy = "zero"
     # False: a row's buffers restored once before each sample, not before each timed call
     # (a probe of the restore's written lines; a sample's calls then see each other's
     # writes), not a default

@@ -61,8 +61,9 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from statistics import median
-from typing import Any, Protocol
+from typing import Any, Protocol, get_args
 
+from zlbench.models.replay import FlushBy
 from zlbench.plugins.compiler.rebuild import first_line
 from zlbench.plugins.replay.materialize import ReplayError, restore, snapshot, tensor_of
 from zlbench.protocol.pairs import (
@@ -150,7 +151,7 @@ def lead_cycles_for(launches: int) -> int:
     return LEAD_CYCLES * max(1, launches)
 
 
-FLUSH_BY = ("zero", "read")  # how l2_flush evicts L2: the default first
+FLUSH_BY = get_args(FlushBy)  # how l2_flush evicts L2: the default first
 
 
 def l2_flush(device: Any, by: str = FLUSH_BY[0]) -> Callable[[], None] | None:
@@ -256,10 +257,10 @@ def time_paired(
         probe = max(_timed(s, launch[s], args, snap, timer, flush) for s in (SIDE_A, SIDE_B))
         reps = sample_reps(probe, reps, target_ms)
     samples: list[dict] = []
+    each = snap if restore_each else None  # restored before each call, or a sample
     k = 0
     while True:
         order = (SIDE_A, SIDE_B) if k % 2 == 0 else (SIDE_B, SIDE_A)
-        each = snap if restore_each else None  # restored before each call, or a sample
         for side in order:
             if each is None:
                 restore(snap)
