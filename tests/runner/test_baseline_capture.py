@@ -181,6 +181,17 @@ def test_a_foreign_capture_of_a_kernel_the_baseline_never_compiled_says_so(setup
     assert line.endswith("index_kernel: the baseline records no kernel of that name for this op")
 
 
+def _mm_captured(base: Path, new: Path, batch: Path, ids: dict[str, str], capsys):
+    """``baseline capture --from batch``: mm captured, its capture naming the baseline's
+    mm kernel only. Returns the command's output and mm's capture."""
+    assert _run(base, new, "--from", str(batch)) == 0
+    out = capsys.readouterr().out
+    assert "main/mm: no capture" not in out
+    got = load_json_model(new / "main" / "mm" / "codegen" / LAUNCHES_JSON, LaunchCapture)
+    assert {s.kernel_id for r in got.rows for s in r.launches} == {ids["mm"]}
+    return out, got
+
+
 def test_an_address_keyed_kernel_recorded_under_its_old_key_is_taken_as_its_record(setup, capsys):
     """The batch kept a portable key for mm_kernel (it found it address-keyed), the
     baseline triton's own (an address): the same request but for the key is the
@@ -190,12 +201,8 @@ def test_an_address_keyed_kernel_recorded_under_its_old_key_is_taken_as_its_reco
     kernel = req.kernel.model_copy(update={"cache_key": "portable:" + "7" * 64})
     kid = _foreign_compiled(batch, req.model_copy(update={"kernel": kernel}))
     assert kid != ids["mm"]
-    assert _run(base, new, "--from", str(batch)) == 0
-    out = capsys.readouterr().out
-    assert "main/mm: no capture" not in out
+    out, got = _mm_captured(base, new, batch, ids, capsys)
     assert "1 op(s) captured with a kernel the baseline recorded under" in out
-    got = load_json_model(new / "main" / "mm" / "codegen" / LAUNCHES_JSON, LaunchCapture)
-    assert {s.kernel_id for r in got.rows for s in r.launches} == {ids["mm"]}
     assert [r.replay_timed for r in got.rows] == [[ids["mm"]], []]  # SH timed, SH2 not run
     assert _manifest(new).summary["captures"]["address_twins"] == ["main/mm"]
 
@@ -234,12 +241,8 @@ def test_a_generated_kernel_recorded_under_another_process_name_is_taken_as_its_
     ids = _baseline(base, mm_req=_generated_mm(6117))
     batch = _batch(tmp_path / "runs" / "replay", ids, base)
     assert _foreign_compiled(batch, _generated_mm(911)) != ids["mm"]
-    assert _run(base, new, "--from", str(batch)) == 0
-    out = capsys.readouterr().out
-    assert "main/mm: no capture" not in out
+    out, _ = _mm_captured(base, new, batch, ids, capsys)
     assert "1 op(s) captured with a generated kernel the baseline recorded under another" in out
-    got = load_json_model(new / "main" / "mm" / "codegen" / LAUNCHES_JSON, LaunchCapture)
-    assert {s.kernel_id for r in got.rows for s in r.launches} == {ids["mm"]}
     summary = _manifest(new).summary["captures"]
     assert (summary["generated_twins"], summary["address_twins"]) == (["main/mm"], [])
 

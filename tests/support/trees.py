@@ -44,3 +44,22 @@ def _digests(root: Path) -> dict[str, str]:
         for p in root.rglob("*")
         if p.is_file()
     }
+
+
+def captured_version(base: str, name: str, ops: int, gpu: str) -> tuple[dict, set[str]]:
+    """Shipped capture version ``baselines/<name>`` of ``baselines/<base>``: checks its
+    manifest names it derived from ``base`` and verifies, that it is ``base`` byte for
+    byte (:func:`added_files`) plus one ``codegen/launches.json`` for each of ``ops`` ops,
+    each naming ``gpu``. Returns its ``summary.captures`` and the captured op keys."""
+    from zlbench.gate.baselines import verify
+    from zlbench.models import BaselineManifest, load_yaml_model
+    from zlbench.models.base import load_json_model
+    from zlbench.models.replay import LAUNCHES_JSON, LaunchCapture
+
+    old, new = shipped(f"baselines/{base}"), shipped(f"baselines/{name}")
+    m = load_yaml_model(new / "manifest.yaml", BaselineManifest)
+    assert (m.name, m.derived_from) == (name, base) and verify(new, m).ok
+    added = added_files(old, new)
+    assert len(added) == ops and all(k.endswith(f"/codegen/{LAUNCHES_JSON}") for k in added)
+    assert {load_json_model(new / k, LaunchCapture).gpu_model for k in added} == {gpu}
+    return m.summary["captures"], {k.rsplit("/codegen/", 1)[0] for k in added}
