@@ -357,7 +357,7 @@ def op_path_wall(seconds: Mapping[str, float], load_s: float | None = None) -> f
     """The op path's expected wall from its ops' seconds (both sides of the A/B, the
     sides' turns counted): :func:`zlbench.runner.batch.costs.shard_wall` over one GPU,
     the seconds plus the interleaved A/B's start (``ab_start_s``: ``AB_START_S``, or at
-    this host's pace ``load_s``, its import of FlagGems in this gate, at most that).
+    this host's pace ``load_s``, its import of FlagGems in this gate), one process a side.
     Without a start the v7 slice's broad change (an H100, 2026-12-06) was announced at
     1m06s for 1m39s after its screen, 39 s of it ops whose measure step took 67 s; with
     a one-sided batch's (``PROCESS_START_S``) its op path of two one-row sentinels was
@@ -392,8 +392,8 @@ def rest_line(
     builds took 9s; the rest expected about 32s: replay 3.9s (the cost model), 2 op(s)
     through FlagGems 28.2s (recorded seconds, both sides, and the A/B's start 23.8s:
     FlagGems imported in 5.8s here)``. The first forecast's op path takes a fixed start;
-    the A/B's start follows the host (22.6-38.2 s on two H100 hosts), at most that
-    (:func:`zlbench.runner.batch.costs.ab_start_s`)."""
+    the A/B's start follows the host (10.3-18 s on three H100 hosts, 1.57-1.71 times
+    the import; :func:`zlbench.runner.batch.costs.ab_start_s`)."""
     from zlbench.runner.batch.costs import ab_start_s
     from zlbench.runner.batch.progress import fmt_seconds
 
