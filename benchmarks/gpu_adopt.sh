@@ -105,7 +105,9 @@
 # --op-timeout; default: capture's own), CAP_FROM (capture's --baseline: baselines/v5, or
 # an earlier capture's $W/bl/NAME, whose ops keep their captures), KEEP_BL (1; 0: no
 # $OUT/bl.tgz after a capture: its batch, pack-capwork, is what comes back), REPEATS (2), REPLAY (0; 1:
-# every gate with --replay, docs/replay.md "The next GPU session"), JOBS (nproc - 1).
+# every gate with --replay, docs/replay.md "The next GPU session"), REPLAY_L2 (with
+# REPLAY=1: every gate's --replay-l2, flush clean or warm; unset: the gate's default),
+# JOBS (nproc - 1).
 # Needs
 # $ZLBENCH_FLAGGEMS_DIR, zlbench importable, a CUDA GPU (benchmarks/device_env.sh).
 set -u
@@ -135,7 +137,7 @@ timed() { # timed NAME PR_COPY CMD...: CMD with that triton copy first on PYTHON
 }
 replay=(); every=()
 if [ "${REPLAY:-0}" = 1 ]; then  # kernel replay (issue 51)
-  replay=(--replay); every=(--time all)  # an A/A replays every captured row
+  replay=(--replay ${REPLAY_L2:+--replay-l2 "$REPLAY_L2"}); every=(--time all)  # an A/A replays every captured row
 fi
 gate() { local name=$1 pr=$2; shift 2; timed "$name" "$pr" python3 -m zlbench gate \
   --codegen-jobs "$JOBS" --out "$W/$name" "${replay[@]}" "$@"; }

@@ -76,6 +76,20 @@ def test_the_coverage_line_of_a_run_that_replayed_everything():
     assert coverage_line(ReplayRun()) == "Kernel replay: no changed rows to replay."
 
 
+def test_a_replay_timed_under_another_l2_policy_says_so():
+    """The default (flush) is not said; clean and warm are, each in its own words."""
+    run = ReplayRun(changed_rows=1, rows=[ReplayedRow(key=key("abs"), instrument="kernel-replay")])
+    assert coverage_line(run.model_copy(update={"l2": "flush"})) == coverage_line(run)
+    warm = coverage_line(run.model_copy(update={"l2": "warm"}))
+    assert warm == (
+        "Kernel replay: 1 of 1 changed rows replayed (100 %); timed under `--replay-l2 "
+        "warm` (no L2 flush, buffers restored once a sample)."
+    )
+    assert "`--replay-l2 clean` (L2 read over" in coverage_line(
+        run.model_copy(update={"l2": "clean"})
+    )
+
+
 def test_unchanged_rows_replayed_by_time_all_are_said_apart_and_never_counted_as_changed():
     same = ReplayedRow(key=key("add"), instrument="kernel-replay", outputs="match", changed=False)
     lost = op_row("mul", "fault or hang: timed out").model_copy(update={"changed": False})

@@ -808,6 +808,28 @@ def test_parts_replay_the_plans_rows_apart_and_the_merging_gate_takes_them(tmp_p
     assert [p.key.op for p in part_rows(rows, (2, 2))] == ["b", "c"]
 
 
+def test_the_l2_policy_sets_the_plans_flush_and_restore_and_the_run_names_it(tmp_path):
+    """gate --replay-l2: the plan the worker reads carries the policy's three settings
+    (models.replay.L2_POLICIES), the same for both sides, and replay.json names it."""
+    baseline, screen, _ = _baseline(tmp_path)
+    want = {
+        "flush": (True, "zero", True),
+        "clean": (True, "read", True),
+        "warm": (False, "zero", False),
+    }
+    for policy, settings in want.items():
+        fakes = Fakes()
+        outcome, _ = _replay(baseline, screen, tmp_path / policy, fakes, l2=policy)
+        plan = fakes.plan
+        assert (plan.flush, plan.flush_by, plan.restore_each) == settings, policy
+        assert outcome.run.l2 == policy
+        on_disk = load_json_model(tmp_path / policy / "replay" / "replay.json", ReplayRun)
+        assert on_disk.l2 == policy
+    fakes = Fakes()
+    _replay(baseline, screen, tmp_path / "default", fakes)
+    assert (fakes.plan.flush, fakes.plan.flush_by, fakes.plan.restore_each) == want["flush"]
+
+
 def test_parts_that_are_not_one_plans_every_part_once_are_refused_in_one_line(tmp_path):
     baseline, screen, _ = _baseline(tmp_path)
     for k in (1, 2):
@@ -838,6 +860,9 @@ def test_parts_that_are_not_one_plans_every_part_once_are_refused_in_one_line(tm
     dump_json_model(p2 / "replay" / "replay.json", run_)
     assert "was planned from" in refused([p1, p2])  # another compiler's part
     run_.planned_from = origin
+    dump_json_model(p2 / "replay" / "replay.json", run_)
+    # parts timed under one L2 policy, merged by a gate that asks another
+    assert "was timed under --replay-l2 flush, this gate asks warm" in refused([p1, p2], l2="warm")
     run_.gpu = "NVIDIA H200"
     dump_json_model(p2 / "replay" / "replay.json", run_)
     assert "replayed on NVIDIA H200, this runner is NVIDIA H100" in refused([p1, p2])

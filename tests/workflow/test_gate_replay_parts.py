@@ -35,13 +35,14 @@ def test_a_replay_part_replays_its_part_and_stops_without_a_verdict(tmp_path, op
     job = GateJob(
         baseline=str(bl), out=out, selection=Selection(ops_dir=ops_dir), time="changed",
         ab=AbOptions(base_compiler=str(base_site)), base_screen_cache=tmp_path / "cache",
-        replay=True, replay_part=(1, 2),
+        replay=True, replay_part=(1, 2), replay_l2="warm",
     )  # fmt: skip
     measure, err = FakeBatch(good()), io.StringIO()
     seams = GateSeams(measure=measure, screen=BaseScreen(ADD_SAME, MM_CHANGED))
     seams.stdout = seams.stderr = err
     assert run_gate_job(job, seams) == 0, err.getvalue()
     assert (asked["part"], asked["parts"]) == ((1, 2), ())
+    assert asked["l2"] == "warm"  # --replay-l2 reaches the replay step
     assert measure.requests == []  # no op path: the merging gate measures it
     assert not (out / "verdict.json").exists() and not (out / "junit.xml").exists()
     assert "replay part 1/2 written to" in err.getvalue()
@@ -75,6 +76,7 @@ def test_the_gate_that_takes_the_parts_shards_its_op_path(tmp_path, ops_dir, mon
     seams.stdout = seams.stderr = err
     assert run_gate_job(job, seams) == 0, err.getvalue()
     assert (asked["part"], tuple(asked["parts"])) == (None, parts)
+    assert asked["l2"] == "flush"  # no --replay-l2: the default policy
     assert measure.requests and all(r.shard == (1, 2) for r in measure.requests)
     assert all("main/mm" not in r.ops for r in measure.requests)  # the replay judged it
     assert "shard 1/2" in err.getvalue()

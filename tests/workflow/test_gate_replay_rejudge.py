@@ -209,6 +209,7 @@ def test_replay_parts_are_refused_without_replay_together_or_misnumbered(tmp_pat
     cases = [
         (["--replay-part", "1/2"], "give --replay"),
         (["--replayed", str(g)], "give --replay"),
+        (["--replay-l2", "warm"], "give --replay"),
         (["--replay", "--replay-part", "1/2", "--replayed", str(g)], "give one of them"),
         (["--replay", "--replay-part", "3/2"], "K must be between 1 and 2"),
     ]

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
+from typing import get_args
 
 from zlbench.cli.options import (
     ab_options_from,
@@ -26,6 +27,7 @@ from zlbench.cli.options import (
 )
 from zlbench.cli.settings import Settings
 from zlbench.models.options import TIME_MODES
+from zlbench.models.replay import L2Policy
 
 # the workflow's modules are imported by the functions that run the gate, not here:
 # `zlbench gate --help` builds this parser only (tests/test_cli_help.py)
@@ -94,6 +96,16 @@ def add_codegen_options(p) -> None:
         metavar="K/N",
         help="with --replay: replay part K of N of the rows it plans (their cost dealt over "
         "N device calls) into --out's replay/, and stop: no op path, no verdict",
+    )
+    g.add_argument(
+        "--replay-l2",
+        choices=get_args(L2Policy),
+        default=None,
+        help="with --replay: the L2 each replayed call starts from, both sides alike: "
+        "flush (default: zeroed, the row's written buffers restored before each call), "
+        "clean (read over, so L2 holds no line of the flush to write back), warm (no "
+        "flush, buffers restored once a sample: calls back to back on the same inputs, as "
+        "FlagGems' benchmark runs them); docs/replay.md 'The L2 before a timed call'",
     )
     g.add_argument(
         "--replayed",
@@ -213,6 +225,7 @@ def job_from_args(args, settings: Settings, ops_dir: Path):
         replay=args.replay,
         replay_part=parse_shard(args.replay_part) if args.replay_part else None,
         replayed=tuple(args.replayed),
+        replay_l2=args.replay_l2,
         store=args.store or settings.store,
         store_branch=args.store_branch,
         codegen_jobs=args.codegen_jobs or os.cpu_count() or 1,

@@ -328,6 +328,9 @@ class ReplayRun(OnDisk):
     # what the plan was made of: the baseline's manifest digest, the PR's and the base's
     # compilers as the screen names them (a part is merged only into the same)
     planned_from: str = ""
+    # the L2 policy its rows were timed under (``gate --replay-l2``; a part is merged only
+    # into a gate of the same)
+    l2: L2Policy = "flush"
 
     @property
     def replayed(self) -> int:
@@ -389,6 +392,23 @@ class PlannedRow(_Model):
 # How the replay's L2 flush evicts L2 (plugins.replay.timing.l2_flush): "zero" the default
 FlushBy = Literal["zero", "read"]
 
+# The memory state a replayed row's timed call starts from (``gate --replay-l2``), the
+# same for both sides; the plan's flush, flush_by and restore_each
+# (:meth:`ReplayPlanFile.with_l2`; docs/replay.md "The L2 before a timed call"):
+# "flush" (the default): L2 zeroed over twice its size and the row's written buffers
+# restored before each timed call, inputs cold (SOL-ExecBench's protocol); "clean": L2
+# read over twice its size instead, so it holds clean lines, nothing of the flush's to
+# write back inside the timed call; "warm": no flush and the buffers restored once a
+# sample, a sample's calls back to back on the same inputs, as FlagGems' benchmark graph
+# replays them (an H100, 2026-12-07: the pointwise 4096² rows then read as the op path
+# does; docs/measurements.md, forty-fourth session).
+L2Policy = Literal["flush", "clean", "warm"]
+L2_POLICIES: dict[str, tuple[bool, FlushBy, bool]] = {  # policy -> (flush, flush_by, restore_each)
+    "flush": (True, "zero", True),
+    "clean": (True, "read", True),
+    "warm": (False, "zero", False),
+}
+
 
 class ReplayPlanFile(OnDisk):
     """``python -m zlbench.plugins.replay.worker PLAN_JSON OUT_DIR``'s input
@@ -411,16 +431,15 @@ class ReplayPlanFile(OnDisk):
     # untimed calls of a side just before each of its samples (0: none): a probe of the
     # first-sample effect (docs/replay.md), not a default
     settle: StrictInt = Field(0, ge=0)
-    # False: no L2 flush before a timed call: a probe of the replay's larger slowdowns on
-    # pointwise 4096² rows than the op path's graph replays (docs/replay.md), not a default
+    # The L2 policy's three settings (:data:`L2_POLICIES`, :meth:`with_l2`). flush: L2
+    # flushed before each timed call (False: not at all); flush_by: how (timing.l2_flush):
+    # "zero" writes zeros over twice its size (L2 is left holding written lines, written
+    # back to DRAM when the timed call evicts them), "read" reads such a buffer (L2 left
+    # holding clean lines); restore_each: a row's written buffers restored before each
+    # timed call (False: once before each sample; a sample's calls then see each other's
+    # writes).
     flush: StrictBool = True
-    # how the flush evicts L2 (timing.l2_flush): "zero" writes zeros over twice its size
-    # (the default; L2 is left holding written lines, written back to DRAM when the timed
-    # call evicts them), "read" reads such a buffer (a probe: L2 left holding clean lines)
     flush_by: FlushBy = "zero"
-    # False: a row's buffers restored once before each sample, not before each timed call
-    # (a probe of the restore's written lines; a sample's calls then see each other's
-    # writes), not a default
     restore_each: StrictBool = True
     rtol: StrictFloat = Field(1e-3, ge=0)  # PR vs base outputs (widened by dtype)
     atol: StrictFloat = Field(1e-5, ge=0)
@@ -430,3 +449,10 @@ class ReplayPlanFile(OnDisk):
     exec_generated: StrictBool = False
     requests: dict[str, CompileRequest] = Field(default_factory=dict)  # kernel id ->
     rows: list[PlannedRow] = Field(default_factory=list)
+
+    def with_l2(self, policy: L2Policy) -> ReplayPlanFile:
+        """This plan with ``policy``'s flush, flush_by and restore_each (:data:`L2_POLICIES`)."""
+        flush, flush_by, restore_each = L2_POLICIES[policy]
+        return self.model_copy(
+            update={"flush": flush, "flush_by": flush_by, "restore_each": restore_each}
+        )

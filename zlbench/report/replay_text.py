@@ -112,11 +112,20 @@ def fallback_counts(run: ReplayRun) -> list[tuple[str, int]]:
     return sorted(counts.items(), key=lambda lc: (-lc[1], lc[0]))
 
 
+# What a replay's L2 policy other than the default did before each timed call
+# (``gate --replay-l2``, models.replay.L2_POLICIES)
+L2_WORDS = {
+    "clean": "L2 read over, not zeroed, before each call",
+    "warm": "no L2 flush, buffers restored once a sample",
+}
+
+
 def coverage_line(run: ReplayRun, budget_s: float | None = None) -> str:
     """``Kernel replay: 38 of 45 changed rows replayed (84 %); 4 timed through FlagGems
     (2 captured in a CUDA graph, 1 digest mismatch, 1 intermediate buffer); 3 deferred
     beyond the `--time-budget` of 90 s.`` ``budget_s``: the gate's ``--time-budget``
-    (``timing.json``'s ``budget_s``), None when not known."""
+    (``timing.json``'s ``budget_s``), None when not known. A policy other than the
+    default says so: ``; timed under `--replay-l2 warm` (no L2 flush, ...)``."""
     if not run.changed_rows and not run.unchanged_replayed and not run.no_launch:
         return "Kernel replay: no changed rows to replay."
     parts = [f"Kernel replay: {run.coverage()}"]
@@ -127,6 +136,8 @@ def coverage_line(run: ReplayRun, budget_s: float | None = None) -> str:
     if run.deferred:
         budget = f" of {budget_s:g} s" if budget_s is not None else ""
         parts.append(f"{len(run.deferred)} deferred beyond the `--time-budget`{budget}")
+    if run.l2 in L2_WORDS:
+        parts.append(f"timed under `--replay-l2 {run.l2}` ({L2_WORDS[run.l2]})")
     return "; ".join(parts) + "."
 
 

@@ -75,6 +75,7 @@ from zlbench.models.paths import resolve_inside
 from zlbench.models.replay import (
     REPLAY_PLAN,
     BinaryRef,
+    L2Policy,
     PlannedRow,
     ReplayPlanFile,
     SideBuildTime,
@@ -174,6 +175,7 @@ def replay_changed(
     start_warm: Callable | None = None,
     part: tuple[int, int] | None = None,
     parts: Sequence[Path] = (),
+    l2: L2Policy = "flush",
 ) -> ReplayOutcome:
     """The replay step (module docstring) over the changed rows of ``ops``; writes
     ``out/replay/``. ``pr``/``base``: each side's environment, ``pythonpath`` first on
@@ -196,7 +198,8 @@ def replay_changed(
     ``part`` (K, N): replay only part K of N of the plan's rows (:func:`part_rows`; the
     plan's own lists whole, the op path left to the gate that merges the parts);
     ``parts``: the gate dirs of every part (``gate --replay-part``), whose rows and
-    samples are this step's instead of replaying (:func:`load_parts`)."""
+    samples are this step's instead of replaying (:func:`load_parts`); ``l2``: the L2
+    policy every row is timed under (``gate --replay-l2``, :data:`L2_POLICIES`)."""
     if run_rows is None or build_side is None:
         from zlbench.plugins.replay import binaries, worker
 
@@ -269,7 +272,7 @@ def replay_changed(
     gpu, origin = runner_gpu or "", planned_from(baseline, screen)
     if parts:  # replayed by the parts: their rows and samples, checked against this plan
         done, pairs, build_s, worker_s, builds = load_parts(
-            parts, plan, planned_keys, n_changed, gpu, origin
+            parts, plan, planned_keys, n_changed, gpu, origin, l2
         )
     if plan.replay:
         t1 = time.monotonic()
@@ -279,6 +282,7 @@ def replay_changed(
             planned, lost, builds = _build(
                 plan, baseline, screen, rdir, sides, build_side, say, jobs, caches, built
             )
+            planned = planned.with_l2(l2)
             build_s = time.monotonic() - t1
             fallback += lost
             start = worker_start_s(build_s, warm=early is not None)
@@ -323,6 +327,7 @@ def replay_changed(
         part=f"{part[0]}/{part[1]}" if part else "",
         gpu=gpu,
         planned_from=origin,
+        l2=l2,
     )
     whole, partly = _op_path_split(run, plan)
     changed = {r.key for r in run.rows} | {d.key for d in run.deferred} | set(plan.failed)
@@ -484,13 +489,15 @@ def load_parts(
     changed_rows: int,
     gpu: str,
     origin: str,
+    l2: L2Policy = "flush",
 ) -> tuple[list[ReplayedRow], PairsFile, float, float, list[SideBuildTime]]:
     """The rows and samples of the parts' replay dirs (``<part>/replay/``, ``gate
     --replay-part K/N`` each): every part of one N, once; each part's own plan lists
     (``changed_rows``, rows on the op path, deferred, proven by their capture) this plan's,
     on this GPU model (``gpu``), from this baseline and compilers (``origin``,
-    :func:`planned_from`); each of the plan's rows to replay (``planned``) in one
-    part at most, a row in none falling back (:data:`NOT_IN_PART`). Returns the rows,
+    :func:`planned_from`), timed under this L2 policy (``l2``); each of the plan's rows
+    to replay (``planned``) in one part at most, a row in none falling back
+    (:data:`NOT_IN_PART`). Returns the rows,
     the samples, the parts' build and worker seconds summed, and their builds. A part
     that does not fit is one ZlbenchError line."""
     runs: dict[int, tuple[Path, ReplayRun, PairsFile]] = {}
@@ -510,7 +517,7 @@ def load_parts(
     rows: dict[RowKey, ReplayedRow] = {}
     samples = []
     for d, run, pairs in runs.values():
-        why = _other_plan(run, plan, mine, changed_rows, gpu, origin)
+        why = _other_plan(run, plan, mine, changed_rows, gpu, origin, l2)
         if why:
             raise ZlbenchError(f"--replayed {d}: part {run.part} {why}")
         own = [r for r in run.rows if r.key in mine]
@@ -533,10 +540,13 @@ def _other_plan(
     changed_rows: int,
     gpu: str,
     origin: str,
+    l2: L2Policy,
 ) -> str:
     """How a part's run is not of this plan (its own lists), "" when it is."""
     if run.planned_from != origin:
         return f"was planned from {run.planned_from or 'nothing it names'}, this gate from {origin}"
+    if run.l2 != l2:
+        return f"was timed under --replay-l2 {run.l2}, this gate asks {l2}"
     if run.gpu != gpu:
         return (
             f"replayed on {run.gpu or 'a GPU it does not name'}, this runner is "

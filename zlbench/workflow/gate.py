@@ -298,6 +298,7 @@ def replay_step(
         runner_gpu=runner,
         part=job.replay_part,
         parts=job.replayed,
+        l2=job.replay_l2 or "flush",
     )
     deferred = {}
     for d in outcome.run.deferred:

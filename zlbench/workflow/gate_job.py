@@ -71,6 +71,7 @@ class GateJob:
     # --replay-part K/N: replay part K of N of the plan's rows, nothing else (no verdict)
     replay_part: tuple[int, int] | None = None
     replayed: tuple[Path, ...] = ()  # --replayed: the parts' gate dirs, taken as replayed
+    replay_l2: str | None = None  # --replay-l2: the replay's L2 policy (None: "flush")
     store: str | None = None  # --store / ZLBENCH_STORE: the results store (issue 52)
     store_branch: str = "main"  # --store-branch: the branch the gate's commit is on
     codegen_jobs: int = 1

@@ -36,9 +36,9 @@ def run_gate_job(
         )
     if job.replay:
         _check_replay(job, screen_only)
-    elif job.replay_part is not None or job.replayed:
+    elif job.replay_part is not None or job.replayed or job.replay_l2 is not None:
         raise ZlbenchError(
-            "--replay-part and --replayed are parts of a --replay gate: give --replay"
+            "--replay-part, --replayed and --replay-l2 are parts of a --replay gate: give --replay"
         )
     base = _base_side(job)  # the base compiler the screen diffs against (before --out)
     if screen_only:
