@@ -98,11 +98,13 @@ def capture(*rows: RowLaunches) -> LaunchCapture:
     return LaunchCapture(rows=list(rows))
 
 
-def one_row(launches, status=C, truncated=False, **deltas):
-    """A plan of op ``a``'s one row launching kernel ``ka`` (changed) as ``launches``."""
+def one_row(launches, status=C, truncated=False, order=None, **deltas):
+    """A plan of op ``a``'s one row launching kernel ``ka`` (changed) as ``launches``
+    (``order``: the capture's run order of them)."""
     r = row("a")
     s = screen(kernel("ka", status, [r], **(deltas or {"sass_instructions": 4})))
-    caps = {"main/a": capture(captured(r, *launches, truncated=truncated))}
+    rl = captured(r, *launches, truncated=truncated).model_copy(update={"order": order})
+    caps = {"main/a": capture(rl)}
     return r, plan_replay(s, [r], caps)
 
 
@@ -433,6 +435,14 @@ def test_a_buffer_passed_to_or_from_a_launch_that_runs_twice_is_an_intermediate_
     apart = launch("ka", tensor(3), tensor(4, "o")).model_copy(update={"count": 2})
     r, plan = one_row([apart, second])  # runs twice, but shares no buffer: replays
     assert [p.key for p in plan.replay] == [r]
+    # with the capture's run order (first, second, first) it replays in that order
+    r, plan = one_row([first, second], order=[0, 1, 0])
+    assert [p.key for p in plan.replay] == [r] and plan.fallback == {}
+    assert plan.replay[0].launches.order == [0, 1, 0]
+    # an order that is not the launches' runs is none: first ran twice, not once
+    for bad in ([0, 1], [0, 1, 0, 0], [0, 1, 2]):
+        r, plan = one_row([first, second], order=bad)
+        assert plan.fallback == {r: FALLBACK_INTERMEDIATE}, bad
 
 
 def test_a_buffer_shared_within_one_launch_is_in_place_and_replays():

@@ -23,6 +23,7 @@ from zlbench.models.replay import (  # noqa: E402
     LaunchCapture,
     LaunchSpec,
     RowLaunches,
+    order_unknown,
 )
 from zlbench.plugins import codegen, state  # noqa: E402
 from zlbench.plugins import replay_capture as rc  # noqa: E402
@@ -285,6 +286,56 @@ def test_buffers_number_distinct_storages_across_the_rows_launches(op):
     assert [x.buffer for x in a.args[:2]] == [0, 1]
     assert [x.buffer for x in b.args[:2]] == [1, 2]
     assert [x.buffer for x in c.args[:2]] == [2, 2] and c.args[1].offset == 16
+
+
+def test_the_last_calls_run_order_is_kept_by_launch_index(op):
+    """A radix sort's shape: a counter reset (z) before each pass, the passes (p1, p2)
+    counting into the counters: z p1 z p2 in every call. The order is the last call's,
+    each run by its launch's index, as often as its count."""
+    rec = recorder()
+    a, counts = torch.ones(16), torch.zeros(4)
+    z, p1, p2 = kernel("z"), kernel("p1"), kernel("p2")
+
+    def call():
+        launch(rec, z, [counts, counts, 4])
+        launch(rec, p1, [a, counts, 1])
+        launch(rec, z, [counts, counts, 4])
+        launch(rec, p2, [a, counts, 2])
+
+    timed_call(lambda: launch(rec, kernel("sweep"), [a, a, 16]))  # dropped: not the last call
+    timed_call(call)
+    timed_call(call)
+    [row] = rows(rec)
+    assert [(s.kernel, s.count) for s in row.launches] == [("z", 2), ("p1", 1), ("p2", 1)]
+    assert row.order == [0, 1, 0, 2]
+    assert not order_unknown(row.launches, row.order)  # replayed in that order
+    assert order_unknown(row.launches)  # without it, as before: the counters pass between
+
+
+def test_a_run_on_other_storages_than_its_launchs_first_gives_up_the_order(op):
+    """Two runs of one launch key on other buffers (a ping-pong the key cannot tell):
+    replaying the first run's storages twice would read other data, so no order."""
+    rec = recorder()
+    a, b = torch.ones(8), torch.ones(8)
+    k, r = kernel("k"), kernel("r")
+    timed_call(lambda: [launch(rec, k, [a, b, 8]), launch(rec, r, [b, b, 8]),
+                        launch(rec, k, [b, a, 8])])  # fmt: skip
+    [row] = rows(rec)
+    assert row.launches[0].count == 2 and row.order is None
+    assert order_unknown(row.launches, row.order)
+    # the next call runs on the first storages again: its order is kept
+    timed_call(lambda: [launch(rec, k, [a, b, 8]), launch(rec, r, [b, b, 8])])
+    assert rows(rec)[0].order == [0, 1]
+
+
+def test_more_runs_than_the_cap_give_up_the_order(op, monkeypatch):
+    monkeypatch.setattr(rc, "MAX_RUNS_PER_ROW", 3)
+    rec, k, x = recorder(), kernel(), torch.ones(4)
+    timed_call(lambda: [launch(rec, k, [x, x, 4]) for _ in range(3)])
+    assert rows(rec)[0].order == [0, 0, 0]
+    timed_call(lambda: [launch(rec, k, [x, x, 4]) for _ in range(4)])
+    [row] = rows(rec)
+    assert row.launches[0].count == 4 and row.order is None
 
 
 def test_buffers_are_renumbered_densely_over_the_kept_launches(op):

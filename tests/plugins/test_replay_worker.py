@@ -254,8 +254,18 @@ def test_no_rows_jsonl_is_one_line(tmp_path):
             row("m", spec("a"), spec("b", buffer=0, count=2)),
             "intermediate buffer between launches that run more than once",
         ),
+        (  # an order that is not the launches' runs (b ran twice) is no order
+            row("m", spec("a"), spec("b", buffer=0, count=2)).model_copy(update={"order": [0, 1]}),
+            "intermediate buffer between launches that run more than once",
+        ),
     ],
-    ids=["one side missing", "absent from the binaries", "why_not", "intermediate buffer"],
+    ids=[
+        "one side missing",
+        "absent from the binaries",
+        "why_not",
+        "intermediate buffer",
+        "an order not of its runs",
+    ],
 )
 def test_a_row_that_cannot_be_replayed_falls_back_with_one_line(tmp_path, planned, why):
     fake = Fake()
@@ -275,6 +285,21 @@ def test_a_buffer_passed_between_launches_that_run_once_is_replayed_as_one_row(t
     assert [p.key.op for p in pairs.rows] == ["m"]
     k = key("m")
     assert fake.seeds == [worker.row_seed(k, 0), worker.row_seed(k, 1)]  # one call, the row
+
+
+def test_a_buffer_passed_between_launches_run_in_a_captured_order_is_replayed_so(tmp_path):
+    """A counter reset (a, twice) between two passes (b, c) on its buffer: with the
+    capture's run order each side's call runs a b a c, and the timer leads 4 launches."""
+    fake = Fake()
+    planned = row("m", spec("a", buffer=0, count=2), spec("b", buffer=0), spec("c", buffer=0))
+    plan = plan_of(planned.model_copy(update={"order": [0, 1, 0, 2]}))
+    assert run_main(tmp_path, plan, fake) == 0
+    run, pairs = outputs(tmp_path / "out")
+    assert [(r.instrument, r.why) for r in run.rows] == [("kernel-replay", "")]
+    grid = (4, 1, 1)
+    ran = {side: [(f"{k}@{side}", grid, (f"{k}:X", 4)) for k in "abac"] for side in SIDES}
+    assert fake.launches == ran["pr"] + ran["base"]
+    assert fake.timers == [4]
 
 
 def test_a_launch_whose_kernel_has_no_compile_request_falls_back(tmp_path):

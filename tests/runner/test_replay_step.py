@@ -103,8 +103,10 @@ def _baseline(tmp_path, a_256=False):
             )  # fmt: skip
         )
         if op != "b":
-            cap = LaunchCapture(rows=[RowLaunches(run_name=op, op=op, dtype="bfloat16", shape=SH,
-                                                  launches=[_launch(rec.id)])])  # fmt: skip
+            order = [0] if op == "a" else None  # a's capture gave its run order
+            captured = RowLaunches(run_name=op, op=op, dtype="bfloat16", shape=SH,
+                                   launches=[_launch(rec.id)], order=order)  # fmt: skip
+            cap = LaunchCapture(rows=[captured])
             dump_json_model(root / "main" / op / "codegen" / LAUNCHES_JSON, cap)
     rows = {op: [brow(op, SH, 1.0, lat=0.01), brow(op, SH2, 1.0, lat=0.01)] for op in "abc"}
     if a_256:
@@ -828,6 +830,8 @@ def test_the_l2_policy_sets_the_plans_flush_and_restore_and_the_run_names_it(tmp
     fakes = Fakes()
     _replay(baseline, screen, tmp_path / "default", fakes)
     assert (fakes.plan.flush, fakes.plan.flush_by, fakes.plan.restore_each) == want["flush"]
+    # and each row's captured run order reaches the worker with it
+    assert {r.key.op: r.order for r in fakes.plan.rows} == {"a": [0], "c": None}
 
 
 def test_parts_that_are_not_one_plans_every_part_once_are_refused_in_one_line(tmp_path):

@@ -48,11 +48,13 @@ in this order (the words: ``zlbench.report.replay_text``'s ``FALLBACK_*``):
    (exact ``data`` or ``stats``; an empty tensor needs neither);
 6. no launched kernel failed to build or was not rebuilt (FAILED / MISSING);
 7. no ``buffer`` passes between two launches of which one ran more than once in the
-   timed call (``intermediate buffer between launches that run more than once``:
-   :func:`~zlbench.models.replay.order_unknown`, the order of their runs is not
-   captured). A buffer passed between launches that each ran once (a two-kernel
-   reduction's partials) is replayed as the op ran it: the row's launches in capture
-   order on one storage; one shared by the arguments of one launch is an in-place
+   timed call, unless the capture gave the order of their runs (``intermediate buffer
+   between launches that run more than once``:
+   :func:`~zlbench.models.replay.order_unknown`; ``RowLaunches.order``, taken only when
+   it is one of the launches' runs, :func:`~zlbench.models.replay.run_order`, and
+   replayed in that order). A buffer passed between launches that each ran once (a
+   two-kernel reduction's partials) is replayed as the op ran it: the row's launches in
+   capture order on one storage; one shared by the arguments of one launch is an in-place
    kernel, which the replay restores;
 8. every changed kernel that counts for the row is among its launches (``changed
    kernel `name` not among its captured launches``: replaying the rest would not time
@@ -648,7 +650,7 @@ def _not_replayable(
         k = held[launch.kernel_id]
         if k.status in NOT_BUILT:
             return f"kernel `{k.name}` {FALLBACK_NOT_REBUILT}"
-    if order_unknown(row.launches):
+    if order_unknown(row.launches, row.order):
         return FALLBACK_INTERMEDIATE
     launched = {launch.kernel_id for launch in row.launches}
     ran = None if row.replay_timed is None else set(row.replay_timed)

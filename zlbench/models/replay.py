@@ -132,6 +132,11 @@ class RowLaunches(_Model):
     # a changed kernel of the row outside them ran only outside the timed region, or
     # not at all, where the gate measures. None: not known (the plan then assumes it ran)
     replay_timed: list[str] | None = None
+    # the order the row's launches ran in its last timed call, each run by its index in
+    # ``launches`` (a launch's index as often as its ``count``), given only when every run
+    # of a launch used the storages of its first (zlbench.plugins.replay_capture); None:
+    # not captured (older captures, a launch on other storages, more runs than the cap)
+    order: list[StrictInt] | None = None
 
 
 # Why a row whose launches pass a buffer between them is not replayed when one of them
@@ -139,14 +144,41 @@ class RowLaunches(_Model):
 INTERMEDIATE_BUFFER = "intermediate buffer between launches that run more than once"
 
 
-def order_unknown(launches: Sequence[LaunchSpec]) -> bool:
+def run_order(launches: Sequence[LaunchSpec], order: Sequence[int] | None) -> list[int] | None:
+    """``order`` (a row's captured run order, :attr:`RowLaunches.order`) when it is one of
+    ``launches``' runs: every index one of theirs, each as often as its launch's
+    ``count``; else None (not given, or not consistent with the launches: taken as not
+    captured, never trusted)."""
+    if order is None:
+        return None
+    runs = [0] * len(launches)
+    for i in order:
+        if not 0 <= i < len(launches):
+            return None
+        runs[i] += 1
+    return list(order) if runs == [launch.count for launch in launches] else None
+
+
+def run_sequence(launches: Sequence[LaunchSpec], order: Sequence[int] | None) -> list[int]:
+    """The launches' indices in the order a replayed call runs them: the captured
+    :func:`run_order`, else each launch ``count`` times in capture order (A A B)."""
+    known = run_order(launches, order)
+    if known is not None:
+        return known
+    return [i for i, launch in enumerate(launches) for _ in range(launch.count)]
+
+
+def order_unknown(launches: Sequence[LaunchSpec], order: Sequence[int] | None = None) -> bool:
     """Whether a tensor buffer passes between two of ``launches`` (one writes what the
     next reads) where either of them ran more than once in the timed call (``count``
-    > 1): the capture keeps each launch once, in first-launch order, so the order in
-    which the runs interleaved (A B A B, or A A B B) is not known, and a replay in the
+    > 1) and the row's run order (``order``, :func:`run_order`) was not captured: the
+    capture keeps each launch once, in first-launch order, so the order in which the
+    runs interleaved (A B A B, or A A B B) is not known without it, and a replay in the
     wrong order reads other data. A buffer used twice by one launch is an in-place
     kernel (the replay restores it); one passed between launches that each ran once is
     replayed in capture order, one storage (``materialize_row``)."""
+    if run_order(launches, order) is not None:
+        return False
     users: dict[int, set[int]] = {}
     for i, launch in enumerate(launches):
         for a in launch.args:
@@ -387,6 +419,7 @@ class PlannedRow(_Model):
     key: RowKey
     launches: list[LaunchSpec] = Field(min_length=1)
     binaries: dict[str, dict[Side, BinaryRef]] = Field(default_factory=dict)
+    order: list[StrictInt] | None = None  # the capture's run order (RowLaunches.order)
 
 
 # How the replay's L2 flush evicts L2 (plugins.replay.timing.l2_flush): "zero" the default

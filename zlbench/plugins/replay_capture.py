@@ -46,6 +46,11 @@ The rules:
   which is the stream of the row's first eager timed launch (the one the harness runs
   the benchmark on); launches during a graph capture are not compared (the capture
   runs on a stream of its own).
+* ``order``: the row's runs in its last timed call, each by its launch's index, when
+  every run of a launch used the storages (data pointers) of the launch's first run and
+  the call ran at most MAX_RUNS_PER_ROW launches; else None. A buffer passed between
+  launches that run more than once (a radix sort's passes and the counter reset between
+  them) is replayed in that order, and not at all without it.
 * At most MAX_LAUNCHES_PER_ROW distinct launches in one timed call; beyond, the row
   is ``truncated``. An exception while capturing is one ZLBENCH_CODEGEN_WARNING line
   (the recorder's) and the row's ``why_not`` says so; it never breaks the benchmark.
@@ -111,6 +116,9 @@ from zlbench.plugins.replay.materialize import is_descriptor, values_digest, vie
 # distinct launches of one timed call; 16 until 2026-12-06 cut v7's unbind_copy (32
 # slices), concat_and_cache_mla and ormqr (a launch per reflector) on an H100
 MAX_LAUNCHES_PER_ROW = 64
+# Runs of a row's launches in one timed call whose order is kept (``order``); beyond,
+# the order is not given (v7's sorts: 8-12 runs a call)
+MAX_RUNS_PER_ROW = 4096
 STATS_CHUNK = 1 << 24  # elements per chunk of a statistics pass (bounds its memory)
 _DIGITS = 7  # significant digits kept of a statistic (float32's)
 _REPR_MAX = 80
@@ -399,6 +407,20 @@ class _Entry:
     call: int  # the newest timed call this launch ran in
     count: int  # its runs in that call
     pending: bool = False  # its values are still to be read (a FlagGems lock was held)
+    storages: tuple = ()  # its first run's arguments' data pointers (storage_ptrs)
+
+
+def storage_ptrs(args: Sequence[Any]) -> tuple:
+    """Each argument's storage address (a tensor's, a tensor-like wrapper's, a tensor
+    descriptor's base's; None for anything else): two runs of one launch key on other
+    storages read other data."""
+    out = []
+    for a in args:
+        desc = descriptor_parts(a)
+        base = desc[0] if desc is not None else a
+        ptr = getattr(base, "data_ptr", None)
+        out.append(ptr() if callable(ptr) else None)
+    return tuple(out)
 
 
 @dataclass
@@ -417,6 +439,8 @@ class RowCapture:
     in_call: int = 0  # distinct launches seen in that call
     overflow: int | None = None  # the timed call that had more than the cap
     why_not: str = ""
+    # that call's launch keys, run by run; None: its order given up (_ran)
+    runs: list[tuple] | None = field(default_factory=list)
 
     def launch(
         self,
@@ -438,13 +462,14 @@ class RowCapture:
             if self.call is not None:  # keep only what ran in the call just finished
                 last = self.call
                 self.entries = {k: e for k, e in self.entries.items() if e.call == last}
-            self.call, self.in_call = call, 0
+            self.call, self.in_call, self.runs = call, 0, []
         known = self.entries.get(key)
         if known is not None:
             if known.call != call:
                 known.call, known.count = call, 0
                 self.in_call += 1
             known.count += 1
+            self._ran(key, known.storages != storage_ptrs(args))
             if not in_graph and not known.spec.why_not and self._other_stream(stream):
                 known.spec.why_not = "side stream"
             if known.pending and not known.spec.why_not and not lock_held():
@@ -464,13 +489,24 @@ class RowCapture:
             _borrow_values(spec, twin.spec)
         else:
             spec.why_not = self._why_not(kernel_id, spec.args, stream, in_graph)
-        entry = self.entries[key] = _Entry(spec, call, 1)
+        entry = self.entries[key] = _Entry(spec, call, 1, storages=storage_ptrs(args))
         self.in_call += 1
+        self._ran(key, moved=False)
         if not spec.why_not and twin is None:
             if not lock_held():
                 _read(spec, args, read_values)
             else:
                 entry.pending = True
+
+    def _ran(self, key: tuple, moved: bool) -> None:
+        """One run of launch ``key`` in this call, in order; the order is given up when a
+        run is on other storages than its launch's first, or past MAX_RUNS_PER_ROW."""
+        if self.runs is None:
+            return
+        if moved or len(self.runs) >= MAX_RUNS_PER_ROW:
+            self.runs = None
+            return
+        self.runs.append(key)
 
     def _other_stream(self, stream: Any) -> bool:
         if self.stream is None:
@@ -490,7 +526,12 @@ class RowCapture:
     def model(self) -> RowLaunches:
         """The row's launches of its last timed call, buffers numbered densely in
         first-launch order."""
-        kept = [e for e in self.entries.values() if e.call == self.call]
+        kept_keys = [k for k, e in self.entries.items() if e.call == self.call]
+        kept = [self.entries[k] for k in kept_keys]
+        index = {k: i for i, k in enumerate(kept_keys)}
+        order = None
+        if self.runs is not None and all(k in index for k in self.runs):
+            order = [index[k] for k in self.runs]
         renumber: dict[int, int] = {}
         launches = []
         for e in kept:
@@ -512,6 +553,7 @@ class RowCapture:
             launches=launches,
             truncated=self.overflow is not None and self.overflow == self.call,
             why_not=self.why_not,
+            order=order,
         )
 
 

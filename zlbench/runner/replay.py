@@ -676,7 +676,11 @@ def _build(
                 )
             )
             continue
-        planned.rows.append(PlannedRow(key=p.key, launches=p.launches.launches, binaries=refs))
+        planned.rows.append(
+            PlannedRow(
+                key=p.key, launches=p.launches.launches, binaries=refs, order=p.launches.order
+            )
+        )
     return planned, lost, times
 
 

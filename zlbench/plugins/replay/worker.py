@@ -19,8 +19,10 @@ row ``K`` on, for a restarted worker):
    launches, each launch's values seeded by a hash of the row key and its index),
    checked against what each binary was specialised on (:func:`.binaries.check_args`);
 3. time the two sides paired (:func:`.timing.time_paired`: one stream, ABBA, inputs
-   restored and L2 flushed before every timed call, stopped by the pair rule); a side's
-   call launches the row's launches in order, each ``count`` times;
+   restored and L2 flushed before every timed call as the plan's L2 policy says, stopped
+   by the pair rule); a side's call runs the row's launches in the capture's run order
+   when it gave one, else in order, each ``count`` times
+   (:func:`~zlbench.models.replay.run_sequence`);
 4. run each side once more and compare every tensor argument
    (:func:`.timing.side_outputs`, :func:`.timing.compare_outputs`).
 
@@ -102,7 +104,13 @@ from zlbench.models import (
     dump_json_model,
     load_json_model,
 )
-from zlbench.models.replay import INTERMEDIATE_BUFFER, PlannedRow, WorkerRow, order_unknown
+from zlbench.models.replay import (
+    INTERMEDIATE_BUFFER,
+    PlannedRow,
+    WorkerRow,
+    order_unknown,
+    run_sequence,
+)
 from zlbench.protocol import compile_lines
 from zlbench.protocol.pairs import SIDES, PairRule, complete_pairs
 
@@ -270,14 +278,18 @@ def why_not(plan: ReplayPlanFile, row: PlannedRow) -> str | None:
         missing = [s for s in SIDES if s not in sides]
         if missing:
             return f"kernel {kid}: no {' and no '.join(missing)} binary"
-    return INTERMEDIATE_BUFFER if order_unknown(row.launches) else None
+    return INTERMEDIATE_BUFFER if order_unknown(row.launches, row.order) else None
 
 
-def _side_call(seams: Seams, calls: list[tuple[Any, list[int], int, int, int]]) -> Callable:
+def _side_call(
+    seams: Seams, calls: list[tuple[Any, list[int], int, int]], sequence: list[int]
+) -> Callable:
+    """One replayed call of a side: its launches run in ``sequence`` (by index)."""
+
     def run(args: list) -> None:
-        for kernel, grid, lo, hi, count in calls:
-            for _ in range(count):
-                seams.launch(kernel, grid, args[lo:hi])
+        for i in sequence:
+            kernel, grid, lo, hi = calls[i]
+            seams.launch(kernel, grid, args[lo:hi])
 
     return run
 
@@ -319,14 +331,15 @@ def replay_row(
             args += mine
             for side in SIDES:
                 kernel = kernels[(launch.kernel_id, side)]
-                calls[side].append((kernel, list(launch.grid), lo, hi, launch.count))
-        launch_of = {side: _side_call(seams, calls[side]) for side in SIDES}
+                calls[side].append((kernel, list(launch.grid), lo, hi))
+        sequence = run_sequence(row.launches, row.order)  # the capture's run order, if given
+        launch_of = {side: _side_call(seams, calls[side], sequence) for side in SIDES}
         phase("materialize")
         paired = seams.time_paired(
             launch_of,
             args,
             rule=rule,
-            timer=seams.timer(plan.device, sum(launch.count for launch in row.launches)),
+            timer=seams.timer(plan.device, len(sequence)),
             flush=seams.flush(plan.device, plan.flush_by) if plan.flush else None,
             warmup=plan.warmup,
             reps=plan.reps,
