@@ -278,6 +278,28 @@ def test_a_capture_the_baseline_has_already_is_kept(tmp_path, capsys):
     assert "0 ops captured (0 rows), 3 ops without a capture, 1 kept their own" in (
         capsys.readouterr().out
     )
+    # --replace: the batch captured add soundly, so add takes the batch's capture
+    again = tmp_path / "baselines" / "vagain"
+    assert _run(base, again, "--from", str(batch), "--replace") == 0
+    got = (again / "main" / "add" / "codegen" / LAUNCHES_JSON).read_bytes()
+    assert got != own and load_json_model(again / "main" / "add" / "codegen" / LAUNCHES_JSON,
+                                          LaunchCapture).rows  # fmt: skip
+    out = capsys.readouterr().out
+    assert "1 ops captured (2 rows), 3 ops without a capture, 0 kept their own, 1 replaced " in out
+    assert _manifest(again).summary["captures"]["replaced"] == ["main/add"]
+
+
+def test_replace_keeps_a_capture_no_batch_captured_soundly(tmp_path, capsys):
+    base = tmp_path / "baselines" / "vtest"
+    ids = _baseline(base, own_capture=True)
+    batch = _batch(tmp_path / "runs" / "replay", ids, base)
+    own = (base / "main" / "add" / "codegen" / LAUNCHES_JSON).read_bytes()
+    (batch / "main" / "add" / "codegen" / LAUNCHES_JSON).unlink()  # the batch's run of add: none
+    new = tmp_path / "baselines" / "vnew"
+    assert _run(base, new, "--from", str(batch), "--replace") == 0
+    assert (new / "main" / "add" / "codegen" / LAUNCHES_JSON).read_bytes() == own
+    assert "1 kept their own;" in capsys.readouterr().out
+    assert _manifest(new).summary["captures"]["replaced"] == []
 
 
 def test_ops_narrow_what_is_captured(setup, capsys):

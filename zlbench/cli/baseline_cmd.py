@@ -188,6 +188,13 @@ def _add_capture(bsub) -> None:
         "last one's",
     )
     c.add_argument(
+        "--replace",
+        action="store_true",
+        help="an op --baseline holds a capture of takes the batch's when the batch "
+        "captured it soundly (ops captured again, e.g. for their run order), else keeps "
+        "its own; default: every op with a capture keeps it",
+    )
+    c.add_argument(
         "--work",
         type=Path,
         default=None,
@@ -260,6 +267,7 @@ def _capture(args) -> int:
         warmup_ms=args.warmup_ms,
         replays=args.replays,
         untimed=args.untimed,
+        replace=args.replace,
     )
     if args.batch_only:
         batch = capture_batch(job)
@@ -273,10 +281,12 @@ def _capture(args) -> int:
     m, got = done.manifest, done.captured
     for key, line in sorted(got.unsound.items()):
         print(f"  {key}: no capture: {line}")
+    replaced = f", {len(got.replaced)} replaced theirs" if got.replaced else ""
     print(
         f"{done.out}: {m.name} from {m.derived_from}: {len(got.ops)} ops captured "
         f"({got.rows} rows), {len(got.without)} ops without a capture, {len(got.kept)} "
-        f"kept their own; from {', '.join(map(str, got.batches))}, a replay of {got.replayed}"
+        f"kept their own{replaced}; from {', '.join(map(str, got.batches))}, a replay of "
+        f"{got.replayed}"
     )
     for why, n in got.counts().items():
         print(f"  without a capture: {n} op(s): {why}")

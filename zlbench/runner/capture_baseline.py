@@ -159,6 +159,9 @@ class CaptureJob:
     warmup_ms: float | None = None  # graph-timing budgets (None: the plugin's default)
     replays: int | None = None
     untimed: bool = False  # each measurement two eager calls (TimingMethod.CAPTURE)
+    # --replace: an op B holds a capture of takes the batches' when one captured it
+    # soundly (ops captured again after the capture learnt more), else keeps B's
+    replace: bool = False
 
 
 @dataclass
@@ -174,6 +177,7 @@ class Captured:
     without: dict[str, str] = field(default_factory=dict)
     unsound: dict[str, str] = field(default_factory=dict)
     kept: list[str] = field(default_factory=list)
+    replaced: list[str] = field(default_factory=list)  # --replace: B's capture replaced
     durations: int = 0  # ops whose recorded seconds became the batch's (replay_durations)
     durations_gpu: str | None = None  # the GPU model(s) those batches ran on, when said
     durations_kept: str | None = None  # why a batch's op seconds did not replace the recorded
@@ -202,6 +206,7 @@ class Captured:
             "ops": len(self.ops),
             "rows": self.rows,
             "kept": len(self.kept),
+            "replaced": sorted(self.replaced),
             "durations": self.durations,
             "durations_gpu": self.durations_gpu,
             "durations_kept": self.durations_kept,
@@ -238,16 +243,16 @@ def capture(job: CaptureJob) -> CaptureOutcome:
                 "--work is where the replay batch runs; with --from the batch has run: "
                 "give one of them"
             )
-        return derive(baseline, _distinct(job.from_batches), out, scope)
+        return derive(baseline, _distinct(job.from_batches), out, scope, job.replace)
     if job.work is not None:  # kept there, and resumed by the same command
         work = Path(job.work)
         check_out_outside_baseline(work, baseline.path)
         batch = replay_batch(job, baseline, scope, work / BATCH_DIR, resume=True)
-        return derive(baseline, [batch], out, scope)
+        return derive(baseline, [batch], out, scope, job.replace)
     tmp = Path(tempfile.mkdtemp(prefix="zl-capture-"))
     try:
         batch = replay_batch(job, baseline, scope, tmp / BATCH_DIR, resume=False)
-        return derive(baseline, [batch], out, scope)
+        return derive(baseline, [batch], out, scope, job.replace)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
@@ -386,13 +391,14 @@ def replay_batch(
 
 
 def derive(
-    baseline: BaselineSet, batches: list[Path], out: Path, scope: set[str]
+    baseline: BaselineSet, batches: list[Path], out: Path, scope: set[str], replace: bool = False
 ) -> CaptureOutcome:
     """Write ``out``: ``baseline`` plus the sound captures of ``batches``, each a replay
     of it (or of a capture version of it: :func:`same_baseline`), the ones given later
-    deciding an op several ran (:func:`_choose`, :func:`_take_durations`)."""
+    deciding an op several ran (:func:`_choose`, :func:`_take_durations`); ``replace``:
+    theirs replace the baseline's own where they captured an op soundly."""
     infos = [replayed_info(batch, baseline) for batch in batches]
-    found = _choose(baseline, batches, scope)
+    found = _choose(baseline, batches, scope, replace)
 
     def add_captures(root: Path, manifest: BaselineManifest) -> tuple[str, dict]:
         for key in found.ops:
@@ -571,16 +577,20 @@ def capture_version_of(theirs: Path, mine: Path) -> bool:
     return a.records_view(seconds=False) == b.records_view(seconds=False)
 
 
-def _choose(baseline: BaselineSet, batches: list[Path], scope: set[str]) -> Captured:
+def _choose(
+    baseline: BaselineSet, batches: list[Path], scope: set[str], replace: bool = False
+) -> Captured:
     """Which ops get a batch's capture, and why the others do not. An op several
     batches ran takes the capture of the last one given that captured it soundly (a
     capture over device calls: an op run again later, after a fix of the capture,
     replaces its earlier capture); one that none captured says why by the last batch
-    that ran it."""
+    that ran it. An op the baseline holds a capture of keeps it, unless ``replace`` and
+    a batch captured the op (in scope) soundly: then it takes that batch's."""
     found = Captured(batches=list(batches), replayed=baseline.manifest.name)
     for key in sorted(baseline.ops):
         own = baseline.path / key
-        if (codegen_dir(own) / LAUNCHES_JSON).is_file():
+        has_own = (codegen_dir(own) / LAUNCHES_JSON).is_file()
+        if has_own and not (replace and key in scope):
             found.kept.append(key)
             continue
         if key not in scope:
@@ -593,10 +603,15 @@ def _choose(baseline: BaselineSet, batches: list[Path], scope: set[str]) -> Capt
             got = _why_not(key, records, batch, found, said)
             if got is None:
                 found.ops.append(key)
+                if has_own:
+                    found.replaced.append(key)
                 break
             if why == NOT_RUN:  # the last batch that ran it says why
                 why, unsound = got, said.get(key)
         else:
+            if has_own:  # --replace, and no batch captured it soundly: its own stays
+                found.kept.append(key)
+                continue
             found.without[key] = why
             if unsound is not None:
                 found.unsound[key] = unsound
