@@ -9,7 +9,6 @@ from __future__ import annotations
 import os
 import sys
 from pathlib import Path
-from typing import get_args
 
 from zlbench.cli.options import (
     ab_options_from,
@@ -26,8 +25,7 @@ from zlbench.cli.options import (
     baseline_selection_from,
 )
 from zlbench.cli.settings import Settings
-from zlbench.models.options import TIME_MODES
-from zlbench.models.replay import L2Policy
+from zlbench.models.options import REPLAY_L2, TIME_MODES
 
 # the workflow's modules are imported by the functions that run the gate, not here:
 # `zlbench gate --help` builds this parser only (tests/test_cli_help.py)
@@ -99,7 +97,7 @@ def add_codegen_options(p) -> None:
     )
     g.add_argument(
         "--replay-l2",
-        choices=get_args(L2Policy),
+        choices=REPLAY_L2,
         default=None,
         help="with --replay: the L2 each replayed call starts from, both sides alike: "
         "flush (default: zeroed, the row's written buffers restored before each call), "

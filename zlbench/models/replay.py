@@ -436,7 +436,7 @@ FlushBy = Literal["zero", "read"]
 # replays them (an H100, 2026-12-07: the pointwise 4096² rows then read as the op path
 # does; docs/measurements.md, forty-fourth session).
 L2Policy = Literal["flush", "clean", "warm"]
-L2_POLICIES: dict[str, tuple[bool, FlushBy, bool]] = {  # policy -> (flush, flush_by, restore_each)
+L2_POLICIES: dict[L2Policy, tuple[bool, FlushBy, bool]] = {  # -> (flush, flush_by, restore_each)
     "flush": (True, "zero", True),
     "clean": (True, "read", True),
     "warm": (False, "zero", False),
