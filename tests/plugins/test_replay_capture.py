@@ -328,6 +328,20 @@ def test_a_run_on_other_storages_than_its_launchs_first_gives_up_the_order(op):
     assert rows(rec)[0].order == [0, 1]
 
 
+def test_storages_that_move_from_call_to_call_keep_the_order(op):
+    """An allocator may hand a call other storages than the call before: within the
+    last call every run of a key is on its first run's storages, so the order holds."""
+    rec, k, r = recorder(), kernel("k"), kernel("r")
+    alive = []  # each call's tensors kept: the next call's are other storages
+    for _ in range(2):
+        x, out = torch.ones(8), torch.empty(8)  # new storages every call
+        alive += [x, out]
+        timed_call(lambda x=x, out=out: [launch(rec, k, [x, out, 8]),
+                                         launch(rec, r, [out, out, 8])])  # fmt: skip
+    assert alive[0].data_ptr() != alive[2].data_ptr()
+    assert rows(rec)[0].order == [0, 1]
+
+
 def test_more_runs_than_the_cap_give_up_the_order(op, monkeypatch):
     monkeypatch.setattr(rc, "MAX_RUNS_PER_ROW", 3)
     rec, k, x = recorder(), kernel(), torch.ones(4)

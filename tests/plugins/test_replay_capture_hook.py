@@ -13,7 +13,7 @@ pytest.importorskip("triton")
 
 from tests.support.codegen import run_script, subprocess_env  # noqa: E402
 from zlbench.models import CODEGEN_INDEX, CodegenIndex, load_json_model  # noqa: E402
-from zlbench.models.replay import LAUNCHES_JSON, LaunchCapture  # noqa: E402
+from zlbench.models.replay import LAUNCHES_JSON, LaunchCapture, order_unknown  # noqa: E402
 
 SCRIPT = textwrap.dedent("""
     import sys
@@ -47,6 +47,12 @@ SCRIPT = textwrap.dedent("""
     for _ in range(2):
         with state.timed_region():
             torch.add(x, y)
+    op.shape = "chain"  # one launch key run twice, the second on the first's output
+    keep = []
+    for _ in range(2):
+        with state.timed_region():
+            s = ops.add(x, y)
+            keep.append(ops.add(s, y))
     recorder.on_end(op)
 """)
 
@@ -61,7 +67,7 @@ def test_the_hook_writes_each_rows_timed_launches_next_to_the_index(tmp_path):
     index = load_json_model(cg / CODEGEN_INDEX, CodegenIndex)
     capture = load_json_model(cg / LAUNCHES_JSON, LaunchCapture)
     ids = {r.id: r for r in index.records}
-    add_row, mm_row, torch_row = capture.rows
+    add_row, mm_row, torch_row, chain_row = capture.rows
     # the capture lists every row it saw timed: one that launched nothing with no launch
     assert capture.lists_every_row and capture.unnamed_calls == 0
     assert capture.every_launch_hooked  # no FlagGems C extension in this process
@@ -71,6 +77,13 @@ def test_the_hook_writes_each_rows_timed_launches_next_to_the_index(tmp_path):
     assert (add_row.op, add_row.dtype, add_row.shape, add_row.occurrence) == (
         "add", "float32", "[64, 128]", 0)  # fmt: skip
     assert not add_row.truncated and not add_row.why_not
+    assert add_row.order == [0]  # one run a call, on the same storages every call
+    # the chain's two runs share a key but not their storages: no order is given. No
+    # buffer passes between two of its launches (it has one), so the row replays its one
+    # launch twice on the first run's storages, the same layouts (docs/replay.md)
+    [twice] = chain_row.launches
+    assert twice.count == 2 and chain_row.order is None
+    assert not order_unknown(chain_row.launches, chain_row.order)
 
     [add] = add_row.launches
     assert ids[add.kernel_id].request.kernel.name == "add_kernel" == add.kernel

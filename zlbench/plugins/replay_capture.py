@@ -47,8 +47,10 @@ The rules:
   the benchmark on); launches during a graph capture are not compared (the capture
   runs on a stream of its own).
 * ``order``: the row's runs in its last timed call, each by its launch's index, when
-  every run of a launch used the storages (data pointers) of the launch's first run and
-  the call ran at most MAX_RUNS_PER_ROW launches; else None. A buffer passed between
+  every run of a launch in that call used the storages (data pointers) of its first run
+  there and the call ran at most MAX_RUNS_PER_ROW launches; else None (a call's
+  allocations may move from call to call; within one, a key run on other storages is a
+  ping-pong its key cannot tell). A buffer passed between
   launches that run more than once (a radix sort's passes and the counter reset between
   them) is replayed in that order, and not at all without it.
 * At most MAX_LAUNCHES_PER_ROW distinct launches in one timed call; beyond, the row
@@ -407,7 +409,7 @@ class _Entry:
     call: int  # the newest timed call this launch ran in
     count: int  # its runs in that call
     pending: bool = False  # its values are still to be read (a FlagGems lock was held)
-    storages: tuple = ()  # its first run's arguments' data pointers (storage_ptrs)
+    storages: tuple = ()  # its first run's in that call: arguments' data pointers
 
 
 def storage_ptrs(args: Sequence[Any]) -> tuple:
@@ -465,11 +467,12 @@ class RowCapture:
             self.call, self.in_call, self.runs = call, 0, []
         known = self.entries.get(key)
         if known is not None:
-            if known.call != call:
-                known.call, known.count = call, 0
+            ptrs = storage_ptrs(args)
+            if known.call != call:  # its first run in this call: the storages to keep
+                known.call, known.count, known.storages = call, 0, ptrs
                 self.in_call += 1
             known.count += 1
-            self._ran(key, known.storages != storage_ptrs(args))
+            self._ran(key, known.storages != ptrs)
             if not in_graph and not known.spec.why_not and self._other_stream(stream):
                 known.spec.why_not = "side stream"
             if known.pending and not known.spec.why_not and not lock_held():
@@ -500,7 +503,8 @@ class RowCapture:
 
     def _ran(self, key: tuple, moved: bool) -> None:
         """One run of launch ``key`` in this call, in order; the order is given up when a
-        run is on other storages than its launch's first, or past MAX_RUNS_PER_ROW."""
+        run is on other storages than the key's first run in the call, or past
+        MAX_RUNS_PER_ROW."""
         if self.runs is None:
             return
         if moved or len(self.runs) >= MAX_RUNS_PER_ROW:
