@@ -18,7 +18,9 @@ included) overstate a replay-mode op path.
 ``aa``: every judged A/B row of A/A gates, apart by the instrument that timed it
 (``kernel-replay`` or the op path): the paired |change| median, p90 and max over rows
 whose base is >= 5 µs (the issue's comparison: the op path's p90 was 1.26 %) and over
-all, the pairs per row and the verdicts (an A/A's REGRESSION is a false alarm).
+all, the pairs per row and the verdicts (an A/A's REGRESSION is a false alarm). Each
+gate names the L2 policy its replay ran under (``gate --replay-l2``); gates of two
+policies are refused in one line (exit 1): an A/A is read per policy.
 
 ``agree``: the rows of one gate that the replay timed *and* the op path timed (the
 gate's sentinels and the family sentinels stay on the op path, so their rows have both):
@@ -95,11 +97,25 @@ def instrument(r: RowVerdict) -> str:
     return REPLAY if r.ab is not None and r.ab.instrument == REPLAY else "op"
 
 
+def l2_policy(gate: Path) -> str:
+    """The L2 policy a gate's replay timed its rows under (``gate --replay-l2``); "-"
+    for a gate without a replay."""
+    path = gate / REPLAY_DIR / REPLAY_JSON
+    return load_json_model(path, ReplayRun).l2 if path.is_file() else "-"
+
+
 def aa(gates: list[Path]) -> None:
     rows: dict[str, list[RowVerdict]] = {REPLAY: [], "op": []}
+    policies = {g: l2_policy(g) for g in gates}
+    mixed = sorted(set(policies.values()) - {"-"})
+    if len(mixed) > 1:
+        sys.exit(
+            f"replay_read: the gates' replays ran under other --replay-l2 policies "
+            f"({', '.join(mixed)}): read each policy's apart"
+        )
     for g in gates:
         v = load_json_model(g / "verdict.json", GateVerdict)
-        print(f"{g}: {v.summary}")
+        print(f"{g}: {v.summary} (--replay-l2 {policies[g]})")
         for r in v.rows:
             if r.ab is not None and r.ab.change is not None:
                 rows[instrument(r)].append(r)
