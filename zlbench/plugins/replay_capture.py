@@ -242,6 +242,16 @@ def grid3(grid: Any) -> list[int]:
     return (g + [1, 1, 1])[:3]
 
 
+def storage_of(v: Any) -> int | None:
+    """The address of the storage ``v`` views (a tensor, a tensor-like wrapper, a tensor
+    descriptor's base): a buffer's identity (:func:`describe_arg` numbers buffers by it);
+    None for anything else."""
+    if (desc := descriptor_parts(v)) is not None:
+        v = desc[0]
+    v = t if (t := as_tensor(v)) is not None else v
+    return v.untyped_storage().data_ptr() if _is_tensor(v) else None
+
+
 def describe_arg(name: str, v: Any, buffers: dict[int, int]) -> ArgSpec:
     """An argument's structure (no values): a tensor's layout and buffer, a scalar's
     value. ``buffers`` maps storage data pointers to buffer numbers (added to). A
@@ -266,7 +276,7 @@ def describe_arg(name: str, v: Any, buffers: dict[int, int]) -> ArgSpec:
             strides=list(v.stride()),
             offset=v.storage_offset(),
             storage=storage.nbytes() // size if size else 0,
-            buffer=buffers.setdefault(storage.data_ptr(), len(buffers)),
+            buffer=buffers.setdefault(storage_of(v), len(buffers)),
             align16=v.data_ptr() % 16 == 0,
         )
     if v is None:
@@ -413,16 +423,9 @@ class _Entry:
 
 
 def storage_ptrs(args: Sequence[Any]) -> tuple:
-    """Each argument's storage address (a tensor's, a tensor-like wrapper's, a tensor
-    descriptor's base's; None for anything else): two runs of one launch key on other
-    storages read other data."""
-    out = []
-    for a in args:
-        desc = descriptor_parts(a)
-        base = desc[0] if desc is not None else a
-        ptr = getattr(base, "data_ptr", None)
-        out.append(ptr() if callable(ptr) else None)
-    return tuple(out)
+    """Each argument's :func:`storage_of` (None for anything but a tensor): two runs of
+    one launch key on other storages read other data."""
+    return tuple(storage_of(a) for a in args)
 
 
 @dataclass
