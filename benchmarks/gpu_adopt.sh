@@ -44,6 +44,11 @@
 #               ops when set (e.g. those not yet captured), NAME band-LO-HI[-$BAND_TAG],
 #               packed into $OUT/capwork-NAME.tgz (split as pack-capwork): several bands a call,
 #               each a batch `baseline capture --from` takes with the others
+#   derive/B    $W/bl/$NAME = $CAP_FROM with the captures of the batch $W/capwork-B
+#               (`baseline capture --replace --from`: a capture batch of some ops taken
+#               again over a shipped capture version, e.g. for their run order; the
+#               derived baseline is verified), then what its capture can replay (the
+#               ops of $OPS_FILE, and in all)
 #   restore F   $W/bl from F (a bl.tgz an earlier call brought back: a fresh machine),
 #               or $W/bootwork from a boot.tgz (the bootstrap resumes from it), or
 #               $W/capwork-NAME from a capwork.tgz
@@ -231,6 +236,16 @@ for spec in "$@"; do
       rm -rf "${W:?}/bl/$NAME" && mkdir -p "$W/bl" && cp -r "$t" "$W/bl/$NAME" \
         && tar xf "$f" -C "$W/bl" && python3 -m zlbench baseline verify "$W/bl/$NAME" 2>&1 \
         | tail -2 | tee -a "$LOG" ;;
+    derive/*)  # $CAP_FROM with the batch's captures (--replace), verified, as $W/bl/$NAME
+      b=${stage#derive/}
+      rm -rf "${W:?}/bl/$NAME" && mkdir -p "$W/bl"
+      timed "derive-$b" same python3 -m zlbench baseline capture \
+        --baseline "${CAP_FROM:-baselines/v5}" --replace --out "$W/bl/$NAME" \
+        --from "$W/capwork-$b/replay"
+      tail -6 "$W/derive-$b.log" | tee -a "$LOG"
+      python3 benchmarks/launches_summary.py "$W/bl/$NAME" > "$W/derive-$b.summary" 2>&1
+      grep -E "^TOTAL|^($(sed 's|^[^/]*/||' "$OPS_FILE" | paste -sd'|')) " \
+        "$W/derive-$b.summary" | cut -c1-300 | tee -a "$LOG" ;;
     restore/*)
       f=${stage#restore/}; mkdir -p "$W" && tar xzf "$f" -C "$W" && say "restored $f" ;;
     aa-*) gate "$stage" same "${pr[@]}" --base-compiler "$W/triton/base" "${every[@]}" ;;
