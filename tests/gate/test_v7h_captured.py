@@ -8,7 +8,7 @@ ops left out are named with their reasons."""
 
 from __future__ import annotations
 
-from tests.support.trees import captured_version
+from tests.support.trees import captured_version, shipped
 
 AMP = "main/amp_foreach_non_finite_check_and_unscale_"
 
@@ -33,3 +33,25 @@ def test_v7h_is_v7_and_its_captures():
     assert c["unsound"] == [AMP] and AMP not in captured
     assert sum(c["without"].values()) == 2
     assert "main/fused_experts_impl__at__test_fused_moe_int4_w4a16.py" not in captured
+
+
+# captured again on 2026-12-07 (forty-fifth session, an H100) for their run order: each
+# row's launches interleave through a buffer (a radix sort's passes), so without the
+# order the row falls back to the op path (models.replay.order_unknown)
+ORDERED = ("argsort", "isin", "isin_scalar_tensor", "mode", "sort", "sort_stable", "unique2")
+
+
+def test_v7h_sorts_carry_their_run_order():
+    from zlbench.models.base import load_json_model
+    from zlbench.models.replay import LAUNCHES_JSON, LaunchCapture, order_unknown, run_order
+
+    v7h = shipped("baselines/v7h")
+    for op in ORDERED:
+        cap = load_json_model(v7h / "main" / op / "codegen" / LAUNCHES_JSON, LaunchCapture)
+        assert cap.rows, op
+        for row in cap.rows:
+            assert any(launch.count > 1 for launch in row.launches), (op, row.shape)
+            assert run_order(row.launches, row.order) is not None, (op, row.shape)
+            assert not order_unknown(row.launches, row.order), (op, row.shape)
+            # and without it the same row would fall back
+            assert order_unknown(row.launches, None), (op, row.shape)
