@@ -348,3 +348,25 @@ def test_a_descriptor_triton_refuses_is_one_replay_error(change, says):
         materialize(launch(spec), "cpu", 0)
     line = str(e.value)
     assert "\n" not in line and "triton refuses its tensor descriptor" in line and says in line
+
+
+@pytest.mark.parametrize("dtype", ["uint16", "uint32", "uint64"])
+def test_unsigned_exact_data_round_trips(dtype):
+    """torch has no index_copy for uint16/32/64: isin's and unique2's uint32 buffers
+    failed to materialize on an H100 (2026-12-07) and their rows fell back."""
+    top = torch.iinfo(getattr(torch, dtype)).max
+    vals = [0, 1, 7, top, top - 1]
+    (t,) = materialize(launch(exact(vals, dtype=dtype)), "cpu", seed=0)
+    assert t.dtype == getattr(torch, dtype)
+    assert t.view(-1).tolist() == vals
+    strided = exact([5, 6], dtype=dtype, shape=[2], strides=[2], offset=1, storage=4)
+    (s,) = materialize(launch(strided), "cpu", seed=0)
+    assert s.tolist() == [5, 6]
+
+
+def test_unsigned_stats_draw_in_range():
+    u = stats_spec(1000, dtype="uint32", min=0, max=4000000000, mean=2e9, std=1e9, integral=True)
+    (t,) = materialize(launch(u), "cpu", seed=1)
+    assert t.dtype == torch.uint32 and t.numel() == 1000
+    vals = t.tolist()  # torch has no max for uint32 either
+    assert max(vals) <= 4000000000 and max(vals) > 2**31  # the top bit kept

@@ -182,7 +182,16 @@ def _fill_exact(flat: Any, a: ArgSpec, dtype: Any, where: str) -> None:
             f"{where}: {values.numel()} data values for a view of {pos.numel()} elements"
         )
     if pos.numel():
+        # torch has no index_copy for uint16/32/64 (isin's and unique2's uint32 buffers on
+        # an H100, 2026-12-07): their bits go in through the signed type of their width
+        signed = _SIGNED_OF.get(str(dtype).removeprefix("torch."))
+        if signed is not None:
+            flat, values = flat.view(getattr(torch, signed)), values.view(getattr(torch, signed))
         flat.index_copy_(0, pos.to(flat.device), values.to(flat.device))
+
+
+# an unsigned dtype without torch's index kernels -> the signed dtype of its width
+_SIGNED_OF = {"uint16": "int16", "uint32": "int32", "uint64": "int64"}
 
 
 def _scalar(i: int, a: ArgSpec) -> Any:
