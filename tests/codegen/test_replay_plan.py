@@ -34,6 +34,7 @@ from zlbench.models.replay import ArgSpec, LaunchCapture, LaunchSpec, RowLaunche
 from zlbench.models.timing import PairSampling
 from zlbench.protocol.pairs import AB_SIDE_FACTOR
 from zlbench.report.replay_text import (
+    FALLBACK_ADDRESSES,
     FALLBACK_GRAPH,
     FALLBACK_INTERMEDIATE,
     FALLBACK_LAUNCHED_NOTHING,
@@ -45,6 +46,7 @@ from zlbench.report.replay_text import (
     FALLBACK_OVER_BUDGET,
     FALLBACK_SIDE_STREAM,
     FALLBACK_TRUNCATED,
+    FALLBACK_UNSUPPORTED,
 )
 
 T, C, S = CodegenClass.IDENTICAL, CodegenClass.TTGIR, CodegenClass.SASS
@@ -414,6 +416,27 @@ def test_a_tensor_without_values_falls_back_an_empty_one_does_not():
     assert plan.fallback == {r: "unsupported argument x (tensor without values)"}
     r, plan = one_row([launch("ka", tensor(0, stats=None, shape=[0], strides=[1]))])
     assert [p.key for p in plan.replay] == [r]
+
+
+def test_a_table_of_device_addresses_falls_back_an_index_tensor_does_not():
+    """block_diag passes its inputs' data_ptr()s in an int64 tensor: replayed in another
+    process they point nowhere, and the kernel faulted on an H100 (2026-12-07)."""
+    ptrs = [0x7F4D99E0BE00, 0x7F4D99E3BE00, 0x7F4D99E6BE00, 0x7F4D99E83E00]
+    table = dict(dtype="int64", shape=[4], storage=4, stats=None, data=ptrs, digest="d")
+    r, plan = one_row([launch("ka", tensor(0, "ptrs_ptr", **table), tensor(1, "out"))])
+    assert (
+        plan.fallback
+        == {r: "unsupported argument ptrs_ptr (a table of device addresses)"}
+        == {r: f"{FALLBACK_UNSUPPORTED} ptrs_ptr ({FALLBACK_ADDRESSES})"}
+    )
+    big = dict(dtype="int64", stats=TensorStats(min=ptrs[0], max=ptrs[-1], mean=ptrs[1]))
+    r, plan = one_row([launch("ka", tensor(0, "ptrs_ptr", **big), tensor(1, "out"))])
+    assert list(plan.fallback.values()) == [
+        f"{FALLBACK_UNSUPPORTED} ptrs_ptr ({FALLBACK_ADDRESSES})"
+    ]
+    index = table | dict(data=[0, 3, 1, 2])  # an index tensor: replayed
+    r, plan = one_row([launch("ka", tensor(0, "idx", **index), tensor(1, "out"))])
+    assert [p.key for p in plan.replay] == [r] and not plan.fallback
 
 
 def test_a_buffer_passed_between_launches_that_run_once_replays_in_capture_order():

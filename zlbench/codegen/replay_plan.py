@@ -45,7 +45,11 @@ in this order (the words: ``zlbench.report.replay_text``'s ``FALLBACK_*``):
 4. no launch says why it cannot be replayed (``why_not``: ``graph`` -> ``launch captured
    in a CUDA graph``, ``side stream``, ``unsupported argument ...``, or its own words);
 5. every argument can be rebuilt: a known kind, a tensor with a dtype and its values
-   (exact ``data`` or ``stats``; an empty tensor needs neither);
+   (exact ``data`` or ``stats``; an empty tensor needs neither), and not a table of
+   device addresses (``unsupported argument <name> (a table of device addresses)``:
+   :func:`~zlbench.models.replay.holds_addresses`, a 64-bit integer tensor whose every
+   value lies where a device pointer does; block_diag's ``ptrs_ptr`` faulted the replay
+   on an H100);
 6. no launched kernel failed to build or was not rebuilt (FAILED / MISSING);
 7. no ``buffer`` passes between two launches of which one ran more than once in the
    timed call, unless the capture gave the order of their runs (``intermediate buffer
@@ -162,6 +166,7 @@ from zlbench.models.replay import (
     ReplayedRow,
     RowLaunches,
     SideBuildTime,
+    holds_addresses,
     order_unknown,
 )
 from zlbench.models.run import RowKey
@@ -171,6 +176,7 @@ from zlbench.protocol.pairs import AB_SIDE_FACTOR, REPLAY_REPS, sample_reps
 from zlbench.protocol.rowpart import picked_share
 from zlbench.report.codegen import weight
 from zlbench.report.replay_text import (
+    FALLBACK_ADDRESSES,
     FALLBACK_GRAPH,
     FALLBACK_INTERMEDIATE,
     FALLBACK_LAUNCHED_NOTHING,
@@ -696,6 +702,8 @@ def _launch_why(launch: LaunchSpec) -> str:
             return f"{FALLBACK_UNSUPPORTED} {name} (tensor without a dtype)"
         if not empty and a.data is None and a.stats is None:
             return f"{FALLBACK_UNSUPPORTED} {name} (tensor without values)"
+        if holds_addresses(a):
+            return f"{FALLBACK_UNSUPPORTED} {name} ({FALLBACK_ADDRESSES})"
         rank = len(a.block_shape)
         if a.kind == "tensordesc" and not (rank == len(a.desc_shape) == len(a.desc_strides) > 0):
             return f"{FALLBACK_UNSUPPORTED} {name} (tensor descriptor of ranks that differ)"

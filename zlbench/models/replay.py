@@ -95,6 +95,32 @@ class ArgSpec(_Model):
     padding: str = ""  # "zero" or "nan"
 
 
+# Where a 64-bit device address lies: CUDA's unified address space on x86-64 and
+# aarch64 hosts is 48 bits, and an allocation is never below 4 GiB (an H100's pointers,
+# 2026-12-07: 0x7f4d99e0be00). An integer tensor whose every value is in this range is
+# taken to be a table of device addresses (block_diag's ptrs_ptr: each input's
+# data_ptr()), which a replay in another process cannot rebuild: its pointees are not
+# there, and the kernel faults (an illegal memory access) or reads other memory.
+ADDRESS_RANGE = (1 << 32, 1 << 48)
+
+
+def holds_addresses(a: ArgSpec) -> bool:
+    """Whether tensor ``a`` looks like a table of device addresses (:data:`ADDRESS_RANGE`):
+    a 64-bit integer tensor whose every exact value, or whose statistics' whole range,
+    lies in it. An output the capture saw before it was written may hold such values
+    too; the row then falls back to the op path, never to a wrong time."""
+    if a.dtype not in ("int64", "uint64"):
+        return False
+    lo, hi = ADDRESS_RANGE
+    if a.data is not None:
+        return bool(a.data) and all(
+            isinstance(v, int) and not isinstance(v, bool) and lo <= v < hi for v in a.data
+        )
+    if a.stats is not None:
+        return lo <= a.stats.min and a.stats.max < hi
+    return False
+
+
 class LaunchSpec(_Model):
     """One distinct launch of a kernel inside a row's timed region."""
 

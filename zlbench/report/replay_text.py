@@ -39,6 +39,7 @@ FALLBACK_INTERMEDIATE = INTERMEDIATE_BUFFER  # models.replay: the worker says it
 FALLBACK_TRUNCATED = "truncated capture"
 FALLBACK_UNKNOWN_KERNEL = "not in the baseline's codegen records"  # after "kernel <id> "
 FALLBACK_UNSUPPORTED = "unsupported argument"  # then the argument's name
+FALLBACK_ADDRESSES = "a table of device addresses"  # after FALLBACK_UNSUPPORTED's name
 FALLBACK_NOT_CAPTURED = "not among its captured launches"  # after "changed kernel `name` "
 FALLBACK_OVER_BUDGET = "beyond the replay budget (its op is timed through FlagGems anyway)"
 
