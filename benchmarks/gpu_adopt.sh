@@ -98,7 +98,9 @@
 #   wv-screen, wv-part/K/N, wv-merge  a whole gate of the broad change against $W/bl/$NAME
 #               over device calls (REPLAY=1): its screen (`gate --screen-only`), part K of
 #               N of its replay each (`--screen` it, `--replay-part K/N`), then `--replayed`
-#               every part: the op path and the verdict (the calls' gate steps summed)
+#               every part: the op path and the verdict (the calls' gate steps summed);
+#               each with --kernel-cache $W/kcache, so a call's gate builds as cache hits
+#               what the screen and the calls before it compiled
 #   wv-op/K/N, wv-judge  instead of wv-merge when the op path does not fit one call:
 #               shard K/N of it (`--replayed` every part, `--shard K/N`), then the shards
 #               merged (`zlbench merge`, their replay with them) and judged (`--results`)
@@ -148,7 +150,10 @@ gate() { local name=$1 pr=$2; shift 2; timed "$name" "$pr" python3 -m zlbench ga
   --codegen-jobs "$JOBS" --out "$W/$name" "${replay[@]}" "$@"; }
 pr=(--baseline "$W/bl/$NAME" --ops-file "$OPS_FILE")
 # the whole gate over calls (wv-*): every call the same baseline, screen and base
-wv=(--baseline "$W/bl/$NAME" --screen "$W/wv-screen" --base-compiler "$W/triton/base")
+# and one kernel cache (docs/replay.md "The kernel cache"): the screen's kernels and each
+# part's builds are cache hits for the calls after it
+wv=(--baseline "$W/bl/$NAME" --screen "$W/wv-screen" --base-compiler "$W/triton/base"
+  --kernel-cache "$W/kcache")
 keep_baseline() { # what $W/bl/$NAME's capture can replay, then $OUT/bl.tgz holds it
   [ -d "$W/bl/$NAME" ] && [ "${KEEP_BL:-1}" = 1 ] || return 0
   python3 benchmarks/launches_summary.py "$W/bl/$NAME" 2>&1 | tail -40 | tee -a "$LOG"
@@ -302,7 +307,8 @@ for spec in "$@"; do
       base=(--base-compiler "$W/triton/base" --base-screen-cache "$W/basecache")
       [ "${WV_BASE_SCREEN:-1}" = 0 ] && base=()
       timed "$stage" no_coalesce python3 -m zlbench gate --baseline "$W/bl/$NAME" \
-        --screen-only --codegen-jobs "$JOBS" --out "$W/$stage" "${base[@]}" ;;
+        --screen-only --codegen-jobs "$JOBS" --out "$W/$stage" "${base[@]}" \
+        --kernel-cache "$W/kcache" ;;
     wv-part/*)  # part K/N of its replay (docs/replay.md "Parts over device calls")
       k=${stage#wv-part/}
       gate "wv-part-${k%/*}" no_coalesce "${wv[@]}" --replay-part "$k" ;;

@@ -497,6 +497,29 @@ def test_the_base_side_builds_in_the_screens_base_cache_so_neither_side_compiles
     assert f"builds {BUILD_START_S + 2 * BUILD_WORKER_S + 2 * BUILD_CPU_S:.1f}s" in line, line
 
 
+def test_a_kept_kernel_cache_notes_each_sides_builds_for_the_next_gate(tmp_path):
+    """``gate --kernel-cache``: the sides build in dirs that outlive the gate, each build
+    notes what it put there, and the next gate (a later part, the next PR on the same
+    base) whose kernels are all noted builds them as cache hits."""
+    from zlbench.protocol.cache import built_ids, mark_built
+
+    pr, base = tmp_path / "kc" / "pr", tmp_path / "kc" / "base"
+    screens(pr)  # the screen filled the PR's dir and noted part of the plan's kernels
+    mark_built(pr, ["k-not-this-plans"])
+    base.mkdir(parents=True)
+    fakes = Fakes()
+    _, _, said = run(tmp_path / "1", fakes, pr_cache=pr, base_cache=base)
+    assert sorted(fakes.builds) == [("build-base", base, True), ("build-pr", pr, True)]
+    cold = BUILD_START_S + 2 * BUILD_WORKER_S + 2 * BUILD_CPU_S
+    (line,) = [x for x in said if "expected about" in x]
+    assert f"builds {cold:.1f}s" in line, line  # the notes do not cover this plan's kernels
+    assert built_ids(base) and built_ids(base) == built_ids(pr) - {"k-not-this-plans"}
+    _, _, said = run(tmp_path / "2", Fakes(), pr_cache=pr, base_cache=base)
+    (line,) = [x for x in said if "expected about" in x]
+    hits = BUILD_START_S + 2 * BUILD_WORKER_S + 2 * HIT_CPU_S
+    assert f"builds {hits:.1f}s" in line, line  # every kernel noted: both sides hits
+
+
 def screens(*caches) -> None:
     """The screen's kernels put into each triton cache dir (a compiled kernel's group
     each, as triton's file cache keeps it)."""

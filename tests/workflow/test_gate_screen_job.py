@@ -392,3 +392,39 @@ def test_a_screen_left_interrupted_is_refused(tmp_path, ops_dir):
     (screen / "codegen" / "INTERRUPTED").write_text("codegen screen interrupted\n")
     why = refused(tmp_path, bl, ops_dir, screen)
     assert "interrupted" in why and "codegen.partial.md" in why
+
+
+class CompilingScreen(FakeScreen):
+    """The fake screen, leaving a triton cache group per kernel in its cache_out."""
+
+    def __call__(self, opts, say):
+        if opts.cache_out is not None:
+            for k in self.kernels:
+                (opts.cache_out / f"key-{k.kernel_id}").mkdir(parents=True)
+                (opts.cache_out / f"key-{k.kernel_id}" / f"__grp__{k.name}.json").write_text("{}")
+        return super().__call__(opts, say)
+
+
+def test_a_kernel_cache_carries_the_screen_jobs_kernels_to_the_gpu_job(tmp_path, ops_dir):
+    """``--kernel-cache DIR`` on both jobs of one machine (a gate over device calls): the
+    screen job compiles into DIR's dir for this compiler and notes what it built; the
+    GPU job's measure step loads them from there. Without it the screen job keeps
+    nothing (a CPU job's kernels are not the GPU's to load)."""
+    from zlbench.protocol.cache import built_ids, cached_kernels, kernel_cache_dir
+
+    bl, kept = baseline(tmp_path / "bl"), tmp_path / "kc"
+    built = MM_CHANGED.model_copy(update={"binary_digest": "b" * 16})
+    out = tmp_path / "screen"
+    rc, err = run(tmp_path, bl, ops_dir, out, seam=CompilingScreen(ADD_SAME, built),
+                  kernel_cache=kept)  # fmt: skip
+    assert rc == 0, err
+    mine = kernel_cache_dir(kept, FINGERPRINT)
+    assert cached_kernels(mine) == 2 and built_ids(mine) == {built.kernel_id}
+    batch = FakeBatch(good())
+    rc, err = run(tmp_path, bl, ops_dir, tmp_path / "gpu", screen=out, measure=batch,
+                  kernel_cache=kept)  # fmt: skip
+    assert rc == 0, err
+    assert {r.shared_cache for r in batch.requests} == {mine}
+    rc, err = run(tmp_path, bl, ops_dir, tmp_path / "plain", seam=CompilingScreen(ADD_SAME))
+    assert rc == 0, err  # no --kernel-cache: the screen job compiles into no kept dir
+    assert cached_kernels(mine) == 2

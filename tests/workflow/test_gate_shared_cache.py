@@ -198,3 +198,28 @@ def test_measure_batch_points_every_process_at_the_shared_cache(tmp_path, ops_di
     assert configs[1].precompile_jobs == 0  # the screen compiled them: no precompile pass
     assert NO_SASS_FLAG not in configs[0].extra_pytest_args
     assert configs[1].extra_pytest_args == [NO_SASS_FLAG]  # no cuobjdump at each op's end
+
+
+def test_a_kernel_cache_keeps_the_screens_kernels_and_notes_them_for_the_next_gate(
+    tmp_path, ops_dir
+):
+    """``--kernel-cache DIR``: the screen compiles into DIR's dir for this compiler (by
+    its fingerprint), the measure step shares it, it outlives the gate, and the kernels
+    the screen built there are noted (protocol.cache.mark_built) for a later gate's
+    builds; a gate that only judges (--results) refuses it in one line."""
+    from zlbench.protocol.cache import built_ids, kernel_cache_dir
+    from zlbench.workflow.codegen import compiler_fingerprint
+
+    bl = baseline(tmp_path / "bl")
+    built = MM_CHANGED.model_copy(update={"binary_digest": "b" * 16})
+    screen, batch = CachingScreen(ADD_SAME, built), SeeingBatch(good())
+    kept = tmp_path / "kc"
+    rc, out, err = gate(tmp_path, bl, ops_dir, screen, batch, kernel_cache=kept)
+    assert rc == 0
+    mine = kernel_cache_dir(kept, compiler_fingerprint())
+    assert {r.shared_cache for r in batch.requests} == {mine}
+    assert mine.is_dir() and sorted(p.name for p in mine.iterdir() if p.name.startswith("key-"))
+    assert built_ids(mine) == {built.kernel_id}  # ADD_SAME has no binary: not noted
+    with pytest.raises(ZlbenchError, match="--kernel-cache keeps what a gate compiles"):
+        gate(tmp_path / "2", bl, ops_dir, FakeScreen(), FakeBatch(good()),
+             kernel_cache=kept, results=out / "results")  # fmt: skip

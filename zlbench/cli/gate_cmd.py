@@ -106,6 +106,16 @@ def add_codegen_options(p) -> None:
         "FlagGems' benchmark runs them); docs/replay.md 'The L2 before a timed call'",
     )
     g.add_argument(
+        "--kernel-cache",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="keep the kernels the screen, the replay's builds and the op path compile in "
+        "DIR, a triton cache dir per compiler (by its fingerprint), for the next gate: the "
+        "parts of a gate over device calls, the next PR on the same base (default: a "
+        "cache of the gate's own, removed at its end); docs/replay.md 'The kernel cache'",
+    )
+    g.add_argument(
         "--replayed",
         nargs="+",
         type=Path,
@@ -224,6 +234,7 @@ def job_from_args(args, settings: Settings, ops_dir: Path):
         replay_part=parse_shard(args.replay_part) if args.replay_part else None,
         replayed=tuple(args.replayed),
         replay_l2=args.replay_l2,
+        kernel_cache=args.kernel_cache,
         store=args.store or settings.store,
         store_branch=args.store_branch,
         codegen_jobs=args.codegen_jobs or os.cpu_count() or 1,

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import time
+from collections.abc import Collection, Iterable
 from pathlib import Path
 
 SHARED_CACHE_READY_VAR = "ZLBENCH_SHARED_CACHE_READY"
@@ -56,3 +57,46 @@ __all__ = [
     "ready_path_from_env",
     "wait_ready",
 ]
+
+
+# ``gate --kernel-cache DIR``: a triton cache dir per compiler that outlives the gate
+# (docs/replay.md, "The kernel cache"): the screen's, the replay's builds' and the op
+# path's compiled kernels, kept for the next gate of the same compiler (a part of a
+# gate over device calls, the next PR on the same base). Triton keys each entry by
+# its own build's digest, so two compilers never share one; a dir per fingerprint
+# keeps them apart for this module too, and lets a build say which kernels it put there.
+KERNEL_MARKS = "zlbench-built"  # in a kernel cache dir: one empty file per kernel id
+
+
+def kernel_cache_dir(root: str | os.PathLike, fingerprint: str) -> Path:
+    """The dir of ``root`` (``--kernel-cache``) for the compiler of ``fingerprint``
+    (``triton 3.6.0 sha256:2a89b8423277702a`` -> ``triton-3.6.0-sha256-2a89b8423277702a``)."""
+    slug = "".join(c if c.isalnum() or c in "._" else "-" for c in fingerprint.strip())
+    return Path(root) / (slug.strip("-.") or "unknown")
+
+
+def mark_built(cache: str | os.PathLike, ids: Iterable[str]) -> None:
+    """Note that the kernels ``ids`` (compile request ids) were built into ``cache``."""
+    marks = Path(cache) / KERNEL_MARKS
+    marks.mkdir(parents=True, exist_ok=True)
+    for i in ids:
+        if i and "/" not in i and not i.startswith("."):
+            (marks / i).touch()
+
+
+def built_ids(cache: str | os.PathLike) -> set[str]:
+    """The kernel ids :func:`mark_built` noted in ``cache``."""
+    marks = Path(cache) / KERNEL_MARKS
+    return {p.name for p in marks.iterdir()} if marks.is_dir() else set()
+
+
+def holds_built(cache: str | os.PathLike | None, ids: Collection[str]) -> bool:
+    """Whether ``cache`` holds the kernels ``ids`` compiled (a build of them there is cache
+    hits): every one noted by :func:`mark_built` where the dir notes any, else (a gate's
+    own cache, which only its screen filled) any compiled kernel at all."""
+    if cache is None:
+        return False
+    noted = built_ids(cache)
+    if noted:
+        return set(ids) <= noted
+    return cached_kernels(cache) > 0

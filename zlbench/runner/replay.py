@@ -80,7 +80,7 @@ from zlbench.models.replay import (
     ReplayPlanFile,
     SideBuildTime,
 )
-from zlbench.protocol.cache import cached_kernels
+from zlbench.protocol.cache import holds_built, mark_built
 from zlbench.protocol.layout import op_key
 from zlbench.runner.ab.env import CompilerEnv, with_front
 
@@ -253,7 +253,8 @@ def replay_changed(
         + (f"; replayed by {len(parts)} part(s)" if parts else "")
     )
     caches = {"pr": pr_cache, "base": base_cache}
-    built = {side: filled(c) for side, c in caches.items()}
+    needed = {launch.kernel_id for p in plan.replay for launch in p.launches.launches}
+    built = {side: holds_built(c, needed) for side, c in caches.items()}
     expected = forecast(
         plan,
         ops if part is None else set(),  # a part leaves the op path to the merging gate
@@ -617,14 +618,16 @@ def _build(
     kernel built on both sides (the PR's as the screen built it), the others as
     fallbacks with why, and where each side's build went. ``caches``: side -> the
     triton cache dir the screen compiled that side's kernels into (built there: a kernel
-    there is a cache hit); ``filled``: side -> whether the screen put its kernels there
-    (a side of cache hits needs fewer workers)."""
+    there is a cache hit; a kernel cache of ``--kernel-cache`` too, where each build
+    notes what it put: ``protocol.cache.mark_built``); ``filled``: side -> whether that
+    dir holds the plan's kernels built (``protocol.cache.holds_built``: a side of cache
+    hits needs fewer workers)."""
     ids = sorted({launch.kernel_id for p in plan.replay for launch in p.launches.launches})
     kernels = collect(baseline.path, {op_key(p.key.repo, p.key.run_name) for p in plan.replay})
     if any(k not in kernels.records for k in ids):  # a kernel another op recorded
         kernels = collect(baseline.path)
     records = [kernels.records[k] for k in ids if k in kernels.records]
-    shared = {s: c for s, c in (caches or {}).items() if c is not None}  # the screen's builds
+    shared = {s: c for s, c in (caches or {}).items() if c is not None}  # the screen's, kept
     hits = {side: bool((filled or {}).get(side)) for side in sides}
     workers = build_workers(jobs, len(records), hits)
     say(
@@ -647,6 +650,9 @@ def _build(
 
     with ThreadPoolExecutor(max_workers=len(sides)) as pool:  # each side: its own processes
         built = dict(zip(sides, pool.map(one, sides), strict=True))
+    for side, b in built.items():  # the next build there (a later part, a later gate) hits
+        if side in shared:
+            mark_built(shared[side], b.refs)
     times = [b.timing(side, len(records)) for side, b in built.items()]
     screened = {k.kernel_id: k for k in screen.kernels}
     differs = {  # the PR side's build is not what the screen built
@@ -697,10 +703,3 @@ def not_screens(rec: CompileRecord, screened: KernelScreen | None) -> bool:
         return got is not None and got != screened.binary_digest
     got = code_digest(rec)
     return bool(screened.code_digest and got) and got != screened.code_digest
-
-
-def filled(cache: Path | None) -> bool:
-    """Whether the triton cache dir ``cache`` holds compiled kernels: the screen put
-    that side's there (the base's is empty when the base-screen cache served the
-    screen: nothing was rebuilt)."""
-    return cache is not None and cached_kernels(cache) > 0

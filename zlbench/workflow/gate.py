@@ -36,6 +36,7 @@ from zlbench.gate.load import (
     report_label,
 )
 from zlbench.models import REPLAY_DIR, RowKey
+from zlbench.protocol.cache import kernel_cache_dir, mark_built
 from zlbench.protocol.layout import op_key
 from zlbench.runner.ab.env import PR_ENV, CompilerEnv
 from zlbench.runner.baseline_batch import baseline_durations, durations_gpu
@@ -141,6 +142,8 @@ def run_gate(job: GateJob, seams: GateSeams | None = None) -> int:
                 "--shard, --confirm, --base-compiler and --time changed measure on a GPU: "
                 "not with --results (a gate dir's codegen/timing.json says what it timed)"
             )
+        if job.kernel_cache is not None:
+            raise ZlbenchError("--kernel-cache keeps what a gate compiles: not with --results")
         return _judge_given(inputs, job, seams, command="gate")
     out = claim_out(Path(job.out), seams)
     write_record(out, record_of(job, inputs.baseline.path, inputs.specs, inputs.opts.scope))
@@ -150,7 +153,12 @@ def run_gate(job: GateJob, seams: GateSeams | None = None) -> int:
             tempfile.TemporaryDirectory(prefix="zl-gate-cache-") as cache,
             tempfile.TemporaryDirectory(prefix="zl-gate-base-cache-") as base_cache,
         ):
-            return _measure_and_judge(inputs, job, out, seams, Path(cache), Path(base_cache))
+            pr_dir, base_dir = kernel_caches(job) or (None, None)
+            return _measure_and_judge(
+                *(inputs, job, out, seams),
+                pr_dir or Path(cache),
+                base_dir or Path(base_cache),
+            )
     finally:
         inputs.steps.seconds["total"] = round(time.monotonic() - started, 3)
         write_steps(out, inputs.steps, seams)
@@ -170,8 +178,12 @@ def _measure_and_judge(
     inputs.steps.seconds = {"screen": 0.0, "measure": 0.0}
     if not inputs.ab.ab:
         inputs.steps.seconds["confirm"] = 0.0
+    keep_base = job.replay or job.kernel_cache is not None  # a later --replay builds there
+    before = cached_kernels(cache)
     with timed(inputs.steps, "screen"):
-        codegen = screen_step(inputs, job, out, seams, cache, base_cache if job.replay else None)
+        codegen = screen_step(inputs, job, out, seams, cache, base_cache if keep_base else None)
+    if job.kernel_cache is not None:
+        mark_screened(codegen, cache, before)
     ops = plan_timing(
         codegen,
         inputs.baseline,
@@ -293,7 +305,13 @@ def replay_step(
         jobs=job.codegen_jobs,
         op_costs=baseline_durations(inputs.baseline.path, per_dtype=False),
         pr_cache=cache,
-        base_cache=base_cache if base_cache is not None and cached_kernels(base_cache) else None,
+        # the base's builds go to a kernel cache whatever it holds; a gate's own only
+        # when the screen's base rebuild filled it (else the replay's own dir)
+        base_cache=(
+            base_cache
+            if base_cache is not None and (job.kernel_cache or cached_kernels(base_cache))
+            else None
+        ),
         recorded_on=_recorded_on(durations_gpu(inputs.baseline.manifest), runner),
         runner_gpu=runner,
         part=job.replay_part,
@@ -415,6 +433,35 @@ def screen_step(
         base_cache_out=base_cache,
         ops=inputs.opts.scope,  # --ops / --ops-file: only the kernels of the ops in scope
     )
+
+
+def kernel_caches(job: GateJob) -> tuple[Path, Path | None] | None:
+    """With ``--kernel-cache``: the PR side's and the base side's triton cache dirs in
+    it (``protocol.cache.kernel_cache_dir`` of each compiler's fingerprint: the PR's
+    this interpreter's, the base's ``--base-compiler``'s; None without one), made; None
+    without it (the gate's own caches)."""
+    if job.kernel_cache is None:
+        return None
+    from zlbench.workflow.codegen import compiler_fingerprint  # as the screen stamps it
+
+    pr = kernel_cache_dir(job.kernel_cache, compiler_fingerprint())
+    base = None
+    if job.codegen_base is not None:
+        base = kernel_cache_dir(job.kernel_cache, job.codegen_base.fingerprint)
+    for d in (pr, base):
+        if d is not None:
+            d.mkdir(parents=True, exist_ok=True)
+    return pr, base
+
+
+def mark_screened(step: CodegenStep, cache: Path, before: int) -> None:
+    """Note in the PR's kernel cache ``cache`` the kernels the screen built there (those
+    with a binary: ``KernelScreen.binary_digest``), when it compiled any here (the cache
+    grew past ``before`` kernels); a screen taken from elsewhere (``--screen``,
+    ``--rebuilt``) built nothing here and notes nothing."""
+    if step.screen is None or cached_kernels(cache) <= before:
+        return
+    mark_built(cache, [k.kernel_id for k in step.screen.kernels if k.binary_digest])
 
 
 def _shared_cache(

@@ -72,6 +72,9 @@ class GateJob:
     replay_part: tuple[int, int] | None = None
     replayed: tuple[Path, ...] = ()  # --replayed: the parts' gate dirs, taken as replayed
     replay_l2: str | None = None  # --replay-l2: the replay's L2 policy (None: "flush")
+    # --kernel-cache: a triton cache dir per compiler kept across gates (None: the gate's
+    # own, removed at its end): protocol.cache.kernel_cache_dir
+    kernel_cache: Path | None = None
     store: str | None = None  # --store / ZLBENCH_STORE: the results store (issue 52)
     store_branch: str = "main"  # --store-branch: the branch the gate's commit is on
     codegen_jobs: int = 1

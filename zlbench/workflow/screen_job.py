@@ -9,10 +9,11 @@ from dataclasses import replace
 from pathlib import Path
 
 from zlbench.errors import ZlbenchError
+from zlbench.protocol.cache import cached_kernels
 from zlbench.protocol.layout import CODEGEN_SCREEN_DIR
 from zlbench.workflow import codegen, codegen_artifact
 from zlbench.workflow.codegen_step import TIMING_JSON
-from zlbench.workflow.gate import run_gate, screen_step
+from zlbench.workflow.gate import kernel_caches, mark_screened, run_gate, screen_step
 from zlbench.workflow.gate_job import GateJob, GateSeams
 from zlbench.workflow.gate_judge import claim_out, load_inputs
 
@@ -102,7 +103,11 @@ def _screen_only(job: GateJob, seams: GateSeams) -> int:
         )
     inputs = load_inputs(job, seams)  # the baseline verified; FlagGems found
     out = claim_out(Path(job.out), seams)
-    step = screen_step(inputs, job, out, seams)
+    pr_cache, base_cache = kernel_caches(job) or (None, None)  # --kernel-cache: kept
+    before = cached_kernels(pr_cache) if pr_cache is not None else 0
+    step = screen_step(inputs, job, out, seams, pr_cache, base_cache)
+    if pr_cache is not None:
+        mark_screened(step, pr_cache, before)
     plan = codegen_artifact.screen_only(
         step,
         inputs.baseline,
