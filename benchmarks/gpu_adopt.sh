@@ -104,7 +104,8 @@
 #   wv-op/K/N, wv-judge  instead of wv-merge when the op path does not fit one call:
 #               shard K/N of it (`--replayed` every part, `--shard K/N`), then the shards
 #               merged (`zlbench merge`, their replay with them) and judged (`--results`)
-#   pack        gate dirs (verdicts, reports, screens, logs) into $OUT/adopt.tgz
+#   pack        gate dirs (verdicts, reports, screens, logs; not the screens' diffs/ nor
+#               the replay's plan.json) into $OUT/adopt.tgz
 #   pack-v7     the v7 screens' logs, codegen.md and timing.json into $OUT/v7.tgz
 # Env: W (/tmp/w), NAME (h100), TIER (pr; smoke: 5 ops, minutes), OPS_FILE (the ops of
 # capture and of the aa/patched/nocompile/broad gates; default ops/tiers/$TIER.txt: a
@@ -346,9 +347,12 @@ for spec in "$@"; do
     pack)
       dirs=()
       for d in "$W"/*/; do
-        d=$(basename "$d"); [ "$d" = triton ] || [ "$d" = bl ] || dirs+=("$d")
+        d=$(basename "$d"); [ "$d" = triton ] || [ "$d" = bl ] || [ "$d" = kcache ] || dirs+=("$d")
       done
+      # without the screen's diffs (v7's: 154 MB a gate dir) and the replay worker's
+      # input (replay/plan.json, 37 MB a v7 part): a file back is at most 16 MiB
       (cd "$W" && tar czf "${OUT:-$W}/adopt.tgz" --exclude='ttgir' --exclude='*.ttgir' \
+        --exclude='diffs' --exclude='*/replay/plan.json' \
         --exclude='blobs' --exclude='triton' --exclude='store' --exclude='cache-pr' \
         --exclude='cache-base' --exclude='build-pr' --exclude='build-base' -- ./*.log ./*.txt \
         "${dirs[@]}" 2>/dev/null)
