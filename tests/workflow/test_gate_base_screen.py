@@ -10,6 +10,7 @@ The real screen on both sides: tests/codegen/test_codegen_base_screen.py."""
 from __future__ import annotations
 
 import io
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -133,6 +134,16 @@ def test_the_gpu_job_takes_the_plan_with_the_same_base(tmp_path, ops_dir, sites,
     assert rc == 0, err
     ((j, artifact),) = taken
     assert artifact.plan.base_compiler == BASE_FP["base-a"] and j.time == "changed"
+    # the base goes with the job, so that a --kernel-cache keeps its builds in its own dir
+    assert j.codegen_base is not None and j.codegen_base.fingerprint == BASE_FP["base-a"]
+    from zlbench.protocol.cache import kernel_cache_dir
+    from zlbench.workflow.gate import kernel_caches
+
+    kept = tmp_path / "kc"
+    pr, base = kernel_caches(replace(j, kernel_cache=kept))
+    assert (pr, base) == (kernel_cache_dir(kept, PR_FP), kernel_cache_dir(kept, BASE_FP["base-a"]))
+    assert pr.is_dir() and base.is_dir() and pr != base
+    assert kernel_caches(j) is None  # without --kernel-cache: the gate's own caches
 
 
 def test_a_plan_screened_without_a_base_is_taken_by_a_gate_with_one(

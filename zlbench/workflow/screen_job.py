@@ -72,7 +72,9 @@ def run_gate_job(
             f"--screen {screen}: planned with --time {mode}, this gate asks for "
             f"{given}: run the screen job with the same time mode"
         )
-    job = replace(job, time=mode, time_budget_s=artifact.plan.budget_s)
+    # the base goes with the job (not to the screen, which is taken as it is): a
+    # --kernel-cache keeps the base's builds in its dir (gate.kernel_caches)
+    job = replace(job, time=mode, time_budget_s=artifact.plan.budget_s, codegen_base=base)
     return run_gate(job, replace(seams, screen=artifact))
 
 
