@@ -45,7 +45,7 @@ def test_the_time_mode_decides_whether_unchanged_rows_are_replayed(
     job = SimpleNamespace(
         flaggems_dirs={}, time_budget_s=None, codegen_jobs=7, argv=["zlbench", "gate"], time=time,
         selection=SimpleNamespace(ops_dir=tmp_path), cuda_visible_devices=None,
-        replay_part=(2, 3), replayed=(), replay_l2=None,
+        replay_part=(2, 3), replayed=(), replay_l2=None, kernel_cache=None,
     )  # fmt: skip
     codegen = SimpleNamespace(
         screen=object(), sentinel_only=set(), summary=SimpleNamespace(over_budget={})
