@@ -45,6 +45,7 @@ from zlbench.codegen.collect import collect  # noqa: E402
 from zlbench.codegen.diff import screen_kernel  # noqa: E402
 from zlbench.codegen.replay_plan import (  # noqa: E402
     forecast,
+    kernel_scale,
     op_path_ops,
     plan_replay,
     replay_costs,
@@ -61,7 +62,7 @@ from zlbench.models.codegen_screen import CodegenClass  # noqa: E402
 from zlbench.protocol.layout import op_key  # noqa: E402
 from zlbench.protocol.ops import read_ops_file  # noqa: E402
 from zlbench.protocol.pairs import SIDES  # noqa: E402
-from zlbench.runner.baseline_batch import baseline_durations  # noqa: E402
+from zlbench.runner.baseline_batch import baseline_durations, durations_gpu  # noqa: E402
 from zlbench.runner.batch.progress import fmt_seconds  # noqa: E402
 from zlbench.runner.capture_baseline import replay_seconds  # noqa: E402
 from zlbench.runner.replay import families_of, op_path_wall  # noqa: E402
@@ -94,6 +95,11 @@ def main() -> None:
         metavar="S",
         help="the cost model's ROW_SETUP_S instead of its measured one (what-if)",
     )
+    ap.add_argument(
+        "--runner", default=None, metavar="GPU",
+        help="the runner's GPU model (nvidia-smi's name): the rows' recorded latencies "
+        "scaled to it as the gate does (codegen.replay_plan.KERNEL_SCALE; default: none)",
+    )  # fmt: skip
     ap.add_argument(
         "--base-built",
         action="store_true",
@@ -164,8 +170,9 @@ def main() -> None:
               f"{sum(op_costs.get(k, 0.0) for k in measured):.0f} s recorded -> "
               f"{sum(measured.values()):.0f} s")  # fmt: skip
         op_costs.update(measured)
+    scale = kernel_scale(durations_gpu(baseline.manifest), args.runner)  # as the gate
     plan = plan_replay(
-        screen, rows, captures, costs=replay_costs(results), op_costs=op_costs,
+        screen, rows, captures, op_costs=op_costs, costs=replay_costs(results, scale=scale),
         families=families_of(baseline, REPO / "ops"),
         timed_anyway=sentinel_ops({k: baseline.ops[k] for k in ops}, REPO / "ops"),
         proof_gpu=MODEL_GPU,

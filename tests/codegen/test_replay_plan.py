@@ -14,12 +14,14 @@ from zlbench.codegen.replay_plan import (
     CALL_OVERHEAD_US,
     HIT_CPU_S,
     HITS_PER_WORKER,
+    KERNEL_SCALE,
     PAIRS,
     ROW_SETUP_S,
     WARM_FIRST_ROW_S,
     WORKER_START_S,
     deferred_command,
     forecast,
+    kernel_scale,
     op_path_ops,
     plan_replay,
     replay_cost_s,
@@ -598,6 +600,25 @@ def test_the_deferred_command_names_the_op_as_a_person_types_it():
     assert deferred_command("vllm/mm", "zlbench gate --baseline 'my dir'") == (
         "zlbench gate --baseline 'my dir' --ops vllm:mm --time changed"
     )
+
+
+def test_the_kernel_scale_of_the_recorders_gpu_model_on_the_runners():
+    """v7's H200 latencies replayed on an H100: 1.39 (forty-fifth session's fit); the
+    same model, an unknown one, a mixed recorder or a pair not measured: 1.0."""
+    h200, h100 = "NVIDIA H200", "NVIDIA H100 80GB HBM3"
+    assert kernel_scale(h200, h100) == KERNEL_SCALE[("h200", "h100")] == 1.39
+    assert kernel_scale(h200, h200) == kernel_scale(h100, h100) == 1.0
+    assert kernel_scale(h100, h200) == 1.0  # not measured: not guessed from the inverse
+    assert kernel_scale(None, h100) == kernel_scale(h200, None) == 1.0
+    assert kernel_scale("NVIDIA A100-SXM4-80GB", h100) == 1.0
+    assert kernel_scale(f"{h200}, 22 op(s) replayed on {h100}", h100) == 1.0  # mixed
+    res = BaselineResult(repo="main", run_name="a", op="a", timing="cudagraph", rows=[
+        BaselineRow(op="a", dtype="bfloat16", shape=SH, latency_ms=0.04),
+        BaselineRow(op="a", dtype="bfloat16", shape="[torch.Size([8])]"),
+    ])  # fmt: skip
+    scaled = replay_costs([res], pairs=16, scale=1.39)
+    assert scaled[row("a")] == pytest.approx(replay_cost_s(40.0 * 1.39, 16))
+    assert scaled[row("a", "[torch.Size([8])]")] == replay_cost_s(None, 16)  # no latency
 
 
 def test_the_replay_cost_model():

@@ -153,7 +153,7 @@ class Fakes:
 
 
 def run(tmp_path, fakes, families=None, timed_anyway=(), every_row=False, pr_cache=None,
-        recorded_on=None, base_cache=None, runner_gpu=None):  # fmt: skip
+        recorded_on=None, base_cache=None, runner_gpu=None, recorded_gpu=None):  # fmt: skip
     baseline, screen, ids = _baseline(tmp_path)
     if every_row:  # op a's unchanged 128-row captured too
         path = baseline.path / "main" / "a" / "codegen" / LAUNCHES_JSON
@@ -171,6 +171,7 @@ def run(tmp_path, fakes, families=None, timed_anyway=(), every_row=False, pr_cac
         run_rows=fakes.run_rows, build_side=fakes.build_side, every_row=every_row,
         pr_cache=pr_cache, recorded_on=recorded_on, base_cache=base_cache,
         runner_gpu=runner_gpu,
+        recorded_gpu=recorded_gpu,
     )  # fmt: skip
     return outcome, ids, said
 
@@ -526,6 +527,27 @@ def screens(*caches) -> None:
     for c in caches:
         (c / "key").mkdir(parents=True)
         (c / "key" / "__grp__k.json").write_text("{}")
+
+
+def test_the_rows_cost_is_scaled_to_the_runners_gpu_model(tmp_path, monkeypatch):
+    """The rows' recorded latencies are the recording GPU's: replayed on an H100, an
+    H200 baseline's rows cost KERNEL_SCALE more (the plan's cost, the part's deal and
+    the ETA read it); on its own model, or an unknown runner, as recorded."""
+    import zlbench.runner.replay as step
+    from tests.support.zlsynth import GPU
+    from zlbench.codegen.replay_plan import KERNEL_SCALE
+
+    scales, real = [], step.replay_costs
+
+    def seen(results, pairs=None, scale=1.0):
+        scales.append(scale)
+        return real(results, pairs, scale)
+
+    monkeypatch.setattr(step, "replay_costs", seen)
+    run(tmp_path / "1", Fakes(), recorded_gpu=GPU, runner_gpu="NVIDIA H100 80GB HBM3")
+    run(tmp_path / "2", Fakes(), recorded_gpu=GPU, runner_gpu=GPU)
+    run(tmp_path / "3", Fakes(), recorded_gpu=GPU)
+    assert scales == [KERNEL_SCALE[("h200", "h100")], 1.0, 1.0]
 
 
 def test_the_forecast_says_when_the_recorded_seconds_come_from_another_gpu_model(tmp_path):

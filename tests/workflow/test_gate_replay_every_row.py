@@ -59,6 +59,8 @@ def test_the_time_mode_decides_whether_unchanged_rows_are_replayed(
     assert seen["pr_cache"] == tmp_path / "c"  # the screen's compiled kernels
     # the forecast says whose GPU model recorded the op path's seconds
     assert seen["recorded_on"] == where_recorded("NVIDIA H200", "NVIDIA H100") and asked == ["0"]
+    # and the rows' costs are scaled from the recorder's GPU model to the runner's
+    assert (seen["recorded_gpu"], seen["runner_gpu"]) == ("NVIDIA H200", "NVIDIA H100")
     assert measured == {"main/b"} and judged == {"main/a", "main/b"} and picks == {}
     # the gate's sentinels stay on the op path: with --time all the plan names none (every
     # op is timed, none as a sentinel), so the step reads ops/sentinels.txt itself

@@ -217,7 +217,19 @@ WORKER_START_S = 10.0  # a replay worker's start: torch, CUDA, the first row's l
 # and its first rows' binaries loaded once told go: the warm gate's worker spent 0.84 s
 # outside its 53 rows' phases on an H100, thirty-sixth session)
 WARM_FIRST_ROW_S = 1.0
-CALL_OVERHEAD_US = 150.0  # per timed call: restore written buffers, flush L2, lead spin, sync
+# per timed call: restore written buffers, flush L2, lead spin, sync. 150 µs from the
+# thirtieth session's median; 180 µs refit with KERNEL_SCALE (below) on the 1,728 rows of
+# part 1 of v7's broad change on an H100 (forty-fifth session: 178 µs)
+CALL_OVERHEAD_US = 180.0
+# A row's recorded kernel time (its FlagGems latency on the GPU model that recorded the
+# baseline) against a runner of another model: (recorder, runner) -> how much longer
+# the replay's calls take there. H200 to H100: 1.39, fitted with CALL_OVERHEAD_US on v7's
+# part 1 (the model now 0.93 of the rows' timed phases, 107.9 s; 0.76 before); held out,
+# v5's broad change (four gates) and A/A (two) on H100s, forty-third and forty-fourth
+# sessions: 0.92-1.04, where it was 0.78-0.88. Memory bandwidth alone would say 1.43
+# (4.8 against 3.35 TB/s). A pair not listed: 1.0.
+KERNEL_SCALE: dict[tuple[str, str], float] = {("h200", "h100"): 1.39}
+_GPU_FAMILIES = ("h200", "h100")
 # The builds, refitted to two gates of v5's broad change on an H100 (2026-12-06,
 # docs/measurements.md "thirty-first session"; replay.json ``builds``, the rebuild
 # workers' phases, no SASS): a worker's start with its first kernel's load (Python,
@@ -253,15 +265,29 @@ def replay_cost_s(
     return ROW_SETUP_S + 2 * n * calls * (us + CALL_OVERHEAD_US) / 1e6
 
 
+def kernel_scale(recorded_on: str | None, runner_gpu: str | None) -> float:
+    """:data:`KERNEL_SCALE` of the GPU model that recorded a baseline's latencies
+    (``recorded_on``) on this runner's (``runner_gpu``); 1.0 where either is unknown, a
+    name holds two models (a baseline of mixed seconds) or the pair is not listed."""
+
+    def family(name: str | None) -> str | None:
+        found = [f for f in _GPU_FAMILIES if f in (name or "").lower()]
+        return found[0] if len(found) == 1 else None
+
+    pair = (family(recorded_on), family(runner_gpu))
+    return KERNEL_SCALE.get(pair, 1.0) if None not in pair else 1.0  # type: ignore[arg-type]
+
+
 def replay_costs(
-    results: Iterable[BaselineResult], pairs: int | None = None
+    results: Iterable[BaselineResult], pairs: int | None = None, scale: float = 1.0
 ) -> dict[RowKey, float]:
     """RowKey -> :func:`replay_cost_s` of every row of ``results``, its FlagGems latency
-    recorded in the baseline as its kernel time."""
+    recorded in the baseline as its kernel time, times ``scale`` (:func:`kernel_scale`:
+    the runner's GPU model against the recorder's)."""
     out: dict[RowKey, float] = {}
     for res in results:
         for r in res.rows:
-            us = r.latency_ms * 1000 if r.latency_ms is not None else None
+            us = r.latency_ms * 1000 * scale if r.latency_ms is not None else None
             out[r.key(res.repo, res.run_name)] = replay_cost_s(us, pairs)
     return out
 

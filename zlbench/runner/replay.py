@@ -45,6 +45,7 @@ from zlbench.codegen.replay_plan import (
     build_workers,
     forecast,
     host_load_s,
+    kernel_scale,
     op_path_seconds,
     part_rows,
     plan_replay,
@@ -171,6 +172,7 @@ def replay_changed(
     pr_cache: Path | None = None,
     base_cache: Path | None = None,
     recorded_on: str | None = None,
+    recorded_gpu: str | None = None,
     runner_gpu: str | None = None,
     start_warm: Callable | None = None,
     part: tuple[int, int] | None = None,
@@ -190,7 +192,9 @@ def replay_changed(
     builds there, so a kernel the screen built is a cache hit; ``base_cache``: the same
     for the base compiler's side (the screen's base rebuild); ``recorded_on``: what
     the forecast line says of ``op_costs`` against this runner's GPU model (the batch's
-    words: :func:`zlbench.runner.batch.forecast.where_recorded`); ``runner_gpu``: this
+    words: :func:`zlbench.runner.batch.forecast.where_recorded`); ``recorded_gpu``: the
+    GPU model whose latencies the baseline's rows hold (``durations_gpu``), scaled to
+    this runner's (:func:`~zlbench.codegen.replay_plan.kernel_scale`); ``runner_gpu``: this
     runner's GPU model (nvidia-smi's name), on which a capture taken there proves a row
     times no Triton kernel (:func:`proof_gpu`; None: no capture does); ``start_warm``:
     a seam (``worker.start_warm``, the default with the real worker): the replay's
@@ -213,7 +217,8 @@ def replay_changed(
     results = [baseline.ops[k] for k in sorted(ops) if k in baseline.ops]
     rows = [r.key(res.repo, res.run_name) for res in results for r in res.rows]
     captures = load_captures(baseline, ops, say)
-    costs = replay_costs(results)
+    # the rows' recorded latencies, on this runner's GPU model (replay_plan.KERNEL_SCALE)
+    costs = replay_costs(results, scale=kernel_scale(recorded_gpu, runner_gpu))
     sides = {
         name: (side.python, side.environ(with_front(os.environ, pythonpath)))
         for name, side in (("pr", pr), ("base", base))
