@@ -62,7 +62,7 @@ from zlbench.models.codegen_screen import CodegenClass  # noqa: E402
 from zlbench.protocol.layout import op_key  # noqa: E402
 from zlbench.protocol.ops import read_ops_file  # noqa: E402
 from zlbench.protocol.pairs import SIDES  # noqa: E402
-from zlbench.runner.baseline_batch import baseline_durations, durations_gpu  # noqa: E402
+from zlbench.runner.baseline_batch import baseline_durations  # noqa: E402
 from zlbench.runner.batch.progress import fmt_seconds  # noqa: E402
 from zlbench.runner.capture_baseline import replay_seconds  # noqa: E402
 from zlbench.runner.replay import families_of, op_path_wall  # noqa: E402
@@ -170,7 +170,7 @@ def main() -> None:
               f"{sum(op_costs.get(k, 0.0) for k in measured):.0f} s recorded -> "
               f"{sum(measured.values()):.0f} s")  # fmt: skip
         op_costs.update(measured)
-    scale = kernel_scale(durations_gpu(baseline.manifest), args.runner)  # as the gate
+    scale = kernel_scale(baseline.manifest.gpu_model, args.runner)  # as the gate
     plan = plan_replay(
         screen, rows, captures, op_costs=op_costs, costs=replay_costs(results, scale=scale),
         families=families_of(baseline, REPO / "ops"),

@@ -76,3 +76,10 @@ def test_the_time_mode_decides_whether_unchanged_rows_are_replayed(
     (base / "key" / "__grp__k.json").write_text("{}")
     replay_step(*args, base)
     assert seen["base_cache"] == base
+    # a capture version whose op seconds an H100's batch replaced keeps the rows' H200
+    # latencies: the rows' costs still scale from the H200
+    inputs.baseline.manifest.summary = {
+        "captures": {"durations": 2, "durations_gpu": "NVIDIA H100"}
+    }
+    replay_step(*args, base)
+    assert seen["recorded_gpu"] == "NVIDIA H200"

@@ -274,8 +274,10 @@ def kernel_scale(recorded_on: str | None, runner_gpu: str | None) -> float:
         found = [f for f in _GPU_FAMILIES if f in (name or "").lower()]
         return found[0] if len(found) == 1 else None
 
-    pair = (family(recorded_on), family(runner_gpu))
-    return KERNEL_SCALE.get(pair, 1.0) if None not in pair else 1.0  # type: ignore[arg-type]
+    recorder, runner = family(recorded_on), family(runner_gpu)
+    if recorder is None or runner is None:
+        return 1.0
+    return KERNEL_SCALE.get((recorder, runner), 1.0)
 
 
 def replay_costs(

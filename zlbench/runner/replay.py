@@ -193,8 +193,9 @@ def replay_changed(
     for the base compiler's side (the screen's base rebuild); ``recorded_on``: what
     the forecast line says of ``op_costs`` against this runner's GPU model (the batch's
     words: :func:`zlbench.runner.batch.forecast.where_recorded`); ``recorded_gpu``: the
-    GPU model whose latencies the baseline's rows hold (``durations_gpu``), scaled to
-    this runner's (:func:`~zlbench.codegen.replay_plan.kernel_scale`); ``runner_gpu``: this
+    GPU model whose latencies the baseline's rows hold (its manifest's: a capture version
+    replaces op seconds, never the rows'), scaled to this runner's
+    (:func:`~zlbench.codegen.replay_plan.kernel_scale`); ``runner_gpu``: this
     runner's GPU model (nvidia-smi's name), on which a capture taken there proves a row
     times no Triton kernel (:func:`proof_gpu`; None: no capture does); ``start_warm``:
     a seam (``worker.start_warm``, the default with the real worker): the replay's

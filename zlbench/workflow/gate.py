@@ -313,7 +313,7 @@ def replay_step(
             else None
         ),
         recorded_on=_recorded_on(durations_gpu(inputs.baseline.manifest), runner),
-        recorded_gpu=durations_gpu(inputs.baseline.manifest),
+        recorded_gpu=inputs.baseline.manifest.gpu_model,  # the rows' (a capture keeps them)
         runner_gpu=runner,
         part=job.replay_part,
         parts=job.replayed,
