@@ -180,6 +180,7 @@ def main() -> None:
     f = forecast(  # as the gate: the screen built the PR side (and maybe the base's)
         plan, ops, op_costs, args.jobs, pr_built=True, base_built=args.base_built,
         op_path_wall=op_path_wall,
+        compile_s={k.kernel_id: k.baseline.compile_s for k in screen.kernels},
     )  # fmt: skip
     n = plan.changed_rows
     modelled = len(captures) - len(recorded_caps)

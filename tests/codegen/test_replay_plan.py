@@ -9,6 +9,7 @@ import pytest
 
 from zlbench.codegen.replay_plan import (
     BUILD_CPU_S,
+    BUILD_EXTRA_S,
     BUILD_START_S,
     BUILD_WORKER_S,
     CALL_OVERHEAD_US,
@@ -820,6 +821,15 @@ def test_the_forecast_adds_builds_replay_and_both_sides_of_the_op_path():
     # a worker a side
     assert hits.build_s == pytest.approx(BUILD_START_S + 2 * BUILD_WORKER_S + 3 * HIT_CPU_S)
     assert (nothing.build_s, nothing.replay_s) == (0.0, 0.0)  # nothing built or started
+    # a kernel whose record holds its compile seconds is charged those and BUILD_EXTRA_S
+    # (v7's part 1 on an H100: 0.40 s a kernel where BUILD_CPU_S said 0.75); one of
+    # unknown seconds still BUILD_CPU_S; a side of hits none of it
+    recorded = forecast(plan, ["main/a"], op_costs, jobs=3, compile_s={"ka": 0.2, "kb": 1.5})
+    cold = 0.2 + 1.5 + 2 * BUILD_EXTRA_S + BUILD_CPU_S  # kc: unknown
+    assert recorded.build_s == pytest.approx(BUILD_START_S + 3 * BUILD_WORKER_S + cold / 1)
+    both = forecast(plan, ["main/a"], op_costs, jobs=3, pr_built=True, base_built=True,
+                    compile_s={"ka": 0.2, "kb": 1.5})  # fmt: skip
+    assert both.build_s == hits.build_s
 
 
 def test_the_forecast_keeps_every_op_the_gate_times_anyway_on_the_op_path():

@@ -550,6 +550,25 @@ def test_the_rows_cost_is_scaled_to_the_runners_gpu_model(tmp_path, monkeypatch)
     assert scales == [KERNEL_SCALE[("h200", "h100")], 1.0, 1.0]
 
 
+def test_the_forecast_charges_each_kernels_recorded_compile_seconds(tmp_path, monkeypatch):
+    """The builds' forecast reads each kernel's record's compile seconds from the screen
+    (KernelScreen.baseline.compile_s): the part of v7 they would have put at 117 s took
+    111 s on an H100, where a flat 0.75 s a kernel said 3m21s."""
+    import zlbench.runner.replay as step
+
+    given, real = [], step.forecast
+
+    def seen(*a, **kw):
+        given.append(kw.get("compile_s"))
+        return real(*a, **kw)
+
+    monkeypatch.setattr(step, "forecast", seen)
+    run(tmp_path, Fakes())
+    baseline, screen, ids = _baseline(tmp_path / "again")
+    (compile_s,) = given
+    assert compile_s is not None and set(compile_s) == {k.kernel_id for k in screen.kernels}
+
+
 def test_the_forecast_says_when_the_recorded_seconds_come_from_another_gpu_model(tmp_path):
     """The op path's seconds are the baseline's: on another GPU model the line says they
     may undercount, in the batch's words (the H100 took up to 4.8x v5's H200 seconds)."""

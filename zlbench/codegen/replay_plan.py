@@ -240,6 +240,14 @@ _GPU_FAMILIES = ("h200", "h100")
 # 1.0-1.6 s late at 1-13 workers, was 18-21 s; builds 13.3-19.6 s on warm machines,
 # 24.4 s on a fresh one).
 BUILD_CPU_S = 0.75  # one kernel compiled, one side, on the device's CPUs
+# A kernel whose record holds its compile seconds (``Resources.compile_s``: the record
+# pass's own compile) is charged those, plus this for its digest and load: on part 1 of
+# v7's broad change on an H100 (forty-fifth session) its 1,755 kernels a side took
+# 571 s and 484 s of compile, 36 s and 32 s of digest, 95 s and 82 s of load, against
+# 624 s recorded (mean 0.356 s; BUILD_CPU_S charged 1,316 s: the builds forecast 3m21s,
+# measured 111 s; so 117 s); v5's kernels (thirty-first session) 0.75 s against a
+# recorded mean of 0.618 s (so 0.68 s a kernel, -10 %)
+BUILD_EXTRA_S = 0.06
 BUILD_START_S = 9.0  # a rebuild worker's start and first load (both sides' at once)
 BUILD_WORKER_S = 0.25  # the parent's time per rebuild worker it starts (fitted)
 HIT_CPU_S = 0.05  # one kernel of a side the screen built: a cache hit
@@ -327,15 +335,22 @@ def build_workers(jobs: int, kernels: int, built: Mapping[str, bool]) -> dict[st
     return {side: out[side] for side in built}
 
 
-def build_seconds(kernels: int, workers: Mapping[str, int], built: Mapping[str, bool]) -> float:
+def build_seconds(
+    kernels: int,
+    workers: Mapping[str, int],
+    built: Mapping[str, bool],
+    compile_s: Sequence[float | None] = (),
+) -> float:
     """Both sides' builds at once (:func:`build_workers`): :data:`BUILD_START_S`,
     :data:`BUILD_WORKER_S` for each worker started, then the slower side's kernels over
-    its workers, :data:`BUILD_CPU_S` each (:data:`HIT_CPU_S` for a built side's)."""
+    its workers: :data:`HIT_CPU_S` each for a built side's, else each kernel's recorded
+    compile seconds (``compile_s``, one per kernel where known) plus
+    :data:`BUILD_EXTRA_S`, :data:`BUILD_CPU_S` for one of unknown seconds."""
     if not kernels:
         return 0.0
-    per = [
-        kernels * (HIT_CPU_S if built[s] else BUILD_CPU_S) / max(1, w) for s, w in workers.items()
-    ]
+    known = [c for c in compile_s if c is not None and c >= 0]
+    cold = sum(known) + BUILD_EXTRA_S * len(known) + BUILD_CPU_S * (kernels - len(known))
+    per = [(kernels * HIT_CPU_S if built[s] else cold) / max(1, w) for s, w in workers.items()]
     return BUILD_START_S + BUILD_WORKER_S * sum(workers.values()) + max(per, default=0.0)
 
 
@@ -380,6 +395,7 @@ def forecast(
     pr_built: bool = False,
     base_built: bool = False,
     op_path_wall: Callable[[Mapping[str, float]], float] | None = None,
+    compile_s: Mapping[str, float | None] | None = None,
 ) -> ReplayForecast:
     """The plan's :class:`ReplayForecast` for the gate's ``ops`` (those it would time
     without the replay): both sides' builds at once, :func:`build_seconds` over
@@ -393,11 +409,14 @@ def forecast(
     :data:`DEFAULT_OP_COST_S` where none is recorded). ``op_path_wall``: the op path's
     wall from those seconds (op key -> both sides' seconds), the measure step's own rule
     (the caller's: ``runner.batch.costs.shard_wall``, a process's start included); None:
-    their sum."""
+    their sum. ``compile_s``: kernel id -> its record's compile seconds (the screen's
+    ``KernelScreen.baseline.compile_s``), what a cold build of it is charged."""
     kernels = {launch.kernel_id for p in plan.replay for launch in p.launches.launches}
     built = {"pr": pr_built, "base": base_built}
     both = op_path_seconds(plan, ops, op_costs)
-    build_s = build_seconds(len(kernels), build_workers(jobs, len(kernels), built), built)
+    recorded = [(compile_s or {}).get(k) for k in sorted(kernels)]
+    workers = build_workers(jobs, len(kernels), built)
+    build_s = build_seconds(len(kernels), workers, built, recorded)
     return ReplayForecast(
         build_s=build_s,
         replay_s=plan.replay_s + (worker_start_s(build_s) if plan.replay else 0.0),

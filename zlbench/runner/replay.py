@@ -269,6 +269,7 @@ def replay_changed(
         pr_built=built["pr"],
         base_built=built["base"],
         op_path_wall=op_path_wall,
+        compile_s={k.kernel_id: k.baseline.compile_s for k in screen.kernels},
     )
     say(forecast_line(expected, recorded_on))
     fallback = plan.op_rows()
