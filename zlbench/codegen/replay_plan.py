@@ -411,7 +411,7 @@ def forecast(
     (the caller's: ``runner.batch.costs.shard_wall``, a process's start included); None:
     their sum. ``compile_s``: kernel id -> its record's compile seconds (the screen's
     ``KernelScreen.baseline.compile_s``), what a cold build of it is charged."""
-    kernels = {launch.kernel_id for p in plan.replay for launch in p.launches.launches}
+    kernels = plan.kernel_ids()
     built = {"pr": pr_built, "base": base_built}
     both = op_path_seconds(plan, ops, op_costs)
     recorded = [(compile_s or {}).get(k) for k in sorted(kernels)]
@@ -478,6 +478,10 @@ class ReplayPlan:
         """Rows whose code the screen did not prove unchanged: replayed + fallback + deferred
         (not the unchanged rows ``every_row`` replays)."""
         return sum(p.changed for p in self.replay) + len(self.fallback) + len(self.deferred)
+
+    def kernel_ids(self) -> set[str]:
+        """The kernels the replayed rows launch: what both sides build."""
+        return {launch.kernel_id for p in self.replay for launch in p.launches.launches}
 
     def whole_ops(self) -> set[str]:
         """The ops the op path measures whole, however their replayed rows fare: the

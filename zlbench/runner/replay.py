@@ -259,8 +259,8 @@ def replay_changed(
         + (f"; replayed by {len(parts)} part(s)" if parts else "")
     )
     caches = {"pr": pr_cache, "base": base_cache}
-    needed = {launch.kernel_id for p in plan.replay for launch in p.launches.launches}
-    built = {side: holds_built(c, needed) for side, c in caches.items()}
+    kernels = plan.kernel_ids()
+    built = {side: holds_built(c, kernels) for side, c in caches.items()}
     expected = forecast(
         plan,
         ops if part is None else set(),  # a part leaves the op path to the merging gate
@@ -629,7 +629,7 @@ def _build(
     notes what it put: ``protocol.cache.mark_built``); ``filled``: side -> whether that
     dir holds the plan's kernels built (``protocol.cache.holds_built``: a side of cache
     hits needs fewer workers)."""
-    ids = sorted({launch.kernel_id for p in plan.replay for launch in p.launches.launches})
+    ids = sorted(plan.kernel_ids())
     kernels = collect(baseline.path, {op_key(p.key.repo, p.key.run_name) for p in plan.replay})
     if any(k not in kernels.records for k in ids):  # a kernel another op recorded
         kernels = collect(baseline.path)
