@@ -5,6 +5,7 @@ here: no GPU), to replay/replay.json and pairs.json and the ops judged by replay
 from __future__ import annotations
 
 import re
+import sys
 from types import SimpleNamespace
 
 import pytest
@@ -554,19 +555,27 @@ def test_the_forecast_charges_each_kernels_recorded_compile_seconds(tmp_path, mo
     """The builds' forecast reads each kernel's record's compile seconds from the screen
     (KernelScreen.baseline.compile_s): the part of v7 they would have put at 117 s took
     111 s on an H100, where a flat 0.75 s a kernel said 3m21s."""
-    import zlbench.runner.replay as step
+    me = sys.modules[__name__]
+    from zlbench.codegen.replay_plan import BUILD_EXTRA_S
+    from zlbench.models import Resources
 
-    given, real = [], step.forecast
+    plain = me._baseline
 
-    def seen(*a, **kw):
-        given.append(kw.get("compile_s"))
-        return real(*a, **kw)
+    def recorded(tmp, **kw):  # each kernel's record took 2 s to compile
+        baseline, screen, ids = plain(tmp, **kw)
+        for k in screen.kernels:
+            k.baseline = Resources(compile_s=2.0)
+        return baseline, screen, ids
 
-    monkeypatch.setattr(step, "forecast", seen)
-    run(tmp_path, Fakes())
-    baseline, screen, ids = _baseline(tmp_path / "again")
-    (compile_s,) = given
-    assert compile_s is not None and set(compile_s) == {k.kernel_id for k in screen.kernels}
+    _, _, said = run(tmp_path / "1", Fakes())
+    (line,) = [x for x in said if "expected about" in x]
+    flat = BUILD_START_S + 2 * BUILD_WORKER_S + 2 * BUILD_CPU_S  # a and c's kernels, a side
+    assert f"builds {flat:.1f}s" in line, line
+    monkeypatch.setattr(me, "_baseline", recorded)
+    _, _, said = run(tmp_path / "2", Fakes())
+    (line,) = [x for x in said if "expected about" in x]
+    charged = BUILD_START_S + 2 * BUILD_WORKER_S + 2 * (2.0 + BUILD_EXTRA_S)
+    assert f"builds {charged:.1f}s" in line, line
 
 
 def test_the_forecast_says_when_the_recorded_seconds_come_from_another_gpu_model(tmp_path):
