@@ -178,11 +178,12 @@ def _measure_and_judge(
     inputs.steps.seconds = {"screen": 0.0, "measure": 0.0}
     if not inputs.ab.ab:
         inputs.steps.seconds["confirm"] = 0.0
-    keep_base = job.replay or job.kernel_cache is not None  # a later --replay builds there
-    before = cached_kernels(cache)
+    kept = job.kernel_cache is not None
+    keep_base = job.replay or kept  # a later --replay builds there
+    before = cached_kernels(cache) if kept else 0  # what a kept cache held before the screen
     with timed(inputs.steps, "screen"):
         codegen = screen_step(inputs, job, out, seams, cache, base_cache if keep_base else None)
-    if job.kernel_cache is not None:
+    if kept:
         mark_screened(codegen, cache, before)
     ops = plan_timing(
         codegen,
