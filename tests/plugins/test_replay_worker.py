@@ -397,6 +397,25 @@ def test_a_skipped_worker_starts_at_its_row(tmp_path, capsys):
     assert capsys.readouterr().out.splitlines()[0] == "ZLBENCH_COMPILED 1 ok"
 
 
+def test_rows_the_caller_avoids_are_not_tried_and_have_no_line(tmp_path, capsys):
+    plan = plan_of(row("a", spec("a")), row("b", spec("b")), row("c", spec("c")))
+    fake = Fake()
+    assert run_main(tmp_path, plan, fake, "--avoid", "0,2") == 0
+    run, _ = outputs(tmp_path / "out")
+    assert [r.key.op for r in run.rows] == ["b"]
+    assert {kid for kid, _ in fake.loads} == {"b"}
+    out = capsys.readouterr().out.splitlines()
+    assert out[0] == "ZLBENCH_COMPILED 1 ok"
+    assert out[-1].startswith("ZLBENCH_REPLAY rows=1 failed=0")
+
+
+def test_an_avoid_list_that_is_not_row_indices_is_a_usage_error(tmp_path, capsys):
+    with pytest.raises(SystemExit) as e:
+        run_main(tmp_path, plan_of(row("a", spec("a"))), Fake(), "--avoid", "1,x")
+    assert e.value.code == 2
+    assert "not row indices: '1,x'" in capsys.readouterr().err
+
+
 def test_a_warm_worker_loads_first_and_reads_its_plan_only_once_told_go(
     tmp_path, capsys, monkeypatch
 ):
@@ -509,6 +528,35 @@ def test_the_caller_restarts_after_a_death_a_hang_and_a_broken_device(tmp_path, 
     assert load_json_model(merged / REPLAY_PAIRS, PairsFile) == pairs
     assert sorted(p.name for p in (tmp_path / "out").glob("part*")) == [
         "part0", "part1", "part2", "part3"]  # fmt: skip
+
+
+@pytest.mark.proc
+def test_after_a_break_the_ops_later_rows_of_its_kernel_are_not_tried(tmp_path, fake_worker):
+    """A row that broke the device (a fault; a death) quarantines the later rows of its
+    op that launch a kernel of its name: they fall back without a worker trying them (a
+    fault each, a fresh worker each, before), said to the progress hook; the op's rows
+    of other kernels and another op's rows of that kernel are tried."""
+    module, env = fake_worker
+    rows = [("moe", "poison"), ("moe", "poison"), ("moe", "fine"), ("other", "poison"),
+            ("d", "die"), ("moe", "poison"), ("d", "die"), ("d", "fine")]  # fmt: skip
+    plan = plan_of(*(row(op, spec(kid)) for op, kid in rows))
+    plan.rows = [r.model_copy(update={"key": r.key.model_copy(update={"shape": f"[{i}]"})})
+                 for i, r in enumerate(plan.rows)]  # fmt: skip
+    dump_json_model(tmp_path / "plan.json", plan)
+    seen: list[tuple[int, str | None]] = []
+    run, pairs = worker.run_rows(tmp_path / "plan.json", tmp_path / "out", module=module,
+                                 env=env, on_row=lambda i, why: seen.append((i, why)))  # fmt: skip
+    quarantine = "not tried: kernel `k_{}` broke the replay in an earlier row of this op"
+    why = [r.why for r in run.rows]
+    assert why[0] == why[3] == "illegal memory access"  # tried: the culprit; another op
+    assert why[1] == why[5] == quarantine.format("poison")
+    assert why[6] == quarantine.format("die")
+    assert why[4].startswith("replay worker died (exit 9)")
+    assert [r.instrument for r in run.rows][2::5] == ["kernel-replay", "kernel-replay"]
+    assert [p.key.op for p in pairs.rows] == ["moe", "d"]
+    assert (1, why[1]) in seen and (5, why[5]) in seen and (6, why[6]) in seen
+    # three breaks, four workers (six breaks and seven workers without the quarantine)
+    assert len(list((tmp_path / "out").glob("part*"))) == 4
 
 
 @pytest.mark.proc

@@ -448,6 +448,32 @@ class PlannedRow(_Model):
     order: list[StrictInt] | None = None  # the capture's run order (RowLaunches.order)
 
 
+# A row not tried after an earlier row of its op broke the replay's device (a fault, a
+# death, a hang): each break costs a fresh worker process (torch, CUDA, the next rows'
+# launchers: 11-20 s on an H100), and on part 3 of v7's broad change (forty-fifth
+# session) four rows of one op broke it one after another (fused_moe_int8_w8a16: its
+# int64 topk_ids drawn from statistics), six of the nine workers the part started.
+QUARANTINED = "not tried: kernel `{kernel}` broke the replay in an earlier row of this op"
+
+
+def quarantined(rows: Sequence[PlannedRow], culprit: int) -> dict[int, str]:
+    """The rows after ``rows[culprit]`` (one whose replay broke the device) that are
+    not tried (:data:`QUARANTINED`): those of the same op launching a kernel of a name
+    it launched, each with why (one line). Rows of other ops, or of the op whose
+    kernels are all others, are tried as planned."""
+    bad = rows[culprit]
+    names = dict.fromkeys(launch.kernel for launch in bad.launches)
+    out: dict[int, str] = {}
+    for i in range(culprit + 1, len(rows)):
+        row = rows[i]
+        if row.key.op != bad.key.op:
+            continue
+        shared = next((n for n in names if any(x.kernel == n for x in row.launches)), None)
+        if shared is not None:
+            out[i] = QUARANTINED.format(kernel=shared)
+    return out
+
+
 # How the replay's L2 flush evicts L2 (plugins.replay.timing.l2_flush): "zero" the default
 FlushBy = Literal["zero", "read"]
 

@@ -2,13 +2,14 @@
 
 ::
 
-    python -m zlbench.plugins.replay.worker PLAN_JSON OUT_DIR [--skip K] [--warm]
+    python -m zlbench.plugins.replay.worker PLAN_JSON OUT_DIR [--skip K] [--avoid I,J] [--warm]
 
 ``PLAN_JSON`` is a :class:`~zlbench.models.ReplayPlanFile`: the rows to replay in
 order, each with its launches (``LaunchSpec``) and per kernel id both sides' binaries
 (a triton cache group and the code digest the screen gave it), the compile requests,
 the pair rule and the timing settings. For each row, in plan order (``--skip K``: from
-row ``K`` on, for a restarted worker):
+row ``K`` on, for a restarted worker; ``--avoid``: those rows not tried, the caller's
+quarantine):
 
 1. validate: every launch replayable (no ``why_not``), every kernel id with a compile
    request and a binary of both sides, no buffer passed between launches whose runs'
@@ -86,7 +87,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -109,6 +110,7 @@ from zlbench.models.replay import (
     PlannedRow,
     WorkerRow,
     order_unknown,
+    quarantined,
     run_sequence,
 )
 from zlbench.protocol import compile_lines
@@ -379,19 +381,22 @@ def replay_plan(
     *,
     skip: int = 0,
     on_row: Callable[[int, str | None], None] | None = None,
+    avoid: Collection[int] = (),
 ) -> int:
-    """Replay ``plan``'s rows from ``skip`` on into ``out_dir`` (module docstring);
-    ``on_row(index, why)`` as each row ends (why None: replayed). Returns 0, or
-    :data:`POISONED` when a failed row left the device broken (the rows after it not
-    tried)."""
+    """Replay ``plan``'s rows from ``skip`` on into ``out_dir`` (module docstring),
+    but those in ``avoid`` (the caller's: not tried, no line); ``on_row(index, why)`` as
+    each row ends (why None: replayed). Returns 0, or :data:`POISONED` when a failed row
+    left the device broken (the rows after it not tried)."""
     rule = PairRule.from_json(plan.rule) if plan.rule else PairRule()
     out_dir.mkdir(parents=True, exist_ok=True)
+    todo = [i for i in range(skip, len(plan.rows)) if i not in avoid]
     with open(out_dir / ROWS_JSONL, "w", encoding="utf-8") as lines:
         loaded = seams.binaries(plan)
         try:
-            for i in range(skip, len(plan.rows)):
-                if (i - skip) % PREPARE_ROWS == 0:  # the next rows' launchers, at once
-                    _prepare(plan, plan.rows[i : i + PREPARE_ROWS], seams, loaded)
+            for n, i in enumerate(todo):
+                if n % PREPARE_ROWS == 0:  # the next rows' launchers, at once
+                    chunk = [plan.rows[j] for j in todo[n : n + PREPARE_ROWS]]
+                    _prepare(plan, chunk, seams, loaded)
                 got, samples = replay_row(plan, plan.rows[i], seams, loaded, rule)
                 lines.write(WorkerRow(row=got, samples=samples).model_dump_json() + "\n")
                 lines.flush()  # before the row's line on stdout: a line names a written row
@@ -454,11 +459,21 @@ def load_plan(path: str | os.PathLike) -> ReplayPlanFile:
     return plan
 
 
+def _rows_list(text: str) -> frozenset[int]:
+    """``--avoid``'s value: row indices, comma-separated (empty: none)."""
+    try:
+        return frozenset(int(x) for x in text.split(",") if x.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not row indices: {text!r}") from None
+
+
 def main(argv: list[str] | None = None, seams: Seams | None = None) -> int:
     p = argparse.ArgumentParser(prog=f"python -m {MODULE}")
     p.add_argument("plan", help="a ReplayPlanFile (plan.json)")
     p.add_argument("out_dir", help="where to write rows.jsonl")
     p.add_argument("--skip", type=int, default=0, metavar="K", help="start at row K")
+    p.add_argument("--avoid", type=_rows_list, default=frozenset(), metavar="I,J,...",
+                   help="rows not to try (the caller's quarantine)")  # fmt: skip
     p.add_argument(
         "--warm",
         action="store_true",
@@ -488,7 +503,7 @@ def main(argv: list[str] | None = None, seams: Seams | None = None) -> int:
         if not 0 <= args.skip <= len(plan.rows):
             raise ZlbenchError(f"--skip {args.skip}: the plan has {len(plan.rows)} rows")
         status = replay_plan(plan, Path(args.out_dir), seams, skip=args.skip,
-                             on_row=on_row)  # fmt: skip
+                             on_row=on_row, avoid=args.avoid)  # fmt: skip
     except ZlbenchError as e:
         print(f"zlbench: {e}", file=sys.stderr)
         return 2
@@ -496,7 +511,7 @@ def main(argv: list[str] | None = None, seams: Seams | None = None) -> int:
         print(f"zlbench: replay: the device failed after a row; stopped (exit {status})",
               file=sys.stderr)  # fmt: skip
         return status
-    rows = len(plan.rows) - args.skip
+    rows = sum(1 for i in range(args.skip, len(plan.rows)) if i not in args.avoid)
     compile_lines.write_end(REPLAY_END, rows=rows, failed=failed, out=args.out_dir)
     return 0
 
@@ -566,12 +581,15 @@ def run_part(
     env: Mapping[str, str] | None,
     on_row: OnRow | None = None,
     proc: subprocess.Popen | None = None,
+    avoid: Collection[int] = (),
 ) -> Part:
-    """One worker process from row ``skip`` on, each row given ``row_timeout_s`` (the
-    first :data:`STARTUP_S` more); ``on_row`` as each row's line arrives. ``proc``: that
-    worker, already started (:func:`start_warm`, told to go), else one started here."""
+    """One worker process from row ``skip`` on, but the rows in ``avoid``, each row
+    given ``row_timeout_s`` (the first :data:`STARTUP_S` more); ``on_row`` as each
+    row's line arrives. ``proc``: that worker, already started (:func:`start_warm`, told
+    to go, from row 0 with nothing to avoid), else one started here."""
     if proc is None:
-        proc = _start([*cmd, "--skip", str(skip)], out, env)
+        rows = ",".join(str(i) for i in sorted(avoid))
+        proc = _start([*cmd, "--skip", str(skip), "--avoid", rows], out, env)
     q: queue.Queue = queue.Queue()
     reader = threading.Thread(target=_reader, args=(proc.stdout, q), daemon=True)
     reader.start()
@@ -679,10 +697,13 @@ def run_rows(
     early: subprocess.Popen | None = None,
 ) -> tuple[ReplayRun, PairsFile]:
     """Replay a plan's rows with worker processes (module docstring), restarting after
-    a hang, a death or a broken device; writes and returns ``OUT_DIR/rows.json`` and
-    ``pairs.json`` merged in plan order. A row a worker did not end is a fallback with
-    why; a row only counts as replayed where its worker said so and wrote it so.
-    ``on_row(index, why)`` as each row's worker line arrives (a progress line).
+    a hang, a death or a broken device, and quarantining after each such break the
+    later rows of the op that broke it which launch a kernel of a name it launched
+    (:func:`~zlbench.models.replay.quarantined`: they fall back untried); writes and
+    returns ``OUT_DIR/rows.json`` and ``pairs.json`` merged in plan order. A row a
+    worker did not end is a fallback with why; a row only counts as replayed where its
+    worker said so and wrote it so. ``on_row(index, why)`` as each row's worker line
+    arrives (a progress line).
     ``early``: the first worker, already started by :func:`start_warm` with the same
     ``plan_path``, ``out_dir`` and ``module``; told to go now (ended already: a fresh
     one instead)."""
@@ -692,13 +713,15 @@ def run_rows(
     results: dict[int, ReplayedRow] = {}
     samples: dict[RowKey, PairedSamples] = {}
     t0, skip, n, fruitless = time.monotonic(), 0, 0, 0
+    avoid: set[int] = set()  # rows not tried: quarantined after a break (models.replay)
     first = _go(early)
     if early is not None and first is None:
         cancel(early)
     while skip < len(plan.rows):
         where = part_dir(out, n)
         proc = first if n == 0 else None
-        part = run_part([*cmd, str(where)], plan, skip, where, env, on_row, proc=proc)
+        part = run_part([*cmd, str(where)], plan, skip, where, env, on_row, proc=proc,
+                        avoid=avoid)  # fmt: skip
         n += 1
         _collect(plan, part, results, samples)
         if part.lost is None:
@@ -707,12 +730,25 @@ def run_rows(
         fruitless = fruitless + 1 if not part.ended else 0
         if fruitless >= 2:  # two fresh workers in a row ended nothing: not one row's fault
             for i in range(lost, len(plan.rows)):
-                results[i] = fallback(plan.rows[i], why)
+                if i not in avoid:
+                    results[i] = fallback(plan.rows[i], why)
             break
+        # the row that broke it: the one lost (a death, a hang), or the last one ended
+        # (a broken device: its line says why)
+        culprit = lost if why else (lost - 1 if part.ended.get(lost - 1) else -1)
         if why and lost < len(plan.rows):
             results[lost] = fallback(plan.rows[lost], why)
             lost += 1
+        if 0 <= culprit < len(plan.rows):
+            for i, said in quarantined(plan.rows, culprit).items():
+                if i >= lost and i not in avoid:
+                    avoid.add(i)
+                    results[i] = fallback(plan.rows[i], said)
+                    if on_row is not None:
+                        on_row(i, said)
         skip = max(lost, skip + 1)
+        while skip in avoid:
+            skip += 1
     stopped = "not replayed: the worker stopped before it"
     rows = [results.get(i) or fallback(row, stopped) for i, row in enumerate(plan.rows)]
     kept = [samples[r.key] for r in rows if r.instrument == "kernel-replay" and r.key in samples]
