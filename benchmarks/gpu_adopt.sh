@@ -314,12 +314,12 @@ for spec in "$@"; do
       k=${stage#wv-part/}
       gate "wv-part-${k%/*}" no_coalesce "${wv[@]}" --replay-part "$k" ;;
     wv-merge)  # every part's replay taken, the op path measured, the verdict
-      gate "$stage" no_coalesce "${wv[@]}" --replayed "$W"/wv-part-* ;;
+      gate "$stage" no_coalesce "${wv[@]}" --replayed "$W"/wv-part-*/ ;;
     wv-op/*)  # instead of wv-merge, over calls: shard K/N of the op path, the parts taken
       k=${stage#wv-op/}
-      gate "wv-op-${k%/*}" no_coalesce "${wv[@]}" --replayed "$W"/wv-part-* --shard "$k" ;;
+      gate "wv-op-${k%/*}" no_coalesce "${wv[@]}" --replayed "$W"/wv-part-*/ --shard "$k" ;;
     wv-judge)  # the wv-op shards merged (their replay with them), then judged: CPU only
-      rm -rf "$W/wv-merged" && python3 -m zlbench merge "$W"/wv-op-* --out "$W/wv-merged" \
+      rm -rf "$W/wv-merged" && python3 -m zlbench merge "$W"/wv-op-*/ --out "$W/wv-merged" \
         2>&1 | tail -2 | tee -a "$LOG"
       timed "$stage" same python3 -m zlbench gate --baseline "$W/bl/$NAME" \
         --results "$W/wv-merged" --out "$W/$stage" ;;
