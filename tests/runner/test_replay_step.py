@@ -883,6 +883,31 @@ def test_parts_replay_the_plans_rows_apart_and_the_merging_gate_takes_them(tmp_p
     assert [p.key.op for p in part_rows(rows, (2, 2))] == ["b", "c"]
 
 
+def test_the_merging_gates_forecast_is_the_op_path_its_parts_left(tmp_path):
+    """gate --replayed announces nothing to build or replay and the op path as its parts
+    left it: the plan's (as the whole gate announced it) and the ops of the rows a part
+    sent back. (Before: every op of the gate, as if no row had been replayed.)"""
+    baseline, screen, _ = _baseline(tmp_path)
+    _, said = _replay(baseline, screen, tmp_path / "whole", Fakes())
+    (whole,) = [x for x in said if "expected about" in x]
+    for k in (1, 2):
+        _replay(baseline, screen, tmp_path / f"p{k}", Fakes(), part=(k, 2))
+    parts = [tmp_path / "p1", tmp_path / "p2"]
+    merged, said = _replay(baseline, screen, tmp_path / "m", Fakes(), parts=parts)
+    (line,) = [x for x in said if "expected about" in x]
+    assert "builds 0.0s, replay 0.0s (the cost model)" in line
+    op_path = whole.split("(the cost model), ")[1]
+    assert line.endswith(op_path) and op_path.startswith("2 op(s) through FlagGems ")
+    assert set(merged.op_rows) == {"main/a"}  # b whole, a (F's sentinel) at its one row
+    # part 2's row (c) sent back, its outputs differing: c joins the op path
+    _replay(baseline, screen, tmp_path / "q2", Fakes(outputs="differ"), part=(2, 2))
+    back, said = _replay(baseline, screen, tmp_path / "m2", Fakes(),
+                         parts=[tmp_path / "p1", tmp_path / "q2"])  # fmt: skip
+    assert "main/c" not in back.replayed_ops  # its one changed row: through FlagGems
+    (line,) = [x for x in said if "expected about" in x]
+    assert "3 op(s) through FlagGems " in line
+
+
 def test_the_l2_policy_sets_the_plans_flush_and_restore_and_the_run_names_it(tmp_path):
     """gate --replay-l2: the plan the worker reads carries the policy's three settings
     (models.replay.L2_POLICIES), the same for both sides, and replay.json names it."""

@@ -147,7 +147,7 @@ from __future__ import annotations
 import shlex
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from zlbench.codegen.select import DEFAULT_OP_COST_S
 from zlbench.codegen.timed import TimedKernels, known_ref, row_ref
@@ -482,6 +482,24 @@ class ReplayPlan:
     def kernel_ids(self) -> set[str]:
         """The kernels the replayed rows launch: what both sides build."""
         return {launch.kernel_id for p in self.replay for launch in p.launches.launches}
+
+    def as_replayed(self, rows: Iterable[ReplayedRow]) -> ReplayPlan:
+        """This plan as a replay that ended ``rows`` left it (a gate taking its parts,
+        ``--replayed``): the rows it replayed with matching outputs still planned, the
+        rows it sent back (``instrument`` "op": outputs that differ, a fault, a row no
+        part holds) among the fallback rows with why, nothing left to build or time
+        (``replay_s`` 0): what the op path after it measures."""
+        done = {r.key: r for r in rows}
+        took = {k for k, r in done.items() if r.instrument == "kernel-replay"}
+        took -= {k for k, r in done.items() if r.outputs != "match"}
+        back = {p.key: done[p.key].why if p.key in done else "" for p in self.replay}
+        back = {k: why for k, why in back.items() if k not in took}
+        return replace(
+            self,
+            replay=[p for p in self.replay if p.key in took],
+            fallback={**self.fallback, **back},
+            replay_s=0.0,
+        )
 
     def whole_ops(self) -> set[str]:
         """The ops the op path measures whole, however their replayed rows fare: the

@@ -32,7 +32,7 @@ import os
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -240,6 +240,7 @@ def replay_changed(
     unchanged = {p.key for p in plan.replay if not p.changed}
     planned_keys = [p.key for p in plan.replay]
     n_changed = plan.changed_rows  # the whole plan's, whichever part replays here
+    whole = plan.replay
     if part is not None:
         plan.replay = part_rows(plan.replay, part)
     elif parts:
@@ -261,17 +262,6 @@ def replay_changed(
     caches = {"pr": pr_cache, "base": base_cache}
     kernels = plan.kernel_ids()
     built = {side: holds_built(c, kernels) for side, c in caches.items()}
-    expected = forecast(
-        plan,
-        ops if part is None else set(),  # a part leaves the op path to the merging gate
-        op_costs or {},
-        jobs,
-        pr_built=built["pr"],
-        base_built=built["base"],
-        op_path_wall=op_path_wall,
-        compile_s={k.kernel_id: k.baseline.compile_s for k in screen.kernels},
-    )
-    say(forecast_line(expected, recorded_on))
     fallback = plan.op_rows()
     done: list[ReplayedRow] = []
     pairs = PairsFile()
@@ -282,6 +272,21 @@ def replay_changed(
         done, pairs, build_s, worker_s, builds = load_parts(
             parts, plan, planned_keys, n_changed, gpu, origin, l2
         )
+        # the op path the parts left: the plan's, and the rows they sent back
+        left = op_path_seconds(replace(plan, replay=whole).as_replayed(done), ops, op_costs or {})
+        expected = ReplayForecast(0.0, 0.0, len(left), op_path_wall(left) if left else 0.0)
+    else:
+        expected = forecast(
+            plan,
+            ops if part is None else set(),  # a part leaves the op path to the merging gate
+            op_costs or {},
+            jobs,
+            pr_built=built["pr"],
+            base_built=built["base"],
+            op_path_wall=op_path_wall,
+            compile_s={k.kernel_id: k.baseline.compile_s for k in screen.kernels},
+        )
+    say(forecast_line(expected, recorded_on))
     if plan.replay:
         t1 = time.monotonic()
         where = {"python": sides["pr"][0], "env": sides["pr"][1]}
