@@ -98,8 +98,10 @@ class Fake:
     """Seams that log what the worker asks of them. Kernel ids in ``refuse`` fail to
     load (a digest mismatch); those in ``differ`` give other outputs on the PR's side."""
 
-    def __init__(self, refuse=(), differ=(), healthy=True):
+    def __init__(self, refuse=(), differ=(), healthy=True, noisy=()):
         self.refuse, self.differ, self.ok = set(refuse), set(differ), healthy
+        self.noisy = set(noisy)  # kernel ids whose base differs from itself run again
+        self.outputs_runs = 0
         self.loads: list[tuple[str, str]] = []
         self.launches: list[tuple] = []
         self.seeds: list[int] = []
@@ -153,11 +155,17 @@ class Fake:
         return Paired([dict(s) for s in SAMPLES], reps - 7)
 
     def side_outputs(self, launch, args):
-        return {s: list(args) for s in SIDES}
+        self.outputs_runs += 1
+        run = self.outputs_runs
+        return {s: [(s, run, a) for a in args] for s in SIDES}
 
     def compare(self, pr, base, *, rtol, atol):
-        bad = any(str(a).split(":")[0] in self.differ for a in pr)
-        return (False, 0.5) if bad else (True, 0.0)
+        kids = {str(a).split(":")[0] for _, _, a in pr}
+        if pr[0][0] == "pr":  # PR against the base
+            return (False, 0.5) if kids & self.differ else (True, 0.0)
+        if pr[0][1] == base[0][1]:  # one run's outputs against themselves
+            return True, 0.0
+        return (False, 0.25) if kids & self.noisy else (True, 0.0)  # the base, run again
 
 
 def run_main(tmp_path, plan: ReplayPlanFile | str, fake: Fake, *extra: str) -> int:
@@ -190,16 +198,33 @@ def test_rows_json_and_pairs_json_a_failing_row_has_no_samples(tmp_path, capsys)
     assert got["refused"].why == "replayed binary differs from the screen's"
     assert got["differs"].instrument == "op"
     assert got["differs"].outputs == "differ"
-    assert got["differs"].why == "PR and base outputs differ after replay (max error 0.5)"
+    differ = "PR and base outputs differ after replay (max error 0.5)"
+    assert got["differs"].why == f"{differ}; the base's own two runs agree"
     assert [p.key.op for p in pairs.rows] == ["good"]
     assert [s.model_dump(include={"side", "ms"}) for s in pairs.rows[0].samples] == SAMPLES
     lines = capsys.readouterr().out.splitlines()
     assert lines == [
         "ZLBENCH_COMPILED 0 ok",
         "ZLBENCH_COMPILED 1 failed replayed binary differs from the screen's",
-        "ZLBENCH_COMPILED 2 failed PR and base outputs differ after replay (max error 0.5)",
+        f"ZLBENCH_COMPILED 2 failed {differ}; the base's own two runs agree",
         f"ZLBENCH_REPLAY rows=3 failed=2 out={tmp_path / 'out'}",
     ]
+
+
+def test_outputs_that_differ_say_whether_the_base_differs_from_itself(tmp_path):
+    """A row whose PR and base outputs differ runs each side once more: its line says
+    whether the base's own two runs differ too (a race, an unwritten output), and it
+    falls back either way; a row whose outputs match runs them once."""
+    plan = plan_of(row("racy", spec("n")), row("fine", spec("a")))
+    fake = Fake(differ={"n"}, noisy={"n"})
+    assert run_main(tmp_path, plan, fake) == 0
+    run, pairs = outputs(tmp_path / "out")
+    racy, fine = run.rows
+    assert racy.why == ("PR and base outputs differ after replay (max error 0.5); "
+                        "the base's own two runs differ too (max error 0.25)")  # fmt: skip
+    assert (racy.instrument, racy.outputs, racy.max_error) == ("op", "differ", 0.5)
+    assert fine.instrument == "kernel-replay" and [p.key.op for p in pairs.rows] == ["fine"]
+    assert fake.outputs_runs == 3  # twice for the racy row, once for the fine one
 
 
 def test_each_row_is_on_disk_before_its_line_and_a_torn_line_is_no_row(tmp_path):

@@ -25,7 +25,9 @@ quarantine):
    when it gave one, else in order, each ``count`` times
    (:func:`~zlbench.models.replay.run_sequence`);
 4. run each side once more and compare every tensor argument
-   (:func:`.timing.side_outputs`, :func:`.timing.compare_outputs`).
+   (:func:`.timing.side_outputs`, :func:`.timing.compare_outputs`); when PR and base
+   differ, once more, and the row's line says whether the base's own two runs differ
+   too (a race, an output the kernel leaves partly unwritten) or agree.
 
 A row that fails any step falls back to the op path (``ReplayedRow.instrument "op"``
 with the reason in one line) and contributes no samples; so does a row whose outputs
@@ -296,6 +298,11 @@ def _side_call(
     return run
 
 
+def _error_text(err: float) -> str:
+    """A max error as the why-lines say it (3 significant digits; inf)."""
+    return f"{err:.3g}" if math.isfinite(err) else "inf"
+
+
 def replay_row(
     plan: ReplayPlanFile, row: PlannedRow, seams: Seams, loaded: Any, rule: PairRule
 ) -> tuple[ReplayedRow, PairedSamples | None]:
@@ -353,14 +360,21 @@ def replay_row(
         phase("time")
         outs = seams.side_outputs(launch_of, args)
         match, err = seams.compare_outputs(outs["pr"], outs["base"], rtol=plan.rtol, atol=plan.atol)
+        spread = None  # outputs differ: does the base differ from itself, run again?
+        if not match:
+            again = seams.side_outputs(launch_of, args)["base"]
+            spread = seams.compare_outputs(outs["base"], again, rtol=plan.rtol, atol=plan.atol)
         phase("outputs")
         kept = PairedSamples(key=row.key, samples=[PairSample(**s) for s in samples])
     except Exception as e:  # noqa: BLE001 - any failure of one row: it falls back
         return fallback(row, one_line(e)), None
     error = float(err) if math.isfinite(err) else None
     if not match:
-        shown = f"{err:.3g}" if error is not None else "inf"
-        why = f"PR and base outputs differ after replay (max error {shown})"
+        why = f"PR and base outputs differ after replay (max error {_error_text(err)})"
+        if spread is not None:
+            same, by = spread
+            own = "agree" if same else f"differ too (max error {_error_text(by)})"
+            why += f"; the base's own two runs {own}"
         out = ReplayedRow(key=row.key, instrument="op", why=why, kernels=kids,
                           outputs="differ", max_error=error)  # fmt: skip
         return out, None
