@@ -29,6 +29,7 @@ import argparse
 import json
 import sys
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 
 import torch
@@ -56,6 +57,7 @@ from zlbench.models import (  # noqa: E402
     LAUNCHES_JSON,
     CodegenScreen,
     LaunchCapture,
+    ReplayRun,
     load_json_model,
 )
 from zlbench.models.codegen_screen import CodegenClass  # noqa: E402
@@ -118,6 +120,12 @@ def main() -> None:
         "foreign to the baseline's records on the capturing GPU)",
     )  # fmt: skip
     ap.add_argument(
+        "--replayed", type=Path, nargs="+", default=[], metavar="PART_DIR",
+        help="the op path as these parts' replay left it (`gate --replay-part K/N` dirs: "
+        "their replay/replay.json), the merging gate's (`gate --replayed`): the rows they "
+        "sent back join it, nothing left to build or replay",
+    )  # fmt: skip
+    ap.add_argument(
         "--list-op-path", type=Path, metavar="FILE",
         help="write the op path's ops to FILE, one `op seconds part` a line (the model's "
         "seconds, both sides): a sample of them can be timed on a GPU",
@@ -177,11 +185,18 @@ def main() -> None:
         timed_anyway=sentinel_ops({k: baseline.ops[k] for k in ops}, REPO / "ops"),
         proof_gpu=MODEL_GPU,
     )  # fmt: skip
+    if args.replayed:  # as the merging gate: the parts' rows, those sent back on the op path
+        done = [r for d in args.replayed
+                for r in load_json_model(d / "replay" / "replay.json", ReplayRun).rows]  # fmt: skip
+        plan = plan.as_replayed(done)
+        print(f"replayed by {len(args.replayed)} part(s): {len(plan.replay)} rows replayed")
     f = forecast(  # as the gate: the screen built the PR side (and maybe the base's)
         plan, ops, op_costs, args.jobs, pr_built=True, base_built=args.base_built,
         op_path_wall=op_path_wall,
         compile_s={k.kernel_id: k.baseline.compile_s for k in screen.kernels},
     )  # fmt: skip
+    if args.replayed:  # the parts built and replayed
+        f = replace(f, build_s=0.0, replay_s=0.0)
     n = plan.changed_rows
     modelled = len(captures) - len(recorded_caps)
     print(f"baseline {args.baseline}: {len(ops)} ops, {len(rows)} rows; captures: "
