@@ -104,6 +104,8 @@
 #   wv-op/K/N, wv-judge  instead of wv-merge when the op path does not fit one call:
 #               shard K/N of it (`--replayed` every part, `--shard K/N`), then the shards
 #               merged (`zlbench merge`, their replay with them) and judged (`--results`)
+#   carried/F   F (a tar.gz the call carries: an earlier session's wv-screen/, wv-part-K/
+#               dirs) unpacked into $W, so that wv-part, wv-op and wv-merge take them
 #   pack        gate dirs (verdicts, reports, screens, logs; not the screens' diffs/ nor
 #               the replay's plan.json) into $OUT/adopt.tgz
 #   pack-v7     the v7 screens' logs, codegen.md and timing.json into $OUT/v7.tgz
@@ -236,6 +238,11 @@ for spec in "$@"; do
       t=$(python3 -m zlbench unpack "${CAP_FROM:-baselines/v5h}" | tail -1)
       rm -rf "${W:?}/bl/$NAME" && mkdir -p "$W/bl" && cp -r "$t" "$W/bl/$NAME" \
         && say "unpacked ${CAP_FROM:-baselines/v5h} into $W/bl/$NAME" ;;
+    carried/*)  # a tar.gz the call carried (an earlier session's screen, parts or
+      # shards of one gate: wv-screen/, wv-part-K/, wv-op-K/) unpacked into $W; a gate
+      # that takes a screen refuses one of another compiler or baseline in one line
+      f=${stage#carried/}
+      tar xzf "$f" -C "$W" && say "unpacked $f into $W: $(tar tzf "$f" | cut -d/ -f1 | sort -u | paste -sd' ')" ;;
     overlay/*)
       f=${stage#overlay/}
       t=$(python3 -m zlbench unpack "${CAP_FROM:-baselines/v7}" | tail -1)
