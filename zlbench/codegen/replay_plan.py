@@ -490,14 +490,12 @@ class ReplayPlan:
         part holds) among the fallback rows with why, nothing left to build or time
         (``replay_s`` 0): what the op path after it measures."""
         done = {r.key: r for r in rows}
-        took = {k for k, r in done.items() if r.instrument == "kernel-replay"}
-        took -= {k for k, r in done.items() if r.outputs != "match"}
+        took = {k for k, r in done.items() if r.timed_by_replay}
         back = {p.key: done[p.key].why if p.key in done else "" for p in self.replay}
-        back = {k: why for k, why in back.items() if k not in took}
         return replace(
             self,
             replay=[p for p in self.replay if p.key in took],
-            fallback={**self.fallback, **back},
+            fallback={**self.fallback, **{k: why for k, why in back.items() if k not in took}},
             replay_s=0.0,
         )
 

@@ -320,6 +320,11 @@ class ReplayedRow(_Model):
         default_factory=dict
     )
 
+    @property
+    def timed_by_replay(self) -> bool:
+        """Replayed with matching outputs: the only rows whose samples count."""
+        return self.instrument == "kernel-replay" and self.outputs == "match"
+
 
 class DeferredRow(_Model):
     """A changed row left untimed by ``--time-budget``, with the command that times it."""

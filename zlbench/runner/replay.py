@@ -322,7 +322,7 @@ def replay_changed(
                 from zlbench.plugins.replay.worker import cancel
 
                 cancel(early)  # none to replay, or done: nothing left running
-    replayed = [r for r in done if r.instrument == "kernel-replay" and r.outputs == "match"]
+    replayed = [r for r in done if r.timed_by_replay]
     ok = {r.key for r in replayed}
     pairs = PairsFile(rows=[p for p in pairs.rows if p.key in ok])
     run = ReplayRun(
