@@ -25,8 +25,9 @@ FOREIGN = {
 }  # fmt: skip
 # flags of zlbench's own worker modules (python -m ...), not of a command
 # zlbench.plugins.compiler.rebuild (--in-cache, --no-sass: the replay's builds);
-# zlbench.plugins.replay.worker (--skip; --warm: the gate's first worker, started early)
-WORKER_FLAGS = {"--exec-generated", "--skip", "--in-cache", "--no-sass", "--warm"}
+# zlbench.plugins.replay.worker (--skip; --warm: the gate's first worker, started early;
+# --avoid: the rows a restarted worker does not try, the caller's quarantine)
+WORKER_FLAGS = {"--exec-generated", "--skip", "--in-cache", "--no-sass", "--warm", "--avoid"}
 
 
 def commands(parser: argparse.ArgumentParser, path=()):
