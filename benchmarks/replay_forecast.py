@@ -17,6 +17,8 @@ changed (``--all-changed``: the whole inventory judged). Then the gate's own pla
 GPU the captures ran on) and its forecast at ``--jobs`` rebuild workers (the device's
 15), the PR side's builds cache hits (the screen built them), the base side's too with
 ``--base-built`` (the screen rebuilt the base, no base-screen cache entry served it).
+With ``--replayed PART_DIR...`` (``gate --replay-part K/N`` dirs), the op path as those
+parts left it: the merging gate's (``gate --replayed``), nothing left to build or replay.
 Printed: changed rows, replayed / op path / deferred, the rows proven by their capture
 (modelled: a row whose index marks no use timed, in an op whose every use is marked,
 with no timed use before a row was named), the fallback reasons counted, the op path's
