@@ -80,3 +80,52 @@ def test_the_gate_that_takes_the_parts_shards_its_op_path(tmp_path, ops_dir, mon
     assert measure.requests and all(r.shard == (1, 2) for r in measure.requests)
     assert all("main/mm" not in r.ops for r in measure.requests)  # the replay judged it
     assert "shard 1/2" in err.getvalue()
+
+
+class ShardBatch(FakeBatch):
+    """The measure seam as a shard's batch: only its share of the asked ops (the
+    runner's deal), batch.json listing them."""
+
+    asked: set[str] = set()  # the ops the gate asked for, before the deal
+
+    def __call__(self, req):
+        from dataclasses import replace
+
+        from zlbench.runner.batch.shard import shard
+
+        self.asked = self.asked | set(req.ops)
+        mine = set(shard(sorted(req.ops), *req.shard)) if req.shard else set(req.ops)
+        return super().__call__(replace(req, ops=mine))
+
+
+def test_a_shards_ab_names_the_ops_its_batch_was_dealt(tmp_path, ops_dir, monkeypatch):
+    """A shard of the gate taking the parts measures its share of the op path: its
+    ab.json (the report's "N ops measured by both compilers") lists that share, not the
+    whole op path (v7's shard 1 of 6 said 85 ops for its 14); `zlbench merge` unions
+    the shards' lists."""
+    monkeypatch.setattr(replay_mod, "replay_changed", lambda **kw: ReplayOutcome(
+        run=ReplayRun(), replayed_ops=set()))  # fmt: skip
+    monkeypatch.setattr(gate_mod, "_runner_gpu", lambda visible: "NVIDIA H100")
+    from zlbench.models import AbSummary, load_json_model
+
+    bl = baseline(tmp_path / "bl")
+    base_site = tmp_path / "base-a"
+    base_site.mkdir()
+    got = []
+    for k in (1, 2):
+        out = tmp_path / f"shard{k}"
+        job = GateJob(
+            baseline=str(bl), out=out, selection=Selection(ops_dir=ops_dir), time="all",
+            ab=AbOptions(base_compiler=str(base_site)), replay=True,
+            replayed=(tmp_path / "p1",), shard=(k, 2),
+        )  # fmt: skip
+        measure, err = ShardBatch(good()), io.StringIO()
+        seams = GateSeams(measure=measure, screen=BaseScreen(ADD_SAME, MM_CHANGED))
+        seams.stdout = seams.stderr = err
+        assert run_gate_job(job, seams) in (0, 1), err.getvalue()
+        ab = load_json_model(out / "ab" / "ab.json", AbSummary)
+        dealt = set().union(*(r.ops for r in measure.requests))
+        assert set(ab.ops) == dealt < measure.asked, (ab.ops, dealt, measure.asked)
+        got.append(set(ab.ops))
+    assert got[0] and got[1] and not got[0] & got[1]
+    assert got[0] | got[1] == {"main/add", "main/mm", "main/sum"}

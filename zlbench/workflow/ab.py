@@ -73,6 +73,7 @@ from zlbench.runner.ab.rounds import (
     run_rounds,
     write_summary,
 )
+from zlbench.runner.batch.info import batch_ops
 
 DEFAULT_ROUNDS = 3
 MAX_ROUNDS = 10  # each round measures every suspect op with both compilers (as --confirm)
@@ -229,10 +230,11 @@ def measure_interleaved(
     pr_dir, base_dir = run.dirs[0]
     loaded = load_rounds([(pr_dir, base_dir)])
     timing = check_sides(loaded, base_dir, ctx.options.base_compiler or "", rule.sampling)
+    dealt = batch_ops(pr_dir)  # a shard's batch: its share of ``ops`` (zlbench merge: all)
     summary = interleaved_summary(
         run,
         rule.with_sampling(timing=timing),
-        sorted(ops),
+        sorted(ops if dealt is None else set(ops) & dealt),
         ctx.pr_id,
         ctx.base_id,
         mode=mode,

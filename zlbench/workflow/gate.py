@@ -546,12 +546,9 @@ def _remeasure_or_ab(
 def shard_scope(batch_dir: Path, results: ResultsSet, scope: set[str] | None) -> set[str]:
     """The ops of a shard's batch: its ops_status.csv rows and batch.json's ops
     (dismissed and skipped included), within ``scope`` when one is given."""
-    from zlbench.runner.batch.info import read_batch_info
+    from zlbench.runner.batch.info import batch_ops
 
-    keys = set(results.ops)
-    info = read_batch_info(batch_dir)
-    if info is not None:
-        keys |= {*info.ops, *info.skipped, *(d.key for d in info.dismissed)}
+    keys = set(results.ops) | (batch_ops(batch_dir) or set())
     return keys & scope if scope is not None else keys
 
 
