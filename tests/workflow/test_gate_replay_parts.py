@@ -123,6 +123,7 @@ def test_a_shards_ab_names_the_ops_its_batch_was_dealt(tmp_path, ops_dir, monkey
         seams = GateSeams(measure=measure, screen=BaseScreen(ADD_SAME, MM_CHANGED))
         seams.stdout = seams.stderr = err
         assert run_gate_job(job, seams) in (0, 1), err.getvalue()
+        assert f"interleaved A/B of 3 op(s) (shard {k}/2: its share of them)" in err.getvalue()
         ab = load_json_model(out / "ab" / "ab.json", AbSummary)
         dealt = set().union(*(r.ops for r in measure.requests))
         assert set(ab.ops) == dealt < measure.asked, (ab.ops, dealt, measure.asked)

@@ -401,7 +401,8 @@ def _measure_step(inputs: GateInputs, req: MeasureRequest, seams: GateSeams) -> 
         return batch_dir
 
     mode = "full" if inputs.ab.options.full else "changed"
-    seams.say(f"zlbench gate: interleaved A/B of {len(req.ops)} op(s) against the base "
+    share = f" (shard {req.shard[0]}/{req.shard[1]}: its share of them)" if req.shard else ""
+    seams.say(f"zlbench gate: interleaved A/B of {len(req.ops)} op(s){share} against the base "
               f"compiler ({inputs.ab.options.base_compiler}), paired row by row")  # fmt: skip
     pr_dir, _ = measure_interleaved(inputs.ab, sorted(req.ops), req.out_dir.parent, side, mode)
     inputs.ab_measured = True
