@@ -99,3 +99,27 @@ def test_bullets_go_before_table_rows(thousand):
     md = render_comment(thousand, limit=len(full) + 20_000, extras=extras)
     assert "more rows not shown here" not in md
     assert "more, see report.md" in md
+
+
+def test_the_verdicts_rows_stay_whole_while_other_tables_are_cut(tmp_path):
+    """A broad change's kernel-replay table (thousands of rows, issue 51) is cut before
+    a row of the regressed table: at a limit where the 31 regressed rows fit whole
+    beside a few replay rows, every one of them is shown (v7's shard comment showed 1
+    of 39); cutting every table alike showed 10 of them here."""
+    from zlbench.models.replay import ReplayedRow, ReplayRun
+    from zlbench.models.run import RowKey
+
+    v = large_fail(every_verdict(tmp_path), 30)
+    keys = [RowKey(repo="main", run_name=f"k{i}", op=f"k{i}", dtype="float16",
+                   shape=f"[torch.Size([{i}, 4096, 4096])]") for i in range(3000)]  # fmt: skip
+    run = ReplayRun(rows=[ReplayedRow(key=k, instrument="kernel-replay", outputs="match",
+                                      pairs=10) for k in keys])  # fmt: skip
+    extras = ReportExtras(artifact_url=URL, replay=run)
+    assert len(render_markdown(v, extras)) > 200_000
+    md = render_comment(v, limit=16_000, extras=extras)
+    assert len(md) <= 16_000
+    check_whole(md)
+    regressed = md.split("### Regressed rows (31, worst first)")[1].split("\n### ")[0]
+    assert len(tables(regressed)[0]) == 2 + 31 and "not shown here" not in regressed
+    replay = md.split("### Kernel replay")[1].split("\n### ")[0]
+    assert re.search(r"_… \d+ more rows not shown here", replay)

@@ -168,7 +168,7 @@ def inconclusive_block(v: GateVerdict) -> Block | None:
         ]
         for r in rows
     ]
-    return Block("Inconclusive rows", intro, INCONCLUSIVE_HEADER, "lrrr", body)
+    return Block("Inconclusive rows", intro, INCONCLUSIVE_HEADER, "lrrr", body, decides=True)
 
 
 def paired_rule(ab: AbSummary) -> str:

@@ -65,6 +65,9 @@ class Block:
     chunks: list[str] = field(default_factory=list)
     outro: str = ""
     noun: str = "rows"
+    # its rows are the verdict's own (the regressed, inconclusive and failed): a
+    # shortened comment cuts every other table first (markdown.render_comment)
+    decides: bool = False
 
     def render(self, cap: int | None, bullets: int | None = None) -> str:
         """The section with its first ``cap`` rows and chunks and the first

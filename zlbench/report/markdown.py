@@ -109,17 +109,24 @@ def render_comment(
     v: GateVerdict, limit: int = GITHUB_COMMENT_LIMIT, extras: ReportExtras | None = None
 ) -> str:
     """The report in at most ``limit`` characters: the full report when it fits; else
-    fewer bullet lines per section (every table whole), then fewer rows per table
-    (whole rows), then fewer sections (whole sections, from the end), always with a
-    note and the link to the full report."""
+    fewer bullet lines per section (every table whole), then fewer rows in the tables
+    that do not decide the verdict (``Block.decides``: the regressed, inconclusive and
+    failed rows stay whole; a broad change's kernel-replay table of thousands of rows
+    had cut v7's 39 regressed rows to one), then fewer rows per table (whole rows),
+    then fewer sections (whole sections, from the end), always with a note and the
+    link to the full report."""
     extras = extras or ReportExtras()
     head, bs = header(v), _blocks(v, extras)
     full = _join(head, [b.render(None) for b in bs])
     if _fits(full, limit):
         return full
-    stages = [(None, n) for n in BULLET_CAPS] + [(c, BULLET_CAPS[-1]) for c in CAPS]
-    for cap, bullets in stages:
-        text = _join(head, [b.render(cap, bullets) for b in bs] + [_cut_note(extras, [])])
+    last = BULLET_CAPS[-1]
+    stages = [[(None, n)] * len(bs) for n in BULLET_CAPS]
+    stages += [[(None if b.decides else c, last) for b in bs] for c in CAPS]
+    stages += [[(c, last)] * len(bs) for c in CAPS]
+    for caps in stages:
+        parts = [b.render(cap, bullets) for b, (cap, bullets) in zip(bs, caps, strict=True)]
+        text = _join(head, [*parts, _cut_note(extras, [])])
         if _fits(text, limit):
             return text
     return _drop_sections(head, bs, extras, limit)

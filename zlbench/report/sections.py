@@ -60,6 +60,7 @@ def regressions(v: GateVerdict, extras: ReportExtras) -> Block | None:
         return None
     # the kernels verdict.json says the rows ran timed (gate with a codegen screen)
     b.outro = why_outro(rows, extras.explanations, names)
+    b.decides = True
     return b
 
 
@@ -81,7 +82,7 @@ def aggregate(v: GateVerdict) -> Block | None:
     title = f"Op aggregate regressions ({len(ops)})"
     intro = "The geometric mean of the op's rows crossed the op threshold; no single row did."
     header = ["op", "judged change (geomean)", "limit", "reason"]
-    return Block(title, intro, header, "lrrl", cells, noun="ops")
+    return Block(title, intro, header, "lrrl", cells, noun="ops", decides=True)
 
 
 def failed_ops(v: GateVerdict) -> Block | None:
@@ -91,7 +92,7 @@ def failed_ops(v: GateVerdict) -> Block | None:
     names = op_names(v)
     cells = [[op_label(o.repo, o.run_name, names), md_text(o.reason, 300)] for o in ops]
     title = f"Failed ops ({len(ops)})"
-    return Block(title, "", ["op", "what happened"], "ll", cells, noun="ops")
+    return Block(title, "", ["op", "what happened"], "ll", cells, noun="ops", decides=True)
 
 
 def fallbacks(v: GateVerdict) -> Block | None:
