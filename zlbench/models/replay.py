@@ -457,7 +457,7 @@ class PlannedRow(_Model):
 # death, a hang): each break costs a fresh worker process (torch, CUDA, the next rows'
 # launchers: 11-20 s on an H100), and on part 3 of v7's broad change (forty-fifth
 # session) four rows of one op broke it one after another (fused_moe_int8_w8a16: its
-# int64 topk_ids drawn from statistics), six of the nine workers the part started.
+# int64 topk_ids drawn from statistics): four of the eight restarts of that part.
 QUARANTINED = "not tried: kernel `{kernel}` broke the replay in an earlier row of this op"
 
 
