@@ -31,7 +31,6 @@ import argparse
 import json
 import sys
 from collections import Counter
-from dataclasses import replace
 from pathlib import Path
 
 import torch
@@ -50,6 +49,7 @@ from zlbench.codegen.replay_plan import (  # noqa: E402
     forecast,
     kernel_scale,
     op_path_ops,
+    parts_forecast,
     plan_replay,
     replay_costs,
 )
@@ -187,18 +187,17 @@ def main() -> None:
         timed_anyway=sentinel_ops({k: baseline.ops[k] for k in ops}, REPO / "ops"),
         proof_gpu=MODEL_GPU,
     )  # fmt: skip
-    if args.replayed:  # as the merging gate: the parts' rows, those sent back on the op path
-        done = [r for d in args.replayed
-                for r in load_json_model(d / "replay" / "replay.json", ReplayRun).rows]  # fmt: skip
-        plan = plan.as_replayed(done)
-        print(f"replayed by {len(args.replayed)} part(s): {len(plan.replay)} rows replayed")
     f = forecast(  # as the gate: the screen built the PR side (and maybe the base's)
         plan, ops, op_costs, args.jobs, pr_built=True, base_built=args.base_built,
         op_path_wall=op_path_wall,
         compile_s={k.kernel_id: k.baseline.compile_s for k in screen.kernels},
     )  # fmt: skip
-    if args.replayed:  # the parts built and replayed
-        f = replace(f, build_s=0.0, replay_s=0.0)
+    if args.replayed:  # as the merging gate: the parts' rows, those sent back on the op path
+        done = [r for d in args.replayed
+                for r in load_json_model(d / "replay" / "replay.json", ReplayRun).rows]  # fmt: skip
+        f = parts_forecast(plan, done, ops, op_costs, op_path_wall)
+        plan = plan.as_replayed(done)  # the breakdown below: the op path they left
+        print(f"replayed by {len(args.replayed)} part(s): {len(plan.replay)} rows replayed")
     n = plan.changed_rows
     modelled = len(captures) - len(recorded_caps)
     print(f"baseline {args.baseline}: {len(ops)} ops, {len(rows)} rows; captures: "

@@ -421,8 +421,29 @@ def forecast(
         build_s=build_s,
         replay_s=plan.replay_s + (worker_start_s(build_s) if plan.replay else 0.0),
         op_path_ops=len(both),
-        op_path_s=(op_path_wall(both) if op_path_wall and both else sum(both.values())),
+        op_path_s=_op_path_s(both, op_path_wall),
     )
+
+
+def parts_forecast(
+    plan: ReplayPlan,
+    rows: Iterable[ReplayedRow],
+    ops: Collection[str],
+    op_costs: Mapping[str, float],
+    op_path_wall: Callable[[Mapping[str, float]], float] | None = None,
+) -> ReplayForecast:
+    """The :class:`ReplayForecast` of a gate that takes its replay from parts (``gate
+    --replayed``; ``rows``: what they ended): nothing to build or replay here, the op
+    path as they left it (:meth:`ReplayPlan.as_replayed`), as :func:`forecast` says it."""
+    both = op_path_seconds(plan.as_replayed(rows), ops, op_costs)
+    return ReplayForecast(0.0, 0.0, len(both), _op_path_s(both, op_path_wall))
+
+
+def _op_path_s(
+    both: Mapping[str, float], op_path_wall: Callable[[Mapping[str, float]], float] | None
+) -> float:
+    """The op path's seconds: ``op_path_wall`` of its ops' seconds, else their sum."""
+    return op_path_wall(both) if op_path_wall and both else sum(both.values())
 
 
 def row_score(kernels: Iterable[KernelScreen]) -> float:

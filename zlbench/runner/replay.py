@@ -48,6 +48,7 @@ from zlbench.codegen.replay_plan import (
     kernel_scale,
     op_path_seconds,
     part_rows,
+    parts_forecast,
     plan_replay,
     replay_cost_s,
     replay_costs,
@@ -273,8 +274,8 @@ def replay_changed(
             parts, plan, planned_keys, n_changed, gpu, origin, l2
         )
         # the op path the parts left: the plan's, and the rows they sent back
-        left = op_path_seconds(replace(plan, replay=whole).as_replayed(done), ops, op_costs or {})
-        expected = ReplayForecast(0.0, 0.0, len(left), op_path_wall(left) if left else 0.0)
+        whole_plan = replace(plan, replay=whole)
+        expected = parts_forecast(whole_plan, done, ops, op_costs or {}, op_path_wall)
     else:
         expected = forecast(
             plan,
