@@ -689,7 +689,8 @@ def test_a_sentinel_prefers_a_replayed_op_already_on_the_op_path():
 def test_a_family_sentinel_is_timed_at_its_least_latency_row_and_charged_that_share():
     """A family sentinel's op-level time is one row's (its least replay cost: the least
     recorded latency), the replay judging its others; the budget and the forecast
-    charge that row's share of the op's recorded seconds. Timed anyway: whole."""
+    charge that row's share of the op's recorded seconds. So is an op the gate times
+    anyway whose changed rows are replayed; with no changed row it is timed whole."""
     a1, a2, a3 = row("a"), row("a", "[torch.Size([8])]"), row("a", "[torch.Size([16])]")
     b = row("b")
     s = screen(kernel("ka", C, [a1, a2, a3]), kernel("kb", C, [b]))
@@ -713,8 +714,19 @@ def test_a_family_sentinel_is_timed_at_its_least_latency_row_and_charged_that_sh
     assert plan.op_seconds("main/a", op_costs) == pytest.approx(4.0)
     anyway = plan_replay(s, [a1, a2, a3, b], caps, costs, op_costs, families=fams,
                          timed_anyway=["main/a"])  # fmt: skip
-    assert anyway.sentinels == {"F": "main/a"} and anyway.sentinel_rows == {}
-    assert anyway.whole_ops() == {"main/a"} and anyway.op_path_s == 6.0
+    assert anyway.sentinels == {"F": "main/a"} and anyway.sentinel_rows == {"main/a": a2}
+    assert anyway.whole_ops() == set() and anyway.op_path_s == pytest.approx(2.0)
+    # b too: at its one row, the same as a's, in F; both on the op path at one row each
+    both = plan_replay(s, [a1, a2, a3, b], caps, costs, op_costs, families=fams,
+                       timed_anyway=["main/a", "main/b"])  # fmt: skip
+    assert both.sentinel_rows == {"main/a": a2, "main/b": b}
+    assert both.whole_ops() == set() and both.op_path_s == pytest.approx(2.0 + 9.0)
+    # its kernels identical (the drift check): no changed row, timed whole
+    same = screen(kernel("ka", C, [a1, a2, a3]), kernel("kb", T, [b]))
+    drift = plan_replay(same, [a1, a2, a3, b], caps, costs, op_costs, families=fams,
+                        timed_anyway=["main/a", "main/b"])  # fmt: skip
+    assert drift.sentinel_rows == {"main/a": a2} and drift.whole_ops() == {"main/b"}
+    assert drift.op_path_s == pytest.approx(2.0 + 9.0)
 
 
 def test_an_op_without_a_family_is_a_family_of_its_own_judged_by_replay_alone():

@@ -115,8 +115,12 @@ FlagGems' host code is not the compiler's.
 A family sentinel is timed through FlagGems at **one row** (``ReplayPlan.sentinel_rows``):
 its changed row of the least recorded latency, where the launcher's and the host's time
 weigh most; the replay judges its other rows. On v7 the 108 family sentinels timed whole
-were 61 of the model's 99 minutes of op path (2026-12-06). An op the gate times anyway
-is timed whole.
+were 61 of the model's 99 minutes of op path (2026-12-06). So is an op the gate times
+anyway (``ops/sentinels.txt``) whose changed rows are planned for replay: at one row,
+the replay judging the rest. Timed whole, its changed rows would be timed twice: on v7,
+``mm@test_mm.py`` alone was 8 of the op path's 37 model minutes (2026-12-07). With no
+changed row planned for replay (its kernels identical: the gate's check for runner
+drift, ``gate.decide.sentinels``; or none replayable) it is timed whole.
 Families come from the inventory: ``zlbench.runner.catalog.tiers.op_family`` (the
 Benchmark class, or ``op:<name>`` for catch-all classes), handed in by the caller
 (codegen may not import the runner); an op it does not name is a family of its own,
@@ -481,7 +485,8 @@ class ReplayPlan:
     fallback: dict[RowKey, str] = field(default_factory=dict)  # row -> why the op path
     deferred: list[DeferredRow] = field(default_factory=list)  # in the ordering rule's order
     sentinels: dict[str, str] = field(default_factory=dict)  # op family -> its sentinel op key
-    # a family sentinel (not an op timed anyway) -> the one row the op path times of it
+    # a family sentinel or an op timed anyway, with a changed row planned for replay ->
+    # the one row the op path times of it (module docstring, "Sentinels")
     sentinel_rows: dict[str, RowKey] = field(default_factory=dict)
     row_counts: dict[str, int] = field(default_factory=dict)  # op key -> its rows in the gate
     anyway: set[str] = field(default_factory=set)  # ops the gate times through FlagGems anyway
@@ -522,11 +527,12 @@ class ReplayPlan:
 
     def whole_ops(self) -> set[str]:
         """The ops the op path measures whole, however their replayed rows fare: the
-        ops timed anyway, the ops of failed and deferred rows, a sentinel without its
-        one row (none: every family sentinel has one)."""
+        ops of failed and deferred rows, an op timed anyway or a sentinel without its one
+        row (every family sentinel has one; an op timed anyway has none when no changed
+        row of it is planned for replay)."""
         keys = [*self.failed, *(d.key for d in self.deferred)]
-        sentinels = set(self.sentinels.values()) - set(self.sentinel_rows)
-        return {op_key(k.repo, k.run_name) for k in keys} | sentinels | self.anyway
+        sentinels = (set(self.sentinels.values()) | self.anyway) - set(self.sentinel_rows)
+        return {op_key(k.repo, k.run_name) for k in keys} | sentinels
 
     def kept_ops(self) -> set[str]:
         """The ops the plan keeps on the op path, however their replayed rows fare:
@@ -813,12 +819,12 @@ def _ids(kernels: list[KernelScreen], launches: RowLaunches) -> tuple[str, ...]:
 def _sentinel_rows(
     sentinels: Mapping[str, str], changed: list[RowToReplay], anyway: Collection[str]
 ) -> dict[str, RowKey]:
-    """Family sentinel op -> the one row the op path times of it (module docstring):
-    of its changed rows planned for replay, the least replay cost (the cost model is
-    the row's recorded latency plus constants: the least latency), then the label. An
-    op the gate times anyway is timed whole: none."""
+    """Family sentinel or op the gate times anyway -> the one row the op path times of
+    it (module docstring, "Sentinels"): of its changed rows planned for replay, the least
+    replay cost (the cost model is the row's recorded latency plus constants: the least
+    latency), then the label. One with no such row is timed whole: none."""
     out: dict[str, RowKey] = {}
-    for op in sorted(set(sentinels.values()) - set(anyway)):
+    for op in sorted(set(sentinels.values()) | set(anyway)):
         rows = [p for p in changed if op_key(p.key.repo, p.key.run_name) == op]
         if rows:
             out[op] = min(rows, key=lambda p: (p.cost_s, p.key.label())).key
