@@ -98,9 +98,10 @@ class Fake:
     """Seams that log what the worker asks of them. Kernel ids in ``refuse`` fail to
     load (a digest mismatch); those in ``differ`` give other outputs on the PR's side."""
 
-    def __init__(self, refuse=(), differ=(), healthy=True, noisy=()):
+    def __init__(self, refuse=(), differ=(), healthy=True, noisy=(), spread=0.25):
         self.refuse, self.differ, self.ok = set(refuse), set(differ), healthy
         self.noisy = set(noisy)  # kernel ids whose base differs from itself run again
+        self.spread = spread  # by this much (PR vs base: 0.5)
         self.outputs_runs = 0
         self.loads: list[tuple[str, str]] = []
         self.launches: list[tuple] = []
@@ -165,7 +166,7 @@ class Fake:
             return (False, 0.5) if kids & self.differ else (True, 0.0)
         if pr[0][1] == base[0][1]:  # one run's outputs against themselves
             return True, 0.0
-        return (False, 0.25) if kids & self.noisy else (True, 0.0)  # the base, run again
+        return (False, self.spread) if kids & self.noisy else (True, 0.0)  # the base again
 
 
 def run_main(tmp_path, plan: ReplayPlanFile | str, fake: Fake, *extra: str) -> int:
@@ -212,19 +213,41 @@ def test_rows_json_and_pairs_json_a_failing_row_has_no_samples(tmp_path, capsys)
 
 
 def test_outputs_that_differ_say_whether_the_base_differs_from_itself(tmp_path):
-    """A row whose PR and base outputs differ runs each side once more: its line says
-    whether the base's own two runs differ too (a race, an unwritten output), and it
-    falls back either way; a row whose outputs match runs them once."""
-    plan = plan_of(row("racy", spec("n")), row("fine", spec("a")))
-    fake = Fake(differ={"n"}, noisy={"n"})
+    """A row whose PR and base outputs differ (max error 0.5) runs each side once more:
+    where the base's own two runs differ by 0.1, the PR is farther off than the base's
+    spread allows (RACY_MARGIN 2) and the row falls back, its line saying both; a row
+    whose outputs match runs them once."""
+    plan = plan_of(row("wild", spec("n")), row("fine", spec("a")))
+    fake = Fake(differ={"n"}, noisy={"n"}, spread=0.1)
     assert run_main(tmp_path, plan, fake) == 0
     run, pairs = outputs(tmp_path / "out")
-    racy, fine = run.rows
-    assert racy.why == ("PR and base outputs differ after replay (max error 0.5); "
-                        "the base's own two runs differ too (max error 0.25)")  # fmt: skip
-    assert (racy.instrument, racy.outputs, racy.max_error) == ("op", "differ", 0.5)
+    wild, fine = run.rows
+    assert wild.why == ("PR and base outputs differ after replay (max error 0.5); "
+                        "the base's own two runs differ too (max error 0.1)")  # fmt: skip
+    assert (wild.instrument, wild.outputs, wild.max_error) == ("op", "differ", 0.5)
+    assert wild.base_spread == 0.1 and not wild.timed_by_replay
     assert fine.instrument == "kernel-replay" and [p.key.op for p in pairs.rows] == ["fine"]
-    assert fake.outputs_runs == 3  # twice for the racy row, once for the fine one
+    assert fake.outputs_runs == 3  # twice for the row that differs, once for the fine one
+
+
+def test_outputs_that_race_as_the_base_does_are_timed_by_the_replay(tmp_path):
+    """PR vs base 0.5, the base's own two runs 0.25 apart: the outputs race (within
+    RACY_MARGIN times the base's spread), and the row counts as replayed, its samples
+    kept and both errors recorded for the judge. The base agreeing with itself: the
+    same row falls back."""
+    fake = Fake(differ={"n"}, noisy={"n"}, spread=0.25)
+    assert run_main(tmp_path, plan_of(row("racy", spec("n"))), fake) == 0
+    run, pairs = outputs(tmp_path / "out")
+    (racy,) = run.rows
+    assert (racy.instrument, racy.outputs, racy.why) == ("kernel-replay", "racy", "")
+    assert (racy.max_error, racy.base_spread, racy.pairs) == (0.5, 0.25, 2)
+    assert racy.timed_by_replay and [p.key.op for p in pairs.rows] == ["racy"]
+    steady = Fake(differ={"n"})
+    assert run_main(tmp_path / "2", plan_of(row("racy", spec("n"))), steady) == 0
+    run, pairs = outputs(tmp_path / "2" / "out")
+    (row_,) = run.rows
+    assert (row_.instrument, row_.outputs, row_.base_spread) == ("op", "differ", None)
+    assert row_.why.endswith("the base's own two runs agree") and pairs.rows == []
 
 
 def test_each_row_is_on_disk_before_its_line_and_a_torn_line_is_no_row(tmp_path):

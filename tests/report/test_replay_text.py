@@ -74,6 +74,14 @@ def test_the_coverage_line_of_a_run_that_replayed_everything():
     run = ReplayRun(changed_rows=1, rows=[ReplayedRow(key=key("abs"), instrument="kernel-replay")])
     assert coverage_line(run) == "Kernel replay: 1 of 1 changed rows replayed (100 %)."
     assert coverage_line(ReplayRun()) == "Kernel replay: no changed rows to replay."
+    racy = ReplayedRow(key=key("add"), instrument="kernel-replay", outputs="racy",
+                       max_error=0.4, base_spread=0.3)  # fmt: skip
+    run = ReplayRun(changed_rows=3, rows=[run.rows[0], racy, racy.model_copy(update={
+        "key": key("mul"), "max_error": 0.9})])  # fmt: skip
+    assert coverage_line(run) == (  # mul's PR is farther off than its base's spread
+        "Kernel replay: 3 of 3 changed rows replayed (100 %), 1 of them with outputs "
+        "that race as the base's own do."
+    )
 
 
 def test_a_replay_timed_under_another_l2_policy_says_so():

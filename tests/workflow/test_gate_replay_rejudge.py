@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from tests.support.interleaved import RULE, S, batch
 from tests.support.zlsynth import brow, crow, gate, one_error_line, write_baseline
 from zlbench.gate.replay import NO_LAUNCH
@@ -38,7 +40,8 @@ def _samples(pr_us: float, base_us: float, n: int = 10) -> list[PairSample]:
 BASE = {"x": [brow("x", S, 1.0, lat=0.1)], "softmax": [brow("softmax", S, 1.0, lat=0.01)]}
 
 
-def _gate_dir(tmp_path, replay_pr_us: float, outputs: str = "match", x_replayed: bool = False):
+def _gate_dir(tmp_path, replay_pr_us: float, outputs: str = "match", x_replayed: bool = False,
+              errors: tuple[float | None, float | None] = (None, None)):  # fmt: skip
     """Baseline ops x and softmax; the op path (an interleaved A/B) measured x only;
     the replay timed softmax's row (``x_replayed``: x's too, 2x slower: a family
     sentinel's row, which both instruments time)."""
@@ -64,7 +67,8 @@ def _gate_dir(tmp_path, replay_pr_us: float, outputs: str = "match", x_replayed:
     run = ReplayRun(
         changed_rows=len(replayed),
         rows=[
-            ReplayedRow(key=k, instrument="kernel-replay", outputs=outputs, kernels=["k"])
+            ReplayedRow(key=k, instrument="kernel-replay", outputs=outputs, kernels=["k"],
+                        max_error=errors[0], base_spread=errors[1])  # fmt: skip
             for k in replayed
         ],
     )
@@ -120,6 +124,32 @@ def test_unchanged_replayed_rows_pass(tmp_path):
 
 def test_pairs_of_a_row_whose_outputs_differed_are_refused(tmp_path, capsys):
     bl, g = _gate_dir(tmp_path, replay_pr_us=10.0, outputs="differ")
+    rc, _ = gate(tmp_path, bl, g)
+    assert rc == 2
+    assert "not list it as replayed with matching outputs" in one_error_line(capsys)
+
+
+def test_a_row_whose_outputs_race_is_judged_on_its_pairs_and_the_report_says_so(tmp_path):
+    """Outputs that differ PR vs base by 0.5, the base's own runs by 0.3: they race
+    (within RACY_MARGIN), the row is judged on its pairs (REGRESSION) and the report
+    names both errors."""
+    bl, g = _gate_dir(tmp_path, replay_pr_us=20.0, outputs="racy", errors=(0.5, 0.3))
+    rc, out = gate(tmp_path, bl, g)
+    assert rc == 1
+    v = GateVerdict.model_validate_json((out / "verdict.json").read_text())
+    assert {r.key.op: r.verdict.value for r in v.rows}["softmax"] == "REGRESSION"
+    lines = [ln for ln in (out / "report.md").read_text().splitlines()
+             if ln.startswith("| `softmax`")]  # fmt: skip
+    race = "kernel replay (outputs race: PR vs base 0.5, the base's own runs 0.3) |"
+    assert sum(ln.endswith(race) for ln in lines) == 1, lines  # the Kernel replay table
+
+
+@pytest.mark.parametrize("errors", [(0.7, 0.3), (0.5, None), (None, 0.3), (0.5, 0.0)])
+def test_racy_outputs_the_judge_does_not_find_racy_again_are_refused(tmp_path, capsys, errors):
+    """replay.json's word "racy" is weighed again from its errors: the PR farther off
+    than RACY_MARGIN times the base's spread, an error not given, a base that agrees
+    with itself: its pairs are refused in one line."""
+    bl, g = _gate_dir(tmp_path, replay_pr_us=10.0, outputs="racy", errors=errors)
     rc, _ = gate(tmp_path, bl, g)
     assert rc == 2
     assert "not list it as replayed with matching outputs" in one_error_line(capsys)

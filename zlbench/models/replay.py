@@ -301,6 +301,24 @@ def merge_captures(parts: Sequence[tuple[str, LaunchCapture]], run_name: str) ->
     )
 
 
+# A row whose PR and base outputs differ is still timed by its replay when the base's
+# own two runs differ too, and the PR differs from the base no more than this many times
+# as much (docs/replay.md "Outputs that race"): the row's outputs race (an atomic, a
+# scatter whose duplicate indices any write may win), so they cannot tell the PR's work
+# from the base's; a PR farther off than the base's own spread still falls back.
+RACY_MARGIN = 2.0
+
+
+def outputs_race(max_error: float | None, base_spread: float | None) -> bool:
+    """Whether outputs that differ PR vs base by ``max_error`` race, the base's own two
+    runs differing by ``base_spread`` (each a finite ``|a - b| / (|b| + atol)`` maximum;
+    None: not finite, or not measured): the base differs from itself (> 0) and the PR
+    differs from the base within :data:`RACY_MARGIN` times that."""
+    if max_error is None or base_spread is None or base_spread <= 0:
+        return False
+    return max_error <= RACY_MARGIN * base_spread
+
+
 class ReplayedRow(_Model):
     """How one changed row was timed at the gate."""
 
@@ -308,8 +326,12 @@ class ReplayedRow(_Model):
     instrument: Instrument
     why: str = ""  # instrument "op": why not replayed; else ""
     kernels: list[str] = Field(default_factory=list)  # kernel ids replayed (changed first)
-    outputs: Literal["", "match", "differ"] = ""  # PR vs base outputs after timing
+    # PR vs base outputs after timing; "racy": they differ, as the base's own runs do
+    outputs: Literal["", "match", "differ", "racy"] = ""
     max_error: StrictFloat | None = None  # largest |PR - base| / (|base| + atol) seen
+    # outputs that differed: the base's own two runs' largest error (None: not finite, or
+    # not run); what ``outputs_race`` weighs ``max_error`` against
+    base_spread: StrictFloat | None = None
     pairs: StrictInt = Field(0, ge=0)
     reps: StrictInt = Field(0, ge=0)  # single calls per sample (0: not replayed, or not said)
     changed: bool = True  # False: proven unchanged, replayed by ``gate --time all --replay``
@@ -322,8 +344,12 @@ class ReplayedRow(_Model):
 
     @property
     def timed_by_replay(self) -> bool:
-        """Replayed with matching outputs: the only rows whose samples count."""
-        return self.instrument == "kernel-replay" and self.outputs == "match"
+        """Replayed with outputs that match, or that race (:func:`outputs_race`, re-derived
+        from the row's errors): the only rows whose samples count."""
+        if self.instrument != "kernel-replay":
+            return False
+        racy = self.outputs == "racy" and outputs_race(self.max_error, self.base_spread)
+        return self.outputs == "match" or racy
 
 
 class DeferredRow(_Model):
@@ -406,8 +432,9 @@ class ReplayRun(OnDisk):
         return sum(1 for r in self.rows if r.instrument == "kernel-replay" and not r.changed)
 
     def coverage(self) -> str:
-        """``41 of 45 changed rows replayed (91 %)``, and ``; 50 unchanged row(s) too
-        (--time all)`` where there are some (an A/A: ``no changed rows; 99 unchanged
+        """``41 of 45 changed rows replayed (91 %)`` (``, 3 of them with outputs that
+        race as the base's own do`` where some did: :func:`outputs_race`), and ``; 50
+        unchanged row(s) too (--time all)`` where there are some (an A/A: ``no changed rows; 99 unchanged
         row(s) replayed (--time all)``), and ``; 9 row(s) proven by their capture (no
         Triton kernel timed)`` where there are some (:attr:`no_launch`)."""
         n, also = self.changed_rows, self.unchanged_replayed
@@ -421,6 +448,8 @@ class ReplayRun(OnDisk):
         if not n:
             return f"no changed rows{proven}"
         pct = f" ({100 * self.replayed / n:.0f} %)"
+        racy = sum(1 for r in self.rows if r.changed and r.timed_by_replay and r.outputs == "racy")
+        pct += f", {racy} of them with outputs that race as the base's own do" if racy else ""
         tail = f"; {also} unchanged row(s) too (--time all)" if also else ""
         return f"{self.replayed} of {n} changed rows replayed{pct}{tail}{proven}"
 

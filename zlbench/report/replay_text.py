@@ -92,7 +92,8 @@ NO_LAUNCH_CELL = "none: no Triton kernel in its timed calls (capture)"
 
 def instrument_cell(row: ReplayedRow | None, op_judged: bool = False) -> str:
     """What timed a row, for a per-row column: ``kernel replay`` (``kernel replay
-    (outputs differ)`` when the PR's outputs differed from the base's), ``op (why)`` for
+    (outputs differ)`` when the PR's outputs differed from the base's; ``(outputs race:
+    ...)`` with both errors when they differed as the base's own runs do), ``op (why)`` for
     a changed row timed through FlagGems, ``op`` for a row the replay tier had nothing
     to do with (None). ``op_judged``: the op path measured the row too (a sentinel, an
     op the gate times anyway), and the verdict is its (:data:`ALSO_OP`)."""
@@ -101,9 +102,18 @@ def instrument_cell(row: ReplayedRow | None, op_judged: bool = False) -> str:
     if row.instrument == "kernel-replay":
         if row.outputs == "differ":
             return "kernel replay (outputs differ)"
+        if row.outputs == "racy":
+            return (
+                f"kernel replay (outputs race: PR vs base {_g(row.max_error)}, the base's "
+                f"own runs {_g(row.base_spread)})" + (ALSO_OP if op_judged else "")
+            )
         cell = "kernel replay" if row.changed else "kernel replay (unchanged, --time all)"
         return cell + (ALSO_OP if op_judged else "")
     return f"op ({md_text(row.why, WHY_CELL_MAX)})" if row.why else "op"
+
+
+def _g(x: float | None) -> str:
+    return "?" if x is None else f"{x:.3g}"
 
 
 def fallback_counts(run: ReplayRun) -> list[tuple[str, int]]:

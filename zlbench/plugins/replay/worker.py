@@ -26,13 +26,18 @@ quarantine):
    (:func:`~zlbench.models.replay.run_sequence`);
 4. run each side once more and compare every tensor argument
    (:func:`.timing.side_outputs`, :func:`.timing.compare_outputs`); when PR and base
-   differ, once more, and the row's line says whether the base's own two runs differ
-   too (a race, an output the kernel leaves partly unwritten) or agree.
+   differ, once more, and compare the base's two runs: where the base differs from
+   itself and the PR from the base within :data:`~zlbench.models.replay.RACY_MARGIN`
+   times that (:func:`~zlbench.models.replay.outputs_race`: a race, which any write of
+   a duplicate index may win), the row counts as replayed (``outputs "racy"``, both
+   errors kept for the judge to weigh again); else its line says whether the base's
+   own two runs differ too or agree.
 
 A row that fails any step falls back to the op path (``ReplayedRow.instrument "op"``
 with the reason in one line) and contributes no samples; so does a row whose outputs
-differ between PR and base (``outputs "differ"``): its timing may not be of the same
-work. Nothing the worker writes for such a row can make it PASS.
+differ between PR and base beyond the base's own spread (``outputs "differ"``): its
+timing may not be of the same work. Nothing the worker writes for such a row can make
+it PASS.
 
 Output: ``OUT_DIR/rows.jsonl``, one line appended and flushed as each row ends (a
 :class:`~zlbench.models.replay.WorkerRow`: the row and, when replayed, its samples), so
@@ -112,6 +117,7 @@ from zlbench.models.replay import (
     PlannedRow,
     WorkerRow,
     order_unknown,
+    outputs_race,
     quarantined,
     run_sequence,
 )
@@ -369,19 +375,23 @@ def replay_row(
     except Exception as e:  # noqa: BLE001 - any failure of one row: it falls back
         return fallback(row, one_line(e)), None
     error = float(err) if math.isfinite(err) else None
+    said = "match"
     if not match:
-        why = f"PR and base outputs differ after replay (max error {_error_text(err)})"
-        if spread is not None:
-            same, by = spread
+        same, by = spread if spread is not None else (True, 0.0)
+        base_spread = float(by) if math.isfinite(by) and not same else None
+        if not outputs_race(error, base_spread):
+            why = f"PR and base outputs differ after replay (max error {_error_text(err)})"
             own = "agree" if same else f"differ too (max error {_error_text(by)})"
             why += f"; the base's own two runs {own}"
-        out = ReplayedRow(key=row.key, instrument="op", why=why, kernels=kids,
-                          outputs="differ", max_error=error)  # fmt: skip
-        return out, None
+            out = ReplayedRow(key=row.key, instrument="op", why=why, kernels=kids,
+                              outputs="differ", max_error=error,
+                              base_spread=base_spread)  # fmt: skip
+            return out, None
+        said = "racy"  # the base differs from itself as much: timed by its replay
     pairs = len(complete_pairs(samples)[0])
     out = ReplayedRow(key=row.key, instrument="kernel-replay", kernels=kids,
-                      outputs="match", max_error=error, pairs=pairs, reps=paired.reps,
-                      phases=phases)  # fmt: skip
+                      outputs=said, max_error=error, pairs=pairs, reps=paired.reps,
+                      phases=phases, base_spread=None if match else base_spread)  # fmt: skip
     return out, kept
 
 
