@@ -67,8 +67,14 @@ def _gate_dir(tmp_path, replay_pr_us: float, outputs: str = "match", x_replayed:
     run = ReplayRun(
         changed_rows=len(replayed),
         rows=[
-            ReplayedRow(key=k, instrument="kernel-replay", outputs=outputs, kernels=["k"],
-                        max_error=errors[0], base_spread=errors[1])  # fmt: skip
+            ReplayedRow(
+                key=k,
+                instrument="kernel-replay",
+                outputs=outputs,
+                kernels=["k"],
+                max_error=errors[0],
+                base_spread=errors[1],
+            )  # fmt: skip
             for k in replayed
         ],
     )

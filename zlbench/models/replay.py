@@ -434,9 +434,10 @@ class ReplayRun(OnDisk):
     def coverage(self) -> str:
         """``41 of 45 changed rows replayed (91 %)`` (``, 3 of them with outputs that
         race as the base's own do`` where some did: :func:`outputs_race`), and ``; 50
-        unchanged row(s) too (--time all)`` where there are some (an A/A: ``no changed rows; 99 unchanged
-        row(s) replayed (--time all)``), and ``; 9 row(s) proven by their capture (no
-        Triton kernel timed)`` where there are some (:attr:`no_launch`)."""
+        unchanged row(s) too (--time all)`` where there are some (an A/A: ``no changed
+        rows; 99 unchanged row(s) replayed (--time all)``), and ``; 9 row(s) proven by
+        their capture (no Triton kernel timed)`` where there are some
+        (:attr:`no_launch`)."""
         n, also = self.changed_rows, self.unchanged_replayed
         proven = (
             f"; {len(self.no_launch)} row(s) proven by their capture (no Triton kernel timed)"
