@@ -104,6 +104,7 @@
 #   wv-op/K/N, wv-judge  instead of wv-merge when the op path does not fit one call:
 #               shard K/N of it (`--replayed` every part, `--shard K/N`), then the shards
 #               merged (`zlbench merge`, their replay with them) and judged (`--results`)
+#   rp-NAME     the replay alone (`--replay-part 1/1`) of the broad change over $OPS_FILE
 #   carried/F   F (a tar.gz the call carries: an earlier session's wv-screen/, wv-part-K/
 #               dirs) unpacked into $W, so that wv-part, wv-op and wv-merge take them
 #   pack        gate dirs (verdicts, reports, screens, logs; not the screens' diffs/ nor
@@ -288,6 +289,11 @@ for spec in "$@"; do
         --flush on read off --restore each sample \
         --base-compiler "$W/triton/base" --jobs "$JOBS" --out "$W/broad-1/wbprobe"
       grep -E "flush|rebuilding|not " "$W/wbprobe.log" | tee -a "$LOG" ;;
+    rp-*)  # the replay alone of the broad change over $OPS_FILE (its own screen, builds
+      # and replay; `--replay-part 1/1`: no op path, no verdict), e.g. the rows whose
+      # outputs differed (benchmarks/v7_differ_ops.txt)
+      gate "$stage" no_coalesce "${pr[@]}" --base-compiler "$W/triton/base" \
+        --replay-part 1/1 --kernel-cache "$W/kcache" ;;
     broad-*) gate "$stage" no_coalesce "${pr[@]}" --base-compiler "$W/triton/base" ;;
     v5-patched) gate "$stage" patched --baseline baselines/v5 --ops-file ops/tiers/pr.txt \
       --base-compiler "$W/triton/base" ;;
