@@ -4,7 +4,7 @@ it into the timing process costs (triton's ``CompiledKernel``: the cubin and the
 launcher), both without a GPU.
 
     ZLBENCH_FLAGGEMS_DIR=... python benchmarks/replay_cpu_costs.py [--baseline baselines/v5]
-        [--kernels 24] [--jobs 2]
+        [--kernels 24] [--jobs 2] [--again]
 
 Takes ``--kernels`` records of the baseline's codegen records, one per op as far as
 they go (the op keys in order), builds them with this triton
@@ -55,6 +55,11 @@ def main() -> None:
     ap.add_argument("--baseline", type=Path, default=Path("baselines/v5"))
     ap.add_argument("--kernels", type=int, default=24)
     ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument(
+        "--again", action="store_true",
+        help="then build them once more into the same cache dir (every kernel a cache "
+        "hit, as a gate's replay finds a kernel cache the screen job filled)",
+    )  # fmt: skip
     args = ap.parse_args()
     settings = Settings.from_env()
     src = flaggems_sources(settings.flaggems_dirs.values())
@@ -66,7 +71,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="zl-replay-costs-") as tmp:
         t0 = time.monotonic()
         built = binaries.build_side(records, Path(tmp) / "w", Path(tmp) / "c", env=env,
-                                    exec_generated=True, jobs=args.jobs)  # fmt: skip
+                                    exec_generated=True, jobs=args.jobs,
+                                    in_cache=args.again)  # fmt: skip
         wall = time.monotonic() - t0
         n = len(built.refs)
         print(
@@ -75,6 +81,15 @@ def main() -> None:
         )
         print(f"build: {wall:.1f} s wall at {args.jobs} workers = "
               f"{wall * args.jobs / max(1, len(records)):.2f} CPU s a kernel")  # fmt: skip
+        if args.again:
+            t0 = time.monotonic()
+            hits = binaries.build_side(records, Path(tmp) / "w2", Path(tmp) / "c", env=env,
+                                       exec_generated=True, jobs=args.jobs,
+                                       in_cache=True)  # fmt: skip
+            wall = time.monotonic() - t0
+            print(f"again (cache hits): {len(hits.refs)} built in {wall:.1f} s wall at "
+                  f"{args.jobs} workers = {wall * args.jobs / max(1, len(records)):.2f} "
+                  "CPU s a kernel")  # fmt: skip
         sys.path[:0] = src
         os.environ.setdefault("GEMS_VENDOR", "nvidia")  # as a rebuild sets it: no device here
         loads = []
