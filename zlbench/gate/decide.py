@@ -14,6 +14,9 @@ the rows once (:func:`zlbench.gate.restate.restate`):
    (:func:`zlbench.gate.paired.apply_paired`), the stored baseline's number kept as
    context; a row the kernel replay timed instead (its op not run through FlagGems) is
    judged on its replay pairs by the same rule (:func:`zlbench.gate.replay.apply_replay`);
+   a row FAILED on the PR's side whose op failed under the base compiler too, and which
+   the base did not measure, is INCONCLUSIVE (:func:`failed_on_base`): this runner
+   measures it under neither compiler, which is not the PR's doing;
 2. **accept list**: an intended regression matching an entry is ACCEPTED
    (:func:`zlbench.gate.accept.apply_accept`);
 3. **compile failures**: the rows and ops held back because a kernel of theirs no
@@ -61,6 +64,7 @@ from zlbench.protocol.pairs import PairRule
 from zlbench.report.facts import op_names, row_label
 
 MOVED = (Verdict.REGRESSION, Verdict.IMPROVEMENT, Verdict.INCONCLUSIVE)
+FAILED_ON_BASE = "not measured under the base compiler either"
 
 
 @dataclass(frozen=True)
@@ -71,6 +75,10 @@ class PairedEvidence:
     summary: AbSummary
     rows: Mapping[RowKey, PairedRow]
     rule: PairRule | None = None
+    # op key -> the base side's failure, for ops whose run failed under the base compiler
+    base_failed: Mapping[str, str] = field(default_factory=dict)
+    # the rows the base side measured (of a failed op too)
+    base_measured: Collection[RowKey] = frozenset()
 
     @property
     def full(self) -> bool:
@@ -111,6 +119,7 @@ def decide(v: GateVerdict, ev: Evidence) -> GateVerdict:
     error = v.exit_code == 2
     if ev.paired is not None and not error:
         rows = _paired(rows, v, ev.paired)
+        rows, ops = failed_on_base(rows, ops, ev.paired)
         fields["ab"], judged = ev.paired.summary, True
     if ev.replay is not None and not error:
         rows = _replayed(rows, v, ev.replay, ev.paired)
@@ -160,6 +169,37 @@ def _replayed(
     return apply_replay(
         rows, ev, baseline=v.baseline, threshold=t, floor_us=floor, rule=rule, per_op=per_op
     )
+
+
+def failed_on_base(
+    rows: list[RowVerdict], ops: list[OpVerdict], p: PairedEvidence
+) -> tuple[list[RowVerdict], list[OpVerdict]]:
+    """A row FAILED on the PR's side whose op failed under the base compiler too, and
+    which the base did not measure, is not the PR's failure: this runner measures it
+    under neither compiler (an op out of the GPU's memory on both sides, a test that
+    fails on both). It is INCONCLUSIVE (it does not fail the gate, and the reports show
+    it first) with both failures in its reason; so is its op, when it FAILED. A row the
+    base measured keeps the PR's failure."""
+    if not p.base_failed:
+        return rows, ops
+    excused: dict[str, str] = {}
+    out_rows = []
+    for r in rows:
+        key = op_key(r.key.repo, r.key.run_name)
+        base = p.base_failed.get(key)
+        if base is not None and r.verdict is Verdict.FAILED and r.key not in p.base_measured:
+            line = f"{FAILED_ON_BASE}: {base}"
+            excused[key] = line
+            r = r.model_copy(update={"verdict": Verdict.INCONCLUSIVE,
+                                     "reason": f"{line}; the PR's: {r.reason}"})  # fmt: skip
+        out_rows.append(r)
+    out_ops = []
+    for o in ops:
+        line = excused.get(op_key(o.repo, o.run_name))
+        if line is not None and o.verdict is Verdict.FAILED:
+            o = o.model_copy(update={"verdict": Verdict.INCONCLUSIVE, "reason": line})
+        out_ops.append(o)
+    return out_rows, out_ops
 
 
 def held_back(
@@ -234,6 +274,7 @@ __all__ = [
     "PairedEvidence",
     "ScreenEvidence",
     "decide",
+    "failed_on_base",
     "held_back",
     "sentinels",
 ]

@@ -177,7 +177,8 @@ def _all_rows(keys: list[RowKey], verdict: Verdict, base: BaselineResult, reason
     ]
 
 
-def _failure_text(run: OpRun) -> str:
+def failure_text(run: OpRun) -> str:
+    """An op run's failure in one line: its status, note, error and failing shape."""
     parts = [f"op {run.status.value}"]
     res, st = run.result, run.op_status
     if st is not None and st.note:
@@ -220,7 +221,7 @@ def judge_op(
         case.rows = _all_rows(keys, verdict, base, case.note)
         return case
     if run.status in FAILED_STATUSES:
-        case.failure = _failure_text(run)
+        case.failure = failure_text(run)
     cur_rows = run.rows()
     fallbacks, case.fallback = row_fallbacks(run, base, cur_rows)
     for k, b in base_rows.items():

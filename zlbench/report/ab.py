@@ -171,6 +171,25 @@ def inconclusive_block(v: GateVerdict) -> Block | None:
     return Block("Inconclusive rows", intro, INCONCLUSIVE_HEADER, "lrrr", body, decides=True)
 
 
+def unmeasured_block(v: GateVerdict) -> Block | None:
+    """Rows INCONCLUSIVE without a pair: neither compiler measured them on this runner
+    (:func:`zlbench.gate.decide.failed_on_base`), each with both failures. Beside the
+    inconclusive rows: they do not fail the gate, and nothing judged them."""
+    rows = [r for r in v.rows if r.verdict.value == "INCONCLUSIVE" and r.ab is None]
+    if not rows:
+        return None
+    names = op_names(v)
+    intro = (
+        f"{counted(len(rows), 'row')} failed under the PR's compiler and under the base "
+        "compiler alike, which the base did not measure either: this runner measures them "
+        "under neither, so nothing here says whether the PR slowed them. They do not fail "
+        "the gate; a runner with more memory, or the op's own fix, would judge them."
+    )
+    body = [[md_code(row_label(r.key, names)), md_text(r.reason)] for r in rows]
+    return Block("Not measured under either compiler", intro, ["row", "why"], "ll", body,
+                 decides=True)  # fmt: skip
+
+
 def paired_rule(ab: AbSummary) -> str:
     """The paired rule: ``paired threshold 3.0 % and 0.30 µs: …`` (without a floor:
     the relative threshold alone, as A/Bs recorded before the floor were judged)."""

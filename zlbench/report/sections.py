@@ -11,7 +11,7 @@ from zlbench.models import (
     OpVerdict,
     Verdict,
 )
-from zlbench.report.ab import ab_block, accept_block, inconclusive_block
+from zlbench.report.ab import ab_block, accept_block, inconclusive_block, unmeasured_block
 from zlbench.report.blocks import Block, change_block, op_label, reason_block
 from zlbench.report.escape import md_code, md_fence, md_text
 from zlbench.report.facts import (
@@ -253,6 +253,7 @@ def blocks(v: GateVerdict, extras: ReportExtras) -> list[Block]:
         systemic(v),
         codegen_failed(v),
         inconclusive_block(v),
+        unmeasured_block(v),
         regressions(v, extras),
         ab_block(v),
         *_replay_blocks(v, extras),

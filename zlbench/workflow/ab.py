@@ -332,7 +332,10 @@ def load_paired(
         paired = pair_samples(pairs, rule, loaded.rounds[0] if loaded.rounds else ({}, {}))
     else:
         paired = pair_rounds(loaded.rounds)
-    return PairedEvidence(summary=summary, rows=paired, rule=rule)
+    return PairedEvidence(
+        summary=summary, rows=paired, rule=rule, base_failed=dict(loaded.base_failed),
+        base_measured=frozenset(loaded.base_measured),
+    )  # fmt: skip
 
 
 def load_replay(

@@ -19,12 +19,14 @@ from pathlib import Path
 
 from zlbench.errors import ZlbenchError
 from zlbench.gate.env import measured_results
+from zlbench.gate.judge import FAILED_STATUSES, failure_text
 from zlbench.gate.load import load_results
 from zlbench.gate.paired import Round
 from zlbench.models import (
     SIDES,
     AbSummary,
     Environment,
+    RowKey,
     dump_json_model,
     load_json_model,
     resolve_inside,
@@ -102,6 +104,11 @@ class LoadedRounds:
     pr_envs: list[Environment]
     base_envs: list[Environment]
     base_rows: int  # rows the base measured in all rounds
+    # op key -> the base side's failure (``gate.judge.failure_text``), for the ops whose
+    # base run failed in a round (FAIL, CRASH, TIMEOUT, ERROR)
+    base_failed: dict[str, str] = field(default_factory=dict)
+    # the rows the base side measured in some round (a row of a failed op too)
+    base_measured: set[RowKey] = field(default_factory=set)
 
 
 def load_rounds(dirs: list[tuple[Path, Path]]) -> LoadedRounds:
@@ -112,6 +119,10 @@ def load_rounds(dirs: list[tuple[Path, Path]]) -> LoadedRounds:
         pr, base = load_results(pr_dir), load_results(base_dir)
         out.rounds.append((pr.sample_rows(), base.sample_rows()))
         out.base_rows += len(out.rounds[-1][1])
+        for key, run in base.ops.items():
+            out.base_measured |= {k for k, r in run.rows().items() if r.status != "FAILED"}
+            if run.status in FAILED_STATUSES:
+                out.base_failed.setdefault(key, failure_text(run))
         out.pr_envs += [r.environment for r in measured_results(pr, None)]
         out.base_envs += [r.environment for r in measured_results(base, None)]
     return out
