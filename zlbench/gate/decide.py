@@ -193,13 +193,21 @@ def failed_on_base(
             r = r.model_copy(update={"verdict": Verdict.INCONCLUSIVE,
                                      "reason": f"{line}; the PR's: {r.reason}"})  # fmt: skip
         out_rows.append(r)
-    out_ops = []
+    return out_rows, _ops_turned(ops, excused, Verdict.FAILED, Verdict.INCONCLUSIVE)
+
+
+def _ops_turned(
+    ops: list[OpVerdict], lines: Mapping[str, str], was: Verdict, to: Verdict
+) -> list[OpVerdict]:
+    """``ops`` with each op of ``lines`` (op key -> reason) whose verdict is ``was``
+    turned ``to``, with its line as reason."""
+    out = []
     for o in ops:
-        line = excused.get(op_key(o.repo, o.run_name))
-        if line is not None and o.verdict is Verdict.FAILED:
-            o = o.model_copy(update={"verdict": Verdict.INCONCLUSIVE, "reason": line})
-        out_ops.append(o)
-    return out_rows, out_ops
+        line = lines.get(op_key(o.repo, o.run_name))
+        if line is not None and o.verdict is was:
+            o = o.model_copy(update={"verdict": to, "reason": line})
+        out.append(o)
+    return out
 
 
 def held_back(
@@ -217,13 +225,7 @@ def held_back(
             reason = row_failures.get(r.key, why)
             r = r.model_copy(update={"verdict": Verdict.FAILED, "reason": reason})
         out_rows.append(r)
-    out_ops = []
-    for o in ops:
-        why = held.get(op_key(o.repo, o.run_name))
-        if why is not None and o.verdict is Verdict.MISSING:
-            o = o.model_copy(update={"verdict": Verdict.FAILED, "reason": why})
-        out_ops.append(o)
-    return out_rows, out_ops
+    return out_rows, _ops_turned(ops, held, Verdict.MISSING, Verdict.FAILED)
 
 
 def sentinels(
