@@ -716,7 +716,7 @@ def test_a_family_sentinel_is_timed_at_its_least_latency_row_and_charged_that_sh
                          timed_anyway=["main/a"])  # fmt: skip
     assert anyway.sentinels == {"F": "main/a"} and anyway.sentinel_rows == {"main/a": a2}
     assert anyway.whole_ops() == set() and anyway.op_path_s == pytest.approx(2.0)
-    # b too: at its one row, the same as a's, in F; both on the op path at one row each
+    # b timed anyway too: at its one row (its only one); both on the op path, a row each
     both = plan_replay(s, [a1, a2, a3, b], caps, costs, op_costs, families=fams,
                        timed_anyway=["main/a", "main/b"])  # fmt: skip
     assert both.sentinel_rows == {"main/a": a2, "main/b": b}
