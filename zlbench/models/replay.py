@@ -16,6 +16,7 @@ replayed, what fell back to the op path and why, is ``<gate>/replay/replay.json`
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import ClassVar, Literal
 
@@ -317,6 +318,12 @@ def outputs_race(max_error: float | None, base_spread: float | None) -> bool:
     if max_error is None or base_spread is None or base_spread <= 0:
         return False
     return max_error <= RACY_MARGIN * base_spread
+
+
+def error_text(err: float) -> str:
+    """A max error as the replay's lines and reports say it: 3 significant digits, or
+    inf."""
+    return f"{err:.3g}" if math.isfinite(err) else "inf"
 
 
 class ReplayedRow(_Model):

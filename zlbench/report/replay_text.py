@@ -16,7 +16,13 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Collection
 
-from zlbench.models.replay import INTERMEDIATE_BUFFER, DeferredRow, ReplayedRow, ReplayRun
+from zlbench.models.replay import (
+    INTERMEDIATE_BUFFER,
+    DeferredRow,
+    ReplayedRow,
+    ReplayRun,
+    error_text,
+)
 from zlbench.models.run import RowKey
 from zlbench.report.blocks import Block, Names
 from zlbench.report.escape import md_code, md_text, one_line
@@ -113,7 +119,7 @@ def instrument_cell(row: ReplayedRow | None, op_judged: bool = False) -> str:
 
 
 def _g(x: float | None) -> str:
-    return "?" if x is None else f"{x:.3g}"
+    return "?" if x is None else error_text(x)
 
 
 def fallback_counts(run: ReplayRun) -> list[tuple[str, int]]:

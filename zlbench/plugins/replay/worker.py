@@ -116,6 +116,7 @@ from zlbench.models.replay import (
     INTERMEDIATE_BUFFER,
     PlannedRow,
     WorkerRow,
+    error_text,
     order_unknown,
     outputs_race,
     quarantined,
@@ -304,11 +305,6 @@ def _side_call(
     return run
 
 
-def _error_text(err: float) -> str:
-    """A max error as the why-lines say it (3 significant digits; inf)."""
-    return f"{err:.3g}" if math.isfinite(err) else "inf"
-
-
 def replay_row(
     plan: ReplayPlanFile, row: PlannedRow, seams: Seams, loaded: Any, rule: PairRule
 ) -> tuple[ReplayedRow, PairedSamples | None]:
@@ -366,22 +362,21 @@ def replay_row(
         phase("time")
         outs = seams.side_outputs(launch_of, args)
         match, err = seams.compare_outputs(outs["pr"], outs["base"], rtol=plan.rtol, atol=plan.atol)
-        spread = None  # outputs differ: does the base differ from itself, run again?
+        same, by = True, 0.0  # outputs differ: does the base differ from itself, run again?
         if not match:
             again = seams.side_outputs(launch_of, args)["base"]
-            spread = seams.compare_outputs(outs["base"], again, rtol=plan.rtol, atol=plan.atol)
+            same, by = seams.compare_outputs(outs["base"], again, rtol=plan.rtol, atol=plan.atol)
         phase("outputs")
         kept = PairedSamples(key=row.key, samples=[PairSample(**s) for s in samples])
     except Exception as e:  # noqa: BLE001 - any failure of one row: it falls back
         return fallback(row, one_line(e)), None
     error = float(err) if math.isfinite(err) else None
+    base_spread = float(by) if math.isfinite(by) and not same else None
     said = "match"
     if not match:
-        same, by = spread if spread is not None else (True, 0.0)
-        base_spread = float(by) if math.isfinite(by) and not same else None
         if not outputs_race(error, base_spread):
-            why = f"PR and base outputs differ after replay (max error {_error_text(err)})"
-            own = "agree" if same else f"differ too (max error {_error_text(by)})"
+            why = f"PR and base outputs differ after replay (max error {error_text(err)})"
+            own = "agree" if same else f"differ too (max error {error_text(by)})"
             why += f"; the base's own two runs {own}"
             out = ReplayedRow(key=row.key, instrument="op", why=why, kernels=kids,
                               outputs="differ", max_error=error,
@@ -391,7 +386,7 @@ def replay_row(
     pairs = len(complete_pairs(samples)[0])
     out = ReplayedRow(key=row.key, instrument="kernel-replay", kernels=kids,
                       outputs=said, max_error=error, pairs=pairs, reps=paired.reps,
-                      phases=phases, base_spread=None if match else base_spread)  # fmt: skip
+                      phases=phases, base_spread=base_spread)  # fmt: skip
     return out, kept
 
 
