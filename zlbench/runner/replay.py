@@ -241,7 +241,7 @@ def replay_changed(
     unchanged = {p.key for p in plan.replay if not p.changed}
     planned_keys = [p.key for p in plan.replay]
     n_changed = plan.changed_rows  # the whole plan's, whichever part replays here
-    whole = plan.replay
+    plan_rows = plan.replay  # every row the plan replays, before a part takes its share
     if part is not None:
         plan.replay = part_rows(plan.replay, part)
     elif parts:
@@ -274,7 +274,7 @@ def replay_changed(
             parts, plan, planned_keys, n_changed, gpu, origin, l2
         )
         # the op path the parts left: the plan's, and the rows they sent back
-        whole_plan = replace(plan, replay=whole)
+        whole_plan = replace(plan, replay=plan_rows)
         expected = parts_forecast(whole_plan, done, ops, op_costs or {}, op_path_wall)
     else:
         expected = forecast(
