@@ -1,22 +1,33 @@
 #!/usr/bin/env bash
 # One device call that picks its stages by the GPU model it finds (docs/replay.md "The
 # next GPU session"): a call that names no kind may come as an H100 or an H200, and a
-# start is scarce. As the forty-seventh session ran it (`bash benchmarks/device_env.sh
-# bash benchmarks/gpu_by_model.sh`, carrying .cache/kit .whl .cache/snap): on an H200,
-# v5g's capture and A/As (item 4); on an H100, the outputs that race over v7's 27 ops and
-# the L2 `clean` A/As (items 1 and 3). Edit the two branches for the session's plan.
+# start is scarce. `bash benchmarks/device_env.sh bash benchmarks/gpu_by_model.sh CALL`,
+# carrying .cache/kit .whl .cache/snap; CALL 1, 2, 3 on one warm machine (a machine
+# stays warm 30 s after a call: issue the next at once). As the forty-eighth session
+# ran it: on an H200, v5g's capture, its A/As and its broad change (item 4); on an
+# H100, the L2 policies' broad changes and `warm`'s A/As over v5h (item 3). Edit the
+# branches for the session's plan.
 S=.cache/snap/benchmarks; export W=/tmp/w
+call=${1:-1}
+fresh=(); [ -d "$W/triton" ] || fresh=(host copies unpack:20)  # a fresh machine: set up again
 gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
 nvidia-smi --query-gpu=name,uuid,driver_version --format=csv,noheader
-case "$gpu" in
-  *H200*)
+case "$gpu:$call" in
+  *H200*:1)
     NAME=v5g CAP_OPS=all CAP_FROM=baselines/v5 CAP_SHARE=8 CAP_WARMUP_MS=5 CAP_REPLAYS=1 \
       REPLAY=1 bash "$S/gpu_adopt.sh" 555 host copies capture:140 aa-1:145 broad-1:145 aa-2:145 pack ;;
-  *)
-    NAME=v7h CAP_FROM=baselines/v7h REPLAY=1 OPS_FILE=benchmarks/v7_differ_ops.txt \
-      bash "$S/gpu_adopt.sh" 260 host copies unpack:40 rp-differ:170 pack
-    mv "$OUT/adopt.tgz" "$OUT/differ.tgz"
+  *H200*:2)
+    NAME=v5g KEEP_BL=0 REPLAY=1 bash "$S/gpu_adopt.sh" 555 aa-3:145 broad-op:270 pack ;;
+  *H200*:*)
+    NAME=v5g KEEP_BL=0 REPLAY=1 REPLAY_L2=clean bash "$S/gpu_adopt.sh" 555 aa-4:145 broad-2:150 pack ;;
+  *:1)  # `clean`: its broad change beside the op path's (its A/As: the forty-seventh session)
     NAME=v5h CAP_FROM=baselines/v5h REPLAY=1 REPLAY_L2=clean \
-      bash "$S/gpu_adopt.sh" $((565 - SECONDS)) unpack:20 aa-1:140 aa-2:140 pack ;;
+      bash "$S/gpu_adopt.sh" 560 host copies unpack:20 broad-1:150 broad-op:270 pack ;;
+  *:2)  # `warm`: two A/As and its broad change (compared with call 1's broad-op on CPU)
+    NAME=v5h CAP_FROM=baselines/v5h REPLAY=1 REPLAY_L2=warm \
+      bash "$S/gpu_adopt.sh" 560 "${fresh[@]}" aa-1:140 aa-2:140 broad-2:150 pack ;;
+  *)  # `warm`: its third A/A
+    NAME=v5h CAP_FROM=baselines/v5h REPLAY=1 REPLAY_L2=warm \
+      bash "$S/gpu_adopt.sh" 560 "${fresh[@]}" aa-3:140 pack ;;
 esac
 cp "$W/walls.txt" "$W/log.txt" "$OUT/" 2>/dev/null; ls -la "$OUT"
