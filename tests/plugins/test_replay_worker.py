@@ -101,7 +101,8 @@ class Fake:
     def __init__(self, refuse=(), differ=(), healthy=True, noisy=(), spread=0.25):
         self.refuse, self.differ, self.ok = set(refuse), set(differ), healthy
         self.noisy = set(noisy)  # kernel ids whose base differs from itself run again
-        self.spread = spread  # by this much (PR vs base: 0.5)
+        # by this much (PR vs base: 0.5); a list: the base's second run, third...
+        self.spreads = list(spread) if isinstance(spread, list) else [spread]
         self.outputs_runs = 0
         self.loads: list[tuple[str, str]] = []
         self.launches: list[tuple] = []
@@ -166,7 +167,9 @@ class Fake:
             return (False, 0.5) if kids & self.differ else (True, 0.0)
         if pr[0][1] == base[0][1]:  # one run's outputs against themselves
             return True, 0.0
-        return (False, self.spread) if kids & self.noisy else (True, 0.0)  # the base again
+        if not kids & self.noisy:  # the base again
+            return True, 0.0
+        return False, self.spreads[min(base[0][1] - 2, len(self.spreads) - 1)]
 
 
 def run_main(tmp_path, plan: ReplayPlanFile | str, fake: Fake, *extra: str) -> int:
@@ -213,21 +216,39 @@ def test_rows_json_and_pairs_json_a_failing_row_has_no_samples(tmp_path, capsys)
 
 
 def test_outputs_that_differ_say_whether_the_base_differs_from_itself(tmp_path):
-    """A row whose PR and base outputs differ (max error 0.5) runs each side once more:
-    where the base's own two runs differ by 0.1, the PR is farther off than the base's
-    spread allows (RACY_MARGIN 2) and the row falls back, its line saying both; a row
-    whose outputs match runs them once."""
+    """A row whose PR and base outputs differ (max error 0.5) runs the base again: where
+    its runs differ by 0.1 from its first, the PR is farther off than the base's spread
+    allows (RACY_MARGIN 2) however often it runs, and the row falls back after
+    BASE_RUNS base runs, its line saying both; a row whose outputs match runs them
+    once."""
     plan = plan_of(row("wild", spec("n")), row("fine", spec("a")))
     fake = Fake(differ={"n"}, noisy={"n"}, spread=0.1)
     assert run_main(tmp_path, plan, fake) == 0
     run, pairs = outputs(tmp_path / "out")
     wild, fine = run.rows
     assert wild.why == ("PR and base outputs differ after replay (max error 0.5); "
-                        "the base's own two runs differ too (max error 0.1)")  # fmt: skip
+                        "the base's own five runs differ too (max error 0.1)")  # fmt: skip
     assert (wild.instrument, wild.outputs, wild.max_error) == ("op", "differ", 0.5)
-    assert wild.base_spread == 0.1 and not wild.timed_by_replay
+    assert (wild.base_spread, wild.base_runs) == (0.1, 5) and not wild.timed_by_replay
     assert fine.instrument == "kernel-replay" and [p.key.op for p in pairs.rows] == ["fine"]
-    assert fake.outputs_runs == 3  # twice for the row that differs, once for the fine one
+    assert fake.outputs_runs == 6  # five for the row that differs, once for the fine one
+
+
+def test_the_base_runs_again_until_its_spread_covers_the_pr(tmp_path):
+    """The base's second run 0.1 from its first, its third 0.3: after the third the PR's
+    0.5 is within RACY_MARGIN of the base's spread, so the row races and the runs stop
+    there, the largest of the base's errors kept."""
+    fake = Fake(differ={"n"}, noisy={"n"}, spread=[0.1, 0.3, 0.05])
+    assert run_main(tmp_path, plan_of(row("racy", spec("n"))), fake) == 0
+    run, pairs = outputs(tmp_path / "out")
+    (racy,) = run.rows
+    assert (racy.outputs, racy.base_spread, racy.base_runs) == ("racy", 0.3, 3)
+    assert racy.timed_by_replay and [p.key.op for p in pairs.rows] == ["racy"]
+    assert fake.outputs_runs == 3  # the timed sides' own run and the base twice again
+    never = Fake(differ={"n"}, noisy={"n"}, spread=[0.1, 0.2, 0.05])
+    assert run_main(tmp_path / "2", plan_of(row("wide", spec("n"))), never) == 0
+    (wide,) = outputs(tmp_path / "2" / "out")[0].rows
+    assert (wide.outputs, wide.base_spread, wide.base_runs) == ("differ", 0.2, 5)
 
 
 def test_outputs_that_race_as_the_base_does_are_timed_by_the_replay(tmp_path):
@@ -240,7 +261,7 @@ def test_outputs_that_race_as_the_base_does_are_timed_by_the_replay(tmp_path):
     run, pairs = outputs(tmp_path / "out")
     (racy,) = run.rows
     assert (racy.instrument, racy.outputs, racy.why) == ("kernel-replay", "racy", "")
-    assert (racy.max_error, racy.base_spread, racy.pairs) == (0.5, 0.25, 2)
+    assert (racy.max_error, racy.base_spread, racy.pairs, racy.base_runs) == (0.5, 0.25, 2, 2)
     assert racy.timed_by_replay and [p.key.op for p in pairs.rows] == ["racy"]
     steady = Fake(differ={"n"})
     assert run_main(tmp_path / "2", plan_of(row("racy", spec("n"))), steady) == 0
@@ -248,6 +269,7 @@ def test_outputs_that_race_as_the_base_does_are_timed_by_the_replay(tmp_path):
     (row_,) = run.rows
     assert (row_.instrument, row_.outputs, row_.base_spread) == ("op", "differ", None)
     assert row_.why.endswith("the base's own two runs agree") and pairs.rows == []
+    assert steady.outputs_runs == 2  # the base agreeing once ends its runs
 
 
 def test_each_row_is_on_disk_before_its_line_and_a_torn_line_is_no_row(tmp_path):

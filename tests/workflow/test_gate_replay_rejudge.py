@@ -74,6 +74,7 @@ def _gate_dir(tmp_path, replay_pr_us: float, outputs: str = "match", x_replayed:
                 kernels=["k"],
                 max_error=errors[0],
                 base_spread=errors[1],
+                base_runs=3 if outputs == "racy" else 0,
             )  # fmt: skip
             for k in replayed
         ],
@@ -136,9 +137,9 @@ def test_pairs_of_a_row_whose_outputs_differed_are_refused(tmp_path, capsys):
 
 
 def test_a_row_whose_outputs_race_is_judged_on_its_pairs_and_the_report_says_so(tmp_path):
-    """Outputs that differ PR vs base by 0.5, the base's own runs by 0.3: they race
+    """Outputs that differ PR vs base by 0.5, the base's own three runs by 0.3: they race
     (within RACY_MARGIN), the row is judged on its pairs (REGRESSION) and the report
-    names both errors."""
+    names both errors and the base's runs."""
     bl, g = _gate_dir(tmp_path, replay_pr_us=20.0, outputs="racy", errors=(0.5, 0.3))
     rc, out = gate(tmp_path, bl, g)
     assert rc == 1
@@ -146,7 +147,7 @@ def test_a_row_whose_outputs_race_is_judged_on_its_pairs_and_the_report_says_so(
     assert {r.key.op: r.verdict.value for r in v.rows}["softmax"] == "REGRESSION"
     lines = [ln for ln in (out / "report.md").read_text().splitlines()
              if ln.startswith("| `softmax`")]  # fmt: skip
-    race = "kernel replay (outputs race: PR vs base 0.5, the base's own runs 0.3) |"
+    race = "kernel replay (outputs race: PR vs base 0.5, the base's own 3 runs 0.3) |"
     assert sum(ln.endswith(race) for ln in lines) == 1, lines  # the Kernel replay table
 
 

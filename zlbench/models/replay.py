@@ -308,11 +308,17 @@ def merge_captures(parts: Sequence[tuple[str, LaunchCapture]], run_name: str) ->
 # scatter whose duplicate indices any write may win), so they cannot tell the PR's work
 # from the base's; a PR farther off than the base's own spread still falls back.
 RACY_MARGIN = 2.0
+# The base's runs at most (the timed sides' own run included) when PR and base outputs
+# differ: more while the base differs from itself, yet not enough to cover the PR; one
+# pair of runs is a thin estimate of a race's spread (an A/A's flash_attention_forward
+# row, identical binaries, lay 2.25x farther than the base's one pair, forty-seventh
+# session). The runs stop at once when the base's second run agrees with its first.
+BASE_RUNS = 5
 
 
 def outputs_race(max_error: float | None, base_spread: float | None) -> bool:
-    """Whether outputs that differ PR vs base by ``max_error`` race, the base's own two
-    runs differing by ``base_spread`` (each a finite ``|a - b| / (|b| + atol)`` maximum;
+    """Whether outputs that differ PR vs base by ``max_error`` race, the base's own runs
+    differing by ``base_spread`` (each a finite ``|a - b| / (|b| + atol)`` maximum;
     None: not finite, or not measured): the base differs from itself (> 0) and the PR
     differs from the base within :data:`RACY_MARGIN` times that."""
     if max_error is None or base_spread is None or base_spread <= 0:
@@ -336,9 +342,10 @@ class ReplayedRow(_Model):
     # PR vs base outputs after timing; "racy": they differ, as the base's own runs do
     outputs: Literal["", "match", "differ", "racy"] = ""
     max_error: StrictFloat | None = None  # largest |PR - base| / (|base| + atol) seen
-    # outputs that differed: the base's own two runs' largest error (None: not finite, or
-    # not run); what ``outputs_race`` weighs ``max_error`` against
+    # outputs that differed: the largest error of the base's runs against its first
+    # (None: not finite, or not run); what ``outputs_race`` weighs ``max_error`` against
     base_spread: StrictFloat | None = None
+    base_runs: StrictInt = Field(0, ge=0)  # the base's runs compared (0: outputs matched)
     pairs: StrictInt = Field(0, ge=0)
     reps: StrictInt = Field(0, ge=0)  # single calls per sample (0: not replayed, or not said)
     changed: bool = True  # False: proven unchanged, replayed by ``gate --time all --replay``

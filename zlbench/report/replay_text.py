@@ -109,9 +109,10 @@ def instrument_cell(row: ReplayedRow | None, op_judged: bool = False) -> str:
         if row.outputs == "differ":
             return "kernel replay (outputs differ)"
         if row.outputs == "racy":
+            runs = f"{row.base_runs} runs" if row.base_runs else "runs"
             return (
                 f"kernel replay (outputs race: PR vs base {_g(row.max_error)}, the base's "
-                f"own runs {_g(row.base_spread)})" + (ALSO_OP if op_judged else "")
+                f"own {runs} {_g(row.base_spread)})" + (ALSO_OP if op_judged else "")
             )
         cell = "kernel replay" if row.changed else "kernel replay (unchanged, --time all)"
         return cell + (ALSO_OP if op_judged else "")

@@ -26,12 +26,14 @@ quarantine):
    (:func:`~zlbench.models.replay.run_sequence`);
 4. run each side once more and compare every tensor argument
    (:func:`.timing.side_outputs`, :func:`.timing.compare_outputs`); when PR and base
-   differ, once more, and compare the base's two runs: where the base differs from
-   itself and the PR from the base within :data:`~zlbench.models.replay.RACY_MARGIN`
-   times that (:func:`~zlbench.models.replay.outputs_race`: a race, which any write of
-   a duplicate index may win), the row counts as replayed (``outputs "racy"``, both
+   differ, again (up to :data:`~zlbench.models.replay.BASE_RUNS` base runs, fewer when
+   its second run agrees or its spread already covers the PR's), comparing each base
+   run with its first: where the base differs from itself and the PR from the base
+   within :data:`~zlbench.models.replay.RACY_MARGIN` times that
+   (:func:`~zlbench.models.replay.outputs_race`: a race, which any write of a duplicate
+   index may win), the row counts as replayed (``outputs "racy"``, both
    errors kept for the judge to weigh again); else its line says whether the base's
-   own two runs differ too or agree.
+   own runs differ too or agree.
 
 A row that fails any step falls back to the op path (``ReplayedRow.instrument "op"``
 with the reason in one line) and contributes no samples; so does a row whose outputs
@@ -113,6 +115,7 @@ from zlbench.models import (
     load_json_model,
 )
 from zlbench.models.replay import (
+    BASE_RUNS,
     INTERMEDIATE_BUFFER,
     PlannedRow,
     WorkerRow,
@@ -362,10 +365,9 @@ def replay_row(
         phase("time")
         outs = seams.side_outputs(launch_of, args)
         match, err = seams.compare_outputs(outs["pr"], outs["base"], rtol=plan.rtol, atol=plan.atol)
-        same, by = True, 0.0  # outputs differ: does the base differ from itself, run again?
+        same, by, runs = True, 0.0, 0  # outputs differ: does the base differ from itself?
         if not match:
-            again = seams.side_outputs(launch_of, args)["base"]
-            same, by = seams.compare_outputs(outs["base"], again, rtol=plan.rtol, atol=plan.atol)
+            same, by, runs = _base_spread(seams, plan, launch_of, args, outs["base"], err)
         phase("outputs")
         kept = PairedSamples(key=row.key, samples=[PairSample(**s) for s in samples])
     except Exception as e:  # noqa: BLE001 - any failure of one row: it falls back
@@ -377,17 +379,41 @@ def replay_row(
         if not outputs_race(error, base_spread):
             why = f"PR and base outputs differ after replay (max error {error_text(err)})"
             own = "agree" if same else f"differ too (max error {error_text(by)})"
-            why += f"; the base's own two runs {own}"
+            why += f"; the base's own {_count(runs)} runs {own}"
             out = ReplayedRow(key=row.key, instrument="op", why=why, kernels=kids,
                               outputs="differ", max_error=error,
-                              base_spread=base_spread)  # fmt: skip
+                              base_spread=base_spread, base_runs=runs)  # fmt: skip
             return out, None
         said = "racy"  # the base differs from itself as much: timed by its replay
     pairs = len(complete_pairs(samples)[0])
     out = ReplayedRow(key=row.key, instrument="kernel-replay", kernels=kids,
                       outputs=said, max_error=error, pairs=pairs, reps=paired.reps,
-                      phases=phases, base_spread=base_spread)  # fmt: skip
+                      phases=phases, base_spread=base_spread, base_runs=runs)  # fmt: skip
     return out, kept
+
+
+def _base_spread(
+    seams: Seams, plan: ReplayPlanFile, launch_of: Mapping, args: list, first: Any, err: float
+) -> tuple[bool, float, int]:
+    """The base run again, its outputs compared with its ``first`` run's, when PR and
+    base differ by ``err``: (every run agreed, the largest error, the base's runs). A
+    second run that agrees ends it (a difference the PR makes); else up to
+    :data:`~zlbench.models.replay.BASE_RUNS` runs, ending as soon as the spread covers
+    the PR's (:func:`~zlbench.models.replay.outputs_race`) or is not finite."""
+    same, by, runs = True, 0.0, 1
+    while runs < BASE_RUNS:
+        again = seams.side_outputs(launch_of, args)["base"]
+        runs += 1
+        agree, e = seams.compare_outputs(first, again, rtol=plan.rtol, atol=plan.atol)
+        if not agree:
+            same, by = False, max(by, float(e))
+        if same or not math.isfinite(by) or outputs_race(float(err), by):
+            break
+    return same, by, runs
+
+
+def _count(n: int) -> str:
+    return {2: "two", 3: "three", 4: "four", 5: "five"}.get(n, str(n))
 
 
 # --------------------------------------------------------------------------- the worker
