@@ -5,7 +5,8 @@
 # carrying .cache/kit .whl .cache/snap; CALL 1, 2, 3 on one warm machine (a machine
 # stays warm 30 s after a call: issue the next at once). As the forty-eighth session
 # ran it: on an H200, v5g's capture, its A/As and its broad change (item 4); on an
-# H100, the L2 policies' broad changes and `warm`'s A/As over v5h (item 3). Edit the
+# H100, the L2 policies' broad changes and `warm`'s A/As over v5h (item 3), and the
+# base's further runs over v7's 27 ops of outputs that differ. Edit the
 # branches for the session's plan.
 S=.cache/snap/benchmarks; export W=/tmp/w
 call=${1:-1}
@@ -26,8 +27,11 @@ case "$gpu:$call" in
   *:2)  # `warm`: two A/As and its broad change (compared with call 1's broad-op on CPU)
     NAME=v5h CAP_FROM=baselines/v5h REPLAY=1 REPLAY_L2=warm \
       bash "$S/gpu_adopt.sh" 560 "${fresh[@]}" aa-1:140 aa-2:140 broad-2:150 pack ;;
-  *)  # `warm`: its third A/A
+  *)  # `warm`: its third A/A; then v7's 27 ops of outputs that differ, the base run again
     NAME=v5h CAP_FROM=baselines/v5h REPLAY=1 REPLAY_L2=warm \
-      bash "$S/gpu_adopt.sh" 560 "${fresh[@]}" aa-3:140 pack ;;
+      bash "$S/gpu_adopt.sh" 200 "${fresh[@]}" aa-3:140 pack
+    mv "$OUT/adopt.tgz" "$OUT/warm3.tgz"
+    NAME=v7h CAP_FROM=baselines/v7h REPLAY=1 OPS_FILE=benchmarks/v7_differ_ops.txt \
+      bash "$S/gpu_adopt.sh" $((565 - SECONDS)) unpack:40 rp-differ:170 pack ;;
 esac
 cp "$W/walls.txt" "$W/log.txt" "$OUT/" 2>/dev/null; ls -la "$OUT"
