@@ -7,7 +7,7 @@
 # ran it: on an H200, v5g's capture, its A/As and its broad change (item 4); on an
 # H100, the L2 policies' broad changes and `warm`'s A/As over v5h (item 3), and the
 # base's further runs over v7's 27 ops of outputs that differ. Edit the
-# branches for the session's plan.
+# branches for the session's plan. BUDGET: the H100 calls' seconds (560) when less device time is left.
 S=.cache/snap/benchmarks; export W=/tmp/w
 call=${1:-1}
 fresh=(); [ -d "$W/triton" ] || fresh=(host copies unpack:20)  # a fresh machine: set up again
@@ -23,10 +23,10 @@ case "$gpu:$call" in
     NAME=v5g KEEP_BL=0 REPLAY=1 REPLAY_L2=clean bash "$S/gpu_adopt.sh" 555 aa-4:145 broad-2:150 pack ;;
   *:1)  # `clean`: its broad change beside the op path's (its A/As: the forty-seventh session)
     NAME=v5h CAP_FROM=baselines/v5h REPLAY=1 REPLAY_L2=clean \
-      bash "$S/gpu_adopt.sh" 560 host copies unpack:20 broad-1:150 broad-op:270 pack ;;
+      bash "$S/gpu_adopt.sh" "${BUDGET:-560}" host copies unpack:20 broad-1:150 broad-op:270 pack ;;
   *:2)  # `warm`: two A/As and its broad change (compared with call 1's broad-op on CPU)
     NAME=v5h CAP_FROM=baselines/v5h REPLAY=1 REPLAY_L2=warm \
-      bash "$S/gpu_adopt.sh" 560 "${fresh[@]}" aa-1:140 aa-2:140 broad-2:150 pack ;;
+      bash "$S/gpu_adopt.sh" "${BUDGET:-560}" "${fresh[@]}" aa-1:140 aa-2:140 broad-2:150 pack ;;
   *)  # `warm`: its third A/A; then v7's 27 ops of outputs that differ, the base run again
     NAME=v5h CAP_FROM=baselines/v5h REPLAY=1 REPLAY_L2=warm \
       bash "$S/gpu_adopt.sh" 200 "${fresh[@]}" aa-3:140 pack
