@@ -103,6 +103,7 @@ class Fake:
         self.noisy = set(noisy)  # kernel ids whose base differs from itself run again
         # by this much (PR vs base: 0.5); a list: the base's second run, third...
         self.spreads = list(spread) if isinstance(spread, list) else [spread]
+        self.pr_error = 0.5  # PR against the base, for kernel ids in ``differ``
         self.outputs_runs = 0
         self.loads: list[tuple[str, str]] = []
         self.launches: list[tuple] = []
@@ -164,7 +165,7 @@ class Fake:
     def compare(self, pr, base, *, rtol, atol):
         kids = {str(a).split(":")[0] for _, _, a in pr}
         if pr[0][0] == "pr":  # PR against the base
-            return (False, 0.5) if kids & self.differ else (True, 0.0)
+            return (False, self.pr_error) if kids & self.differ else (True, 0.0)
         if pr[0][1] == base[0][1]:  # one run's outputs against themselves
             return True, 0.0
         if not kids & self.noisy:  # the base again
@@ -249,6 +250,11 @@ def test_the_base_runs_again_until_its_spread_covers_the_pr(tmp_path):
     assert run_main(tmp_path / "2", plan_of(row("wide", spec("n"))), never) == 0
     (wide,) = outputs(tmp_path / "2" / "out")[0].rows
     assert (wide.outputs, wide.base_spread, wide.base_runs) == ("differ", 0.2, 5)
+    infinite = Fake(differ={"n"}, noisy={"n"}, spread=[0.1, 0.3])
+    infinite.pr_error = math.inf  # no spread covers it: the base runs once more only
+    assert run_main(tmp_path / "3", plan_of(row("inf", spec("n"))), infinite) == 0
+    (inf,) = outputs(tmp_path / "3" / "out")[0].rows
+    assert (inf.outputs, inf.max_error, inf.base_spread, inf.base_runs) == ("differ", None, 0.1, 2)
 
 
 def test_outputs_that_race_as_the_base_does_are_timed_by_the_replay(tmp_path):

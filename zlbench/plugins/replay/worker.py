@@ -399,7 +399,8 @@ def _base_spread(
     base differ by ``err``: (every run agreed, the largest error, the base's runs). A
     second run that agrees ends it (a difference the PR makes); else up to
     :data:`~zlbench.models.replay.BASE_RUNS` runs, ending as soon as the spread covers
-    the PR's (:func:`~zlbench.models.replay.outputs_race`) or is not finite."""
+    the PR's (:func:`~zlbench.models.replay.outputs_race`), or either is not finite
+    (no spread can cover an infinite error)."""
     same, by, runs = True, 0.0, 1
     while runs < BASE_RUNS:
         again = seams.side_outputs(launch_of, args)["base"]
@@ -407,7 +408,7 @@ def _base_spread(
         agree, e = seams.compare_outputs(first, again, rtol=plan.rtol, atol=plan.atol)
         if not agree:
             same, by = False, max(by, float(e))
-        if same or not math.isfinite(by) or outputs_race(float(err), by):
+        if same or not (math.isfinite(by) and math.isfinite(err)) or outputs_race(err, by):
             break
     return same, by, runs
 
