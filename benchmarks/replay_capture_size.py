@@ -36,7 +36,13 @@ import torch
 from zlbench.cli.settings import Settings
 from zlbench.cli.trees import resolve_one
 from zlbench.models import BaselineResult, CodegenIndex, load_json_model
-from zlbench.models.replay import EXACT_INT_MAX, LaunchCapture, LaunchSpec, RowLaunches
+from zlbench.models.replay import (
+    EXACT_INT_MAX,
+    LaunchCapture,
+    LaunchSpec,
+    RowLaunches,
+    capture_rows_at,
+)
 from zlbench.plugins import replay_capture as rc
 
 DTYPES = {
@@ -110,8 +116,15 @@ def op_capture(op_dir: Path, gen) -> LaunchCapture:
         for key in dict.fromkeys((u.dtype, u.shape) for u in r.used_by if u.timed):
             by_row.setdefault(key, []).append(r)
     uses = [u for r in index.records for u in r.used_by]
-    rows = []
+    # numbered as the recorder numbers them (consecutive rows of one dtype and shape are
+    # one capture row): what the plan matches a baseline row's own on
+    at = capture_rows_at([r.key(result.repo, result.run_name) for r in result.rows])
+    rows, seen = [], set()
     for row in result.rows:
+        occ = at[row.key(result.repo, result.run_name)].occurrence
+        if (row.dtype, row.shape, occ) in seen:
+            continue
+        seen.add((row.dtype, row.shape, occ))
         once: dict[str, object] = {}  # one launch per kernel function (below)
         for r in by_row.get((row.dtype, row.shape), []):
             once.setdefault(r.request.kernel.name, r)
@@ -123,7 +136,7 @@ def op_capture(op_dir: Path, gen) -> LaunchCapture:
                 op=result.op,
                 dtype=row.dtype,
                 shape=row.shape,
-                occurrence=row.occurrence,
+                occurrence=occ,
                 launches=launches,
                 # what ``baseline capture`` adds from the replay-mode run's own index
                 # (codegen.attribute.with_replay_timed): the kernels it timed

@@ -46,6 +46,7 @@ from zlbench.report.replay_text import (
     FALLBACK_NO_ROW,
     FALLBACK_NOT_CAPTURED,
     FALLBACK_NOT_NAMED,
+    FALLBACK_OCCURRENCES,
     FALLBACK_OVER_BUDGET,
     FALLBACK_SIDE_STREAM,
     FALLBACK_TRUNCATED,
@@ -301,29 +302,57 @@ def test_a_changed_kernel_another_occurrence_launched_is_that_occurrences():
     mode's kernel for each row. A capture taken on this runner's GPU that holds every
     launch of each occurrence shows whose each kernel is."""
     r0, r1 = row("a"), row("a", occurrence=1)
-    s = screen(kernel("kt", C, [r0, r1]), kernel("kf", C, [r0, r1]))
-    both = whole(captured(r0, launch("kt")), captured(r1, launch("kf")))
+    mid = row("a", shape="[torch.Size([128])]")  # measured between them
+    rows = [r0, mid, r1]
+    s = screen(kernel("kt", C, [r0, r1]), kernel("kf", C, [r0, r1]), kernel("kb", T, [mid]))
+    both = whole(
+        captured(r0, launch("kt")), captured(mid, launch("kb")), captured(r1, launch("kf"))
+    )
     lumped = both.model_copy(deep=True)
     for r in lumped.rows:
         r.replay_timed = ["kt", "kf"]  # the run's index, by dtype and shape
     for cap in (both, lumped):
-        plan = proving(s, [r0, r1], {"main/a": cap})
+        plan = proving(s, rows, {"main/a": cap})
         assert not plan.fallback and {p.key for p in plan.replay} == {r0, r1}
         assert {p.key: p.kernels for p in plan.replay} == {r0: ("kt",), r1: ("kf",)}
     # a changed kernel no occurrence launched still counts (timed in some call, not the
     # last, or not known)
-    s3 = screen(kernel("kt", C, [r0, r1]), kernel("kf", C, [r0, r1]), kernel("kx", C, [r0]))
-    assert FALLBACK_NOT_CAPTURED in proving(s3, [r0], {"main/a": both}).fallback[r0]
+    s3 = screen(kernel("kt", C, [r0, r1]), kernel("kf", C, [r0, r1]), kernel("kx", C, [r0]),
+                kernel("kb", T, [mid]))  # fmt: skip
+    assert FALLBACK_NOT_CAPTURED in proving(s3, rows, {"main/a": both}).fallback[r0]
     cases = [
         (plan_replay, both),  # the runner's GPU not known
         (proving, both.model_copy(update={"gpu_model": "NVIDIA B200"})),  # another GPU
-        (proving, whole(captured(r0, launch("kt")), captured(r1, launch("kf")),
-                        unnamed_calls=1)),  # a launch may belong to no row
-        (proving, whole(captured(r0, launch("kt")))),  # r1 matched on r0's occurrence
+        (proving, whole(captured(r0, launch("kt")), captured(mid, launch("kb")),
+                        captured(r1, launch("kf")), unnamed_calls=1)),  # a launch of no row
     ]  # fmt: skip
     for plan_with, cap in cases:
-        fell = plan_with(s, [r0, r1], {"main/a": cap}).fallback
+        fell = plan_with(s, rows, {"main/a": cap}).fallback
         assert FALLBACK_NOT_CAPTURED in fell[r1], cap
+    # a capture without r1's occurrence: which row is r1's is not known
+    cap = whole(captured(r0, launch("kt")), captured(mid, launch("kb")))
+    assert proving(s, rows, {"main/a": cap}).fallback[r1] == FALLBACK_OCCURRENCES
+
+
+def test_a_row_is_matched_to_its_own_capture_row_in_a_run_of_several_benchmark_ops():
+    """v7's to_copy: conversions from several dtypes are benchmark ops of one run whose
+    rows share a dtype and shape, each the first occurrence of its own op; the capture
+    numbers the run's rows by dtype and shape as they came. Each row replays its own
+    conversion's launch, not the first one's (the baseline's occurrence would match
+    every one to the capture's first)."""
+    f32 = RowKey(repo="main", run_name="a", op="a_from_f32", dtype="bfloat16", shape=SH)
+    mid = row("a", shape="[torch.Size([128])]")
+    i8 = f32.model_copy(update={"op": "a_from_i8"})
+    s = screen(kernel("kf32", C, [f32, i8]), kernel("ki8", C, [f32, i8]), kernel("kb", T, [mid]))
+    second = captured(f32, launch("ki8")).model_copy(update={"occurrence": 1})
+    cap = whole(captured(f32, launch("kf32")), captured(mid, launch("kb")), second)
+    plan = proving(s, [f32, mid, i8], {"main/a": cap})
+    assert not plan.fallback
+    assert {p.key: p.kernels for p in plan.replay} == {f32: ("kf32",), i8: ("ki8",)}
+    # measured one after the other, the capture would hold one row of them (its rows
+    # continue while the dtype and shape stay): numbered otherwise, neither is matched
+    fell = proving(s, [f32, i8], {"main/a": cap}).fallback
+    assert fell == {f32: FALLBACK_OCCURRENCES, i8: FALLBACK_OCCURRENCES}
 
 
 def test_a_capture_that_cannot_prove_no_launch_leaves_the_row_changed_on_the_op_path():
@@ -342,12 +371,19 @@ def test_a_capture_that_cannot_prove_no_launch_leaves_the_row_changed_on_the_op_
         assert plan.fallback[r] == FALLBACK_NO_ROW, cap  # a row without launches
 
 
-def test_no_launch_needs_every_occurrence_of_the_row_to_have_launched_nothing():
-    r = row("a")
-    other = captured(row("a", occurrence=1), launch("ka"))
-    plan = proving(screen(kernel("ka", C, [r])), [r], {"main/a": whole(nothing(r), other)})
-    assert not plan.no_launch
-    assert plan.fallback == {r: FALLBACK_LAUNCHED_NOTHING}  # its own occurrence: nothing
+def test_no_launch_is_the_rows_own_occurrences_when_the_capture_numbers_them_alike():
+    """v7's einsum: equations of one dtype and shape, one served by Triton kernels, the
+    others not. The row whose own occurrence launched nothing is proven; its sibling
+    is replayed. A capture that numbers the rows otherwise proves nothing."""
+    r, mid, r1 = row("a"), row("a", shape="[torch.Size([128])]"), row("a", occurrence=1)
+    s = screen(kernel("ka", C, [r, r1]), kernel("kb", T, [mid]))  # mid: unchanged
+    cap = whole(nothing(r), captured(mid, launch("kb")), captured(r1, launch("ka")))
+    plan = proving(s, [r, mid, r1], {"main/a": cap})
+    assert plan.no_launch == [r] and [p.key for p in plan.replay] == [r1]
+    assert not plan.fallback
+    # the two measured one after the other: the capture would hold one row of them
+    plan = proving(s, [r, r1], {"main/a": cap})
+    assert not plan.no_launch and plan.fallback[r] == FALLBACK_OCCURRENCES
 
 
 def test_a_row_that_times_no_kernel_still_fails_when_its_kernel_does_not_compile():

@@ -5,9 +5,16 @@ from __future__ import annotations
 
 import pytest
 
-from zlbench.models.replay import LaunchCapture, LaunchSpec, RowLaunches, merge_captures
+from zlbench.models.replay import (
+    CaptureRowAt,
+    LaunchCapture,
+    LaunchSpec,
+    RowLaunches,
+    merge_captures,
+)
 
 GPU = "NVIDIA H100 80GB HBM3"
+FIRST = CaptureRowAt(occurrence=0, expected=frozenset({0}))  # a row's only occurrence
 
 
 def _row(run_name: str, shape: str, occurrence: int = 0, launched: bool = True) -> RowLaunches:
@@ -49,8 +56,24 @@ def test_every_parts_rows_in_part_order_named_after_the_op():
     # the parts' captures are not changed
     assert [r.run_name for r in parts[0][1].rows] == ["topk~1of2", "topk~1of2"]
     # the op's row proves what it proved in its part's capture
-    assert merged.proves_no_launch("topk", "float16", "[3]")
-    assert not merged.proves_no_launch("topk~1of2", "float16", "[3]")
+    assert merged.proves_no_launch("topk", "float16", "[3]", FIRST)
+    assert not merged.proves_no_launch("topk~1of2", "float16", "[3]", FIRST)
+
+
+def test_a_dtype_and_shape_whose_rows_span_parts_matches_no_row():
+    """Each part numbers its rows from 0: a dtype and shape with rows in two parts
+    holds occurrence 0 twice, so no baseline row is matched to either (its rows fall
+    back), where a row in one part only is."""
+    parts = [
+        ("t~1of2", _cap(_row("t~1of2", "[1]", launched=False), _row("t~1of2", "[2]"))),
+        ("t~2of2", _cap(_row("t~2of2", "[1]", launched=False))),
+    ]
+    merged = merge_captures(parts, "t")
+    two = CaptureRowAt(occurrence=1, expected=frozenset({0, 1}))
+    assert merged.row_of("t", "float16", "[1]", FIRST) is None
+    assert merged.row_of("t", "float16", "[1]", two) is None
+    assert not merged.proves_no_launch("t", "float16", "[1]", FIRST)
+    assert merged.row_of("t", "float16", "[2]", FIRST) is merged.rows[1]
 
 
 @pytest.mark.parametrize("flag", ["lists_every_row", "every_launch_hooked"])
@@ -62,7 +85,7 @@ def test_a_flag_holds_only_where_every_part_says_so(flag):
     ]
     merged = merge_captures(parts, "t")
     assert getattr(merged, flag) is False
-    assert not merged.proves_no_launch("t", "float16", "[1]")
+    assert not merged.proves_no_launch("t", "float16", "[1]", FIRST)
 
 
 def test_unnamed_calls_add_up():

@@ -15,18 +15,22 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from zlbench.models import PlanEntry, WorkerPlan, load_json_model  # noqa: E402
+from zlbench.models import PlanEntry, RowKey, WorkerPlan, load_json_model  # noqa: E402
 from zlbench.models.replay import (  # noqa: E402
     EXACT_INT_MAX,
     EXACT_MAX,
     LAUNCHES_JSON,
+    CaptureRowAt,
     LaunchCapture,
     LaunchSpec,
     RowLaunches,
+    capture_rows_at,
     order_unknown,
 )
 from zlbench.plugins import codegen, state  # noqa: E402
 from zlbench.plugins import replay_capture as rc  # noqa: E402
+
+FIRST = CaptureRowAt(occurrence=0, expected=frozenset({0}))  # a row's only occurrence
 
 # --------------------------------------------------------------------------- helpers
 
@@ -686,11 +690,18 @@ def test_a_row_whose_timed_calls_launch_nothing_is_listed_without_launches(op, h
     assert [(r.shape, r.occurrence, len(r.launches)) for r in cap.rows] == [
         ("[8]", 0, 0), ("[16]", 0, 1), ("[8]", 1, 0)]  # fmt: skip
     assert [cap.launched_nothing(r) for r in cap.rows] == [True, False, True]
-    assert cap.proves_no_launch("abs", "bfloat16", "[8]")  # both occurrences
-    assert cap.proves_no_launch("abs", "bfloat16", "[8]", 1)
-    assert not cap.proves_no_launch("abs", "bfloat16", "[8]", 2)  # not listed: not known
-    assert not cap.proves_no_launch("abs", "bfloat16", "[16]")
-    assert not cap.proves_no_launch("abs", "bfloat16", "[32]")  # not listed: not known
+    # the baseline's rows, measured in that order, numbered as the recorder numbers them
+    measured = (("[8]", 0), ("[16]", 0), ("[8]", 1))
+    keys = [RowKey(repo="main", run_name="abs", op="abs", dtype="bfloat16", shape=sh,
+                   occurrence=occ) for sh, occ in measured]  # fmt: skip
+    at = capture_rows_at(keys)
+    assert [cap.row_of("abs", "bfloat16", k.shape, at[k]) for k in keys] == cap.rows
+    assert cap.proves_no_launch("abs", "bfloat16", "[8]", at[keys[0]])
+    assert cap.proves_no_launch("abs", "bfloat16", "[8]", at[keys[2]])
+    assert not cap.proves_no_launch("abs", "bfloat16", "[16]", at[keys[1]])
+    third = CaptureRowAt(occurrence=2, expected=frozenset({0, 1, 2}))
+    assert not cap.proves_no_launch("abs", "bfloat16", "[8]", third)  # not listed: not known
+    assert not cap.proves_no_launch("abs", "bfloat16", "[32]", FIRST)  # not listed: not known
 
 
 def test_with_flaggems_c_extension_loaded_a_row_without_launches_proves_nothing(
@@ -701,7 +712,7 @@ def test_with_flaggems_c_extension_loaded_a_row_without_launches_proves_nothing(
     cap = hooked.capture_for("abs")
     assert not cap.every_launch_hooked and cap.lists_every_row
     assert not cap.launched_nothing(cap.rows[0])
-    assert not cap.proves_no_launch("abs", "bfloat16", "[8]")
+    assert not cap.proves_no_launch("abs", "bfloat16", "[8]", FIRST)
 
 
 def test_the_capture_names_the_gpu_it_ran_on(op, hooked, monkeypatch):

@@ -13,7 +13,12 @@ pytest.importorskip("triton")
 
 from tests.support.codegen import run_script, subprocess_env  # noqa: E402
 from zlbench.models import CODEGEN_INDEX, CodegenIndex, load_json_model  # noqa: E402
-from zlbench.models.replay import LAUNCHES_JSON, LaunchCapture, order_unknown  # noqa: E402
+from zlbench.models.replay import (  # noqa: E402
+    LAUNCHES_JSON,
+    CaptureRowAt,
+    LaunchCapture,
+    order_unknown,
+)
 
 SCRIPT = textwrap.dedent("""
     import sys
@@ -72,7 +77,8 @@ def test_the_hook_writes_each_rows_timed_launches_next_to_the_index(tmp_path):
     assert capture.lists_every_row and capture.unnamed_calls == 0
     assert capture.every_launch_hooked  # no FlagGems C extension in this process
     assert (torch_row.shape, torch_row.launches) == ("torch", [])
-    assert capture.proves_no_launch("add", "float32", "torch")
+    only = CaptureRowAt(occurrence=0, expected=frozenset({0}))  # its one row
+    assert capture.proves_no_launch("add", "float32", "torch", only)
     assert capture.launched_nothing(torch_row) and not capture.launched_nothing(add_row)
     assert (add_row.op, add_row.dtype, add_row.shape, add_row.occurrence) == (
         "add", "float32", "[64, 128]", 0)  # fmt: skip

@@ -172,16 +172,21 @@ def test_a_replay_json_that_is_not_one_is_refused(tmp_path, capsys):
     assert "replay.json" in one_error_line(capsys)
 
 
-def _no_launch_gate(tmp_path, captured: bool):
+def _no_launch_gate(tmp_path, captured: bool, occurrences: int = 1):
     """softmax's row listed in replay.json as timing no Triton kernel; ``captured``: the
-    baseline's capture of softmax shows it (else replay.json says what nothing proves)."""
+    baseline's capture of softmax shows it (else replay.json says what nothing proves),
+    in ``occurrences`` rows of its dtype and shape (the baseline holds one)."""
     bl, g = _gate_dir(tmp_path, replay_pr_us=10.0)
     skey = crow("softmax", S, 1.0).key("main", "softmax")
     dump_json_model(g / "replay" / "replay.json", ReplayRun(no_launch=[skey]))
     dump_json_model(g / "replay" / "pairs.json", PairsFile())
     if captured:
-        row = RowLaunches(run_name="softmax", op="softmax", dtype=skey.dtype, shape=skey.shape)
-        cap = LaunchCapture(rows=[row], lists_every_row=True, every_launch_hooked=True)
+        rows = [
+            RowLaunches(run_name="softmax", op="softmax", dtype=skey.dtype, shape=skey.shape,
+                        occurrence=i)
+            for i in range(occurrences)
+        ]  # fmt: skip
+        cap = LaunchCapture(rows=rows, lists_every_row=True, every_launch_hooked=True)
         dump_json_model(bl / "main" / "softmax" / "codegen" / LAUNCHES_JSON, cap)
         write_baseline(bl, BASE)  # its manifest lists the capture
     return bl, g
@@ -203,10 +208,14 @@ def test_a_row_its_capture_proves_times_no_kernel_passes_and_the_report_says_why
     assert NO_LAUNCH_CELL in line
 
 
-def test_a_row_listed_as_timing_no_kernel_without_the_baselines_capture_is_refused(
-    tmp_path, capsys
+@pytest.mark.parametrize("captured, occurrences", [(False, 1), (True, 2)])
+def test_a_row_listed_as_timing_no_kernel_its_baselines_capture_does_not_prove_is_refused(
+    tmp_path, capsys, captured, occurrences
 ):
-    bl, g = _no_launch_gate(tmp_path, captured=False)
+    """No capture; or one whose rows of the row's dtype and shape are two where the
+    baseline's rows imply one (which is the row's is not known, though neither launched
+    anything)."""
+    bl, g = _no_launch_gate(tmp_path, captured=captured, occurrences=occurrences)
     rc, _ = gate(tmp_path, bl, g)
     assert rc == 2
     line = one_error_line(capsys)

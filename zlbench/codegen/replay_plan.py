@@ -19,8 +19,9 @@ whose kernels are all identical is not in the plan at all.
 **No kernel timed.** A changed row whose op's capture proves that its timed calls
 launch no Triton kernel (:meth:`~zlbench.models.replay.LaunchCapture.proves_no_launch`:
 a capture that lists every row it saw timed, saw no timed call before its row was
-named, hooked every launch, no FlagGems C extension; every occurrence of the row listed
-whole and without a launch), taken on this runner's GPU model (``proof_gpu``: FlagGems
+named, hooked every launch, no FlagGems C extension; the row's own capture row,
+:meth:`~zlbench.models.replay.LaunchCapture.row_of`, whole and without a launch), taken
+on this runner's GPU model (``proof_gpu``: FlagGems
 picks its kernels per architecture; a capture of another model, or none named, falls
 back saying so), is not changed: no compiler can change the time of a timed
 region that runs no Triton kernel (views such as ``flatten``, aten-served paths; their
@@ -37,9 +38,12 @@ in this order (the words: ``zlbench.report.replay_text``'s ``FALLBACK_*``):
 1. the screen can tell what changed: the op has records, none unrecorded, the records
    name the row's kernels, and every changed kernel was rebuilt (not MISSING);
 2. its op has a capture (``no capture for this op``) that holds the row
-   (``no launches captured for this row``; matched on run name, dtype and shape, the
-   same occurrence preferred: the recorder does not count occurrences) and is not
-   ``truncated`` and not marked incomplete (its ``why_not``: ``capture failed: ...``);
+   (``no launches captured for this row``; its own row: the capture's row of its run
+   name, dtype and shape at the occurrence the capture numbers it
+   (:func:`~zlbench.models.replay.capture_rows_at`), when the capture's occurrences of
+   them are the ones the baseline's rows imply, else ``its capture's rows of this dtype
+   and shape are not the baseline's``) and is not ``truncated`` and not marked
+   incomplete (its ``why_not``: ``capture failed: ...``);
 3. every launch names a kernel the baseline's codegen records hold for this op (else
    ``kernel <id> not in the baseline's codegen records``: bad input, never replayed);
 4. no launch says why it cannot be replayed (``why_not``: ``graph`` -> ``launch captured
@@ -164,12 +168,14 @@ from zlbench.models.codegen_screen import (
 )
 from zlbench.models.replay import (
     TENSOR_KINDS,
+    CaptureRowAt,
     DeferredRow,
     LaunchCapture,
     LaunchSpec,
     ReplayedRow,
     RowLaunches,
     SideBuildTime,
+    capture_rows_at,
     holds_addresses,
     order_unknown,
 )
@@ -190,6 +196,7 @@ from zlbench.report.replay_text import (
     FALLBACK_NOT_CAPTURED,
     FALLBACK_NOT_NAMED,
     FALLBACK_NOT_REBUILT,
+    FALLBACK_OCCURRENCES,
     FALLBACK_OVER_BUDGET,
     FALLBACK_SIDE_STREAM,
     FALLBACK_TRUNCATED,
@@ -628,6 +635,7 @@ def plan_replay(
     not known, or FlagGems' C extension asked for)."""
     view = TimedKernels.of(screen)
     costs, op_costs, families = costs or {}, op_costs or {}, families or {}
+    places = capture_rows_at(list(dict.fromkeys(rows)))  # each row's row in its capture
     plan = ReplayPlan(anyway=set(timed_anyway))
     candidates: list[RowToReplay] = []
     for key in dict.fromkeys(rows):
@@ -643,9 +651,8 @@ def plan_replay(
             continue  # proven unchanged: not the replay tier's
         capture = captures.get(op)
         own = capture is not None and bool(proof_gpu) and capture.gpu_model == proof_gpu
-        if capture is not None and capture.proves_no_launch(
-            key.run_name, key.dtype, key.shape, key.occurrence
-        ):
+        at = places[key]
+        if capture is not None and capture.proves_no_launch(key.run_name, key.dtype, key.shape, at):
             if own:
                 if changed:  # no Triton kernel timed: no compiler changes its time
                     plan.no_launch.append(key)
@@ -653,12 +660,12 @@ def plan_replay(
             if changed and why is None:
                 where = capture.gpu_model or "a GPU it does not name"
                 why = f"{FALLBACK_LAUNCHED_NOTHING} on {where}, not on this runner's GPU"
-        why = why or _not_replayable(view, key, op, kernels, capture, own)
+        why = why or _not_replayable(view, key, op, kernels, capture, at, own)
         if why:
             if changed:  # an unchanged row that cannot be replayed stays proven identical
                 plan.fallback[key] = why
             continue
-        launches = _row_launches(captures[op], key)  # type: ignore[arg-type]
+        launches = captures[op].row_of(key.run_name, key.dtype, key.shape, at)  # type: ignore[union-attr]
         cost = costs.get(key, replay_cost_s(None))
         ids = _ids(kernels, launches)
         candidates.append(RowToReplay(key, row_score(kernels), cost, launches, ids, changed))
@@ -709,27 +716,24 @@ def _unproven(
     return None
 
 
-def _row_launches(capture: LaunchCapture, key: RowKey) -> RowLaunches | None:
-    """The capture's row for ``key``: same run name, dtype and shape, the same
-    occurrence preferred (the recorder does not count occurrences)."""
-    same = capture.rows_of(key.run_name, key.dtype, key.shape)
-    exact = [r for r in same if r.occurrence == key.occurrence]
-    return (exact or same or [None])[0]
-
-
 def _not_replayable(
     view: TimedKernels,
     key: RowKey,
     op: str,
     kernels: list[KernelScreen],
     capture: LaunchCapture | None,
+    at: CaptureRowAt,
     own_gpu: bool = False,
 ) -> str:
-    """Why a changed row cannot be replayed (rules 2-8), "" when it can. ``own_gpu``:
-    the capture ran on this runner's GPU model (rule 8's other occurrences)."""
+    """Why a changed row cannot be replayed (rules 2-8), "" when it can. ``at``: where
+    its row is in the capture (:func:`~zlbench.models.replay.capture_rows_at`);
+    ``own_gpu``: the capture ran on this runner's GPU model (rule 8's other
+    occurrences)."""
     if capture is None:
         return FALLBACK_NO_CAPTURE
-    row = _row_launches(capture, key)
+    row = capture.row_of(key.run_name, key.dtype, key.shape, at)
+    if row is None and capture.rows_of(key.run_name, key.dtype, key.shape):
+        return FALLBACK_OCCURRENCES
     if row is not None and capture.launched_nothing(row):
         return FALLBACK_LAUNCHED_NOTHING
     if row is None or not row.launches:
@@ -756,7 +760,7 @@ def _not_replayable(
     ran = None if row.replay_timed is None else set(row.replay_timed)
     if ran is not None and not launched <= ran:
         ran = None  # evidence that does not add up: every changed kernel counts
-    others = _siblings_kernels(capture, row, key) - launched if own_gpu else set()
+    others = _siblings_kernels(capture, row) - launched if own_gpu else set()
     for k in kernels:
         if k.status in CHANGED_CLASSES and k.kernel_id not in launched:
             if ran is not None and k.kernel_id not in ran:
@@ -767,15 +771,16 @@ def _not_replayable(
     return ""
 
 
-def _siblings_kernels(capture: LaunchCapture, row: RowLaunches, key: RowKey) -> set[str]:
-    """The kernels the other occurrences of ``key``'s run name, dtype and shape launched,
-    when the capture holds every launch of ``key``'s own occurrence and of theirs
-    (:meth:`LaunchCapture.whole`); else none."""
-    if row.occurrence != key.occurrence or not capture.whole(row):
+def _siblings_kernels(capture: LaunchCapture, row: RowLaunches) -> set[str]:
+    """The kernels the other occurrences of ``row``'s run name, dtype and shape
+    launched (``row``: a baseline row's own, :meth:`LaunchCapture.row_of`), when the
+    capture holds every launch of ``row`` and of theirs (:meth:`LaunchCapture.whole`);
+    else none."""
+    if not capture.whole(row):
         return set()
     return {
         launch.kernel_id
-        for r in capture.rows_of(key.run_name, key.dtype, key.shape)
+        for r in capture.rows_of(row.run_name, row.dtype, row.shape)
         if r.occurrence != row.occurrence and capture.whole(r)
         for launch in r.launches
     }

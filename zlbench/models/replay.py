@@ -26,7 +26,7 @@ from zlbench.models.ab import PairedSamples
 from zlbench.models.base import OnDisk, _Model
 from zlbench.models.codegen import CompileRequest
 from zlbench.models.run import RowKey
-from zlbench.protocol.layout import PLAN_JSON
+from zlbench.protocol.layout import PLAN_JSON, op_key
 from zlbench.protocol.pairs import REPLAY_REPS, SAMPLE_TARGET_MS
 
 LAUNCHES_JSON = "launches.json"  # in an op's codegen dir, next to index.json
@@ -260,20 +260,65 @@ class LaunchCapture(OnDisk):
         return self.whole(row) and not row.launches
 
     def rows_of(self, run_name: str, dtype: str, shape: str) -> list[RowLaunches]:
-        """The capture's rows of (``run_name``, ``dtype``, ``shape``), every occurrence:
-        what a baseline row is matched on (the recorder does not count occurrences)."""
+        """The capture's rows of (``run_name``, ``dtype``, ``shape``), every occurrence."""
         return [r for r in self.rows if (r.run_name, r.dtype, r.shape) == (run_name, dtype, shape)]
 
-    def proves_no_launch(self, run_name: str, dtype: str, shape: str, occurrence: int = 0) -> bool:
-        """Whether the capture proves that the row (``run_name``, ``dtype``, ``shape``,
-        ``occurrence``) times no Triton kernel: it lists that occurrence, and every
-        occurrence of the row :meth:`launched_nothing` (the plan matches a row's capture
-        on the first three, the occurrence only preferred). No compiler can change such
-        a row's time: the kernel-replay tier judges it without timing it
-        (docs/replay.md)."""
+    def row_of(self, run_name: str, dtype: str, shape: str, at: CaptureRowAt) -> RowLaunches | None:
+        """The capture's row of a baseline row: of (``run_name``, ``dtype``, ``shape``),
+        at occurrence ``at.occurrence`` as the capture numbers them, when the capture's
+        occurrences of it are ``at.expected``, each listed once; else None (none listed,
+        or numbered otherwise than the baseline's rows imply: a capture merged from row
+        parts numbers each part's from 0, a part without the rows between two
+        occurrences ran them as one)."""
         same = self.rows_of(run_name, dtype, shape)
-        listed = any(r.occurrence == occurrence for r in same)
-        return listed and all(self.launched_nothing(r) for r in same)
+        if sorted(r.occurrence for r in same) != sorted(at.expected):
+            return None
+        return next(r for r in same if r.occurrence == at.occurrence)
+
+    def proves_no_launch(self, run_name: str, dtype: str, shape: str, at: CaptureRowAt) -> bool:
+        """Whether the capture proves that the baseline row (``run_name``, ``dtype``,
+        ``shape``) at ``at`` (:func:`capture_rows_at`) times no Triton kernel: its row
+        (:meth:`row_of`) :meth:`launched_nothing`. Another row of the same dtype and
+        shape may launch kernels (v7's einsum: equations of one input shape, some served
+        by Triton kernels, some not). No compiler can change such a row's time: the
+        kernel-replay tier judges it without timing it (docs/replay.md)."""
+        row = self.row_of(run_name, dtype, shape, at)
+        return row is not None and self.launched_nothing(row)
+
+
+class CaptureRowAt(_Model):
+    """Where a baseline row's capture row is (:func:`capture_rows_at`)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    occurrence: StrictInt  # as the capture numbers its rows of the row's dtype and shape
+    expected: frozenset[int]  # every occurrence the capture holds of that dtype and shape
+
+
+def capture_rows_at(keys: Sequence[RowKey]) -> dict[RowKey, CaptureRowAt]:
+    """Each baseline row of ``keys`` (one or more runs' rows, each run's in the order
+    they were measured) with its capture row's place. A capture numbers a run's rows as
+    its recorder saw them (``plugins.replay_capture``, ``LaunchRecorder.row_for``): a
+    row of the same dtype and shape as the row before it continues that row; any other
+    is the next occurrence of its dtype and shape. The baseline's own occurrence
+    (``RowKey.occurrence``) counts the rows of one benchmark op; a run of several
+    benchmark ops numbers them otherwise (v7's to_copy: six conversions of one dtype
+    and shape; ctc_loss: forward, then backward)."""
+    seen: dict[str, list[tuple[str, str]]] = {}  # run -> its rows' (dtype, shape) groups
+    placed: list[tuple[RowKey, tuple[str, str, str, str], int]] = []
+    for k in keys:
+        groups = seen.setdefault(op_key(k.repo, k.run_name), [])
+        ds = (k.dtype, k.shape)
+        if not groups or groups[-1] != ds:
+            groups.append(ds)
+        placed.append((k, (k.repo, k.run_name, *ds), groups.count(ds) - 1))
+    expected: dict[tuple[str, str, str, str], set[int]] = {}
+    for _, where, occ in placed:
+        expected.setdefault(where, set()).add(occ)
+    return {
+        k: CaptureRowAt(occurrence=occ, expected=frozenset(expected[where]))
+        for k, where, occ in placed
+    }
 
 
 def merge_captures(parts: Sequence[tuple[str, LaunchCapture]], run_name: str) -> LaunchCapture:
@@ -282,9 +327,10 @@ def merge_captures(parts: Sequence[tuple[str, LaunchCapture]], run_name: str) ->
     after the op instead (other rows as they are); a flag true only where every part's
     is, the unnamed calls summed, the GPU model only where every part names the same
     (else "": not known). Each row keeps its part's occurrence: the parts do not know
-    the unsplit order, and a row is matched on its run name, dtype and shape, the
-    occurrence only preferred (two parts' rows may then share one). No parts: a capture
-    that proves nothing."""
+    the unsplit order, so where a dtype and shape's rows span parts the capture numbers
+    them otherwise than the baseline's rows imply, and :meth:`LaunchCapture.row_of`
+    matches none of them (their rows fall back). No parts: a capture that proves
+    nothing."""
     if not parts:
         return LaunchCapture()
     caps = [c for _, c in parts]

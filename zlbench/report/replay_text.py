@@ -36,6 +36,9 @@ FALLBACK_NOT_NAMED = "the codegen records do not name its kernels"
 FALLBACK_NOT_REBUILT = "not rebuilt by the screen"  # after "kernel `name` "
 FALLBACK_NO_CAPTURE = "no capture for this op"
 FALLBACK_NO_ROW = "no launches captured for this row"
+# the capture's rows of its dtype and shape are numbered otherwise than the baseline's
+# rows imply (LaunchCapture.row_of: a capture merged from row parts): which is its, unknown
+FALLBACK_OCCURRENCES = "its capture's rows of this dtype and shape are not the baseline's"
 # the capture saw the row's timed calls launch no Triton kernel (LaunchCapture.
 # launched_nothing): its changed kernels ran outside them; timed through FlagGems still
 FALLBACK_LAUNCHED_NOTHING = "its timed calls launched no Triton kernel (capture)"
@@ -60,6 +63,7 @@ REASON_LABELS: tuple[tuple[str, str], ...] = (
     (FALLBACK_NOT_REBUILT, "kernel not rebuilt"),
     (FALLBACK_NO_CAPTURE, "no capture"),
     (FALLBACK_NO_ROW, "no capture"),
+    (FALLBACK_OCCURRENCES, "capture rows not the baseline's"),
     (FALLBACK_LAUNCHED_NOTHING, "no Triton kernel timed"),
     (FALLBACK_GRAPH, "captured in a CUDA graph"),
     (FALLBACK_SIDE_STREAM, "side stream"),

@@ -52,6 +52,7 @@ from zlbench.models import (
     load_json_model,
     resolve_inside,
 )
+from zlbench.models.replay import capture_rows_at
 from zlbench.models.timing import PairSampling, Timing, paired_method_why, sides_timing
 from zlbench.protocol.layout import RESULTS_DIR, op_key
 from zlbench.protocol.pairs import PairRule
@@ -367,12 +368,16 @@ def proven_no_launch(keys: Sequence[RowKey], baseline: BaselineSet | None) -> fr
         return frozenset()
     from zlbench.runner.replay import load_captures
 
-    captures = load_captures(baseline, {op_key(k.repo, k.run_name) for k in keys}, lambda _: None)
+    ops = {op_key(k.repo, k.run_name) for k in keys}
+    captures = load_captures(baseline, ops, lambda _: None)
+    held = [baseline.ops[o] for o in sorted(ops) if o in baseline.ops]
+    places = capture_rows_at([r.key(res.repo, res.run_name) for res in held for r in res.rows])
     return frozenset(
         k
         for k in keys
         if (c := captures.get(op_key(k.repo, k.run_name))) is not None
-        and c.proves_no_launch(k.run_name, k.dtype, k.shape, k.occurrence)
+        and k in places
+        and c.proves_no_launch(k.run_name, k.dtype, k.shape, places[k])
     )
 
 
