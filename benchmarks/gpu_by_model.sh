@@ -6,8 +6,8 @@
 # stays warm 30 s after a call: issue the next at once). As the forty-eighth session
 # ran it: on an H200, v5g's capture, its A/As and its broad change (item 4); on an
 # H100, the L2 policies' broad changes and `warm`'s A/As over v5h (item 3), and the
-# base's further runs over v7's 27 ops of outputs that differ. Edit the
-# branches for the session's plan. BUDGET: the H100 calls' seconds (560) when less device time is left.
+# base's further runs over v7's 27 ops of outputs that differ. Edit the branches for
+# the session's plan. BUDGET: the H100 calls' seconds (560) when less device time is left.
 S=.cache/snap/benchmarks; export W=/tmp/w
 call=${1:-1}
 fresh=(); [ -d "$W/triton" ] || fresh=(host copies unpack:20)  # a fresh machine: set up again
