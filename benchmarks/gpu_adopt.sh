@@ -118,7 +118,9 @@
 # $OUT/bl.tgz after a capture: its batch, pack-capwork, is what comes back), REPEATS (2), REPLAY (0; 1:
 # every gate with --replay, docs/replay.md "The next GPU session"), REPLAY_L2 (with
 # REPLAY=1: every gate's --replay-l2, flush clean or warm; unset: the gate's default),
-# JOBS (nproc - 1).
+# GATE_EXTRA (words added to every `gate` stage's command, e.g. --phase-timings: each
+# op's timings.json on both A/B sides, read by benchmarks/phase_breakdown.py), JOBS
+# (nproc - 1).
 # Needs
 # $ZLBENCH_FLAGGEMS_DIR, zlbench importable, a CUDA GPU (benchmarks/device_env.sh).
 set -u
@@ -150,8 +152,9 @@ replay=(); every=()
 if [ "${REPLAY:-0}" = 1 ]; then  # kernel replay (issue 51)
   replay=(--replay ${REPLAY_L2:+--replay-l2 "$REPLAY_L2"}); every=(--time all)  # an A/A replays every captured row
 fi
+read -ra gate_extra <<< "${GATE_EXTRA:-}"
 gate() { local name=$1 pr=$2; shift 2; timed "$name" "$pr" python3 -m zlbench gate \
-  --codegen-jobs "$JOBS" --out "$W/$name" "${replay[@]}" "$@"; }
+  --codegen-jobs "$JOBS" --out "$W/$name" "${replay[@]}" "${gate_extra[@]}" "$@"; }
 pr=(--baseline "$W/bl/$NAME" --ops-file "$OPS_FILE")
 # the whole gate over calls (wv-*): every call the same baseline, screen and base
 # and one kernel cache (docs/replay.md "The kernel cache"): the screen's kernels and each
