@@ -273,7 +273,7 @@ for spec in "$@"; do
         && tee -a "$LOG" < "$W/broad_ops.txt" \
         && timed "$stage" no_coalesce python3 -m zlbench gate --codegen-jobs "$JOBS" \
           --out "$W/$stage" --baseline "$W/bl/$NAME" --ops-file "$W/broad_ops.txt" \
-          --base-compiler "$W/triton/base" \
+          --base-compiler "$W/triton/base" "${gate_extra[@]}" \
         && python3 benchmarks/replay_read.py compare "$W/broad-1" "$W/$stage" 2>&1 \
           | tee -a "$LOG" ;;
     position)
