@@ -168,7 +168,6 @@ from zlbench.models.codegen_screen import (
 )
 from zlbench.models.replay import (
     TENSOR_KINDS,
-    CaptureRowAt,
     DeferredRow,
     LaunchCapture,
     LaunchSpec,
@@ -651,8 +650,9 @@ def plan_replay(
             continue  # proven unchanged: not the replay tier's
         capture = captures.get(op)
         own = capture is not None and bool(proof_gpu) and capture.gpu_model == proof_gpu
-        at = places[key]
-        if capture is not None and capture.proves_no_launch(key.run_name, key.dtype, key.shape, at):
+        ident, at = (key.run_name, key.dtype, key.shape), places[key]
+        own_row = None if capture is None else capture.row_of(*ident, at)  # its own row
+        if capture is not None and capture.proves_no_launch(*ident, at):
             if own:
                 if changed:  # no Triton kernel timed: no compiler changes its time
                     plan.no_launch.append(key)
@@ -660,15 +660,14 @@ def plan_replay(
             if changed and why is None:
                 where = capture.gpu_model or "a GPU it does not name"
                 why = f"{FALLBACK_LAUNCHED_NOTHING} on {where}, not on this runner's GPU"
-        why = why or _not_replayable(view, key, op, kernels, capture, at, own)
-        if why:
+        why = why or _not_replayable(view, key, op, kernels, capture, own_row, own)
+        if why or own_row is None:  # no row of its own: _not_replayable has said why
             if changed:  # an unchanged row that cannot be replayed stays proven identical
                 plan.fallback[key] = why
             continue
-        launches = captures[op].row_of(key.run_name, key.dtype, key.shape, at)  # type: ignore[union-attr]
         cost = costs.get(key, replay_cost_s(None))
-        ids = _ids(kernels, launches)
-        candidates.append(RowToReplay(key, row_score(kernels), cost, launches, ids, changed))
+        ids = _ids(kernels, own_row)
+        candidates.append(RowToReplay(key, row_score(kernels), cost, own_row, ids, changed))
     candidates.sort(key=lambda p: (not p.changed, -p.score, p.key.label()))
     changed = [p for p in candidates if p.changed]
     plan.sentinels = _sentinels(changed, plan.fallback, op_costs, families, timed_anyway)
@@ -722,16 +721,15 @@ def _not_replayable(
     op: str,
     kernels: list[KernelScreen],
     capture: LaunchCapture | None,
-    at: CaptureRowAt,
+    row: RowLaunches | None,
     own_gpu: bool = False,
 ) -> str:
-    """Why a changed row cannot be replayed (rules 2-8), "" when it can. ``at``: where
-    its row is in the capture (:func:`~zlbench.models.replay.capture_rows_at`);
-    ``own_gpu``: the capture ran on this runner's GPU model (rule 8's other
-    occurrences)."""
+    """Why a changed row cannot be replayed (rules 2-8), "" when it can. ``row``: its
+    own row in the capture (:meth:`~zlbench.models.replay.LaunchCapture.row_of`), None
+    where there is none; ``own_gpu``: the capture ran on this runner's GPU model (rule
+    8's other occurrences)."""
     if capture is None:
         return FALLBACK_NO_CAPTURE
-    row = capture.row_of(key.run_name, key.dtype, key.shape, at)
     if row is None and capture.rows_of(key.run_name, key.dtype, key.shape):
         return FALLBACK_OCCURRENCES
     if row is not None and capture.launched_nothing(row):
