@@ -21,17 +21,15 @@ case "$gpu:$call" in
     NAME=v5g KEEP_BL=0 REPLAY=1 bash "$S/gpu_adopt.sh" 555 aa-3:145 broad-op:270 pack ;;
   *H200*:*)
     NAME=v5g KEEP_BL=0 REPLAY=1 REPLAY_L2=clean bash "$S/gpu_adopt.sh" 555 aa-4:145 broad-2:150 pack ;;
-  *:1)  # `clean`: its broad change beside the op path's (its A/As: the forty-seventh session)
+  *:1)  # v7's broad change, its replay's parts 1-2 of 4 (the forty-fifth session's screen)
+    NAME=v7h CAP_FROM=baselines/v7h REPLAY=1 bash "$S/gpu_adopt.sh" "${BUDGET:-565}" \
+      host copies unpack:40 carried/.cache/wvscreen.tgz:10 wv-part/1/4:200 pack wv-part/2/4:200 pack ;;
+  *:2)  # parts 3-4 on the warm machine (a fresh one sets up again)
+    [ -d "$W/wv-screen" ] || fresh+=(carried/.cache/wvscreen.tgz:10)
+    NAME=v7h CAP_FROM=baselines/v7h REPLAY=1 bash "$S/gpu_adopt.sh" "${BUDGET:-565}" \
+      "${fresh[@]}" wv-part/3/4:200 pack wv-part/4/4:200 pack ;;
+  *)  # `clean`: its broad change beside the op path's (its A/As: the forty-seventh session)
     NAME=v5h CAP_FROM=baselines/v5h REPLAY=1 REPLAY_L2=clean \
-      bash "$S/gpu_adopt.sh" "${BUDGET:-560}" host copies unpack:20 broad-1:150 broad-op:270 pack ;;
-  *:2)  # `warm`: two A/As and its broad change (compared with call 1's broad-op on CPU)
-    NAME=v5h CAP_FROM=baselines/v5h REPLAY=1 REPLAY_L2=warm \
-      bash "$S/gpu_adopt.sh" "${BUDGET:-560}" "${fresh[@]}" aa-1:140 aa-2:140 broad-2:150 pack ;;
-  *)  # `warm`: its third A/A; then v7's 27 ops of outputs that differ, the base run again
-    NAME=v5h CAP_FROM=baselines/v5h REPLAY=1 REPLAY_L2=warm \
-      bash "$S/gpu_adopt.sh" 200 "${fresh[@]}" aa-3:140 pack
-    mv "$OUT/adopt.tgz" "$OUT/warm3.tgz"
-    NAME=v7h CAP_FROM=baselines/v7h REPLAY=1 OPS_FILE=benchmarks/v7_differ_ops.txt \
-      bash "$S/gpu_adopt.sh" $((565 - SECONDS)) unpack:40 rp-differ:170 pack ;;
+      bash "$S/gpu_adopt.sh" "${BUDGET:-560}" "${fresh[@]}" broad-1:150 broad-op:270 pack ;;
 esac
 cp "$W/walls.txt" "$W/log.txt" "$OUT/" 2>/dev/null; ls -la "$OUT"
