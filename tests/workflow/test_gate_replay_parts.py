@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import io
 
+import pytest
 from test_gate_base_screen import BaseScreen, compilers  # noqa: F401 (autouse fixture)
 from test_gate_codegen import ADD_SAME, MM_CHANGED, FakeBatch, baseline, good
 
 import zlbench.runner.replay as replay_mod
 from zlbench.models import ReplayRun, Selection
+from zlbench.runner.ab.env import PR_ENV
 from zlbench.runner.replay import ReplayOutcome
 from zlbench.workflow import gate as gate_mod
 from zlbench.workflow.ab import AbOptions
@@ -80,6 +82,55 @@ def test_the_gate_that_takes_the_parts_shards_its_op_path(tmp_path, ops_dir, mon
     assert measure.requests and all(r.shard == (1, 2) for r in measure.requests)
     assert all("main/mm" not in r.ops for r in measure.requests)  # the replay judged it
     assert "shard 1/2" in err.getvalue()
+
+
+class PrCachingScreen(BaseScreen):
+    """The screen seam, leaving one compiled PR kernel in the gate's PR cache."""
+
+    def __call__(self, opts, say):
+        (opts.cache_out / "pr-key").mkdir(parents=True, exist_ok=True)
+        (opts.cache_out / "pr-key" / "__grp__pr.json").write_text("{}")
+        return super().__call__(opts, say)
+
+
+@pytest.mark.parametrize("built", [0, 2], ids=["none-built", "two-built"])
+def test_the_ops_base_side_loads_what_the_base_compiler_built_before_it(
+    tmp_path, ops_dir, monkeypatch, built
+):
+    """The base compiler's kernels that the replay's builds (or the screen's base
+    rebuild) put in the gate's base cache feed the op path's base side, as the screen's
+    feed its PR side: no base process compiles them again. Nothing built there: each
+    base process compiles, as before."""
+    seen = {}
+
+    def fake_replay(**kw):
+        seen["base_cache"] = kw["base_cache"]
+        for i in range(built):  # what a build leaves: triton's group file of a kernel
+            (kw["base_cache"] / f"key{i}").mkdir(parents=True)
+            (kw["base_cache"] / f"key{i}" / f"__grp__k{i}.json").write_text("{}")
+        kw["out"].joinpath("replay").mkdir(parents=True, exist_ok=True)
+        return ReplayOutcome(run=ReplayRun(), replayed_ops={"main/mm"})
+
+    monkeypatch.setattr(replay_mod, "replay_changed", fake_replay)
+    monkeypatch.setattr(gate_mod, "_runner_gpu", lambda visible: "NVIDIA H100")
+    bl, out = baseline(tmp_path / "bl"), tmp_path / "gate"
+    base_site = tmp_path / "base-a"
+    base_site.mkdir()
+    kcache = tmp_path / "kcache"
+    job = GateJob(
+        baseline=str(bl), out=out, selection=Selection(ops_dir=ops_dir), time="all",
+        ab=AbOptions(base_compiler=str(base_site)), replay=True, kernel_cache=kcache,
+    )  # fmt: skip
+    measure, err = FakeBatch(good()), io.StringIO()
+    seams = GateSeams(measure=measure, screen=PrCachingScreen(ADD_SAME, MM_CHANGED))
+    seams.stdout = seams.stderr = err
+    assert run_gate_job(job, seams) in (0, 1), err.getvalue()
+    sides = {r.compiler == PR_ENV: r.shared_cache for r in measure.requests}
+    assert set(sides) == {True, False}  # both sides of the A/B measured
+    assert sides[False] == (seen["base_cache"] if built else None)
+    assert sides[True] is not None and sides[True] != sides[False]  # never the PR's there
+    said = f"the A/B's base side uses the base compiler's {built} compiled kernels"
+    assert (said in err.getvalue()) == bool(built)
 
 
 class ShardBatch(FakeBatch):

@@ -1,7 +1,8 @@
 """The gate's screen leaves its compiled kernels in a triton cache dir the gate owns
 (a temp dir, never in --out), and the measuring batches of the compiler under test
 (the replay, the confirmation re-measures, the A/B's PR side) share it and record
-without SASS; the base compiler's side never gets the cache, a baseline without
+without SASS; the A/B's base side gets the base compiler's own (its kernels that the
+screen's base rebuild and the replay built), never the PR's; a baseline without
 codegen records or a screen that compiled nothing changes nothing;
 ``<out>/steps.json`` has each step's wall seconds, also when a step stops the gate.
 Fakes for the screen and the batch (tests/workflow/test_gate_codegen.py); the real
@@ -142,7 +143,8 @@ def test_steps_json_is_written_when_a_step_stops_the_gate(tmp_path, ops_dir, fai
     assert not (tmp_path / "out" / "verdict.json").exists()
 
 
-def test_the_ab_gives_the_cache_to_the_pr_side_only(tmp_path, ops_dir):
+@pytest.mark.parametrize("built", [False, True], ids=["no-base-builds", "base-builds"])
+def test_the_ab_gives_each_side_its_own_compilers_cache(tmp_path, ops_dir, built):
     from zlbench.gate.load import load_baseline
     from zlbench.models import Selection
     from zlbench.workflow.ab import AbContext, AbOptions
@@ -159,6 +161,8 @@ def test_the_ab_gives_the_cache_to_the_pr_side_only(tmp_path, ops_dir):
     cache = tmp_path / "cache"
     req = MeasureRequest(bl, {"main/mm"}, tmp_path / "out" / "results", None, job)
     req.shared_cache, req.sass = cache, False
+    base_cache = tmp_path / "base-cache" if built else None
+    req.base_cache = base_cache
     base = CompilerEnv("/envs/base", python="/envs/base/bin/python")
     ab = AbContext(AbOptions(base_compiler="/envs/base"), base=base)
     inputs = GateInputs(bl, None, None, ab)
@@ -167,7 +171,9 @@ def test_the_ab_gives_the_cache_to_the_pr_side_only(tmp_path, ops_dir):
     assert remeasure is None
     measure(PR_ENV, ["main/mm"], tmp_path / "pr")
     measure(base, ["main/mm"], tmp_path / "base")
-    assert [(r.compiler, r.shared_cache) for r in batch.requests] == [(PR_ENV, cache), (base, None)]
+    # the PR side the screen's kernels; the base side the base compiler's builds, if any
+    got = [(r.compiler, r.shared_cache) for r in batch.requests]
+    assert got == [(PR_ENV, cache), (base, base_cache)]
     assert [r.sass for r in batch.requests] == [False, False]  # both sides record alike
     # both sides measured as the baseline was (recorded unshared), not --gpu-share 4
     assert [r.job.scheduling.gpu_share for r in batch.requests] == [1, 1]

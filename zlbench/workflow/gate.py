@@ -220,6 +220,7 @@ def _measure_and_judge(
     req = MeasureRequest(inputs.baseline, measured, out / RESULTS_DIR, job.shard, job)
     req.rows = picks
     req.shared_cache = _shared_cache(inputs, codegen, cache, seams)
+    req.base_cache = _base_shared_cache(inputs, base_cache, seams)
     req.sass = req.shared_cache is None  # the screen compiled them: it has their SASS
     if codegen.held_back and not req.ops:  # nothing compiles: FAIL without GPU time
         unmeasured = unmeasured_results(req.out_dir)
@@ -395,7 +396,7 @@ def _measure_step(inputs: GateInputs, req: MeasureRequest, seams: GateSeams) -> 
     def side(env: CompilerEnv, ops: list[str], dest: Path, pair: tuple[Path, str, str]) -> Path:
         sub = MeasureRequest(req.baseline, set(ops), dest, req.shard, job, compiler=env, pair=pair)
         sub.rows = req.rows  # both sides the same rows
-        sub.shared_cache = req.shared_cache if env == PR_ENV else None  # never the base's
+        sub.shared_cache = req.shared_cache if env == PR_ENV else req.base_cache
         sub.sass = req.sass  # both sides alike
         batch_dir, codes[pair[1]] = seams.measure(sub)
         return batch_dir
@@ -484,6 +485,25 @@ def _shared_cache(
     return cache
 
 
+def _base_shared_cache(
+    inputs: GateInputs, base_cache: Path | None, seams: GateSeams
+) -> Path | None:
+    """With a base compiler, ``base_cache`` when the screen's base rebuild or the
+    replay's builds compiled the base compiler's kernels into it: the A/B's base side
+    then loads them, as its PR side loads the screen's (both sides alike: before, each
+    base process compiled its own, 16.8 s against the PR side's 9.9 s over v7's first
+    op-path shard on an H100, the forty-sixth session), else None; one line says so.
+    Triton keys each entry by its compiler's digest: the dir is the base compiler's."""
+    if not inputs.ab.ab or base_cache is None:
+        return None
+    n = cached_kernels(base_cache)
+    if n == 0:
+        return None
+    seams.say(f"zlbench gate: the A/B's base side uses the base compiler's {n} compiled "
+              "kernels (the screen's base rebuild and the replay's builds)")  # fmt: skip
+    return base_cache
+
+
 def _judge_measured(
     inputs: GateInputs,
     req: MeasureRequest,
@@ -533,7 +553,7 @@ def _remeasure_or_ab(
 
     def measure(env: CompilerEnv, ops: list[str], batch_out: Path) -> Path:
         sub = MeasureRequest(req.baseline, set(ops), batch_out, None, job, compiler=env)
-        sub.shared_cache = req.shared_cache if env == PR_ENV else None  # never the base's
+        sub.shared_cache = req.shared_cache if env == PR_ENV else req.base_cache
         sub.sass = req.sass  # both sides alike
         with timed(inputs.steps, "ab"):
             return seams.measure(sub)[0]

@@ -105,6 +105,11 @@ class MeasureRequest:
     compiler: CompilerEnv | None = None  # None: this environment (the PR's build)
     # the screen's compiled kernels (a triton cache dir); never for the base compiler
     shared_cache: Path | None = None
+    # with a base compiler: the base compiler's kernels that the screen's base rebuild
+    # and the replay's builds compiled (a triton cache dir of its own), which the A/B's
+    # base side shares as the PR side shares ``shared_cache``; None: each base process
+    # compiles its kernels
+    base_cache: Path | None = None
     # False when the screen's compiled kernels feed the measure step (shared_cache
     # set, on both A/B sides): the screen has their SASS, so the measure step's
     # records skip disassembly (cuobjdump at each op's end, off the timings)
