@@ -2,7 +2,7 @@
 next GPU session"): the numbers docs/measurements.md records for the replay tier.
 
     python benchmarks/replay_read.py aa GATE_DIR...   # A/A: |change| by instrument
-    python benchmarks/replay_read.py agree GATE_DIR   # rows both instruments timed
+    python benchmarks/replay_read.py agree GATE_DIR [--baseline B]  # rows both instruments timed
     python benchmarks/replay_read.py cost GATE_DIR... # where the step's seconds went
     python benchmarks/replay_read.py opsfile GATE_DIR [--sample N] [--tier F]
     python benchmarks/replay_read.py compare REPLAY_GATE OP_GATE  # one change, both instruments
@@ -68,6 +68,7 @@ sys.path.insert(0, str(REPO))
 
 from zlbench.cli.settings import Settings  # noqa: E402
 from zlbench.cli.trees import resolve_one  # noqa: E402
+from zlbench.gate.load import BaselineSet, load_baseline  # noqa: E402
 from zlbench.gate.paired import judge_paired, stats_of  # noqa: E402
 from zlbench.gate.replay import replay_stats  # noqa: E402
 from zlbench.models import GateVerdict, RowVerdict, Verdict, load_json_model  # noqa: E402
@@ -130,9 +131,11 @@ def aa(gates: list[Path]) -> None:
               f"verdicts {verdicts}")  # fmt: skip
 
 
-def agree(gate: Path) -> None:
+def agree(gate: Path, baseline: BaselineSet | None = None) -> None:
+    """``baseline``: the gate's, whose captures re-derive the rows its replay lists as
+    timing no Triton kernel (the judge's rule; without it such rows are refused)."""
     v = load_json_model(gate / "verdict.json", GateVerdict)
-    ev = load_replay(v, gate)
+    ev = load_replay(v, gate, baseline=baseline)
     if ev is None:
         raise SystemExit(f"{gate}: no replay/replay.json")
     rule = PairRule()
@@ -300,7 +303,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
     sub.add_parser("aa").add_argument("gates", type=Path, nargs="+")
-    sub.add_parser("agree").add_argument("gate", type=Path)
+    g = sub.add_parser("agree")
+    g.add_argument("gate", type=Path)
+    g.add_argument("--baseline", type=Path, help="the gate's baseline (a replay that proves rows)")
     sub.add_parser("cost").add_argument("gates", type=Path, nargs="+")
     o = sub.add_parser("opsfile")
     o.add_argument("gate", type=Path)
@@ -317,7 +322,10 @@ def main() -> None:
     if a.cmd == "aa":
         aa(a.gates)
     elif a.cmd == "agree":
-        agree(a.gate)
+        agree(
+            a.gate,
+            load_baseline(resolve_one(a.baseline, Settings.from_env())) if a.baseline else None,
+        )
     elif a.cmd == "cost":
         cost(a.gates)
     elif a.cmd == "rows":
