@@ -82,9 +82,13 @@ def render(batch: Path) -> str:
 
 
 def main(argv: list[str]) -> int:
-    if not argv:
+    if not argv or argv[0] in ("-h", "--help"):
         print(__doc__, file=sys.stderr)
-        return 2
+        return 0 if argv else 2
+    for d in argv:
+        if not (Path(d) / "batch.json").is_file():
+            print(f"phase_breakdown: {d} is no batch dir (no batch.json)", file=sys.stderr)
+            return 2
     print("\n\n".join(render(Path(d)) for d in argv))
     return 0
 
