@@ -86,8 +86,10 @@ def main(argv: list[str]) -> int:
         print(__doc__, file=sys.stderr)
         return 0 if argv else 2
     for d in argv:
-        if not (Path(d) / "batch.json").is_file():
-            print(f"phase_breakdown: {d} is no batch dir (no batch.json)", file=sys.stderr)
+        if not any((Path(d) / f).is_file() for f in ("batch.json", "wall_s")):
+            print(
+                f"phase_breakdown: {d} is no batch dir (no batch.json nor wall_s)", file=sys.stderr
+            )
             return 2
     print("\n\n".join(render(Path(d)) for d in argv))
     return 0

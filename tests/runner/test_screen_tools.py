@@ -63,6 +63,20 @@ def test_phase_breakdown_sums_the_ops_of_a_batch(tmp_path):
     assert "| process start + imports | 14.0 | 47% |" in pb.render(batch)
 
 
+def test_phase_breakdown_refuses_a_dir_that_is_no_batch_in_one_line(tmp_path, capsys):
+    pb = _load("phase_breakdown")
+    good = tmp_path / "b"
+    good.mkdir()
+    (good / "wall_s").write_text("30\n")
+    assert pb.main([str(good), str(tmp_path / "nope")]) == 2
+    err = capsys.readouterr().err
+    assert (
+        err.strip()
+        == f"phase_breakdown: {tmp_path / 'nope'} is no batch dir (no batch.json nor wall_s)"
+    )
+    assert pb.main(["--help"]) == 0 and "BATCH_DIR" in capsys.readouterr().err
+
+
 def test_screen_speed_compares_each_path_with_the_first(tmp_path):
     speed = _load("screen_speed")
     old = [_batch(tmp_path / f"old{i}", [1.0, 2.0, 4.0, 1.0], 120) for i in (1, 2)]
