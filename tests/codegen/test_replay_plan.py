@@ -878,6 +878,19 @@ def test_the_forecast_adds_builds_replay_and_both_sides_of_the_op_path():
     both = forecast(plan, ["main/a"], op_costs, jobs=3, pr_built=True, base_built=True,
                     compile_s={"ka": 0.2, "kb": 1.5})  # fmt: skip
     assert both.build_s == hits.build_s
+    # a side whose cache notes some of the kernels built (an earlier part's): those are
+    # hits, the rest compiled at their recorded seconds
+    partly = forecast(plan, ["main/a"], op_costs, jobs=3, compile_s={"ka": 0.2, "kb": 1.5},
+                      cached={"pr": {"kb", "k-other"}, "base": {"ka", "kb", "kc"}})  # fmt: skip
+    pr_side = (0.2 + BUILD_EXTRA_S + BUILD_CPU_S + HIT_CPU_S) / 2  # kb a hit; ka, kc compiled
+    base_side = 3 * HIT_CPU_S / 1  # every kernel held, though not built by the screen
+    assert partly.build_s == pytest.approx(
+        BUILD_START_S + 3 * BUILD_WORKER_S + max(pr_side, base_side)
+    )
+    assert partly.build_s < recorded.build_s
+    none_held = forecast(plan, ["main/a"], op_costs, jobs=3, compile_s={"ka": 0.2, "kb": 1.5},
+                         cached={"pr": set(), "base": {"k-other"}})  # fmt: skip
+    assert none_held.build_s == recorded.build_s
 
 
 def test_the_forecast_keeps_every_op_the_gate_times_anyway_on_the_op_path():

@@ -520,6 +520,16 @@ def test_a_kept_kernel_cache_notes_each_sides_builds_for_the_next_gate(tmp_path)
     (line,) = [x for x in said if "expected about" in x]
     hits = BUILD_START_S + 2 * BUILD_WORKER_S + 2 * HIT_CPU_S
     assert f"builds {hits:.1f}s" in line, line  # every kernel noted: both sides hits
+    # dirs that note one of the plan's two kernels (an earlier part built it): that one
+    # is a hit, the other compiled, on each side
+    one = sorted(built_ids(base))[0]
+    pr3, base3 = tmp_path / "kc3" / "pr", tmp_path / "kc3" / "base"
+    mark_built(pr3, [one])
+    mark_built(base3, [one])
+    _, _, said = run(tmp_path / "3", Fakes(), pr_cache=pr3, base_cache=base3)
+    (line,) = [x for x in said if "expected about" in x]
+    partly = BUILD_START_S + 2 * BUILD_WORKER_S + BUILD_CPU_S + HIT_CPU_S
+    assert f"builds {partly:.1f}s" in line, line
 
 
 def screens(*caches) -> None:

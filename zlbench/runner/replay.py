@@ -82,7 +82,7 @@ from zlbench.models.replay import (
     ReplayPlanFile,
     SideBuildTime,
 )
-from zlbench.protocol.cache import holds_built, mark_built
+from zlbench.protocol.cache import built_ids, holds_built, mark_built
 from zlbench.protocol.layout import op_key
 from zlbench.runner.ab.env import CompilerEnv, with_front
 
@@ -286,6 +286,7 @@ def replay_changed(
             base_built=built["base"],
             op_path_wall=op_path_wall,
             compile_s={k.kernel_id: k.baseline.compile_s for k in screen.kernels},
+            cached={side: built_ids(c) for side, c in caches.items() if c is not None},
         )
     say(forecast_line(expected, recorded_on))
     if plan.replay:
