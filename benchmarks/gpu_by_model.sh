@@ -28,7 +28,7 @@ case "$gpu:$call" in
     [ -d "$W/wv-part-1" ] || fresh+=(carried/.cache/wvscreen.tgz:10 carried/.cache/s49-parts.tgz:10)
     k=$((call + 1))
     NAME=v7h CAP_FROM=baselines/v7h REPLAY=1 GATE_EXTRA=--phase-timings \
-      bash "$S/gpu_adopt.sh" "${BUDGET:-565}" "${fresh[@]}" "wv-op/$k/4:480"
+      bash "$S/gpu_adopt.sh" "${BUDGET:-565}" "${fresh[@]}" "wv-op/$k/4:520"
     logs=(); [ -f "$W/wv-op-$k.log" ] && logs=("wv-op-$k.log")  # the gate's own lines
     tar czf "$OUT/op$k.tgz" -C "$W" --exclude=diffs --exclude=plan.json "wv-op-$k" "${logs[@]}" ;;
   *)  # `clean`: its broad change beside the op path's (its A/As: the forty-seventh session)
