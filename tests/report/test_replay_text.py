@@ -131,6 +131,19 @@ def test_each_reason_is_counted_under_its_label():
             "no default stream",
             "changed kernel `k` not among its captured launches",
             "something new\nand odd",
+            # v7's broad change on an H100 (2026-12-07): the worker's own words
+            "PR and base outputs differ after replay (max error 0.00108); the base's own "
+            "two runs agree",
+            "PR and base outputs differ after replay (max error 579); the base's own five "
+            "runs differ too (max error 201)",
+            "PR and base outputs differ after replay (max error 2.5)",  # before the runs
+            "not tried: kernel `fused_moe_kernel` broke the replay in an earlier row of this op",
+            "values not read: every launch held a FlagGems first-run lock",
+            "base launch failed: OutOfMemoryError: CUDA out of memory. Tried to allocate 7.00 GiB",
+            "base launch failed: RuntimeError: Triton Error [CUDA]: out of memory",
+            "base launch failed: RuntimeError: Triton Error [CUDA]: an illegal memory access "
+            "was encountered",
+            "pr launch failed: ValueError: pointer argument cannot be accessed",
         )
     ] == [
         "no capture",
@@ -146,6 +159,15 @@ def test_each_reason_is_counted_under_its_label():
         "no default stream",
         "incomplete capture",
         "something new and odd",
+        "outputs differ (the base's own runs agree)",
+        "outputs differ (so do the base's own runs)",
+        "outputs differ",
+        "quarantined",
+        "values not read (FlagGems first-run lock)",
+        "out of memory",
+        "out of memory",
+        "fault or hang",
+        "launch failed",
     ]
 
 

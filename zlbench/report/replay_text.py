@@ -74,12 +74,23 @@ REASON_LABELS: tuple[tuple[str, str], ...] = (
     (FALLBACK_UNSUPPORTED, "unsupported argument"),
     (FALLBACK_NOT_CAPTURED, "incomplete capture"),
     (FALLBACK_OVER_BUDGET, "beyond the replay budget"),
+    # the worker's words (plugins.replay.worker): outputs that differ, counted by what
+    # the base's own runs did, not one label per error (v7's 37 such rows on an H100
+    # were 30 labels, 2026-12-07)
+    ("runs agree", "outputs differ (the base's own runs agree)"),
+    ("runs differ too", "outputs differ (so do the base's own runs)"),
+    ("outputs differ", "outputs differ"),
+    ("broke the replay in an earlier row", "quarantined"),  # models.replay.QUARANTINED
+    ("values not read", "values not read (FlagGems first-run lock)"),
+    ("out of memory", "out of memory"),
+    ("illegal memory access", "fault or hang"),
     ("digest", "digest mismatch"),
     ("differs from the screen's", "digest mismatch"),
     ("hang", "fault or hang"),
     ("timed out", "fault or hang"),
     ("faulted", "fault or hang"),
     ("CUDA error", "fault or hang"),
+    ("launch failed", "launch failed"),  # plugins.replay.timing: any other error
 )
 LABEL_MAX = 60  # characters of a reason counted under itself
 WHY_CELL_MAX = 100  # characters of a reason in a table cell
