@@ -184,6 +184,36 @@ def test_the_geomean_is_of_the_change_that_decided_with_the_stored_one_beside():
     assert "**Geomean over 1 judged rows: judged change +1.00 %** (FlagGems" in plain
 
 
+def replayed(name: str, change: float, decision: str = "PASS") -> RowVerdict:
+    """A row a kernel replay's pairs decided: no op-level latency, so no change against
+    the stored baseline."""
+    verdict_of = {"PASS": Verdict.PASS, "REGRESSION": Verdict.REGRESSION}[decision]
+    paired = pairs(change, decision).model_copy(update={"instrument": "kernel-replay"})
+    return RowVerdict(
+        key=RowKey(repo="main", run_name=name, op=name, dtype="bfloat16", shape="[8]"),
+        verdict=verdict_of,
+        ab=paired,
+    )
+
+
+def test_the_geomean_and_the_largest_moves_count_the_rows_a_kernel_replay_decided():
+    """v7's broad change on an H100 (2026-12-07): 5,227 rows judged by replay beside 37
+    by the op path; the geomean and the largest moves had counted the 37 only."""
+    rows = [*ab_rows(), replayed("flip", 1.0, "REGRESSION"), replayed("abs", 0.002)]
+    line = next(x for x in render_markdown(verdict(rows)).splitlines() if "Geomean" in x)
+    assert line.startswith("**Geomean over 6 judged rows: +13.79 % vs the base**"), line
+    assert "every one of them, 2 of them by kernel replay" in line
+    assert "vs the stored baseline: judged change -3.84 % over its 4 rows" in line
+    assert [r.key.op for r in largest_moves(rows)][:1] == ["flip"]  # +100 %: first
+    md = section(render_markdown(verdict(rows)), "Largest moves")
+    assert "`flip`" in md
+    # replayed rows alone: no change vs the stored baseline at all
+    only = [replayed("flip", 1.0, "REGRESSION")]
+    line = next(x for x in render_markdown(verdict(only)).splitlines() if "Geomean" in x)
+    assert line.startswith("**Geomean over 1 judged rows: +100.00 % vs the base**"), line
+    assert "none has a change vs the stored baseline" in line
+
+
 def test_html_rows_show_the_change_that_decided():
     html = render_html(verdict(ab_rows()))
     body = html.split('id="rows"', 1)[1]

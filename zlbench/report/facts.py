@@ -205,7 +205,16 @@ def nondefault_thresholds(th: ThresholdsFile | None) -> list[str]:
 
 
 def judged_rows(rows: Iterable[RowVerdict]) -> list[RowVerdict]:
+    """Judged rows with a change against the stored baseline (the op path measured them)."""
     return [r for r in rows if r.verdict in JUDGED and r.judged_change is not None]
+
+
+def decided_rows(rows: Iterable[RowVerdict]) -> list[RowVerdict]:
+    """Judged rows with the change their verdict was decided on (:func:`decided_change`):
+    the op path's rows and the rows a kernel replay's pairs decided, which have no change
+    against the stored baseline (v7's broad change on an H100: 5,227 replayed rows beside
+    37 of the op path, 2026-12-07)."""
+    return [r for r in rows if r.verdict in JUDGED and decided_change(r) is not None]
 
 
 def geomean_changes(rows: Iterable[RowVerdict]) -> tuple[float | None, float | None, int]:
@@ -216,39 +225,51 @@ def geomean_changes(rows: Iterable[RowVerdict]) -> tuple[float | None, float | N
     return (None if gm is None else gm - 1.0), (None if gk is None else gk - 1.0), len(rs)
 
 
-def geomean_decided(rows: Iterable[RowVerdict]) -> tuple[float | None, int]:
-    """(geometric mean of the change each judged row was decided on, how many of those
-    rows an interleaved A/B decided): with 0 A/B rows it is the judged change's."""
-    rs = judged_rows(rows)
+def geomean_decided(rows: Iterable[RowVerdict]) -> tuple[float | None, int, int]:
+    """(geometric mean of the change each judged row was decided on, how many rows,
+    how many of those an interleaved A/B or a kernel replay's pairs decided): with 0
+    such rows it is the judged change's."""
+    rs = decided_rows(rows)
     gm = geomean(1.0 + decided_change(r) for r in rs)
-    return (None if gm is None else gm - 1.0), sum(1 for r in rs if decided_on_pairs(r))
+    on_pairs = sum(1 for r in rs if decided_on_pairs(r))
+    return (None if gm is None else gm - 1.0), len(rs), on_pairs
 
 
 def geomean_words(rows: Iterable[RowVerdict]) -> tuple[str, str] | None:
     """The header's geomean, as (the bold part, the rest), or None without a judged row.
     It is the geomean of the change each row was decided on; where an interleaved A/B
     decided, that is its change vs the base, and the stored baseline's is beside it."""
-    judged, kernel, n = geomean_changes(rows)
+    judged, kernel, m = geomean_changes(rows)
+    decided, n, on_ab = geomean_decided(rows)
     if not n:
         return None
     stored = f"FlagGems kernel time {pct(kernel, 2)} before the correction; + = slower"
-    decided, on_ab = geomean_decided(rows)
     if not on_ab:
         return f"Geomean over {n} judged rows: judged change {pct(judged, 2)}", f"({stored})."
+    replayed = sum(
+        1 for r in decided_rows(rows) if r.ab is not None and r.ab.instrument == "kernel-replay"
+    )
+    by_replay = f", {replayed} of them by kernel replay" if replayed else ""
     if on_ab == n:
         head = f"Geomean over {n} judged rows: {pct(decided, 2)} vs the base"
-        how = "the A/B's change, which decided every one of them"
+        how = f"the A/B's change, which decided every one of them{by_replay}"
     else:
         head = f"Geomean over {n} judged rows: decided change {pct(decided, 2)}"
-        how = f"{on_ab} rows decided by the A/B vs the base, {n - on_ab} by the stored baseline"
-    return head, f"({how}; vs the stored baseline: judged change {pct(judged, 2)}, {stored})."
+        how = (
+            f"{on_ab} rows decided by the A/B vs the base{by_replay}, "
+            f"{n - on_ab} by the stored baseline"
+        )
+    if not m:
+        return head, f"({how}; none has a change vs the stored baseline)."
+    over = f" over its {m} rows" if m < n else ""
+    return head, f"({how}; vs the stored baseline: judged change {pct(judged, 2)}{over}, {stored})."
 
 
 def largest_moves(rows: Iterable[RowVerdict], n: int = 3) -> list[RowVerdict]:
     """The ``n`` rows that moved most toward slower, then the ``n`` toward faster, by
     the change each was decided on (an interleaved A/B's vs the base, else the judged
     change): a row the A/B found slower is never among the faster ones."""
-    rs = sorted(judged_rows(rows), key=lambda r: -decided_change(r))
+    rs = sorted(decided_rows(rows), key=lambda r: -decided_change(r))
     slower = [r for r in rs if decided_change(r) > 0][:n]
     faster = [r for r in reversed(rs) if decided_change(r) < 0][:n]
     return slower + faster
