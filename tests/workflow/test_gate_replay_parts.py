@@ -21,6 +21,24 @@ from zlbench.workflow.gate import GateJob, GateSeams
 from zlbench.workflow.screen_job import run_gate_job
 
 
+def _gate(tmp_path, ops_dir, out, screen=None, measure=None, **job):
+    """``zlbench gate --replay`` of ``job``'s further options into ``out``, on the test
+    baseline with a base compiler (its site dir made: compilers gives its fingerprint),
+    the screen and batch seams faked: (exit code, the measure seam, what it said)."""
+    bl, base_site = tmp_path / "bl", tmp_path / "base-a"
+    if not bl.exists():
+        baseline(bl)
+    base_site.mkdir(exist_ok=True)
+    j = GateJob(
+        baseline=str(bl), out=out, selection=Selection(ops_dir=ops_dir),
+        ab=AbOptions(base_compiler=str(base_site)), replay=True, **job,
+    )  # fmt: skip
+    measure, err = measure or FakeBatch(good()), io.StringIO()
+    seams = GateSeams(measure=measure, screen=screen or BaseScreen(ADD_SAME, MM_CHANGED))
+    seams.stdout = seams.stderr = err
+    return run_gate_job(j, seams), measure, err.getvalue()
+
+
 def test_a_replay_part_replays_its_part_and_stops_without_a_verdict(tmp_path, ops_dir, monkeypatch):
     asked = {}
 
@@ -31,23 +49,16 @@ def test_a_replay_part_replays_its_part_and_stops_without_a_verdict(tmp_path, op
 
     monkeypatch.setattr(replay_mod, "replay_changed", fake_replay)
     monkeypatch.setattr(gate_mod, "_runner_gpu", lambda visible: "NVIDIA H100")
-    bl, out = baseline(tmp_path / "bl"), tmp_path / "part1"
-    base_site = tmp_path / "base-a"  # the base build's site dir (compilers: its fingerprint)
-    base_site.mkdir()
-    job = GateJob(
-        baseline=str(bl), out=out, selection=Selection(ops_dir=ops_dir), time="changed",
-        ab=AbOptions(base_compiler=str(base_site)), base_screen_cache=tmp_path / "cache",
-        replay=True, replay_part=(1, 2), replay_l2="warm",
-    )  # fmt: skip
-    measure, err = FakeBatch(good()), io.StringIO()
-    seams = GateSeams(measure=measure, screen=BaseScreen(ADD_SAME, MM_CHANGED))
-    seams.stdout = seams.stderr = err
-    assert run_gate_job(job, seams) == 0, err.getvalue()
+    out = tmp_path / "part1"
+    rc, measure, err = _gate(tmp_path, ops_dir, out, time="changed",
+                             base_screen_cache=tmp_path / "cache", replay_part=(1, 2),
+                             replay_l2="warm")  # fmt: skip
+    assert rc == 0, err
     assert (asked["part"], asked["parts"]) == ((1, 2), ())
     assert asked["l2"] == "warm"  # --replay-l2 reaches the replay step
     assert measure.requests == []  # no op path: the merging gate measures it
     assert not (out / "verdict.json").exists() and not (out / "junit.xml").exists()
-    assert "replay part 1/2 written to" in err.getvalue()
+    assert "replay part 1/2 written to" in err
 
 
 def test_the_gate_that_takes_the_parts_shards_its_op_path(tmp_path, ops_dir, monkeypatch):
@@ -64,24 +75,16 @@ def test_the_gate_that_takes_the_parts_shards_its_op_path(tmp_path, ops_dir, mon
 
     monkeypatch.setattr(replay_mod, "replay_changed", fake_replay)
     monkeypatch.setattr(gate_mod, "_runner_gpu", lambda visible: "NVIDIA H100")
-    bl, out = baseline(tmp_path / "bl"), tmp_path / "shard1"
-    base_site = tmp_path / "base-a"
-    base_site.mkdir()
     parts = (tmp_path / "part1", tmp_path / "part2")
-    job = GateJob(
-        baseline=str(bl), out=out, selection=Selection(ops_dir=ops_dir), time="changed",
-        ab=AbOptions(base_compiler=str(base_site)), base_screen_cache=tmp_path / "cache",
-        replay=True, replayed=parts, shard=(1, 2),
-    )  # fmt: skip
-    measure, err = FakeBatch(good()), io.StringIO()
-    seams = GateSeams(measure=measure, screen=BaseScreen(ADD_SAME, MM_CHANGED))
-    seams.stdout = seams.stderr = err
-    assert run_gate_job(job, seams) == 0, err.getvalue()
+    rc, measure, err = _gate(tmp_path, ops_dir, tmp_path / "shard1", time="changed",
+                             base_screen_cache=tmp_path / "cache", replayed=parts,
+                             shard=(1, 2))  # fmt: skip
+    assert rc == 0, err
     assert (asked["part"], tuple(asked["parts"])) == (None, parts)
     assert asked["l2"] == "flush"  # no --replay-l2: the default policy
     assert measure.requests and all(r.shard == (1, 2) for r in measure.requests)
     assert all("main/mm" not in r.ops for r in measure.requests)  # the replay judged it
-    assert "shard 1/2" in err.getvalue()
+    assert "shard 1/2" in err
 
 
 class PrCachingScreen(BaseScreen):
@@ -113,24 +116,16 @@ def test_the_ops_base_side_loads_what_the_base_compiler_built_before_it(
 
     monkeypatch.setattr(replay_mod, "replay_changed", fake_replay)
     monkeypatch.setattr(gate_mod, "_runner_gpu", lambda visible: "NVIDIA H100")
-    bl, out = baseline(tmp_path / "bl"), tmp_path / "gate"
-    base_site = tmp_path / "base-a"
-    base_site.mkdir()
-    kcache = tmp_path / "kcache"
-    job = GateJob(
-        baseline=str(bl), out=out, selection=Selection(ops_dir=ops_dir), time="all",
-        ab=AbOptions(base_compiler=str(base_site)), replay=True, kernel_cache=kcache,
-    )  # fmt: skip
-    measure, err = FakeBatch(good()), io.StringIO()
-    seams = GateSeams(measure=measure, screen=PrCachingScreen(ADD_SAME, MM_CHANGED))
-    seams.stdout = seams.stderr = err
-    assert run_gate_job(job, seams) in (0, 1), err.getvalue()
+    screen = PrCachingScreen(ADD_SAME, MM_CHANGED)
+    rc, measure, err = _gate(tmp_path, ops_dir, tmp_path / "gate", screen, time="all",
+                             kernel_cache=tmp_path / "kcache")  # fmt: skip
+    assert rc in (0, 1), err
     sides = {r.compiler == PR_ENV: r.shared_cache for r in measure.requests}
     assert set(sides) == {True, False}  # both sides of the A/B measured
     assert sides[False] == (seen["base_cache"] if built else None)
     assert sides[True] is not None and sides[True] != sides[False]  # never the PR's there
     said = f"the A/B's base side uses the base compiler's {built} compiled kernels"
-    assert (said in err.getvalue()) == bool(built)
+    assert (said in err) == bool(built)
 
 
 class ShardBatch(FakeBatch):
@@ -159,22 +154,13 @@ def test_a_shards_ab_names_the_ops_its_batch_was_dealt(tmp_path, ops_dir, monkey
     monkeypatch.setattr(gate_mod, "_runner_gpu", lambda visible: "NVIDIA H100")
     from zlbench.models import AbSummary, load_json_model
 
-    bl = baseline(tmp_path / "bl")
-    base_site = tmp_path / "base-a"
-    base_site.mkdir()
     got = []
     for k in (1, 2):
         out = tmp_path / f"shard{k}"
-        job = GateJob(
-            baseline=str(bl), out=out, selection=Selection(ops_dir=ops_dir), time="all",
-            ab=AbOptions(base_compiler=str(base_site)), replay=True,
-            replayed=(tmp_path / "p1",), shard=(k, 2),
-        )  # fmt: skip
-        measure, err = ShardBatch(good()), io.StringIO()
-        seams = GateSeams(measure=measure, screen=BaseScreen(ADD_SAME, MM_CHANGED))
-        seams.stdout = seams.stderr = err
-        assert run_gate_job(job, seams) in (0, 1), err.getvalue()
-        assert f"interleaved A/B of 3 op(s) (shard {k}/2: its share of them)" in err.getvalue()
+        rc, measure, err = _gate(tmp_path, ops_dir, out, measure=ShardBatch(good()),
+                                 time="all", replayed=(tmp_path / "p1",), shard=(k, 2))  # fmt: skip
+        assert rc in (0, 1), err
+        assert f"interleaved A/B of 3 op(s) (shard {k}/2: its share of them)" in err
         ab = load_json_model(out / "ab" / "ab.json", AbSummary)
         dealt = set().union(*(r.ops for r in measure.requests))
         assert set(ab.ops) == dealt < measure.asked, (ab.ops, dealt, measure.asked)
