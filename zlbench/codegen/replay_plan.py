@@ -363,22 +363,21 @@ def build_seconds(
     """Both sides' builds at once (:func:`build_workers`): :data:`BUILD_START_S`,
     :data:`BUILD_WORKER_S` for each worker started, then the slower side's kernels over
     its workers: :data:`HIT_CPU_S` each for a built side's, else each kernel's recorded
-    compile seconds (``compile_s``, one per kernel where known) plus
-    :data:`BUILD_EXTRA_S`, :data:`BUILD_CPU_S` for one of unknown seconds. ``held``:
+    compile seconds (``compile_s``, one per kernel, None where unknown; empty: none
+    known) plus :data:`BUILD_EXTRA_S`, :data:`BUILD_CPU_S` for one of unknown seconds. ``held``:
     side -> for each kernel of ``compile_s``'s order, whether that side's cache already
     holds it (an earlier part or gate noted it built there): a cache hit, the rest of
     that side compiled (v7's parts 2-4 on an H100 compiled 52-74 % of their kernels, and
     were announced as if all)."""
     if not kernels:
         return 0.0
-    recorded = list(compile_s)[:kernels] + [None] * max(0, kernels - len(compile_s))
+    recorded = list(compile_s) or [None] * kernels
     per = []
     for side, w in workers.items():
         if built[side]:
             seconds = kernels * HIT_CPU_S
         else:
-            hits = list((held or {}).get(side) or ())[:kernels]
-            hits += [False] * (kernels - len(hits))
+            hits = (held or {}).get(side) or [False] * kernels
             misses = [c for c, hit in zip(recorded, hits, strict=True) if not hit]
             seconds = _cold_s(misses) + HIT_CPU_S * sum(hits)
         per.append(seconds / max(1, w))
