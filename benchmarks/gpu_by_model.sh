@@ -5,10 +5,10 @@
 # carrying .cache/kit .whl .cache/snap (and what the branch carries); CALL 1, 2, 3 on
 # one warm machine (a machine stays warm 30 s after a call: issue the next at once).
 # On an H200: v5g's capture, its A/As and its broad change (docs/replay.md item 4). On
-# an H100: v7's op-path shards 2-4 of 4 (calls 1-3) over the forty-ninth session's
-# replay parts, carried as .cache/s49-parts.tgz with .cache/wvscreen.tgz (this
-# machine's, not committed: elsewhere the parts must run again, `wv-part/K/4`); then
-# `clean`'s broad change beside the op path's (4). Edit the branches for the session's
+# an H100: the L2 policies (item 3): `clean`'s broad change beside the op path's (call
+# 1), then `warm`'s A/As (2) and its broad change (3), v5h. (v7's op-path shards 2-4 of
+# the forty-ninth session needed that machine's replay parts, which are gone: v7 runs
+# again whole, `wv-part/K/4` then `wv-op/K/4`.) Edit the branches for the session's
 # plan. BUDGET: a call's seconds when less device time is left.
 S=.cache/snap/benchmarks; export W=/tmp/w
 call=${1:-1}
@@ -23,16 +23,14 @@ case "$gpu:$call" in
     NAME=v5g KEEP_BL=0 REPLAY=1 bash "$S/gpu_adopt.sh" 555 aa-2:135 aa-3:135 broad-op:250 pack ;;
   *H200*:*)
     NAME=v5g KEEP_BL=0 REPLAY=1 REPLAY_L2=clean bash "$S/gpu_adopt.sh" 555 aa-4:145 broad-2:150 pack ;;
-  *:[123])  # v7's op path, shard CALL+1 of 4, on the forty-ninth session's four replay
-    # parts (.cache/s49-parts.tgz: their replay.json and pairs.json; shard 1 ran there)
-    [ -d "$W/wv-part-1" ] || fresh+=(carried/.cache/wvscreen.tgz:10 carried/.cache/s49-parts.tgz:10)
-    k=$((call + 1))
-    NAME=v7h CAP_FROM=baselines/v7h REPLAY=1 GATE_EXTRA=--phase-timings \
-      bash "$S/gpu_adopt.sh" "${BUDGET:-565}" "${fresh[@]}" "wv-op/$k/4:520"
-    logs=(); [ -f "$W/wv-op-$k.log" ] && logs=("wv-op-$k.log")  # the gate's own lines
-    tar czf "$OUT/op$k.tgz" -C "$W" --exclude=diffs --exclude=plan.json "wv-op-$k" "${logs[@]}" ;;
-  *)  # `clean`: its broad change beside the op path's (its A/As: the forty-seventh session)
+  *:1)  # `clean`: its broad change beside the op path's (its A/As: the forty-seventh session)
     NAME=v5h CAP_FROM=baselines/v5h REPLAY=1 REPLAY_L2=clean \
       bash "$S/gpu_adopt.sh" "${BUDGET:-560}" "${fresh[@]}" broad-1:150 broad-op:270 pack ;;
+  *:2)  # `warm`'s A/As (an H100: 116-141 s an A/A)
+    NAME=v5h CAP_FROM=baselines/v5h REPLAY=1 REPLAY_L2=warm \
+      bash "$S/gpu_adopt.sh" "${BUDGET:-560}" "${fresh[@]}" aa-1:145 aa-2:145 aa-3:145 pack ;;
+  *)  # `warm`'s broad change (read beside call 1's broad-op: replay_read.py compare)
+    NAME=v5h CAP_FROM=baselines/v5h REPLAY=1 REPLAY_L2=warm \
+      bash "$S/gpu_adopt.sh" "${BUDGET:-560}" "${fresh[@]}" broad-2:150 aa-4:145 pack ;;
 esac
 cp "$W/walls.txt" "$W/log.txt" "$OUT/" 2>/dev/null; ls -la "$OUT"
