@@ -32,6 +32,7 @@ from zlbench.runner.batch import partmerge
 from zlbench.runner.batch import run as run_mod
 from zlbench.runner.batch.info import read_batch_info
 from zlbench.runner.batch.parts import picked_rows, row_picks
+from zlbench.runner.batch.plan import plan_selection, shard_costs
 from zlbench.runner.batch.run import run_batch
 from zlbench.runner.batch.status import write_ops_status
 from zlbench.runner.catalog.inventory import inventory_path, scan_checkout, write_inventory
@@ -168,6 +169,36 @@ def test_row_picks_measure_only_their_rows_and_dtypes_and_are_never_cut(setup, r
     picked = run_mod.picked_costs(cfg, sel, whole)
     assert picked.seconds["main/big"] == pytest.approx(whole.seconds["main/big"] * 2 / 6)
     assert picked.seconds["main/a"] == whole.seconds["main/a"]
+
+
+def test_shards_are_dealt_by_the_row_picks_share_of_an_ops_seconds(setup, tmp_path):
+    """The gate's sharded op path measures only the rows the replay left it: the shard
+    deal charges an op of row picks its picked share (big: 1 of its 6 rows), as the
+    forecast does, not its whole recorded seconds (v7's four shards came to 435-682 s
+    by the model when dealt by whole ops)."""
+    rows = {"big": BIG, "a": SMALL, "b": SMALL, "c": SMALL}
+    root = replay_root(tmp_path, rows, {"big": 120.0, "a": 20.0, "b": 15.0, "c": 8.0})
+    base = json.loads((root / "main" / "big" / "result.json").read_text())["rows"]
+    picks = {
+        "main/big": row_picks(base, lambda r: (r["dtype"], r["shape"]) == ("float32", "[256]"))
+    }
+    assert len(picks["main/big"]) == 1
+
+    def config(**kw):
+        return setup(RowsExecutor(), gpus=["0"], replay_root=root, **kw)
+
+    def shards(**kw) -> list[list[str]]:
+        return [sorted(plan_selection(config(shard=(k, 2), **kw)).keys()) for k in (1, 2)]
+
+    # the costs (every dtype of the batch at the op's recorded seconds a dtype)
+    whole = {"main/big": 180.0, "main/a": 60.0, "main/b": 45.0, "main/c": 24.0}
+    sel = plan_selection(config())
+    assert shard_costs(config(), sel).seconds == whole
+    assert shard_costs(config(row_picks=picks), sel).seconds == {**whole, "main/big": 30.0}
+    # whole ops: big alone against a + b + c
+    assert shards() == [["main/big"], ["main/a", "main/b", "main/c"]]
+    # big's pick at 30 s: a (60) + c (24) against b (45) + big (30)
+    assert shards(row_picks=picks) == [["main/a", "main/c"], ["main/b", "main/big"]]
 
 
 def test_a_long_op_runs_as_row_parts_merged_into_one_op(setup, root):

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from zlbench.errors import ZlbenchError
+from zlbench.protocol.rowpart import picked_share
+from zlbench.runner.batch.attempts import baseline_rows
 from zlbench.runner.batch.balance import gpu_bins, shard_keys
 from zlbench.runner.batch.config import BatchConfig
 from zlbench.runner.batch.costs import (
@@ -59,6 +62,35 @@ def selection_costs(config: BatchConfig, keys: list[str]) -> OpCosts:
     return estimate_costs(keys, recorded, families, dtypes_per_op(config.dtypes))
 
 
+def shard_costs(config: BatchConfig, sel: OpSelection) -> OpCosts:
+    """What a shard deal balances: each op's expected seconds, an op of row picks at
+    its picked share (:func:`picked_costs`). The gate's op path measures only the rows
+    the replay left it; dealt by whole ops, v7's four shards came to 435, 682, 592 and
+    346 s by that model (docs/replay.md, forty-ninth session)."""
+    return picked_costs(config, with_picks(config, sel), selection_costs(config, sel.keys()))
+
+
+def with_picks(config: BatchConfig, selection: OpSelection) -> OpSelection:
+    """The selection with each op of ``config.row_picks`` measuring those rows only."""
+    if not config.row_picks:
+        return selection
+    ops = [
+        replace(op, rows=tuple(config.row_picks[op.key])) if op.key in config.row_picks else op
+        for op in selection.ops
+    ]
+    return replace(selection, ops=ops)
+
+
+def picked_costs(config: BatchConfig, selection: OpSelection, costs: OpCosts) -> OpCosts:
+    """``costs`` with an op of row picks at its picked share of its baseline rows."""
+    seconds = dict(costs.seconds)
+    for op in selection.ops:
+        rows = baseline_rows(config.replay_root, op.repo, op.run_name) if op.rows else None
+        if rows and op.key in seconds:
+            seconds[op.key] *= picked_share(len(op.rows), len(rows))
+    return OpCosts(seconds, costs.recorded)
+
+
 def plan_selection(config: BatchConfig) -> OpSelection:
     """The selection of this batch, already cut down to its shard.
 
@@ -73,7 +105,7 @@ def plan_selection(config: BatchConfig) -> OpSelection:
     if config.shard is None:
         return sel
     k, n = config.shard
-    mine = set(shard_keys(selection_costs(config, sel.keys()).seconds, k, n))
+    mine = set(shard_keys(shard_costs(config, sel).seconds, k, n))
     if not mine:
         raise EmptyShardError(
             f"empty selection: shard {k}/{n} has no op to run "

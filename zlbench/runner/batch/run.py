@@ -25,14 +25,13 @@ from zlbench.errors import ZlbenchError
 from zlbench.models import FLAGGEMS_DIR_VARS
 from zlbench.protocol.cache import READY_MARKER, SHARED_CACHE_READY_VAR
 from zlbench.protocol.pairs import AB_SIDE_FACTOR
-from zlbench.protocol.rowpart import picked_share
 from zlbench.runner.batch.attempts import baseline_rows
 from zlbench.runner.batch.config import BatchConfig, BatchOutcome
 from zlbench.runner.batch.coordinator import BatchRun
 from zlbench.runner.batch.costs import OpCosts
 from zlbench.runner.batch.forecast import expected_line
 from zlbench.runner.batch.parts import most_parts, part_counts, split_ops
-from zlbench.runner.batch.plan import plan_selection, selection_costs
+from zlbench.runner.batch.plan import picked_costs, plan_selection, selection_costs, with_picks
 from zlbench.runner.batch.precompile import collect_records, precompile
 from zlbench.runner.batch.progress import say
 from zlbench.runner.batch.shard import gpu_model
@@ -77,27 +76,6 @@ def run_batch(config: BatchConfig) -> BatchOutcome:
         ) as cache:
             return run_while_precompiling(config, selection, out_dir, costs, Path(cache))
     return BatchRun(config, selection, out_dir, costs).run()
-
-
-def with_picks(config: BatchConfig, selection: OpSelection) -> OpSelection:
-    """The selection with each op of ``config.row_picks`` measuring those rows only."""
-    if not config.row_picks:
-        return selection
-    ops = [
-        replace(op, rows=tuple(config.row_picks[op.key])) if op.key in config.row_picks else op
-        for op in selection.ops
-    ]
-    return replace(selection, ops=ops)
-
-
-def picked_costs(config: BatchConfig, selection: OpSelection, costs: OpCosts) -> OpCosts:
-    """``costs`` with an op of row picks at its picked share of its baseline rows."""
-    seconds = dict(costs.seconds)
-    for op in selection.ops:
-        rows = baseline_rows(config.replay_root, op.repo, op.run_name) if op.rows else None
-        if rows and op.key in seconds:
-            seconds[op.key] *= picked_share(len(op.rows), len(rows))
-    return OpCosts(seconds, costs.recorded)
 
 
 def turn_costs(config: BatchConfig, costs: OpCosts) -> OpCosts:
