@@ -67,9 +67,11 @@ def test_gems_vendor_value(env, view, expected):
 
 
 def test_warmup_and_graph_sizes_are_clamped():
-    assert warm_calls(100.0, 1000.0) == 5
+    assert warm_calls(100.0, 50.0) == 5 and warm_calls(100.0, 100.0) == 5
     assert warm_calls(100.0, 0.001) == 200
     assert warm_calls(100.0, 2.0) == 50
+    # a call longer than the whole budget: two (not five of ormqr's 4.9 s calls)
+    assert warm_calls(100.0, 100.5) == 2 and warm_calls(100.0, 4945.0) == 2
     assert graph_calls(100.0, 0.0) == 1000 and graph_calls(1.0, 5.0) == 1
 
 
@@ -97,6 +99,30 @@ def test_measure_captures_and_summarizes(capsys):
     assert ms >= 0 and backend.plain_calls == 0
     assert len(calls) >= 1 + 1 + 5 + 1 + 3  # discard, estimate, warmup >= 5, capture, replays
     assert "BENCHMARK_DIRECT" not in capsys.readouterr().out
+
+
+class _ClockBackend(CpuBackend):
+    """A CPU backend whose every call reads as ``ms`` (no real clock): the eager calls
+    it runs are counted by the measured function itself."""
+
+    def __init__(self, ms: float):
+        self.ms = ms
+
+    def time_eager(self, fn, n):
+        for _ in range(n):
+            fn()
+        return self.ms
+
+
+@pytest.mark.parametrize(("ms", "warm"), [(150.0, 2), (50.0, 5), (10.0, 10)])
+def test_measure_warms_a_call_longer_than_the_budget_twice(ms, warm):
+    """The eager calls before the graph: the discarded first, the estimate, then the
+    warmup: the budget over one call (at least five), and two for a call longer than the
+    whole budget (a 150 ms call against 100 ms)."""
+    calls = []
+    measure(lambda: calls.append(1), _ClockBackend(ms), TimingSettings(100.0, 0), rep_ms=ms)
+    before_graph = len(calls) - 1 - 1  # the graph of one call, and one replay (replays 0: 1)
+    assert before_graph == 1 + 1 + warm
 
 
 def test_measure_falls_back_with_marker_on_capture_error(capsys):
