@@ -18,19 +18,24 @@ nvidia-smi --query-gpu=name,uuid,driver_version --format=csv,noheader
 case "$gpu:$call" in
   *H200*:1)
     NAME=v5g CAP_OPS=all CAP_FROM=baselines/v5 CAP_SHARE=8 CAP_WARMUP_MS=5 CAP_REPLAYS=1 \
-      REPLAY=1 bash "$S/gpu_adopt.sh" 555 host copies capture:140 aa-1:145 broad-1:145 pack ;;
+      REPLAY=1 bash "$S/gpu_adopt.sh" "${BUDGET:-555}" host copies capture:140 aa-1:145 broad-1:145 pack ;;
   *H200*:2)  # an H100's capture, aa-1 and broad-1 took 425 s (forty-second session)
-    NAME=v5g KEEP_BL=0 REPLAY=1 bash "$S/gpu_adopt.sh" 555 aa-2:135 aa-3:135 broad-op:250 pack ;;
+    NAME=v5g KEEP_BL=0 REPLAY=1 bash "$S/gpu_adopt.sh" "${BUDGET:-555}" aa-2:135 aa-3:135 broad-op:250 pack ;;
   *H200*:*)
-    NAME=v5g KEEP_BL=0 REPLAY=1 REPLAY_L2=clean bash "$S/gpu_adopt.sh" 555 aa-4:145 broad-2:150 pack ;;
+    NAME=v5g KEEP_BL=0 REPLAY=1 REPLAY_L2=clean bash "$S/gpu_adopt.sh" "${BUDGET:-555}" aa-4:145 broad-2:150 pack ;;
   *:1)  # `clean`: its broad change beside the op path's (its A/As: the forty-seventh session)
     NAME=v5h CAP_FROM=baselines/v5h REPLAY=1 REPLAY_L2=clean \
       bash "$S/gpu_adopt.sh" "${BUDGET:-560}" "${fresh[@]}" broad-1:150 broad-op:270 pack ;;
   *:2)  # `warm`'s A/As (an H100: 116-141 s an A/A)
     NAME=v5h CAP_FROM=baselines/v5h REPLAY=1 REPLAY_L2=warm \
       bash "$S/gpu_adopt.sh" "${BUDGET:-560}" "${fresh[@]}" aa-1:145 aa-2:145 aa-3:145 pack ;;
-  *)  # `warm`'s broad change (read beside call 1's broad-op: replay_read.py compare)
+  *)  # `warm`'s broad change (read beside call 1's broad-op: replay_read.py compare),
+    # then an op-path A/A of v7h's ops whose calls outlast the warmup budget (ormqr to
+    # 704 ms a call, cholesky_inverse to 452 ms): two warmup calls, not five (47fbc02b)
     NAME=v5h CAP_FROM=baselines/v5h REPLAY=1 REPLAY_L2=warm \
-      bash "$S/gpu_adopt.sh" "${BUDGET:-560}" "${fresh[@]}" broad-2:150 aa-4:145 pack ;;
+      bash "$S/gpu_adopt.sh" "${BUDGET:-300}" "${fresh[@]}" broad-2:150 pack
+    printf 'ormqr\ncholesky_inverse\n' > "$W/long_ops.txt"
+    NAME=v7h CAP_FROM=baselines/v7h OPS_FILE=$W/long_ops.txt GATE_EXTRA="--time all" \
+      bash "$S/gpu_adopt.sh" 250 unpack:10 aa-long-1:220 pack ;;
 esac
 cp "$W/walls.txt" "$W/log.txt" "$OUT/" 2>/dev/null; ls -la "$OUT"
