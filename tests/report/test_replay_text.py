@@ -85,13 +85,14 @@ def test_the_coverage_line_of_a_run_that_replayed_everything():
 
 
 def test_a_replay_timed_under_another_l2_policy_says_so():
-    """The default (flush) is not said; clean and warm are, each in its own words."""
-    run = ReplayRun(changed_rows=1, rows=[ReplayedRow(key=key("abs"), instrument="kernel-replay")])
-    assert run.l2 == "flush" and "--replay-l2" not in coverage_line(run)  # the default: unsaid
-    warm = coverage_line(run.model_copy(update={"l2": "warm"}))
-    assert warm == (
+    """The default (warm) is not said; flush and clean are, each in its own words."""
+    run = ReplayRun(changed_rows=1, rows=[ReplayedRow(key=key("abs"), instrument="kernel-replay")],
+                    l2="warm")  # fmt: skip
+    assert "--replay-l2" not in coverage_line(run)  # the default: unsaid
+    flush = coverage_line(run.model_copy(update={"l2": "flush"}))
+    assert flush == (
         "Kernel replay: 1 of 1 changed rows replayed (100 %); timed under `--replay-l2 "
-        "warm` (no L2 flush, buffers restored once a sample)."
+        "flush` (L2 zeroed and buffers restored before each call)."
     )
     assert "`--replay-l2 clean` (L2 read over" in coverage_line(
         run.model_copy(update={"l2": "clean"})

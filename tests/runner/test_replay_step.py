@@ -937,7 +937,7 @@ def test_the_l2_policy_sets_the_plans_flush_and_restore_and_the_run_names_it(tmp
         assert on_disk.l2 == policy
     fakes = Fakes()
     _replay(baseline, screen, tmp_path / "default", fakes)
-    assert (fakes.plan.flush, fakes.plan.flush_by, fakes.plan.restore_each) == want["flush"]
+    assert (fakes.plan.flush, fakes.plan.flush_by, fakes.plan.restore_each) == want["warm"]
     # and each row's captured run order reaches the worker with it
     assert {r.key.op: r.order for r in fakes.plan.rows} == {"a": [0], "c": None}
 
@@ -974,7 +974,7 @@ def test_parts_that_are_not_one_plans_every_part_once_are_refused_in_one_line(tm
     run_.planned_from = origin
     dump_json_model(p2 / "replay" / "replay.json", run_)
     # parts timed under one L2 policy, merged by a gate that asks another
-    assert "was timed under --replay-l2 flush, this gate asks warm" in refused([p1, p2], l2="warm")
+    assert "was timed under --replay-l2 warm, this gate asks flush" in refused([p1, p2], l2="flush")
     run_.gpu = "NVIDIA H200"
     dump_json_model(p2 / "replay" / "replay.json", run_)
     assert "replayed on NVIDIA H200, this runner is NVIDIA H100" in refused([p1, p2])

@@ -81,7 +81,7 @@ def test_the_gate_that_takes_the_parts_shards_its_op_path(tmp_path, ops_dir, mon
                              shard=(1, 2))  # fmt: skip
     assert rc == 0, err
     assert (asked["part"], tuple(asked["parts"])) == (None, parts)
-    assert asked["l2"] == "flush"  # no --replay-l2: the default policy
+    assert asked["l2"] == "warm"  # no --replay-l2: the default policy
     assert measure.requests and all(r.shard == (1, 2) for r in measure.requests)
     assert all("main/mm" not in r.ops for r in measure.requests)  # the replay judged it
     assert "shard 1/2" in err

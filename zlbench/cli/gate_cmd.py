@@ -100,10 +100,10 @@ def add_codegen_options(p) -> None:
         choices=REPLAY_L2,
         default=None,
         help="with --replay: the L2 each replayed call starts from, both sides alike: "
-        "flush (default: zeroed, the row's written buffers restored before each call), "
-        "clean (read over, so L2 holds no line of the flush to write back), warm (no "
-        "flush, buffers restored once a sample: calls back to back on the same inputs, as "
-        "FlagGems' benchmark runs them); docs/replay.md 'The L2 before a timed call'",
+        "warm (default: no flush, buffers restored once a sample: calls back to back on "
+        "the same inputs, as FlagGems' benchmark runs them), flush (zeroed, the row's "
+        "written buffers restored before each call), clean (read over, so L2 holds no "
+        "line of the flush to write back); docs/replay.md 'The L2 before a timed call'",
     )
     g.add_argument(
         "--kernel-cache",

@@ -30,7 +30,7 @@ SPLIT_MODES = ("auto", "off")
 TIME_MODES = ("all", "changed")  # gate --time: every op, or those the codegen screen left
 # gate --replay-l2: the L2 a replayed call starts from, the default first
 # (models.replay.L2Policy and L2_POLICIES name the same: tests/models/test_replay_l2.py)
-REPLAY_L2 = ("flush", "clean", "warm")
+REPLAY_L2 = ("warm", "flush", "clean")
 UpstreamMode = Literal["cudagraph", "kernel"]  # upstream FlagGems --mode
 
 

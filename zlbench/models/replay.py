@@ -18,12 +18,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import ClassVar, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import ConfigDict, Field, StrictBool, StrictFloat, StrictInt
 
 from zlbench.models.ab import PairedSamples
-from zlbench.models.base import OnDisk, _Model
+from zlbench.models.base import OnDisk, _Model, upgrade_from
 from zlbench.models.codegen import CompileRequest
 from zlbench.models.run import RowKey
 from zlbench.protocol.layout import PLAN_JSON, op_key
@@ -451,10 +451,34 @@ class SideBuildTime(_Model):
     after_s: StrictFloat = 0.0
 
 
+# How the replay's L2 flush evicts L2 (plugins.replay.timing.l2_flush): "zero" the default
+FlushBy = Literal["zero", "read"]
+
+# The memory state a replayed row's timed call starts from (``gate --replay-l2``), the
+# same for both sides; the plan's flush, flush_by and restore_each
+# (:meth:`ReplayPlanFile.with_l2`; docs/replay.md "The L2 before a timed call"):
+# "flush": L2 zeroed over twice its size and the row's written buffers restored before
+# each timed call, inputs cold (SOL-ExecBench's protocol; the default until the
+# fiftieth session); "clean": L2 read over twice its size instead, so it holds clean
+# lines, nothing of the flush's to write back inside the timed call; "warm" (the
+# default, :data:`DEFAULT_L2`): no flush and the buffers restored once a sample, a
+# sample's calls back to back on the same inputs, as FlagGems' benchmark graph replays
+# them. On an H100 (docs/measurements.md, forty-fourth and fiftieth sessions) the
+# pointwise 4096² rows then read as the op path does: v5's broad change agrees with the
+# op path on 56 of 61 rows (clean 52, flush 53 of 64), two A/As PASS every row, p90 0.31 %.
+L2Policy = Literal["flush", "clean", "warm"]
+DEFAULT_L2: L2Policy = "warm"
+L2_POLICIES: dict[L2Policy, tuple[bool, FlushBy, bool]] = {  # -> (flush, flush_by, restore_each)
+    "flush": (True, "zero", True),
+    "clean": (True, "read", True),
+    "warm": (False, "zero", False),
+}
+
+
 class ReplayRun(OnDisk):
     """``<gate>/replay/replay.json``: the replay tier's plan and outcome."""
 
-    FORMAT_VERSION: ClassVar[int] = 1
+    FORMAT_VERSION: ClassVar[int] = 2  # 2: l2 defaults to DEFAULT_L2 (1: "flush")
     schema_version: int = FORMAT_VERSION
     kind: Literal["replay_run"] = "replay_run"
     changed_rows: StrictInt = Field(0, ge=0)  # rows whose timed kernels changed
@@ -478,8 +502,8 @@ class ReplayRun(OnDisk):
     # compilers as the screen names them (a part is merged only into the same)
     planned_from: str = ""
     # the L2 policy its rows were timed under (``gate --replay-l2``; a part is merged only
-    # into a gate of the same)
-    l2: L2Policy = "flush"
+    # into a gate of the same); a version 1 file without it: "flush" (its upgrade)
+    l2: L2Policy = DEFAULT_L2
 
     @property
     def replayed(self) -> int:
@@ -513,6 +537,13 @@ class ReplayRun(OnDisk):
         pct += f", {racy} of them with outputs that race as the base's own do" if racy else ""
         tail = f"; {also} unchanged row(s) too (--time all)" if also else ""
         return f"{self.replayed} of {n} changed rows replayed{pct}{tail}{proven}"
+
+
+@upgrade_from(ReplayRun, 1)
+def _replay_run_from_v1(data: dict[str, Any]) -> dict[str, Any]:
+    """Version 1 -> 2: the default L2 policy became "warm"; a version 1 file that names
+    none was timed under the default of its day, "flush"."""
+    return {"l2": "flush", **data}
 
 
 # --------------------------------------------------------------------------- the worker's plan
@@ -567,27 +598,6 @@ def quarantined(rows: Sequence[PlannedRow], culprit: int) -> dict[int, str]:
         if shared is not None:
             out[i] = QUARANTINED.format(kernel=shared)
     return out
-
-
-# How the replay's L2 flush evicts L2 (plugins.replay.timing.l2_flush): "zero" the default
-FlushBy = Literal["zero", "read"]
-
-# The memory state a replayed row's timed call starts from (``gate --replay-l2``), the
-# same for both sides; the plan's flush, flush_by and restore_each
-# (:meth:`ReplayPlanFile.with_l2`; docs/replay.md "The L2 before a timed call"):
-# "flush" (the default): L2 zeroed over twice its size and the row's written buffers
-# restored before each timed call, inputs cold (SOL-ExecBench's protocol); "clean": L2
-# read over twice its size instead, so it holds clean lines, nothing of the flush's to
-# write back inside the timed call; "warm": no flush and the buffers restored once a
-# sample, a sample's calls back to back on the same inputs, as FlagGems' benchmark graph
-# replays them (an H100, 2026-12-07: the pointwise 4096² rows then read as the op path
-# does; docs/measurements.md, forty-fourth session).
-L2Policy = Literal["flush", "clean", "warm"]
-L2_POLICIES: dict[L2Policy, tuple[bool, FlushBy, bool]] = {  # -> (flush, flush_by, restore_each)
-    "flush": (True, "zero", True),
-    "clean": (True, "read", True),
-    "warm": (False, "zero", False),
-}
 
 
 class ReplayPlanFile(OnDisk):

@@ -17,6 +17,7 @@ from collections import Counter
 from collections.abc import Collection
 
 from zlbench.models.replay import (
+    DEFAULT_L2,
     INTERMEDIATE_BUFFER,
     DeferredRow,
     ReplayedRow,
@@ -148,6 +149,7 @@ def fallback_counts(run: ReplayRun) -> list[tuple[str, int]]:
 # What a replay's L2 policy other than the default did before each timed call
 # (``gate --replay-l2``, models.replay.L2_POLICIES)
 L2_WORDS = {
+    "flush": "L2 zeroed and buffers restored before each call",
     "clean": "L2 read over, not zeroed, before each call",
     "warm": "no L2 flush, buffers restored once a sample",
 }
@@ -169,7 +171,7 @@ def coverage_line(run: ReplayRun, budget_s: float | None = None) -> str:
     if run.deferred:
         budget = f" of {budget_s:g} s" if budget_s is not None else ""
         parts.append(f"{len(run.deferred)} deferred beyond the `--time-budget`{budget}")
-    if run.l2 in L2_WORDS:
+    if run.l2 != DEFAULT_L2:
         parts.append(f"timed under `--replay-l2 {run.l2}` ({L2_WORDS[run.l2]})")
     return "; ".join(parts) + "."
 

@@ -75,6 +75,7 @@ from zlbench.models import (
 from zlbench.models.codegen import CODEGEN_DIR
 from zlbench.models.paths import resolve_inside
 from zlbench.models.replay import (
+    DEFAULT_L2,
     REPLAY_PLAN,
     BinaryRef,
     L2Policy,
@@ -178,7 +179,7 @@ def replay_changed(
     start_warm: Callable | None = None,
     part: tuple[int, int] | None = None,
     parts: Sequence[Path] = (),
-    l2: L2Policy = "flush",
+    l2: L2Policy = DEFAULT_L2,
 ) -> ReplayOutcome:
     """The replay step (module docstring) over the changed rows of ``ops``; writes
     ``out/replay/``. ``pr``/``base``: each side's environment, ``pythonpath`` first on
@@ -504,7 +505,7 @@ def load_parts(
     changed_rows: int,
     gpu: str,
     origin: str,
-    l2: L2Policy = "flush",
+    l2: L2Policy = DEFAULT_L2,
 ) -> tuple[list[ReplayedRow], PairsFile, float, float, list[SideBuildTime]]:
     """The rows and samples of the parts' replay dirs (``<part>/replay/``, ``gate
     --replay-part K/N`` each): every part of one N, once; each part's own plan lists

@@ -286,6 +286,7 @@ def replay_step(
     replay's PR side builds there: a kernel the screen built is not compiled again);
     ``base_cache``: the same for the base compiler's side, used when the screen's base
     rebuild put kernels there (not when the base-screen cache spared it)."""
+    from zlbench.models.replay import DEFAULT_L2
     from zlbench.runner.replay import families_of, replay_changed
 
     assert codegen.screen is not None and inputs.ab.base is not None
@@ -319,7 +320,7 @@ def replay_step(
         runner_gpu=runner,
         part=job.replay_part,
         parts=job.replayed,
-        l2=job.replay_l2 or "flush",
+        l2=job.replay_l2 or DEFAULT_L2,
     )
     deferred = {}
     for d in outcome.run.deferred:

@@ -71,7 +71,7 @@ class GateJob:
     # --replay-part K/N: replay part K of N of the plan's rows, nothing else (no verdict)
     replay_part: tuple[int, int] | None = None
     replayed: tuple[Path, ...] = ()  # --replayed: the parts' gate dirs, taken as replayed
-    replay_l2: str | None = None  # --replay-l2: the replay's L2 policy (None: "flush")
+    replay_l2: str | None = None  # --replay-l2 (None: models.replay.DEFAULT_L2)
     # --kernel-cache: a triton cache dir per compiler kept across gates (None: the gate's
     # own, removed at its end): protocol.cache.kernel_cache_dir
     kernel_cache: Path | None = None
