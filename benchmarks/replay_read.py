@@ -68,6 +68,7 @@ sys.path.insert(0, str(REPO))
 
 from zlbench.cli.settings import Settings  # noqa: E402
 from zlbench.cli.trees import resolve_one  # noqa: E402
+from zlbench.errors import ZlbenchError  # noqa: E402
 from zlbench.gate.load import BaselineSet, load_baseline  # noqa: E402
 from zlbench.gate.paired import judge_paired, stats_of  # noqa: E402
 from zlbench.gate.replay import replay_stats  # noqa: E402
@@ -299,7 +300,18 @@ def opside(batch: Path, baseline: Path) -> None:
           f"(ratio {both[1] / max(both[0], 1e-9):.2f})")  # fmt: skip
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> int:
+    """The command's exit code: 0, or 2 with one line for a gate dir it cannot read (a
+    gate cut before its verdict, a file of another format, a missing dir)."""
+    try:
+        run(argv)
+    except ZlbenchError as e:
+        print(f"replay_read: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
+def run(argv: list[str] | None = None) -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = ap.add_subparsers(dest="cmd", required=True)
     sub.add_parser("aa").add_argument("gates", type=Path, nargs="+")
@@ -318,7 +330,7 @@ def main() -> None:
     c = sub.add_parser("compare")
     c.add_argument("replayed", type=Path)
     c.add_argument("op_path", type=Path)
-    a = ap.parse_args()
+    a = ap.parse_args(argv)
     if a.cmd == "aa":
         aa(a.gates)
     elif a.cmd == "agree":
@@ -339,4 +351,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

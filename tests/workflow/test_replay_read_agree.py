@@ -40,3 +40,15 @@ def test_agree_reads_a_replay_that_proves_rows_given_the_gates_baseline(tmp_path
     read.agree(g, load_baseline(bl))
     said = capsys.readouterr().out
     assert "rows timed by both instruments: 0" in said and "disagreements: 0 of 0" in said
+
+
+def test_a_gate_cut_before_its_verdict_is_one_line_and_exit_2(tmp_path, capsys):
+    """The fiftieth session's aa-3, cut by its call's budget in the op path after its
+    replay: the reader says which file is missing in one line, not a traceback."""
+    cut = tmp_path / "aa-3"
+    (cut / "replay").mkdir(parents=True)
+    for cmd in (["aa", str(cut)], ["agree", str(cut)], ["compare", str(cut), str(cut)]):
+        assert _reader().main(cmd) == 2
+        err = capsys.readouterr().err.strip()
+        assert err.startswith("replay_read: ") and "verdict.json: file not found" in err
+        assert "\n" not in err
