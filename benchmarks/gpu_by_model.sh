@@ -4,12 +4,14 @@
 # start is scarce. `bash benchmarks/device_env.sh bash benchmarks/gpu_by_model.sh CALL`,
 # carrying .cache/kit .whl .cache/snap (and what the branch carries); CALL 1, 2, 3 on
 # one warm machine (a machine stays warm 30 s after a call: issue the next at once).
-# On an H200: v5g's capture, its A/As and its broad change (docs/replay.md item 4). On
-# an H100: the L2 policies (item 3): `clean`'s broad change beside the op path's (call
-# 1), then `warm`'s A/As (2) and its broad change (3), v5h. (v7's op-path shards 2-4 of
-# the forty-ninth session needed that machine's replay parts, which are gone: v7 runs
-# again whole, `wv-part/K/4` then `wv-op/K/4`.) Edit the branches for the session's
-# plan. BUDGET: a call's seconds when less device time is left.
+# On an H200: v5g's capture, its A/As and its broad change under the default L2 policy
+# (`warm` since the fiftieth session), then the broad change under `flush` beside it
+# (docs/replay.md item 4). On an H100: `warm`'s third A/A and the op-path A/A of v7h's
+# calls longer than the warmup budget (call 1; the fiftieth session ran `clean`'s broad
+# change, two of `warm`'s A/As and its broad change), then v7 again under `warm`: its
+# screen and replay parts (2, 3; docs/replay.md item 2).
+# Edit the branches for the session's plan. BUDGET: a call's seconds when less device
+# time is left.
 S=.cache/snap/benchmarks; export W=/tmp/w
 call=${1:-1}
 fresh=(); [ -d "$W/triton" ] || fresh=(host copies unpack:20)  # a fresh machine: set up again
@@ -22,20 +24,22 @@ case "$gpu:$call" in
   *H200*:2)  # an H100's capture, aa-1 and broad-1 took 425 s (forty-second session)
     NAME=v5g KEEP_BL=0 REPLAY=1 bash "$S/gpu_adopt.sh" "${BUDGET:-555}" aa-2:135 aa-3:135 broad-op:250 pack ;;
   *H200*:*)
-    NAME=v5g KEEP_BL=0 REPLAY=1 REPLAY_L2=clean bash "$S/gpu_adopt.sh" "${BUDGET:-555}" aa-4:145 broad-2:150 pack ;;
-  *:1)  # `clean`: its broad change beside the op path's (its A/As: the forty-seventh session)
-    NAME=v5h CAP_FROM=baselines/v5h REPLAY=1 REPLAY_L2=clean \
-      bash "$S/gpu_adopt.sh" "${BUDGET:-560}" "${fresh[@]}" broad-1:150 broad-op:270 pack ;;
-  *:2)  # `warm`'s A/As (an H100: 116-141 s an A/A)
-    NAME=v5h CAP_FROM=baselines/v5h REPLAY=1 REPLAY_L2=warm \
-      bash "$S/gpu_adopt.sh" "${BUDGET:-560}" "${fresh[@]}" aa-1:145 aa-2:145 aa-3:145 pack ;;
-  *)  # `warm`'s broad change (read beside call 1's broad-op: replay_read.py compare),
-    # then an op-path A/A of v7h's ops whose calls outlast the warmup budget (ormqr to
-    # 704 ms a call, cholesky_inverse to 452 ms): two warmup calls, not five (47fbc02b)
-    NAME=v5h CAP_FROM=baselines/v5h REPLAY=1 REPLAY_L2=warm \
-      bash "$S/gpu_adopt.sh" "${BUDGET:-300}" "${fresh[@]}" broad-2:150 pack
+    NAME=v5g KEEP_BL=0 REPLAY=1 REPLAY_L2=flush bash "$S/gpu_adopt.sh" "${BUDGET:-555}" broad-2:150 pack ;;
+  *:1)  # `warm`'s third A/A (the fiftieth session's was cut in its op path), then an
+    # op-path A/A of v7h's ops whose calls outlast the warmup budget (ormqr to 704 ms a
+    # call, cholesky_inverse to 452 ms): two warmup calls, not five (47fbc02b)
+    NAME=v5h CAP_FROM=baselines/v5h REPLAY=1 \
+      bash "$S/gpu_adopt.sh" "${BUDGET:-300}" "${fresh[@]}" aa-3:160 pack
     printf 'ormqr\ncholesky_inverse\n' > "$W/long_ops.txt"
     NAME=v7h CAP_FROM=baselines/v7h OPS_FILE=$W/long_ops.txt GATE_EXTRA="--time all" \
-      bash "$S/gpu_adopt.sh" 250 unpack:10 aa-long-1:220 pack ;;
+      bash "$S/gpu_adopt.sh" 260 unpack:10 aa-long-1:230 pack ;;
+  *:2)  # v7 again, under `warm`: its screen (296 s in the forty-fifth session, there
+    # a call of its own) and the first replay part; then `wv-part/2/4` ... and the op
+    # path's shards `wv-op/K/4` in calls of their own (docs/replay.md item 2)
+    NAME=v7h CAP_FROM=baselines/v7h REPLAY=1 \
+      bash "$S/gpu_adopt.sh" "${BUDGET:-565}" "${fresh[@]}" wv-screen:330 wv-part/1/4:200 pack ;;
+  *)  # the next replay parts of v7 on the same warm machine
+    NAME=v7h CAP_FROM=baselines/v7h REPLAY=1 \
+      bash "$S/gpu_adopt.sh" "${BUDGET:-565}" "${fresh[@]}" wv-part/2/4:200 pack wv-part/3/4:200 pack ;;
 esac
 cp "$W/walls.txt" "$W/log.txt" "$OUT/" 2>/dev/null; ls -la "$OUT"
