@@ -10,9 +10,13 @@ sides' launches and every restore and flush are enqueued on it):
 * then pairs: pair ``k`` takes the PR's sample then the base's for even ``k``, the
   base's then the PR's for odd ``k`` (``AB BA``: neither side always goes first, a
   drift within two pairs moves both sides alike);
-* a sample is the median of single-call timings of one side, and before *every*
-  timed call the inputs are restored (:func:`materialize.restore`) and L2 is flushed
-  (``flush``; the same policy for both sides), both outside the timed span. Each call
+* a sample is the median of single-call timings of one side; the memory state each
+  timed call starts from is the plan's L2 policy, the same for both sides and outside
+  the timed span (``models.replay.L2_POLICIES``): by default (``warm``) the inputs are
+  restored (:func:`materialize.restore`) once before each sample and L2 is not
+  flushed, so a sample's calls run back to back as FlagGems' benchmark runs them;
+  under ``flush`` (the default before the fiftieth session) and ``clean`` they are
+  restored and L2 is flushed (``flush``, zeroed or read) before *every* call. Each call
   is read (the device synchronised) before the next is enqueued: enqueuing a sample's
   calls ahead (thirty-third session, an H100) left the device waiting on the host,
   the start event fired before the launch was enqueued, and samples of 4 µs rows read
@@ -23,10 +27,8 @@ sides' launches and every restore and flush are enqueued on it):
   sides and every sample of the row;
   with ``settle`` N, each sample is preceded by N untimed calls of its side (restored
   and flushed alike): a probe of the first-sample effect seen on an H100 (the first
-  sample of each pair 4-10 % slower on two-launch rows), off by default; with
-  ``restore_each`` False the inputs are restored once before each sample instead of
-  before each of its calls (a probe of what the restore's written lines cost the timed
-  call, whose kernel then meets them in L2), on by default;
+  sample of each pair 4-10 % slower on two-launch rows), off by default;
+  ``restore_each`` (the policy's) restores before each call, else once a sample;
 * after each pair the rule's own stopping (:func:`zlbench.protocol.pairs.should_stop`
   on :func:`zlbench.protocol.pairs.row_stats` of the pairs so far, ``replayed``: over
   balanced blocks of ``AB`` + ``BA``, which cancel that first-sample effect; never

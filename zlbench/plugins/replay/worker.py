@@ -20,9 +20,9 @@ quarantine):
    launches, each launch's values seeded by a hash of the row key and its index),
    checked against what each binary was specialised on (:func:`.binaries.check_args`);
 3. time the two sides paired (:func:`.timing.time_paired`: one stream, ABBA, inputs
-   restored and L2 flushed before every timed call as the plan's L2 policy says, stopped
-   by the pair rule); a side's call runs the row's launches in the capture's run order
-   when it gave one, else in order, each ``count`` times
+   restored (and L2 flushed) before each sample or each timed call as the plan's L2
+   policy says, stopped by the pair rule); a side's call runs the row's launches in the
+   capture's run order when it gave one, else in order, each ``count`` times
    (:func:`~zlbench.models.replay.run_sequence`);
 4. run each side once more and compare every tensor argument
    (:func:`.timing.side_outputs`, :func:`.timing.compare_outputs`); when PR and base
