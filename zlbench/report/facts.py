@@ -225,30 +225,29 @@ def geomean_changes(rows: Iterable[RowVerdict]) -> tuple[float | None, float | N
     return (None if gm is None else gm - 1.0), (None if gk is None else gk - 1.0), len(rs)
 
 
-def geomean_decided(rows: Iterable[RowVerdict]) -> tuple[float | None, int, int]:
+def geomean_decided(rows: Iterable[RowVerdict]) -> tuple[float | None, int, int, int]:
     """(geometric mean of the change each judged row was decided on, how many rows,
-    how many of those an interleaved A/B or a kernel replay's pairs decided): with 0
-    such rows it is the judged change's."""
+    how many of those an interleaved A/B or a kernel replay's pairs decided, how many of
+    those a kernel replay's): with 0 such rows it is the judged change's."""
     rs = decided_rows(rows)
     gm = geomean(1.0 + decided_change(r) for r in rs)
     on_pairs = sum(1 for r in rs if decided_on_pairs(r))
-    return (None if gm is None else gm - 1.0), len(rs), on_pairs
+    replayed = sum(1 for r in rs if r.ab is not None and r.ab.instrument == "kernel-replay")
+    return (None if gm is None else gm - 1.0), len(rs), on_pairs, replayed
 
 
 def geomean_words(rows: Iterable[RowVerdict]) -> tuple[str, str] | None:
     """The header's geomean, as (the bold part, the rest), or None without a judged row.
     It is the geomean of the change each row was decided on; where an interleaved A/B
     decided, that is its change vs the base, and the stored baseline's is beside it."""
+    rows = list(rows)  # read twice
     judged, kernel, m = geomean_changes(rows)
-    decided, n, on_ab = geomean_decided(rows)
+    decided, n, on_ab, replayed = geomean_decided(rows)
     if not n:
         return None
     stored = f"FlagGems kernel time {pct(kernel, 2)} before the correction; + = slower"
     if not on_ab:
         return f"Geomean over {n} judged rows: judged change {pct(judged, 2)}", f"({stored})."
-    replayed = sum(
-        1 for r in decided_rows(rows) if r.ab is not None and r.ab.instrument == "kernel-replay"
-    )
     by_replay = f", {replayed} of them by kernel replay" if replayed else ""
     if on_ab == n:
         head = f"Geomean over {n} judged rows: {pct(decided, 2)} vs the base"
