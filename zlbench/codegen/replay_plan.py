@@ -373,14 +373,10 @@ def build_seconds(
         return 0.0
     recorded = list(compile_s) or [None] * kernels
     per = []
-    for side, w in workers.items():
-        if built[side]:
-            seconds = kernels * HIT_CPU_S
-        else:
-            hits = (held or {}).get(side) or [False] * kernels
-            misses = [c for c, hit in zip(recorded, hits, strict=True) if not hit]
-            seconds = _cold_s(misses) + HIT_CPU_S * sum(hits)
-        per.append(seconds / max(1, w))
+    for side, w in workers.items():  # a side built whole holds every kernel
+        hits = [True] * kernels if built[side] else (held or {}).get(side) or [False] * kernels
+        misses = [c for c, hit in zip(recorded, hits, strict=True) if not hit]
+        per.append((_cold_s(misses) + HIT_CPU_S * sum(hits)) / max(1, w))
     return BUILD_START_S + BUILD_WORKER_S * sum(workers.values()) + max(per, default=0.0)
 
 
