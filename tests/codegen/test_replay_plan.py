@@ -457,6 +457,15 @@ def test_a_tensor_without_values_falls_back_an_empty_one_does_not():
     assert [p.key for p in plan.replay] == [r]
 
 
+def test_a_tensor_without_values_replays_when_an_earlier_launch_values_its_buffer():
+    """A capture reads values of a row's first 64 distinct launches only; past them a
+    tensor on a buffer an earlier launch valued has none (ormqr's reflectors)."""
+    r, plan = one_row([launch("ka", tensor(0)), launch("ka", tensor(0, stats=None))])
+    assert [p.key for p in plan.replay] == [r] and not plan.fallback
+    r, plan = one_row([launch("ka", tensor(1)), launch("ka", tensor(0, stats=None))])
+    assert plan.fallback == {r: "unsupported argument x (tensor without values)"}
+
+
 def test_a_table_of_device_addresses_falls_back_an_index_tensor_does_not():
     """block_diag passes its inputs' data_ptr()s in an int64 tensor: replayed in another
     process they point nowhere, and the kernel faulted on an H100 (2026-12-07)."""

@@ -26,6 +26,7 @@ from zlbench.models.replay import (  # noqa: E402
     RowLaunches,
     capture_rows_at,
     order_unknown,
+    unvalued,
 )
 from zlbench.plugins import codegen, state  # noqa: E402
 from zlbench.plugins import replay_capture as rc  # noqa: E402
@@ -274,6 +275,37 @@ def test_more_distinct_launches_than_the_cap_in_the_last_call_truncate_the_row(o
     timed_call(lambda: [launch(rec, kernel(f"k{i}"), [x, x, 4]) for i in range(n + 1)])
     row = rows(rec)[0]
     assert row.truncated and len(row.launches) == n
+
+
+def test_a_launch_per_reflector_past_the_valued_launches_reads_only_new_buffers(op):
+    """ormqr's shape (v7, an H100): two copies, then one kernel per reflector ``i`` on
+    the same matrix, tau and input, 4,096 of them for a 4096² row (truncated at 64
+    until 2026-12-08). Past VALUED_LAUNCHES a launch's tensors on buffers an earlier
+    launch of the call valued are not read again; one on a new buffer is."""
+    rec, apply = recorder(), kernel("apply", names=("C", "tau", "i"))
+    reads = []
+    rec.read_values = lambda spec, t: reads.append(spec.name) or rc.add_values(spec, t)
+    c, tau, late = torch.ones(16), torch.ones(4), torch.zeros(8)
+    n = rc.VALUED_LAUNCHES + 6
+
+    def call():
+        launch(rec, kernel("copy", names=("x", "y", "n")), [c, c, 16])
+        for i in range(n - 1, -1, -1):
+            launch(rec, apply, [c, tau, i])
+        launch(rec, kernel("tail", names=("z", "n")), [late, 8])  # a buffer not valued yet
+
+    timed_call(call)
+    [row] = rows(rec)
+    assert not row.truncated and len(row.launches) == n + 2
+    assert [a.value for a in row.launches[-2].args if a.kind == "int"] == [0]
+    valued = [(a.data is not None) for s in row.launches for a in s.args if a.kind == "tensor"]
+    # copy (2) and the first 63 applies (2 each) read their values; then only `late`
+    assert valued == [True] * (2 + 2 * (rc.VALUED_LAUNCHES - 1)) + [False] * 14 + [True]
+    assert reads.count("z") == 1 and reads.count("C") == rc.VALUED_LAUNCHES - 1
+    assert unvalued(row.launches) == []  # every buffer has a launch that values it first
+    timed_call(lambda: (call(), launch(rec, apply, [c, tau, n])))  # one reflector more
+    assert len(reads) == 2 + 2 * (rc.VALUED_LAUNCHES - 1) + 1  # its buffers valued before
+    assert len(rows(rec)[0].launches) == n + 3 and unvalued(rows(rec)[0].launches) == []
 
 
 def test_buffers_number_distinct_storages_across_the_rows_launches(op):

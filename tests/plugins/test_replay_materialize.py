@@ -133,6 +133,22 @@ def test_a_rows_launches_share_a_buffer_number_as_one_storage():
     assert torch.equal(x1, x2) and torch.equal(o1, o2)
 
 
+def test_a_later_launchs_tensor_without_values_shares_its_buffers_earlier_values():
+    """Past a capture's first 64 distinct launches (ormqr: a launch per reflector on one
+    matrix), a tensor on a buffer an earlier launch valued has no values of its own: it
+    is that buffer, filled from the earlier launch. One on a buffer no earlier launch
+    values has nothing to be filled from and is refused."""
+    first = launch(exact([1.0, 2.0, 3.0, 4.0], buffer=0), ArgSpec(kind="int", value=3))
+    bare = ArgSpec(kind="tensor", dtype="float32", shape=[4], strides=[1], storage=4)
+    later = launch(bare, ArgSpec(kind="int", value=2))
+    (c0, i0), (c1, i1) = materialize_row([first, later], "cpu", seeds=[0, 1])
+    assert c0.untyped_storage().data_ptr() == c1.untyped_storage().data_ptr()
+    assert c1.tolist() == [1.0, 2.0, 3.0, 4.0] and (i0, i1) == (3, 2)
+    with pytest.raises(ReplayError, match="argument 0 '' of launch 0: tensor without data or "
+                       "statistics, its buffer valued by no earlier launch"):  # fmt: skip
+        materialize_row([later, first], "cpu", seeds=[0, 1])
+
+
 def test_offset_and_strided_views_address_the_captured_elements():
     # a transposed 2x3 view at offset 4 of a storage of 10: data in storage order
     spec = exact([0.0, 1.0, 2.0, 3.0, 4.0, 5.0], shape=[2, 3], strides=[1, 2], offset=4, storage=10)

@@ -49,7 +49,9 @@ in this order (the words: ``zlbench.report.replay_text``'s ``FALLBACK_*``):
 4. no launch says why it cannot be replayed (``why_not``: ``graph`` -> ``launch captured
    in a CUDA graph``, ``side stream``, ``unsupported argument ...``, or its own words);
 5. every argument can be rebuilt: a known kind, a tensor with a dtype and its values
-   (exact ``data`` or ``stats``; an empty tensor needs neither), and not a table of
+   (exact ``data`` or ``stats``; an empty tensor needs neither; past a capture's first
+   64 distinct launches, a buffer an earlier launch of the row valued:
+   :func:`~zlbench.models.replay.unvalued`), and not a table of
    device addresses (``unsupported argument <name> (a table of device addresses)``:
    :func:`~zlbench.models.replay.holds_addresses`, a 64-bit integer tensor whose every
    value lies where a device pointer does; block_diag's ``ptrs_ptr`` faulted the replay
@@ -177,6 +179,7 @@ from zlbench.models.replay import (
     capture_rows_at,
     holds_addresses,
     order_unknown,
+    unvalued,
 )
 from zlbench.models.run import RowKey
 from zlbench.protocol.layout import op_key
@@ -769,6 +772,9 @@ def _not_replayable(
         why = _launch_why(launch)
         if why:
             return why
+    for n, i in unvalued(row.launches):  # past a capture's fully valued launches
+        a = row.launches[n].args[i]
+        return f"{FALLBACK_UNSUPPORTED} {a.name or f'#{i}'} (tensor without values)"
     for launch in row.launches:
         k = held[launch.kernel_id]
         if k.status in NOT_BUILT:
@@ -815,11 +821,8 @@ def _launch_why(launch: LaunchSpec) -> str:
             return f"{FALLBACK_UNSUPPORTED} {name} ({a.kind})"
         if a.kind not in TENSOR_KINDS:
             continue
-        empty = any(n == 0 for n in a.shape)
         if not a.dtype:
             return f"{FALLBACK_UNSUPPORTED} {name} (tensor without a dtype)"
-        if not empty and a.data is None and a.stats is None:
-            return f"{FALLBACK_UNSUPPORTED} {name} (tensor without values)"
         if holds_addresses(a):
             return f"{FALLBACK_UNSUPPORTED} {name} ({FALLBACK_ADDRESSES})"
         rank = len(a.block_shape)

@@ -166,6 +166,34 @@ class RowLaunches(_Model):
     order: list[StrictInt] | None = None
 
 
+def has_values(a: ArgSpec) -> bool:
+    """Whether tensor argument ``a`` carries values to fill it from: exact ``data`` or
+    ``stats``; an empty tensor (a 0 in its shape) needs none."""
+    return a.data is not None or a.stats is not None or any(n == 0 for n in a.shape)
+
+
+def unvalued(launches: Sequence[LaunchSpec]) -> list[tuple[int, int]]:
+    """(launch index, argument index) of each tensor argument of ``launches`` (a row's,
+    in capture order) that has no values (:func:`has_values`) and whose buffer no
+    earlier launch of the row gave values to. A capture reads every tensor of a row's
+    first ``VALUED_LAUNCHES`` distinct launches; past them, only a buffer not valued yet
+    (``zlbench.plugins.replay_capture``: ormqr's 4,096 launches, one a reflector, each
+    on the same 4096² matrix). A replay fills each buffer from the launches that value
+    it, and runs the launches in order, so a later launch reads what the earlier ones
+    left there, as it did; a tensor listed here has nothing to be filled from."""
+    valued: set[int] = set()
+    gaps = []
+    for n, launch in enumerate(launches):
+        for i, a in enumerate(launch.args):
+            if a.kind not in TENSOR_KINDS:
+                continue
+            if has_values(a):
+                valued.add(a.buffer)
+            elif a.buffer not in valued:
+                gaps.append((n, i))
+    return gaps
+
+
 # Why a row whose launches pass a buffer between them is not replayed when one of them
 # ran more than once: the order of their runs is not captured (order_unknown).
 INTERMEDIATE_BUFFER = "intermediate buffer between launches that run more than once"

@@ -54,8 +54,12 @@ The rules:
   launches that run more than once (a radix sort's passes and the counter reset between
   them) is replayed in that order, and not at all without it.
 * At most MAX_LAUNCHES_PER_ROW distinct launches in one timed call; beyond, the row
-  is ``truncated``. An exception while capturing is one ZLBENCH_CODEGEN_WARNING line
-  (the recorder's) and the row's ``why_not`` says so; it never breaks the benchmark.
+  is ``truncated``. Past the first VALUED_LAUNCHES of a call, a new launch's tensor on
+  a buffer that a launch of the call before it valued has no values read: the replay
+  fills the buffer from that launch and runs them in order (``models.replay.unvalued``;
+  ormqr and linalg_lstsq launch a kernel per reflector on one matrix, up to 4,096).
+  An exception while capturing is one ZLBENCH_CODEGEN_WARNING line (the recorder's)
+  and the row's ``why_not`` says so; it never breaks the benchmark.
 * The values are read with torch ops, which FlagGems may serve with its own Triton
   kernels: while capturing, launches and compiles are not attributed (``busy``), and
   tuner calls are zlbench's own work (``state.own_work``), never the op's records,
@@ -111,13 +115,20 @@ from zlbench.models.replay import (
     LaunchSpec,
     RowLaunches,
     TensorStats,
+    has_values,
 )
 from zlbench.plugins import state
 from zlbench.plugins.replay.materialize import is_descriptor, values_digest, viewed_positions
 
 # distinct launches of one timed call; 16 until 2026-12-06 cut v7's unbind_copy (32
-# slices), concat_and_cache_mla and ormqr (a launch per reflector) on an H100
-MAX_LAUNCHES_PER_ROW = 64
+# slices), concat_and_cache_mla and ormqr (a launch per reflector) on an H100; 64 until
+# 2026-12-08 cut v7's ormqr and linalg_lstsq rows (29 rows, up to 4,096 reflectors)
+MAX_LAUNCHES_PER_ROW = 4160
+# distinct launches of one timed call whose every tensor's values are read; past them,
+# a tensor on a buffer an earlier launch of the call valued is described without values
+# (``models.replay.unvalued``): ormqr's 4,096 launches each pass the same 4096² matrix,
+# whose statistics would be read 4,096 times and kept 4,096 times in the capture
+VALUED_LAUNCHES = 64
 # Runs of a row's launches in one timed call whose order is kept (``order``); beyond,
 # the order is not given (v7's sorts: 8-12 runs a call)
 MAX_RUNS_PER_ROW = 4096
@@ -419,6 +430,7 @@ class _Entry:
     call: int  # the newest timed call this launch ran in
     count: int  # its runs in that call
     pending: bool = False  # its values are still to be read (a FlagGems lock was held)
+    skip: frozenset[int] = frozenset()  # its arguments whose values are not read
     storages: tuple = ()  # its first run's in that call: arguments' data pointers
 
 
@@ -442,6 +454,7 @@ class RowCapture:
     stream: Any = None  # the row's stream: its first eager launch's
     call: int | None = None  # the newest timed call with a launch of the row
     in_call: int = 0  # distinct launches seen in that call
+    valued: set[int] = field(default_factory=set)  # buffers valued by that call's launches
     overflow: int | None = None  # the timed call that had more than the cap
     why_not: str = ""
     # that call's launch keys, run by run; None: its order given up (_ran)
@@ -467,19 +480,20 @@ class RowCapture:
             if self.call is not None:  # keep only what ran in the call just finished
                 last = self.call
                 self.entries = {k: e for k, e in self.entries.items() if e.call == last}
-            self.call, self.in_call, self.runs = call, 0, []
+            self.call, self.in_call, self.runs, self.valued = call, 0, [], set()
         known = self.entries.get(key)
         if known is not None:
             ptrs = storage_ptrs(args)
             if known.call != call:  # its first run in this call: the storages to keep
                 known.call, known.count, known.storages = call, 0, ptrs
                 self.in_call += 1
+                self._mark_valued(known.spec)
             known.count += 1
             self._ran(key, known.storages != ptrs)
             if not in_graph and not known.spec.why_not and self._other_stream(stream):
                 known.spec.why_not = "side stream"
             if known.pending and not known.spec.why_not and not lock_held():
-                _read(known.spec, args, read_values)
+                _read(known.spec, args, read_values, known.skip)
                 known.pending = False
             return
         if self.in_call >= MAX_LAUNCHES_PER_ROW:
@@ -495,14 +509,25 @@ class RowCapture:
             _borrow_values(spec, twin.spec)
         else:
             spec.why_not = self._why_not(kernel_id, spec.args, stream, in_graph)
-        entry = self.entries[key] = _Entry(spec, call, 1, storages=storage_ptrs(args))
+        past = self.in_call >= VALUED_LAUNCHES  # its tensors on valued buffers: not read
+        skip = frozenset(
+            i
+            for i, a in enumerate(spec.args)
+            if past and a.kind in TENSOR_KINDS and a.buffer in self.valued
+        )
+        entry = self.entries[key] = _Entry(spec, call, 1, storages=storage_ptrs(args), skip=skip)
         self.in_call += 1
         self._ran(key, moved=False)
         if not spec.why_not and twin is None:
             if not lock_held():
-                _read(spec, args, read_values)
+                _read(spec, args, read_values, skip)
             else:
                 entry.pending = True
+        self._mark_valued(spec)
+
+    def _mark_valued(self, spec: LaunchSpec) -> None:
+        """The buffers ``spec``'s tensors give values to, as valued in this call."""
+        self.valued.update(a.buffer for a in spec.args if a.kind in TENSOR_KINDS and has_values(a))
 
     def _ran(self, key: tuple, moved: bool) -> None:
         """One run of launch ``key`` in this call, in order; the order is given up when a
@@ -590,9 +615,14 @@ def _borrow_values(spec: LaunchSpec, twin: LaunchSpec) -> None:
             a.data, a.digest, a.stats = b.data, b.digest, b.stats
 
 
-def _read(spec: LaunchSpec, args: Sequence[Any], read_values: Callable[[ArgSpec, Any], None]):
-    for a, v in zip(spec.args, args, strict=True):
-        if a.kind in TENSOR_KINDS:
+def _read(
+    spec: LaunchSpec,
+    args: Sequence[Any],
+    read_values: Callable[[ArgSpec, Any], None],
+    skip: frozenset[int] = frozenset(),
+):
+    for i, (a, v) in enumerate(zip(spec.args, args, strict=True)):
+        if a.kind in TENSOR_KINDS and i not in skip:
             read_values(a, _tensor_value(v))
 
 

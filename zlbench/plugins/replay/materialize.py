@@ -42,12 +42,17 @@ Tensor values:
   finite (all of it nan or inf) is filled with its one value (nan, or ``min`` when
   ``min == max``). Stats fills are written before exact data, so where two views of a
   buffer overlap the exact values win.
+* A tensor with neither (a launch past a capture's first 64 distinct launches, on a
+  buffer an earlier launch of the row valued: ``models.replay.unvalued``) is not
+  filled: its buffer holds the earlier launches' values, and the launches before it in
+  the call leave there what they wrote.
 
 Refused (:class:`ReplayError`, one line): strides that address outside the recorded
 storage (or negative strides), a dtype torch does not know, a tensor with neither
-data nor statistics, and **an alignment other than the capture's**: triton specialises
-a pointer argument on 16-byte alignment, so a replay whose pointer is aligned
-differently from ``align16`` would compile and time another binary.
+data nor statistics whose buffer no earlier launch of the row values, and **an
+alignment other than the capture's**: triton specialises a pointer argument on 16-byte
+alignment, so a replay whose pointer is aligned differently from ``align16`` would
+compile and time another binary.
 
 :func:`snapshot` / :func:`restore` copy each distinct storage of the arguments once and
 copy it back in place (storage-wise, so aliasing is respected): every repetition of a
@@ -63,7 +68,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from zlbench.errors import ZlbenchError
-from zlbench.models.replay import TENSOR_KINDS, ArgSpec, LaunchSpec
+from zlbench.models.replay import TENSOR_KINDS, ArgSpec, LaunchSpec, unvalued
 
 ALIGN = 16  # bytes: triton's pointer specialisation (tt.divisibility = 16)
 DRAW_CHUNK = 1 << 22  # stand-in values drawn per chunk (float64, on the tensor's device)
@@ -227,6 +232,10 @@ def materialize_row(
     for launch in launches:
         if launch.why_not:
             raise ReplayError(f"launch of {launch.kernel} not replayable: {launch.why_not}")
+    for n, i in unvalued(launches):  # nothing to fill it from (models.replay.unvalued)
+        a = launches[n].args[i]
+        raise ReplayError(f"argument {i} {a.name!r} of launch {n}: tensor without data or "
+                          "statistics, its buffer valued by no earlier launch")  # fmt: skip
     # (launch, arg index) -> (spec, dtype, extent)
     tensors: dict[tuple[int, int], tuple[ArgSpec, Any, int]] = {}
     nbytes: dict[int, int] = {}  # buffer -> bytes to allocate
@@ -236,8 +245,6 @@ def materialize_row(
                 continue
             dtype = torch_dtype(a.dtype)
             span = _check_view(i, a)
-            if a.data is None and a.stats is None and span:
-                raise ReplayError(f"argument {i} {a.name!r}: tensor without data or statistics")
             tensors[(n, i)] = (a, dtype, span)
             size = max(a.storage, a.offset + span) * dtype.itemsize
             nbytes[a.buffer] = max(nbytes.get(a.buffer, 0), size)
