@@ -9,10 +9,10 @@
 # (docs/replay.md item 4). On an H100: `warm`'s third A/A and the op-path A/A of v7h's
 # calls longer than the warmup budget (call 1; the fiftieth session ran `clean`'s broad
 # change, two of `warm`'s A/As and its broad change), then v7h's ormqr, linalg_lstsq and
-# linalg_svdvals captured again under the fifty-first session's cap of 4,160 launches a
-# row (call 2: their broad change and A/A with the replay, the capture's batch back to
-# ship), then v7 again under `warm`: its screen and replay parts (3, 4; docs/replay.md
-# item 2).
+# linalg_svdvals (a cap of 4,160 launches a row since the fifty-first session) and nine
+# ops whose run order v7h's capture predates captured again (call 2: their broad change
+# with the replay, the capture's batch back to ship; call 3 their A/A), then v7 again
+# under `warm`: its screen and replay parts (4, 5; docs/replay.md item 2).
 # Edit the branches for the session's plan. BUDGET: a call's seconds when less device
 # time is left.
 S=.cache/snap/benchmarks; export W=/tmp/w
@@ -36,15 +36,22 @@ case "$gpu:$call" in
     printf 'ormqr\ncholesky_inverse\n' > "$W/long_ops.txt"
     NAME=v7h CAP_FROM=baselines/v7h OPS_FILE=$W/long_ops.txt GATE_EXTRA="--time all" \
       bash "$S/gpu_adopt.sh" 260 unpack:10 aa-long-1:230 pack ;;
-  *:2)  # the rows a launch per reflector (29 truncated at 64 launches in v7h): captured
-    # again (untimed, into v7h's records), derived over v7h, then their broad change and
-    # an A/A with the replay; capwork.tgz comes back (`baseline capture --replace
-    # --from` on the CPU ships it into baselines/v7h)
-    printf 'ormqr\nlinalg_lstsq\nlinalg_svdvals\n' > "$W/cap_ops.txt"
+  *:2)  # v7h's rows the op path took for their capture alone (docs/replay.md item 2):
+    # 29 truncated at 64 launches (a launch per reflector), 46 whose run order v7h's
+    # capture predates (thnn_fused_lstm_cell_backward_impl 25), 8 under FlagGems'
+    # first-run lock: captured again (untimed, into v7h's records), derived over v7h,
+    # then their broad change with the replay; capwork.tgz comes back (`baseline
+    # capture --replace --from` on the CPU ships it into baselines/v7h)
+    tr ' ' '\n' > "$W/cap_ops.txt" <<< "ormqr linalg_lstsq linalg_svdvals \
+thnn_fused_lstm_cell_backward_impl as_strided_scatter unsafe_masked_index_put_accumulate \
+scatter_reduce_two_ float_power_ unique_dim fused_moving_avg_obs_fq_helper svd quantile"
     NAME=v7c CAP_FROM=baselines/v7h OPS_FILE=$W/cap_ops.txt CAP_UNTIMED=1 CAP_BATCH_ONLY=1 \
-      REPLAY=1 KEEP_BL=0 bash "$S/gpu_adopt.sh" "${BUDGET:-560}" "${fresh[@]}" capture:150 \
-      pack-capwork derive/v7c:60 broad-cap:150 aa-cap:150 pack ;;
-  *:3)  # v7 again, under `warm`: its screen (296 s in the forty-fifth session, there
+      REPLAY=1 KEEP_BL=0 bash "$S/gpu_adopt.sh" "${BUDGET:-560}" "${fresh[@]}" capture:240 \
+      pack-capwork derive/v7c:60 broad-cap:200 pack ;;
+  *:3)  # their A/A with the replay (every captured row, none changed)
+    NAME=v7c CAP_FROM=baselines/v7h OPS_FILE=$W/cap_ops.txt REPLAY=1 KEEP_BL=0 \
+      bash "$S/gpu_adopt.sh" "${BUDGET:-300}" aa-cap:250 pack ;;
+  *:4)  # v7 again, under `warm`: its screen (296 s in the forty-fifth session, there
     # a call of its own) and the first replay part; then `wv-part/2/4` ... and the op
     # path's shards `wv-op/K/4` in calls of their own (docs/replay.md item 2)
     NAME=v7h CAP_FROM=baselines/v7h REPLAY=1 \
