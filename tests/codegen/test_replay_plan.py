@@ -464,6 +464,9 @@ def test_a_tensor_without_values_replays_when_an_earlier_launch_values_its_buffe
     assert [p.key for p in plan.replay] == [r] and not plan.fallback
     r, plan = one_row([launch("ka", tensor(1)), launch("ka", tensor(0, stats=None))])
     assert plan.fallback == {r: "unsupported argument x (tensor without values)"}
+    empty = tensor(0, stats=None, shape=[0], strides=[1])  # values nothing: fills nothing
+    r, plan = one_row([launch("ka", empty), launch("ka", tensor(0, stats=None))])
+    assert plan.fallback == {r: "unsupported argument x (tensor without values)"}
 
 
 def test_a_table_of_device_addresses_falls_back_an_index_tensor_does_not():

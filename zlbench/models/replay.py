@@ -167,15 +167,16 @@ class RowLaunches(_Model):
 
 
 def has_values(a: ArgSpec) -> bool:
-    """Whether tensor argument ``a`` carries values to fill it from: exact ``data`` or
-    ``stats``; an empty tensor (a 0 in its shape) needs none."""
-    return a.data is not None or a.stats is not None or any(n == 0 for n in a.shape)
+    """Whether tensor argument ``a`` carries values to fill its buffer from: exact
+    ``data`` or ``stats``."""
+    return a.data is not None or a.stats is not None
 
 
 def unvalued(launches: Sequence[LaunchSpec]) -> list[tuple[int, int]]:
     """(launch index, argument index) of each tensor argument of ``launches`` (a row's,
-    in capture order) that has no values (:func:`has_values`) and whose buffer no
-    earlier launch of the row gave values to. A capture reads every tensor of a row's
+    in capture order) that has no values (:func:`has_values`), is not empty (a 0 in its
+    shape: nothing to fill) and whose buffer no earlier launch of the row gave values
+    to. A capture reads every tensor of a row's
     first ``VALUED_LAUNCHES`` distinct launches; past them, only a buffer not valued yet
     (``zlbench.plugins.replay_capture``: ormqr's 4,096 launches, one a reflector, each
     on the same 4096² matrix). A replay fills each buffer from the launches that value
@@ -189,7 +190,7 @@ def unvalued(launches: Sequence[LaunchSpec]) -> list[tuple[int, int]]:
                 continue
             if has_values(a):
                 valued.add(a.buffer)
-            elif a.buffer not in valued:
+            elif a.buffer not in valued and all(a.shape):
                 gaps.append((n, i))
     return gaps
 
