@@ -23,7 +23,7 @@ from zlbench.models import (
 )
 from zlbench.runner.baseline_batch import baseline_durations
 from zlbench.runner.batch.config import BatchConfig, BatchOutcome
-from zlbench.runner.batch.plan import plan_selection, recorded_durations
+from zlbench.runner.batch.plan import plan_selection, recorded_durations, selection_costs
 from zlbench.runner.batch.status import write_ops_status
 
 ENV = Environment(gpu_model="NVIDIA H200", gpu_count=1, triton_version="3.6.0")
@@ -129,3 +129,28 @@ def test_shards_of_a_replay_balance_by_the_baselines_durations(base, tmp_path):
     balanced = sorted([shard(1, base), shard(2, base)])
     assert balanced == [["a"], ["b", "c", "d"]]
     assert sorted(len(shard(k, None)) for k in (1, 2)) == [2, 2]
+
+
+def test_a_replay_asking_no_dtypes_costs_each_op_its_recorded_seconds(tmp_path):
+    """A replayed op asked for no dtypes measures its own again, as recorded: a one-dtype
+    op of 30 s costs 30 s, not three dtypes' worth (v7h's int4 MoE op: 419 s instead of
+    140 by the shard deal, the fifty-first session). Asked dtypes, or record mode, scale
+    the per-dtype seconds as before."""
+    root, ops_dir = tmp_path / "root", tmp_path / "ops"
+    make_inventory(ops_dir, "main", ["one", "three"])
+    used = {"one": "float32", "three": "float16,float32,bfloat16"}
+    write_ops_status(root, [
+        OpStatus(repo="main", op=op, run_name=op, status=RunStatus.PASS, rows=1,
+                 seconds=30.0, run_dir=f"main/{op}", dtype_used=d)
+        for op, d in used.items()
+    ])  # fmt: skip
+    keys = ["main/one", "main/three"]
+
+    def costs(**kw) -> dict[str, float]:
+        cfg = BatchConfig(out_dir=tmp_path / "o", flaggems_dirs={}, ops_dir=ops_dir, **kw)
+        return selection_costs(cfg, keys).seconds
+
+    assert costs(replay_root=root) == {"main/one": 30.0, "main/three": 30.0}
+    assert costs(replay_root=root, dtypes=["float16"]) == {"main/one": 30.0, "main/three": 10.0}
+    record = costs(durations={"main/one": 30.0, "main/three": 10.0})  # per dtype, 3 each
+    assert record == {"main/one": 90.0, "main/three": 30.0}

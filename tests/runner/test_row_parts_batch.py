@@ -177,7 +177,7 @@ def test_shards_are_dealt_by_the_row_picks_share_of_an_ops_seconds(setup, tmp_pa
     forecast does, not its whole recorded seconds (v7's four shards came to 435-682 s
     by the model when dealt by whole ops)."""
     rows = {"big": BIG, "a": SMALL, "b": SMALL, "c": SMALL}
-    root = replay_root(tmp_path, rows, {"big": 120.0, "a": 20.0, "b": 15.0, "c": 8.0})
+    root = replay_root(tmp_path, rows, {"big": 240.0, "a": 60.0, "b": 45.0, "c": 24.0})
     base = json.loads((root / "main" / "big" / "result.json").read_text())["rows"]
     picks = {
         "main/big": row_picks(base, lambda r: (r["dtype"], r["shape"]) == ("float32", "[256]"))
@@ -190,14 +190,15 @@ def test_shards_are_dealt_by_the_row_picks_share_of_an_ops_seconds(setup, tmp_pa
     def shards(**kw) -> list[list[str]]:
         return [sorted(plan_selection(config(shard=(k, 2), **kw)).keys()) for k in (1, 2)]
 
-    # the costs (every dtype of the batch at the op's recorded seconds a dtype)
-    whole = {"main/big": 180.0, "main/a": 60.0, "main/b": 45.0, "main/c": 24.0}
+    # the costs: each op's recorded seconds (a replay asking no dtypes measures the
+    # dtypes it was recorded with: big two, the others one)
+    whole = {"main/big": 240.0, "main/a": 60.0, "main/b": 45.0, "main/c": 24.0}
     sel = plan_selection(config())
     assert shard_costs(config(), sel).seconds == whole
-    assert shard_costs(config(row_picks=picks), sel).seconds == {**whole, "main/big": 30.0}
+    assert shard_costs(config(row_picks=picks), sel).seconds == {**whole, "main/big": 40.0}
     # whole ops: big alone against a + b + c
     assert shards() == [["main/big"], ["main/a", "main/b", "main/c"]]
-    # big's pick at 30 s: a (60) + c (24) against b (45) + big (30)
+    # big's pick at 40 s: a (60) + c (24) against b (45) + big (40)
     assert shards(row_picks=picks) == [["main/a", "main/c"], ["main/b", "main/big"]]
 
 

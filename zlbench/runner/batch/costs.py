@@ -3,7 +3,9 @@
 Recorded durations come from an ``ops_status.csv`` (its ``seconds`` column: an
 op's wall time from its BEGIN to its END line, i.e. without the process start and
 FlagGems import), divided by the dtypes the op measured (``dtype_used``) and
-multiplied by those it will measure (``--dtypes``, else :data:`OWN_DTYPES`).
+multiplied by those it will measure (``--dtypes``, else :data:`OWN_DTYPES`; a replay
+asking none measures a recorded op's own dtypes again, as many as it recorded:
+``estimate_costs``' ``own``, ``runner.batch.plan.replayed_dtypes``).
 Source: that file, or a dir holding one (a batch dir, a baseline dir that ships
 one, a gate output's ``results/``). An op without a recorded
 duration is estimated: the median of the recorded ops of its family (the
@@ -101,6 +103,17 @@ def load_durations(source: Path, per_dtype: bool = True) -> dict[str, float]:
     }
 
 
+def load_dtype_counts(source: Path) -> dict[str, int]:
+    """``repo/run_name`` -> the dtypes each op of ``source``'s ops_status.csv measured
+    (``dtype_used``; at least 1), for the ops :func:`load_durations` reads."""
+    rows = read_ops_status(durations_file(source))
+    return {
+        op_key(st.repo, st.run_name): _dtype_count(st.dtype_used)
+        for st in rows
+        if st.status not in _NO_COST and st.seconds >= MIN_OP_SECONDS
+    }
+
+
 def _dtype_count(dtype_used: str) -> int:
     return max(1, len([d for d in dtype_used.split(",") if d.strip()]))
 
@@ -128,9 +141,13 @@ def estimate_costs(
     recorded: Mapping[str, float],
     families: Mapping[str, str],
     dtypes: int = 1,
+    own: Mapping[str, int] | None = None,
 ) -> OpCosts:
     """Expected seconds for each of ``keys``: recorded (seconds per dtype), else the
-    family median, else the overall median; times ``dtypes``, the dtypes each op runs."""
+    family median, else the overall median; times ``dtypes``, the dtypes each op runs,
+    or a recorded op's own count in ``own`` (op key -> the dtypes it measures again: a
+    replay of its recorded rows)."""
+    own = own or {}
     keys = sorted(set(keys))
     known = {k: recorded[k] for k in keys if k in recorded}
     pool = list(recorded.values())
@@ -142,7 +159,7 @@ def estimate_costs(
     seconds = {}
     for k in keys:
         if k in known:
-            seconds[k] = max(known[k] * dtypes, MIN_OP_SECONDS)
+            seconds[k] = max(known[k] * own.get(k, dtypes), MIN_OP_SECONDS)
             continue
         fam = by_family.get(families.get(k, ""))
         seconds[k] = max((statistics.median(fam) if fam else overall) * dtypes, MIN_OP_SECONDS)

@@ -15,6 +15,7 @@ from zlbench.runner.batch.costs import (
     OpCosts,
     dtypes_per_op,
     estimate_costs,
+    load_dtype_counts,
     load_durations,
     op_families,
 )
@@ -59,7 +60,23 @@ def selection_costs(config: BatchConfig, keys: list[str]) -> OpCosts:
     if recorded:
         repos = sorted({k.split("/", 1)[0] for k in keys})
         families = op_families(Path(config.ops_dir), repos)
-    return estimate_costs(keys, recorded, families, dtypes_per_op(config.dtypes))
+    return estimate_costs(
+        keys, recorded, families, dtypes_per_op(config.dtypes), replayed_dtypes(config)
+    )
+
+
+def replayed_dtypes(config: BatchConfig) -> dict[str, int]:
+    """Op key -> the dtypes a replayed op measures, when the batch replays a root (a
+    baseline, a batch dir) and asks no dtypes: the op runs its own dtypes, as the pass
+    that recorded the root did, so it measures as many as its row of the root's
+    ops_status.csv says (``dtype_used``), not :data:`~.costs.OWN_DTYPES`. Until the
+    fifty-first session every op of v7h's gate counted three: its int4 MoE op (one
+    dtype) 419 s instead of 140, a shard of its own by the row-pick deal. Else (record
+    mode, dtypes asked, no ops_status.csv) none."""
+    if config.replay_root is None or config.dtypes:
+        return {}
+    path = Path(config.replay_root) / OPS_STATUS
+    return load_dtype_counts(path) if path.is_file() else {}
 
 
 def shard_costs(config: BatchConfig, sel: OpSelection) -> OpCosts:
