@@ -176,12 +176,12 @@ def unvalued(launches: Sequence[LaunchSpec]) -> list[tuple[int, int]]:
     """(launch index, argument index) of each tensor argument of ``launches`` (a row's,
     in capture order) that has no values (:func:`has_values`), is not empty (a 0 in its
     shape: nothing to fill) and whose buffer no earlier launch of the row gave values
-    to. A capture reads every tensor of a row's
-    first ``VALUED_LAUNCHES`` distinct launches; past them, only a buffer not valued yet
-    (``zlbench.plugins.replay_capture``: ormqr's 4,096 launches, one a reflector, each
-    on the same 4096² matrix). A replay fills each buffer from the launches that value
-    it, and runs the launches in order, so a later launch reads what the earlier ones
-    left there, as it did; a tensor listed here has nothing to be filled from."""
+    to. A capture reads every tensor of a row's first ``VALUED_LAUNCHES`` distinct
+    launches; past them, only a buffer not valued yet (``zlbench.plugins.replay_capture``:
+    ormqr's 4,096 launches, one a reflector, each on the same 4096² matrix). A replay
+    fills each buffer from the launches that value it, and runs the launches in order,
+    so a later launch reads what the earlier ones left there, as it did; a tensor listed
+    here has nothing to be filled from."""
     valued: set[int] = set()
     gaps = []
     for n, launch in enumerate(launches):

@@ -94,24 +94,25 @@ def load_durations(source: Path, per_dtype: bool = True) -> dict[str, float]:
     """``repo/run_name`` -> seconds per dtype of each op that ran (SKIP rows left out):
     its recorded seconds over the number of dtypes it measured (``dtype_used``);
     ``per_dtype=False``: the recorded seconds as they are."""
-    rows = read_ops_status(durations_file(source))
     return {
-        op_key(st.repo, st.run_name): float(st.seconds)
-        / (_dtype_count(st.dtype_used) if per_dtype else 1)
-        for st in rows
-        if st.status not in _NO_COST and st.seconds >= MIN_OP_SECONDS
+        key: seconds / (dtypes if per_dtype else 1) for key, seconds, dtypes in _recorded(source)
     }
 
 
 def load_dtype_counts(source: Path) -> dict[str, int]:
     """``repo/run_name`` -> the dtypes each op of ``source``'s ops_status.csv measured
     (``dtype_used``; at least 1), for the ops :func:`load_durations` reads."""
-    rows = read_ops_status(durations_file(source))
-    return {
-        op_key(st.repo, st.run_name): _dtype_count(st.dtype_used)
-        for st in rows
+    return {key: dtypes for key, _, dtypes in _recorded(source)}
+
+
+def _recorded(source: Path) -> list[tuple[str, float, int]]:
+    """(``repo/run_name``, seconds, dtypes measured) of each op of ``source``'s
+    ops_status.csv that ran (SKIP rows and ops under MIN_OP_SECONDS left out)."""
+    return [
+        (op_key(st.repo, st.run_name), float(st.seconds), _dtype_count(st.dtype_used))
+        for st in read_ops_status(durations_file(source))
         if st.status not in _NO_COST and st.seconds >= MIN_OP_SECONDS
-    }
+    ]
 
 
 def _dtype_count(dtype_used: str) -> int:
