@@ -31,6 +31,7 @@ from zlbench.models import (
     load_json_model,
 )
 from zlbench.models.codegen import KernelConfig, KernelSource, Target
+from zlbench.models.replay import QUARANTINED
 from zlbench.plugins.replay import worker
 from zlbench.plugins.replay.binaries import DIFFERS
 from zlbench.plugins.replay.materialize import ReplayError
@@ -547,6 +548,8 @@ FAKE_WORKER = textwrap.dedent("""
             os._exit(9)
         if what == "hang":
             time.sleep(600)
+        if what == "slow":
+            time.sleep(2)
         if what == "poison":
             state["ok"] = False
             raise ReplayError("illegal memory access")
@@ -604,6 +607,72 @@ def test_the_caller_restarts_after_a_death_a_hang_and_a_broken_device(tmp_path, 
     assert load_json_model(merged / REPLAY_PAIRS, PairsFile) == pairs
     assert sorted(p.name for p in (tmp_path / "out").glob("part*")) == [
         "part0", "part1", "part2", "part3"]  # fmt: skip
+
+
+@pytest.mark.proc
+def test_a_row_of_long_calls_is_given_its_own_hang_limit(tmp_path, fake_worker):
+    """A row that takes 2 s replays under a 1 s plan limit when it carries its own 6 s
+    (a row of long calls: ``PlannedRow.timeout_s``); without it, it is hung at 1 s."""
+    module, env = fake_worker
+    slow = row("slow", spec("slow"))
+
+    def replay(rows: list[PlannedRow], where: str) -> dict[str, str]:
+        plan = plan_of(row("ok0", spec("fine")), *rows, row("ok2", spec("fine")),
+                       row_timeout_s=1)  # fmt: skip
+        dump_json_model(tmp_path / f"{where}.json", plan)
+        run, _ = worker.run_rows(tmp_path / f"{where}.json", tmp_path / where, module=module,
+                                 env=env)  # fmt: skip
+        return {r.key.op: r.why for r in run.rows}
+
+    assert replay([slow.model_copy(update={"timeout_s": 6})], "own") == dict.fromkeys(
+        ["ok0", "slow", "ok2"], ""
+    )
+    hung = replay([slow], "plan")
+    assert hung == {"ok0": "", "slow": "replay hung: no result within 1 s", "ok2": ""}
+
+
+@pytest.mark.proc
+def test_a_hang_after_a_quarantined_row_is_the_hanging_rows(tmp_path, fake_worker):
+    """Row 1 dies and quarantines row 3 (its op's, its kernel's); the next worker replays
+    row 2, passes row 3 by and hangs in row 4: row 4 is the one hung, and row 3 keeps
+    why it was not tried (the row after the last ended one, row 3, took the blame, and a
+    third worker hung in row 4 again)."""
+    module, env = fake_worker
+    again = row("m", spec("die")).model_copy(update={"key": key("m").model_copy(
+        update={"shape": "[8]"})})  # fmt: skip
+    rows = [row("ok0", spec("fine")), row("m", spec("die")), row("ok2", spec("fine")), again,
+            row("h", spec("hang"))]  # fmt: skip
+    dump_json_model(tmp_path / "plan.json", plan_of(*rows, row_timeout_s=2))
+    run, _ = worker.run_rows(tmp_path / "plan.json", tmp_path / "out", module=module, env=env)
+    why = [r.why for r in run.rows]
+    assert why[0] == why[2] == "" and why[1].startswith("replay worker died (exit 9)")
+    assert why[3] == QUARANTINED.format(kernel="k_die")
+    assert why[4] == "replay hung: no result within 2 s"
+    assert sorted(p.name for p in (tmp_path / "out").glob("part*")) == ["part0", "part1"]
+
+
+@pytest.mark.proc
+def test_a_broken_device_before_a_quarantined_row_quarantines_its_own_ops_rows(
+    tmp_path, fake_worker
+):
+    """Row 0 dies and quarantines row 3; the next worker breaks the device in row 2,
+    the row before row 3: row 2 is the culprit (the last ended, failed), so row 5 (its
+    op's, its kernel's) is not tried. (Taking the row before the next one to try, row 3,
+    for it found no culprit, and row 5 broke a third worker.)"""
+    module, env = fake_worker
+
+    def other(op: str, kid: str) -> PlannedRow:  # the op's row of another shape
+        return row(op, spec(kid)).model_copy(update={"key": key(op).model_copy(
+            update={"shape": "[8]"})})  # fmt: skip
+
+    rows = [row("m", spec("die")), row("ok1", spec("fine")), row("p", spec("poison")),
+            other("m", "die"), row("ok4", spec("fine")), other("p", "poison")]  # fmt: skip
+    dump_json_model(tmp_path / "plan.json", plan_of(*rows, row_timeout_s=5))
+    run, _ = worker.run_rows(tmp_path / "plan.json", tmp_path / "out", module=module, env=env)
+    why = [r.why for r in run.rows]
+    assert why[0].startswith("replay worker died (exit 9)") and why[2] == "illegal memory access"
+    assert why[3] == QUARANTINED.format(kernel="k_die")
+    assert why[5] == QUARANTINED.format(kernel="k_poison") and why[1] == why[4] == ""
 
 
 @pytest.mark.proc

@@ -13,7 +13,13 @@ import pytest
 from tests.support import cgsynth
 from tests.support.zlsynth import brow, write_baseline
 from zlbench.codegen.diff import code_digest
-from zlbench.codegen.replay_plan import BUILD_CPU_S, BUILD_START_S, BUILD_WORKER_S, HIT_CPU_S
+from zlbench.codegen.replay_plan import (
+    BUILD_CPU_S,
+    BUILD_START_S,
+    BUILD_WORKER_S,
+    HIT_CPU_S,
+    replay_cost_s,
+)
 from zlbench.errors import ZlbenchError
 from zlbench.gate.load import load_baseline
 from zlbench.models import (
@@ -30,6 +36,7 @@ from zlbench.models import (
 )
 from zlbench.models.codegen_screen import CodegenClass, CodegenScreen, KernelScreen
 from zlbench.models.replay import (
+    HANG_FACTOR,
     REPLAY_PLAN,
     ArgSpec,
     BinaryRef,
@@ -62,10 +69,10 @@ def _launch(kid: str) -> LaunchSpec:
     )
 
 
-def _baseline(tmp_path, a_256=False):
+def _baseline(tmp_path, a_256=False, a_ms=0.01):
     """Ops a and c (one family) each with a changed, captured 64-row and an unchanged
     128-row; op b changed without a capture. ``a_256``: op a has an unchanged 256-row
-    too, with a kernel of its own."""
+    too, with a kernel of its own; ``a_ms``: op a's 64-row's recorded latency."""
     root = tmp_path / "bl"
     ids, screen_kernels = {}, []
     if a_256:
@@ -110,6 +117,7 @@ def _baseline(tmp_path, a_256=False):
             cap = LaunchCapture(rows=[captured])
             dump_json_model(root / "main" / op / "codegen" / LAUNCHES_JSON, cap)
     rows = {op: [brow(op, SH, 1.0, lat=0.01), brow(op, SH2, 1.0, lat=0.01)] for op in "abc"}
+    rows["a"][0] = brow("a", SH, 1.0, lat=a_ms)
     if a_256:
         rows["a"].append(brow("a", SH3, 1.0, lat=0.01))
     write_baseline(root, rows)
@@ -154,8 +162,9 @@ class Fakes:
 
 
 def run(tmp_path, fakes, families=None, timed_anyway=(), every_row=False, pr_cache=None,
-        recorded_on=None, base_cache=None, runner_gpu=None, recorded_gpu=None):  # fmt: skip
-    baseline, screen, ids = _baseline(tmp_path)
+        recorded_on=None, base_cache=None, runner_gpu=None, recorded_gpu=None,
+        a_ms=0.01):  # fmt: skip
+    baseline, screen, ids = _baseline(tmp_path, a_ms=a_ms)
     if every_row:  # op a's unchanged 128-row captured too
         path = baseline.path / "main" / "a" / "codegen" / LAUNCHES_JSON
         cap = load_json_model(path, LaunchCapture)
@@ -175,6 +184,22 @@ def run(tmp_path, fakes, families=None, timed_anyway=(), every_row=False, pr_cac
         recorded_gpu=recorded_gpu,
     )  # fmt: skip
     return outcome, ids, said
+
+
+def test_a_row_of_long_calls_gets_its_own_hang_limit_in_the_plan(tmp_path):
+    """ormqr's float64 4096² row records 704 ms a call: by the model its replay under a
+    broad change's PR (calls up to 19 times slower) outlasts the 120 s every row had,
+    and would be taken for hung. A row gets HANG_FACTOR times its modelled seconds when
+    that is more; the other rows keep the plan's."""
+    fakes = Fakes()
+    run(tmp_path, fakes, a_ms=700.0)
+    own = {r.key.op: r.timeout_s for r in fakes.plan.rows}
+    cost = replay_cost_s(700.0 * 1000)  # the row's modelled seconds, recorded on one GPU
+    assert own == {"a": round(HANG_FACTOR * cost, 1), "c": None}
+    assert own["a"] > fakes.plan.row_timeout_s == 120.0
+    limits = {r.key.op: fakes.plan.timeout_of(i) for i, r in enumerate(fakes.plan.rows)}
+    assert limits == {"a": own["a"], "c": 120.0}
+    assert fakes.plan.timeout_of(len(fakes.plan.rows)) == 120.0  # past the last: the plan's
 
 
 def test_replayed_rows_and_the_op_judged_by_replay_alone(tmp_path):

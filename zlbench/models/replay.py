@@ -601,6 +601,24 @@ class PlannedRow(_Model):
     launches: list[LaunchSpec] = Field(min_length=1)
     binaries: dict[str, dict[Side, BinaryRef]] = Field(default_factory=dict)
     order: list[StrictInt] | None = None  # the capture's run order (RowLaunches.order)
+    # its own hang limit (:func:`row_timeout`), None: the plan's ``row_timeout_s``
+    timeout_s: StrictFloat | StrictInt | None = Field(None, gt=0)
+
+
+# How many times its modelled seconds (``replay_plan.replay_cost_s``, the base's
+# recorded calls) a row may take before the caller takes it for hung, when that is more
+# than the plan's ``row_timeout_s``. ormqr's float64 4096² row is 704 ms a call on the
+# H200's record, about 14 s modelled; its PR side under v7's broad change runs its calls
+# up to 19 times slower (4,945 ms against 257 ms in float32, an H100, forty-ninth
+# session): about 200 s, past the 120 s every row had.
+HANG_FACTOR = 25
+
+
+def row_timeout(cost_s: float, default_s: float) -> float | None:
+    """A row's own hang limit: :data:`HANG_FACTOR` times its modelled seconds when that
+    is more than the plan's ``default_s``; else None (the plan's)."""
+    limit = HANG_FACTOR * cost_s
+    return round(limit, 1) if limit > default_s else None
 
 
 # A row not tried after an earlier row of its op broke the replay's device (a fault, a
@@ -668,6 +686,12 @@ class ReplayPlanFile(OnDisk):
     exec_generated: StrictBool = False
     requests: dict[str, CompileRequest] = Field(default_factory=dict)  # kernel id ->
     rows: list[PlannedRow] = Field(default_factory=list)
+
+    def timeout_of(self, i: int) -> float:
+        """Row ``i``'s hang limit: its own (:attr:`PlannedRow.timeout_s`), else
+        ``row_timeout_s`` (also past the last row)."""
+        own = self.rows[i].timeout_s if 0 <= i < len(self.rows) else None
+        return own or self.row_timeout_s
 
     def with_l2(self, policy: L2Policy) -> ReplayPlanFile:
         """This plan with ``policy``'s flush, flush_by and restore_each (:data:`L2_POLICIES`)."""

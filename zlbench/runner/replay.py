@@ -82,6 +82,7 @@ from zlbench.models.replay import (
     PlannedRow,
     ReplayPlanFile,
     SideBuildTime,
+    row_timeout,
 )
 from zlbench.protocol.cache import built_ids, holds_built, mark_built
 from zlbench.protocol.layout import op_key
@@ -699,7 +700,11 @@ def _build(
             continue
         planned.rows.append(
             PlannedRow(
-                key=p.key, launches=p.launches.launches, binaries=refs, order=p.launches.order
+                key=p.key,
+                launches=p.launches.launches,
+                binaries=refs,
+                order=p.launches.order,
+                timeout_s=row_timeout(p.cost_s, planned.row_timeout_s),
             )
         )
     return planned, lost, times

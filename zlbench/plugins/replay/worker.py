@@ -74,8 +74,9 @@ no Python timeout can interrupt, and a CUDA fault (an illegal address) poisons t
 process's context, so every later launch fails too. The worker therefore checks the
 device after a row fails (``torch.cuda.synchronize``); when it is broken it writes its
 outputs and exits :data:`POISONED` after the failed row's line. :func:`run_rows` (the
-caller's side) runs the worker, gives each row ``row_timeout_s`` (the first row
-:data:`STARTUP_S` more: CUDA and launcher start-up), kills a worker that goes past it or
+caller's side) runs the worker, gives each row its hang limit
+(``ReplayPlanFile.timeout_of``: ``row_timeout_s``, or a row of long calls its own; the
+first row :data:`STARTUP_S` more: CUDA and launcher start-up), kills a worker that goes past it or
 dies, records the row in flight as fallen back, and starts a fresh worker for the
 remaining rows; it merges the parts into ``OUT_DIR/rows.json`` and ``pairs.json``.
 
@@ -630,7 +631,8 @@ def run_part(
     avoid: Collection[int] = (),
 ) -> Part:
     """One worker process from row ``skip`` on, but the rows in ``avoid``, each row
-    given ``row_timeout_s`` (the first :data:`STARTUP_S` more); ``on_row`` as each
+    given its hang limit (``plan.timeout_of``; the first :data:`STARTUP_S` more);
+    ``on_row`` as each
     row's line arrives. ``proc``: that worker, already started (:func:`start_warm`, told
     to go, from row 0 with nothing to avoid), else one started here."""
     if proc is None:
@@ -640,7 +642,7 @@ def run_part(
     reader = threading.Thread(target=_reader, args=(proc.stdout, q), daemon=True)
     reader.start()
     try:
-        return _watch(proc, q, plan, skip, out, on_row)
+        return _watch(proc, q, plan, skip, out, on_row, avoid)
     finally:
         if proc.poll() is None:
             _stop(proc)
@@ -655,18 +657,27 @@ def _watch(
     skip: int,
     out: Path,
     on_row: OnRow | None = None,
+    avoid: Collection[int] = (),
 ) -> Part:
     log = out / "stderr.log"
     ended: dict[int, str | None] = {}
     finished = False
-    deadline = time.monotonic() + plan.row_timeout_s + STARTUP_S
+
+    def upcoming(after: int) -> int:  # the next row the worker replays
+        i = after + 1
+        while i in avoid:
+            i += 1
+        return i
+
+    limit = plan.timeout_of(upcoming(skip - 1))
+    deadline = time.monotonic() + limit + STARTUP_S
     while True:
         try:
             line = q.get(timeout=max(0.0, deadline - time.monotonic()))
         except queue.Empty:
             _stop(proc)
-            nxt = max(ended, default=skip - 1) + 1
-            hung = f"replay hung: no result within {plan.row_timeout_s:g} s"
+            nxt = upcoming(max(ended, default=skip - 1))
+            hung = f"replay hung: no result within {limit:g} s"
             return Part(ended, (nxt, hung), out)
         if line is None:
             break
@@ -674,12 +685,13 @@ def _watch(
         for item, why in report.items.items():
             if item.isdigit():
                 ended[int(item)] = why
-                deadline = time.monotonic() + plan.row_timeout_s
+                limit = plan.timeout_of(upcoming(int(item)))
+                deadline = time.monotonic() + limit
                 if on_row is not None:
                     on_row(int(item), why)
         finished = finished or report.end is not None
     rc = proc.wait()
-    nxt = max(ended, default=skip - 1) + 1
+    nxt = upcoming(max(ended, default=skip - 1))  # the row in flight: not an avoided one
     if finished and rc == 0 or nxt >= len(plan.rows):
         return Part(ended, None, out)
     if rc == POISONED:  # the failed row has its line; the rest go to a fresh worker
@@ -781,7 +793,8 @@ def run_rows(
             break
         # the row that broke it: the one lost (a death, a hang), or the last one ended
         # (a broken device: its line says why)
-        culprit = lost if why else (lost - 1 if part.ended.get(lost - 1) else -1)
+        last = max(part.ended, default=-1)
+        culprit = lost if why else (last if part.ended.get(last) else -1)
         if why and lost < len(plan.rows):
             results[lost] = fallback(plan.rows[lost], why)
             lost += 1
