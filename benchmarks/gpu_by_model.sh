@@ -10,9 +10,9 @@
 # calls longer than the warmup budget (call 1; the fiftieth session ran `clean`'s broad
 # change, two of `warm`'s A/As and its broad change), then v7h's ormqr, linalg_lstsq and
 # linalg_svdvals (a cap of 4,160 launches a row since the fifty-first session) and nine
-# ops whose run order v7h's capture predates captured again (call 2: their broad change
-# with the replay, the capture's batch back to ship; call 3 their A/A), then v7 again
-# under `warm`: its screen and replay parts (4, 5; docs/replay.md item 2).
+# ops whose run order v7h's capture predates captured again (call 2: with their A/A
+# with the replay, the capture's batch back to ship; call 3 their broad change), then
+# v7 again under `warm`: its screen and replay parts (4, 5; docs/replay.md item 2).
 # Edit the branches for the session's plan. BUDGET: a call's seconds when less device
 # time is left.
 S=.cache/snap/benchmarks; export W=/tmp/w
@@ -40,17 +40,20 @@ case "$gpu:$call" in
     # 29 truncated at 64 launches (a launch per reflector), 46 whose run order v7h's
     # capture predates (thnn_fused_lstm_cell_backward_impl 25), 8 under FlagGems'
     # first-run lock: captured again (untimed, into v7h's records), derived over v7h,
-    # then their broad change with the replay; capwork.tgz comes back (`baseline
-    # capture --replace --from` on the CPU ships it into baselines/v7h)
+    # then their A/A with the replay (every captured row, none changed); capwork.tgz
+    # comes back (`baseline capture --replace --from` on the CPU ships it into
+    # baselines/v7h)
     tr ' ' '\n' > "$W/cap_ops.txt" <<< "ormqr linalg_lstsq linalg_svdvals \
 thnn_fused_lstm_cell_backward_impl as_strided_scatter unsafe_masked_index_put_accumulate \
 scatter_reduce_two_ float_power_ unique_dim fused_moving_avg_obs_fq_helper svd quantile"
     NAME=v7c CAP_FROM=baselines/v7h OPS_FILE=$W/cap_ops.txt CAP_UNTIMED=1 CAP_BATCH_ONLY=1 \
       REPLAY=1 KEEP_BL=0 bash "$S/gpu_adopt.sh" "${BUDGET:-560}" "${fresh[@]}" capture:240 \
-      pack-capwork derive/v7c:60 broad-cap:200 pack ;;
-  *:3)  # their A/A with the replay (every captured row, none changed)
+      pack-capwork derive/v7c:60 aa-cap:200 pack ;;
+  *:3)  # their broad change with the replay: ormqr's and linalg_lstsq's rows replay at
+    # the PR's pace (ormqr float32 4096²: 4.9 s a call against 0.26 s, forty-ninth
+    # session), several minutes of the call by the model
     NAME=v7c CAP_FROM=baselines/v7h OPS_FILE=$W/cap_ops.txt REPLAY=1 KEEP_BL=0 \
-      bash "$S/gpu_adopt.sh" "${BUDGET:-300}" aa-cap:250 pack ;;
+      bash "$S/gpu_adopt.sh" "${BUDGET:-565}" broad-cap:540 pack ;;
   *:4)  # v7 again, under `warm`: its screen (296 s in the forty-fifth session, there
     # a call of its own) and the first replay part; then `wv-part/2/4` ... and the op
     # path's shards `wv-op/K/4` in calls of their own (docs/replay.md item 2)
