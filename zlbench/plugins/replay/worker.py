@@ -76,9 +76,10 @@ device after a row fails (``torch.cuda.synchronize``); when it is broken it writ
 outputs and exits :data:`POISONED` after the failed row's line. :func:`run_rows` (the
 caller's side) runs the worker, gives each row its hang limit
 (``ReplayPlanFile.timeout_of``: ``row_timeout_s``, or a row of long calls its own; the
-first row :data:`STARTUP_S` more: CUDA and launcher start-up), kills a worker that goes past it or
-dies, records the row in flight as fallen back, and starts a fresh worker for the
-remaining rows; it merges the parts into ``OUT_DIR/rows.json`` and ``pairs.json``.
+first row :data:`STARTUP_S` more: CUDA and launcher start-up), kills a worker that goes
+past it or dies, records the row in flight as fallen back, and starts a fresh worker
+for the remaining rows; it merges the parts into ``OUT_DIR/rows.json`` and
+``pairs.json``.
 
 GPU only, not verified on a GPU in this session: the default seams (real binaries,
 CUDA event timing, the L2 flush, the device check). The tests inject fakes, and load
@@ -632,9 +633,9 @@ def run_part(
 ) -> Part:
     """One worker process from row ``skip`` on, but the rows in ``avoid``, each row
     given its hang limit (``plan.timeout_of``; the first :data:`STARTUP_S` more);
-    ``on_row`` as each
-    row's line arrives. ``proc``: that worker, already started (:func:`start_warm`, told
-    to go, from row 0 with nothing to avoid), else one started here."""
+    ``on_row`` as each row's line arrives. ``proc``: that worker, already started
+    (:func:`start_warm`, told to go, from row 0 with nothing to avoid), else one
+    started here."""
     if proc is None:
         rows = ",".join(str(i) for i in sorted(avoid))
         proc = _start([*cmd, "--skip", str(skip), "--avoid", rows], out, env)
