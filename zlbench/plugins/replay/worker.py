@@ -665,10 +665,7 @@ def _watch(
     finished = False
 
     def upcoming(after: int) -> int:  # the next row the worker replays
-        i = after + 1
-        while i in avoid:
-            i += 1
-        return i
+        return first_tried(after + 1, avoid)
 
     limit = plan.timeout_of(upcoming(skip - 1))
     deadline = time.monotonic() + limit + STARTUP_S
@@ -699,6 +696,13 @@ def _watch(
         return Part(ended, (nxt, ""), out)
     why = f"replay worker died (exit {rc}): {_tail(log)}".rstrip(": ")
     return Part(ended, (nxt, f"{why}; a device fault poisons the process"), out)
+
+
+def first_tried(i: int, avoid: Collection[int]) -> int:
+    """The first row from ``i`` on that a worker told to ``avoid`` rows replays."""
+    while i in avoid:
+        i += 1
+    return i
 
 
 def part_dir(out_dir: str | os.PathLike, n: int) -> Path:
@@ -806,9 +810,7 @@ def run_rows(
                     results[i] = fallback(plan.rows[i], said)
                     if on_row is not None:
                         on_row(i, said)
-        skip = max(lost, skip + 1)
-        while skip in avoid:
-            skip += 1
+        skip = first_tried(max(lost, skip + 1), avoid)
     stopped = "not replayed: the worker stopped before it"
     rows = [results.get(i) or fallback(row, stopped) for i, row in enumerate(plan.rows)]
     kept = [samples[r.key] for r in rows if r.instrument == "kernel-replay" and r.key in samples]
